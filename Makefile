@@ -1,0 +1,47 @@
+# threatd — see README.md. Targets: build run test lint proto bench clean.
+GO        ?= go
+BIN       := bin
+PLUGINS   := $(BIN)/plugins
+GOFLAGS_BUILD ?= -trimpath
+PLUGIN_CMDS := threatd-storage-sqlite
+
+.PHONY: all build run test test-short lint proto proto-check bench clean
+
+all: build
+
+build:
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/threatd ./cmd/threatd
+	@mkdir -p $(PLUGINS)
+	@for p in $(PLUGIN_CMDS); do echo "$(GO) build -o $(PLUGINS)/$$p ./cmd/$$p"; $(GO) build $(GOFLAGS_BUILD) -o $(PLUGINS)/$$p ./cmd/$$p || exit 1; done
+
+# Build, create a first admin user if the database is new (its token is
+# printed once), then serve on https://127.0.0.1:8443/functions/v1.
+run: build
+	$(BIN)/threatd bootstrap --email admin@localhost
+	$(BIN)/threatd serve
+
+# The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
+test: build
+	THREATD_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Regenerate the plugin protocol code (needs Debian's protoc: apt-get install protobuf-compiler).
+proto:
+	protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
+	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
+	  --go_out=. --go_opt=paths=source_relative \
+	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
+	  plugins/proto/v1/*.proto
+
+# Fails when the committed generated code differs from what `make proto` writes.
+proto-check: proto
+	git diff --exit-code -- plugins/proto
+
+bench: build
+	THREATD_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,135 @@
+// Command threatd is the threat-intelligence daemon and its administration
+// CLI (CONTRACT.md §2): serve, migrate, bootstrap, user, token.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/threatd/threatd/config"
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// flagKeys maps command-line flags to configuration keys (the last source of
+// CONTRACT.md §1's order).
+var flagKeys = map[string]string{
+	"listen":         "server.listen",
+	"tls-mode":       "server.tls.mode",
+	"data-dir":       "data_dir",
+	"plugins-dir":    "plugins.dir",
+	"storage-plugin": "storage.plugin",
+	"storage-dsn":    "storage.dsn",
+	"log-level":      "log.level",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "threatd:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "threatd",
+		Short:         "threatd: a self-hostable threat-intelligence service",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	pf := root.PersistentFlags()
+	pf.String("config", "", "YAML configuration file")
+	pf.String("data-dir", "", "data directory (config data_dir)")
+	pf.String("plugins-dir", "", "plugin directory (config plugins.dir)")
+	pf.String("storage-plugin", "", "storage plugin name (config storage.plugin)")
+	pf.String("storage-dsn", "", "storage address (config storage.dsn)")
+	pf.String("log-level", "", "log level: debug, info, warn, error (config log.level)")
+	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd())
+	return root
+}
+
+// loadConfig reads the configuration for cmd from --config, the environment
+// and the flags.
+func loadConfig(cmd *cobra.Command) (config.Config, error) {
+	path, _ := cmd.Flags().GetString("config")
+	return config.Load(path, nil, cmd.Flags(), flagKeys)
+}
+
+// newLogger returns the daemon's structured logger: JSON on stderr.
+func newLogger(level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level)))
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+// env is what every command that touches storage needs.
+type env struct {
+	cfg   config.Config
+	log   *slog.Logger
+	store *plugins.StorageClient
+}
+
+// openEnv loads the configuration, starts the storage plugin and applies
+// pending migrations. Administrative commands log only warnings unless
+// --log-level says otherwise; serve logs at the configured level.
+func openEnv(cmd *cobra.Command, quiet bool) (*env, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	level := cfg.Log.Level
+	if quiet && !cmd.Flags().Changed("log-level") && os.Getenv(config.EnvPrefix+"LOG__LEVEL") == "" {
+		level = "warn"
+	}
+	log := newLogger(level)
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	host := &plugins.Host{Dir: cfg.Plugins.Dir, Log: log}
+	store, err := host.StartStorage(cmd.Context(), cfg.Storage.Plugin, plugins.StorageConfig{
+		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings,
+	})
+	if err != nil {
+		return nil, err
+	}
+	applied, err := store.Migrate(cmd.Context())
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("migrations applied", "migrations", applied)
+	}
+	return &env{cfg: cfg, log: log, store: store}, nil
+}
+
+func (e *env) close() { _ = e.store.Close() }
+
+// friendly rewrites domain errors for a terminal.
+func friendly(err error) error {
+	var fe *core.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("invalid --%s: %s", fe.Field, fe.Message)
+	}
+	return err
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/threatd/threatd/config"
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api"
+)
+
+func serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon (migrations are applied at start)",
+		Args:  cobra.NoArgs,
+		RunE:  serve,
+	}
+	cmd.Flags().String("listen", "", "listen address host:port (config server.listen)")
+	cmd.Flags().String("tls-mode", "", "self-signed, files or off (config server.tls.mode)")
+	return cmd
+}
+
+func serve(cmd *cobra.Command, _ []string) error {
+	e, err := openEnv(cmd, false)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	cfg, log := e.cfg, e.log
+	ctx := cmd.Context()
+
+	var proxies []netip.Prefix
+	for _, p := range cfg.Server.TrustedProxies {
+		pfx, _ := config.ParsePrefix(p) // validated by config.Load
+		proxies = append(proxies, pfx)
+	}
+	handler := api.New(api.Options{
+		BasePath:          cfg.Server.BasePath,
+		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
+		TrustedProxies:    proxies,
+		PerIPPerMinute:    cfg.Limits.PerIPPerMinute,
+		PerTokenPerMinute: map[core.Tier]int{core.TierFree: cfg.Limits.PerTokenPerMinute.Free, core.TierPaid: cfg.Limits.PerTokenPerMinute.Paid},
+		StorageName:       cfg.Storage.Plugin,
+		Version:           version,
+	}, log, e.store)
+
+	sc := echo.StartConfig{
+		Address:         cfg.Server.Listen,
+		HideBanner:      true,
+		HidePort:        true,
+		GracefulTimeout: 20 * time.Second,
+		ListenerAddrFunc: func(addr net.Addr) {
+			log.Info("threatd listening", "address", addr.String(), "tls", cfg.Server.TLS.Mode,
+				"base_path", cfg.Server.BasePath, "storage", cfg.Storage.Plugin, "version", version)
+		},
+		BeforeServeFunc: func(s *http.Server) error {
+			s.ReadHeaderTimeout = 10 * time.Second
+			s.IdleTimeout = 120 * time.Second
+			s.MaxHeaderBytes = 64 << 10
+			return nil
+		},
+	}
+	switch cfg.Server.TLS.Mode {
+	case config.TLSOff:
+		log.Warn("TLS IS OFF: the API is served over plain HTTP and tokens cross the network in clear text; run this only behind a TLS-terminating proxy",
+			"listen", cfg.Server.Listen)
+		err = sc.Start(ctx, handler)
+	case config.TLSFiles:
+		err = startTLS(ctx, sc, handler, cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile)
+	default:
+		host, _, _ := net.SplitHostPort(cfg.Server.Listen)
+		certFile, keyFile, created, cerr := api.SelfSignedCert(filepath.Join(cfg.DataDir, "tls"), []string{host})
+		if cerr != nil {
+			return fmt.Errorf("self-signed TLS certificate: %w", cerr)
+		}
+		if created {
+			log.Info("generated a self-signed TLS certificate", "cert_file", certFile)
+		}
+		err = startTLS(ctx, sc, handler, certFile, keyFile)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("threatd stopped: in-flight requests drained")
+	return nil
+}

@@ -1,0 +1,414 @@
+// Package config loads threatd's configuration with koanf in a fixed order —
+// built-in defaults, a YAML file, THREATD_ environment variables (with "__"
+// for nesting), command-line flags; later wins — and validates it, naming the
+// bad key. There is no global configuration: Load returns a value that is
+// passed to what needs it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Config is the whole configuration of a threatd daemon (CONTRACT.md §3).
+type Config struct {
+	Server         Server          `koanf:"server"`
+	DataDir        string          `koanf:"data_dir"`
+	Plugins        Plugins         `koanf:"plugins"`
+	Storage        Storage         `koanf:"storage"`
+	Exporters      []string        `koanf:"exporters"`
+	ExporterRoutes []ExporterRoute `koanf:"exporter_routes"`
+	Sources        []Source        `koanf:"sources"`
+	Cache          Cache           `koanf:"cache"`
+	Limits         Limits          `koanf:"limits"`
+	Log            Log             `koanf:"log"`
+}
+
+// Server is the HTTPS listener.
+type Server struct {
+	Listen         string   `koanf:"listen"`
+	BasePath       string   `koanf:"base_path"`
+	TLS            TLS      `koanf:"tls"`
+	TrustedProxies []string `koanf:"trusted_proxies"`
+	MaxBodyBytes   int64    `koanf:"max_body_bytes"`
+}
+
+// TLS selects how the listener gets its certificate.
+type TLS struct {
+	Mode     string `koanf:"mode"`
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+}
+
+// TLS modes.
+const (
+	TLSSelfSigned = "self-signed"
+	TLSFiles      = "files"
+	TLSOff        = "off"
+)
+
+// Plugins locates plugin binaries.
+type Plugins struct {
+	Dir string `koanf:"dir"`
+}
+
+// Storage selects the storage plugin.
+type Storage struct {
+	Plugin string `koanf:"plugin"`
+	DSN    string `koanf:"dsn"`
+	// Settings are passed to the plugin as they are (backend-specific).
+	Settings map[string]string `koanf:"settings"`
+}
+
+// ExporterRoute maps an extra endpoint to a named exporter plugin.
+type ExporterRoute struct {
+	Path     string `koanf:"path"`
+	Exporter string `koanf:"exporter"`
+	Tier     string `koanf:"tier"`
+}
+
+// Source is a scheduled ingestion source.
+type Source struct {
+	Name     string        `koanf:"name"`
+	Plugin   string        `koanf:"plugin"`
+	Paths    []string      `koanf:"paths"`
+	Interval time.Duration `koanf:"interval"`
+}
+
+// Cache bounds how stale in-memory caches may be across daemons.
+type Cache struct {
+	Freshness time.Duration `koanf:"freshness"`
+}
+
+// PerTier is one number per tier.
+type PerTier struct {
+	Free int `koanf:"free"`
+	Paid int `koanf:"paid"`
+}
+
+// Limits are the service's quotas and rate limits.
+type Limits struct {
+	SubmissionsPerHour     int           `koanf:"submissions_per_hour"`
+	SubmissionsPerHourPaid int           `koanf:"submissions_per_hour_paid"`
+	NewUserMaxUnverified   int           `koanf:"new_user_max_unverified"`
+	NewUserVerifiedToLift  int           `koanf:"new_user_verified_to_lift"`
+	PerIPPerMinute         int           `koanf:"per_ip_per_minute"`
+	PerTokenPerMinute      PerTier       `koanf:"per_token_per_minute"`
+	LatestCount            int           `koanf:"latest_count"`
+	FeedMaxWindow          time.Duration `koanf:"feed_max_window"`
+	FeedPageMax            int           `koanf:"feed_page_max"`
+	BatchMax               int           `koanf:"batch_max"`
+	Store                  string        `koanf:"store"`
+	SyncInterval           time.Duration `koanf:"sync_interval"`
+}
+
+// Log configures the daemon's structured log (stderr, JSON).
+type Log struct {
+	Level string `koanf:"level"`
+}
+
+// Defaults are the built-in values of CONTRACT.md §3.
+func Defaults() map[string]any {
+	return map[string]any{
+		"server.listen":                    "127.0.0.1:8443",
+		"server.base_path":                 "/functions/v1",
+		"server.tls.mode":                  TLSSelfSigned,
+		"server.tls.cert_file":             "",
+		"server.tls.key_file":              "",
+		"server.trusted_proxies":           []string{},
+		"server.max_body_bytes":            262144,
+		"data_dir":                         "./data",
+		"plugins.dir":                      "./bin/plugins",
+		"storage.plugin":                   "sqlite",
+		"storage.dsn":                      "",
+		"storage.settings":                 map[string]any{},
+		"exporters":                        []string{"stix", "anomali"},
+		"exporter_routes":                  []any{},
+		"sources":                          []any{},
+		"cache.freshness":                  "1s",
+		"limits.submissions_per_hour":      10,
+		"limits.submissions_per_hour_paid": 0,
+		"limits.new_user_max_unverified":   3,
+		"limits.new_user_verified_to_lift": 3,
+		"limits.per_ip_per_minute":         300,
+		"limits.per_token_per_minute.free": 60,
+		"limits.per_token_per_minute.paid": 600,
+		"limits.latest_count":              100,
+		"limits.feed_max_window":           "168h",
+		"limits.feed_page_max":             1000,
+		"limits.batch_max":                 1000,
+		"limits.store":                     "memory",
+		"limits.sync_interval":             "250ms",
+		"log.level":                        "info",
+	}
+}
+
+// EnvPrefix is the prefix of configuration environment variables.
+const EnvPrefix = "THREATD_"
+
+// topLevelKeys are the first segments of valid keys; other THREATD_*
+// variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
+var topLevelKeys = map[string]bool{
+	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
+	"exporter_routes": true, "sources": true, "cache": true, "limits": true, "log": true,
+}
+
+// envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
+func envKey(name string) string {
+	k := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+	k = strings.ReplaceAll(k, "__", ".")
+	top, _, _ := strings.Cut(k, ".")
+	if !topLevelKeys[top] {
+		return ""
+	}
+	return k
+}
+
+// Load reads the configuration: defaults, then the YAML file (if path is not
+// empty), then the environment, then the flags in fs that carry a config
+// key (see FlagKeys). It returns a validated Config.
+func Load(path string, environ []string, fs *pflag.FlagSet, flagKeys map[string]string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
+		return Config{}, err
+	}
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if environ == nil {
+		environ = os.Environ()
+	}
+	err := k.Load(env.Provider(".", env.Opt{
+		Prefix:        EnvPrefix,
+		EnvironFunc:   func() []string { return environ },
+		TransformFunc: func(name, v string) (string, any) { return envKey(name), v },
+	}), nil)
+	if err != nil {
+		return Config{}, fmt.Errorf("environment: %w", err)
+	}
+	if fs != nil {
+		err := k.Load(posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+			key, ok := flagKeys[f.Name]
+			if !ok || !f.Changed {
+				return "", nil
+			}
+			return key, posflag.FlagVal(fs, f)
+		}), nil)
+		if err != nil {
+			return Config{}, fmt.Errorf("flags: %w", err)
+		}
+	}
+	var c Config
+	err = k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		),
+		WeaklyTypedInput: true,
+		ErrorUnused:      true,
+		TagName:          "koanf",
+	}})
+	if err != nil {
+		return Config{}, fmt.Errorf("invalid configuration: %s", describeDecodeError(err))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// describeDecodeError rewrites mapstructure's messages so that each names
+// the dotted key: "unknown key: server.lisen", "limits.batch_max: cannot parse …".
+func describeDecodeError(err error) string {
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "* "))
+		if line == "" || strings.HasPrefix(line, "decoding failed") {
+			continue
+		}
+		if m := invalidKeys.FindStringSubmatch(line); m != nil {
+			parent := m[1]
+			for _, k := range strings.Split(m[2], ",") {
+				k = strings.TrimSpace(k)
+				if parent != "config.Config" && parent != "" {
+					k = parent + "." + k
+				}
+				out = append(out, "unknown key: "+k)
+			}
+			continue
+		}
+		if m := quotedKey.FindStringSubmatch(line); m != nil {
+			line = m[1] + ": " + m[2]
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "; ")
+}
+
+var (
+	invalidKeys = regexp.MustCompile(`^'([^']*)' has invalid keys: (.*)$`)
+	quotedKey   = regexp.MustCompile(`^'([^']*)' (.*)$`)
+)
+
+// KeyError is a configuration error naming the key.
+type KeyError struct {
+	Key     string
+	Message string
+}
+
+// Error returns "invalid configuration: key: message".
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("invalid configuration: %s: %s", e.Key, e.Message)
+}
+
+func bad(key, format string, args ...any) error {
+	return &KeyError{Key: key, Message: fmt.Sprintf(format, args...)}
+}
+
+var pluginName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// Validate checks every value; the first error names its key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		add(bad("server.listen", "must be host:port (got %q)", c.Server.Listen))
+	}
+	if !strings.HasPrefix(c.Server.BasePath, "/") || strings.HasSuffix(c.Server.BasePath, "/") && c.Server.BasePath != "/" || strings.ContainsAny(c.Server.BasePath, " ?#:") {
+		add(bad("server.base_path", "must start with / and not end with / (got %q)", c.Server.BasePath))
+	}
+	switch c.Server.TLS.Mode {
+	case TLSSelfSigned, TLSOff:
+	case TLSFiles:
+		if c.Server.TLS.CertFile == "" {
+			add(bad("server.tls.cert_file", "is required when server.tls.mode is files"))
+		}
+		if c.Server.TLS.KeyFile == "" {
+			add(bad("server.tls.key_file", "is required when server.tls.mode is files"))
+		}
+	default:
+		add(bad("server.tls.mode", "must be one of self-signed, files, off (got %q)", c.Server.TLS.Mode))
+	}
+	for i, p := range c.Server.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			add(bad(fmt.Sprintf("server.trusted_proxies[%d]", i), "%v", err))
+		}
+	}
+	if c.Server.MaxBodyBytes < 1024 || c.Server.MaxBodyBytes > 64<<20 {
+		add(bad("server.max_body_bytes", "must be between 1024 and 67108864 (got %d)", c.Server.MaxBodyBytes))
+	}
+	if c.DataDir == "" {
+		add(bad("data_dir", "must not be empty"))
+	}
+	if c.Plugins.Dir == "" {
+		add(bad("plugins.dir", "must not be empty"))
+	}
+	if !pluginName.MatchString(c.Storage.Plugin) {
+		add(bad("storage.plugin", "must be a plugin name such as sqlite or postgres (got %q)", c.Storage.Plugin))
+	}
+	for i, e := range c.Exporters {
+		if !pluginName.MatchString(e) {
+			add(bad(fmt.Sprintf("exporters[%d]", i), "must be a plugin name (got %q)", e))
+		}
+	}
+	for i, r := range c.ExporterRoutes {
+		key := fmt.Sprintf("exporter_routes[%d]", i)
+		if !strings.HasPrefix(r.Path, "/") {
+			add(bad(key+".path", "must start with / (got %q)", r.Path))
+		}
+		if !pluginName.MatchString(r.Exporter) {
+			add(bad(key+".exporter", "must be a plugin name (got %q)", r.Exporter))
+		}
+		if r.Tier != "" && r.Tier != "free" && r.Tier != "paid" {
+			add(bad(key+".tier", "must be free or paid (got %q)", r.Tier))
+		}
+	}
+	for i, s := range c.Sources {
+		key := fmt.Sprintf("sources[%d]", i)
+		if s.Name == "" {
+			add(bad(key+".name", "must not be empty"))
+		}
+		if !pluginName.MatchString(s.Plugin) {
+			add(bad(key+".plugin", "must be a plugin name (got %q)", s.Plugin))
+		}
+		if s.Interval < time.Minute {
+			add(bad(key+".interval", "must be at least 1m (got %s)", s.Interval))
+		}
+	}
+	if c.Cache.Freshness <= 0 || c.Cache.Freshness > time.Hour {
+		add(bad("cache.freshness", "must be between 1ns and 1h (got %s)", c.Cache.Freshness))
+	}
+	l := c.Limits
+	nonNeg := map[string]int{
+		"limits.submissions_per_hour":      l.SubmissionsPerHour,
+		"limits.submissions_per_hour_paid": l.SubmissionsPerHourPaid,
+		"limits.new_user_max_unverified":   l.NewUserMaxUnverified,
+		"limits.new_user_verified_to_lift": l.NewUserVerifiedToLift,
+		"limits.per_ip_per_minute":         l.PerIPPerMinute,
+		"limits.per_token_per_minute.free": l.PerTokenPerMinute.Free,
+		"limits.per_token_per_minute.paid": l.PerTokenPerMinute.Paid,
+	}
+	for _, key := range slices.Sorted(maps.Keys(nonNeg)) {
+		if nonNeg[key] < 0 {
+			add(bad(key, "must not be negative (got %d; 0 means no limit)", nonNeg[key]))
+		}
+	}
+	if l.LatestCount < 1 || l.LatestCount > 1000 {
+		add(bad("limits.latest_count", "must be between 1 and 1000 (got %d)", l.LatestCount))
+	}
+	if l.FeedMaxWindow < time.Hour {
+		add(bad("limits.feed_max_window", "must be at least 1h (got %s)", l.FeedMaxWindow))
+	}
+	if l.FeedPageMax < 1 || l.FeedPageMax > 10000 {
+		add(bad("limits.feed_page_max", "must be between 1 and 10000 (got %d)", l.FeedPageMax))
+	}
+	if l.BatchMax < 1 || l.BatchMax > 10000 {
+		add(bad("limits.batch_max", "must be between 1 and 10000 (got %d)", l.BatchMax))
+	}
+	if l.Store != "memory" && l.Store != "storage" {
+		add(bad("limits.store", "must be memory or storage (got %q)", l.Store))
+	}
+	if l.SyncInterval < 10*time.Millisecond || l.SyncInterval > time.Minute {
+		add(bad("limits.sync_interval", "must be between 10ms and 1m (got %s)", l.SyncInterval))
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		add(bad("log.level", "must be one of debug, info, warn, error (got %q)", c.Log.Level))
+	}
+	return errors.Join(errs...)
+}
+
+// ParsePrefix parses a CIDR, or a bare IP as a single-address prefix.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR or IP address", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -1,0 +1,142 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+var testFlagKeys = map[string]string{"listen": "server.listen", "data-dir": "data_dir"}
+
+func flags(args ...string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("listen", "", "")
+	fs.String("data-dir", "", "")
+	fs.String("email", "", "") // not a config flag: ignored
+	if err := fs.Parse(args); err != nil {
+		panic(err)
+	}
+	return fs
+}
+
+func writeYAML(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "threatd.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load("", []string{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:8443" || c.Server.BasePath != "/functions/v1" || c.Server.TLS.Mode != "self-signed" ||
+		c.Server.MaxBodyBytes != 262144 || c.DataDir != "./data" || c.Plugins.Dir != "./bin/plugins" ||
+		c.Storage.Plugin != "sqlite" || c.Cache.Freshness != time.Second ||
+		c.Limits.SubmissionsPerHour != 10 || c.Limits.NewUserMaxUnverified != 3 || c.Limits.NewUserVerifiedToLift != 3 ||
+		c.Limits.PerIPPerMinute != 300 || c.Limits.PerTokenPerMinute.Free != 60 || c.Limits.PerTokenPerMinute.Paid != 600 ||
+		c.Limits.LatestCount != 100 || c.Limits.FeedMaxWindow != 168*time.Hour || c.Limits.FeedPageMax != 1000 ||
+		c.Limits.BatchMax != 1000 || c.Limits.Store != "memory" || c.Limits.SyncInterval != 250*time.Millisecond ||
+		strings.Join(c.Exporters, ",") != "stix,anomali" || len(c.Server.TrustedProxies) != 0 {
+		t.Fatalf("defaults differ from CONTRACT.md §3: %+v", c)
+	}
+}
+
+func TestOrderDefaultsFileEnvFlags(t *testing.T) {
+	path := writeYAML(t, `
+server:
+  listen: "127.0.0.1:1111"
+  trusted_proxies: ["10.0.0.0/8"]
+data_dir: /from/file
+limits:
+  per_token_per_minute: {free: 5}
+  feed_max_window: 24h
+exporter_routes:
+  - {path: /export/csv, exporter: csv, tier: paid}
+`)
+	c, err := Load(path, nil, flags(), testFlagKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:1111" || c.DataDir != "/from/file" || c.Limits.PerTokenPerMinute.Free != 5 ||
+		c.Limits.PerTokenPerMinute.Paid != 600 || c.Limits.FeedMaxWindow != 24*time.Hour ||
+		len(c.ExporterRoutes) != 1 || c.ExporterRoutes[0].Exporter != "csv" || c.Server.TrustedProxies[0] != "10.0.0.0/8" {
+		t.Fatalf("file values not applied: %+v", c)
+	}
+
+	environ := []string{
+		"THREATD_SERVER__LISTEN=127.0.0.1:2222",
+		"THREATD_LIMITS__PER_TOKEN_PER_MINUTE__FREE=7",
+		"THREATD_DATA_DIR=/from/env",
+		"THREATD_EXPORTERS=stix,csv",
+		"THREATD_TEST_POSTGRES=off", // not configuration: ignored
+		"OTHER=1",
+	}
+	c, err = Load(path, environ, flags(), testFlagKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:2222" || c.Limits.PerTokenPerMinute.Free != 7 || c.DataDir != "/from/env" ||
+		strings.Join(c.Exporters, ",") != "stix,csv" {
+		t.Fatalf("environment does not override the file: %+v", c)
+	}
+
+	c, err = Load(path, environ, flags("--listen", "127.0.0.1:3333", "--email", "x@y.z"), testFlagKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:3333" || c.DataDir != "/from/env" {
+		t.Fatalf("flags do not override the environment (or unset flags did): %+v", c)
+	}
+}
+
+func TestInvalidNamesTheKey(t *testing.T) {
+	cases := []struct {
+		yaml, env, key string
+	}{
+		{yaml: "server: {listen: nonsense}", key: "server.listen"},
+		{yaml: "server: {tls: {mode: sometimes}}", key: "server.tls.mode"},
+		{yaml: "server: {tls: {mode: files}}", key: "server.tls.cert_file"},
+		{yaml: "server: {trusted_proxies: [not-a-cidr]}", key: "server.trusted_proxies[0]"},
+		{yaml: "server: {max_body_bytes: 10}", key: "server.max_body_bytes"},
+		{yaml: "storage: {plugin: '../evil'}", key: "storage.plugin"},
+		{yaml: "limits: {per_ip_per_minute: -1}", key: "limits.per_ip_per_minute"},
+		{yaml: "limits: {store: redis}", key: "limits.store"},
+		{yaml: "cache: {freshness: 0s}", key: "cache.freshness"},
+		{yaml: "limits: {feed_max_window: soon}", key: "feed_max_window"},
+		{yaml: "limtis: {store: memory}", key: "limtis"},
+		{yaml: "server: {lisen: x}", key: "lisen"},
+		{env: "THREATD_LIMITS__BATCH_MAX=lots", key: "batch_max"},
+		{env: "THREATD_SERVER__BASE_PATH=functions/v1", key: "server.base_path"},
+	}
+	for _, c := range cases {
+		path := ""
+		if c.yaml != "" {
+			path = writeYAML(t, c.yaml)
+		}
+		var environ []string
+		if c.env != "" {
+			environ = []string{c.env}
+		} else {
+			environ = []string{}
+		}
+		_, err := Load(path, environ, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%q %q: error %v does not name %s", c.yaml, c.env, err, c.key)
+		}
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), []string{}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Error is an HTTP error with an exact JSON body: {"error": …} plus any
+// extra fields the specification asks for, and optional headers.
+type Error struct {
+	Status  int
+	Message string
+	Fields  map[string]any
+	Headers map[string]string
+	// Cause is logged, never shown unless put in Fields.
+	Cause error
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// StatusCode implements echo.HTTPStatusCoder.
+func (e *Error) StatusCode() int { return e.Status }
+
+func (e *Error) body() map[string]any {
+	b := make(map[string]any, len(e.Fields)+1)
+	for k, v := range e.Fields {
+		b[k] = v
+	}
+	b["error"] = e.Message
+	return b
+}
+
+// Fixed texts of the specification (spec §7, CONTRACT.md §4–§5).
+const (
+	msgAuthRequired     = "Authorization required"
+	msgInvalidToken     = "Invalid API token"
+	msgMethodNotAllowed = "Method not allowed"
+	msgInternal         = "Internal server error"
+)
+
+// tooManyRequests is a 429 with Retry-After.
+func tooManyRequests(msg string, retryAfter int) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Message: msg,
+		Headers: map[string]string{"Retry-After": strconv.Itoa(retryAfter)}}
+}
+
+// errorHandler is the one place where errors become HTTP responses.
+func errorHandler(log *slog.Logger, maxBody int64) echo.HTTPErrorHandler {
+	return func(c *echo.Context, err error) {
+		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
+			return
+		}
+		e := toHTTPError(err, maxBody)
+		if e.Status >= 500 {
+			log.Error("request failed", "status", e.Status, "error", err.Error(),
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		}
+		for k, v := range e.Headers {
+			c.Response().Header().Set(k, v)
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(e.Status)
+			return
+		}
+		_ = c.JSON(e.Status, e.body())
+	}
+}
+
+// toHTTPError maps any error to its status and body.
+func toHTTPError(err error, maxBody int64) *Error {
+	var (
+		ae    *Error
+		fe    *core.FieldError
+		ne    *core.NotFoundError
+		ce    *core.ConflictError
+		panic *middleware.PanicStackError
+		sc    echo.HTTPStatusCoder
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &panic):
+		return &Error{Status: 500, Message: msgInternal, Fields: map[string]any{"details": "the request handler panicked; see the server log"}}
+	case errors.As(err, &fe):
+		f := map[string]any{}
+		if fe.Field != "" {
+			f["field"] = fe.Field
+		}
+		return &Error{Status: http.StatusBadRequest, Message: fe.Error(), Fields: f}
+	case errors.As(err, &ne):
+		return &Error{Status: http.StatusNotFound, Message: capitalise(ne.Error())}
+	case errors.As(err, &ce):
+		return &Error{Status: http.StatusConflict, Message: capitalise(ce.Error())}
+	case errors.Is(err, core.ErrUnauthenticated):
+		return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
+	case errors.Is(err, core.ErrForbidden):
+		return &Error{Status: http.StatusForbidden, Message: capitalise(err.Error())}
+	case errors.Is(err, core.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Message: "Service unavailable", Fields: map[string]any{"details": err.Error()}}
+	case errors.As(err, &sc):
+		switch code := sc.StatusCode(); code {
+		case http.StatusNotFound:
+			return &Error{Status: code, Message: "Not found: no such endpoint"}
+		case http.StatusMethodNotAllowed:
+			return &Error{Status: code, Message: msgMethodNotAllowed}
+		case http.StatusRequestEntityTooLarge:
+			return &Error{Status: code, Message: fmt.Sprintf("Request body too large: the limit is %d bytes", maxBody)}
+		case http.StatusUnauthorized:
+			return &Error{Status: code, Message: msgAuthRequired}
+		default:
+			if code >= 500 {
+				return &Error{Status: code, Message: msgInternal, Fields: map[string]any{"details": err.Error()}}
+			}
+			return &Error{Status: code, Message: http.StatusText(code)}
+		}
+	}
+	return &Error{Status: http.StatusInternalServerError, Message: msgInternal, Fields: map[string]any{"details": err.Error()}, Cause: err}
+}
+
+func capitalise(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v5"
+)
+
+// healthz reports the daemon's and the storage plugin's health (no auth).
+func (s *Server) healthz(c *echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	storage := map[string]any{"plugin": s.opts.StorageName, "status": "ok"}
+	status, code := "ok", http.StatusOK
+	if err := s.store.Health(ctx); err != nil {
+		storage["status"] = "unavailable"
+		storage["error"] = err.Error()
+		status, code = "degraded", http.StatusServiceUnavailable
+	}
+	return c.JSON(code, map[string]any{
+		"status":         status,
+		"version":        s.opts.Version,
+		"uptime_seconds": int64(time.Since(s.started).Seconds()),
+		"plugins":        map[string]any{"storage": storage},
+	})
+}
+
+// account describes the caller: who the token belongs to, its tier, role and
+// limits. It lets a client check a token without side effects.
+func (s *Server) account(c *echo.Context) error {
+	p := principal(c)
+	var perHour any
+	if p.User.SubmissionsPerHour != nil {
+		perHour = *p.User.SubmissionsPerHour
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"email": p.User.Email,
+		"name":  p.User.Name,
+		"tier":  p.User.Tier,
+		"role":  p.User.Role,
+		"token": map[string]any{
+			"id":         p.Token.ID,
+			"name":       p.Token.Name,
+			"hint":       p.Token.Hint,
+			"created_at": p.Token.CreatedAt,
+		},
+		"limits": map[string]any{
+			"requests_per_minute":           s.opts.PerTokenPerMinute[p.User.Tier],
+			"submissions_per_hour_override": perHour,
+		},
+	})
+}

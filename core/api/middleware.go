@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/threatd/threatd/core"
+)
+
+// The middleware chain runs in the order of CONTRACT.md §5:
+//
+//	Pre  (before routing): request id, request log, panic recovery
+//	Use  (after routing):  1 wrong method 405, 2 per-IP limit 429, unknown path 404
+//	base-path group:       3 authentication 401, 4 per-token limit 429
+//	per route:             5 tier 403, 6 body 413 (then handlers: 400s, 7 submit rules)
+//
+// echo runs Pre middleware before the router and Use middleware after it, so
+// the 405 check can see which route (if any) matched before anything else runs.
+
+const principalKey = "threatd.principal"
+
+// principal returns the authenticated caller (set by authenticate).
+func principal(c *echo.Context) core.Principal {
+	p, _ := c.Get(principalKey).(core.Principal)
+	return p
+}
+
+// methodGate answers 405 before anything else when the path exists under
+// another method (OPTIONS and HEAD included).
+func methodGate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if c.RouteInfo().Name == echo.MethodNotAllowedRouteName {
+			if allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && allow != "" {
+				c.Response().Header().Set(echo.HeaderAllow, strings.ReplaceAll(allow, "OPTIONS, ", ""))
+			}
+			return &Error{Status: http.StatusMethodNotAllowed, Message: msgMethodNotAllowed}
+		}
+		return next(c)
+	}
+}
+
+// perIPLimit limits every request by client IP, before authentication.
+func (s *Server) perIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := s.ipLimiter.Take(c.RealIP(), s.opts.PerIPPerMinute, 1)
+		if !r.Allowed {
+			return tooManyRequests("Rate limit exceeded for your IP address: try again later", r.ResetSeconds())
+		}
+		return next(c)
+	}
+}
+
+// authenticate resolves the bearer token (header only, never the query string).
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		if strings.TrimSpace(h) == "" {
+			return &Error{Status: http.StatusUnauthorized, Message: msgAuthRequired}
+		}
+		scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
+		}
+		p, err := s.accounts.Authenticate(c.Request().Context(), strings.TrimSpace(token))
+		if err != nil {
+			return err
+		}
+		c.Set(principalKey, p)
+		return next(c)
+	}
+}
+
+// perTokenLimit enforces the per-token per-minute limit of the caller's tier
+// and sets the RateLimit-* headers on every response to a recognised token.
+func (s *Server) perTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		p := principal(c)
+		limit := s.opts.PerTokenPerMinute[p.User.Tier]
+		r := s.tokenLimiter.Take(p.Token.ID, limit, requestCost(c))
+		if limit > 0 {
+			h := c.Response().Header()
+			h.Set("RateLimit-Limit", strconv.Itoa(r.Limit))
+			h.Set("RateLimit-Remaining", strconv.Itoa(r.Remaining))
+			h.Set("RateLimit-Reset", strconv.Itoa(r.ResetSeconds()))
+		}
+		if !r.Allowed {
+			return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the limit is %d requests per minute; try again later", limit), r.ResetSeconds())
+		}
+		return next(c)
+	}
+}
+
+// costKey lets a route say how many requests one call counts as.
+const costKey = "threatd.cost"
+
+func requestCost(c *echo.Context) int {
+	if n, ok := c.Get(costKey).(int); ok && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// requireTier refuses callers below the route's tier with 403.
+func requireTier(t core.Tier) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			if t == core.TierPaid && principal(c).User.Tier != core.TierPaid {
+				return &Error{Status: http.StatusForbidden, Message: "This endpoint requires a paid subscription"}
+			}
+			return next(c)
+		}
+	}
+}
+
+// requestLog logs one structured line per request: never the query string
+// or headers, so that no token or secret reaches the log.
+func requestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		HandleError:  true,
+		LogLatency:   true,
+		LogMethod:    true,
+		LogURIPath:   true,
+		LogStatus:    true,
+		LogRemoteIP:  true,
+		LogRequestID: true,
+		LogValuesFunc: func(c *echo.Context, v middleware.RequestLoggerValues) error {
+			lvl := slog.LevelInfo
+			if v.Status >= 500 {
+				lvl = slog.LevelError
+			}
+			log.LogAttrs(context.Background(), lvl, "request",
+				slog.String("method", v.Method),
+				slog.String("path", v.URIPath),
+				slog.Int("status", v.Status),
+				slog.Float64("latency_ms", float64(v.Latency.Microseconds())/1000),
+				slog.String("remote_ip", v.RemoteIP),
+				slog.String("request_id", v.RequestID),
+			)
+			return nil
+		},
+	})
+}

@@ -1,0 +1,45 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/threatd/threatd/core"
+)
+
+// route declares one endpoint under the base path.
+type route struct {
+	method  string
+	path    string
+	tier    core.Tier // minimum tier
+	body    bool      // reads a request body (size-limited after auth)
+	handler echo.HandlerFunc
+}
+
+// routes declares every endpoint in one place.
+func (s *Server) routes(e *echo.Echo) {
+	e.GET("/healthz", s.healthz)
+
+	api := e.Group(s.opts.BasePath, s.authenticate, s.perTokenLimit)
+	for _, r := range s.apiRoutes() {
+		s.add(api, r)
+	}
+}
+
+// apiRoutes are the authenticated endpoints under the base path.
+func (s *Server) apiRoutes() []route {
+	return []route{
+		{method: http.MethodGet, path: "/account", tier: core.TierFree, handler: s.account},
+	}
+}
+
+// add registers r with its per-route chain: tier (403), then body limit (413).
+func (s *Server) add(g *echo.Group, r route) {
+	mw := []echo.MiddlewareFunc{requireTier(r.tier)}
+	if r.body {
+		mw = append(mw, middleware.BodyLimit(s.opts.MaxBodyBytes))
+	}
+	g.Add(r.method, r.path, r.handler, mw...)
+}

@@ -1,0 +1,85 @@
+// Package api is threatd's HTTPS JSON API on echo: the routes, the
+// middleware chain of CONTRACT.md §5 and the one error handler. Handlers are
+// thin: decode, call a use case in core, encode.
+package api
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ratelimit"
+)
+
+// Options are the API's settings, taken from the configuration.
+type Options struct {
+	BasePath          string
+	MaxBodyBytes      int64
+	TrustedProxies    []netip.Prefix
+	PerIPPerMinute    int
+	PerTokenPerMinute map[core.Tier]int
+	// StorageName names the storage plugin, for /healthz.
+	StorageName string
+	Version     string
+}
+
+// Server holds what the handlers need.
+type Server struct {
+	opts         Options
+	log          *slog.Logger
+	accounts     *core.Accounts
+	store        core.Store
+	ipLimiter    *ratelimit.Limiter
+	tokenLimiter *ratelimit.Limiter
+	started      time.Time
+}
+
+// New builds the HTTP handler of the API.
+func New(opts Options, log *slog.Logger, store core.Store) http.Handler {
+	s := &Server{
+		opts:         opts,
+		log:          log,
+		accounts:     core.NewAccounts(store),
+		store:        store,
+		ipLimiter:    ratelimit.New(time.Minute),
+		tokenLimiter: ratelimit.New(time.Minute),
+		started:      time.Now(),
+	}
+	return s.echo()
+}
+
+func (s *Server) echo() *echo.Echo {
+	e := echo.NewWithConfig(echo.Config{
+		Logger:           s.log,
+		HTTPErrorHandler: errorHandler(s.log, s.opts.MaxBodyBytes),
+		IPExtractor:      ipExtractor(s.opts.TrustedProxies),
+		// Unknown paths answer 404 after the per-IP limit, not via groups.
+		NoGroupAutoRegister404Routes: true,
+	})
+	e.Pre(
+		middleware.RequestID(),
+		requestLog(s.log),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
+	)
+	e.Use(methodGate, s.perIPLimit)
+	s.routes(e)
+	return e
+}
+
+// ipExtractor believes X-Forwarded-For only from the configured proxies.
+func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}

@@ -1,0 +1,39 @@
+package core_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDomainImports keeps the domain free of HTTP, SQL and gRPC: core and
+// core/ratelimit may depend on the standard library, uuid and purl only.
+func TestDomainImports(t *testing.T) {
+	forbidden := []string{
+		"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc",
+		"google.golang.org/protobuf", "github.com/hashicorp/go-plugin", "net/http", "modernc.org/sqlite", "github.com/knadh/koanf",
+		"github.com/threatd/threatd/plugins", "github.com/threatd/threatd/storage",
+		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
+	}
+	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ratelimit"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 5 {
+			t.Fatalf("go list returned too few dependencies for %s: %v", pkg, deps)
+		}
+		for _, d := range deps {
+			// uuid brings database/sql/driver (for Scan/Value); database/sql itself is forbidden.
+			if d == "database/sql" {
+				t.Errorf("%s depends on database/sql (forbidden in the domain)", pkg)
+			}
+			for _, f := range forbidden {
+				if d == f || strings.HasPrefix(d, f+"/") {
+					t.Errorf("%s depends on %s (forbidden in the domain)", pkg, d)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Accounts is the use-case layer for users and API tokens.
+type Accounts struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewAccounts returns the account use cases over store.
+func NewAccounts(store Store) *Accounts {
+	return &Accounts{store: store, now: time.Now}
+}
+
+// Principal is an authenticated caller: the token presented and its user.
+type Principal struct {
+	User  User
+	Token Token
+}
+
+// AddUser validates and creates a user.
+func (a *Accounts) AddUser(ctx context.Context, in NewUser) (User, error) {
+	n, err := in.Normalise()
+	if err != nil {
+		return User{}, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return User{}, err
+	}
+	return a.store.CreateUser(ctx, User{
+		ID: id.String(), Email: n.Email, Name: n.Name, Tier: n.Tier, Role: n.Role,
+		CreatedAt: a.now().UTC(),
+	})
+}
+
+// SetSubmissionLimit sets a user's own hourly submission limit; 0 means no
+// hourly limit for that user.
+func (a *Accounts) SetSubmissionLimit(ctx context.Context, email string, perHour int) (User, error) {
+	if perHour < 0 {
+		return User{}, Invalid("submissions-per-hour", "must be a non-negative integer (0 = no hourly limit)")
+	}
+	email = normaliseEmail(email)
+	if err := ValidateEmail("email", email); err != nil {
+		return User{}, err
+	}
+	return a.store.SetUserLimit(ctx, email, &perHour)
+}
+
+// IssueToken creates an API token for the user with that e-mail and returns
+// the secret, which is shown once and never stored.
+func (a *Accounts) IssueToken(ctx context.Context, email, name string) (string, Token, error) {
+	email = normaliseEmail(email)
+	if err := ValidateEmail("email", email); err != nil {
+		return "", Token{}, err
+	}
+	if err := ValidateText("name", name, 100); err != nil {
+		return "", Token{}, err
+	}
+	u, err := a.store.UserByEmail(ctx, email)
+	if err != nil {
+		return "", Token{}, err
+	}
+	secret, err := NewTokenSecret()
+	if err != nil {
+		return "", Token{}, fmt.Errorf("generate token: %w", err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", Token{}, err
+	}
+	t, err := a.store.CreateToken(ctx, Token{
+		ID: id.String(), UserID: u.ID, Name: name, Hash: HashToken(secret),
+		Hint: TokenHint(secret), CreatedAt: a.now().UTC(),
+	})
+	if err != nil {
+		return "", Token{}, err
+	}
+	return secret, t, nil
+}
+
+// RevokeToken revokes the token whose secret is given.
+func (a *Accounts) RevokeToken(ctx context.Context, secret string) (Token, error) {
+	if !WellFormedToken(secret) {
+		return Token{}, Invalid("token", "is not a threatd API token (expected %s followed by %d characters)", TokenPrefix, TokenLen-len(TokenPrefix))
+	}
+	return a.store.RevokeToken(ctx, HashToken(secret))
+}
+
+// Authenticate resolves a presented token to its principal. Malformed,
+// unknown and revoked tokens all yield ErrUnauthenticated.
+func (a *Accounts) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if !WellFormedToken(secret) {
+		return Principal{}, ErrUnauthenticated
+	}
+	hash := HashToken(secret)
+	t, u, err := a.store.Authenticate(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	// The store looked the hash up by index; compare it again in constant
+	// time so that no code path accepts a token on anything but an exact match.
+	if !TokenHashEqual(t.Hash, hash) || t.Revoked() {
+		return Principal{}, ErrUnauthenticated
+	}
+	return Principal{User: u, Token: t}, nil
+}

@@ -1,0 +1,45 @@
+package core
+
+import "context"
+
+// Store is the storage port of the daemon. Every method is one coarse
+// operation run in one transaction inside the storage backend, because every
+// call may cross a process boundary. Errors are the domain errors of this
+// package (ErrNotFound, ErrConflict, ErrLimit, FieldError), wrapped as needed.
+type Store interface {
+	// Migrate applies pending schema migrations and returns the names applied.
+	Migrate(ctx context.Context) ([]string, error)
+	// Health returns nil when the backend can serve requests.
+	Health(ctx context.Context) error
+	// Stats returns row counts, for health reports and first-run detection.
+	Stats(ctx context.Context) (Stats, error)
+
+	// CreateUser stores a new user; ErrConflict when the e-mail is taken.
+	CreateUser(ctx context.Context, u User) (User, error)
+	// UserByEmail returns the user with that (normalised) e-mail.
+	UserByEmail(ctx context.Context, email string) (User, error)
+	// SetUserLimit sets (or with nil clears) a user's hourly submission limit.
+	SetUserLimit(ctx context.Context, email string, perHour *int) (User, error)
+
+	// CreateToken stores a token (its hash only) for an existing user.
+	CreateToken(ctx context.Context, t Token) (Token, error)
+	// RevokeToken marks the token with this hash revoked; ErrNotFound if unknown.
+	RevokeToken(ctx context.Context, hash string) (Token, error)
+	// Authenticate returns the live token with this hash and its user;
+	// ErrNotFound when no such token exists or it is revoked.
+	Authenticate(ctx context.Context, hash string) (Token, User, error)
+
+	// Changes returns up to limit changes with Seq > after, in Seq order.
+	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
+
+	// Close releases the backend.
+	Close() error
+}
+
+// Stats are row counts of a store.
+type Stats struct {
+	Users   int64
+	Tokens  int64
+	Threats int64
+	LastSeq int64
+}

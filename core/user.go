@@ -1,0 +1,128 @@
+package core
+
+import (
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Tier is a subscription tier; it decides which endpoints a token may call.
+type Tier string
+
+// The tiers of spec §4.2.
+const (
+	TierFree Tier = "free"
+	TierPaid Tier = "paid"
+)
+
+// ParseTier validates a tier name.
+func ParseTier(s string) (Tier, error) {
+	switch t := Tier(strings.ToLower(strings.TrimSpace(s))); t {
+	case TierFree, TierPaid:
+		return t, nil
+	}
+	return "", Invalid("tier", "must be one of free, paid (got %q)", s)
+}
+
+// Role is what a user may do beyond submitting.
+type Role string
+
+// The roles of CONTRACT.md §4.
+const (
+	RoleSubmitter Role = "submitter"
+	RoleReviewer  Role = "reviewer"
+	RoleAdmin     Role = "admin"
+)
+
+// ParseRole validates a role name.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(strings.ToLower(strings.TrimSpace(s))); r {
+	case RoleSubmitter, RoleReviewer, RoleAdmin:
+		return r, nil
+	}
+	return "", Invalid("role", "must be one of submitter, reviewer, admin (got %q)", s)
+}
+
+// CanReview reports whether the role may verify and reject reports.
+func (r Role) CanReview() bool { return r == RoleReviewer || r == RoleAdmin }
+
+// User is an account that owns API tokens and submits reports.
+type User struct {
+	ID    string
+	Email string // normalised: trimmed, lower-case
+	Name  string // public name, shown as verified_by and publisher of reviews
+	Tier  Tier
+	Role  Role
+	// SubmissionsPerHour is an administrator's per-user override of the hourly
+	// submission limit; nil means the tier default applies.
+	SubmissionsPerHour *int
+	CreatedAt          time.Time
+}
+
+// NewUser is the input of creating a user.
+type NewUser struct {
+	Email string
+	Name  string
+	Tier  Tier
+	Role  Role
+}
+
+// Normalise validates a NewUser and fills defaults: tier free, role submitter,
+// name = the e-mail's local part.
+func (n NewUser) Normalise() (NewUser, error) {
+	n.Email = normaliseEmail(n.Email)
+	if err := ValidateEmail("email", n.Email); err != nil {
+		return n, err
+	}
+	if n.Tier == "" {
+		n.Tier = TierFree
+	} else if _, err := ParseTier(string(n.Tier)); err != nil {
+		return n, err
+	}
+	if n.Role == "" {
+		n.Role = RoleSubmitter
+	} else if _, err := ParseRole(string(n.Role)); err != nil {
+		return n, err
+	}
+	n.Name = strings.TrimSpace(n.Name)
+	if n.Name == "" {
+		n.Name = n.Email[:strings.IndexByte(n.Email, '@')]
+	}
+	if err := ValidateText("name", n.Name, 100); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// ValidateEmail checks that s is a single bare e-mail address (no display name).
+func ValidateEmail(field, s string) error {
+	if s == "" {
+		return Invalid(field, "is required")
+	}
+	if len(s) > 254 {
+		return Invalid(field, "is longer than 254 characters")
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || addr.Address != s || addr.Name != "" {
+		return Invalid(field, "is not a valid e-mail address")
+	}
+	return nil
+}
+
+// ValidateText checks that s is valid UTF-8 without control characters and at
+// most maxRunes long.
+func ValidateText(field, s string, maxRunes int) error {
+	if !utf8.ValidString(s) {
+		return Invalid(field, "is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > maxRunes {
+		return Invalid(field, "is longer than %d characters", maxRunes)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return Invalid(field, "contains a control character")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,330 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/threatd/threatd/core"
+	pb "github.com/threatd/threatd/plugins/proto/v1"
+)
+
+// StorageConfig is what the daemon tells a storage plugin at Configure.
+type StorageConfig struct {
+	DSN      string
+	DataDir  string
+	Settings map[string]string
+}
+
+// StorageOpener opens a backend's core.Store from its configuration. It is
+// all a storage plugin author writes besides the Store itself.
+type StorageOpener func(ctx context.Context, cfg StorageConfig) (core.Store, error)
+
+// storagePlugin is the go-plugin glue for the storage kind.
+type storagePlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	backend string
+	open    StorageOpener
+}
+
+func (p *storagePlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterStorageServer(s, &storageServer{backend: p.backend, open: p.open})
+	return nil
+}
+
+func (p *storagePlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &StorageClient{rpc: pb.NewStorageClient(c)}, nil
+}
+
+// storageServer serves a core.Store over the storage protocol.
+type storageServer struct {
+	pb.UnimplementedStorageServer
+	backend string
+	open    StorageOpener
+
+	mu    sync.RWMutex
+	store core.Store
+}
+
+func (s *storageServer) get() (core.Store, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.store == nil {
+		return nil, status.Error(codes.FailedPrecondition, "storage plugin not configured: Configure must be called first")
+	}
+	return s.store, nil
+}
+
+func (s *storageServer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.store != nil {
+		_ = s.store.Close()
+		s.store = nil
+	}
+}
+
+func (s *storageServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	old := s.store
+	s.store = st
+	s.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	return &pb.ConfigureResponse{Backend: s.backend}, nil
+}
+
+func (s *storageServer) Migrate(ctx context.Context, _ *pb.MigrateRequest) (*pb.MigrateResponse, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	applied, err := st.Migrate(ctx)
+	return &pb.MigrateResponse{Applied: applied}, toStatus(err)
+}
+
+func (s *storageServer) Health(ctx context.Context, _ *pb.HealthRequest) (*pb.HealthResponse, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Health(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.HealthResponse{Status: "ok"}, nil
+}
+
+func (s *storageServer) Stats(ctx context.Context, _ *pb.StatsRequest) (*pb.StatsResponse, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	v, err := st.Stats(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.StatsResponse{Users: v.Users, Tokens: v.Tokens, Threats: v.Threats, LastSeq: v.LastSeq}, nil
+}
+
+func (s *storageServer) CreateUser(ctx context.Context, req *pb.CreateUserRequest) (*pb.User, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	u, err := st.CreateUser(ctx, userFromPB(req.User))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return userToPB(u), nil
+}
+
+func (s *storageServer) UserByEmail(ctx context.Context, req *pb.UserByEmailRequest) (*pb.User, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	u, err := st.UserByEmail(ctx, req.Email)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return userToPB(u), nil
+}
+
+func (s *storageServer) SetUserLimit(ctx context.Context, req *pb.SetUserLimitRequest) (*pb.User, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	u, err := st.SetUserLimit(ctx, req.Email, int32Ptr(req.SubmissionsPerHour))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return userToPB(u), nil
+}
+
+func (s *storageServer) CreateToken(ctx context.Context, req *pb.CreateTokenRequest) (*pb.Token, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	t, err := st.CreateToken(ctx, tokenFromPB(req.Token))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return tokenToPB(t), nil
+}
+
+func (s *storageServer) RevokeToken(ctx context.Context, req *pb.RevokeTokenRequest) (*pb.Token, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	t, err := st.RevokeToken(ctx, req.Hash)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return tokenToPB(t), nil
+}
+
+func (s *storageServer) Authenticate(ctx context.Context, req *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
+	st, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	t, u, err := st.Authenticate(ctx, req.Hash)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.AuthenticateResponse{Token: tokenToPB(t), User: userToPB(u)}, nil
+}
+
+func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
+	st, err := s.get()
+	if err != nil {
+		return err
+	}
+	changes, err := st.Changes(stream.Context(), req.After, int(req.Limit))
+	if err != nil {
+		return toStatus(err)
+	}
+	for _, c := range changes {
+		if err := stream.Send(changeToPB(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StorageClient is the daemon's side of a storage plugin: a core.Store whose
+// every call is one RPC to the plugin process.
+type StorageClient struct {
+	rpc    pb.StorageClient
+	closer func() error
+}
+
+// Configure opens the plugin's database and returns the backend's name.
+func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (string, error) {
+	resp, err := c.rpc.Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.Backend, nil
+}
+
+// Migrate applies the plugin's pending migrations.
+func (c *StorageClient) Migrate(ctx context.Context) ([]string, error) {
+	resp, err := c.rpc.Migrate(ctx, &pb.MigrateRequest{})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Applied, nil
+}
+
+// Health asks the plugin whether its database answers.
+func (c *StorageClient) Health(ctx context.Context) error {
+	_, err := c.rpc.Health(ctx, &pb.HealthRequest{})
+	return fromStatus(err)
+}
+
+// Stats returns the plugin's row counts.
+func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
+	r, err := c.rpc.Stats(ctx, &pb.StatsRequest{})
+	if err != nil {
+		return core.Stats{}, fromStatus(err)
+	}
+	return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}, nil
+}
+
+// CreateUser stores a user.
+func (c *StorageClient) CreateUser(ctx context.Context, u core.User) (core.User, error) {
+	r, err := c.rpc.CreateUser(ctx, &pb.CreateUserRequest{User: userToPB(u)})
+	if err != nil {
+		return core.User{}, fromStatus(err)
+	}
+	return userFromPB(r), nil
+}
+
+// UserByEmail looks a user up by e-mail.
+func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.User, error) {
+	r, err := c.rpc.UserByEmail(ctx, &pb.UserByEmailRequest{Email: email})
+	if err != nil {
+		return core.User{}, fromStatus(err)
+	}
+	return userFromPB(r), nil
+}
+
+// SetUserLimit sets a user's hourly submission limit.
+func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
+	r, err := c.rpc.SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
+	if err != nil {
+		return core.User{}, fromStatus(err)
+	}
+	return userFromPB(r), nil
+}
+
+// CreateToken stores a token hash.
+func (c *StorageClient) CreateToken(ctx context.Context, t core.Token) (core.Token, error) {
+	r, err := c.rpc.CreateToken(ctx, &pb.CreateTokenRequest{Token: tokenToPB(t)})
+	if err != nil {
+		return core.Token{}, fromStatus(err)
+	}
+	return tokenFromPB(r), nil
+}
+
+// RevokeToken revokes a token by hash.
+func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
+	r, err := c.rpc.RevokeToken(ctx, &pb.RevokeTokenRequest{Hash: hash})
+	if err != nil {
+		return core.Token{}, fromStatus(err)
+	}
+	return tokenFromPB(r), nil
+}
+
+// Authenticate resolves a token hash to the token and its user.
+func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
+	r, err := c.rpc.Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
+	if err != nil {
+		return core.Token{}, core.User{}, fromStatus(err)
+	}
+	return tokenFromPB(r.Token), userFromPB(r.User), nil
+}
+
+// Changes reads the change feed after seq.
+func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
+	stream, err := c.rpc.Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	var out []core.Change
+	for {
+		ch, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fromStatus(err)
+		}
+		out = append(out, changeFromPB(ch))
+	}
+}
+
+// Close stops the plugin process (when the client came from a Host).
+func (c *StorageClient) Close() error {
+	if c.closer != nil {
+		return c.closer()
+	}
+	return nil
+}
+
+var _ core.Store = (*StorageClient)(nil)

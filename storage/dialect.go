@@ -1,0 +1,105 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Dialect names a SQL backend. Everything that differs between the dialects
+// lives in this file.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// columnTypes fills the {{...}} placeholders of the migration files.
+var columnTypes = map[Dialect]map[string]string{
+	SQLite: {
+		"TIMESTAMP": "TIMESTAMP",
+		"JSON":      "TEXT",
+		"SERIAL_PK": "INTEGER PRIMARY KEY AUTOINCREMENT",
+	},
+	Postgres: {
+		"TIMESTAMP": "TIMESTAMPTZ",
+		"JSON":      "JSONB",
+		"SERIAL_PK": "BIGSERIAL PRIMARY KEY",
+	},
+}
+
+// expandTypes replaces the dialect placeholders in a migration's SQL.
+func expandTypes(d Dialect, sqlText string) string {
+	for k, v := range columnTypes[d] {
+		sqlText = strings.ReplaceAll(sqlText, "{{"+k+"}}", v)
+	}
+	return sqlText
+}
+
+// feedLockKey is the PostgreSQL advisory lock that orders change-feed commits.
+const feedLockKey = 0x74687264 // "thrd"
+
+// lockFeed makes change-feed sequence numbers follow commit order. On
+// PostgreSQL a sequence value is taken at insert time, not at commit, so two
+// writers could commit seq 8 before seq 7 and a follower reading "seq > 6"
+// would skip 7 for ever. Holding a transaction-scoped advisory lock from
+// the moment the seq is taken until commit serialises that last step of
+// every writer, which makes seq order equal commit order. SQLite has a
+// single writer at a time (BEGIN IMMEDIATE), so no lock is needed there.
+func lockFeed(ctx context.Context, d Dialect, tx bun.Tx) error {
+	if d != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", feedLockKey)
+	return err
+}
+
+// openSQLite opens a SQLite file with the settings threatd relies on: WAL for
+// concurrent readers, a busy timeout, foreign keys on, and write
+// transactions that take the write lock at BEGIN (no upgrade deadlocks).
+func openSQLite(path string) (*bun.DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(15000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// One writer at a time is SQLite's model; a small pool serves readers.
+	sqldb.SetMaxOpenConns(4)
+	return bun.NewDB(sqldb, sqlitedialect.New()), nil
+}
+
+// isUniqueViolation reports whether err is a unique-constraint violation.
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// isForeignKeyViolation reports whether err is a foreign-key violation.
+func isForeignKeyViolation(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	}
+	return false
+}

@@ -1,0 +1,239 @@
+// Package storage is threatd's SQL storage, one bun implementation for both
+// SQLite and PostgreSQL. It implements core.Store; the storage plugins in
+// cmd/threatd-storage-* serve it over the plugin protocol.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Store is a core.Store on a SQL database.
+type Store struct {
+	db      *bun.DB
+	dialect Dialect
+	now     func() time.Time
+}
+
+// Open connects to the database of dialect d at dsn (a file path for SQLite).
+func Open(d Dialect, dsn string) (*Store, error) {
+	var (
+		db  *bun.DB
+		err error
+	)
+	switch d {
+	case SQLite:
+		db, err = openSQLite(dsn)
+	default:
+		return nil, fmt.Errorf("storage: unsupported dialect %q", d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, dialect: d, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Health pings the database.
+func (s *Store) Health(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("%w: %v", core.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Stats counts rows.
+func (s *Store) Stats(ctx context.Context) (core.Stats, error) {
+	var st core.Stats
+	err := s.db.NewRaw(`SELECT
+		(SELECT count(*) FROM users) AS users,
+		(SELECT count(*) FROM api_tokens) AS tokens,
+		(SELECT count(*) FROM threats) AS threats,
+		(SELECT coalesce(max(seq), 0) FROM changes) AS last_seq`).
+		Scan(ctx, &st.Users, &st.Tokens, &st.Threats, &st.LastSeq)
+	return st, err
+}
+
+// txn collects the change-feed entries of one write transaction.
+type txn struct {
+	bun.Tx
+	changes []changeRow
+}
+
+// record queues a change-feed entry, written at the end of the transaction.
+func (t *txn) record(e core.Entity, id, op string, at time.Time) {
+	t.changes = append(t.changes, changeRow{Entity: string(e), EntityID: id, Op: op, At: at})
+}
+
+// write runs fn in one transaction and appends its change-feed entries last,
+// under the feed lock, so that the feed's seq order is commit order.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *txn) error) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+		tx := &txn{Tx: btx}
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if len(tx.changes) == 0 {
+			return nil
+		}
+		if err := lockFeed(ctx, s.dialect, btx); err != nil {
+			return fmt.Errorf("lock change feed: %w", err)
+		}
+		_, err := btx.NewInsert().Model(&tx.changes).Exec(ctx)
+		return err
+	})
+}
+
+// CreateUser stores a new user.
+func (s *Store) CreateUser(ctx context.Context, u core.User) (core.User, error) {
+	now := s.now()
+	row := userRow{
+		ID: u.ID, Email: u.Email, Name: u.Name, Tier: string(u.Tier), Role: string(u.Role),
+		SubmissionsPerHour: u.SubmissionsPerHour, CreatedAt: now, UpdatedAt: now,
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return &core.ConflictError{What: "user", Key: u.Email}
+			}
+			return err
+		}
+		tx.record(core.EntityUser, row.ID, "create", now)
+		return nil
+	})
+	if err != nil {
+		return core.User{}, err
+	}
+	return row.domain(), nil
+}
+
+// UserByEmail returns the user with that e-mail.
+func (s *Store) UserByEmail(ctx context.Context, email string) (core.User, error) {
+	var row userRow
+	err := s.db.NewSelect().Model(&row).Where("email = ?", email).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.User{}, core.NotFound("user", email)
+	}
+	if err != nil {
+		return core.User{}, err
+	}
+	return row.domain(), nil
+}
+
+// SetUserLimit sets or clears a user's hourly submission limit.
+func (s *Store) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
+	var row userRow
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		now := s.now()
+		res, err := tx.NewUpdate().Model((*userRow)(nil)).
+			Set("submissions_per_hour = ?", perHour).Set("updated_at = ?", now).
+			Where("email = ?", email).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return core.NotFound("user", email)
+		}
+		if err := tx.NewSelect().Model(&row).Where("email = ?", email).Scan(ctx); err != nil {
+			return err
+		}
+		tx.record(core.EntityUser, row.ID, "update", now)
+		return nil
+	})
+	if err != nil {
+		return core.User{}, err
+	}
+	return row.domain(), nil
+}
+
+// CreateToken stores a token hash for an existing user.
+func (s *Store) CreateToken(ctx context.Context, t core.Token) (core.Token, error) {
+	row := tokenRow{ID: t.ID, UserID: t.UserID, Name: t.Name, Hash: t.Hash, Hint: t.Hint, CreatedAt: s.now()}
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			switch {
+			case isUniqueViolation(err):
+				return &core.ConflictError{What: "token", Key: t.ID}
+			case isForeignKeyViolation(err):
+				return core.NotFound("user", t.UserID)
+			}
+			return err
+		}
+		tx.record(core.EntityToken, row.ID, "create", row.CreatedAt)
+		return nil
+	})
+	if err != nil {
+		return core.Token{}, err
+	}
+	return row.domain(), nil
+}
+
+// RevokeToken revokes the token with this hash. Revoking a revoked token
+// succeeds and leaves its revocation time as it was.
+func (s *Store) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
+	var row tokenRow
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		err := tx.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("token", "")
+		}
+		if err != nil || row.RevokedAt != nil {
+			return err
+		}
+		now := s.now()
+		row.RevokedAt = &now
+		if _, err := tx.NewUpdate().Model(&row).Column("revoked_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		tx.record(core.EntityToken, row.ID, "revoke", now)
+		return nil
+	})
+	if err != nil {
+		return core.Token{}, err
+	}
+	return row.domain(), nil
+}
+
+// Authenticate returns the live token with this hash and its user.
+func (s *Store) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
+	var tok tokenRow
+	err := s.db.NewSelect().Model(&tok).Where("hash = ?", hash).Where("revoked_at IS NULL").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Token{}, core.User{}, core.NotFound("token", "")
+	}
+	if err != nil {
+		return core.Token{}, core.User{}, err
+	}
+	var u userRow
+	if err := s.db.NewSelect().Model(&u).Where("id = ?", tok.UserID).Scan(ctx); err != nil {
+		return core.Token{}, core.User{}, err
+	}
+	return tok.domain(), u.domain(), nil
+}
+
+// Changes returns up to limit change-feed entries after seq.
+func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	var rows []changeRow
+	if err := s.db.NewSelect().Model(&rows).Where("seq > ?", after).Order("seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]core.Change, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+var _ core.Store = (*Store)(nil)
