@@ -1,0 +1,373 @@
+// Package storagetest is the storage contract: the test suite every storage
+// backend must pass, run through the backend's real plugin process. A new
+// backend passes it or is not done.
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Backend opens the database named db (created empty on first use; the same
+// name opens the same database again, e.g. after a restart) and returns a
+// migrated store. The suite closes what it opens.
+type Backend func(t *testing.T, db string) core.Store
+
+// Run runs the whole contract against backend.
+func Run(t *testing.T, backend Backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b Backend)
+	}{
+		{"Migrations", testMigrations},
+		{"Users", testUsers},
+		{"UserLimit", testUserLimit},
+		{"Tokens", testTokens},
+		{"ChangeFeed", testChangeFeed},
+		{"ConcurrentDuplicateUser", testConcurrentDuplicateUser},
+		{"ChangeFeedConcurrentWriters", testChangeFeedConcurrentWriters},
+		{"Reopen", testReopen},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })
+	}
+}
+
+var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// dbName derives a database name unique to the running test.
+func dbName(t *testing.T) string {
+	n := unsafeName.ReplaceAllString(strings.ToLower(t.Name()), "_")
+	if len(n) > 40 {
+		n = n[len(n)-40:]
+	}
+	return "t_" + strings.Trim(n, "_") + "_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+}
+
+func open(t *testing.T, b Backend, db string) core.Store {
+	t.Helper()
+	s := b(t, db)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func newUser(email string) core.User {
+	return core.User{ID: uuid.Must(uuid.NewV7()).String(), Email: email, Name: strings.Split(email, "@")[0], Tier: core.TierFree, Role: core.RoleSubmitter}
+}
+
+func newToken(userID string) (core.Token, string) {
+	secret, _ := core.NewTokenSecret()
+	return core.Token{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Name: "ci", Hash: core.HashToken(secret), Hint: core.TokenHint(secret)}, secret
+}
+
+func testMigrations(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	// The backend migrated on open; a second run applies nothing and fails nothing.
+	applied, err := s.Migrate(ctx(t))
+	if err != nil {
+		t.Fatalf("re-running migrations: %v", err)
+	}
+	if len(applied) != 0 {
+		t.Fatalf("re-run applied %v again", applied)
+	}
+	st, err := s.Stats(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (core.Stats{}) {
+		t.Fatalf("new database not empty: %+v", st)
+	}
+	if err := s.Health(ctx(t)); err != nil {
+		t.Fatalf("health: %v", err)
+	}
+}
+
+func testUsers(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	before := time.Now().Add(-time.Second)
+	in := newUser("alice@example.com")
+	in.Tier, in.Role, in.Name = core.TierPaid, core.RoleReviewer, "Alice Ré"
+	got, err := s.CreateUser(c, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != in.ID || got.Email != in.Email || got.Name != "Alice Ré" || got.Tier != core.TierPaid || got.Role != core.RoleReviewer || got.SubmissionsPerHour != nil {
+		t.Fatalf("created %+v from %+v", got, in)
+	}
+	if got.CreatedAt.Before(before) || got.CreatedAt.After(time.Now().Add(time.Second)) || got.CreatedAt.Location() != time.UTC {
+		t.Fatalf("created_at %v not now in UTC", got.CreatedAt)
+	}
+	again, err := s.UserByEmail(c, "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != got.ID || again.Name != got.Name || !again.CreatedAt.Equal(got.CreatedAt) {
+		t.Fatalf("read back %+v, stored %+v", again, got)
+	}
+	_, err = s.CreateUser(c, newUser("alice@example.com"))
+	var ce *core.ConflictError
+	if !errors.As(err, &ce) || ce.What != "user" || !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("duplicate e-mail: got %v, want a user conflict", err)
+	}
+	if _, err := s.UserByEmail(c, "nobody@example.com"); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("unknown e-mail: got %v, want not found", err)
+	}
+	if st, _ := s.Stats(c); st.Users != 1 {
+		t.Fatalf("users = %d after one create and one refused duplicate", st.Users)
+	}
+}
+
+func testUserLimit(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	if _, err := s.CreateUser(c, newUser("bob@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	n := 250
+	u, err := s.SetUserLimit(c, "bob@example.com", &n)
+	if err != nil || u.SubmissionsPerHour == nil || *u.SubmissionsPerHour != 250 {
+		t.Fatalf("set limit: %+v %v", u, err)
+	}
+	if u, _ := s.UserByEmail(c, "bob@example.com"); u.SubmissionsPerHour == nil || *u.SubmissionsPerHour != 250 {
+		t.Fatalf("limit not stored: %+v", u)
+	}
+	zero := 0
+	if u, err := s.SetUserLimit(c, "bob@example.com", &zero); err != nil || *u.SubmissionsPerHour != 0 {
+		t.Fatalf("limit 0: %+v %v", u, err)
+	}
+	if u, err := s.SetUserLimit(c, "bob@example.com", nil); err != nil || u.SubmissionsPerHour != nil {
+		t.Fatalf("clear limit: %+v %v", u, err)
+	}
+	if _, err := s.SetUserLimit(c, "nobody@example.com", &n); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("unknown user: got %v, want not found", err)
+	}
+}
+
+func testTokens(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u, err := s.CreateUser(c, newUser("carol@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, _ := newToken(uuid.NewString())
+	if _, err := s.CreateToken(c, orphan); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("token for unknown user: got %v, want not found", err)
+	}
+	tok, secret := newToken(u.ID)
+	stored, err := s.CreateToken(c, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Hash != core.HashToken(secret) || stored.Revoked() || stored.CreatedAt.IsZero() || stored.Hint != tok.Hint {
+		t.Fatalf("stored token %+v", stored)
+	}
+	dup := tok
+	dup.ID = uuid.NewString()
+	if _, err := s.CreateToken(c, dup); !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("same hash twice: got %v, want conflict", err)
+	}
+	gotTok, gotUser, err := s.Authenticate(c, tok.Hash)
+	if err != nil || gotTok.ID != tok.ID || gotUser.ID != u.ID || gotUser.Email != u.Email {
+		t.Fatalf("authenticate: %+v %+v %v", gotTok, gotUser, err)
+	}
+	if _, _, err := s.Authenticate(c, core.HashToken("thd_unknown")); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("unknown hash: got %v, want not found", err)
+	}
+	revoked, err := s.RevokeToken(c, tok.Hash)
+	if err != nil || !revoked.Revoked() {
+		t.Fatalf("revoke: %+v %v", revoked, err)
+	}
+	if _, _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("revoked token authenticates: %v", err)
+	}
+	again, err := s.RevokeToken(c, tok.Hash)
+	if err != nil || again.RevokedAt == nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
+		t.Fatalf("second revoke: %+v %v (want first revocation time kept)", again, err)
+	}
+	if _, err := s.RevokeToken(c, core.HashToken("thd_unknown")); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("revoke unknown: got %v, want not found", err)
+	}
+}
+
+func testChangeFeed(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u, err := s.CreateUser(c, newUser("dave@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := newToken(u.ID)
+	if _, err := s.CreateToken(c, tok); err != nil {
+		t.Fatal(err)
+	}
+	n := 5
+	if _, err := s.SetUserLimit(c, u.Email, &n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeToken(c, tok.Hash); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.RevokeToken(c, tok.Hash)        // no-op: no change
+	_, _ = s.CreateUser(c, newUser(u.Email)) // refused: no change
+	changes, err := s.Changes(c, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"user/create/" + u.ID, "token/create/" + tok.ID, "user/update/" + u.ID, "token/revoke/" + tok.ID}
+	var got []string
+	for i, ch := range changes {
+		got = append(got, fmt.Sprintf("%s/%s/%s", ch.Entity, ch.Op, ch.EntityID))
+		if i > 0 && ch.Seq <= changes[i-1].Seq {
+			t.Fatalf("seq not increasing: %+v", changes)
+		}
+		if ch.At.IsZero() {
+			t.Fatalf("change without time: %+v", ch)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("feed = %v, want %v", got, want)
+	}
+	tail, err := s.Changes(c, changes[1].Seq, 1)
+	if err != nil || len(tail) != 1 || tail[0].Seq != changes[2].Seq {
+		t.Fatalf("paging after %d limit 1: %+v %v", changes[1].Seq, tail, err)
+	}
+	if rest, err := s.Changes(c, changes[3].Seq, 100); err != nil || len(rest) != 0 {
+		t.Fatalf("after the last change: %+v %v", rest, err)
+	}
+	if st, _ := s.Stats(c); st.LastSeq != changes[3].Seq {
+		t.Fatalf("stats last seq %d, want %d", st.LastSeq, changes[3].Seq)
+	}
+}
+
+func testConcurrentDuplicateUser(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		ok, confl int
+		other     []error
+	)
+	for range 20 {
+		wg.Go(func() {
+			_, err := s.CreateUser(c, newUser("eve@example.com"))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, core.ErrConflict):
+				confl++
+			default:
+				other = append(other, err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok != 1 || confl != 19 || len(other) > 0 {
+		t.Fatalf("20 concurrent creates of one e-mail: %d created, %d conflicts, other errors %v", ok, confl, other)
+	}
+}
+
+// testChangeFeedConcurrentWriters follows the feed while many writers commit
+// and checks that the follower saw every change: no seq was skipped because a
+// later one became visible first.
+func testChangeFeedConcurrentWriters(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	const writers, each = 8, 15
+	created := make(chan string, writers*each)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				u, err := s.CreateUser(c, newUser(fmt.Sprintf("w%d-%d@example.com", w, i)))
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				created <- u.ID
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	seen := map[string]bool{}
+	var last int64
+	follow := func() {
+		changes, err := s.Changes(c, last, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range changes {
+			if ch.Seq <= last {
+				t.Fatalf("feed went backwards: %d after %d", ch.Seq, last)
+			}
+			last = ch.Seq
+			seen[ch.EntityID] = true
+		}
+	}
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			follow()
+		}
+	}
+	follow()
+	close(created)
+	n := 0
+	for id := range created {
+		n++
+		if !seen[id] {
+			t.Errorf("follower never saw the creation of user %s", id)
+		}
+	}
+	if n != writers*each {
+		t.Fatalf("created %d users, want %d", n, writers*each)
+	}
+}
+
+func testReopen(t *testing.T, b Backend) {
+	db := dbName(t)
+	s := b(t, db)
+	c := ctx(t)
+	u, err := s.CreateUser(c, newUser("frank@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := newToken(u.ID)
+	if _, err := s.CreateToken(c, tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, b, db)
+	if _, gotUser, err := s2.Authenticate(c, tok.Hash); err != nil || gotUser.ID != u.ID {
+		t.Fatalf("after reopening: %+v %v", gotUser, err)
+	}
+	if st, _ := s2.Stats(c); st.Users != 1 || st.Tokens != 1 || st.LastSeq != 2 {
+		t.Fatalf("after reopening: %+v", st)
+	}
+}
