@@ -70,7 +70,7 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *goplugin.Cl
 	rpc, err := client.Client()
 	if err != nil {
 		client.Kill()
-		if strings.Contains(err.Error(), "Incompatible API version") {
+		if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
 			return nil, nil, fmt.Errorf("%s plugin %q (%s) speaks an incompatible plugin protocol: this daemon speaks version %d (%v)", kind, name, path, ProtocolVersion, err)
 		}
 		return nil, nil, fmt.Errorf("%s plugin %q (%s) failed to start: %w", kind, name, path, err)

@@ -1,0 +1,252 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
+)
+
+// instance is one data directory with its configuration file: what a real
+// operator has. CLI commands and daemons run against it as real processes.
+type instance struct {
+	t       *testing.T
+	dir     string
+	config  string
+	env     []string
+	plugins string
+}
+
+// newInstance writes a config file (extra YAML appended to the defaults the
+// tests need) into a fresh temporary directory.
+func newInstance(t *testing.T, extraYAML string) *instance {
+	t.Helper()
+	testbin.Dir(t)
+	dir := t.TempDir()
+	in := &instance{t: t, dir: dir, config: filepath.Join(dir, "threatd.yaml"), plugins: testbin.PluginDir(t)}
+	yaml := fmt.Sprintf("data_dir: %q\nplugins:\n  dir: %q\n%s\n", filepath.Join(dir, "data"), in.plugins, extraYAML)
+	if err := os.WriteFile(in.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// environ is the environment of every process: the test's, minus THREATD_
+// configuration variables, plus the instance's own.
+func (in *instance) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "THREATD_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, in.env...)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs `threatd ARGS --config FILE` to completion.
+func (in *instance) cli(args ...string) result {
+	in.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testbin.Path("threatd"), append(args, "--config", in.config)...)
+	cmd.Env = in.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		in.t.Fatalf("threatd %v: %v", args, err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// mustCLI runs a command that must succeed.
+func (in *instance) mustCLI(args ...string) string {
+	in.t.Helper()
+	r := in.cli(args...)
+	if r.code != 0 {
+		in.t.Fatalf("threatd %v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// user creates a user and returns a fresh token for it.
+func (in *instance) user(email string, flags ...string) string {
+	in.t.Helper()
+	in.mustCLI(append([]string{"user", "add", "--email", email}, flags...)...)
+	return strings.TrimSpace(in.mustCLI("token", "issue", "--email", email))
+}
+
+// daemon is a running `threatd serve`.
+type daemon struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	base   string // https://127.0.0.1:PORT
+	client *http.Client
+	logMu  sync.Mutex
+	log    bytes.Buffer
+	exited chan struct{}
+	err    error
+}
+
+var listening = regexp.MustCompile(`"msg":"threatd listening","address":"([^"]+)"`)
+
+// serve starts the daemon on a free port and waits until it listens.
+func (in *instance) serve(extraArgs ...string) *daemon {
+	in.t.Helper()
+	args := append([]string{"serve", "--config", in.config, "--listen", "127.0.0.1:0"}, extraArgs...)
+	cmd := exec.Command(testbin.Path("threatd"), args...)
+	cmd.Env = in.environ()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	d := &daemon{t: in.t, cmd: cmd, exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		in.t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			d.logMu.Lock()
+			d.log.WriteString(line + "\n")
+			d.logMu.Unlock()
+			if m := listening.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		d.err = cmd.Wait()
+		close(d.exited)
+	}()
+	in.t.Cleanup(func() { d.stop() })
+	select {
+	case a := <-addr:
+		scheme := "https"
+		if strings.Contains(d.logText(), `"tls":"off"`) {
+			scheme = "http"
+		}
+		d.base = scheme + "://" + a
+	case <-d.exited:
+		in.t.Fatalf("daemon exited before listening: %v\n%s", d.err, d.logText())
+	case <-time.After(60 * time.Second):
+		in.t.Fatalf("daemon did not listen within 60s\n%s", d.logText())
+	}
+	d.client = in.httpsClient()
+	return d
+}
+
+// httpsClient trusts exactly the instance's self-signed certificate: the
+// tests verify TLS for real, they do not skip verification.
+func (in *instance) httpsClient() *http.Client {
+	pool := x509.NewCertPool()
+	if pem, err := os.ReadFile(filepath.Join(in.dir, "data", "tls", "cert.pem")); err == nil {
+		pool.AppendCertsFromPEM(pem)
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
+}
+
+func (d *daemon) logText() string {
+	d.logMu.Lock()
+	defer d.logMu.Unlock()
+	return d.log.String()
+}
+
+// stop sends SIGTERM and waits for the daemon to exit.
+func (d *daemon) stop() error {
+	select {
+	case <-d.exited:
+		return d.err
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+		d.t.Errorf("daemon did not stop within 30s of SIGTERM\n%s", d.logText())
+	}
+	return d.err
+}
+
+type response struct {
+	code int
+	hdr  http.Header
+	body map[string]any
+	raw  string
+}
+
+// do sends one request; token may be empty.
+func (d *daemon) do(method, path, token, body string, headers ...string) response {
+	d.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, d.base+path, rd)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := d.client.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	r := response{code: res.StatusCode, hdr: res.Header, raw: string(b)}
+	if len(b) > 0 && json.Unmarshal(b, &r.body) != nil {
+		d.t.Fatalf("%s %s: %d body is not a JSON object: %q", method, path, res.StatusCode, b)
+	}
+	return r
+}
+
+func (r response) expect(t *testing.T, code int, errText string) response {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("status %d %s, want %d", r.code, r.raw, code)
+	}
+	if errText != "" && r.body["error"] != errText {
+		t.Fatalf("error %q, want %q", r.body["error"], errText)
+	}
+	return r
+}

@@ -1,0 +1,31 @@
+// Command wrongproto is a test plugin that speaks storage protocol version 2,
+// which this daemon does not: the daemon must refuse it with a clear error.
+package main
+
+import (
+	"context"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/threatd/threatd/plugins"
+)
+
+type nothing struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
+
+func (nothing) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
+func (nothing) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, nil
+}
+
+func main() {
+	hs := plugins.Handshake
+	hs.ProtocolVersion = 2
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig:  hs,
+		VersionedPlugins: map[int]goplugin.PluginSet{2: {plugins.KindStorage: nothing{}}},
+		GRPCServer:       goplugin.DefaultGRPCServer,
+	})
+}
