@@ -79,6 +79,8 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 			}
 			return c.JSON(http.StatusOK, v)
 		}})
+	f.srv.add(g, route{method: http.MethodGet, path: "/test-panic", tier: core.TierFree,
+		handler: func(c *echo.Context) error { panic("boom: secret internal state") }})
 	f.h = e
 	return f
 }
@@ -245,4 +247,14 @@ func TestTrustedProxies(t *testing.T) {
 	f.do(t, "GET", "/healthz", "", "", "X-Forwarded-For", "198.51.100.1").want(t, 200, "")
 	f.do(t, "GET", "/healthz", "", "", "X-Forwarded-For", "198.51.100.2").want(t, 200, "")
 	f.do(t, "GET", "/healthz", "", "", "X-Forwarded-For", "198.51.100.1").want(t, 429, "")
+}
+
+func TestPanicRecovered(t *testing.T) {
+	f := newChain(t, 0, 100)
+	r := f.do(t, "GET", "/functions/v1/test-panic", f.free, "")
+	r.want(t, 500, "Internal server error")
+	if strings.Contains(r.body["details"].(string), "secret internal state") {
+		t.Fatalf("panic value leaked to the client: %v", r.body)
+	}
+	f.do(t, "GET", "/functions/v1/account", f.free, "").want(t, 200, "")
 }
