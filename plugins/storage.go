@@ -85,108 +85,81 @@ func (s *storageServer) Configure(ctx context.Context, req *pb.ConfigureRequest)
 	return &pb.ConfigureResponse{Backend: s.backend}, nil
 }
 
-func (s *storageServer) Migrate(ctx context.Context, _ *pb.MigrateRequest) (*pb.MigrateResponse, error) {
+// withStore runs fn on the configured store and turns its error into a
+// typed gRPC status.
+func withStore[R any](s *storageServer, fn func(core.Store) (R, error)) (R, error) {
+	var zero R
 	st, err := s.get()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	applied, err := st.Migrate(ctx)
-	return &pb.MigrateResponse{Applied: applied}, toStatus(err)
+	r, err := fn(st)
+	if err != nil {
+		return zero, toStatus(err)
+	}
+	return r, nil
+}
+
+func (s *storageServer) Migrate(ctx context.Context, _ *pb.MigrateRequest) (*pb.MigrateResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.MigrateResponse, error) {
+		applied, err := st.Migrate(ctx)
+		return &pb.MigrateResponse{Applied: applied}, err
+	})
 }
 
 func (s *storageServer) Health(ctx context.Context, _ *pb.HealthRequest) (*pb.HealthResponse, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Health(ctx); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.HealthResponse{Status: "ok"}, nil
+	return withStore(s, func(st core.Store) (*pb.HealthResponse, error) {
+		return &pb.HealthResponse{Status: "ok"}, st.Health(ctx)
+	})
 }
 
 func (s *storageServer) Stats(ctx context.Context, _ *pb.StatsRequest) (*pb.StatsResponse, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	v, err := st.Stats(ctx)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.StatsResponse{Users: v.Users, Tokens: v.Tokens, Threats: v.Threats, LastSeq: v.LastSeq}, nil
+	return withStore(s, func(st core.Store) (*pb.StatsResponse, error) {
+		v, err := st.Stats(ctx)
+		return &pb.StatsResponse{Users: v.Users, Tokens: v.Tokens, Threats: v.Threats, LastSeq: v.LastSeq}, err
+	})
 }
 
 func (s *storageServer) CreateUser(ctx context.Context, req *pb.CreateUserRequest) (*pb.User, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	u, err := st.CreateUser(ctx, userFromPB(req.User))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return userToPB(u), nil
+	return withStore(s, func(st core.Store) (*pb.User, error) {
+		u, err := st.CreateUser(ctx, userFromPB(req.User))
+		return userToPB(u), err
+	})
 }
 
 func (s *storageServer) UserByEmail(ctx context.Context, req *pb.UserByEmailRequest) (*pb.User, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	u, err := st.UserByEmail(ctx, req.Email)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return userToPB(u), nil
+	return withStore(s, func(st core.Store) (*pb.User, error) {
+		u, err := st.UserByEmail(ctx, req.Email)
+		return userToPB(u), err
+	})
 }
 
 func (s *storageServer) SetUserLimit(ctx context.Context, req *pb.SetUserLimitRequest) (*pb.User, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	u, err := st.SetUserLimit(ctx, req.Email, int32Ptr(req.SubmissionsPerHour))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return userToPB(u), nil
+	return withStore(s, func(st core.Store) (*pb.User, error) {
+		u, err := st.SetUserLimit(ctx, req.Email, int32Ptr(req.SubmissionsPerHour))
+		return userToPB(u), err
+	})
 }
 
 func (s *storageServer) CreateToken(ctx context.Context, req *pb.CreateTokenRequest) (*pb.Token, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	t, err := st.CreateToken(ctx, tokenFromPB(req.Token))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return tokenToPB(t), nil
+	return withStore(s, func(st core.Store) (*pb.Token, error) {
+		t, err := st.CreateToken(ctx, tokenFromPB(req.Token))
+		return tokenToPB(t), err
+	})
 }
 
 func (s *storageServer) RevokeToken(ctx context.Context, req *pb.RevokeTokenRequest) (*pb.Token, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	t, err := st.RevokeToken(ctx, req.Hash)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return tokenToPB(t), nil
+	return withStore(s, func(st core.Store) (*pb.Token, error) {
+		t, err := st.RevokeToken(ctx, req.Hash)
+		return tokenToPB(t), err
+	})
 }
 
 func (s *storageServer) Authenticate(ctx context.Context, req *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
-	st, err := s.get()
-	if err != nil {
-		return nil, err
-	}
-	t, u, err := st.Authenticate(ctx, req.Hash)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.AuthenticateResponse{Token: tokenToPB(t), User: userToPB(u)}, nil
+	return withStore(s, func(st core.Store) (*pb.AuthenticateResponse, error) {
+		t, u, err := st.Authenticate(ctx, req.Hash)
+		return &pb.AuthenticateResponse{Token: tokenToPB(t), User: userToPB(u)}, err
+	})
 }
 
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
@@ -222,13 +195,19 @@ func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (strin
 	return resp.Backend, nil
 }
 
+// call makes one RPC and converts its reply, or its status into a domain error.
+func call[R, O any](r R, err error, conv func(R) O) (O, error) {
+	if err != nil {
+		var zero O
+		return zero, fromStatus(err)
+	}
+	return conv(r), nil
+}
+
 // Migrate applies the plugin's pending migrations.
 func (c *StorageClient) Migrate(ctx context.Context) ([]string, error) {
-	resp, err := c.rpc.Migrate(ctx, &pb.MigrateRequest{})
-	if err != nil {
-		return nil, fromStatus(err)
-	}
-	return resp.Applied, nil
+	r, err := c.rpc.Migrate(ctx, &pb.MigrateRequest{})
+	return call(r, err, (*pb.MigrateResponse).GetApplied)
 }
 
 // Health asks the plugin whether its database answers.
@@ -240,55 +219,39 @@ func (c *StorageClient) Health(ctx context.Context) error {
 // Stats returns the plugin's row counts.
 func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
 	r, err := c.rpc.Stats(ctx, &pb.StatsRequest{})
-	if err != nil {
-		return core.Stats{}, fromStatus(err)
-	}
-	return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}, nil
+	return call(r, err, func(r *pb.StatsResponse) core.Stats {
+		return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}
+	})
 }
 
 // CreateUser stores a user.
 func (c *StorageClient) CreateUser(ctx context.Context, u core.User) (core.User, error) {
 	r, err := c.rpc.CreateUser(ctx, &pb.CreateUserRequest{User: userToPB(u)})
-	if err != nil {
-		return core.User{}, fromStatus(err)
-	}
-	return userFromPB(r), nil
+	return call(r, err, userFromPB)
 }
 
 // UserByEmail looks a user up by e-mail.
 func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.User, error) {
 	r, err := c.rpc.UserByEmail(ctx, &pb.UserByEmailRequest{Email: email})
-	if err != nil {
-		return core.User{}, fromStatus(err)
-	}
-	return userFromPB(r), nil
+	return call(r, err, userFromPB)
 }
 
 // SetUserLimit sets a user's hourly submission limit.
 func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
 	r, err := c.rpc.SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
-	if err != nil {
-		return core.User{}, fromStatus(err)
-	}
-	return userFromPB(r), nil
+	return call(r, err, userFromPB)
 }
 
 // CreateToken stores a token hash.
 func (c *StorageClient) CreateToken(ctx context.Context, t core.Token) (core.Token, error) {
 	r, err := c.rpc.CreateToken(ctx, &pb.CreateTokenRequest{Token: tokenToPB(t)})
-	if err != nil {
-		return core.Token{}, fromStatus(err)
-	}
-	return tokenFromPB(r), nil
+	return call(r, err, tokenFromPB)
 }
 
 // RevokeToken revokes a token by hash.
 func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
 	r, err := c.rpc.RevokeToken(ctx, &pb.RevokeTokenRequest{Hash: hash})
-	if err != nil {
-		return core.Token{}, fromStatus(err)
-	}
-	return tokenFromPB(r), nil
+	return call(r, err, tokenFromPB)
 }
 
 // Authenticate resolves a token hash to the token and its user.

@@ -16,17 +16,14 @@ func migrateCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// openEnv applies the migrations.
-			e, err := openEnv(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			st, err := e.store.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema up to date (%d users, %d tokens, %d threats)\n", st.Users, st.Tokens, st.Threats)
-			return nil
+			return withEnv(cmd, func(e *env) error {
+				st, err := e.store.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "schema up to date (%d users, %d tokens, %d threats)\n", st.Users, st.Tokens, st.Threats)
+				return nil
+			})
 		},
 	}
 }
@@ -47,17 +44,14 @@ func userCmd() *cobra.Command {
 			if _, err := in.Normalise(); err != nil {
 				return friendly(err)
 			}
-			e, err := openEnv(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			u, err := core.NewAccounts(e.store).AddUser(cmd.Context(), in)
-			if err != nil {
-				return friendly(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "user %s created (name %q, tier %s, role %s)\n", u.Email, u.Name, u.Tier, u.Role)
-			return nil
+			return withEnv(cmd, func(e *env) error {
+				u, err := core.NewAccounts(e.store).AddUser(cmd.Context(), in)
+				if err != nil {
+					return friendly(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "user %s created (name %q, tier %s, role %s)\n", u.Email, u.Name, u.Tier, u.Role)
+				return nil
+			})
 		},
 	}
 	add.Flags().String("email", "", "e-mail address (required)")
@@ -73,17 +67,14 @@ func userCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			email, _ := cmd.Flags().GetString("email")
 			n, _ := cmd.Flags().GetInt("submissions-per-hour")
-			e, err := openEnv(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			u, err := core.NewAccounts(e.store).SetSubmissionLimit(cmd.Context(), email, n)
-			if err != nil {
-				return friendly(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "user %s: submissions per hour = %d\n", u.Email, *u.SubmissionsPerHour)
-			return nil
+			return withEnv(cmd, func(e *env) error {
+				u, err := core.NewAccounts(e.store).SetSubmissionLimit(cmd.Context(), email, n)
+				if err != nil {
+					return friendly(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "user %s: submissions per hour = %d\n", u.Email, *u.SubmissionsPerHour)
+				return nil
+			})
 		},
 	}
 	setLimit.Flags().String("email", "", "the user's e-mail address (required)")
@@ -105,17 +96,14 @@ func tokenCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			email, _ := cmd.Flags().GetString("email")
 			name, _ := cmd.Flags().GetString("name")
-			e, err := openEnv(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			secret, _, err := core.NewAccounts(e.store).IssueToken(cmd.Context(), email, name)
-			if err != nil {
-				return friendly(err)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), secret)
-			return nil
+			return withEnv(cmd, func(e *env) error {
+				secret, _, err := core.NewAccounts(e.store).IssueToken(cmd.Context(), email, name)
+				if err != nil {
+					return friendly(err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), secret)
+				return nil
+			})
 		},
 	}
 	issue.Flags().String("email", "", "the owner's e-mail address (required)")
@@ -128,20 +116,17 @@ func tokenCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			secret, _ := cmd.Flags().GetString("token")
-			e, err := openEnv(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			t, err := core.NewAccounts(e.store).RevokeToken(cmd.Context(), secret)
-			if errors.Is(err, core.ErrNotFound) {
-				return errors.New("no such token")
-			}
-			if err != nil {
-				return friendly(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "token …%s revoked\n", t.Hint)
-			return nil
+			return withEnv(cmd, func(e *env) error {
+				t, err := core.NewAccounts(e.store).RevokeToken(cmd.Context(), secret)
+				if errors.Is(err, core.ErrNotFound) {
+					return errors.New("no such token")
+				}
+				if err != nil {
+					return friendly(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "token …%s revoked\n", t.Hint)
+				return nil
+			})
 		},
 	}
 	revoke.Flags().String("token", "", "the token to revoke (required)")
@@ -160,33 +145,41 @@ func bootstrapCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			email, _ := cmd.Flags().GetString("email")
-			e, err := openEnv(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			st, err := e.store.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if st.Users > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "database already has %d user(s); no admin created\n", st.Users)
+			return withEnv(cmd, func(e *env) error {
+				st, err := e.store.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if st.Users > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "database already has %d user(s); no admin created\n", st.Users)
+					return nil
+				}
+				acc := core.NewAccounts(e.store)
+				u, err := acc.AddUser(cmd.Context(), core.NewUser{Email: email, Name: "admin", Tier: core.TierPaid, Role: core.RoleAdmin})
+				if err != nil {
+					return friendly(err)
+				}
+				secret, _, err := acc.IssueToken(cmd.Context(), u.Email, "bootstrap")
+				if err != nil {
+					return friendly(err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "created admin user %s (tier paid); its API token, shown once:\n", u.Email)
+				fmt.Fprintln(cmd.OutOrStdout(), secret)
 				return nil
-			}
-			acc := core.NewAccounts(e.store)
-			u, err := acc.AddUser(cmd.Context(), core.NewUser{Email: email, Name: "admin", Tier: core.TierPaid, Role: core.RoleAdmin})
-			if err != nil {
-				return friendly(err)
-			}
-			secret, _, err := acc.IssueToken(cmd.Context(), u.Email, "bootstrap")
-			if err != nil {
-				return friendly(err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "created admin user %s (tier paid); its API token, shown once:\n", u.Email)
-			fmt.Fprintln(cmd.OutOrStdout(), secret)
-			return nil
+			})
 		},
 	}
 	cmd.Flags().String("email", "admin@localhost", "the admin's e-mail address")
 	return cmd
+}
+
+// withEnv runs fn with storage opened (and migrated) for an administrative
+// command, and stops the storage plugin afterwards.
+func withEnv(cmd *cobra.Command, fn func(e *env) error) error {
+	e, err := openEnv(cmd, true)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	return fn(e)
 }
