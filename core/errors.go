@@ -58,10 +58,15 @@ type ConflictError struct {
 	Key string
 	// Meta carries extra details a caller may show (e.g. the existing threat id).
 	Meta map[string]string
+	// Message, when set, replaces the default "<what> already exists: <key>".
+	Message string
 }
 
 // Error describes the collision.
 func (e *ConflictError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
 	return fmt.Sprintf("%s already exists: %s", e.What, e.Key)
 }
 

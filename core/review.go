@@ -52,5 +52,5 @@ func Transition(from Status, d Decision, note string) (Status, error) {
 		}
 		return StatusRejected, nil
 	}
-	return "", &ConflictError{What: "review", Key: fmt.Sprintf("cannot %s a %s report", d, from)}
+	return "", &ConflictError{What: "review", Key: string(from), Message: fmt.Sprintf("cannot %s a %s report", d, from)}
 }

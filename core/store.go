@@ -29,6 +29,23 @@ type Store interface {
 	// ErrNotFound when no such token exists or it is revoked.
 	Authenticate(ctx context.Context, hash string) (Token, User, error)
 
+	// CreateThreat stores a new pending report and its details in one
+	// transaction, after checking, in this order and atomically with the
+	// insert: the new-user cap (*NewUserCapError), the hourly limit
+	// (*HourlyLimitError) and the live duplicate key (*ConflictError with
+	// Meta id, status, package_name, registry). Storage failures are
+	// *StepError naming the step.
+	CreateThreat(ctx context.Context, t Threat, p SubmitPolicy) (Threat, error)
+	// GetThreat returns a report with its details.
+	GetThreat(ctx context.Context, id string) (Threat, error)
+	// ListPending returns up to limit pending reports, oldest first.
+	ListPending(ctx context.Context, limit int) ([]Threat, error)
+	// ReviewThreat applies a review decision through the state machine and
+	// keeps it as a review event.
+	ReviewThreat(ctx context.Context, r Review) (Threat, error)
+	// ReviewEvents returns a report's review events, oldest first.
+	ReviewEvents(ctx context.Context, threatID string) ([]ReviewEvent, error)
+
 	// Changes returns up to limit changes with Seq > after, in Seq order.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 

@@ -95,3 +95,76 @@ func changeToPB(c core.Change) *pb.Change {
 func changeFromPB(c *pb.Change) core.Change {
 	return core.Change{Seq: c.Seq, Entity: core.Entity(c.Entity), EntityID: c.EntityId, Op: c.Op, At: fromTS(c.At)}
 }
+
+func threatToPB(t core.Threat) *pb.Threat {
+	d := t.Details
+	return &pb.Threat{
+		Id: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
+		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision),
+		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), VerifiedAt: tsPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
+		Source: t.Source, UpstreamId: t.UpstreamID,
+		Details: &pb.Details{
+			ThreatDescription: d.ThreatDescription, PayloadDescription: d.PayloadDescription, PackageName: d.PackageName,
+			Publisher: d.Publisher, SeverityLevel: string(d.SeverityLevel), EvidenceReferences: d.EvidenceReferences,
+			ContactEmail: d.ContactEmail, Tags: d.Tags, VersionInfo: d.VersionInfo, FirstSeen: tsPtr(d.FirstSeen),
+			LastSeen: tsPtr(d.LastSeen), OsvAdvisoryUrl: d.OSVAdvisoryURL, Contributors: d.Contributors, DownloadCount: d.DownloadCount,
+		},
+	}
+}
+
+func threatFromPB(t *pb.Threat) core.Threat {
+	if t == nil {
+		return core.Threat{}
+	}
+	out := core.Threat{
+		ID: t.Id, ReportType: core.ReportType(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
+		CanonicalKey: t.CanonicalKey, Status: core.Status(t.Status), SubmitterID: t.SubmitterId, Revision: int(t.Revision),
+		CreatedAt: fromTS(t.CreatedAt), UpdatedAt: fromTS(t.UpdatedAt), VerifiedAt: fromTSPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
+		Source: t.Source, UpstreamID: t.UpstreamId,
+	}
+	if d := t.Details; d != nil {
+		out.Details = core.Details{
+			ThreatDescription: d.ThreatDescription, PayloadDescription: d.PayloadDescription, PackageName: d.PackageName,
+			Publisher: d.Publisher, SeverityLevel: core.Severity(d.SeverityLevel), EvidenceReferences: d.EvidenceReferences,
+			ContactEmail: d.ContactEmail, Tags: nonNil(d.Tags), VersionInfo: d.VersionInfo, FirstSeen: fromTSPtr(d.FirstSeen),
+			LastSeen: fromTSPtr(d.LastSeen), OSVAdvisoryURL: d.OsvAdvisoryUrl, Contributors: nonNil(d.Contributors), DownloadCount: d.DownloadCount,
+		}
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func policyToPB(p core.SubmitPolicy) *pb.SubmitPolicy {
+	return &pb.SubmitPolicy{MaxUnverified: int32(p.MaxUnverified), VerifiedToLift: int32(p.VerifiedToLift), HourlyLimit: int32(p.HourlyLimit), Now: ts(p.Now)}
+}
+
+func policyFromPB(p *pb.SubmitPolicy) core.SubmitPolicy {
+	if p == nil {
+		return core.SubmitPolicy{}
+	}
+	return core.SubmitPolicy{MaxUnverified: int(p.MaxUnverified), VerifiedToLift: int(p.VerifiedToLift), HourlyLimit: int(p.HourlyLimit), Now: fromTS(p.Now)}
+}
+
+func reviewToPB(r core.Review) *pb.Review {
+	return &pb.Review{ThreatId: r.ThreatID, Decision: string(r.Decision), Note: r.Note, ActorId: r.ActorID, ActorName: r.ActorName, At: ts(r.At)}
+}
+
+func reviewFromPB(r *pb.Review) core.Review {
+	return core.Review{ThreatID: r.ThreatId, Decision: core.Decision(r.Decision), Note: r.Note, ActorID: r.ActorId, ActorName: r.ActorName, At: fromTS(r.At)}
+}
+
+func eventToPB(e core.ReviewEvent) *pb.ReviewEvent {
+	return &pb.ReviewEvent{Id: e.ID, ThreatId: e.ThreatID, RevisionId: e.RevisionID, Action: e.Action, FromStatus: string(e.From),
+		ToStatus: string(e.To), ActorId: e.ActorID, ActorName: e.ActorName, Note: e.Note, At: ts(e.At)}
+}
+
+func eventFromPB(e *pb.ReviewEvent) core.ReviewEvent {
+	return core.ReviewEvent{ID: e.Id, ThreatID: e.ThreatId, RevisionID: e.RevisionId, Action: e.Action, From: core.Status(e.FromStatus),
+		To: core.Status(e.ToStatus), ActorID: e.ActorId, ActorName: e.ActorName, Note: e.Note, At: fromTS(e.At)}
+}

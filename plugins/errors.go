@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -21,6 +23,9 @@ const (
 	reasonConflict = "CONFLICT"
 	reasonNotFound = "NOT_FOUND"
 	reasonLimit    = "LIMIT"
+	reasonCap      = "NEW_USER_CAP"
+	reasonHourly   = "HOURLY_LIMIT"
+	reasonStep     = "STEP"
 )
 
 // toStatus turns a domain error into a gRPC status error with typed details,
@@ -33,15 +38,27 @@ func toStatus(err error) error {
 		return err
 	}
 	var (
-		fe *core.FieldError
-		ce *core.ConflictError
-		ne *core.NotFoundError
+		fe  *core.FieldError
+		ce  *core.ConflictError
+		ne  *core.NotFoundError
+		se  *core.StepError
+		cap *core.NewUserCapError
+		hl  *core.HourlyLimitError
 	)
 	switch {
+	case errors.As(err, &se):
+		return withInfo(codes.Internal, err.Error(), reasonStep, map[string]string{"step": se.Step})
+	case errors.As(err, &cap):
+		return withInfo(codes.PermissionDenied, err.Error(), reasonCap, map[string]string{
+			"verified": strconv.Itoa(cap.Verified), "unverified": strconv.Itoa(cap.Unverified),
+			"max_unverified": strconv.Itoa(cap.MaxUnverified), "verified_to_lift": strconv.Itoa(cap.VerifiedToLift)})
+	case errors.As(err, &hl):
+		return withInfo(codes.ResourceExhausted, err.Error(), reasonHourly, map[string]string{
+			"limit": strconv.Itoa(hl.Limit), "retry_after_ms": strconv.FormatInt(hl.RetryAfter.Milliseconds(), 10)})
 	case errors.As(err, &fe):
 		return withInfo(codes.InvalidArgument, err.Error(), reasonInvalid, map[string]string{"field": fe.Field, "message": fe.Message})
 	case errors.As(err, &ce):
-		md := map[string]string{"what": ce.What, "key": ce.Key}
+		md := map[string]string{"what": ce.What, "key": ce.Key, "message": ce.Message}
 		for k, v := range ce.Meta {
 			md["meta."+k] = v
 		}
@@ -54,6 +71,8 @@ func toStatus(err error) error {
 		return withInfo(codes.AlreadyExists, err.Error(), reasonConflict, nil)
 	case errors.Is(err, core.ErrLimit):
 		return withInfo(codes.ResourceExhausted, err.Error(), reasonLimit, nil)
+	case errors.Is(err, core.ErrForbidden):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, core.ErrUnavailable):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):
@@ -66,7 +85,11 @@ func toStatus(err error) error {
 
 // isDomain reports whether err is (or wraps) one of core's typed errors.
 func isDomain(err error) bool {
-	for _, target := range []error{core.ErrNotFound, core.ErrConflict, core.ErrLimit, core.ErrInvalid, core.ErrUnavailable} {
+	var se *core.StepError
+	if errors.As(err, &se) {
+		return true
+	}
+	for _, target := range []error{core.ErrNotFound, core.ErrConflict, core.ErrLimit, core.ErrInvalid, core.ErrUnavailable, core.ErrForbidden} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -91,20 +114,37 @@ func fromStatus(err error) error {
 	if !ok {
 		return err
 	}
-	var md map[string]string
+	var (
+		md     map[string]string
+		reason string
+	)
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == errorDomain {
-			md = info.Metadata
+			md, reason = info.Metadata, info.Reason
 		}
 	}
+	num := func(k string) int { n, _ := strconv.Atoi(md[k]); return n }
+	switch reason {
+	case reasonStep:
+		return &core.StepError{Step: md["step"], Err: errors.New(st.Message())}
+	case reasonCap:
+		return &core.NewUserCapError{Verified: num("verified"), Unverified: num("unverified"), MaxUnverified: num("max_unverified"), VerifiedToLift: num("verified_to_lift")}
+	case reasonHourly:
+		return &core.HourlyLimitError{Limit: num("limit"), RetryAfter: time.Duration(num("retry_after_ms")) * time.Millisecond}
+	}
 	switch st.Code() {
+	case codes.PermissionDenied:
+		return fmt.Errorf("%w: %s", core.ErrForbidden, st.Message())
 	case codes.InvalidArgument:
 		if md != nil {
 			return &core.FieldError{Field: md["field"], Message: md["message"]}
 		}
 		return &core.FieldError{Message: st.Message()}
 	case codes.AlreadyExists:
-		ce := &core.ConflictError{What: md["what"], Key: md["key"]}
+		ce := &core.ConflictError{What: md["what"], Key: md["key"], Message: md["message"]}
+		if ce.What == "" {
+			ce.Message = st.Message()
+		}
 		for k, v := range md {
 			if len(k) > 5 && k[:5] == "meta." {
 				if ce.Meta == nil {

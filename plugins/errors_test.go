@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -36,6 +37,18 @@ func TestErrorsCrossTyped(t *testing.T) {
 		{fmt.Errorf("hourly: %w", core.ErrLimit), func(e error) bool { return errors.Is(e, core.ErrLimit) }},
 		{fmt.Errorf("db down: %w", core.ErrUnavailable), func(e error) bool { return errors.Is(e, core.ErrUnavailable) }},
 		{context.DeadlineExceeded, func(e error) bool { return errors.Is(e, context.DeadlineExceeded) }},
+		{&core.NewUserCapError{Verified: 1, Unverified: 3, MaxUnverified: 3, VerifiedToLift: 3}, func(e error) bool {
+			var c *core.NewUserCapError
+			return errors.As(e, &c) && *c == core.NewUserCapError{Verified: 1, Unverified: 3, MaxUnverified: 3, VerifiedToLift: 3} && errors.Is(e, core.ErrForbidden)
+		}},
+		{&core.HourlyLimitError{Limit: 10, RetryAfter: 90 * time.Second}, func(e error) bool {
+			var h *core.HourlyLimitError
+			return errors.As(e, &h) && h.Limit == 10 && h.RetryAfter == 90*time.Second && errors.Is(e, core.ErrLimit)
+		}},
+		{&core.StepError{Step: core.StepInsertDetails, Err: errors.New("FOREIGN KEY constraint failed")}, func(e error) bool {
+			var s *core.StepError
+			return errors.As(e, &s) && s.Step == core.StepInsertDetails && s.Error() == "FOREIGN KEY constraint failed"
+		}},
 		{errors.New("disk I/O error"), func(e error) bool {
 			return e.Error() == "disk I/O error" && !errors.Is(e, core.ErrNotFound) && !errors.Is(e, core.ErrConflict)
 		}},
@@ -56,7 +69,7 @@ func TestErrorsCrossTyped(t *testing.T) {
 func TestStorageShim(t *testing.T) {
 	dir := t.TempDir()
 	p := &storagePlugin{backend: "sqlite", open: func(_ context.Context, cfg StorageConfig) (core.Store, error) {
-		return storage.Open(storage.SQLite, cfg.DSN)
+		return storage.Open(storage.SQLite, cfg.DSN, storage.Options{})
 	}}
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{KindStorage: p})
 	defer client.Close()

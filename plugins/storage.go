@@ -162,17 +162,54 @@ func (s *storageServer) Authenticate(ctx context.Context, req *pb.AuthenticateRe
 	})
 }
 
+func (s *storageServer) CreateThreat(ctx context.Context, req *pb.CreateThreatRequest) (*pb.Threat, error) {
+	return withStore(s, func(st core.Store) (*pb.Threat, error) {
+		t, err := st.CreateThreat(ctx, threatFromPB(req.Threat), policyFromPB(req.Policy))
+		return threatToPB(t), err
+	})
+}
+
+func (s *storageServer) GetThreat(ctx context.Context, req *pb.GetThreatRequest) (*pb.Threat, error) {
+	return withStore(s, func(st core.Store) (*pb.Threat, error) {
+		t, err := st.GetThreat(ctx, req.Id)
+		return threatToPB(t), err
+	})
+}
+
+func (s *storageServer) ReviewThreat(ctx context.Context, req *pb.Review) (*pb.Threat, error) {
+	return withStore(s, func(st core.Store) (*pb.Threat, error) {
+		t, err := st.ReviewThreat(ctx, reviewFromPB(req))
+		return threatToPB(t), err
+	})
+}
+
+func (s *storageServer) ListPending(req *pb.ListPendingRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
+	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
+		return st.ListPending(stream.Context(), int(req.Limit))
+	}, threatToPB, stream.Send)
+}
+
+func (s *storageServer) ReviewEvents(req *pb.ReviewEventsRequest, stream grpc.ServerStreamingServer[pb.ReviewEvent]) error {
+	return streamAll(s, func(st core.Store) ([]core.ReviewEvent, error) {
+		return st.ReviewEvents(stream.Context(), req.ThreatId)
+	}, eventToPB, stream.Send)
+}
+
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
-	st, err := s.get()
+	return streamAll(s, func(st core.Store) ([]core.Change, error) {
+		return st.Changes(stream.Context(), req.After, int(req.Limit))
+	}, changeToPB, stream.Send)
+}
+
+// streamAll sends every item fn returns as one stream message each, so that
+// no single message approaches gRPC's 4 MiB limit.
+func streamAll[T, P any](s *storageServer, fn func(core.Store) ([]T, error), conv func(T) P, send func(P) error) error {
+	items, err := withStore(s, fn)
 	if err != nil {
 		return err
 	}
-	changes, err := st.Changes(stream.Context(), req.After, int(req.Limit))
-	if err != nil {
-		return toStatus(err)
-	}
-	for _, c := range changes {
-		if err := stream.Send(changeToPB(c)); err != nil {
+	for _, it := range items {
+		if err := send(conv(it)); err != nil {
 			return err
 		}
 	}
@@ -263,22 +300,57 @@ func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Tok
 	return tokenFromPB(r.Token), userFromPB(r.User), nil
 }
 
+// CreateThreat stores a pending report under the submit policy.
+func (c *StorageClient) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) (core.Threat, error) {
+	r, err := c.rpc.CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(t), Policy: policyToPB(p)})
+	return call(r, err, threatFromPB)
+}
+
+// GetThreat returns one report.
+func (c *StorageClient) GetThreat(ctx context.Context, id string) (core.Threat, error) {
+	r, err := c.rpc.GetThreat(ctx, &pb.GetThreatRequest{Id: id})
+	return call(r, err, threatFromPB)
+}
+
+// ReviewThreat applies a review decision.
+func (c *StorageClient) ReviewThreat(ctx context.Context, rv core.Review) (core.Threat, error) {
+	r, err := c.rpc.ReviewThreat(ctx, reviewToPB(rv))
+	return call(r, err, threatFromPB)
+}
+
+// ListPending returns pending reports, oldest first.
+func (c *StorageClient) ListPending(ctx context.Context, limit int) ([]core.Threat, error) {
+	stream, err := c.rpc.ListPending(ctx, &pb.ListPendingRequest{Limit: int32(limit)})
+	return recvAll(stream, err, threatFromPB)
+}
+
+// ReviewEvents returns a report's review events.
+func (c *StorageClient) ReviewEvents(ctx context.Context, threatID string) ([]core.ReviewEvent, error) {
+	stream, err := c.rpc.ReviewEvents(ctx, &pb.ReviewEventsRequest{ThreatId: threatID})
+	return recvAll(stream, err, eventFromPB)
+}
+
 // Changes reads the change feed after seq.
 func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
 	stream, err := c.rpc.Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
+	return recvAll(stream, err, changeFromPB)
+}
+
+// recvAll collects a server stream into domain values.
+func recvAll[P, T any](stream grpc.ServerStreamingClient[P], err error, conv func(*P) T) ([]T, error) {
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	var out []core.Change
+	var out []T
 	for {
-		ch, err := stream.Recv()
+		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fromStatus(err)
 		}
-		out = append(out, changeFromPB(ch))
+		out = append(out, conv(m))
 	}
 }
 

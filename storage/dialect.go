@@ -103,3 +103,14 @@ func isForeignKeyViolation(err error) bool {
 	}
 	return false
 }
+
+// lockUser serialises one user's submissions, so that the new-user cap and
+// the hourly limit are exact under concurrency. SQLite's write transactions
+// are already serial; PostgreSQL locks the user's row until commit.
+func lockUser(ctx context.Context, d Dialect, tx bun.Tx, userID string) error {
+	if d != Postgres || userID == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT 1 FROM users WHERE id = ? FOR UPDATE", userID)
+	return err
+}

@@ -62,3 +62,138 @@ type changeRow struct {
 func (r changeRow) domain() core.Change {
 	return core.Change{Seq: r.Seq, Entity: core.Entity(r.Entity), EntityID: r.EntityID, Op: r.Op, At: r.At.UTC()}
 }
+
+type threatRow struct {
+	bun.BaseModel `bun:"table:threats"`
+
+	ID                 string     `bun:"id,pk"`
+	ReportType         string     `bun:"report_type,notnull"`
+	ResourceIdentifier string     `bun:"resource_identifier,notnull"`
+	Registry           *string    `bun:"registry"`
+	CanonicalKey       string     `bun:"canonical_key,notnull"`
+	Status             string     `bun:"status,notnull"`
+	SubmitterID        *string    `bun:"submitter_id"`
+	Revision           int        `bun:"revision,notnull"`
+	Source             *string    `bun:"source"`
+	UpstreamID         *string    `bun:"upstream_id"`
+	CreatedAt          time.Time  `bun:"created_at,notnull"`
+	UpdatedAt          time.Time  `bun:"updated_at,notnull"`
+	VerifiedAt         *time.Time `bun:"verified_at"`
+	VerifiedBy         *string    `bun:"verified_by"`
+
+	Details *detailsRow `bun:"rel:has-one,join:id=threat_id"`
+}
+
+type detailsRow struct {
+	bun.BaseModel `bun:"table:threat_details"`
+
+	ThreatID           string     `bun:"threat_id,pk"`
+	ThreatDescription  string     `bun:"threat_description,notnull"`
+	PayloadDescription *string    `bun:"payload_description"`
+	PackageName        *string    `bun:"package_name"`
+	Publisher          *string    `bun:"publisher"`
+	SeverityLevel      *string    `bun:"severity_level"`
+	EvidenceReferences *string    `bun:"evidence_references"`
+	ContactEmail       *string    `bun:"contact_email"`
+	Tags               []string   `bun:"tags,notnull,type:jsonb"`
+	VersionInfo        *string    `bun:"version_info"`
+	FirstSeen          *time.Time `bun:"first_seen"`
+	LastSeen           *time.Time `bun:"last_seen"`
+	OSVAdvisoryURL     *string    `bun:"osv_advisory_url"`
+	Contributors       []string   `bun:"contributors,notnull,type:jsonb"`
+	DownloadCount      *int64     `bun:"download_count"`
+}
+
+type eventRow struct {
+	bun.BaseModel `bun:"table:review_events"`
+
+	ID         string    `bun:"id,pk"`
+	ThreatID   string    `bun:"threat_id,notnull"`
+	RevisionID *string   `bun:"revision_id"`
+	Action     string    `bun:"action,notnull"`
+	FromStatus *string   `bun:"from_status"`
+	ToStatus   *string   `bun:"to_status"`
+	ActorID    *string   `bun:"actor_id"`
+	ActorName  string    `bun:"actor_name,notnull"`
+	Note       *string   `bun:"note"`
+	At         time.Time `bun:"at,notnull"`
+}
+
+// str and deref convert between "" (absent) and NULL.
+func str(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func toThreatRow(t core.Threat) (threatRow, detailsRow) {
+	d := t.Details
+	tags, contributors := d.Tags, d.Contributors
+	if tags == nil {
+		tags = []string{}
+	}
+	if contributors == nil {
+		contributors = []string{}
+	}
+	return threatRow{
+			ID: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: str(t.Registry),
+			CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision,
+			Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+			VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy),
+		}, detailsRow{
+			ThreatID: t.ID, ThreatDescription: d.ThreatDescription, PayloadDescription: str(d.PayloadDescription),
+			PackageName: str(d.PackageName), Publisher: str(d.Publisher), SeverityLevel: str(string(d.SeverityLevel)),
+			EvidenceReferences: str(d.EvidenceReferences), ContactEmail: str(d.ContactEmail), Tags: tags,
+			VersionInfo: str(d.VersionInfo), FirstSeen: d.FirstSeen, LastSeen: d.LastSeen,
+			OSVAdvisoryURL: str(d.OSVAdvisoryURL), Contributors: contributors, DownloadCount: d.DownloadCount,
+		}
+}
+
+func (r threatRow) domain() core.Threat {
+	t := core.Threat{
+		ID: r.ID, ReportType: core.ReportType(r.ReportType), ResourceIdentifier: r.ResourceIdentifier, Registry: deref(r.Registry),
+		CanonicalKey: r.CanonicalKey, Status: core.Status(r.Status), SubmitterID: deref(r.SubmitterID), Revision: r.Revision,
+		Source: deref(r.Source), UpstreamID: deref(r.UpstreamID), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		VerifiedAt: utcPtr(r.VerifiedAt), VerifiedBy: deref(r.VerifiedBy),
+	}
+	if d := r.Details; d != nil {
+		t.Details = core.Details{
+			ThreatDescription: d.ThreatDescription, PayloadDescription: deref(d.PayloadDescription), PackageName: deref(d.PackageName),
+			Publisher: deref(d.Publisher), SeverityLevel: core.Severity(deref(d.SeverityLevel)), EvidenceReferences: deref(d.EvidenceReferences),
+			ContactEmail: deref(d.ContactEmail), Tags: nonNil(d.Tags), VersionInfo: deref(d.VersionInfo), FirstSeen: utcPtr(d.FirstSeen),
+			LastSeen: utcPtr(d.LastSeen), OSVAdvisoryURL: deref(d.OSVAdvisoryURL), Contributors: nonNil(d.Contributors), DownloadCount: d.DownloadCount,
+		}
+	}
+	return t
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (r eventRow) domain() core.ReviewEvent {
+	return core.ReviewEvent{
+		ID: r.ID, ThreatID: r.ThreatID, RevisionID: deref(r.RevisionID), Action: r.Action,
+		From: core.Status(deref(r.FromStatus)), To: core.Status(deref(r.ToStatus)), ActorID: deref(r.ActorID),
+		ActorName: r.ActorName, Note: deref(r.Note), At: r.At.UTC(),
+	}
+}

@@ -19,11 +19,49 @@ import (
 type Store struct {
 	db      *bun.DB
 	dialect Dialect
+	opts    Options
 	now     func() time.Time
 }
 
+// bunDB is a database or a transaction.
+type bunDB = bun.IDB
+
+// Options are backend options from storage.settings.
+type Options struct {
+	// FailStep makes the named submission step fail (core.StepLookup,
+	// StepInsertThreat, StepInsertDetails). For tests only: it is refused
+	// unless the plugin's environment has THREATD_TEST_FAULTS=1.
+	FailStep string
+}
+
+// TestFaultsEnv must be "1" for Options.FailStep to be accepted.
+const TestFaultsEnv = "THREATD_TEST_FAULTS"
+
+// OptionsFromSettings reads Options from storage.settings. Unknown settings
+// are refused so that a typo never passes silently.
+func OptionsFromSettings(settings map[string]string, getenv func(string) string) (Options, error) {
+	var o Options
+	for k, v := range settings {
+		switch k {
+		case "test_fail_step":
+			if getenv(TestFaultsEnv) != "1" {
+				return o, fmt.Errorf("storage.settings.test_fail_step is a test-only fault injection and needs %s=1 in the environment", TestFaultsEnv)
+			}
+			switch v {
+			case core.StepLookup, core.StepInsertThreat, core.StepInsertDetails:
+				o.FailStep = v
+			default:
+				return o, fmt.Errorf("storage.settings.test_fail_step: unknown step %q", v)
+			}
+		default:
+			return o, fmt.Errorf("storage.settings.%s: unknown setting", k)
+		}
+	}
+	return o, nil
+}
+
 // Open connects to the database of dialect d at dsn (a file path for SQLite).
-func Open(d Dialect, dsn string) (*Store, error) {
+func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	var (
 		db  *bun.DB
 		err error
@@ -37,7 +75,7 @@ func Open(d Dialect, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, dialect: d, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}, nil
+	return &Store{db: db, dialect: d, opts: opts, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}, nil
 }
 
 // Close closes the database.

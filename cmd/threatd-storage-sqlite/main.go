@@ -23,7 +23,11 @@ func main() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
 		}
-		st, err := storage.Open(storage.SQLite, path)
+		opts, err := storage.OptionsFromSettings(cfg.Settings, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		st, err := storage.Open(storage.SQLite, path, opts)
 		if err != nil {
 			return nil, err
 		}

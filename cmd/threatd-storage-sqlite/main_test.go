@@ -17,16 +17,17 @@ import (
 func TestStorageContract(t *testing.T) {
 	host := &plugins.Host{Dir: testbin.PluginDir(t), Log: slog.New(slog.DiscardHandler)}
 	dir := t.TempDir()
-	storagetest.Run(t, func(t *testing.T, db string) core.Store {
+	storagetest.Run(t, func(t *testing.T, db string, settings map[string]string) (core.Store, error) {
 		st, err := host.StartStorage(context.Background(), "sqlite", plugins.StorageConfig{
-			DSN: filepath.Join(dir, db+".db"), DataDir: dir,
+			DSN: filepath.Join(dir, db+".db"), DataDir: dir, Settings: settings,
 		})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if _, err := st.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
+			_ = st.Close()
+			return nil, err
 		}
-		return st
+		return st, nil
 	})
 }

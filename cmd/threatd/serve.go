@@ -48,8 +48,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 		TrustedProxies:    proxies,
 		PerIPPerMinute:    cfg.Limits.PerIPPerMinute,
 		PerTokenPerMinute: map[core.Tier]int{core.TierFree: cfg.Limits.PerTokenPerMinute.Free, core.TierPaid: cfg.Limits.PerTokenPerMinute.Paid},
-		StorageName:       cfg.Storage.Plugin,
-		Version:           version,
+		Limits: core.Limits{
+			SubmissionsPerHour:     cfg.Limits.SubmissionsPerHour,
+			SubmissionsPerHourPaid: cfg.Limits.SubmissionsPerHourPaid,
+			NewUserMaxUnverified:   cfg.Limits.NewUserMaxUnverified,
+			NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
+		},
+		StorageName: cfg.Storage.Plugin,
+		Version:     version,
 	}, log, e.store)
 
 	sc := echo.StartConfig{

@@ -33,7 +33,7 @@ type chainFixture struct {
 
 func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 	t.Helper()
-	st, err := storage.Open(storage.SQLite, filepath.Join(t.TempDir(), "api.db"))
+	st, err := storage.Open(storage.SQLite, filepath.Join(t.TempDir(), "api.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
@@ -82,6 +83,10 @@ func errorHandler(log *slog.Logger, maxBody int64) echo.HTTPErrorHandler {
 func toHTTPError(err error, maxBody int64) *Error {
 	var (
 		ae    *Error
+		rf    *core.RequiredFieldsError
+		capE  *core.NewUserCapError
+		hl    *core.HourlyLimitError
+		step  *core.StepError
 		fe    *core.FieldError
 		ne    *core.NotFoundError
 		ce    *core.ConflictError
@@ -91,6 +96,15 @@ func toHTTPError(err error, maxBody int64) *Error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &rf):
+		return &Error{Status: http.StatusBadRequest, Message: rf.Error(), Fields: map[string]any{"missing": rf.Missing}}
+	case errors.As(err, &capE):
+		return &Error{Status: http.StatusForbidden, Message: capE.Error(), Fields: map[string]any{
+			"verified_reports": capE.Verified, "unverified_reports": capE.Unverified}}
+	case errors.As(err, &hl):
+		return tooManyRequests(hl.Error(), int((hl.RetryAfter+time.Second-1)/time.Second))
+	case errors.As(err, &step):
+		return &Error{Status: http.StatusInternalServerError, Message: stepMessages[step.Step], Fields: map[string]any{"details": step.Error()}, Cause: err}
 	case errors.As(err, &panic):
 		return &Error{Status: 500, Message: msgInternal, Fields: map[string]any{"details": "the request handler panicked; see the server log"}}
 	case errors.As(err, &fe):
@@ -101,6 +115,8 @@ func toHTTPError(err error, maxBody int64) *Error {
 		return &Error{Status: http.StatusBadRequest, Message: fe.Error(), Fields: f}
 	case errors.As(err, &ne):
 		return &Error{Status: http.StatusNotFound, Message: capitalise(ne.Error())}
+	case errors.As(err, &ce) && ce.What == "threat" && ce.Meta != nil:
+		return duplicateError(ce)
 	case errors.As(err, &ce):
 		return &Error{Status: http.StatusConflict, Message: capitalise(ce.Error())}
 	case errors.Is(err, core.ErrUnauthenticated):
@@ -134,4 +150,29 @@ func capitalise(s string) string {
 		return s
 	}
 	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// stepMessages are the 500 texts of spec §7 per failing storage step.
+var stepMessages = map[string]string{
+	core.StepLookup:        "Failed to check for existing package",
+	core.StepInsertThreat:  "Failed to create threat report",
+	core.StepInsertDetails: "Failed to create threat details",
+	"":                     msgInternal,
+}
+
+// duplicateError is the 409 of spec §7: the existing report's id, name,
+// registry (null for non-package reports) and status, and where to go instead.
+func duplicateError(ce *core.ConflictError) *Error {
+	var registry any
+	msg := "A report for this resource already exists: use PUT /modify-threat-report to add information to it"
+	if ce.Meta["report_type"] == string(core.TypePackage) {
+		registry = ce.Meta["registry"]
+		msg = "A report for this package already exists in this registry: use PUT /modify-threat-report to add information to it"
+	}
+	return &Error{Status: http.StatusConflict, Message: msg, Fields: map[string]any{
+		"existingThreatId": ce.Meta["id"],
+		"packageName":      ce.Meta["package_name"],
+		"registry":         registry,
+		"status":           ce.Meta["status"],
+	}}
 }

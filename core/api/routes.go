@@ -32,6 +32,9 @@ func (s *Server) routes(e *echo.Echo) {
 func (s *Server) apiRoutes() []route {
 	return []route{
 		{method: http.MethodGet, path: "/account", tier: core.TierFree, handler: s.account},
+		{method: http.MethodPost, path: "/submit-threat-report", tier: core.TierFree, body: true, handler: s.submit},
+		// The specification's overview names the same operation /submit-threat (CONTRACT.md §7).
+		{method: http.MethodPost, path: "/submit-threat", tier: core.TierFree, body: true, handler: s.submit},
 	}
 }
 

@@ -24,6 +24,7 @@ type Options struct {
 	TrustedProxies    []netip.Prefix
 	PerIPPerMinute    int
 	PerTokenPerMinute map[core.Tier]int
+	Limits            core.Limits
 	// StorageName names the storage plugin, for /healthz.
 	StorageName string
 	Version     string
@@ -34,6 +35,7 @@ type Server struct {
 	opts         Options
 	log          *slog.Logger
 	accounts     *core.Accounts
+	reports      *core.Reports
 	store        core.Store
 	ipLimiter    *ratelimit.Limiter
 	tokenLimiter *ratelimit.Limiter
@@ -46,6 +48,7 @@ func New(opts Options, log *slog.Logger, store core.Store) http.Handler {
 		opts:         opts,
 		log:          log,
 		accounts:     core.NewAccounts(store),
+		reports:      core.NewReports(store, opts.Limits),
 		store:        store,
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),

@@ -19,9 +19,10 @@ import (
 )
 
 // Backend opens the database named db (created empty on first use; the same
-// name opens the same database again, e.g. after a restart) and returns a
-// migrated store. The suite closes what it opens.
-type Backend func(t *testing.T, db string) core.Store
+// name opens the same database again, e.g. after a restart) with the given
+// storage.settings, and returns a migrated store, or the error that refused
+// it. The suite closes what it opens.
+type Backend func(t *testing.T, db string, settings map[string]string) (core.Store, error)
 
 // Run runs the whole contract against backend.
 func Run(t *testing.T, backend Backend) {
@@ -37,6 +38,14 @@ func Run(t *testing.T, backend Backend) {
 		{"ConcurrentDuplicateUser", testConcurrentDuplicateUser},
 		{"ChangeFeedConcurrentWriters", testChangeFeedConcurrentWriters},
 		{"Reopen", testReopen},
+		{"ThreatRoundTrip", testThreatRoundTrip},
+		{"Duplicates", testDuplicates},
+		{"ConcurrentDuplicates", testConcurrentDuplicates},
+		{"NewUserCap", testNewUserCap},
+		{"NewUserCapConcurrent", testNewUserCapConcurrent},
+		{"HourlyLimitConcurrent", testHourlyLimitConcurrent},
+		{"RollbackOnFailedStep", testRollbackOnFailedStep},
+		{"Review", testReview},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })
@@ -56,7 +65,10 @@ func dbName(t *testing.T) string {
 
 func open(t *testing.T, b Backend, db string) core.Store {
 	t.Helper()
-	s := b(t, db)
+	s, err := b(t, db, nil)
+	if err != nil {
+		t.Fatalf("opening %s: %v", db, err)
+	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -350,7 +362,10 @@ func testChangeFeedConcurrentWriters(t *testing.T, b Backend) {
 
 func testReopen(t *testing.T, b Backend) {
 	db := dbName(t)
-	s := b(t, db)
+	s, err := b(t, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := ctx(t)
 	u, err := s.CreateUser(c, newUser("frank@example.com"))
 	if err != nil {

@@ -1040,6 +1040,763 @@ func (x *Change) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Threat is a report with its details. Empty strings are absent values.
+type Threat struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Id                 string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ReportType         string                 `protobuf:"bytes,2,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
+	ResourceIdentifier string                 `protobuf:"bytes,3,opt,name=resource_identifier,json=resourceIdentifier,proto3" json:"resource_identifier,omitempty"`
+	Registry           string                 `protobuf:"bytes,4,opt,name=registry,proto3" json:"registry,omitempty"`
+	CanonicalKey       string                 `protobuf:"bytes,5,opt,name=canonical_key,json=canonicalKey,proto3" json:"canonical_key,omitempty"`
+	Status             string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	SubmitterId        string                 `protobuf:"bytes,7,opt,name=submitter_id,json=submitterId,proto3" json:"submitter_id,omitempty"`
+	Revision           int32                  `protobuf:"varint,8,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreatedAt          *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt          *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	VerifiedAt         *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	VerifiedBy         string                 `protobuf:"bytes,12,opt,name=verified_by,json=verifiedBy,proto3" json:"verified_by,omitempty"`
+	Source             string                 `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
+	UpstreamId         string                 `protobuf:"bytes,14,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
+	Details            *Details               `protobuf:"bytes,15,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Threat) Reset() {
+	*x = Threat{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Threat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Threat) ProtoMessage() {}
+
+func (x *Threat) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Threat.ProtoReflect.Descriptor instead.
+func (*Threat) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Threat) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Threat) GetReportType() string {
+	if x != nil {
+		return x.ReportType
+	}
+	return ""
+}
+
+func (x *Threat) GetResourceIdentifier() string {
+	if x != nil {
+		return x.ResourceIdentifier
+	}
+	return ""
+}
+
+func (x *Threat) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *Threat) GetCanonicalKey() string {
+	if x != nil {
+		return x.CanonicalKey
+	}
+	return ""
+}
+
+func (x *Threat) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Threat) GetSubmitterId() string {
+	if x != nil {
+		return x.SubmitterId
+	}
+	return ""
+}
+
+func (x *Threat) GetRevision() int32 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Threat) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Threat) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Threat) GetVerifiedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.VerifiedAt
+	}
+	return nil
+}
+
+func (x *Threat) GetVerifiedBy() string {
+	if x != nil {
+		return x.VerifiedBy
+	}
+	return ""
+}
+
+func (x *Threat) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Threat) GetUpstreamId() string {
+	if x != nil {
+		return x.UpstreamId
+	}
+	return ""
+}
+
+func (x *Threat) GetDetails() *Details {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+type Details struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ThreatDescription  string                 `protobuf:"bytes,1,opt,name=threat_description,json=threatDescription,proto3" json:"threat_description,omitempty"`
+	PayloadDescription string                 `protobuf:"bytes,2,opt,name=payload_description,json=payloadDescription,proto3" json:"payload_description,omitempty"`
+	PackageName        string                 `protobuf:"bytes,3,opt,name=package_name,json=packageName,proto3" json:"package_name,omitempty"`
+	Publisher          string                 `protobuf:"bytes,4,opt,name=publisher,proto3" json:"publisher,omitempty"`
+	SeverityLevel      string                 `protobuf:"bytes,5,opt,name=severity_level,json=severityLevel,proto3" json:"severity_level,omitempty"`
+	EvidenceReferences string                 `protobuf:"bytes,6,opt,name=evidence_references,json=evidenceReferences,proto3" json:"evidence_references,omitempty"`
+	ContactEmail       string                 `protobuf:"bytes,7,opt,name=contact_email,json=contactEmail,proto3" json:"contact_email,omitempty"`
+	Tags               []string               `protobuf:"bytes,8,rep,name=tags,proto3" json:"tags,omitempty"`
+	VersionInfo        string                 `protobuf:"bytes,9,opt,name=version_info,json=versionInfo,proto3" json:"version_info,omitempty"`
+	FirstSeen          *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"`
+	LastSeen           *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	OsvAdvisoryUrl     string                 `protobuf:"bytes,12,opt,name=osv_advisory_url,json=osvAdvisoryUrl,proto3" json:"osv_advisory_url,omitempty"`
+	Contributors       []string               `protobuf:"bytes,13,rep,name=contributors,proto3" json:"contributors,omitempty"`
+	DownloadCount      *int64                 `protobuf:"varint,14,opt,name=download_count,json=downloadCount,proto3,oneof" json:"download_count,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Details) Reset() {
+	*x = Details{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Details) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Details) ProtoMessage() {}
+
+func (x *Details) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Details.ProtoReflect.Descriptor instead.
+func (*Details) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Details) GetThreatDescription() string {
+	if x != nil {
+		return x.ThreatDescription
+	}
+	return ""
+}
+
+func (x *Details) GetPayloadDescription() string {
+	if x != nil {
+		return x.PayloadDescription
+	}
+	return ""
+}
+
+func (x *Details) GetPackageName() string {
+	if x != nil {
+		return x.PackageName
+	}
+	return ""
+}
+
+func (x *Details) GetPublisher() string {
+	if x != nil {
+		return x.Publisher
+	}
+	return ""
+}
+
+func (x *Details) GetSeverityLevel() string {
+	if x != nil {
+		return x.SeverityLevel
+	}
+	return ""
+}
+
+func (x *Details) GetEvidenceReferences() string {
+	if x != nil {
+		return x.EvidenceReferences
+	}
+	return ""
+}
+
+func (x *Details) GetContactEmail() string {
+	if x != nil {
+		return x.ContactEmail
+	}
+	return ""
+}
+
+func (x *Details) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *Details) GetVersionInfo() string {
+	if x != nil {
+		return x.VersionInfo
+	}
+	return ""
+}
+
+func (x *Details) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
+func (x *Details) GetLastSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSeen
+	}
+	return nil
+}
+
+func (x *Details) GetOsvAdvisoryUrl() string {
+	if x != nil {
+		return x.OsvAdvisoryUrl
+	}
+	return ""
+}
+
+func (x *Details) GetContributors() []string {
+	if x != nil {
+		return x.Contributors
+	}
+	return nil
+}
+
+func (x *Details) GetDownloadCount() int64 {
+	if x != nil && x.DownloadCount != nil {
+		return *x.DownloadCount
+	}
+	return 0
+}
+
+type SubmitPolicy struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	MaxUnverified  int32                  `protobuf:"varint,1,opt,name=max_unverified,json=maxUnverified,proto3" json:"max_unverified,omitempty"`
+	VerifiedToLift int32                  `protobuf:"varint,2,opt,name=verified_to_lift,json=verifiedToLift,proto3" json:"verified_to_lift,omitempty"`
+	HourlyLimit    int32                  `protobuf:"varint,3,opt,name=hourly_limit,json=hourlyLimit,proto3" json:"hourly_limit,omitempty"`
+	Now            *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SubmitPolicy) Reset() {
+	*x = SubmitPolicy{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitPolicy) ProtoMessage() {}
+
+func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
+func (*SubmitPolicy) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SubmitPolicy) GetMaxUnverified() int32 {
+	if x != nil {
+		return x.MaxUnverified
+	}
+	return 0
+}
+
+func (x *SubmitPolicy) GetVerifiedToLift() int32 {
+	if x != nil {
+		return x.VerifiedToLift
+	}
+	return 0
+}
+
+func (x *SubmitPolicy) GetHourlyLimit() int32 {
+	if x != nil {
+		return x.HourlyLimit
+	}
+	return 0
+}
+
+func (x *SubmitPolicy) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+type CreateThreatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threat        *Threat                `protobuf:"bytes,1,opt,name=threat,proto3" json:"threat,omitempty"`
+	Policy        *SubmitPolicy          `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateThreatRequest) Reset() {
+	*x = CreateThreatRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateThreatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateThreatRequest) ProtoMessage() {}
+
+func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateThreatRequest.ProtoReflect.Descriptor instead.
+func (*CreateThreatRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreateThreatRequest) GetThreat() *Threat {
+	if x != nil {
+		return x.Threat
+	}
+	return nil
+}
+
+func (x *CreateThreatRequest) GetPolicy() *SubmitPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+type GetThreatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetThreatRequest) Reset() {
+	*x = GetThreatRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetThreatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetThreatRequest) ProtoMessage() {}
+
+func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetThreatRequest.ProtoReflect.Descriptor instead.
+func (*GetThreatRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetThreatRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListPendingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPendingRequest) Reset() {
+	*x = ListPendingRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPendingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPendingRequest) ProtoMessage() {}
+
+func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPendingRequest.ProtoReflect.Descriptor instead.
+func (*ListPendingRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListPendingRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type Review struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Decision      string                 `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	ActorId       string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ActorName     string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Review) Reset() {
+	*x = Review{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Review) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Review) ProtoMessage() {}
+
+func (x *Review) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Review.ProtoReflect.Descriptor instead.
+func (*Review) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Review) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *Review) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *Review) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Review) GetActorId() string {
+	if x != nil {
+		return x.ActorId
+	}
+	return ""
+}
+
+func (x *Review) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+func (x *Review) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type ReviewEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviewEventsRequest) Reset() {
+	*x = ReviewEventsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviewEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviewEventsRequest) ProtoMessage() {}
+
+func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
+func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReviewEventsRequest) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+type ReviewEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ThreatId      string                 `protobuf:"bytes,2,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	RevisionId    string                 `protobuf:"bytes,3,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	Action        string                 `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	FromStatus    string                 `protobuf:"bytes,5,opt,name=from_status,json=fromStatus,proto3" json:"from_status,omitempty"`
+	ToStatus      string                 `protobuf:"bytes,6,opt,name=to_status,json=toStatus,proto3" json:"to_status,omitempty"`
+	ActorId       string                 `protobuf:"bytes,7,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ActorName     string                 `protobuf:"bytes,8,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	Note          string                 `protobuf:"bytes,9,opt,name=note,proto3" json:"note,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviewEvent) Reset() {
+	*x = ReviewEvent{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviewEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviewEvent) ProtoMessage() {}
+
+func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
+func (*ReviewEvent) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ReviewEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetRevisionId() string {
+	if x != nil {
+		return x.RevisionId
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetFromStatus() string {
+	if x != nil {
+		return x.FromStatus
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetToStatus() string {
+	if x != nil {
+		return x.ToStatus
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetActorId() string {
+	if x != nil {
+		return x.ActorId
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *ReviewEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
@@ -1111,7 +1868,86 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x1b\n" +
 	"\tentity_id\x18\x03 \x01(\tR\bentityId\x12\x0e\n" +
 	"\x02op\x18\x04 \x01(\tR\x02op\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at2\x87\a\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xc5\x04\n" +
+	"\x06Threat\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vreport_type\x18\x02 \x01(\tR\n" +
+	"reportType\x12/\n" +
+	"\x13resource_identifier\x18\x03 \x01(\tR\x12resourceIdentifier\x12\x1a\n" +
+	"\bregistry\x18\x04 \x01(\tR\bregistry\x12#\n" +
+	"\rcanonical_key\x18\x05 \x01(\tR\fcanonicalKey\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12!\n" +
+	"\fsubmitter_id\x18\a \x01(\tR\vsubmitterId\x12\x1a\n" +
+	"\brevision\x18\b \x01(\x05R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12;\n" +
+	"\vverified_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"verifiedAt\x12\x1f\n" +
+	"\vverified_by\x18\f \x01(\tR\n" +
+	"verifiedBy\x12\x16\n" +
+	"\x06source\x18\r \x01(\tR\x06source\x12\x1f\n" +
+	"\vupstream_id\x18\x0e \x01(\tR\n" +
+	"upstreamId\x124\n" +
+	"\adetails\x18\x0f \x01(\v2\x1a.threatd.plugin.v1.DetailsR\adetails\"\xdf\x04\n" +
+	"\aDetails\x12-\n" +
+	"\x12threat_description\x18\x01 \x01(\tR\x11threatDescription\x12/\n" +
+	"\x13payload_description\x18\x02 \x01(\tR\x12payloadDescription\x12!\n" +
+	"\fpackage_name\x18\x03 \x01(\tR\vpackageName\x12\x1c\n" +
+	"\tpublisher\x18\x04 \x01(\tR\tpublisher\x12%\n" +
+	"\x0eseverity_level\x18\x05 \x01(\tR\rseverityLevel\x12/\n" +
+	"\x13evidence_references\x18\x06 \x01(\tR\x12evidenceReferences\x12#\n" +
+	"\rcontact_email\x18\a \x01(\tR\fcontactEmail\x12\x12\n" +
+	"\x04tags\x18\b \x03(\tR\x04tags\x12!\n" +
+	"\fversion_info\x18\t \x01(\tR\vversionInfo\x129\n" +
+	"\n" +
+	"first_seen\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
+	"\tlast_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12(\n" +
+	"\x10osv_advisory_url\x18\f \x01(\tR\x0eosvAdvisoryUrl\x12\"\n" +
+	"\fcontributors\x18\r \x03(\tR\fcontributors\x12*\n" +
+	"\x0edownload_count\x18\x0e \x01(\x03H\x00R\rdownloadCount\x88\x01\x01B\x11\n" +
+	"\x0f_download_count\"\xb0\x01\n" +
+	"\fSubmitPolicy\x12%\n" +
+	"\x0emax_unverified\x18\x01 \x01(\x05R\rmaxUnverified\x12(\n" +
+	"\x10verified_to_lift\x18\x02 \x01(\x05R\x0everifiedToLift\x12!\n" +
+	"\fhourly_limit\x18\x03 \x01(\x05R\vhourlyLimit\x12,\n" +
+	"\x03now\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\"\x81\x01\n" +
+	"\x13CreateThreatRequest\x121\n" +
+	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x127\n" +
+	"\x06policy\x18\x02 \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policy\"\"\n" +
+	"\x10GetThreatRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"*\n" +
+	"\x12ListPendingRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"\xbb\x01\n" +
+	"\x06Review\x12\x1b\n" +
+	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\x12\x1a\n" +
+	"\bdecision\x18\x02 \x01(\tR\bdecision\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\x12\x19\n" +
+	"\bactor_id\x18\x04 \x01(\tR\aactorId\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\x05 \x01(\tR\tactorName\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"2\n" +
+	"\x13ReviewEventsRequest\x12\x1b\n" +
+	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\"\xab\x02\n" +
+	"\vReviewEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tthreat_id\x18\x02 \x01(\tR\bthreatId\x12\x1f\n" +
+	"\vrevision_id\x18\x03 \x01(\tR\n" +
+	"revisionId\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x12\x1f\n" +
+	"\vfrom_status\x18\x05 \x01(\tR\n" +
+	"fromStatus\x12\x1b\n" +
+	"\tto_status\x18\x06 \x01(\tR\btoStatus\x12\x19\n" +
+	"\bactor_id\x18\a \x01(\tR\aactorId\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\b \x01(\tR\tactorName\x12\x12\n" +
+	"\x04note\x18\t \x01(\tR\x04note\x12*\n" +
+	"\x02at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x02at2\x9a\n" +
+	"\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -1123,7 +1959,12 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\fSetUserLimit\x12&.threatd.plugin.v1.SetUserLimitRequest\x1a\x17.threatd.plugin.v1.User\x12N\n" +
 	"\vCreateToken\x12%.threatd.plugin.v1.CreateTokenRequest\x1a\x18.threatd.plugin.v1.Token\x12N\n" +
 	"\vRevokeToken\x12%.threatd.plugin.v1.RevokeTokenRequest\x1a\x18.threatd.plugin.v1.Token\x12_\n" +
-	"\fAuthenticate\x12&.threatd.plugin.v1.AuthenticateRequest\x1a'.threatd.plugin.v1.AuthenticateResponse\x12I\n" +
+	"\fAuthenticate\x12&.threatd.plugin.v1.AuthenticateRequest\x1a'.threatd.plugin.v1.AuthenticateResponse\x12Q\n" +
+	"\fCreateThreat\x12&.threatd.plugin.v1.CreateThreatRequest\x1a\x19.threatd.plugin.v1.Threat\x12K\n" +
+	"\tGetThreat\x12#.threatd.plugin.v1.GetThreatRequest\x1a\x19.threatd.plugin.v1.Threat\x12Q\n" +
+	"\vListPending\x12%.threatd.plugin.v1.ListPendingRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12D\n" +
+	"\fReviewThreat\x12\x19.threatd.plugin.v1.Review\x1a\x19.threatd.plugin.v1.Threat\x12X\n" +
+	"\fReviewEvents\x12&.threatd.plugin.v1.ReviewEventsRequest\x1a\x1e.threatd.plugin.v1.ReviewEvent0\x01\x12I\n" +
 	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
@@ -1138,7 +1979,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),      // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),     // 1: threatd.plugin.v1.ConfigureResponse
@@ -1159,46 +2000,76 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*AuthenticateResponse)(nil),  // 16: threatd.plugin.v1.AuthenticateResponse
 	(*ChangesRequest)(nil),        // 17: threatd.plugin.v1.ChangesRequest
 	(*Change)(nil),                // 18: threatd.plugin.v1.Change
-	nil,                           // 19: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*Threat)(nil),                // 19: threatd.plugin.v1.Threat
+	(*Details)(nil),               // 20: threatd.plugin.v1.Details
+	(*SubmitPolicy)(nil),          // 21: threatd.plugin.v1.SubmitPolicy
+	(*CreateThreatRequest)(nil),   // 22: threatd.plugin.v1.CreateThreatRequest
+	(*GetThreatRequest)(nil),      // 23: threatd.plugin.v1.GetThreatRequest
+	(*ListPendingRequest)(nil),    // 24: threatd.plugin.v1.ListPendingRequest
+	(*Review)(nil),                // 25: threatd.plugin.v1.Review
+	(*ReviewEventsRequest)(nil),   // 26: threatd.plugin.v1.ReviewEventsRequest
+	(*ReviewEvent)(nil),           // 27: threatd.plugin.v1.ReviewEvent
+	nil,                           // 28: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	19, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	20, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	28, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	29, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	20, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	20, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	29, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	29, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	20, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	0,  // 9: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 10: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 11: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 12: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 13: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 14: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 15: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 16: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 17: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 18: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	17, // 19: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 20: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 21: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 22: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 23: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 24: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 25: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 26: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 27: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 28: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 29: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	18, // 30: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	20, // [20:31] is the sub-list for method output_type
-	9,  // [9:20] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	29, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	29, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	29, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	29, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
+	29, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	29, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	29, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	19, // 16: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
+	21, // 17: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	29, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	29, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	0,  // 20: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 21: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 22: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 23: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 24: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 25: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 26: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 27: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 28: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 29: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 30: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 31: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 32: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	25, // 33: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	26, // 34: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	17, // 35: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 36: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 37: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 38: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 39: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 40: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 41: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 42: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 43: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 44: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 45: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 46: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 47: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 48: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 49: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	27, // 50: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	18, // 51: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	36, // [36:52] is the sub-list for method output_type
+	20, // [20:36] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -1208,13 +2079,14 @@ func file_plugins_proto_v1_storage_proto_init() {
 	}
 	file_plugins_proto_v1_storage_proto_msgTypes[8].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[11].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

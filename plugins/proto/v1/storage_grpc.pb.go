@@ -37,6 +37,11 @@ const (
 	Storage_CreateToken_FullMethodName  = "/threatd.plugin.v1.Storage/CreateToken"
 	Storage_RevokeToken_FullMethodName  = "/threatd.plugin.v1.Storage/RevokeToken"
 	Storage_Authenticate_FullMethodName = "/threatd.plugin.v1.Storage/Authenticate"
+	Storage_CreateThreat_FullMethodName = "/threatd.plugin.v1.Storage/CreateThreat"
+	Storage_GetThreat_FullMethodName    = "/threatd.plugin.v1.Storage/GetThreat"
+	Storage_ListPending_FullMethodName  = "/threatd.plugin.v1.Storage/ListPending"
+	Storage_ReviewThreat_FullMethodName = "/threatd.plugin.v1.Storage/ReviewThreat"
+	Storage_ReviewEvents_FullMethodName = "/threatd.plugin.v1.Storage/ReviewEvents"
 	Storage_Changes_FullMethodName      = "/threatd.plugin.v1.Storage/Changes"
 )
 
@@ -58,6 +63,18 @@ type StorageClient interface {
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*Token, error)
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*Token, error)
 	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error)
+	// CreateThreat stores a pending report and its details in one transaction,
+	// after the new-user cap, the hourly limit and the duplicate key
+	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
+	// ALREADY_EXISTS CONFLICT); storage failures are INTERNAL with reason STEP.
+	CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*Threat, error)
+	GetThreat(ctx context.Context, in *GetThreatRequest, opts ...grpc.CallOption) (*Threat, error)
+	// ListPending streams pending reports, oldest first.
+	ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// ReviewThreat applies a review decision through the state machine.
+	ReviewThreat(ctx context.Context, in *Review, opts ...grpc.CallOption) (*Threat, error)
+	// ReviewEvents streams a report's review events, oldest first.
+	ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
 }
@@ -170,9 +187,77 @@ func (c *storageClient) Authenticate(ctx context.Context, in *AuthenticateReques
 	return out, nil
 }
 
+func (c *storageClient) CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*Threat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Threat)
+	err := c.cc.Invoke(ctx, Storage_CreateThreat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) GetThreat(ctx context.Context, in *GetThreatRequest, opts ...grpc.CallOption) (*Threat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Threat)
+	err := c.cc.Invoke(ctx, Storage_GetThreat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[0], Storage_ListPending_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListPendingRequest, Threat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListPendingClient = grpc.ServerStreamingClient[Threat]
+
+func (c *storageClient) ReviewThreat(ctx context.Context, in *Review, opts ...grpc.CallOption) (*Threat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Threat)
+	err := c.cc.Invoke(ctx, Storage_ReviewThreat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[1], Storage_ReviewEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReviewEventsRequest, ReviewEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ReviewEventsClient = grpc.ServerStreamingClient[ReviewEvent]
+
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[0], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +292,18 @@ type StorageServer interface {
 	CreateToken(context.Context, *CreateTokenRequest) (*Token, error)
 	RevokeToken(context.Context, *RevokeTokenRequest) (*Token, error)
 	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
+	// CreateThreat stores a pending report and its details in one transaction,
+	// after the new-user cap, the hourly limit and the duplicate key
+	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
+	// ALREADY_EXISTS CONFLICT); storage failures are INTERNAL with reason STEP.
+	CreateThreat(context.Context, *CreateThreatRequest) (*Threat, error)
+	GetThreat(context.Context, *GetThreatRequest) (*Threat, error)
+	// ListPending streams pending reports, oldest first.
+	ListPending(*ListPendingRequest, grpc.ServerStreamingServer[Threat]) error
+	// ReviewThreat applies a review decision through the state machine.
+	ReviewThreat(context.Context, *Review) (*Threat, error)
+	// ReviewEvents streams a report's review events, oldest first.
+	ReviewEvents(*ReviewEventsRequest, grpc.ServerStreamingServer[ReviewEvent]) error
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
 	mustEmbedUnimplementedStorageServer()
@@ -248,6 +345,21 @@ func (UnimplementedStorageServer) RevokeToken(context.Context, *RevokeTokenReque
 }
 func (UnimplementedStorageServer) Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Authenticate not implemented")
+}
+func (UnimplementedStorageServer) CreateThreat(context.Context, *CreateThreatRequest) (*Threat, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateThreat not implemented")
+}
+func (UnimplementedStorageServer) GetThreat(context.Context, *GetThreatRequest) (*Threat, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetThreat not implemented")
+}
+func (UnimplementedStorageServer) ListPending(*ListPendingRequest, grpc.ServerStreamingServer[Threat]) error {
+	return status.Error(codes.Unimplemented, "method ListPending not implemented")
+}
+func (UnimplementedStorageServer) ReviewThreat(context.Context, *Review) (*Threat, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReviewThreat not implemented")
+}
+func (UnimplementedStorageServer) ReviewEvents(*ReviewEventsRequest, grpc.ServerStreamingServer[ReviewEvent]) error {
+	return status.Error(codes.Unimplemented, "method ReviewEvents not implemented")
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
@@ -453,6 +565,82 @@ func _Storage_Authenticate_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_CreateThreat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateThreatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).CreateThreat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_CreateThreat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).CreateThreat(ctx, req.(*CreateThreatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_GetThreat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetThreatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).GetThreat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_GetThreat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).GetThreat(ctx, req.(*GetThreatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListPending_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListPendingRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListPending(m, &grpc.GenericServerStream[ListPendingRequest, Threat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListPendingServer = grpc.ServerStreamingServer[Threat]
+
+func _Storage_ReviewThreat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Review)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ReviewThreat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ReviewThreat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ReviewThreat(ctx, req.(*Review))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ReviewEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReviewEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ReviewEvents(m, &grpc.GenericServerStream[ReviewEventsRequest, ReviewEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ReviewEventsServer = grpc.ServerStreamingServer[ReviewEvent]
+
 func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -511,8 +699,30 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Authenticate",
 			Handler:    _Storage_Authenticate_Handler,
 		},
+		{
+			MethodName: "CreateThreat",
+			Handler:    _Storage_CreateThreat_Handler,
+		},
+		{
+			MethodName: "GetThreat",
+			Handler:    _Storage_GetThreat_Handler,
+		},
+		{
+			MethodName: "ReviewThreat",
+			Handler:    _Storage_ReviewThreat_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ListPending",
+			Handler:       _Storage_ListPending_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReviewEvents",
+			Handler:       _Storage_ReviewEvents_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "Changes",
 			Handler:       _Storage_Changes_Handler,

@@ -1,0 +1,152 @@
+package core
+
+import (
+	"strings"
+	"time"
+)
+
+// ReportType is the kind of asset a threat report is about (spec §2.1).
+type ReportType string
+
+// The report types of spec §2.1.
+const (
+	TypePackage    ReportType = "package"
+	TypeRepository ReportType = "repository"
+	TypeURL        ReportType = "url"
+	TypeDomain     ReportType = "domain"
+	TypeIP         ReportType = "ip"
+	TypeWallet     ReportType = "wallet"
+	TypeContainer  ReportType = "container"
+)
+
+// ReportTypes lists every report type in the order of the specification.
+var ReportTypes = []ReportType{TypePackage, TypeRepository, TypeURL, TypeDomain, TypeIP, TypeWallet, TypeContainer}
+
+// ParseReportType validates a report type (exact, lower-case).
+func ParseReportType(s string) (ReportType, error) {
+	for _, t := range ReportTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", Invalid("report_type", "must be one of package, repository, url, domain, ip, wallet, container (got %q)", s)
+}
+
+// Severity is a report's severity level.
+type Severity string
+
+// The severity levels of spec §2.1.
+const (
+	SeverityCritical Severity = "critical"
+	SeverityHigh     Severity = "high"
+	SeverityMedium   Severity = "medium"
+	SeverityLow      Severity = "low"
+)
+
+// ParseSeverity validates a severity level (case-insensitive; stored lower-case).
+func ParseSeverity(s string) (Severity, error) {
+	switch v := Severity(strings.ToLower(strings.TrimSpace(s))); v {
+	case SeverityCritical, SeverityHigh, SeverityMedium, SeverityLow:
+		return v, nil
+	}
+	return "", Invalid("severity_level", "must be one of critical, high, medium, low (got %q)", s)
+}
+
+// Package registries and container registries (CONTRACT.md §7).
+const (
+	RegistryNPM       = "npm"
+	RegistryPyPI      = "pypi"
+	RegistryRubyGems  = "rubygems"
+	RegistryCrates    = "crates.io"
+	RegistryGo        = "go"
+	RegistryMaven     = "maven"
+	RegistryNuGet     = "nuget"
+	RegistryPackagist = "packagist"
+	RegistryVSCode    = "vscode"
+	RegistryOpenVSX   = "openvsx"
+	RegistryDockerHub = "dockerhub"
+	RegistryGHCR      = "ghcr"
+	RegistryQuay      = "quay"
+)
+
+// PackageRegistries are the ecosystems of package reports.
+var PackageRegistries = []string{RegistryNPM, RegistryPyPI, RegistryRubyGems, RegistryCrates, RegistryGo,
+	RegistryMaven, RegistryNuGet, RegistryPackagist, RegistryVSCode, RegistryOpenVSX}
+
+// ContainerRegistries are the ecosystems of container reports.
+var ContainerRegistries = []string{RegistryDockerHub, RegistryGHCR, RegistryQuay}
+
+// registryAliases accepts common spellings of registry names.
+var registryAliases = map[string]string{
+	"crates": "crates.io", "cargo": "crates.io", "golang": "go", "gem": "rubygems", "rubygem": "rubygems",
+	"composer": "packagist", "docker": "dockerhub", "docker.io": "dockerhub", "ghcr.io": "ghcr", "quay.io": "quay",
+	"open-vsx": "openvsx", "vscode-marketplace": "vscode", "pip": "pypi",
+}
+
+// ParseRegistry validates an ecosystem name, case-insensitively, and returns
+// its canonical spelling.
+func ParseRegistry(field, s string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	if a, ok := registryAliases[v]; ok {
+		v = a
+	}
+	for _, r := range append(PackageRegistries[:len(PackageRegistries):len(PackageRegistries)], ContainerRegistries...) {
+		if r == v {
+			return v, nil
+		}
+	}
+	return "", Invalid(field, "must be one of %s (got %q)", strings.Join(append(PackageRegistries[:len(PackageRegistries):len(PackageRegistries)], ContainerRegistries...), ", "), s)
+}
+
+// IsPackageRegistry reports whether r is a package ecosystem.
+func IsPackageRegistry(r string) bool {
+	for _, p := range PackageRegistries {
+		if p == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Threat is a stored threat report: identity, duplicate key, review state
+// and details.
+type Threat struct {
+	ID                 string
+	ReportType         ReportType
+	ResourceIdentifier string
+	// Registry is the ecosystem; "" when none was given (non-package reports).
+	Registry string
+	// CanonicalKey is the normalised duplicate key (CONTRACT.md §6).
+	CanonicalKey string
+	Status       Status
+	SubmitterID  string
+	Revision     int
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	VerifiedAt   *time.Time
+	// VerifiedBy is the public name of the reviewer who verified it.
+	VerifiedBy string
+	// Source and UpstreamID record provenance of imported reports.
+	Source     string
+	UpstreamID string
+	Details    Details
+}
+
+// Details are a report's descriptive fields. Empty strings and nil pointers
+// mean "not given" and are shown as null.
+type Details struct {
+	ThreatDescription  string
+	PayloadDescription string
+	PackageName        string
+	Publisher          string
+	SeverityLevel      Severity
+	EvidenceReferences string
+	ContactEmail       string
+	Tags               []string
+	VersionInfo        string
+	FirstSeen          *time.Time
+	LastSeen           *time.Time
+	OSVAdvisoryURL     string
+	Contributors       []string
+	DownloadCount      *int64
+}

@@ -1,0 +1,334 @@
+package core
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Submission is the request body of the submit operation (spec §2.1), as
+// decoded: nil pointers and nil slices are fields that were absent (or null).
+type Submission struct {
+	ReportType         *string
+	ResourceIdentifier *string
+	ThreatDescription  *string
+	PackageName        *string
+	Registry           *string
+	Publisher          *string
+	PayloadDescription *string
+	SeverityLevel      *string
+	EvidenceReferences *string
+	ContactEmail       *string
+	Tags               []string
+	VersionInfo        *string
+	FirstSeen          *string
+	LastSeen           *string
+	OSVAdvisoryURL     *string
+	Contributors       []string
+	DownloadCount      *int64
+}
+
+// RequiredFieldsError is the 400 of spec §7 for missing required fields; its
+// message names all three, and Missing lists the ones absent.
+type RequiredFieldsError struct {
+	Missing []string
+}
+
+// Error names all three required fields (CONTRACT.md §6).
+func (e *RequiredFieldsError) Error() string {
+	return "report_type, resource_identifier and threat_description are required"
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *RequiredFieldsError) Is(target error) bool { return target == ErrInvalid }
+
+// Size limits of free-text fields, in characters.
+const (
+	maxThreatDescription  = 20000
+	maxPayloadDescription = 200000
+	maxShortText          = 256
+	maxTags               = 50
+	maxTagLen             = 64
+	maxContributors       = 100
+	maxEvidence           = 50
+	maxVersions           = 1000
+)
+
+func present(p *string) bool { return p != nil && strings.TrimSpace(*p) != "" }
+
+// NewThreat validates a submission and returns the report it describes, with
+// identifiers normalised and the canonical key computed; id, submitter and
+// times are left for the caller. now bounds timestamps in the future.
+func NewThreat(s Submission, now time.Time) (Threat, error) {
+	var missing []string
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"report_type", s.ReportType}, {"resource_identifier", s.ResourceIdentifier}, {"threat_description", s.ThreatDescription}} {
+		if !present(f.v) {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return Threat{}, &RequiredFieldsError{Missing: missing}
+	}
+	rt, err := ParseReportType(strings.TrimSpace(*s.ReportType))
+	if err != nil {
+		return Threat{}, err
+	}
+	t := Threat{ReportType: rt, ResourceIdentifier: strings.TrimSpace(*s.ResourceIdentifier)}
+
+	if present(s.Registry) {
+		if t.Registry, err = ParseRegistry("registry", *s.Registry); err != nil {
+			return Threat{}, err
+		}
+	}
+	switch rt {
+	case TypePackage:
+		if t.Registry == "" {
+			return Threat{}, Invalid("registry", "is required for package reports: one of %s", strings.Join(PackageRegistries, ", "))
+		}
+		if !IsPackageRegistry(t.Registry) {
+			return Threat{}, Invalid("registry", "must be a package registry (%s) for package reports, not %s", strings.Join(PackageRegistries, ", "), t.Registry)
+		}
+	case TypeContainer:
+		if t.Registry != "" && IsPackageRegistry(t.Registry) {
+			return Threat{}, Invalid("registry", "must be a container registry (%s) for container reports, not %s", strings.Join(ContainerRegistries, ", "), t.Registry)
+		}
+	}
+	if t.CanonicalKey, err = CanonicalKey(rt, t.Registry, t.ResourceIdentifier); err != nil {
+		return Threat{}, err
+	}
+	if rt == TypeContainer && t.Registry == "" {
+		t.Registry = ContainerRegistryOf(strings.TrimPrefix(t.CanonicalKey, "container:"))
+	}
+
+	d := &t.Details
+	if d.ThreatDescription, err = text("threat_description", *s.ThreatDescription, maxThreatDescription, true); err != nil {
+		return Threat{}, err
+	}
+	d.ThreatDescription = strings.TrimSpace(d.ThreatDescription)
+
+	if rt == TypePackage {
+		d.PackageName = t.ResourceIdentifier
+		if present(s.PackageName) {
+			key, err := CanonicalKey(rt, t.Registry, *s.PackageName)
+			if err != nil {
+				return Threat{}, Invalid("package_name", "%s", err.(*FieldError).Message)
+			}
+			if key != t.CanonicalKey {
+				return Threat{}, Invalid("package_name", "must name the same package as resource_identifier (%q is not %q)", *s.PackageName, t.ResourceIdentifier)
+			}
+			d.PackageName = strings.TrimSpace(*s.PackageName)
+		}
+	} else if present(s.PackageName) {
+		if d.PackageName, err = text("package_name", strings.TrimSpace(*s.PackageName), maxShortText, false); err != nil {
+			return Threat{}, err
+		}
+	}
+	if present(s.Publisher) {
+		if d.Publisher, err = text("publisher", strings.TrimSpace(*s.Publisher), maxShortText, false); err != nil {
+			return Threat{}, err
+		}
+	}
+	if s.PayloadDescription != nil && strings.TrimSpace(*s.PayloadDescription) != "" {
+		// Kept exactly as written: Markdown and defanged IOCs included.
+		if d.PayloadDescription, err = text("payload_description", *s.PayloadDescription, maxPayloadDescription, true); err != nil {
+			return Threat{}, err
+		}
+	}
+	if present(s.SeverityLevel) {
+		if d.SeverityLevel, err = ParseSeverity(*s.SeverityLevel); err != nil {
+			return Threat{}, err
+		}
+	}
+	if present(s.EvidenceReferences) {
+		if d.EvidenceReferences, err = evidence(*s.EvidenceReferences); err != nil {
+			return Threat{}, err
+		}
+	}
+	if present(s.ContactEmail) {
+		e := strings.TrimSpace(*s.ContactEmail)
+		if err := ValidateEmail("contact_email", e); err != nil {
+			return Threat{}, err
+		}
+		d.ContactEmail = e
+	}
+	if d.Tags, err = stringList("tags", s.Tags, maxTags, maxTagLen); err != nil {
+		return Threat{}, err
+	}
+	if d.Contributors, err = stringList("contributors", s.Contributors, maxContributors, maxShortText); err != nil {
+		return Threat{}, err
+	}
+	if present(s.VersionInfo) {
+		if d.VersionInfo, err = versions(*s.VersionInfo); err != nil {
+			return Threat{}, err
+		}
+	}
+	if d.FirstSeen, err = timestamp("first_seen", s.FirstSeen, now); err != nil {
+		return Threat{}, err
+	}
+	if d.LastSeen, err = timestamp("last_seen", s.LastSeen, now); err != nil {
+		return Threat{}, err
+	}
+	if d.FirstSeen != nil && d.LastSeen != nil && d.LastSeen.Before(*d.FirstSeen) {
+		return Threat{}, Invalid("last_seen", "must not be before first_seen")
+	}
+	if present(s.OSVAdvisoryURL) {
+		if _, err := canonicalHTTPURL("osv_advisory_url", strings.TrimSpace(*s.OSVAdvisoryURL)); err != nil {
+			return Threat{}, err
+		}
+		d.OSVAdvisoryURL = strings.TrimSpace(*s.OSVAdvisoryURL)
+	}
+	if s.DownloadCount != nil {
+		if *s.DownloadCount < 0 {
+			return Threat{}, Invalid("download_count", "must not be negative")
+		}
+		n := *s.DownloadCount
+		d.DownloadCount = &n
+	}
+	return t, nil
+}
+
+// text validates free text: valid UTF-8, at most max characters, no control
+// characters (newlines and tabs allowed when multiline).
+func text(field, s string, max int, multiline bool) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", Invalid(field, "is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return "", Invalid(field, "is longer than %d characters (%d)", max, n)
+	}
+	for _, r := range s {
+		if r == '\n' || r == '\t' || r == '\r' {
+			if multiline {
+				continue
+			}
+			return "", Invalid(field, "must be a single line")
+		}
+		if unicode.IsControl(r) {
+			return "", Invalid(field, "contains a control character")
+		}
+	}
+	return s, nil
+}
+
+func stringList(field string, in []string, maxItems, maxLen int) ([]string, error) {
+	if len(in) > maxItems {
+		return nil, Invalid(field, "has more than %d entries", maxItems)
+	}
+	out := make([]string, 0, len(in))
+	for i, v := range in {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return nil, Invalid(field, "entry %d is empty", i)
+		}
+		if _, err := text(field, v, maxLen, false); err != nil {
+			return nil, Invalid(field, "entry %d: %s", i, err.(*FieldError).Message)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func evidence(s string) (string, error) {
+	parts := strings.Split(s, "|")
+	if len(parts) > maxEvidence {
+		return "", Invalid("evidence_references", "has more than %d URLs", maxEvidence)
+	}
+	out := make([]string, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return "", Invalid("evidence_references", "entry %d is empty: URLs are separated by a single |", i)
+		}
+		if _, err := canonicalHTTPURL("evidence_references", p); err != nil {
+			return "", Invalid("evidence_references", "entry %d: %s", i, err.(*FieldError).Message)
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, "|"), nil
+}
+
+var versionRe = regexp.MustCompile(`^[0-9A-Za-z*][0-9A-Za-z.+_~^*-]{0,63}$`)
+
+// versions validates a comma-separated list of version numbers (no prose)
+// and returns it as "v1, v2".
+func versions(s string) (string, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > maxVersions {
+		return "", Invalid("version_info", "lists more than %d versions", maxVersions)
+	}
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return "", Invalid("version_info", "has an empty entry: list versions separated by commas")
+		}
+		if !versionRe.MatchString(p) {
+			return "", Invalid("version_info", "%q is not a version number: list affected versions only, comma-separated; context belongs in threat_description", p)
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ", "), nil
+}
+
+// isoLayouts are the ISO 8601 forms accepted for timestamps; without a zone
+// the time is taken as UTC.
+var isoLayouts = []string{
+	time.RFC3339Nano, "2006-01-02T15:04:05.999999999Z0700", "2006-01-02T15:04Z07:00",
+	"2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02",
+}
+
+// ParseTimestamp parses an ISO 8601 timestamp into UTC.
+func ParseTimestamp(field, s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range isoLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC().Truncate(time.Microsecond), nil
+		}
+	}
+	return time.Time{}, Invalid(field, "%q is not an ISO 8601 timestamp (e.g. 2025-01-31T12:00:00Z)", s)
+}
+
+func timestamp(field string, p *string, now time.Time) (*time.Time, error) {
+	if !present(p) {
+		return nil, nil
+	}
+	t, err := ParseTimestamp(field, *p)
+	if err != nil {
+		return nil, err
+	}
+	if t.After(now.Add(24 * time.Hour)) {
+		return nil, Invalid(field, "%s is in the future", t.Format(time.RFC3339))
+	}
+	if t.Year() < 1990 {
+		return nil, Invalid(field, "%s is before 1990", t.Format(time.RFC3339))
+	}
+	return &t, nil
+}
+
+// DuplicateIdentifier is what a 409 names: the package name for packages,
+// the canonical identifier for everything else.
+func (t Threat) DuplicateIdentifier() string {
+	if t.ReportType == TypePackage {
+		if t.Details.PackageName != "" {
+			return t.Details.PackageName
+		}
+		return t.ResourceIdentifier
+	}
+	_, c, _ := strings.Cut(t.CanonicalKey, ":")
+	return c
+}
+
+// String describes a threat for logs and the CLI.
+func (t Threat) String() string {
+	reg := ""
+	if t.Registry != "" {
+		reg = " (" + t.Registry + ")"
+	}
+	return fmt.Sprintf("%s %s %s%s", t.ID, t.ReportType, t.ResourceIdentifier, reg)
+}

@@ -1,0 +1,168 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Limits are the submission limits of CONTRACT.md §3 and §6.
+type Limits struct {
+	SubmissionsPerHour     int // free users; 0 = none
+	SubmissionsPerHourPaid int // paid users; 0 = none
+	NewUserMaxUnverified   int
+	NewUserVerifiedToLift  int
+}
+
+// SubmitPolicy is what storage enforces, atomically, when it creates a
+// report: the new-user cap, then the hourly limit, then the duplicate key.
+type SubmitPolicy struct {
+	MaxUnverified  int // 0 = no cap
+	VerifiedToLift int
+	HourlyLimit    int // 0 = no hourly limit
+	Now            time.Time
+}
+
+// NewUserCapError is the 403 of spec §7: the caller has too many pending
+// reports and too few verified ones.
+type NewUserCapError struct {
+	Verified, Unverified          int
+	MaxUnverified, VerifiedToLift int
+}
+
+// Error explains the cap with the configured numbers.
+func (e *NewUserCapError) Error() string {
+	return fmt.Sprintf("New user limit reached: you may have at most %d unverified reports until %d of your reports are verified", e.MaxUnverified, e.VerifiedToLift)
+}
+
+// Is makes errors.Is(err, ErrForbidden) true.
+func (e *NewUserCapError) Is(target error) bool { return target == ErrForbidden }
+
+// HourlyLimitError is the hourly submission limit's 429.
+type HourlyLimitError struct {
+	Limit int
+	// RetryAfter is when the oldest submission in the window leaves it.
+	RetryAfter time.Duration
+}
+
+// Error is the exact text of CONTRACT.md §6.
+func (e *HourlyLimitError) Error() string {
+	return fmt.Sprintf("Submission limit exceeded: the maximum is %d submissions per hour", e.Limit)
+}
+
+// Is makes errors.Is(err, ErrLimit) true.
+func (e *HourlyLimitError) Is(target error) bool { return target == ErrLimit }
+
+// The storage steps of a submission whose failure spec §7 names.
+const (
+	StepLookup        = "lookup"         // the duplicate look-up
+	StepInsertThreat  = "insert_threat"  // inserting the report
+	StepInsertDetails = "insert_details" // inserting its details (the report is rolled back)
+)
+
+// StepError is a storage failure in a named step of a submission.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+// Error returns the underlying (database) message.
+func (e *StepError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Reports is the use-case layer for threat reports.
+type Reports struct {
+	store  Store
+	limits Limits
+	now    func() time.Time
+}
+
+// NewReports returns the report use cases.
+func NewReports(store Store, limits Limits) *Reports {
+	return &Reports{store: store, limits: limits, now: time.Now}
+}
+
+// HourlyLimit is the hourly submission limit that applies to u: their own
+// (set by an administrator), else their tier's; 0 means none.
+func (r *Reports) HourlyLimit(u User) int {
+	if u.SubmissionsPerHour != nil {
+		return *u.SubmissionsPerHour
+	}
+	if u.Tier == TierPaid {
+		return r.limits.SubmissionsPerHourPaid
+	}
+	return r.limits.SubmissionsPerHour
+}
+
+// Submit validates a submission and stores it as a pending report, enforcing
+// (in this order, atomically) the new-user cap, the hourly limit and the
+// duplicate key.
+func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat, error) {
+	now := r.now().UTC().Truncate(time.Microsecond)
+	t, err := NewThreat(s, now)
+	if err != nil {
+		return Threat{}, err
+	}
+	t.ID = uuid.NewString()
+	t.Status = StatusPending
+	t.SubmitterID = p.User.ID
+	t.CreatedAt, t.UpdatedAt = now, now
+	return r.store.CreateThreat(ctx, t, SubmitPolicy{
+		MaxUnverified:  r.limits.NewUserMaxUnverified,
+		VerifiedToLift: r.limits.NewUserVerifiedToLift,
+		HourlyLimit:    r.HourlyLimit(p.User),
+		Now:            now,
+	})
+}
+
+// SystemReviewer is the actor of reviews done without --as.
+const SystemReviewer = "threatd"
+
+// Review is one review decision as storage applies it.
+type Review struct {
+	ThreatID  string
+	Decision  Decision
+	Note      string
+	ActorID   string // "" for a system reviewer
+	ActorName string
+	At        time.Time
+}
+
+// ReviewEvent is one kept transition of a report: who, when, why.
+type ReviewEvent struct {
+	ID         string
+	ThreatID   string
+	RevisionID string
+	Action     string // submit, verify, reject
+	From, To   Status
+	ActorID    string
+	ActorName  string
+	Note       string
+	At         time.Time
+}
+
+// Decide applies a reviewer's decision. actor is nil for the built-in
+// reviewer; otherwise it must have the reviewer or admin role.
+func (r *Reports) Decide(ctx context.Context, threatID string, d Decision, note string, actor *User) (Threat, error) {
+	if _, err := uuid.Parse(threatID); err != nil {
+		return Threat{}, Invalid("threat_id", "%q is not a UUID", threatID)
+	}
+	if d == DecisionReject && len(note) == 0 {
+		return Threat{}, Invalid("note", "a note is required to reject a report")
+	}
+	if err := ValidateText("note", note, 2000); err != nil {
+		return Threat{}, err
+	}
+	rv := Review{ThreatID: threatID, Decision: d, Note: note, ActorName: SystemReviewer, At: r.now().UTC().Truncate(time.Microsecond)}
+	if actor != nil {
+		if !actor.Role.CanReview() {
+			return Threat{}, fmt.Errorf("%w: %s has the role %s; only reviewers and admins may review", ErrForbidden, actor.Email, actor.Role)
+		}
+		rv.ActorID, rv.ActorName = actor.ID, actor.Name
+	}
+	return r.store.ReviewThreat(ctx, rv)
+}

@@ -1,0 +1,243 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+)
+
+// errLiveKeyTaken signals, out of a rolled-back transaction, that the live
+// duplicate key was taken by a concurrent transaction.
+var errLiveKeyTaken = errors.New("live key taken")
+
+// CreateThreat stores a pending report and its details in one transaction,
+// checking the new-user cap, the hourly limit and the duplicate key first.
+func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) (core.Threat, error) {
+	tr, dr := toThreatRow(t)
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if err := lockUser(ctx, s.dialect, tx.Tx, t.SubmitterID); err != nil {
+			return &core.StepError{Step: core.StepLookup, Err: err}
+		}
+		if err := s.checkSubmitLimits(ctx, tx, t.SubmitterID, p); err != nil {
+			return err
+		}
+		if err := s.fault(core.StepLookup); err != nil {
+			return err
+		}
+		if existing, err := liveByKey(ctx, tx, t.CanonicalKey); err != nil {
+			return &core.StepError{Step: core.StepLookup, Err: err}
+		} else if existing != nil {
+			return duplicate(*existing)
+		}
+		if err := s.fault(core.StepInsertThreat); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&tr).Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return errLiveKeyTaken
+			}
+			return &core.StepError{Step: core.StepInsertThreat, Err: err}
+		}
+		if err := s.fault(core.StepInsertDetails); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&dr).Exec(ctx); err != nil {
+			return &core.StepError{Step: core.StepInsertDetails, Err: err}
+		}
+		to := string(core.StatusPending)
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "submit", ToStatus: &to, ActorID: str(t.SubmitterID), ActorName: s.userName(ctx, tx, t.SubmitterID), At: t.CreatedAt}
+		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+			return &core.StepError{Step: core.StepInsertThreat, Err: err}
+		}
+		tx.record(core.EntityThreat, t.ID, "create", t.CreatedAt)
+		return nil
+	})
+	if errors.Is(err, errLiveKeyTaken) {
+		// A concurrent submission won the unique index; report it as the 409.
+		existing, lerr := liveByKey(ctx, s.db, t.CanonicalKey)
+		if lerr != nil {
+			return core.Threat{}, &core.StepError{Step: core.StepLookup, Err: lerr}
+		}
+		if existing == nil {
+			return core.Threat{}, &core.StepError{Step: core.StepInsertThreat, Err: errors.New("duplicate key, but the conflicting report is gone: retry")}
+		}
+		return core.Threat{}, duplicate(*existing)
+	}
+	if err != nil {
+		return core.Threat{}, err
+	}
+	tr.Details = &dr
+	return tr.domain(), nil
+}
+
+// checkSubmitLimits applies the new-user cap, then the hourly limit.
+func (s *Store) checkSubmitLimits(ctx context.Context, tx *txn, userID string, p core.SubmitPolicy) error {
+	if p.MaxUnverified > 0 {
+		var pending, verified int
+		err := tx.NewRaw(`SELECT
+			coalesce(sum(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0),
+			coalesce(sum(CASE WHEN status = 'verified' THEN 1 ELSE 0 END), 0)
+			FROM threats WHERE submitter_id = ?`, userID).Scan(ctx, &pending, &verified)
+		if err != nil {
+			return &core.StepError{Step: core.StepLookup, Err: err}
+		}
+		if pending >= p.MaxUnverified && verified < p.VerifiedToLift {
+			return &core.NewUserCapError{Verified: verified, Unverified: pending, MaxUnverified: p.MaxUnverified, VerifiedToLift: p.VerifiedToLift}
+		}
+	}
+	if p.HourlyLimit > 0 {
+		since := p.Now.Add(-time.Hour)
+		var recent []time.Time
+		err := tx.NewSelect().Table("threats").Column("created_at").
+			Where("submitter_id = ?", userID).Where("created_at > ?", since).
+			Order("created_at ASC").Limit(int64(p.HourlyLimit)).Scan(ctx, &recent)
+		if err != nil {
+			return &core.StepError{Step: core.StepLookup, Err: err}
+		}
+		if len(recent) >= p.HourlyLimit {
+			// The oldest of the window leaves it first.
+			retry := recent[0].Add(time.Hour).Sub(p.Now)
+			return &core.HourlyLimitError{Limit: p.HourlyLimit, RetryAfter: max(retry, time.Second)}
+		}
+	}
+	return nil
+}
+
+// liveByKey returns the pending or verified report with this key, or nil.
+func liveByKey(ctx context.Context, db bunDB, key string) (*core.Threat, error) {
+	var row threatRow
+	err := db.NewSelect().Model(&row).Relation("Details").
+		Where("threat_row.canonical_key = ?", key).
+		Where("threat_row.status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)).
+		Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := row.domain()
+	return &t, nil
+}
+
+func duplicate(existing core.Threat) error {
+	return &core.ConflictError{What: "threat", Key: existing.CanonicalKey, Meta: map[string]string{
+		"id": existing.ID, "status": string(existing.Status), "report_type": string(existing.ReportType),
+		"package_name": existing.DuplicateIdentifier(), "registry": existing.Registry,
+	}}
+}
+
+// userName returns a user's public name for review events ("" if unknown).
+func (s *Store) userName(ctx context.Context, db bunDB, id string) string {
+	if id == "" {
+		return ""
+	}
+	var name string
+	_ = db.NewSelect().Table("users").Column("name").Where("id = ?", id).Scan(ctx, &name)
+	return name
+}
+
+// GetThreat returns one report with its details.
+func (s *Store) GetThreat(ctx context.Context, id string) (core.Threat, error) {
+	var row threatRow
+	err := s.db.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Threat{}, core.NotFound("threat", id)
+	}
+	if err != nil {
+		return core.Threat{}, err
+	}
+	return row.domain(), nil
+}
+
+// ListPending returns pending reports, oldest first.
+func (s *Store) ListPending(ctx context.Context, limit int) ([]core.Threat, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	var rows []threatRow
+	err := s.db.NewSelect().Model(&rows).Relation("Details").
+		Where("threat_row.status = ?", string(core.StatusPending)).
+		Order("threat_row.created_at ASC", "threat_row.id ASC").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.Threat, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// ReviewThreat applies a review decision and keeps it as an event.
+func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, error) {
+	var row threatRow
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		q := tx.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", r.ThreatID)
+		if s.dialect == Postgres {
+			q = q.For("UPDATE OF threat_row")
+		}
+		if err := q.Scan(ctx); errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("threat", r.ThreatID)
+		} else if err != nil {
+			return err
+		}
+		from := core.Status(row.Status)
+		to, err := core.Transition(from, r.Decision, r.Note)
+		if err != nil {
+			return err
+		}
+		row.Status, row.UpdatedAt = string(to), r.At
+		cols := []string{"status", "updated_at"}
+		if to == core.StatusVerified {
+			row.VerifiedAt, row.VerifiedBy = &r.At, &r.ActorName
+			cols = append(cols, "verified_at", "verified_by")
+		}
+		if _, err := tx.NewUpdate().Model(&row).Column(cols...).WherePK().Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return &core.ConflictError{What: "threat", Key: row.CanonicalKey}
+			}
+			return err
+		}
+		fs, ts := string(from), string(to)
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Action: string(r.Decision), FromStatus: &fs, ToStatus: &ts,
+			ActorID: str(r.ActorID), ActorName: r.ActorName, Note: str(r.Note), At: r.At}
+		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+			return err
+		}
+		tx.record(core.EntityThreat, row.ID, string(r.Decision), r.At)
+		return nil
+	})
+	if err != nil {
+		return core.Threat{}, err
+	}
+	return row.domain(), nil
+}
+
+// ReviewEvents returns a report's events, oldest first.
+func (s *Store) ReviewEvents(ctx context.Context, threatID string) ([]core.ReviewEvent, error) {
+	var rows []eventRow
+	if err := s.db.NewSelect().Model(&rows).Where("threat_id = ?", threatID).Order("at ASC", "id ASC").Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]core.ReviewEvent, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// fault returns an injected failure for step when the test-only setting asks
+// for one (see Options).
+func (s *Store) fault(step string) error {
+	if s.opts.FailStep == step {
+		return &core.StepError{Step: step, Err: fmt.Errorf("injected fault in %s (test setting test_fail_step)", step)}
+	}
+	return nil
+}
