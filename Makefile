@@ -5,7 +5,10 @@ PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite
 
-.PHONY: all build run test test-short lint proto proto-check bench clean
+.PHONY: all build run test fuzz lint proto proto-check bench clean
+
+# How long each fuzz target runs inside `make test`.
+FUZZTIME ?= 10s
 
 all: build
 
@@ -23,6 +26,13 @@ run: build
 # The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
 test: build
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz
+
+# The fuzz targets, each for $(FUZZTIME) (the submit decoder/validator and
+# the identifier normalisation).
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZTIME) ./core/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZTIME) ./core/
 
 lint:
 	$(GO) vet ./...
