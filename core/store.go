@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store is the storage port of the daemon. Every method is one coarse
 // operation run in one transaction inside the storage backend, because every
@@ -46,6 +49,23 @@ type Store interface {
 	// ReviewEvents returns a report's review events, oldest first.
 	ReviewEvents(ctx context.Context, threatID string) ([]ReviewEvent, error)
 
+	// LatestVerified returns up to f.Limit verified reports matching f, most
+	// recently verified first.
+	LatestVerified(ctx context.Context, f LatestFilter) ([]Threat, error)
+	// EachVerifiedSummary calls fn with batches of the summaries of every
+	// verified report (the in-memory index is loaded from it).
+	EachVerifiedSummary(ctx context.Context, fn func([]Summary) error) error
+	// ModifyThreat stores a change: applied at once when the author submitted
+	// the report and it is pending, otherwise kept as a pending revision. It
+	// checks the hourly limit (revisions count), refuses rejected reports
+	// (ErrConflict) and returns ErrStale when the report's revision is no
+	// longer m.BaseRevision.
+	ModifyThreat(ctx context.Context, m Modification, p SubmitPolicy) (Threat, Revision, error)
+	// DecideRevision approves (applies) or rejects a pending revision.
+	DecideRevision(ctx context.Context, d RevisionDecision) (Threat, Revision, error)
+	// ListPendingRevisions returns pending revisions, oldest first.
+	ListPendingRevisions(ctx context.Context) ([]Revision, error)
+
 	// Changes returns up to limit changes with Seq > after, in Seq order.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 
@@ -59,4 +79,23 @@ type Stats struct {
 	Tokens  int64
 	Threats int64
 	LastSeq int64
+}
+
+// LatestFilter selects verified reports for the latest-threats endpoints.
+type LatestFilter struct {
+	ReportType ReportType // "" = any
+	Registry   string     // "" = any
+	Severity   Severity   // "" = any
+	Limit      int
+}
+
+// Summary is what the in-memory index keeps of a verified report.
+type Summary struct {
+	ID           string
+	CanonicalKey string
+	ReportType   ReportType
+	Registry     string
+	Severity     Severity
+	VerifiedAt   time.Time
+	VersionInfo  string
 }

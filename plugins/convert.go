@@ -168,3 +168,59 @@ func eventFromPB(e *pb.ReviewEvent) core.ReviewEvent {
 	return core.ReviewEvent{ID: e.Id, ThreatID: e.ThreatId, RevisionID: e.RevisionId, Action: e.Action, From: core.Status(e.FromStatus),
 		To: core.Status(e.ToStatus), ActorID: e.ActorId, ActorName: e.ActorName, Note: e.Note, At: fromTS(e.At)}
 }
+
+func patchToPB(s core.Submission) *pb.Patch {
+	return &pb.Patch{
+		ThreatDescription: s.ThreatDescription, PackageName: s.PackageName, Publisher: s.Publisher,
+		PayloadDescription: s.PayloadDescription, SeverityLevel: s.SeverityLevel, EvidenceReferences: s.EvidenceReferences,
+		ContactEmail: s.ContactEmail, Tags: s.Tags, TagsSet: s.Tags != nil, VersionInfo: s.VersionInfo,
+		FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, OsvAdvisoryUrl: s.OSVAdvisoryURL,
+		Contributors: s.Contributors, ContributorsSet: s.Contributors != nil, DownloadCount: s.DownloadCount,
+	}
+}
+
+func patchFromPB(p *pb.Patch) core.Submission {
+	if p == nil {
+		return core.Submission{}
+	}
+	s := core.Submission{
+		ThreatDescription: p.ThreatDescription, PackageName: p.PackageName, Publisher: p.Publisher,
+		PayloadDescription: p.PayloadDescription, SeverityLevel: p.SeverityLevel, EvidenceReferences: p.EvidenceReferences,
+		ContactEmail: p.ContactEmail, VersionInfo: p.VersionInfo, FirstSeen: p.FirstSeen, LastSeen: p.LastSeen,
+		OSVAdvisoryURL: p.OsvAdvisoryUrl, DownloadCount: p.DownloadCount,
+	}
+	if p.TagsSet {
+		s.Tags = nonNil(p.Tags)
+	}
+	if p.ContributorsSet {
+		s.Contributors = nonNil(p.Contributors)
+	}
+	return s
+}
+
+func revisionToPB(r core.Revision) *pb.Revision {
+	return &pb.Revision{Id: r.ID, ThreatId: r.ThreatID, Number: int32(r.Number), AuthorId: r.AuthorID, AuthorName: r.AuthorName,
+		State: r.State, Patch: patchToPB(r.Patch), Note: r.Note, CreatedAt: ts(r.CreatedAt), DecidedAt: tsPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
+}
+
+func revisionFromPB(r *pb.Revision) core.Revision {
+	if r == nil {
+		return core.Revision{}
+	}
+	return core.Revision{ID: r.Id, ThreatID: r.ThreatId, Number: int(r.Number), AuthorID: r.AuthorId, AuthorName: r.AuthorName,
+		State: r.State, Patch: patchFromPB(r.Patch), Note: r.Note, CreatedAt: fromTS(r.CreatedAt), DecidedAt: fromTSPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
+}
+
+func modifyResponse(t core.Threat, r core.Revision) *pb.ModifyResponse {
+	return &pb.ModifyResponse{Threat: threatToPB(t), Revision: revisionToPB(r)}
+}
+
+func summaryToPB(s core.Summary) *pb.Summary {
+	return &pb.Summary{Id: s.ID, CanonicalKey: s.CanonicalKey, ReportType: string(s.ReportType), Registry: s.Registry,
+		Severity: string(s.Severity), VerifiedAt: ts(s.VerifiedAt), VersionInfo: s.VersionInfo}
+}
+
+func summaryFromPB(s *pb.Summary) core.Summary {
+	return core.Summary{ID: s.Id, CanonicalKey: s.CanonicalKey, ReportType: core.ReportType(s.ReportType), Registry: s.Registry,
+		Severity: core.Severity(s.Severity), VerifiedAt: fromTS(s.VerifiedAt), VersionInfo: s.VersionInfo}
+}

@@ -26,6 +26,7 @@ const (
 	reasonCap      = "NEW_USER_CAP"
 	reasonHourly   = "HOURLY_LIMIT"
 	reasonStep     = "STEP"
+	reasonStale    = "STALE"
 )
 
 // toStatus turns a domain error into a gRPC status error with typed details,
@@ -48,6 +49,8 @@ func toStatus(err error) error {
 	switch {
 	case errors.As(err, &se):
 		return withInfo(codes.Internal, err.Error(), reasonStep, map[string]string{"step": se.Step})
+	case errors.Is(err, core.ErrStale):
+		return withInfo(codes.Aborted, err.Error(), reasonStale, nil)
 	case errors.As(err, &cap):
 		return withInfo(codes.PermissionDenied, err.Error(), reasonCap, map[string]string{
 			"verified": strconv.Itoa(cap.Verified), "unverified": strconv.Itoa(cap.Unverified),
@@ -89,7 +92,7 @@ func isDomain(err error) bool {
 	if errors.As(err, &se) {
 		return true
 	}
-	for _, target := range []error{core.ErrNotFound, core.ErrConflict, core.ErrLimit, core.ErrInvalid, core.ErrUnavailable, core.ErrForbidden} {
+	for _, target := range []error{core.ErrNotFound, core.ErrConflict, core.ErrLimit, core.ErrInvalid, core.ErrUnavailable, core.ErrForbidden, core.ErrStale} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -125,6 +128,8 @@ func fromStatus(err error) error {
 	}
 	num := func(k string) int { n, _ := strconv.Atoi(md[k]); return n }
 	switch reason {
+	case reasonStale:
+		return core.ErrStale
 	case reasonStep:
 		return &core.StepError{Step: md["step"], Err: errors.New(st.Message())}
 	case reasonCap:

@@ -195,6 +195,49 @@ func (s *storageServer) ReviewEvents(req *pb.ReviewEventsRequest, stream grpc.Se
 	}, eventToPB, stream.Send)
 }
 
+func (s *storageServer) LatestVerified(req *pb.LatestRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
+	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
+		return st.LatestVerified(stream.Context(), core.LatestFilter{ReportType: core.ReportType(req.ReportType),
+			Registry: req.Registry, Severity: core.Severity(req.Severity), Limit: int(req.Limit)})
+	}, threatToPB, stream.Send)
+}
+
+func (s *storageServer) VerifiedSummaries(_ *pb.VerifiedSummariesRequest, stream grpc.ServerStreamingServer[pb.SummaryBatch]) error {
+	st, err := s.get()
+	if err != nil {
+		return err
+	}
+	return toStatus(st.EachVerifiedSummary(stream.Context(), func(batch []core.Summary) error {
+		msg := &pb.SummaryBatch{Summaries: make([]*pb.Summary, len(batch))}
+		for i, sum := range batch {
+			msg.Summaries[i] = summaryToPB(sum)
+		}
+		return stream.Send(msg)
+	}))
+}
+
+func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest) (*pb.ModifyResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
+		t, r, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
+			Patch: patchFromPB(req.Patch), BaseRevision: int(req.BaseRevision), At: fromTS(req.At)}, policyFromPB(req.Policy))
+		return modifyResponse(t, r), err
+	})
+}
+
+func (s *storageServer) DecideRevision(ctx context.Context, req *pb.RevisionDecision) (*pb.ModifyResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
+		t, r, err := st.DecideRevision(ctx, core.RevisionDecision{RevisionID: req.RevisionId, Approve: req.Approve, Note: req.Note,
+			ActorID: req.ActorId, ActorName: req.ActorName, At: fromTS(req.At)})
+		return modifyResponse(t, r), err
+	})
+}
+
+func (s *storageServer) ListPendingRevisions(_ *pb.ListPendingRevisionsRequest, stream grpc.ServerStreamingServer[pb.Revision]) error {
+	return streamAll(s, func(st core.Store) ([]core.Revision, error) {
+		return st.ListPendingRevisions(stream.Context())
+	}, revisionToPB, stream.Send)
+}
+
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
 	return streamAll(s, func(st core.Store) ([]core.Change, error) {
 		return st.Changes(stream.Context(), req.After, int(req.Limit))
@@ -328,6 +371,63 @@ func (c *StorageClient) ListPending(ctx context.Context, limit int) ([]core.Thre
 func (c *StorageClient) ReviewEvents(ctx context.Context, threatID string) ([]core.ReviewEvent, error) {
 	stream, err := c.rpc.ReviewEvents(ctx, &pb.ReviewEventsRequest{ThreatId: threatID})
 	return recvAll(stream, err, eventFromPB)
+}
+
+// LatestVerified returns verified reports, most recently verified first.
+func (c *StorageClient) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core.Threat, error) {
+	stream, err := c.rpc.LatestVerified(ctx, &pb.LatestRequest{ReportType: string(f.ReportType), Registry: f.Registry,
+		Severity: string(f.Severity), Limit: int32(f.Limit)})
+	return recvAll(stream, err, threatFromPB)
+}
+
+// EachVerifiedSummary streams the summaries of every verified report.
+func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
+	stream, err := c.rpc.VerifiedSummaries(ctx, &pb.VerifiedSummariesRequest{})
+	if err != nil {
+		return fromStatus(err)
+	}
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fromStatus(err)
+		}
+		batch := make([]core.Summary, len(m.Summaries))
+		for i, s := range m.Summaries {
+			batch[i] = summaryFromPB(s)
+		}
+		if err := fn(batch); err != nil {
+			return err
+		}
+	}
+}
+
+// ModifyThreat stores a change to a report.
+func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+	r, err := c.rpc.ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
+		Patch: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p)})
+	if err != nil {
+		return core.Threat{}, core.Revision{}, fromStatus(err)
+	}
+	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+}
+
+// DecideRevision approves or rejects a pending revision.
+func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+	r, err := c.rpc.DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
+		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At)})
+	if err != nil {
+		return core.Threat{}, core.Revision{}, fromStatus(err)
+	}
+	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+}
+
+// ListPendingRevisions returns pending revisions, oldest first.
+func (c *StorageClient) ListPendingRevisions(ctx context.Context) ([]core.Revision, error) {
+	stream, err := c.rpc.ListPendingRevisions(ctx, &pb.ListPendingRevisionsRequest{})
+	return recvAll(stream, err, revisionFromPB)
 }
 
 // Changes reads the change feed after seq.

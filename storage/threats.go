@@ -93,10 +93,13 @@ func (s *Store) checkSubmitLimits(ctx context.Context, tx *txn, userID string, p
 	}
 	if p.HourlyLimit > 0 {
 		since := p.Now.Add(-time.Hour)
+		// Reports created and revisions proposed by the user both count.
 		var recent []time.Time
-		err := tx.NewSelect().Table("threats").Column("created_at").
-			Where("submitter_id = ?", userID).Where("created_at > ?", since).
-			Order("created_at ASC").Limit(int64(p.HourlyLimit)).Scan(ctx, &recent)
+		err := tx.NewRaw(`SELECT created_at FROM (
+				SELECT created_at FROM threats WHERE submitter_id = ? AND created_at > ?
+				UNION ALL
+				SELECT created_at FROM threat_revisions WHERE author_id = ? AND created_at > ?
+			) AS recent ORDER BY created_at ASC LIMIT ?`, userID, since, userID, since, p.HourlyLimit).Scan(ctx, &recent)
 		if err != nil {
 			return &core.StepError{Step: core.StepLookup, Err: err}
 		}

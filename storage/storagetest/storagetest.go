@@ -46,6 +46,10 @@ func Run(t *testing.T, backend Backend) {
 		{"HourlyLimitConcurrent", testHourlyLimitConcurrent},
 		{"RollbackOnFailedStep", testRollbackOnFailedStep},
 		{"Review", testReview},
+		{"LatestVerified", testLatestVerified},
+		{"VerifiedSummaries", testVerifiedSummaries},
+		{"Modify", testModify},
+		{"ModifyHourlyLimit", testModifyHourlyLimit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

@@ -1797,6 +1797,799 @@ func (x *ReviewEvent) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type LatestRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReportType    string                 `protobuf:"bytes,1,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
+	Registry      string                 `protobuf:"bytes,2,opt,name=registry,proto3" json:"registry,omitempty"`
+	Severity      string                 `protobuf:"bytes,3,opt,name=severity,proto3" json:"severity,omitempty"`
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LatestRequest) Reset() {
+	*x = LatestRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LatestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LatestRequest) ProtoMessage() {}
+
+func (x *LatestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LatestRequest.ProtoReflect.Descriptor instead.
+func (*LatestRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *LatestRequest) GetReportType() string {
+	if x != nil {
+		return x.ReportType
+	}
+	return ""
+}
+
+func (x *LatestRequest) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *LatestRequest) GetSeverity() string {
+	if x != nil {
+		return x.Severity
+	}
+	return ""
+}
+
+func (x *LatestRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type VerifiedSummariesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifiedSummariesRequest) Reset() {
+	*x = VerifiedSummariesRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifiedSummariesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifiedSummariesRequest) ProtoMessage() {}
+
+func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifiedSummariesRequest.ProtoReflect.Descriptor instead.
+func (*VerifiedSummariesRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
+}
+
+type Summary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	CanonicalKey  string                 `protobuf:"bytes,2,opt,name=canonical_key,json=canonicalKey,proto3" json:"canonical_key,omitempty"`
+	ReportType    string                 `protobuf:"bytes,3,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
+	Registry      string                 `protobuf:"bytes,4,opt,name=registry,proto3" json:"registry,omitempty"`
+	Severity      string                 `protobuf:"bytes,5,opt,name=severity,proto3" json:"severity,omitempty"`
+	VerifiedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	VersionInfo   string                 `protobuf:"bytes,7,opt,name=version_info,json=versionInfo,proto3" json:"version_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Summary) Reset() {
+	*x = Summary{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Summary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Summary) ProtoMessage() {}
+
+func (x *Summary) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Summary.ProtoReflect.Descriptor instead.
+func (*Summary) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *Summary) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Summary) GetCanonicalKey() string {
+	if x != nil {
+		return x.CanonicalKey
+	}
+	return ""
+}
+
+func (x *Summary) GetReportType() string {
+	if x != nil {
+		return x.ReportType
+	}
+	return ""
+}
+
+func (x *Summary) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *Summary) GetSeverity() string {
+	if x != nil {
+		return x.Severity
+	}
+	return ""
+}
+
+func (x *Summary) GetVerifiedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.VerifiedAt
+	}
+	return nil
+}
+
+func (x *Summary) GetVersionInfo() string {
+	if x != nil {
+		return x.VersionInfo
+	}
+	return ""
+}
+
+type SummaryBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Summaries     []*Summary             `protobuf:"bytes,1,rep,name=summaries,proto3" json:"summaries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SummaryBatch) Reset() {
+	*x = SummaryBatch{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SummaryBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SummaryBatch) ProtoMessage() {}
+
+func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SummaryBatch.ProtoReflect.Descriptor instead.
+func (*SummaryBatch) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SummaryBatch) GetSummaries() []*Summary {
+	if x != nil {
+		return x.Summaries
+	}
+	return nil
+}
+
+// Patch carries the submit fields a modification gives; unset = unchanged.
+type Patch struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ThreatDescription  *string                `protobuf:"bytes,1,opt,name=threat_description,json=threatDescription,proto3,oneof" json:"threat_description,omitempty"`
+	PackageName        *string                `protobuf:"bytes,2,opt,name=package_name,json=packageName,proto3,oneof" json:"package_name,omitempty"`
+	Publisher          *string                `protobuf:"bytes,3,opt,name=publisher,proto3,oneof" json:"publisher,omitempty"`
+	PayloadDescription *string                `protobuf:"bytes,4,opt,name=payload_description,json=payloadDescription,proto3,oneof" json:"payload_description,omitempty"`
+	SeverityLevel      *string                `protobuf:"bytes,5,opt,name=severity_level,json=severityLevel,proto3,oneof" json:"severity_level,omitempty"`
+	EvidenceReferences *string                `protobuf:"bytes,6,opt,name=evidence_references,json=evidenceReferences,proto3,oneof" json:"evidence_references,omitempty"`
+	ContactEmail       *string                `protobuf:"bytes,7,opt,name=contact_email,json=contactEmail,proto3,oneof" json:"contact_email,omitempty"`
+	Tags               []string               `protobuf:"bytes,8,rep,name=tags,proto3" json:"tags,omitempty"`
+	TagsSet            bool                   `protobuf:"varint,9,opt,name=tags_set,json=tagsSet,proto3" json:"tags_set,omitempty"`
+	VersionInfo        *string                `protobuf:"bytes,10,opt,name=version_info,json=versionInfo,proto3,oneof" json:"version_info,omitempty"`
+	FirstSeen          *string                `protobuf:"bytes,11,opt,name=first_seen,json=firstSeen,proto3,oneof" json:"first_seen,omitempty"`
+	LastSeen           *string                `protobuf:"bytes,12,opt,name=last_seen,json=lastSeen,proto3,oneof" json:"last_seen,omitempty"`
+	OsvAdvisoryUrl     *string                `protobuf:"bytes,13,opt,name=osv_advisory_url,json=osvAdvisoryUrl,proto3,oneof" json:"osv_advisory_url,omitempty"`
+	Contributors       []string               `protobuf:"bytes,14,rep,name=contributors,proto3" json:"contributors,omitempty"`
+	ContributorsSet    bool                   `protobuf:"varint,15,opt,name=contributors_set,json=contributorsSet,proto3" json:"contributors_set,omitempty"`
+	DownloadCount      *int64                 `protobuf:"varint,16,opt,name=download_count,json=downloadCount,proto3,oneof" json:"download_count,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Patch) Reset() {
+	*x = Patch{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Patch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Patch) ProtoMessage() {}
+
+func (x *Patch) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Patch.ProtoReflect.Descriptor instead.
+func (*Patch) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Patch) GetThreatDescription() string {
+	if x != nil && x.ThreatDescription != nil {
+		return *x.ThreatDescription
+	}
+	return ""
+}
+
+func (x *Patch) GetPackageName() string {
+	if x != nil && x.PackageName != nil {
+		return *x.PackageName
+	}
+	return ""
+}
+
+func (x *Patch) GetPublisher() string {
+	if x != nil && x.Publisher != nil {
+		return *x.Publisher
+	}
+	return ""
+}
+
+func (x *Patch) GetPayloadDescription() string {
+	if x != nil && x.PayloadDescription != nil {
+		return *x.PayloadDescription
+	}
+	return ""
+}
+
+func (x *Patch) GetSeverityLevel() string {
+	if x != nil && x.SeverityLevel != nil {
+		return *x.SeverityLevel
+	}
+	return ""
+}
+
+func (x *Patch) GetEvidenceReferences() string {
+	if x != nil && x.EvidenceReferences != nil {
+		return *x.EvidenceReferences
+	}
+	return ""
+}
+
+func (x *Patch) GetContactEmail() string {
+	if x != nil && x.ContactEmail != nil {
+		return *x.ContactEmail
+	}
+	return ""
+}
+
+func (x *Patch) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *Patch) GetTagsSet() bool {
+	if x != nil {
+		return x.TagsSet
+	}
+	return false
+}
+
+func (x *Patch) GetVersionInfo() string {
+	if x != nil && x.VersionInfo != nil {
+		return *x.VersionInfo
+	}
+	return ""
+}
+
+func (x *Patch) GetFirstSeen() string {
+	if x != nil && x.FirstSeen != nil {
+		return *x.FirstSeen
+	}
+	return ""
+}
+
+func (x *Patch) GetLastSeen() string {
+	if x != nil && x.LastSeen != nil {
+		return *x.LastSeen
+	}
+	return ""
+}
+
+func (x *Patch) GetOsvAdvisoryUrl() string {
+	if x != nil && x.OsvAdvisoryUrl != nil {
+		return *x.OsvAdvisoryUrl
+	}
+	return ""
+}
+
+func (x *Patch) GetContributors() []string {
+	if x != nil {
+		return x.Contributors
+	}
+	return nil
+}
+
+func (x *Patch) GetContributorsSet() bool {
+	if x != nil {
+		return x.ContributorsSet
+	}
+	return false
+}
+
+func (x *Patch) GetDownloadCount() int64 {
+	if x != nil && x.DownloadCount != nil {
+		return *x.DownloadCount
+	}
+	return 0
+}
+
+type ModifyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	AuthorId      string                 `protobuf:"bytes,2,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
+	AuthorName    string                 `protobuf:"bytes,3,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
+	Patch         *Patch                 `protobuf:"bytes,4,opt,name=patch,proto3" json:"patch,omitempty"`
+	BaseRevision  int32                  `protobuf:"varint,5,opt,name=base_revision,json=baseRevision,proto3" json:"base_revision,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	Policy        *SubmitPolicy          `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModifyRequest) Reset() {
+	*x = ModifyRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModifyRequest) ProtoMessage() {}
+
+func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
+func (*ModifyRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ModifyRequest) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *ModifyRequest) GetAuthorId() string {
+	if x != nil {
+		return x.AuthorId
+	}
+	return ""
+}
+
+func (x *ModifyRequest) GetAuthorName() string {
+	if x != nil {
+		return x.AuthorName
+	}
+	return ""
+}
+
+func (x *ModifyRequest) GetPatch() *Patch {
+	if x != nil {
+		return x.Patch
+	}
+	return nil
+}
+
+func (x *ModifyRequest) GetBaseRevision() int32 {
+	if x != nil {
+		return x.BaseRevision
+	}
+	return 0
+}
+
+func (x *ModifyRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *ModifyRequest) GetPolicy() *SubmitPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+type Revision struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ThreatId      string                 `protobuf:"bytes,2,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Number        int32                  `protobuf:"varint,3,opt,name=number,proto3" json:"number,omitempty"`
+	AuthorId      string                 `protobuf:"bytes,4,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
+	AuthorName    string                 `protobuf:"bytes,5,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
+	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	Patch         *Patch                 `protobuf:"bytes,7,opt,name=patch,proto3" json:"patch,omitempty"`
+	Note          string                 `protobuf:"bytes,8,opt,name=note,proto3" json:"note,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	DecidedBy     string                 `protobuf:"bytes,11,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revision) Reset() {
+	*x = Revision{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revision) ProtoMessage() {}
+
+func (x *Revision) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revision.ProtoReflect.Descriptor instead.
+func (*Revision) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *Revision) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Revision) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *Revision) GetNumber() int32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Revision) GetAuthorId() string {
+	if x != nil {
+		return x.AuthorId
+	}
+	return ""
+}
+
+func (x *Revision) GetAuthorName() string {
+	if x != nil {
+		return x.AuthorName
+	}
+	return ""
+}
+
+func (x *Revision) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Revision) GetPatch() *Patch {
+	if x != nil {
+		return x.Patch
+	}
+	return nil
+}
+
+func (x *Revision) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Revision) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Revision) GetDecidedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DecidedAt
+	}
+	return nil
+}
+
+func (x *Revision) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
+type ModifyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threat        *Threat                `protobuf:"bytes,1,opt,name=threat,proto3" json:"threat,omitempty"`
+	Revision      *Revision              `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModifyResponse) Reset() {
+	*x = ModifyResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModifyResponse) ProtoMessage() {}
+
+func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
+func (*ModifyResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ModifyResponse) GetThreat() *Threat {
+	if x != nil {
+		return x.Threat
+	}
+	return nil
+}
+
+func (x *ModifyResponse) GetRevision() *Revision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+type RevisionDecision struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RevisionId    string                 `protobuf:"bytes,1,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	Approve       bool                   `protobuf:"varint,2,opt,name=approve,proto3" json:"approve,omitempty"`
+	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	ActorId       string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ActorName     string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevisionDecision) Reset() {
+	*x = RevisionDecision{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevisionDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevisionDecision) ProtoMessage() {}
+
+func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
+func (*RevisionDecision) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RevisionDecision) GetRevisionId() string {
+	if x != nil {
+		return x.RevisionId
+	}
+	return ""
+}
+
+func (x *RevisionDecision) GetApprove() bool {
+	if x != nil {
+		return x.Approve
+	}
+	return false
+}
+
+func (x *RevisionDecision) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *RevisionDecision) GetActorId() string {
+	if x != nil {
+		return x.ActorId
+	}
+	return ""
+}
+
+func (x *RevisionDecision) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+func (x *RevisionDecision) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type ListPendingRevisionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPendingRevisionsRequest) Reset() {
+	*x = ListPendingRevisionsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPendingRevisionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPendingRevisionsRequest) ProtoMessage() {}
+
+func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
+func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
+}
+
 var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
@@ -1946,8 +2739,99 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"actor_name\x18\b \x01(\tR\tactorName\x12\x12\n" +
 	"\x04note\x18\t \x01(\tR\x04note\x12*\n" +
 	"\x02at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x02at2\x9a\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"~\n" +
+	"\rLatestRequest\x12\x1f\n" +
+	"\vreport_type\x18\x01 \x01(\tR\n" +
+	"reportType\x12\x1a\n" +
+	"\bregistry\x18\x02 \x01(\tR\bregistry\x12\x1a\n" +
+	"\bseverity\x18\x03 \x01(\tR\bseverity\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\x1a\n" +
+	"\x18VerifiedSummariesRequest\"\xf7\x01\n" +
+	"\aSummary\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rcanonical_key\x18\x02 \x01(\tR\fcanonicalKey\x12\x1f\n" +
+	"\vreport_type\x18\x03 \x01(\tR\n" +
+	"reportType\x12\x1a\n" +
+	"\bregistry\x18\x04 \x01(\tR\bregistry\x12\x1a\n" +
+	"\bseverity\x18\x05 \x01(\tR\bseverity\x12;\n" +
+	"\vverified_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"verifiedAt\x12!\n" +
+	"\fversion_info\x18\a \x01(\tR\vversionInfo\"H\n" +
+	"\fSummaryBatch\x128\n" +
+	"\tsummaries\x18\x01 \x03(\v2\x1a.threatd.plugin.v1.SummaryR\tsummaries\"\xf0\x06\n" +
+	"\x05Patch\x122\n" +
+	"\x12threat_description\x18\x01 \x01(\tH\x00R\x11threatDescription\x88\x01\x01\x12&\n" +
+	"\fpackage_name\x18\x02 \x01(\tH\x01R\vpackageName\x88\x01\x01\x12!\n" +
+	"\tpublisher\x18\x03 \x01(\tH\x02R\tpublisher\x88\x01\x01\x124\n" +
+	"\x13payload_description\x18\x04 \x01(\tH\x03R\x12payloadDescription\x88\x01\x01\x12*\n" +
+	"\x0eseverity_level\x18\x05 \x01(\tH\x04R\rseverityLevel\x88\x01\x01\x124\n" +
+	"\x13evidence_references\x18\x06 \x01(\tH\x05R\x12evidenceReferences\x88\x01\x01\x12(\n" +
+	"\rcontact_email\x18\a \x01(\tH\x06R\fcontactEmail\x88\x01\x01\x12\x12\n" +
+	"\x04tags\x18\b \x03(\tR\x04tags\x12\x19\n" +
+	"\btags_set\x18\t \x01(\bR\atagsSet\x12&\n" +
+	"\fversion_info\x18\n" +
+	" \x01(\tH\aR\vversionInfo\x88\x01\x01\x12\"\n" +
 	"\n" +
+	"first_seen\x18\v \x01(\tH\bR\tfirstSeen\x88\x01\x01\x12 \n" +
+	"\tlast_seen\x18\f \x01(\tH\tR\blastSeen\x88\x01\x01\x12-\n" +
+	"\x10osv_advisory_url\x18\r \x01(\tH\n" +
+	"R\x0eosvAdvisoryUrl\x88\x01\x01\x12\"\n" +
+	"\fcontributors\x18\x0e \x03(\tR\fcontributors\x12)\n" +
+	"\x10contributors_set\x18\x0f \x01(\bR\x0fcontributorsSet\x12*\n" +
+	"\x0edownload_count\x18\x10 \x01(\x03H\vR\rdownloadCount\x88\x01\x01B\x15\n" +
+	"\x13_threat_descriptionB\x0f\n" +
+	"\r_package_nameB\f\n" +
+	"\n" +
+	"_publisherB\x16\n" +
+	"\x14_payload_descriptionB\x11\n" +
+	"\x0f_severity_levelB\x16\n" +
+	"\x14_evidence_referencesB\x10\n" +
+	"\x0e_contact_emailB\x0f\n" +
+	"\r_version_infoB\r\n" +
+	"\v_first_seenB\f\n" +
+	"\n" +
+	"_last_seenB\x13\n" +
+	"\x11_osv_advisory_urlB\x11\n" +
+	"\x0f_download_count\"\xa4\x02\n" +
+	"\rModifyRequest\x12\x1b\n" +
+	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\x12\x1b\n" +
+	"\tauthor_id\x18\x02 \x01(\tR\bauthorId\x12\x1f\n" +
+	"\vauthor_name\x18\x03 \x01(\tR\n" +
+	"authorName\x12.\n" +
+	"\x05patch\x18\x04 \x01(\v2\x18.threatd.plugin.v1.PatchR\x05patch\x12#\n" +
+	"\rbase_revision\x18\x05 \x01(\x05R\fbaseRevision\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x127\n" +
+	"\x06policy\x18\a \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policy\"\xfc\x02\n" +
+	"\bRevision\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tthreat_id\x18\x02 \x01(\tR\bthreatId\x12\x16\n" +
+	"\x06number\x18\x03 \x01(\x05R\x06number\x12\x1b\n" +
+	"\tauthor_id\x18\x04 \x01(\tR\bauthorId\x12\x1f\n" +
+	"\vauthor_name\x18\x05 \x01(\tR\n" +
+	"authorName\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12.\n" +
+	"\x05patch\x18\a \x01(\v2\x18.threatd.plugin.v1.PatchR\x05patch\x12\x12\n" +
+	"\x04note\x18\b \x01(\tR\x04note\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"decided_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\v \x01(\tR\tdecidedBy\"|\n" +
+	"\x0eModifyResponse\x121\n" +
+	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x127\n" +
+	"\brevision\x18\x02 \x01(\v2\x1b.threatd.plugin.v1.RevisionR\brevision\"\xc7\x01\n" +
+	"\x10RevisionDecision\x12\x1f\n" +
+	"\vrevision_id\x18\x01 \x01(\tR\n" +
+	"revisionId\x12\x18\n" +
+	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\x12\x19\n" +
+	"\bactor_id\x18\x04 \x01(\tR\aactorId\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\x05 \x01(\tR\tactorName\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x1d\n" +
+	"\x1bListPendingRevisionsRequest2\xe6\r\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -1964,7 +2848,12 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\tGetThreat\x12#.threatd.plugin.v1.GetThreatRequest\x1a\x19.threatd.plugin.v1.Threat\x12Q\n" +
 	"\vListPending\x12%.threatd.plugin.v1.ListPendingRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12D\n" +
 	"\fReviewThreat\x12\x19.threatd.plugin.v1.Review\x1a\x19.threatd.plugin.v1.Threat\x12X\n" +
-	"\fReviewEvents\x12&.threatd.plugin.v1.ReviewEventsRequest\x1a\x1e.threatd.plugin.v1.ReviewEvent0\x01\x12I\n" +
+	"\fReviewEvents\x12&.threatd.plugin.v1.ReviewEventsRequest\x1a\x1e.threatd.plugin.v1.ReviewEvent0\x01\x12O\n" +
+	"\x0eLatestVerified\x12 .threatd.plugin.v1.LatestRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12c\n" +
+	"\x11VerifiedSummaries\x12+.threatd.plugin.v1.VerifiedSummariesRequest\x1a\x1f.threatd.plugin.v1.SummaryBatch0\x01\x12S\n" +
+	"\fModifyThreat\x12 .threatd.plugin.v1.ModifyRequest\x1a!.threatd.plugin.v1.ModifyResponse\x12X\n" +
+	"\x0eDecideRevision\x12#.threatd.plugin.v1.RevisionDecision\x1a!.threatd.plugin.v1.ModifyResponse\x12e\n" +
+	"\x14ListPendingRevisions\x12..threatd.plugin.v1.ListPendingRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12I\n" +
 	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
@@ -1979,97 +2868,128 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
-	(*ConfigureRequest)(nil),      // 0: threatd.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 1: threatd.plugin.v1.ConfigureResponse
-	(*MigrateRequest)(nil),        // 2: threatd.plugin.v1.MigrateRequest
-	(*MigrateResponse)(nil),       // 3: threatd.plugin.v1.MigrateResponse
-	(*HealthRequest)(nil),         // 4: threatd.plugin.v1.HealthRequest
-	(*HealthResponse)(nil),        // 5: threatd.plugin.v1.HealthResponse
-	(*StatsRequest)(nil),          // 6: threatd.plugin.v1.StatsRequest
-	(*StatsResponse)(nil),         // 7: threatd.plugin.v1.StatsResponse
-	(*User)(nil),                  // 8: threatd.plugin.v1.User
-	(*CreateUserRequest)(nil),     // 9: threatd.plugin.v1.CreateUserRequest
-	(*UserByEmailRequest)(nil),    // 10: threatd.plugin.v1.UserByEmailRequest
-	(*SetUserLimitRequest)(nil),   // 11: threatd.plugin.v1.SetUserLimitRequest
-	(*Token)(nil),                 // 12: threatd.plugin.v1.Token
-	(*CreateTokenRequest)(nil),    // 13: threatd.plugin.v1.CreateTokenRequest
-	(*RevokeTokenRequest)(nil),    // 14: threatd.plugin.v1.RevokeTokenRequest
-	(*AuthenticateRequest)(nil),   // 15: threatd.plugin.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),  // 16: threatd.plugin.v1.AuthenticateResponse
-	(*ChangesRequest)(nil),        // 17: threatd.plugin.v1.ChangesRequest
-	(*Change)(nil),                // 18: threatd.plugin.v1.Change
-	(*Threat)(nil),                // 19: threatd.plugin.v1.Threat
-	(*Details)(nil),               // 20: threatd.plugin.v1.Details
-	(*SubmitPolicy)(nil),          // 21: threatd.plugin.v1.SubmitPolicy
-	(*CreateThreatRequest)(nil),   // 22: threatd.plugin.v1.CreateThreatRequest
-	(*GetThreatRequest)(nil),      // 23: threatd.plugin.v1.GetThreatRequest
-	(*ListPendingRequest)(nil),    // 24: threatd.plugin.v1.ListPendingRequest
-	(*Review)(nil),                // 25: threatd.plugin.v1.Review
-	(*ReviewEventsRequest)(nil),   // 26: threatd.plugin.v1.ReviewEventsRequest
-	(*ReviewEvent)(nil),           // 27: threatd.plugin.v1.ReviewEvent
-	nil,                           // 28: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
+	(*MigrateRequest)(nil),              // 2: threatd.plugin.v1.MigrateRequest
+	(*MigrateResponse)(nil),             // 3: threatd.plugin.v1.MigrateResponse
+	(*HealthRequest)(nil),               // 4: threatd.plugin.v1.HealthRequest
+	(*HealthResponse)(nil),              // 5: threatd.plugin.v1.HealthResponse
+	(*StatsRequest)(nil),                // 6: threatd.plugin.v1.StatsRequest
+	(*StatsResponse)(nil),               // 7: threatd.plugin.v1.StatsResponse
+	(*User)(nil),                        // 8: threatd.plugin.v1.User
+	(*CreateUserRequest)(nil),           // 9: threatd.plugin.v1.CreateUserRequest
+	(*UserByEmailRequest)(nil),          // 10: threatd.plugin.v1.UserByEmailRequest
+	(*SetUserLimitRequest)(nil),         // 11: threatd.plugin.v1.SetUserLimitRequest
+	(*Token)(nil),                       // 12: threatd.plugin.v1.Token
+	(*CreateTokenRequest)(nil),          // 13: threatd.plugin.v1.CreateTokenRequest
+	(*RevokeTokenRequest)(nil),          // 14: threatd.plugin.v1.RevokeTokenRequest
+	(*AuthenticateRequest)(nil),         // 15: threatd.plugin.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),        // 16: threatd.plugin.v1.AuthenticateResponse
+	(*ChangesRequest)(nil),              // 17: threatd.plugin.v1.ChangesRequest
+	(*Change)(nil),                      // 18: threatd.plugin.v1.Change
+	(*Threat)(nil),                      // 19: threatd.plugin.v1.Threat
+	(*Details)(nil),                     // 20: threatd.plugin.v1.Details
+	(*SubmitPolicy)(nil),                // 21: threatd.plugin.v1.SubmitPolicy
+	(*CreateThreatRequest)(nil),         // 22: threatd.plugin.v1.CreateThreatRequest
+	(*GetThreatRequest)(nil),            // 23: threatd.plugin.v1.GetThreatRequest
+	(*ListPendingRequest)(nil),          // 24: threatd.plugin.v1.ListPendingRequest
+	(*Review)(nil),                      // 25: threatd.plugin.v1.Review
+	(*ReviewEventsRequest)(nil),         // 26: threatd.plugin.v1.ReviewEventsRequest
+	(*ReviewEvent)(nil),                 // 27: threatd.plugin.v1.ReviewEvent
+	(*LatestRequest)(nil),               // 28: threatd.plugin.v1.LatestRequest
+	(*VerifiedSummariesRequest)(nil),    // 29: threatd.plugin.v1.VerifiedSummariesRequest
+	(*Summary)(nil),                     // 30: threatd.plugin.v1.Summary
+	(*SummaryBatch)(nil),                // 31: threatd.plugin.v1.SummaryBatch
+	(*Patch)(nil),                       // 32: threatd.plugin.v1.Patch
+	(*ModifyRequest)(nil),               // 33: threatd.plugin.v1.ModifyRequest
+	(*Revision)(nil),                    // 34: threatd.plugin.v1.Revision
+	(*ModifyResponse)(nil),              // 35: threatd.plugin.v1.ModifyResponse
+	(*RevisionDecision)(nil),            // 36: threatd.plugin.v1.RevisionDecision
+	(*ListPendingRevisionsRequest)(nil), // 37: threatd.plugin.v1.ListPendingRevisionsRequest
+	nil,                                 // 38: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	(*timestamppb.Timestamp)(nil),       // 39: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	28, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	29, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	38, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	39, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	29, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	29, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	39, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	39, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	29, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	29, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	29, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	39, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	39, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	39, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	39, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	29, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	29, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	29, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	39, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	39, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	39, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 16: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 17: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	29, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	29, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	0,  // 20: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 21: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 22: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 23: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 24: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 25: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 26: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 27: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 28: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 29: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 30: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 31: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 32: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	25, // 33: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	26, // 34: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	17, // 35: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 36: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 37: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 38: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 39: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 40: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 41: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 42: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 43: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 44: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 45: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 46: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 47: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 48: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 49: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	27, // 50: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	18, // 51: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	36, // [36:52] is the sub-list for method output_type
-	20, // [20:36] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	39, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	39, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	39, // 20: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	30, // 21: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
+	32, // 22: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
+	39, // 23: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	21, // 24: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	32, // 25: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
+	39, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	39, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	19, // 28: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
+	34, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	39, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	0,  // 31: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 32: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 33: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 34: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 35: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 36: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 37: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 38: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 39: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 40: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 41: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 42: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 43: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	25, // 44: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	26, // 45: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	28, // 46: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	29, // 47: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	33, // 48: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	36, // 49: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	37, // 50: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	17, // 51: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 52: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 53: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 54: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 55: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 56: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 57: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 58: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 59: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 60: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 61: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 62: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 63: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 64: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 65: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	27, // 66: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 67: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	31, // 68: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	35, // 69: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	35, // 70: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	34, // 71: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	18, // 72: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	52, // [52:73] is the sub-list for method output_type
+	31, // [31:52] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -2080,13 +3000,14 @@ func file_plugins_proto_v1_storage_proto_init() {
 	file_plugins_proto_v1_storage_proto_msgTypes[8].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[11].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[20].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[32].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,22 +27,27 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Storage_Configure_FullMethodName    = "/threatd.plugin.v1.Storage/Configure"
-	Storage_Migrate_FullMethodName      = "/threatd.plugin.v1.Storage/Migrate"
-	Storage_Health_FullMethodName       = "/threatd.plugin.v1.Storage/Health"
-	Storage_Stats_FullMethodName        = "/threatd.plugin.v1.Storage/Stats"
-	Storage_CreateUser_FullMethodName   = "/threatd.plugin.v1.Storage/CreateUser"
-	Storage_UserByEmail_FullMethodName  = "/threatd.plugin.v1.Storage/UserByEmail"
-	Storage_SetUserLimit_FullMethodName = "/threatd.plugin.v1.Storage/SetUserLimit"
-	Storage_CreateToken_FullMethodName  = "/threatd.plugin.v1.Storage/CreateToken"
-	Storage_RevokeToken_FullMethodName  = "/threatd.plugin.v1.Storage/RevokeToken"
-	Storage_Authenticate_FullMethodName = "/threatd.plugin.v1.Storage/Authenticate"
-	Storage_CreateThreat_FullMethodName = "/threatd.plugin.v1.Storage/CreateThreat"
-	Storage_GetThreat_FullMethodName    = "/threatd.plugin.v1.Storage/GetThreat"
-	Storage_ListPending_FullMethodName  = "/threatd.plugin.v1.Storage/ListPending"
-	Storage_ReviewThreat_FullMethodName = "/threatd.plugin.v1.Storage/ReviewThreat"
-	Storage_ReviewEvents_FullMethodName = "/threatd.plugin.v1.Storage/ReviewEvents"
-	Storage_Changes_FullMethodName      = "/threatd.plugin.v1.Storage/Changes"
+	Storage_Configure_FullMethodName            = "/threatd.plugin.v1.Storage/Configure"
+	Storage_Migrate_FullMethodName              = "/threatd.plugin.v1.Storage/Migrate"
+	Storage_Health_FullMethodName               = "/threatd.plugin.v1.Storage/Health"
+	Storage_Stats_FullMethodName                = "/threatd.plugin.v1.Storage/Stats"
+	Storage_CreateUser_FullMethodName           = "/threatd.plugin.v1.Storage/CreateUser"
+	Storage_UserByEmail_FullMethodName          = "/threatd.plugin.v1.Storage/UserByEmail"
+	Storage_SetUserLimit_FullMethodName         = "/threatd.plugin.v1.Storage/SetUserLimit"
+	Storage_CreateToken_FullMethodName          = "/threatd.plugin.v1.Storage/CreateToken"
+	Storage_RevokeToken_FullMethodName          = "/threatd.plugin.v1.Storage/RevokeToken"
+	Storage_Authenticate_FullMethodName         = "/threatd.plugin.v1.Storage/Authenticate"
+	Storage_CreateThreat_FullMethodName         = "/threatd.plugin.v1.Storage/CreateThreat"
+	Storage_GetThreat_FullMethodName            = "/threatd.plugin.v1.Storage/GetThreat"
+	Storage_ListPending_FullMethodName          = "/threatd.plugin.v1.Storage/ListPending"
+	Storage_ReviewThreat_FullMethodName         = "/threatd.plugin.v1.Storage/ReviewThreat"
+	Storage_ReviewEvents_FullMethodName         = "/threatd.plugin.v1.Storage/ReviewEvents"
+	Storage_LatestVerified_FullMethodName       = "/threatd.plugin.v1.Storage/LatestVerified"
+	Storage_VerifiedSummaries_FullMethodName    = "/threatd.plugin.v1.Storage/VerifiedSummaries"
+	Storage_ModifyThreat_FullMethodName         = "/threatd.plugin.v1.Storage/ModifyThreat"
+	Storage_DecideRevision_FullMethodName       = "/threatd.plugin.v1.Storage/DecideRevision"
+	Storage_ListPendingRevisions_FullMethodName = "/threatd.plugin.v1.Storage/ListPendingRevisions"
+	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
 )
 
 // StorageClient is the client API for Storage service.
@@ -75,6 +80,17 @@ type StorageClient interface {
 	ReviewThreat(ctx context.Context, in *Review, opts ...grpc.CallOption) (*Threat, error)
 	// ReviewEvents streams a report's review events, oldest first.
 	ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error)
+	// LatestVerified returns verified reports, most recently verified first.
+	LatestVerified(ctx context.Context, in *LatestRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// VerifiedSummaries streams the index summaries of every verified report,
+	// in batches of bounded size.
+	VerifiedSummaries(ctx context.Context, in *VerifiedSummariesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SummaryBatch], error)
+	// ModifyThreat stores a change (applied at once or a pending revision);
+	// ABORTED with reason STALE when the report changed since it was read.
+	ModifyThreat(ctx context.Context, in *ModifyRequest, opts ...grpc.CallOption) (*ModifyResponse, error)
+	// DecideRevision approves or rejects a pending revision.
+	DecideRevision(ctx context.Context, in *RevisionDecision, opts ...grpc.CallOption) (*ModifyResponse, error)
+	ListPendingRevisions(ctx context.Context, in *ListPendingRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
 }
@@ -255,9 +271,86 @@ func (c *storageClient) ReviewEvents(ctx context.Context, in *ReviewEventsReques
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ReviewEventsClient = grpc.ServerStreamingClient[ReviewEvent]
 
+func (c *storageClient) LatestVerified(ctx context.Context, in *LatestRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_LatestVerified_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LatestRequest, Threat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_LatestVerifiedClient = grpc.ServerStreamingClient[Threat]
+
+func (c *storageClient) VerifiedSummaries(ctx context.Context, in *VerifiedSummariesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SummaryBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[3], Storage_VerifiedSummaries_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[VerifiedSummariesRequest, SummaryBatch]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_VerifiedSummariesClient = grpc.ServerStreamingClient[SummaryBatch]
+
+func (c *storageClient) ModifyThreat(ctx context.Context, in *ModifyRequest, opts ...grpc.CallOption) (*ModifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ModifyResponse)
+	err := c.cc.Invoke(ctx, Storage_ModifyThreat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) DecideRevision(ctx context.Context, in *RevisionDecision, opts ...grpc.CallOption) (*ModifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ModifyResponse)
+	err := c.cc.Invoke(ctx, Storage_DecideRevision_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListPendingRevisions(ctx context.Context, in *ListPendingRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_ListPendingRevisions_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListPendingRevisionsRequest, Revision]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListPendingRevisionsClient = grpc.ServerStreamingClient[Revision]
+
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +397,17 @@ type StorageServer interface {
 	ReviewThreat(context.Context, *Review) (*Threat, error)
 	// ReviewEvents streams a report's review events, oldest first.
 	ReviewEvents(*ReviewEventsRequest, grpc.ServerStreamingServer[ReviewEvent]) error
+	// LatestVerified returns verified reports, most recently verified first.
+	LatestVerified(*LatestRequest, grpc.ServerStreamingServer[Threat]) error
+	// VerifiedSummaries streams the index summaries of every verified report,
+	// in batches of bounded size.
+	VerifiedSummaries(*VerifiedSummariesRequest, grpc.ServerStreamingServer[SummaryBatch]) error
+	// ModifyThreat stores a change (applied at once or a pending revision);
+	// ABORTED with reason STALE when the report changed since it was read.
+	ModifyThreat(context.Context, *ModifyRequest) (*ModifyResponse, error)
+	// DecideRevision approves or rejects a pending revision.
+	DecideRevision(context.Context, *RevisionDecision) (*ModifyResponse, error)
+	ListPendingRevisions(*ListPendingRevisionsRequest, grpc.ServerStreamingServer[Revision]) error
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
 	mustEmbedUnimplementedStorageServer()
@@ -360,6 +464,21 @@ func (UnimplementedStorageServer) ReviewThreat(context.Context, *Review) (*Threa
 }
 func (UnimplementedStorageServer) ReviewEvents(*ReviewEventsRequest, grpc.ServerStreamingServer[ReviewEvent]) error {
 	return status.Error(codes.Unimplemented, "method ReviewEvents not implemented")
+}
+func (UnimplementedStorageServer) LatestVerified(*LatestRequest, grpc.ServerStreamingServer[Threat]) error {
+	return status.Error(codes.Unimplemented, "method LatestVerified not implemented")
+}
+func (UnimplementedStorageServer) VerifiedSummaries(*VerifiedSummariesRequest, grpc.ServerStreamingServer[SummaryBatch]) error {
+	return status.Error(codes.Unimplemented, "method VerifiedSummaries not implemented")
+}
+func (UnimplementedStorageServer) ModifyThreat(context.Context, *ModifyRequest) (*ModifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ModifyThreat not implemented")
+}
+func (UnimplementedStorageServer) DecideRevision(context.Context, *RevisionDecision) (*ModifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DecideRevision not implemented")
+}
+func (UnimplementedStorageServer) ListPendingRevisions(*ListPendingRevisionsRequest, grpc.ServerStreamingServer[Revision]) error {
+	return status.Error(codes.Unimplemented, "method ListPendingRevisions not implemented")
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
@@ -641,6 +760,75 @@ func _Storage_ReviewEvents_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ReviewEventsServer = grpc.ServerStreamingServer[ReviewEvent]
 
+func _Storage_LatestVerified_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(LatestRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).LatestVerified(m, &grpc.GenericServerStream[LatestRequest, Threat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_LatestVerifiedServer = grpc.ServerStreamingServer[Threat]
+
+func _Storage_VerifiedSummaries_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(VerifiedSummariesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).VerifiedSummaries(m, &grpc.GenericServerStream[VerifiedSummariesRequest, SummaryBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_VerifiedSummariesServer = grpc.ServerStreamingServer[SummaryBatch]
+
+func _Storage_ModifyThreat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ModifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ModifyThreat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ModifyThreat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ModifyThreat(ctx, req.(*ModifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_DecideRevision_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevisionDecision)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).DecideRevision(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_DecideRevision_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).DecideRevision(ctx, req.(*RevisionDecision))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListPendingRevisions_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListPendingRevisionsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListPendingRevisions(m, &grpc.GenericServerStream[ListPendingRevisionsRequest, Revision]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListPendingRevisionsServer = grpc.ServerStreamingServer[Revision]
+
 func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -711,6 +899,14 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ReviewThreat",
 			Handler:    _Storage_ReviewThreat_Handler,
 		},
+		{
+			MethodName: "ModifyThreat",
+			Handler:    _Storage_ModifyThreat_Handler,
+		},
+		{
+			MethodName: "DecideRevision",
+			Handler:    _Storage_DecideRevision_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -721,6 +917,21 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ReviewEvents",
 			Handler:       _Storage_ReviewEvents_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "LatestVerified",
+			Handler:       _Storage_LatestVerified_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "VerifiedSummaries",
+			Handler:       _Storage_VerifiedSummaries_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListPendingRevisions",
+			Handler:       _Storage_ListPendingRevisions_Handler,
 			ServerStreams: true,
 		},
 		{

@@ -1,0 +1,249 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Revision states.
+const (
+	RevisionPending  = "pending"  // waits for a reviewer
+	RevisionApproved = "approved" // applied by a reviewer
+	RevisionRejected = "rejected" // refused by a reviewer
+	RevisionApplied  = "applied"  // the owner's edit of a pending report, applied at once
+)
+
+// Revision is one proposed change to a report, kept whatever its fate.
+type Revision struct {
+	ID         string
+	ThreatID   string
+	Number     int
+	AuthorID   string
+	AuthorName string
+	State      string
+	// Patch holds the submit fields the author gave; nil fields are unchanged.
+	Patch     Submission
+	Note      string
+	CreatedAt time.Time
+	DecidedAt *time.Time
+	DecidedBy string
+}
+
+// Modification is a change request as storage applies it.
+type Modification struct {
+	ThreatID   string
+	AuthorID   string
+	AuthorName string
+	Patch      Submission
+	// BaseRevision is the report revision the patch was validated against.
+	BaseRevision int
+	At           time.Time
+}
+
+// RevisionDecision is a reviewer's decision on a pending revision.
+type RevisionDecision struct {
+	RevisionID string
+	Approve    bool
+	Note       string
+	ActorID    string
+	ActorName  string
+	At         time.Time
+}
+
+// AsSubmission returns the submit fields of t, as a full submission.
+func (t Threat) AsSubmission() Submission {
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	ts := func(p *time.Time) *string {
+		if p == nil {
+			return nil
+		}
+		s := p.UTC().Format(time.RFC3339Nano)
+		return &s
+	}
+	d := t.Details
+	rt, ri, td := string(t.ReportType), t.ResourceIdentifier, d.ThreatDescription
+	return Submission{
+		ReportType: &rt, ResourceIdentifier: &ri, ThreatDescription: &td, PackageName: opt(d.PackageName),
+		Registry: opt(t.Registry), Publisher: opt(d.Publisher), PayloadDescription: opt(d.PayloadDescription),
+		SeverityLevel: opt(string(d.SeverityLevel)), EvidenceReferences: opt(d.EvidenceReferences),
+		ContactEmail: opt(d.ContactEmail), Tags: append([]string{}, d.Tags...), VersionInfo: opt(d.VersionInfo),
+		FirstSeen: ts(d.FirstSeen), LastSeen: ts(d.LastSeen), OSVAdvisoryURL: opt(d.OSVAdvisoryURL),
+		Contributors: append([]string{}, d.Contributors...), DownloadCount: d.DownloadCount,
+	}
+}
+
+// ApplyPatch merges patch onto t (given fields replace, others stay; an
+// empty string or array clears a field) and validates the result as a
+// submission. The identity fields (report_type, resource_identifier,
+// registry) may be repeated but not changed.
+func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
+	if patch.ReportType != nil && strings.TrimSpace(*patch.ReportType) != string(t.ReportType) {
+		return Threat{}, Invalid("report_type", "cannot be changed (the report is a %s report)", t.ReportType)
+	}
+	if patch.Registry != nil {
+		if r, err := ParseRegistry("registry", *patch.Registry); err != nil || r != t.Registry {
+			return Threat{}, Invalid("registry", "cannot be changed (the report's registry is %q)", t.Registry)
+		}
+	}
+	if patch.ResourceIdentifier != nil {
+		if k, err := CanonicalKey(t.ReportType, t.Registry, *patch.ResourceIdentifier); err != nil || k != t.CanonicalKey {
+			return Threat{}, Invalid("resource_identifier", "cannot be changed (the report is about %q)", t.ResourceIdentifier)
+		}
+	}
+	m := t.AsSubmission()
+	over := func(dst **string, src *string) {
+		if src != nil {
+			*dst = src
+		}
+	}
+	over(&m.ThreatDescription, patch.ThreatDescription)
+	over(&m.PackageName, patch.PackageName)
+	over(&m.Publisher, patch.Publisher)
+	over(&m.PayloadDescription, patch.PayloadDescription)
+	over(&m.SeverityLevel, patch.SeverityLevel)
+	over(&m.EvidenceReferences, patch.EvidenceReferences)
+	over(&m.ContactEmail, patch.ContactEmail)
+	over(&m.VersionInfo, patch.VersionInfo)
+	over(&m.FirstSeen, patch.FirstSeen)
+	over(&m.LastSeen, patch.LastSeen)
+	over(&m.OSVAdvisoryURL, patch.OSVAdvisoryURL)
+	if patch.Tags != nil {
+		m.Tags = patch.Tags
+	}
+	if patch.Contributors != nil {
+		m.Contributors = patch.Contributors
+	}
+	if patch.DownloadCount != nil {
+		m.DownloadCount = patch.DownloadCount
+	}
+	if patch.ThreatDescription != nil && strings.TrimSpace(*patch.ThreatDescription) == "" {
+		return Threat{}, Invalid("threat_description", "cannot be emptied: it is required")
+	}
+	merged, err := NewThreat(m, now)
+	if err != nil {
+		return Threat{}, err
+	}
+	out := t
+	out.Details = merged.Details
+	return out, nil
+}
+
+// PatchIsEmpty reports whether a patch changes nothing at all.
+func PatchIsEmpty(p Submission) bool {
+	return p.ThreatDescription == nil && p.PackageName == nil && p.Publisher == nil && p.PayloadDescription == nil &&
+		p.SeverityLevel == nil && p.EvidenceReferences == nil && p.ContactEmail == nil && p.Tags == nil &&
+		p.VersionInfo == nil && p.FirstSeen == nil && p.LastSeen == nil && p.OSVAdvisoryURL == nil &&
+		p.Contributors == nil && p.DownloadCount == nil
+}
+
+// FieldChange is one field of a revision's diff.
+type FieldChange struct {
+	Field    string
+	Old, New string
+}
+
+// Diff lists the submit fields that differ between two versions of a report.
+func Diff(old, new Details) []FieldChange {
+	f := func(p *time.Time) string {
+		if p == nil {
+			return ""
+		}
+		return p.UTC().Format(time.RFC3339)
+	}
+	n := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	pairs := []FieldChange{
+		{"threat_description", old.ThreatDescription, new.ThreatDescription},
+		{"payload_description", old.PayloadDescription, new.PayloadDescription},
+		{"package_name", old.PackageName, new.PackageName},
+		{"publisher", old.Publisher, new.Publisher},
+		{"severity_level", string(old.SeverityLevel), string(new.SeverityLevel)},
+		{"evidence_references", old.EvidenceReferences, new.EvidenceReferences},
+		{"contact_email", old.ContactEmail, new.ContactEmail},
+		{"tags", strings.Join(old.Tags, ", "), strings.Join(new.Tags, ", ")},
+		{"version_info", old.VersionInfo, new.VersionInfo},
+		{"first_seen", f(old.FirstSeen), f(new.FirstSeen)},
+		{"last_seen", f(old.LastSeen), f(new.LastSeen)},
+		{"osv_advisory_url", old.OSVAdvisoryURL, new.OSVAdvisoryURL},
+		{"contributors", strings.Join(old.Contributors, ", "), strings.Join(new.Contributors, ", ")},
+		{"download_count", n(old.DownloadCount), n(new.DownloadCount)},
+	}
+	var out []FieldChange
+	for _, p := range pairs {
+		if p.Old != p.New {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Modify validates a change to a report and stores it: the owner's change to
+// a pending report applies at once; any other change waits for review as a
+// pending revision. It counts toward the caller's hourly limit.
+func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patch Submission) (Threat, Revision, error) {
+	if _, err := uuid.Parse(threatID); err != nil {
+		return Threat{}, Revision{}, Invalid("threat_id", "must be a UUID (got %q)", threatID)
+	}
+	if PatchIsEmpty(patch) {
+		return Threat{}, Revision{}, Invalid("", "nothing to change: give at least one field besides threat_id")
+	}
+	for attempt := 0; ; attempt++ {
+		now := r.now().UTC().Truncate(time.Microsecond)
+		cur, err := r.store.GetThreat(ctx, threatID)
+		if err != nil {
+			return Threat{}, Revision{}, err
+		}
+		if cur.Status == StatusRejected {
+			return Threat{}, Revision{}, &ConflictError{What: "threat", Key: threatID, Message: "This report was rejected and cannot be modified"}
+		}
+		if _, err := ApplyPatch(cur, patch, now); err != nil {
+			return Threat{}, Revision{}, err
+		}
+		t, rev, err := r.store.ModifyThreat(ctx, Modification{
+			ThreatID: threatID, AuthorID: p.User.ID, AuthorName: p.User.Name, Patch: patch, BaseRevision: cur.Revision, At: now,
+		}, SubmitPolicy{HourlyLimit: r.HourlyLimit(p.User), Now: now})
+		if errors.Is(err, ErrStale) && attempt < 3 {
+			continue // the report changed under us: validate again against the new version
+		}
+		return t, rev, err
+	}
+}
+
+// ErrStale means the report changed since the caller read it.
+var ErrStale = errors.New("the report changed concurrently")
+
+// DecideRevision approves or rejects a pending revision. actor is nil for the
+// built-in reviewer.
+func (r *Reports) DecideRevision(ctx context.Context, revisionID string, approve bool, note string, actor *User) (Threat, Revision, error) {
+	if _, err := uuid.Parse(revisionID); err != nil {
+		return Threat{}, Revision{}, Invalid("revision", "%q is not a revision id", revisionID)
+	}
+	if !approve && strings.TrimSpace(note) == "" {
+		return Threat{}, Revision{}, Invalid("note", "a note is required to reject a revision")
+	}
+	if err := ValidateText("note", note, 2000); err != nil {
+		return Threat{}, Revision{}, err
+	}
+	d := RevisionDecision{RevisionID: revisionID, Approve: approve, Note: note, ActorName: SystemReviewer, At: r.now().UTC().Truncate(time.Microsecond)}
+	if actor != nil {
+		if !actor.Role.CanReview() {
+			return Threat{}, Revision{}, fmt.Errorf("%w: %s has the role %s; only reviewers and admins may review", ErrForbidden, actor.Email, actor.Role)
+		}
+		d.ActorID, d.ActorName = actor.ID, actor.Name
+	}
+	return r.store.DecideRevision(ctx, d)
+}

@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+)
+
+// LatestVerified returns verified reports matching f, newest verification first.
+func (s *Store) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core.Threat, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 10000 {
+		limit = 100
+	}
+	var rows []threatRow
+	q := s.db.NewSelect().Model(&rows).Relation("Details").
+		Where("threat_row.status = ?", string(core.StatusVerified))
+	if f.ReportType != "" {
+		q = q.Where("threat_row.report_type = ?", string(f.ReportType))
+	}
+	if f.Registry != "" {
+		q = q.Where("threat_row.registry = ?", f.Registry)
+	}
+	if f.Severity != "" {
+		q = q.Where("details.severity_level = ?", string(f.Severity))
+	}
+	if err := q.Order("threat_row.verified_at DESC", "threat_row.id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]core.Threat, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// summaryBatch is how many summaries one callback (and one stream message) carries.
+const summaryBatch = 1000
+
+// EachVerifiedSummary pages through every verified report by id.
+func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
+	after := ""
+	for {
+		var rows []struct {
+			ID           string     `bun:"id"`
+			CanonicalKey string     `bun:"canonical_key"`
+			ReportType   string     `bun:"report_type"`
+			Registry     *string    `bun:"registry"`
+			Severity     *string    `bun:"severity_level"`
+			VerifiedAt   *time.Time `bun:"verified_at"`
+			VersionInfo  *string    `bun:"version_info"`
+		}
+		err := s.db.NewSelect().TableExpr("threats AS t").Join("JOIN threat_details AS d ON d.threat_id = t.id").
+			ColumnExpr("t.id, t.canonical_key, t.report_type, t.registry, d.severity_level, t.verified_at, d.version_info").
+			Where("t.status = ?", string(core.StatusVerified)).Where("t.id > ?", after).
+			OrderExpr("t.id ASC").Limit(summaryBatch).Scan(ctx, &rows)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		batch := make([]core.Summary, len(rows))
+		for i, r := range rows {
+			batch[i] = core.Summary{ID: r.ID, CanonicalKey: r.CanonicalKey, ReportType: core.ReportType(r.ReportType),
+				Registry: deref(r.Registry), Severity: core.Severity(deref(r.Severity)), VersionInfo: deref(r.VersionInfo)}
+			if r.VerifiedAt != nil {
+				batch[i].VerifiedAt = r.VerifiedAt.UTC()
+			}
+		}
+		if err := fn(batch); err != nil {
+			return err
+		}
+		after = rows[len(rows)-1].ID
+	}
+}
+
+// lockThreat reads a report with its details, locking it until commit on PostgreSQL.
+func (s *Store) lockThreat(ctx context.Context, tx bun.Tx, id string) (threatRow, error) {
+	var row threatRow
+	q := tx.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", id)
+	if s.dialect == Postgres {
+		q = q.For("UPDATE OF threat_row")
+	}
+	err := q.Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, core.NotFound("threat", id)
+	}
+	return row, err
+}
+
+// applyDetails merges patch onto the locked report and writes the details.
+func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Submission, number int, at time.Time) error {
+	merged, err := core.ApplyPatch(row.domain(), patch, at)
+	if err != nil {
+		return err
+	}
+	_, dr := toThreatRow(merged)
+	if _, err := tx.NewUpdate().Model(&dr).WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	row.Details, row.Revision, row.UpdatedAt = &dr, number, at
+	if _, err := tx.NewUpdate().Model(row).Column("revision", "updated_at").WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	tx.record(core.EntityThreat, row.ID, "update", at)
+	return nil
+}
+
+// ModifyThreat stores a change as an applied or a pending revision.
+func (s *Store) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+	var (
+		row threatRow
+		rev revisionRow
+	)
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if err := lockUser(ctx, s.dialect, tx.Tx, m.AuthorID); err != nil {
+			return err
+		}
+		var err error
+		if row, err = s.lockThreat(ctx, tx.Tx, m.ThreatID); err != nil {
+			return err
+		}
+		if row.Status == string(core.StatusRejected) {
+			return &core.ConflictError{What: "threat", Key: row.ID, Message: "This report was rejected and cannot be modified"}
+		}
+		if row.Revision != m.BaseRevision {
+			return core.ErrStale
+		}
+		if err := s.checkSubmitLimits(ctx, tx, m.AuthorID, core.SubmitPolicy{HourlyLimit: p.HourlyLimit, Now: p.Now}); err != nil {
+			return err
+		}
+		var last int
+		if err := tx.NewSelect().Table("threat_revisions").ColumnExpr("coalesce(max(number), 0)").Where("threat_id = ?", row.ID).Scan(ctx, &last); err != nil {
+			return err
+		}
+		rev = revisionRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Number: last + 1, AuthorID: str(m.AuthorID),
+			AuthorName: m.AuthorName, State: core.RevisionPending, Changes: toPatchJSON(m.Patch), CreatedAt: m.At}
+		action := "propose-revision"
+		if m.AuthorID != "" && deref(row.SubmitterID) == m.AuthorID && row.Status == string(core.StatusPending) {
+			if err := s.applyDetails(ctx, tx, &row, m.Patch, rev.Number, m.At); err != nil {
+				return err
+			}
+			rev.State, action = core.RevisionApplied, "revise"
+		} else if _, err := core.ApplyPatch(row.domain(), m.Patch, m.At); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&rev).Exec(ctx); err != nil {
+			return err
+		}
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, RevisionID: &rev.ID, Action: action,
+			ActorID: str(m.AuthorID), ActorName: m.AuthorName, At: m.At}
+		_, err = tx.NewInsert().Model(&ev).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return core.Threat{}, core.Revision{}, err
+	}
+	return row.domain(), rev.domain(), nil
+}
+
+// DecideRevision approves (and applies) or rejects a pending revision.
+func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+	var (
+		row threatRow
+		rev revisionRow
+	)
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		err := tx.NewSelect().Model(&rev).Where("id = ?", d.RevisionID).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("revision", d.RevisionID)
+		} else if err != nil {
+			return err
+		}
+		if row, err = s.lockThreat(ctx, tx.Tx, rev.ThreatID); err != nil {
+			return err
+		}
+		if rev.State != core.RevisionPending {
+			return &core.ConflictError{What: "revision", Key: rev.ID, Message: "revision " + rev.ID + " is already " + rev.State}
+		}
+		action := "reject-revision"
+		if d.Approve {
+			if row.Status == string(core.StatusRejected) {
+				return &core.ConflictError{What: "threat", Key: row.ID, Message: "the report was rejected: its revisions cannot be applied"}
+			}
+			if err := s.applyDetails(ctx, tx, &row, rev.Changes.domain(), rev.Number, d.At); err != nil {
+				return err
+			}
+			rev.State, action = core.RevisionApproved, "approve-revision"
+		} else {
+			rev.State = core.RevisionRejected
+		}
+		rev.Note, rev.DecidedAt, rev.DecidedBy = str(d.Note), &d.At, &d.ActorName
+		if _, err := tx.NewUpdate().Model(&rev).Column("state", "note", "decided_at", "decided_by").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, RevisionID: &rev.ID, Action: action,
+			ActorID: str(d.ActorID), ActorName: d.ActorName, Note: str(d.Note), At: d.At}
+		_, err = tx.NewInsert().Model(&ev).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return core.Threat{}, core.Revision{}, err
+	}
+	return row.domain(), rev.domain(), nil
+}
+
+// ListPendingRevisions returns pending revisions, oldest first.
+func (s *Store) ListPendingRevisions(ctx context.Context) ([]core.Revision, error) {
+	var rows []revisionRow
+	if err := s.db.NewSelect().Model(&rows).Where("state = ?", core.RevisionPending).Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]core.Revision, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}

@@ -1,0 +1,207 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+func verify(t *testing.T, s core.Store, id string, at time.Time) {
+	t.Helper()
+	if _, err := s.ReviewThreat(ctx(t), core.Review{ThreatID: id, Decision: core.DecisionVerify, ActorName: "Rita", At: at}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testLatestVerified(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u := user(t, s, "l@example.com")
+	base := now().Add(-time.Hour)
+	var ids []string
+	for i := range 5 {
+		th := report(t, u.ID, core.TypePackage, "npm", fmt.Sprintf("latest-%d", i))
+		if i%2 == 1 {
+			th = report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("latest-%d.example.com", i))
+			th.Details.SeverityLevel = core.SeverityHigh
+		}
+		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+	// Verified out of submission order; one stays pending.
+	for _, i := range []int{3, 0, 4, 1} {
+		verify(t, s, ids[i], base.Add(time.Duration(len(ids)-i)*time.Minute))
+	}
+	got, err := s.LatestVerified(c, core.LatestFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, th := range got {
+		order = append(order, th.ID)
+		if th.Status != core.StatusVerified || th.Details.ThreatDescription == "" {
+			t.Fatalf("latest returned %+v", th)
+		}
+	}
+	want := []string{ids[0], ids[1], ids[3], ids[4]} // verified at base+5m, +4m, +2m, +1m
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("order %v, want %v (most recently verified first)", order, want)
+	}
+	if got, _ := s.LatestVerified(c, core.LatestFilter{Limit: 2}); len(got) != 2 || got[0].ID != ids[0] {
+		t.Fatalf("limit 2: %d", len(got))
+	}
+	if got, _ := s.LatestVerified(c, core.LatestFilter{ReportType: core.TypeDomain, Limit: 10}); len(got) != 2 || got[0].ReportType != core.TypeDomain {
+		t.Fatalf("type filter: %+v", got)
+	}
+	if got, _ := s.LatestVerified(c, core.LatestFilter{Registry: "npm", Limit: 10}); len(got) != 2 || got[0].Registry != "npm" {
+		t.Fatalf("registry filter: %+v", got)
+	}
+	if got, _ := s.LatestVerified(c, core.LatestFilter{Severity: core.SeverityHigh, Limit: 10}); len(got) != 2 {
+		t.Fatalf("severity filter: %d", len(got))
+	}
+}
+
+func testVerifiedSummaries(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u := user(t, s, "sum@example.com")
+	const n = 2100 // more than one batch
+	want := map[string]string{}
+	for i := range n {
+		th := report(t, u.ID, core.TypeIP, "", fmt.Sprintf("10.%d.%d.%d", i/65536, (i/256)%256, i%256))
+		th.Details.VersionInfo = ""
+		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 != 0 { // a few stay pending
+			verify(t, s, th.ID, now())
+			want[th.ID] = th.CanonicalKey
+		}
+	}
+	got := map[string]string{}
+	batches := 0
+	err := s.EachVerifiedSummary(c, func(batch []core.Summary) error {
+		batches++
+		for _, sum := range batch {
+			if sum.VerifiedAt.IsZero() || sum.ReportType != core.TypeIP {
+				return fmt.Errorf("summary %+v", sum)
+			}
+			got[sum.ID] = sum.CanonicalKey
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || batches < 2 {
+		t.Fatalf("%d summaries in %d batches, want %d in several", len(got), batches, len(want))
+	}
+	for id, k := range want {
+		if got[id] != k {
+			t.Fatalf("summary of %s: %q, want %q", id, got[id], k)
+		}
+	}
+}
+
+func testModify(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	owner := user(t, s, "owner@example.com")
+	other := user(t, s, "other@example.com")
+	th := report(t, owner.ID, core.TypePackage, "npm", "mod-pkg")
+	if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+		t.Fatal(err)
+	}
+	mod := func(author core.User, base int, patch core.Submission) (core.Threat, core.Revision, error) {
+		return s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: patch, BaseRevision: base, At: now()}, noLimits)
+	}
+	// The owner's change to a pending report applies at once.
+	got, rev, err := mod(owner, 0, core.Submission{Publisher: ptr("mallory"), Tags: []string{"a"}})
+	if err != nil || rev.State != core.RevisionApplied || rev.Number != 1 || got.Revision != 1 || got.Details.Publisher != "mallory" {
+		t.Fatalf("owner edit: %+v %+v %v", got.Details, rev, err)
+	}
+	// Anyone else's waits for review.
+	got, rev2, err := mod(other, 1, core.Submission{SeverityLevel: ptr("high")})
+	if err != nil || rev2.State != core.RevisionPending || rev2.Number != 2 || got.Details.SeverityLevel != "" || got.Revision != 1 {
+		t.Fatalf("other's edit: %+v %+v %v", got, rev2, err)
+	}
+	if cur, _ := s.GetThreat(c, th.ID); cur.Details.SeverityLevel != "" {
+		t.Fatal("pending revision changed the report")
+	}
+	// Stale base revision.
+	if _, _, err := mod(owner, 0, core.Submission{Publisher: ptr("x")}); !errors.Is(err, core.ErrStale) {
+		t.Fatalf("stale base: %v", err)
+	}
+	// Once verified, even the owner's change waits.
+	verify(t, s, th.ID, now())
+	_, rev3, err := mod(owner, 1, core.Submission{Tags: []string{}})
+	if err != nil || rev3.State != core.RevisionPending || rev3.Patch.Tags == nil || len(rev3.Patch.Tags) != 0 {
+		t.Fatalf("owner edit of a verified report: %+v %v", rev3, err)
+	}
+	pending, err := s.ListPendingRevisions(c)
+	if err != nil || len(pending) != 2 || pending[0].ID != rev2.ID || pending[1].ID != rev3.ID || *pending[0].Patch.SeverityLevel != "high" {
+		t.Fatalf("pending revisions: %+v %v", pending, err)
+	}
+	// Approving applies; rejecting keeps the report as it was.
+	approved, r2, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev2.ID, Approve: true, ActorName: "Rita", At: now()})
+	if err != nil || r2.State != core.RevisionApproved || approved.Details.SeverityLevel != core.SeverityHigh || approved.Revision != 2 ||
+		approved.Details.Publisher != "mallory" || r2.DecidedBy != "Rita" {
+		t.Fatalf("approve: %+v %+v %v", approved.Details, r2, err)
+	}
+	kept, r3, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev3.ID, Approve: false, Note: "keep tags", ActorName: "Rita", At: now()})
+	if err != nil || r3.State != core.RevisionRejected || strings.Join(kept.Details.Tags, ",") != "a" || r3.Note != "keep tags" {
+		t.Fatalf("reject: %+v %+v %v", kept.Details, r3, err)
+	}
+	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev3.ID, Approve: true, ActorName: "x", At: now()}); !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("deciding twice: %v", err)
+	}
+	// A rejected report cannot be modified.
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Decision: core.DecisionReject, Note: "withdrawn", ActorName: "x", At: now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := mod(owner, 2, core.Submission{Publisher: ptr("y")}); !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("modify rejected: %v", err)
+	}
+	// Every revision is kept, with its events.
+	ev, _ := s.ReviewEvents(c, th.ID)
+	var actions []string
+	for _, e := range ev {
+		actions = append(actions, e.Action)
+	}
+	if strings.Join(actions, ",") != "submit,revise,propose-revision,verify,propose-revision,approve-revision,reject-revision,reject" {
+		t.Fatalf("events: %v", actions)
+	}
+}
+
+func testModifyHourlyLimit(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u := user(t, s, "busy@example.com")
+	var ids []string
+	for i := range 2 {
+		th := report(t, u.ID, core.TypeIP, "", fmt.Sprintf("192.0.2.%d", i+1))
+		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+	p := core.SubmitPolicy{HourlyLimit: 3, Now: now()}
+	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[0], AuthorID: u.ID, AuthorName: "b", Patch: core.Submission{Publisher: ptr("p")}, At: now()}, p); err != nil {
+		t.Fatalf("third action in the hour: %v", err)
+	}
+	_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[1], AuthorID: u.ID, AuthorName: "b", Patch: core.Submission{Publisher: ptr("p")}, At: now()}, p)
+	var hl *core.HourlyLimitError
+	if !errors.As(err, &hl) || hl.Limit != 3 {
+		t.Fatalf("fourth action: %v", err)
+	}
+	_, err = s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "192.0.2.9"), p)
+	if !errors.As(err, &hl) {
+		t.Fatalf("revisions must count toward the submission limit: %v", err)
+	}
+}
