@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestDomainImports keeps the domain free of HTTP, SQL and gRPC: core and
-// core/ratelimit may depend on the standard library, uuid and purl only.
+// TestDomainImports keeps the domain free of HTTP, SQL and gRPC: core,
+// core/ratelimit and core/index depend on the standard library, uuid, idna
+// and an LRU only.
 func TestDomainImports(t *testing.T) {
 	forbidden := []string{
 		"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc",
@@ -15,7 +16,7 @@ func TestDomainImports(t *testing.T) {
 		"github.com/threatd/threatd/plugins", "github.com/threatd/threatd/storage",
 		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
 	}
-	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ratelimit"} {
+	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

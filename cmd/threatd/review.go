@@ -34,7 +34,30 @@ func reviewCmd() *cobra.Command {
 				if err := w.Flush(); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d pending report(s)\n", len(pending))
+				revs, err := e.store.ListPendingRevisions(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if len(revs) > 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "\nPENDING REVISIONS (decide with approve-revision REV / reject-revision REV --note T)")
+				}
+				for _, r := range revs {
+					cur, err := e.store.GetThreat(cmd.Context(), r.ThreatID)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "REV %s  revision %d of %s, %s, by %s at %s\n", r.ID, r.Number, cur, cur.Status,
+						r.AuthorName, r.CreatedAt.Format(time.RFC3339))
+					proposed, err := core.ApplyPatch(cur, r.Patch, time.Now())
+					if err != nil {
+						fmt.Fprintf(cmd.OutOrStdout(), "    (no longer applies: %v)\n", err)
+						continue
+					}
+					for _, ch := range core.Diff(cur.Details, proposed.Details) {
+						fmt.Fprintf(cmd.OutOrStdout(), "    %s:\n      - %s\n      + %s\n", ch.Field, oneLine(orDash(ch.Old), 100), oneLine(orDash(ch.New), 100))
+					}
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d pending report(s), %d pending revision(s)\n", len(pending), len(revs))
 				return nil
 			})
 		},
@@ -53,13 +76,9 @@ func reviewCmd() *cobra.Command {
 				note, _ := cmd.Flags().GetString("note")
 				as, _ := cmd.Flags().GetString("as")
 				return withEnv(cmd, func(e *env) error {
-					var actor *core.User
-					if as != "" {
-						u, err := e.store.UserByEmail(cmd.Context(), strings.ToLower(strings.TrimSpace(as)))
-						if err != nil {
-							return fmt.Errorf("--as: %w", err)
-						}
-						actor = &u
+					actor, err := reviewer(cmd, e, as)
+					if err != nil {
+						return err
 					}
 					t, err := core.NewReports(e.store, core.Limits{}).Decide(cmd.Context(), args[0], d, note, actor)
 					if err != nil {
@@ -79,7 +98,38 @@ func reviewCmd() *cobra.Command {
 		return c
 	}
 
-	review.AddCommand(list, decide(core.DecisionVerify), decide(core.DecisionReject))
+	decideRevision := func(approve bool) *cobra.Command {
+		use, short := "approve-revision REV [--note T] [--as EMAIL]", "Approve a pending revision: it is applied to the report"
+		if !approve {
+			use, short = "reject-revision REV --note T [--as EMAIL]", "Reject a pending revision: the report stays as it is"
+		}
+		c := &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				note, _ := cmd.Flags().GetString("note")
+				as, _ := cmd.Flags().GetString("as")
+				return withEnv(cmd, func(e *env) error {
+					actor, err := reviewer(cmd, e, as)
+					if err != nil {
+						return err
+					}
+					t, r, err := core.NewReports(e.store, core.Limits{}).DecideRevision(cmd.Context(), args[0], approve, note, actor)
+					if err != nil {
+						return friendly(err)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "revision %d of %s is now %s\n", r.Number, t, r.State)
+					return nil
+				})
+			},
+		}
+		c.Flags().String("note", "", "why (required to reject)")
+		c.Flags().String("as", "", "the reviewer's e-mail (default: the built-in reviewer threatd)")
+		return c
+	}
+
+	review.AddCommand(list, decide(core.DecisionVerify), decide(core.DecisionReject), decideRevision(true), decideRevision(false))
 	return review
 }
 
@@ -97,4 +147,16 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// reviewer resolves --as to a user (nil: the built-in reviewer).
+func reviewer(cmd *cobra.Command, e *env, as string) (*core.User, error) {
+	if as == "" {
+		return nil, nil
+	}
+	u, err := e.store.UserByEmail(cmd.Context(), strings.ToLower(strings.TrimSpace(as)))
+	if err != nil {
+		return nil, fmt.Errorf("--as: %w", err)
+	}
+	return &u, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
+	"github.com/threatd/threatd/core/index"
 )
 
 func serveCmd() *cobra.Command {
@@ -37,6 +39,20 @@ func serve(cmd *cobra.Command, _ []string) error {
 	cfg, log := e.cfg, e.log
 	ctx := cmd.Context()
 
+	// The hot read path: load the index of verified reports, then follow the
+	// change feed so that changes by any process show within cache.freshness.
+	started := time.Now()
+	idx := index.New(e.store, 50_000)
+	if err := idx.Load(ctx); err != nil {
+		return fmt.Errorf("loading the index of verified reports: %w", err)
+	}
+	principals := index.NewPrincipals(core.NewAccounts(e.store), cfg.Cache.Freshness)
+	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log}
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
+
 	var proxies []netip.Prefix
 	for _, p := range cfg.Server.TrustedProxies {
 		pfx, _ := config.ParsePrefix(p) // validated by config.Load
@@ -54,9 +70,11 @@ func serve(cmd *cobra.Command, _ []string) error {
 			NewUserMaxUnverified:   cfg.Limits.NewUserMaxUnverified,
 			NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
 		},
+		BatchMax:    cfg.Limits.BatchMax,
+		LatestCount: cfg.Limits.LatestCount,
 		StorageName: cfg.Storage.Plugin,
 		Version:     version,
-	}, log, e.store)
+	}, log, e.store, idx, principals)
 
 	sc := echo.StartConfig{
 		Address:         cfg.Server.Listen,

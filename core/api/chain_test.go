@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/storage"
 )
@@ -62,6 +63,7 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		opts: Options{BasePath: "/functions/v1", MaxBodyBytes: 1024, PerIPPerMinute: perIP,
 			PerTokenPerMinute: map[core.Tier]int{core.TierFree: perToken, core.TierPaid: perToken * 10}},
 		log: slog.New(slog.DiscardHandler), accounts: acc, store: st,
+		index: index.New(st, 100), principals: index.NewPrincipals(acc, time.Second),
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}
 	e := f.srv.echo()

@@ -115,6 +115,8 @@ func toHTTPError(err error, maxBody int64) *Error {
 		return &Error{Status: http.StatusBadRequest, Message: fe.Error(), Fields: f}
 	case errors.As(err, &ne):
 		return &Error{Status: http.StatusNotFound, Message: capitalise(ne.Error())}
+	case errors.Is(err, core.ErrStale):
+		return &Error{Status: http.StatusConflict, Message: "The report changed while the request was processed; try again"}
 	case errors.As(err, &ce) && ce.What == "threat" && ce.Meta != nil:
 		return duplicateError(ce)
 	case errors.As(err, &ce):

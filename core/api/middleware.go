@@ -68,7 +68,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
 		}
-		p, err := s.accounts.Authenticate(c.Request().Context(), strings.TrimSpace(token))
+		p, err := s.principals.Authenticate(c.Request().Context(), strings.TrimSpace(token))
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func (s *Server) perTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		p := principal(c)
 		limit := s.opts.PerTokenPerMinute[p.User.Tier]
-		r := s.tokenLimiter.Take(p.Token.ID, limit, requestCost(c))
+		r := s.tokenLimiter.Take(p.Token.ID, limit, 1)
 		if limit > 0 {
 			h := c.Response().Header()
 			h.Set("RateLimit-Limit", strconv.Itoa(r.Limit))
@@ -97,14 +97,21 @@ func (s *Server) perTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// costKey lets a route say how many requests one call counts as.
-const costKey = "threatd.cost"
-
-func requestCost(c *echo.Context) int {
-	if n, ok := c.Get(costKey).(int); ok && n > 0 {
-		return n
+// chargeToken counts n more requests against the caller's per-token limit
+// (a batch counts one request per 100 queries) and updates the headers.
+func (s *Server) chargeToken(c *echo.Context, n int) error {
+	p := principal(c)
+	limit := s.opts.PerTokenPerMinute[p.User.Tier]
+	r := s.tokenLimiter.Take(p.Token.ID, limit, n)
+	if limit > 0 {
+		h := c.Response().Header()
+		h.Set("RateLimit-Remaining", strconv.Itoa(r.Remaining))
+		h.Set("RateLimit-Reset", strconv.Itoa(r.ResetSeconds()))
 	}
-	return 1
+	if !r.Allowed {
+		return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the limit is %d requests per minute (a batch counts one request per 100 queries); try again later", limit), r.ResetSeconds())
+	}
+	return nil
 }
 
 // requireTier refuses callers below the route's tier with 403.

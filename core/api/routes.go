@@ -35,6 +35,10 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/submit-threat-report", tier: core.TierFree, body: true, handler: s.submit},
 		// The specification's overview names the same operation /submit-threat (CONTRACT.md §7).
 		{method: http.MethodPost, path: "/submit-threat", tier: core.TierFree, body: true, handler: s.submit},
+		{method: http.MethodGet, path: "/check-malicious", tier: core.TierFree, handler: s.checkOne},
+		{method: http.MethodPost, path: "/check-malicious", tier: core.TierFree, body: true, handler: s.checkBatch},
+		{method: http.MethodGet, path: "/query-latest", tier: core.TierFree, handler: s.queryLatest},
+		{method: http.MethodPut, path: "/modify-threat-report", tier: core.TierFree, body: true, handler: s.modify},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 )
 
@@ -25,6 +26,8 @@ type Options struct {
 	PerIPPerMinute    int
 	PerTokenPerMinute map[core.Tier]int
 	Limits            core.Limits
+	BatchMax          int
+	LatestCount       int
 	// StorageName names the storage plugin, for /healthz.
 	StorageName string
 	Version     string
@@ -36,19 +39,24 @@ type Server struct {
 	log          *slog.Logger
 	accounts     *core.Accounts
 	reports      *core.Reports
+	index        *index.Index
+	principals   *index.Principals
 	store        core.Store
 	ipLimiter    *ratelimit.Limiter
 	tokenLimiter *ratelimit.Limiter
 	started      time.Time
 }
 
-// New builds the HTTP handler of the API.
-func New(opts Options, log *slog.Logger, store core.Store) http.Handler {
+// New builds the HTTP handler of the API. idx and principals are the hot
+// read path, kept current by an index.Follower the caller runs.
+func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals) http.Handler {
 	s := &Server{
 		opts:         opts,
 		log:          log,
 		accounts:     core.NewAccounts(store),
 		reports:      core.NewReports(store, opts.Limits),
+		index:        idx,
+		principals:   principals,
 		store:        store,
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),

@@ -1,0 +1,244 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+	"github.com/package-url/packageurl-go"
+
+	"github.com/threatd/threatd/core"
+)
+
+// checkQuery is one check as a client sends it (query string or batch entry).
+type checkQuery struct {
+	ReportType         string `json:"report_type"`
+	ResourceIdentifier string `json:"resource_identifier"`
+	Ecosystem          string `json:"ecosystem"`
+	Version            string `json:"version"`
+	Purl               string `json:"purl"`
+}
+
+// checkResult is spec §4.3's check result.
+type checkResult struct {
+	Malicious          bool    `json:"malicious"`
+	ReportType         string  `json:"report_type"`
+	ResourceIdentifier string  `json:"resource_identifier"`
+	Ecosystem          *string `json:"ecosystem"`
+	ThreatCount        int     `json:"threat_count"`
+	Details            *record `json:"details,omitempty"`
+	Message            string  `json:"message,omitempty"`
+}
+
+// purlTypes maps package-URL types to registries (CONTRACT.md §7).
+var purlTypes = map[string]string{
+	"npm": core.RegistryNPM, "pypi": core.RegistryPyPI, "gem": core.RegistryRubyGems, "cargo": core.RegistryCrates,
+	"golang": core.RegistryGo, "maven": core.RegistryMaven, "nuget": core.RegistryNuGet, "composer": core.RegistryPackagist,
+}
+
+// resolve turns a client query into a domain query, parsing a purl when given.
+func (q checkQuery) resolve() (core.CheckQuery, error) {
+	if q.Purl != "" {
+		if q.ReportType != "" || q.ResourceIdentifier != "" || q.Ecosystem != "" || q.Version != "" {
+			return core.CheckQuery{}, core.Invalid("purl", "give either purl alone or report_type and resource_identifier")
+		}
+		return fromPurl(q.Purl)
+	}
+	if q.ReportType == "" {
+		return core.CheckQuery{}, core.Invalid("report_type", "is required (or give a purl)")
+	}
+	rt, err := core.ParseReportType(q.ReportType)
+	if err != nil {
+		return core.CheckQuery{}, err
+	}
+	if strings.TrimSpace(q.ResourceIdentifier) == "" {
+		return core.CheckQuery{}, core.Invalid("resource_identifier", "is required")
+	}
+	out := core.CheckQuery{ReportType: rt, ResourceIdentifier: q.ResourceIdentifier, Version: strings.TrimSpace(q.Version)}
+	if q.Ecosystem != "" {
+		if out.Ecosystem, err = core.ParseRegistry("ecosystem", q.Ecosystem); err != nil {
+			return core.CheckQuery{}, err
+		}
+	}
+	return out, nil
+}
+
+func fromPurl(s string) (core.CheckQuery, error) {
+	p, err := packageurl.FromString(s)
+	if err != nil {
+		return core.CheckQuery{}, core.Invalid("purl", "is not a valid package URL: %v", err)
+	}
+	switch p.Type {
+	case "docker", "oci":
+		ref := p.Name
+		if p.Namespace != "" {
+			ref = p.Namespace + "/" + p.Name
+		}
+		if repo := p.Qualifiers.Map()["repository_url"]; repo != "" {
+			ref = strings.TrimSuffix(repo, "/") + "/" + p.Name
+		}
+		if p.Version != "" {
+			if strings.Contains(p.Version, ":") {
+				ref += "@" + p.Version
+			} else {
+				ref += ":" + p.Version
+			}
+		}
+		return core.CheckQuery{ReportType: core.TypeContainer, ResourceIdentifier: ref}, nil
+	}
+	reg, ok := purlTypes[p.Type]
+	if !ok {
+		return core.CheckQuery{}, core.Invalid("purl", "package type %q is not supported (npm, pypi, gem, cargo, golang, maven, nuget, composer, docker, oci)", p.Type)
+	}
+	name := p.Name
+	switch {
+	case p.Namespace == "":
+	case p.Type == "maven":
+		name = p.Namespace + ":" + p.Name
+	default:
+		name = p.Namespace + "/" + p.Name
+	}
+	return core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: reg, Version: p.Version}, nil
+}
+
+// check answers one resolved query from the index.
+func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Principal) (checkResult, error) {
+	keys, err := core.CheckKeys(q)
+	if err != nil {
+		return checkResult{}, err
+	}
+	res, err := s.index.Check(ctx, keys, q.Version)
+	if err != nil {
+		return checkResult{}, err
+	}
+	out := checkResult{ReportType: string(q.ReportType), ResourceIdentifier: q.ResourceIdentifier, ThreatCount: res.Count}
+	switch {
+	case q.Ecosystem != "":
+		out.Ecosystem = &q.Ecosystem
+	case res.Count > 0 && res.Latest.Registry != "":
+		out.Ecosystem = &res.Latest.Registry
+	}
+	if res.Count == 0 {
+		out.Message = fmt.Sprintf("%s %q is not in the threat database", q.ReportType, q.ResourceIdentifier)
+		return out, nil
+	}
+	rec := toRecord(res.Latest, viewer)
+	out.Malicious, out.Details = true, &rec
+	return out, nil
+}
+
+var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "version", "purl"}
+
+// checkOne is GET /check-malicious.
+func (s *Server) checkOne(c *echo.Context) error {
+	qs := c.Request().URL.Query()
+	if err := onlyParams(qs, checkParams); err != nil {
+		return err
+	}
+	q, err := checkQuery{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
+		Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.resolve()
+	if err != nil {
+		return err
+	}
+	res, err := s.check(c.Request().Context(), q, principal(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// batchEntry is one result of a batch: a check result or {index, error}.
+type batchError struct {
+	Index int    `json:"index"`
+	Error string `json:"error"`
+}
+
+// checkBatch is POST /check-malicious: up to batch_max queries, each 100
+// counting as one request toward the per-token limit.
+func (s *Server) checkBatch(c *echo.Context) error {
+	var body struct {
+		Queries []map[string]any `json:"queries"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	if body.Queries == nil {
+		return core.Invalid("queries", "is required: an array of queries")
+	}
+	if n := len(body.Queries); n > s.opts.BatchMax {
+		return core.Invalid("queries", "has %d queries; at most %d are allowed in one request", n, s.opts.BatchMax)
+	}
+	// The middleware counted this request once; each further 100 queries count again.
+	if extra := (len(body.Queries)+99)/100 - 1; extra > 0 {
+		if err := s.chargeToken(c, extra); err != nil {
+			return err
+		}
+	}
+	viewer := principal(c)
+	results := make([]any, len(body.Queries))
+	for i, raw := range body.Queries {
+		q, err := batchQuery(raw)
+		var res checkResult
+		if err == nil {
+			var cq core.CheckQuery
+			if cq, err = q.resolve(); err == nil {
+				res, err = s.check(c.Request().Context(), cq, viewer)
+			}
+		}
+		if err != nil {
+			e := toHTTPError(err, s.opts.MaxBodyBytes)
+			if e.Status >= 500 {
+				return err
+			}
+			results[i] = batchError{Index: i, Error: e.Message}
+			continue
+		}
+		results[i] = res
+	}
+	return c.JSON(http.StatusOK, map[string]any{"results": results})
+}
+
+// batchQuery reads one batch entry strictly: known string fields only.
+func batchQuery(raw map[string]any) (checkQuery, error) {
+	var q checkQuery
+	for k, v := range raw {
+		if !slices.Contains(checkParams, k) {
+			return q, core.Invalid(k, "is not a known field of a query")
+		}
+		str, ok := v.(string)
+		if !ok && v != nil {
+			return q, core.Invalid(k, "must be a string")
+		}
+		switch k {
+		case "report_type":
+			q.ReportType = str
+		case "resource_identifier":
+			q.ResourceIdentifier = str
+		case "ecosystem":
+			q.Ecosystem = str
+		case "version":
+			q.Version = str
+		case "purl":
+			q.Purl = str
+		}
+	}
+	return q, nil
+}
+
+// onlyParams refuses query parameters outside allowed (a typo would
+// otherwise silently widen a query).
+func onlyParams(qs url.Values, allowed []string) error {
+	for k, v := range qs {
+		if !slices.Contains(allowed, k) {
+			return core.Invalid(k, "is not a known parameter (known: %s)", strings.Join(allowed, ", "))
+		}
+		if len(v) > 1 {
+			return core.Invalid(k, "is given more than once")
+		}
+	}
+	return nil
+}

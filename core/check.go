@@ -1,0 +1,77 @@
+package core
+
+import (
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// CheckQuery is one "is this malicious?" question (CONTRACT.md §7).
+type CheckQuery struct {
+	ReportType         ReportType
+	ResourceIdentifier string
+	Ecosystem          string // packages: optional registry; "" = every registry
+	Version            string // packages: optional; "" = any version
+}
+
+// CheckKeys validates a query and returns every canonical key whose verified
+// report answers it: the identifier's own key (for a package without an
+// ecosystem, one per registry where the name is valid), plus, for a url or
+// domain, the domain reports of its host and parent domains.
+func CheckKeys(q CheckQuery) ([]string, error) {
+	if q.ReportType == TypePackage && q.Ecosystem == "" {
+		var keys []string
+		var firstErr error
+		for _, reg := range PackageRegistries {
+			k, err := CanonicalKey(TypePackage, reg, q.ResourceIdentifier)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			keys = append(keys, k)
+		}
+		if len(keys) == 0 {
+			return nil, firstErr
+		}
+		return keys, nil
+	}
+	if q.ReportType == TypePackage && !IsPackageRegistry(q.Ecosystem) {
+		return nil, Invalid("ecosystem", "must be a package registry (%s) for package checks", strings.Join(PackageRegistries, ", "))
+	}
+	k, err := CanonicalKey(q.ReportType, q.Ecosystem, q.ResourceIdentifier)
+	if err != nil {
+		return nil, err
+	}
+	keys := []string{k}
+	var host string
+	switch q.ReportType {
+	case TypeURL:
+		u, _ := url.Parse(strings.TrimPrefix(k, "url:"))
+		if _, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err != nil {
+			host = u.Hostname()
+		}
+	case TypeDomain:
+		host = strings.TrimPrefix(k, "domain:")
+		keys = keys[:0]
+	}
+	for labels := strings.Split(host, "."); len(labels) >= 2; labels = labels[1:] {
+		keys = append(keys, "domain:"+strings.Join(labels, "."))
+	}
+	return keys, nil
+}
+
+// VersionMatches reports whether a report whose version_info is versions
+// affects version: an empty list or an empty version matches everything.
+func VersionMatches(versions, version string) bool {
+	if versions == "" || version == "" {
+		return true
+	}
+	for v := range strings.SplitSeq(versions, ",") {
+		if strings.TrimSpace(v) == version {
+			return true
+		}
+	}
+	return false
+}
