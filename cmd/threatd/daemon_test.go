@@ -250,3 +250,30 @@ func (r response) expect(t *testing.T, code int, errText string) response {
 	}
 	return r
 }
+
+// freshness is the default cache.freshness: a change made by another process
+// (the CLI) shows in the daemon within it.
+const freshness = time.Second
+
+// eventually retries check until it holds or twice the freshness bound passed.
+func eventually(t *testing.T, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2*freshness + 500*time.Millisecond)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s", what, 2*freshness)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// until sends the request until it answers code (within the freshness bound).
+func (d *daemon) until(code int, method, path, token, body string) response {
+	d.t.Helper()
+	var r response
+	eventually(d.t, fmt.Sprintf("%s %s answering %d", method, path, code), func() bool {
+		r = d.do(method, path, token, body)
+		return r.code == code
+	})
+	return r
+}

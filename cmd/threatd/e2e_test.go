@@ -110,9 +110,10 @@ func TestAuthAndRateLimitHeaders(t *testing.T) {
 		t.Fatalf("paid: %v %v", r.hdr, r.body)
 	}
 
-	// Revoked through the CLI while the daemon serves: refused from then on.
+	// Revoked through the CLI while the daemon serves: refused within the
+	// freshness bound, and from then on.
 	in.mustCLI("token", "revoke", "--token", paid)
-	d.do("GET", base+"/account", paid, "").expect(t, 401, "Invalid API token")
+	d.until(401, "GET", base+"/account", paid, "").expect(t, 401, "Invalid API token")
 
 	// No token reaches the log.
 	if log := d.logText(); strings.Contains(log, free) || strings.Contains(log, paid) || strings.Contains(log, free[4:20]) {

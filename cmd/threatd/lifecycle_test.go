@@ -30,7 +30,8 @@ func TestSIGTERMDrainsInFlightRequests(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		req, _ := http.NewRequest("GET", d.base+base+"/account", nil)
+		// query-latest reads storage on every call (the token comes from cache).
+		req, _ := http.NewRequest("GET", d.base+base+"/query-latest", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		res, err := d.client.Do(req)
 		if err != nil {
@@ -95,7 +96,7 @@ func TestStoragePluginDeath(t *testing.T) {
 	if r.body["status"] != "degraded" || st["status"] != "unavailable" || st["error"] == "" {
 		t.Fatalf("healthz after plugin death: %v", r.body)
 	}
-	r = d.do("GET", base+"/account", tok, "").expect(t, 503, "Service unavailable")
+	r = d.do("GET", base+"/query-latest", tok, "").expect(t, 503, "Service unavailable")
 	if r.body["details"] == nil {
 		t.Fatalf("503 without details: %v", r.body)
 	}

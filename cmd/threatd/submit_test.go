@@ -245,7 +245,7 @@ func TestSubmitHourlyLimit(t *testing.T) {
 	}
 	// An administrator raises the limit while the daemon runs.
 	in.mustCLI("user", "set-limit", "--email", "h@example.com", "--submissions-per-hour", "3")
-	d.do("POST", base+"/submit-threat-report", tok, pkg("h-2")).expect(t, 201, "")
+	d.until(201, "POST", base+"/submit-threat-report", tok, pkg("h-2"))
 	d.do("POST", base+"/submit-threat-report", tok, pkg("h-3")).expect(t, 429, "Submission limit exceeded: the maximum is 3 submissions per hour")
 }
 
@@ -272,7 +272,7 @@ func TestSubmitOrder(t *testing.T) {
 	}
 	d.do("POST", base+"/submit-threat-report", tok, pkg("o-0")).expect(t, 429, "")
 	in.mustCLI("user", "set-limit", "--email", "o@example.com", "--submissions-per-hour", "0")
-	d.do("POST", base+"/submit-threat-report", tok, pkg("o-0")).expect(t, 409, "")
+	d.until(409, "POST", base+"/submit-threat-report", tok, pkg("o-0"))
 }
 
 func TestSubmitConcurrency(t *testing.T) {
