@@ -64,14 +64,14 @@ func reviewCmd() *cobra.Command {
 	}
 
 	decide := func(d core.Decision) *cobra.Command {
-		use, short := "verify ID [--note T] [--as EMAIL]", "Verify a pending report: it is published"
+		use, short := "verify ID... [--note T] [--as EMAIL]", "Verify pending reports: they are published"
 		if d == core.DecisionReject {
-			use, short = "reject ID --note T [--as EMAIL]", "Reject a pending report, or withdraw a verified one (a note is required)"
+			use, short = "reject ID... --note T [--as EMAIL]", "Reject pending reports, or withdraw verified ones (a note is required)"
 		}
 		c := &cobra.Command{
 			Use:   use,
 			Short: short,
-			Args:  cobra.ExactArgs(1),
+			Args:  cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				note, _ := cmd.Flags().GetString("note")
 				as, _ := cmd.Flags().GetString("as")
@@ -80,15 +80,19 @@ func reviewCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					t, err := core.NewReports(e.store, core.Limits{}).Decide(cmd.Context(), args[0], d, note, actor)
-					if err != nil {
-						return friendly(err)
-					}
 					who := core.SystemReviewer
 					if actor != nil {
 						who = actor.Name
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s (by %s)\n", t, t.Status, who)
+					reports := core.NewReports(e.store, core.Limits{})
+					// Each report is its own transaction; the first failure stops.
+					for _, id := range args {
+						t, err := reports.Decide(cmd.Context(), id, d, note, actor)
+						if err != nil {
+							return fmt.Errorf("%s: %w", id, friendly(err))
+						}
+						fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s (by %s)\n", t, t.Status, who)
+					}
 					return nil
 				})
 			},
