@@ -198,9 +198,6 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 	if _, err := uuid.Parse(threatID); err != nil {
 		return Threat{}, Revision{}, Invalid("threat_id", "must be a UUID (got %q)", threatID)
 	}
-	if PatchIsEmpty(patch) {
-		return Threat{}, Revision{}, Invalid("", "nothing to change: give at least one field besides threat_id")
-	}
 	for attempt := 0; ; attempt++ {
 		now := r.now().UTC().Truncate(time.Microsecond)
 		cur, err := r.store.GetThreat(ctx, threatID)
@@ -210,8 +207,12 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 		if cur.Status == StatusRejected {
 			return Threat{}, Revision{}, &ConflictError{What: "threat", Key: threatID, Message: "This report was rejected and cannot be modified"}
 		}
+		// Identity fields and values first, so an attempt to change them is named.
 		if _, err := ApplyPatch(cur, patch, now); err != nil {
 			return Threat{}, Revision{}, err
+		}
+		if PatchIsEmpty(patch) {
+			return Threat{}, Revision{}, Invalid("", "nothing to change: give at least one field besides threat_id")
 		}
 		t, rev, err := r.store.ModifyThreat(ctx, Modification{
 			ThreatID: threatID, AuthorID: p.User.ID, AuthorName: p.User.Name, Patch: patch, BaseRevision: cur.Revision, At: now,
