@@ -1,0 +1,181 @@
+package index_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/storage"
+)
+
+func newStore(t testing.TB) *storage.Store {
+	st, err := storage.Open(storage.SQLite, filepath.Join(t.TempDir(), "idx.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestFollowerKeepsIndexCurrent drives a real SQLite store and checks that
+// the follower applies verifications, withdrawals, revisions and token
+// revocations to the index and the principal cache.
+func TestFollowerKeepsIndexCurrent(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	acc := core.NewAccounts(st)
+	reports := core.NewReports(st, core.Limits{})
+	u, _ := acc.AddUser(ctx, core.NewUser{Email: "f@example.com"})
+	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
+	p, _ := acc.Authenticate(ctx, secret)
+
+	sub := func(id, versions string) core.Threat {
+		s := core.Submission{ReportType: ptr("package"), ResourceIdentifier: &id, Registry: ptr("npm"), ThreatDescription: ptr("x"), VersionInfo: &versions}
+		if versions == "" {
+			s.VersionInfo = nil
+		}
+		th, err := reports.Submit(ctx, p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th
+	}
+	a := sub("pkg-a", "1.0.0, 1.0.1")
+	if _, err := reports.Decide(ctx, a.ID, core.DecisionVerify, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	idx := index.New(st, 100)
+	if err := idx.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	principals := index.NewPrincipals(acc, time.Second)
+	f := &index.Follower{Store: st, Index: idx, Principals: principals, Log: slog.New(slog.DiscardHandler)}
+	check := func(name, version string) index.Result {
+		keys, err := core.CheckKeys(core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm", Version: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := idx.Check(ctx, keys, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := check("PKG-A", ""); r.Count != 1 || r.Latest.ID != a.ID {
+		t.Fatalf("loaded: %+v", r)
+	}
+	if check("pkg-a", "1.0.1").Count != 1 || check("pkg-a", "2.0").Count != 0 {
+		t.Fatal("version matching")
+	}
+	b := sub("pkg-b", "")
+	if check("pkg-b", "").Count != 0 {
+		t.Fatal("pending report indexed")
+	}
+	reports.Decide(ctx, b.ID, core.DecisionVerify, "", nil)
+	reports.Decide(ctx, a.ID, core.DecisionReject, "withdrawn", nil)
+	if err := f.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if check("pkg-b", "9.9.9").Count != 1 || check("pkg-a", "").Count != 0 {
+		t.Fatal("follower did not apply verification and withdrawal")
+	}
+	// An approved revision reaches the cached record.
+	if r := check("pkg-b", ""); r.Latest.Details.Publisher != "" {
+		t.Fatal("unexpected publisher")
+	}
+	_, rev, err := reports.Modify(ctx, p, b.ID, core.Submission{Publisher: ptr("mallory")})
+	if err != nil || rev.State != core.RevisionPending {
+		t.Fatalf("modify: %+v %v", rev, err)
+	}
+	if _, _, err := reports.DecideRevision(ctx, rev.ID, true, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Catch(ctx)
+	if r := check("pkg-b", ""); r.Latest.Details.Publisher != "mallory" {
+		t.Fatalf("record after approved revision: %+v", r.Latest.Details)
+	}
+	// Revocation reaches the principal cache.
+	if _, err := principals.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	acc.RevokeToken(ctx, secret)
+	if _, err := principals.Authenticate(ctx, secret); err != nil {
+		t.Fatal("the cache must serve until the feed says otherwise")
+	}
+	f.Catch(ctx)
+	if _, err := principals.Authenticate(ctx, secret); err == nil {
+		t.Fatal("revoked token still accepted after the feed was applied")
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// summaryStore serves GetThreat for the benchmarks' record misses; the index
+// itself is built with Put, as Load would.
+type summaryStore struct{ core.Store }
+
+func (summaryStore) GetThreat(_ context.Context, id string) (core.Threat, error) {
+	return core.Threat{ID: id, Status: core.StatusVerified, ReportType: core.TypePackage, Registry: "npm",
+		Details: core.Details{ThreatDescription: "benchmark"}}, nil
+}
+
+func buildIndex(b *testing.B, n int) (*index.Index, float64) {
+	b.Helper()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	idx := index.New(summaryStore{}, 50_000)
+	at := time.Now()
+	for i := range n {
+		err := idx.Put(core.Summary{ID: uuid.NewString(), CanonicalKey: fmt.Sprintf("package:npm:malicious-package-%07d", i),
+			ReportType: core.TypePackage, Registry: "npm", Severity: core.SeverityHigh, VerifiedAt: at, VersionInfo: "1.0.0, 1.0.1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return idx, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// BenchmarkCheck measures the check path (normalise, look up, fetch the
+// record) with 100,000 and 1,000,000 verified reports: misses (the common
+// case, a clean dependency) and hits on reports whose records are cached.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		idx, perReport := buildIndex(b, n)
+		ctx := context.Background()
+		run := func(name string, ident func(i int) string, wantHit bool) {
+			b.Run(fmt.Sprintf("%s/%dk", name, n/1000), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					q := core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: ident(i), Ecosystem: "npm", Version: "1.0.1"}
+					keys, err := core.CheckKeys(q)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r, err := idx.Check(ctx, keys, q.Version)
+					if err != nil || (r.Count > 0) != wantHit {
+						b.Fatalf("%s: %+v %v", q.ResourceIdentifier, r, err)
+					}
+					i++
+				}
+				b.ReportMetric(perReport, "B/report")
+			})
+		}
+		run("miss", func(i int) string { return fmt.Sprintf("clean-package-%d", i%1000) }, false)
+		run("hit", func(i int) string { return fmt.Sprintf("Malicious-Package-%07d", (i*7919)%1000) }, true)
+	}
+}
