@@ -155,6 +155,9 @@ func TestHealthzAndPluginLog(t *testing.T) {
 	if r.body["status"] != "ok" || st["plugin"] != "sqlite" || st["status"] != "ok" {
 		t.Fatalf("healthz %v", r.body)
 	}
+	if idx, _ := r.body["index"].(map[string]any); idx["verified_reports"] != float64(0) || idx["feed_seq"] == nil {
+		t.Fatalf("healthz index: %v", r.body)
+	}
 	// healthz is at the root, not under the base path.
 	d.do("GET", base+"/healthz", "", "").expect(t, 404, "")
 	// The plugin's own stderr arrives in the daemon's structured log.

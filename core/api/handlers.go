@@ -24,6 +24,7 @@ func (s *Server) healthz(c *echo.Context) error {
 		"version":        s.opts.Version,
 		"uptime_seconds": int64(time.Since(s.started).Seconds()),
 		"plugins":        map[string]any{"storage": storage},
+		"index":          map[string]any{"verified_reports": s.index.Len(), "feed_seq": s.index.LastSeq()},
 	})
 }
 
