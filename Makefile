@@ -3,9 +3,9 @@ GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
-PLUGIN_CMDS := threatd-storage-sqlite
+PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres
 
-.PHONY: all build run test fuzz lint proto proto-check bench clean
+.PHONY: all build run test fuzz postgres lint proto proto-check bench clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -27,9 +27,21 @@ run: build
 	$(BIN)/threatd serve
 
 # The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
-test: build
+test: build postgres
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
+
+# The tests start their own throwaway PostgreSQL server (storage/pgtest) and
+# need its binaries: installed from Debian's packages when missing (as root),
+# unless THREATD_TEST_POSTGRES=off.
+postgres:
+	@if [ "$$THREATD_TEST_POSTGRES" = off ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "installing PostgreSQL from Debian's packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else \
+	  echo "PostgreSQL is needed by the tests: sudo apt-get install postgresql (or run with THREATD_TEST_POSTGRES=off)"; exit 1; \
+	fi
 
 # The fuzz targets: the submit decoder/validator and identifier normalisation.
 fuzz:

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -86,13 +88,34 @@ func openSQLite(path string) (*bun.DB, error) {
 	return bun.NewDB(sqldb, sqlitedialect.New()), nil
 }
 
+// openPostgres connects to PostgreSQL at dsn (postgres://user:pass@host:port/db?sslmode=…).
+func openPostgres(dsn string) (*bun.DB, error) {
+	if dsn == "" {
+		return nil, errors.New("postgres: storage.dsn is required (postgres://user:password@host:5432/database?sslmode=disable)")
+	}
+	if _, err := url.Parse(dsn); err != nil || !strings.HasPrefix(dsn, "postgres") {
+		return nil, errors.New("postgres: storage.dsn must be a postgres:// URL")
+	}
+	sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithApplicationName("threatd")))
+	sqldb.SetMaxOpenConns(32)
+	sqldb.SetMaxIdleConns(8)
+	return bun.NewDB(sqldb, pgdialect.New()), nil
+}
+
+// PostgreSQL error classes (SQLSTATE).
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+)
+
 // isUniqueViolation reports whether err is a unique-constraint violation.
 func isUniqueViolation(err error) bool {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 	}
-	return false
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && pe.Field('C') == pgUniqueViolation
 }
 
 // isForeignKeyViolation reports whether err is a foreign-key violation.
@@ -101,7 +124,8 @@ func isForeignKeyViolation(err error) bool {
 	if errors.As(err, &se) {
 		return se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 	}
-	return false
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && pe.Field('C') == pgForeignKeyViolation
 }
 
 // lockUser serialises one user's submissions, so that the new-user cap and

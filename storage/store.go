@@ -69,6 +69,8 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	switch d {
 	case SQLite:
 		db, err = openSQLite(dsn)
+	case Postgres:
+		db, err = openPostgres(dsn)
 	default:
 		return nil, fmt.Errorf("storage: unsupported dialect %q", d)
 	}

@@ -21,7 +21,7 @@ var (
 )
 
 // Commands are the binaries under cmd/ that tests use.
-var Commands = []string{"threatd", "threatd-storage-sqlite"}
+var Commands = []string{"threatd", "threatd-storage-sqlite", "threatd-storage-postgres"}
 
 // Dir returns a directory holding threatd and plugins/ with every plugin.
 func Dir(t testing.TB) string {
