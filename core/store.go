@@ -66,6 +66,10 @@ type Store interface {
 	// ListPendingRevisions returns pending revisions, oldest first.
 	ListPendingRevisions(ctx context.Context) ([]Revision, error)
 
+	// SyncRateCounts adds deltas to the shared request counters of a rate
+	// window and returns the window's totals (limits.store: storage).
+	SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error)
+
 	// Changes returns up to limit changes with Seq > after, in Seq order.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 

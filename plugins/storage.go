@@ -238,6 +238,13 @@ func (s *storageServer) ListPendingRevisions(_ *pb.ListPendingRevisionsRequest, 
 	}, revisionToPB, stream.Send)
 }
 
+func (s *storageServer) SyncRateCounts(ctx context.Context, req *pb.RateCounts) (*pb.RateCounts, error) {
+	return withStore(s, func(st core.Store) (*pb.RateCounts, error) {
+		totals, err := st.SyncRateCounts(ctx, req.Window, req.Counts)
+		return &pb.RateCounts{Window: req.Window, Counts: totals}, err
+	})
+}
+
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
 	return streamAll(s, func(st core.Store) ([]core.Change, error) {
 		return st.Changes(stream.Context(), req.After, int(req.Limit))
@@ -428,6 +435,12 @@ func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecis
 func (c *StorageClient) ListPendingRevisions(ctx context.Context) ([]core.Revision, error) {
 	stream, err := c.rpc.ListPendingRevisions(ctx, &pb.ListPendingRevisionsRequest{})
 	return recvAll(stream, err, revisionFromPB)
+}
+
+// SyncRateCounts adds to the shared counters of a window and returns its totals.
+func (c *StorageClient) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
+	r, err := c.rpc.SyncRateCounts(ctx, &pb.RateCounts{Window: window, Counts: deltas})
+	return call(r, err, (*pb.RateCounts).GetCounts)
 }
 
 // Changes reads the change feed after seq.

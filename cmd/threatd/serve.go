@@ -16,6 +16,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/ratelimit"
 )
 
 func serveCmd() *cobra.Command {
@@ -53,6 +54,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
 	log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
 
+	var shared ratelimit.Taker
+	if cfg.Limits.Store == "storage" {
+		sl := ratelimit.NewShared(time.Minute, e.store.SyncRateCounts)
+		go sl.Run(followCtx, cfg.Limits.SyncInterval, log)
+		shared = sl
+		log.Info("rate limits shared through storage", "sync_interval", cfg.Limits.SyncInterval.String())
+	}
+
 	var proxies []netip.Prefix
 	for _, p := range cfg.Server.TrustedProxies {
 		pfx, _ := config.ParsePrefix(p) // validated by config.Load
@@ -72,6 +81,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		},
 		BatchMax:    cfg.Limits.BatchMax,
 		LatestCount: cfg.Limits.LatestCount,
+		Limiter:     shared,
 		StorageName: cfg.Storage.Plugin,
 		Version:     version,
 	}, log, e.store, idx, principals)

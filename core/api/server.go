@@ -28,6 +28,9 @@ type Options struct {
 	Limits            core.Limits
 	BatchMax          int
 	LatestCount       int
+	// Limiter counts per-IP and per-token requests; nil = in memory, per
+	// daemon (limits.store: memory).
+	Limiter ratelimit.Taker
 	// StorageName names the storage plugin, for /healthz.
 	StorageName string
 	Version     string
@@ -42,8 +45,8 @@ type Server struct {
 	index        *index.Index
 	principals   *index.Principals
 	store        core.Store
-	ipLimiter    *ratelimit.Limiter
-	tokenLimiter *ratelimit.Limiter
+	ipLimiter    ratelimit.Taker
+	tokenLimiter ratelimit.Taker
 	started      time.Time
 }
 
@@ -61,6 +64,9 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),
 		started:      time.Now(),
+	}
+	if opts.Limiter != nil {
+		s.ipLimiter, s.tokenLimiter = prefixed{opts.Limiter, "ip:"}, prefixed{opts.Limiter, "token:"}
 	}
 	return s.echo()
 }
@@ -93,4 +99,14 @@ func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
 		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// prefixed shares one Taker between the per-IP and per-token limits.
+type prefixed struct {
+	ratelimit.Taker
+	prefix string
+}
+
+func (p prefixed) Take(key string, limit, cost int) ratelimit.Result {
+	return p.Taker.Take(p.prefix+key, limit, cost)
 }

@@ -50,6 +50,7 @@ func Run(t *testing.T, backend Backend) {
 		{"VerifiedSummaries", testVerifiedSummaries},
 		{"Modify", testModify},
 		{"ModifyHourlyLimit", testModifyHourlyLimit},
+		{"RateCounters", testRateCounters},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

@@ -47,6 +47,7 @@ const (
 	Storage_ModifyThreat_FullMethodName         = "/threatd.plugin.v1.Storage/ModifyThreat"
 	Storage_DecideRevision_FullMethodName       = "/threatd.plugin.v1.Storage/DecideRevision"
 	Storage_ListPendingRevisions_FullMethodName = "/threatd.plugin.v1.Storage/ListPendingRevisions"
+	Storage_SyncRateCounts_FullMethodName       = "/threatd.plugin.v1.Storage/SyncRateCounts"
 	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
 )
 
@@ -91,6 +92,9 @@ type StorageClient interface {
 	// DecideRevision approves or rejects a pending revision.
 	DecideRevision(ctx context.Context, in *RevisionDecision, opts ...grpc.CallOption) (*ModifyResponse, error)
 	ListPendingRevisions(ctx context.Context, in *ListPendingRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error)
+	// SyncRateCounts adds to the shared request counters of a window and
+	// returns its totals.
+	SyncRateCounts(ctx context.Context, in *RateCounts, opts ...grpc.CallOption) (*RateCounts, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
 }
@@ -348,6 +352,16 @@ func (c *storageClient) ListPendingRevisions(ctx context.Context, in *ListPendin
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListPendingRevisionsClient = grpc.ServerStreamingClient[Revision]
 
+func (c *storageClient) SyncRateCounts(ctx context.Context, in *RateCounts, opts ...grpc.CallOption) (*RateCounts, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RateCounts)
+	err := c.cc.Invoke(ctx, Storage_SyncRateCounts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_Changes_FullMethodName, cOpts...)
@@ -408,6 +422,9 @@ type StorageServer interface {
 	// DecideRevision approves or rejects a pending revision.
 	DecideRevision(context.Context, *RevisionDecision) (*ModifyResponse, error)
 	ListPendingRevisions(*ListPendingRevisionsRequest, grpc.ServerStreamingServer[Revision]) error
+	// SyncRateCounts adds to the shared request counters of a window and
+	// returns its totals.
+	SyncRateCounts(context.Context, *RateCounts) (*RateCounts, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
 	mustEmbedUnimplementedStorageServer()
@@ -479,6 +496,9 @@ func (UnimplementedStorageServer) DecideRevision(context.Context, *RevisionDecis
 }
 func (UnimplementedStorageServer) ListPendingRevisions(*ListPendingRevisionsRequest, grpc.ServerStreamingServer[Revision]) error {
 	return status.Error(codes.Unimplemented, "method ListPendingRevisions not implemented")
+}
+func (UnimplementedStorageServer) SyncRateCounts(context.Context, *RateCounts) (*RateCounts, error) {
+	return nil, status.Error(codes.Unimplemented, "method SyncRateCounts not implemented")
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
@@ -829,6 +849,24 @@ func _Storage_ListPendingRevisions_Handler(srv interface{}, stream grpc.ServerSt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListPendingRevisionsServer = grpc.ServerStreamingServer[Revision]
 
+func _Storage_SyncRateCounts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RateCounts)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).SyncRateCounts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_SyncRateCounts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).SyncRateCounts(ctx, req.(*RateCounts))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -906,6 +944,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DecideRevision",
 			Handler:    _Storage_DecideRevision_Handler,
+		},
+		{
+			MethodName: "SyncRateCounts",
+			Handler:    _Storage_SyncRateCounts_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,48 @@
+package storage
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+type rateCounterRow struct {
+	bun.BaseModel `bun:"table:rate_counters"`
+
+	Win   int64  `bun:"win,pk"`
+	Key   string `bun:"key,pk"`
+	Count int64  `bun:"count,notnull"`
+}
+
+// SyncRateCounts adds deltas to window's shared counters, forgets windows
+// older than the previous one, and returns every total of window.
+func (s *Store) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if len(deltas) > 0 {
+			rows := make([]rateCounterRow, 0, len(deltas))
+			for k, v := range deltas {
+				rows = append(rows, rateCounterRow{Win: window, Key: k, Count: v})
+			}
+			_, err := tx.NewInsert().Model(&rows).
+				On("CONFLICT (win, key) DO UPDATE").
+				Set("count = ?TableAlias.count + EXCLUDED.count").Exec(ctx)
+			if err != nil {
+				return err
+			}
+		}
+		_, err := tx.NewDelete().Model((*rateCounterRow)(nil)).Where("win < ?", window-1).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rows []rateCounterRow
+	if err := s.db.NewSelect().Model(&rows).Where("win = ?", window).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r.Count
+	}
+	return out, nil
+}
