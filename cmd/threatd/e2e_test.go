@@ -180,8 +180,8 @@ func TestMissingPluginRefusesToStart(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	in.env = nil
-	r = in.cli("serve", "--listen", "127.0.0.1:0", "--storage-plugin", "postgres")
-	if r.code == 0 || !strings.Contains(r.stderr, `storage plugin "postgres" not found`) {
+	r = in.cli("serve", "--listen", "127.0.0.1:0", "--storage-plugin", "mysql")
+	if r.code == 0 || !strings.Contains(r.stderr, `storage plugin "mysql" not found`) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
