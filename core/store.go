@@ -70,6 +70,13 @@ type Store interface {
 	// window and returns the window's totals (limits.store: storage).
 	SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error)
 
+	// Export calls fn with every stored row, table by table in foreign-key
+	// order, as batches of bounded size (copy-storage).
+	Export(ctx context.Context, fn func(table string, rows []byte) error) error
+	// Import writes exported batches, read with next until ok is false, in one
+	// transaction into an empty store, and returns the rows written per table.
+	Import(ctx context.Context, next func() (table string, rows []byte, ok bool, err error)) (map[string]int64, error)
+
 	// Changes returns up to limit changes with Seq > after, in Seq order.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 

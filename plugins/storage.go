@@ -245,6 +245,37 @@ func (s *storageServer) SyncRateCounts(ctx context.Context, req *pb.RateCounts) 
 	})
 }
 
+func (s *storageServer) Export(_ *pb.ExportRequest, stream grpc.ServerStreamingServer[pb.RowBatch]) error {
+	st, err := s.get()
+	if err != nil {
+		return err
+	}
+	return toStatus(st.Export(stream.Context(), func(table string, rows []byte) error {
+		return stream.Send(&pb.RowBatch{Table: table, Rows: rows})
+	}))
+}
+
+func (s *storageServer) Import(stream grpc.ClientStreamingServer[pb.RowBatch, pb.ImportResult]) error {
+	st, err := s.get()
+	if err != nil {
+		return err
+	}
+	counts, err := st.Import(stream.Context(), func() (string, []byte, bool, error) {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return "", nil, false, nil
+		}
+		if err != nil {
+			return "", nil, false, err
+		}
+		return m.Table, m.Rows, true, nil
+	})
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.SendAndClose(&pb.ImportResult{Counts: counts})
+}
+
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
 	return streamAll(s, func(st core.Store) ([]core.Change, error) {
 		return st.Changes(stream.Context(), req.After, int(req.Limit))
@@ -441,6 +472,56 @@ func (c *StorageClient) ListPendingRevisions(ctx context.Context) ([]core.Revisi
 func (c *StorageClient) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
 	r, err := c.rpc.SyncRateCounts(ctx, &pb.RateCounts{Window: window, Counts: deltas})
 	return call(r, err, (*pb.RateCounts).GetCounts)
+}
+
+// Export streams every stored row in batches.
+func (c *StorageClient) Export(ctx context.Context, fn func(table string, rows []byte) error) error {
+	stream, err := c.rpc.Export(ctx, &pb.ExportRequest{})
+	if err != nil {
+		return fromStatus(err)
+	}
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fromStatus(err)
+		}
+		if err := fn(m.Table, m.Rows); err != nil {
+			return err
+		}
+	}
+}
+
+// Import streams batches to the plugin, which writes them in one transaction.
+// An error from next aborts the stream and the plugin rolls everything back.
+func (c *StorageClient) Import(ctx context.Context, next func() (string, []byte, bool, error)) (map[string]int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.Import(ctx)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	for {
+		table, rows, ok, err := next()
+		if err != nil {
+			cancel() // the plugin sees the stream fail and rolls back
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if err := stream.Send(&pb.RowBatch{Table: table, Rows: rows}); err != nil {
+			_, rerr := stream.CloseAndRecv()
+			return nil, fromStatus(rerr)
+		}
+	}
+	r, err := stream.CloseAndRecv()
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return r.Counts, nil
 }
 
 // Changes reads the change feed after seq.

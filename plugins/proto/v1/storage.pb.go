@@ -2642,6 +2642,139 @@ func (x *RateCounts) GetCounts() map[string]int64 {
 	return nil
 }
 
+type ExportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportRequest) Reset() {
+	*x = ExportRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportRequest) ProtoMessage() {}
+
+func (x *ExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
+func (*ExportRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
+}
+
+type RowBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// rows is a JSON array of the table's rows.
+	Rows          []byte `protobuf:"bytes,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RowBatch) Reset() {
+	*x = RowBatch{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RowBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RowBatch) ProtoMessage() {}
+
+func (x *RowBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
+func (*RowBatch) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RowBatch) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *RowBatch) GetRows() []byte {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+type ImportResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Counts        map[string]int64       `protobuf:"bytes,1,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportResult) Reset() {
+	*x = ImportResult{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResult) ProtoMessage() {}
+
+func (x *ImportResult) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
+func (*ImportResult) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ImportResult) GetCounts() map[string]int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
 var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
@@ -2890,7 +3023,16 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x02 \x03(\v2).threatd.plugin.v1.RateCounts.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xb6\x0e\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x0f\n" +
+	"\rExportRequest\"4\n" +
+	"\bRowBatch\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\fR\x04rows\"\x8e\x01\n" +
+	"\fImportResult\x12C\n" +
+	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
+	"\vCountsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xcb\x0f\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -2914,6 +3056,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x0eDecideRevision\x12#.threatd.plugin.v1.RevisionDecision\x1a!.threatd.plugin.v1.ModifyResponse\x12e\n" +
 	"\x14ListPendingRevisions\x12..threatd.plugin.v1.ListPendingRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12N\n" +
 	"\x0eSyncRateCounts\x12\x1d.threatd.plugin.v1.RateCounts\x1a\x1d.threatd.plugin.v1.RateCounts\x12I\n" +
+	"\x06Export\x12 .threatd.plugin.v1.ExportRequest\x1a\x1b.threatd.plugin.v1.RowBatch0\x01\x12H\n" +
+	"\x06Import\x12\x1b.threatd.plugin.v1.RowBatch\x1a\x1f.threatd.plugin.v1.ImportResult(\x01\x12I\n" +
 	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
@@ -2928,7 +3072,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -2969,92 +3113,101 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*RevisionDecision)(nil),            // 36: threatd.plugin.v1.RevisionDecision
 	(*ListPendingRevisionsRequest)(nil), // 37: threatd.plugin.v1.ListPendingRevisionsRequest
 	(*RateCounts)(nil),                  // 38: threatd.plugin.v1.RateCounts
-	nil,                                 // 39: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 40: threatd.plugin.v1.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 41: google.protobuf.Timestamp
+	(*ExportRequest)(nil),               // 39: threatd.plugin.v1.ExportRequest
+	(*RowBatch)(nil),                    // 40: threatd.plugin.v1.RowBatch
+	(*ImportResult)(nil),                // 41: threatd.plugin.v1.ImportResult
+	nil,                                 // 42: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 43: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 44: threatd.plugin.v1.ImportResult.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 45: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	39, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	41, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	42, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	45, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	41, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	41, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	45, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	45, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	41, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	41, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	41, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	41, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	45, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	45, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	45, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	45, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	41, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	41, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	41, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	45, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	45, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	45, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 16: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 17: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	41, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	41, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	41, // 20: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	45, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	45, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	45, // 20: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	30, // 21: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
 	32, // 22: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
-	41, // 23: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	45, // 23: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	21, // 24: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	32, // 25: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
-	41, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	41, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	45, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	45, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	19, // 28: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	34, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	41, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	40, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	0,  // 32: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 33: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 34: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 35: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 36: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 37: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 38: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 39: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 40: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 41: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 42: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 43: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 44: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	25, // 45: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	26, // 46: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	28, // 47: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	29, // 48: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	33, // 49: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	36, // 50: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	37, // 51: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	38, // 52: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	17, // 53: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 54: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 55: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 56: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 57: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 58: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 59: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 60: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 61: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 62: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 63: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 64: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 65: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 66: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 67: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	27, // 68: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	19, // 69: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	31, // 70: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	35, // 71: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	35, // 72: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	34, // 73: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	38, // 74: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	18, // 75: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	54, // [54:76] is the sub-list for method output_type
-	32, // [32:54] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	45, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	43, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	44, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	0,  // 33: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 34: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 35: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 36: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 37: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 38: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 39: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 40: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 41: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 42: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 43: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 44: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 45: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	25, // 46: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	26, // 47: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	28, // 48: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	29, // 49: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	33, // 50: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	36, // 51: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	37, // 52: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	38, // 53: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	39, // 54: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	40, // 55: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	17, // 56: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 57: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 58: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 59: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 60: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 61: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 62: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 63: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 64: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 65: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 66: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 67: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 68: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 69: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 70: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	27, // 71: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 72: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	31, // 73: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	35, // 74: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	35, // 75: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	34, // 76: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	38, // 77: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	40, // 78: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	41, // 79: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	18, // 80: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	57, // [57:81] is the sub-list for method output_type
+	33, // [33:57] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -3072,7 +3225,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,6 +48,8 @@ const (
 	Storage_DecideRevision_FullMethodName       = "/threatd.plugin.v1.Storage/DecideRevision"
 	Storage_ListPendingRevisions_FullMethodName = "/threatd.plugin.v1.Storage/ListPendingRevisions"
 	Storage_SyncRateCounts_FullMethodName       = "/threatd.plugin.v1.Storage/SyncRateCounts"
+	Storage_Export_FullMethodName               = "/threatd.plugin.v1.Storage/Export"
+	Storage_Import_FullMethodName               = "/threatd.plugin.v1.Storage/Import"
 	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
 )
 
@@ -95,6 +97,10 @@ type StorageClient interface {
 	// SyncRateCounts adds to the shared request counters of a window and
 	// returns its totals.
 	SyncRateCounts(ctx context.Context, in *RateCounts, opts ...grpc.CallOption) (*RateCounts, error)
+	// Export streams every stored row in batches (copy-storage).
+	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RowBatch], error)
+	// Import writes the streamed batches in one transaction into an empty store.
+	Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
 }
@@ -362,9 +368,41 @@ func (c *storageClient) SyncRateCounts(ctx context.Context, in *RateCounts, opts
 	return out, nil
 }
 
+func (c *storageClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RowBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_Export_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportRequest, RowBatch]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ExportClient = grpc.ServerStreamingClient[RowBatch]
+
+func (c *storageClient) Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_Import_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RowBatch, ImportResult]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ImportClient = grpc.ClientStreamingClient[RowBatch, ImportResult]
+
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +463,10 @@ type StorageServer interface {
 	// SyncRateCounts adds to the shared request counters of a window and
 	// returns its totals.
 	SyncRateCounts(context.Context, *RateCounts) (*RateCounts, error)
+	// Export streams every stored row in batches (copy-storage).
+	Export(*ExportRequest, grpc.ServerStreamingServer[RowBatch]) error
+	// Import writes the streamed batches in one transaction into an empty store.
+	Import(grpc.ClientStreamingServer[RowBatch, ImportResult]) error
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
 	mustEmbedUnimplementedStorageServer()
@@ -499,6 +541,12 @@ func (UnimplementedStorageServer) ListPendingRevisions(*ListPendingRevisionsRequ
 }
 func (UnimplementedStorageServer) SyncRateCounts(context.Context, *RateCounts) (*RateCounts, error) {
 	return nil, status.Error(codes.Unimplemented, "method SyncRateCounts not implemented")
+}
+func (UnimplementedStorageServer) Export(*ExportRequest, grpc.ServerStreamingServer[RowBatch]) error {
+	return status.Error(codes.Unimplemented, "method Export not implemented")
+}
+func (UnimplementedStorageServer) Import(grpc.ClientStreamingServer[RowBatch, ImportResult]) error {
+	return status.Error(codes.Unimplemented, "method Import not implemented")
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
@@ -867,6 +915,24 @@ func _Storage_SyncRateCounts_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_Export_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).Export(m, &grpc.GenericServerStream[ExportRequest, RowBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ExportServer = grpc.ServerStreamingServer[RowBatch]
+
+func _Storage_Import_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(StorageServer).Import(&grpc.GenericServerStream[RowBatch, ImportResult]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ImportServer = grpc.ClientStreamingServer[RowBatch, ImportResult]
+
 func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -975,6 +1041,16 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "ListPendingRevisions",
 			Handler:       _Storage_ListPendingRevisions_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Export",
+			Handler:       _Storage_Export_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Import",
+			Handler:       _Storage_Import_Handler,
+			ClientStreams: true,
 		},
 		{
 			StreamName:    "Changes",
