@@ -128,13 +128,8 @@ func (s *Store) Import(ctx context.Context, next func() (table string, rows []by
 			n, _ := res.RowsAffected()
 			counts[table] += n
 		}
-		if s.dialect == Postgres {
-			// Continue the change feed after the copied sequence numbers.
-			if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('changes', 'seq'), coalesce((SELECT max(seq) FROM changes), 0) + 1, false)`); err != nil {
-				return err
-			}
-		}
-		return nil
+		// Continue the change feed after the copied sequence numbers.
+		return resetFeedSequence(ctx, s.dialect, tx)
 	})
 	if err != nil {
 		return nil, err

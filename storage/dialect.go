@@ -138,3 +138,23 @@ func lockUser(ctx context.Context, d Dialect, tx bun.Tx, userID string) error {
 	_, err := tx.ExecContext(ctx, "SELECT 1 FROM users WHERE id = ? FOR UPDATE", userID)
 	return err
 }
+
+// lockRow makes q lock the selected row of alias until commit on PostgreSQL
+// (SQLite's write transactions are serial already).
+func lockRow(d Dialect, q *bun.SelectQuery, alias string) *bun.SelectQuery {
+	if d == Postgres {
+		return q.For("UPDATE OF " + alias)
+	}
+	return q
+}
+
+// resetFeedSequence makes the change feed continue after copied rows: on
+// PostgreSQL the sequence is moved past max(seq); SQLite's AUTOINCREMENT
+// follows explicit values by itself.
+func resetFeedSequence(ctx context.Context, d Dialect, tx bun.Tx) error {
+	if d != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('changes', 'seq'), coalesce((SELECT max(seq) FROM changes), 0) + 1, false)`)
+	return err
+}

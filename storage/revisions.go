@@ -84,11 +84,7 @@ func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary)
 // lockThreat reads a report with its details, locking it until commit on PostgreSQL.
 func (s *Store) lockThreat(ctx context.Context, tx bun.Tx, id string) (threatRow, error) {
 	var row threatRow
-	q := tx.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", id)
-	if s.dialect == Postgres {
-		q = q.For("UPDATE OF threat_row")
-	}
-	err := q.Scan(ctx)
+	err := lockRow(s.dialect, tx.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", id), "threat_row").Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, core.NotFound("threat", id)
 	}

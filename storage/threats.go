@@ -182,10 +182,7 @@ func (s *Store) ListPending(ctx context.Context, limit int) ([]core.Threat, erro
 func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, error) {
 	var row threatRow
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		q := tx.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", r.ThreatID)
-		if s.dialect == Postgres {
-			q = q.For("UPDATE OF threat_row")
-		}
+		q := lockRow(s.dialect, tx.NewSelect().Model(&row).Relation("Details").Where("threat_row.id = ?", r.ThreatID), "threat_row")
 		if err := q.Scan(ctx); errors.Is(err, sql.ErrNoRows) {
 			return core.NotFound("threat", r.ThreatID)
 		} else if err != nil {
