@@ -1,0 +1,115 @@
+package core
+
+import (
+	"slices"
+	"testing"
+)
+
+func iocSet(iocs []IOC) []string {
+	var out []string
+	for _, i := range iocs {
+		out = append(out, i.Type+":"+i.Value)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRefang(t *testing.T) {
+	cases := map[string]string{
+		"hxxps://evil[.]example[.]com/a":  "https://evil.example.com/a",
+		"hxxp://evil(.)example/x":         "http://evil.example/x",
+		"HXXPS[:]//evil[dot]example/x":    "https://evil.example/x",
+		"https[:]//a[.]b":                 "https://a.b",
+		"203[.]0[.]113[.]7":               "203.0.113.7",
+		"evil{.}example":                  "evil.example",
+		"mail[@]evil[.]example":           "mail@evil.example",
+		"plain text stays as it is. Yes.": "plain text stays as it is. Yes.",
+	}
+	for in, want := range cases {
+		if got := Refang(in); got != want {
+			t.Errorf("Refang(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestExtractText(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+		not        []string
+	}{
+		{
+			name: "npm stealer writeup",
+			text: "The postinstall script reads ~/.npmrc and POSTs it to hxxps://exfil[.]evil-cdn[.]com/api/collect?id=1. " +
+				"A second stage is fetched from hxxp://198[.]51[.]100[.]23:8080/stage2.sh and its SHA-256 is " +
+				"9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08.",
+			want: []string{"url:https://exfil.evil-cdn.com/api/collect?id=1", "domain:exfil.evil-cdn.com",
+				"url:http://198.51.100.23:8080/stage2.sh", "ip:198.51.100.23",
+				"hash:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
+			not: []string{"domain:stage2.sh", "domain:.npmrc"},
+		},
+		{
+			name: "pypi typosquat with md5, sha1 and a bare domain",
+			text: "Beacons to c2[.]badactor[.]net every 60s (see setup.py and __init__.py). md5 d41d8cd98f00b204e9800998ecf8427e, " +
+				"sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709. Contact: abuse@registrar.example",
+			want: []string{"domain:c2.badactor.net", "hash:d41d8cd98f00b204e9800998ecf8427e", "hash:da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+			not:  []string{"domain:setup.py", "domain:__init__.py", "domain:registrar.example"},
+		},
+		{
+			name: "wallets and IPv6",
+			text: "Clipboard hijacker replaces addresses with 0xAbCdEf0123456789aBcDeF0123456789AbCdEf01 or " +
+				"bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq; exfiltration over 2001:db8::dead:beef.",
+			want: []string{"wallet:0xabcdef0123456789abcdef0123456789abcdef01", "wallet:bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", "ip:2001:db8::dead:beef"},
+		},
+		{
+			name: "packages as purls, markdown and brackets",
+			text: "Depends on `pkg:npm/evil-helper@1.0.3` which pulls [payload](hxxps://gist[.]example/raw/x). Timestamp 12:30:45.",
+			want: []string{"package:pkg:npm/evil-helper@1.0.3", "url:https://gist.example/raw/x", "domain:gist.example"},
+			not:  []string{"ip:12:30:45"},
+		},
+		{
+			name: "(.) and [dot] variants, IDN",
+			text: "Domains: login-secure(.)bank-example[dot]com and xn--bcher-kva[.]example",
+			want: []string{"domain:login-secure.bank-example.com", "domain:xn--bcher-kva.example"},
+		},
+	}
+	for _, c := range cases {
+		got := iocSet(ExtractText(c.text))
+		for _, w := range c.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s: missing %s in %v", c.name, w, got)
+			}
+		}
+		for _, n := range c.not {
+			if slices.Contains(got, n) {
+				t.Errorf("%s: unexpected %s", c.name, n)
+			}
+		}
+	}
+}
+
+func TestExtractIOCsIncludesTheResource(t *testing.T) {
+	for _, c := range []struct {
+		typ      ReportType
+		registry string
+		id, want string
+	}{
+		{TypePackage, "npm", "evil-pkg", "package:evil-pkg"},
+		{TypeURL, "", "HTTPS://Evil.Example/x", "url:https://evil.example/x"},
+		{TypeDomain, "", "Evil.Example.", "domain:evil.example"},
+		{TypeIP, "", "::ffff:192.0.2.1", "ip:192.0.2.1"},
+		{TypeWallet, "", "0xABCDEF0123456789abcdef0123456789ABCDEF01", "wallet:0xabcdef0123456789abcdef0123456789abcdef01"},
+		{TypeRepository, "", "github.com/evil/repo.git", "url:https://github.com/evil/repo"},
+		{TypeContainer, "", "evil/img:1", "package:docker.io/evil/img:1"},
+	} {
+		th := Threat{ReportType: c.typ, Registry: c.registry, ResourceIdentifier: c.id,
+			Details: Details{PayloadDescription: "also hxxps://second[.]example/x"}}
+		got := iocSet(ExtractIOCs(th))
+		if !slices.Contains(got, c.want) || !slices.Contains(got, "url:https://second.example/x") {
+			t.Errorf("%s %q: %v, want %s and the payload's URL", c.typ, c.id, got, c.want)
+		}
+		if n := len(got); n != len(slices.Compact(slices.Clone(got))) {
+			t.Errorf("duplicates in %v", got)
+		}
+	}
+}
