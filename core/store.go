@@ -66,6 +66,17 @@ type Store interface {
 	// ListPendingRevisions returns pending revisions, oldest first.
 	ListPendingRevisions(ctx context.Context) ([]Revision, error)
 
+	// QueryThreats returns verified reports matching q, one page.
+	QueryThreats(ctx context.Context, q ThreatQuery) ([]Threat, error)
+	// ListRevisions returns every revision of a report, oldest first.
+	ListRevisions(ctx context.Context, threatID string) ([]Revision, error)
+	// Secret returns the named service secret, creating it (32 random bytes,
+	// hex) on first use; every daemon on the database gets the same one.
+	Secret(ctx context.Context, name string) (string, error)
+	// AddUsage adds paid-call counts; Usage returns a token's counts of a day.
+	AddUsage(ctx context.Context, deltas []UsageDelta) error
+	Usage(ctx context.Context, tokenID, day string) (map[string]int64, error)
+
 	// SyncRateCounts adds deltas to the shared request counters of a rate
 	// window and returns the window's totals (limits.store: storage).
 	SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error)
@@ -109,4 +120,23 @@ type Summary struct {
 	Severity     Severity
 	VerifiedAt   time.Time
 	VersionInfo  string
+}
+
+// ThreatQuery selects verified reports for the paged paid endpoints, in
+// (verified_at, id) order: ascending for feeds, descending when Descending.
+type ThreatQuery struct {
+	VerifiedFrom, VerifiedTo time.Time // [from, to); zero = unbounded
+	Registry                 string
+	Publisher                string // matched case-insensitively, exactly
+	// After is the keyset position of the last report of the previous page.
+	AfterVerifiedAt time.Time
+	AfterID         string
+	Descending      bool
+	Limit           int
+}
+
+// UsageDelta is a number of paid calls to add.
+type UsageDelta struct {
+	Day, TokenID, Endpoint string
+	Calls                  int64
 }

@@ -224,3 +224,13 @@ func summaryFromPB(s *pb.Summary) core.Summary {
 	return core.Summary{ID: s.Id, CanonicalKey: s.CanonicalKey, ReportType: core.ReportType(s.ReportType), Registry: s.Registry,
 		Severity: core.Severity(s.Severity), VerifiedAt: fromTS(s.VerifiedAt), VersionInfo: s.VersionInfo}
 }
+
+func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {
+	return &pb.ThreatQuery{VerifiedFrom: ts(q.VerifiedFrom), VerifiedTo: ts(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
+		AfterVerifiedAt: ts(q.AfterVerifiedAt), AfterId: q.AfterID, Descending: q.Descending, Limit: int32(q.Limit)}
+}
+
+func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
+	return core.ThreatQuery{VerifiedFrom: fromTS(q.VerifiedFrom), VerifiedTo: fromTS(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
+		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit)}
+}

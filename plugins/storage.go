@@ -276,6 +276,42 @@ func (s *storageServer) Import(stream grpc.ClientStreamingServer[pb.RowBatch, pb
 	return stream.SendAndClose(&pb.ImportResult{Counts: counts})
 }
 
+func (s *storageServer) QueryThreats(req *pb.ThreatQuery, stream grpc.ServerStreamingServer[pb.Threat]) error {
+	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
+		return st.QueryThreats(stream.Context(), threatQueryFromPB(req))
+	}, threatToPB, stream.Send)
+}
+
+func (s *storageServer) ListRevisions(req *pb.ListRevisionsRequest, stream grpc.ServerStreamingServer[pb.Revision]) error {
+	return streamAll(s, func(st core.Store) ([]core.Revision, error) {
+		return st.ListRevisions(stream.Context(), req.ThreatId)
+	}, revisionToPB, stream.Send)
+}
+
+func (s *storageServer) Secret(ctx context.Context, req *pb.SecretRequest) (*pb.SecretResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.SecretResponse, error) {
+		v, err := st.Secret(ctx, req.Name)
+		return &pb.SecretResponse{Value: v}, err
+	})
+}
+
+func (s *storageServer) AddUsage(ctx context.Context, req *pb.UsageDeltas) (*pb.AddUsageResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.AddUsageResponse, error) {
+		d := make([]core.UsageDelta, len(req.Deltas))
+		for i, u := range req.Deltas {
+			d[i] = core.UsageDelta{Day: u.Day, TokenID: u.TokenId, Endpoint: u.Endpoint, Calls: u.Calls}
+		}
+		return &pb.AddUsageResponse{}, st.AddUsage(ctx, d)
+	})
+}
+
+func (s *storageServer) Usage(ctx context.Context, req *pb.UsageRequest) (*pb.UsageResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.UsageResponse, error) {
+		u, err := st.Usage(ctx, req.TokenId, req.Day)
+		return &pb.UsageResponse{Calls: u}, err
+	})
+}
+
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
 	return streamAll(s, func(st core.Store) ([]core.Change, error) {
 		return st.Changes(stream.Context(), req.After, int(req.Limit))
@@ -522,6 +558,40 @@ func (c *StorageClient) Import(ctx context.Context, next func() (string, []byte,
 		return nil, fromStatus(err)
 	}
 	return r.Counts, nil
+}
+
+// QueryThreats returns one keyset page of verified reports.
+func (c *StorageClient) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Threat, error) {
+	stream, err := c.rpc.QueryThreats(ctx, threatQueryToPB(q))
+	return recvAll(stream, err, threatFromPB)
+}
+
+// ListRevisions returns every revision of a report.
+func (c *StorageClient) ListRevisions(ctx context.Context, threatID string) ([]core.Revision, error) {
+	stream, err := c.rpc.ListRevisions(ctx, &pb.ListRevisionsRequest{ThreatId: threatID})
+	return recvAll(stream, err, revisionFromPB)
+}
+
+// Secret returns a named service secret.
+func (c *StorageClient) Secret(ctx context.Context, name string) (string, error) {
+	r, err := c.rpc.Secret(ctx, &pb.SecretRequest{Name: name})
+	return call(r, err, (*pb.SecretResponse).GetValue)
+}
+
+// AddUsage adds paid-call counts.
+func (c *StorageClient) AddUsage(ctx context.Context, deltas []core.UsageDelta) error {
+	req := &pb.UsageDeltas{Deltas: make([]*pb.UsageDelta, len(deltas))}
+	for i, d := range deltas {
+		req.Deltas[i] = &pb.UsageDelta{Day: d.Day, TokenId: d.TokenID, Endpoint: d.Endpoint, Calls: d.Calls}
+	}
+	_, err := c.rpc.AddUsage(ctx, req)
+	return fromStatus(err)
+}
+
+// Usage returns a token's paid calls of a day.
+func (c *StorageClient) Usage(ctx context.Context, tokenID, day string) (map[string]int64, error) {
+	r, err := c.rpc.Usage(ctx, &pb.UsageRequest{TokenId: tokenID, Day: day})
+	return call(r, err, (*pb.UsageResponse).GetCalls)
 }
 
 // Changes reads the change feed after seq.

@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +25,13 @@ func TestSIGTERMDrainsInFlightRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
+	// Signals are delivered asynchronously: wait until the kernel reports the
+	// plugin stopped before relying on it.
+	eventually(t, "plugin stopped", func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		f := strings.Fields(string(stat))
+		return err == nil && len(f) > 2 && f[2] == "T"
+	})
 
 	type answer struct {
 		code int

@@ -54,6 +54,30 @@ func serve(cmd *cobra.Command, _ []string) error {
 	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
 	log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
 
+	usage := core.NewUsage(e.store)
+	usageDone := make(chan struct{})
+	// Runs before e.close (defers run last-in first-out): the final flush
+	// must reach storage before the plugin stops.
+	defer func() { stopFollowing(); <-usageDone }()
+	go func() {
+		defer close(usageDone)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-followCtx.Done():
+				if err := usage.Flush(context.WithoutCancel(ctx)); err != nil {
+					log.Warn("paid usage: final flush failed", "error", err.Error())
+				}
+				return
+			case <-t.C:
+				if err := usage.Flush(followCtx); err != nil {
+					log.Warn("paid usage: flush failed; will retry", "error", err.Error())
+				}
+			}
+		}
+	}()
+
 	var shared ratelimit.Taker
 	if cfg.Limits.Store == "storage" {
 		sl := ratelimit.NewShared(time.Minute, e.store.SyncRateCounts)
@@ -80,11 +104,12 @@ func serve(cmd *cobra.Command, _ []string) error {
 			NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
 		},
 		BatchMax:    cfg.Limits.BatchMax,
+		Feed:        core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
 		LatestCount: cfg.Limits.LatestCount,
 		Limiter:     shared,
 		StorageName: cfg.Storage.Plugin,
 		Version:     version,
-	}, log, e.store, idx, principals)
+	}, log, e.store, idx, principals, usage)
 
 	sc := echo.StartConfig{
 		Address:         cfg.Server.Listen,

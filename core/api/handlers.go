@@ -36,11 +36,16 @@ func (s *Server) account(c *echo.Context) error {
 	if p.User.SubmissionsPerHour != nil {
 		perHour = *p.User.SubmissionsPerHour
 	}
+	usage, err := s.usage.Today(c.Request().Context(), p.Token.ID)
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, map[string]any{
-		"email": p.User.Email,
-		"name":  p.User.Name,
-		"tier":  p.User.Tier,
-		"role":  p.User.Role,
+		"paid_calls_today": usage,
+		"email":            p.User.Email,
+		"name":             p.User.Name,
+		"tier":             p.User.Tier,
+		"role":             p.User.Role,
 		"token": map[string]any{
 			"id":         p.Token.ID,
 			"name":       p.Token.Name,

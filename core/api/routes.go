@@ -39,12 +39,18 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/check-malicious", tier: core.TierFree, body: true, handler: s.checkBatch},
 		{method: http.MethodGet, path: "/query-latest", tier: core.TierFree, handler: s.queryLatest},
 		{method: http.MethodPut, path: "/modify-threat-report", tier: core.TierFree, body: true, handler: s.modify},
+		{method: http.MethodGet, path: "/threat-feed", tier: core.TierPaid, handler: s.threatFeed},
+		{method: http.MethodGet, path: "/query-by-username", tier: core.TierPaid, handler: s.queryByUsername},
+		{method: http.MethodGet, path: "/threat-data", tier: core.TierPaid, handler: s.threatData},
 	}
 }
 
 // add registers r with its per-route chain: tier (403), then body limit (413).
 func (s *Server) add(g *echo.Group, r route) {
 	mw := []echo.MiddlewareFunc{requireTier(r.tier)}
+	if r.tier == core.TierPaid {
+		mw = append(mw, s.countPaid(r.path))
+	}
 	if r.body {
 		mw = append(mw, middleware.BodyLimit(s.opts.MaxBodyBytes))
 	}

@@ -27,6 +27,7 @@ type Options struct {
 	PerTokenPerMinute map[core.Tier]int
 	Limits            core.Limits
 	BatchMax          int
+	Feed              core.FeedLimits
 	LatestCount       int
 	// Limiter counts per-IP and per-token requests; nil = in memory, per
 	// daemon (limits.store: memory).
@@ -42,6 +43,8 @@ type Server struct {
 	log          *slog.Logger
 	accounts     *core.Accounts
 	reports      *core.Reports
+	paid         *core.Paid
+	usage        *core.Usage
 	index        *index.Index
 	principals   *index.Principals
 	store        core.Store
@@ -52,12 +55,14 @@ type Server struct {
 
 // New builds the HTTP handler of the API. idx and principals are the hot
 // read path, kept current by an index.Follower the caller runs.
-func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals) http.Handler {
+func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals, usage *core.Usage) http.Handler {
 	s := &Server{
 		opts:         opts,
 		log:          log,
 		accounts:     core.NewAccounts(store),
 		reports:      core.NewReports(store, opts.Limits),
+		paid:         core.NewPaid(store, opts.Feed),
+		usage:        usage,
 		index:        idx,
 		principals:   principals,
 		store:        store,

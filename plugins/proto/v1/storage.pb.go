@@ -2775,6 +2775,482 @@ func (x *ImportResult) GetCounts() map[string]int64 {
 	return nil
 }
 
+type ThreatQuery struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	VerifiedFrom    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=verified_from,json=verifiedFrom,proto3" json:"verified_from,omitempty"`
+	VerifiedTo      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=verified_to,json=verifiedTo,proto3" json:"verified_to,omitempty"`
+	Registry        string                 `protobuf:"bytes,3,opt,name=registry,proto3" json:"registry,omitempty"`
+	Publisher       string                 `protobuf:"bytes,4,opt,name=publisher,proto3" json:"publisher,omitempty"`
+	AfterVerifiedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=after_verified_at,json=afterVerifiedAt,proto3" json:"after_verified_at,omitempty"`
+	AfterId         string                 `protobuf:"bytes,6,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
+	Descending      bool                   `protobuf:"varint,7,opt,name=descending,proto3" json:"descending,omitempty"`
+	Limit           int32                  `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ThreatQuery) Reset() {
+	*x = ThreatQuery{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreatQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreatQuery) ProtoMessage() {}
+
+func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
+func (*ThreatQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.VerifiedFrom
+	}
+	return nil
+}
+
+func (x *ThreatQuery) GetVerifiedTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.VerifiedTo
+	}
+	return nil
+}
+
+func (x *ThreatQuery) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *ThreatQuery) GetPublisher() string {
+	if x != nil {
+		return x.Publisher
+	}
+	return ""
+}
+
+func (x *ThreatQuery) GetAfterVerifiedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterVerifiedAt
+	}
+	return nil
+}
+
+func (x *ThreatQuery) GetAfterId() string {
+	if x != nil {
+		return x.AfterId
+	}
+	return ""
+}
+
+func (x *ThreatQuery) GetDescending() bool {
+	if x != nil {
+		return x.Descending
+	}
+	return false
+}
+
+func (x *ThreatQuery) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListRevisionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRevisionsRequest) Reset() {
+	*x = ListRevisionsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRevisionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRevisionsRequest) ProtoMessage() {}
+
+func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
+func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListRevisionsRequest) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+type SecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretRequest) Reset() {
+	*x = SecretRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretRequest) ProtoMessage() {}
+
+func (x *SecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
+func (*SecretRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SecretRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type SecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         string                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretResponse) Reset() {
+	*x = SecretResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretResponse) ProtoMessage() {}
+
+func (x *SecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
+func (*SecretResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SecretResponse) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+type UsageDelta struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Day           string                 `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	TokenId       string                 `protobuf:"bytes,2,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	Endpoint      string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Calls         int64                  `protobuf:"varint,4,opt,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageDelta) Reset() {
+	*x = UsageDelta{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageDelta) ProtoMessage() {}
+
+func (x *UsageDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
+func (*UsageDelta) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *UsageDelta) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *UsageDelta) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+func (x *UsageDelta) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *UsageDelta) GetCalls() int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+type UsageDeltas struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deltas        []*UsageDelta          `protobuf:"bytes,1,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageDeltas) Reset() {
+	*x = UsageDeltas{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageDeltas) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageDeltas) ProtoMessage() {}
+
+func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
+func (*UsageDeltas) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *UsageDeltas) GetDeltas() []*UsageDelta {
+	if x != nil {
+		return x.Deltas
+	}
+	return nil
+}
+
+type AddUsageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddUsageResponse) Reset() {
+	*x = AddUsageResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddUsageResponse) ProtoMessage() {}
+
+func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
+func (*AddUsageResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+}
+
+type UsageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TokenId       string                 `protobuf:"bytes,1,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	Day           string                 `protobuf:"bytes,2,opt,name=day,proto3" json:"day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRequest) Reset() {
+	*x = UsageRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRequest) ProtoMessage() {}
+
+func (x *UsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
+func (*UsageRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *UsageRequest) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+func (x *UsageRequest) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+type UsageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         map[string]int64       `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageResponse) Reset() {
+	*x = UsageResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageResponse) ProtoMessage() {}
+
+func (x *UsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
+func (*UsageResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *UsageResponse) GetCalls() map[string]int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
 var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
@@ -3032,7 +3508,43 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xcb\x0f\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xde\x02\n" +
+	"\vThreatQuery\x12?\n" +
+	"\rverified_from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fverifiedFrom\x12;\n" +
+	"\vverified_to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"verifiedTo\x12\x1a\n" +
+	"\bregistry\x18\x03 \x01(\tR\bregistry\x12\x1c\n" +
+	"\tpublisher\x18\x04 \x01(\tR\tpublisher\x12F\n" +
+	"\x11after_verified_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0fafterVerifiedAt\x12\x19\n" +
+	"\bafter_id\x18\x06 \x01(\tR\aafterId\x12\x1e\n" +
+	"\n" +
+	"descending\x18\a \x01(\bR\n" +
+	"descending\x12\x14\n" +
+	"\x05limit\x18\b \x01(\x05R\x05limit\"3\n" +
+	"\x14ListRevisionsRequest\x12\x1b\n" +
+	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\"#\n" +
+	"\rSecretRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"&\n" +
+	"\x0eSecretResponse\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\"k\n" +
+	"\n" +
+	"UsageDelta\x12\x10\n" +
+	"\x03day\x18\x01 \x01(\tR\x03day\x12\x19\n" +
+	"\btoken_id\x18\x02 \x01(\tR\atokenId\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x14\n" +
+	"\x05calls\x18\x04 \x01(\x03R\x05calls\"D\n" +
+	"\vUsageDeltas\x125\n" +
+	"\x06deltas\x18\x01 \x03(\v2\x1d.threatd.plugin.v1.UsageDeltaR\x06deltas\"\x12\n" +
+	"\x10AddUsageResponse\";\n" +
+	"\fUsageRequest\x12\x19\n" +
+	"\btoken_id\x18\x01 \x01(\tR\atokenId\x12\x10\n" +
+	"\x03day\x18\x02 \x01(\tR\x03day\"\x8c\x01\n" +
+	"\rUsageResponse\x12A\n" +
+	"\x05calls\x18\x01 \x03(\v2+.threatd.plugin.v1.UsageResponse.CallsEntryR\x05calls\x1a8\n" +
+	"\n" +
+	"CallsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xdd\x12\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -3057,7 +3569,12 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x14ListPendingRevisions\x12..threatd.plugin.v1.ListPendingRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12N\n" +
 	"\x0eSyncRateCounts\x12\x1d.threatd.plugin.v1.RateCounts\x1a\x1d.threatd.plugin.v1.RateCounts\x12I\n" +
 	"\x06Export\x12 .threatd.plugin.v1.ExportRequest\x1a\x1b.threatd.plugin.v1.RowBatch0\x01\x12H\n" +
-	"\x06Import\x12\x1b.threatd.plugin.v1.RowBatch\x1a\x1f.threatd.plugin.v1.ImportResult(\x01\x12I\n" +
+	"\x06Import\x12\x1b.threatd.plugin.v1.RowBatch\x1a\x1f.threatd.plugin.v1.ImportResult(\x01\x12K\n" +
+	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12W\n" +
+	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12M\n" +
+	"\x06Secret\x12 .threatd.plugin.v1.SecretRequest\x1a!.threatd.plugin.v1.SecretResponse\x12O\n" +
+	"\bAddUsage\x12\x1e.threatd.plugin.v1.UsageDeltas\x1a#.threatd.plugin.v1.AddUsageResponse\x12J\n" +
+	"\x05Usage\x12\x1f.threatd.plugin.v1.UsageRequest\x1a .threatd.plugin.v1.UsageResponse\x12I\n" +
 	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
@@ -3072,7 +3589,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -3116,98 +3633,123 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ExportRequest)(nil),               // 39: threatd.plugin.v1.ExportRequest
 	(*RowBatch)(nil),                    // 40: threatd.plugin.v1.RowBatch
 	(*ImportResult)(nil),                // 41: threatd.plugin.v1.ImportResult
-	nil,                                 // 42: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 43: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 44: threatd.plugin.v1.ImportResult.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 45: google.protobuf.Timestamp
+	(*ThreatQuery)(nil),                 // 42: threatd.plugin.v1.ThreatQuery
+	(*ListRevisionsRequest)(nil),        // 43: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 44: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 45: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 46: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 47: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 48: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 49: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 50: threatd.plugin.v1.UsageResponse
+	nil,                                 // 51: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 52: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 53: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 54: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 55: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	42, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	45, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	51, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	55, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	45, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	45, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	55, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	55, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	45, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	45, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	45, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	45, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	55, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	55, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	55, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	55, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	45, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	45, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	45, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	55, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	55, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	55, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 16: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 17: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	45, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	45, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	45, // 20: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	55, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	55, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	55, // 20: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	30, // 21: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
 	32, // 22: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
-	45, // 23: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	55, // 23: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	21, // 24: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	32, // 25: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
-	45, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	45, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	55, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	55, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	19, // 28: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	34, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	45, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	43, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	44, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	0,  // 33: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 34: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 35: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 36: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 37: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 38: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 39: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 40: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 41: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 42: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 43: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 44: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 45: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	25, // 46: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	26, // 47: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	28, // 48: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	29, // 49: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	33, // 50: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	36, // 51: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	37, // 52: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	38, // 53: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	39, // 54: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	40, // 55: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	17, // 56: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 57: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 58: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 59: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 60: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 61: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 62: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 63: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 64: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 65: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 66: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 67: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 68: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 69: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 70: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	27, // 71: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	19, // 72: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	31, // 73: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	35, // 74: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	35, // 75: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	34, // 76: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	38, // 77: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	40, // 78: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	41, // 79: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	18, // 80: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	57, // [57:81] is the sub-list for method output_type
-	33, // [33:57] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	55, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	52, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	53, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	55, // 33: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	55, // 34: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	55, // 35: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	46, // 36: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	54, // 37: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	0,  // 38: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 39: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 40: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 41: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 42: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 43: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 44: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 45: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 46: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 47: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 48: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 49: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 50: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	25, // 51: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	26, // 52: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	28, // 53: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	29, // 54: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	33, // 55: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	36, // 56: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	37, // 57: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	38, // 58: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	39, // 59: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	40, // 60: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	42, // 61: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	43, // 62: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	44, // 63: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	47, // 64: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	49, // 65: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	17, // 66: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 67: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 68: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 69: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 70: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 71: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 72: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 73: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 74: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 75: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 76: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 77: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 78: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 79: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 80: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	27, // 81: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 82: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	31, // 83: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	35, // 84: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	35, // 85: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	34, // 86: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	38, // 87: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	40, // 88: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	41, // 89: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	19, // 90: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	34, // 91: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	45, // 92: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	48, // 93: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	50, // 94: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	18, // 95: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	67, // [67:96] is the sub-list for method output_type
+	38, // [38:67] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -3225,7 +3767,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,11 @@ const (
 	Storage_SyncRateCounts_FullMethodName       = "/threatd.plugin.v1.Storage/SyncRateCounts"
 	Storage_Export_FullMethodName               = "/threatd.plugin.v1.Storage/Export"
 	Storage_Import_FullMethodName               = "/threatd.plugin.v1.Storage/Import"
+	Storage_QueryThreats_FullMethodName         = "/threatd.plugin.v1.Storage/QueryThreats"
+	Storage_ListRevisions_FullMethodName        = "/threatd.plugin.v1.Storage/ListRevisions"
+	Storage_Secret_FullMethodName               = "/threatd.plugin.v1.Storage/Secret"
+	Storage_AddUsage_FullMethodName             = "/threatd.plugin.v1.Storage/AddUsage"
+	Storage_Usage_FullMethodName                = "/threatd.plugin.v1.Storage/Usage"
 	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
 )
 
@@ -101,6 +106,13 @@ type StorageClient interface {
 	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RowBatch], error)
 	// Import writes the streamed batches in one transaction into an empty store.
 	Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error)
+	// QueryThreats streams one keyset page of verified reports.
+	QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error)
+	// Secret returns a named service secret, created on first use.
+	Secret(ctx context.Context, in *SecretRequest, opts ...grpc.CallOption) (*SecretResponse, error)
+	AddUsage(ctx context.Context, in *UsageDeltas, opts ...grpc.CallOption) (*AddUsageResponse, error)
+	Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
 }
@@ -400,9 +412,77 @@ func (c *storageClient) Import(ctx context.Context, opts ...grpc.CallOption) (gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ImportClient = grpc.ClientStreamingClient[RowBatch, ImportResult]
 
+func (c *storageClient) QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_QueryThreats_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ThreatQuery, Threat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_QueryThreatsClient = grpc.ServerStreamingClient[Threat]
+
+func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_ListRevisions_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListRevisionsRequest, Revision]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListRevisionsClient = grpc.ServerStreamingClient[Revision]
+
+func (c *storageClient) Secret(ctx context.Context, in *SecretRequest, opts ...grpc.CallOption) (*SecretResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SecretResponse)
+	err := c.cc.Invoke(ctx, Storage_Secret_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) AddUsage(ctx context.Context, in *UsageDeltas, opts ...grpc.CallOption) (*AddUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddUsageResponse)
+	err := c.cc.Invoke(ctx, Storage_AddUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UsageResponse)
+	err := c.cc.Invoke(ctx, Storage_Usage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -467,6 +547,13 @@ type StorageServer interface {
 	Export(*ExportRequest, grpc.ServerStreamingServer[RowBatch]) error
 	// Import writes the streamed batches in one transaction into an empty store.
 	Import(grpc.ClientStreamingServer[RowBatch, ImportResult]) error
+	// QueryThreats streams one keyset page of verified reports.
+	QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error
+	ListRevisions(*ListRevisionsRequest, grpc.ServerStreamingServer[Revision]) error
+	// Secret returns a named service secret, created on first use.
+	Secret(context.Context, *SecretRequest) (*SecretResponse, error)
+	AddUsage(context.Context, *UsageDeltas) (*AddUsageResponse, error)
+	Usage(context.Context, *UsageRequest) (*UsageResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
 	mustEmbedUnimplementedStorageServer()
@@ -547,6 +634,21 @@ func (UnimplementedStorageServer) Export(*ExportRequest, grpc.ServerStreamingSer
 }
 func (UnimplementedStorageServer) Import(grpc.ClientStreamingServer[RowBatch, ImportResult]) error {
 	return status.Error(codes.Unimplemented, "method Import not implemented")
+}
+func (UnimplementedStorageServer) QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error {
+	return status.Error(codes.Unimplemented, "method QueryThreats not implemented")
+}
+func (UnimplementedStorageServer) ListRevisions(*ListRevisionsRequest, grpc.ServerStreamingServer[Revision]) error {
+	return status.Error(codes.Unimplemented, "method ListRevisions not implemented")
+}
+func (UnimplementedStorageServer) Secret(context.Context, *SecretRequest) (*SecretResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Secret not implemented")
+}
+func (UnimplementedStorageServer) AddUsage(context.Context, *UsageDeltas) (*AddUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddUsage not implemented")
+}
+func (UnimplementedStorageServer) Usage(context.Context, *UsageRequest) (*UsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Usage not implemented")
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
@@ -933,6 +1035,82 @@ func _Storage_Import_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ImportServer = grpc.ClientStreamingServer[RowBatch, ImportResult]
 
+func _Storage_QueryThreats_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ThreatQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).QueryThreats(m, &grpc.GenericServerStream[ThreatQuery, Threat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_QueryThreatsServer = grpc.ServerStreamingServer[Threat]
+
+func _Storage_ListRevisions_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListRevisionsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListRevisions(m, &grpc.GenericServerStream[ListRevisionsRequest, Revision]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListRevisionsServer = grpc.ServerStreamingServer[Revision]
+
+func _Storage_Secret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SecretRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).Secret(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_Secret_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).Secret(ctx, req.(*SecretRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_AddUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UsageDeltas)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).AddUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_AddUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).AddUsage(ctx, req.(*UsageDeltas))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_Usage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).Usage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_Usage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).Usage(ctx, req.(*UsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -1015,6 +1193,18 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "SyncRateCounts",
 			Handler:    _Storage_SyncRateCounts_Handler,
 		},
+		{
+			MethodName: "Secret",
+			Handler:    _Storage_Secret_Handler,
+		},
+		{
+			MethodName: "AddUsage",
+			Handler:    _Storage_AddUsage_Handler,
+		},
+		{
+			MethodName: "Usage",
+			Handler:    _Storage_Usage_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -1051,6 +1241,16 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Import",
 			Handler:       _Storage_Import_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "QueryThreats",
+			Handler:       _Storage_QueryThreats_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListRevisions",
+			Handler:       _Storage_ListRevisions_Handler,
+			ServerStreams: true,
 		},
 		{
 			StreamName:    "Changes",

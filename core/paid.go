@@ -1,0 +1,349 @@
+package core
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// FeedLimits are the anti-harvesting caps of the paid endpoints.
+type FeedLimits struct {
+	MaxWindow time.Duration // longest since/until window
+	PageMax   int           // largest page
+}
+
+// Paid is the use-case layer of the paid endpoints.
+type Paid struct {
+	store  Store
+	limits FeedLimits
+	now    func() time.Time
+
+	secretMu sync.Mutex
+	secret   []byte
+}
+
+// NewPaid returns the paid use cases.
+func NewPaid(store Store, limits FeedLimits) *Paid {
+	return &Paid{store: store, limits: limits, now: time.Now}
+}
+
+// cursorTTL bounds how long a cursor may be used.
+const cursorTTL = time.Hour
+
+// cursor is the signed content of an opaque page cursor. It pins the query it
+// was issued for (kind, parameters, window), the token that got it, and the
+// keyset position; it cannot be edited to reach past the caps.
+type cursor struct {
+	Kind   string `json:"k"`
+	Params string `json:"p"`
+	From   int64  `json:"f,omitempty"`
+	To     int64  `json:"t,omitempty"`
+	At     int64  `json:"a"`
+	ID     string `json:"i"`
+	Token  string `json:"o"`
+	Exp    int64  `json:"e"`
+}
+
+// key returns the cursor-signing key, shared by every daemon on the
+// database; a failure is not cached.
+func (p *Paid) key(ctx context.Context) ([]byte, error) {
+	p.secretMu.Lock()
+	defer p.secretMu.Unlock()
+	if p.secret != nil {
+		return p.secret, nil
+	}
+	s, err := p.store.Secret(ctx, "cursor")
+	if err != nil {
+		return nil, err
+	}
+	if p.secret, err = hex.DecodeString(s); err != nil {
+		p.secret = nil
+		return nil, fmt.Errorf("cursor secret: %w", err)
+	}
+	return p.secret, nil
+}
+
+func (p *Paid) encode(ctx context.Context, c cursor) (string, error) {
+	key, err := p.key(ctx)
+	if err != nil {
+		return "", err
+	}
+	body, _ := json.Marshal(c)
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+}
+
+func (p *Paid) decode(ctx context.Context, s, kind, params, token string) (cursor, error) {
+	bad := Invalid("cursor", "is not a cursor this query issued (cursors are bound to the query, the token and an hour)")
+	body64, sig64, ok := strings.Cut(s, ".")
+	body, err1 := base64.RawURLEncoding.DecodeString(body64)
+	sig, err2 := base64.RawURLEncoding.DecodeString(sig64)
+	if !ok || err1 != nil || err2 != nil {
+		return cursor{}, bad
+	}
+	key, err := p.key(ctx)
+	if err != nil {
+		return cursor{}, err
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	if !hmac.Equal(mac.Sum(nil), sig) {
+		return cursor{}, bad
+	}
+	var c cursor
+	if json.Unmarshal(body, &c) != nil || c.Kind != kind || c.Params != params || c.Token != token {
+		return cursor{}, bad
+	}
+	if p.now().Unix() > c.Exp {
+		return cursor{}, Invalid("cursor", "has expired: start again without a cursor")
+	}
+	return c, nil
+}
+
+// Page is one page of a paged endpoint.
+type Page struct {
+	Threats    []Threat
+	NextCursor string // "" on the last page
+	From, To   time.Time
+}
+
+// FeedRequest is a /threat-feed query as given (strings, to validate here).
+type FeedRequest struct {
+	Since, Until, Hours, Ecosystem, Cursor, Limit string
+}
+
+func (p *Paid) pageLimit(s string) (int, error) {
+	if s == "" {
+		return min(100, p.limits.PageMax), nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || fmt.Sprint(n) != s || n < 1 {
+		return 0, Invalid("limit", "must be a whole number from 1 to %d", p.limits.PageMax)
+	}
+	if n > p.limits.PageMax {
+		return 0, Invalid("limit", "is at most %d", p.limits.PageMax)
+	}
+	return n, nil
+}
+
+// Feed returns the reports verified in a window, oldest first, one page at a
+// time: since/until (RFC 3339, at most MaxWindow apart) or hours (1–24,
+// default 1), optionally one ecosystem.
+func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, error) {
+	limit, err := p.pageLimit(r.Limit)
+	if err != nil {
+		return Page{}, err
+	}
+	registry := ""
+	if r.Ecosystem != "" {
+		if registry, err = ParseRegistry("ecosystem", r.Ecosystem); err != nil {
+			return Page{}, err
+		}
+	}
+	params := strings.Join([]string{r.Since, r.Until, r.Hours, registry}, "|")
+	var from, to time.Time
+	var after cursor
+	if r.Cursor != "" {
+		if after, err = p.decode(ctx, r.Cursor, "feed", params, who.Token.ID); err != nil {
+			return Page{}, err
+		}
+		from, to = time.UnixMicro(after.From).UTC(), time.UnixMicro(after.To).UTC()
+	} else if from, to, err = p.window(r); err != nil {
+		return Page{}, err
+	}
+	q := ThreatQuery{VerifiedFrom: from, VerifiedTo: to, Registry: registry, Limit: limit + 1}
+	if after.ID != "" {
+		q.AfterVerifiedAt, q.AfterID = time.UnixMicro(after.At).UTC(), after.ID
+	}
+	return p.page(ctx, q, limit, cursor{Kind: "feed", Params: params, From: from.UnixMicro(), To: to.UnixMicro(), Token: who.Token.ID}, from, to)
+}
+
+// window validates the feed's time window.
+func (p *Paid) window(r FeedRequest) (time.Time, time.Time, error) {
+	now := p.now().UTC()
+	if r.Hours != "" && (r.Since != "" || r.Until != "") {
+		return time.Time{}, time.Time{}, Invalid("hours", "give either hours or since/until, not both")
+	}
+	if r.Since == "" {
+		if r.Until != "" {
+			return time.Time{}, time.Time{}, Invalid("since", "is required with until")
+		}
+		hours := 1
+		if r.Hours != "" {
+			if _, err := fmt.Sscanf(r.Hours, "%d", &hours); err != nil || fmt.Sprint(hours) != r.Hours || hours < 1 || hours > 24 {
+				return time.Time{}, time.Time{}, Invalid("hours", "must be a whole number from 1 to 24")
+			}
+		}
+		return now.Add(-time.Duration(hours) * time.Hour), now, nil
+	}
+	since, err := time.Parse(time.RFC3339Nano, r.Since)
+	if err != nil {
+		return time.Time{}, time.Time{}, Invalid("since", "must be an RFC 3339 timestamp, e.g. 2026-11-20T00:00:00Z")
+	}
+	until := now
+	if r.Until != "" {
+		if until, err = time.Parse(time.RFC3339Nano, r.Until); err != nil {
+			return time.Time{}, time.Time{}, Invalid("until", "must be an RFC 3339 timestamp")
+		}
+	}
+	if !since.Before(until) {
+		return time.Time{}, time.Time{}, Invalid("until", "must be after since")
+	}
+	if until.Sub(since) > p.limits.MaxWindow {
+		return time.Time{}, time.Time{}, Invalid("since", "the window is longer than the maximum of %s", p.limits.MaxWindow)
+	}
+	return since.UTC(), until.UTC(), nil
+}
+
+// ByPublisher returns the verified reports whose publisher is username
+// (case-insensitive, exact), most recently verified first.
+func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, limitStr string) (Page, error) {
+	username = strings.TrimSpace(username)
+	if username == "" {
+		return Page{}, Invalid("username", "is required")
+	}
+	if err := ValidateText("username", username, 256); err != nil {
+		return Page{}, err
+	}
+	limit, err := p.pageLimit(limitStr)
+	if err != nil {
+		return Page{}, err
+	}
+	params := strings.ToLower(username)
+	q := ThreatQuery{Publisher: username, Descending: true, Limit: limit + 1}
+	if cur != "" {
+		c, err := p.decode(ctx, cur, "publisher", params, who.Token.ID)
+		if err != nil {
+			return Page{}, err
+		}
+		q.AfterVerifiedAt, q.AfterID = time.UnixMicro(c.At).UTC(), c.ID
+	}
+	return p.page(ctx, q, limit, cursor{Kind: "publisher", Params: params, Token: who.Token.ID}, time.Time{}, time.Time{})
+}
+
+func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, from, to time.Time) (Page, error) {
+	threats, err := p.store.QueryThreats(ctx, q)
+	if err != nil {
+		return Page{}, err
+	}
+	out := Page{Threats: threats, From: from, To: to}
+	if len(threats) > limit {
+		out.Threats = threats[:limit]
+		last := out.Threats[limit-1]
+		next.ID, next.Exp = last.ID, p.now().Add(cursorTTL).Unix()
+		if last.VerifiedAt != nil {
+			next.At = last.VerifiedAt.UnixMicro()
+		}
+		if out.NextCursor, err = p.encode(ctx, next); err != nil {
+			return Page{}, err
+		}
+	}
+	return out, nil
+}
+
+// ThreatData is a report with its history and indicators.
+type ThreatData struct {
+	Threat    Threat
+	Revisions []Revision
+	Events    []ReviewEvent
+	IOCs      []IOC
+}
+
+// Data returns the full record of a verified report (its submitter and
+// reviewers also see pending and rejected ones); others get not found.
+func (p *Paid) Data(ctx context.Context, who Principal, id string) (ThreatData, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return ThreatData{}, Invalid("threat_id", "must be a UUID (got %q)", id)
+	}
+	t, err := p.store.GetThreat(ctx, id)
+	if err != nil {
+		return ThreatData{}, err
+	}
+	if t.Status != StatusVerified && !who.User.Role.CanReview() && (who.User.ID == "" || who.User.ID != t.SubmitterID) {
+		return ThreatData{}, NotFound("threat", id)
+	}
+	revs, err := p.store.ListRevisions(ctx, id)
+	if err != nil {
+		return ThreatData{}, err
+	}
+	events, err := p.store.ReviewEvents(ctx, id)
+	if err != nil {
+		return ThreatData{}, err
+	}
+	return ThreatData{Threat: t, Revisions: revs, Events: events, IOCs: ExtractIOCs(t)}, nil
+}
+
+// Usage counts paid calls per token, endpoint and day, flushing to storage
+// in the background so no storage write sits on a request.
+type Usage struct {
+	store   Store
+	mu      sync.Mutex
+	pending map[UsageDelta]int64 // Calls field unused in the key
+	now     func() time.Time
+}
+
+// NewUsage returns a usage counter over store.
+func NewUsage(store Store) *Usage {
+	return &Usage{store: store, pending: map[UsageDelta]int64{}, now: time.Now}
+}
+
+// Count records one paid call.
+func (u *Usage) Count(tokenID, endpoint string) {
+	k := UsageDelta{Day: u.now().UTC().Format(time.DateOnly), TokenID: tokenID, Endpoint: endpoint}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pending[k]++
+}
+
+// Flush writes the pending counts.
+func (u *Usage) Flush(ctx context.Context) error {
+	u.mu.Lock()
+	pending := u.pending
+	u.pending = map[UsageDelta]int64{}
+	u.mu.Unlock()
+	var deltas []UsageDelta
+	for k, n := range pending {
+		k.Calls = n
+		deltas = append(deltas, k)
+	}
+	if err := u.store.AddUsage(ctx, deltas); err != nil {
+		u.mu.Lock()
+		for k, n := range pending {
+			u.pending[k] += n
+		}
+		u.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Today returns a token's paid calls today (stored plus pending).
+func (u *Usage) Today(ctx context.Context, tokenID string) (map[string]int64, error) {
+	day := u.now().UTC().Format(time.DateOnly)
+	stored, err := u.store.Usage(ctx, tokenID, day)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(stored))
+	for k, n := range stored {
+		out[k] = n
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, n := range u.pending {
+		if k.TokenID == tokenID && k.Day == day {
+			out[k.Endpoint] += n
+		}
+	}
+	return out, nil
+}
