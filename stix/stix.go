@@ -1,0 +1,186 @@
+// Package stix maps verified threat records to STIX 2.1 bundles: a malware
+// object for each threat, an indicator with a STIX pattern for each of its
+// indicators of compromise, "indicates" relationships between them, an
+// identity for the service as created_by_ref, and the TLP:WHITE marking.
+// Ids are UUIDv5 of the threat id (and the indicator), so exporting the same
+// report again yields the same objects.
+package stix
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Namespace is the UUIDv5 namespace of every threatd STIX id.
+var Namespace = uuid.MustParse("7d5f3a52-6a1e-4c55-9a0e-1f9c1b6e2a11")
+
+// TLPWhite is STIX 2.1's predefined TLP:WHITE marking definition.
+const TLPWhite = "marking-definition--613f2e26-407d-48c7-9eca-b8e91df99dc9"
+
+// epoch dates the service identity and the marking, which never change.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Record is one threat to export: the report and its indicators.
+type Record struct {
+	Threat core.Threat
+	IOCs   []core.IOC
+}
+
+// Object is one STIX object (a JSON object).
+type Object map[string]any
+
+// Bundle is a STIX 2.1 bundle.
+type Bundle struct {
+	Type    string   `json:"type"`
+	ID      string   `json:"id"`
+	Objects []Object `json:"objects"`
+}
+
+func id(kind string, parts ...string) string {
+	return kind + "--" + uuid.NewSHA1(Namespace, []byte(kind+"\x00"+strings.Join(parts, "\x00"))).String()
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// IdentityID is the id of the service's identity object.
+func IdentityID(service string) string { return id("identity", service) }
+
+// Options name the producer of a bundle.
+type Options struct {
+	// Service is the identity's name (e.g. "threatd").
+	Service string
+	// BundleKey makes the bundle id deterministic for the same content.
+	BundleKey string
+}
+
+// NewBundle maps records to a bundle.
+func NewBundle(records []Record, o Options) Bundle {
+	if o.Service == "" {
+		o.Service = "threatd"
+	}
+	identity := IdentityID(o.Service)
+	objects := []Object{
+		{"type": "identity", "spec_version": "2.1", "id": identity, "created": stamp(epoch), "modified": stamp(epoch),
+			"name": o.Service, "identity_class": "system", "description": "threatd threat-intelligence service"},
+		{"type": "marking-definition", "spec_version": "2.1", "id": TLPWhite, "created": "2017-01-20T00:00:00.000Z",
+			"definition_type": "tlp", "name": "TLP:WHITE", "definition": map[string]any{"tlp": "white"}},
+	}
+	var keys []string
+	for _, r := range records {
+		objects = append(objects, mapRecord(r, identity)...)
+		keys = append(keys, r.Threat.ID+"@"+fmt.Sprint(r.Threat.Revision))
+	}
+	sort.Strings(keys)
+	return Bundle{Type: "bundle", ID: id("bundle", o.BundleKey, strings.Join(keys, ",")), Objects: objects}
+}
+
+func mapRecord(r Record, identity string) []Object {
+	t := r.Threat
+	created := t.CreatedAt
+	modified := t.UpdatedAt
+	if t.VerifiedAt != nil && t.VerifiedAt.After(modified) {
+		modified = *t.VerifiedAt
+	}
+	if modified.Before(created) {
+		modified = created
+	}
+	validFrom := created
+	if t.VerifiedAt != nil {
+		validFrom = *t.VerifiedAt
+	}
+	name := t.ResourceIdentifier
+	if t.Registry != "" {
+		name = fmt.Sprintf("%s (%s)", t.ResourceIdentifier, t.Registry)
+	}
+	common := func(kind string) Object {
+		return Object{"type": kind, "spec_version": "2.1", "created": stamp(created), "modified": stamp(modified),
+			"created_by_ref": identity, "object_marking_refs": []string{TLPWhite}}
+	}
+	malware := common("malware")
+	malware["id"] = id("malware", t.ID)
+	malware["name"] = name
+	malware["is_family"] = false
+	malware["malware_types"] = malwareTypes(t.Details.Tags)
+	malware["description"] = t.Details.ThreatDescription
+	if len(t.Details.Tags) > 0 {
+		malware["labels"] = t.Details.Tags
+	}
+	if refs := externalRefs(t); len(refs) > 0 {
+		malware["external_references"] = refs
+	}
+	if t.Details.FirstSeen != nil {
+		malware["first_seen"] = stamp(*t.Details.FirstSeen)
+	}
+	if t.Details.LastSeen != nil && (t.Details.FirstSeen == nil || !t.Details.LastSeen.Before(*t.Details.FirstSeen)) {
+		malware["last_seen"] = stamp(*t.Details.LastSeen)
+	}
+	out := []Object{malware}
+	for _, ioc := range r.IOCs {
+		pattern, ok := Pattern(ioc)
+		if !ok {
+			continue
+		}
+		ind := common("indicator")
+		ind["id"] = id("indicator", t.ID, ioc.Type, ioc.Value)
+		ind["name"] = fmt.Sprintf("%s %s of %s", ioc.Type, ioc.Value, name)
+		ind["indicator_types"] = []string{"malicious-activity"}
+		ind["pattern"] = pattern
+		ind["pattern_type"] = "stix"
+		ind["pattern_version"] = "2.1"
+		ind["valid_from"] = stamp(validFrom)
+		if t.Details.SeverityLevel != "" {
+			ind["labels"] = []string{"severity:" + string(t.Details.SeverityLevel)}
+		}
+		rel := common("relationship")
+		rel["id"] = id("relationship", t.ID, ioc.Type, ioc.Value, "indicates")
+		rel["relationship_type"] = "indicates"
+		rel["source_ref"] = ind["id"]
+		rel["target_ref"] = malware["id"]
+		out = append(out, ind, rel)
+	}
+	return out
+}
+
+// malwareTypes maps tags onto STIX's malware-type-ov where they match.
+func malwareTypes(tags []string) []string {
+	vocab := map[string]string{"backdoor": "backdoor", "bot": "bot", "botnet": "bot", "dropper": "dropper", "downloader": "downloader",
+		"keylogger": "keylogger", "ransomware": "ransomware", "rat": "remote-access-trojan", "remote-access-trojan": "remote-access-trojan",
+		"rootkit": "rootkit", "spyware": "spyware", "trojan": "trojan", "worm": "worm", "virus": "virus", "miner": "resource-exploitation",
+		"cryptominer": "resource-exploitation", "stealer": "spyware", "infostealer": "spyware", "token-stealer": "spyware", "exploit-kit": "exploit-kit"}
+	seen := map[string]bool{}
+	var out []string
+	for _, tag := range tags {
+		if v, ok := vocab[strings.ToLower(tag)]; ok && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"unknown"}
+	}
+	return out
+}
+
+func externalRefs(t core.Threat) []map[string]any {
+	var refs []map[string]any
+	if t.Details.OSVAdvisoryURL != "" {
+		refs = append(refs, map[string]any{"source_name": "osv", "url": t.Details.OSVAdvisoryURL})
+	}
+	for _, u := range strings.Split(t.Details.EvidenceReferences, "|") {
+		if u = strings.TrimSpace(u); u != "" {
+			refs = append(refs, map[string]any{"source_name": "evidence", "url": u})
+		}
+	}
+	refs = append(refs, map[string]any{"source_name": "threatd", "external_id": t.ID})
+	return refs
+}
+
+// Marshal renders a bundle as JSON.
+func (b Bundle) Marshal() ([]byte, error) { return json.MarshalIndent(b, "", "  ") }

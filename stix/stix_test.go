@@ -1,0 +1,259 @@
+package stix
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/threatd/threatd/core"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// schemaDir is the OASIS cti-stix2-json-schemas copy beside the repository.
+const schemaDir = "../../shared/reference/stix2-json-schemas"
+
+// Validator checks STIX objects against the OASIS JSON schemas.
+type validator struct{ schemas map[string]*jsonschema.Schema }
+
+func newValidator(t testing.TB) *validator {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	ids := map[string]string{}
+	err := filepath.WalkDir(schemaDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		doc, err := jsonschema.UnmarshalJSON(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		id, _ := doc.(map[string]any)["$id"].(string)
+		rel, _ := filepath.Rel(schemaDir, path)
+		ids[filepath.ToSlash(rel)] = id
+		return c.AddResource(id, doc)
+	})
+	if err != nil {
+		t.Fatalf("loading the OASIS schemas from %s: %v", schemaDir, err)
+	}
+	v := &validator{schemas: map[string]*jsonschema.Schema{}}
+	for kind, file := range map[string]string{"bundle": "common/bundle.json", "identity": "sdos/identity.json", "malware": "sdos/malware.json",
+		"indicator": "sdos/indicator.json", "relationship": "sros/relationship.json", "marking-definition": "common/marking-definition.json"} {
+		s, err := c.Compile(ids[file])
+		if err != nil {
+			t.Fatalf("compiling %s: %v", file, err)
+		}
+		v.schemas[kind] = s
+	}
+	return v
+}
+
+// validate checks a bundle and every object in it.
+func (v *validator) validate(t testing.TB, raw []byte) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.schemas["bundle"].Validate(doc); err != nil {
+		t.Fatalf("bundle invalid: %v", err)
+	}
+	for _, o := range doc.(map[string]any)["objects"].([]any) {
+		obj := o.(map[string]any)
+		s, ok := v.schemas[obj["type"].(string)]
+		if !ok {
+			t.Fatalf("no schema for %v", obj["type"])
+		}
+		if err := s.Validate(obj); err != nil {
+			t.Fatalf("%s %s invalid: %v", obj["type"], obj["id"], err)
+		}
+	}
+}
+
+func at(s string) *time.Time {
+	t, _ := time.Parse(time.RFC3339, s)
+	return &t
+}
+
+// sample is a realistic record with every kind of indicator.
+func sample() Record {
+	th := core.Threat{
+		ID: "5b0c7e5e-8f0f-4a55-9a52-2b1f0a8d3c11", ReportType: core.TypePackage, ResourceIdentifier: "evil-pkg", Registry: "npm",
+		Status: core.StatusVerified, CreatedAt: *at("2026-11-01T10:00:00Z"), UpdatedAt: *at("2026-11-01T10:00:00Z"),
+		VerifiedAt: at("2026-11-02T09:30:00Z"), VerifiedBy: "Rita",
+		Details: core.Details{
+			ThreatDescription: "Postinstall script steals npm tokens",
+			PayloadDescription: "Posts ~/.npmrc to hxxps://exfil[.]evil[.]example/c from 203[.]0[.]113[.]7 and 2001:db8::7; " +
+				"drops 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 (md5 d41d8cd98f00b204e9800998ecf8427e, " +
+				"sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709); ransom to 0xabcdef0123456789abcdef0123456789abcdef01",
+			SeverityLevel: core.SeverityCritical, Tags: []string{"token-stealer", "campaign-x"},
+			EvidenceReferences: "https://blog.example/evil-pkg", OSVAdvisoryURL: "https://osv.dev/vulnerability/MAL-2026-1",
+			FirstSeen: at("2026-10-30T00:00:00Z"),
+		},
+	}
+	return Record{Threat: th, IOCs: core.ExtractIOCs(th)}
+}
+
+func TestBundleValidatesAndIsDeterministic(t *testing.T) {
+	v := newValidator(t)
+	b1, err := NewBundle([]Record{sample()}, Options{BundleKey: "test"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.validate(t, b1)
+	b2, _ := NewBundle([]Record{sample()}, Options{BundleKey: "test"}).Marshal()
+	if !bytes.Equal(b1, b2) {
+		t.Fatal("the same records gave a different bundle")
+	}
+	var b Bundle
+	json.Unmarshal(b1, &b)
+	counts := map[string]int{}
+	for _, o := range b.Objects {
+		counts[o["type"].(string)]++
+		_, u, _ := strings.Cut(o["id"].(string), "--")
+		if id := uuid.MustParse(u); id.Version() != 5 && o["id"] != TLPWhite {
+			t.Fatalf("%s: id is not a UUIDv5", o["id"])
+		}
+		if o["type"] != "marking-definition" && o["type"] != "identity" && o["created_by_ref"] != IdentityID("threatd") {
+			t.Fatalf("%s without created_by_ref", o["id"])
+		}
+	}
+	iocs := len(sample().IOCs)
+	if counts["malware"] != 1 || counts["indicator"] != iocs || counts["relationship"] != iocs || counts["identity"] != 1 || counts["marking-definition"] != 1 || iocs < 8 {
+		t.Fatalf("objects %v for %d IOCs", counts, iocs)
+	}
+	// Golden file: input and expected bundle side by side.
+	golden := filepath.Join("testdata", "bundle.golden.json")
+	if *update {
+		os.WriteFile(golden, b1, 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./stix -update to create it)", err)
+	}
+	if !bytes.Equal(b1, want) {
+		t.Fatalf("bundle differs from %s (go test ./stix -update rewrites it after review)", golden)
+	}
+}
+
+func TestPatterns(t *testing.T) {
+	cases := []struct {
+		ioc  core.IOC
+		want string
+	}{
+		{core.IOC{Type: "url", Value: "https://evil.example/a?b=1"}, `[url:value = 'https://evil.example/a?b=1']`},
+		{core.IOC{Type: "domain", Value: "evil.example"}, `[domain-name:value = 'evil.example']`},
+		{core.IOC{Type: "ip", Value: "203.0.113.7", Detail: "ipv4"}, `[ipv4-addr:value = '203.0.113.7']`},
+		{core.IOC{Type: "ip", Value: "2001:db8::7", Detail: "ipv6"}, `[ipv6-addr:value = '2001:db8::7']`},
+		{core.IOC{Type: "hash", Value: "d41d8cd98f00b204e9800998ecf8427e", Detail: "md5"}, `[file:hashes.'MD5' = 'd41d8cd98f00b204e9800998ecf8427e']`},
+		{core.IOC{Type: "hash", Value: strings.Repeat("a", 40), Detail: "sha1"}, `[file:hashes.'SHA-1' = '` + strings.Repeat("a", 40) + `']`},
+		{core.IOC{Type: "hash", Value: strings.Repeat("b", 64)}, `[file:hashes.'SHA-256' = '` + strings.Repeat("b", 64) + `']`},
+		{core.IOC{Type: "package", Value: "@scope/evil", Detail: "npm"}, `[software:name = '@scope/evil' AND software:vendor = 'npm']`},
+		{core.IOC{Type: "package", Value: "docker.io/evil/img:1", Detail: "container"}, `[software:name = 'docker.io/evil/img:1' AND software:vendor = 'container']`},
+		{core.IOC{Type: "wallet", Value: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"}, `[cryptocurrency-wallet:value = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq']`},
+	}
+	for _, c := range cases {
+		if got, ok := Pattern(c.ioc); !ok || got != c.want {
+			t.Errorf("%+v: %q, want %q", c.ioc, got, c.want)
+		}
+	}
+}
+
+// lex splits a pattern into its string literals (unescaped) and the text
+// outside them, as a STIX pattern parser would.
+func lex(t *testing.T, p string) (outside string, literals []string) {
+	var b, lit strings.Builder
+	in := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case !in && c == '\'':
+			in = true
+			lit.Reset()
+		case in && c == '\\':
+			i++
+			if i >= len(p) || (p[i] != '\\' && p[i] != '\'') {
+				t.Fatalf("bad escape in %q", p)
+			}
+			lit.WriteByte(p[i])
+		case in && c == '\'':
+			in = false
+			literals = append(literals, lit.String())
+			b.WriteString("'L'")
+		case in:
+			lit.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if in {
+		t.Fatalf("unterminated literal in %q", p)
+	}
+	return b.String(), literals
+}
+
+// TestHostileValuesCannotChangeThePattern: quotes, backslashes and brackets
+// stay inside the literal; the pattern keeps exactly its one comparison.
+func TestHostileValuesCannotChangeThePattern(t *testing.T) {
+	hostile := []string{
+		`evil.example' OR [domain-name:value = 'x`,
+		`https://evil.example/a'] OR [url:value = '`,
+		`x\' OR 1=1 --`,
+		`back\slash\\`,
+		`it's ]][[ '' \'`,
+		`'`,
+		`\`,
+	}
+	for _, typ := range []string{"url", "domain", "package", "wallet"} {
+		for _, v := range hostile {
+			p, _ := Pattern(core.IOC{Type: typ, Value: v, Detail: "npm"})
+			outside, lits := lex(t, p)
+			if lits[0] != v {
+				t.Fatalf("%s %q: literal reads back as %q", typ, v, lits[0])
+			}
+			want := map[string]string{"url": "[url:value = 'L']", "domain": "[domain-name:value = 'L']",
+				"package": "[software:name = 'L' AND software:vendor = 'L']", "wallet": "[cryptocurrency-wallet:value = 'L']"}[typ]
+			if outside != want {
+				t.Fatalf("%s %q: pattern structure %q, want %q (pattern %s)", typ, v, outside, want, p)
+			}
+		}
+	}
+}
+
+// TestValidatorRejectsInvalidObjects proves the schema check is not vacuous.
+func TestValidatorRejectsInvalidObjects(t *testing.T) {
+	v := newValidator(t)
+	b := NewBundle([]Record{sample()}, Options{})
+	for _, breakIt := range []func(Object){
+		func(o Object) { delete(o, "is_family") },
+		func(o Object) { o["id"] = "malware--not-a-uuid" },
+		func(o Object) { o["created"] = "yesterday" },
+	} {
+		raw, _ := json.Marshal(b)
+		var doc map[string]any
+		json.Unmarshal(raw, &doc)
+		for _, o := range doc["objects"].([]any) {
+			if obj := o.(map[string]any); obj["type"] == "malware" {
+				breakIt(obj)
+				if err := v.schemas["malware"].Validate(obj); err == nil {
+					t.Fatalf("invalid malware object accepted: %v", obj)
+				}
+			}
+		}
+	}
+}
