@@ -287,7 +287,10 @@ func bad(key, format string, args ...any) error {
 	return &KeyError{Key: key, Message: fmt.Sprintf(format, args...)}
 }
 
-var pluginName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var (
+	pluginName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	routePath  = regexp.MustCompile(`^(/[a-z0-9][a-z0-9_-]*)+$`)
+)
 
 // Validate checks every value; the first error names its key.
 func (c *Config) Validate() error {
@@ -335,8 +338,8 @@ func (c *Config) Validate() error {
 	}
 	for i, r := range c.ExporterRoutes {
 		key := fmt.Sprintf("exporter_routes[%d]", i)
-		if !strings.HasPrefix(r.Path, "/") {
-			add(bad(key+".path", "must start with / (got %q)", r.Path))
+		if !routePath.MatchString(r.Path) {
+			add(bad(key+".path", "must be a path like /export/csv: lower-case letters, digits, - _ / (got %q)", r.Path))
 		}
 		if !pluginName.MatchString(r.Exporter) {
 			add(bad(key+".exporter", "must be a plugin name (got %q)", r.Exporter))

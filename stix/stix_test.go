@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,77 +11,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/stix/stixtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // schemaDir is the OASIS cti-stix2-json-schemas copy beside the repository.
 const schemaDir = "../../shared/reference/stix2-json-schemas"
-
-// Validator checks STIX objects against the OASIS JSON schemas.
-type validator struct{ schemas map[string]*jsonschema.Schema }
-
-func newValidator(t testing.TB) *validator {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	ids := map[string]string{}
-	err := filepath.WalkDir(schemaDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		doc, err := jsonschema.UnmarshalJSON(f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		id, _ := doc.(map[string]any)["$id"].(string)
-		rel, _ := filepath.Rel(schemaDir, path)
-		ids[filepath.ToSlash(rel)] = id
-		return c.AddResource(id, doc)
-	})
-	if err != nil {
-		t.Fatalf("loading the OASIS schemas from %s: %v", schemaDir, err)
-	}
-	v := &validator{schemas: map[string]*jsonschema.Schema{}}
-	for kind, file := range map[string]string{"bundle": "common/bundle.json", "identity": "sdos/identity.json", "malware": "sdos/malware.json",
-		"indicator": "sdos/indicator.json", "relationship": "sros/relationship.json", "marking-definition": "common/marking-definition.json"} {
-		s, err := c.Compile(ids[file])
-		if err != nil {
-			t.Fatalf("compiling %s: %v", file, err)
-		}
-		v.schemas[kind] = s
-	}
-	return v
-}
-
-// validate checks a bundle and every object in it.
-func (v *validator) validate(t testing.TB, raw []byte) {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.schemas["bundle"].Validate(doc); err != nil {
-		t.Fatalf("bundle invalid: %v", err)
-	}
-	for _, o := range doc.(map[string]any)["objects"].([]any) {
-		obj := o.(map[string]any)
-		s, ok := v.schemas[obj["type"].(string)]
-		if !ok {
-			t.Fatalf("no schema for %v", obj["type"])
-		}
-		if err := s.Validate(obj); err != nil {
-			t.Fatalf("%s %s invalid: %v", obj["type"], obj["id"], err)
-		}
-	}
-}
 
 func at(s string) *time.Time {
 	t, _ := time.Parse(time.RFC3339, s)
@@ -110,12 +46,12 @@ func sample() Record {
 }
 
 func TestBundleValidatesAndIsDeterministic(t *testing.T) {
-	v := newValidator(t)
+	v := stixtest.NewValidator(t, schemaDir)
 	b1, err := NewBundle([]Record{sample()}, Options{BundleKey: "test"}).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.validate(t, b1)
+	v.Validate(t, b1)
 	b2, _ := NewBundle([]Record{sample()}, Options{BundleKey: "test"}).Marshal()
 	if !bytes.Equal(b1, b2) {
 		t.Fatal("the same records gave a different bundle")
@@ -237,7 +173,7 @@ func TestHostileValuesCannotChangeThePattern(t *testing.T) {
 
 // TestValidatorRejectsInvalidObjects proves the schema check is not vacuous.
 func TestValidatorRejectsInvalidObjects(t *testing.T) {
-	v := newValidator(t)
+	v := stixtest.NewValidator(t, schemaDir)
 	b := NewBundle([]Record{sample()}, Options{})
 	for _, breakIt := range []func(Object){
 		func(o Object) { delete(o, "is_family") },
@@ -250,7 +186,7 @@ func TestValidatorRejectsInvalidObjects(t *testing.T) {
 		for _, o := range doc["objects"].([]any) {
 			if obj := o.(map[string]any); obj["type"] == "malware" {
 				breakIt(obj)
-				if err := v.schemas["malware"].Validate(obj); err == nil {
+				if err := v.ValidateObject(obj); err == nil {
 					t.Fatalf("invalid malware object accepted: %v", obj)
 				}
 			}

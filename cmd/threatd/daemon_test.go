@@ -277,3 +277,23 @@ func (d *daemon) until(code int, method, path, token, body string) response {
 	})
 	return r
 }
+
+type rawResponse struct {
+	code int
+	hdr  http.Header
+	body []byte
+}
+
+// raw sends a GET and returns the body as bytes (for non-JSON documents).
+func (d *daemon) raw(method, path, token string) rawResponse {
+	d.t.Helper()
+	req, _ := http.NewRequest(method, d.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := d.client.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return rawResponse{code: res.StatusCode, hdr: res.Header, body: b}
+}

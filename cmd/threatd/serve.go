@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -17,6 +18,7 @@ import (
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
+	"github.com/threatd/threatd/plugins"
 )
 
 func serveCmd() *cobra.Command {
@@ -86,6 +88,17 @@ func serve(cmd *cobra.Command, _ []string) error {
 		log.Info("rate limits shared through storage", "sync_interval", cfg.Limits.SyncInterval.String())
 	}
 
+	// Exporter plugins: the configured ones start now; a missing one makes
+	// only its endpoints answer 503.
+	exportRoutes, exporterNames, err := exportRoutes(cfg)
+	if err != nil {
+		return err
+	}
+	pool := plugins.NewExporters(&plugins.Host{Dir: cfg.Plugins.Dir, Log: log})
+	defer pool.Close()
+	pool.Start(exporterNames)
+	exporters := enabledExporters{pool: pool, enabled: exporterNames}
+
 	var proxies []netip.Prefix
 	for _, p := range cfg.Server.TrustedProxies {
 		pfx, _ := config.ParsePrefix(p) // validated by config.Load
@@ -103,13 +116,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 			NewUserMaxUnverified:   cfg.Limits.NewUserMaxUnverified,
 			NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
 		},
-		BatchMax:    cfg.Limits.BatchMax,
-		Feed:        core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
-		LatestCount: cfg.Limits.LatestCount,
-		Limiter:     shared,
-		StorageName: cfg.Storage.Plugin,
-		Version:     version,
-	}, log, e.store, idx, principals, usage)
+		BatchMax:     cfg.Limits.BatchMax,
+		Feed:         core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
+		LatestCount:  cfg.Limits.LatestCount,
+		Limiter:      shared,
+		ExportRoutes: exportRoutes,
+		StorageName:  cfg.Storage.Plugin,
+		Version:      version,
+	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{
 		Address:         cfg.Server.Listen,
@@ -150,4 +164,46 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	log.Info("threatd stopped: in-flight requests drained")
 	return nil
+}
+
+// exportRoutes returns the built-in exporter endpoints plus the configured
+// exporter_routes, and the exporters to run (configured + routed).
+func exportRoutes(cfg config.Config) ([]api.ExportRoute, []string, error) {
+	routes := append([]api.ExportRoute{}, api.BuiltinExportRoutes...)
+	taken := map[string]bool{}
+	for _, p := range api.RoutePaths() {
+		taken[p] = true
+	}
+	for _, r := range routes {
+		taken[r.Path] = true
+	}
+	names := append([]string{}, cfg.Exporters...)
+	for i, r := range cfg.ExporterRoutes {
+		if taken[r.Path] {
+			return nil, nil, fmt.Errorf("invalid configuration: exporter_routes[%d].path: %s is already an endpoint", i, r.Path)
+		}
+		taken[r.Path] = true
+		tier := core.TierPaid
+		if r.Tier == string(core.TierFree) {
+			tier = core.TierFree
+		}
+		routes = append(routes, api.ExportRoute{Path: r.Path, Exporter: r.Exporter, Tier: tier, PassParams: true})
+		if !slices.Contains(names, r.Exporter) {
+			names = append(names, r.Exporter)
+		}
+	}
+	return routes, names, nil
+}
+
+// enabledExporters refuses exporters the configuration does not name.
+type enabledExporters struct {
+	pool    *plugins.Exporters
+	enabled []string
+}
+
+func (x enabledExporters) Export(ctx context.Context, name string, req core.ExportRequest) (core.Document, error) {
+	if !slices.Contains(x.enabled, name) {
+		return core.Document{}, fmt.Errorf("%w: exporter %q is not enabled (configuration key exporters)", core.ErrExporterUnavailable, name)
+	}
+	return x.pool.Export(ctx, name, req)
 }

@@ -63,7 +63,8 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		opts: Options{BasePath: "/functions/v1", MaxBodyBytes: 1024, PerIPPerMinute: perIP,
 			PerTokenPerMinute: map[core.Tier]int{core.TierFree: perToken, core.TierPaid: perToken * 10}},
 		log: slog.New(slog.DiscardHandler), accounts: acc, store: st,
-		index: index.New(st, 100), principals: index.NewPrincipals(acc, time.Second), usage: core.NewUsage(st),
+		exporters: nil,
+		index:     index.New(st, 100), principals: index.NewPrincipals(acc, time.Second), usage: core.NewUsage(st),
 		paid:      core.NewPaid(st, core.FeedLimits{MaxWindow: time.Hour, PageMax: 10}),
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}

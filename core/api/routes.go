@@ -26,6 +26,9 @@ func (s *Server) routes(e *echo.Echo) {
 	for _, r := range s.apiRoutes() {
 		s.add(api, r)
 	}
+	for _, r := range s.opts.ExportRoutes {
+		s.add(api, route{method: http.MethodGet, path: r.Path, tier: r.Tier, handler: s.exportHandler(r)})
+	}
 }
 
 // apiRoutes are the authenticated endpoints under the base path.
@@ -55,4 +58,21 @@ func (s *Server) add(g *echo.Group, r route) {
 		mw = append(mw, middleware.BodyLimit(s.opts.MaxBodyBytes))
 	}
 	g.Add(r.method, r.path, r.handler, mw...)
+}
+
+// BuiltinExportRoutes are the exporter endpoints of the specification.
+var BuiltinExportRoutes = []ExportRoute{
+	{Path: "/query-latest-stix", Exporter: "stix", Tier: core.TierPaid},
+	{Path: "/anomali-feed", Exporter: "anomali", Tier: core.TierPaid, Window: true},
+}
+
+// RoutePaths lists the paths of the built-in API routes (to refuse an
+// exporter route that would shadow one).
+func RoutePaths() []string {
+	var s Server
+	var out []string
+	for _, r := range s.apiRoutes() {
+		out = append(out, r.path)
+	}
+	return out
 }

@@ -32,6 +32,8 @@ type Options struct {
 	// Limiter counts per-IP and per-token requests; nil = in memory, per
 	// daemon (limits.store: memory).
 	Limiter ratelimit.Taker
+	// ExportRoutes are the endpoints served by exporter plugins.
+	ExportRoutes []ExportRoute
 	// StorageName names the storage plugin, for /healthz.
 	StorageName string
 	Version     string
@@ -44,6 +46,7 @@ type Server struct {
 	accounts     *core.Accounts
 	reports      *core.Reports
 	paid         *core.Paid
+	exporters    core.Exporters
 	usage        *core.Usage
 	index        *index.Index
 	principals   *index.Principals
@@ -55,7 +58,7 @@ type Server struct {
 
 // New builds the HTTP handler of the API. idx and principals are the hot
 // read path, kept current by an index.Follower the caller runs.
-func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals, usage *core.Usage) http.Handler {
+func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals, usage *core.Usage, exporters core.Exporters) http.Handler {
 	s := &Server{
 		opts:         opts,
 		log:          log,
@@ -63,6 +66,7 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		reports:      core.NewReports(store, opts.Limits),
 		paid:         core.NewPaid(store, opts.Feed),
 		usage:        usage,
+		exporters:    exporters,
 		index:        idx,
 		principals:   principals,
 		store:        store,

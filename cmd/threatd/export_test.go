@@ -1,0 +1,134 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
+	"github.com/threatd/threatd/stix/stixtest"
+)
+
+var schemaDir = filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "stix2-json-schemas")
+
+// pluginDir makes a plugin directory holding only the named real plugins
+// (and any extra binaries), to test missing ones.
+func pluginDir(t *testing.T, names []string, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		if err := os.Symlink(testbin.Path(n), filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, pkg := range extra {
+		if err := testbin.Build(pkg, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func verifiedWithIOCs(t *testing.T, in *instance, d *daemon, tok string) string {
+	t.Helper()
+	id := d.submit(tok, `{"report_type":"package","resource_identifier":"stix-pkg","registry":"npm","threat_description":"Steals tokens","severity_level":"high",
+		"payload_description":"Exfiltrates to hxxps://c2[.]evil[.]example/in from 198[.]51[.]100[.]4; dropper sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08; name it's ' OR [url:value = 'x","tags":["token-stealer"]}`)
+	in.mustCLI("review", "verify", id)
+	return id
+}
+
+func TestSTIXExports(t *testing.T) {
+	in := newInstance(t, quiet)
+	free := in.user("free@example.com")
+	paid := in.user("paid@example.com", "--tier", "paid")
+	d := in.serve()
+	verifiedWithIOCs(t, in, d, paid)
+	v := stixtest.NewValidator(t, schemaDir)
+	for _, path := range []string{"/query-latest-stix", "/anomali-feed", "/anomali-feed?hours=1", "/anomali-feed?ecosystem=npm"} {
+		d.do("GET", base+path, free, "").expect(t, 403, "This endpoint requires a paid subscription")
+		res := d.raw("GET", base+path, paid)
+		if res.code != 200 || res.hdr.Get("Content-Type") != "application/stix+json;version=2.1" {
+			t.Fatalf("%s: %d %s %s", path, res.code, res.hdr.Get("Content-Type"), res.body)
+		}
+		v.Validate(t, res.body)
+		var b struct {
+			Objects []map[string]any `json:"objects"`
+		}
+		json.Unmarshal(res.body, &b)
+		kinds := map[string]int{}
+		for _, o := range b.Objects {
+			kinds[o["type"].(string)]++
+			if p, ok := o["pattern"].(string); ok && strings.Contains(p, "x'") && !strings.Contains(p, `\'`) {
+				t.Fatalf("unescaped quote in %s", p)
+			}
+		}
+		if kinds["malware"] != 1 || kinds["indicator"] < 5 || kinds["relationship"] != kinds["indicator"] || kinds["identity"] != 1 {
+			t.Fatalf("%s: objects %v", path, kinds)
+		}
+		// Deterministic: the same data gives the same bundle.
+		if again := d.raw("GET", base+path, paid); string(again.body) != string(res.body) {
+			t.Fatalf("%s: re-export differs", path)
+		}
+	}
+	for _, bad := range []string{"/anomali-feed?hours=25", "/anomali-feed?since=2020-01-01T00:00:00Z", "/anomali-feed?limit=5", "/query-latest-stix?ecosystem=cpan"} {
+		d.do("GET", base+bad, paid, "").expect(t, 400, "")
+	}
+}
+
+func TestExporterSDKExampleThroughConfig(t *testing.T) {
+	in := newInstance(t, quiet+"exporter_routes:\n  - {path: /export/csv, exporter: csv, tier: free}\n")
+	tok := in.user("csv@example.com", "--tier", "paid")
+	d := in.serve()
+	id := verifiedWithIOCs(t, in, d, tok)
+	res := d.raw("GET", base+"/export/csv?ecosystem=npm", tok)
+	if res.code != 200 || !strings.HasPrefix(res.hdr.Get("Content-Type"), "text/csv") {
+		t.Fatalf("%d %s %s", res.code, res.hdr.Get("Content-Type"), res.body)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res.body)), "\n")
+	if lines[0] != "threat_id,report_type,resource_identifier,registry,severity,verified_at,ioc_type,ioc_value" || len(lines) < 6 {
+		t.Fatalf("csv:\n%s", res.body)
+	}
+	if !strings.Contains(string(res.body), id+",package,stix-pkg,npm,high,") || !strings.Contains(string(res.body), "url,https://c2.evil.example/in") {
+		t.Fatalf("csv rows:\n%s", res.body)
+	}
+}
+
+func TestMissingExporterOnlyAffectsItsEndpoints(t *testing.T) {
+	in := newInstance(t, quiet)
+	in.env = []string{"THREATD_PLUGINS__DIR=" + pluginDir(t, []string{"threatd-storage-sqlite", "threatd-exporter-anomali"}, nil)}
+	tok := in.user("m@example.com", "--tier", "paid")
+	d := in.serve()
+	if !strings.Contains(d.logText(), `"msg":"exporter unavailable: its endpoints will answer 503","exporter":"stix"`) {
+		t.Fatalf("no warning at start:\n%s", d.logText())
+	}
+	r := d.do("GET", base+"/query-latest-stix", tok, "").expect(t, 503, `Exporter "stix" is not available; try again later`)
+	if !strings.Contains(r.body["details"].(string), "threatd-exporter-stix does not exist") {
+		t.Fatalf("details: %v", r.body)
+	}
+	if res := d.raw("GET", base+"/anomali-feed", tok); res.code != 200 {
+		t.Fatalf("anomali with stix missing: %d", res.code)
+	}
+	d.do("GET", base+"/query-latest", tok, "").expect(t, 200, "")
+}
+
+func TestCrashedExporterIsRestarted(t *testing.T) {
+	in := newInstance(t, quiet+"exporter_routes:\n  - {path: /export/crashy, exporter: crashy, tier: free}\n")
+	in.env = []string{"THREATD_PLUGINS__DIR=" + pluginDir(t, []string{"threatd-storage-sqlite", "threatd-exporter-stix", "threatd-exporter-anomali"},
+		map[string]string{"threatd-exporter-crashy": "./cmd/threatd/testdata/crashy"})}
+	tok := in.user("c@example.com")
+	d := in.serve()
+	first := d.raw("GET", base+"/export/crashy", tok)
+	if first.code != 200 || !strings.HasPrefix(string(first.body), "records=0 pid=") {
+		t.Fatalf("first: %d %s", first.code, first.body)
+	}
+	d.do("GET", base+"/export/crashy?crash=1", tok, "").expect(t, 502, `Exporter "crashy" failed while producing the document; try again`)
+	next := d.raw("GET", base+"/export/crashy", tok)
+	if next.code != 200 || string(next.body) == string(first.body) {
+		t.Fatalf("after the crash: %d %s (want 200 from a new process)", next.code, next.body)
+	}
+	if !strings.Contains(d.logText(), `"msg":"exporter process had exited; restarting it","exporter":"crashy"`) {
+		t.Fatalf("restart not logged:\n%s", d.logText())
+	}
+}

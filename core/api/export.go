@@ -1,0 +1,164 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+)
+
+// ExportRoute serves an endpoint with an exporter plugin.
+type ExportRoute struct {
+	Path     string
+	Exporter string
+	Tier     core.Tier
+	// Window selects records by verification window (since/hours, the
+	// Anomali feed) instead of the latest verified reports.
+	Window bool
+	// PassParams hands query parameters the daemon does not know to the
+	// exporter instead of refusing them (configured exporter_routes).
+	PassParams bool
+}
+
+// maxWindowRecords caps a rolling-window export.
+const maxWindowRecords = 10_000
+
+// exportHandler selects records for r and renders them with its exporter.
+func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		ctx := c.Request().Context()
+		qs := c.Request().URL.Query()
+		var (
+			threats []core.Threat
+			err     error
+		)
+		if r.Window {
+			threats, err = s.windowRecords(ctx, qs.Get("since"), qs.Get("hours"), qs.Get("ecosystem"), qs, r.PassParams)
+		} else {
+			threats, err = s.latestRecords(ctx, qs, r.PassParams)
+		}
+		if err != nil {
+			return err
+		}
+		req := core.ExportRequest{Endpoint: r.Path, Query: map[string]string{}, Service: "threatd", Records: make([]core.ExportRecord, len(threats))}
+		for k := range qs {
+			req.Query[k] = qs.Get(k)
+		}
+		for i, t := range threats {
+			if t.Details.ContactEmail != "" && !principal(c).User.Role.CanReview() {
+				t.Details.ContactEmail = "" // never exported to anyone but reviewers
+			}
+			req.Records[i] = core.ExportRecord{Threat: t, IOCs: core.ExtractIOCs(t)}
+		}
+		if s.exporters == nil {
+			return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("Exporter %q is not available", r.Exporter)}
+		}
+		doc, err := s.exporters.Export(ctx, r.Exporter, req)
+		switch {
+		case errors.Is(err, core.ErrExporterUnavailable):
+			return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("Exporter %q is not available; try again later", r.Exporter),
+				Fields: map[string]any{"details": err.Error()}, Cause: err}
+		case errors.Is(err, core.ErrExporterFailed):
+			return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("Exporter %q failed while producing the document; try again", r.Exporter),
+				Fields: map[string]any{"details": err.Error()}, Cause: err}
+		case err != nil:
+			return err
+		}
+		ct := doc.ContentType
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		return c.Blob(http.StatusOK, ct, doc.Body)
+	}
+}
+
+// latestRecords is the query-latest selection with its filters.
+func (s *Server) latestRecords(ctx context.Context, qs map[string][]string, pass bool) ([]core.Threat, error) {
+	if err := onlyParams(qs, []string{"report_type", "ecosystem", "severity_level"}); err != nil && !pass {
+		return nil, err
+	}
+	f := core.LatestFilter{Limit: s.opts.LatestCount}
+	get := func(k string) string {
+		if v := qs[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	var err error
+	if v := get("report_type"); v != "" {
+		if f.ReportType, err = core.ParseReportType(v); err != nil {
+			return nil, err
+		}
+	}
+	if v := get("ecosystem"); v != "" {
+		if f.Registry, err = core.ParseRegistry("ecosystem", v); err != nil {
+			return nil, err
+		}
+	}
+	if v := get("severity_level"); v != "" {
+		if f.Severity, err = core.ParseSeverity(v); err != nil {
+			return nil, err
+		}
+	}
+	return s.store.LatestVerified(ctx, f)
+}
+
+// windowRecords is the rolling window of the Anomali feed: since (RFC 3339,
+// at most 24 h ago) or hours (1–24, default 24), optionally one ecosystem.
+func (s *Server) windowRecords(ctx context.Context, since, hours, ecosystem string, qs map[string][]string, pass bool) ([]core.Threat, error) {
+	if err := onlyParams(qs, []string{"since", "hours", "ecosystem"}); err != nil && !pass {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	from := now.Add(-24 * time.Hour)
+	switch {
+	case since != "" && hours != "":
+		return nil, core.Invalid("hours", "give either since or hours, not both")
+	case since != "":
+		t, err := time.Parse(time.RFC3339Nano, since)
+		if err != nil {
+			return nil, core.Invalid("since", "must be an RFC 3339 timestamp")
+		}
+		if now.Sub(t) > 24*time.Hour || t.After(now) {
+			return nil, core.Invalid("since", "must be within the last 24 hours")
+		}
+		from = t
+	case hours != "":
+		var h int
+		if _, err := fmt.Sscanf(hours, "%d", &h); err != nil || fmt.Sprint(h) != strings.TrimSpace(hours) || h < 1 || h > 24 {
+			return nil, core.Invalid("hours", "must be a whole number from 1 to 24")
+		}
+		from = now.Add(-time.Duration(h) * time.Hour)
+	}
+	registry := ""
+	if ecosystem != "" {
+		var err error
+		if registry, err = core.ParseRegistry("ecosystem", ecosystem); err != nil {
+			return nil, err
+		}
+	}
+	var out []core.Threat
+	q := core.ThreatQuery{VerifiedFrom: from, VerifiedTo: now.Add(time.Second), Registry: registry, Limit: 1000}
+	for len(out) < maxWindowRecords {
+		page, err := s.store.QueryThreats(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < q.Limit {
+			break
+		}
+		last := page[len(page)-1]
+		q.AfterVerifiedAt, q.AfterID = *last.VerifiedAt, last.ID
+	}
+	if len(out) > maxWindowRecords {
+		out = out[:maxWindowRecords]
+	}
+	return out, nil
+}

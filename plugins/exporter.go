@@ -1,0 +1,255 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/threatd/threatd/core"
+	pb "github.com/threatd/threatd/plugins/proto/v1"
+)
+
+// KindExporter is the exporter plugin kind (threatd-exporter-<name>).
+const KindExporter = "exporter"
+
+// ExportRecord, ExportRequest and Document are core's export types.
+type (
+	ExportRecord  = core.ExportRecord
+	ExportRequest = core.ExportRequest
+	Document      = core.Document
+)
+
+// Exporter turns records into a document.
+type Exporter interface {
+	Export(ctx context.Context, req ExportRequest) (Document, error)
+}
+
+// ExporterFunc adapts a function to Exporter.
+type ExporterFunc func(ctx context.Context, req ExportRequest) (Document, error)
+
+// Export calls f.
+func (f ExporterFunc) Export(ctx context.Context, req ExportRequest) (Document, error) {
+	return f(ctx, req)
+}
+
+type exporterPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	name, description string
+	impl              Exporter
+}
+
+func (p *exporterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterExporterServer(s, &exporterServer{p: p})
+	return nil
+}
+
+func (p *exporterPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &ExporterClient{rpc: pb.NewExporterClient(c)}, nil
+}
+
+type exporterServer struct {
+	pb.UnimplementedExporterServer
+	p *exporterPlugin
+}
+
+func (s *exporterServer) Info(context.Context, *pb.ExporterInfoRequest) (*pb.ExporterInfo, error) {
+	return &pb.ExporterInfo{Name: s.p.name, Description: s.p.description}, nil
+}
+
+// chunkSize bounds one document message.
+const chunkSize = 1 << 20
+
+func (s *exporterServer) Export(stream grpc.BidiStreamingServer[pb.ExportInput, pb.DocumentChunk]) error {
+	var req ExportRequest
+	for {
+		in, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		switch item := in.Item.(type) {
+		case *pb.ExportInput_Params:
+			req.Endpoint, req.Query, req.Service = item.Params.Endpoint, item.Params.Query, item.Params.Service
+		case *pb.ExportInput_Record:
+			rec := ExportRecord{Threat: threatFromPB(item.Record.Threat)}
+			for _, i := range item.Record.Iocs {
+				rec.IOCs = append(rec.IOCs, core.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail})
+			}
+			req.Records = append(req.Records, rec)
+		}
+	}
+	doc, err := s.p.impl.Export(stream.Context(), req)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	first := true
+	for len(doc.Body) > 0 || first {
+		n := min(len(doc.Body), chunkSize)
+		msg := &pb.DocumentChunk{Data: doc.Body[:n]}
+		if first {
+			msg.ContentType, first = doc.ContentType, false
+		}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+		doc.Body = doc.Body[n:]
+	}
+	return nil
+}
+
+// ExporterClient is the daemon's side of an exporter plugin.
+type ExporterClient struct {
+	rpc pb.ExporterClient
+}
+
+// Export streams the request to the exporter and collects the document.
+func (c *ExporterClient) Export(ctx context.Context, req ExportRequest) (Document, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.Export(ctx)
+	if err != nil {
+		return Document{}, err
+	}
+	send := func(in *pb.ExportInput) error { return stream.Send(in) }
+	if err := send(&pb.ExportInput{Item: &pb.ExportInput_Params{Params: &pb.ExportParams{Endpoint: req.Endpoint, Query: req.Query, Service: req.Service}}}); err != nil {
+		return Document{}, err
+	}
+	for _, r := range req.Records {
+		rec := &pb.ExportRecord{Threat: threatToPB(r.Threat)}
+		for _, i := range r.IOCs {
+			rec.Iocs = append(rec.Iocs, &pb.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail})
+		}
+		if err := send(&pb.ExportInput{Item: &pb.ExportInput_Record{Record: rec}}); err != nil {
+			break // the error surfaces from Recv below
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		return Document{}, err
+	}
+	var doc Document
+	var body bytes.Buffer
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			doc.Body = body.Bytes()
+			return doc, nil
+		}
+		if err != nil {
+			return Document{}, err
+		}
+		if chunk.ContentType != "" {
+			doc.ContentType = chunk.ContentType
+		}
+		body.Write(chunk.Data)
+	}
+}
+
+// ServeExporter serves an exporter as a plugin process; call it from main.
+func ServeExporter(name, description string, e Exporter) {
+	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {KindExporter: &exporterPlugin{name: name, description: description, impl: e}}},
+		GRPCServer:       goplugin.DefaultGRPCServer,
+		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr, JSONFormat: true}),
+	})
+}
+
+// The exporter errors are core's.
+var (
+	ErrExporterUnavailable = core.ErrExporterUnavailable
+	ErrExporterFailed      = core.ErrExporterFailed
+)
+
+// Exporters starts and keeps exporter plugin processes, one per name,
+// restarting one that has exited on its next use.
+type Exporters struct {
+	host *Host
+	mu   sync.Mutex
+	live map[string]*runningExporter
+}
+
+type runningExporter struct {
+	client *goplugin.Client
+	rpc    *ExporterClient
+}
+
+// NewExporters returns an exporter pool over host.
+func NewExporters(host *Host) *Exporters {
+	return &Exporters{host: host, live: map[string]*runningExporter{}}
+}
+
+// Start starts the named exporters now, logging (not failing on) the ones
+// that cannot start: their endpoints answer 503 until they can.
+func (x *Exporters) Start(names []string) {
+	for _, n := range names {
+		if _, err := x.get(n); err != nil {
+			x.host.Log.Warn("exporter unavailable: its endpoints will answer 503", "exporter", n, "error", err.Error())
+		}
+	}
+}
+
+func (x *Exporters) get(name string) (*ExporterClient, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r, ok := x.live[name]; ok {
+		if !r.client.Exited() {
+			return r.rpc, nil
+		}
+		x.host.Log.Warn("exporter process had exited; restarting it", "exporter", name)
+		r.client.Kill()
+		delete(x.live, name)
+	}
+	raw, client, err := x.host.start(KindExporter, name, &exporterPlugin{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrExporterUnavailable, err)
+	}
+	rpc, ok := raw.(*ExporterClient)
+	if !ok {
+		client.Kill()
+		return nil, fmt.Errorf("%w: exporter %q: unexpected client %T", ErrExporterUnavailable, name, raw)
+	}
+	x.live[name] = &runningExporter{client: client, rpc: rpc}
+	return rpc, nil
+}
+
+// Export runs the named exporter on req.
+func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest) (Document, error) {
+	c, err := x.get(name)
+	if err != nil {
+		return Document{}, err
+	}
+	doc, err := c.Export(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Document{}, ctx.Err()
+		}
+		return Document{}, fmt.Errorf("%w: exporter %q: %v", ErrExporterFailed, name, status.Convert(err).Message())
+	}
+	return doc, nil
+}
+
+// Close stops every exporter process.
+func (x *Exporters) Close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for n, r := range x.live {
+		r.client.Kill()
+		delete(x.live, n)
+	}
+}
+
+var _ core.Exporters = (*Exporters)(nil)
