@@ -176,6 +176,9 @@ func canonicalHost(field, s string) (string, error) {
 	if len(labels) < 2 || len(a) > 253 {
 		return "", Invalid(field, "%q is not a fully qualified domain name", s)
 	}
+	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
+		return "", Invalid(field, "%q is not a domain name: its last label is numeric", s)
+	}
 	for _, l := range labels {
 		if l == "" || len(l) > 63 || strings.HasPrefix(l, "-") || strings.HasSuffix(l, "-") {
 			return "", Invalid(field, "%q has an invalid label", s)
@@ -276,7 +279,7 @@ func canonicalRepository(s string) (string, error) {
 	path = strings.TrimRight(path, "/")
 	path = strings.TrimSuffix(path, ".git")
 	path = strings.TrimRight(path, "/")
-	if path == "" || strings.ContainsAny(path, "?#\\") || strings.Contains(path, "//") {
+	if path == "" || strings.ContainsAny(path, "?#\\ \t") || strings.Contains(path, "//") {
 		return "", Invalid(fieldRI, "a repository needs a path after the host, e.g. github.com/owner/repo (got %q)", s)
 	}
 	for _, seg := range strings.Split(path, "/") {
