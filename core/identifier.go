@@ -167,11 +167,19 @@ func canonicalHost(field, s string) (string, error) {
 	if h == "" || strings.ContainsAny(h, " /\\:@?#[]*") {
 		return "", Invalid(field, "%q is not a host name", s)
 	}
+	if !utf8.ValidString(h) {
+		return "", Invalid(field, "%q is not a valid host name: invalid UTF-8", s)
+	}
 	a, err := hostProfile.ToASCII(h)
 	if err != nil {
 		return "", Invalid(field, "%q is not a valid host name: %v", s, err)
 	}
 	a = strings.ToLower(a)
+	// The canonical form must be its own canonical form: a label that IDNA
+	// encodes but cannot decode again is not a host name.
+	if again, err := hostProfile.ToASCII(a); err != nil || again != a {
+		return "", Invalid(field, "%q is not a valid host name", s)
+	}
 	labels := strings.Split(a, ".")
 	if len(labels) < 2 || len(a) > 253 {
 		return "", Invalid(field, "%q is not a fully qualified domain name", s)
