@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
-PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv
+PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-source-osv
 
 .PHONY: all build run test fuzz postgres lint proto proto-check bench clean
 

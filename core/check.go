@@ -63,7 +63,8 @@ func CheckKeys(q CheckQuery) ([]string, error) {
 }
 
 // VersionMatches reports whether a report whose version_info is versions
-// affects version: an empty list or an empty version matches everything.
+// affects version: an empty list or an empty version matches everything (a
+// report marked AllVersions matches without consulting the list).
 func VersionMatches(versions, version string) bool {
 	if versions == "" || version == "" {
 		return true

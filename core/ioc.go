@@ -210,3 +210,19 @@ func ipKind(s string) string {
 	}
 	return "ipv4"
 }
+
+// Defang renders an indicator safe to print (spec §2.3): http(s):// becomes
+// hxxp(s):// and each dot of the host (or of a bare domain or address)
+// becomes [.]. Refang undoes it.
+func Defang(ioc string) string {
+	scheme, rest, hasScheme := strings.Cut(ioc, "://")
+	if !hasScheme {
+		return strings.ReplaceAll(ioc, ".", "[.]")
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	out := strings.Replace(strings.ToLower(scheme), "http", "hxxp", 1) + "://" + strings.ReplaceAll(host, ".", "[.]")
+	if path != "" || strings.HasSuffix(rest, "/") {
+		out += "/" + path
+	}
+	return out
+}

@@ -129,7 +129,12 @@ type Threat struct {
 	// Source and UpstreamID record provenance of imported reports.
 	Source     string
 	UpstreamID string
-	Details    Details
+	// UpstreamModified is the upstream record's modification time (imports).
+	UpstreamModified *time.Time
+	// AllVersions means every version is affected whatever version_info
+	// lists (OSV "introduced: 0" with no fix).
+	AllVersions bool
+	Details     Details
 }
 
 // Details are a report's descriptive fields. Empty strings and nil pointers

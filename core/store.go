@@ -77,6 +77,13 @@ type Store interface {
 	AddUsage(ctx context.Context, deltas []UsageDelta) error
 	Usage(ctx context.Context, tokenID, day string) (map[string]int64, error)
 
+	// ImportThreats applies a batch of upstream records in one transaction
+	// and returns one outcome per record, in order.
+	ImportThreats(ctx context.Context, recs []ImportRecord, actor string) ([]ImportOutcome, error)
+	// Lease takes or renews the named lease for holder until ttl from now;
+	// false when another holder has it.
+	Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+
 	// SyncRateCounts adds deltas to the shared request counters of a rate
 	// window and returns the window's totals (limits.store: storage).
 	SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error)
@@ -120,6 +127,7 @@ type Summary struct {
 	Severity     Severity
 	VerifiedAt   time.Time
 	VersionInfo  string
+	AllVersions  bool
 }
 
 // ThreatQuery selects verified reports for the paged paid endpoints, in

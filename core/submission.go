@@ -332,3 +332,6 @@ func (t Threat) String() string {
 	}
 	return fmt.Sprintf("%s %s %s%s", t.ID, t.ReportType, t.ResourceIdentifier, reg)
 }
+
+// ValidVersion reports whether v is acceptable in version_info.
+func ValidVersion(v string) bool { return versionRe.MatchString(v) }

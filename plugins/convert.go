@@ -102,7 +102,7 @@ func threatToPB(t core.Threat) *pb.Threat {
 		Id: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
 		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision),
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), VerifiedAt: tsPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
-		Source: t.Source, UpstreamId: t.UpstreamID,
+		Source: t.Source, UpstreamId: t.UpstreamID, AllVersions: t.AllVersions, UpstreamModified: tsPtr(t.UpstreamModified),
 		Details: &pb.Details{
 			ThreatDescription: d.ThreatDescription, PayloadDescription: d.PayloadDescription, PackageName: d.PackageName,
 			Publisher: d.Publisher, SeverityLevel: string(d.SeverityLevel), EvidenceReferences: d.EvidenceReferences,
@@ -120,7 +120,7 @@ func threatFromPB(t *pb.Threat) core.Threat {
 		ID: t.Id, ReportType: core.ReportType(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
 		CanonicalKey: t.CanonicalKey, Status: core.Status(t.Status), SubmitterID: t.SubmitterId, Revision: int(t.Revision),
 		CreatedAt: fromTS(t.CreatedAt), UpdatedAt: fromTS(t.UpdatedAt), VerifiedAt: fromTSPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
-		Source: t.Source, UpstreamID: t.UpstreamId,
+		Source: t.Source, UpstreamID: t.UpstreamId, AllVersions: t.AllVersions, UpstreamModified: fromTSPtr(t.UpstreamModified),
 	}
 	if d := t.Details; d != nil {
 		out.Details = core.Details{
@@ -217,12 +217,12 @@ func modifyResponse(t core.Threat, r core.Revision) *pb.ModifyResponse {
 
 func summaryToPB(s core.Summary) *pb.Summary {
 	return &pb.Summary{Id: s.ID, CanonicalKey: s.CanonicalKey, ReportType: string(s.ReportType), Registry: s.Registry,
-		Severity: string(s.Severity), VerifiedAt: ts(s.VerifiedAt), VersionInfo: s.VersionInfo}
+		Severity: string(s.Severity), VerifiedAt: ts(s.VerifiedAt), VersionInfo: s.VersionInfo, AllVersions: s.AllVersions}
 }
 
 func summaryFromPB(s *pb.Summary) core.Summary {
 	return core.Summary{ID: s.Id, CanonicalKey: s.CanonicalKey, ReportType: core.ReportType(s.ReportType), Registry: s.Registry,
-		Severity: core.Severity(s.Severity), VerifiedAt: fromTS(s.VerifiedAt), VersionInfo: s.VersionInfo}
+		Severity: core.Severity(s.Severity), VerifiedAt: fromTS(s.VerifiedAt), VersionInfo: s.VersionInfo, AllVersions: s.AllVersions}
 }
 
 func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {
@@ -233,4 +233,12 @@ func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {
 func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
 	return core.ThreatQuery{VerifiedFrom: fromTS(q.VerifiedFrom), VerifiedTo: fromTS(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
 		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit)}
+}
+
+func importRecordToPB(r core.ImportRecord) *pb.ImportRecord {
+	return &pb.ImportRecord{Threat: threatToPB(r.Threat), Withdrawn: r.Withdrawn}
+}
+
+func importRecordFromPB(r *pb.ImportRecord) core.ImportRecord {
+	return core.ImportRecord{Threat: threatFromPB(r.Threat), Withdrawn: r.Withdrawn}
 }

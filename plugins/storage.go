@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -312,6 +313,28 @@ func (s *storageServer) Usage(ctx context.Context, req *pb.UsageRequest) (*pb.Us
 	})
 }
 
+func (s *storageServer) ImportThreats(ctx context.Context, req *pb.ImportThreatsRequest) (*pb.ImportThreatsResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.ImportThreatsResponse, error) {
+		recs := make([]core.ImportRecord, len(req.Records))
+		for i, r := range req.Records {
+			recs[i] = importRecordFromPB(r)
+		}
+		outcomes, err := st.ImportThreats(ctx, recs, req.Actor)
+		resp := &pb.ImportThreatsResponse{}
+		for _, o := range outcomes {
+			resp.Outcomes = append(resp.Outcomes, &pb.ImportOutcome{UpstreamId: o.UpstreamID, Result: o.Result, ThreatId: o.ThreatID, Reason: o.Reason})
+		}
+		return resp, err
+	})
+}
+
+func (s *storageServer) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.LeaseResponse, error) {
+		held, err := st.Lease(ctx, req.Name, req.Holder, time.Duration(req.TtlMs)*time.Millisecond)
+		return &pb.LeaseResponse{Held: held}, err
+	})
+}
+
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
 	return streamAll(s, func(st core.Store) ([]core.Change, error) {
 		return st.Changes(stream.Context(), req.After, int(req.Limit))
@@ -592,6 +615,29 @@ func (c *StorageClient) AddUsage(ctx context.Context, deltas []core.UsageDelta) 
 func (c *StorageClient) Usage(ctx context.Context, tokenID, day string) (map[string]int64, error) {
 	r, err := c.rpc.Usage(ctx, &pb.UsageRequest{TokenId: tokenID, Day: day})
 	return call(r, err, (*pb.UsageResponse).GetCalls)
+}
+
+// ImportThreats applies a batch of upstream records.
+func (c *StorageClient) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
+	req := &pb.ImportThreatsRequest{Actor: actor}
+	for _, r := range recs {
+		req.Records = append(req.Records, importRecordToPB(r))
+	}
+	r, err := c.rpc.ImportThreats(ctx, req)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	out := make([]core.ImportOutcome, len(r.Outcomes))
+	for i, o := range r.Outcomes {
+		out[i] = core.ImportOutcome{UpstreamID: o.UpstreamId, Result: o.Result, ThreatID: o.ThreatId, Reason: o.Reason}
+	}
+	return out, nil
+}
+
+// Lease takes or renews a named lease.
+func (c *StorageClient) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	r, err := c.rpc.Lease(ctx, &pb.LeaseRequest{Name: name, Holder: holder, TtlMs: ttl.Milliseconds()})
+	return call(r, err, (*pb.LeaseResponse).GetHeld)
 }
 
 // Changes reads the change feed after seq.

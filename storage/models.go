@@ -80,6 +80,8 @@ type threatRow struct {
 	UpdatedAt          time.Time  `bun:"updated_at,notnull"`
 	VerifiedAt         *time.Time `bun:"verified_at"`
 	VerifiedBy         *string    `bun:"verified_by"`
+	UpstreamModified   *time.Time `bun:"upstream_modified"`
+	AllVersions        bool       `bun:"all_versions,notnull"`
 
 	Details *detailsRow `bun:"rel:has-one,join:id=threat_id"`
 }
@@ -155,7 +157,7 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 			ID: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: str(t.Registry),
 			CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision,
 			Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-			VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy),
+			VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
 		}, detailsRow{
 			ThreatID: t.ID, ThreatDescription: d.ThreatDescription, PayloadDescription: str(d.PayloadDescription),
 			PackageName: str(d.PackageName), Publisher: str(d.Publisher), SeverityLevel: str(string(d.SeverityLevel)),
@@ -170,7 +172,7 @@ func (r threatRow) domain() core.Threat {
 		ID: r.ID, ReportType: core.ReportType(r.ReportType), ResourceIdentifier: r.ResourceIdentifier, Registry: deref(r.Registry),
 		CanonicalKey: r.CanonicalKey, Status: core.Status(r.Status), SubmitterID: deref(r.SubmitterID), Revision: r.Revision,
 		Source: deref(r.Source), UpstreamID: deref(r.UpstreamID), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		VerifiedAt: utcPtr(r.VerifiedAt), VerifiedBy: deref(r.VerifiedBy),
+		VerifiedAt: utcPtr(r.VerifiedAt), VerifiedBy: deref(r.VerifiedBy), UpstreamModified: utcPtr(r.UpstreamModified), AllVersions: r.AllVersions,
 	}
 	if d := r.Details; d != nil {
 		t.Details = core.Details{

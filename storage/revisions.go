@@ -55,9 +55,10 @@ func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary)
 			Severity     *string    `bun:"severity_level"`
 			VerifiedAt   *time.Time `bun:"verified_at"`
 			VersionInfo  *string    `bun:"version_info"`
+			AllVersions  bool       `bun:"all_versions"`
 		}
 		err := s.db.NewSelect().TableExpr("threats AS t").Join("JOIN threat_details AS d ON d.threat_id = t.id").
-			ColumnExpr("t.id, t.canonical_key, t.report_type, t.registry, d.severity_level, t.verified_at, d.version_info").
+			ColumnExpr("t.id, t.canonical_key, t.report_type, t.registry, d.severity_level, t.verified_at, d.version_info, t.all_versions").
 			Where("t.status = ?", string(core.StatusVerified)).Where("t.id > ?", after).
 			OrderExpr("t.id ASC").Limit(summaryBatch).Scan(ctx, &rows)
 		if err != nil {
@@ -69,7 +70,7 @@ func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary)
 		batch := make([]core.Summary, len(rows))
 		for i, r := range rows {
 			batch[i] = core.Summary{ID: r.ID, CanonicalKey: r.CanonicalKey, ReportType: core.ReportType(r.ReportType),
-				Registry: deref(r.Registry), Severity: core.Severity(deref(r.Severity)), VersionInfo: deref(r.VersionInfo)}
+				Registry: deref(r.Registry), Severity: core.Severity(deref(r.Severity)), VersionInfo: deref(r.VersionInfo), AllVersions: r.AllVersions}
 			if r.VerifiedAt != nil {
 				batch[i].VerifiedAt = r.VerifiedAt.UTC()
 			}

@@ -34,6 +34,8 @@ type entry struct {
 	versions   string
 	// versionsElsewhere means the list was too long to keep inline.
 	versionsElsewhere bool
+	// allVersions: every version is affected, whatever the list says.
+	allVersions bool
 }
 
 // Index answers checks from memory.
@@ -94,7 +96,7 @@ func newEntry(s core.Summary) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: report id %q: %w", s.ID, err)
 	}
-	e := &entry{id: id, verifiedAt: s.VerifiedAt.UnixMicro(), registry: s.Registry}
+	e := &entry{id: id, verifiedAt: s.VerifiedAt.UnixMicro(), registry: s.Registry, allVersions: s.AllVersions}
 	if len(s.VersionInfo) > maxInlineVersions {
 		e.versionsElsewhere = true
 	} else {
@@ -157,7 +159,9 @@ func (x *Index) Check(ctx context.Context, keys []string, version string) (Resul
 		latest *entry
 	)
 	for _, h := range hits {
-		if h.e.versionsElsewhere && version != "" && strings.HasPrefix(h.key, "package:") {
+		if h.e.allVersions {
+			// matches every version
+		} else if h.e.versionsElsewhere && version != "" && strings.HasPrefix(h.key, "package:") {
 			t, err := x.Record(ctx, h.e.id)
 			if err != nil {
 				return Result{}, err
@@ -217,5 +221,5 @@ func (x *Index) apply(ctx context.Context, threatID string) error {
 		at = *t.VerifiedAt
 	}
 	return x.Put(core.Summary{ID: t.ID, CanonicalKey: t.CanonicalKey, ReportType: t.ReportType, Registry: t.Registry,
-		Severity: t.Details.SeverityLevel, VerifiedAt: at, VersionInfo: t.Details.VersionInfo})
+		Severity: t.Details.SeverityLevel, VerifiedAt: at, VersionInfo: t.Details.VersionInfo, AllVersions: t.AllVersions})
 }

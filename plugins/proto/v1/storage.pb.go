@@ -1058,6 +1058,8 @@ type Threat struct {
 	Source             string                 `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
 	UpstreamId         string                 `protobuf:"bytes,14,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
 	Details            *Details               `protobuf:"bytes,15,opt,name=details,proto3" json:"details,omitempty"`
+	AllVersions        bool                   `protobuf:"varint,16,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
+	UpstreamModified   *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=upstream_modified,json=upstreamModified,proto3" json:"upstream_modified,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -1193,6 +1195,20 @@ func (x *Threat) GetUpstreamId() string {
 func (x *Threat) GetDetails() *Details {
 	if x != nil {
 		return x.Details
+	}
+	return nil
+}
+
+func (x *Threat) GetAllVersions() bool {
+	if x != nil {
+		return x.AllVersions
+	}
+	return false
+}
+
+func (x *Threat) GetUpstreamModified() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpstreamModified
 	}
 	return nil
 }
@@ -1910,6 +1926,7 @@ type Summary struct {
 	Severity      string                 `protobuf:"bytes,5,opt,name=severity,proto3" json:"severity,omitempty"`
 	VerifiedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
 	VersionInfo   string                 `protobuf:"bytes,7,opt,name=version_info,json=versionInfo,proto3" json:"version_info,omitempty"`
+	AllVersions   bool                   `protobuf:"varint,8,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1991,6 +2008,13 @@ func (x *Summary) GetVersionInfo() string {
 		return x.VersionInfo
 	}
 	return ""
+}
+
+func (x *Summary) GetAllVersions() bool {
+	if x != nil {
+		return x.AllVersions
+	}
+	return false
 }
 
 type SummaryBatch struct {
@@ -3251,6 +3275,326 @@ func (x *UsageResponse) GetCalls() map[string]int64 {
 	return nil
 }
 
+type ImportRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threat        *Threat                `protobuf:"bytes,1,opt,name=threat,proto3" json:"threat,omitempty"`
+	Withdrawn     bool                   `protobuf:"varint,2,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportRecord) Reset() {
+	*x = ImportRecord{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportRecord) ProtoMessage() {}
+
+func (x *ImportRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
+func (*ImportRecord) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *ImportRecord) GetThreat() *Threat {
+	if x != nil {
+		return x.Threat
+	}
+	return nil
+}
+
+func (x *ImportRecord) GetWithdrawn() bool {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return false
+}
+
+type ImportThreatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*ImportRecord        `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	Actor         string                 `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportThreatsRequest) Reset() {
+	*x = ImportThreatsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportThreatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportThreatsRequest) ProtoMessage() {}
+
+func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
+func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ImportThreatsRequest) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+type ImportOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UpstreamId    string                 `protobuf:"bytes,1,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
+	Result        string                 `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	ThreatId      string                 `protobuf:"bytes,3,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportOutcome) Reset() {
+	*x = ImportOutcome{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportOutcome) ProtoMessage() {}
+
+func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
+func (*ImportOutcome) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ImportOutcome) GetUpstreamId() string {
+	if x != nil {
+		return x.UpstreamId
+	}
+	return ""
+}
+
+func (x *ImportOutcome) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *ImportOutcome) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *ImportOutcome) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ImportThreatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Outcomes      []*ImportOutcome       `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportThreatsResponse) Reset() {
+	*x = ImportThreatsResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportThreatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportThreatsResponse) ProtoMessage() {}
+
+func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
+func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+type LeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	TtlMs         int64                  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRequest) Reset() {
+	*x = LeaseRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRequest) ProtoMessage() {}
+
+func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
+func (*LeaseRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *LeaseRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LeaseRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *LeaseRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type LeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Held          bool                   `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseResponse) Reset() {
+	*x = LeaseResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseResponse) ProtoMessage() {}
+
+func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
+func (*LeaseResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *LeaseResponse) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
 var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
@@ -3322,7 +3666,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x1b\n" +
 	"\tentity_id\x18\x03 \x01(\tR\bentityId\x12\x0e\n" +
 	"\x02op\x18\x04 \x01(\tR\x02op\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xc5\x04\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xb1\x05\n" +
 	"\x06Threat\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vreport_type\x18\x02 \x01(\tR\n" +
@@ -3345,7 +3689,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06source\x18\r \x01(\tR\x06source\x12\x1f\n" +
 	"\vupstream_id\x18\x0e \x01(\tR\n" +
 	"upstreamId\x124\n" +
-	"\adetails\x18\x0f \x01(\v2\x1a.threatd.plugin.v1.DetailsR\adetails\"\xdf\x04\n" +
+	"\adetails\x18\x0f \x01(\v2\x1a.threatd.plugin.v1.DetailsR\adetails\x12!\n" +
+	"\fall_versions\x18\x10 \x01(\bR\vallVersions\x12G\n" +
+	"\x11upstream_modified\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x10upstreamModified\"\xdf\x04\n" +
 	"\aDetails\x12-\n" +
 	"\x12threat_description\x18\x01 \x01(\tR\x11threatDescription\x12/\n" +
 	"\x13payload_description\x18\x02 \x01(\tR\x12payloadDescription\x12!\n" +
@@ -3407,7 +3753,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\bregistry\x18\x02 \x01(\tR\bregistry\x12\x1a\n" +
 	"\bseverity\x18\x03 \x01(\tR\bseverity\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\x1a\n" +
-	"\x18VerifiedSummariesRequest\"\xf7\x01\n" +
+	"\x18VerifiedSummariesRequest\"\x9a\x02\n" +
 	"\aSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rcanonical_key\x18\x02 \x01(\tR\fcanonicalKey\x12\x1f\n" +
@@ -3417,7 +3763,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\bseverity\x18\x05 \x01(\tR\bseverity\x12;\n" +
 	"\vverified_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"verifiedAt\x12!\n" +
-	"\fversion_info\x18\a \x01(\tR\vversionInfo\"H\n" +
+	"\fversion_info\x18\a \x01(\tR\vversionInfo\x12!\n" +
+	"\fall_versions\x18\b \x01(\bR\vallVersions\"H\n" +
 	"\fSummaryBatch\x128\n" +
 	"\tsummaries\x18\x01 \x03(\v2\x1a.threatd.plugin.v1.SummaryR\tsummaries\"\xf0\x06\n" +
 	"\x05Patch\x122\n" +
@@ -3544,7 +3891,27 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"CallsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xdd\x12\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"_\n" +
+	"\fImportRecord\x121\n" +
+	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x12\x1c\n" +
+	"\twithdrawn\x18\x02 \x01(\bR\twithdrawn\"g\n" +
+	"\x14ImportThreatsRequest\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.threatd.plugin.v1.ImportRecordR\arecords\x12\x14\n" +
+	"\x05actor\x18\x02 \x01(\tR\x05actor\"}\n" +
+	"\rImportOutcome\x12\x1f\n" +
+	"\vupstream_id\x18\x01 \x01(\tR\n" +
+	"upstreamId\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x12\x1b\n" +
+	"\tthreat_id\x18\x03 \x01(\tR\bthreatId\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"U\n" +
+	"\x15ImportThreatsResponse\x12<\n" +
+	"\boutcomes\x18\x01 \x03(\v2 .threatd.plugin.v1.ImportOutcomeR\boutcomes\"Q\n" +
+	"\fLeaseRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"#\n" +
+	"\rLeaseResponse\x12\x12\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held2\x8d\x14\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -3574,7 +3941,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12M\n" +
 	"\x06Secret\x12 .threatd.plugin.v1.SecretRequest\x1a!.threatd.plugin.v1.SecretResponse\x12O\n" +
 	"\bAddUsage\x12\x1e.threatd.plugin.v1.UsageDeltas\x1a#.threatd.plugin.v1.AddUsageResponse\x12J\n" +
-	"\x05Usage\x12\x1f.threatd.plugin.v1.UsageRequest\x1a .threatd.plugin.v1.UsageResponse\x12I\n" +
+	"\x05Usage\x12\x1f.threatd.plugin.v1.UsageRequest\x1a .threatd.plugin.v1.UsageResponse\x12b\n" +
+	"\rImportThreats\x12'.threatd.plugin.v1.ImportThreatsRequest\x1a(.threatd.plugin.v1.ImportThreatsResponse\x12J\n" +
+	"\x05Lease\x12\x1f.threatd.plugin.v1.LeaseRequest\x1a .threatd.plugin.v1.LeaseResponse\x12I\n" +
 	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
@@ -3589,7 +3958,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -3642,114 +4011,128 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*AddUsageResponse)(nil),            // 48: threatd.plugin.v1.AddUsageResponse
 	(*UsageRequest)(nil),                // 49: threatd.plugin.v1.UsageRequest
 	(*UsageResponse)(nil),               // 50: threatd.plugin.v1.UsageResponse
-	nil,                                 // 51: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 52: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 53: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 54: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 55: google.protobuf.Timestamp
+	(*ImportRecord)(nil),                // 51: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 52: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 53: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 54: threatd.plugin.v1.ImportThreatsResponse
+	(*LeaseRequest)(nil),                // 55: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 56: threatd.plugin.v1.LeaseResponse
+	nil,                                 // 57: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 58: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 59: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 60: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 61: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	51, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	55, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	57, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	61, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	55, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	55, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	61, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	61, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	55, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	55, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	55, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	55, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	61, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	61, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	61, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	61, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	55, // 13: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	55, // 14: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	55, // 15: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
-	19, // 16: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
-	21, // 17: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	55, // 18: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	55, // 19: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	55, // 20: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
-	30, // 21: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	32, // 22: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
-	55, // 23: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
-	21, // 24: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	32, // 25: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
-	55, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	55, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
-	19, // 28: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
-	34, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	55, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	52, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	53, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	55, // 33: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	55, // 34: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	55, // 35: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	46, // 36: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	54, // 37: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	0,  // 38: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 39: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 40: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 41: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 42: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 43: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 44: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 45: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 46: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 47: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 48: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 49: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 50: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	25, // 51: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	26, // 52: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	28, // 53: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	29, // 54: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	33, // 55: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	36, // 56: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	37, // 57: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	38, // 58: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	39, // 59: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	40, // 60: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	42, // 61: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	43, // 62: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	44, // 63: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	47, // 64: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	49, // 65: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	17, // 66: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 67: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 68: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 69: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 70: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 71: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 72: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 73: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 74: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 75: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 76: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 77: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 78: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 79: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 80: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	27, // 81: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	19, // 82: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	31, // 83: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	35, // 84: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	35, // 85: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	34, // 86: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	38, // 87: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	40, // 88: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	41, // 89: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	19, // 90: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	34, // 91: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	45, // 92: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	48, // 93: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	50, // 94: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	18, // 95: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	67, // [67:96] is the sub-list for method output_type
-	38, // [38:67] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	61, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	61, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	61, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	61, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	19, // 17: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
+	21, // 18: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	61, // 19: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	61, // 20: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	61, // 21: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	30, // 22: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
+	32, // 23: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
+	61, // 24: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	21, // 25: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	32, // 26: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
+	61, // 27: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	61, // 28: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	19, // 29: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
+	34, // 30: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	61, // 31: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	58, // 32: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	59, // 33: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	61, // 34: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	61, // 35: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	61, // 36: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	46, // 37: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	60, // 38: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	19, // 39: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	51, // 40: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	53, // 41: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	0,  // 42: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 43: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 44: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 45: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 46: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 47: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 48: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 49: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 50: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 51: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 52: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 53: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 54: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	25, // 55: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	26, // 56: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	28, // 57: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	29, // 58: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	33, // 59: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	36, // 60: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	37, // 61: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	38, // 62: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	39, // 63: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	40, // 64: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	42, // 65: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	43, // 66: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	44, // 67: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	47, // 68: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	49, // 69: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	52, // 70: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	55, // 71: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	17, // 72: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 73: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 74: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 75: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 76: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 77: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 78: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 79: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 80: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 81: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 82: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 83: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 84: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 85: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 86: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	27, // 87: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 88: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	31, // 89: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	35, // 90: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	35, // 91: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	34, // 92: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	38, // 93: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	40, // 94: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	41, // 95: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	19, // 96: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	34, // 97: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	45, // 98: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	48, // 99: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	50, // 100: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	54, // 101: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	56, // 102: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	18, // 103: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	73, // [73:104] is the sub-list for method output_type
+	42, // [42:73] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -3767,7 +4150,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   55,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -55,6 +55,8 @@ const (
 	Storage_Secret_FullMethodName               = "/threatd.plugin.v1.Storage/Secret"
 	Storage_AddUsage_FullMethodName             = "/threatd.plugin.v1.Storage/AddUsage"
 	Storage_Usage_FullMethodName                = "/threatd.plugin.v1.Storage/Usage"
+	Storage_ImportThreats_FullMethodName        = "/threatd.plugin.v1.Storage/ImportThreats"
+	Storage_Lease_FullMethodName                = "/threatd.plugin.v1.Storage/Lease"
 	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
 )
 
@@ -113,6 +115,10 @@ type StorageClient interface {
 	Secret(ctx context.Context, in *SecretRequest, opts ...grpc.CallOption) (*SecretResponse, error)
 	AddUsage(ctx context.Context, in *UsageDeltas, opts ...grpc.CallOption) (*AddUsageResponse, error)
 	Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error)
+	// ImportThreats applies a batch of upstream records in one transaction.
+	ImportThreats(ctx context.Context, in *ImportThreatsRequest, opts ...grpc.CallOption) (*ImportThreatsResponse, error)
+	// Lease takes or renews a named lease (scheduled sources).
+	Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
 }
@@ -480,6 +486,26 @@ func (c *storageClient) Usage(ctx context.Context, in *UsageRequest, opts ...grp
 	return out, nil
 }
 
+func (c *storageClient) ImportThreats(ctx context.Context, in *ImportThreatsRequest, opts ...grpc.CallOption) (*ImportThreatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportThreatsResponse)
+	err := c.cc.Invoke(ctx, Storage_ImportThreats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaseResponse)
+	err := c.cc.Invoke(ctx, Storage_Lease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_Changes_FullMethodName, cOpts...)
@@ -554,6 +580,10 @@ type StorageServer interface {
 	Secret(context.Context, *SecretRequest) (*SecretResponse, error)
 	AddUsage(context.Context, *UsageDeltas) (*AddUsageResponse, error)
 	Usage(context.Context, *UsageRequest) (*UsageResponse, error)
+	// ImportThreats applies a batch of upstream records in one transaction.
+	ImportThreats(context.Context, *ImportThreatsRequest) (*ImportThreatsResponse, error)
+	// Lease takes or renews a named lease (scheduled sources).
+	Lease(context.Context, *LeaseRequest) (*LeaseResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
 	mustEmbedUnimplementedStorageServer()
@@ -649,6 +679,12 @@ func (UnimplementedStorageServer) AddUsage(context.Context, *UsageDeltas) (*AddU
 }
 func (UnimplementedStorageServer) Usage(context.Context, *UsageRequest) (*UsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Usage not implemented")
+}
+func (UnimplementedStorageServer) ImportThreats(context.Context, *ImportThreatsRequest) (*ImportThreatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImportThreats not implemented")
+}
+func (UnimplementedStorageServer) Lease(context.Context, *LeaseRequest) (*LeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Lease not implemented")
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
@@ -1111,6 +1147,42 @@ func _Storage_Usage_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_ImportThreats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportThreatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ImportThreats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ImportThreats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ImportThreats(ctx, req.(*ImportThreatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_Lease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).Lease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_Lease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).Lease(ctx, req.(*LeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -1204,6 +1276,14 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Usage",
 			Handler:    _Storage_Usage_Handler,
+		},
+		{
+			MethodName: "ImportThreats",
+			Handler:    _Storage_ImportThreats_Handler,
+		},
+		{
+			MethodName: "Lease",
+			Handler:    _Storage_Lease_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins"
+)
+
+func importCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import SOURCE PATH...",
+		Short: "Ingest reports once with a source plugin (e.g. `threatd import osv ./osv-data all.zip`)",
+		Long: `Runs the source plugin threatd-source-SOURCE over files, folders or archives
+and applies its records as verified reports of the system reviewer
+SOURCE-import: new records are imported, newer upstream versions update
+ours as revisions, withdrawn ones withdraw ours, known ones are unchanged,
+and records that match a live community report are attached to it.
+Works with no sources configured.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			source, paths := args[0], args[1:]
+			for i, p := range paths {
+				if abs, err := filepath.Abs(p); err == nil {
+					paths[i] = abs
+				}
+			}
+			return withEnv(cmd, func(e *env) error {
+				src, err := (&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log}).StartSource(source)
+				if err != nil {
+					return err
+				}
+				defer src.Close()
+				report := progressReporter(cmd)
+				start := time.Now()
+				sum, err := core.Ingest(cmd.Context(), e.store, src, source, paths, nil, report)
+				report(core.ImportProgress{FilesTotal: -1})
+				if err != nil {
+					return fmt.Errorf("import %s: %w (batches already written stay; the run can be repeated safely)", source, err)
+				}
+				printSummary(cmd, sum, time.Since(start))
+				return nil
+			})
+		},
+	}
+}
+
+// progressReporter draws a bar on a terminal and plain lines otherwise.
+// A call with FilesTotal -1 finishes it.
+func progressReporter(cmd *cobra.Command) func(core.ImportProgress) {
+	fi, err := os.Stderr.Stat()
+	tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
+	var bar *progressbar.ProgressBar
+	last := time.Time{}
+	return func(p core.ImportProgress) {
+		if p.FilesTotal < 0 {
+			if bar != nil {
+				_ = bar.Finish()
+				fmt.Fprintln(cmd.ErrOrStderr())
+			}
+			return
+		}
+		if tty {
+			if bar == nil {
+				bar = progressbar.NewOptions(p.FilesTotal, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
+					progressbar.OptionSetDescription("importing"), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+					progressbar.OptionSetItsString("files"), progressbar.OptionThrottle(100*time.Millisecond))
+			}
+			_ = bar.Set(p.FilesDone)
+			return
+		}
+		if time.Since(last) >= time.Second || p.FilesDone == p.FilesTotal {
+			last = time.Now()
+			fmt.Fprintf(cmd.ErrOrStderr(), "progress: %d/%d files, %d records\n", p.FilesDone, p.FilesTotal, p.Records)
+		}
+	}
+}
+
+func printSummary(cmd *cobra.Command, sum core.ImportSummary, took time.Duration) {
+	out := cmd.OutOrStdout()
+	total := 0
+	for _, k := range []string{core.ImportCreated, core.ImportUpdated, core.ImportUnchanged, core.ImportWithdrawn, core.ImportAttached, core.ImportSkipped} {
+		fmt.Fprintf(out, "%-10s %d\n", k, sum.Counts[k])
+		total += sum.Counts[k]
+	}
+	sort.Strings(sum.Skipped)
+	for _, s := range sum.Skipped {
+		fmt.Fprintf(out, "  skipped %s\n", strings.ReplaceAll(s, "\n", " "))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%d records in %s\n", total, took.Round(time.Millisecond))
+}

@@ -1,0 +1,188 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+)
+
+// ImportThreats applies a batch of upstream records in one transaction:
+//   - known by (source, upstream id): unchanged when not newer; withdrawn
+//     upstream → rejected; newer → applied as an approved revision;
+//   - else a live report with the same key (a community report): the record
+//     is attached to it as an approved revision with its provenance;
+//   - else a new report, verified by the source's system reviewer.
+func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
+	out := make([]core.ImportOutcome, len(recs))
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		for i, rec := range recs {
+			o, err := s.importOne(ctx, tx, rec, actor)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rec.Threat.UpstreamID, err)
+			}
+			o.UpstreamID = rec.Threat.UpstreamID
+			out[i] = o
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, actor string) (core.ImportOutcome, error) {
+	t := rec.Threat
+	now := s.now()
+	var existing threatRow
+	err := lockRow(s.dialect, tx.NewSelect().Model(&existing).Relation("Details").
+		Where("threat_row.source = ?", t.Source).Where("threat_row.upstream_id = ?", t.UpstreamID), "threat_row").Scan(ctx)
+	found := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return core.ImportOutcome{}, err
+	}
+	if !found {
+		// A live report for the same asset (e.g. a community submission)?
+		err := lockRow(s.dialect, tx.NewSelect().Model(&existing).Relation("Details").
+			Where("threat_row.canonical_key = ?", t.CanonicalKey).
+			Where("threat_row.status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)), "threat_row").Scan(ctx)
+		if err == nil {
+			if rec.Withdrawn {
+				return core.ImportOutcome{Result: core.ImportSkipped, ThreatID: existing.ID, Reason: "withdrawn upstream; the matching report is not ours to withdraw"}, nil
+			}
+			if err := s.importRevision(ctx, tx, &existing, t, actor, now); err != nil {
+				return core.ImportOutcome{}, err
+			}
+			return core.ImportOutcome{Result: core.ImportAttached, ThreatID: existing.ID}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return core.ImportOutcome{}, err
+		}
+		if rec.Withdrawn {
+			return core.ImportOutcome{Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}, nil
+		}
+		return s.importNew(ctx, tx, t, actor, now)
+	}
+	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {
+		return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
+	}
+	if rec.Withdrawn {
+		if existing.Status == string(core.StatusRejected) {
+			return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
+		}
+		from := existing.Status
+		existing.Status, existing.UpdatedAt, existing.UpstreamModified = string(core.StatusRejected), now, t.UpstreamModified
+		if _, err := tx.NewUpdate().Model(&existing).Column("status", "updated_at", "upstream_modified").WherePK().Exec(ctx); err != nil {
+			return core.ImportOutcome{}, err
+		}
+		to := string(core.StatusRejected)
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: existing.ID, Action: "withdraw", FromStatus: &from, ToStatus: &to,
+			ActorName: actor, Note: str("withdrawn upstream (" + t.UpstreamID + ")"), At: now}
+		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+			return core.ImportOutcome{}, err
+		}
+		tx.record(core.EntityThreat, existing.ID, "reject", now)
+		return core.ImportOutcome{Result: core.ImportWithdrawn, ThreatID: existing.ID}, nil
+	}
+	if err := s.importRevision(ctx, tx, &existing, t, actor, now); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	return core.ImportOutcome{Result: core.ImportUpdated, ThreatID: existing.ID}, nil
+}
+
+// importNew creates a verified report from an upstream record.
+func (s *Store) importNew(ctx context.Context, tx *txn, t core.Threat, actor string, now time.Time) (core.ImportOutcome, error) {
+	t.ID = uuid.NewString()
+	t.Status = core.StatusVerified
+	t.CreatedAt, t.UpdatedAt = now, now
+	if t.VerifiedAt == nil {
+		t.VerifiedAt = &now
+	}
+	t.VerifiedBy = actor
+	tr, dr := toThreatRow(t)
+	if _, err := tx.NewInsert().Model(&tr).Exec(ctx); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	if _, err := tx.NewInsert().Model(&dr).Exec(ctx); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	to := string(core.StatusVerified)
+	ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to, ActorName: actor,
+		Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now}
+	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	tx.record(core.EntityThreat, t.ID, "create", now)
+	return core.ImportOutcome{Result: core.ImportCreated, ThreatID: t.ID}, nil
+}
+
+// importRevision applies an upstream version to a report as an approved
+// revision: the upstream fields replace ours; provenance is recorded.
+func (s *Store) importRevision(ctx context.Context, tx *txn, row *threatRow, t core.Threat, actor string, now time.Time) error {
+	var last int
+	if err := tx.NewSelect().Table("threat_revisions").ColumnExpr("coalesce(max(number), 0)").Where("threat_id = ?", row.ID).Scan(ctx, &last); err != nil {
+		return err
+	}
+	patch := t.AsSubmission()
+	patch.ReportType, patch.ResourceIdentifier, patch.Registry = nil, nil, nil
+	rev := revisionRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Number: last + 1, AuthorName: actor,
+		State: core.RevisionApproved, Changes: toPatchJSON(patch), Note: str("upstream " + t.Source + " " + t.UpstreamID),
+		CreatedAt: now, DecidedAt: &now, DecidedBy: &actor}
+	if _, err := tx.NewInsert().Model(&rev).Exec(ctx); err != nil {
+		return err
+	}
+	_, dr := toThreatRow(core.Threat{ID: row.ID, Details: t.Details})
+	if _, err := tx.NewUpdate().Model(&dr).WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	cols := []string{"revision", "updated_at", "upstream_modified", "all_versions"}
+	row.Revision, row.UpdatedAt, row.UpstreamModified, row.AllVersions = rev.Number, now, t.UpstreamModified, t.AllVersions
+	if row.Source == nil {
+		row.Source, row.UpstreamID = &t.Source, &t.UpstreamID
+		cols = append(cols, "source", "upstream_id")
+	}
+	if _, err := tx.NewUpdate().Model(row).Column(cols...).WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, RevisionID: &rev.ID, Action: "import-revision",
+		ActorName: actor, Note: rev.Note, At: now}
+	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+		return err
+	}
+	tx.record(core.EntityThreat, row.ID, "update", now)
+	return nil
+}
+
+type leaseRow struct {
+	bun.BaseModel `bun:"table:leases"`
+
+	Name      string    `bun:"name,pk"`
+	Holder    string    `bun:"holder,notnull"`
+	ExpiresAt time.Time `bun:"expires_at,notnull"`
+}
+
+// Lease takes the named lease when it is free or expired, or renews it for
+// its holder.
+func (s *Store) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	now := s.now()
+	row := leaseRow{Name: name, Holder: holder, ExpiresAt: now.Add(ttl)}
+	_, err := s.db.NewInsert().Model(&row).
+		On("CONFLICT (name) DO UPDATE").
+		Set("holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at").
+		Where("?TableAlias.expires_at < ? OR ?TableAlias.holder = ?", now, holder).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	var got leaseRow
+	if err := s.db.NewSelect().Model(&got).Where("name = ?", name).Scan(ctx); err != nil {
+		return false, err
+	}
+	return got.Holder == holder, nil
+}
