@@ -88,6 +88,8 @@ func serve(cmd *cobra.Command, _ []string) error {
 		log.Info("rate limits shared through storage", "sync_interval", cfg.Limits.SyncInterval.String())
 	}
 
+	runSources(followCtx, cfg, e.store, log)
+
 	// Exporter plugins: the configured ones start now; a missing one makes
 	// only its endpoints answer 503.
 	exportRoutes, exporterNames, err := exportRoutes(cfg)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/config"
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins"
+)
+
+// runSources runs every configured source at start and then every interval,
+// on one daemon at a time: a run needs the source's lease in the database,
+// held for one interval, so daemons sharing a database take turns.
+func runSources(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger) {
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	for _, src := range cfg.Sources {
+		go func() {
+			for {
+				runSourceOnce(ctx, cfg, store, log, src, holder)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(src.Interval):
+				}
+			}
+		}()
+	}
+}
+
+func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, src config.Source, holder string) {
+	l := log.With("source", src.Name, "plugin", src.Plugin)
+	held, err := store.Lease(ctx, "source:"+src.Name, holder, src.Interval)
+	if err != nil {
+		l.Warn("source: lease failed; skipping this run", "error", err.Error())
+		return
+	}
+	if !held {
+		l.Info("source: another daemon holds the lease; not running")
+		return
+	}
+	plugin, err := (&plugins.Host{Dir: cfg.Plugins.Dir, Log: log}).StartSource(src.Plugin)
+	if err != nil {
+		l.Error("source: cannot start plugin", "error", err.Error())
+		return
+	}
+	defer plugin.Close()
+	start := time.Now()
+	sum, err := core.Ingest(ctx, store, plugin, src.Plugin, src.Paths, nil, nil)
+	if err != nil {
+		l.Error("source run failed", "error", err.Error())
+		return
+	}
+	attrs := []any{"took_ms", time.Since(start).Milliseconds()}
+	for k, v := range sum.Counts {
+		attrs = append(attrs, k, v)
+	}
+	l.Info("source run", attrs...)
+	for _, s := range sum.Skipped {
+		l.Warn("source: skipped", "what", s)
+	}
+}
