@@ -22,20 +22,117 @@ import (
 func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
 	out := make([]core.ImportOutcome, len(recs))
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		// Find what already exists for the whole batch in two queries; new
+		// reports are then written with multi-row inserts.
+		known, live, err := s.existing(ctx, tx, recs)
+		if err != nil {
+			return err
+		}
+		var pending newReports
+		seenKey := map[string]bool{}
 		for i, rec := range recs {
+			t := rec.Threat
+			if !known[t.Source+"\x00"+t.UpstreamID] && !live[t.CanonicalKey] && !seenKey[t.CanonicalKey] {
+				if rec.Withdrawn {
+					out[i] = core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}
+					continue
+				}
+				seenKey[t.CanonicalKey] = true
+				out[i] = pending.add(t, actor, s.now())
+				continue
+			}
+			// Rare paths (updates, withdrawals, attachments, a key repeated
+			// in the batch): write what is pending, then go record by record.
+			if err := pending.flush(ctx, tx); err != nil {
+				return err
+			}
 			o, err := s.importOne(ctx, tx, rec, actor)
 			if err != nil {
-				return fmt.Errorf("%s: %w", rec.Threat.UpstreamID, err)
+				return fmt.Errorf("%s: %w", t.UpstreamID, err)
 			}
-			o.UpstreamID = rec.Threat.UpstreamID
+			o.UpstreamID = t.UpstreamID
 			out[i] = o
 		}
-		return nil
+		return pending.flush(ctx, tx)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// existing returns which records' provenance and which canonical keys of
+// live reports are already stored.
+func (s *Store) existing(ctx context.Context, tx *txn, recs []core.ImportRecord) (map[string]bool, map[string]bool, error) {
+	ids := make([]string, 0, len(recs))
+	keys := make([]string, 0, len(recs))
+	for _, r := range recs {
+		ids, keys = append(ids, r.Threat.UpstreamID), append(keys, r.Threat.CanonicalKey)
+	}
+	known, live := map[string]bool{}, map[string]bool{}
+	if len(recs) == 0 {
+		return known, live, nil
+	}
+	var prov []struct {
+		Source     string `bun:"source"`
+		UpstreamID string `bun:"upstream_id"`
+	}
+	if err := tx.NewSelect().Table("threats").Column("source", "upstream_id").
+		Where("upstream_id IN (?)", bun.In(ids)).Scan(ctx, &prov); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range prov {
+		known[p.Source+"\x00"+p.UpstreamID] = true
+	}
+	var liveKeys []string
+	if err := tx.NewSelect().Table("threats").Column("canonical_key").
+		Where("canonical_key IN (?)", bun.In(keys)).
+		Where("status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)).Scan(ctx, &liveKeys); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range liveKeys {
+		live[k] = true
+	}
+	return known, live, nil
+}
+
+// newReports accumulates new imported reports for multi-row inserts.
+type newReports struct {
+	threats []threatRow
+	details []detailsRow
+	events  []eventRow
+}
+
+func (n *newReports) add(t core.Threat, actor string, now time.Time) core.ImportOutcome {
+	t.ID = uuid.NewString()
+	t.Status = core.StatusVerified
+	t.CreatedAt, t.UpdatedAt = now, now
+	if t.VerifiedAt == nil {
+		t.VerifiedAt = &now
+	}
+	t.VerifiedBy = actor
+	tr, dr := toThreatRow(t)
+	to := string(core.StatusVerified)
+	n.threats, n.details = append(n.threats, tr), append(n.details, dr)
+	n.events = append(n.events, eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to,
+		ActorName: actor, Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now})
+	return core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportCreated, ThreatID: t.ID}
+}
+
+func (n *newReports) flush(ctx context.Context, tx *txn) error {
+	if len(n.threats) == 0 {
+		return nil
+	}
+	for _, m := range []any{&n.threats, &n.details, &n.events} {
+		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	for _, t := range n.threats {
+		tx.record(core.EntityThreat, t.ID, "create", t.CreatedAt)
+	}
+	n.threats, n.details, n.events = n.threats[:0], n.details[:0], n.events[:0]
+	return nil
 }
 
 func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, actor string) (core.ImportOutcome, error) {

@@ -2,13 +2,16 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins"
+	"github.com/threatd/threatd/plugins/osv"
 	"github.com/threatd/threatd/storage/storagetest"
 )
 
@@ -61,3 +64,61 @@ func BenchmarkPluginRoundTrip(b *testing.B) {
 }
 
 func ptr(s string) *string { return &s }
+
+// BenchmarkImportOSV measures ingestion into SQLite through the plugin
+// process, in the batches `threatd import` uses: records cloned from the
+// real OSV sample with fresh names, so every record is a new report.
+func BenchmarkImportOSV(b *testing.B) {
+	var sample []core.ImportRecord
+	err := osv.Source{}.Read(context.Background(), []string{filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-sample")}, nil,
+		func(it core.SourceItem) error {
+			if it.Record != nil {
+				sample = append(sample, *it.Record)
+			}
+			return nil
+		})
+	if err != nil || len(sample) != 300 {
+		b.Fatalf("sample: %d records, %v", len(sample), err)
+	}
+	host := &plugins.Host{Dir: testbin.PluginDir(b), Log: slog.New(slog.DiscardHandler)}
+	dir := b.TempDir()
+	ctx := context.Background()
+	st, err := host.StartStorage(ctx, "sqlite", plugins.StorageConfig{DSN: filepath.Join(dir, "bench.db"), DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	const perIter = 5000
+	round := 0
+	records := 0
+	start := time.Now()
+	for b.Loop() {
+		round++
+		batch := make([]core.ImportRecord, 0, 500)
+		for i := range perIter {
+			r := sample[i%len(sample)]
+			base := []rune(r.Threat.ResourceIdentifier)
+			name := fmt.Sprintf("%s-bench-%d-%d", string(base[:min(len(base), 50)]), round, i)
+			key, err := core.CanonicalKey(core.TypePackage, r.Threat.Registry, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Threat.ResourceIdentifier, r.Threat.CanonicalKey = name, key
+			r.Threat.Details.PackageName = name
+			r.Threat.UpstreamID = fmt.Sprintf("%s-%d-%d", r.Threat.UpstreamID, round, i)
+			batch = append(batch, r)
+			if len(batch) == 500 {
+				out, err := st.ImportThreats(ctx, batch, "osv-import")
+				if err != nil || out[0].Result != core.ImportCreated {
+					b.Fatalf("%v %+v", err, out[0])
+				}
+				batch = batch[:0]
+			}
+		}
+		records += perIter
+	}
+	b.ReportMetric(float64(records)/time.Since(start).Seconds(), "records/s")
+}
