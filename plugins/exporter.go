@@ -237,9 +237,23 @@ func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest) 
 		if ctx.Err() != nil {
 			return Document{}, ctx.Err()
 		}
+		// The process may have died; go-plugin notices exits asynchronously,
+		// so drop it now: the next request starts a fresh one.
+		x.drop(name, c)
 		return Document{}, fmt.Errorf("%w: exporter %q: %v", ErrExporterFailed, name, status.Convert(err).Message())
 	}
 	return doc, nil
+}
+
+// drop stops and forgets the named exporter if c is still its client.
+func (x *Exporters) drop(name string, c *ExporterClient) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r, ok := x.live[name]; ok && r.rpc == c {
+		r.client.Kill()
+		delete(x.live, name)
+		x.host.logf("exporter failed a request; it will be restarted on the next one", "exporter", name)
+	}
 }
 
 // Close stops every exporter process.

@@ -2,9 +2,7 @@ package plugins
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -57,26 +55,14 @@ type SourceClient struct {
 // Read streams the source's items for paths.
 func (c *SourceClient) Read(ctx context.Context, paths []string, settings map[string]string, fn func(core.SourceItem) error) error {
 	stream, err := c.rpc.Read(ctx, &pb.SourceRequest{Paths: paths, Settings: settings})
-	if err != nil {
-		return fromStatus(err)
-	}
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fromStatus(err)
-		}
+	return eachRecv(stream, err, func(m *pb.SourceItem) error {
 		it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal)}
 		if m.Record != nil {
 			r := importRecordFromPB(m.Record)
 			it.Record = &r
 		}
-		if err := fn(it); err != nil {
-			return err
-		}
-	}
+		return fn(it)
+	})
 }
 
 // Close stops the source process.

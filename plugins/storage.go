@@ -480,25 +480,13 @@ func (c *StorageClient) LatestVerified(ctx context.Context, f core.LatestFilter)
 // EachVerifiedSummary streams the summaries of every verified report.
 func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
 	stream, err := c.rpc.VerifiedSummaries(ctx, &pb.VerifiedSummariesRequest{})
-	if err != nil {
-		return fromStatus(err)
-	}
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fromStatus(err)
-		}
+	return eachRecv(stream, err, func(m *pb.SummaryBatch) error {
 		batch := make([]core.Summary, len(m.Summaries))
 		for i, s := range m.Summaries {
 			batch[i] = summaryFromPB(s)
 		}
-		if err := fn(batch); err != nil {
-			return err
-		}
-	}
+		return fn(batch)
+	})
 }
 
 // ModifyThreat stores a change to a report.
@@ -536,21 +524,7 @@ func (c *StorageClient) SyncRateCounts(ctx context.Context, window int64, deltas
 // Export streams every stored row in batches.
 func (c *StorageClient) Export(ctx context.Context, fn func(table string, rows []byte) error) error {
 	stream, err := c.rpc.Export(ctx, &pb.ExportRequest{})
-	if err != nil {
-		return fromStatus(err)
-	}
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fromStatus(err)
-		}
-		if err := fn(m.Table, m.Rows); err != nil {
-			return err
-		}
-	}
+	return eachRecv(stream, err, func(m *pb.RowBatch) error { return fn(m.Table, m.Rows) })
 }
 
 // Import streams batches to the plugin, which writes them in one transaction.
@@ -648,19 +622,30 @@ func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]
 
 // recvAll collects a server stream into domain values.
 func recvAll[P, T any](stream grpc.ServerStreamingClient[P], err error, conv func(*P) T) ([]T, error) {
-	if err != nil {
-		return nil, fromStatus(err)
-	}
 	var out []T
+	err = eachRecv(stream, err, func(m *P) error {
+		out = append(out, conv(m))
+		return nil
+	})
+	return out, err
+}
+
+// eachRecv calls fn with every message of a server stream until its end.
+func eachRecv[P any](stream grpc.ServerStreamingClient[P], err error, fn func(*P) error) error {
+	if err != nil {
+		return fromStatus(err)
+	}
 	for {
 		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fromStatus(err)
+			return fromStatus(err)
 		}
-		out = append(out, conv(m))
+		if err := fn(m); err != nil {
+			return err
+		}
 	}
 }
 

@@ -38,17 +38,8 @@ func TestStorageContract(t *testing.T) {
 // BenchmarkPluginRoundTrip is the cost the in-memory index avoids: one report
 // look-up through the real plugin process (compare core/index BenchmarkCheck).
 func BenchmarkPluginRoundTrip(b *testing.B) {
-	host := &plugins.Host{Dir: testbin.PluginDir(b), Log: slog.New(slog.DiscardHandler)}
-	dir := b.TempDir()
 	ctx := context.Background()
-	st, err := host.StartStorage(ctx, "sqlite", plugins.StorageConfig{DSN: filepath.Join(dir, "bench.db"), DataDir: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	st := benchStore(b)
 	acc := core.NewAccounts(st)
 	u, _ := acc.AddUser(ctx, core.NewUser{Email: "bench@example.com"})
 	s := core.Submission{ReportType: ptr("ip"), ResourceIdentifier: ptr("192.0.2.1"), ThreatDescription: ptr("x")}
@@ -80,17 +71,8 @@ func BenchmarkImportOSV(b *testing.B) {
 	if err != nil || len(sample) != 300 {
 		b.Fatalf("sample: %d records, %v", len(sample), err)
 	}
-	host := &plugins.Host{Dir: testbin.PluginDir(b), Log: slog.New(slog.DiscardHandler)}
-	dir := b.TempDir()
 	ctx := context.Background()
-	st, err := host.StartStorage(ctx, "sqlite", plugins.StorageConfig{DSN: filepath.Join(dir, "bench.db"), DataDir: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	st := benchStore(b)
 	const perIter = 5000
 	round := 0
 	records := 0
@@ -121,4 +103,20 @@ func BenchmarkImportOSV(b *testing.B) {
 		records += perIter
 	}
 	b.ReportMetric(float64(records)/time.Since(start).Seconds(), "records/s")
+}
+
+// benchStore starts the real SQLite plugin on a fresh, migrated database.
+func benchStore(b *testing.B) *plugins.StorageClient {
+	b.Helper()
+	host := &plugins.Host{Dir: testbin.PluginDir(b), Log: slog.New(slog.DiscardHandler)}
+	dir := b.TempDir()
+	st, err := host.StartStorage(context.Background(), "sqlite", plugins.StorageConfig{DSN: filepath.Join(dir, "bench.db"), DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if _, err := st.Migrate(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return st
 }

@@ -128,7 +128,7 @@ func TestCrashedExporterIsRestarted(t *testing.T) {
 	if next.code != 200 || string(next.body) == string(first.body) {
 		t.Fatalf("after the crash: %d %s (want 200 from a new process)", next.code, next.body)
 	}
-	if !strings.Contains(d.logText(), `"msg":"exporter process had exited; restarting it","exporter":"crashy"`) {
+	if !strings.Contains(d.logText(), `"msg":"exporter failed a request; it will be restarted on the next one","exporter":"crashy"`) {
 		t.Fatalf("restart not logged:\n%s", d.logText())
 	}
 }
