@@ -165,7 +165,9 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 		if rec.Withdrawn {
 			return core.ImportOutcome{Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}, nil
 		}
-		return s.importNew(ctx, tx, t, actor, now)
+		var n newReports
+		o := n.add(t, actor, now)
+		return o, n.flush(ctx, tx)
 	}
 	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {
 		return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
@@ -192,32 +194,6 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 		return core.ImportOutcome{}, err
 	}
 	return core.ImportOutcome{Result: core.ImportUpdated, ThreatID: existing.ID}, nil
-}
-
-// importNew creates a verified report from an upstream record.
-func (s *Store) importNew(ctx context.Context, tx *txn, t core.Threat, actor string, now time.Time) (core.ImportOutcome, error) {
-	t.ID = uuid.NewString()
-	t.Status = core.StatusVerified
-	t.CreatedAt, t.UpdatedAt = now, now
-	if t.VerifiedAt == nil {
-		t.VerifiedAt = &now
-	}
-	t.VerifiedBy = actor
-	tr, dr := toThreatRow(t)
-	if _, err := tx.NewInsert().Model(&tr).Exec(ctx); err != nil {
-		return core.ImportOutcome{}, err
-	}
-	if _, err := tx.NewInsert().Model(&dr).Exec(ctx); err != nil {
-		return core.ImportOutcome{}, err
-	}
-	to := string(core.StatusVerified)
-	ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to, ActorName: actor,
-		Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now}
-	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
-		return core.ImportOutcome{}, err
-	}
-	tx.record(core.EntityThreat, t.ID, "create", now)
-	return core.ImportOutcome{Result: core.ImportCreated, ThreatID: t.ID}, nil
 }
 
 // importRevision applies an upstream version to a report as an approved
