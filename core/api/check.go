@@ -174,7 +174,7 @@ func (s *Server) checkBatch(c *echo.Context) error {
 	}
 	// The middleware counted this request once; each further 100 queries count again.
 	if extra := (len(body.Queries)+99)/100 - 1; extra > 0 {
-		if err := s.chargeToken(c, extra); err != nil {
+		if err := s.chargeToken(c, extra, " (a batch counts one request per 100 queries)"); err != nil {
 			return err
 		}
 	}

@@ -81,35 +81,28 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 // and sets the RateLimit-* headers on every response to a recognised token.
 func (s *Server) perTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p := principal(c)
-		limit := s.opts.PerTokenPerMinute[p.User.Tier]
-		r := s.tokenLimiter.Take(p.Token.ID, limit, 1)
-		if limit > 0 {
-			h := c.Response().Header()
-			h.Set("RateLimit-Limit", strconv.Itoa(r.Limit))
-			h.Set("RateLimit-Remaining", strconv.Itoa(r.Remaining))
-			h.Set("RateLimit-Reset", strconv.Itoa(r.ResetSeconds()))
-		}
-		if !r.Allowed {
-			return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the limit is %d requests per minute; try again later", limit), r.ResetSeconds())
+		if err := s.chargeToken(c, 1, ""); err != nil {
+			return err
 		}
 		return next(c)
 	}
 }
 
-// chargeToken counts n more requests against the caller's per-token limit
-// (a batch counts one request per 100 queries) and updates the headers.
-func (s *Server) chargeToken(c *echo.Context, n int) error {
+// chargeToken counts cost requests against the caller's per-token limit and
+// sets the RateLimit-* headers (a batch charges again for every further 100
+// queries, with hint explaining it in the 429).
+func (s *Server) chargeToken(c *echo.Context, cost int, hint string) error {
 	p := principal(c)
 	limit := s.opts.PerTokenPerMinute[p.User.Tier]
-	r := s.tokenLimiter.Take(p.Token.ID, limit, n)
+	r := s.tokenLimiter.Take(p.Token.ID, limit, cost)
 	if limit > 0 {
 		h := c.Response().Header()
+		h.Set("RateLimit-Limit", strconv.Itoa(r.Limit))
 		h.Set("RateLimit-Remaining", strconv.Itoa(r.Remaining))
 		h.Set("RateLimit-Reset", strconv.Itoa(r.ResetSeconds()))
 	}
 	if !r.Allowed {
-		return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the limit is %d requests per minute (a batch counts one request per 100 queries); try again later", limit), r.ResetSeconds())
+		return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the limit is %d requests per minute%s; try again later", limit, hint), r.ResetSeconds())
 	}
 	return nil
 }
