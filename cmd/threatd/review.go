@@ -68,38 +68,21 @@ func reviewCmd() *cobra.Command {
 		if d == core.DecisionReject {
 			use, short = "reject ID... --note T [--as EMAIL]", "Reject pending reports, or withdraw verified ones (a note is required)"
 		}
-		c := &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  cobra.MinimumNArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				note, _ := cmd.Flags().GetString("note")
-				as, _ := cmd.Flags().GetString("as")
-				return withEnv(cmd, func(e *env) error {
-					actor, err := reviewer(cmd, e, as)
-					if err != nil {
-						return err
-					}
-					who := core.SystemReviewer
-					if actor != nil {
-						who = actor.Name
-					}
-					reports := core.NewReports(e.store, core.Limits{})
-					// Each report is its own transaction; the first failure stops.
-					for _, id := range args {
-						t, err := reports.Decide(cmd.Context(), id, d, note, actor)
-						if err != nil {
-							return fmt.Errorf("%s: %w", id, friendly(err))
-						}
-						fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s (by %s)\n", t, t.Status, who)
-					}
-					return nil
-				})
-			},
-		}
-		c.Flags().String("note", "", "why (required to reject)")
-		c.Flags().String("as", "", "the reviewer's e-mail (default: the built-in reviewer threatd)")
-		return c
+		return reviewCommand(use, short, cobra.MinimumNArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
+			who := core.SystemReviewer
+			if actor != nil {
+				who = actor.Name
+			}
+			// Each report is its own transaction; the first failure stops.
+			for _, id := range args {
+				t, err := r.Decide(cmd.Context(), id, d, note, actor)
+				if err != nil {
+					return fmt.Errorf("%s: %w", id, friendly(err))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s (by %s)\n", t, t.Status, who)
+			}
+			return nil
+		})
 	}
 
 	decideRevision := func(approve bool) *cobra.Command {
@@ -107,30 +90,14 @@ func reviewCmd() *cobra.Command {
 		if !approve {
 			use, short = "reject-revision REV --note T [--as EMAIL]", "Reject a pending revision: the report stays as it is"
 		}
-		c := &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				note, _ := cmd.Flags().GetString("note")
-				as, _ := cmd.Flags().GetString("as")
-				return withEnv(cmd, func(e *env) error {
-					actor, err := reviewer(cmd, e, as)
-					if err != nil {
-						return err
-					}
-					t, r, err := core.NewReports(e.store, core.Limits{}).DecideRevision(cmd.Context(), args[0], approve, note, actor)
-					if err != nil {
-						return friendly(err)
-					}
-					fmt.Fprintf(cmd.OutOrStdout(), "revision %d of %s is now %s\n", r.Number, t, r.State)
-					return nil
-				})
-			},
-		}
-		c.Flags().String("note", "", "why (required to reject)")
-		c.Flags().String("as", "", "the reviewer's e-mail (default: the built-in reviewer threatd)")
-		return c
+		return reviewCommand(use, short, cobra.ExactArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
+			t, rev, err := r.DecideRevision(cmd.Context(), args[0], approve, note, actor)
+			if err != nil {
+				return friendly(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revision %d of %s is now %s\n", rev.Number, t, rev.State)
+			return nil
+		})
 	}
 
 	review.AddCommand(list, decide(core.DecisionVerify), decide(core.DecisionReject), decideRevision(true), decideRevision(false))
@@ -151,6 +118,30 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// reviewCommand builds a review decision command: --note and --as, storage
+// opened, the reviewer resolved, then run.
+func reviewCommand(use, short string, args cobra.PositionalArgs, run func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			note, _ := cmd.Flags().GetString("note")
+			as, _ := cmd.Flags().GetString("as")
+			return withEnv(cmd, func(e *env) error {
+				actor, err := reviewer(cmd, e, as)
+				if err != nil {
+					return err
+				}
+				return run(cmd, core.NewReports(e.store, core.Limits{}), actor, note, args)
+			})
+		},
+	}
+	c.Flags().String("note", "", "why (required to reject)")
+	c.Flags().String("as", "", "the reviewer's e-mail (default: the built-in reviewer threatd)")
+	return c
 }
 
 // reviewer resolves --as to a user (nil: the built-in reviewer).
