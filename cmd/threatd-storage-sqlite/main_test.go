@@ -20,19 +20,9 @@ import (
 func TestStorageContract(t *testing.T) {
 	host := &plugins.Host{Dir: testbin.PluginDir(t), Log: slog.New(slog.DiscardHandler)}
 	dir := t.TempDir()
-	storagetest.Run(t, func(t *testing.T, db string, settings map[string]string) (core.Store, error) {
-		st, err := host.StartStorage(context.Background(), "sqlite", plugins.StorageConfig{
-			DSN: filepath.Join(dir, db+".db"), DataDir: dir, Settings: settings,
-		})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := st.Migrate(context.Background()); err != nil {
-			_ = st.Close()
-			return nil, err
-		}
-		return st, nil
-	})
+	storagetest.Run(t, storagetest.PluginBackend(host, "sqlite", func(_ *testing.T, db string) string {
+		return filepath.Join(dir, db+".db")
+	}))
 }
 
 // BenchmarkPluginRoundTrip is the cost the in-memory index avoids: one report

@@ -44,7 +44,6 @@ func summaryCounts(t *testing.T, out string) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for _, m := range regexp.MustCompile(`(?m)^(\w+)\s+(\d+)$`).FindAllStringSubmatch(out, -1) {
-		fmt.Sscan(m[2], new(int))
 		var n int
 		fmt.Sscan(m[2], &n)
 		got[m[1]] = n
