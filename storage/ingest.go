@@ -32,7 +32,13 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 		seenKey := map[string]bool{}
 		for i, rec := range recs {
 			t := rec.Threat
-			if !known[t.Source+"\x00"+t.UpstreamID] && !live[t.CanonicalKey] && !seenKey[t.CanonicalKey] {
+			k, isKnown := known[t.Source+"\x00"+t.UpstreamID]
+			if isKnown && k.unchangedBy(t) {
+				// The common case of a re-import: decided without another query.
+				out[i] = core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportUnchanged, ThreatID: k.ID}
+				continue
+			}
+			if !isKnown && !live[t.CanonicalKey] && !seenKey[t.CanonicalKey] {
 				if rec.Withdrawn {
 					out[i] = core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}
 					continue
@@ -61,39 +67,66 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 	return out, nil
 }
 
-// existing returns which records' provenance and which canonical keys of
-// live reports are already stored.
-func (s *Store) existing(ctx context.Context, tx *txn, recs []core.ImportRecord) (map[string]bool, map[string]bool, error) {
-	ids := make([]string, 0, len(recs))
+// knownRow is what the batch look-up reads of an already imported report.
+type knownRow struct {
+	ID               string     `bun:"id"`
+	Source           string     `bun:"source"`
+	UpstreamID       string     `bun:"upstream_id"`
+	UpstreamModified *time.Time `bun:"upstream_modified"`
+}
+
+// unchangedBy reports whether importing t would change nothing: t is not
+// newer than what was imported (the rule importOne applies too).
+func (k knownRow) unchangedBy(t core.Threat) bool {
+	return k.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*k.UpstreamModified)
+}
+
+// existing returns the already imported reports of a batch, by source and
+// upstream id, and which canonical keys of live reports are already stored.
+// Both queries read the unique indexes threats_upstream_key and
+// threats_live_key: a bounded look-up per batch, whatever the table's size.
+func (s *Store) existing(ctx context.Context, tx *txn, recs []core.ImportRecord) (map[string]knownRow, map[string]bool, error) {
+	bySource := map[string][]string{}
 	keys := make([]string, 0, len(recs))
 	for _, r := range recs {
-		ids, keys = append(ids, r.Threat.UpstreamID), append(keys, r.Threat.CanonicalKey)
+		bySource[r.Threat.Source] = append(bySource[r.Threat.Source], r.Threat.UpstreamID)
+		keys = append(keys, r.Threat.CanonicalKey)
 	}
-	known, live := map[string]bool{}, map[string]bool{}
+	known, live := map[string]knownRow{}, map[string]bool{}
 	if len(recs) == 0 {
 		return known, live, nil
 	}
-	var prov []struct {
-		Source     string `bun:"source"`
-		UpstreamID string `bun:"upstream_id"`
-	}
-	if err := tx.NewSelect().Table("threats").Column("source", "upstream_id").
-		Where("upstream_id IN (?)", bun.In(ids)).Scan(ctx, &prov); err != nil {
-		return nil, nil, err
-	}
-	for _, p := range prov {
-		known[p.Source+"\x00"+p.UpstreamID] = true
+	for source, ids := range bySource {
+		var rows []knownRow
+		if err := upstreamLookup(tx.NewSelect().TableExpr(tableUsing(s.dialect, "threats", "threats_upstream_key")).Column("id", "source", "upstream_id", "upstream_modified"), source, ids).
+			Scan(ctx, &rows); err != nil {
+			return nil, nil, err
+		}
+		for _, k := range rows {
+			known[k.Source+"\x00"+k.UpstreamID] = k
+		}
 	}
 	var liveKeys []string
-	if err := tx.NewSelect().Table("threats").Column("canonical_key").
-		Where("canonical_key IN (?)", bun.In(keys)).
-		Where("status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)).Scan(ctx, &liveKeys); err != nil {
+	if err := liveKeyLookup(tx.NewSelect().TableExpr(tableUsing(s.dialect, "threats", "threats_live_key")).Column("canonical_key"), keys).Scan(ctx, &liveKeys); err != nil {
 		return nil, nil, err
 	}
 	for _, k := range liveKeys {
 		live[k] = true
 	}
 	return known, live, nil
+}
+
+// upstreamLookup restricts q to reports imported from source under ids, in
+// the terms of the partial index threats_upstream_key.
+func upstreamLookup(q *bun.SelectQuery, source string, ids []string) *bun.SelectQuery {
+	return q.Where("source = ?", source).Where("upstream_id IN (?)", bun.In(ids)).
+		Where("source IS NOT NULL AND upstream_id IS NOT NULL")
+}
+
+// liveKeyLookup restricts q to live reports under keys, in the terms of the
+// partial index threats_live_key.
+func liveKeyLookup(q *bun.SelectQuery, keys []string) *bun.SelectQuery {
+	return q.Where("canonical_key IN (?)", bun.In(keys)).Where("status IN ('pending', 'verified')")
 }
 
 // newReports accumulates new imported reports for multi-row inserts.
@@ -104,7 +137,9 @@ type newReports struct {
 }
 
 func (n *newReports) add(t core.Threat, actor string, now time.Time) core.ImportOutcome {
-	t.ID = uuid.NewString()
+	// Time-ordered ids (UUIDv7): new rows append to the primary-key index
+	// instead of landing at random pages of it.
+	t.ID = uuid.Must(uuid.NewV7()).String()
 	t.Status = core.StatusVerified
 	t.CreatedAt, t.UpdatedAt = now, now
 	if t.VerifiedAt == nil {

@@ -43,43 +43,64 @@ func (s *Store) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core
 // summaryBatch is how many summaries one callback (and one stream message) carries.
 const summaryBatch = 1000
 
-// EachVerifiedSummary pages through every verified report by id.
-func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
-	after := ""
-	for {
-		var rows []struct {
-			ID           string     `bun:"id"`
-			CanonicalKey string     `bun:"canonical_key"`
-			ReportType   string     `bun:"report_type"`
-			Registry     *string    `bun:"registry"`
-			Severity     *string    `bun:"severity_level"`
-			VerifiedAt   *time.Time `bun:"verified_at"`
-			VersionInfo  *string    `bun:"version_info"`
-			AllVersions  bool       `bun:"all_versions"`
-		}
-		err := s.db.NewSelect().TableExpr("threats AS t").Join("JOIN threat_details AS d ON d.threat_id = t.id").
-			ColumnExpr("t.id, t.canonical_key, t.report_type, t.registry, d.severity_level, t.verified_at, d.version_info, t.all_versions").
-			Where("t.status = ?", string(core.StatusVerified)).Where("t.id > ?", after).
-			OrderExpr("t.id ASC").Limit(summaryBatch).Scan(ctx, &rows)
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		batch := make([]core.Summary, len(rows))
-		for i, r := range rows {
-			batch[i] = core.Summary{ID: r.ID, CanonicalKey: r.CanonicalKey, ReportType: core.ReportType(r.ReportType),
-				Registry: deref(r.Registry), Severity: core.Severity(deref(r.Severity)), VersionInfo: deref(r.VersionInfo), AllVersions: r.AllVersions}
-			if r.VerifiedAt != nil {
-				batch[i].VerifiedAt = r.VerifiedAt.UTC()
-			}
-		}
-		if err := fn(batch); err != nil {
-			return err
-		}
-		after = rows[len(rows)-1].ID
+// summaryRow is what the index load reads of a verified report.
+type summaryRow struct {
+	ID           string     `bun:"id"`
+	CanonicalKey string     `bun:"canonical_key"`
+	ReportType   string     `bun:"report_type"`
+	Registry     *string    `bun:"registry"`
+	Severity     *string    `bun:"severity_level"`
+	VerifiedAt   *time.Time `bun:"verified_at"`
+	VersionInfo  *string    `bun:"version_info"`
+	AllVersions  bool       `bun:"all_versions"`
+}
+
+func (r summaryRow) domain() core.Summary {
+	s := core.Summary{ID: r.ID, CanonicalKey: r.CanonicalKey, ReportType: core.ReportType(r.ReportType),
+		Registry: deref(r.Registry), Severity: core.Severity(deref(r.Severity)), VersionInfo: deref(r.VersionInfo), AllVersions: r.AllVersions}
+	if r.VerifiedAt != nil {
+		s.VerifiedAt = r.VerifiedAt.UTC()
 	}
+	return s
+}
+
+// EachVerifiedSummary streams every verified report through one query (one
+// pass over the table, in no particular order), in batches of summaryBatch.
+// Paging with "id > last ORDER BY id LIMIT n" instead re-reads and sorts the
+// verified rows for every page: quadratic at a million reports.
+func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
+	rows, err := verifiedSummaries(s.db.NewSelect()).Rows(ctx)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	batch := make([]core.Summary, 0, summaryBatch)
+	for rows.Next() {
+		var r summaryRow
+		if err := s.db.ScanRow(ctx, rows, &r); err != nil {
+			return err
+		}
+		if batch = append(batch, r.domain()); len(batch) == summaryBatch {
+			if err := fn(batch); err != nil {
+				return err
+			}
+			batch = make([]core.Summary, 0, summaryBatch)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		return fn(batch)
+	}
+	return nil
+}
+
+// verifiedSummaries is the index load's query.
+func verifiedSummaries(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.TableExpr("threats AS t").Join("JOIN threat_details AS d ON d.threat_id = t.id").
+		ColumnExpr("t.id, t.canonical_key, t.report_type, t.registry, d.severity_level, t.verified_at, d.version_info, t.all_versions").
+		Where("t.status = ?", string(core.StatusVerified))
 }
 
 // lockThreat reads a report with its details, locking it until commit on PostgreSQL.

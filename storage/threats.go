@@ -79,15 +79,22 @@ func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPo
 // checkSubmitLimits applies the new-user cap, then the hourly limit.
 func (s *Store) checkSubmitLimits(ctx context.Context, tx *txn, userID string, p core.SubmitPolicy) error {
 	if p.MaxUnverified > 0 {
+		// Each count stops at the number that decides the rule, so that a
+		// prolific submitter's check reads a bounded range of
+		// threats_submitter_status_idx.
 		var pending, verified int
 		err := tx.NewRaw(`SELECT
-			coalesce(sum(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0),
-			coalesce(sum(CASE WHEN status = 'verified' THEN 1 ELSE 0 END), 0)
-			FROM threats WHERE submitter_id = ?`, userID).Scan(ctx, &pending, &verified)
+			(SELECT count(*) FROM (SELECT 1 FROM threats WHERE submitter_id = ? AND status = 'pending' LIMIT ?) AS p),
+			(SELECT count(*) FROM (SELECT 1 FROM threats WHERE submitter_id = ? AND status = 'verified' LIMIT ?) AS v)`,
+			userID, p.MaxUnverified, userID, max(p.VerifiedToLift, 1)).Scan(ctx, &pending, &verified)
 		if err != nil {
 			return &core.StepError{Step: core.StepLookup, Err: err}
 		}
 		if pending >= p.MaxUnverified && verified < p.VerifiedToLift {
+			// Refused: report the exact number of pending reports.
+			if err := tx.NewRaw(`SELECT count(*) FROM threats WHERE submitter_id = ? AND status = 'pending'`, userID).Scan(ctx, &pending); err != nil {
+				return &core.StepError{Step: core.StepLookup, Err: err}
+			}
 			return &core.NewUserCapError{Verified: verified, Unverified: pending, MaxUnverified: p.MaxUnverified, VerifiedToLift: p.VerifiedToLift}
 		}
 	}

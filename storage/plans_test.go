@@ -1,0 +1,175 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+)
+
+// queryLog records the statements a store runs (a bun query hook).
+type queryLog struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	l.mu.Lock()
+	l.queries = append(l.queries, e.Query)
+	l.mu.Unlock()
+}
+
+func (l *queryLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queries
+	l.queries = nil
+	return q
+}
+
+// planRecords are n imported records as the OSV source makes them.
+func planRecords(n int) []core.ImportRecord {
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	recs := make([]core.ImportRecord, n)
+	for i := range recs {
+		eco := []string{core.RegistryNPM, core.RegistryPyPI}[i%2]
+		name := fmt.Sprintf("plan-pkg-%06d", i)
+		published, modified := base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute+time.Hour)
+		recs[i] = core.ImportRecord{Threat: core.Threat{
+			ReportType: core.TypePackage, ResourceIdentifier: name, Registry: eco, CanonicalKey: "package:" + eco + ":" + name,
+			Source: "osv", UpstreamID: fmt.Sprintf("MAL-PLAN-%06d", i), UpstreamModified: &modified, VerifiedAt: &published, AllVersions: true,
+			Details: core.Details{ThreatDescription: "Malicious code in " + name, PayloadDescription: "Exfiltrates credentials.", Tags: []string{"malicious-package"}},
+		}}
+	}
+	return recs
+}
+
+// explain returns SQLite's query plan of q, one line per step.
+func explain(t *testing.T, s *Store, q string) string {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q)
+	if err != nil {
+		t.Fatalf("explain %s: %v", q, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "; ")
+}
+
+// At 50,000 verified reports, the statements that run per import batch and
+// at start-up are bounded and read indexes: a re-import batch is two
+// index look-ups (no scan of threats), the index load is one query whatever
+// the number of reports, and query-latest reads a bounded index range with
+// no sort. Full scans per batch made the import quadratic before.
+func TestQueryPlansAtScale(t *testing.T) {
+	const n = 50_000
+	ctx := context.Background()
+	s, err := Open(SQLite, filepath.Join(t.TempDir(), "plans.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := planRecords(n)
+	for i := 0; i < n; i += 500 {
+		if _, err := s.ImportThreats(ctx, recs[i:i+500], "osv-import"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := &queryLog{}
+	s.db.AddQueryHook(log)
+
+	// A second import of a batch: unchanged, decided from one look-up of
+	// the batch's upstream ids and one of its keys; nothing is written.
+	out, err := s.ImportThreats(ctx, recs[20_000:20_500], "osv-import")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out {
+		if o.Result != core.ImportUnchanged {
+			t.Fatalf("re-import: %+v", o)
+		}
+	}
+	var selects []string
+	for _, q := range log.take() {
+		switch {
+		case strings.HasPrefix(q, "SELECT"):
+			selects = append(selects, q)
+		case q == "BEGIN" || q == "COMMIT":
+		default:
+			t.Errorf("re-import of an unchanged batch ran %.80s", q)
+		}
+	}
+	if len(selects) != 2 {
+		t.Fatalf("re-import batch ran %d selects, want 2", len(selects))
+	}
+	for _, q := range selects {
+		// Each is a search of the unique index it is written for; a search of
+		// threats_status_verified_idx (status=?) reads every verified report.
+		plan := explain(t, s, q)
+		if strings.Contains(plan, "SCAN") || !strings.Contains(plan, "threats_upstream_key (source=? AND upstream_id=?)") &&
+			!strings.Contains(plan, "threats_live_key (canonical_key=?)") {
+			t.Errorf("per-batch look-up does not search its unique index: %s\n%.120s", plan, q)
+		}
+	}
+	log.take()
+
+	// A first import batch at this size: the same two look-ups, then
+	// multi-row inserts (a bounded number of statements, not one per record).
+	fresh := planRecords(n + 500)[n:]
+	if _, err := s.ImportThreats(ctx, fresh, "osv-import"); err != nil {
+		t.Fatal(err)
+	}
+	if q := log.take(); len(q) > 10 {
+		t.Errorf("a new batch of 500 ran %d statements, want at most 10", len(q))
+	}
+
+	// Start-up: the index load streams every verified report through one query.
+	count := 0
+	if err := s.EachVerifiedSummary(ctx, func(b []core.Summary) error { count += len(b); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if q := log.take(); count != n+500 || len(q) != 1 {
+		t.Fatalf("index load: %d summaries in %d statements, want %d in 1", count, len(q), n+500)
+	}
+
+	// query-latest, overall and per ecosystem, type and severity: a bounded
+	// read in index order (no sort of the verified reports).
+	for _, f := range []core.LatestFilter{{Limit: 100}, {Registry: core.RegistryPyPI, Limit: 100},
+		{ReportType: core.TypePackage, Limit: 100}, {Severity: core.SeverityHigh, Limit: 100}} {
+		got, err := s.LatestVerified(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs := log.take()
+		if len(qs) != 1 {
+			t.Fatalf("latest %+v ran %d statements", f, len(qs))
+		}
+		plan := explain(t, s, qs[0])
+		log.take() // the EXPLAIN itself
+		if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN threat_row") {
+			t.Errorf("latest %+v: plan %s", f, plan)
+		}
+		if f.Severity == "" && len(got) != 100 {
+			t.Errorf("latest %+v: %d reports", f, len(got))
+		}
+	}
+}
