@@ -2,13 +2,17 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
@@ -38,12 +42,76 @@ type sourceServer struct {
 
 func (s *sourceServer) Read(req *pb.SourceRequest, stream grpc.ServerStreamingServer[pb.SourceItem]) error {
 	return toStatus(s.impl.Read(stream.Context(), req.Paths, req.Settings, func(it core.SourceItem) error {
-		msg := &pb.SourceItem{Skipped: it.Skipped, Reason: it.Reason, FilesDone: int32(it.FilesDone), FilesTotal: int32(it.FilesTotal)}
-		if it.Record != nil {
-			msg.Record = importRecordToPB(*it.Record)
-		}
-		return stream.Send(msg)
+		return stream.Send(sourceItemToPB(it))
 	}))
+}
+
+// Bounds of one ReadBatches message.
+const (
+	sourceBatchItems = 256
+	sourceBatchBytes = 1 << 20
+)
+
+func (s *sourceServer) ReadBatches(req *pb.SourceRequest, stream grpc.ServerStreamingServer[pb.SourceItems]) error {
+	batch := &pb.SourceItems{}
+	size := 0
+	flush := func() error {
+		if len(batch.Items) == 0 {
+			return nil
+		}
+		err := stream.Send(batch)
+		batch, size = &pb.SourceItems{}, 0
+		return err
+	}
+	err := s.impl.Read(stream.Context(), req.Paths, req.Settings, func(it core.SourceItem) error {
+		msg := sourceItemToPB(it)
+		n := approxSize(it)
+		if len(batch.Items) > 0 && (len(batch.Items) >= sourceBatchItems || size+n > sourceBatchBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch.Items, size = append(batch.Items, msg), size+n
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return toStatus(err)
+}
+
+// approxSize bounds a batch's bytes without marshalling twice: the long
+// fields of a record plus room for the short ones.
+func approxSize(it core.SourceItem) int {
+	n := 512 + len(it.Skipped) + len(it.Reason)
+	if r := it.Record; r != nil {
+		d := r.Threat.Details
+		n += len(d.ThreatDescription) + len(d.PayloadDescription) + len(d.EvidenceReferences) + len(d.VersionInfo)
+		for _, s := range d.Tags {
+			n += len(s) + 2
+		}
+		for _, s := range d.Contributors {
+			n += len(s) + 2
+		}
+	}
+	return n
+}
+
+func sourceItemToPB(it core.SourceItem) *pb.SourceItem {
+	msg := &pb.SourceItem{Skipped: it.Skipped, Reason: it.Reason, FilesDone: int32(it.FilesDone), FilesTotal: int32(it.FilesTotal)}
+	if it.Record != nil {
+		msg.Record = importRecordToPB(*it.Record)
+	}
+	return msg
+}
+
+func sourceItemFromPB(m *pb.SourceItem) core.SourceItem {
+	it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal)}
+	if m.Record != nil {
+		r := importRecordFromPB(m.Record)
+		it.Record = &r
+	}
+	return it
 }
 
 // SourceClient is the daemon's side of a source plugin.
@@ -52,17 +120,34 @@ type SourceClient struct {
 	closer func()
 }
 
-// Read streams the source's items for paths.
+// Read streams the source's items for paths, many to a message; a plugin
+// without ReadBatches is read one item per message.
 func (c *SourceClient) Read(ctx context.Context, paths []string, settings map[string]string, fn func(core.SourceItem) error) error {
-	stream, err := c.rpc.Read(ctx, &pb.SourceRequest{Paths: paths, Settings: settings})
-	return eachRecv(stream, err, func(m *pb.SourceItem) error {
-		it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal)}
-		if m.Record != nil {
-			r := importRecordFromPB(m.Record)
-			it.Record = &r
+	req := &pb.SourceRequest{Paths: paths, Settings: settings}
+	stream, err := c.rpc.ReadBatches(ctx, req)
+	if err != nil {
+		return fromStatus(err)
+	}
+	first := true
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
 		}
-		return fn(it)
-	})
+		if first && status.Code(err) == codes.Unimplemented {
+			one, err := c.rpc.Read(ctx, req)
+			return eachRecv(one, err, func(m *pb.SourceItem) error { return fn(sourceItemFromPB(m)) })
+		}
+		if err != nil {
+			return fromStatus(err)
+		}
+		first = false
+		for _, it := range m.Items {
+			if err := fn(sourceItemFromPB(it)); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // Close stops the source process.

@@ -5,16 +5,17 @@
 package osv
 
 import (
-	"archive/zip"
 	"context"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -47,103 +48,180 @@ type input struct {
 }
 
 // Read walks paths (files, folders, .zip archives) and yields every record.
+// Inputs are streamed: a folder is walked and an archive's central directory
+// read one entry at a time, so memory does not grow with their size.
 func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, fn func(core.SourceItem) error) error {
-	var inputs []input
-	var closers []io.Closer
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	for _, p := range paths {
-		found, c, err := collect(p)
-		if err != nil {
-			if err := fn(core.SourceItem{Skipped: p, Reason: err.Error()}); err != nil {
-				return err
-			}
-			continue
-		}
-		closers = append(closers, c...)
-		inputs = append(inputs, found...)
-	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
-	for i, in := range inputs {
-		if err := ctx.Err(); err != nil {
-			return err
+	total := 0
+	for _, p := range paths {
+		var counted []io.Closer
+		_ = walk(ctx, p, func(input) error { total++; return nil }, func(string, error) error { return nil }, func(c io.Closer) { counted = append(counted, c) })
+		for _, c := range counted {
+			c.Close()
 		}
-		recs, err := readOne(in, now())
-		if err != nil {
-			if err := fn(core.SourceItem{Skipped: in.name, Reason: err.Error()}); err != nil {
+	}
+	// Inputs are read and mapped by parallel workers, and yielded in input
+	// order: parsing is the costly part of a run.
+	type result struct {
+		name string
+		recs []core.ImportRecord
+		err  error
+		// input: a file or archive entry (counted for progress), not a
+		// path that could not be walked.
+		input bool
+	}
+	type job struct {
+		in  input
+		out chan result
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs, order := make(chan job, 64), make(chan chan result, 256)
+	workers := max(2*runtime.GOMAXPROCS(0), 2)
+	for range workers {
+		go func() {
+			for j := range jobs {
+				recs, err := readOne(j.in, now())
+				j.out <- result{name: j.in.name, recs: recs, err: err, input: true}
+			}
+		}()
+	}
+	// Archives stay open until every worker is done with their entries.
+	var (
+		walkErr error
+		openMu  sync.Mutex
+		open    []io.Closer
+	)
+	keep := func(c io.Closer) { openMu.Lock(); open = append(open, c); openMu.Unlock() }
+	defer func() {
+		openMu.Lock()
+		defer openMu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+	}()
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		submit := func(j job) error {
+			select {
+			case order <- j.out:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case jobs <- j:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		visit := func(in input) error { return submit(job{in: in, out: make(chan result, 1)}) }
+		skip := func(name string, err error) error {
+			out := make(chan result, 1)
+			out <- result{name: name, err: err}
+			select {
+			case order <- out:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		for _, p := range paths {
+			if err := walk(ctx, p, visit, skip, keep); err != nil {
+				walkErr = err
+				return
+			}
+		}
+	}()
+	done := 0
+	for out := range order {
+		r := <-out
+		if r.err != nil {
+			if err := fn(core.SourceItem{Skipped: r.name, Reason: r.err.Error()}); err != nil {
+				return err
+			}
+			if !r.input {
+				continue
+			}
+		}
+		for j := range r.recs {
+			if err := fn(core.SourceItem{Record: &r.recs[j]}); err != nil {
 				return err
 			}
 		}
-		for j := range recs {
-			if err := fn(core.SourceItem{Record: &recs[j]}); err != nil {
-				return err
-			}
-		}
-		if err := fn(core.SourceItem{FilesDone: i + 1, FilesTotal: len(inputs)}); err != nil {
+		done++
+		if err := fn(core.SourceItem{FilesDone: done, FilesTotal: max(total, done)}); err != nil {
 			return err
 		}
 	}
-	return nil
+	if walkErr != nil && ctx.Err() == nil {
+		return walkErr
+	}
+	return ctx.Err()
 }
 
-// collect lists the JSON records under path.
-func collect(path string) ([]input, []io.Closer, error) {
+// walk calls visit for every JSON record under path (a file, a folder or a
+// .zip archive) and skip for what cannot be read; it returns the first error
+// of either, or the context's.
+// Archives opened are handed to keep, to be closed once their entries are read.
+func walk(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer)) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, err
+		return skip(path, err)
 	}
 	if !fi.IsDir() {
 		if strings.HasSuffix(strings.ToLower(path), ".zip") {
-			return zipInputs(path)
+			return walkZip(ctx, path, visit, skip, keep)
 		}
-		return []input{fileInput(path)}, nil, nil
+		return visit(fileInput(path))
 	}
-	var out []input
-	var closers []io.Closer
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	// WalkDir visits each folder's entries in lexical order.
+	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return skip(p, err)
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		switch lower := strings.ToLower(p); {
 		case d.IsDir():
 		case strings.HasSuffix(lower, ".json"):
-			out = append(out, fileInput(p))
+			return visit(fileInput(p))
 		case strings.HasSuffix(lower, ".zip"):
-			z, c, err := zipInputs(p)
-			if err != nil {
-				return err
-			}
-			out, closers = append(out, z...), append(closers, c...)
+			return walkZip(ctx, p, visit, skip, keep)
 		}
 		return nil
 	})
-	sort.SliceStable(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out, closers, err
 }
 
 func fileInput(p string) input {
 	return input{name: p, open: func() (io.ReadCloser, error) { return os.Open(p) }}
 }
 
-func zipInputs(path string) ([]input, []io.Closer, error) {
-	z, err := zip.OpenReader(path)
+// walkZip visits the JSON entries of an archive, in archive order.
+func walkZip(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer)) error {
+	z, err := openZip(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: not a readable zip archive: %w", path, err)
+		return skip(path, fmt.Errorf("not a readable zip archive: %w", err))
 	}
-	var out []input
-	for _, f := range z.File {
-		if f.FileInfo().IsDir() || !strings.HasSuffix(strings.ToLower(f.Name), ".json") {
-			continue
+	keep(z)
+	err = z.each(func(e zipEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		out = append(out, input{name: path + "!" + f.Name, open: f.Open})
+		if strings.HasSuffix(e.name, "/") || !strings.HasSuffix(strings.ToLower(e.name), ".json") {
+			return nil
+		}
+		return visit(input{name: path + "!" + e.name, open: func() (io.ReadCloser, error) { return z.open(e) }})
+	})
+	if err != nil && ctx.Err() == nil {
+		return skip(path, err)
 	}
-	return out, []io.Closer{z}, nil
+	return err
 }
 
 // maxRecordBytes bounds one OSV file.

@@ -25,6 +25,50 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SourceItems struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*SourceItem          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SourceItems) Reset() {
+	*x = SourceItems{}
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SourceItems) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SourceItems) ProtoMessage() {}
+
+func (x *SourceItems) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SourceItems.ProtoReflect.Descriptor instead.
+func (*SourceItems) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SourceItems) GetItems() []*SourceItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type SourceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Paths         []string               `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
@@ -35,7 +79,7 @@ type SourceRequest struct {
 
 func (x *SourceRequest) Reset() {
 	*x = SourceRequest{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -47,7 +91,7 @@ func (x *SourceRequest) String() string {
 func (*SourceRequest) ProtoMessage() {}
 
 func (x *SourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -60,7 +104,7 @@ func (x *SourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceRequest.ProtoReflect.Descriptor instead.
 func (*SourceRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{0}
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *SourceRequest) GetPaths() []string {
@@ -90,7 +134,7 @@ type SourceItem struct {
 
 func (x *SourceItem) Reset() {
 	*x = SourceItem{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -102,7 +146,7 @@ func (x *SourceItem) String() string {
 func (*SourceItem) ProtoMessage() {}
 
 func (x *SourceItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -115,7 +159,7 @@ func (x *SourceItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceItem.ProtoReflect.Descriptor instead.
 func (*SourceItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{1}
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SourceItem) GetRecord() *ImportRecord {
@@ -157,7 +201,9 @@ var File_plugins_proto_v1_source_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"\n" +
-	"\x1dplugins/proto/v1/source.proto\x12\x11threatd.plugin.v1\x1a\x1eplugins/proto/v1/storage.proto\"\xae\x01\n" +
+	"\x1dplugins/proto/v1/source.proto\x12\x11threatd.plugin.v1\x1a\x1eplugins/proto/v1/storage.proto\"B\n" +
+	"\vSourceItems\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.threatd.plugin.v1.SourceItemR\x05items\"\xae\x01\n" +
 	"\rSourceRequest\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\x12J\n" +
 	"\bsettings\x18\x02 \x03(\v2..threatd.plugin.v1.SourceRequest.SettingsEntryR\bsettings\x1a;\n" +
@@ -172,9 +218,10 @@ const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"\n" +
 	"files_done\x18\x04 \x01(\x05R\tfilesDone\x12\x1f\n" +
 	"\vfiles_total\x18\x05 \x01(\x05R\n" +
-	"filesTotal2S\n" +
+	"filesTotal2\xa6\x01\n" +
 	"\x06Source\x12I\n" +
-	"\x04Read\x12 .threatd.plugin.v1.SourceRequest\x1a\x1d.threatd.plugin.v1.SourceItem0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
+	"\x04Read\x12 .threatd.plugin.v1.SourceRequest\x1a\x1d.threatd.plugin.v1.SourceItem0\x01\x12Q\n" +
+	"\vReadBatches\x12 .threatd.plugin.v1.SourceRequest\x1a\x1e.threatd.plugin.v1.SourceItems0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugins_proto_v1_source_proto_rawDescOnce sync.Once
@@ -188,23 +235,27 @@ func file_plugins_proto_v1_source_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_source_proto_rawDescData
 }
 
-var file_plugins_proto_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_plugins_proto_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_plugins_proto_v1_source_proto_goTypes = []any{
-	(*SourceRequest)(nil), // 0: threatd.plugin.v1.SourceRequest
-	(*SourceItem)(nil),    // 1: threatd.plugin.v1.SourceItem
-	nil,                   // 2: threatd.plugin.v1.SourceRequest.SettingsEntry
-	(*ImportRecord)(nil),  // 3: threatd.plugin.v1.ImportRecord
+	(*SourceItems)(nil),   // 0: threatd.plugin.v1.SourceItems
+	(*SourceRequest)(nil), // 1: threatd.plugin.v1.SourceRequest
+	(*SourceItem)(nil),    // 2: threatd.plugin.v1.SourceItem
+	nil,                   // 3: threatd.plugin.v1.SourceRequest.SettingsEntry
+	(*ImportRecord)(nil),  // 4: threatd.plugin.v1.ImportRecord
 }
 var file_plugins_proto_v1_source_proto_depIdxs = []int32{
-	2, // 0: threatd.plugin.v1.SourceRequest.settings:type_name -> threatd.plugin.v1.SourceRequest.SettingsEntry
-	3, // 1: threatd.plugin.v1.SourceItem.record:type_name -> threatd.plugin.v1.ImportRecord
-	0, // 2: threatd.plugin.v1.Source.Read:input_type -> threatd.plugin.v1.SourceRequest
-	1, // 3: threatd.plugin.v1.Source.Read:output_type -> threatd.plugin.v1.SourceItem
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	2, // 0: threatd.plugin.v1.SourceItems.items:type_name -> threatd.plugin.v1.SourceItem
+	3, // 1: threatd.plugin.v1.SourceRequest.settings:type_name -> threatd.plugin.v1.SourceRequest.SettingsEntry
+	4, // 2: threatd.plugin.v1.SourceItem.record:type_name -> threatd.plugin.v1.ImportRecord
+	1, // 3: threatd.plugin.v1.Source.Read:input_type -> threatd.plugin.v1.SourceRequest
+	1, // 4: threatd.plugin.v1.Source.ReadBatches:input_type -> threatd.plugin.v1.SourceRequest
+	2, // 5: threatd.plugin.v1.Source.Read:output_type -> threatd.plugin.v1.SourceItem
+	0, // 6: threatd.plugin.v1.Source.ReadBatches:output_type -> threatd.plugin.v1.SourceItems
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_source_proto_init() }
@@ -219,7 +270,7 @@ func file_plugins_proto_v1_source_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_source_proto_rawDesc), len(file_plugins_proto_v1_source_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,7 +23,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Source_Read_FullMethodName = "/threatd.plugin.v1.Source/Read"
+	Source_Read_FullMethodName        = "/threatd.plugin.v1.Source/Read"
+	Source_ReadBatches_FullMethodName = "/threatd.plugin.v1.Source/ReadBatches"
 )
 
 // SourceClient is the client API for Source service.
@@ -31,6 +32,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type SourceClient interface {
 	Read(ctx context.Context, in *SourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SourceItem], error)
+	// ReadBatches streams the same items as Read, many to a message (at most
+	// 256 items or about 1 MiB): one message per record costs more than the
+	// record at a million records. The host uses it, and falls back to Read
+	// for a plugin that answers Unimplemented.
+	ReadBatches(ctx context.Context, in *SourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SourceItems], error)
 }
 
 type sourceClient struct {
@@ -60,11 +66,35 @@ func (c *sourceClient) Read(ctx context.Context, in *SourceRequest, opts ...grpc
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Source_ReadClient = grpc.ServerStreamingClient[SourceItem]
 
+func (c *sourceClient) ReadBatches(ctx context.Context, in *SourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SourceItems], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Source_ServiceDesc.Streams[1], Source_ReadBatches_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SourceRequest, SourceItems]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Source_ReadBatchesClient = grpc.ServerStreamingClient[SourceItems]
+
 // SourceServer is the server API for Source service.
 // All implementations must embed UnimplementedSourceServer
 // for forward compatibility.
 type SourceServer interface {
 	Read(*SourceRequest, grpc.ServerStreamingServer[SourceItem]) error
+	// ReadBatches streams the same items as Read, many to a message (at most
+	// 256 items or about 1 MiB): one message per record costs more than the
+	// record at a million records. The host uses it, and falls back to Read
+	// for a plugin that answers Unimplemented.
+	ReadBatches(*SourceRequest, grpc.ServerStreamingServer[SourceItems]) error
 	mustEmbedUnimplementedSourceServer()
 }
 
@@ -77,6 +107,9 @@ type UnimplementedSourceServer struct{}
 
 func (UnimplementedSourceServer) Read(*SourceRequest, grpc.ServerStreamingServer[SourceItem]) error {
 	return status.Error(codes.Unimplemented, "method Read not implemented")
+}
+func (UnimplementedSourceServer) ReadBatches(*SourceRequest, grpc.ServerStreamingServer[SourceItems]) error {
+	return status.Error(codes.Unimplemented, "method ReadBatches not implemented")
 }
 func (UnimplementedSourceServer) mustEmbedUnimplementedSourceServer() {}
 func (UnimplementedSourceServer) testEmbeddedByValue()                {}
@@ -110,6 +143,17 @@ func _Source_Read_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Source_ReadServer = grpc.ServerStreamingServer[SourceItem]
 
+func _Source_ReadBatches_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SourceRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SourceServer).ReadBatches(m, &grpc.GenericServerStream[SourceRequest, SourceItems]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Source_ReadBatchesServer = grpc.ServerStreamingServer[SourceItems]
+
 // Source_ServiceDesc is the grpc.ServiceDesc for Source service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -121,6 +165,11 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Read",
 			Handler:       _Source_Read_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReadBatches",
+			Handler:       _Source_ReadBatches_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,0 +1,261 @@
+package osv
+
+import (
+	"bufio"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+)
+
+// zipArchive reads a zip archive one entry at a time. archive/zip's Reader
+// holds every entry's header in memory (about 300 bytes each: 300 MB for a
+// million-record all.zip); this walks the central directory as a stream, so
+// memory stays flat whatever the number of entries.
+type zipArchive struct {
+	f        *os.File
+	entries  uint64
+	cdOffset int64
+	cdSize   int64
+}
+
+// zipEntry is one central-directory record.
+type zipEntry struct {
+	name             string
+	method           uint16
+	crc              uint32
+	compSize, size   uint64
+	localHeaderStart int64
+}
+
+const (
+	sigEOCD       = 0x06054b50
+	sigEOCD64     = 0x06064b50
+	sigEOCD64Loc  = 0x07064b50
+	sigCentralDir = 0x02014b50
+	sigLocal      = 0x04034b50
+)
+
+var errNotZip = errors.New("not a zip archive (no end of central directory)")
+
+// openZip reads the end of central directory of the archive at path.
+func openZip(path string) (*zipArchive, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	z, err := readEOCD(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return z, nil
+}
+
+func readEOCD(f *os.File) (*zipArchive, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := fi.Size()
+	tail := min(size, 22+65535)
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, size-tail); err != nil {
+		return nil, err
+	}
+	pos := -1
+	for i := len(buf) - 22; i >= 0; i-- {
+		if binary.LittleEndian.Uint32(buf[i:]) == sigEOCD {
+			pos = i
+			break
+		}
+	}
+	if pos < 0 {
+		return nil, errNotZip
+	}
+	e := buf[pos:]
+	z := &zipArchive{f: f,
+		entries:  uint64(binary.LittleEndian.Uint16(e[10:])),
+		cdSize:   int64(binary.LittleEndian.Uint32(e[12:])),
+		cdOffset: int64(binary.LittleEndian.Uint32(e[16:])),
+	}
+	eocdAt := size - tail + int64(pos)
+	if z.entries == 0xffff || z.cdSize == 0xffffffff || z.cdOffset == 0xffffffff {
+		// Zip64: the locator sits just before the end of central directory.
+		if eocdAt < 20 {
+			return nil, errors.New("zip64 locator missing")
+		}
+		loc := make([]byte, 20)
+		if _, err := f.ReadAt(loc, eocdAt-20); err != nil {
+			return nil, err
+		}
+		if binary.LittleEndian.Uint32(loc) != sigEOCD64Loc {
+			return nil, errors.New("zip64 locator missing")
+		}
+		rec := make([]byte, 56)
+		if _, err := f.ReadAt(rec, int64(binary.LittleEndian.Uint64(loc[8:]))); err != nil {
+			return nil, err
+		}
+		if binary.LittleEndian.Uint32(rec) != sigEOCD64 {
+			return nil, errors.New("zip64 end of central directory missing")
+		}
+		z.entries = binary.LittleEndian.Uint64(rec[32:])
+		z.cdSize = int64(binary.LittleEndian.Uint64(rec[40:]))
+		z.cdOffset = int64(binary.LittleEndian.Uint64(rec[48:]))
+	}
+	if z.cdOffset < 0 || z.cdSize < 0 || z.cdOffset+z.cdSize > size {
+		return nil, errors.New("central directory outside the file")
+	}
+	return z, nil
+}
+
+// Close closes the archive file.
+func (z *zipArchive) Close() error { return z.f.Close() }
+
+// each calls fn for every entry, in archive order.
+func (z *zipArchive) each(fn func(zipEntry) error) error {
+	r := bufio.NewReaderSize(io.NewSectionReader(z.f, z.cdOffset, z.cdSize), 64<<10)
+	fixed := make([]byte, 46)
+	for n := uint64(0); n < z.entries; n++ {
+		if _, err := io.ReadFull(r, fixed); err != nil {
+			return fmt.Errorf("central directory entry %d: %w", n, err)
+		}
+		if binary.LittleEndian.Uint32(fixed) != sigCentralDir {
+			return fmt.Errorf("central directory entry %d: bad signature", n)
+		}
+		e := zipEntry{
+			method:           binary.LittleEndian.Uint16(fixed[10:]),
+			crc:              binary.LittleEndian.Uint32(fixed[16:]),
+			compSize:         uint64(binary.LittleEndian.Uint32(fixed[20:])),
+			size:             uint64(binary.LittleEndian.Uint32(fixed[24:])),
+			localHeaderStart: int64(binary.LittleEndian.Uint32(fixed[42:])),
+		}
+		nameLen, extraLen, commentLen := int(binary.LittleEndian.Uint16(fixed[28:])), int(binary.LittleEndian.Uint16(fixed[30:])), int(binary.LittleEndian.Uint16(fixed[32:]))
+		varPart := make([]byte, nameLen+extraLen+commentLen)
+		if _, err := io.ReadFull(r, varPart); err != nil {
+			return fmt.Errorf("central directory entry %d: %w", n, err)
+		}
+		e.name = string(varPart[:nameLen])
+		parseZip64Extra(&e, varPart[nameLen:nameLen+extraLen])
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseZip64Extra reads the 64-bit sizes and offset that replace 0xffffffff.
+func parseZip64Extra(e *zipEntry, extra []byte) {
+	for len(extra) >= 4 {
+		id, n := binary.LittleEndian.Uint16(extra), int(binary.LittleEndian.Uint16(extra[2:]))
+		if 4+n > len(extra) {
+			return
+		}
+		field := extra[4 : 4+n]
+		extra = extra[4+n:]
+		if id != 0x0001 {
+			continue
+		}
+		next := func() (uint64, bool) {
+			if len(field) < 8 {
+				return 0, false
+			}
+			v := binary.LittleEndian.Uint64(field)
+			field = field[8:]
+			return v, true
+		}
+		if e.size == 0xffffffff {
+			if v, ok := next(); ok {
+				e.size = v
+			}
+		}
+		if e.compSize == 0xffffffff {
+			if v, ok := next(); ok {
+				e.compSize = v
+			}
+		}
+		if e.localHeaderStart == 0xffffffff {
+			if v, ok := next(); ok {
+				e.localHeaderStart = int64(v)
+			}
+		}
+	}
+}
+
+// open returns the entry's content, checked against its CRC-32 at the end.
+func (z *zipArchive) open(e zipEntry) (io.ReadCloser, error) {
+	hdr := make([]byte, 30)
+	if _, err := z.f.ReadAt(hdr, e.localHeaderStart); err != nil {
+		return nil, fmt.Errorf("local header: %w", err)
+	}
+	if binary.LittleEndian.Uint32(hdr) != sigLocal {
+		return nil, errors.New("local header: bad signature")
+	}
+	start := e.localHeaderStart + 30 + int64(binary.LittleEndian.Uint16(hdr[26:])) + int64(binary.LittleEndian.Uint16(hdr[28:]))
+	raw := io.NewSectionReader(z.f, start, int64(e.compSize))
+	var rc io.ReadCloser
+	switch e.method {
+	case 0:
+		rc = io.NopCloser(raw)
+	case 8:
+		rc = newInflater(raw)
+	default:
+		return nil, fmt.Errorf("compression method %d is not supported", e.method)
+	}
+	return &crcReader{rc: rc, want: e.crc, size: e.size, h: crc32.NewIEEE()}, nil
+}
+
+// inflater is a pooled DEFLATE reader: a decompressor holds about 40 KB of
+// tables, too much to allocate again for each of a million small entries.
+type inflater struct {
+	br *bufio.Reader
+	fr io.ReadCloser
+}
+
+var inflaters sync.Pool
+
+func newInflater(r io.Reader) *inflater {
+	if x, ok := inflaters.Get().(*inflater); ok {
+		x.br.Reset(r)
+		if err := x.fr.(flate.Resetter).Reset(x.br, nil); err == nil {
+			return x
+		}
+	}
+	br := bufio.NewReaderSize(r, 16<<10)
+	return &inflater{br: br, fr: flate.NewReader(br)}
+}
+
+func (x *inflater) Read(p []byte) (int, error) { return x.fr.Read(p) }
+
+func (x *inflater) Close() error {
+	err := x.fr.Close()
+	x.br.Reset(nil)
+	inflaters.Put(x)
+	return err
+}
+
+// crcReader checks an entry's CRC-32 and size when its content ends.
+type crcReader struct {
+	rc   io.ReadCloser
+	h    hash.Hash32
+	want uint32
+	size uint64
+	n    uint64
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	c.h.Write(p[:n])
+	c.n += uint64(n)
+	if err == io.EOF && (c.h.Sum32() != c.want || c.n != c.size) {
+		return n, errors.New("zip entry is corrupt (checksum or size mismatch)")
+	}
+	return n, err
+}
+
+func (c *crcReader) Close() error { return c.rc.Close() }

@@ -1,0 +1,116 @@
+package osv
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeZip(t *testing.T, n int, method uint16) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "a.zip")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	for i := range n {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("d/%06d.json", i), Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, `{"n":%d,"pad":%q}`, i, strings.Repeat("x", i%300))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// The streaming reader reads what archive/zip wrote, zip64 included (more
+// than 65,535 entries), in archive order, with every entry's content.
+func TestZipStreamZip64(t *testing.T) {
+	const n = 70_000
+	z, err := openZip(writeZip(t, n, zip.Deflate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if z.entries != n {
+		t.Fatalf("entries %d, want %d", z.entries, n)
+	}
+	i := 0
+	err = z.each(func(e zipEntry) error {
+		if want := fmt.Sprintf("d/%06d.json", i); e.name != want {
+			return fmt.Errorf("entry %d is %q, want %q", i, e.name, want)
+		}
+		if i%997 == 0 || i == n-1 {
+			r, err := z.open(e)
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if want := fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("x", i%300)); err != nil || string(b) != want {
+				return fmt.Errorf("entry %d: %q, %v", i, b, err)
+			}
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != n {
+		t.Fatalf("read %d entries: %v", i, err)
+	}
+}
+
+// Stored entries are read too, and a damaged entry fails its checksum
+// instead of yielding altered data.
+func TestZipStreamStoredAndCorrupt(t *testing.T) {
+	path := writeZip(t, 3, zip.Store)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(raw, []byte(`{"n":1,`))
+	raw[at+5] = '7' // {"n":7, in place of {"n":1,
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	z, err := openZip(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	var got []string
+	_ = z.each(func(e zipEntry) error {
+		r, err := z.open(e)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			got = append(got, "error: "+err.Error())
+		} else {
+			got = append(got, string(b))
+		}
+		return nil
+	})
+	if len(got) != 3 || got[0] != `{"n":0,"pad":""}` || !strings.Contains(got[1], "checksum") || got[2] != `{"n":2,"pad":"xx"}` {
+		t.Fatalf("entries: %q", got)
+	}
+	if _, err := openZip(filepath.Join(t.TempDir(), "missing.zip")); err == nil {
+		t.Fatal("a missing file opened")
+	}
+	notZip := filepath.Join(t.TempDir(), "not.zip")
+	_ = os.WriteFile(notZip, []byte("hello"), 0o600)
+	if _, err := openZip(notZip); err == nil {
+		t.Fatal("a file that is not a zip opened")
+	}
+}
