@@ -122,6 +122,13 @@ type Limits struct {
 // Log configures the daemon's structured log (stderr, JSON).
 type Log struct {
 	Level string `koanf:"level"`
+	// Access is the level of the one-line-per-request access log: debug,
+	// info, warn, or off. Failed requests (5xx) are logged at error whatever
+	// it says.
+	Access string `koanf:"access"`
+	// AccessSample logs one of every N requests that succeed (status < 400);
+	// requests that fail are always logged. 1 logs every request.
+	AccessSample int `koanf:"access_sample"`
 }
 
 // Defaults are the built-in values of CONTRACT.md §3.
@@ -157,6 +164,8 @@ func Defaults() map[string]any {
 		"limits.store":                     "memory",
 		"limits.sync_interval":             "250ms",
 		"log.level":                        "info",
+		"log.access":                       "info",
+		"log.access_sample":                1,
 	}
 }
 
@@ -400,6 +409,14 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		add(bad("log.level", "must be one of debug, info, warn, error (got %q)", c.Log.Level))
+	}
+	switch strings.ToLower(c.Log.Access) {
+	case "debug", "info", "warn", "off":
+	default:
+		add(bad("log.access", "must be one of debug, info, warn, off (got %q)", c.Log.Access))
+	}
+	if c.Log.AccessSample < 1 || c.Log.AccessSample > 1_000_000 {
+		add(bad("log.access_sample", "must be between 1 and 1000000 (got %d)", c.Log.AccessSample))
 	}
 	return errors.Join(errs...)
 }

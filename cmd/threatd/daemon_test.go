@@ -160,6 +160,17 @@ func (in *instance) serve(extraArgs ...string) *daemon {
 	case <-time.After(60 * time.Second):
 		in.t.Fatalf("daemon did not listen within 60s\n%s", d.logText())
 	}
+	// The index loads in the background; tests start once it is loaded.
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(d.logText(), `"msg":"index loaded"`); {
+		select {
+		case <-d.exited:
+			in.t.Fatalf("daemon exited before loading its index: %v\n%s", d.err, d.logText())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("daemon did not load its index within 60s\n%s", d.logText())
+		}
+	}
 	d.client = in.httpsClient()
 	return d
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -42,19 +45,28 @@ func serve(cmd *cobra.Command, _ []string) error {
 	cfg, log := e.cfg, e.log
 	ctx := cmd.Context()
 
-	// The hot read path: load the index of verified reports, then follow the
+	// The hot read path: the index of verified reports loads in the
+	// background while the API already answers (/healthz says "starting",
+	// checks answer 503 until it is loaded); then the follower applies the
 	// change feed so that changes by any process show within cache.freshness.
-	started := time.Now()
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	idx := index.New(e.store, 50_000)
-	if err := idx.Load(ctx); err != nil {
-		return fmt.Errorf("loading the index of verified reports: %w", err)
-	}
 	principals := index.NewPrincipals(core.NewAccounts(e.store), cfg.Cache.Freshness)
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
-	log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
+	go func() {
+		started := time.Now()
+		if err := idx.Load(followCtx); err != nil {
+			if followCtx.Err() == nil {
+				fail(fmt.Errorf("loading the index of verified reports: %w", err))
+			}
+			return
+		}
+		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
+		follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	}()
 
 	usage := core.NewUsage(e.store)
 	usageDone := make(chan struct{})
@@ -125,6 +137,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		ExportRoutes: exportRoutes,
 		StorageName:  cfg.Storage.Plugin,
 		Version:      version,
+		AccessLog:    accessLog(cfg.Log),
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{
@@ -160,6 +173,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 			log.Info("generated a self-signed TLS certificate", "cert_file", certFile)
 		}
 		err = startTLS(ctx, sc, handler, certFile, keyFile)
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
 	}
 	if err != nil {
 		return err
@@ -208,4 +224,20 @@ func (x enabledExporters) Export(ctx context.Context, name string, req core.Expo
 		return core.Document{}, fmt.Errorf("%w: exporter %q is not enabled (configuration key exporters)", core.ErrExporterUnavailable, name)
 	}
 	return x.pool.Export(ctx, name, req)
+}
+
+// accessLog turns log.access and log.access_sample into the API's setting.
+func accessLog(l config.Log) api.AccessLog {
+	a := api.AccessLog{Sample: l.AccessSample}
+	switch strings.ToLower(l.Access) {
+	case "off":
+		a.Off = true
+	case "debug":
+		a.Level = slog.LevelDebug
+	case "warn":
+		a.Level = slog.LevelWarn
+	default:
+		a.Level = slog.LevelInfo
+	}
+	return a
 }

@@ -68,6 +68,9 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		paid:      core.NewPaid(st, core.FeedLimits{MaxWindow: time.Hour, PageMax: 10}),
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}
+	if err := f.srv.index.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
 	e := f.srv.echo()
 	// Test endpoints declared like real ones: a paid GET and a free POST that decodes JSON.
 	g := e.Group("/functions/v1", f.srv.authenticate, f.srv.perTokenLimit)

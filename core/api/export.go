@@ -106,7 +106,7 @@ func (s *Server) latestRecords(ctx context.Context, qs map[string][]string, pass
 			return nil, err
 		}
 	}
-	return s.store.LatestVerified(ctx, f)
+	return s.latest.get(ctx, f, s.index, s.store)
 }
 
 // windowRecords is the rolling window of the Anomali feed: since (RFC 3339,

@@ -14,6 +14,13 @@ func (s *Server) healthz(c *echo.Context) error {
 	defer cancel()
 	storage := map[string]any{"plugin": s.opts.StorageName, "status": "ok"}
 	status, code := "ok", http.StatusOK
+	ready, loaded, total := s.index.Progress()
+	index := map[string]any{"verified_reports": s.index.Len(), "feed_seq": s.index.LastSeq(), "loaded": ready}
+	if !ready {
+		// Starting: the daemon answers, but checks wait for the index.
+		status, code = "starting", http.StatusServiceUnavailable
+		index["verified_reports"], index["progress"] = loaded, map[string]int64{"read": loaded, "stored_reports": total}
+	}
 	if err := s.store.Health(ctx); err != nil {
 		storage["status"] = "unavailable"
 		storage["error"] = err.Error()
@@ -24,7 +31,7 @@ func (s *Server) healthz(c *echo.Context) error {
 		"version":        s.opts.Version,
 		"uptime_seconds": int64(time.Since(s.started).Seconds()),
 		"plugins":        map[string]any{"storage": storage},
-		"index":          map[string]any{"verified_reports": s.index.Len(), "feed_seq": s.index.LastSeq()},
+		"index":          index,
 	})
 }
 

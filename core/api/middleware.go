@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
@@ -119,9 +120,21 @@ func requireTier(t core.Tier) echo.MiddlewareFunc {
 	}
 }
 
+// AccessLog configures the per-request log line.
+type AccessLog struct {
+	Off   bool
+	Level slog.Level
+	// Sample logs one of every Sample requests with status < 400 (0 or 1:
+	// every request); failed requests are always logged.
+	Sample int
+}
+
 // requestLog logs one structured line per request: never the query string
-// or headers, so that no token or secret reaches the log.
-func requestLog(log *slog.Logger) echo.MiddlewareFunc {
+// or headers, so that no token or secret reaches the log. At tens of
+// thousands of checks a second the log would cost more than the checks:
+// cfg can lower its level, sample successful requests, or turn it off.
+func requestLog(log *slog.Logger, cfg AccessLog) echo.MiddlewareFunc {
+	var n atomic.Uint64
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		HandleError:  true,
 		LogLatency:   true,
@@ -131,9 +144,17 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 		LogRemoteIP:  true,
 		LogRequestID: true,
 		LogValuesFunc: func(c *echo.Context, v middleware.RequestLoggerValues) error {
-			lvl := slog.LevelInfo
-			if v.Status >= 500 {
+			lvl := cfg.Level
+			switch {
+			case v.Status >= 500:
 				lvl = slog.LevelError
+			case cfg.Off:
+				return nil
+			case v.Status < 400 && cfg.Sample > 1 && n.Add(1)%uint64(cfg.Sample) != 0:
+				return nil
+			}
+			if !log.Enabled(context.Background(), lvl) {
+				return nil
 			}
 			log.LogAttrs(context.Background(), lvl, "request",
 				slog.String("method", v.Method),

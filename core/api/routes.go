@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v5"
@@ -15,6 +16,7 @@ type route struct {
 	path    string
 	tier    core.Tier // minimum tier
 	body    bool      // reads a request body (size-limited after auth)
+	index   bool      // answered from the in-memory index: 503 while it loads
 	handler echo.HandlerFunc
 }
 
@@ -38,8 +40,8 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/submit-threat-report", tier: core.TierFree, body: true, handler: s.submit},
 		// The specification's overview names the same operation /submit-threat (CONTRACT.md §7).
 		{method: http.MethodPost, path: "/submit-threat", tier: core.TierFree, body: true, handler: s.submit},
-		{method: http.MethodGet, path: "/check-malicious", tier: core.TierFree, handler: s.checkOne},
-		{method: http.MethodPost, path: "/check-malicious", tier: core.TierFree, body: true, handler: s.checkBatch},
+		{method: http.MethodGet, path: "/check-malicious", tier: core.TierFree, index: true, handler: s.checkOne},
+		{method: http.MethodPost, path: "/check-malicious", tier: core.TierFree, body: true, index: true, handler: s.checkBatch},
 		{method: http.MethodGet, path: "/query-latest", tier: core.TierFree, handler: s.queryLatest},
 		{method: http.MethodPut, path: "/modify-threat-report", tier: core.TierFree, body: true, handler: s.modify},
 		{method: http.MethodGet, path: "/threat-feed", tier: core.TierPaid, handler: s.threatFeed},
@@ -56,6 +58,9 @@ func (s *Server) add(g *echo.Group, r route) {
 	}
 	if r.body {
 		mw = append(mw, middleware.BodyLimit(s.opts.MaxBodyBytes))
+	}
+	if r.index {
+		mw = append(mw, s.requireIndex)
 	}
 	g.Add(r.method, r.path, r.handler, mw...)
 }
@@ -75,4 +80,18 @@ func RoutePaths() []string {
 		out = append(out, r.path)
 	}
 	return out
+}
+
+// requireIndex answers 503 with Retry-After while the index of verified
+// reports is still loading at start: a check answered from a partial index
+// would call malicious packages clean.
+func (s *Server) requireIndex(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if ready, loaded, total := s.index.Progress(); !ready {
+			return &Error{Status: http.StatusServiceUnavailable,
+				Message: fmt.Sprintf("threatd is starting: the index of verified reports is loading (%d of about %d read); try again shortly", loaded, total),
+				Headers: map[string]string{"Retry-After": "1"}}
+		}
+		return next(c)
+	}
 }

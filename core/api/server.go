@@ -37,6 +37,8 @@ type Options struct {
 	// StorageName names the storage plugin, for /healthz.
 	StorageName string
 	Version     string
+	// AccessLog configures the per-request log line (log.access, log.access_sample).
+	AccessLog AccessLog
 }
 
 // Server holds what the handlers need.
@@ -54,6 +56,7 @@ type Server struct {
 	ipLimiter    ratelimit.Taker
 	tokenLimiter ratelimit.Taker
 	started      time.Time
+	latest       latestCache
 }
 
 // New builds the HTTP handler of the API. idx and principals are the hot
@@ -90,7 +93,7 @@ func (s *Server) echo() *echo.Echo {
 	})
 	e.Pre(
 		middleware.RequestID(),
-		requestLog(s.log),
+		requestLog(s.log, s.opts.AccessLog),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
 	)
 	e.Use(methodGate, s.perIPLimit)

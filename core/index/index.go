@@ -45,6 +45,16 @@ type Index struct {
 	byKey   map[string]*entry
 	records *lru.Cache[uuid.UUID, core.Threat]
 	lastSeq atomic.Int64
+	// Loading progress: ready is set once Load has filled the index; until
+	// then loaded counts the reports read of about total.
+	ready         atomic.Bool
+	loaded, total atomic.Int64
+}
+
+// Progress says whether the index is loaded and, while it loads, how many
+// verified reports it has read of about how many reports are stored.
+func (x *Index) Progress() (ready bool, loaded, total int64) {
+	return x.ready.Load(), x.loaded.Load(), x.total.Load()
 }
 
 // New returns an empty index over store with an LRU of recordCap records.
@@ -70,6 +80,7 @@ func (x *Index) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	x.total.Store(st.Threats)
 	fresh := make(map[string]*entry, st.Threats)
 	err = x.store.EachVerifiedSummary(ctx, func(batch []core.Summary) error {
 		for _, s := range batch {
@@ -79,6 +90,7 @@ func (x *Index) Load(ctx context.Context) error {
 			}
 			fresh[s.CanonicalKey] = e
 		}
+		x.loaded.Add(int64(len(batch)))
 		return nil
 	})
 	if err != nil {
@@ -88,6 +100,7 @@ func (x *Index) Load(ctx context.Context) error {
 	x.byKey = fresh
 	x.mu.Unlock()
 	x.lastSeq.Store(st.LastSeq)
+	x.ready.Store(true)
 	return nil
 }
 

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/threatd/threatd/core/index"
+)
+
+// While the index of verified reports loads at start, the daemon answers:
+// /healthz says "starting" with progress (503), checks answer 503 with
+// Retry-After, and other routes work; once loaded, checks are answered.
+func TestStartingIndex(t *testing.T) {
+	f := newChain(t, 0, 0)
+	f.srv.index = index.New(f.srv.store, 100) // as at start: not loaded yet
+	r := f.do(t, "GET", "/healthz", "", "")
+	if r.code != 503 || r.body["status"] != "starting" {
+		t.Fatalf("healthz while loading: %d %v", r.code, r.body)
+	}
+	idx, _ := r.body["index"].(map[string]any)
+	if idx["loaded"] != false || idx["progress"] == nil {
+		t.Fatalf("healthz index while loading: %v", idx)
+	}
+	r = f.do(t, "GET", "/functions/v1/check-malicious?report_type=package&resource_identifier=x&ecosystem=npm", f.free, "")
+	if r.code != 503 || r.hdr.Get("Retry-After") != "1" || !strings.Contains(r.body["error"].(string), "index of verified reports is loading") {
+		t.Fatalf("check while loading: %d %v %v", r.code, r.hdr, r.body)
+	}
+	r = f.do(t, "POST", "/functions/v1/check-malicious", f.free, `{"queries":[]}`)
+	if r.code != 503 {
+		t.Fatalf("batch check while loading: %d %v", r.code, r.body)
+	}
+	if r := f.do(t, "GET", "/functions/v1/account", f.free, ""); r.code != 200 {
+		t.Fatalf("account while loading: %d %v", r.code, r.body)
+	}
+
+	if err := f.srv.index.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.do(t, "GET", "/healthz", "", ""); r.code != 200 || r.body["status"] != "ok" {
+		t.Fatalf("healthz once loaded: %d %v", r.code, r.body)
+	}
+	r = f.do(t, "GET", "/functions/v1/check-malicious?report_type=package&resource_identifier=x&ecosystem=npm", f.free, "")
+	if r.code != 200 || r.body["malicious"] != false {
+		t.Fatalf("check once loaded: %d %v", r.code, r.body)
+	}
+}
