@@ -5,7 +5,7 @@ PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-source-osv
 
-.PHONY: all build run test fuzz postgres lint proto proto-check bench clean
+.PHONY: all build run test fuzz postgres lint proto proto-check bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -66,6 +66,12 @@ proto-check: proto
 
 bench: build
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+# threatd at a million verified reports (not part of `make test`): import,
+# re-import, start-up, RSS and load with wrk against a trivial echo handler.
+# BENCH_N, BENCH_BACKENDS ("sqlite postgres"), BENCH_DURATION, BENCH_DIR.
+bench-scale:
+	bash cmd/threatd-bench/bench-scale.sh
 
 clean:
 	rm -rf $(BIN)

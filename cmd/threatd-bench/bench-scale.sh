@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# make bench-scale: threatd at a million verified reports (docs/performance.md).
+#
+#   BENCH_N=1000000 BENCH_BACKENDS="sqlite postgres" make bench-scale
+#
+# For each backend: import the synthetic archive (rates of the first and last
+# 100k, overall), re-import it unchanged, start the daemon (seconds until
+# check-malicious answers), then drive load with wrk over HTTPS against
+# threatd and against a trivial echo v5 handler on the same certificate,
+# alternating, and print one table. RSS is each process's peak (VmHWM).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+N=${BENCH_N:-1000000}
+BACKENDS=${BENCH_BACKENDS:-sqlite postgres}
+DUR=${BENCH_DURATION:-10s}
+WORK=${BENCH_DIR:-/tmp/threatd-bench}
+mkdir -p "$WORK"
+
+if ! command -v wrk >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+  else echo "bench-scale needs wrk: sudo apt-get install wrk" >&2; exit 1; fi
+fi
+make build >/dev/null
+go build -o "$WORK/threatd-bench" ./cmd/threatd-bench
+BIN=$ROOT/bin/threatd
+ARCHIVE=$WORK/bench-$N.zip
+[ -f "$ARCHIVE" ] || { echo "generating $N records into $ARCHIVE"; "$WORK/threatd-bench" gen -n "$N" -o "$ARCHIVE"; }
+
+# peak RSS (kB) of every process whose executable is under bin/, sampled
+# until the file $1.stop exists; results in $1 as "name kB".
+sample_rss() {
+  local out=$1; declare -A M=()
+  while [ ! -e "$out.stop" ]; do
+    for p in /proc/[0-9]*; do
+      exe=$(readlink "$p/exe" 2>/dev/null) || continue
+      case $exe in "$ROOT"/bin/*) ;; *) continue ;; esac
+      n=$(basename "$exe"); h=$(awk '/VmHWM/{print $2}' "$p/status" 2>/dev/null) || continue
+      [ -n "$h" ] && [ "$h" -gt "${M[$n]:-0}" ] && M[$n]=$h
+    done
+    sleep 0.5
+  done
+  : > "$out"; for k in "${!M[@]}"; do echo "$k ${M[$k]}" >> "$out"; done
+}
+rss_of() { awk -v n="$2" '$1==n{printf "%.0f MB", $2/1024}' "$1"; }
+
+# wrk_run NAME CONNS URL SCRIPT: requests/s, p50 and p99 (ms) into $WORK/wrk-NAME.
+wrk_run() {
+  local name=$1 conns=$2 url=$3 script=$4
+  wrk -t1 -c"$conns" -d"$DUR" --latency -s "$script" "$url" > "$WORK/wrk-$name.txt" 2>&1 || true
+  local rps p50 p99
+  rps=$(awk '/^Requests\/sec/{print $2}' "$WORK/wrk-$name.txt")
+  p50=$(awk '$1=="50%"{print $2}' "$WORK/wrk-$name.txt")
+  p99=$(awk '$1=="99%"{print $2}' "$WORK/wrk-$name.txt")
+  non2xx=$(awk '/Non-2xx/{print $5}' "$WORK/wrk-$name.txt")
+  echo "$rps $p50 $p99 ${non2xx:-0}" > "$WORK/res-$name"
+}
+res() { cat "$WORK/res-$1"; }
+
+cat > "$WORK/check.lua" <<'EOF'
+-- 90 % misses / 10 % hits (BENCH_HIT=10) drawn uniformly from all N reports.
+local N, HIT, TOKEN = tonumber(os.getenv("BENCH_N")), tonumber(os.getenv("BENCH_HIT")), os.getenv("BENCH_TOKEN")
+math.randomseed(os.time())
+request = function()
+  local path
+  if math.random(100) <= HIT then
+    local i = math.random(0, N - 1)
+    if i % 2 == 0 then path = string.format("/functions/v1/check-malicious?report_type=package&resource_identifier=bench-npm-%07d&ecosystem=npm", i)
+    else path = string.format("/functions/v1/check-malicious?report_type=package&resource_identifier=bench-pypi-%07d&ecosystem=pypi", i) end
+  else
+    path = string.format("/functions/v1/check-malicious?report_type=package&resource_identifier=clean-pkg-%d&ecosystem=npm", math.random(1, 1000000000))
+  end
+  return wrk.format("GET", path, {["Authorization"] = "Bearer " .. TOKEN})
+end
+EOF
+cat > "$WORK/trivial.lua" <<'EOF'
+local TOKEN = os.getenv("BENCH_TOKEN")
+request = function() return wrk.format("GET", "/trivial", {["Authorization"] = "Bearer " .. TOKEN}) end
+EOF
+cat > "$WORK/latest.lua" <<'EOF'
+local TOKEN, Q = os.getenv("BENCH_TOKEN"), os.getenv("BENCH_QUERY") or ""
+request = function() return wrk.format("GET", "/functions/v1/query-latest" .. Q, {["Authorization"] = "Bearer " .. TOKEN}) end
+EOF
+cat > "$WORK/batch.lua" <<'EOF'
+-- POST /check-malicious with 1,000 package queries, half of them hits.
+local N, TOKEN = tonumber(os.getenv("BENCH_N")), os.getenv("BENCH_TOKEN")
+local q = {}
+for k = 1, 1000 do
+  local i = math.random(0, N - 1)
+  if k % 2 == 0 then q[k] = string.format('{"report_type":"package","resource_identifier":"bench-npm-%07d","ecosystem":"npm"}', i - i % 2)
+  else q[k] = string.format('{"report_type":"package","resource_identifier":"clean-%d","ecosystem":"pypi"}', i) end
+end
+local body = '{"queries":[' .. table.concat(q, ",") .. ']}'
+request = function() return wrk.format("POST", "/functions/v1/check-malicious", {["Authorization"] = "Bearer " .. TOKEN, ["Content-Type"] = "application/json"}, body) end
+EOF
+cat > "$WORK/submit.lua" <<'EOF'
+-- Every request a new package (unique per thread and run).
+local TOKEN, n = os.getenv("BENCH_TOKEN"), 0
+local run = tostring(os.time()) .. tostring(math.random(1, 1000000))
+request = function()
+  n = n + 1
+  local body = string.format('{"report_type":"package","resource_identifier":"submitted-%s-%d","registry":"npm","threat_description":"Steals tokens at install time","severity_level":"high"}', run, n)
+  return wrk.format("POST", "/functions/v1/submit-threat-report", {["Authorization"] = "Bearer " .. TOKEN, ["Content-Type"] = "application/json"}, body)
+end
+EOF
+
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+pg_start() {
+  PGTMP=$(mktemp -d /tmp/threatd-bench-pg.XXXXXX); chown postgres:postgres "$PGTMP"
+  runuser -u postgres -- "$PGBIN/initdb" -D "$PGTMP/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGTMP/data" -l "$PGTMP/server.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -p 55439 -k $PGTMP -c shared_buffers=512MB -c synchronous_commit=off" start >/dev/null
+  runuser -u postgres -- psql -h "$PGTMP" -p 55439 -U postgres -qc "CREATE DATABASE threatd_bench"
+  DSN="postgres://postgres@127.0.0.1:55439/threatd_bench?sslmode=disable"
+}
+pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGTMP/data" -m fast -w stop >/dev/null; rm -rf "$PGTMP"; }
+
+for backend in $BACKENDS; do
+  D=$WORK/$backend; rm -rf "$D"; mkdir -p "$D"
+  CFG=$D/threatd.yaml
+  storage="storage: {plugin: sqlite}"
+  if [ "$backend" = postgres ]; then pg_start; storage="storage: {plugin: postgres, dsn: \"$DSN\"}"; fi
+  cat > "$CFG" <<EOF
+data_dir: $D/data
+plugins: {dir: $ROOT/bin/plugins}
+$storage
+server: {listen: "127.0.0.1:18443"}
+exporters: []
+log: {access_sample: 100}
+limits:
+  per_ip_per_minute: 0
+  per_token_per_minute: {free: 0, paid: 0}
+  new_user_max_unverified: 0
+  submissions_per_hour: 0
+  batch_max: 1000
+EOF
+  echo "== $backend: import $N records"
+  rm -f "$D/rss-import" "$D/rss-import.stop"; sample_rss "$D/rss-import" & sampler=$!
+  start=$(date +%s.%N)
+  "$BIN" import osv "$ARCHIVE" --config "$CFG" 2>&1 >"$D/import.out" | while IFS= read -r l; do echo "$(date +%s.%N) $l"; done > "$D/import.log"
+  end=$(date +%s.%N); touch "$D/rss-import.stop"; wait $sampler
+  rates=$(python3 - "$D/import.log" "$start" "$end" "$N" <<'EOF'
+import re, sys
+pts = [(float(m.group(1)), int(m.group(2))) for m in (re.match(r'(\S+) progress: \d+/\d+ files, (\d+) records', l) for l in open(sys.argv[1])) if m]
+start, end, n = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+at = lambda k: next(t for t, c in pts if c >= k)
+k = min(100000, n // 10)
+print("%.0f %.0f %.0f" % (k / (at(k) - start), k / (at(n) - at(n - k)), n / (end - start)))
+EOF
+)
+  echo "== $backend: re-import"
+  start=$(date +%s.%N)
+  rm -f "$D/rss-reimport" "$D/rss-reimport.stop"; sample_rss "$D/rss-reimport" & sampler=$!
+  "$BIN" import osv "$ARCHIVE" --config "$CFG" >"$D/reimport.out" 2>/dev/null
+  end=$(date +%s.%N); touch "$D/rss-reimport.stop"; wait $sampler
+  reimport=$(python3 -c "print('%.0f' % ($N / ($end - $start)))")
+
+  "$BIN" user add --config "$CFG" --email bench@example.com --tier paid >/dev/null
+  export BENCH_TOKEN; BENCH_TOKEN=$("$BIN" token issue --config "$CFG" --email bench@example.com)
+  export BENCH_N=$N
+
+  echo "== $backend: start-up"
+  rm -f "$D/rss-serve" "$D/rss-serve.stop"; sample_rss "$D/rss-serve" & sampler=$!
+  start=$(date +%s.%N)
+  "$BIN" serve --config "$CFG" 2>"$D/serve.log" & daemon=$!
+  url="https://127.0.0.1:18443/functions/v1/check-malicious?report_type=package&resource_identifier=bench-npm-0000000&ecosystem=npm"
+  healthz_first=""
+  until curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $BENCH_TOKEN" "$url" 2>/dev/null | grep -q 200; do
+    if [ -z "$healthz_first" ] && curl -sk -o /dev/null https://127.0.0.1:18443/healthz 2>/dev/null; then
+      healthz_first=$(python3 -c "import time; print('%.2f' % (time.time() - $start))")
+    fi
+    sleep 0.1
+  done
+  startup=$(python3 -c "import time; print('%.1f' % (time.time() - $start))")
+  "$WORK/threatd-bench" trivial -listen 127.0.0.1:18444 -cert "$D/data/tls/cert.pem" -key "$D/data/tls/key.pem" & trivial=$!
+  sleep 1
+
+  echo "== $backend: load ($DUR per run, 32 connections; trivial and threatd alternate)"
+  T=https://127.0.0.1:18444; S=https://127.0.0.1:18443
+  wrk_run "$backend-trivial1" 32 "$T" "$WORK/trivial.lua"
+  BENCH_HIT=10 wrk_run "$backend-check10" 32 "$S" "$WORK/check.lua"
+  wrk_run "$backend-trivial2" 32 "$T" "$WORK/trivial.lua"
+  BENCH_HIT=50 wrk_run "$backend-check50" 32 "$S" "$WORK/check.lua"
+  wrk_run "$backend-latest" 8 "$S" "$WORK/latest.lua"
+  BENCH_QUERY="?ecosystem=pypi" wrk_run "$backend-latest-pypi" 8 "$S" "$WORK/latest.lua"
+  wrk_run "$backend-batch" 1 "$S" "$WORK/batch.lua"
+  wrk_run "$backend-submit" 16 "$S" "$WORK/submit.lua"
+  kill $trivial $daemon; wait $daemon 2>/dev/null || true
+  touch "$D/rss-serve.stop"; wait $sampler
+  [ "$backend" = postgres ] && pg_stop
+
+  read -r r1 r2 r3 <<<"$rates"
+  read -r t1 _ _ _ < <(res "$backend-trivial1"); read -r t2 _ _ _ < <(res "$backend-trivial2")
+  triv=$(python3 -c "print('%.0f' % (($t1 + $t2) / 2))")
+  {
+    echo "### $backend, $N verified reports"
+    echo
+    echo "| measure | value |"
+    echo "|---|---|"
+    echo "| import: first 100k / last 100k / overall | $r1 / $r2 / $r3 records/s |"
+    echo "| re-import (all unchanged) | $reimport records/s |"
+    echo "| RSS at import: CLI / source plugin / storage plugin | $(rss_of "$D/rss-import" threatd) / $(rss_of "$D/rss-import" threatd-source-osv) / $(rss_of "$D/rss-import" "threatd-storage-$backend") |"
+    echo "| start-up: /healthz answers / check-malicious answers | ${healthz_first:-<0.1} s / $startup s |"
+    echo "| RSS serving: daemon / storage plugin | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") |"
+    echo
+    echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
+    echo "|---|---|---|---|---|---|---|"
+    for row in "trivial echo handler (mean of 2 runs):trivial1:32" "check, 10 % hits:check10:32" "check, 50 % hits (harsh):check50:32" \
+               "query-latest:latest:8" "query-latest?ecosystem=pypi:latest-pypi:8" "POST check, 1,000 queries:batch:1" "submit (new reports):submit:16"; do
+      IFS=: read -r label key conns <<<"$row"
+      read -r rps p50 p99 bad < <(res "$backend-$key")
+      [ "$key" = trivial1 ] && rps=$triv
+      ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / $triv))")
+      echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
+    done
+    echo
+  } | tee -a "$WORK/report.md"
+done
+echo "report: $WORK/report.md"
