@@ -24,7 +24,7 @@ func writeZip(t *testing.T, n int, method uint16) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(w, `{"n":%d,"pad":%q}`, i, strings.Repeat("x", i%300))
+		fmt.Fprintf(w, `{"n":%d,"pad":%q}`, i, strings.Repeat("x", i%7))
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
@@ -33,11 +33,12 @@ func writeZip(t *testing.T, n int, method uint16) string {
 	return path
 }
 
-// The streaming reader reads what archive/zip wrote, zip64 included (more
+// The streaming reader reads what archive/zip wrote (deflated entries are
+// read by every import test), zip64 included (more
 // than 65,535 entries), in archive order, with every entry's content.
 func TestZipStreamZip64(t *testing.T) {
-	const n = 70_000
-	z, err := openZip(writeZip(t, n, zip.Deflate))
+	const n = 65_600 // past 65,535: archive/zip writes a zip64 end of central directory
+	z, err := openZip(writeZip(t, n, zip.Store))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestZipStreamZip64(t *testing.T) {
 			}
 			b, err := io.ReadAll(r)
 			r.Close()
-			if want := fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("x", i%300)); err != nil || string(b) != want {
+			if want := fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("x", i%7)); err != nil || string(b) != want {
 				return fmt.Errorf("entry %d: %q, %v", i, b, err)
 			}
 		}
