@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"net/http"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -23,6 +24,14 @@ func trivialMain(args []string) error {
 	e.GET("/trivial", func(c *echo.Context) error { return c.JSON(http.StatusOK, body) })
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	certPEM, err := os.ReadFile(*cert)
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(*key)
+	if err != nil {
+		return err
+	}
 	sc := echo.StartConfig{Address: *listen, HideBanner: true, HidePort: true}
-	return sc.StartTLS(ctx, e, *cert, *key)
+	return sc.StartTLS(ctx, e, certPEM, keyPEM)
 }
