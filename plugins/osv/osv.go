@@ -77,52 +77,49 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 		in  input
 		out chan result
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	jobs, order := make(chan job, 64), make(chan chan result, 256)
-	workers := max(2*runtime.GOMAXPROCS(0), 2)
-	for range workers {
-		go func() {
-			for j := range jobs {
-				recs, err := readOne(j.in, now())
-				j.out <- result{name: j.in.name, recs: recs, err: err, input: true}
-			}
-		}()
-	}
-	// Archives stay open until every worker is done with their entries.
 	var (
-		walkErr error
-		openMu  sync.Mutex
-		open    []io.Closer
+		workers  sync.WaitGroup
+		walkErr  error
+		archives []io.Closer // opened by the walk, closed once no worker reads them
 	)
-	keep := func(c io.Closer) { openMu.Lock(); open = append(open, c); openMu.Unlock() }
+	ctx, cancel := context.WithCancel(ctx)
+	walked := make(chan struct{})
+	// On return: stop the walk, let the workers finish, then close archives.
 	defer func() {
-		openMu.Lock()
-		defer openMu.Unlock()
-		for _, c := range open {
+		cancel()
+		<-walked
+		workers.Wait()
+		for _, c := range archives {
 			c.Close()
 		}
 	}()
+	for range max(2*runtime.GOMAXPROCS(0), 2) {
+		workers.Go(func() {
+			for j := range jobs {
+				if err := ctx.Err(); err != nil {
+					j.out <- result{err: err}
+					continue
+				}
+				recs, err := readOne(j.in, now())
+				j.out <- result{name: j.in.name, recs: recs, err: err, input: true}
+			}
+		})
+	}
 	go func() {
+		defer close(walked)
 		defer close(order)
 		defer close(jobs)
-		submit := func(j job) error {
-			select {
-			case order <- j.out:
-			case <-ctx.Done():
-				return ctx.Err()
+		// A result channel enters order only once its job is queued, so the
+		// loop below never waits for a result that nobody will send.
+		enqueue := func(j *job, out chan result) error {
+			if j != nil {
+				select {
+				case jobs <- *j:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
-			select {
-			case jobs <- j:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		visit := func(in input) error { return submit(job{in: in, out: make(chan result, 1)}) }
-		skip := func(name string, err error) error {
-			out := make(chan result, 1)
-			out <- result{name: name, err: err}
 			select {
 			case order <- out:
 				return nil
@@ -130,6 +127,16 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 				return ctx.Err()
 			}
 		}
+		visit := func(in input) error {
+			j := job{in: in, out: make(chan result, 1)}
+			return enqueue(&j, j.out)
+		}
+		skip := func(name string, err error) error {
+			out := make(chan result, 1)
+			out <- result{name: name, err: err}
+			return enqueue(nil, out)
+		}
+		keep := func(c io.Closer) { archives = append(archives, c) }
 		for _, p := range paths {
 			if err := walk(ctx, p, visit, skip, keep); err != nil {
 				walkErr = err
@@ -140,6 +147,9 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 	done := 0
 	for out := range order {
 		r := <-out
+		if ctx.Err() != nil {
+			break
+		}
 		if r.err != nil {
 			if err := fn(core.SourceItem{Skipped: r.name, Reason: r.err.Error()}); err != nil {
 				return err
@@ -158,10 +168,10 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 			return err
 		}
 	}
-	if walkErr != nil && ctx.Err() == nil {
-		return walkErr
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return ctx.Err()
+	return walkErr
 }
 
 // walk calls visit for every JSON record under path (a file, a folder or a
