@@ -56,6 +56,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
+	// The follower runs from the start: token and user changes apply to the
+	// principal cache while the index loads; threat changes once it is loaded.
+	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
 	go func() {
 		started := time.Now()
 		if err := idx.Load(followCtx); err != nil {
@@ -65,7 +68,6 @@ func serve(cmd *cobra.Command, _ []string) error {
 			return
 		}
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
-		follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
 	}()
 
 	usage := core.NewUsage(e.store)

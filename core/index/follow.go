@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -15,10 +16,16 @@ type Follower struct {
 	Index      *Index
 	Principals *Principals
 	Log        *slog.Logger
+
+	// early is the feed position of the principal cache while the index
+	// loads (taken at the first Catch, when earlySet): token and user
+	// changes must not wait for the index. Catch is not called concurrently.
+	early    atomic.Int64
+	earlySet bool
 }
 
 // Run polls the feed every interval until ctx ends. Choose interval at most
-// half of cache.freshness.
+// half of cache.freshness. It may start before the index is loaded.
 func (f *Follower) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -34,16 +41,40 @@ func (f *Follower) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Catch applies every change committed since the index's position.
+// Catch applies every change committed since the index's position. While
+// the index is still loading, it applies token and user changes only, from
+// the feed position of its first call; once the index is loaded, everything
+// from the position the index was loaded at (token and user changes again:
+// an invalidation applied twice is harmless).
 func (f *Follower) Catch(ctx context.Context) error {
+	if ready, _, _ := f.Index.Progress(); ready {
+		return f.drain(ctx, &f.Index.lastSeq, true)
+	}
+	if !f.earlySet {
+		st, err := f.Store.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		f.early.Store(st.LastSeq)
+		f.earlySet = true
+	}
+	return f.drain(ctx, &f.early, false)
+}
+
+// drain applies the changes after pos, advancing it; threat changes only
+// when threats is set.
+func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) error {
 	for {
-		changes, err := f.Store.Changes(ctx, f.Index.LastSeq(), 1000)
+		changes, err := f.Store.Changes(ctx, pos.Load(), 1000)
 		if err != nil {
 			return err
 		}
 		for _, ch := range changes {
 			switch ch.Entity {
 			case core.EntityThreat:
+				if !threats {
+					break
+				}
 				if err := f.Index.apply(ctx, ch.EntityID); err != nil {
 					return err
 				}
@@ -55,7 +86,7 @@ func (f *Follower) Catch(ctx context.Context) error {
 			case core.EntityUser:
 				f.Principals.InvalidateUser(ch.EntityID)
 			}
-			f.Index.lastSeq.Store(ch.Seq)
+			pos.Store(ch.Seq)
 		}
 		if len(changes) < 1000 {
 			return nil

@@ -179,3 +179,56 @@ func BenchmarkCheck(b *testing.B) {
 		run("hit", func(i int) string { return fmt.Sprintf("Malicious-Package-%07d", (i*7919)%1000) }, true)
 	}
 }
+
+// While the index loads (the daemon already serves), token revocations by
+// another process still reach the principal cache; threat changes wait for
+// the index and are applied from the position it was loaded at.
+func TestFollowerBeforeIndexLoaded(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	acc := core.NewAccounts(st)
+	reports := core.NewReports(st, core.Limits{})
+	u, _ := acc.AddUser(ctx, core.NewUser{Email: "early@example.com"})
+	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
+	p, _ := acc.Authenticate(ctx, secret)
+
+	idx := index.New(st, 100) // not loaded
+	principals := index.NewPrincipals(acc, time.Second)
+	f := &index.Follower{Store: st, Index: idx, Principals: principals, Log: slog.New(slog.DiscardHandler)}
+	if err := f.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := principals.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	id := "pkg-early"
+	th, err := reports.Submit(ctx, p, core.Submission{ReportType: ptr("package"), ResourceIdentifier: &id, Registry: ptr("npm"), ThreatDescription: ptr("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reports.Decide(ctx, th.ID, core.DecisionVerify, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acc.RevokeToken(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := principals.Authenticate(ctx, secret); err == nil {
+		t.Fatal("a token revoked while the index loads is still accepted")
+	}
+	if idx.Len() != 0 || idx.LastSeq() != 0 {
+		t.Fatalf("threat changes applied to an index that is not loaded: %d reports, seq %d", idx.Len(), idx.LastSeq())
+	}
+	if err := idx.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := core.CheckKeys(core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: id, Ecosystem: "npm"})
+	if r, err := idx.Check(ctx, keys, ""); err != nil || r.Count != 1 {
+		t.Fatalf("after load: %+v %v", r, err)
+	}
+}
