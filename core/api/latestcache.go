@@ -9,27 +9,28 @@ import (
 )
 
 // latestCache keeps the answer to each query-latest selection (and the
-// STIX export of it) until the change feed moves: every verification,
-// revision or withdrawal advances the index's feed position, so an entry is
-// as fresh as check-malicious (cache.freshness) and a popular selection costs
-// one bounded storage read per change instead of one per request. Entries
-// are few (report type × ecosystem × severity) and replaced, never grown.
+// STIX export of it) until a verified report changes: the follower moves the
+// index's Version on every verification, revision or withdrawal (not on
+// submissions of pending reports), so an entry is as fresh as check-malicious
+// (cache.freshness) and a popular selection costs one bounded storage read
+// per change instead of one per request. Entries are few (report type ×
+// ecosystem × severity) and replaced, never grown.
 type latestCache struct {
 	mu      sync.Mutex
-	seq     int64
+	version int64
 	entries map[core.LatestFilter][]core.Threat
 }
 
-// get returns the reports of f, from the cache when the feed has not moved.
+// get returns the reports of f, from the cache when no verified report changed.
 func (c *latestCache) get(ctx context.Context, f core.LatestFilter, idx *index.Index, store core.Store) ([]core.Threat, error) {
 	ready, _, _ := idx.Progress()
 	if !ready {
 		return store.LatestVerified(ctx, f)
 	}
-	seq := idx.LastSeq()
+	version := idx.Version()
 	c.mu.Lock()
-	if c.seq != seq || c.entries == nil {
-		c.seq, c.entries = seq, map[core.LatestFilter][]core.Threat{}
+	if c.version != version || c.entries == nil {
+		c.version, c.entries = version, map[core.LatestFilter][]core.Threat{}
 	}
 	threats, ok := c.entries[f]
 	c.mu.Unlock()
@@ -41,7 +42,7 @@ func (c *latestCache) get(ctx context.Context, f core.LatestFilter, idx *index.I
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.seq == seq && len(c.entries) < 1024 {
+	if c.version == version && len(c.entries) < 1024 {
 		c.entries[f] = threats
 	}
 	c.mu.Unlock()

@@ -49,7 +49,14 @@ type Index struct {
 	// then loaded counts the reports read of about total.
 	ready         atomic.Bool
 	loaded, total atomic.Int64
+	// version moves whenever a verified report is added, changed or
+	// removed (not for pending reports, tokens or users).
+	version atomic.Int64
 }
+
+// Version changes whenever the set of verified reports or one of them
+// changes: answers derived from verified reports stay valid while it holds.
+func (x *Index) Version() int64 { return x.version.Load() }
 
 // Progress says whether the index is loaded and, while it loads, how many
 // verified reports it has read of about how many reports are stored.
@@ -100,6 +107,7 @@ func (x *Index) Load(ctx context.Context) error {
 	x.byKey = fresh
 	x.mu.Unlock()
 	x.lastSeq.Store(st.LastSeq)
+	x.version.Add(1)
 	x.ready.Store(true)
 	return nil
 }
@@ -128,6 +136,7 @@ func (x *Index) Put(s core.Summary) error {
 	x.byKey[s.CanonicalKey] = e
 	x.mu.Unlock()
 	x.records.Remove(e.id)
+	x.version.Add(1)
 	return nil
 }
 
@@ -140,6 +149,7 @@ func (x *Index) Remove(key, id string) {
 	x.mu.Lock()
 	if e, ok := x.byKey[key]; ok && e.id == uid {
 		delete(x.byKey, key)
+		x.version.Add(1)
 	}
 	x.mu.Unlock()
 	x.records.Remove(uid)

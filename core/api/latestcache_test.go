@@ -1,0 +1,58 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
+)
+
+// query-latest is answered from memory until a verified report changes:
+// a pending submission leaves the cached answer (and the index version)
+// alone; a verification, once the follower applies it, replaces it.
+func TestQueryLatestCache(t *testing.T) {
+	ctx := context.Background()
+	f := newChain(t, 0, 0)
+	follower := &index.Follower{Store: f.srv.store, Index: f.srv.index, Principals: f.srv.principals, Log: slog.New(slog.DiscardHandler)}
+	latest := func() int {
+		r := f.do(t, "GET", "/functions/v1/query-latest", f.free, "")
+		if r.code != 200 {
+			t.Fatalf("query-latest: %d %v", r.code, r.body)
+		}
+		return int(r.body["count"].(float64))
+	}
+	if n := latest(); n != 0 {
+		t.Fatalf("%d reports at first", n)
+	}
+	reports := core.NewReports(f.srv.store, core.Limits{})
+	p, err := f.srv.accounts.Authenticate(ctx, f.paid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := func(v string) *string { return &v }
+	th, err := reports.Submit(ctx, p, core.Submission{ReportType: s("package"), ResourceIdentifier: s("cached-pkg"), Registry: s("npm"), ThreatDescription: s("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := f.srv.index.Version()
+	if err := follower.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.srv.index.Version() != v {
+		t.Fatal("a pending submission moved the index version")
+	}
+	if _, err := reports.Decide(ctx, th.ID, core.DecisionVerify, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := latest(); n != 0 {
+		t.Fatalf("%d reports before the follower applied the verification: not served from the cache", n)
+	}
+	if err := follower.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := latest(); n != 1 {
+		t.Fatalf("%d reports after the verification was applied, want 1", n)
+	}
+}
