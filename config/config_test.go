@@ -113,6 +113,8 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "limits: {feed_max_window: soon}", key: "feed_max_window"},
 		{yaml: "limtis: {store: memory}", key: "limtis"},
 		{yaml: "server: {lisen: x}", key: "lisen"},
+		{yaml: "log: {access: verbose}", key: "log.access"},
+		{yaml: "log: {access_sample: 0}", key: "log.access_sample"},
 		{env: "THREATD_LIMITS__BATCH_MAX=lots", key: "batch_max"},
 		{env: "THREATD_SERVER__BASE_PATH=functions/v1", key: "server.base_path"},
 	}
