@@ -128,8 +128,9 @@ func (in *instance) serve(extraArgs ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		in.t.Fatal(err)
 	}
-	addr := make(chan string, 1)
+	addr, loaded := make(chan string, 1), make(chan struct{})
 	go func() {
+		loadSeen := false
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -142,6 +143,10 @@ func (in *instance) serve(extraArgs ...string) *daemon {
 				case addr <- m[1]:
 				default:
 				}
+			}
+			if !loadSeen && strings.Contains(line, `"msg":"index loaded"`) {
+				loadSeen = true
+				close(loaded)
 			}
 		}
 		d.err = cmd.Wait()
@@ -161,15 +166,12 @@ func (in *instance) serve(extraArgs ...string) *daemon {
 		in.t.Fatalf("daemon did not listen within 60s\n%s", d.logText())
 	}
 	// The index loads in the background; tests start once it is loaded.
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(d.logText(), `"msg":"index loaded"`); {
-		select {
-		case <-d.exited:
-			in.t.Fatalf("daemon exited before loading its index: %v\n%s", d.err, d.logText())
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			in.t.Fatalf("daemon did not load its index within 60s\n%s", d.logText())
-		}
+	select {
+	case <-loaded:
+	case <-d.exited:
+		in.t.Fatalf("daemon exited before loading its index: %v\n%s", d.err, d.logText())
+	case <-time.After(60 * time.Second):
+		in.t.Fatalf("daemon did not load its index within 60s\n%s", d.logText())
 	}
 	d.client = in.httpsClient()
 	return d

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -228,18 +227,10 @@ func (x enabledExporters) Export(ctx context.Context, name string, req core.Expo
 	return x.pool.Export(ctx, name, req)
 }
 
-// accessLog turns log.access and log.access_sample into the API's setting.
+// accessLog turns log.access and log.access_sample into the API's setting
+// (config.Validate has checked the level).
 func accessLog(l config.Log) api.AccessLog {
-	a := api.AccessLog{Sample: l.AccessSample}
-	switch strings.ToLower(l.Access) {
-	case "off":
-		a.Off = true
-	case "debug":
-		a.Level = slog.LevelDebug
-	case "warn":
-		a.Level = slog.LevelWarn
-	default:
-		a.Level = slog.LevelInfo
-	}
+	a := api.AccessLog{Sample: l.AccessSample, Off: strings.EqualFold(l.Access, "off")}
+	_ = a.Level.UnmarshalText([]byte(l.Access))
 	return a
 }
