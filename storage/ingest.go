@@ -116,11 +116,10 @@ func (s *Store) existing(ctx context.Context, tx *txn, recs []core.ImportRecord)
 	return known, live, nil
 }
 
-// upstreamLookup restricts q to reports imported from source under ids, in
-// the terms of the partial index threats_upstream_key.
+// upstreamLookup restricts q to reports imported from source under ids (the
+// equality implies the NOT NULL of the partial index threats_upstream_key).
 func upstreamLookup(q *bun.SelectQuery, source string, ids []string) *bun.SelectQuery {
-	return q.Where("source = ?", source).Where("upstream_id IN (?)", bun.In(ids)).
-		Where("source IS NOT NULL AND upstream_id IS NOT NULL")
+	return q.Where("source = ?", source).Where("upstream_id IN (?)", bun.In(ids))
 }
 
 // liveKeyLookup restricts q to live reports under keys, in the terms of the
