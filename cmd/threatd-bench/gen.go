@@ -34,7 +34,7 @@ type osvRecord struct {
 	Details         string         `json:"details"`
 	Affected        []osvAffected  `json:"affected"`
 	References      []osvReference `json:"references"`
-	DatabaseSpecfic map[string]any `json:"database_specific"`
+	DatabaseSpecific map[string]any `json:"database_specific"`
 }
 
 type osvAffected struct {
@@ -70,7 +70,7 @@ func genRecord(i int) osvRecord {
 			"should be considered fully compromised. All secrets and keys stored on that computer should be rotated "+
 			"immediately from a different computer.\n", i, name),
 		References: []osvReference{{Type: "WEB", URL: fmt.Sprintf("https://example.org/advisories/%d", i)}},
-		DatabaseSpecfic: map[string]any{"malicious-packages-origins": []map[string]any{{
+		DatabaseSpecific: map[string]any{"malicious-packages-origins": []map[string]any{{
 			"source": "bench", "id": fmt.Sprintf("BENCH-%d", i), "modified_time": published.Format(time.RFC3339),
 		}}},
 	}
