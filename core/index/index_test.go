@@ -28,17 +28,35 @@ func newStore(t testing.TB) *storage.Store {
 	return st
 }
 
+// submitter is a user of a new store with a live token.
+type submitter struct {
+	st      *storage.Store
+	acc     *core.Accounts
+	reports *core.Reports
+	secret  string
+	p       core.Principal
+}
+
+func newSubmitter(t *testing.T, email string) submitter {
+	ctx := context.Background()
+	st := newStore(t)
+	acc := core.NewAccounts(st)
+	u, _ := acc.AddUser(ctx, core.NewUser{Email: email})
+	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
+	p, err := acc.Authenticate(ctx, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return submitter{st: st, acc: acc, reports: core.NewReports(st, core.Limits{}), secret: secret, p: p}
+}
+
 // TestFollowerKeepsIndexCurrent drives a real SQLite store and checks that
 // the follower applies verifications, withdrawals, revisions and token
 // revocations to the index and the principal cache.
 func TestFollowerKeepsIndexCurrent(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	acc := core.NewAccounts(st)
-	reports := core.NewReports(st, core.Limits{})
-	u, _ := acc.AddUser(ctx, core.NewUser{Email: "f@example.com"})
-	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
-	p, _ := acc.Authenticate(ctx, secret)
+	sb := newSubmitter(t, "f@example.com")
+	st, acc, reports, secret, p := sb.st, sb.acc, sb.reports, sb.secret, sb.p
 
 	sub := func(id, versions string) core.Threat {
 		s := core.Submission{ReportType: ptr("package"), ResourceIdentifier: &id, Registry: ptr("npm"), ThreatDescription: ptr("x"), VersionInfo: &versions}
@@ -185,12 +203,8 @@ func BenchmarkCheck(b *testing.B) {
 // the index and are applied from the position it was loaded at.
 func TestFollowerBeforeIndexLoaded(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	acc := core.NewAccounts(st)
-	reports := core.NewReports(st, core.Limits{})
-	u, _ := acc.AddUser(ctx, core.NewUser{Email: "early@example.com"})
-	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
-	p, _ := acc.Authenticate(ctx, secret)
+	sb := newSubmitter(t, "early@example.com")
+	st, acc, reports, secret, p := sb.st, sb.acc, sb.reports, sb.secret, sb.p
 
 	idx := index.New(st, 100) // not loaded
 	principals := index.NewPrincipals(acc, time.Second)

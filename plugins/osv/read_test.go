@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,30 +14,14 @@ import (
 // osvArchive writes n minimal OSV records into a zip, plus one entry that
 // is not OSV at position bad.
 func osvArchive(t *testing.T, n, bad int) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "all.zip")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(f)
-	for i := range n {
-		w, err := zw.Create(fmt.Sprintf("MAL-T-%04d.json", i))
-		if err != nil {
-			t.Fatal(err)
-		}
+	return writeZip(t, n, zip.Deflate, func(i int) (string, string) {
+		name := fmt.Sprintf("MAL-T-%04d.json", i)
 		if i == bad {
-			fmt.Fprint(w, `{"id": 12`)
-			continue
+			return name, `{"id": 12`
 		}
-		fmt.Fprintf(w, `{"id":"MAL-T-%04d","published":"2024-01-01T00:00:00Z","modified":"2024-01-02T00:00:00Z","summary":"Malicious code in pkg-%04d",
+		return name, fmt.Sprintf(`{"id":"MAL-T-%04d","published":"2024-01-01T00:00:00Z","modified":"2024-01-02T00:00:00Z","summary":"Malicious code in pkg-%04d",
 			"affected":[{"package":{"ecosystem":"npm","name":"pkg-%04d"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"}]}]}]}`, i, i, i)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return path
+	})
 }
 
 // Records come out in archive order although parsed in parallel; a bad
