@@ -26,14 +26,14 @@ func benchName(i int) (ecosystem, name string) {
 
 // osvRecord is the part of an OSV record the generator writes.
 type osvRecord struct {
-	SchemaVersion   string         `json:"schema_version"`
-	ID              string         `json:"id"`
-	Modified        string         `json:"modified"`
-	Published       string         `json:"published"`
-	Summary         string         `json:"summary"`
-	Details         string         `json:"details"`
-	Affected        []osvAffected  `json:"affected"`
-	References      []osvReference `json:"references"`
+	SchemaVersion    string         `json:"schema_version"`
+	ID               string         `json:"id"`
+	Modified         string         `json:"modified"`
+	Published        string         `json:"published"`
+	Summary          string         `json:"summary"`
+	Details          string         `json:"details"`
+	Affected         []osvAffected  `json:"affected"`
+	References       []osvReference `json:"references"`
 	DatabaseSpecific map[string]any `json:"database_specific"`
 }
 
