@@ -2,6 +2,8 @@
 # make bench-scale: threatd at a million verified reports (docs/performance.md).
 #
 #   BENCH_N=1000000 BENCH_BACKENDS="sqlite postgres" make bench-scale
+#   BENCH_REUSE=1 make bench-scale   # keep the SQLite database of the last run:
+#                                    # start-up and load only
 #
 # For each backend: import the synthetic archive (rates of the first and last
 # 100k, overall), re-import it unchanged, start the daemon (seconds until
@@ -29,19 +31,7 @@ ARCHIVE=$WORK/bench-$N.zip
 
 # peak RSS (kB) of every process whose executable is under bin/, sampled
 # until the file $1.stop exists; results in $1 as "name kB".
-sample_rss() {
-  local out=$1; declare -A M=()
-  while [ ! -e "$out.stop" ]; do
-    for p in /proc/[0-9]*; do
-      exe=$(readlink "$p/exe" 2>/dev/null) || continue
-      case $exe in "$ROOT"/bin/*) ;; *) continue ;; esac
-      n=$(basename "$exe"); h=$(awk '/VmHWM/{print $2}' "$p/status" 2>/dev/null) || continue
-      [ -n "$h" ] && [ "$h" -gt "${M[$n]:-0}" ] && M[$n]=$h
-    done
-    sleep 0.5
-  done
-  : > "$out"; for k in "${!M[@]}"; do echo "$k ${M[$k]}" >> "$out"; done
-}
+sample_rss() { "$WORK/threatd-bench" rss -dir "$ROOT/bin" -out "$1"; }
 rss_of() { awk -v n="$2" '$1==n{printf "%.0f MB", $2/1024}' "$1"; }
 
 # wrk_run NAME CONNS URL SCRIPT: requests/s, p50 and p99 (ms) into $WORK/wrk-NAME.
@@ -116,7 +106,10 @@ pg_start() {
 pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGTMP/data" -m fast -w stop >/dev/null; rm -rf "$PGTMP"; }
 
 for backend in $BACKENDS; do
-  D=$WORK/$backend; rm -rf "$D"; mkdir -p "$D"
+  D=$WORK/$backend
+  reuse=""
+  if [ -n "${BENCH_REUSE:-}" ] && [ "$backend" = sqlite ] && [ -f "$D/token" ] && [ -f "$D/rates" ]; then reuse=1
+  else rm -rf "$D"; mkdir -p "$D"; fi
   CFG=$D/threatd.yaml
   storage="storage: {plugin: sqlite}"
   if [ "$backend" = postgres ]; then pg_start; storage="storage: {plugin: postgres, dsn: \"$DSN\"}"; fi
@@ -134,6 +127,7 @@ limits:
   submissions_per_hour: 0
   batch_max: 1000
 EOF
+  if [ -z "$reuse" ]; then
   echo "== $backend: import $N records"
   rm -f "$D/rss-import" "$D/rss-import.stop"; sample_rss "$D/rss-import" & sampler=$!
   start=$(date +%s.%N)
@@ -156,7 +150,11 @@ EOF
   reimport=$(python3 -c "print('%.0f' % ($N / ($end - $start)))")
 
   "$BIN" user add --config "$CFG" --email bench@example.com --tier paid >/dev/null
-  export BENCH_TOKEN; BENCH_TOKEN=$("$BIN" token issue --config "$CFG" --email bench@example.com)
+  "$BIN" token issue --config "$CFG" --email bench@example.com > "$D/token"
+  echo "$rates" > "$D/rates"; echo "$reimport" > "$D/reimport"
+  else echo "== $backend: reusing the database of the last run (import figures from it)"; fi
+  rates=$(cat "$D/rates"); reimport=$(cat "$D/reimport")
+  export BENCH_TOKEN; BENCH_TOKEN=$(cat "$D/token")
   export BENCH_N=$N
 
   echo "== $backend: start-up"

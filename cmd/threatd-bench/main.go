@@ -3,6 +3,7 @@
 //
 //	threatd-bench gen -n N -o FILE       write the synthetic OSV archive
 //	threatd-bench trivial -listen ADDR   serve a constant JSON body over TLS
+//	threatd-bench rss -dir D -out FILE   peak RSS of the processes run from D
 package main
 
 import (
@@ -13,7 +14,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial [flags]")
+		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -26,8 +27,10 @@ func main() {
 		err = generate(*out, *n)
 	case "trivial":
 		err = trivialMain(args)
+	case "rss":
+		err = rssMain(args)
 	default:
-		err = fmt.Errorf("unknown command %q (gen, trivial)", cmd)
+		err = fmt.Errorf("unknown command %q (gen, trivial, rss)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "threatd-bench:", err)
