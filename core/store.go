@@ -9,6 +9,9 @@ import (
 // operation run in one transaction inside the storage backend, because every
 // call may cross a process boundary. Errors are the domain errors of this
 // package (ErrNotFound, ErrConflict, ErrLimit, FieldError), wrapped as needed.
+// MaxGetThreats bounds the ids of one Store.GetThreats call.
+const MaxGetThreats = 1000
+
 type Store interface {
 	// Migrate applies pending schema migrations and returns the names applied.
 	Migrate(ctx context.Context) ([]string, error)
@@ -41,6 +44,9 @@ type Store interface {
 	CreateThreat(ctx context.Context, t Threat, p SubmitPolicy) (Threat, error)
 	// GetThreat returns a report with its details.
 	GetThreat(ctx context.Context, id string) (Threat, error)
+	// GetThreats returns the reports with these ids (at most
+	// MaxGetThreats), in no particular order; unknown ids are left out.
+	GetThreats(ctx context.Context, ids []string) ([]Threat, error)
 	// ListPending returns up to limit pending reports, oldest first.
 	ListPending(ctx context.Context, limit int) ([]Threat, error)
 	// ReviewThreat applies a review decision through the state machine and
@@ -124,7 +130,6 @@ type Summary struct {
 	CanonicalKey string
 	ReportType   ReportType
 	Registry     string
-	Severity     Severity
 	VerifiedAt   time.Time
 	VersionInfo  string
 	AllVersions  bool

@@ -217,12 +217,12 @@ func modifyResponse(t core.Threat, r core.Revision) *pb.ModifyResponse {
 
 func summaryToPB(s core.Summary) *pb.Summary {
 	return &pb.Summary{Id: s.ID, CanonicalKey: s.CanonicalKey, ReportType: string(s.ReportType), Registry: s.Registry,
-		Severity: string(s.Severity), VerifiedAt: ts(s.VerifiedAt), VersionInfo: s.VersionInfo, AllVersions: s.AllVersions}
+		VerifiedAt: ts(s.VerifiedAt), VersionInfo: s.VersionInfo, AllVersions: s.AllVersions}
 }
 
 func summaryFromPB(s *pb.Summary) core.Summary {
 	return core.Summary{ID: s.Id, CanonicalKey: s.CanonicalKey, ReportType: core.ReportType(s.ReportType), Registry: s.Registry,
-		Severity: core.Severity(s.Severity), VerifiedAt: fromTS(s.VerifiedAt), VersionInfo: s.VersionInfo, AllVersions: s.AllVersions}
+		VerifiedAt: fromTS(s.VerifiedAt), VersionInfo: s.VersionInfo, AllVersions: s.AllVersions}
 }
 
 func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {

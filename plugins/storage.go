@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -174,6 +175,17 @@ func (s *storageServer) GetThreat(ctx context.Context, req *pb.GetThreatRequest)
 	return withStore(s, func(st core.Store) (*pb.Threat, error) {
 		t, err := st.GetThreat(ctx, req.Id)
 		return threatToPB(t), err
+	})
+}
+
+func (s *storageServer) GetThreats(ctx context.Context, req *pb.GetThreatsRequest) (*pb.ThreatList, error) {
+	return withStore(s, func(st core.Store) (*pb.ThreatList, error) {
+		ts, err := st.GetThreats(ctx, req.Ids)
+		out := &pb.ThreatList{Threats: make([]*pb.Threat, len(ts))}
+		for i, t := range ts {
+			out.Threats[i] = threatToPB(t)
+		}
+		return out, err
 	})
 }
 
@@ -361,6 +373,8 @@ func streamAll[T, P any](s *storageServer, fn func(core.Store) ([]T, error), con
 type StorageClient struct {
 	rpc    pb.StorageClient
 	closer func() error
+	// noGetThreats: the plugin predates GetThreats.
+	noGetThreats atomic.Bool
 }
 
 // Configure opens the plugin's database and returns the backend's name.
@@ -450,6 +464,37 @@ func (c *StorageClient) CreateThreat(ctx context.Context, t core.Threat, p core.
 func (c *StorageClient) GetThreat(ctx context.Context, id string) (core.Threat, error) {
 	r, err := c.rpc.GetThreat(ctx, &pb.GetThreatRequest{Id: id})
 	return call(r, err, threatFromPB)
+}
+
+// GetThreats returns the reports with these ids in one round trip, or with
+// one GetThreat per id from a plugin that predates GetThreats.
+func (c *StorageClient) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
+	if !c.noGetThreats.Load() {
+		r, err := c.rpc.GetThreats(ctx, &pb.GetThreatsRequest{Ids: ids})
+		if status.Code(err) != codes.Unimplemented {
+			if err != nil {
+				return nil, fromStatus(err)
+			}
+			out := make([]core.Threat, len(r.Threats))
+			for i, t := range r.Threats {
+				out[i] = threatFromPB(t)
+			}
+			return out, nil
+		}
+		c.noGetThreats.Store(true)
+	}
+	var out []core.Threat
+	for _, id := range ids {
+		t, err := c.GetThreat(ctx, id)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // ReviewThreat applies a review decision.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
 )
@@ -164,6 +165,26 @@ func (s *Store) GetThreat(ctx context.Context, id string) (core.Threat, error) {
 		return core.Threat{}, err
 	}
 	return row.domain(), nil
+}
+
+// GetThreats returns the reports with these ids, in one query.
+func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
+	if len(ids) > core.MaxGetThreats {
+		return nil, core.Invalid("ids", "at most %d in one call", core.MaxGetThreats)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []threatRow
+	err := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(ids)).Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.Threat, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
 }
 
 // ListPending returns pending reports, oldest first.

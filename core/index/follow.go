@@ -69,15 +69,24 @@ func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) e
 		if err != nil {
 			return err
 		}
+		// The page's reports in one storage call, as they are now: applying
+		// the latest state once per report is what applying each change
+		// in turn would end with.
+		if threats {
+			var ids []string
+			seen := make(map[string]bool)
+			for _, ch := range changes {
+				if ch.Entity == core.EntityThreat && !seen[ch.EntityID] {
+					seen[ch.EntityID] = true
+					ids = append(ids, ch.EntityID)
+				}
+			}
+			if err := f.Index.applyAll(ctx, ids); err != nil {
+				return err
+			}
+		}
 		for _, ch := range changes {
 			switch ch.Entity {
-			case core.EntityThreat:
-				if !threats {
-					break
-				}
-				if err := f.Index.apply(ctx, ch.EntityID); err != nil {
-					return err
-				}
 			case core.EntityToken:
 				f.Principals.InvalidateToken(ch.EntityID)
 				if ch.Op == "create" {

@@ -9,7 +9,6 @@ package index
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -26,24 +25,13 @@ import (
 // is checked against the full record.
 const maxInlineVersions = 96
 
-// entry is the summary of one verified report: ~100 bytes plus its key.
-type entry struct {
-	id         uuid.UUID
-	verifiedAt int64 // unix microseconds
-	registry   string
-	versions   string
-	// versionsElsewhere means the list was too long to keep inline.
-	versionsElsewhere bool
-	// allVersions: every version is affected, whatever the list says.
-	allVersions bool
-}
-
 // Index answers checks from memory.
 type Index struct {
 	store   core.Store
 	mu      sync.RWMutex
-	byKey   map[string]*entry
+	byKey   *table
 	records *lru.Cache[uuid.UUID, core.Threat]
+	fetch   *fetcher
 	lastSeq atomic.Int64
 	// Loading progress: ready is set once Load has filled the index; until
 	// then loaded counts the reports read of about total.
@@ -67,14 +55,14 @@ func (x *Index) Progress() (ready bool, loaded, total int64) {
 // New returns an empty index over store with an LRU of recordCap records.
 func New(store core.Store, recordCap int) *Index {
 	records, _ := lru.New[uuid.UUID, core.Threat](max(recordCap, 16))
-	return &Index{store: store, byKey: make(map[string]*entry), records: records}
+	return &Index{store: store, byKey: newTable(0), records: records, fetch: newFetcher(store)}
 }
 
 // Len returns the number of verified reports indexed.
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.byKey)
+	return x.byKey.len()
 }
 
 // LastSeq is the change-feed position the index reflects.
@@ -88,14 +76,12 @@ func (x *Index) Load(ctx context.Context) error {
 		return err
 	}
 	x.total.Store(st.Threats)
-	fresh := make(map[string]*entry, st.Threats)
+	fresh := newTable(int(st.Threats))
 	err = x.store.EachVerifiedSummary(ctx, func(batch []core.Summary) error {
 		for _, s := range batch {
-			e, err := newEntry(s)
-			if err != nil {
+			if err := putSummary(fresh, s); err != nil {
 				return err
 			}
-			fresh[s.CanonicalKey] = e
 		}
 		x.loaded.Add(int64(len(batch)))
 		return nil
@@ -112,30 +98,36 @@ func (x *Index) Load(ctx context.Context) error {
 	return nil
 }
 
-func newEntry(s core.Summary) (*entry, error) {
+// putSummary adds or replaces s in t.
+func putSummary(t *table, s core.Summary) error {
 	id, err := uuid.Parse(s.ID)
 	if err != nil {
-		return nil, fmt.Errorf("index: report id %q: %w", s.ID, err)
+		return fmt.Errorf("index: report id %q: %w", s.ID, err)
 	}
-	e := &entry{id: id, verifiedAt: s.VerifiedAt.UnixMicro(), registry: s.Registry, allVersions: s.AllVersions}
-	if len(s.VersionInfo) > maxInlineVersions {
-		e.versionsElsewhere = true
-	} else {
-		e.versions = strings.Clone(s.VersionInfo)
+	var flags uint8
+	if s.AllVersions {
+		flags |= flagAllVersions
 	}
-	return e, nil
+	versions := s.VersionInfo
+	if len(versions) > maxInlineVersions {
+		flags |= flagVersionsElsewhere
+		versions = ""
+	}
+	t.put(s.CanonicalKey, id, s.VerifiedAt.UnixMicro(), versions, flags)
+	return nil
 }
 
 // Put indexes (or re-indexes) a verified report.
 func (x *Index) Put(s core.Summary) error {
-	e, err := newEntry(s)
+	x.mu.Lock()
+	err := putSummary(x.byKey, s)
+	x.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	x.mu.Lock()
-	x.byKey[s.CanonicalKey] = e
-	x.mu.Unlock()
-	x.records.Remove(e.id)
+	if id, err := uuid.Parse(s.ID); err == nil {
+		x.records.Remove(id)
+	}
 	x.version.Add(1)
 	return nil
 }
@@ -147,8 +139,7 @@ func (x *Index) Remove(key, id string) {
 		return
 	}
 	x.mu.Lock()
-	if e, ok := x.byKey[key]; ok && e.id == uid {
-		delete(x.byKey, key)
+	if x.byKey.remove(key, uid) {
 		x.version.Add(1)
 	}
 	x.mu.Unlock()
@@ -166,41 +157,55 @@ type Result struct {
 // Check answers a query: the verified reports under keys that affect version.
 func (x *Index) Check(ctx context.Context, keys []string, version string) (Result, error) {
 	type hit struct {
-		e   *entry
-		key string
+		id         uuid.UUID
+		verifiedAt int64
 	}
-	var hits []hit
-	x.mu.RLock()
-	for _, k := range keys {
-		if e, ok := x.byKey[k]; ok {
-			hits = append(hits, hit{e, k})
-		}
-	}
-	x.mu.RUnlock()
 	var (
 		res    Result
-		latest *entry
+		latest hit
+		// elsewhere: package reports whose version list is in the record.
+		elsewhere []hit
 	)
-	for _, h := range hits {
-		if h.e.allVersions {
-			// matches every version
-		} else if h.e.versionsElsewhere && version != "" && strings.HasPrefix(h.key, "package:") {
-			t, err := x.Record(ctx, h.e.id)
-			if err != nil {
-				return Result{}, err
-			}
-			if !core.VersionMatches(t.Details.VersionInfo, version) {
-				continue
-			}
-		} else if strings.HasPrefix(h.key, "package:") && !core.VersionMatches(h.e.versions, version) {
+	better := func(h hit) bool {
+		return res.Count == 0 || h.verifiedAt > latest.verifiedAt || h.verifiedAt == latest.verifiedAt && bytes.Compare(h.id[:], latest.id[:]) > 0
+	}
+	x.mu.RLock()
+	for _, k := range keys {
+		r, ok := x.byKey.get(k)
+		if !ok {
 			continue
 		}
-		res.Count++
-		if latest == nil || h.e.verifiedAt > latest.verifiedAt || h.e.verifiedAt == latest.verifiedAt && bytes.Compare(h.e.id[:], latest.id[:]) > 0 {
-			latest = h.e
+		h := hit{r.id, r.verifiedAt}
+		switch {
+		case r.flags&flagAllVersions != 0 || !strings.HasPrefix(k, "package:"):
+		case r.flags&flagVersionsElsewhere != 0:
+			if version != "" {
+				elsewhere = append(elsewhere, h)
+				continue
+			}
+		case !core.VersionMatches(x.byKey.versions(r), version):
+			continue
 		}
+		if better(h) {
+			latest = h
+		}
+		res.Count++
 	}
-	if latest == nil {
+	x.mu.RUnlock()
+	for _, h := range elsewhere {
+		t, err := x.Record(ctx, h.id)
+		if err != nil {
+			return Result{}, err
+		}
+		if !core.VersionMatches(t.Details.VersionInfo, version) {
+			continue
+		}
+		if better(h) {
+			latest = h
+		}
+		res.Count++
+	}
+	if res.Count == 0 {
 		return res, nil
 	}
 	t, err := x.Record(ctx, latest.id)
@@ -211,12 +216,13 @@ func (x *Index) Check(ctx context.Context, keys []string, version string) (Resul
 	return res, nil
 }
 
-// Record returns a full report from the LRU, or from storage on a miss.
+// Record returns a full report from the LRU, or from storage on a miss
+// (coalesced with the misses of concurrent requests).
 func (x *Index) Record(ctx context.Context, id uuid.UUID) (core.Threat, error) {
 	if t, ok := x.records.Get(id); ok {
 		return t, nil
 	}
-	t, err := x.store.GetThreat(ctx, id.String())
+	t, err := x.fetch.get(ctx, id)
 	if err != nil {
 		return core.Threat{}, err
 	}
@@ -226,15 +232,27 @@ func (x *Index) Record(ctx context.Context, id uuid.UUID) (core.Threat, error) {
 	return t, nil
 }
 
-// apply updates the index for one changed report.
-func (x *Index) apply(ctx context.Context, threatID string) error {
-	t, err := x.store.GetThreat(ctx, threatID)
-	if errors.Is(err, core.ErrNotFound) {
-		return nil
+// applyAll updates the index for changed reports: one storage call for up
+// to core.MaxGetThreats of them. A report no longer stored is left alone.
+func (x *Index) applyAll(ctx context.Context, threatIDs []string) error {
+	for len(threatIDs) > 0 {
+		n := min(len(threatIDs), core.MaxGetThreats)
+		ts, err := x.store.GetThreats(ctx, threatIDs[:n])
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if err := x.applyOne(t); err != nil {
+				return err
+			}
+		}
+		threatIDs = threatIDs[n:]
 	}
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// applyOne indexes t as it is now stored.
+func (x *Index) applyOne(t core.Threat) error {
 	if t.Status != core.StatusVerified {
 		x.Remove(t.CanonicalKey, t.ID)
 		return nil
@@ -244,5 +262,5 @@ func (x *Index) apply(ctx context.Context, threatID string) error {
 		at = *t.VerifiedAt
 	}
 	return x.Put(core.Summary{ID: t.ID, CanonicalKey: t.CanonicalKey, ReportType: t.ReportType, Registry: t.Registry,
-		Severity: t.Details.SeverityLevel, VerifiedAt: at, VersionInfo: t.Details.VersionInfo, AllVersions: t.AllVersions})
+		VerifiedAt: at, VersionInfo: t.Details.VersionInfo, AllVersions: t.AllVersions})
 }

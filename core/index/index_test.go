@@ -157,7 +157,7 @@ func buildIndex(b *testing.B, n int) (*index.Index, float64) {
 	at := time.Now()
 	for i := range n {
 		err := idx.Put(core.Summary{ID: uuid.NewString(), CanonicalKey: fmt.Sprintf("package:npm:malicious-package-%07d", i),
-			ReportType: core.TypePackage, Registry: "npm", Severity: core.SeverityHigh, VerifiedAt: at, VersionInfo: "1.0.0, 1.0.1"})
+			ReportType: core.TypePackage, Registry: "npm", VerifiedAt: at, VersionInfo: "1.0.0, 1.0.1"})
 		if err != nil {
 			b.Fatal(err)
 		}

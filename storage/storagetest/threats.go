@@ -3,6 +3,7 @@ package storagetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,26 @@ func testThreatRoundTrip(t *testing.T, b Backend) {
 	}
 	if _, err := s.GetThreat(c, uuid.NewString()); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
+	}
+	// GetThreats: the same records in one call, unknown ids left out.
+	many, err := s.GetThreats(c, []string{uuid.NewString(), bare.ID, in.ID, in.ID})
+	if err != nil || len(many) != 2 {
+		t.Fatalf("GetThreats: %d reports, %v", len(many), err)
+	}
+	for _, th := range many {
+		want := got
+		if th.ID == bare.ID {
+			want = b2
+		}
+		if !reflect.DeepEqual(th, want) {
+			t.Fatalf("GetThreats %s:\n got %+v\nwant %+v", th.ID, th, want)
+		}
+	}
+	if none, err := s.GetThreats(c, nil); err != nil || len(none) != 0 {
+		t.Fatalf("GetThreats(nil) = %v, %v", none, err)
+	}
+	if _, err := s.GetThreats(c, make([]string, core.MaxGetThreats+1)); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("GetThreats over the bound: %v", err)
 	}
 	events, err := s.ReviewEvents(c, in.ID)
 	if err != nil || len(events) != 1 || events[0].Action != "submit" || events[0].To != core.StatusPending || events[0].ActorID != u.ID || events[0].ActorName != u.Name {

@@ -39,6 +39,7 @@ const (
 	Storage_Authenticate_FullMethodName         = "/threatd.plugin.v1.Storage/Authenticate"
 	Storage_CreateThreat_FullMethodName         = "/threatd.plugin.v1.Storage/CreateThreat"
 	Storage_GetThreat_FullMethodName            = "/threatd.plugin.v1.Storage/GetThreat"
+	Storage_GetThreats_FullMethodName           = "/threatd.plugin.v1.Storage/GetThreats"
 	Storage_ListPending_FullMethodName          = "/threatd.plugin.v1.Storage/ListPending"
 	Storage_ReviewThreat_FullMethodName         = "/threatd.plugin.v1.Storage/ReviewThreat"
 	Storage_ReviewEvents_FullMethodName         = "/threatd.plugin.v1.Storage/ReviewEvents"
@@ -84,6 +85,10 @@ type StorageClient interface {
 	// ALREADY_EXISTS CONFLICT); storage failures are INTERNAL with reason STEP.
 	CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*Threat, error)
 	GetThreat(ctx context.Context, in *GetThreatRequest, opts ...grpc.CallOption) (*Threat, error)
+	// GetThreats returns the reports with these ids (at most 1,000; unknown
+	// ids are left out), in one round trip: the index coalesces concurrent
+	// record look-ups into it. A plugin without it gets GetThreat calls.
+	GetThreats(ctx context.Context, in *GetThreatsRequest, opts ...grpc.CallOption) (*ThreatList, error)
 	// ListPending streams pending reports, oldest first.
 	ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// ReviewThreat applies a review decision through the state machine.
@@ -245,6 +250,16 @@ func (c *storageClient) GetThreat(ctx context.Context, in *GetThreatRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Threat)
 	err := c.cc.Invoke(ctx, Storage_GetThreat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) GetThreats(ctx context.Context, in *GetThreatsRequest, opts ...grpc.CallOption) (*ThreatList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ThreatList)
+	err := c.cc.Invoke(ctx, Storage_GetThreats_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -549,6 +564,10 @@ type StorageServer interface {
 	// ALREADY_EXISTS CONFLICT); storage failures are INTERNAL with reason STEP.
 	CreateThreat(context.Context, *CreateThreatRequest) (*Threat, error)
 	GetThreat(context.Context, *GetThreatRequest) (*Threat, error)
+	// GetThreats returns the reports with these ids (at most 1,000; unknown
+	// ids are left out), in one round trip: the index coalesces concurrent
+	// record look-ups into it. A plugin without it gets GetThreat calls.
+	GetThreats(context.Context, *GetThreatsRequest) (*ThreatList, error)
 	// ListPending streams pending reports, oldest first.
 	ListPending(*ListPendingRequest, grpc.ServerStreamingServer[Threat]) error
 	// ReviewThreat applies a review decision through the state machine.
@@ -631,6 +650,9 @@ func (UnimplementedStorageServer) CreateThreat(context.Context, *CreateThreatReq
 }
 func (UnimplementedStorageServer) GetThreat(context.Context, *GetThreatRequest) (*Threat, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetThreat not implemented")
+}
+func (UnimplementedStorageServer) GetThreats(context.Context, *GetThreatsRequest) (*ThreatList, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetThreats not implemented")
 }
 func (UnimplementedStorageServer) ListPending(*ListPendingRequest, grpc.ServerStreamingServer[Threat]) error {
 	return status.Error(codes.Unimplemented, "method ListPending not implemented")
@@ -922,6 +944,24 @@ func _Storage_GetThreat_Handler(srv interface{}, ctx context.Context, dec func(i
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StorageServer).GetThreat(ctx, req.(*GetThreatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_GetThreats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetThreatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).GetThreats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_GetThreats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).GetThreats(ctx, req.(*GetThreatsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1248,6 +1288,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetThreat",
 			Handler:    _Storage_GetThreat_Handler,
+		},
+		{
+			MethodName: "GetThreats",
+			Handler:    _Storage_GetThreats_Handler,
 		},
 		{
 			MethodName: "ReviewThreat",

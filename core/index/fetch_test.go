@@ -1,0 +1,128 @@
+package index_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
+)
+
+// gatedStore is a real store whose GetThreats calls are counted and, while
+// gate is open (not closed), held: the test decides when the call in flight
+// returns. It does not change what the store answers.
+type gatedStore struct {
+	core.Store
+	calls, ids atomic.Int64
+	gate       chan struct{}
+	entered    chan struct{}
+}
+
+func (g *gatedStore) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
+	g.calls.Add(1)
+	g.ids.Add(int64(len(ids)))
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.gate
+	return g.Store.GetThreats(ctx, ids)
+}
+
+func (g *gatedStore) GetThreat(context.Context, string) (core.Threat, error) {
+	return core.Threat{}, errors.New("GetThreat called: record look-ups must go through GetThreats")
+}
+
+// Record look-ups that miss the cache while a storage call is in flight
+// wait and go together in the next call; concurrent look-ups of one report
+// share its fetch; an unknown report is not found; a caller that gives up
+// is not held by the others' call.
+func TestRecordLookupsCoalesce(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	recs := make([]core.ImportRecord, 200)
+	for i := range recs {
+		name := fmt.Sprintf("fetch-%03d", i)
+		recs[i] = core.ImportRecord{Threat: core.Threat{ReportType: core.TypePackage, ResourceIdentifier: name, Registry: core.RegistryNPM,
+			CanonicalKey: "package:npm:" + name, Source: "osv", UpstreamID: "MAL-F-" + name, UpstreamModified: &at, VerifiedAt: &at,
+			AllVersions: true, Details: core.Details{ThreatDescription: "Malicious code in " + name, Tags: []string{}}}}
+	}
+	out, err := st.ImportThreats(ctx, recs, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := &gatedStore{Store: st, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	idx := index.New(gs, 1000)
+	if err := idx.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first look-up goes out alone and is held.
+	first := make(chan error, 1)
+	go func() {
+		_, err := idx.Record(ctx, uuid.MustParse(out[0].ThreatID))
+		first <- err
+	}()
+	<-gs.entered
+
+	// Meanwhile 199 reports (each asked for twice) and an unknown id.
+	unknown := uuid.New()
+	var wg sync.WaitGroup
+	errs := make(chan error, 500)
+	for i := 1; i < len(out); i++ {
+		for range 2 {
+			wg.Go(func() {
+				th, err := idx.Record(ctx, uuid.MustParse(out[i].ThreatID))
+				if err == nil && (th.ID != out[i].ThreatID || th.CanonicalKey != recs[i].Threat.CanonicalKey) {
+					err = fmt.Errorf("report %d: got %s %s", i, th.ID, th.CanonicalKey)
+				}
+				errs <- err
+			})
+		}
+	}
+	wg.Go(func() {
+		if _, err := idx.Record(ctx, unknown); !errors.Is(err, core.ErrNotFound) {
+			errs <- fmt.Errorf("unknown id: %v", err)
+		}
+	})
+	// A caller that gives up returns at once, the call still held.
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := idx.Record(cctx, uuid.MustParse(out[5].ThreatID))
+		gaveUp <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let them queue
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled look-up: %v", err)
+	}
+	close(gs.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One call for the first, one for the 200 others queued behind it
+	// (199 reports and the unknown id, each once).
+	if c, n := gs.calls.Load(), gs.ids.Load(); c != 2 || n != 201 {
+		t.Fatalf("%d storage calls for %d ids, want 2 for 201", c, n)
+	}
+	// Now cached: no further call.
+	if _, err := idx.Record(ctx, uuid.MustParse(out[7].ThreatID)); err != nil || gs.calls.Load() != 2 {
+		t.Fatalf("cached look-up: %v, %d calls", err, gs.calls.Load())
+	}
+}

@@ -1,0 +1,75 @@
+package index
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestTableAgainstMap drives the table and a map with the same random puts
+// and removes (with growth, slot reuse and compaction along the way) and
+// checks that they agree after every step.
+func TestTableAgainstMap(t *testing.T) {
+	type want struct {
+		id       [16]byte
+		at       int64
+		versions string
+		flags    uint8
+	}
+	tb := newTable(0)
+	model := map[string]want{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("package:npm:pkg-%d-%s", i, string(make([]byte, i%300)))
+	}
+	for step := range 200_000 {
+		k := keys[rng.IntN(len(keys))]
+		switch rng.IntN(3) {
+		case 0, 1:
+			w := want{at: int64(step), versions: fmt.Sprintf("1.0.%d, 2.0.%d", step, rng.IntN(9)), flags: uint8(rng.IntN(2))}
+			w.id[0], w.id[1], w.id[2] = byte(step), byte(step>>8), byte(step>>16)
+			tb.put(k, w.id, w.at, w.versions, w.flags)
+			model[k] = w
+		case 2:
+			w, ok := model[k]
+			id := w.id
+			if rng.IntN(4) == 0 {
+				id[15] = 1 // another report under the same key: not removed
+			}
+			removed := tb.remove(k, id)
+			if removed != (ok && id == w.id) {
+				t.Fatalf("step %d: remove(%q) = %v, model has %v", step, k, removed, ok)
+			}
+			if removed {
+				delete(model, k)
+			}
+		}
+		if tb.len() != len(model) {
+			t.Fatalf("step %d: len %d, model %d", step, tb.len(), len(model))
+		}
+		if step%997 == 0 || step > 199_000 {
+			for _, k := range keys {
+				r, ok := tb.get(k)
+				w, wok := model[k]
+				if ok != wok {
+					t.Fatalf("step %d: get(%q) found=%v, model %v", step, k, ok, wok)
+				}
+				if ok && (r.id != w.id || r.verifiedAt != w.at || tb.versions(r) != w.versions || r.flags&^flagLive != w.flags || tb.key(r) != k) {
+					t.Fatalf("step %d: get(%q) = %+v %q, want %+v", step, k, *r, tb.versions(r), w)
+				}
+			}
+			n := 0
+			tb.each(func(*rec) { n++ })
+			if n != len(model) {
+				t.Fatalf("step %d: each visits %d records, model has %d", step, n, len(model))
+			}
+		}
+	}
+	if tb.compactions == 0 {
+		t.Fatal("the run never compacted the chunks: the test does not cover compaction")
+	}
+	if tb.live+tb.garbage > 2*tb.live+8*chunkSize {
+		t.Fatalf("garbage %d not bounded by live %d", tb.garbage, tb.live)
+	}
+}
