@@ -95,6 +95,9 @@ type Source struct {
 // Cache bounds how stale in-memory caches may be across daemons.
 type Cache struct {
 	Freshness time.Duration `koanf:"freshness"`
+	// Records is how many full reports the check path keeps in memory
+	// (the index itself always holds every verified report).
+	Records int `koanf:"records"`
 }
 
 // PerTier is one number per tier.
@@ -150,6 +153,7 @@ func Defaults() map[string]any {
 		"exporter_routes":                  []any{},
 		"sources":                          []any{},
 		"cache.freshness":                  "1s",
+		"cache.records":                    10000,
 		"limits.submissions_per_hour":      10,
 		"limits.submissions_per_hour_paid": 0,
 		"limits.new_user_max_unverified":   3,
@@ -371,6 +375,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cache.Freshness <= 0 || c.Cache.Freshness > time.Hour {
 		add(bad("cache.freshness", "must be between 1ns and 1h (got %s)", c.Cache.Freshness))
+	}
+	if c.Cache.Records < 16 || c.Cache.Records > 10_000_000 {
+		add(bad("cache.records", "must be between 16 and 10000000 (got %d)", c.Cache.Records))
 	}
 	l := c.Limits
 	nonNeg := map[string]int{

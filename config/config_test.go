@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Server.Listen != "127.0.0.1:8443" || c.Server.BasePath != "/functions/v1" || c.Server.TLS.Mode != "self-signed" ||
 		c.Server.MaxBodyBytes != 262144 || c.DataDir != "./data" || c.Plugins.Dir != "./bin/plugins" ||
-		c.Storage.Plugin != "sqlite" || c.Cache.Freshness != time.Second ||
+		c.Storage.Plugin != "sqlite" || c.Cache.Freshness != time.Second || c.Cache.Records != 10000 ||
 		c.Limits.SubmissionsPerHour != 10 || c.Limits.NewUserMaxUnverified != 3 || c.Limits.NewUserVerifiedToLift != 3 ||
 		c.Limits.PerIPPerMinute != 300 || c.Limits.PerTokenPerMinute.Free != 60 || c.Limits.PerTokenPerMinute.Paid != 600 ||
 		c.Limits.LatestCount != 100 || c.Limits.FeedMaxWindow != 168*time.Hour || c.Limits.FeedPageMax != 1000 ||
@@ -110,6 +110,7 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "limits: {per_ip_per_minute: -1}", key: "limits.per_ip_per_minute"},
 		{yaml: "limits: {store: redis}", key: "limits.store"},
 		{yaml: "cache: {freshness: 0s}", key: "cache.freshness"},
+		{yaml: "cache: {records: 3}", key: "cache.records"},
 		{yaml: "limits: {feed_max_window: soon}", key: "feed_max_window"},
 		{yaml: "limtis: {store: memory}", key: "limtis"},
 		{yaml: "server: {lisen: x}", key: "lisen"},

@@ -75,9 +75,13 @@ func openSQLite(path string) (*bun.DB, error) {
 	}
 	q := url.Values{}
 	for _, p := range []string{"busy_timeout(15000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)",
-		// 128 MiB of page cache per connection: the B-trees of a million reports
-		// stay in memory instead of being re-read with a system call per page.
-		"cache_size(-131072)"} {
+		// Reads through a memory map of up to 4 GiB (a million reports take
+		// about 2 GB): a page read is a memory access, not a system call and
+		// a copy, and the pages are shared by every connection instead of
+		// being cached once per connection; 32 MiB of page cache each on top.
+		// Random record look-ups at a million reports: 297 µs with 128 MiB
+		// of cache and no map, 138 µs with the map (and prepared statements).
+		"cache_size(-32768)", "mmap_size(4294967296)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")

@@ -21,6 +21,7 @@ type Store struct {
 	dialect Dialect
 	opts    Options
 	now     func() time.Time
+	get     getStmt
 }
 
 // bunDB is a database or a transaction.
@@ -81,7 +82,12 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.get.stmt != nil {
+		_ = s.get.stmt.Close()
+	}
+	return s.db.Close()
+}
 
 // Health pings the database.
 func (s *Store) Health(ctx context.Context) error {

@@ -3,8 +3,10 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -167,7 +169,11 @@ func (s *Store) GetThreat(ctx context.Context, id string) (core.Threat, error) {
 	return row.domain(), nil
 }
 
-// GetThreats returns the reports with these ids, in one query.
+// GetThreats returns the reports with these ids. On SQLite it runs two
+// statements prepared once (reports, then their details, by a JSON list of
+// ids): parsing the SQL of a fresh query took over a third of a look-up's
+// CPU, and the check path's record misses run this thousands of times a
+// second. PostgreSQL parses on the server, cheaply: one bun query.
 func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
 	if len(ids) > core.MaxGetThreats {
 		return nil, core.Invalid("ids", "at most %d in one call", core.MaxGetThreats)
@@ -176,8 +182,11 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 		return nil, nil
 	}
 	var rows []threatRow
-	err := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(ids)).Scan(ctx)
-	if err != nil {
+	if s.dialect != SQLite {
+		if err := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := s.getThreatsSQLite(ctx, ids, &rows); err != nil {
 		return nil, err
 	}
 	out := make([]core.Threat, len(rows))
@@ -185,6 +194,116 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 		out[i] = r.domain()
 	}
 	return out, nil
+}
+
+// getStmt is GetThreats' prepared statement on SQLite.
+type getStmt struct {
+	once sync.Once
+	stmt *sql.Stmt
+	err  error
+}
+
+// getThreatsSQL reads reports and their details by a JSON list of ids, the
+// timestamps as text for parseStamp; scanned by scanThreat in this order.
+const getThreatsSQL = `SELECT t.id, t.report_type, t.resource_identifier, t.registry, t.canonical_key, t.status,
+ t.submitter_id, t.revision, t.source, t.upstream_id, CAST(t.created_at AS TEXT), CAST(t.updated_at AS TEXT),
+ CAST(t.verified_at AS TEXT), t.verified_by, CAST(t.upstream_modified AS TEXT), t.all_versions,
+ d.threat_id, d.threat_description, d.payload_description, d.package_name, d.publisher, d.severity_level,
+ d.evidence_references, d.contact_email, d.tags, d.version_info, CAST(d.first_seen AS TEXT), CAST(d.last_seen AS TEXT),
+ d.osv_advisory_url, d.contributors, d.download_count
+ FROM threats AS t LEFT JOIN threat_details AS d ON d.threat_id = t.id
+ WHERE t.id IN (SELECT value FROM json_each(?))`
+
+func (s *Store) getThreatsSQLite(ctx context.Context, ids []string, out *[]threatRow) error {
+	s.get.once.Do(func() { s.get.stmt, s.get.err = s.db.DB.PrepareContext(context.Background(), getThreatsSQL) })
+	if s.get.err != nil {
+		return s.get.err
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	rows, err := s.get.stmt.QueryContext(ctx, string(list))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanThreat(rows)
+		if err != nil {
+			return err
+		}
+		*out = append(*out, r)
+	}
+	return rows.Err()
+}
+
+// scanThreat reads one row of getThreatsSQL without reflection.
+func scanThreat(rows *sql.Rows) (threatRow, error) {
+	var (
+		r                                                            threatRow
+		d                                                            detailsRow
+		registry, submitter, source, upstream, verifiedBy            sql.NullString
+		created, updated, verified, upstreamMod, firstSeen, lastSeen sql.NullString
+		detailsID, description, payload, pkg, publisher, severity    sql.NullString
+		evidence, contact, tags, versions, osvURL, contributors      sql.NullString
+		downloads                                                    sql.NullInt64
+	)
+	err := rows.Scan(&r.ID, &r.ReportType, &r.ResourceIdentifier, &registry, &r.CanonicalKey, &r.Status,
+		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions,
+		&detailsID, &description, &payload, &pkg, &publisher, &severity, &evidence, &contact, &tags, &versions,
+		&firstSeen, &lastSeen, &osvURL, &contributors, &downloads)
+	if err != nil {
+		return r, err
+	}
+	r.Registry, r.SubmitterID, r.Source, r.UpstreamID, r.VerifiedBy = nullStr(registry), nullStr(submitter), nullStr(source), nullStr(upstream), nullStr(verifiedBy)
+	if r.CreatedAt, err = parseStamp(created.String); err != nil {
+		return r, fmt.Errorf("report %s: created_at: %w", r.ID, err)
+	}
+	if r.UpdatedAt, err = parseStamp(updated.String); err != nil {
+		return r, fmt.Errorf("report %s: updated_at: %w", r.ID, err)
+	}
+	for _, f := range []struct {
+		src sql.NullString
+		dst **time.Time
+	}{{verified, &r.VerifiedAt}, {upstreamMod, &r.UpstreamModified}, {firstSeen, &d.FirstSeen}, {lastSeen, &d.LastSeen}} {
+		if !f.src.Valid {
+			continue
+		}
+		t, err := parseStamp(f.src.String)
+		if err != nil {
+			return r, fmt.Errorf("report %s: %w", r.ID, err)
+		}
+		*f.dst = &t
+	}
+	if !detailsID.Valid {
+		return r, nil
+	}
+	d.ThreatID, d.ThreatDescription = detailsID.String, description.String
+	d.PayloadDescription, d.PackageName, d.Publisher, d.SeverityLevel = nullStr(payload), nullStr(pkg), nullStr(publisher), nullStr(severity)
+	d.EvidenceReferences, d.ContactEmail, d.VersionInfo, d.OSVAdvisoryURL = nullStr(evidence), nullStr(contact), nullStr(versions), nullStr(osvURL)
+	if downloads.Valid {
+		d.DownloadCount = &downloads.Int64
+	}
+	for _, f := range []struct {
+		src sql.NullString
+		dst *[]string
+	}{{tags, &d.Tags}, {contributors, &d.Contributors}} {
+		if f.src.Valid && f.src.String != "" {
+			if err := json.Unmarshal([]byte(f.src.String), f.dst); err != nil {
+				return r, fmt.Errorf("report %s: %w", r.ID, err)
+			}
+		}
+	}
+	r.Details = &d
+	return r, nil
+}
+
+func nullStr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
 }
 
 // ListPending returns pending reports, oldest first.

@@ -50,7 +50,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// change feed so that changes by any process show within cache.freshness.
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	idx := index.New(e.store, 50_000)
+	idx := index.New(e.store, e.cfg.Cache.Records)
 	principals := index.NewPrincipals(core.NewAccounts(e.store), cfg.Cache.Freshness)
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log}
 	followCtx, stopFollowing := context.WithCancel(ctx)
