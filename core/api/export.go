@@ -80,6 +80,15 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 
 // latestRecords is the query-latest selection with its filters.
 func (s *Server) latestRecords(ctx context.Context, qs map[string][]string, pass bool) ([]core.Threat, error) {
+	e, err := s.latestEntry(ctx, qs, pass)
+	if err != nil {
+		return nil, err
+	}
+	return e.threats, nil
+}
+
+// latestEntry is latestRecords with the cache entry (for its rendered body).
+func (s *Server) latestEntry(ctx context.Context, qs map[string][]string, pass bool) (*latestEntry, error) {
 	if err := onlyParams(qs, []string{"report_type", "ecosystem", "severity_level"}); err != nil && !pass {
 		return nil, err
 	}
@@ -106,7 +115,7 @@ func (s *Server) latestRecords(ctx context.Context, qs map[string][]string, pass
 			return nil, err
 		}
 	}
-	return s.latest.get(ctx, f, s.index, s.store)
+	return s.latest.entry(ctx, f, s.index, s.store)
 }
 
 // windowRecords is the rolling window of the Anomali feed: since (RFC 3339,

@@ -9,9 +9,17 @@ import (
 // queryLatest is GET /query-latest: the most recent verified reports (by
 // verification time), newest first, optionally filtered.
 func (s *Server) queryLatest(c *echo.Context) error {
-	threats, err := s.latestRecords(c.Request().Context(), c.Request().URL.Query(), false)
+	e, err := s.latestEntry(c.Request().Context(), c.Request().URL.Query(), false)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"threats": records(threats, principal(c)), "count": len(threats)})
+	viewer := principal(c)
+	if seesContacts(e.threats, viewer) {
+		return c.JSON(http.StatusOK, latestBody(e.threats, viewer))
+	}
+	body, err := e.publicBody()
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, body)
 }

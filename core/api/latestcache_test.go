@@ -32,7 +32,7 @@ func TestQueryLatestCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := func(v string) *string { return &v }
-	th, err := reports.Submit(ctx, p, core.Submission{ReportType: s("package"), ResourceIdentifier: s("cached-pkg"), Registry: s("npm"), ThreatDescription: s("x")})
+	th, err := reports.Submit(ctx, p, core.Submission{ReportType: s("package"), ResourceIdentifier: s("cached-pkg"), Registry: s("npm"), ThreatDescription: s("x"), ContactEmail: s("reporter@example.org")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,5 +54,23 @@ func TestQueryLatestCache(t *testing.T) {
 	}
 	if n := latest(); n != 1 {
 		t.Fatalf("%d reports after the verification was applied, want 1", n)
+	}
+
+	// The rendered body is shared by callers who may not see contact
+	// e-mails; the submitter still sees the report's.
+	contact := func(token string) any {
+		r := f.do(t, "GET", "/functions/v1/query-latest", token, "")
+		if r.code != 200 || r.hdr.Get("Content-Type") != "application/json" {
+			t.Fatalf("query-latest: %d %s %v", r.code, r.hdr.Get("Content-Type"), r.body)
+		}
+		return r.body["threats"].([]any)[0].(map[string]any)["contact_email"]
+	}
+	for range 2 {
+		if c := contact(f.free); c != nil {
+			t.Fatalf("another user sees the contact e-mail %v", c)
+		}
+		if c := contact(f.paid); c != "reporter@example.org" {
+			t.Fatalf("the submitter sees contact e-mail %v", c)
+		}
 	}
 }
