@@ -97,7 +97,12 @@ func sendBatches(table string, items []json.RawMessage, fn func(string, []byte) 
 // The store must be empty of users, tokens and reports.
 func (s *Store) Import(ctx context.Context, next func() (table string, rows []byte, ok bool, err error)) (map[string]int64, error) {
 	counts := map[string]int64{}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	unlock, err := s.writeTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var existing int
 		if err := tx.NewRaw(`SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM api_tokens) + (SELECT count(*) FROM threats)`).Scan(ctx, &existing); err != nil {
 			return err

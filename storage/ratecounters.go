@@ -17,7 +17,12 @@ type rateCounterRow struct {
 // SyncRateCounts adds deltas to window's shared counters, forgets windows
 // older than the previous one, and returns every total of window.
 func (s *Store) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	unlock, err := s.writeTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if len(deltas) > 0 {
 			rows := make([]rateCounterRow, 0, len(deltas))
 			for k, v := range deltas {

@@ -1,0 +1,60 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Commits never checkpoint on SQLite (wal_autocheckpoint is off); the
+// background loop does, so the WAL is reused instead of growing with every
+// write, and Close leaves it empty.
+func TestSQLiteBackgroundCheckpoints(t *testing.T) {
+	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
+	checkpointEvery = 20 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s, err := Open(SQLite, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := planRecords(3000)
+	var written, most int64
+	for i := 0; i < len(recs); i += 100 {
+		if _, err := s.ImportThreats(ctx, recs[i:i+100], "test"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += 100
+		most = max(most, st.Size())
+		time.Sleep(50 * time.Millisecond)
+	}
+	db, _ := os.Stat(path)
+	// 3,000 reports make a database of db.Size() bytes; without
+	// checkpoints the WAL would hold every page written, several times it.
+	if most > db.Size() {
+		t.Fatalf("WAL grew to %d bytes for a %d-byte database: not checkpointed", most, db.Size())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() != 0 {
+		t.Fatalf("WAL of %d bytes left at Close", st.Size())
+	}
+	s2, err := Open(SQLite, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if st, err := s2.Stats(ctx); err != nil || st.Threats != written {
+		t.Fatalf("after reopening: %+v %v, want %d reports", st, err, written)
+	}
+}
