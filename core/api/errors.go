@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,10 @@ func tooManyRequests(msg string, retryAfter int) *Error {
 		Headers: map[string]string{"Retry-After": strconv.Itoa(retryAfter)}}
 }
 
+// statusClientClosed is what the access log records for a request whose
+// client disconnected before the answer.
+const statusClientClosed = 499
+
 // errorHandler is the one place where errors become HTTP responses.
 func errorHandler(log *slog.Logger, maxBody int64) echo.HTTPErrorHandler {
 	return func(c *echo.Context, err error) {
@@ -64,7 +69,17 @@ func errorHandler(log *slog.Logger, maxBody int64) echo.HTTPErrorHandler {
 			return
 		}
 		e := toHTTPError(err, maxBody)
-		if e.Status >= 500 {
+		var deliberate *Error
+		switch {
+		case c.Request().Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+			// The client went away first: nothing failed here, and nobody
+			// reads the answer (499 as nginx logs it).
+			e = &Error{Status: statusClientClosed, Message: "The client closed the request"}
+		case e.Status == http.StatusServiceUnavailable && errors.As(err, &deliberate):
+			// Starting, or storage restarting: the client is told to retry.
+			log.Warn("request refused", "status", e.Status, "error", err.Error(),
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		case e.Status >= 500:
 			log.Error("request failed", "status", e.Status, "error", err.Error(),
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		}

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/threatd/threatd/core"
@@ -72,5 +74,20 @@ func TestQueryLatestCache(t *testing.T) {
 		if c := contact(f.paid); c != "reporter@example.org" {
 			t.Fatalf("the submitter sees contact e-mail %v", c)
 		}
+	}
+}
+
+// A request whose client has gone (its context cancelled) is answered 499
+// and not counted as a server failure.
+func TestClientClosedRequest(t *testing.T) {
+	f := newChain(t, 0, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest("GET", "/functions/v1/query-latest", nil).WithContext(ctx)
+	req.Header.Set("Authorization", "Bearer "+f.free)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != 499 || !strings.Contains(rec.Body.String(), "The client closed the request") {
+		t.Fatalf("cancelled request: %d %s", rec.Code, rec.Body.String())
 	}
 }
