@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v5"
 	"github.com/package-url/packageurl-go"
@@ -157,6 +158,9 @@ type batchError struct {
 	Error string `json:"error"`
 }
 
+// batchWorkers bounds the concurrent checks of one batch.
+const batchWorkers = 32
+
 // checkBatch is POST /check-malicious: up to batch_max queries, each 100
 // counting as one request toward the per-token limit.
 func (s *Server) checkBatch(c *echo.Context) error {
@@ -179,25 +183,40 @@ func (s *Server) checkBatch(c *echo.Context) error {
 		}
 	}
 	viewer := principal(c)
+	ctx := c.Request().Context()
 	results := make([]any, len(body.Queries))
+	errs := make([]error, len(body.Queries))
+	// Checks run on up to batchWorkers goroutines: a hit on a report
+	// outside the record cache waits for storage, and concurrent waits are
+	// coalesced into one GetThreats call instead of one round trip each.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, batchWorkers)
 	for i, raw := range body.Queries {
 		q, err := batchQuery(raw)
-		var res checkResult
+		var cq core.CheckQuery
 		if err == nil {
-			var cq core.CheckQuery
-			if cq, err = q.resolve(); err == nil {
-				res, err = s.check(c.Request().Context(), cq, viewer)
-			}
+			cq, err = q.resolve()
 		}
 		if err != nil {
-			e := toHTTPError(err, s.opts.MaxBodyBytes)
-			if e.Status >= 500 {
-				return err
-			}
-			results[i] = batchError{Index: i, Error: e.Message}
+			errs[i] = err
 			continue
 		}
-		results[i] = res
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i], errs[i] = s.check(ctx, cq, viewer)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		e := toHTTPError(err, s.opts.MaxBodyBytes)
+		if e.Status >= 500 {
+			return err
+		}
+		results[i] = batchError{Index: i, Error: e.Message}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"results": results})
 }
