@@ -6,6 +6,7 @@ package osv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,10 +19,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-
-	"github.com/ossf/osv-schema/bindings/go/osvschema"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/threatd/threatd/core"
 )
@@ -250,53 +247,128 @@ func readOne(in input, now time.Time) ([]core.ImportRecord, error) {
 	if len(data) > maxRecordBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxRecordBytes)
 	}
-	var v osvschema.Vulnerability
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, &v); err != nil {
+	var v Record
+	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("not an OSV record: %v", err)
 	}
 	return Map(&v, now)
 }
 
+// Record is what threatd reads of an OSV record (the OSV schema's field
+// names; the rest is ignored). It is decoded with encoding/json: the
+// protobuf bindings' protojson decoding was the costliest step of a
+// re-import at a million records.
+type Record struct {
+	ID         string      `json:"id"`
+	Summary    string      `json:"summary"`
+	Details    string      `json:"details"`
+	Published  string      `json:"published"`
+	Modified   string      `json:"modified"`
+	Withdrawn  string      `json:"withdrawn"`
+	Affected   []Affected  `json:"affected"`
+	References []Reference `json:"references"`
+	Credits    []struct {
+		Name string `json:"name"`
+	} `json:"credits"`
+	DatabaseSpecific *DatabaseSpecific `json:"database_specific"`
+}
+
+// Affected is one affected package of a record.
+type Affected struct {
+	Package struct {
+		Ecosystem string `json:"ecosystem"`
+		Name      string `json:"name"`
+	} `json:"package"`
+	Ranges []struct {
+		Events []Event `json:"events"`
+	} `json:"ranges"`
+	Versions []string `json:"versions"`
+}
+
+// Event is one event of an affected range.
+type Event struct {
+	Introduced   string `json:"introduced"`
+	Fixed        string `json:"fixed"`
+	LastAffected string `json:"last_affected"`
+	Limit        string `json:"limit"`
+}
+
+// Reference is one reference link of a record.
+type Reference struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// DatabaseSpecific is what threatd reads of database_specific.
+type DatabaseSpecific struct {
+	Origins []struct {
+		Source string `json:"source"`
+	} `json:"malicious-packages-origins"`
+	IOCs any `json:"iocs"`
+}
+
+// stamp parses an OSV timestamp (RFC 3339).
+func stamp(id, field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %s %q is not an RFC 3339 time", id, field, s)
+	}
+	return t.UTC(), nil
+}
+
 // Map turns one OSV record into import records, one per affected package.
-func Map(v *osvschema.Vulnerability, now time.Time) ([]core.ImportRecord, error) {
-	if v.Id == "" {
+func Map(v *Record, now time.Time) ([]core.ImportRecord, error) {
+	if v.ID == "" {
 		return nil, fmt.Errorf("no id")
 	}
 	if len(v.Affected) == 0 {
-		return nil, fmt.Errorf("%s: no affected package", v.Id)
+		return nil, fmt.Errorf("%s: no affected package", v.ID)
 	}
-	if v.Published == nil || v.Modified == nil {
-		return nil, fmt.Errorf("%s: published and modified are required", v.Id)
+	if v.Published == "" || v.Modified == "" {
+		return nil, fmt.Errorf("%s: published and modified are required", v.ID)
 	}
-	published, modified := v.Published.AsTime().UTC(), v.Modified.AsTime().UTC()
+	published, err := stamp(v.ID, "published", v.Published)
+	if err != nil {
+		return nil, err
+	}
+	modified, err := stamp(v.ID, "modified", v.Modified)
+	if err != nil {
+		return nil, err
+	}
+	if v.Withdrawn != "" {
+		if _, err := stamp(v.ID, "withdrawn", v.Withdrawn); err != nil {
+			return nil, err
+		}
+	}
 	var out []core.ImportRecord
-	for i, a := range v.Affected {
-		if a.Package == nil || a.Package.Name == "" {
-			return nil, fmt.Errorf("%s: affected[%d] has no package", v.Id, i)
+	for i := range v.Affected {
+		a := &v.Affected[i]
+		if a.Package.Name == "" {
+			return nil, fmt.Errorf("%s: affected[%d] has no package", v.ID, i)
 		}
 		registry, ok := ecosystems[strings.ToLower(strings.SplitN(a.Package.Ecosystem, ":", 2)[0])]
 		if !ok {
-			return nil, fmt.Errorf("%s: ecosystem %q is not supported", v.Id, a.Package.Ecosystem)
+			return nil, fmt.Errorf("%s: ecosystem %q is not supported", v.ID, a.Package.Ecosystem)
 		}
-		upstream := v.Id
+		upstream := v.ID
 		if len(v.Affected) > 1 {
-			upstream = fmt.Sprintf("%s/%s/%s", v.Id, registry, a.Package.Name)
+			upstream = fmt.Sprintf("%s/%s/%s", v.ID, registry, a.Package.Name)
 		}
 		sub := submission(v, a, registry, published, modified)
 		th, err := core.NewThreat(sub, now)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", v.Id, err)
+			return nil, fmt.Errorf("%s: %v", v.ID, err)
 		}
 		th.Source, th.UpstreamID = SourceName, upstream
 		th.UpstreamModified = &modified
 		th.VerifiedAt = &published
 		th.AllVersions = allVersions(a)
-		out = append(out, core.ImportRecord{Threat: th, Withdrawn: v.Withdrawn != nil})
+		out = append(out, core.ImportRecord{Threat: th, Withdrawn: v.Withdrawn != ""})
 	}
 	return out, nil
 }
 
-func submission(v *osvschema.Vulnerability, a *osvschema.Affected, registry string, published, modified time.Time) core.Submission {
+func submission(v *Record, a *Affected, registry string, published, modified time.Time) core.Submission {
 	str := func(s string) *string { return &s }
 	desc := strings.TrimSpace(v.Summary)
 	if desc == "" {
@@ -320,7 +392,7 @@ func submission(v *osvschema.Vulnerability, a *osvschema.Affected, registry stri
 	}
 	var refs []string
 	for _, r := range v.References {
-		if u := strings.TrimSpace(r.Url); (strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")) && !strings.ContainsAny(u, " |") && len(refs) < 50 && !slices.Contains(refs, u) {
+		if u := strings.TrimSpace(r.URL); (strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")) && !strings.ContainsAny(u, " |") && len(refs) < 50 && !slices.Contains(refs, u) {
 			refs = append(refs, u)
 		}
 	}
@@ -337,7 +409,7 @@ func submission(v *osvschema.Vulnerability, a *osvschema.Affected, registry stri
 	s := core.Submission{
 		ReportType: str(string(core.TypePackage)), ResourceIdentifier: str(a.Package.Name), Registry: str(registry),
 		ThreatDescription: str(truncate(clean(desc), 20000)), PayloadDescription: str(truncate(payload, 200000)),
-		OSVAdvisoryURL: str("https://osv.dev/vulnerability/" + v.Id), Tags: tags(v.DatabaseSpecific),
+		OSVAdvisoryURL: str("https://osv.dev/vulnerability/" + v.ID), Tags: tags(v.DatabaseSpecific),
 		FirstSeen: str(published.Format(time.RFC3339Nano)), LastSeen: str(last.Format(time.RFC3339Nano)),
 		Contributors: credits,
 	}
@@ -351,7 +423,7 @@ func submission(v *osvschema.Vulnerability, a *osvschema.Affected, registry stri
 }
 
 // allVersions: a range introduced at 0 with no fix affects every version.
-func allVersions(a *osvschema.Affected) bool {
+func allVersions(a *Affected) bool {
 	for _, r := range a.Ranges {
 		zero, fixed := false, false
 		for _, e := range r.Events {
@@ -370,13 +442,13 @@ func allVersions(a *osvschema.Affected) bool {
 }
 
 // tags are the upstream origins of the report (e.g. ghsa-malware, checkmarx).
-func tags(ds *structpb.Struct) []string {
+func tags(ds *DatabaseSpecific) []string {
 	out := []string{"malicious-package"}
 	if ds == nil {
 		return out
 	}
-	for _, o := range ds.Fields["malicious-packages-origins"].GetListValue().GetValues() {
-		src := strings.TrimSpace(o.GetStructValue().GetFields()["source"].GetStringValue())
+	for _, o := range ds.Origins {
+		src := strings.TrimSpace(o.Source)
 		if src != "" && len(src) <= 64 && !slices.Contains(out, src) && len(out) < 50 {
 			out = append(out, src)
 		}
@@ -384,37 +456,38 @@ func tags(ds *structpb.Struct) []string {
 	return out
 }
 
-// iocList collects every string under database_specific.iocs.
-func iocList(ds *structpb.Struct) []string {
+// iocList collects every string under database_specific.iocs, objects'
+// members in key order.
+func iocList(ds *DatabaseSpecific) []string {
 	if ds == nil {
 		return nil
 	}
 	var out []string
-	var walk func(*structpb.Value)
-	walk = func(v *structpb.Value) {
-		switch x := v.GetKind().(type) {
-		case *structpb.Value_StringValue:
-			if s := strings.TrimSpace(x.StringValue); s != "" && !slices.Contains(out, s) {
+	seen := map[string]bool{}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if s := strings.TrimSpace(x); s != "" && !seen[s] {
+				seen[s] = true
 				out = append(out, s)
 			}
-		case *structpb.Value_ListValue:
-			for _, e := range x.ListValue.Values {
+		case []any:
+			for _, e := range x {
 				walk(e)
 			}
-		case *structpb.Value_StructValue:
-			keys := make([]string, 0, len(x.StructValue.Fields))
-			for k := range x.StructValue.Fields {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				walk(x.StructValue.Fields[k])
+				walk(x[k])
 			}
 		}
 	}
-	if iocs, ok := ds.Fields["iocs"]; ok {
-		walk(iocs)
-	}
+	walk(ds.IOCs)
 	return out
 }
 
