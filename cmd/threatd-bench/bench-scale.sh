@@ -33,6 +33,8 @@ ARCHIVE=$WORK/bench-$N.zip
 # until the file $1.stop exists; results in $1 as "name kB".
 sample_rss() { "$WORK/threatd-bench" rss -dir "$ROOT/bin" -out "$1"; }
 rss_of() { awk -v n="$2" '$1==n{printf "%.0f MB", $2/1024}' "$1"; }
+# the anonymous part (without mapped files such as the SQLite database)
+anon_of() { awk -v n="$2" '$1==n{printf "%.0f MB", $3/1024}' "$1"; }
 
 # wrk_run NAME CONNS URL SCRIPT: requests/s, p50 and p99 (ms) into $WORK/wrk-NAME.
 wrk_run() {
@@ -199,7 +201,7 @@ EOF
     echo "| re-import (all unchanged) | $reimport records/s |"
     echo "| RSS at import: CLI / source plugin / storage plugin | $(rss_of "$D/rss-import" threatd) / $(rss_of "$D/rss-import" threatd-source-osv) / $(rss_of "$D/rss-import" "threatd-storage-$backend") |"
     echo "| start-up: /healthz answers / check-malicious answers | ${healthz_first:-<0.1} s / $startup s |"
-    echo "| RSS serving: daemon / storage plugin | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") |"
+    echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
     echo
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
     echo "|---|---|---|---|---|---|---|"

@@ -14,8 +14,9 @@ import (
 )
 
 // rssMain samples the peak RSS (VmHWM) of every process whose executable is
-// under -dir, every -every, until the file -out.stop exists, then writes
-// "name kB" lines to -out. It reads /proc itself: a shell loop forking
+// under -dir, and the peak of its anonymous part (RssAnon: without files
+// mapped into memory, such as SQLite's database), every -every, until the
+// file -out.stop exists, then writes "name kB anon-kB" lines to -out. It reads /proc itself: a shell loop forking
 // readlink and awk per process took a noticeable share of the CPU the
 // measured processes need.
 func rssMain(args []string) error {
@@ -28,9 +29,9 @@ func rssMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	peak := map[string]int{}
+	peak, anon := map[string]int{}, map[string]int{}
 	for {
-		sample(root, peak)
+		sample(root, peak, anon)
 		if _, err := os.Stat(*out + ".stop"); err == nil {
 			break
 		}
@@ -43,12 +44,12 @@ func rssMain(args []string) error {
 	sort.Strings(names)
 	var b bytes.Buffer
 	for _, n := range names {
-		fmt.Fprintf(&b, "%s %d\n", n, peak[n])
+		fmt.Fprintf(&b, "%s %d %d\n", n, peak[n], anon[n])
 	}
 	return os.WriteFile(*out, b.Bytes(), 0o644)
 }
 
-func sample(root string, peak map[string]int) {
+func sample(root string, peak, anon map[string]int) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -65,12 +66,14 @@ func sample(root string, peak map[string]int) {
 		if err != nil {
 			continue
 		}
+		name := filepath.Base(exe)
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-				kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-				name := filepath.Base(exe)
-				peak[name] = max(peak[name], kb)
+			for key, m := range map[string]map[string]int{"VmHWM:": peak, "RssAnon:": anon} {
+				if v, ok := strings.CutPrefix(sc.Text(), key); ok {
+					kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+					m[name] = max(m[name], kb)
+				}
 			}
 		}
 		f.Close()
