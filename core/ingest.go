@@ -65,23 +65,47 @@ const importBatch = 500
 // as the system reviewer <source>-import. progress may be nil.
 func Ingest(ctx context.Context, store Store, src Source, source string, paths []string, settings map[string]string, progress func(ImportProgress)) (ImportSummary, error) {
 	sum := ImportSummary{Counts: map[string]int{}}
-	var batch []ImportRecord
 	var p ImportProgress
-	flush := func() error {
+	// One goroutine writes batches, in order, while the next one is read:
+	// the source's reading and decoding overlaps the storage transaction
+	// instead of waiting for it. Outcomes are counted by the writer; sum
+	// is read only after it has finished.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	batches := make(chan []ImportRecord, 1)
+	written := make(chan error, 1)
+	var skipped []string
+	counts := map[string]int{}
+	go func() {
+		for batch := range batches {
+			if ctx.Err() != nil {
+				continue // drain after a failure
+			}
+			outcomes, err := store.ImportThreats(ctx, batch, SourceReviewer(source))
+			if err != nil {
+				cancel(err)
+				continue
+			}
+			for _, o := range outcomes {
+				counts[o.Result]++
+				if o.Result == ImportSkipped {
+					skipped = append(skipped, o.UpstreamID+": "+o.Reason)
+				}
+			}
+		}
+		written <- context.Cause(ctx)
+	}()
+	batch := make([]ImportRecord, 0, importBatch)
+	send := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		outcomes, err := store.ImportThreats(ctx, batch, SourceReviewer(source))
-		if err != nil {
-			return err
+		select {
+		case batches <- batch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
-		for _, o := range outcomes {
-			sum.Counts[o.Result]++
-			if o.Result == ImportSkipped {
-				sum.Skipped = append(sum.Skipped, o.UpstreamID+": "+o.Reason)
-			}
-		}
-		batch = batch[:0]
+		batch = make([]ImportRecord, 0, importBatch)
 		return nil
 	}
 	err := src.Read(ctx, paths, settings, func(it SourceItem) error {
@@ -90,7 +114,7 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 			batch = append(batch, *it.Record)
 			p.Records++
 			if len(batch) >= importBatch {
-				return flush()
+				return send()
 			}
 		case it.Skipped != "":
 			sum.Counts[ImportSkipped]++
@@ -104,7 +128,16 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 		return nil
 	})
 	if err == nil {
-		err = flush()
+		err = send()
 	}
+	close(batches)
+	if werr := <-written; werr != nil {
+		// A storage failure is the cause: the source only saw the cancel.
+		err = werr
+	}
+	for k, n := range counts {
+		sum.Counts[k] += n
+	}
+	sum.Skipped = append(sum.Skipped, skipped...)
 	return sum, err
 }

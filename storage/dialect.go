@@ -78,10 +78,12 @@ func openSQLite(path string) (*bun.DB, error) {
 		// Reads through a memory map of up to 4 GiB (a million reports take
 		// about 2 GB): a page read is a memory access, not a system call and
 		// a copy, shared by every connection. 128 MiB of page cache per
-		// connection on top: the import's B-tree writes need it (with 32 MiB
-		// a million-record import ran 25 % slower). Random record look-ups
-		// at a million reports: 297 µs without the map, 225 µs with it
-		// (82 µs with the prepared statement of GetThreats).
+		// connection on top, as before the map, for the import's B-tree
+		// writes. Random record look-ups at a million reports: 297 µs
+		// without the map, 225 µs with it (82 µs with the prepared statement
+		// of GetThreats); a 200k import ran at 5,543–6,009 records/s with
+		// these settings against 5,259–5,309 without the map and with
+		// checkpoints on commit (one A/B run, docs/performance.md).
 		"cache_size(-131072)", "mmap_size(4294967296)",
 		// No checkpoint on the commit path: a commit that crossed the
 		// 1,000-page mark copied the WAL into a 2 GB file and synced it while
