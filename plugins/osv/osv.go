@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
 )
@@ -491,8 +492,12 @@ func iocList(ds *DatabaseSpecific) []string {
 	return out
 }
 
-// clean removes control characters other than newlines and tabs.
+// clean removes control characters other than newlines and tabs (and
+// makes the text valid UTF-8); text that needs neither is returned as is.
 func clean(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return r != '\n' && r != '\t' && unicode.IsControl(r) }) < 0 {
+		return s
+	}
 	return strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
 			return r
@@ -501,9 +506,10 @@ func clean(s string) string {
 	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
+// truncate keeps the first n characters of s.
 func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n])
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return s
+	return string([]rune(s)[:n])
 }
