@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/storage"
+	"github.com/threatd/threatd/storage/storagetest"
 )
 
 // genSource yields n package records (and one skipped input), stopping
@@ -58,24 +57,11 @@ func (f *failingStore) ImportThreats(ctx context.Context, recs []core.ImportReco
 	return f.Store.ImportThreats(ctx, recs, actor)
 }
 
-func openStore(t *testing.T) *storage.Store {
-	t.Helper()
-	st, err := storage.Open(storage.SQLite, filepath.Join(t.TempDir(), "ingest.db"), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // Batches are written in order by a writer that overlaps the reading; every
 // outcome and skip is counted, and a second run finds everything unchanged.
 func TestIngestCountsEveryOutcome(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := storagetest.OpenSQLite(t)
 	src := &genSource{n: 1234}
 	sum, err := core.Ingest(ctx, st, src, "gen", nil, nil, nil)
 	if err != nil || sum.Counts[core.ImportCreated] != 1234 || sum.Counts[core.ImportSkipped] != 1 || len(sum.Skipped) != 1 {
@@ -94,7 +80,7 @@ func TestIngestCountsEveryOutcome(t *testing.T) {
 // cancellation), stops the source, and keeps the batches written before it.
 func TestIngestStopsOnStorageFailure(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := storagetest.OpenSQLite(t)
 	src := &genSource{n: 100_000}
 	_, err := core.Ingest(ctx, &failingStore{Store: st, failAt: 3}, src, "gen", nil, nil, nil)
 	if !errors.Is(err, errDiskFull) {

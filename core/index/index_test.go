@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -14,19 +13,10 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/storage"
+	"github.com/threatd/threatd/storage/storagetest"
 )
 
-func newStore(t testing.TB) *storage.Store {
-	st, err := storage.Open(storage.SQLite, filepath.Join(t.TempDir(), "idx.db"), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+func newStore(t testing.TB) *storage.Store { return storagetest.OpenSQLite(t) }
 
 // submitter is a user of a new store with a live token.
 type submitter struct {
