@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/threatd/threatd/core"
@@ -51,17 +52,9 @@ func latestBody(threats []core.Threat, viewer core.Principal) map[string]any {
 	return map[string]any{"threats": records(threats, viewer), "count": len(threats)}
 }
 
-// seesContacts says whether viewer may see a contact e-mail of threats.
+// seesContacts says whether viewer sees a contact e-mail of threats.
 func seesContacts(threats []core.Threat, viewer core.Principal) bool {
-	if viewer.User.Role.CanReview() {
-		return true
-	}
-	for _, t := range threats {
-		if viewer.User.ID != "" && t.SubmitterID == viewer.User.ID && t.Details.ContactEmail != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(threats, func(t core.Threat) bool { return showsContact(t, viewer) })
 }
 
 // entry returns the cache entry of f (a fresh, uncached one while the index
