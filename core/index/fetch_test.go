@@ -100,7 +100,11 @@ func TestRecordLookupsCoalesce(t *testing.T) {
 		_, err := idx.Record(cctx, uuid.MustParse(out[5].ThreatID))
 		gaveUp <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // let them queue
+	// Wait until every look-up waits: the first, 2 × 199, the unknown id
+	// and the one that gives up.
+	for idx.Waiters() < 1+2*199+1+1 {
+		time.Sleep(time.Millisecond)
+	}
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled look-up: %v", err)

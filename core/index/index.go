@@ -79,7 +79,7 @@ func (x *Index) Load(ctx context.Context) error {
 	fresh := newTable(int(st.Threats))
 	err = x.store.EachVerifiedSummary(ctx, func(batch []core.Summary) error {
 		for _, s := range batch {
-			if err := putSummary(fresh, s); err != nil {
+			if _, err := putSummary(fresh, s); err != nil {
 				return err
 			}
 		}
@@ -98,11 +98,11 @@ func (x *Index) Load(ctx context.Context) error {
 	return nil
 }
 
-// putSummary adds or replaces s in t.
-func putSummary(t *table, s core.Summary) error {
+// putSummary adds or replaces s in t and returns the report's id.
+func putSummary(t *table, s core.Summary) (uuid.UUID, error) {
 	id, err := uuid.Parse(s.ID)
 	if err != nil {
-		return fmt.Errorf("index: report id %q: %w", s.ID, err)
+		return id, fmt.Errorf("index: report id %q: %w", s.ID, err)
 	}
 	var flags uint8
 	if s.AllVersions {
@@ -114,20 +114,18 @@ func putSummary(t *table, s core.Summary) error {
 		versions = ""
 	}
 	t.put(s.CanonicalKey, id, s.VerifiedAt.UnixMicro(), versions, flags)
-	return nil
+	return id, nil
 }
 
 // Put indexes (or re-indexes) a verified report.
 func (x *Index) Put(s core.Summary) error {
 	x.mu.Lock()
-	err := putSummary(x.byKey, s)
+	id, err := putSummary(x.byKey, s)
 	x.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if id, err := uuid.Parse(s.ID); err == nil {
-		x.records.Remove(id)
-	}
+	x.records.Remove(id)
 	x.version.Add(1)
 	return nil
 }

@@ -232,12 +232,3 @@ func (t *table) compact() {
 		r.chunk, r.off = t.store(unsafe.String(unsafe.SliceData(src), len(src)), "")
 	}
 }
-
-// each calls fn with every live record.
-func (t *table) each(fn func(r *rec)) {
-	for i := range t.recs {
-		if t.recs[i].flags&flagLive != 0 {
-			fn(&t.recs[i])
-		}
-	}
-}
