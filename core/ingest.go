@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ImportRecord is one upstream record to ingest: a report with provenance
 // (Threat.Source, UpstreamID, UpstreamModified; VerifiedAt = the upstream
@@ -31,6 +34,10 @@ type ImportOutcome struct {
 // SourceItem is one item a source yields: a record, or a skipped input.
 type SourceItem struct {
 	Record *ImportRecord
+	// Unchanged counts import records the source did not decode in full
+	// because Known said the store already has them at their upstream
+	// version: they count as unchanged.
+	Unchanged int
 	// Skipped names an input (file, record) that could not be mapped, and why.
 	Skipped, Reason string
 	// FilesDone/FilesTotal report progress when non-zero.
@@ -38,8 +45,66 @@ type SourceItem struct {
 }
 
 // Source is the port to a source plugin: it reads paths and yields items.
+// known, when not nil, may be asked which records are already imported at
+// their upstream version: a source that can read a record's upstream ids
+// and modified time cheaply skips decoding those in full (a re-import).
 type Source interface {
-	Read(ctx context.Context, paths []string, settings map[string]string, fn func(SourceItem) error) error
+	Read(ctx context.Context, paths []string, settings map[string]string, known Known, fn func(SourceItem) error) error
+}
+
+// UpstreamVersion names one upstream record: the upstream ids of the import
+// records it maps to, and its modified time.
+type UpstreamVersion struct {
+	Source   string
+	IDs      []string
+	Modified time.Time
+}
+
+// Known reports, for each record, whether every one of its upstream ids is
+// already imported at its modified time or a newer one: importing it would
+// change nothing (the rule ImportThreats applies).
+type Known func(ctx context.Context, recs []UpstreamVersion) ([]bool, error)
+
+// MaxImportedVersions bounds the ids of one Store.ImportedVersions call.
+const MaxImportedVersions = 1000
+
+// StoreKnown is the Known of a store, in calls of at most
+// MaxImportedVersions ids per source.
+func StoreKnown(store Store) Known {
+	return func(ctx context.Context, recs []UpstreamVersion) ([]bool, error) {
+		bySource := map[string][]string{}
+		for _, r := range recs {
+			bySource[r.Source] = append(bySource[r.Source], r.IDs...)
+		}
+		stored := map[string]map[string]time.Time{}
+		for source, ids := range bySource {
+			m := map[string]time.Time{}
+			for len(ids) > 0 {
+				n := min(len(ids), MaxImportedVersions)
+				got, err := store.ImportedVersions(ctx, source, ids[:n])
+				if err != nil {
+					return nil, err
+				}
+				for id, t := range got {
+					m[id] = t
+				}
+				ids = ids[n:]
+			}
+			stored[source] = m
+		}
+		out := make([]bool, len(recs))
+		for i, r := range recs {
+			out[i] = len(r.IDs) > 0
+			for _, id := range r.IDs {
+				t, ok := stored[r.Source][id]
+				if !ok || r.Modified.After(t) {
+					out[i] = false
+					break
+				}
+			}
+		}
+		return out, nil
+	}
 }
 
 // SourceReviewer is the system reviewer an import acts as ("osv-import").
@@ -108,8 +173,12 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 		batch = make([]ImportRecord, 0, importBatch)
 		return nil
 	}
-	err := src.Read(ctx, paths, settings, func(it SourceItem) error {
+	err := src.Read(ctx, paths, settings, StoreKnown(store), func(it SourceItem) error {
 		switch {
+		case it.Unchanged > 0:
+			// Counted here, in order with the records around it.
+			sum.Counts[ImportUnchanged] += it.Unchanged
+			p.Records += it.Unchanged
 		case it.Record != nil:
 			batch = append(batch, *it.Record)
 			p.Records++

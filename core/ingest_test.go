@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,25 +14,54 @@ import (
 )
 
 // genSource yields n package records (and one skipped input), stopping
-// when the context ends; produced counts what it handed over.
+// when the context ends; produced counts the records it handed over. With
+// ask, it asks known about each window of 250 records first and yields
+// those known as unchanged, as a source that reads heads does; newer makes
+// every other record modified a day later.
 type genSource struct {
-	n        int
-	produced atomic.Int64
+	n          int
+	ask, newer bool
+	produced   atomic.Int64
 }
 
-func (g *genSource) Read(ctx context.Context, _ []string, _ map[string]string, fn func(core.SourceItem) error) error {
+func (g *genSource) Read(ctx context.Context, _ []string, _ map[string]string, known core.Known, fn func(core.SourceItem) error) error {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := fn(core.SourceItem{Skipped: "broken.json", Reason: "not JSON"}); err != nil {
 		return err
 	}
+	var unchanged []bool
 	for i := range g.n {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		name := fmt.Sprintf("ingest-%05d", i)
+		modified := at
+		if g.newer && i%2 == 1 {
+			modified = at.Add(24 * time.Hour)
+		}
+		if g.ask && i%250 == 0 {
+			var heads []core.UpstreamVersion
+			for j := i; j < min(i+250, g.n); j++ {
+				m := at
+				if g.newer && j%2 == 1 {
+					m = at.Add(24 * time.Hour)
+				}
+				heads = append(heads, core.UpstreamVersion{Source: "gen", IDs: []string{fmt.Sprintf("GEN-ingest-%05d", j)}, Modified: m})
+			}
+			var err error
+			if unchanged, err = known(ctx, heads); err != nil {
+				return err
+			}
+		}
+		if g.ask && unchanged[i%250] {
+			if err := fn(core.SourceItem{Unchanged: 1}); err != nil {
+				return err
+			}
+			continue
+		}
 		rec := core.ImportRecord{Threat: core.Threat{ID: fmt.Sprintf("00000000-0000-7000-8000-%012d", i), ReportType: core.TypePackage,
 			ResourceIdentifier: name, Registry: core.RegistryNPM, CanonicalKey: "package:npm:" + name, Source: "gen",
-			UpstreamID: "GEN-" + name, UpstreamModified: &at, VerifiedAt: &at, AllVersions: true, CreatedAt: at, UpdatedAt: at,
+			UpstreamID: "GEN-" + name, UpstreamModified: &modified, VerifiedAt: &at, AllVersions: true, CreatedAt: at, UpdatedAt: at,
 			Details: core.Details{ThreatDescription: "Malicious code in " + name, Tags: []string{}}}}
 		if err := fn(core.SourceItem{Record: &rec}); err != nil {
 			return err
@@ -73,6 +103,60 @@ func TestIngestCountsEveryOutcome(t *testing.T) {
 	}
 	if s, _ := st.Stats(ctx); s.Threats != 1234 {
 		t.Fatalf("%d reports stored", s.Threats)
+	}
+
+	// A source that asks the store first: what is known at its version is
+	// never handed over, what is newer is, and is applied.
+	ask := &genSource{n: 1234, ask: true}
+	sum, err = core.Ingest(ctx, st, ask, "gen", nil, nil, nil)
+	if err != nil || sum.Counts[core.ImportUnchanged] != 1234 || ask.produced.Load() != 0 {
+		t.Fatalf("asking run: %+v %v, %d records handed over", sum.Counts, err, ask.produced.Load())
+	}
+	newer := &genSource{n: 1234, ask: true, newer: true}
+	sum, err = core.Ingest(ctx, st, newer, "gen", nil, nil, nil)
+	if err != nil || sum.Counts[core.ImportUnchanged] != 617 || sum.Counts[core.ImportUpdated] != 617 || newer.produced.Load() != 617 {
+		t.Fatalf("newer run: %+v %v, %d records handed over", sum.Counts, err, newer.produced.Load())
+	}
+}
+
+// StoreKnown answers from the store's imported versions: known when every
+// upstream id of a record is imported at its modified time or a newer one,
+// for that source; in calls of at most MaxImportedVersions ids.
+func TestStoreKnown(t *testing.T) {
+	ctx := context.Background()
+	st := storagetest.OpenSQLite(t)
+	const n = 2500
+	if _, err := core.Ingest(ctx, st, &genSource{n: n}, "gen", nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	id := func(i int) string { return fmt.Sprintf("GEN-ingest-%05d", i) }
+	var recs []core.UpstreamVersion
+	var want []bool
+	add := func(v core.UpstreamVersion, known bool) { recs, want = append(recs, v), append(want, known) }
+	for i := range n { // more ids than one call takes
+		add(core.UpstreamVersion{Source: "gen", IDs: []string{id(i)}, Modified: at}, true)
+	}
+	add(core.UpstreamVersion{Source: "gen", IDs: []string{id(1)}, Modified: at.Add(-time.Hour)}, true) // older upstream
+	add(core.UpstreamVersion{Source: "gen", IDs: []string{id(2)}, Modified: at.Add(time.Nanosecond)}, false)
+	add(core.UpstreamVersion{Source: "gen", IDs: []string{id(3), id(4)}, Modified: at}, true)
+	add(core.UpstreamVersion{Source: "gen", IDs: []string{id(5), "GEN-new"}, Modified: at}, false)
+	add(core.UpstreamVersion{Source: "other", IDs: []string{id(6)}, Modified: at}, false)
+	add(core.UpstreamVersion{Source: "gen", Modified: at}, false) // names nothing
+	got, err := core.StoreKnown(st)(ctx, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("record %d %+v: known %v, want %v", i, recs[i], got[i], want[i])
+			}
+		}
+		t.Fatalf("%d answers for %d records", len(got), len(want))
+	}
+	if _, err := st.ImportedVersions(ctx, "gen", make([]string, core.MaxImportedVersions+1)); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("over the bound: %v", err)
 	}
 }
 

@@ -86,6 +86,12 @@ type Store interface {
 	// ImportThreats applies a batch of upstream records in one transaction
 	// and returns one outcome per record, in order.
 	ImportThreats(ctx context.Context, recs []ImportRecord, actor string) ([]ImportOutcome, error)
+	// ImportedVersions returns, for upstream ids of a source (at most
+	// MaxImportedVersions), the upstream modified time of the report
+	// imported under each; ids never imported, or imported without a
+	// modified time, are left out. A re-import asks it before decoding
+	// records in full.
+	ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error)
 	// Lease takes or renews the named lease for holder until ttl from now;
 	// false when another holder has it.
 	Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)

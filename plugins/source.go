@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -41,41 +43,97 @@ type sourceServer struct {
 }
 
 func (s *sourceServer) Read(req *pb.SourceRequest, stream grpc.ServerStreamingServer[pb.SourceItem]) error {
-	return toStatus(s.impl.Read(stream.Context(), req.Paths, req.Settings, func(it core.SourceItem) error {
+	return toStatus(s.impl.Read(stream.Context(), req.Paths, req.Settings, nil, func(it core.SourceItem) error {
 		return stream.Send(sourceItemToPB(it))
 	}))
 }
 
-// Bounds of one ReadBatches message.
+// Bounds of one SourceItems message.
 const (
 	sourceBatchItems = 256
 	sourceBatchBytes = 1 << 20
 )
 
-func (s *sourceServer) ReadBatches(req *pb.SourceRequest, stream grpc.ServerStreamingServer[pb.SourceItems]) error {
-	batch := &pb.SourceItems{}
-	size := 0
-	flush := func() error {
-		if len(batch.Items) == 0 {
-			return nil
+// itemBatcher groups a source's items into SourceItems messages.
+type itemBatcher struct {
+	send  func(*pb.SourceItems) error
+	batch *pb.SourceItems
+	size  int
+}
+
+func (b *itemBatcher) add(it core.SourceItem) error {
+	if b.batch == nil {
+		b.batch = &pb.SourceItems{}
+	}
+	n := approxSize(it)
+	if len(b.batch.Items) > 0 && (len(b.batch.Items) >= sourceBatchItems || b.size+n > sourceBatchBytes) {
+		if err := b.flush(); err != nil {
+			return err
 		}
-		err := stream.Send(batch)
-		batch, size = &pb.SourceItems{}, 0
+		b.batch = &pb.SourceItems{}
+	}
+	b.batch.Items, b.size = append(b.batch.Items, sourceItemToPB(it)), b.size+n
+	return nil
+}
+
+func (b *itemBatcher) flush() error {
+	if b.batch == nil || len(b.batch.Items) == 0 {
+		return nil
+	}
+	err := b.send(b.batch)
+	b.batch, b.size = nil, 0
+	return err
+}
+
+func (s *sourceServer) ReadBatches(req *pb.SourceRequest, stream grpc.ServerStreamingServer[pb.SourceItems]) error {
+	b := itemBatcher{send: stream.Send}
+	err := s.impl.Read(stream.Context(), req.Paths, req.Settings, nil, b.add)
+	if err == nil {
+		err = b.flush()
+	}
+	return toStatus(err)
+}
+
+func (s *sourceServer) ReadKnown(stream grpc.BidiStreamingServer[pb.SourceUp, pb.SourceDown]) error {
+	first, err := stream.Recv()
+	if err != nil {
 		return err
 	}
-	err := s.impl.Read(stream.Context(), req.Paths, req.Settings, func(it core.SourceItem) error {
-		msg := sourceItemToPB(it)
-		n := approxSize(it)
-		if len(batch.Items) > 0 && (len(batch.Items) >= sourceBatchItems || size+n > sourceBatchBytes) {
-			if err := flush(); err != nil {
-				return err
-			}
+	req := first.GetRequest()
+	if req == nil {
+		return status.Error(codes.InvalidArgument, "ReadKnown: the first message must carry the request")
+	}
+	// Items and queries share the stream: one Send at a time, and one query
+	// in flight, so that each answer the host sends is that query's.
+	var sendMu, askMu sync.Mutex
+	send := func(m *pb.SourceDown) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	b := itemBatcher{send: func(items *pb.SourceItems) error { return send(&pb.SourceDown{Items: items}) }}
+	known := func(ctx context.Context, recs []core.UpstreamVersion) ([]bool, error) {
+		askMu.Lock()
+		defer askMu.Unlock()
+		q := &pb.KnownQuery{Records: make([]*pb.UpstreamVersion, len(recs))}
+		for i, r := range recs {
+			q.Records[i] = &pb.UpstreamVersion{Source: r.Source, UpstreamIds: r.IDs, Modified: ts(r.Modified)}
 		}
-		batch.Items, size = append(batch.Items, msg), size+n
-		return nil
-	})
+		if err := send(&pb.SourceDown{KnownQuery: q}); err != nil {
+			return nil, err
+		}
+		m, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if m.GetKnown() == nil || len(m.Known.Known) != len(recs) {
+			return nil, fmt.Errorf("ReadKnown: the host answered %d of %d records", len(m.GetKnown().GetKnown()), len(recs))
+		}
+		return m.Known.Known, nil
+	}
+	err = s.impl.Read(stream.Context(), req.Paths, req.Settings, known, b.add)
 	if err == nil {
-		err = flush()
+		err = b.flush()
 	}
 	return toStatus(err)
 }
@@ -98,7 +156,7 @@ func approxSize(it core.SourceItem) int {
 }
 
 func sourceItemToPB(it core.SourceItem) *pb.SourceItem {
-	msg := &pb.SourceItem{Skipped: it.Skipped, Reason: it.Reason, FilesDone: int32(it.FilesDone), FilesTotal: int32(it.FilesTotal)}
+	msg := &pb.SourceItem{Skipped: it.Skipped, Reason: it.Reason, FilesDone: int32(it.FilesDone), FilesTotal: int32(it.FilesTotal), Unchanged: int32(it.Unchanged)}
 	if it.Record != nil {
 		msg.Record = importRecordToPB(*it.Record)
 	}
@@ -106,7 +164,7 @@ func sourceItemToPB(it core.SourceItem) *pb.SourceItem {
 }
 
 func sourceItemFromPB(m *pb.SourceItem) core.SourceItem {
-	it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal)}
+	it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal), Unchanged: max(int(m.Unchanged), 0)}
 	if m.Record != nil {
 		r := importRecordFromPB(m.Record)
 		it.Record = &r
@@ -118,12 +176,26 @@ func sourceItemFromPB(m *pb.SourceItem) core.SourceItem {
 type SourceClient struct {
 	rpc    pb.SourceClient
 	closer func()
+	// noReadKnown: the plugin predates ReadKnown.
+	noReadKnown atomic.Bool
 }
 
-// Read streams the source's items for paths, many to a message; a plugin
-// without ReadBatches is read one item per message.
-func (c *SourceClient) Read(ctx context.Context, paths []string, settings map[string]string, fn func(core.SourceItem) error) error {
+// errNoReadKnown: the plugin predates ReadKnown.
+var errNoReadKnown = errors.New("source plugin: ReadKnown is not implemented")
+
+// Read streams the source's items for paths, many to a message. With known,
+// the source may ask it which records are already imported (ReadKnown); a
+// plugin without ReadKnown is read with ReadBatches, and one without
+// ReadBatches one item per message.
+func (c *SourceClient) Read(ctx context.Context, paths []string, settings map[string]string, known core.Known, fn func(core.SourceItem) error) error {
 	req := &pb.SourceRequest{Paths: paths, Settings: settings}
+	if known != nil && !c.noReadKnown.Load() {
+		err := c.readKnown(ctx, req, known, fn)
+		if !errors.Is(err, errNoReadKnown) {
+			return err
+		}
+		c.noReadKnown.Store(true)
+	}
 	stream, err := c.rpc.ReadBatches(ctx, req)
 	if err != nil {
 		return fromStatus(err)
@@ -145,6 +217,54 @@ func (c *SourceClient) Read(ctx context.Context, paths []string, settings map[st
 		for _, it := range m.Items {
 			if err := fn(sourceItemFromPB(it)); err != nil {
 				return err
+			}
+		}
+	}
+}
+
+// readKnown reads with ReadKnown, answering the source's queries with known.
+func (c *SourceClient) readKnown(ctx context.Context, req *pb.SourceRequest, known core.Known, fn func(core.SourceItem) error) error {
+	// Returning early cancels the stream, which ends the source's read.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.ReadKnown(ctx)
+	if err != nil {
+		return fromStatus(err)
+	}
+	// A Send to a stream the plugin has ended fails with io.EOF: its
+	// status is then what the next Recv returns.
+	if err := stream.Send(&pb.SourceUp{Request: req}); err != nil && !errors.Is(err, io.EOF) {
+		return fromStatus(err)
+	}
+	first := true
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if first && status.Code(err) == codes.Unimplemented {
+			return errNoReadKnown
+		}
+		if err != nil {
+			return fromStatus(err)
+		}
+		first = false
+		for _, it := range m.GetItems().GetItems() {
+			if err := fn(sourceItemFromPB(it)); err != nil {
+				return err
+			}
+		}
+		if q := m.GetKnownQuery(); q != nil {
+			recs := make([]core.UpstreamVersion, len(q.Records))
+			for i, r := range q.Records {
+				recs[i] = core.UpstreamVersion{Source: r.Source, IDs: r.UpstreamIds, Modified: fromTS(r.Modified)}
+			}
+			ans, err := known(ctx, recs)
+			if err != nil {
+				return err
+			}
+			if err := stream.Send(&pb.SourceUp{Known: &pb.KnownAnswer{Known: ans}}); err != nil && !errors.Is(err, io.EOF) {
+				return fromStatus(err)
 			}
 		}
 	}

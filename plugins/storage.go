@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
@@ -325,6 +327,18 @@ func (s *storageServer) Usage(ctx context.Context, req *pb.UsageRequest) (*pb.Us
 	})
 }
 
+func (s *storageServer) ImportedVersions(ctx context.Context, req *pb.ImportedVersionsRequest) (*pb.ImportedVersionsResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.ImportedVersionsResponse, error) {
+		m, err := st.ImportedVersions(ctx, req.Source, req.UpstreamIds)
+		resp := &pb.ImportedVersionsResponse{UpstreamIds: make([]string, 0, len(m)), Modified: make([]*timestamppb.Timestamp, 0, len(m))}
+		for id, t := range m {
+			resp.UpstreamIds = append(resp.UpstreamIds, id)
+			resp.Modified = append(resp.Modified, ts(t))
+		}
+		return resp, err
+	})
+}
+
 func (s *storageServer) ImportThreats(ctx context.Context, req *pb.ImportThreatsRequest) (*pb.ImportThreatsResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ImportThreatsResponse, error) {
 		recs := make([]core.ImportRecord, len(req.Records))
@@ -375,6 +389,8 @@ type StorageClient struct {
 	closer func() error
 	// noGetThreats: the plugin predates GetThreats.
 	noGetThreats atomic.Bool
+	// noImportedVersions: the plugin predates ImportedVersions.
+	noImportedVersions atomic.Bool
 }
 
 // Configure opens the plugin's database and returns the backend's name.
@@ -649,6 +665,31 @@ func (c *StorageClient) ImportThreats(ctx context.Context, recs []core.ImportRec
 	out := make([]core.ImportOutcome, len(r.Outcomes))
 	for i, o := range r.Outcomes {
 		out[i] = core.ImportOutcome{UpstreamID: o.UpstreamId, Result: o.Result, ThreatID: o.ThreatId, Reason: o.Reason}
+	}
+	return out, nil
+}
+
+// ImportedVersions returns the upstream modified times of imported
+// reports; a plugin that predates it knows none (every record is then
+// decoded and left to ImportThreats).
+func (c *StorageClient) ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if c.noImportedVersions.Load() {
+		return out, nil
+	}
+	r, err := c.rpc.ImportedVersions(ctx, &pb.ImportedVersionsRequest{Source: source, UpstreamIds: ids})
+	if status.Code(err) == codes.Unimplemented {
+		c.noImportedVersions.Store(true)
+		return out, nil
+	}
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if len(r.Modified) != len(r.UpstreamIds) {
+		return nil, fmt.Errorf("storage plugin: ImportedVersions: %d ids but %d times", len(r.UpstreamIds), len(r.Modified))
+	}
+	for i, id := range r.UpstreamIds {
+		out[id] = fromTS(r.Modified[i])
 	}
 	return out, nil
 }

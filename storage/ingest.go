@@ -67,6 +67,45 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 	return out, nil
 }
 
+// ImportedVersions returns the upstream modified time of the reports
+// imported from source under ids: one read of the unique index
+// threats_upstream_key, outside any write transaction, scanned by hand
+// (on SQLite the timestamp is read as text for parseStamp).
+func (s *Store) ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error) {
+	if len(ids) > core.MaxImportedVersions {
+		return nil, core.Invalid("ids", "at most %d in one call", core.MaxImportedVersions)
+	}
+	out := make(map[string]time.Time, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	stamp := "upstream_modified"
+	if s.dialect == SQLite {
+		stamp = "CAST(upstream_modified AS TEXT)"
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT upstream_id, "+stamp+" FROM "+tableUsing(s.dialect, "threats", "threats_upstream_key")+
+		" WHERE source = ? AND upstream_id IN (?)", source, bun.In(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var v any
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, err
+		}
+		t, err := stampValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("upstream_modified of %s: %w", id, err)
+		}
+		if !t.IsZero() {
+			out[id] = t
+		}
+	}
+	return out, rows.Err()
+}
+
 // knownRow is what the batch look-up reads of an already imported report.
 type knownRow struct {
 	ID               string     `bun:"id"`

@@ -135,6 +135,22 @@ func TestQueryPlansAtScale(t *testing.T) {
 	}
 	log.take()
 
+	// Before decoding a re-import window, the source asks which records are
+	// imported at their version: one search of threats_upstream_key.
+	ids := make([]string, 0, 256)
+	for _, r := range recs[30_000:30_256] {
+		ids = append(ids, r.Threat.UpstreamID)
+	}
+	versions, err := s.ImportedVersions(ctx, "osv", ids)
+	if err != nil || len(versions) != 256 {
+		t.Fatalf("ImportedVersions: %d of 256, %v", len(versions), err)
+	}
+	if q := log.take(); len(q) != 1 {
+		t.Errorf("ImportedVersions ran %d statements, want 1", len(q))
+	} else if plan := explain(t, s, q[0]); strings.Contains(plan, "SCAN") || !strings.Contains(plan, "threats_upstream_key (source=? AND upstream_id=?)") {
+		t.Errorf("ImportedVersions does not search threats_upstream_key: %s", plan)
+	}
+
 	// A first import batch at this size: the same two look-ups, then
 	// multi-row inserts (a bounded number of statements, not one per record).
 	fresh := planRecords(n + 500)[n:]

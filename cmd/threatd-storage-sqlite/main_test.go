@@ -51,7 +51,7 @@ func ptr(s string) *string { return &s }
 // real OSV sample with fresh names, so every record is a new report.
 func BenchmarkImportOSV(b *testing.B) {
 	var sample []core.ImportRecord
-	err := osv.Source{}.Read(context.Background(), []string{filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-sample")}, nil,
+	err := osv.Source{}.Read(context.Background(), []string{filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-sample")}, nil, nil,
 		func(it core.SourceItem) error {
 			if it.Record != nil {
 				sample = append(sample, *it.Record)

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,7 +49,13 @@ type input struct {
 // Read walks paths (files, folders, .zip archives) and yields every record.
 // Inputs are streamed: a folder is walked and an archive's central directory
 // read one entry at a time, so memory does not grow with their size.
-func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, fn func(core.SourceItem) error) error {
+//
+// With known, records are first read for their head (id, modified time,
+// affected packages: the upstream ids they map to), a window at a time;
+// those known to be imported at that version already are yielded as
+// unchanged without being decoded in full. While most of a run is new (a
+// first import), heads are read for one window in 16 only.
+func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, known core.Known, fn func(core.SourceItem) error) error {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -63,14 +70,6 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 	}
 	// Inputs are read and mapped by parallel workers, and yielded in input
 	// order: parsing is the costly part of a run.
-	type result struct {
-		name string
-		recs []core.ImportRecord
-		err  error
-		// input: a file or archive entry (counted for progress), not a
-		// path that could not be walked.
-		input bool
-	}
 	type job struct {
 		in  input
 		out chan result
@@ -80,7 +79,9 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 		workers  sync.WaitGroup
 		walkErr  error
 		archives []io.Closer // opened by the walk, closed once no worker reads them
+		heads    headMode
 	)
+	heads.on.Store(known != nil)
 	ctx, cancel := context.WithCancel(ctx)
 	walked := make(chan struct{})
 	// On return: stop the walk, let the workers finish, then close archives.
@@ -99,8 +100,7 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 					j.out <- result{err: err}
 					continue
 				}
-				recs, err := readOne(j.in, now())
-				j.out <- result{name: j.in.name, recs: recs, err: err, input: true}
+				j.out <- readInput(j.in, now(), heads.on.Load())
 			}
 		})
 	}
@@ -142,34 +142,167 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, f
 			}
 		}
 	}()
-	done := 0
+	w := window{known: known, heads: &heads, now: now, fn: fn, total: total}
 	for out := range order {
 		r := <-out
 		if ctx.Err() != nil {
 			break
 		}
-		if r.err != nil {
-			if err := fn(core.SourceItem{Skipped: r.name, Reason: r.err.Error()}); err != nil {
+		w.results = append(w.results, r)
+		w.bytes += len(r.raw)
+		if len(w.results) >= windowRecords || w.bytes >= windowBytes {
+			if err := w.flush(ctx); err != nil {
 				return err
 			}
-			if !r.input {
-				continue
-			}
-		}
-		for j := range r.recs {
-			if err := fn(core.SourceItem{Record: &r.recs[j]}); err != nil {
-				return err
-			}
-		}
-		done++
-		if err := fn(core.SourceItem{FilesDone: done, FilesTotal: max(total, done)}); err != nil {
-			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
 	return walkErr
+}
+
+// result is what a worker made of one input.
+type result struct {
+	name string
+	recs []core.ImportRecord
+	err  error
+	// input: a file or archive entry (counted for progress), not a path
+	// that could not be walked.
+	input bool
+	// head and raw: the record read for its head only, to be decoded if
+	// it is not known.
+	head *core.UpstreamVersion
+	raw  []byte
+}
+
+// Bounds of a window: the results asked about in one known query.
+const (
+	windowRecords = 256
+	windowBytes   = 8 << 20
+)
+
+// headMode tells workers whether to read heads first. Off while most heads
+// of a window are new; then one window in probeEvery reads heads again.
+type headMode struct {
+	on  atomic.Bool
+	off int
+}
+
+const probeEvery = 16
+
+// observe takes a window's hit count: heads stay on when at least half of
+// them were known.
+func (m *headMode) observe(asked, hits int) {
+	switch {
+	case asked > 0:
+		m.on.Store(2*hits >= asked)
+		m.off = 0
+	case !m.on.Load():
+		if m.off++; m.off >= probeEvery {
+			m.on.Store(true)
+			m.off = 0
+		}
+	}
+}
+
+// window collects results in input order, asks known about their heads in
+// one query, decodes the rest in parallel and yields them all in order.
+type window struct {
+	known   core.Known
+	heads   *headMode
+	now     func() time.Time
+	fn      func(core.SourceItem) error
+	results []result
+	bytes   int
+	total   int
+	done    int
+}
+
+func (w *window) flush(ctx context.Context) error {
+	var asked []core.UpstreamVersion
+	var at []int
+	for i, r := range w.results {
+		if r.head != nil {
+			asked, at = append(asked, *r.head), append(at, i)
+		}
+	}
+	unchanged := make([]bool, len(w.results))
+	hits := 0
+	if len(asked) > 0 {
+		ans, err := w.known(ctx, asked)
+		if err != nil {
+			return err
+		}
+		for k, i := range at {
+			if k < len(ans) && ans[k] {
+				unchanged[i] = true
+				hits++
+			}
+		}
+	}
+	if w.known != nil {
+		w.heads.observe(len(asked), hits)
+	}
+	var todo []int
+	for i, r := range w.results {
+		if r.head != nil && !unchanged[i] {
+			todo = append(todo, i)
+		}
+	}
+	now := w.now()
+	parallel(len(todo), func(k int) {
+		r := &w.results[todo[k]]
+		r.recs, r.err = decode(r.raw, now)
+	})
+	for i, r := range w.results {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch {
+		case unchanged[i]:
+			if err := w.fn(core.SourceItem{Unchanged: len(r.head.IDs)}); err != nil {
+				return err
+			}
+		case r.err != nil:
+			if err := w.fn(core.SourceItem{Skipped: r.name, Reason: r.err.Error()}); err != nil {
+				return err
+			}
+			if !r.input {
+				continue
+			}
+		default:
+			for j := range r.recs {
+				if err := w.fn(core.SourceItem{Record: &r.recs[j]}); err != nil {
+					return err
+				}
+			}
+		}
+		w.done++
+		if err := w.fn(core.SourceItem{FilesDone: w.done, FilesTotal: max(w.total, w.done)}); err != nil {
+			return err
+		}
+	}
+	clear(w.results)
+	w.results, w.bytes = w.results[:0], 0
+	return nil
+}
+
+// parallel calls f(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, f func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // walk calls visit for every JSON record under path (a file, a folder or a
@@ -235,7 +368,26 @@ func walkZip(ctx context.Context, path string, visit func(input) error, skip fun
 // maxRecordBytes bounds one OSV file.
 const maxRecordBytes = 4 << 20
 
-func readOne(in input, now time.Time) ([]core.ImportRecord, error) {
+// readInput reads one input; withHead, it only reads the record's head
+// when it has one, and keeps the bytes for decode.
+func readInput(in input, now time.Time, withHead bool) result {
+	res := result{name: in.name, input: true}
+	data, err := readAll(in)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	if withHead {
+		if h, ok := readHead(data); ok {
+			res.head, res.raw = h, data
+			return res
+		}
+	}
+	res.recs, res.err = decode(data, now)
+	return res
+}
+
+func readAll(in input) ([]byte, error) {
 	r, err := in.open()
 	if err != nil {
 		return nil, err
@@ -248,11 +400,73 @@ func readOne(in input, now time.Time) ([]core.ImportRecord, error) {
 	if len(data) > maxRecordBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxRecordBytes)
 	}
+	return data, nil
+}
+
+func decode(data []byte, now time.Time) ([]core.ImportRecord, error) {
 	var v Record
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("not an OSV record: %v", err)
 	}
 	return Map(&v, now)
+}
+
+// head is what a record's head read decodes: enough to name its import
+// records (the fields Map names them from).
+type head struct {
+	ID       string `json:"id"`
+	Modified string `json:"modified"`
+	Affected []struct {
+		Package Package `json:"package"`
+	} `json:"affected"`
+}
+
+// readHead returns the upstream ids and modified time of a record, as Map
+// would name its import records; false when Map would reject it (Map then
+// says why).
+func readHead(data []byte) (*core.UpstreamVersion, bool) {
+	var h head
+	if json.Unmarshal(data, &h) != nil || h.ID == "" || len(h.Affected) == 0 {
+		return nil, false
+	}
+	modified, err := stamp(h.ID, "modified", h.Modified)
+	if err != nil {
+		return nil, false
+	}
+	ids := make([]string, len(h.Affected))
+	for i, a := range h.Affected {
+		id, err := upstreamID(h.ID, len(h.Affected), i, a.Package)
+		if err != nil {
+			return nil, false
+		}
+		ids[i] = id
+	}
+	return &core.UpstreamVersion{Source: SourceName, IDs: ids, Modified: modified}, true
+}
+
+// upstreamID names the import record of affected package i of n in record
+// id: the record's id, qualified by registry and name when it has several.
+func upstreamID(id string, n, i int, p Package) (string, error) {
+	if p.Name == "" {
+		return "", fmt.Errorf("%s: affected[%d] has no package", id, i)
+	}
+	registry, err := registryOf(id, p)
+	if err != nil {
+		return "", err
+	}
+	if n > 1 {
+		return id + "/" + registry + "/" + p.Name, nil
+	}
+	return id, nil
+}
+
+// registryOf maps a package's OSV ecosystem to a threatd registry.
+func registryOf(id string, p Package) (string, error) {
+	registry, ok := ecosystems[strings.ToLower(strings.SplitN(p.Ecosystem, ":", 2)[0])]
+	if !ok {
+		return "", fmt.Errorf("%s: ecosystem %q is not supported", id, p.Ecosystem)
+	}
+	return registry, nil
 }
 
 // Record is what threatd reads of an OSV record (the OSV schema's field
@@ -276,14 +490,17 @@ type Record struct {
 
 // Affected is one affected package of a record.
 type Affected struct {
-	Package struct {
-		Ecosystem string `json:"ecosystem"`
-		Name      string `json:"name"`
-	} `json:"package"`
-	Ranges []struct {
+	Package Package `json:"package"`
+	Ranges  []struct {
 		Events []Event `json:"events"`
 	} `json:"ranges"`
 	Versions []string `json:"versions"`
+}
+
+// Package is an affected package.
+type Package struct {
+	Ecosystem string `json:"ecosystem"`
+	Name      string `json:"name"`
 }
 
 // Event is one event of an affected range.
@@ -344,17 +561,11 @@ func Map(v *Record, now time.Time) ([]core.ImportRecord, error) {
 	var out []core.ImportRecord
 	for i := range v.Affected {
 		a := &v.Affected[i]
-		if a.Package.Name == "" {
-			return nil, fmt.Errorf("%s: affected[%d] has no package", v.ID, i)
+		upstream, err := upstreamID(v.ID, len(v.Affected), i, a.Package)
+		if err != nil {
+			return nil, err
 		}
-		registry, ok := ecosystems[strings.ToLower(strings.SplitN(a.Package.Ecosystem, ":", 2)[0])]
-		if !ok {
-			return nil, fmt.Errorf("%s: ecosystem %q is not supported", v.ID, a.Package.Ecosystem)
-		}
-		upstream := v.ID
-		if len(v.Affected) > 1 {
-			upstream = fmt.Sprintf("%s/%s/%s", v.ID, registry, a.Package.Name)
-		}
+		registry, _ := registryOf(v.ID, a.Package)
 		sub := submission(v, a, registry, published, modified)
 		th, err := core.NewThreat(sub, now)
 		if err != nil {

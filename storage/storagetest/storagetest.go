@@ -51,6 +51,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Modify", testModify},
 		{"ModifyHourlyLimit", testModifyHourlyLimit},
 		{"RateCounters", testRateCounters},
+		{"ImportedVersions", testImportedVersions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

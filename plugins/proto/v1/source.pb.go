@@ -13,6 +13,7 @@ package pluginv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -25,6 +26,265 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SourceUp is a message from the host: the request (first), or the answer
+// to a known query.
+type SourceUp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       *SourceRequest         `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Known         *KnownAnswer           `protobuf:"bytes,2,opt,name=known,proto3" json:"known,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SourceUp) Reset() {
+	*x = SourceUp{}
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SourceUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SourceUp) ProtoMessage() {}
+
+func (x *SourceUp) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SourceUp.ProtoReflect.Descriptor instead.
+func (*SourceUp) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SourceUp) GetRequest() *SourceRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *SourceUp) GetKnown() *KnownAnswer {
+	if x != nil {
+		return x.Known
+	}
+	return nil
+}
+
+// SourceDown is a message from the source: items, or a known query.
+type SourceDown struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         *SourceItems           `protobuf:"bytes,1,opt,name=items,proto3" json:"items,omitempty"`
+	KnownQuery    *KnownQuery            `protobuf:"bytes,2,opt,name=known_query,json=knownQuery,proto3" json:"known_query,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SourceDown) Reset() {
+	*x = SourceDown{}
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SourceDown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SourceDown) ProtoMessage() {}
+
+func (x *SourceDown) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SourceDown.ProtoReflect.Descriptor instead.
+func (*SourceDown) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SourceDown) GetItems() *SourceItems {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *SourceDown) GetKnownQuery() *KnownQuery {
+	if x != nil {
+		return x.KnownQuery
+	}
+	return nil
+}
+
+// UpstreamVersion names one upstream record: the upstream ids of the import
+// records it maps to, and its modified time.
+type UpstreamVersion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	UpstreamIds   []string               `protobuf:"bytes,2,rep,name=upstream_ids,json=upstreamIds,proto3" json:"upstream_ids,omitempty"`
+	Modified      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=modified,proto3" json:"modified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpstreamVersion) Reset() {
+	*x = UpstreamVersion{}
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpstreamVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpstreamVersion) ProtoMessage() {}
+
+func (x *UpstreamVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpstreamVersion.ProtoReflect.Descriptor instead.
+func (*UpstreamVersion) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UpstreamVersion) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *UpstreamVersion) GetUpstreamIds() []string {
+	if x != nil {
+		return x.UpstreamIds
+	}
+	return nil
+}
+
+func (x *UpstreamVersion) GetModified() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Modified
+	}
+	return nil
+}
+
+type KnownQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*UpstreamVersion     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnownQuery) Reset() {
+	*x = KnownQuery{}
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnownQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnownQuery) ProtoMessage() {}
+
+func (x *KnownQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnownQuery.ProtoReflect.Descriptor instead.
+func (*KnownQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *KnownQuery) GetRecords() []*UpstreamVersion {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// KnownAnswer: known[i] is true when records[i] of the query is already
+// imported at its modified time or a newer one.
+type KnownAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Known         []bool                 `protobuf:"varint,1,rep,packed,name=known,proto3" json:"known,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnownAnswer) Reset() {
+	*x = KnownAnswer{}
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnownAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnownAnswer) ProtoMessage() {}
+
+func (x *KnownAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnownAnswer.ProtoReflect.Descriptor instead.
+func (*KnownAnswer) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *KnownAnswer) GetKnown() []bool {
+	if x != nil {
+		return x.Known
+	}
+	return nil
+}
+
 type SourceItems struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Items         []*SourceItem          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
@@ -34,7 +294,7 @@ type SourceItems struct {
 
 func (x *SourceItems) Reset() {
 	*x = SourceItems{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -46,7 +306,7 @@ func (x *SourceItems) String() string {
 func (*SourceItems) ProtoMessage() {}
 
 func (x *SourceItems) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -59,7 +319,7 @@ func (x *SourceItems) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceItems.ProtoReflect.Descriptor instead.
 func (*SourceItems) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{0}
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SourceItems) GetItems() []*SourceItem {
@@ -79,7 +339,7 @@ type SourceRequest struct {
 
 func (x *SourceRequest) Reset() {
 	*x = SourceRequest{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -91,7 +351,7 @@ func (x *SourceRequest) String() string {
 func (*SourceRequest) ProtoMessage() {}
 
 func (x *SourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -104,7 +364,7 @@ func (x *SourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceRequest.ProtoReflect.Descriptor instead.
 func (*SourceRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{1}
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SourceRequest) GetPaths() []string {
@@ -122,19 +382,22 @@ func (x *SourceRequest) GetSettings() map[string]string {
 }
 
 type SourceItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Record        *ImportRecord          `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
-	Skipped       string                 `protobuf:"bytes,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	FilesDone     int32                  `protobuf:"varint,4,opt,name=files_done,json=filesDone,proto3" json:"files_done,omitempty"`
-	FilesTotal    int32                  `protobuf:"varint,5,opt,name=files_total,json=filesTotal,proto3" json:"files_total,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Record     *ImportRecord          `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	Skipped    string                 `protobuf:"bytes,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Reason     string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	FilesDone  int32                  `protobuf:"varint,4,opt,name=files_done,json=filesDone,proto3" json:"files_done,omitempty"`
+	FilesTotal int32                  `protobuf:"varint,5,opt,name=files_total,json=filesTotal,proto3" json:"files_total,omitempty"`
+	// unchanged counts import records the source did not decode because the
+	// host said they are already imported at their upstream version.
+	Unchanged     int32 `protobuf:"varint,6,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SourceItem) Reset() {
 	*x = SourceItem{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +409,7 @@ func (x *SourceItem) String() string {
 func (*SourceItem) ProtoMessage() {}
 
 func (x *SourceItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
+	mi := &file_plugins_proto_v1_source_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +422,7 @@ func (x *SourceItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceItem.ProtoReflect.Descriptor instead.
 func (*SourceItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{2}
+	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SourceItem) GetRecord() *ImportRecord {
@@ -197,11 +460,35 @@ func (x *SourceItem) GetFilesTotal() int32 {
 	return 0
 }
 
+func (x *SourceItem) GetUnchanged() int32 {
+	if x != nil {
+		return x.Unchanged
+	}
+	return 0
+}
+
 var File_plugins_proto_v1_source_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"\n" +
-	"\x1dplugins/proto/v1/source.proto\x12\x11threatd.plugin.v1\x1a\x1eplugins/proto/v1/storage.proto\"B\n" +
+	"\x1dplugins/proto/v1/source.proto\x12\x11threatd.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1eplugins/proto/v1/storage.proto\"|\n" +
+	"\bSourceUp\x12:\n" +
+	"\arequest\x18\x01 \x01(\v2 .threatd.plugin.v1.SourceRequestR\arequest\x124\n" +
+	"\x05known\x18\x02 \x01(\v2\x1e.threatd.plugin.v1.KnownAnswerR\x05known\"\x82\x01\n" +
+	"\n" +
+	"SourceDown\x124\n" +
+	"\x05items\x18\x01 \x01(\v2\x1e.threatd.plugin.v1.SourceItemsR\x05items\x12>\n" +
+	"\vknown_query\x18\x02 \x01(\v2\x1d.threatd.plugin.v1.KnownQueryR\n" +
+	"knownQuery\"\x84\x01\n" +
+	"\x0fUpstreamVersion\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12!\n" +
+	"\fupstream_ids\x18\x02 \x03(\tR\vupstreamIds\x126\n" +
+	"\bmodified\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bmodified\"J\n" +
+	"\n" +
+	"KnownQuery\x12<\n" +
+	"\arecords\x18\x01 \x03(\v2\".threatd.plugin.v1.UpstreamVersionR\arecords\"#\n" +
+	"\vKnownAnswer\x12\x14\n" +
+	"\x05known\x18\x01 \x03(\bR\x05known\"B\n" +
 	"\vSourceItems\x123\n" +
 	"\x05items\x18\x01 \x03(\v2\x1d.threatd.plugin.v1.SourceItemR\x05items\"\xae\x01\n" +
 	"\rSourceRequest\x12\x14\n" +
@@ -209,7 +496,7 @@ const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"\bsettings\x18\x02 \x03(\v2..threatd.plugin.v1.SourceRequest.SettingsEntryR\bsettings\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb7\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +
 	"\n" +
 	"SourceItem\x127\n" +
 	"\x06record\x18\x01 \x01(\v2\x1f.threatd.plugin.v1.ImportRecordR\x06record\x12\x18\n" +
@@ -218,10 +505,12 @@ const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"\n" +
 	"files_done\x18\x04 \x01(\x05R\tfilesDone\x12\x1f\n" +
 	"\vfiles_total\x18\x05 \x01(\x05R\n" +
-	"filesTotal2\xa6\x01\n" +
+	"filesTotal\x12\x1c\n" +
+	"\tunchanged\x18\x06 \x01(\x05R\tunchanged2\xf3\x01\n" +
 	"\x06Source\x12I\n" +
 	"\x04Read\x12 .threatd.plugin.v1.SourceRequest\x1a\x1d.threatd.plugin.v1.SourceItem0\x01\x12Q\n" +
-	"\vReadBatches\x12 .threatd.plugin.v1.SourceRequest\x1a\x1e.threatd.plugin.v1.SourceItems0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
+	"\vReadBatches\x12 .threatd.plugin.v1.SourceRequest\x1a\x1e.threatd.plugin.v1.SourceItems0\x01\x12K\n" +
+	"\tReadKnown\x12\x1b.threatd.plugin.v1.SourceUp\x1a\x1d.threatd.plugin.v1.SourceDown(\x010\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugins_proto_v1_source_proto_rawDescOnce sync.Once
@@ -235,27 +524,41 @@ func file_plugins_proto_v1_source_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_source_proto_rawDescData
 }
 
-var file_plugins_proto_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_plugins_proto_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_plugins_proto_v1_source_proto_goTypes = []any{
-	(*SourceItems)(nil),   // 0: threatd.plugin.v1.SourceItems
-	(*SourceRequest)(nil), // 1: threatd.plugin.v1.SourceRequest
-	(*SourceItem)(nil),    // 2: threatd.plugin.v1.SourceItem
-	nil,                   // 3: threatd.plugin.v1.SourceRequest.SettingsEntry
-	(*ImportRecord)(nil),  // 4: threatd.plugin.v1.ImportRecord
+	(*SourceUp)(nil),              // 0: threatd.plugin.v1.SourceUp
+	(*SourceDown)(nil),            // 1: threatd.plugin.v1.SourceDown
+	(*UpstreamVersion)(nil),       // 2: threatd.plugin.v1.UpstreamVersion
+	(*KnownQuery)(nil),            // 3: threatd.plugin.v1.KnownQuery
+	(*KnownAnswer)(nil),           // 4: threatd.plugin.v1.KnownAnswer
+	(*SourceItems)(nil),           // 5: threatd.plugin.v1.SourceItems
+	(*SourceRequest)(nil),         // 6: threatd.plugin.v1.SourceRequest
+	(*SourceItem)(nil),            // 7: threatd.plugin.v1.SourceItem
+	nil,                           // 8: threatd.plugin.v1.SourceRequest.SettingsEntry
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*ImportRecord)(nil),          // 10: threatd.plugin.v1.ImportRecord
 }
 var file_plugins_proto_v1_source_proto_depIdxs = []int32{
-	2, // 0: threatd.plugin.v1.SourceItems.items:type_name -> threatd.plugin.v1.SourceItem
-	3, // 1: threatd.plugin.v1.SourceRequest.settings:type_name -> threatd.plugin.v1.SourceRequest.SettingsEntry
-	4, // 2: threatd.plugin.v1.SourceItem.record:type_name -> threatd.plugin.v1.ImportRecord
-	1, // 3: threatd.plugin.v1.Source.Read:input_type -> threatd.plugin.v1.SourceRequest
-	1, // 4: threatd.plugin.v1.Source.ReadBatches:input_type -> threatd.plugin.v1.SourceRequest
-	2, // 5: threatd.plugin.v1.Source.Read:output_type -> threatd.plugin.v1.SourceItem
-	0, // 6: threatd.plugin.v1.Source.ReadBatches:output_type -> threatd.plugin.v1.SourceItems
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	6,  // 0: threatd.plugin.v1.SourceUp.request:type_name -> threatd.plugin.v1.SourceRequest
+	4,  // 1: threatd.plugin.v1.SourceUp.known:type_name -> threatd.plugin.v1.KnownAnswer
+	5,  // 2: threatd.plugin.v1.SourceDown.items:type_name -> threatd.plugin.v1.SourceItems
+	3,  // 3: threatd.plugin.v1.SourceDown.known_query:type_name -> threatd.plugin.v1.KnownQuery
+	9,  // 4: threatd.plugin.v1.UpstreamVersion.modified:type_name -> google.protobuf.Timestamp
+	2,  // 5: threatd.plugin.v1.KnownQuery.records:type_name -> threatd.plugin.v1.UpstreamVersion
+	7,  // 6: threatd.plugin.v1.SourceItems.items:type_name -> threatd.plugin.v1.SourceItem
+	8,  // 7: threatd.plugin.v1.SourceRequest.settings:type_name -> threatd.plugin.v1.SourceRequest.SettingsEntry
+	10, // 8: threatd.plugin.v1.SourceItem.record:type_name -> threatd.plugin.v1.ImportRecord
+	6,  // 9: threatd.plugin.v1.Source.Read:input_type -> threatd.plugin.v1.SourceRequest
+	6,  // 10: threatd.plugin.v1.Source.ReadBatches:input_type -> threatd.plugin.v1.SourceRequest
+	0,  // 11: threatd.plugin.v1.Source.ReadKnown:input_type -> threatd.plugin.v1.SourceUp
+	7,  // 12: threatd.plugin.v1.Source.Read:output_type -> threatd.plugin.v1.SourceItem
+	5,  // 13: threatd.plugin.v1.Source.ReadBatches:output_type -> threatd.plugin.v1.SourceItems
+	1,  // 14: threatd.plugin.v1.Source.ReadKnown:output_type -> threatd.plugin.v1.SourceDown
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_source_proto_init() }
@@ -270,7 +573,7 @@ func file_plugins_proto_v1_source_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_source_proto_rawDesc), len(file_plugins_proto_v1_source_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

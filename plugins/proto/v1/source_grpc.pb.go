@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Source_Read_FullMethodName        = "/threatd.plugin.v1.Source/Read"
 	Source_ReadBatches_FullMethodName = "/threatd.plugin.v1.Source/ReadBatches"
+	Source_ReadKnown_FullMethodName   = "/threatd.plugin.v1.Source/ReadKnown"
 )
 
 // SourceClient is the client API for Source service.
@@ -37,6 +38,14 @@ type SourceClient interface {
 	// record at a million records. The host uses it, and falls back to Read
 	// for a plugin that answers Unimplemented.
 	ReadBatches(ctx context.Context, in *SourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SourceItems], error)
+	// ReadKnown streams the items of ReadBatches, and lets the source ask,
+	// before decoding records in full, which are already imported at their
+	// upstream version: the host's first message is the request; the source
+	// sends items and known queries, and the host answers each query, in
+	// order, with a known answer. A re-import then skips decoding what it
+	// would not change. The host uses it when it has a store to ask, and
+	// falls back to ReadBatches for a plugin that answers Unimplemented.
+	ReadKnown(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SourceUp, SourceDown], error)
 }
 
 type sourceClient struct {
@@ -85,6 +94,19 @@ func (c *sourceClient) ReadBatches(ctx context.Context, in *SourceRequest, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Source_ReadBatchesClient = grpc.ServerStreamingClient[SourceItems]
 
+func (c *sourceClient) ReadKnown(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SourceUp, SourceDown], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Source_ServiceDesc.Streams[2], Source_ReadKnown_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SourceUp, SourceDown]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Source_ReadKnownClient = grpc.BidiStreamingClient[SourceUp, SourceDown]
+
 // SourceServer is the server API for Source service.
 // All implementations must embed UnimplementedSourceServer
 // for forward compatibility.
@@ -95,6 +117,14 @@ type SourceServer interface {
 	// record at a million records. The host uses it, and falls back to Read
 	// for a plugin that answers Unimplemented.
 	ReadBatches(*SourceRequest, grpc.ServerStreamingServer[SourceItems]) error
+	// ReadKnown streams the items of ReadBatches, and lets the source ask,
+	// before decoding records in full, which are already imported at their
+	// upstream version: the host's first message is the request; the source
+	// sends items and known queries, and the host answers each query, in
+	// order, with a known answer. A re-import then skips decoding what it
+	// would not change. The host uses it when it has a store to ask, and
+	// falls back to ReadBatches for a plugin that answers Unimplemented.
+	ReadKnown(grpc.BidiStreamingServer[SourceUp, SourceDown]) error
 	mustEmbedUnimplementedSourceServer()
 }
 
@@ -110,6 +140,9 @@ func (UnimplementedSourceServer) Read(*SourceRequest, grpc.ServerStreamingServer
 }
 func (UnimplementedSourceServer) ReadBatches(*SourceRequest, grpc.ServerStreamingServer[SourceItems]) error {
 	return status.Error(codes.Unimplemented, "method ReadBatches not implemented")
+}
+func (UnimplementedSourceServer) ReadKnown(grpc.BidiStreamingServer[SourceUp, SourceDown]) error {
+	return status.Error(codes.Unimplemented, "method ReadKnown not implemented")
 }
 func (UnimplementedSourceServer) mustEmbedUnimplementedSourceServer() {}
 func (UnimplementedSourceServer) testEmbeddedByValue()                {}
@@ -154,6 +187,13 @@ func _Source_ReadBatches_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Source_ReadBatchesServer = grpc.ServerStreamingServer[SourceItems]
 
+func _Source_ReadKnown_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SourceServer).ReadKnown(&grpc.GenericServerStream[SourceUp, SourceDown]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Source_ReadKnownServer = grpc.BidiStreamingServer[SourceUp, SourceDown]
+
 // Source_ServiceDesc is the grpc.ServiceDesc for Source service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -171,6 +211,12 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "ReadBatches",
 			Handler:       _Source_ReadBatches_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReadKnown",
+			Handler:       _Source_ReadKnown_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "plugins/proto/v1/source.proto",

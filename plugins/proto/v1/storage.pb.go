@@ -3571,6 +3571,111 @@ func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
 	return nil
 }
 
+type ImportedVersionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	UpstreamIds   []string               `protobuf:"bytes,2,rep,name=upstream_ids,json=upstreamIds,proto3" json:"upstream_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportedVersionsRequest) Reset() {
+	*x = ImportedVersionsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportedVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportedVersionsRequest) ProtoMessage() {}
+
+func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ImportedVersionsRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ImportedVersionsRequest) GetUpstreamIds() []string {
+	if x != nil {
+		return x.UpstreamIds
+	}
+	return nil
+}
+
+// ImportedVersionsResponse: upstream_ids[i] was imported at modified[i].
+type ImportedVersionsResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	UpstreamIds   []string                 `protobuf:"bytes,1,rep,name=upstream_ids,json=upstreamIds,proto3" json:"upstream_ids,omitempty"`
+	Modified      []*timestamppb.Timestamp `protobuf:"bytes,2,rep,name=modified,proto3" json:"modified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportedVersionsResponse) Reset() {
+	*x = ImportedVersionsResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportedVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportedVersionsResponse) ProtoMessage() {}
+
+func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
+	if x != nil {
+		return x.UpstreamIds
+	}
+	return nil
+}
+
+func (x *ImportedVersionsResponse) GetModified() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.Modified
+	}
+	return nil
+}
+
 type LeaseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -3582,7 +3687,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3594,7 +3699,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3607,7 +3712,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -3640,7 +3745,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3652,7 +3757,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3665,7 +3770,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -3989,13 +4094,19 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\tthreat_id\x18\x03 \x01(\tR\bthreatId\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"U\n" +
 	"\x15ImportThreatsResponse\x12<\n" +
-	"\boutcomes\x18\x01 \x03(\v2 .threatd.plugin.v1.ImportOutcomeR\boutcomes\"Q\n" +
+	"\boutcomes\x18\x01 \x03(\v2 .threatd.plugin.v1.ImportOutcomeR\boutcomes\"T\n" +
+	"\x17ImportedVersionsRequest\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12!\n" +
+	"\fupstream_ids\x18\x02 \x03(\tR\vupstreamIds\"u\n" +
+	"\x18ImportedVersionsResponse\x12!\n" +
+	"\fupstream_ids\x18\x01 \x03(\tR\vupstreamIds\x126\n" +
+	"\bmodified\x18\x02 \x03(\v2\x1a.google.protobuf.TimestampR\bmodified\"Q\n" +
 	"\fLeaseRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"#\n" +
 	"\rLeaseResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held2\xe0\x14\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held2\xcd\x15\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -4028,7 +4139,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06Secret\x12 .threatd.plugin.v1.SecretRequest\x1a!.threatd.plugin.v1.SecretResponse\x12O\n" +
 	"\bAddUsage\x12\x1e.threatd.plugin.v1.UsageDeltas\x1a#.threatd.plugin.v1.AddUsageResponse\x12J\n" +
 	"\x05Usage\x12\x1f.threatd.plugin.v1.UsageRequest\x1a .threatd.plugin.v1.UsageResponse\x12b\n" +
-	"\rImportThreats\x12'.threatd.plugin.v1.ImportThreatsRequest\x1a(.threatd.plugin.v1.ImportThreatsResponse\x12J\n" +
+	"\rImportThreats\x12'.threatd.plugin.v1.ImportThreatsRequest\x1a(.threatd.plugin.v1.ImportThreatsResponse\x12k\n" +
+	"\x10ImportedVersions\x12*.threatd.plugin.v1.ImportedVersionsRequest\x1a+.threatd.plugin.v1.ImportedVersionsResponse\x12J\n" +
 	"\x05Lease\x12\x1f.threatd.plugin.v1.LeaseRequest\x1a .threatd.plugin.v1.LeaseResponse\x12I\n" +
 	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
@@ -4044,7 +4156,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -4103,127 +4215,132 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ImportThreatsRequest)(nil),        // 54: threatd.plugin.v1.ImportThreatsRequest
 	(*ImportOutcome)(nil),               // 55: threatd.plugin.v1.ImportOutcome
 	(*ImportThreatsResponse)(nil),       // 56: threatd.plugin.v1.ImportThreatsResponse
-	(*LeaseRequest)(nil),                // 57: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 58: threatd.plugin.v1.LeaseResponse
-	nil,                                 // 59: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 60: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 61: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 62: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 63: google.protobuf.Timestamp
+	(*ImportedVersionsRequest)(nil),     // 57: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 58: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 59: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 60: threatd.plugin.v1.LeaseResponse
+	nil,                                 // 61: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 62: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 63: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 64: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 65: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	59, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	63, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	61, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	65, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	63, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	63, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	65, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	65, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	63, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	63, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	63, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	63, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	65, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	65, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	65, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	65, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	63, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	63, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	63, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	63, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	65, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	65, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	65, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	65, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 17: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 18: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	19, // 19: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	63, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	63, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	63, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	65, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	65, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	65, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	32, // 23: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
 	34, // 24: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
-	63, // 25: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	65, // 25: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	21, // 26: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	34, // 27: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
-	63, // 28: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	63, // 29: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	65, // 28: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	65, // 29: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	19, // 30: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	36, // 31: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	63, // 32: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	60, // 33: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	61, // 34: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	63, // 35: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	63, // 36: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	63, // 37: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	65, // 32: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	62, // 33: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	63, // 34: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	65, // 35: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	65, // 36: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	65, // 37: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
 	48, // 38: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	62, // 39: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	64, // 39: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
 	19, // 40: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
 	53, // 41: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
 	55, // 42: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	0,  // 43: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 44: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 45: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 46: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 47: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 48: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 49: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 50: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 51: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 52: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 53: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 54: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 55: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	26, // 56: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	27, // 57: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	28, // 58: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	30, // 59: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	31, // 60: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	35, // 61: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	38, // 62: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	39, // 63: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	40, // 64: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	41, // 65: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	42, // 66: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	44, // 67: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	45, // 68: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	46, // 69: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	49, // 70: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	51, // 71: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	54, // 72: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	57, // 73: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	17, // 74: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 75: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 76: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 77: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 78: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 79: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 80: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 81: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 82: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 83: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 84: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 85: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 86: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	25, // 87: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	19, // 88: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 89: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	29, // 90: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	19, // 91: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	33, // 92: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	37, // 93: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	37, // 94: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	36, // 95: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	40, // 96: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	42, // 97: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	43, // 98: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	19, // 99: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	36, // 100: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	47, // 101: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	50, // 102: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	52, // 103: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	56, // 104: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	58, // 105: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	18, // 106: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	75, // [75:107] is the sub-list for method output_type
-	43, // [43:75] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	65, // 43: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	0,  // 44: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 45: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 46: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 47: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 48: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 49: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 50: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 51: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 52: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 53: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 54: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 55: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 56: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	26, // 57: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	27, // 58: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	28, // 59: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	30, // 60: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	31, // 61: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	35, // 62: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	38, // 63: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	39, // 64: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	40, // 65: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	41, // 66: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	42, // 67: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	44, // 68: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	45, // 69: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	46, // 70: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	49, // 71: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	51, // 72: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	54, // 73: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	57, // 74: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	59, // 75: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	17, // 76: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 77: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 78: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 79: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 80: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 81: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 82: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 83: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 84: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 85: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 86: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 87: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 88: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	25, // 89: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	19, // 90: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 91: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	29, // 92: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 93: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	33, // 94: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	37, // 95: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	37, // 96: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	36, // 97: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	40, // 98: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	42, // 99: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	43, // 100: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	19, // 101: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	36, // 102: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	47, // 103: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	50, // 104: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	52, // 105: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	56, // 106: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	58, // 107: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	60, // 108: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	18, // 109: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	77, // [77:110] is the sub-list for method output_type
+	44, // [44:77] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -4241,7 +4358,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   63,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -57,6 +57,7 @@ const (
 	Storage_AddUsage_FullMethodName             = "/threatd.plugin.v1.Storage/AddUsage"
 	Storage_Usage_FullMethodName                = "/threatd.plugin.v1.Storage/Usage"
 	Storage_ImportThreats_FullMethodName        = "/threatd.plugin.v1.Storage/ImportThreats"
+	Storage_ImportedVersions_FullMethodName     = "/threatd.plugin.v1.Storage/ImportedVersions"
 	Storage_Lease_FullMethodName                = "/threatd.plugin.v1.Storage/Lease"
 	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
 )
@@ -122,6 +123,11 @@ type StorageClient interface {
 	Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error)
 	// ImportThreats applies a batch of upstream records in one transaction.
 	ImportThreats(ctx context.Context, in *ImportThreatsRequest, opts ...grpc.CallOption) (*ImportThreatsResponse, error)
+	// ImportedVersions returns the upstream modified time of the reports
+	// imported from a source under these upstream ids (at most 1,000); ids
+	// never imported are left out. A re-import asks it before decoding
+	// records in full; a plugin without it makes every record decoded.
+	ImportedVersions(ctx context.Context, in *ImportedVersionsRequest, opts ...grpc.CallOption) (*ImportedVersionsResponse, error)
 	// Lease takes or renews a named lease (scheduled sources).
 	Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
@@ -511,6 +517,16 @@ func (c *storageClient) ImportThreats(ctx context.Context, in *ImportThreatsRequ
 	return out, nil
 }
 
+func (c *storageClient) ImportedVersions(ctx context.Context, in *ImportedVersionsRequest, opts ...grpc.CallOption) (*ImportedVersionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportedVersionsResponse)
+	err := c.cc.Invoke(ctx, Storage_ImportedVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(LeaseResponse)
@@ -601,6 +617,11 @@ type StorageServer interface {
 	Usage(context.Context, *UsageRequest) (*UsageResponse, error)
 	// ImportThreats applies a batch of upstream records in one transaction.
 	ImportThreats(context.Context, *ImportThreatsRequest) (*ImportThreatsResponse, error)
+	// ImportedVersions returns the upstream modified time of the reports
+	// imported from a source under these upstream ids (at most 1,000); ids
+	// never imported are left out. A re-import asks it before decoding
+	// records in full; a plugin without it makes every record decoded.
+	ImportedVersions(context.Context, *ImportedVersionsRequest) (*ImportedVersionsResponse, error)
 	// Lease takes or renews a named lease (scheduled sources).
 	Lease(context.Context, *LeaseRequest) (*LeaseResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
@@ -704,6 +725,9 @@ func (UnimplementedStorageServer) Usage(context.Context, *UsageRequest) (*UsageR
 }
 func (UnimplementedStorageServer) ImportThreats(context.Context, *ImportThreatsRequest) (*ImportThreatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportThreats not implemented")
+}
+func (UnimplementedStorageServer) ImportedVersions(context.Context, *ImportedVersionsRequest) (*ImportedVersionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImportedVersions not implemented")
 }
 func (UnimplementedStorageServer) Lease(context.Context, *LeaseRequest) (*LeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Lease not implemented")
@@ -1205,6 +1229,24 @@ func _Storage_ImportThreats_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_ImportedVersions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportedVersionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ImportedVersions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ImportedVersions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ImportedVersions(ctx, req.(*ImportedVersionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_Lease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(LeaseRequest)
 	if err := dec(in); err != nil {
@@ -1324,6 +1366,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImportThreats",
 			Handler:    _Storage_ImportThreats_Handler,
+		},
+		{
+			MethodName: "ImportedVersions",
+			Handler:    _Storage_ImportedVersions_Handler,
 		},
 		{
 			MethodName: "Lease",
