@@ -25,6 +25,8 @@ type Store struct {
 	// writer is held by this process's SQLite write transaction (a
 	// one-slot semaphore, so that waiting respects the context).
 	writer chan struct{}
+	// queue holds the SQLite writes waiting for a group transaction.
+	queue writeQueue
 	// SQLite: the background WAL checkpoints (see openSQLite).
 	stopCheckpoints context.CancelFunc
 	checkpointsDone chan struct{}
@@ -178,27 +180,32 @@ func (t *txn) record(e core.Entity, id, op string, at time.Time) {
 }
 
 // write runs fn in one transaction and appends its change-feed entries last,
-// under the feed lock, so that the feed's seq order is commit order.
+// under the feed lock, so that the feed's seq order is commit order. On
+// SQLite, writes that queue up meanwhile share one transaction (see
+// writeGroup).
 func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *txn) error) error {
-	unlock, err := s.writeTurn(ctx)
-	if err != nil {
-		return err
+	if s.writer != nil {
+		return s.writeGrouped(ctx, fn)
 	}
-	defer unlock()
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &txn{Tx: btx}
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		if len(tx.changes) == 0 {
-			return nil
-		}
-		if err := lockFeed(ctx, s.dialect, btx); err != nil {
-			return fmt.Errorf("lock change feed: %w", err)
-		}
-		_, err := btx.NewInsert().Model(&tx.changes).Exec(ctx)
-		return err
+		return s.appendChanges(ctx, tx)
 	})
+}
+
+// appendChanges writes a transaction's change-feed entries.
+func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
+	if len(tx.changes) == 0 {
+		return nil
+	}
+	if err := lockFeed(ctx, s.dialect, tx.Tx); err != nil {
+		return fmt.Errorf("lock change feed: %w", err)
+	}
+	_, err := tx.NewInsert().Model(&tx.changes).Exec(ctx)
+	return err
 }
 
 // CreateUser stores a new user.

@@ -23,6 +23,9 @@ var errLiveKeyTaken = errors.New("live key taken")
 // checking the new-user cap, the hourly limit and the duplicate key first.
 func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) (core.Threat, error) {
 	tr, dr := toThreatRow(t)
+	// The submitter's public name, for the review event: read before the
+	// write, which then holds the writer turn for less.
+	actorName := s.userName(ctx, s.db, t.SubmitterID)
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		if err := lockUser(ctx, s.dialect, tx.Tx, t.SubmitterID); err != nil {
 			return &core.StepError{Step: core.StepLookup, Err: err}
@@ -33,10 +36,17 @@ func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPo
 		if err := s.fault(core.StepLookup); err != nil {
 			return err
 		}
-		if existing, err := liveByKey(ctx, tx, t.CanonicalKey); err != nil {
-			return &core.StepError{Step: core.StepLookup, Err: err}
-		} else if existing != nil {
-			return duplicate(*existing)
+		// A live report with the same key: on SQLite the insert below finds
+		// it, through the unique index threats_live_key (a failed statement
+		// leaves the transaction usable), and the look-up is made only then.
+		// On PostgreSQL a failed statement aborts the transaction, so the
+		// look-up comes first.
+		if s.dialect == Postgres {
+			if existing, err := liveByKey(ctx, tx, t.CanonicalKey); err != nil {
+				return &core.StepError{Step: core.StepLookup, Err: err}
+			} else if existing != nil {
+				return duplicate(*existing)
+			}
 		}
 		if err := s.fault(core.StepInsertThreat); err != nil {
 			return err
@@ -54,7 +64,7 @@ func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPo
 			return &core.StepError{Step: core.StepInsertDetails, Err: err}
 		}
 		to := string(core.StatusPending)
-		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "submit", ToStatus: &to, ActorID: str(t.SubmitterID), ActorName: s.userName(ctx, tx, t.SubmitterID), At: t.CreatedAt}
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "submit", ToStatus: &to, ActorID: str(t.SubmitterID), ActorName: actorName, At: t.CreatedAt}
 		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
 			return &core.StepError{Step: core.StepInsertThreat, Err: err}
 		}
@@ -62,7 +72,8 @@ func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPo
 		return nil
 	})
 	if errors.Is(err, errLiveKeyTaken) {
-		// A concurrent submission won the unique index; report it as the 409.
+		// A live report holds the key (on PostgreSQL: a concurrent submission
+		// won the unique index); report it as the 409.
 		existing, lerr := liveByKey(ctx, s.db, t.CanonicalKey)
 		if lerr != nil {
 			return core.Threat{}, &core.StepError{Step: core.StepLookup, Err: lerr}
