@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -310,4 +311,28 @@ func waitGone(t *testing.T, pid int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("plugin process %d still running after the daemon stopped", pid)
+}
+
+// A client that leaves before or during the TLS handshake (a probe, a port
+// scanner) is logged at debug, not as a server error; the server still
+// answers the next client.
+func TestAbandonedHandshakeIsNotAnError(t *testing.T) {
+	in := newInstance(t, "log:\n  level: debug\n")
+	d := in.serve()
+	addr := strings.TrimPrefix(d.base, "https://")
+	for _, payload := range []string{"", "GET / HTTP/1.0\r\n\r\n"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(payload))
+		c.Close()
+	}
+	eventually(t, "the handshake errors at debug", func() bool {
+		return strings.Count(d.logText(), `"level":"DEBUG","msg":"http: TLS handshake error`) == 2
+	})
+	if strings.Contains(d.logText(), `"level":"ERROR"`) {
+		t.Fatalf("an abandoned handshake logged an error:\n%s", d.logText())
+	}
+	d.do("GET", "/healthz", "", "").expect(t, 200, "")
 }

@@ -154,6 +154,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 			s.ReadHeaderTimeout = 10 * time.Second
 			s.IdleTimeout = 120 * time.Second
 			s.MaxHeaderBytes = 64 << 10
+			s.ErrorLog = serverErrorLog(log)
 			return nil
 		},
 	}
