@@ -64,6 +64,13 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 	if err != nil {
 		return nil, err
 	}
+	created := 0
+	for _, o := range out {
+		if o.Result == core.ImportCreated {
+			created++
+		}
+	}
+	s.noteImported(ctx, created)
 	return out, nil
 }
 

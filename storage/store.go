@@ -25,6 +25,8 @@ type Store struct {
 	// writer is held by this process's SQLite write transaction (a
 	// one-slot semaphore, so that waiting respects the context).
 	writer chan struct{}
+	// growth: PostgreSQL's statistics kept current during imports (analyze.go).
+	growth growth
 	// queue holds the SQLite writes waiting for a group transaction.
 	queue writeQueue
 	// SQLite: the background WAL checkpoints (see openSQLite).
