@@ -46,9 +46,52 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
 // Invalid returns a FieldError for field with a formatted message.
+//
+// Whatever a caller passes, an error never echoes a long value back: the
+// field name and every string argument are cut to MaxQuoted characters
+// (a 100 KB bad value would otherwise come back whole in the 400).
 func Invalid(field, format string, args ...any) error {
-	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = Shorten(s)
+		}
+	}
+	return &FieldError{Field: Shorten(field), Message: fmt.Sprintf(format, args...)}
 }
+
+// MaxQuoted bounds how much of a caller's value an error message repeats.
+const MaxQuoted = 100
+
+// Shorten returns s cut to its first MaxQuoted characters, marked with "…"
+// and the full length when cut.
+func Shorten(s string) string {
+	if len(s) <= MaxQuoted {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == MaxQuoted {
+			return fmt.Sprintf("%s… (%d bytes)", s[:i], len(s))
+		}
+		n++
+	}
+	return s
+}
+
+// VersionError refuses a review decision made on a version of a report that
+// is no longer current (CONTRACT.md §8): nothing changed.
+type VersionError struct {
+	ThreatID       string
+	Asked, Current int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("report %s is at version %d, not %d: it changed after you read it; read it again (threatd review show %s) and decide on version %d",
+		e.ThreatID, e.Current, e.Asked, e.ThreatID, e.Current)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *VersionError) Is(target error) bool { return target == ErrConflict }
 
 // ConflictError is a conflict with the identity of what it collided with.
 type ConflictError struct {

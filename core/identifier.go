@@ -43,9 +43,25 @@ func CanonicalIdentifier(t ReportType, registry, identifier string) (string, err
 	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) >= 0 {
 		return "", Invalid(fieldRI, "contains a control character")
 	}
-	if len(s) > 4096 {
-		return "", Invalid(fieldRI, "is longer than 4096 bytes")
+	if len(s) > MaxIdentifierBytes {
+		return "", Invalid(fieldRI, "is longer than %d bytes (%d)", MaxIdentifierBytes, len(s))
 	}
+	c, err := canonicalIdentifier(t, registry, s)
+	if err == nil && len(c) > MaxIdentifierBytes {
+		// Normalising can lengthen (IDN to punycode, percent-encoding).
+		return "", Invalid(fieldRI, "is longer than %d bytes once normalised (%d)", MaxIdentifierBytes, len(c))
+	}
+	return c, err
+}
+
+// MaxIdentifierBytes bounds a resource identifier and a URL field, as given
+// and once normalised: every backend must be able to index the canonical key
+// (PostgreSQL's B-tree rows stop at 2,704 bytes; a 3.9 KB URL was accepted by
+// SQLite and a 500 on PostgreSQL). 2,048 bytes is the longest URL that
+// browsers and proxies reliably carry.
+const MaxIdentifierBytes = 2048
+
+func canonicalIdentifier(t ReportType, registry, s string) (string, error) {
 	switch t {
 	case TypePackage:
 		return canonicalPackage(registry, s)
@@ -229,6 +245,9 @@ func canonicalURL(s string) (string, error) {
 }
 
 func canonicalHTTPURL(field, s string) (string, error) {
+	if len(s) > MaxIdentifierBytes {
+		return "", Invalid(field, "is longer than %d bytes (%d)", MaxIdentifierBytes, len(s))
+	}
 	if strings.ContainsAny(s, " \t") {
 		return "", Invalid(field, "a URL cannot contain spaces (got %q)", s)
 	}

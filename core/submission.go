@@ -256,13 +256,13 @@ func evidence(s string) (string, error) {
 var versionRe = regexp.MustCompile(`^[0-9A-Za-z*][0-9A-Za-z.+_~^*-]{0,63}$`)
 
 // versions validates a comma-separated list of version numbers (no prose)
-// and returns it as "v1, v2".
+// and returns it as submitted, trimmed (CONTRACT.md §7): clients compare
+// what they sent with what comes back.
 func versions(s string) (string, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) > maxVersions {
 		return "", Invalid("version_info", "lists more than %d versions", maxVersions)
 	}
-	out := make([]string, 0, len(parts))
 	for _, p := range parts {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -271,9 +271,8 @@ func versions(s string) (string, error) {
 		if !versionRe.MatchString(p) {
 			return "", Invalid("version_info", "%q is not a version number: list affected versions only, comma-separated; context belongs in threat_description", p)
 		}
-		out = append(out, p)
 	}
-	return strings.Join(out, ", "), nil
+	return strings.TrimSpace(s), nil
 }
 
 // isoLayouts are the ISO 8601 forms accepted for timestamps; without a zone

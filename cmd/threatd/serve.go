@@ -153,7 +153,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		BeforeServeFunc: func(s *http.Server) error {
 			s.ReadHeaderTimeout = 10 * time.Second
 			s.IdleTimeout = 120 * time.Second
-			s.MaxHeaderBytes = 64 << 10
+			s.MaxHeaderBytes = api.ServerHeaderBytes // the API's own JSON 431 answers first
 			s.ErrorLog = serverErrorLog(log)
 			return nil
 		},

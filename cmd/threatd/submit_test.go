@@ -94,6 +94,15 @@ func TestSubmitValidation(t *testing.T) {
 		{`{"report_type":"url","resource_identifier":"https://x.example/","threat_description":"x","colour":"red"}`, "colour: is not a known field", "colour"},
 		{`{"report_type":"url",`, "Malformed JSON: unexpected end of input", ""},
 		{`[1,2]`, "Malformed JSON: expected an object, got array", ""},
+		// What encoding/json let through (issue 11): trailing data, invalid
+		// UTF-8, unpaired surrogates, duplicate and case-variant members.
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x"}]]]`, "Malformed JSON: unexpected data after the object at byte 79", ""},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x"} {}`, "Malformed JSON: unexpected data after the object at byte 80", ""},
+		{"{\"report_type\":\"ip\",\"resource_identifier\":\"192.0.2.1\",\"threat_description\":\"bad \xff byte\"}", "threat_description: is not valid UTF-8 (byte 80 of the body)", "threat_description"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"lone \ud800 half"}`, "", "threat_description"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","report_type":"url"}`, "report_type: is given more than once", "report_type"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","REPORT_TYPE":"url"}`, "REPORT_TYPE: is not a known field", "REPORT_TYPE"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","contributors":["a",7]}`, "contributors: entry 1 must be a string, got number", "contributors"},
 		{`{"report_type":"virus","resource_identifier":"x","threat_description":"x"}`, "", "report_type"},
 		{`{"report_type":"package","resource_identifier":"x","threat_description":"x"}`, "", "registry"},
 		{`{"report_type":"package","resource_identifier":"x","registry":"cpan","threat_description":"x"}`, "", "registry"},
@@ -127,6 +136,18 @@ func TestSubmitValidation(t *testing.T) {
 		e, _ := r.body["error"].(string)
 		if c.err != "" && e != c.err || c.field != "" && (r.body["field"] != c.field || !strings.HasPrefix(e, c.field+": ")) {
 			t.Errorf("%s: %v; want error %q naming %q", c.body, r.body, c.err, c.field)
+		}
+	}
+	// An error quotes at most a short prefix of a bad value.
+	long := strings.Repeat("x", 3000)
+	for _, body := range []string{
+		`{"report_type":"` + long + `","resource_identifier":"192.0.2.1","threat_description":"x"}`,
+		`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","` + long + `":1}`,
+		`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","severity_level":"` + long + `"}`,
+	} {
+		r := d.do("POST", base+"/submit-threat-report", tok, body)
+		if e, _ := r.body["error"].(string); r.code != 400 || len(e) > 400 || !strings.Contains(e, "… (3000 bytes)") {
+			t.Errorf("long value: %d, error of %d bytes: %.500s", r.code, len(e), r.raw)
 		}
 	}
 	r := d.do("POST", base+"/submit-threat-report", tok, `{"threat_description":"x"}`).expect(t, 400, required)

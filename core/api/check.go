@@ -136,7 +136,10 @@ var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "v
 
 // checkOne is GET /check-malicious.
 func (s *Server) checkOne(c *echo.Context) error {
-	qs := c.Request().URL.Query()
+	qs, err := queryValues(c)
+	if err != nil {
+		return err
+	}
 	if err := onlyParams(qs, checkParams); err != nil {
 		return err
 	}

@@ -2,12 +2,16 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/labstack/echo/v5"
 
@@ -29,44 +33,109 @@ func decodeJSON(c *echo.Context, v any) error {
 	return decodeBody(body, v)
 }
 
-// decodeBody is decodeJSON's pure part (fuzzed by FuzzSubmit).
+// decodeBody is decodeJSON's pure part (fuzzed by FuzzSubmit). It decodes
+// with encoding/json/v2's semantics (go-json-experiment/json mirrors it until
+// Go 1.27 makes it standard), which refuse what encoding/json lets through:
+// data after the value (`{…}]]]`), invalid UTF-8 and unpaired surrogate
+// escapes (v1 silently replaces them with U+FFFD), duplicate member names
+// (v1: the last one wins) and members that differ from a field's name only
+// in case (v1 matches names case-insensitively, so {"report_type":…,
+// "REPORT_TYPE":…} was a silent duplicate).
 func decodeBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &Error{Status: http.StatusBadRequest, Message: "Request body is empty: a JSON object is required"}
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(body, v, json.RejectUnknownMembers(true)); err != nil {
 		return jsonError(err)
-	}
-	if dec.More() {
-		return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: unexpected data after the object"}
 	}
 	return nil
 }
 
-// jsonError turns encoding/json's errors into 400s that name the field.
+// jsonError turns a decoding error into a 400 that names the field.
 func jsonError(err error) error {
-	var (
-		syn *json.SyntaxError
-		typ *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &syn):
-		return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed JSON at byte %d: %v", syn.Offset, syn)}
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed JSON: expected an object, got %s", typ.Value)}
-		}
-		return core.Invalid(field, "must be %s, got %s", jsonTypeName(typ.Type.Kind().String()), typ.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: unexpected end of input"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return core.Invalid(name, "is not a known field")
+	var se *json.SemanticError
+	if !errors.As(err, &se) {
+		return syntaxError(err)
 	}
-	return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: " + err.Error()}
+	field := pointerField(se.JSONPointer)
+	if errors.Is(se.Err, json.ErrUnknownName) {
+		return core.Invalid(field, "is not a known field")
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(se.Err, &syn) {
+		return syntaxError(syn)
+	}
+	got := kindName(se.JSONKind)
+	if field == "" {
+		return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: expected an object, got " + got}
+	}
+	want := "a valid value"
+	if se.GoType != nil {
+		want = jsonTypeName(se.GoType.Kind().String())
+	}
+	// The field is the request's member; a value inside it is named by its
+	// place ("contributors: entry 0 must be a string, got number").
+	tokens := slices.Collect(se.JSONPointer.Tokens())
+	where := ""
+	for _, t := range tokens[1:] {
+		if _, err := strconv.Atoi(t); err == nil {
+			where += "entry " + t + " "
+		} else {
+			where += "member " + strconv.Quote(core.Shorten(t)) + " "
+		}
+	}
+	return core.Invalid(tokens[0], "%smust be %s, got %s", where, want, got)
+}
+
+// pointerField writes a JSON pointer as a dotted field path ("" at the top).
+func pointerField(p jsontext.Pointer) string {
+	return strings.Join(slices.Collect(p.Tokens()), ".")
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	}
+	return "another type"
+}
+
+// syntaxError names the member a syntax error is in, when it is in one.
+func syntaxError(err error) error {
+	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) {
+		return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: " + err.Error()}
+	}
+	field := pointerField(se.JSONPointer)
+	switch {
+	case strings.Contains(se.Err.Error(), "after top-level value"):
+		return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed JSON: unexpected data after the object at byte %d", se.ByteOffset)}
+	case errors.Is(se.Err, jsontext.ErrDuplicateName):
+		return core.Invalid(field, "is given more than once")
+	case errors.Is(se.Err, io.ErrUnexpectedEOF):
+		return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: unexpected end of input"}
+	case strings.Contains(se.Err.Error(), "surrogate"):
+		if field != "" {
+			return core.Invalid(field, "contains an unpaired UTF-16 surrogate escape (byte %d of the body)", se.ByteOffset)
+		}
+		return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed JSON at byte %d: unpaired UTF-16 surrogate escape", se.ByteOffset)}
+	case strings.Contains(se.Err.Error(), "UTF-8"):
+		if field != "" {
+			return core.Invalid(field, "is not valid UTF-8 (byte %d of the body)", se.ByteOffset)
+		}
+		return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed JSON at byte %d: invalid UTF-8", se.ByteOffset)}
+	}
+	return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed JSON at byte %d: %s", se.ByteOffset, core.Shorten(se.Err.Error()))}
 }
 
 func jsonTypeName(kind string) string {
@@ -78,7 +147,7 @@ func jsonTypeName(kind string) string {
 	case "map", "struct":
 		return "an object"
 	case "bool":
-		return "a boolean"
+		return "boolean"
 	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
 		return "a number"
 	}

@@ -9,7 +9,11 @@ import (
 // queryLatest is GET /query-latest: the most recent verified reports (by
 // verification time), newest first, optionally filtered.
 func (s *Server) queryLatest(c *echo.Context) error {
-	e, err := s.latestEntry(c.Request().Context(), c.Request().URL.Query(), false)
+	qs, err := queryValues(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.latestEntry(c.Request().Context(), qs, false)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,8 @@ func (s *Server) perIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
 // authenticate resolves the bearer token (header only, never the query string).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
+		// Answers under the base path are per caller: no cache keeps them.
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		if strings.TrimSpace(h) == "" {
 			return &Error{Status: http.StatusUnauthorized, Message: msgAuthRequired}

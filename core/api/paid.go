@@ -36,7 +36,10 @@ func nextCursor(s string) any {
 
 // threatFeed is GET /threat-feed.
 func (s *Server) threatFeed(c *echo.Context) error {
-	qs := c.Request().URL.Query()
+	qs, err := queryValues(c)
+	if err != nil {
+		return err
+	}
 	if err := onlyParams(qs, []string{"since", "until", "hours", "ecosystem", "cursor", "limit"}); err != nil {
 		return err
 	}
@@ -58,7 +61,10 @@ func (s *Server) threatFeed(c *echo.Context) error {
 
 // queryByUsername is GET /query-by-username.
 func (s *Server) queryByUsername(c *echo.Context) error {
-	qs := c.Request().URL.Query()
+	qs, err := queryValues(c)
+	if err != nil {
+		return err
+	}
 	if err := onlyParams(qs, []string{"username", "cursor", "limit"}); err != nil {
 		return err
 	}
@@ -77,7 +83,10 @@ func (s *Server) queryByUsername(c *echo.Context) error {
 // threatData is GET /threat-data: the full record, its revisions and review
 // history, and every indicator of compromise.
 func (s *Server) threatData(c *echo.Context) error {
-	qs := c.Request().URL.Query()
+	qs, err := queryValues(c)
+	if err != nil {
+		return err
+	}
 	if err := onlyParams(qs, []string{"threat_id"}); err != nil {
 		return err
 	}

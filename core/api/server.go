@@ -95,6 +95,8 @@ func (s *Server) echo() *echo.Echo {
 		middleware.RequestID(),
 		requestLog(s.log, s.opts.AccessLog),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
+		securityHeaders,
+		headerLimit,
 	)
 	e.Use(methodGate, s.perIPLimit)
 	s.routes(e)
