@@ -121,9 +121,13 @@ type Threat struct {
 	Status       Status
 	SubmitterID  string
 	Revision     int
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	VerifiedAt   *time.Time
+	// Version counts the report's content: 1 as submitted, +1 at each change
+	// applied to it (CONTRACT.md §8). Review decisions name the version
+	// they were made on.
+	Version    int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	VerifiedAt *time.Time
 	// VerifiedBy is the public name of the reviewer who verified it.
 	VerifiedBy string
 	// Source and UpstreamID record provenance of imported reports.

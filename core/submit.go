@@ -126,7 +126,11 @@ const SystemReviewer = "threatd"
 
 // Review is one review decision as storage applies it.
 type Review struct {
-	ThreatID  string
+	ThreatID string
+	// Version is the content version the reviewer read (CONTRACT.md §8);
+	// the decision is refused when the report is no longer at it. 0 skips
+	// the check (decisions of the system, e.g. imports).
+	Version   int
 	Decision  Decision
 	Note      string
 	ActorID   string // "" for a system reviewer
@@ -149,7 +153,7 @@ type ReviewEvent struct {
 
 // Decide applies a reviewer's decision. actor is nil for the built-in
 // reviewer; otherwise it must have the reviewer or admin role.
-func (r *Reports) Decide(ctx context.Context, threatID string, d Decision, note string, actor *User) (Threat, error) {
+func (r *Reports) Decide(ctx context.Context, threatID string, version int, d Decision, note string, actor *User) (Threat, error) {
 	if _, err := uuid.Parse(threatID); err != nil {
 		return Threat{}, Invalid("threat_id", "%q is not a UUID", threatID)
 	}
@@ -159,7 +163,10 @@ func (r *Reports) Decide(ctx context.Context, threatID string, d Decision, note 
 	if err := ValidateText("note", note, 2000); err != nil {
 		return Threat{}, err
 	}
-	rv := Review{ThreatID: threatID, Decision: d, Note: note, ActorName: SystemReviewer, At: r.now().UTC().Truncate(time.Microsecond)}
+	if version < 0 {
+		return Threat{}, Invalid("version", "must be a positive number (got %d)", version)
+	}
+	rv := Review{ThreatID: threatID, Version: version, Decision: d, Note: note, ActorName: SystemReviewer, At: r.now().UTC().Truncate(time.Microsecond)}
 	if actor != nil {
 		if !actor.Role.CanReview() {
 			return Threat{}, fmt.Errorf("%w: %s has the role %s; only reviewers and admins may review", ErrForbidden, actor.Email, actor.Role)

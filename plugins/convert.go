@@ -100,7 +100,7 @@ func threatToPB(t core.Threat) *pb.Threat {
 	d := t.Details
 	return &pb.Threat{
 		Id: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
-		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision),
+		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision), Version: int32(t.Version),
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), VerifiedAt: tsPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
 		Source: t.Source, UpstreamId: t.UpstreamID, AllVersions: t.AllVersions, UpstreamModified: tsPtr(t.UpstreamModified),
 		Details: &pb.Details{
@@ -118,7 +118,7 @@ func threatFromPB(t *pb.Threat) core.Threat {
 	}
 	out := core.Threat{
 		ID: t.Id, ReportType: core.ReportType(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
-		CanonicalKey: t.CanonicalKey, Status: core.Status(t.Status), SubmitterID: t.SubmitterId, Revision: int(t.Revision),
+		CanonicalKey: t.CanonicalKey, Status: core.Status(t.Status), SubmitterID: t.SubmitterId, Revision: int(t.Revision), Version: int(t.Version),
 		CreatedAt: fromTS(t.CreatedAt), UpdatedAt: fromTS(t.UpdatedAt), VerifiedAt: fromTSPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
 		Source: t.Source, UpstreamID: t.UpstreamId, AllVersions: t.AllVersions, UpstreamModified: fromTSPtr(t.UpstreamModified),
 	}
@@ -152,11 +152,11 @@ func policyFromPB(p *pb.SubmitPolicy) core.SubmitPolicy {
 }
 
 func reviewToPB(r core.Review) *pb.Review {
-	return &pb.Review{ThreatId: r.ThreatID, Decision: string(r.Decision), Note: r.Note, ActorId: r.ActorID, ActorName: r.ActorName, At: ts(r.At)}
+	return &pb.Review{ThreatId: r.ThreatID, Decision: string(r.Decision), Note: r.Note, ActorId: r.ActorID, ActorName: r.ActorName, At: ts(r.At), Version: int32(r.Version)}
 }
 
 func reviewFromPB(r *pb.Review) core.Review {
-	return core.Review{ThreatID: r.ThreatId, Decision: core.Decision(r.Decision), Note: r.Note, ActorID: r.ActorId, ActorName: r.ActorName, At: fromTS(r.At)}
+	return core.Review{ThreatID: r.ThreatId, Decision: core.Decision(r.Decision), Note: r.Note, ActorID: r.ActorId, ActorName: r.ActorName, At: fromTS(r.At), Version: int(r.Version)}
 }
 
 func eventToPB(e core.ReviewEvent) *pb.ReviewEvent {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -27,6 +28,7 @@ const (
 	reasonHourly   = "HOURLY_LIMIT"
 	reasonStep     = "STEP"
 	reasonStale    = "STALE"
+	reasonVersion  = "VERSION"
 )
 
 // toStatus turns a domain error into a gRPC status error with typed details,
@@ -45,12 +47,16 @@ func toStatus(err error) error {
 		se  *core.StepError
 		cap *core.NewUserCapError
 		hl  *core.HourlyLimitError
+		ve  *core.VersionError
 	)
 	switch {
 	case errors.As(err, &se):
 		return withInfo(codes.Internal, err.Error(), reasonStep, map[string]string{"step": se.Step})
 	case errors.Is(err, core.ErrStale):
 		return withInfo(codes.Aborted, err.Error(), reasonStale, nil)
+	case errors.As(err, &ve):
+		return withInfo(codes.Aborted, err.Error(), reasonVersion, map[string]string{
+			"threat_id": ve.ThreatID, "asked": strconv.Itoa(ve.Asked), "current": strconv.Itoa(ve.Current)})
 	case errors.As(err, &cap):
 		return withInfo(codes.PermissionDenied, err.Error(), reasonCap, map[string]string{
 			"verified": strconv.Itoa(cap.Verified), "unverified": strconv.Itoa(cap.Unverified),
@@ -130,6 +136,8 @@ func fromStatus(err error) error {
 	switch reason {
 	case reasonStale:
 		return core.ErrStale
+	case reasonVersion:
+		return &core.VersionError{ThreatID: md["threat_id"], Asked: num("asked"), Current: num("current")}
 	case reasonStep:
 		return &core.StepError{Step: md["step"], Err: errors.New(st.Message())}
 	case reasonCap:
@@ -166,6 +174,10 @@ func fromStatus(err error) error {
 	case codes.Unavailable:
 		return fmt.Errorf("%w: %s", core.ErrUnavailable, st.Message())
 	case codes.Canceled:
+		if strings.Contains(st.Message(), "client connection is closing") {
+			// The plugin process went away under the call, not the caller.
+			return fmt.Errorf("%w: %s", core.ErrUnavailable, st.Message())
+		}
 		return fmt.Errorf("%w: %s", context.Canceled, st.Message())
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%w: %s", context.DeadlineExceeded, st.Message())

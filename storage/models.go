@@ -74,6 +74,7 @@ type threatRow struct {
 	Status             string     `bun:"status,notnull"`
 	SubmitterID        *string    `bun:"submitter_id"`
 	Revision           int        `bun:"revision,notnull"`
+	Version            int        `bun:"version,notnull"`
 	Source             *string    `bun:"source"`
 	UpstreamID         *string    `bun:"upstream_id"`
 	CreatedAt          time.Time  `bun:"created_at,notnull"`
@@ -155,7 +156,7 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 	}
 	return threatRow{
 			ID: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: str(t.Registry),
-			CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision,
+			CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision, Version: max(t.Version, 1),
 			Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 			VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
 		}, detailsRow{
@@ -170,7 +171,7 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 func (r threatRow) domain() core.Threat {
 	t := core.Threat{
 		ID: r.ID, ReportType: core.ReportType(r.ReportType), ResourceIdentifier: r.ResourceIdentifier, Registry: deref(r.Registry),
-		CanonicalKey: r.CanonicalKey, Status: core.Status(r.Status), SubmitterID: deref(r.SubmitterID), Revision: r.Revision,
+		CanonicalKey: r.CanonicalKey, Status: core.Status(r.Status), SubmitterID: deref(r.SubmitterID), Revision: r.Revision, Version: r.Version,
 		Source: deref(r.Source), UpstreamID: deref(r.UpstreamID), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		VerifiedAt: utcPtr(r.VerifiedAt), VerifiedBy: deref(r.VerifiedBy), UpstreamModified: utcPtr(r.UpstreamModified), AllVersions: r.AllVersions,
 	}

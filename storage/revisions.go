@@ -210,7 +210,8 @@ func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch
 		return err
 	}
 	row.Details, row.Revision, row.UpdatedAt = &dr, number, at
-	if _, err := tx.NewUpdate().Model(row).Column("revision", "updated_at").WherePK().Exec(ctx); err != nil {
+	row.Version++
+	if _, err := tx.NewUpdate().Model(row).Column("revision", "version", "updated_at").WherePK().Exec(ctx); err != nil {
 		return err
 	}
 	tx.record(core.EntityThreat, row.ID, "update", at)

@@ -218,7 +218,7 @@ type getStmt struct {
 // timestamps as text for parseStamp; scanned by scanThreat in this order.
 const getThreatsSQL = `SELECT t.id, t.report_type, t.resource_identifier, t.registry, t.canonical_key, t.status,
  t.submitter_id, t.revision, t.source, t.upstream_id, CAST(t.created_at AS TEXT), CAST(t.updated_at AS TEXT),
- CAST(t.verified_at AS TEXT), t.verified_by, CAST(t.upstream_modified AS TEXT), t.all_versions,
+ CAST(t.verified_at AS TEXT), t.verified_by, CAST(t.upstream_modified AS TEXT), t.all_versions, t.version,
  d.threat_id, d.threat_description, d.payload_description, d.package_name, d.publisher, d.severity_level,
  d.evidence_references, d.contact_email, d.tags, d.version_info, CAST(d.first_seen AS TEXT), CAST(d.last_seen AS TEXT),
  d.osv_advisory_url, d.contributors, d.download_count
@@ -261,7 +261,7 @@ func scanThreat(rows *sql.Rows) (threatRow, error) {
 		downloads                                                    sql.NullInt64
 	)
 	err := rows.Scan(&r.ID, &r.ReportType, &r.ResourceIdentifier, &registry, &r.CanonicalKey, &r.Status,
-		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions,
+		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions, &r.Version,
 		&detailsID, &description, &payload, &pkg, &publisher, &severity, &evidence, &contact, &tags, &versions,
 		&firstSeen, &lastSeen, &osvURL, &contributors, &downloads)
 	if err != nil {
@@ -345,6 +345,10 @@ func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, e
 			return core.NotFound("threat", r.ThreatID)
 		} else if err != nil {
 			return err
+		}
+		if r.Version > 0 && row.Version != r.Version {
+			// The reviewer decided on text that has changed since.
+			return &core.VersionError{ThreatID: row.ID, Asked: r.Version, Current: row.Version}
 		}
 		from := core.Status(row.Status)
 		to, err := core.Transition(from, r.Decision, r.Note)

@@ -29,7 +29,8 @@ func TestModify(t *testing.T) {
 	if r.body["status"] != "pending" || r.body["revision"] != float64(2) || !strings.Contains(r.body["message"].(string), "pending review") {
 		t.Fatalf("other's edit: %v", r.body)
 	}
-	in.mustCLI("review", "verify", id)
+	// The owner's edit made it version 2 (CONTRACT.md §8).
+	in.mustCLI("review", "verify", id, "--version", "2")
 	var det map[string]any
 	eventually(t, "verified", func() bool {
 		det, _ = d.do("GET", q, owner, "").body["details"].(map[string]any)
@@ -114,8 +115,9 @@ func TestModify(t *testing.T) {
 	}
 	d.do("POST", base+"/modify-threat-report", other, `{}`).expect(t, 405, "Method not allowed")
 
-	// A rejected report cannot be modified.
-	in.mustCLI("review", "reject", id, "--note", "withdrawn")
+	// A rejected report cannot be modified. (Version 3: the owner's edit and
+	// one approved revision were applied.)
+	in.mustCLI("review", "reject", id, "--note", "withdrawn", "--version", "3")
 	put(owner, fmt.Sprintf(`{"threat_id":%q,"publisher":"x"}`, id)).expect(t, 409, "This report was rejected and cannot be modified")
 
 	// Every revision is kept.

@@ -75,7 +75,7 @@ func TestPostgresSeveralDaemonsKeepTheRules(t *testing.T) {
 	out := in.mustCLI("review", "list")
 	var id string
 	for _, line := range strings.Split(out, "\n")[1:] {
-		if f := strings.Fields(line); len(f) > 2 && f[2] == "split-pkg" {
+		if f := strings.Fields(line); len(f) > 3 && f[3] == "split-pkg" {
 			id = f[0]
 		}
 	}
@@ -122,5 +122,44 @@ func TestPostgresSharedRateLimits(t *testing.T) {
 	}
 	if allowed != 20 {
 		t.Fatalf("two daemons sharing a per-token limit of 20 allowed %d of 40 requests", allowed)
+	}
+}
+
+// Every identifier validation accepts is storable on every backend: the
+// longest URL accepted (2,048 bytes) is indexed by PostgreSQL as by SQLite,
+// and a longer one is a 400 on both, never a 500 (issue 11: a random 3.9 KB
+// URL was 201 on SQLite and 500 on PostgreSQL).
+func TestLongestIdentifierIsStorableOnEveryBackend(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			var in *instance
+			if backend == "postgres" {
+				in = pgInstance(t, quiet)
+			} else {
+				in = newInstance(t, quiet)
+			}
+			tok := in.user("long@example.com", "--tier", "paid")
+			d := in.serve()
+			// Random path characters defeat any compression of the index row.
+			rnd := make([]byte, 4000)
+			for i := range rnd {
+				rnd[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[(i*7919+i*i*31)%36]
+			}
+			url := func(n int) string { p := "https://evil.example/"; return p + string(rnd[:n-len(p)]) }
+			body := func(u string) string {
+				return fmt.Sprintf(`{"report_type":"url","resource_identifier":%q,"threat_description":"x"}`, u)
+			}
+			d.do("POST", base+"/submit-threat-report", tok, body(url(2048))).expect(t, 201, "")
+			r := d.do("POST", base+"/submit-threat-report", tok, body(url(2049))).expect(t, 400, "resource_identifier: is longer than 2048 bytes (2049)")
+			if r.body["field"] != "resource_identifier" {
+				t.Fatalf("field: %v", r.body)
+			}
+			d.do("POST", base+"/submit-threat-report", tok, body(url(3900))).expect(t, 400, "resource_identifier: is longer than 2048 bytes (3900)")
+			// A 2 KB evidence URL and advisory URL are stored too.
+			d.do("POST", base+"/submit-threat-report", tok, fmt.Sprintf(`{"report_type":"ip","resource_identifier":"192.0.2.7","threat_description":"x","evidence_references":%q,"osv_advisory_url":%q}`,
+				url(2048), url(2048))).expect(t, 201, "")
+			d.do("POST", base+"/submit-threat-report", tok, fmt.Sprintf(`{"report_type":"ip","resource_identifier":"192.0.2.8","threat_description":"x","osv_advisory_url":%q}`,
+				url(2049))).expect(t, 400, "osv_advisory_url: is longer than 2048 bytes (2049)")
+		})
 	}
 }

@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -25,9 +29,9 @@ func reviewCmd() *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tTYPE\tIDENTIFIER\tREGISTRY\tSEVERITY\tSUBMITTED\tDESCRIPTION")
+				fmt.Fprintln(w, "ID\tVERSION\tTYPE\tIDENTIFIER\tREGISTRY\tSEVERITY\tSUBMITTED\tDESCRIPTION")
 				for _, t := range pending {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.ReportType, oneLine(t.ResourceIdentifier, 60),
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Version, t.ReportType, oneLine(t.ResourceIdentifier, 60),
 						orDash(t.Registry), orDash(string(t.Details.SeverityLevel)), t.CreatedAt.Format(time.RFC3339),
 						oneLine(t.Details.ThreatDescription, 60))
 				}
@@ -64,25 +68,31 @@ func reviewCmd() *cobra.Command {
 	}
 
 	decide := func(d core.Decision) *cobra.Command {
-		use, short := "verify ID... [--note T] [--as EMAIL]", "Verify pending reports: they are published"
+		use, short := "verify ID... [--version N] [--note T] [--as EMAIL]", "Verify pending reports at the version you read (review show): they are published"
 		if d == core.DecisionReject {
-			use, short = "reject ID... --note T [--as EMAIL]", "Reject pending reports, or withdraw verified ones (a note is required)"
+			use, short = "reject ID... [--version N] --note T [--as EMAIL]", "Reject pending reports, or withdraw verified ones (a note is required)"
 		}
-		return reviewCommand(use, short, cobra.MinimumNArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
+		var version int
+		c := reviewCommand(use, short, cobra.MinimumNArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
+			if version < 1 {
+				return fmt.Errorf("invalid --version: %d (versions start at 1)", version)
+			}
 			who := core.SystemReviewer
 			if actor != nil {
 				who = actor.Name
 			}
 			// Each report is its own transaction; the first failure stops.
 			for _, id := range args {
-				t, err := r.Decide(cmd.Context(), id, d, note, actor)
+				t, err := r.Decide(cmd.Context(), id, version, d, note, actor)
 				if err != nil {
 					return fmt.Errorf("%s: %w", id, friendly(err))
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s (by %s)\n", t, t.Status, who)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s version %d is now %s (by %s)\n", t, t.Version, t.Status, who)
 			}
 			return nil
 		})
+		c.Flags().IntVar(&version, "version", 1, "the version of the report you read and decide on (review list / review show print it); refused if the report has changed since")
+		return c
 	}
 
 	decideRevision := func(approve bool) *cobra.Command {
@@ -100,7 +110,7 @@ func reviewCmd() *cobra.Command {
 		})
 	}
 
-	review.AddCommand(list, decide(core.DecisionVerify), decide(core.DecisionReject), decideRevision(true), decideRevision(false))
+	review.AddCommand(list, showCmd(), decide(core.DecisionVerify), decide(core.DecisionReject), decideRevision(true), decideRevision(false))
 	return review
 }
 
@@ -154,4 +164,126 @@ func reviewer(cmd *cobra.Command, e *env, as string) (*core.User, error) {
 		return nil, fmt.Errorf("--as: %w", err)
 	}
 	return &u, nil
+}
+
+// showCmd is `threatd review show ID`: the whole report as a reviewer must
+// read it before deciding (CONTRACT.md §2), with the version to decide on.
+func showCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a report in full (every field, the whole payload, its state and version) before deciding on it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(cmd, func(e *env) error {
+				t, err := e.store.GetThreat(cmd.Context(), args[0])
+				if err != nil {
+					return friendly(err)
+				}
+				events, err := e.store.ReviewEvents(cmd.Context(), t.ID)
+				if err != nil {
+					return err
+				}
+				return writeReport(cmd.OutOrStdout(), t, events)
+			})
+		},
+	}
+}
+
+// writeReport prints every field of t. Text from the submitter is shown so
+// that nothing can hide from the reviewer: carriage returns, which a
+// terminal would use to overwrite a line, and invisible format characters
+// (bidirectional overrides, zero-width characters) are written as escapes.
+func writeReport(out io.Writer, t core.Threat, events []core.ReviewEvent) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	d := t.Details
+	stamp := func(p *time.Time) string {
+		if p == nil {
+			return "-"
+		}
+		return p.UTC().Format(time.RFC3339)
+	}
+	rows := [][2]string{
+		{"ID", t.ID}, {"VERSION", strconv.Itoa(max(t.Version, 1))}, {"STATUS", string(t.Status)},
+		{"TYPE", string(t.ReportType)}, {"IDENTIFIER", visible(t.ResourceIdentifier)}, {"REGISTRY", orDash(t.Registry)},
+		{"PACKAGE NAME", orDash(visible(d.PackageName))}, {"PUBLISHER", orDash(visible(d.Publisher))},
+		{"SEVERITY", orDash(string(d.SeverityLevel))}, {"VERSIONS", orDash(visible(d.VersionInfo))},
+		{"FIRST SEEN", stamp(d.FirstSeen)}, {"LAST SEEN", stamp(d.LastSeen)},
+		{"TAGS", orDash(visible(strings.Join(d.Tags, ", ")))}, {"CONTRIBUTORS", orDash(visible(strings.Join(d.Contributors, ", ")))},
+		{"CONTACT", orDash(visible(d.ContactEmail))}, {"OSV ADVISORY", orDash(visible(d.OSVAdvisoryURL))},
+		{"SUBMITTED", t.CreatedAt.UTC().Format(time.RFC3339)}, {"UPDATED", t.UpdatedAt.UTC().Format(time.RFC3339)},
+		{"VERIFIED", stamp(t.VerifiedAt)},
+	}
+	if d.DownloadCount != nil {
+		rows = append(rows, [2]string{"DOWNLOADS", strconv.FormatInt(*d.DownloadCount, 10)})
+	}
+	if t.Source != "" {
+		rows = append(rows, [2]string{"IMPORTED FROM", t.Source + " " + visible(t.UpstreamID)})
+	}
+	evidence := strings.Split(d.EvidenceReferences, "|")
+	if d.EvidenceReferences == "" {
+		evidence = []string{"-"}
+	}
+	for i, u := range evidence {
+		label := ""
+		if i == 0 {
+			label = "EVIDENCE"
+		}
+		rows = append(rows, [2]string{label, visible(u)})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\n", r[0], r[1])
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nTHREAT DESCRIPTION\n%s\n", indent(visible(d.ThreatDescription)))
+	payload := "-"
+	if d.PayloadDescription != "" {
+		payload = visible(d.PayloadDescription)
+	}
+	fmt.Fprintf(out, "\nPAYLOAD DESCRIPTION (%d characters)\n%s\n", utf8.RuneCountInString(d.PayloadDescription), indent(payload))
+	if len(events) > 0 {
+		fmt.Fprintln(out, "\nHISTORY")
+		for _, ev := range events {
+			line := fmt.Sprintf("  %s  %s by %s", ev.At.UTC().Format(time.RFC3339), ev.Action, visible(ev.ActorName))
+			if ev.Note != "" {
+				line += ": " + oneLine(visible(ev.Note), 200)
+			}
+			fmt.Fprintln(out, line)
+		}
+	}
+	switch t.Status {
+	case core.StatusPending:
+		_, err := fmt.Fprintf(out, "\nDecide on this text with: threatd review verify %s --version %d  (or reject %s --version %d --note …)\n", t.ID, max(t.Version, 1), t.ID, max(t.Version, 1))
+		return err
+	case core.StatusVerified:
+		_, err := fmt.Fprintf(out, "\nWithdraw with: threatd review reject %s --version %d --note …\n", t.ID, max(t.Version, 1))
+		return err
+	}
+	return nil
+}
+
+// visible escapes what a terminal would not show as written: carriage
+// returns and Unicode format characters (category Cf: bidirectional
+// overrides, zero-width spaces and joiners).
+func visible(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == '\r' || unicode.Is(unicode.Cf, r) }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.Is(unicode.Cf, r):
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }

@@ -45,7 +45,7 @@ func TestQueryLatestCache(t *testing.T) {
 	if f.srv.index.Version() != v {
 		t.Fatal("a pending submission moved the index version")
 	}
-	if _, err := reports.Decide(ctx, th.ID, core.DecisionVerify, "", nil); err != nil {
+	if _, err := reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := latest(); n != 0 {

@@ -60,7 +60,7 @@ func TestFollowerKeepsIndexCurrent(t *testing.T) {
 		return th
 	}
 	a := sub("pkg-a", "1.0.0, 1.0.1")
-	if _, err := reports.Decide(ctx, a.ID, core.DecisionVerify, "", nil); err != nil {
+	if _, err := reports.Decide(ctx, a.ID, 0, core.DecisionVerify, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	idx := index.New(st, 100)
@@ -90,8 +90,8 @@ func TestFollowerKeepsIndexCurrent(t *testing.T) {
 	if check("pkg-b", "").Count != 0 {
 		t.Fatal("pending report indexed")
 	}
-	reports.Decide(ctx, b.ID, core.DecisionVerify, "", nil)
-	reports.Decide(ctx, a.ID, core.DecisionReject, "withdrawn", nil)
+	reports.Decide(ctx, b.ID, 0, core.DecisionVerify, "", nil)
+	reports.Decide(ctx, a.ID, 0, core.DecisionReject, "withdrawn", nil)
 	if err := f.Catch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestFollowerBeforeIndexLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reports.Decide(ctx, th.ID, core.DecisionVerify, "", nil); err != nil {
+	if _, err := reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acc.RevokeToken(ctx, secret); err != nil {

@@ -126,25 +126,39 @@ func testModify(t *testing.T, b Backend) {
 	mod := func(author core.User, base int, patch core.Submission) (core.Threat, core.Revision, error) {
 		return s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: patch, BaseRevision: base, At: now()}, noLimits)
 	}
+	if cur, _ := s.GetThreat(c, th.ID); cur.Version != 1 {
+		t.Fatalf("a new report is at version %d, want 1", cur.Version)
+	}
 	// The owner's change to a pending report applies at once.
 	got, rev, err := mod(owner, 0, core.Submission{Publisher: ptr("mallory"), Tags: []string{"a"}})
-	if err != nil || rev.State != core.RevisionApplied || rev.Number != 1 || got.Revision != 1 || got.Details.Publisher != "mallory" {
-		t.Fatalf("owner edit: %+v %+v %v", got.Details, rev, err)
+	if err != nil || rev.State != core.RevisionApplied || rev.Number != 1 || got.Revision != 1 || got.Details.Publisher != "mallory" || got.Version != 2 {
+		t.Fatalf("owner edit: %+v %+v %v", got, rev, err)
+	}
+	// A decision on the version before the edit is refused and changes nothing.
+	var ve *core.VersionError
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 1, Decision: core.DecisionVerify, ActorName: "Rita", At: now()}); !errors.As(err, &ve) ||
+		ve.Asked != 1 || ve.Current != 2 || !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("verify of version 1 after an edit: %v", err)
+	}
+	if cur, _ := s.GetThreat(c, th.ID); cur.Status != core.StatusPending || cur.Version != 2 {
+		t.Fatalf("after a refused decision: %s version %d", cur.Status, cur.Version)
 	}
 	// Anyone else's waits for review.
 	got, rev2, err := mod(other, 1, core.Submission{SeverityLevel: ptr("high")})
 	if err != nil || rev2.State != core.RevisionPending || rev2.Number != 2 || got.Details.SeverityLevel != "" || got.Revision != 1 {
 		t.Fatalf("other's edit: %+v %+v %v", got, rev2, err)
 	}
-	if cur, _ := s.GetThreat(c, th.ID); cur.Details.SeverityLevel != "" {
-		t.Fatal("pending revision changed the report")
+	if cur, _ := s.GetThreat(c, th.ID); cur.Details.SeverityLevel != "" || cur.Version != 2 {
+		t.Fatalf("pending revision changed the report (version %d)", cur.Version)
 	}
 	// Stale base revision.
 	if _, _, err := mod(owner, 0, core.Submission{Publisher: ptr("x")}); !errors.Is(err, core.ErrStale) {
 		t.Fatalf("stale base: %v", err)
 	}
 	// Once verified, even the owner's change waits.
-	verify(t, s, th.ID, now())
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 2, Decision: core.DecisionVerify, ActorName: "Rita", At: now()}); err != nil {
+		t.Fatal(err)
+	}
 	_, rev3, err := mod(owner, 1, core.Submission{Tags: []string{}})
 	if err != nil || rev3.State != core.RevisionPending || rev3.Patch.Tags == nil || len(rev3.Patch.Tags) != 0 {
 		t.Fatalf("owner edit of a verified report: %+v %v", rev3, err)
@@ -156,18 +170,21 @@ func testModify(t *testing.T, b Backend) {
 	// Approving applies; rejecting keeps the report as it was.
 	approved, r2, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev2.ID, Approve: true, ActorName: "Rita", At: now()})
 	if err != nil || r2.State != core.RevisionApproved || approved.Details.SeverityLevel != core.SeverityHigh || approved.Revision != 2 ||
-		approved.Details.Publisher != "mallory" || r2.DecidedBy != "Rita" {
+		approved.Details.Publisher != "mallory" || r2.DecidedBy != "Rita" || approved.Version != 3 {
 		t.Fatalf("approve: %+v %+v %v", approved.Details, r2, err)
 	}
 	kept, r3, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev3.ID, Approve: false, Note: "keep tags", ActorName: "Rita", At: now()})
-	if err != nil || r3.State != core.RevisionRejected || strings.Join(kept.Details.Tags, ",") != "a" || r3.Note != "keep tags" {
+	if err != nil || r3.State != core.RevisionRejected || strings.Join(kept.Details.Tags, ",") != "a" || r3.Note != "keep tags" || kept.Version != 3 {
 		t.Fatalf("reject: %+v %+v %v", kept.Details, r3, err)
 	}
 	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev3.ID, Approve: true, ActorName: "x", At: now()}); !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("deciding twice: %v", err)
 	}
 	// A rejected report cannot be modified.
-	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Decision: core.DecisionReject, Note: "withdrawn", ActorName: "x", At: now()}); err != nil {
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 2, Decision: core.DecisionReject, Note: "withdrawn", ActorName: "x", At: now()}); !errors.As(err, &ve) {
+		t.Fatalf("withdrawal of version 2 at version 3: %v", err)
+	}
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 3, Decision: core.DecisionReject, Note: "withdrawn", ActorName: "x", At: now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := mod(owner, 2, core.Submission{Publisher: ptr("y")}); !errors.Is(err, core.ErrConflict) {
@@ -208,5 +225,49 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 	_, err = s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "192.0.2.9"), p)
 	if !errors.As(err, &hl) {
 		t.Fatalf("revisions must count toward the submission limit: %v", err)
+	}
+}
+
+// testReviewVersionRace races an owner's edits against a decision on
+// version 1: either the decision lands first (verified at version 1, later
+// edits wait as proposals) or it is refused; never verified at a later
+// version that the reviewer did not read.
+func testReviewVersionRace(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	owner := user(t, s, "racer@example.com")
+	for i := range 10 {
+		th := report(t, owner.ID, core.TypePackage, "npm", fmt.Sprintf("race-pkg-%d", i))
+		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
+				Patch: core.Submission{Publisher: ptr("edited")}, BaseRevision: 0, At: now()}, noLimits)
+			done <- err
+		}()
+		got, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 1, Decision: core.DecisionVerify, ActorName: "Rita", At: now()})
+		editErr := <-done
+		cur, gerr := s.GetThreat(c, th.ID)
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		switch {
+		case err == nil:
+			// The decision came first: what was verified is version 1's text.
+			if got.Version != 1 || got.Details.Publisher == "edited" {
+				t.Fatalf("verified %+v", got)
+			}
+			if cur.Status != core.StatusVerified || cur.Details.Publisher == "edited" {
+				t.Fatalf("an edit after the decision changed the published report: %+v (edit: %v)", cur, editErr)
+			}
+		case errors.Is(err, core.ErrConflict):
+			if editErr != nil || cur.Status != core.StatusPending || cur.Version != 2 {
+				t.Fatalf("refused decision, but the report is %s at version %d (edit: %v)", cur.Status, cur.Version, editErr)
+			}
+		default:
+			t.Fatal(err)
+		}
 	}
 }

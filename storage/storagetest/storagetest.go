@@ -49,6 +49,7 @@ func Run(t *testing.T, backend Backend) {
 		{"LatestVerified", testLatestVerified},
 		{"VerifiedSummaries", testVerifiedSummaries},
 		{"Modify", testModify},
+		{"ReviewVersionRace", testReviewVersionRace},
 		{"ModifyHourlyLimit", testModifyHourlyLimit},
 		{"RateCounters", testRateCounters},
 		{"ImportedVersions", testImportedVersions},

@@ -1060,8 +1060,10 @@ type Threat struct {
 	Details            *Details               `protobuf:"bytes,15,opt,name=details,proto3" json:"details,omitempty"`
 	AllVersions        bool                   `protobuf:"varint,16,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
 	UpstreamModified   *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=upstream_modified,json=upstreamModified,proto3" json:"upstream_modified,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The content version (CONTRACT.md §8): 1 as submitted, +1 per applied change.
+	Version       int32 `protobuf:"varint,18,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Threat) Reset() {
@@ -1211,6 +1213,13 @@ func (x *Threat) GetUpstreamModified() *timestamppb.Timestamp {
 		return x.UpstreamModified
 	}
 	return nil
+}
+
+func (x *Threat) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 type Details struct {
@@ -1658,13 +1667,15 @@ func (x *ListPendingRequest) GetLimit() int32 {
 }
 
 type Review struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
-	Decision      string                 `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
-	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
-	ActorId       string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
-	ActorName     string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
-	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ThreatId  string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Decision  string                 `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	Note      string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	ActorId   string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ActorName string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	At        *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	// The version the reviewer decided on; 0: no check.
+	Version       int32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1739,6 +1750,13 @@ func (x *Review) GetAt() *timestamppb.Timestamp {
 		return x.At
 	}
 	return nil
+}
+
+func (x *Review) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 type ReviewEventsRequest struct {
@@ -3851,7 +3869,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x1b\n" +
 	"\tentity_id\x18\x03 \x01(\tR\bentityId\x12\x0e\n" +
 	"\x02op\x18\x04 \x01(\tR\x02op\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xb1\x05\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xcb\x05\n" +
 	"\x06Threat\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vreport_type\x18\x02 \x01(\tR\n" +
@@ -3876,7 +3894,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"upstreamId\x124\n" +
 	"\adetails\x18\x0f \x01(\v2\x1a.threatd.plugin.v1.DetailsR\adetails\x12!\n" +
 	"\fall_versions\x18\x10 \x01(\bR\vallVersions\x12G\n" +
-	"\x11upstream_modified\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x10upstreamModified\"\xdf\x04\n" +
+	"\x11upstream_modified\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x10upstreamModified\x12\x18\n" +
+	"\aversion\x18\x12 \x01(\x05R\aversion\"\xdf\x04\n" +
 	"\aDetails\x12-\n" +
 	"\x12threat_description\x18\x01 \x01(\tR\x11threatDescription\x12/\n" +
 	"\x13payload_description\x18\x02 \x01(\tR\x12payloadDescription\x12!\n" +
@@ -3911,7 +3930,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"ThreatList\x123\n" +
 	"\athreats\x18\x01 \x03(\v2\x19.threatd.plugin.v1.ThreatR\athreats\"*\n" +
 	"\x12ListPendingRequest\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x05R\x05limit\"\xbb\x01\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"\xd5\x01\n" +
 	"\x06Review\x12\x1b\n" +
 	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\x12\x1a\n" +
 	"\bdecision\x18\x02 \x01(\tR\bdecision\x12\x12\n" +
@@ -3919,7 +3938,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\bactor_id\x18\x04 \x01(\tR\aactorId\x12\x1d\n" +
 	"\n" +
 	"actor_name\x18\x05 \x01(\tR\tactorName\x12*\n" +
-	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"2\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x18\n" +
+	"\aversion\x18\a \x01(\x05R\aversion\"2\n" +
 	"\x13ReviewEventsRequest\x12\x1b\n" +
 	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\"\xab\x02\n" +
 	"\vReviewEvent\x12\x0e\n" +
