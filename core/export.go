@@ -36,5 +36,9 @@ type Exporters interface {
 // ErrExporterUnavailable means an exporter cannot be started (503).
 var ErrExporterUnavailable = errors.New("exporter unavailable")
 
+// ErrExporterTimeout means an exporter is still starting after the bounded
+// wait of a request (504).
+var ErrExporterTimeout = errors.New("exporter timeout")
+
 // ErrExporterFailed means an exporter failed or crashed during a request (502).
 var ErrExporterFailed = errors.New("exporter failed")

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -123,8 +124,51 @@ type ImportProgress struct {
 	Records               int
 }
 
-// importBatch is how many records one storage call (one transaction) takes.
-const importBatch = 500
+// Bounds of one storage call (one transaction) of an import: at most
+// importBatch records and importBatchBytes of their text, so that a batch of
+// long reports never exceeds what one plugin message carries (gRPC's 4 MiB:
+// 500 reports with 200 KB payloads aborted the whole import).
+const (
+	importBatch      = 500
+	importBatchBytes = 1 << 20
+)
+
+// MaxImportRecordBytes bounds one import record's text (as ApproxSize
+// counts it). A record validated by NewThreat stays well below it (its
+// longest fields are 20,000 and 200,000 characters); a larger one is
+// skipped with its reason, and the run goes on.
+const MaxImportRecordBytes = 3 << 20
+
+// MaxUpstreamIDBytes bounds an upstream id: it is part of an index key on
+// every backend.
+const MaxUpstreamIDBytes = 512
+
+// ApproxSize is the size of r's text: its long fields plus room for the
+// short ones. It bounds batches without marshalling them.
+func (r ImportRecord) ApproxSize() int {
+	t := &r.Threat
+	d := &t.Details
+	n := 512 + len(t.ResourceIdentifier) + len(t.UpstreamID) + len(d.ThreatDescription) + len(d.PayloadDescription) +
+		len(d.EvidenceReferences) + len(d.VersionInfo) + len(d.PackageName) + len(d.Publisher) + len(d.OSVAdvisoryURL)
+	for _, s := range d.Tags {
+		n += len(s) + 2
+	}
+	for _, s := range d.Contributors {
+		n += len(s) + 2
+	}
+	return n
+}
+
+// importable says why a record cannot be sent to storage ("" when it can).
+func importable(r *ImportRecord) string {
+	if n := r.ApproxSize(); n > MaxImportRecordBytes {
+		return fmt.Sprintf("the record is too large to import (%d bytes; at most %d)", n, MaxImportRecordBytes)
+	}
+	if len(r.Threat.UpstreamID) > MaxUpstreamIDBytes {
+		return fmt.Sprintf("the upstream id is longer than %d bytes", MaxUpstreamIDBytes)
+	}
+	return ""
+}
 
 // Ingest reads src for paths and applies its records to store in batches,
 // as the system reviewer <source>-import. progress may be nil.
@@ -161,6 +205,7 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 		written <- context.Cause(ctx)
 	}()
 	batch := make([]ImportRecord, 0, importBatch)
+	size := 0
 	send := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -170,7 +215,7 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		batch = make([]ImportRecord, 0, importBatch)
+		batch, size = make([]ImportRecord, 0, importBatch), 0
 		return nil
 	}
 	err := src.Read(ctx, paths, settings, StoreKnown(store), func(it SourceItem) error {
@@ -180,8 +225,19 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 			sum.Counts[ImportUnchanged] += it.Unchanged
 			p.Records += it.Unchanged
 		case it.Record != nil:
-			batch = append(batch, *it.Record)
 			p.Records++
+			if why := importable(it.Record); why != "" {
+				sum.Counts[ImportSkipped]++
+				sum.Skipped = append(sum.Skipped, Shorten(it.Record.Threat.UpstreamID)+": "+why)
+				return nil
+			}
+			n := it.Record.ApproxSize()
+			if len(batch) > 0 && size+n > importBatchBytes {
+				if err := send(); err != nil {
+					return err
+				}
+			}
+			batch, size = append(batch, *it.Record), size+n
 			if len(batch) >= importBatch {
 				return send()
 			}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -172,63 +173,147 @@ func ServeExporter(name, description string, e Exporter) {
 var (
 	ErrExporterUnavailable = core.ErrExporterUnavailable
 	ErrExporterFailed      = core.ErrExporterFailed
+	ErrExporterTimeout     = core.ErrExporterTimeout
 )
 
-// Exporters starts and keeps exporter plugin processes, one per name,
-// restarting one that has exited on its next use.
+// ExporterWait bounds how long a request waits for an exporter that is
+// still starting (core.ErrExporterTimeout after it: 504).
+const ExporterWait = 10 * time.Second
+
+// Exporters starts and keeps exporter plugin processes, one per name, in the
+// background: the API serves at once, an exporter that is slow or hangs at
+// its handshake delays only its own requests (each waits at most
+// ExporterWait), and one that has exited is restarted on its next use.
 type Exporters struct {
-	host *Host
-	mu   sync.Mutex
-	live map[string]*runningExporter
+	host  *Host
+	mu    sync.Mutex
+	slots map[string]*exporterSlot
+}
+
+// exporterSlot is one exporter's process and the state of its start.
+type exporterSlot struct {
+	running  *runningExporter
+	starting chan struct{} // non-nil while a start is under way; closed when it ends
+	failed   bool          // the last start failed
+	lastErr  error
 }
 
 type runningExporter struct {
-	client *goplugin.Client
+	client *plugin
 	rpc    *ExporterClient
 }
 
 // NewExporters returns an exporter pool over host.
 func NewExporters(host *Host) *Exporters {
-	return &Exporters{host: host, live: map[string]*runningExporter{}}
+	return &Exporters{host: host, slots: map[string]*exporterSlot{}}
 }
 
-// Start starts the named exporters now, logging (not failing on) the ones
-// that cannot start: their endpoints answer 503 until they can.
+// Start starts the named exporters in the background and returns at once;
+// one that cannot start is logged, and its endpoints answer 503 until it can.
 func (x *Exporters) Start(names []string) {
-	for _, n := range names {
-		if _, err := x.get(n); err != nil {
-			x.host.Log.Warn("exporter unavailable: its endpoints will answer 503", "exporter", n, "error", err.Error())
-		}
-	}
-}
-
-func (x *Exporters) get(name string) (*ExporterClient, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if r, ok := x.live[name]; ok {
-		if !r.client.Exited() {
-			return r.rpc, nil
+	for _, n := range names {
+		x.startLocked(n)
+	}
+}
+
+// States describes each exporter for /healthz: ready, starting or
+// unavailable.
+func (x *Exporters) States() map[string]string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make(map[string]string, len(x.slots))
+	for n, sl := range x.slots {
+		switch {
+		case sl.running != nil && !sl.running.client.exited():
+			out[n] = "ready"
+		case sl.starting != nil:
+			out[n] = "starting"
+		case sl.running != nil:
+			out[n] = "exited (restarted on its next request)"
+		default:
+			out[n] = "unavailable"
 		}
-		x.host.Log.Warn("exporter process had exited; restarting it", "exporter", name)
-		r.client.Kill()
-		delete(x.live, name)
 	}
-	raw, client, err := x.host.start(KindExporter, name, &exporterPlugin{})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrExporterUnavailable, err)
+	return out
+}
+
+// startLocked begins a start of name unless one is under way; x.mu is held.
+func (x *Exporters) startLocked(name string) chan struct{} {
+	sl := x.slots[name]
+	if sl == nil {
+		sl = &exporterSlot{}
+		x.slots[name] = sl
 	}
-	rpc, ok := raw.(*ExporterClient)
-	if !ok {
-		client.Kill()
-		return nil, fmt.Errorf("%w: exporter %q: unexpected client %T", ErrExporterUnavailable, name, raw)
+	if sl.starting != nil {
+		return sl.starting
 	}
-	x.live[name] = &runningExporter{client: client, rpc: rpc}
-	return rpc, nil
+	done := make(chan struct{})
+	sl.starting = done
+	go func() {
+		raw, p, err := x.host.start(KindExporter, name, &exporterPlugin{})
+		var rpc *ExporterClient
+		if err == nil {
+			var ok bool
+			if rpc, ok = raw.(*ExporterClient); !ok {
+				p.kill()
+				err = fmt.Errorf("exporter %q: unexpected client %T", name, raw)
+			}
+		}
+		x.mu.Lock()
+		if err != nil {
+			sl.running, sl.failed, sl.lastErr = nil, true, err
+			x.host.warn("exporter unavailable: its endpoints answer 503 until it can start", "exporter", name, "error", err.Error())
+		} else {
+			sl.running, sl.failed, sl.lastErr = &runningExporter{client: p, rpc: rpc}, false, nil
+		}
+		sl.starting = nil
+		close(done)
+		x.mu.Unlock()
+	}()
+	return done
+}
+
+// get returns the named exporter's client, starting it if needed and
+// waiting at most ExporterWait for a start under way.
+func (x *Exporters) get(ctx context.Context, name string) (*ExporterClient, error) {
+	x.mu.Lock()
+	sl := x.slots[name]
+	if sl != nil && sl.running != nil {
+		if !sl.running.client.exited() {
+			rpc := sl.running.rpc
+			x.mu.Unlock()
+			return rpc, nil
+		}
+		x.host.warn("exporter process had exited; restarting it", "exporter", name)
+		sl.running.client.kill()
+		sl.running = nil
+	}
+	done := x.startLocked(name)
+	sl = x.slots[name]
+	x.mu.Unlock()
+
+	timer := time.NewTimer(ExporterWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: exporter %q is still starting after %s", ErrExporterTimeout, name, ExporterWait)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if sl.running == nil {
+		return nil, fmt.Errorf("%w: %v", ErrExporterUnavailable, sl.lastErr)
+	}
+	return sl.running.rpc, nil
 }
 
 // Export runs the named exporter on req.
 func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest) (Document, error) {
-	c, err := x.get(name)
+	c, err := x.get(ctx, name)
 	if err != nil {
 		return Document{}, err
 	}
@@ -249,20 +334,33 @@ func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest) 
 func (x *Exporters) drop(name string, c *ExporterClient) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if r, ok := x.live[name]; ok && r.rpc == c {
-		r.client.Kill()
-		delete(x.live, name)
+	if sl := x.slots[name]; sl != nil && sl.running != nil && sl.running.rpc == c {
+		sl.running.client.kill()
+		sl.running = nil
 		x.host.logf("exporter failed a request; it will be restarted on the next one", "exporter", name)
 	}
 }
 
-// Close stops every exporter process.
+// Close stops every exporter process, waiting for starts under way.
 func (x *Exporters) Close() {
 	x.mu.Lock()
+	var pending []chan struct{}
+	for _, sl := range x.slots {
+		if sl.starting != nil {
+			pending = append(pending, sl.starting)
+		}
+	}
+	x.mu.Unlock()
+	for _, ch := range pending {
+		<-ch
+	}
+	x.mu.Lock()
 	defer x.mu.Unlock()
-	for n, r := range x.live {
-		r.client.Kill()
-		delete(x.live, n)
+	for n, sl := range x.slots {
+		if sl.running != nil {
+			sl.running.client.kill()
+		}
+		delete(x.slots, n)
 	}
 }
 

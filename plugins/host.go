@@ -7,9 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -44,12 +44,41 @@ func (h *Host) pluginPath(kind, name string) (string, error) {
 	return path, nil
 }
 
+// HandshakeTimeout bounds a plugin's start: the process must print its
+// handshake line within it.
+const HandshakeTimeout = 30 * time.Second
+
+// plugin is one started plugin process.
+type plugin struct {
+	client *goplugin.Client
+	// cancel kills the plugin's process group.
+	cancel context.CancelFunc
+}
+
+// kill stops the plugin: go-plugin's graceful stop, then its whole process
+// group.
+func (p *plugin) kill() {
+	p.client.Kill()
+	p.cancel()
+}
+
+// exited reports whether the plugin process has exited.
+func (p *plugin) exited() bool { return p.client.Exited() }
+
 // start launches a plugin binary, completes the handshake and dispenses kind.
-func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *goplugin.Client, error) {
+func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *plugin, error) {
 	path, err := h.pluginPath(kind, name)
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &plugin{cancel: cancel}
+	// go-plugin gives up on the handshake after StartTimeout, then waits
+	// for the plugin's stdout to close; a process (or a child of it) that
+	// keeps it open would hang that wait forever. Past the timeout the
+	// whole process group is killed, which closes it.
+	guard := time.AfterFunc(HandshakeTimeout+2*time.Second, cancel)
+	defer guard.Stop()
 	log := h.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -58,18 +87,19 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *goplugin.Cl
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {kind: impl}},
-		Cmd:              exec.Command(path),
+		Cmd:              pluginCmd(ctx, path),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		// go-plugin's own logger is off: the plugin's stderr is forwarded
 		// line by line into our structured log instead.
 		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
 		Stderr:       newStderrLogger(log, binary),
-		StartTimeout: 30 * time.Second,
+		StartTimeout: HandshakeTimeout,
 		AutoMTLS:     true,
 	})
+	p.client = client
 	rpc, err := client.Client()
 	if err != nil {
-		client.Kill()
+		p.kill()
 		if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
 			return nil, nil, fmt.Errorf("%s plugin %q (%s) speaks an incompatible plugin protocol: this daemon speaks version %d (%v)", kind, name, path, ProtocolVersion, err)
 		}
@@ -77,39 +107,146 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *goplugin.Cl
 	}
 	raw, err := rpc.Dispense(kind)
 	if err != nil {
-		client.Kill()
+		p.kill()
 		return nil, nil, fmt.Errorf("%s plugin %q (%s) does not serve the %s protocol: %w", kind, name, path, kind, err)
 	}
 	log.Info("plugin started", "plugin", binary, "path", path, "pid", client.ReattachConfig().Pid, "protocol", client.NegotiatedVersion())
-	return raw, client, nil
+	return raw, p, nil
 }
 
 // StartStorage starts the storage plugin threatd-storage-<name>, configures
-// it, and returns a core.Store whose Close stops the process.
+// it, and returns a core.Store whose Close stops the process. The process is
+// supervised: if it dies (killed, crashed), a new one is started with
+// backoff and configured the same way, and calls go to it; meanwhile they
+// fail with core.ErrUnavailable (HTTP 503 with Retry-After).
 func (h *Host) StartStorage(ctx context.Context, name string, cfg StorageConfig) (*StorageClient, error) {
-	raw, client, err := h.start(KindStorage, name, &storagePlugin{})
+	sc, p, err := h.startStorage(ctx, name, cfg)
 	if err != nil {
 		return nil, err
 	}
+	sup := &storageSupervisor{host: h, name: name, cfg: cfg, client: sc, current: p, stop: make(chan struct{}), done: make(chan struct{})}
+	sc.closer = sup.close
+	go sup.watch()
+	return sc, nil
+}
+
+// startStorage starts and configures one storage process.
+func (h *Host) startStorage(ctx context.Context, name string, cfg StorageConfig) (*StorageClient, *plugin, error) {
+	raw, p, err := h.start(KindStorage, name, &storagePlugin{})
+	if err != nil {
+		return nil, nil, err
+	}
 	sc, ok := raw.(*StorageClient)
 	if !ok {
-		client.Kill()
-		return nil, fmt.Errorf("storage plugin %q: unexpected client type %T", name, raw)
-	}
-	sc.closer = func() error {
-		client.Kill()
-		h.logf("plugin stopped", "plugin", BinaryName(KindStorage, name))
-		return nil
+		p.kill()
+		return nil, nil, fmt.Errorf("storage plugin %q: unexpected client type %T", name, raw)
 	}
 	if _, err := sc.Configure(ctx, cfg); err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("storage plugin %q: configure: %w", name, err)
+		p.kill()
+		return nil, nil, fmt.Errorf("storage plugin %q: configure: %w", name, err)
 	}
-	return sc, nil
+	return sc, p, nil
+}
+
+// Restart bounds of a dead storage process.
+const (
+	storagePoll       = 100 * time.Millisecond
+	storageBackoffMin = 100 * time.Millisecond
+	storageBackoffMax = 5 * time.Second
+)
+
+// storageSupervisor restarts the storage process when it dies.
+type storageSupervisor struct {
+	host   *Host
+	name   string
+	cfg    StorageConfig
+	client *StorageClient
+
+	mu      sync.Mutex
+	current *plugin
+	stop    chan struct{}
+	done    chan struct{}
+	closed  bool
+}
+
+func (s *storageSupervisor) watch() {
+	defer close(s.done)
+	tick := time.NewTicker(storagePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		dead := s.current.exited()
+		s.mu.Unlock()
+		if dead {
+			s.restart()
+		}
+	}
+}
+
+// restart starts new processes, with backoff, until one is configured (or
+// the supervisor is closed).
+func (s *storageSupervisor) restart() {
+	binary := BinaryName(KindStorage, s.name)
+	s.host.warn("storage plugin process exited; restarting it (storage calls answer 503 meanwhile)", "plugin", binary)
+	wait := storageBackoffMin
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), HandshakeTimeout)
+		sc, p, err := s.host.startStorage(ctx, s.name, s.cfg)
+		cancel()
+		if err == nil {
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				p.kill()
+				return
+			}
+			s.current.kill() // reap the dead one's group
+			s.current = p
+			s.client.rpc.Store(sc.rpc.Load())
+			s.mu.Unlock()
+			s.host.logf("storage plugin restarted", "plugin", binary, "attempt", attempt)
+			return
+		}
+		s.host.warn("storage plugin restart failed; retrying", "plugin", binary, "attempt", attempt, "retry_in", wait.String(), "error", err.Error())
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, storageBackoffMax)
+	}
+}
+
+func (s *storageSupervisor) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.mu.Unlock()
+	<-s.done
+	s.mu.Lock()
+	s.current.kill()
+	s.mu.Unlock()
+	s.host.logf("plugin stopped", "plugin", BinaryName(KindStorage, s.name))
+	return nil
 }
 
 func (h *Host) logf(msg string, args ...any) {
 	if h.Log != nil {
 		h.Log.Info(msg, args...)
+	}
+}
+
+func (h *Host) warn(msg string, args ...any) {
+	if h.Log != nil {
+		h.Log.Warn(msg, args...)
 	}
 }

@@ -66,6 +66,12 @@ func (b *itemBatcher) add(it core.SourceItem) error {
 		b.batch = &pb.SourceItems{}
 	}
 	n := approxSize(it)
+	if it.Record != nil && n > core.MaxImportRecordBytes {
+		// Too large for one message: skipped with its reason, and the run goes on.
+		it = core.SourceItem{Skipped: core.Shorten(it.Record.Threat.UpstreamID),
+			Reason: fmt.Sprintf("the record is too large to import (%d bytes; at most %d)", n, core.MaxImportRecordBytes)}
+		n = approxSize(it)
+	}
 	if len(b.batch.Items) > 0 && (len(b.batch.Items) >= sourceBatchItems || b.size+n > sourceBatchBytes) {
 		if err := b.flush(); err != nil {
 			return err
@@ -143,14 +149,7 @@ func (s *sourceServer) ReadKnown(stream grpc.BidiStreamingServer[pb.SourceUp, pb
 func approxSize(it core.SourceItem) int {
 	n := 512 + len(it.Skipped) + len(it.Reason)
 	if r := it.Record; r != nil {
-		d := r.Threat.Details
-		n += len(d.ThreatDescription) + len(d.PayloadDescription) + len(d.EvidenceReferences) + len(d.VersionInfo)
-		for _, s := range d.Tags {
-			n += len(s) + 2
-		}
-		for _, s := range d.Contributors {
-			n += len(s) + 2
-		}
+		n += r.ApproxSize()
 	}
 	return n
 }
@@ -298,9 +297,9 @@ func (h *Host) StartSource(name string) (*SourceClient, error) {
 	}
 	sc, ok := raw.(*SourceClient)
 	if !ok {
-		client.Kill()
+		client.kill()
 		return nil, fmt.Errorf("source plugin %q: unexpected client %T", name, raw)
 	}
-	sc.closer = client.Kill
+	sc.closer = client.kill
 	return sc, nil
 }

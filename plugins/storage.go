@@ -43,7 +43,9 @@ func (p *storagePlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error
 }
 
 func (p *storagePlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &StorageClient{rpc: pb.NewStorageClient(c)}, nil
+	sc := &StorageClient{}
+	sc.rpc.Store(&storageConn{pb.NewStorageClient(c)})
+	return sc, nil
 }
 
 // storageServer serves a core.Store over the storage protocol.
@@ -385,7 +387,9 @@ func streamAll[T, P any](s *storageServer, fn func(core.Store) ([]T, error), con
 // StorageClient is the daemon's side of a storage plugin: a core.Store whose
 // every call is one RPC to the plugin process.
 type StorageClient struct {
-	rpc    pb.StorageClient
+	// rpc is the current plugin process's client: a supervisor replaces it
+	// when the process dies and a new one has started (host.go).
+	rpc    atomic.Pointer[storageConn]
 	closer func() error
 	// noGetThreats: the plugin predates GetThreats.
 	noGetThreats atomic.Bool
@@ -395,7 +399,7 @@ type StorageClient struct {
 
 // Configure opens the plugin's database and returns the backend's name.
 func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (string, error) {
-	resp, err := c.rpc.Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings})
+	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings})
 	if err != nil {
 		return "", fromStatus(err)
 	}
@@ -413,19 +417,19 @@ func call[R, O any](r R, err error, conv func(R) O) (O, error) {
 
 // Migrate applies the plugin's pending migrations.
 func (c *StorageClient) Migrate(ctx context.Context) ([]string, error) {
-	r, err := c.rpc.Migrate(ctx, &pb.MigrateRequest{})
+	r, err := c.conn().Migrate(ctx, &pb.MigrateRequest{})
 	return call(r, err, (*pb.MigrateResponse).GetApplied)
 }
 
 // Health asks the plugin whether its database answers.
 func (c *StorageClient) Health(ctx context.Context) error {
-	_, err := c.rpc.Health(ctx, &pb.HealthRequest{})
+	_, err := c.conn().Health(ctx, &pb.HealthRequest{})
 	return fromStatus(err)
 }
 
 // Stats returns the plugin's row counts.
 func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
-	r, err := c.rpc.Stats(ctx, &pb.StatsRequest{})
+	r, err := c.conn().Stats(ctx, &pb.StatsRequest{})
 	return call(r, err, func(r *pb.StatsResponse) core.Stats {
 		return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}
 	})
@@ -433,37 +437,37 @@ func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
 
 // CreateUser stores a user.
 func (c *StorageClient) CreateUser(ctx context.Context, u core.User) (core.User, error) {
-	r, err := c.rpc.CreateUser(ctx, &pb.CreateUserRequest{User: userToPB(u)})
+	r, err := c.conn().CreateUser(ctx, &pb.CreateUserRequest{User: userToPB(u)})
 	return call(r, err, userFromPB)
 }
 
 // UserByEmail looks a user up by e-mail.
 func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.User, error) {
-	r, err := c.rpc.UserByEmail(ctx, &pb.UserByEmailRequest{Email: email})
+	r, err := c.conn().UserByEmail(ctx, &pb.UserByEmailRequest{Email: email})
 	return call(r, err, userFromPB)
 }
 
 // SetUserLimit sets a user's hourly submission limit.
 func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
-	r, err := c.rpc.SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
+	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
 	return call(r, err, userFromPB)
 }
 
 // CreateToken stores a token hash.
 func (c *StorageClient) CreateToken(ctx context.Context, t core.Token) (core.Token, error) {
-	r, err := c.rpc.CreateToken(ctx, &pb.CreateTokenRequest{Token: tokenToPB(t)})
+	r, err := c.conn().CreateToken(ctx, &pb.CreateTokenRequest{Token: tokenToPB(t)})
 	return call(r, err, tokenFromPB)
 }
 
 // RevokeToken revokes a token by hash.
 func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
-	r, err := c.rpc.RevokeToken(ctx, &pb.RevokeTokenRequest{Hash: hash})
+	r, err := c.conn().RevokeToken(ctx, &pb.RevokeTokenRequest{Hash: hash})
 	return call(r, err, tokenFromPB)
 }
 
 // Authenticate resolves a token hash to the token and its user.
 func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
-	r, err := c.rpc.Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
+	r, err := c.conn().Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
 	if err != nil {
 		return core.Token{}, core.User{}, fromStatus(err)
 	}
@@ -472,13 +476,13 @@ func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Tok
 
 // CreateThreat stores a pending report under the submit policy.
 func (c *StorageClient) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) (core.Threat, error) {
-	r, err := c.rpc.CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(t), Policy: policyToPB(p)})
+	r, err := c.conn().CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(t), Policy: policyToPB(p)})
 	return call(r, err, threatFromPB)
 }
 
 // GetThreat returns one report.
 func (c *StorageClient) GetThreat(ctx context.Context, id string) (core.Threat, error) {
-	r, err := c.rpc.GetThreat(ctx, &pb.GetThreatRequest{Id: id})
+	r, err := c.conn().GetThreat(ctx, &pb.GetThreatRequest{Id: id})
 	return call(r, err, threatFromPB)
 }
 
@@ -486,7 +490,7 @@ func (c *StorageClient) GetThreat(ctx context.Context, id string) (core.Threat, 
 // one GetThreat per id from a plugin that predates GetThreats.
 func (c *StorageClient) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
 	if !c.noGetThreats.Load() {
-		r, err := c.rpc.GetThreats(ctx, &pb.GetThreatsRequest{Ids: ids})
+		r, err := c.conn().GetThreats(ctx, &pb.GetThreatsRequest{Ids: ids})
 		if status.Code(err) != codes.Unimplemented {
 			if err != nil {
 				return nil, fromStatus(err)
@@ -515,32 +519,32 @@ func (c *StorageClient) GetThreats(ctx context.Context, ids []string) ([]core.Th
 
 // ReviewThreat applies a review decision.
 func (c *StorageClient) ReviewThreat(ctx context.Context, rv core.Review) (core.Threat, error) {
-	r, err := c.rpc.ReviewThreat(ctx, reviewToPB(rv))
+	r, err := c.conn().ReviewThreat(ctx, reviewToPB(rv))
 	return call(r, err, threatFromPB)
 }
 
 // ListPending returns pending reports, oldest first.
 func (c *StorageClient) ListPending(ctx context.Context, limit int) ([]core.Threat, error) {
-	stream, err := c.rpc.ListPending(ctx, &pb.ListPendingRequest{Limit: int32(limit)})
+	stream, err := c.conn().ListPending(ctx, &pb.ListPendingRequest{Limit: int32(limit)})
 	return recvAll(stream, err, threatFromPB)
 }
 
 // ReviewEvents returns a report's review events.
 func (c *StorageClient) ReviewEvents(ctx context.Context, threatID string) ([]core.ReviewEvent, error) {
-	stream, err := c.rpc.ReviewEvents(ctx, &pb.ReviewEventsRequest{ThreatId: threatID})
+	stream, err := c.conn().ReviewEvents(ctx, &pb.ReviewEventsRequest{ThreatId: threatID})
 	return recvAll(stream, err, eventFromPB)
 }
 
 // LatestVerified returns verified reports, most recently verified first.
 func (c *StorageClient) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core.Threat, error) {
-	stream, err := c.rpc.LatestVerified(ctx, &pb.LatestRequest{ReportType: string(f.ReportType), Registry: f.Registry,
+	stream, err := c.conn().LatestVerified(ctx, &pb.LatestRequest{ReportType: string(f.ReportType), Registry: f.Registry,
 		Severity: string(f.Severity), Limit: int32(f.Limit)})
 	return recvAll(stream, err, threatFromPB)
 }
 
 // EachVerifiedSummary streams the summaries of every verified report.
 func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
-	stream, err := c.rpc.VerifiedSummaries(ctx, &pb.VerifiedSummariesRequest{})
+	stream, err := c.conn().VerifiedSummaries(ctx, &pb.VerifiedSummariesRequest{})
 	return eachRecv(stream, err, func(m *pb.SummaryBatch) error {
 		batch := make([]core.Summary, len(m.Summaries))
 		for i, s := range m.Summaries {
@@ -552,7 +556,7 @@ func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.
 
 // ModifyThreat stores a change to a report.
 func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
-	r, err := c.rpc.ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
+	r, err := c.conn().ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
 		Patch: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p)})
 	if err != nil {
 		return core.Threat{}, core.Revision{}, fromStatus(err)
@@ -562,7 +566,7 @@ func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p
 
 // DecideRevision approves or rejects a pending revision.
 func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
-	r, err := c.rpc.DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
+	r, err := c.conn().DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
 		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At)})
 	if err != nil {
 		return core.Threat{}, core.Revision{}, fromStatus(err)
@@ -572,19 +576,19 @@ func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecis
 
 // ListPendingRevisions returns pending revisions, oldest first.
 func (c *StorageClient) ListPendingRevisions(ctx context.Context) ([]core.Revision, error) {
-	stream, err := c.rpc.ListPendingRevisions(ctx, &pb.ListPendingRevisionsRequest{})
+	stream, err := c.conn().ListPendingRevisions(ctx, &pb.ListPendingRevisionsRequest{})
 	return recvAll(stream, err, revisionFromPB)
 }
 
 // SyncRateCounts adds to the shared counters of a window and returns its totals.
 func (c *StorageClient) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
-	r, err := c.rpc.SyncRateCounts(ctx, &pb.RateCounts{Window: window, Counts: deltas})
+	r, err := c.conn().SyncRateCounts(ctx, &pb.RateCounts{Window: window, Counts: deltas})
 	return call(r, err, (*pb.RateCounts).GetCounts)
 }
 
 // Export streams every stored row in batches.
 func (c *StorageClient) Export(ctx context.Context, fn func(table string, rows []byte) error) error {
-	stream, err := c.rpc.Export(ctx, &pb.ExportRequest{})
+	stream, err := c.conn().Export(ctx, &pb.ExportRequest{})
 	return eachRecv(stream, err, func(m *pb.RowBatch) error { return fn(m.Table, m.Rows) })
 }
 
@@ -593,7 +597,7 @@ func (c *StorageClient) Export(ctx context.Context, fn func(table string, rows [
 func (c *StorageClient) Import(ctx context.Context, next func() (string, []byte, bool, error)) (map[string]int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.rpc.Import(ctx)
+	stream, err := c.conn().Import(ctx)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -620,19 +624,19 @@ func (c *StorageClient) Import(ctx context.Context, next func() (string, []byte,
 
 // QueryThreats returns one keyset page of verified reports.
 func (c *StorageClient) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Threat, error) {
-	stream, err := c.rpc.QueryThreats(ctx, threatQueryToPB(q))
+	stream, err := c.conn().QueryThreats(ctx, threatQueryToPB(q))
 	return recvAll(stream, err, threatFromPB)
 }
 
 // ListRevisions returns every revision of a report.
 func (c *StorageClient) ListRevisions(ctx context.Context, threatID string) ([]core.Revision, error) {
-	stream, err := c.rpc.ListRevisions(ctx, &pb.ListRevisionsRequest{ThreatId: threatID})
+	stream, err := c.conn().ListRevisions(ctx, &pb.ListRevisionsRequest{ThreatId: threatID})
 	return recvAll(stream, err, revisionFromPB)
 }
 
 // Secret returns a named service secret.
 func (c *StorageClient) Secret(ctx context.Context, name string) (string, error) {
-	r, err := c.rpc.Secret(ctx, &pb.SecretRequest{Name: name})
+	r, err := c.conn().Secret(ctx, &pb.SecretRequest{Name: name})
 	return call(r, err, (*pb.SecretResponse).GetValue)
 }
 
@@ -642,13 +646,13 @@ func (c *StorageClient) AddUsage(ctx context.Context, deltas []core.UsageDelta) 
 	for i, d := range deltas {
 		req.Deltas[i] = &pb.UsageDelta{Day: d.Day, TokenId: d.TokenID, Endpoint: d.Endpoint, Calls: d.Calls}
 	}
-	_, err := c.rpc.AddUsage(ctx, req)
+	_, err := c.conn().AddUsage(ctx, req)
 	return fromStatus(err)
 }
 
 // Usage returns a token's paid calls of a day.
 func (c *StorageClient) Usage(ctx context.Context, tokenID, day string) (map[string]int64, error) {
-	r, err := c.rpc.Usage(ctx, &pb.UsageRequest{TokenId: tokenID, Day: day})
+	r, err := c.conn().Usage(ctx, &pb.UsageRequest{TokenId: tokenID, Day: day})
 	return call(r, err, (*pb.UsageResponse).GetCalls)
 }
 
@@ -658,7 +662,7 @@ func (c *StorageClient) ImportThreats(ctx context.Context, recs []core.ImportRec
 	for _, r := range recs {
 		req.Records = append(req.Records, importRecordToPB(r))
 	}
-	r, err := c.rpc.ImportThreats(ctx, req)
+	r, err := c.conn().ImportThreats(ctx, req)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -677,7 +681,7 @@ func (c *StorageClient) ImportedVersions(ctx context.Context, source string, ids
 	if c.noImportedVersions.Load() {
 		return out, nil
 	}
-	r, err := c.rpc.ImportedVersions(ctx, &pb.ImportedVersionsRequest{Source: source, UpstreamIds: ids})
+	r, err := c.conn().ImportedVersions(ctx, &pb.ImportedVersionsRequest{Source: source, UpstreamIds: ids})
 	if status.Code(err) == codes.Unimplemented {
 		c.noImportedVersions.Store(true)
 		return out, nil
@@ -696,13 +700,13 @@ func (c *StorageClient) ImportedVersions(ctx context.Context, source string, ids
 
 // Lease takes or renews a named lease.
 func (c *StorageClient) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	r, err := c.rpc.Lease(ctx, &pb.LeaseRequest{Name: name, Holder: holder, TtlMs: ttl.Milliseconds()})
+	r, err := c.conn().Lease(ctx, &pb.LeaseRequest{Name: name, Holder: holder, TtlMs: ttl.Milliseconds()})
 	return call(r, err, (*pb.LeaseResponse).GetHeld)
 }
 
 // Changes reads the change feed after seq.
 func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
-	stream, err := c.rpc.Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
+	stream, err := c.conn().Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
 	return recvAll(stream, err, changeFromPB)
 }
 
@@ -744,3 +748,8 @@ func (c *StorageClient) Close() error {
 }
 
 var _ core.Store = (*StorageClient)(nil)
+
+type storageConn struct{ pb.StorageClient }
+
+// conn is the client of the current storage process.
+func (c *StorageClient) conn() pb.StorageClient { return c.rpc.Load().StorageClient }

@@ -301,6 +301,16 @@ func pluginPID(t *testing.T, log string) int {
 	return pid
 }
 
+// pluginPIDs lists every storage plugin pid the log names, in order.
+func pluginPIDs(log string) []int {
+	var out []int
+	for _, m := range pidRe.FindAllStringSubmatch(log, -1) {
+		pid, _ := strconv.Atoi(m[1])
+		out = append(out, pid)
+	}
+	return out
+}
+
 // waitGone waits until process pid no longer exists.
 func waitGone(t *testing.T, pid int) {
 	deadline := time.Now().Add(10 * time.Second)

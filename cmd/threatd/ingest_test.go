@@ -295,3 +295,30 @@ func TestImportOSVIntoPostgresAndScheduledSourceLease(t *testing.T) {
 		t.Fatalf("re-import on PostgreSQL: %v", s)
 	}
 }
+
+// A batch of long reports never aborts an import: 60 records of 100 KB each
+// went to storage as one 6 MB message (500 per batch) and gRPC refused it
+// ("message larger than max"), every run, leaving the folder half imported.
+// Batches are now bounded by bytes, through the real plugins.
+func TestImportOfLongRecordsIsSplitByBytes(t *testing.T) {
+	in := newInstance(t, quiet)
+	dir := t.TempDir()
+	long := strings.Repeat("The payload exfiltrates credentials to a remote host. ", 1900) // ~100 KB
+	for i := range 60 {
+		rec := fmt.Sprintf(`{"id":"MAL-LONG-%02d","published":"2025-01-01T00:00:00Z","modified":"2025-01-02T00:00:00Z","summary":"Malicious code in long-%02d",
+			"details":%q,"affected":[{"package":{"ecosystem":"npm","name":"long-%02d"},"versions":["1.0.0"]}]}`, i, i, long, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("MAL-LONG-%02d.json", i)), []byte(rec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := in.cli("import", "osv", dir)
+	if r.code != 0 {
+		t.Fatalf("import of 6 MB of long records: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := summaryCounts(t, r.stdout); s["imported"] != 60 || s["skipped"] != 0 {
+		t.Fatalf("summary: %v\n%s", s, r.stdout)
+	}
+	if n := count(t, sqliteDB(t, in), "SELECT count(*) FROM threat_details WHERE length(payload_description) > 100000"); n != 60 {
+		t.Fatalf("%d long payloads stored, want 60", n)
+	}
+}

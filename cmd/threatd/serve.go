@@ -103,8 +103,8 @@ func serve(cmd *cobra.Command, _ []string) error {
 
 	runSources(followCtx, cfg, e.store, log)
 
-	// Exporter plugins: the configured ones start now; a missing one makes
-	// only its endpoints answer 503.
+	// Exporter plugins: the configured ones start in the background (the API
+	// serves at once); a missing one makes only its endpoints answer 503.
 	exportRoutes, exporterNames, err := exportRoutes(cfg)
 	if err != nil {
 		return err
@@ -220,6 +220,9 @@ type enabledExporters struct {
 	pool    *plugins.Exporters
 	enabled []string
 }
+
+// States is each exporter's state, for /healthz.
+func (x enabledExporters) States() map[string]string { return x.pool.States() }
 
 func (x enabledExporters) Export(ctx context.Context, name string, req core.ExportRequest) (core.Document, error) {
 	if !slices.Contains(x.enabled, name) {

@@ -141,7 +141,9 @@ func toHTTPError(err error, maxBody int64) *Error {
 	case errors.Is(err, core.ErrForbidden):
 		return &Error{Status: http.StatusForbidden, Message: capitalise(err.Error())}
 	case errors.Is(err, core.ErrUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Message: "Service unavailable", Fields: map[string]any{"details": err.Error()}}
+		// The cause (a plugin's socket path, a driver error) goes to the log only.
+		return &Error{Status: http.StatusServiceUnavailable, Message: "Service unavailable: storage is not answering (restarting); try again shortly",
+			Headers: map[string]string{"Retry-After": "1"}, Cause: err}
 	case errors.As(err, &sc):
 		switch code := sc.StatusCode(); code {
 		case http.StatusNotFound:

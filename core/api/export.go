@@ -33,11 +33,11 @@ const maxWindowRecords = 10_000
 func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		ctx := c.Request().Context()
-		qs := c.Request().URL.Query()
-		var (
-			threats []core.Threat
-			err     error
-		)
+		qs, err := queryValues(c)
+		if err != nil {
+			return err
+		}
+		var threats []core.Threat
 		if r.Window {
 			threats, err = s.windowRecords(ctx, qs.Get("since"), qs.Get("hours"), qs.Get("ecosystem"), qs, r.PassParams)
 		} else {
@@ -61,12 +61,16 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		}
 		doc, err := s.exporters.Export(ctx, r.Exporter, req)
 		switch {
+		// The causes (plugin paths, process errors) go to the log only.
 		case errors.Is(err, core.ErrExporterUnavailable):
 			return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("Exporter %q is not available; try again later", r.Exporter),
-				Fields: map[string]any{"details": err.Error()}, Cause: err}
+				Headers: map[string]string{"Retry-After": "5"}, Cause: err}
+		case errors.Is(err, core.ErrExporterTimeout):
+			return &Error{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("Exporter %q is still starting; try again shortly", r.Exporter),
+				Headers: map[string]string{"Retry-After": "5"}, Cause: err}
 		case errors.Is(err, core.ErrExporterFailed):
 			return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("Exporter %q failed while producing the document; try again", r.Exporter),
-				Fields: map[string]any{"details": err.Error()}, Cause: err}
+				Cause: err}
 		case err != nil:
 			return err
 		}

@@ -22,15 +22,25 @@ func (s *Server) healthz(c *echo.Context) error {
 		index["verified_reports"], index["progress"] = loaded, map[string]int64{"read": loaded, "stored_reports": total}
 	}
 	if err := s.store.Health(ctx); err != nil {
+		// The cause is logged; the public answer names no internals.
+		s.log.Warn("healthz: storage is not answering", "error", err.Error())
 		storage["status"] = "unavailable"
-		storage["error"] = err.Error()
+		storage["error"] = "storage is not answering (restarting, or its database is unreachable)"
 		status, code = "degraded", http.StatusServiceUnavailable
+	}
+	plugins := map[string]any{"storage": storage}
+	if st, ok := s.exporters.(interface{ States() map[string]string }); ok {
+		exporters := map[string]any{}
+		for name, state := range st.States() {
+			exporters[name] = map[string]any{"status": state}
+		}
+		plugins["exporters"] = exporters
 	}
 	return c.JSON(code, map[string]any{
 		"status":         status,
 		"version":        s.opts.Version,
 		"uptime_seconds": int64(time.Since(s.started).Seconds()),
-		"plugins":        map[string]any{"storage": storage},
+		"plugins":        plugins,
 		"index":          index,
 	})
 }
