@@ -26,6 +26,8 @@ var (
 	ErrInvalid = errors.New("invalid input")
 	// ErrUnavailable means a backend (storage or exporter plugin) cannot be reached.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrCorrupt means the storage found its database damaged.
+	ErrCorrupt = errors.New("database corrupt")
 )
 
 // FieldError reports one invalid input field; it matches ErrInvalid with errors.Is.

@@ -84,6 +84,8 @@ func toStatus(err error) error {
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, core.ErrUnavailable):
 		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, core.ErrCorrupt):
+		return status.Error(codes.DataLoss, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -98,7 +100,7 @@ func isDomain(err error) bool {
 	if errors.As(err, &se) {
 		return true
 	}
-	for _, target := range []error{core.ErrNotFound, core.ErrConflict, core.ErrLimit, core.ErrInvalid, core.ErrUnavailable, core.ErrForbidden, core.ErrStale} {
+	for _, target := range []error{core.ErrNotFound, core.ErrConflict, core.ErrLimit, core.ErrInvalid, core.ErrUnavailable, core.ErrForbidden, core.ErrStale, core.ErrCorrupt} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -173,6 +175,8 @@ func fromStatus(err error) error {
 		return fmt.Errorf("%w: %s", core.ErrLimit, st.Message())
 	case codes.Unavailable:
 		return fmt.Errorf("%w: %s", core.ErrUnavailable, st.Message())
+	case codes.DataLoss:
+		return fmt.Errorf("%w: %s", core.ErrCorrupt, strings.TrimPrefix(st.Message(), core.ErrCorrupt.Error()+": "))
 	case codes.Canceled:
 		if strings.Contains(st.Message(), "client connection is closing") {
 			// The plugin process went away under the call, not the caller.

@@ -161,6 +161,7 @@ func (c *ExporterClient) Export(ctx context.Context, req ExportRequest) (Documen
 // ServeExporter serves an exporter as a plugin process; call it from main.
 func ServeExporter(name, description string, e Exporter) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	ignoreStopSignals()
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {KindExporter: &exporterPlugin{name: name, description: description, impl: e}}},

@@ -3,6 +3,8 @@ package plugins
 import (
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -21,6 +23,7 @@ func ServeStorage(backend string, open StorageOpener) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	srv := &storageServer{backend: backend, open: open}
 	p := &servedStorage{storagePlugin: storagePlugin{backend: backend, open: open}, srv: srv}
+	ignoreStopSignals()
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {KindStorage: p}},
@@ -40,4 +43,14 @@ type servedStorage struct {
 func (p *servedStorage) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	pb.RegisterStorageServer(s, p.srv)
 	return nil
+}
+
+// ignoreStopSignals keeps a plugin alive through SIGTERM and SIGINT. systemd
+// stops a service by sending SIGTERM to every process of its cgroup at once:
+// a storage plugin that died then could not take the daemon's last writes
+// (the paid-usage counts it flushes at shutdown were lost). The host stops
+// its plugins itself when it is done with them, and the kernel kills them if
+// the host dies (proc_linux.go).
+func ignoreStopSignals() {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 }

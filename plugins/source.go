@@ -281,6 +281,7 @@ var _ core.Source = (*SourceClient)(nil)
 // ServeSource serves a source as a plugin process; call it from main.
 func ServeSource(src core.Source) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	ignoreStopSignals()
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {KindSource: &sourcePlugin{impl: src}}},

@@ -101,9 +101,18 @@ func withStore[R any](s *storageServer, fn func(core.Store) (R, error)) (R, erro
 	}
 	r, err := fn(st)
 	if err != nil {
-		return zero, toStatus(err)
+		return zero, toStatus(classify(st, err))
 	}
 	return r, nil
+}
+
+// classify lets a store say which of its errors mean a damaged database
+// (core.ErrCorrupt), e.g. storage.Store.Classify.
+func classify(st core.Store, err error) error {
+	if c, ok := st.(interface{ Classify(error) error }); ok {
+		return c.Classify(err)
+	}
+	return err
 }
 
 func (s *storageServer) Migrate(ctx context.Context, _ *pb.MigrateRequest) (*pb.MigrateResponse, error) {
@@ -224,13 +233,13 @@ func (s *storageServer) VerifiedSummaries(_ *pb.VerifiedSummariesRequest, stream
 	if err != nil {
 		return err
 	}
-	return toStatus(st.EachVerifiedSummary(stream.Context(), func(batch []core.Summary) error {
+	return toStatus(classify(st, st.EachVerifiedSummary(stream.Context(), func(batch []core.Summary) error {
 		msg := &pb.SummaryBatch{Summaries: make([]*pb.Summary, len(batch))}
 		for i, sum := range batch {
 			msg.Summaries[i] = summaryToPB(sum)
 		}
 		return stream.Send(msg)
-	}))
+	})))
 }
 
 func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest) (*pb.ModifyResponse, error) {

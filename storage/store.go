@@ -32,6 +32,8 @@ type Store struct {
 	// SQLite: the background WAL checkpoints (see openSQLite).
 	stopCheckpoints context.CancelFunc
 	checkpointsDone chan struct{}
+	// corrupt: a query found the database damaged (integrity.go).
+	corrupt *corruption
 }
 
 // writeTurn waits for this process's turn to write on SQLite. SQLite has
@@ -117,6 +119,9 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	)
 	switch d {
 	case SQLite:
+		if err := checkSQLiteFile(context.Background(), dsn); err != nil {
+			return nil, err
+		}
 		db, err = openSQLite(dsn)
 	case Postgres:
 		db, err = openPostgres(dsn)
@@ -126,7 +131,13 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: d, opts: opts, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
+	location := dsn
+	if d == Postgres {
+		location = "the PostgreSQL database of storage.dsn"
+	}
+	s := &Store{db: db, dialect: d, opts: opts, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		corrupt: &corruption{location: location}}
+	db.AddQueryHook(corruptionHook{s.corrupt})
 	if d == SQLite {
 		s.writer = make(chan struct{}, 1)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -150,8 +161,11 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// Health pings the database.
+// Health pings the database, and reports damage any query has found.
 func (s *Store) Health(ctx context.Context) error {
+	if err := s.corrupt.err(); err != nil {
+		return err
+	}
 	if err := s.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("%w: %v", core.ErrUnavailable, err)
 	}

@@ -279,6 +279,10 @@ func TestImportOSVIntoPostgresAndScheduledSourceLease(t *testing.T) {
 	db := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn)))
 	defer db.Close()
 	eventually(t, "the scheduled import", func() bool { return count(t, db, "SELECT count(*) FROM threats") == 300 })
+	// The run is logged once its last batch is committed: wait for the line.
+	eventually(t, "the source run to be logged", func() bool {
+		return strings.Contains(a.logText()+b.logText(), `"msg":"source run"`)
+	})
 	runs := strings.Count(a.logText(), `"msg":"source run"`) + strings.Count(b.logText(), `"msg":"source run"`)
 	held := strings.Count(a.logText(), "another daemon holds the lease") + strings.Count(b.logText(), "another daemon holds the lease")
 	if runs != 1 || held != 1 {

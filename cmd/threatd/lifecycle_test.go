@@ -216,3 +216,37 @@ func processesWith(t *testing.T, marker string) []int {
 	}
 	return out
 }
+
+// systemd stops a service by sending SIGTERM to every process of its cgroup
+// at once: the plugins must outlive the daemon's shutdown, so that the last
+// paid-usage counts (flushed every 5 s and at shutdown) reach storage.
+func TestCountersSurviveAStopOfTheWholeGroup(t *testing.T) {
+	in := newInstance(t, quiet)
+	marker := "TDTEST_MARK_" + strings.ReplaceAll(filepath.Base(in.dir), "-", "_")
+	in.env = append(in.env, marker+"=1")
+	tok := in.user("paid@example.com", "--tier", "paid")
+	d := in.serve()
+	for range 7 {
+		d.do("GET", base+"/threat-feed?hours=1", tok, "").expect(t, 200, "")
+	}
+	// What systemd does: SIGTERM to the daemon and its plugins together.
+	for _, pid := range processesWith(t, marker) {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not stop")
+	}
+	if d.err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", d.err, d.logText())
+	}
+	if strings.Contains(d.logText(), "final flush failed") {
+		t.Fatalf("the final flush failed:\n%s", d.logText())
+	}
+	d = in.serve()
+	r := d.do("GET", base+"/account", tok, "").expect(t, 200, "")
+	if calls, _ := r.body["paid_calls_today"].(map[string]any); calls["/threat-feed"] != float64(7) {
+		t.Fatalf("paid calls after a stop: %v", r.body["paid_calls_today"])
+	}
+}

@@ -140,6 +140,10 @@ func toHTTPError(err error, maxBody int64) *Error {
 		return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
 	case errors.Is(err, core.ErrForbidden):
 		return &Error{Status: http.StatusForbidden, Message: capitalise(err.Error())}
+	case errors.Is(err, core.ErrCorrupt):
+		// Logged loudly where it is found; healthz reports it.
+		return &Error{Status: http.StatusInternalServerError, Message: msgInternal,
+			Fields: map[string]any{"details": "the database is damaged (see the server log)"}, Cause: err}
 	case errors.Is(err, core.ErrUnavailable):
 		// The cause (a plugin's socket path, a driver error) goes to the log only.
 		return &Error{Status: http.StatusServiceUnavailable, Message: "Service unavailable: storage is not answering (restarting); try again shortly",

@@ -2,10 +2,13 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
 )
 
 // healthz reports the daemon's and the storage plugin's health (no auth).
@@ -21,7 +24,12 @@ func (s *Server) healthz(c *echo.Context) error {
 		status, code = "starting", http.StatusServiceUnavailable
 		index["verified_reports"], index["progress"] = loaded, map[string]int64{"read": loaded, "stored_reports": total}
 	}
-	if err := s.store.Health(ctx); err != nil {
+	if err := s.store.Health(ctx); errors.Is(err, core.ErrCorrupt) {
+		s.log.Error("healthz: THE DATABASE IS DAMAGED; restore it from a backup", "error", err.Error())
+		storage["status"] = "corrupt"
+		storage["error"] = "the database is damaged: restore it from a backup (details in the daemon's log)"
+		status, code = "degraded", http.StatusServiceUnavailable
+	} else if err != nil {
 		// The cause is logged; the public answer names no internals.
 		s.log.Warn("healthz: storage is not answering", "error", err.Error())
 		storage["status"] = "unavailable"

@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/threatd/threatd/core"
+)
+
+// isCorrupt reports whether err says the database is damaged, or is not a
+// database at all.
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff // the primary result code
+		return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+	}
+	var pe pgdriver.Error
+	if errors.As(err, &pe) {
+		c := pe.Field('C')
+		return c == "XX001" || c == "XX002" // data_corrupted, index_corrupted
+	}
+	return false
+}
+
+// corruption remembers that a query found the database damaged: from then
+// on Health reports it (healthz: degraded, "corrupt"), and the first finding
+// and then one a minute are logged at error level.
+type corruption struct {
+	first    atomic.Pointer[string]
+	lastLog  atomic.Int64
+	location string // the file (SQLite) or the database (PostgreSQL)
+}
+
+func (c *corruption) note(err error) {
+	if err == nil || !isCorrupt(err) {
+		return
+	}
+	msg := err.Error()
+	c.first.CompareAndSwap(nil, &msg)
+	now := time.Now().Unix()
+	if last := c.lastLog.Load(); now-last >= 60 && c.lastLog.CompareAndSwap(last, now) {
+		slog.Error("THE DATABASE IS DAMAGED: restore it from a backup; reads and writes that touch the damaged pages fail",
+			"database", c.location, "error", msg)
+	}
+}
+
+// err is the corruption found so far, as core.ErrCorrupt, or nil.
+func (c *corruption) err() error {
+	if p := c.first.Load(); p != nil {
+		return fmt.Errorf("%w: %s: %s", core.ErrCorrupt, c.location, *p)
+	}
+	return nil
+}
+
+// corruptionHook notes the corruption errors of every query bun runs.
+type corruptionHook struct{ c *corruption }
+
+func (h corruptionHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (h corruptionHook) AfterQuery(_ context.Context, e *bun.QueryEvent) { h.c.note(e.Err) }
+
+// Classify turns an error that says the database is damaged into
+// core.ErrCorrupt naming the database (other errors are returned as they
+// are), so that the daemon can tell corruption from an outage.
+func (s *Store) Classify(err error) error {
+	if err != nil && isCorrupt(err) {
+		s.corrupt.note(err)
+		return fmt.Errorf("%w: %s: %v", core.ErrCorrupt, s.corrupt.location, err)
+	}
+	return err
+}
+
+// checkSQLiteFile refuses, before threatd's own connection opens it (its
+// pragmas would already write: WAL mode), a file that is not a SQLite
+// database, is damaged where SQLite must read first (its header and
+// schema), or is a SQLite database of another application. A missing or
+// empty file is fine: it becomes a new database.
+func checkSQLiteFile(ctx context.Context, path string) error {
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		return nil
+	}
+	ro, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer ro.Close()
+	var tables []string
+	rows, err := ro.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+	if err == nil {
+		for rows.Next() {
+			var name string
+			if err = rows.Scan(&name); err != nil {
+				break
+			}
+			tables = append(tables, name)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+	}
+	if err != nil {
+		if isCorrupt(err) {
+			return fmt.Errorf("sqlite: %s is not a SQLite database, or is damaged (%v): restore it from a backup, or point data_dir or storage.dsn at the right file", path, err)
+		}
+		return fmt.Errorf("sqlite: cannot read %s: %w", path, err)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	for _, t := range tables {
+		if t == "bun_migrations" {
+			return nil
+		}
+	}
+	if len(tables) > 5 {
+		tables = append(tables[:5], "…")
+	}
+	return fmt.Errorf("sqlite: %s is not a threatd database (it holds the tables %s): point data_dir or storage.dsn at threatd's own file", path, strings.Join(tables, ", "))
+}
