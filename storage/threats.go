@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
 )
@@ -193,11 +193,7 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 		return nil, nil
 	}
 	var rows []threatRow
-	if s.dialect != SQLite {
-		if err := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
-			return nil, err
-		}
-	} else if err := s.getThreatsSQLite(ctx, ids, &rows); err != nil {
+	if err := s.getThreatsRaw(ctx, ids, &rows); err != nil {
 		return nil, err
 	}
 	out := make([]core.Threat, len(rows))
@@ -207,7 +203,7 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 	return out, nil
 }
 
-// getStmt is GetThreats' prepared statement on SQLite.
+// getStmt is GetThreats' prepared statement.
 type getStmt struct {
 	once sync.Once
 	stmt *sql.Stmt
@@ -216,6 +212,8 @@ type getStmt struct {
 
 // getThreatsSQL reads reports and their details by a JSON list of ids, the
 // timestamps as text for parseStamp; scanned by scanThreat in this order.
+// It is the hot read of a check that hits a report outside the record
+// cache: prepared once, scanned without reflection.
 const getThreatsSQL = `SELECT t.id, t.report_type, t.resource_identifier, t.registry, t.canonical_key, t.status,
  t.submitter_id, t.revision, t.source, t.upstream_id, CAST(t.created_at AS TEXT), CAST(t.updated_at AS TEXT),
  CAST(t.verified_at AS TEXT), t.verified_by, CAST(t.upstream_modified AS TEXT), t.all_versions, t.version,
@@ -225,16 +223,66 @@ const getThreatsSQL = `SELECT t.id, t.report_type, t.resource_identifier, t.regi
  FROM threats AS t LEFT JOIN threat_details AS d ON d.threat_id = t.id
  WHERE t.id IN (SELECT value FROM json_each(?))`
 
-func (s *Store) getThreatsSQLite(ctx context.Context, ids []string, out *[]threatRow) error {
-	s.get.once.Do(func() { s.get.stmt, s.get.err = s.db.DB.PrepareContext(context.Background(), getThreatsSQL) })
+// getThreatsPostgres is getThreatsSQL for PostgreSQL: the same columns in
+// the same order, timestamps as UTC RFC 3339 text, JSON columns as text, and
+// the ids as one array parameter (one plan for every batch size; bun's IN
+// list was parsed and planned anew per call, and scanned by reflection).
+var getThreatsPostgres = func() string {
+	stamp := func(col string) string {
+		return `to_char(` + col + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+	}
+	return `SELECT t.id, t.report_type, t.resource_identifier, t.registry, t.canonical_key, t.status,
+ t.submitter_id, t.revision, t.source, t.upstream_id, ` + stamp("t.created_at") + `, ` + stamp("t.updated_at") + `,
+ ` + stamp("t.verified_at") + `, t.verified_by, ` + stamp("t.upstream_modified") + `, t.all_versions, t.version,
+ d.threat_id, d.threat_description, d.payload_description, d.package_name, d.publisher, d.severity_level,
+ d.evidence_references, d.contact_email, d.tags::text, d.version_info, ` + stamp("d.first_seen") + `, ` + stamp("d.last_seen") + `,
+ d.osv_advisory_url, d.contributors::text, d.download_count
+ FROM threats AS t LEFT JOIN threat_details AS d ON d.threat_id = t.id
+ WHERE t.id = ANY($1::text[])`
+}()
+
+// pgTextArray writes ids as a PostgreSQL text[] literal, passed as a
+// parameter (never spliced into SQL): every element quoted and escaped.
+func pgTextArray(ids []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(pgArrayEscaper.Replace(id))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+var pgArrayEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
+func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRow) error {
+	s.get.once.Do(func() {
+		q := getThreatsSQL
+		if s.dialect != SQLite {
+			q = getThreatsPostgres
+		}
+		s.get.stmt, s.get.err = s.db.DB.PrepareContext(context.Background(), q)
+	})
 	if s.get.err != nil {
 		return s.get.err
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return err
+	var arg any
+	if s.dialect == SQLite {
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		arg = string(list)
+	} else {
+		arg = pgTextArray(ids)
 	}
-	rows, err := s.get.stmt.QueryContext(ctx, string(list))
+	rows, err := s.get.stmt.QueryContext(ctx, arg)
+	defer func() { s.corrupt.note(err) }()
 	if err != nil {
 		return err
 	}

@@ -11,3 +11,6 @@ func (x *Index) Waiters() int {
 	}
 	return n
 }
+
+// FetchInFlight is the bound of concurrent coalesced look-ups.
+const FetchInFlight = fetchInFlight

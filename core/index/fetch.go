@@ -13,14 +13,21 @@ import (
 // fetchBatch bounds the ids of one coalesced look-up (one GetThreats call).
 const fetchBatch = 256
 
+// fetchInFlight bounds the coalesced look-ups in flight at once. One: on a
+// CPU-bound machine every extra call in flight means smaller batches and
+// more per-call cost (gRPC, statement) per record. 4 in flight measured no
+// better on SQLite at a million reports (15.1-18.4k checks/s with 10 % hits
+// against 17.2-20.9k with 1, alternating runs on one database).
+const fetchInFlight = 1
+
 // fetchTimeout bounds one coalesced look-up: it serves several requests, so
 // it cannot take any one request's deadline.
 const fetchTimeout = 30 * time.Second
 
 // fetcher coalesces concurrent record look-ups into batched storage calls:
-// while one GetThreats call is in flight, the ids asked for meanwhile queue
-// up and go together in the next, and concurrent look-ups of one id share a
-// single fetch. Under a harsh mix of hits on uncached records the storage
+// while fetchInFlight GetThreats calls are in flight, the ids asked for
+// meanwhile queue up and go together in the next, and concurrent look-ups
+// of one id share a single fetch. Under a harsh mix of hits on uncached records the storage
 // plugin sees a few large calls instead of one round trip per request; a
 // look-up with nothing in flight goes out at once.
 type fetcher struct {
@@ -29,7 +36,7 @@ type fetcher struct {
 	mu      sync.Mutex
 	waiting map[uuid.UUID][]chan fetched
 	queue   []uuid.UUID
-	running bool
+	running int // runners, at most fetchInFlight
 }
 
 type fetched struct {
@@ -49,8 +56,8 @@ func (f *fetcher) get(ctx context.Context, id uuid.UUID) (core.Threat, error) {
 		f.queue = append(f.queue, id)
 	}
 	f.waiting[id] = append(f.waiting[id], ch)
-	if !f.running {
-		f.running = true
+	if f.running < fetchInFlight && len(f.queue) > 0 {
+		f.running++
 		go f.run()
 	}
 	f.mu.Unlock()
@@ -68,7 +75,7 @@ func (f *fetcher) run() {
 	for {
 		f.mu.Lock()
 		if len(f.queue) == 0 {
-			f.running = false
+			f.running--
 			f.mu.Unlock()
 			return
 		}

@@ -21,6 +21,8 @@ import (
 type gatedStore struct {
 	core.Store
 	calls, ids atomic.Int64
+	inFlight   atomic.Int64
+	maxFlight  atomic.Int64
 	gate       chan struct{}
 	entered    chan struct{}
 }
@@ -28,6 +30,10 @@ type gatedStore struct {
 func (g *gatedStore) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
 	g.calls.Add(1)
 	g.ids.Add(int64(len(ids)))
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for m := g.maxFlight.Load(); n > m && !g.maxFlight.CompareAndSwap(m, n); m = g.maxFlight.Load() {
+	}
 	select {
 	case g.entered <- struct{}{}:
 	default:
@@ -40,8 +46,9 @@ func (g *gatedStore) GetThreat(context.Context, string) (core.Threat, error) {
 	return core.Threat{}, errors.New("GetThreat called: record look-ups must go through GetThreats")
 }
 
-// Record look-ups that miss the cache while a storage call is in flight
-// wait and go together in the next call; concurrent look-ups of one report
+// Record look-ups that miss the cache while the storage calls in flight are
+// at their bound (index.FetchInFlight) wait and go together in the next
+// call; concurrent look-ups of one report
 // share its fetch; an unknown report is not found; a caller that gives up
 // is not held by the others' call.
 func TestRecordLookupsCoalesce(t *testing.T) {
@@ -120,13 +127,16 @@ func TestRecordLookupsCoalesce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// One call for the first, one for the 200 others queued behind it
-	// (199 reports and the unknown id, each once).
-	if c, n := gs.calls.Load(), gs.ids.Load(); c != 2 || n != 201 {
-		t.Fatalf("%d storage calls for %d ids, want 2 for 201", c, n)
+	// Every id fetched once (199 reports, the unknown id, the first): at
+	// most FetchInFlight calls held at once, and everything asked while they
+	// were held went out together in one more call.
+	c, n := gs.calls.Load(), gs.ids.Load()
+	if n != 201 || c > index.FetchInFlight+1 || gs.maxFlight.Load() > index.FetchInFlight {
+		t.Fatalf("%d storage calls (at most %d at once) for %d ids, want at most %d calls (%d at once) for 201", c, gs.maxFlight.Load(), n,
+			index.FetchInFlight+1, index.FetchInFlight)
 	}
 	// Now cached: no further call.
-	if _, err := idx.Record(ctx, uuid.MustParse(out[7].ThreatID)); err != nil || gs.calls.Load() != 2 {
+	if _, err := idx.Record(ctx, uuid.MustParse(out[7].ThreatID)); err != nil || gs.calls.Load() != c {
 		t.Fatalf("cached look-up: %v, %d calls", err, gs.calls.Load())
 	}
 }

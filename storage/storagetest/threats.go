@@ -97,7 +97,7 @@ func testThreatRoundTrip(t *testing.T, b Backend) {
 		t.Fatalf("unknown id: %v", err)
 	}
 	// GetThreats: the same records in one call, unknown ids left out.
-	many, err := s.GetThreats(c, []string{uuid.NewString(), bare.ID, in.ID, in.ID})
+	many, err := s.GetThreats(c, []string{uuid.NewString(), bare.ID, in.ID, in.ID, `x", "` + bare.ID, `\"}`, "{", ""})
 	if err != nil || len(many) != 2 {
 		t.Fatalf("GetThreats: %d reports, %v", len(many), err)
 	}
