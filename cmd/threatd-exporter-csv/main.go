@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"regexp"
 	"time"
 
 	"github.com/threatd/threatd/plugins/sdk"
@@ -44,11 +45,27 @@ func export(_ context.Context, req sdk.Request) (sdk.Document, error) {
 	return sdk.Document{ContentType: "text/csv; charset=utf-8", Body: buf.Bytes()}, w.Error()
 }
 
-// neutralise stops spreadsheet formula injection: a cell starting with
-// = + - @ is prefixed with a quote.
+// neutralise stops spreadsheet formula injection: a cell that a spreadsheet
+// would read as a formula (starting with = + - @, or a tab or carriage
+// return before one) is prefixed with a quote. A scoped npm name
+// (@scope/name) is not a formula a spreadsheet can run (no function call,
+// no DDE), and it is what a consumer matches on: it is kept intact.
 func neutralise(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '\t', '\r':
+		return "'" + s
+	case '@':
+		if scopedName.MatchString(s) {
+			return s
+		}
 		return "'" + s
 	}
 	return s
 }
+
+// scopedName is an npm scoped package name (npm's rules: lower-case URL-safe
+// characters, one slash).
+var scopedName = regexp.MustCompile(`^@[a-z0-9~-][a-z0-9._~-]*/[a-z0-9~-][a-z0-9._~-]*$`)

@@ -96,6 +96,18 @@ func TestExporterSDKExampleThroughConfig(t *testing.T) {
 	if !strings.Contains(string(res.body), id+",package,stix-pkg,npm,high,") || !strings.Contains(string(res.body), "url,https://c2.evil.example/in") {
 		t.Fatalf("csv rows:\n%s", res.body)
 	}
+	// A scoped npm name stays intact (it is what a consumer matches on); a
+	// cell a spreadsheet would run is quoted.
+	scoped := d.submit(tok, `{"report_type":"package","resource_identifier":"@evil-scope/stealer","registry":"npm","threat_description":"Steals tokens",
+		"payload_description":"Runs =HYPERLINK(\"http://x\") from hxxps://drop[.]evil[.]example/p"}`)
+	in.mustCLI("review", "verify", scoped)
+	eventually(t, "the scoped report in the CSV", func() bool {
+		return strings.Contains(string(d.raw("GET", base+"/export/csv?ecosystem=npm", tok).body), scoped)
+	})
+	body := string(d.raw("GET", base+"/export/csv?ecosystem=npm", tok).body)
+	if !strings.Contains(body, scoped+",package,@evil-scope/stealer,npm,") || strings.Contains(body, "'@evil-scope") {
+		t.Fatalf("scoped npm name in the CSV:\n%s", body)
+	}
 }
 
 func TestMissingExporterOnlyAffectsItsEndpoints(t *testing.T) {
