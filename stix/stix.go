@@ -130,6 +130,7 @@ func mapRecord(r Record, identity string) []Object {
 		ind := common("indicator")
 		ind["id"] = id("indicator", t.ID, ioc.Type, ioc.Value)
 		ind["name"] = fmt.Sprintf("%s %s of %s", ioc.Type, ioc.Value, name)
+		ind["description"] = indicatorDescription(ioc, name, t.Details.ThreatDescription)
 		ind["indicator_types"] = []string{"malicious-activity"}
 		ind["pattern"] = pattern
 		ind["pattern_type"] = "stix"
@@ -146,6 +147,26 @@ func mapRecord(r Record, identity string) []Object {
 		out = append(out, ind, rel)
 	}
 	return out
+}
+
+// indicatorDescription says what an indicator is evidence of (the OASIS
+// validator's SHOULD for indicators): the kind of indicator, the report's
+// subject, and the first line of the report's description, cut to 300
+// characters.
+func indicatorDescription(ioc core.IOC, subject, threat string) string {
+	kind := ioc.Type
+	if ioc.Detail != "" {
+		kind += " (" + ioc.Detail + ")"
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(threat), "\n")
+	if r := []rune(first); len(r) > 300 {
+		first = string(r[:299]) + "…"
+	}
+	d := fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s.", kind, subject)
+	if first != "" {
+		d += " " + first
+	}
+	return d
 }
 
 // malwareTypes maps tags onto STIX's malware-type-ov where they match.

@@ -68,6 +68,9 @@ func TestBundleValidatesAndIsDeterministic(t *testing.T) {
 		if o["type"] != "marking-definition" && o["type"] != "identity" && o["created_by_ref"] != IdentityID("threatd") {
 			t.Fatalf("%s without created_by_ref", o["id"])
 		}
+		if o["type"] == "indicator" && (o["name"] == "" || o["name"] == nil || o["description"] == "" || o["description"] == nil) {
+			t.Fatalf("%s: an indicator without a name or description (the validator's SHOULD)", o["id"])
+		}
 	}
 	iocs := len(sample().IOCs)
 	if counts["malware"] != 1 || counts["indicator"] != iocs || counts["relationship"] != iocs || counts["identity"] != 1 || counts["marking-definition"] != 1 || iocs < 8 {
