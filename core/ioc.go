@@ -55,12 +55,14 @@ var (
 	hostRe = regexp.MustCompile(`(?i)\b(?:[a-z0-9\p{L}](?:[a-z0-9\p{L}-]{0,61}[a-z0-9\p{L}])?\.)+(?:[a-z\p{L}]{2,63}|xn--[a-z0-9-]{2,59})\b`)
 	ipv4Re = regexp.MustCompile(`\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b`)
 	// ipv6Re finds candidates; netip.ParseAddr decides.
-	ipv6Re   = regexp.MustCompile(`(?i)(?:^|[^0-9a-z:])([0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})`)
-	hashRe   = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32})\b`)
-	ethRe    = regexp.MustCompile(`\b0x[0-9a-fA-F]{40}\b`)
-	btcRe    = regexp.MustCompile(`\b(?:bc1[02-9ac-hj-np-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})\b`)
-	purlRe   = regexp.MustCompile(`\bpkg:[a-z]+/[^\s"'<>\x60]+`)
-	emailish = regexp.MustCompile(`[A-Za-z0-9._%+-]+@`)
+	ipv6Re = regexp.MustCompile(`(?i)(?:^|[^0-9a-z:])([0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})`)
+	// sourceDigestRe matches the digest of an OSV "## Source:" line.
+	sourceDigestRe = regexp.MustCompile(`(?mi)^(\s*#+\s*Source:[^\n(]*)\(\s*[0-9a-f]{64}\s*\)`)
+	hashRe         = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32})\b`)
+	ethRe          = regexp.MustCompile(`\b0x[0-9a-fA-F]{40}\b`)
+	btcRe          = regexp.MustCompile(`\b(?:bc1[02-9ac-hj-np-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})\b`)
+	purlRe         = regexp.MustCompile(`\bpkg:[a-z]+/[^\s"'<>\x60]+`)
+	emailish       = regexp.MustCompile(`[A-Za-z0-9._%+-]+@`)
 )
 
 // fileExtensions are last labels that look like TLDs but name files.
@@ -177,7 +179,10 @@ func ExtractText(text string) []IOC {
 			add(IOCDomain, c, "")
 		}
 	}
-	for _, m := range hashRe.FindAllString(rest, -1) {
+	// A digest on an OSV "## Source: origin (<sha256>)" line is the digest
+	// of the upstream report record, not of any file the malware uses:
+	// publishing it as a file-hash indicator would be false (issue 12).
+	for _, m := range hashRe.FindAllString(sourceDigestRe.ReplaceAllString(rest, "$1"), -1) {
 		add(IOCHash, strings.ToLower(m), map[int]string{32: "md5", 40: "sha1", 64: "sha256"}[len(m)])
 	}
 	for _, m := range ethRe.FindAllString(rest, -1) {

@@ -113,3 +113,22 @@ func TestExtractIOCsIncludesTheResource(t *testing.T) {
 		}
 	}
 }
+
+// The digest on an OSV "## Source:" line is the upstream record's, not a
+// file's: it is never a file-hash indicator; a digest the text states as
+// the payload's still is.
+func TestSourceDigestIsNotAnIndicator(t *testing.T) {
+	text := "---\n_-= Per source details. Do not edit below this line.=-_\n\n" +
+		"## Source: ghsa-malware (2e33f42f05c60c6d9f9297bae15a43d6c445e2ad0fd67fa4ef144e5cc79d09c7)\n" +
+		"The crate downloads a payload with sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.\n\n" +
+		"## Source: ossf-package-analysis (A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F90)\n"
+	var hashes []string
+	for _, ioc := range ExtractText(text) {
+		if ioc.Type == IOCHash {
+			hashes = append(hashes, ioc.Value)
+		}
+	}
+	if len(hashes) != 1 || hashes[0] != "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
+		t.Fatalf("hash indicators %v, want only the payload's", hashes)
+	}
+}
