@@ -5,7 +5,7 @@ PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-source-osv
 
-.PHONY: all build run test fuzz postgres lint proto proto-check bench bench-scale clean
+.PHONY: all build run test fuzz postgres lint proto proto-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -53,6 +53,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Regenerate the plugin protocol code (needs Debian's protoc: apt-get install protobuf-compiler).
+# core/tlds_gen.go: the ICANN top-level domains, from Debian's publicsuffix
+# package (x/net/publicsuffix has them but imports net/http/cookiejar, which
+# core may not).
+tlds:
+	$(GO) run ./cmd/internal/tldgen -in /usr/share/publicsuffix/public_suffix_list.dat -out core/tlds_gen.go
+
 proto:
 	protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \

@@ -111,6 +111,9 @@ func ExtractIOCs(t Threat) []IOC {
 		}
 	}
 	for _, ioc := range ExtractText(t.Details.PayloadDescription + "\n" + t.Details.ThreatDescription) {
+		if ioc.Type == IOCDomain && t.ReportType == TypePackage && strings.EqualFold(ioc.Value, t.ResourceIdentifier) {
+			continue // a dotted package name (vtex.google) is not its own domain
+		}
 		add(ioc.Type, ioc.Value, ioc.Detail)
 	}
 	return out
@@ -149,7 +152,9 @@ func ExtractText(text string) []IOC {
 		urlHosts[h] = true
 		if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
 			add(IOCIP, a.Unmap().String(), ipKind(a.String()))
-		} else {
+		} else if !IsInfrastructure(h) && publicTLD(h) {
+			// The host of a URL on shared infrastructure is not an
+			// indicator: the URL is.
 			add(IOCDomain, h, "")
 		}
 	}
@@ -175,7 +180,7 @@ func ExtractText(text string) []IOC {
 		if fileExtensions[labels[len(labels)-1]] {
 			continue // evil.js, setup.py: file names, not domains
 		}
-		if c, err := canonicalHost("", m); err == nil {
+		if c, err := canonicalHost("", m); err == nil && publicTLD(c) {
 			add(IOCDomain, c, "")
 		}
 	}

@@ -132,3 +132,33 @@ func TestSourceDigestIsNotAnIndicator(t *testing.T) {
 		t.Fatalf("hash indicators %v, want only the payload's", hashes)
 	}
 }
+
+// Infrastructure hosts are never bare domain indicators when only a URL on
+// them is given (the URL is the indicator); names without a public
+// top-level domain are package or file names; a dotted package name is not
+// its own domain; a bare mention of any domain is kept.
+func TestDomainIndicatorRules(t *testing.T) {
+	th := Threat{ReportType: TypePackage, ResourceIdentifier: "vtex.google", Registry: RegistryNPM, Details: Details{
+		ThreatDescription: "Steals tokens",
+		PayloadDescription: "Downloads hxxps://cdn[.]discordapp[.]com/attachments/1/2/payload.exe and https://github.com/evil/repo/raw/main/x.sh, " +
+			"imports com.unity.xr and prettier.config, posts to pastebin.com and to c2.evil-domain.com, see vtex.google.",
+	}}
+	got := map[string]bool{}
+	for _, ioc := range ExtractIOCs(th) {
+		got[ioc.Type+" "+ioc.Value] = true
+	}
+	for _, want := range []string{"url https://cdn.discordapp.com/attachments/1/2/payload.exe", "url https://github.com/evil/repo/raw/main/x.sh",
+		"domain pastebin.com", "domain c2.evil-domain.com", "package vtex.google"} {
+		if !got[want] {
+			t.Errorf("missing %s in %v", want, got)
+		}
+	}
+	for _, bad := range []string{"domain cdn.discordapp.com", "domain github.com", "domain com.unity.xr", "domain prettier.config", "domain vtex.google"} {
+		if got[bad] {
+			t.Errorf("false indicator %s", bad)
+		}
+	}
+	if !IsInfrastructure("gist.github.com") || !IsInfrastructure("dl.dropbox.com") || IsInfrastructure("github.com.evil.example") || IsInfrastructure("notgithub.com") {
+		t.Fatal("IsInfrastructure: subdomains count, look-alikes do not")
+	}
+}
