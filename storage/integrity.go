@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,39 @@ func (c *corruption) err() error {
 		return fmt.Errorf("%w: %s: %s", core.ErrCorrupt, c.location, *p)
 	}
 	return nil
+}
+
+// queryHooks is the one bun query hook a Store installs, at Open: bun's
+// AddQueryHook may not run while queries do (the checkpoint loop queries
+// from the start), so later hooks (tests' query logs) are added here.
+type queryHooks struct {
+	mu    sync.RWMutex
+	hooks []bun.QueryHook
+}
+
+func (q *queryHooks) add(h bun.QueryHook) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.hooks = append(q.hooks, h)
+}
+
+func (q *queryHooks) list() []bun.QueryHook {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.hooks
+}
+
+func (q *queryHooks) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	for _, h := range q.list() {
+		ctx = h.BeforeQuery(ctx, e)
+	}
+	return ctx
+}
+
+func (q *queryHooks) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	for _, h := range q.list() {
+		h.AfterQuery(ctx, e)
+	}
 }
 
 // corruptionHook notes the corruption errors of every query bun runs.

@@ -98,7 +98,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 	}
 	log := &queryLog{}
-	s.db.AddQueryHook(log)
+	s.hooks.add(log)
 
 	// A second import of a batch: unchanged, decided from one look-up of
 	// the batch's upstream ids and one of its keys; nothing is written.

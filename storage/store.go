@@ -34,6 +34,8 @@ type Store struct {
 	checkpointsDone chan struct{}
 	// corrupt: a query found the database damaged (integrity.go).
 	corrupt *corruption
+	// hooks: the query hooks, installed once at Open (integrity.go).
+	hooks queryHooks
 }
 
 // writeTurn waits for this process's turn to write on SQLite. SQLite has
@@ -137,7 +139,8 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, dialect: d, opts: opts, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		corrupt: &corruption{location: location}}
-	db.AddQueryHook(corruptionHook{s.corrupt})
+	s.hooks.add(corruptionHook{s.corrupt})
+	db.AddQueryHook(&s.hooks)
 	if d == SQLite {
 		s.writer = make(chan struct{}, 1)
 		ctx, cancel := context.WithCancel(context.Background())
