@@ -53,12 +53,14 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 // field name and every string argument are cut to MaxQuoted characters
 // (a 100 KB bad value would otherwise come back whole in the 400).
 func Invalid(field, format string, args ...any) error {
+	short := make([]any, len(args)) // never write to the caller's slice
 	for i, a := range args {
 		if s, ok := a.(string); ok {
-			args[i] = Shorten(s)
+			a = Shorten(s)
 		}
+		short[i] = a
 	}
-	return &FieldError{Field: Shorten(field), Message: fmt.Sprintf(format, args...)}
+	return &FieldError{Field: Shorten(field), Message: fmt.Sprintf(format, short...)}
 }
 
 // MaxQuoted bounds how much of a caller's value an error message repeats.

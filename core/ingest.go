@@ -159,15 +159,18 @@ func (r ImportRecord) ApproxSize() int {
 	return n
 }
 
-// importable says why a record cannot be sent to storage ("" when it can).
-func importable(r *ImportRecord) string {
-	if n := r.ApproxSize(); n > MaxImportRecordBytes {
-		return fmt.Sprintf("the record is too large to import (%d bytes; at most %d)", n, MaxImportRecordBytes)
+// CheckImportRecord returns r's size as batches count it (ApproxSize) and
+// why r cannot be sent to storage ("" when it can). Source plugins and the
+// import apply the same rule.
+func CheckImportRecord(r *ImportRecord) (size int, problem string) {
+	size = r.ApproxSize()
+	switch {
+	case size > MaxImportRecordBytes:
+		problem = fmt.Sprintf("the record is too large to import (%d bytes; at most %d)", size, MaxImportRecordBytes)
+	case len(r.Threat.UpstreamID) > MaxUpstreamIDBytes:
+		problem = fmt.Sprintf("the upstream id is longer than %d bytes", MaxUpstreamIDBytes)
 	}
-	if len(r.Threat.UpstreamID) > MaxUpstreamIDBytes {
-		return fmt.Sprintf("the upstream id is longer than %d bytes", MaxUpstreamIDBytes)
-	}
-	return ""
+	return size, problem
 }
 
 // Ingest reads src for paths and applies its records to store in batches,
@@ -226,12 +229,12 @@ func Ingest(ctx context.Context, store Store, src Source, source string, paths [
 			p.Records += it.Unchanged
 		case it.Record != nil:
 			p.Records++
-			if why := importable(it.Record); why != "" {
+			n, why := CheckImportRecord(it.Record)
+			if why != "" {
 				sum.Counts[ImportSkipped]++
 				sum.Skipped = append(sum.Skipped, Shorten(it.Record.Threat.UpstreamID)+": "+why)
 				return nil
 			}
-			n := it.Record.ApproxSize()
 			if len(batch) > 0 && size+n > importBatchBytes {
 				if err := send(); err != nil {
 					return err

@@ -195,7 +195,6 @@ type Exporters struct {
 type exporterSlot struct {
 	running  *runningExporter
 	starting chan struct{} // non-nil while a start is under way; closed when it ends
-	failed   bool          // the last start failed
 	lastErr  error
 }
 
@@ -264,10 +263,10 @@ func (x *Exporters) startLocked(name string) chan struct{} {
 		}
 		x.mu.Lock()
 		if err != nil {
-			sl.running, sl.failed, sl.lastErr = nil, true, err
+			sl.running, sl.lastErr = nil, err
 			x.host.warn("exporter unavailable: its endpoints answer 503 until it can start", "exporter", name, "error", err.Error())
 		} else {
-			sl.running, sl.failed, sl.lastErr = &runningExporter{client: p, rpc: rpc}, false, nil
+			sl.running, sl.lastErr = &runningExporter{client: p, rpc: rpc}, nil
 		}
 		sl.starting = nil
 		close(done)

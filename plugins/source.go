@@ -65,13 +65,14 @@ func (b *itemBatcher) add(it core.SourceItem) error {
 	if b.batch == nil {
 		b.batch = &pb.SourceItems{}
 	}
-	n := approxSize(it)
-	if it.Record != nil && n > core.MaxImportRecordBytes {
-		// Too large for one message: skipped with its reason, and the run goes on.
-		it = core.SourceItem{Skipped: core.Shorten(it.Record.Threat.UpstreamID),
-			Reason: fmt.Sprintf("the record is too large to import (%d bytes; at most %d)", n, core.MaxImportRecordBytes)}
-		n = approxSize(it)
+	if it.Record != nil {
+		if _, why := core.CheckImportRecord(it.Record); why != "" {
+			// Too large for one message (or for storage): skipped with its
+			// reason, and the run goes on.
+			it = core.SourceItem{Skipped: core.Shorten(it.Record.Threat.UpstreamID), Reason: why}
+		}
 	}
+	n := approxSize(it)
 	if len(b.batch.Items) > 0 && (len(b.batch.Items) >= sourceBatchItems || b.size+n > sourceBatchBytes) {
 		if err := b.flush(); err != nil {
 			return err

@@ -194,6 +194,8 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 	}
 	var rows []threatRow
 	if err := s.getThreatsRaw(ctx, ids, &rows); err != nil {
+		// A raw statement: bun's hook does not see it.
+		s.corrupt.note(err)
 		return nil, err
 	}
 	out := make([]core.Threat, len(rows))
@@ -282,7 +284,6 @@ func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRo
 		arg = pgTextArray(ids)
 	}
 	rows, err := s.get.stmt.QueryContext(ctx, arg)
-	defer func() { s.corrupt.note(err) }()
 	if err != nil {
 		return err
 	}

@@ -50,8 +50,8 @@ func escapeProblem(err error) string {
 }
 
 // MaxHeaderBytes bounds a request's header block (request line included).
-// Beyond it the API answers a JSON 431; net/http's own bound (httpHeaderBytes,
-// set on the server) is larger, so that our limit answers first, and only a
+// Beyond it the API answers a JSON 431; net/http's own bound
+// (ServerHeaderBytes, set on the server) is larger, so that our limit answers first, and only a
 // header block beyond that gets net/http's plain-text 431.
 const MaxHeaderBytes = 64 << 10
 
@@ -74,15 +74,6 @@ func headerLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return &Error{Status: http.StatusRequestHeaderFieldsTooLarge,
 				Message: "Request header fields too large: the limit is " + strconv.Itoa(MaxHeaderBytes) + " bytes"}
 		}
-		return next(c)
-	}
-}
-
-// securityHeaders marks every response nosniff: a JSON error that quotes
-// input must never be sniffed as HTML.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
 		return next(c)
 	}
 }

@@ -95,7 +95,9 @@ func (s *Server) echo() *echo.Echo {
 		middleware.RequestID(),
 		requestLog(s.log, s.opts.AccessLog),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
-		securityHeaders,
+		// nosniff on every response: a JSON error that quotes input must
+		// never be sniffed as HTML.
+		middleware.SecureWithConfig(middleware.SecureConfig{ContentTypeNosniff: "nosniff"}),
 		headerLimit,
 	)
 	e.Use(methodGate, s.perIPLimit)
