@@ -115,7 +115,9 @@ func (h corruptionHook) AfterQuery(_ context.Context, e *bun.QueryEvent) { h.c.n
 func (s *Store) Classify(err error) error {
 	if err != nil && isCorrupt(err) {
 		s.corrupt.note(err)
-		return fmt.Errorf("%w: %s: %v", core.ErrCorrupt, s.corrupt.location, err)
+		// Both stay visible: a failed submit step is still answered as
+		// the specification says (its 500 and the database's message).
+		return fmt.Errorf("%w: %s: %w", core.ErrCorrupt, s.corrupt.location, err)
 	}
 	return err
 }
