@@ -303,9 +303,11 @@ func canonicalRepository(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path = strings.TrimRight(path, "/")
-	path = strings.TrimSuffix(path, ".git")
-	path = strings.TrimRight(path, "/")
+	// Every trailing ".git" goes, so that the canonical form is its own
+	// (".git.git" once left ".git", which normalised again to nothing).
+	for path = strings.TrimRight(path, "/"); strings.HasSuffix(path, ".git"); {
+		path = strings.TrimRight(strings.TrimSuffix(path, ".git"), "/")
+	}
 	if path == "" || strings.ContainsAny(path, "?#\\ \t") || strings.Contains(path, "//") {
 		return "", Invalid(fieldRI, "a repository needs a path after the host, e.g. github.com/owner/repo (got %q)", s)
 	}
