@@ -32,25 +32,80 @@ var Infrastructure = []string{
 	"bit.ly", "tinyurl.com", "t.co", "goo.gl", "is.gd", "cutt.ly", "rb.gy", "ow.ly", "shorturl.at",
 	// Messaging and webhook APIs.
 	"telegram.org", "t.me", "slack.com", "api.telegram.org",
-	// Advisory and analysis sites reports link to.
-	"osv.dev", "nist.gov", "mitre.org", "snyk.io", "socket.dev", "phylum.io", "checkmarx.com", "sonatype.com",
-	"jfrog.com", "reversinglabs.com", "virustotal.com", "stepsecurity.io", "opensourcemalware.com",
 }
 
+// ReferenceSites are the advisory and analysis sites reports link to as
+// their sources: a link to one of them is a reference, never an indicator,
+// and they count as infrastructure too. Subdomains count.
+var ReferenceSites = []string{
+	"osv.dev", "nist.gov", "mitre.org", "cve.org", "snyk.io", "socket.dev", "phylum.io", "checkmarx.com", "sonatype.com",
+	"jfrog.com", "reversinglabs.com", "virustotal.com", "stepsecurity.io", "opensourcemalware.com", "deps.dev",
+	"securityscorecards.dev", "openssf.org", "first.org", "cisa.gov",
+}
+
+// referencePaths are the advisory databases on code hosts: a link under one
+// of these prefixes is a reference too.
+var referencePaths = []string{
+	"github.com/advisories/", "github.com/ossf/malicious-packages/", "github.com/github/advisory-database/",
+}
+
+// IsReferenceURL reports whether the canonical URL u links to an advisory or
+// analysis site (ReferenceSites) or an advisory database on a code host,
+// including a repository's own security advisories
+// (github.com/<owner>/<repo>/security/advisories/…).
+func IsReferenceURL(u string) bool {
+	rest, ok := strings.CutPrefix(u, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(u, "http://"); !ok {
+			return false
+		}
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if isUnder(host, referenceSites) {
+		return true
+	}
+	hp := strings.ToLower(host) + "/" + path
+	for _, p := range referencePaths {
+		if strings.HasPrefix(hp, p) {
+			return true
+		}
+	}
+	if strings.EqualFold(host, "github.com") {
+		if parts := strings.SplitN(path, "/", 5); len(parts) >= 4 && parts[2] == "security" && parts[3] == "advisories" {
+			return true
+		}
+	}
+	return false
+}
+
+var referenceSites = func() map[string]bool {
+	m := make(map[string]bool, len(ReferenceSites))
+	for _, d := range ReferenceSites {
+		m[d] = true
+	}
+	return m
+}()
+
 var infrastructure = func() map[string]bool {
-	m := make(map[string]bool, len(Infrastructure))
+	m := make(map[string]bool, len(Infrastructure)+len(ReferenceSites))
 	for _, d := range Infrastructure {
+		m[d] = true
+	}
+	for _, d := range ReferenceSites {
 		m[d] = true
 	}
 	return m
 }()
 
 // IsInfrastructure reports whether host is, or is under, a domain of the
-// Infrastructure list.
-func IsInfrastructure(host string) bool {
+// Infrastructure or ReferenceSites lists.
+func IsInfrastructure(host string) bool { return isUnder(host, infrastructure) }
+
+// isUnder reports whether host is, or is under, a domain of set.
+func isUnder(host string, set map[string]bool) bool {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	for {
-		if infrastructure[h] {
+		if set[h] {
 			return true
 		}
 		_, rest, ok := strings.Cut(h, ".")

@@ -3,6 +3,7 @@ package core
 import (
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,6 +18,32 @@ const (
 	IOCPackage = "package"
 )
 
+// Where an indicator comes from (docs/indicators.md).
+const (
+	// OriginAsset is the report's own subject: the package, URL, domain,
+	// address, wallet, repository or image it is about.
+	OriginAsset = "asset"
+	// OriginOSV is an indicator the upstream OSV record lists in
+	// database_specific.iocs (the section the import writes, IOCSection).
+	OriginOSV = "osv.iocs"
+	// OriginPayload is an indicator stated in the report's texts.
+	OriginPayload = "payload"
+)
+
+// Confidence levels, on STIX 2.1's 0–100 scale at the points of its
+// "None/Low/Med/High" mapping (STIX 2.1 appendix A).
+const (
+	ConfidenceHigh   = 85 // the asset; indicators the upstream record lists
+	ConfidenceMedium = 50 // indicators found in the report's texts
+	ConfidenceLow    = 15 // a domain of shared infrastructure the report names bare
+)
+
+// IOCSection is the heading under which an import writes the indicators the
+// upstream record lists (OSV's database_specific.iocs), defanged, at the end
+// of payload_description. Only an imported report's section counts as
+// OriginOSV: a community report's text is OriginPayload whatever it says.
+const IOCSection = "### Indicators of compromise (defanged)"
+
 // IOC is one indicator of compromise, re-fanged and normalised.
 type IOC struct {
 	Type  string `json:"type"`
@@ -24,6 +51,14 @@ type IOC struct {
 	// Detail refines the type: md5/sha1/sha256 for hashes, the registry for
 	// packages, ipv4/ipv6 for addresses.
 	Detail string `json:"detail,omitempty"`
+	// Versions are the affected versions of a package indicator, from
+	// version_info; empty means every version.
+	Versions []string `json:"versions,omitempty"`
+	// Origin says where the indicator comes from: OriginAsset, OriginOSV or
+	// OriginPayload.
+	Origin string `json:"origin"`
+	// Confidence is 0–100 (ConfidenceHigh, ConfidenceMedium, ConfidenceLow).
+	Confidence int `json:"confidence"`
 }
 
 // refangers undo the defanging conventions seen in threat reports (spec §2.3
@@ -77,50 +112,194 @@ var fileExtensions = map[string]bool{
 	"local": true, "internal": true, "example": false,
 }
 
-// ExtractIOCs finds the indicators in a report: its own resource, then
-// everything re-fanged from payload_description (and threat_description).
-// Values are normalised as for duplicate keys and listed once each.
+// ExtractIOCs finds the indicators of a report (docs/indicators.md): its
+// own subject (OriginAsset), the indicators an import lists under
+// IOCSection (OriginOSV), then everything re-fanged from
+// payload_description and threat_description (OriginPayload), where links
+// the report gives as its references or evidence are not indicators.
+// Values are normalised as for duplicate keys and listed once each, with
+// the origin and confidence of their first, strongest source.
 func ExtractIOCs(t Threat) []IOC {
 	seen := map[string]bool{}
 	var out []IOC
-	add := func(typ, value, detail string) {
-		k := typ + "\x00" + value
-		if value == "" || seen[k] {
+	add := func(ioc IOC) {
+		k := ioc.Type + "\x00" + ioc.Value
+		if ioc.Value == "" || seen[k] {
 			return
 		}
 		seen[k] = true
-		out = append(out, IOC{Type: typ, Value: value, Detail: detail})
+		out = append(out, ioc)
 	}
 	// The report's own resource.
 	if c, err := CanonicalIdentifier(t.ReportType, t.Registry, t.ResourceIdentifier); err == nil {
+		asset := IOC{Origin: OriginAsset, Confidence: ConfidenceHigh}
 		switch t.ReportType {
 		case TypePackage:
-			add(IOCPackage, t.ResourceIdentifier, t.Registry)
+			asset.Type, asset.Value, asset.Detail = IOCPackage, t.ResourceIdentifier, t.Registry
+			asset.Versions = AffectedVersions(t)
 		case TypeURL:
-			add(IOCURL, c, "")
+			asset.Type, asset.Value = IOCURL, c
 		case TypeDomain:
-			add(IOCDomain, c, "")
+			asset.Type, asset.Value = IOCDomain, c
 		case TypeIP:
-			add(IOCIP, c, ipKind(c))
+			asset.Type, asset.Value, asset.Detail = IOCIP, c, ipKind(c)
 		case TypeWallet:
-			add(IOCWallet, c, "")
+			asset.Type, asset.Value = IOCWallet, c
 		case TypeRepository:
-			add(IOCURL, "https://"+c, "repository")
+			asset.Type, asset.Value, asset.Detail = IOCURL, "https://"+c, "repository"
 		case TypeContainer:
-			add(IOCPackage, c, "container")
+			asset.Type, asset.Value, asset.Detail = IOCPackage, c, "container"
+		}
+		add(asset)
+	}
+	text := t.Details.PayloadDescription
+	if t.Source != "" {
+		if before, listed, ok := strings.Cut(text, IOCSection); ok {
+			text = before
+			for _, ioc := range extractText(listed, nil) {
+				ioc.Origin = OriginOSV
+				if ioc.Confidence != ConfidenceLow {
+					ioc.Confidence = ConfidenceHigh
+				}
+				add(ioc)
+			}
 		}
 	}
-	for _, ioc := range ExtractText(t.Details.PayloadDescription + "\n" + t.Details.ThreatDescription) {
-		if ioc.Type == IOCDomain && t.ReportType == TypePackage && strings.EqualFold(ioc.Value, t.ResourceIdentifier) {
-			continue // a dotted package name (vtex.google) is not its own domain
+	refs := references(t)
+	own := ownHosts(t)
+	var names []string
+	if t.ReportType == TypePackage {
+		// The package's own name is not a host, a hash or an address
+		// (vtex.google-tag-manager, byte-flux-3822a6dd…), wherever the text
+		// names it outside a link.
+		names = []string{t.ResourceIdentifier, t.Details.PackageName}
+	}
+	versions := AffectedVersions(t)
+	skip := func(u string) bool { return refs[u] || IsReferenceURL(u) || ownLink(t, own, u) }
+	for _, ioc := range extractText(text+"\n"+t.Details.ThreatDescription, skip, names...) {
+		switch {
+		case ioc.Type == IOCDomain && own[ioc.Value]:
+			continue // the package's own registry or code host ("the crates.io team")
+		case ioc.Type == IOCIP && slices.Contains(versions, ioc.Value):
+			continue // "'discord-react' @ 0.0.0.1": a version, not an address
 		}
-		add(ioc.Type, ioc.Value, ioc.Detail)
+		ioc.Origin = OriginPayload
+		add(ioc)
 	}
 	return out
 }
 
-// ExtractText finds indicators in free text after re-fanging it.
-func ExtractText(text string) []IOC {
+// codeHosts are where a package's own source lives.
+var codeHosts = map[string]bool{"github.com": true, "gitlab.com": true, "bitbucket.org": true, "codeberg.org": true}
+
+// ownLink reports whether the canonical URL u is the package's own page: on
+// its registry, or its repository on a code host (github.com/<owner>/<the
+// package's name>/…), which the report links to as the legitimate source.
+func ownLink(t Threat, own map[string]bool, u string) bool {
+	if t.ReportType != TypePackage {
+		return false
+	}
+	rest := u[strings.Index(u, "://")+3:]
+	host, path, _ := strings.Cut(rest, "/")
+	if own[host] {
+		return true
+	}
+	if !codeHosts[host] {
+		return false
+	}
+	parts := strings.Split(path, "/")
+	name := strings.ToLower(t.ResourceIdentifier)
+	name = name[strings.LastIndexByte(name, '/')+1:]
+	if i := strings.LastIndexByte(name, ':'); i >= 0 { // maven group:artifact
+		name = name[i+1:]
+	}
+	return len(parts) >= 2 && name != "" && strings.EqualFold(strings.TrimSuffix(parts[1], ".git"), name)
+}
+
+// withoutNames blanks every case-insensitive occurrence of the names in text.
+func withoutNames(text string, names ...string) string {
+	var alts []string
+	for _, n := range names {
+		if n = strings.TrimSpace(n); len(n) >= 3 {
+			alts = append(alts, regexp.QuoteMeta(n))
+		}
+	}
+	if len(alts) == 0 {
+		return text
+	}
+	// Longest first, so that a name containing another is blanked whole.
+	sort.Slice(alts, func(i, j int) bool { return len(alts[i]) > len(alts[j]) })
+	re, err := regexp.Compile(`(?i)` + strings.Join(alts, "|"))
+	if err != nil {
+		return text
+	}
+	return re.ReplaceAllString(text, " ")
+}
+
+// registryHosts are the hosts of each registry (CONTRACT.md §7 names): a
+// package report naming its own registry is not naming an indicator.
+var registryHosts = map[string][]string{
+	"npm": {"npmjs.com", "www.npmjs.com", "npmjs.org", "registry.npmjs.org"}, "pypi": {"pypi.org", "files.pythonhosted.org", "pythonhosted.org"},
+	"rubygems": {"rubygems.org"}, "crates.io": {"crates.io", "static.crates.io"}, "go": {"pkg.go.dev", "proxy.golang.org", "go.dev"},
+	"maven": {"repo.maven.apache.org", "maven.org", "search.maven.org", "central.sonatype.com"}, "nuget": {"nuget.org", "www.nuget.org", "api.nuget.org"},
+	"packagist": {"packagist.org", "repo.packagist.org"}, "vscode": {"marketplace.visualstudio.com"}, "openvsx": {"open-vsx.org"},
+	"dockerhub": {"hub.docker.com", "docker.io", "registry-1.docker.io"}, "ghcr": {"ghcr.io"}, "quay": {"quay.io"},
+}
+
+// ownHosts are the hosts a report names as its package's home, not as
+// indicators: the registry's hosts and, for Go modules and repositories,
+// the code host of the path.
+func ownHosts(t Threat) map[string]bool {
+	own := map[string]bool{}
+	for _, h := range registryHosts[t.Registry] {
+		own[h] = true
+	}
+	if t.ReportType == TypePackage && t.Registry == "go" || t.ReportType == TypeRepository {
+		host, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(strings.ToLower(t.ResourceIdentifier), "https://"), "http://"), "/")
+		own[host] = true
+	}
+	return own
+}
+
+// AffectedVersions lists the versions a package report names in
+// version_info; nil when every version is affected (an empty list, or an
+// imported record that affects all versions).
+func AffectedVersions(t Threat) []string {
+	if t.AllVersions || strings.TrimSpace(t.Details.VersionInfo) == "" {
+		return nil
+	}
+	var out []string
+	for v := range strings.SplitSeq(t.Details.VersionInfo, ",") {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// references returns a report's own links (evidence_references and the
+// advisory URL) in canonical form: a link the report gives as its source is
+// not an indicator, even where its text repeats it.
+func references(t Threat) map[string]bool {
+	refs := map[string]bool{}
+	for u := range strings.SplitSeq(t.Details.EvidenceReferences+"|"+t.Details.OSVAdvisoryURL, "|") {
+		if c, err := canonicalHTTPURL("", strings.TrimSpace(u)); err == nil {
+			refs[c] = true
+		}
+	}
+	return refs
+}
+
+// ExtractText finds indicators in free text after re-fanging it, with the
+// confidence of a report's text (ConfidenceMedium; ConfidenceLow for a
+// domain of shared infrastructure named bare).
+func ExtractText(text string) []IOC { return extractText(text, nil) }
+
+// extractText is ExtractText for a report's own prose: the links skip
+// accepts (canonical URLs: the report's sources, its package's own pages)
+// are not indicators, and neither are their hosts; the names are blanked
+// outside links.
+func extractText(text string, skip func(string) bool, names ...string) []IOC {
 	s := Refang(text)
 	seen := map[string]bool{}
 	var out []IOC
@@ -128,7 +307,11 @@ func ExtractText(text string) []IOC {
 		k := typ + "\x00" + value
 		if !seen[k] {
 			seen[k] = true
-			out = append(out, IOC{Type: typ, Value: value, Detail: detail})
+			conf := ConfidenceMedium
+			if typ == IOCDomain && IsInfrastructure(value) {
+				conf = ConfidenceLow
+			}
+			out = append(out, IOC{Type: typ, Value: value, Detail: detail, Confidence: conf})
 		}
 	}
 	// URLs first; their hosts are domains too.
@@ -136,8 +319,8 @@ func ExtractText(text string) []IOC {
 	for _, m := range urlRe.FindAllString(s, -1) {
 		m = strings.TrimRight(m, ".,;:!?")
 		c, err := canonicalHTTPURL("", m)
-		if err != nil {
-			continue
+		if err != nil || skip != nil && skip(c) {
+			continue // not a URL, or a link to the report's sources
 		}
 		add(IOCURL, c, "")
 		host := strings.TrimPrefix(strings.TrimPrefix(c, "https://"), "http://")
@@ -159,7 +342,7 @@ func ExtractText(text string) []IOC {
 		}
 	}
 	// Text outside URLs, for bare domains and addresses.
-	rest := urlRe.ReplaceAllString(s, " ")
+	rest := withoutNames(urlRe.ReplaceAllString(s, " "), names...)
 	for _, m := range ipv4Re.FindAllString(rest, -1) {
 		if a, err := netip.ParseAddr(m); err == nil {
 			add(IOCIP, a.String(), "ipv4")

@@ -162,3 +162,96 @@ func TestDomainIndicatorRules(t *testing.T) {
 		t.Fatal("IsInfrastructure: subdomains count, look-alikes do not")
 	}
 }
+
+// Every indicator says where it comes from and how sure it is; the text's
+// mentions of the package's own name, versions, registry and repository,
+// and the report's own references, are not indicators. The texts are those
+// of real OSV reports of the shared sample (MAL-2024-9968, MAL-2023-462,
+// MAL-2022-1, MAL-2024-11542, MAL-2025-2545), cut short.
+func TestIndicatorOriginsAndOwnNames(t *testing.T) {
+	type want struct {
+		origin     string
+		confidence int
+	}
+	for _, c := range []struct {
+		name string
+		th   Threat
+		want map[string]want // type value → origin, confidence
+		not  []string
+	}{
+		{name: "osv section and payload", th: Threat{ReportType: TypePackage, Registry: RegistryPyPI, ResourceIdentifier: "discord-react",
+			Source: "osv", Details: Details{VersionInfo: "0.0.0.1",
+				PayloadDescription: "The OpenSSF Package Analysis project identified 'discord-react' @ 0.0.0.1 (pypi) as malicious.\n" +
+					"It posts to hxxps://c2[.]evil-domain[.]com/x and names pastebin.com.\n\n" + IOCSection + "\n\n- hxxps://grabber[.]evil-domain[.]com/y\n- 203[.]0[.]113[.]7\n"}},
+			want: map[string]want{
+				"package discord-react":                 {OriginAsset, ConfidenceHigh},
+				"url https://grabber.evil-domain.com/y": {OriginOSV, ConfidenceHigh},
+				"ip 203.0.113.7":                        {OriginOSV, ConfidenceHigh},
+				"url https://c2.evil-domain.com/x":      {OriginPayload, ConfidenceMedium},
+				"domain pastebin.com":                   {OriginPayload, ConfidenceLow},
+				"domain grabber.evil-domain.com":        {OriginOSV, ConfidenceHigh},
+			},
+			not: []string{"ip 0.0.0.1"}},
+		{name: "a community report's copy of the heading is its text", th: Threat{ReportType: TypeDomain, ResourceIdentifier: "evil.example",
+			Details: Details{PayloadDescription: IOCSection + "\n- 198.51.100.9\n"}},
+			want: map[string]want{"domain evil.example": {OriginAsset, ConfidenceHigh}, "ip 198.51.100.9": {OriginPayload, ConfidenceMedium}}},
+		{name: "references and the package's own pages", th: Threat{ReportType: TypePackage, Registry: RegistryNPM, ResourceIdentifier: "fsevents",
+			Details: Details{EvidenceReferences: "https://github.com/fsevents/fsevents/commit/909af26846834642c81d19f4148afa3b7557b058",
+				PayloadDescription: "[fsevents](https://www.npmjs.com/package/fsevents) v1.0.0 fetched fse.node from hxxps://fsevents-binaries[.]s3-us-west-2[.]amazonaws[.]com/v1.2.9/fse.tgz. " +
+					"The pre-fetch was [removed](https://github.com/fsevents/fsevents/commit/909af26846834642c81d19f4148afa3b7557b058); source at https://github.com/fsevents/fsevents/tree/v1.x; " +
+					"see https://github.com/advisories/GHSA-xv2f-5jw4-v95m and https://osv.dev/vulnerability/MAL-2023-462"}},
+			want: map[string]want{"url https://fsevents-binaries.s3-us-west-2.amazonaws.com/v1.2.9/fse.tgz": {OriginPayload, ConfidenceMedium}},
+			not: []string{"url https://www.npmjs.com/package/fsevents", "url https://github.com/fsevents/fsevents/tree/v1.x",
+				"url https://github.com/fsevents/fsevents/commit/909af26846834642c81d19f4148afa3b7557b058", "hash 909af26846834642c81d19f4148afa3b7557b058",
+				"url https://github.com/advisories/GHSA-xv2f-5jw4-v95m", "url https://osv.dev/vulnerability/MAL-2023-462", "domain www.npmjs.com"}},
+		{name: "the package's own registry named bare", th: Threat{ReportType: TypePackage, Registry: RegistryCrates, ResourceIdentifier: "rustdecimal",
+			Details: Details{PayloadDescription: "The Rust Security Response WG and the crates.io team were notified of the malicious crate `rustdecimal`; it downloads from api.evil.example."}},
+			want: map[string]want{"domain api.evil.example": {OriginPayload, ConfidenceMedium}},
+			not:  []string{"domain crates.io"}},
+		{name: "names that contain hosts and hashes", th: Threat{ReportType: TypePackage, Registry: RegistryPyPI, ResourceIdentifier: "byte-flux-3822a6dd00d6414daba3ae0de3930a5a",
+			Details: Details{PayloadDescription: "Malicious code in byte-flux-3822a6dd00d6414daba3ae0de3930a5a (PyPI); also Vtex.Google-tag-manager"}},
+			not: []string{"hash 3822a6dd00d6414daba3ae0de3930a5a"}},
+		{name: "a Go module's code host", th: Threat{ReportType: TypePackage, Registry: RegistryGo, ResourceIdentifier: "github.com/boltdb-go/bolt",
+			Details: Details{PayloadDescription: "Malicious code in github.com/boltdb-go/bolt (Go), a typosquat of github.com/boltdb/bolt; it talks to 49.12.198.231"}},
+			want: map[string]want{"ip 49.12.198.231": {OriginPayload, ConfidenceMedium}},
+			not:  []string{"domain github.com"}},
+	} {
+		got := map[string]IOC{}
+		for _, ioc := range ExtractIOCs(c.th) {
+			if ioc.Origin == "" || ioc.Confidence == 0 {
+				t.Errorf("%s: %s %s has no origin or confidence", c.name, ioc.Type, ioc.Value)
+			}
+			got[ioc.Type+" "+ioc.Value] = ioc
+		}
+		for k, w := range c.want {
+			if g, ok := got[k]; !ok || g.Origin != w.origin || g.Confidence != w.confidence {
+				t.Errorf("%s: %s = %+v, want origin %s confidence %d", c.name, k, g, w.origin, w.confidence)
+			}
+		}
+		for _, k := range c.not {
+			if _, ok := got[k]; ok {
+				t.Errorf("%s: false indicator %s", c.name, k)
+			}
+		}
+	}
+}
+
+// A package indicator lists the versions of version_info, once each; none
+// when every version is affected.
+func TestPackageIndicatorVersions(t *testing.T) {
+	for _, c := range []struct {
+		info string
+		all  bool
+		want []string
+	}{
+		{"1.0.0, 1.0.1,1.0.0", false, []string{"1.0.0", "1.0.1"}},
+		{"", false, nil},
+		{"2.0.0", true, nil},
+	} {
+		th := Threat{ReportType: TypePackage, Registry: RegistryNPM, ResourceIdentifier: "evil-pkg", AllVersions: c.all, Details: Details{VersionInfo: c.info}}
+		iocs := ExtractIOCs(th)
+		if len(iocs) == 0 || iocs[0].Type != IOCPackage || !slices.Equal(iocs[0].Versions, c.want) {
+			t.Errorf("version_info %q (all %v): %+v, want versions %v", c.info, c.all, iocs, c.want)
+		}
+	}
+}

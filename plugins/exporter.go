@@ -87,7 +87,8 @@ func (s *exporterServer) Export(stream grpc.BidiStreamingServer[pb.ExportInput, 
 		case *pb.ExportInput_Record:
 			rec := ExportRecord{Threat: threatFromPB(item.Record.Threat)}
 			for _, i := range item.Record.Iocs {
-				rec.IOCs = append(rec.IOCs, core.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail})
+				rec.IOCs = append(rec.IOCs, core.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail, Versions: i.Versions,
+					Origin: i.Origin, Confidence: int(i.Confidence)})
 			}
 			req.Records = append(req.Records, rec)
 		}
@@ -131,7 +132,8 @@ func (c *ExporterClient) Export(ctx context.Context, req ExportRequest) (Documen
 	for _, r := range req.Records {
 		rec := &pb.ExportRecord{Threat: threatToPB(r.Threat)}
 		for _, i := range r.IOCs {
-			rec.Iocs = append(rec.Iocs, &pb.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail})
+			rec.Iocs = append(rec.Iocs, &pb.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail, Versions: i.Versions,
+				Origin: i.Origin, Confidence: int32(i.Confidence)})
 		}
 		if err := send(&pb.ExportInput{Item: &pb.ExportInput_Record{Record: rec}}); err != nil {
 			break // the error surfaces from Recv below

@@ -22,7 +22,9 @@ func Quote(s string) string {
 //	ip       [ipv4-addr:value = '…'] or [ipv6-addr:value = '…']
 //	hash     [file:hashes.'MD5' | 'SHA-1' | 'SHA-256' = '…']
 //	package  [software:name = '…' AND software:vendor = '<registry>']
-//	         (container images: vendor 'container'; package URLs: vendor 'purl')
+//	         (container images: vendor 'container'; package URLs: vendor 'purl');
+//	         with the affected versions when the report lists them:
+//	         [… AND software:version IN ('1.0.0', '1.0.1')]
 //	wallet   [cryptocurrency-wallet:value = '…'] (OpenCTI's observable type)
 func Pattern(ioc core.IOC) (string, bool) {
 	v := Quote(ioc.Value)
@@ -50,7 +52,15 @@ func Pattern(ioc core.IOC) (string, bool) {
 		if vendor == "" {
 			vendor = "unknown"
 		}
-		return "[software:name = " + v + " AND software:vendor = " + Quote(vendor) + "]", true
+		p := "[software:name = " + v + " AND software:vendor = " + Quote(vendor)
+		if len(ioc.Versions) > 0 {
+			quoted := make([]string, len(ioc.Versions))
+			for i, ver := range ioc.Versions {
+				quoted[i] = Quote(ver)
+			}
+			p += " AND software:version IN (" + strings.Join(quoted, ", ") + ")"
+		}
+		return p + "]", true
 	case core.IOCWallet:
 		return "[cryptocurrency-wallet:value = " + v + "]", true
 	}

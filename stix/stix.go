@@ -136,6 +136,12 @@ func mapRecord(r Record, identity string) []Object {
 		ind["pattern_type"] = "stix"
 		ind["pattern_version"] = "2.1"
 		ind["valid_from"] = stamp(validFrom)
+		if ioc.Confidence > 0 {
+			ind["confidence"] = ioc.Confidence
+		}
+		if ioc.Origin != "" {
+			ind["x_threatd_origin"] = ioc.Origin
+		}
 		if t.Details.SeverityLevel != "" {
 			ind["labels"] = []string{"severity:" + string(t.Details.SeverityLevel)}
 		}
@@ -163,6 +169,9 @@ func indicatorDescription(ioc core.IOC, subject, threat string) string {
 		first = string(r[:299]) + "…"
 	}
 	d := fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s.", kind, subject)
+	if len(ioc.Versions) > 0 {
+		d = fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s, versions %s.", kind, subject, strings.Join(ioc.Versions, ", "))
+	}
 	if first != "" {
 		d += " " + first
 	}

@@ -37,7 +37,7 @@ func sample() Record {
 			PayloadDescription: "Posts ~/.npmrc to hxxps://exfil[.]evil[.]example/c from 203[.]0[.]113[.]7 and 2001:db8::7; " +
 				"drops 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 (md5 d41d8cd98f00b204e9800998ecf8427e, " +
 				"sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709); ransom to 0xabcdef0123456789abcdef0123456789abcdef01",
-			SeverityLevel: core.SeverityCritical, Tags: []string{"token-stealer", "campaign-x"},
+			SeverityLevel: core.SeverityCritical, Tags: []string{"token-stealer", "campaign-x"}, VersionInfo: "1.0.3, 1.0.4",
 			EvidenceReferences: "https://blog.example/evil-pkg", OSVAdvisoryURL: "https://osv.dev/vulnerability/MAL-2026-1",
 			FirstSeen: at("2026-10-30T00:00:00Z"),
 		},
@@ -103,6 +103,8 @@ func TestPatterns(t *testing.T) {
 		{core.IOC{Type: "hash", Value: strings.Repeat("a", 40), Detail: "sha1"}, `[file:hashes.'SHA-1' = '` + strings.Repeat("a", 40) + `']`},
 		{core.IOC{Type: "hash", Value: strings.Repeat("b", 64)}, `[file:hashes.'SHA-256' = '` + strings.Repeat("b", 64) + `']`},
 		{core.IOC{Type: "package", Value: "@scope/evil", Detail: "npm"}, `[software:name = '@scope/evil' AND software:vendor = 'npm']`},
+		{core.IOC{Type: "package", Value: "evil-pkg", Detail: "npm", Versions: []string{"1.0.0", "1.0.1"}},
+			`[software:name = 'evil-pkg' AND software:vendor = 'npm' AND software:version IN ('1.0.0', '1.0.1')]`},
 		{core.IOC{Type: "package", Value: "docker.io/evil/img:1", Detail: "container"}, `[software:name = 'docker.io/evil/img:1' AND software:vendor = 'container']`},
 		{core.IOC{Type: "wallet", Value: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"}, `[cryptocurrency-wallet:value = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq']`},
 	}

@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/csv"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/threatd/threatd/plugins/sdk"
@@ -23,7 +25,8 @@ func main() {
 func export(_ context.Context, req sdk.Request) (sdk.Document, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write([]string{"threat_id", "report_type", "resource_identifier", "registry", "severity", "verified_at", "ioc_type", "ioc_value"})
+	_ = w.Write([]string{"threat_id", "report_type", "resource_identifier", "registry", "severity", "verified_at", "ioc_type", "ioc_value",
+		"ioc_detail", "ioc_versions", "ioc_origin", "ioc_confidence"})
 	for _, r := range req.Records {
 		t := r.Threat
 		verified := ""
@@ -32,7 +35,8 @@ func export(_ context.Context, req sdk.Request) (sdk.Document, error) {
 		}
 		for _, ioc := range r.IOCs {
 			row := []string{t.ID, string(t.ReportType), t.ResourceIdentifier, t.Registry,
-				string(t.Details.SeverityLevel), verified, ioc.Type, ioc.Value}
+				string(t.Details.SeverityLevel), verified, ioc.Type, ioc.Value,
+				ioc.Detail, strings.Join(ioc.Versions, " "), ioc.Origin, strconv.Itoa(ioc.Confidence)}
 			for i, cell := range row {
 				row[i] = neutralise(cell)
 			}

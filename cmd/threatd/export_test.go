@@ -90,10 +90,10 @@ func TestExporterSDKExampleThroughConfig(t *testing.T) {
 		t.Fatalf("%d %s %s", res.code, res.hdr.Get("Content-Type"), res.body)
 	}
 	lines := strings.Split(strings.TrimSpace(string(res.body)), "\n")
-	if lines[0] != "threat_id,report_type,resource_identifier,registry,severity,verified_at,ioc_type,ioc_value" || len(lines) < 6 {
+	if lines[0] != "threat_id,report_type,resource_identifier,registry,severity,verified_at,ioc_type,ioc_value,ioc_detail,ioc_versions,ioc_origin,ioc_confidence" || len(lines) < 6 {
 		t.Fatalf("csv:\n%s", res.body)
 	}
-	if !strings.Contains(string(res.body), id+",package,stix-pkg,npm,high,") || !strings.Contains(string(res.body), "url,https://c2.evil.example/in") {
+	if !strings.Contains(string(res.body), id+",package,stix-pkg,npm,high,") || !strings.Contains(string(res.body), "url,https://c2.evil.example/in,,,payload,50") {
 		t.Fatalf("csv rows:\n%s", res.body)
 	}
 	// A scoped npm name stays intact (it is what a consumer matches on); a

@@ -151,7 +151,8 @@ func TestThreatData(t *testing.T) {
 	rev := strings.TrimSpace(in.mustCLI("token", "issue", "--email", "rev@example.com"))
 	d := in.serve()
 	id := d.submit(sub, `{"report_type":"package","resource_identifier":"data-pkg","registry":"npm","threat_description":"Drops a miner",
-		"payload_description":"Downloads hxxps://miner[.]evil-pool[.]com/x.sh from 203[.]0[.]113[.]50 (sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08) and pays 0xAbCdEf0123456789aBcDeF0123456789AbCdEf01"}`)
+		"version_info":"1.0.1, 1.0.2","evidence_references":"https://blog.example/data-pkg",
+		"payload_description":"Analysis at https://blog.example/data-pkg and https://socket.dev/npm/package/data-pkg; code at https://github.com/someone/data-pkg. Downloads hxxps://miner[.]evil-pool[.]com/x.sh from 203[.]0[.]113[.]50 (sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08) and pays 0xAbCdEf0123456789aBcDeF0123456789AbCdEf01"}`)
 	path := base + "/threat-data?threat_id=" + id
 	d.do("GET", path, other, "").expect(t, 404, "")
 	d.do("GET", path, sub, "").expect(t, 200, "")
@@ -164,16 +165,24 @@ func TestThreatData(t *testing.T) {
 	if rec["id"] != id || rec["verified_by"] != "Rev" {
 		t.Fatalf("record: %v", rec)
 	}
-	iocs := map[string]bool{}
+	// Every indicator says where it comes from and how sure it is; the
+	// package indicator carries version_info; the report's references, an
+	// analysis site and the package's own repository are not indicators.
+	iocs := map[string]string{}
 	for _, i := range r.body["iocs"].([]any) {
 		m := i.(map[string]any)
-		iocs[m["type"].(string)+" "+m["value"].(string)] = true
+		iocs[m["type"].(string)+" "+m["value"].(string)] = fmt.Sprint(m["origin"], " ", m["confidence"], " ", m["versions"])
 	}
-	for _, want := range []string{"package data-pkg", "url https://miner.evil-pool.com/x.sh", "domain miner.evil-pool.com", "ip 203.0.113.50",
-		"hash 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "wallet 0xabcdef0123456789abcdef0123456789abcdef01"} {
-		if !iocs[want] {
-			t.Errorf("iocs lack %q: %v", want, iocs)
+	for want, label := range map[string]string{"package data-pkg": "asset 85 [1.0.1 1.0.2]", "url https://miner.evil-pool.com/x.sh": "payload 50 <nil>",
+		"domain miner.evil-pool.com": "payload 50 <nil>", "ip 203.0.113.50": "payload 50 <nil>",
+		"hash 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08": "payload 50 <nil>",
+		"wallet 0xabcdef0123456789abcdef0123456789abcdef01":                     "payload 50 <nil>"} {
+		if iocs[want] != label {
+			t.Errorf("iocs: %q is %q, want %q (all: %v)", want, iocs[want], label, iocs)
 		}
+	}
+	if len(iocs) != 6 {
+		t.Errorf("iocs: %d, want 6 (no reference or own-repository links): %v", len(iocs), iocs)
 	}
 	revs := r.body["revisions"].([]any)
 	if len(revs) != 1 || revs[0].(map[string]any)["state"] != "pending" || fmt.Sprint(revs[0].(map[string]any)["fields"]) != "[severity_level]" {

@@ -602,7 +602,7 @@ func recordFields(v *Record, published, modified time.Time) core.Submission {
 	payload := truncate(clean(v.Details), maxPayload)
 	if iocs, more := iocList(v.DatabaseSpecific); len(iocs) > 0 {
 		var b strings.Builder
-		b.WriteString("\n\n### Indicators of compromise (defanged)\n\n")
+		b.WriteString("\n\n" + core.IOCSection + "\n\n")
 		if more > 0 {
 			fmt.Fprintf(&b, "(the first %d of %d: threatd imports at most %d per record; %d skipped)\n\n", len(iocs), len(iocs)+more, MaxIOCs, more)
 		}

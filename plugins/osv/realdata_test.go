@@ -34,7 +34,9 @@ func TestRealReportsIndicators(t *testing.T) {
 		t.Fatalf("no all.zip under %s", fullDir)
 	}
 	var records, sourceDigests, falseHashes, hashes, domains, noTLD, infraHosts, listed, missed int
+	var refLinks, ownNames, unlabelled, packages, versioned int
 	var missedExamples, falseExamples []string
+	origins := map[string]int{}
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record == nil {
 			return nil
@@ -47,9 +49,45 @@ func TestRealReportsIndicators(t *testing.T) {
 		}
 		sourceDigests += len(digests)
 		published := map[string]bool{}
+		evidence := map[string]bool{}
+		for _, u := range strings.Split(th.Details.EvidenceReferences+"|"+th.Details.OSVAdvisoryURL, "|") {
+			for _, e := range core.ExtractText(u) {
+				evidence[e.Type+" "+e.Value] = true
+			}
+		}
 		for _, ioc := range core.ExtractIOCs(th) {
 			published[ioc.Type+" "+ioc.Value] = true
+			origins[ioc.Origin]++
+			if ioc.Origin == "" || ioc.Confidence < 1 || ioc.Confidence > 100 {
+				unlabelled++
+			}
+			// A link the report gives as its reference or evidence is not
+			// an indicator unless the upstream record lists it.
+			if ioc.Type == core.IOCURL && ioc.Origin == core.OriginPayload && evidence[ioc.Type+" "+ioc.Value] {
+				refLinks++
+				if len(falseExamples) < 10 {
+					falseExamples = append(falseExamples, ioc.Value+" (reference) in "+th.UpstreamID)
+				}
+			}
+			// Nothing the text says of the package's own name, versions or
+			// home (registry, code host) is an indicator.
+			if ioc.Origin == core.OriginPayload && (strings.Contains(strings.ToLower(th.ResourceIdentifier), strings.ToLower(ioc.Value)) ||
+				ioc.Type == core.IOCIP && strings.Contains(","+strings.ReplaceAll(th.Details.VersionInfo, " ", "")+",", ","+ioc.Value+",") ||
+				ioc.Type == core.IOCDomain && (ioc.Value == "crates.io" || ioc.Value == "github.com") ||
+				ioc.Type == core.IOCURL && strings.Contains(strings.ToLower(ioc.Value), "/"+strings.ToLower(th.ResourceIdentifier[strings.LastIndexByte(th.ResourceIdentifier, '/')+1:]))) {
+				ownNames++
+				if len(falseExamples) < 10 {
+					falseExamples = append(falseExamples, ioc.Value+" (the package's own) in "+th.UpstreamID)
+				}
+			}
 			switch ioc.Type {
+			case core.IOCPackage:
+				if ioc.Origin == core.OriginAsset {
+					packages++
+					if len(ioc.Versions) > 0 {
+						versioned++
+					}
+				}
 			case core.IOCHash:
 				hashes++
 				if digests[ioc.Value] {
@@ -90,8 +128,14 @@ func TestRealReportsIndicators(t *testing.T) {
 	if records < 29_000 || sourceDigests == 0 {
 		t.Fatalf("read %d reports with %d source digests: the sample is not what this test expects", records, sourceDigests)
 	}
-	if falseHashes != 0 || noTLD != 0 || infraHosts != 0 {
-		t.Fatalf("false indicators: %d source digests as file hashes, %d domains without a public TLD, %d infrastructure hosts as domains %q", falseHashes, noTLD, infraHosts, falseExamples)
+	t.Logf("by origin %v; %d package indicators, %d of them with versions; %d reference links and %d of the package's own name, versions or home published; %d indicators without origin or confidence",
+		origins, packages, versioned, refLinks, ownNames, unlabelled)
+	if falseHashes != 0 || noTLD != 0 || infraHosts != 0 || refLinks != 0 || ownNames != 0 || unlabelled != 0 {
+		t.Fatalf("false indicators: %d source digests as file hashes, %d domains without a public TLD, %d infrastructure hosts as domains, %d reference links, %d own names; %d unlabelled %q",
+			falseHashes, noTLD, infraHosts, refLinks, ownNames, unlabelled, falseExamples)
+	}
+	if origins[core.OriginAsset] < records || origins[core.OriginOSV] == 0 || packages == 0 {
+		t.Fatalf("origins %v for %d reports: every report's asset and the listed indicators must be labelled", origins, records)
 	}
 	if listed == 0 || missed != 0 {
 		t.Fatalf("%d of %d indicators listed in osv.iocs not published: %q", missed, listed, missedExamples)
@@ -115,7 +159,7 @@ func namesBare(text, host string) bool {
 // listedIOCs returns the URLs, domains and IPs of the indicators section
 // the OSV import writes from database_specific.iocs.
 func listedIOCs(payload string) []string {
-	_, section, ok := strings.Cut(payload, "### Indicators of compromise (defanged)")
+	_, section, ok := strings.Cut(payload, core.IOCSection)
 	if !ok {
 		return nil
 	}

@@ -262,10 +262,16 @@ func (x *ExportParams) GetService() string {
 }
 
 type IOC struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Type   string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Value  string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Detail string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	// versions are the affected versions of a package indicator (empty: all).
+	Versions []string `protobuf:"bytes,4,rep,name=versions,proto3" json:"versions,omitempty"`
+	// origin is where the indicator comes from: asset, osv.iocs or payload.
+	Origin string `protobuf:"bytes,5,opt,name=origin,proto3" json:"origin,omitempty"`
+	// confidence is 0-100 (STIX 2.1's scale).
+	Confidence    int32 `protobuf:"varint,6,opt,name=confidence,proto3" json:"confidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -319,6 +325,27 @@ func (x *IOC) GetDetail() string {
 		return x.Detail
 	}
 	return ""
+}
+
+func (x *IOC) GetVersions() []string {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *IOC) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *IOC) GetConfidence() int32 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
 }
 
 type ExportRecord struct {
@@ -445,11 +472,16 @@ const file_plugins_proto_v1_exporter_proto_rawDesc = "" +
 	"\n" +
 	"QueryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9b\x01\n" +
 	"\x03IOC\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"m\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x1a\n" +
+	"\bversions\x18\x04 \x03(\tR\bversions\x12\x16\n" +
+	"\x06origin\x18\x05 \x01(\tR\x06origin\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x06 \x01(\x05R\n" +
+	"confidence\"m\n" +
 	"\fExportRecord\x121\n" +
 	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x12*\n" +
 	"\x04iocs\x18\x02 \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\"F\n" +
