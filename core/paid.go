@@ -49,6 +49,7 @@ type cursor struct {
 	To     int64  `json:"t,omitempty"`
 	At     int64  `json:"a"`
 	ID     string `json:"i"`
+	Seq    int64  `json:"s,omitempty"`
 	Token  string `json:"o"`
 	Exp    int64  `json:"e"`
 }
@@ -84,7 +85,7 @@ func (p *Paid) encode(ctx context.Context, c cursor) (string, error) {
 }
 
 func (p *Paid) decode(ctx context.Context, s, kind, params, token string) (cursor, error) {
-	bad := Invalid("cursor", "is not a cursor this query issued (cursors are bound to the query, the token and an hour)")
+	bad := Invalid("cursor", "is not a cursor this query issued (a cursor is bound to its query and its token, and expires)")
 	body64, sig64, ok := strings.Cut(s, ".")
 	body, err1 := base64.RawURLEncoding.DecodeString(body64)
 	sig, err2 := base64.RawURLEncoding.DecodeString(sig64)
@@ -115,12 +116,24 @@ type Page struct {
 	Threats    []Threat
 	NextCursor string // "" on the last page
 	From, To   time.Time
+	// Changes is the page of a changes-mode feed (Threats is then nil).
+	Changes []FeedItem
 }
 
 // FeedRequest is a /threat-feed query as given (strings, to validate here).
 type FeedRequest struct {
 	Since, Until, Hours, Ecosystem, Cursor, Limit string
+	// Mode is "" or "verified" (the reports that became visible in the
+	// window and are still verified) or "changes" (every verification,
+	// revision and withdrawal in the window).
+	Mode string
 }
+
+// Feed modes.
+const (
+	FeedVerified = "verified"
+	FeedChanges  = "changes"
+)
 
 func (p *Paid) pageLimit(s string) (int, error) {
 	if s == "" {
@@ -136,13 +149,25 @@ func (p *Paid) pageLimit(s string) (int, error) {
 	return n, nil
 }
 
-// Feed returns the reports verified in a window, oldest first, one page at a
-// time: since/until (RFC 3339, at most MaxWindow apart) or hours (1–24,
-// default 1), optionally one ecosystem.
+// Feed returns, oldest first and one page at a time, the reports that
+// became visible here (verified by a reviewer, or imported) in a window, or
+// in changes mode every change to what is published: since/until (RFC 3339,
+// at most MaxWindow apart) or hours (1–24, default 1), optionally one
+// ecosystem. Times are when the change happened here, not upstream
+// publication times. A changes-mode feed without until always returns a
+// cursor: polling with it yields every later change exactly once.
 func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, error) {
 	limit, err := p.pageLimit(r.Limit)
 	if err != nil {
 		return Page{}, err
+	}
+	changes := false
+	switch r.Mode {
+	case "", FeedVerified:
+	case FeedChanges:
+		changes = true
+	default:
+		return Page{}, Invalid("mode", "must be %q or %q (got %q)", FeedVerified, FeedChanges, Shorten(r.Mode))
 	}
 	registry := ""
 	if r.Ecosystem != "" {
@@ -150,7 +175,10 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 			return Page{}, err
 		}
 	}
-	params := strings.Join([]string{r.Since, r.Until, r.Hours, registry}, "|")
+	params := strings.Join([]string{r.Since, r.Until, r.Hours, registry, r.Mode}, "|")
+	// A changes feed without until follows the present: its end is now at
+	// every call, and its cursor outlives the page.
+	open := changes && r.Until == ""
 	var from, to time.Time
 	var after cursor
 	if r.Cursor != "" {
@@ -158,14 +186,59 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 			return Page{}, err
 		}
 		from, to = time.UnixMicro(after.From).UTC(), time.UnixMicro(after.To).UTC()
+		if open {
+			to = p.now().UTC()
+		}
 	} else if from, to, err = p.window(r); err != nil {
 		return Page{}, err
 	}
-	q := ThreatQuery{VerifiedFrom: from, VerifiedTo: to, Registry: registry, Limit: limit + 1}
-	if after.ID != "" {
-		q.AfterVerifiedAt, q.AfterID = time.UnixMicro(after.At).UTC(), after.ID
+	q := FeedQuery{From: from, To: to, Registry: registry, Published: !changes, Limit: limit + 1}
+	if after.Seq > 0 {
+		q.AfterAt, q.AfterSeq = time.UnixMicro(after.At).UTC(), after.Seq
 	}
-	return p.page(ctx, q, limit, cursor{Kind: "feed", Params: params, From: from.UnixMicro(), To: to.UnixMicro(), Token: who.Token.ID}, from, to)
+	items, err := p.store.Feed(ctx, q)
+	if err != nil {
+		return Page{}, err
+	}
+	out := Page{From: from, To: to}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	next := cursor{Kind: "feed", Params: params, From: from.UnixMicro(), To: to.UnixMicro(), Token: who.Token.ID,
+		At: after.At, Seq: after.Seq, Exp: p.now().Add(cursorTTL).Unix()}
+	if len(items) > 0 {
+		last := items[len(items)-1].Event
+		next.At, next.Seq = last.At.UnixMicro(), last.Seq
+	} else if open && next.Seq == 0 {
+		// Nothing yet: resume after the last change committed so far, so
+		// that the next poll starts from here, not from the window's start.
+		last, err := p.store.LastFeedEvent(ctx, to)
+		if err != nil {
+			return Page{}, err
+		}
+		if last.Seq > 0 {
+			next.At, next.Seq = last.At.UnixMicro(), last.Seq
+		}
+	}
+	if open {
+		// A poller's cursor lives as long as the longest window.
+		next.Exp = p.now().Add(max(p.limits.MaxWindow, cursorTTL)).Unix()
+	}
+	if more || open {
+		if out.NextCursor, err = p.encode(ctx, next); err != nil {
+			return Page{}, err
+		}
+	}
+	if changes {
+		out.Changes = items
+		return out, nil
+	}
+	out.Threats = make([]Threat, len(items))
+	for i, it := range items {
+		out.Threats[i] = it.Threat
+	}
+	return out, nil
 }
 
 // window validates the feed's time window.

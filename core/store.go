@@ -74,6 +74,12 @@ type Store interface {
 
 	// QueryThreats returns verified reports matching q, one page.
 	QueryThreats(ctx context.Context, q ThreatQuery) ([]Threat, error)
+	// Feed returns one page of the published changes q selects, in commit
+	// order, each with its report as it is now.
+	Feed(ctx context.Context, q FeedQuery) ([]FeedItem, error)
+	// LastFeedEvent returns the position of the last change committed
+	// before to (zero when there is none): where a consumer resumes.
+	LastFeedEvent(ctx context.Context, to time.Time) (FeedEvent, error)
 	// ListRevisions returns every revision of a report, oldest first.
 	ListRevisions(ctx context.Context, threatID string) ([]Revision, error)
 	// Secret returns the named service secret, creating it (32 random bytes,

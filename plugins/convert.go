@@ -235,6 +235,32 @@ func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
 		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit)}
 }
 
+func feedQueryToPB(q core.FeedQuery) *pb.FeedQuery {
+	return &pb.FeedQuery{From: ts(q.From), To: ts(q.To), Registry: q.Registry, Published: q.Published,
+		AfterAt: ts(q.AfterAt), AfterSeq: q.AfterSeq, Limit: int32(q.Limit), Kind: q.Kind}
+}
+
+func feedQueryFromPB(q *pb.FeedQuery) core.FeedQuery {
+	return core.FeedQuery{From: fromTS(q.From), To: fromTS(q.To), Registry: q.Registry, Published: q.Published,
+		AfterAt: fromTS(q.AfterAt), AfterSeq: q.AfterSeq, Limit: int(q.Limit), Kind: q.Kind}
+}
+
+func feedEventToPB(e core.FeedEvent) *pb.FeedEvent {
+	return &pb.FeedEvent{Seq: e.Seq, At: ts(e.At), ThreatId: e.ThreatID, Registry: e.Registry, Kind: e.Kind, Version: int32(e.Version)}
+}
+
+func feedEventFromPB(e *pb.FeedEvent) core.FeedEvent {
+	return core.FeedEvent{Seq: e.Seq, At: fromTS(e.At), ThreatID: e.ThreatId, Registry: e.Registry, Kind: e.Kind, Version: int(e.Version)}
+}
+
+func feedItemToPB(i core.FeedItem) *pb.FeedItem {
+	return &pb.FeedItem{Event: feedEventToPB(i.Event), Threat: threatToPB(i.Threat)}
+}
+
+func feedItemFromPB(i *pb.FeedItem) core.FeedItem {
+	return core.FeedItem{Event: feedEventFromPB(i.Event), Threat: threatFromPB(i.Threat)}
+}
+
 func importRecordToPB(r core.ImportRecord) *pb.ImportRecord {
 	return &pb.ImportRecord{Threat: threatToPB(r.Threat), Withdrawn: r.Withdrawn}
 }

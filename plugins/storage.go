@@ -308,6 +308,19 @@ func (s *storageServer) QueryThreats(req *pb.ThreatQuery, stream grpc.ServerStre
 	}, threatToPB, stream.Send)
 }
 
+func (s *storageServer) Feed(req *pb.FeedQuery, stream grpc.ServerStreamingServer[pb.FeedItem]) error {
+	return streamAll(s, func(st core.Store) ([]core.FeedItem, error) {
+		return st.Feed(stream.Context(), feedQueryFromPB(req))
+	}, feedItemToPB, stream.Send)
+}
+
+func (s *storageServer) LastFeedEvent(ctx context.Context, req *pb.LastFeedEventRequest) (*pb.FeedEvent, error) {
+	return withStore(s, func(st core.Store) (*pb.FeedEvent, error) {
+		e, err := st.LastFeedEvent(ctx, fromTS(req.To))
+		return feedEventToPB(e), err
+	})
+}
+
 func (s *storageServer) ListRevisions(req *pb.ListRevisionsRequest, stream grpc.ServerStreamingServer[pb.Revision]) error {
 	return streamAll(s, func(st core.Store) ([]core.Revision, error) {
 		return st.ListRevisions(stream.Context(), req.ThreatId)
@@ -635,6 +648,21 @@ func (c *StorageClient) Import(ctx context.Context, next func() (string, []byte,
 func (c *StorageClient) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Threat, error) {
 	stream, err := c.conn().QueryThreats(ctx, threatQueryToPB(q))
 	return recvAll(stream, err, threatFromPB)
+}
+
+// Feed returns one page of published changes.
+func (c *StorageClient) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
+	stream, err := c.conn().Feed(ctx, feedQueryToPB(q))
+	return recvAll(stream, err, feedItemFromPB)
+}
+
+// LastFeedEvent returns the last published change before to.
+func (c *StorageClient) LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error) {
+	r, err := c.conn().LastFeedEvent(ctx, &pb.LastFeedEventRequest{To: ts(to)})
+	if err != nil {
+		return core.FeedEvent{}, fromStatus(err)
+	}
+	return feedEventFromPB(r), nil
 }
 
 // ListRevisions returns every revision of a report.

@@ -3,7 +3,9 @@
 // indicators of compromise, "indicates" relationships between them, an
 // identity for the service as created_by_ref, and the TLP:WHITE marking.
 // Ids are UUIDv5 of the threat id (and the indicator), so exporting the same
-// report again yields the same objects.
+// report again yields the same objects; a revision publishes them with
+// "modified" advanced (the time it was applied), a withdrawal with
+// "revoked": true.
 package stix
 
 import (
@@ -99,9 +101,16 @@ func mapRecord(r Record, identity string) []Object {
 	if t.Registry != "" {
 		name = fmt.Sprintf("%s (%s)", t.ResourceIdentifier, t.Registry)
 	}
+	// A withdrawn report's objects are published once more, revoked (STIX
+	// 2.1 §3.6): a consumer that holds them must stop using them.
+	revoked := t.Status == core.StatusRejected
 	common := func(kind string) Object {
-		return Object{"type": kind, "spec_version": "2.1", "created": stamp(created), "modified": stamp(modified),
+		o := Object{"type": kind, "spec_version": "2.1", "created": stamp(created), "modified": stamp(modified),
 			"created_by_ref": identity, "object_marking_refs": []string{TLPWhite}}
+		if revoked {
+			o["revoked"] = true
+		}
+		return o
 	}
 	malware := common("malware")
 	malware["id"] = id("malware", t.ID)

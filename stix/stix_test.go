@@ -198,3 +198,53 @@ func TestValidatorRejectsInvalidObjects(t *testing.T) {
 		}
 	}
 }
+
+// A revision publishes the same objects (same ids) with "modified"
+// advanced; a withdrawal publishes them once more with "revoked": true.
+// Every version validates against the OASIS schemas.
+func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
+	v := stixtest.NewValidator(t, schemaDir)
+	objects := func(r Record) map[string]Object {
+		body, err := NewBundle([]Record{r}, Options{BundleKey: "versions"}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Validate(t, body)
+		var b Bundle
+		json.Unmarshal(body, &b)
+		out := map[string]Object{}
+		for _, o := range b.Objects {
+			if o["type"] != "identity" && o["type"] != "marking-definition" {
+				out[o["id"].(string)] = o
+			}
+		}
+		return out
+	}
+	first := sample()
+	revised := sample()
+	revised.Threat.Details.SeverityLevel = core.SeverityHigh
+	revised.Threat.UpdatedAt = *at("2026-11-05T08:00:00Z")
+	revised.Threat.Version = 2
+	withdrawn := revised
+	withdrawn.Threat.Status = core.StatusRejected
+	withdrawn.Threat.UpdatedAt = *at("2026-11-06T08:00:00Z")
+	v1, v2, v3 := objects(first), objects(revised), objects(withdrawn)
+	if len(v1) == 0 || len(v1) != len(v2) || len(v2) != len(v3) {
+		t.Fatalf("objects: %d, %d, %d", len(v1), len(v2), len(v3))
+	}
+	for id, o1 := range v1 {
+		o2, o3 := v2[id], v3[id]
+		if o2 == nil || o3 == nil {
+			t.Fatalf("%s missing from a later version", id)
+		}
+		if o1["created"] != o2["created"] || o2["created"] != o3["created"] {
+			t.Errorf("%s: created changed across versions", id)
+		}
+		if !(o1["modified"].(string) < o2["modified"].(string) && o2["modified"].(string) < o3["modified"].(string)) {
+			t.Errorf("%s: modified %v, %v, %v does not advance", id, o1["modified"], o2["modified"], o3["modified"])
+		}
+		if o1["revoked"] != nil || o2["revoked"] != nil || o3["revoked"] != true {
+			t.Errorf("%s: revoked %v, %v, %v; want only the withdrawal revoked", id, o1["revoked"], o2["revoked"], o3["revoked"])
+		}
+	}
+}

@@ -24,6 +24,7 @@ var copyTables = []copyTable{
 	{"threat_revisions", "id", func() any { return &[]revisionRow{} }},
 	{"review_events", "id", func() any { return &[]eventRow{} }},
 	{"changes", "seq", func() any { return &[]changeRow{} }},
+	{"feed_events", "seq", func() any { return &[]feedEventRow{} }},
 }
 
 // exportPage is how many rows are read at once; exportBudget bounds one

@@ -178,8 +178,12 @@ func resetFeedSequence(ctx context.Context, d Dialect, tx bun.Tx) error {
 	if d != Postgres {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('changes', 'seq'), coalesce((SELECT max(seq) FROM changes), 0) + 1, false)`)
-	return err
+	for _, table := range []string{"changes", "feed_events"} {
+		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+table+`', 'seq'), coalesce((SELECT max(seq) FROM `+table+`), 0) + 1, false)`); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tableUsing names table for a query that must read it through index. With

@@ -113,9 +113,9 @@ func (s *Store) runGroup(reqs []*writeReq) {
 			}
 			// Not the caller's context: SQLite answers an interrupted write
 			// by rolling back the whole transaction, the others' writes too.
-			mark := len(tx.changes)
+			mark, feedMark := len(tx.changes), len(tx.feed)
 			if outcome[i] = r.fn(context.WithoutCancel(r.ctx), tx); outcome[i] != nil {
-				tx.changes = tx.changes[:mark]
+				tx.changes, tx.feed = tx.changes[:mark], tx.feed[:feedMark]
 				if _, err := btx.ExecContext(gctx, "ROLLBACK TO SAVEPOINT w"); err != nil {
 					return fmt.Errorf("roll back a failed write: %w", err)
 				}

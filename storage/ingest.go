@@ -208,8 +208,9 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 			return err
 		}
 	}
-	for _, t := range n.threats {
-		tx.record(core.EntityThreat, t.ID, "create", t.CreatedAt)
+	for i := range n.threats {
+		tx.record(core.EntityThreat, n.threats[i].ID, "create", n.threats[i].CreatedAt)
+		tx.publish(&n.threats[i], core.ChangeVerified)
 	}
 	n.threats, n.details, n.events = n.threats[:0], n.details[:0], n.events[:0]
 	return nil
@@ -268,6 +269,9 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 			return core.ImportOutcome{}, err
 		}
 		tx.record(core.EntityThreat, existing.ID, "reject", now)
+		if from == string(core.StatusVerified) {
+			tx.publish(&existing, core.ChangeWithdrawn)
+		}
 		return core.ImportOutcome{Result: core.ImportWithdrawn, ThreatID: existing.ID}, nil
 	}
 	if err := s.importRevision(ctx, tx, &existing, t, actor, now); err != nil {
@@ -311,6 +315,9 @@ func (s *Store) importRevision(ctx context.Context, tx *txn, row *threatRow, t c
 		return err
 	}
 	tx.record(core.EntityThreat, row.ID, "update", now)
+	if row.Status == string(core.StatusVerified) {
+		tx.publish(row, core.ChangeRevised)
+	}
 	return nil
 }
 

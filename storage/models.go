@@ -63,6 +63,25 @@ func (r changeRow) domain() core.Change {
 	return core.Change{Seq: r.Seq, Entity: core.Entity(r.Entity), EntityID: r.EntityID, Op: r.Op, At: r.At.UTC()}
 }
 
+type feedEventRow struct {
+	bun.BaseModel `bun:"table:feed_events"`
+
+	Seq      int64     `bun:"seq,pk,autoincrement"`
+	At       time.Time `bun:"at,notnull"`
+	ThreatID string    `bun:"threat_id,notnull"`
+	Registry *string   `bun:"registry"`
+	Kind     string    `bun:"kind,notnull"`
+	Version  int       `bun:"version,notnull"`
+}
+
+func (r feedEventRow) domain() core.FeedEvent {
+	reg := ""
+	if r.Registry != nil {
+		reg = *r.Registry
+	}
+	return core.FeedEvent{Seq: r.Seq, At: r.At.UTC(), ThreatID: r.ThreatID, Registry: reg, Kind: r.Kind, Version: r.Version}
+}
+
 type threatRow struct {
 	bun.BaseModel `bun:"table:threats"`
 

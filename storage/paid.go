@@ -134,3 +134,80 @@ func (s *Store) Usage(ctx context.Context, tokenID, day string) (map[string]int6
 	}
 	return out, nil
 }
+
+// Feed returns one page of published changes in (at, seq) order, each with
+// its report as it is now. The page is read from feed_events' (at, seq) or
+// (registry, at, seq) index from the keyset position on; the reports are
+// then read by primary key.
+func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > core.MaxGetThreats {
+		limit = 100
+	}
+	var rows []feedEventRow
+	sel := s.db.NewSelect().Model(&rows)
+	if q.Registry != "" {
+		sel = sel.Where("feed_event_row.registry = ?", q.Registry)
+	}
+	if !q.From.IsZero() {
+		sel = sel.Where("feed_event_row.at >= ?", q.From.UTC())
+	}
+	if !q.To.IsZero() {
+		sel = sel.Where("feed_event_row.at < ?", q.To.UTC())
+	}
+	if q.AfterSeq > 0 {
+		sel = sel.Where("(feed_event_row.at, feed_event_row.seq) > (?, ?)", q.AfterAt.UTC(), q.AfterSeq)
+	}
+	if q.Kind != "" {
+		sel = sel.Where("feed_event_row.kind = ?", q.Kind)
+	}
+	if q.Published {
+		sel = sel.Where("feed_event_row.kind = ?", core.ChangeVerified).
+			Where("EXISTS (SELECT 1 FROM threats AS t WHERE t.id = feed_event_row.threat_id AND t.status = ?)", string(core.StatusVerified))
+	}
+	if err := sel.OrderExpr("feed_event_row.at ASC, feed_event_row.seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(rows))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.ThreatID] {
+			seen[r.ThreatID] = true
+			ids = append(ids, r.ThreatID)
+		}
+	}
+	threats, err := s.GetThreats(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]core.Threat, len(threats))
+	for _, t := range threats {
+		byID[t.ID] = t
+	}
+	out := make([]core.FeedItem, 0, len(rows))
+	for _, r := range rows {
+		if t, ok := byID[r.ThreatID]; ok {
+			out = append(out, core.FeedItem{Event: r.domain(), Threat: t})
+		}
+	}
+	return out, nil
+}
+
+// LastFeedEvent returns the last published change before to.
+func (s *Store) LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error) {
+	var rows []feedEventRow
+	sel := s.db.NewSelect().Model(&rows)
+	if !to.IsZero() {
+		sel = sel.Where("feed_event_row.at < ?", to.UTC())
+	}
+	if err := sel.OrderExpr("feed_event_row.at DESC, feed_event_row.seq DESC").Limit(1).Scan(ctx); err != nil {
+		return core.FeedEvent{}, err
+	}
+	if len(rows) == 0 {
+		return core.FeedEvent{}, nil
+	}
+	return rows[0].domain(), nil
+}

@@ -152,14 +152,24 @@ func TestQueryPlansAtScale(t *testing.T) {
 	}
 
 	// A first import batch at this size: the same two look-ups, then
-	// multi-row inserts (a bounded number of statements, not one per record).
+	// multi-row inserts (a bounded number of statements, not one per record),
+	// the published changes last (the last one's time, one insert).
 	fresh := planRecords(n + 500)[n:]
 	if _, err := s.ImportThreats(ctx, fresh, "osv-import"); err != nil {
 		t.Fatal(err)
 	}
-	if q := log.take(); len(q) > 10 {
-		t.Errorf("a new batch of 500 ran %d statements, want at most 10", len(q))
+	qs := log.take()
+	if len(qs) > 12 {
+		t.Errorf("a new batch of 500 ran %d statements, want at most 12", len(qs))
 	}
+	for _, q := range qs {
+		if strings.Contains(q, "feed_events") && strings.HasPrefix(q, "SELECT") {
+			if plan := explain(t, s, q); !strings.Contains(plan, "feed_events_at_idx") || strings.Contains(plan, "TEMP B-TREE") {
+				t.Errorf("the last published change: plan %s", plan)
+			}
+		}
+	}
+	log.take()
 
 	// Start-up: the index load streams every verified report through one query.
 	count := 0
@@ -198,6 +208,46 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 		if f.Severity == "" && len(got) != 100 {
 			t.Errorf("latest %+v: %d reports", f, len(got))
+		}
+	}
+
+	// The feeds: a page of published changes from a position, overall, per
+	// ecosystem, per kind, and of the plain feed, is a bounded read of a
+	// feed_events index in (at, seq) order; the reports are then read by
+	// primary key.
+	last, err := s.LastFeedEvent(ctx, time.Time{})
+	if err != nil || last.Seq == 0 {
+		t.Fatalf("last change: %+v %v", last, err)
+	}
+	if q := log.take(); len(q) != 1 {
+		t.Fatalf("LastFeedEvent ran %d statements", len(q))
+	} else if plan := explain(t, s, q[0]); strings.Contains(plan, "TEMP B-TREE") || !strings.Contains(plan, "feed_events_at_idx") {
+		t.Errorf("LastFeedEvent: plan %s", plan)
+	}
+	log.take()
+	from := last.At.Add(-time.Hour)
+	for _, fq := range []core.FeedQuery{{From: from, To: last.At.Add(time.Second), Limit: 101},
+		{From: from, To: last.At.Add(time.Second), AfterAt: last.At, AfterSeq: last.Seq - 1000, Limit: 101},
+		{From: from, Registry: core.RegistryPyPI, Limit: 101}, {From: from, Kind: core.ChangeWithdrawn, Limit: 101},
+		{From: from, Published: true, Limit: 101}} {
+		items, err := s.Feed(ctx, fq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs := log.take()
+		// The reports' read (GetThreats, a raw statement by primary key)
+		// is not seen by the hook.
+		if len(qs) != 1 {
+			t.Fatalf("feed %+v ran %d statements, want 1", fq, len(qs))
+		}
+		plan := explain(t, s, qs[0])
+		log.take()
+		t.Logf("feed %+v: %s", fq, plan)
+		if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN feed_event_row") || !strings.Contains(plan, "feed_events_") {
+			t.Errorf("feed %+v: plan %s", fq, plan)
+		}
+		if fq.Kind == "" && len(items) != 101 {
+			t.Errorf("feed %+v: %d changes", fq, len(items))
 		}
 	}
 }

@@ -215,6 +215,9 @@ func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch
 		return err
 	}
 	tx.record(core.EntityThreat, row.ID, "update", at)
+	if row.Status == string(core.StatusVerified) {
+		tx.publish(row, core.ChangeRevised)
+	}
 	return nil
 }
 

@@ -187,10 +187,18 @@ func (s *Store) Stats(ctx context.Context) (core.Stats, error) {
 	return st, err
 }
 
-// txn collects the change-feed entries of one write transaction.
+// txn collects the change-feed entries and published changes of one write
+// transaction.
 type txn struct {
 	bun.Tx
 	changes []changeRow
+	feed    []feedEventRow
+}
+
+// publish queues a published change of a report (core.ChangeVerified, …),
+// written at the end of the transaction with the change feed.
+func (t *txn) publish(row *threatRow, kind string) {
+	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 }
 
 // record queues a change-feed entry, written at the end of the transaction.
@@ -215,15 +223,38 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *txn)
 	})
 }
 
-// appendChanges writes a transaction's change-feed entries.
+// appendChanges writes a transaction's change-feed entries and published
+// changes, last, under the feed lock: their seq order is commit order. A
+// published change's time is the later of the clock and the last one's, so
+// that (at, seq) order is commit order too, whatever the clocks of the
+// daemons sharing the database.
 func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
-	if len(tx.changes) == 0 {
+	if len(tx.changes) == 0 && len(tx.feed) == 0 {
 		return nil
 	}
 	if err := lockFeed(ctx, s.dialect, tx.Tx); err != nil {
 		return fmt.Errorf("lock change feed: %w", err)
 	}
-	_, err := tx.NewInsert().Model(&tx.changes).Exec(ctx)
+	if len(tx.changes) > 0 {
+		if _, err := tx.NewInsert().Model(&tx.changes).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	if len(tx.feed) == 0 {
+		return nil
+	}
+	at := s.now().UTC().Truncate(time.Microsecond)
+	var last []time.Time
+	if err := tx.NewSelect().Table("feed_events").Column("at").OrderExpr("at DESC, seq DESC").Limit(1).Scan(ctx, &last); err != nil {
+		return fmt.Errorf("last published change: %w", err)
+	}
+	if len(last) == 1 && last[0].After(at) {
+		at = last[0].UTC()
+	}
+	for i := range tx.feed {
+		tx.feed[i].At = at
+	}
+	_, err := tx.NewInsert().Model(&tx.feed).Exec(ctx)
 	return err
 }
 

@@ -423,6 +423,12 @@ func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, e
 			return err
 		}
 		tx.record(core.EntityThreat, row.ID, string(r.Decision), r.At)
+		switch {
+		case to == core.StatusVerified:
+			tx.publish(&row, core.ChangeVerified)
+		case from == core.StatusVerified && to == core.StatusRejected:
+			tx.publish(&row, core.ChangeWithdrawn)
+		}
 		return nil
 	})
 	if err != nil {

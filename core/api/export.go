@@ -24,6 +24,9 @@ type ExportRoute struct {
 	// PassParams hands query parameters the daemon does not know to the
 	// exporter instead of refusing them (configured exporter_routes).
 	PassParams bool
+	// Revocations adds the reports withdrawn in the last 24 hours to the
+	// latest verified ones, so that a STIX consumer revokes their objects.
+	Revocations bool
 }
 
 // maxWindowRecords caps a rolling-window export.
@@ -42,6 +45,11 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 			threats, err = s.windowRecords(ctx, qs.Get("since"), qs.Get("hours"), qs.Get("ecosystem"), qs, r.PassParams)
 		} else {
 			threats, err = s.latestRecords(ctx, qs, r.PassParams)
+			if err == nil && r.Revocations {
+				var gone []core.Threat
+				gone, err = s.withdrawals(ctx, qs.Get("ecosystem"))
+				threats = append(threats[:len(threats):len(threats)], gone...)
+			}
 		}
 		if err != nil {
 			return err
@@ -122,6 +130,36 @@ func (s *Server) latestEntry(ctx context.Context, qs map[string][]string, pass b
 	return s.latest.entry(ctx, f, s.index, s.store)
 }
 
+// maxRevocations caps the withdrawals added to a latest export.
+const maxRevocations = 100
+
+// withdrawals returns the reports withdrawn in the last 24 hours (at most
+// maxRevocations, optionally one ecosystem's), as they are now.
+func (s *Server) withdrawals(ctx context.Context, ecosystem string) ([]core.Threat, error) {
+	registry := ""
+	if ecosystem != "" {
+		var err error
+		if registry, err = core.ParseRegistry("ecosystem", ecosystem); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	items, err := s.store.Feed(ctx, core.FeedQuery{From: now.Add(-24 * time.Hour), To: now.Add(time.Second), Registry: registry,
+		Kind: core.ChangeWithdrawn, Limit: maxRevocations})
+	if err != nil {
+		return nil, err
+	}
+	var out []core.Threat
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.Threat.Status == core.StatusRejected && !seen[it.Threat.ID] {
+			seen[it.Threat.ID] = true
+			out = append(out, it.Threat)
+		}
+	}
+	return out, nil
+}
+
 // windowRecords is the rolling window of the Anomali feed: since (RFC 3339,
 // at most 24 h ago) or hours (1–24, default 24), optionally one ecosystem.
 func (s *Server) windowRecords(ctx context.Context, since, hours, ecosystem string, qs map[string][]string, pass bool) ([]core.Threat, error) {
@@ -156,19 +194,32 @@ func (s *Server) windowRecords(ctx context.Context, since, hours, ecosystem stri
 			return nil, err
 		}
 	}
+	// Every report that changed here in the window, once, as it is now: a
+	// revised one with its new content (STIX: modified advanced), a
+	// withdrawn one as revoked. Times are when the change happened here
+	// (verified, imported, revised, withdrawn), not upstream publication
+	// times.
 	var out []core.Threat
-	q := core.ThreatQuery{VerifiedFrom: from, VerifiedTo: now.Add(time.Second), Registry: registry, Limit: 1000}
+	at := map[string]int{}
+	q := core.FeedQuery{From: from, To: now.Add(time.Second), Registry: registry, Limit: 1000}
 	for len(out) < maxWindowRecords {
-		page, err := s.store.QueryThreats(ctx, q)
+		page, err := s.store.Feed(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
+		for _, it := range page {
+			if i, ok := at[it.Threat.ID]; ok {
+				out[i] = it.Threat
+				continue
+			}
+			at[it.Threat.ID] = len(out)
+			out = append(out, it.Threat)
+		}
 		if len(page) < q.Limit {
 			break
 		}
-		last := page[len(page)-1]
-		q.AfterVerifiedAt, q.AfterID = *last.VerifiedAt, last.ID
+		last := page[len(page)-1].Event
+		q.AfterAt, q.AfterSeq = last.At, last.Seq
 	}
 	if len(out) > maxWindowRecords {
 		out = out[:maxWindowRecords]

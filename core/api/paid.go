@@ -27,6 +27,21 @@ func records(threats []core.Threat, viewer core.Principal) []record {
 	return out
 }
 
+// changedRecord is a record of a changes-mode feed: the report as it is now
+// and what happened to it.
+type changedRecord struct {
+	record
+	Change feedChange `json:"change"`
+}
+
+// feedChange says what happened to a report (core.ChangeVerified, …), when
+// it happened here, and the report's content version after it.
+type feedChange struct {
+	Type    string `json:"type"`
+	At      string `json:"at"`
+	Version int    `json:"version"`
+}
+
 func nextCursor(s string) any {
 	if s == "" {
 		return nil
@@ -40,15 +55,30 @@ func (s *Server) threatFeed(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(qs, []string{"since", "until", "hours", "ecosystem", "cursor", "limit"}); err != nil {
+	if err := onlyParams(qs, []string{"since", "until", "hours", "ecosystem", "cursor", "limit", "mode"}); err != nil {
 		return err
 	}
 	p, err := s.paid.Feed(c.Request().Context(), principal(c), core.FeedRequest{
 		Since: qs.Get("since"), Until: qs.Get("until"), Hours: qs.Get("hours"),
-		Ecosystem: qs.Get("ecosystem"), Cursor: qs.Get("cursor"), Limit: qs.Get("limit"),
+		Ecosystem: qs.Get("ecosystem"), Cursor: qs.Get("cursor"), Limit: qs.Get("limit"), Mode: qs.Get("mode"),
 	})
 	if err != nil {
 		return err
+	}
+	if qs.Get("mode") == core.FeedChanges {
+		out := make([]changedRecord, len(p.Changes))
+		for i, it := range p.Changes {
+			out[i] = changedRecord{record: toRecord(it.Threat, principal(c)),
+				Change: feedChange{Type: it.Event.Kind, At: it.Event.At.Format(time.RFC3339Nano), Version: it.Event.Version}}
+		}
+		return c.JSON(http.StatusOK, map[string]any{
+			"mode":        core.FeedChanges,
+			"threats":     out,
+			"count":       len(out),
+			"next_cursor": nextCursor(p.NextCursor),
+			"since":       p.From.Format(time.RFC3339Nano),
+			"until":       p.To.Format(time.RFC3339Nano),
+		})
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"threats":     records(p.Threats, principal(c)),

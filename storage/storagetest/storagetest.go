@@ -53,6 +53,8 @@ func Run(t *testing.T, backend Backend) {
 		{"ModifyHourlyLimit", testModifyHourlyLimit},
 		{"RateCounters", testRateCounters},
 		{"ImportedVersions", testImportedVersions},
+		{"Feed", testFeed},
+		{"FeedConcurrentWriters", testFeedConcurrentWriters},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

@@ -2997,6 +2997,286 @@ func (x *ThreatQuery) GetLimit() int32 {
 	return 0
 }
 
+type FeedQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Registry      string                 `protobuf:"bytes,3,opt,name=registry,proto3" json:"registry,omitempty"`
+	Published     bool                   `protobuf:"varint,4,opt,name=published,proto3" json:"published,omitempty"`
+	AfterAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=after_at,json=afterAt,proto3" json:"after_at,omitempty"`
+	AfterSeq      int64                  `protobuf:"varint,6,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	Limit         int32                  `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	Kind          string                 `protobuf:"bytes,8,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedQuery) Reset() {
+	*x = FeedQuery{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedQuery) ProtoMessage() {}
+
+func (x *FeedQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
+func (*FeedQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *FeedQuery) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *FeedQuery) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *FeedQuery) GetPublished() bool {
+	if x != nil {
+		return x.Published
+	}
+	return false
+}
+
+func (x *FeedQuery) GetAfterAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterAt
+	}
+	return nil
+}
+
+func (x *FeedQuery) GetAfterSeq() int64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *FeedQuery) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *FeedQuery) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+type FeedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	ThreatId      string                 `protobuf:"bytes,3,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Registry      string                 `protobuf:"bytes,4,opt,name=registry,proto3" json:"registry,omitempty"`
+	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	Version       int32                  `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedEvent) Reset() {
+	*x = FeedEvent{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedEvent) ProtoMessage() {}
+
+func (x *FeedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
+func (*FeedEvent) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *FeedEvent) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *FeedEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *FeedEvent) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *FeedEvent) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *FeedEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *FeedEvent) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type FeedItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Event         *FeedEvent             `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	Threat        *Threat                `protobuf:"bytes,2,opt,name=threat,proto3" json:"threat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedItem) Reset() {
+	*x = FeedItem{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedItem) ProtoMessage() {}
+
+func (x *FeedItem) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
+func (*FeedItem) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *FeedItem) GetEvent() *FeedEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *FeedItem) GetThreat() *Threat {
+	if x != nil {
+		return x.Threat
+	}
+	return nil
+}
+
+type LastFeedEventRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LastFeedEventRequest) Reset() {
+	*x = LastFeedEventRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LastFeedEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LastFeedEventRequest) ProtoMessage() {}
+
+func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
+func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
 type ListRevisionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
@@ -3006,7 +3286,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3298,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3311,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -3050,7 +3330,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3062,7 +3342,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3075,7 +3355,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -3094,7 +3374,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3386,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3399,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -3141,7 +3421,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3433,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3446,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -3206,7 +3486,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3498,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3511,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -3249,7 +3529,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3261,7 +3541,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3274,7 +3554,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
 }
 
 type UsageRequest struct {
@@ -3287,7 +3567,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3299,7 +3579,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3312,7 +3592,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -3338,7 +3618,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3630,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3643,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -3383,7 +3663,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3675,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3688,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -3435,7 +3715,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3447,7 +3727,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3460,7 +3740,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -3489,7 +3769,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3781,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3794,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -3554,7 +3834,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3566,7 +3846,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3579,7 +3859,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -3599,7 +3879,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3891,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3904,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -3652,7 +3932,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3664,7 +3944,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3677,7 +3957,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -3705,7 +3985,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +3997,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +4010,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -3763,7 +4043,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +4055,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +4068,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -4076,7 +4356,28 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"descending\x18\a \x01(\bR\n" +
 	"descending\x12\x14\n" +
-	"\x05limit\x18\b \x01(\x05R\x05limit\"3\n" +
+	"\x05limit\x18\b \x01(\x05R\x05limit\"\x9f\x02\n" +
+	"\tFeedQuery\x12.\n" +
+	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x1a\n" +
+	"\bregistry\x18\x03 \x01(\tR\bregistry\x12\x1c\n" +
+	"\tpublished\x18\x04 \x01(\bR\tpublished\x125\n" +
+	"\bafter_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aafterAt\x12\x1b\n" +
+	"\tafter_seq\x18\x06 \x01(\x03R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\a \x01(\x05R\x05limit\x12\x12\n" +
+	"\x04kind\x18\b \x01(\tR\x04kind\"\xb0\x01\n" +
+	"\tFeedEvent\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x1b\n" +
+	"\tthreat_id\x18\x03 \x01(\tR\bthreatId\x12\x1a\n" +
+	"\bregistry\x18\x04 \x01(\tR\bregistry\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\x05R\aversion\"q\n" +
+	"\bFeedItem\x122\n" +
+	"\x05event\x18\x01 \x01(\v2\x1c.threatd.plugin.v1.FeedEventR\x05event\x121\n" +
+	"\x06threat\x18\x02 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\"B\n" +
+	"\x14LastFeedEventRequest\x12*\n" +
+	"\x02to\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"3\n" +
 	"\x14ListRevisionsRequest\x12\x1b\n" +
 	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\"#\n" +
 	"\rSecretRequest\x12\x12\n" +
@@ -4126,7 +4427,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"#\n" +
 	"\rLeaseResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held2\xcd\x15\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held2\xea\x16\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -4154,7 +4455,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x0eSyncRateCounts\x12\x1d.threatd.plugin.v1.RateCounts\x1a\x1d.threatd.plugin.v1.RateCounts\x12I\n" +
 	"\x06Export\x12 .threatd.plugin.v1.ExportRequest\x1a\x1b.threatd.plugin.v1.RowBatch0\x01\x12H\n" +
 	"\x06Import\x12\x1b.threatd.plugin.v1.RowBatch\x1a\x1f.threatd.plugin.v1.ImportResult(\x01\x12K\n" +
-	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12W\n" +
+	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12C\n" +
+	"\x04Feed\x12\x1c.threatd.plugin.v1.FeedQuery\x1a\x1b.threatd.plugin.v1.FeedItem0\x01\x12V\n" +
+	"\rLastFeedEvent\x12'.threatd.plugin.v1.LastFeedEventRequest\x1a\x1c.threatd.plugin.v1.FeedEvent\x12W\n" +
 	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12M\n" +
 	"\x06Secret\x12 .threatd.plugin.v1.SecretRequest\x1a!.threatd.plugin.v1.SecretResponse\x12O\n" +
 	"\bAddUsage\x12\x1e.threatd.plugin.v1.UsageDeltas\x1a#.threatd.plugin.v1.AddUsageResponse\x12J\n" +
@@ -4176,7 +4479,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -4223,144 +4526,159 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*RowBatch)(nil),                    // 42: threatd.plugin.v1.RowBatch
 	(*ImportResult)(nil),                // 43: threatd.plugin.v1.ImportResult
 	(*ThreatQuery)(nil),                 // 44: threatd.plugin.v1.ThreatQuery
-	(*ListRevisionsRequest)(nil),        // 45: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 46: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 47: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 48: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 49: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 50: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 51: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 52: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 53: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 54: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 55: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 56: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 57: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 58: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 59: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 60: threatd.plugin.v1.LeaseResponse
-	nil,                                 // 61: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 62: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 63: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 64: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 65: google.protobuf.Timestamp
+	(*FeedQuery)(nil),                   // 45: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 46: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 47: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 48: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 49: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 50: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 51: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 52: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 53: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 54: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 55: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 56: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 57: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 58: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 59: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 60: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 61: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 62: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 63: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 64: threatd.plugin.v1.LeaseResponse
+	nil,                                 // 65: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 66: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 67: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 68: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 69: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	61, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	65, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	65, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	69, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	65, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	65, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	69, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	69, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	65, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	65, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	65, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	65, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	69, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	69, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	69, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	69, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	65, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	65, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	65, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	65, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	69, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	69, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	69, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	69, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 17: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 18: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	19, // 19: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	65, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	65, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	65, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	69, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	69, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	69, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	32, // 23: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
 	34, // 24: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
-	65, // 25: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	69, // 25: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	21, // 26: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	34, // 27: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
-	65, // 28: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	65, // 29: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	69, // 28: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	69, // 29: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	19, // 30: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	36, // 31: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	65, // 32: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	62, // 33: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	63, // 34: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	65, // 35: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	65, // 36: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	65, // 37: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	48, // 38: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	64, // 39: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	19, // 40: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	53, // 41: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	55, // 42: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	65, // 43: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	0,  // 44: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 45: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 46: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 47: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 48: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 49: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 50: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 51: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 52: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 53: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 54: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 55: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 56: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	26, // 57: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	27, // 58: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	28, // 59: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	30, // 60: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	31, // 61: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	35, // 62: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	38, // 63: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	39, // 64: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	40, // 65: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	41, // 66: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	42, // 67: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	44, // 68: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	45, // 69: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	46, // 70: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	49, // 71: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	51, // 72: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	54, // 73: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	57, // 74: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	59, // 75: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	17, // 76: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 77: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 78: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 79: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 80: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 81: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 82: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 83: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 84: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 85: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 86: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 87: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 88: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	25, // 89: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	19, // 90: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 91: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	29, // 92: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	19, // 93: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	33, // 94: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	37, // 95: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	37, // 96: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	36, // 97: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	40, // 98: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	42, // 99: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	43, // 100: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	19, // 101: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	36, // 102: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	47, // 103: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	50, // 104: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	52, // 105: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	56, // 106: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	58, // 107: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	60, // 108: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	18, // 109: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	77, // [77:110] is the sub-list for method output_type
-	44, // [44:77] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	69, // 32: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	66, // 33: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	67, // 34: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	69, // 35: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	69, // 36: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	69, // 37: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	69, // 38: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	69, // 39: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	69, // 40: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	69, // 41: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	46, // 42: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	19, // 43: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
+	69, // 44: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	52, // 45: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	68, // 46: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	19, // 47: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	57, // 48: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	59, // 49: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	69, // 50: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	0,  // 51: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 52: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 53: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 54: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 55: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 56: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 57: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 58: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 59: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 60: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 61: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 62: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 63: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	26, // 64: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	27, // 65: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	28, // 66: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	30, // 67: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	31, // 68: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	35, // 69: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	38, // 70: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	39, // 71: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	40, // 72: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	41, // 73: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	42, // 74: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	44, // 75: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	45, // 76: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	48, // 77: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	49, // 78: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	50, // 79: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	53, // 80: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	55, // 81: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	58, // 82: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	61, // 83: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	63, // 84: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	17, // 85: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 86: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 87: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 88: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 89: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 90: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 91: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 92: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 93: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 94: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 95: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 96: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 97: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	25, // 98: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	19, // 99: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 100: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	29, // 101: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 102: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	33, // 103: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	37, // 104: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	37, // 105: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	36, // 106: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	40, // 107: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	42, // 108: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	43, // 109: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	19, // 110: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	47, // 111: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	46, // 112: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	36, // 113: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	51, // 114: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	54, // 115: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	56, // 116: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	60, // 117: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	62, // 118: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	64, // 119: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	18, // 120: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	86, // [86:121] is the sub-list for method output_type
+	51, // [51:86] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -4378,7 +4696,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   65,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

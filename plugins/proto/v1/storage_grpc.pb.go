@@ -52,6 +52,8 @@ const (
 	Storage_Export_FullMethodName               = "/threatd.plugin.v1.Storage/Export"
 	Storage_Import_FullMethodName               = "/threatd.plugin.v1.Storage/Import"
 	Storage_QueryThreats_FullMethodName         = "/threatd.plugin.v1.Storage/QueryThreats"
+	Storage_Feed_FullMethodName                 = "/threatd.plugin.v1.Storage/Feed"
+	Storage_LastFeedEvent_FullMethodName        = "/threatd.plugin.v1.Storage/LastFeedEvent"
 	Storage_ListRevisions_FullMethodName        = "/threatd.plugin.v1.Storage/ListRevisions"
 	Storage_Secret_FullMethodName               = "/threatd.plugin.v1.Storage/Secret"
 	Storage_AddUsage_FullMethodName             = "/threatd.plugin.v1.Storage/AddUsage"
@@ -116,6 +118,10 @@ type StorageClient interface {
 	Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error)
 	// QueryThreats streams one keyset page of verified reports.
 	QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// Feed streams one page of published changes, each with its report.
+	Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error)
+	// LastFeedEvent returns the last published change before a time.
+	LastFeedEvent(ctx context.Context, in *LastFeedEventRequest, opts ...grpc.CallOption) (*FeedEvent, error)
 	ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error)
 	// Secret returns a named service secret, created on first use.
 	Secret(ctx context.Context, in *SecretRequest, opts ...grpc.CallOption) (*SecretResponse, error)
@@ -458,9 +464,38 @@ func (c *storageClient) QueryThreats(ctx context.Context, in *ThreatQuery, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_QueryThreatsClient = grpc.ServerStreamingClient[Threat]
 
+func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_Feed_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FeedQuery, FeedItem]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_FeedClient = grpc.ServerStreamingClient[FeedItem]
+
+func (c *storageClient) LastFeedEvent(ctx context.Context, in *LastFeedEventRequest, opts ...grpc.CallOption) (*FeedEvent, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FeedEvent)
+	err := c.cc.Invoke(ctx, Storage_LastFeedEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_ListRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ListRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +574,7 @@ func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grp
 
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -610,6 +645,10 @@ type StorageServer interface {
 	Import(grpc.ClientStreamingServer[RowBatch, ImportResult]) error
 	// QueryThreats streams one keyset page of verified reports.
 	QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error
+	// Feed streams one page of published changes, each with its report.
+	Feed(*FeedQuery, grpc.ServerStreamingServer[FeedItem]) error
+	// LastFeedEvent returns the last published change before a time.
+	LastFeedEvent(context.Context, *LastFeedEventRequest) (*FeedEvent, error)
 	ListRevisions(*ListRevisionsRequest, grpc.ServerStreamingServer[Revision]) error
 	// Secret returns a named service secret, created on first use.
 	Secret(context.Context, *SecretRequest) (*SecretResponse, error)
@@ -710,6 +749,12 @@ func (UnimplementedStorageServer) Import(grpc.ClientStreamingServer[RowBatch, Im
 }
 func (UnimplementedStorageServer) QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error {
 	return status.Error(codes.Unimplemented, "method QueryThreats not implemented")
+}
+func (UnimplementedStorageServer) Feed(*FeedQuery, grpc.ServerStreamingServer[FeedItem]) error {
+	return status.Error(codes.Unimplemented, "method Feed not implemented")
+}
+func (UnimplementedStorageServer) LastFeedEvent(context.Context, *LastFeedEventRequest) (*FeedEvent, error) {
+	return nil, status.Error(codes.Unimplemented, "method LastFeedEvent not implemented")
 }
 func (UnimplementedStorageServer) ListRevisions(*ListRevisionsRequest, grpc.ServerStreamingServer[Revision]) error {
 	return status.Error(codes.Unimplemented, "method ListRevisions not implemented")
@@ -1146,6 +1191,35 @@ func _Storage_QueryThreats_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_QueryThreatsServer = grpc.ServerStreamingServer[Threat]
 
+func _Storage_Feed_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FeedQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).Feed(m, &grpc.GenericServerStream[FeedQuery, FeedItem]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_FeedServer = grpc.ServerStreamingServer[FeedItem]
+
+func _Storage_LastFeedEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LastFeedEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).LastFeedEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_LastFeedEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).LastFeedEvent(ctx, req.(*LastFeedEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_ListRevisions_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ListRevisionsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -1352,6 +1426,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_SyncRateCounts_Handler,
 		},
 		{
+			MethodName: "LastFeedEvent",
+			Handler:    _Storage_LastFeedEvent_Handler,
+		},
+		{
 			MethodName: "Secret",
 			Handler:    _Storage_Secret_Handler,
 		},
@@ -1415,6 +1493,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "QueryThreats",
 			Handler:       _Storage_QueryThreats_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Feed",
+			Handler:       _Storage_Feed_Handler,
 			ServerStreams: true,
 		},
 		{
