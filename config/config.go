@@ -82,6 +82,9 @@ type ExporterRoute struct {
 	Path     string `koanf:"path"`
 	Exporter string `koanf:"exporter"`
 	Tier     string `koanf:"tier"`
+	// Select is the records the exporter gets: latest (default), window or
+	// all (docs/plugins/exporters.md).
+	Select string `koanf:"select"`
 }
 
 // Source is a scheduled ingestion source.
@@ -359,6 +362,9 @@ func (c *Config) Validate() error {
 		}
 		if r.Tier != "" && r.Tier != "free" && r.Tier != "paid" {
 			add(bad(key+".tier", "must be free or paid (got %q)", r.Tier))
+		}
+		if r.Select != "" && r.Select != "latest" && r.Select != "window" && r.Select != "all" {
+			add(bad(key+".select", "must be latest, window or all (got %q)", r.Select))
 		}
 	}
 	for i, s := range c.Sources {

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // ExportRecord is one verified threat handed to an exporter.
@@ -20,6 +21,32 @@ type ExportRequest struct {
 	// Service names the producing service.
 	Service string
 	Records []ExportRecord
+	// Each, when set, streams the records instead of Records: it calls
+	// yield with each in turn, and stops at the first error yield returns.
+	// A selection of any size (every verified report) is exported this way
+	// without being held in memory.
+	Each func(yield func(ExportRecord) error) error
+}
+
+// ForEach calls yield with each record of the request, from Each or
+// Records.
+func (r ExportRequest) ForEach(yield func(ExportRecord) error) error {
+	if r.Each != nil {
+		return r.Each(yield)
+	}
+	for _, rec := range r.Records {
+		if err := yield(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExportWriter receives a document as the exporter produces it: Start once
+// with the content type before the first Write.
+type ExportWriter interface {
+	Start(contentType string) error
+	io.Writer
 }
 
 // Document is what an exporter returns.
@@ -28,9 +55,10 @@ type Document struct {
 	Body        []byte
 }
 
-// Exporters is the port to the exporter plugins, by name.
+// Exporters is the port to the exporter plugins, by name: the records go
+// to the exporter and the document comes back to w as they are produced.
 type Exporters interface {
-	Export(ctx context.Context, name string, req ExportRequest) (Document, error)
+	Export(ctx context.Context, name string, req ExportRequest, w ExportWriter) error
 }
 
 // ErrExporterUnavailable means an exporter cannot be started (503).

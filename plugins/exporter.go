@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"os"
 	"sync"
@@ -36,6 +37,88 @@ type Exporter interface {
 	Export(ctx context.Context, req ExportRequest) (Document, error)
 }
 
+// StreamExporter writes its document while it reads the records: memory
+// stays bounded whatever the selection (every verified report). req has no
+// Records; they come from records, in order. The document goes to w (set
+// w.ContentType before the first Write).
+type StreamExporter interface {
+	ExportStream(ctx context.Context, req ExportRequest, records iter.Seq[ExportRecord], w *DocumentWriter) error
+}
+
+// StreamExporterFunc adapts a function to StreamExporter.
+type StreamExporterFunc func(ctx context.Context, req ExportRequest, records iter.Seq[ExportRecord], w *DocumentWriter) error
+
+// ExportStream calls f.
+func (f StreamExporterFunc) ExportStream(ctx context.Context, req ExportRequest, records iter.Seq[ExportRecord], w *DocumentWriter) error {
+	return f(ctx, req, records, w)
+}
+
+// Export runs f on the records held in memory (a StreamExporterFunc is an
+// Exporter too).
+func (f StreamExporterFunc) Export(ctx context.Context, req ExportRequest) (Document, error) {
+	var w DocumentWriter
+	var body bytes.Buffer
+	w.send = func(c *pb.DocumentChunk) error { body.Write(c.Data); return nil }
+	if err := f(ctx, req, func(yield func(ExportRecord) bool) {
+		for _, r := range req.Records {
+			if !yield(r) {
+				return
+			}
+		}
+	}, &w); err != nil {
+		return Document{}, err
+	}
+	if err := w.Close(); err != nil {
+		return Document{}, err
+	}
+	return Document{ContentType: w.ContentType, Body: body.Bytes()}, nil
+}
+
+// DocumentWriter sends an exporter's document to the daemon in chunks of at
+// most 1 MiB as it is written.
+type DocumentWriter struct {
+	// ContentType is the document's media type; set it before the first
+	// Write.
+	ContentType string
+	send        func(*pb.DocumentChunk) error
+	buf         []byte
+	started     bool
+}
+
+// Write buffers p and sends every full chunk.
+func (w *DocumentWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), chunkSize-len(w.buf))
+		w.buf = append(w.buf, p[:k]...)
+		p = p[k:]
+		if len(w.buf) == chunkSize {
+			if err := w.flush(); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (w *DocumentWriter) flush() error {
+	msg := &pb.DocumentChunk{Data: w.buf}
+	if !w.started {
+		msg.ContentType, w.started = w.ContentType, true
+	}
+	err := w.send(msg)
+	w.buf = w.buf[:0:0]
+	return err
+}
+
+// Close sends what is buffered (at least one chunk, for the content type).
+func (w *DocumentWriter) Close() error {
+	if len(w.buf) > 0 || !w.started {
+		return w.flush()
+	}
+	return nil
+}
+
 // ExporterFunc adapts a function to Exporter.
 type ExporterFunc func(ctx context.Context, req ExportRequest) (Document, error)
 
@@ -48,6 +131,7 @@ type exporterPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	name, description string
 	impl              Exporter
+	stream            StreamExporter // preferred when set
 }
 
 func (p *exporterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
@@ -72,44 +156,85 @@ func (s *exporterServer) Info(context.Context, *pb.ExporterInfoRequest) (*pb.Exp
 const chunkSize = 1 << 20
 
 func (s *exporterServer) Export(stream grpc.BidiStreamingServer[pb.ExportInput, pb.DocumentChunk]) error {
+	// The parameters come first, then the records.
+	first, err := stream.Recv()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
 	var req ExportRequest
-	for {
-		in, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		switch item := in.Item.(type) {
-		case *pb.ExportInput_Params:
-			req.Endpoint, req.Query, req.Service = item.Params.Endpoint, item.Params.Query, item.Params.Service
-		case *pb.ExportInput_Record:
-			rec := ExportRecord{Threat: threatFromPB(item.Record.Threat)}
-			for _, i := range item.Record.Iocs {
-				rec.IOCs = append(rec.IOCs, core.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail, Versions: i.Versions,
-					Origin: i.Origin, Confidence: int(i.Confidence)})
+	if p := first.GetParams(); p != nil {
+		req.Endpoint, req.Query, req.Service = p.Endpoint, p.Query, p.Service
+	}
+	var recvErr error
+	pending := first.GetRecord()
+	records := func(yield func(ExportRecord) bool) {
+		if pending != nil {
+			rec := recordFromPB(pending)
+			pending = nil
+			if !yield(rec) {
+				return
 			}
-			req.Records = append(req.Records, rec)
 		}
+		for {
+			in, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				recvErr = err
+				return
+			}
+			if r := in.GetRecord(); r != nil && !yield(recordFromPB(r)) {
+				return
+			}
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		records = func(func(ExportRecord) bool) {}
+	}
+	if s.p.stream != nil {
+		w := &DocumentWriter{send: stream.Send}
+		if err := s.p.stream.ExportStream(stream.Context(), req, records, w); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		if recvErr != nil {
+			return recvErr
+		}
+		return w.Close()
+	}
+	for r := range records {
+		req.Records = append(req.Records, r)
+	}
+	if recvErr != nil {
+		return recvErr
 	}
 	doc, err := s.p.impl.Export(stream.Context(), req)
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
-	first := true
-	for len(doc.Body) > 0 || first {
-		n := min(len(doc.Body), chunkSize)
-		msg := &pb.DocumentChunk{Data: doc.Body[:n]}
-		if first {
-			msg.ContentType, first = doc.ContentType, false
-		}
-		if err := stream.Send(msg); err != nil {
-			return err
-		}
-		doc.Body = doc.Body[n:]
+	w := &DocumentWriter{ContentType: doc.ContentType, send: stream.Send}
+	if _, err := w.Write(doc.Body); err != nil {
+		return err
 	}
-	return nil
+	return w.Close()
+}
+
+func recordFromPB(r *pb.ExportRecord) ExportRecord {
+	rec := ExportRecord{Threat: threatFromPB(r.Threat)}
+	for _, i := range r.Iocs {
+		rec.IOCs = append(rec.IOCs, core.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail, Versions: i.Versions,
+			Origin: i.Origin, Confidence: int(i.Confidence)})
+	}
+	return rec
+}
+
+func recordToPB(r ExportRecord) *pb.ExportRecord {
+	rec := &pb.ExportRecord{Threat: threatToPB(r.Threat)}
+	for _, i := range r.IOCs {
+		rec.Iocs = append(rec.Iocs, &pb.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail, Versions: i.Versions,
+			Origin: i.Origin, Confidence: int32(i.Confidence)})
+	}
+	return rec
 }
 
 // ExporterClient is the daemon's side of an exporter plugin.
@@ -117,56 +242,105 @@ type ExporterClient struct {
 	rpc pb.ExporterClient
 }
 
-// Export streams the request to the exporter and collects the document.
-func (c *ExporterClient) Export(ctx context.Context, req ExportRequest) (Document, error) {
+// Export streams the request's records to the exporter while the document
+// streams back to w: neither side holds the whole selection or document.
+// Records are sent from a goroutine, so that an exporter that writes while
+// it reads never waits on a daemon that is still sending.
+func (c *ExporterClient) Export(ctx context.Context, req ExportRequest, w core.ExportWriter) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.rpc.Export(ctx)
 	if err != nil {
-		return Document{}, err
+		return err
 	}
-	send := func(in *pb.ExportInput) error { return stream.Send(in) }
-	if err := send(&pb.ExportInput{Item: &pb.ExportInput_Params{Params: &pb.ExportParams{Endpoint: req.Endpoint, Query: req.Query, Service: req.Service}}}); err != nil {
-		return Document{}, err
-	}
-	for _, r := range req.Records {
-		rec := &pb.ExportRecord{Threat: threatToPB(r.Threat)}
-		for _, i := range r.IOCs {
-			rec.Iocs = append(rec.Iocs, &pb.IOC{Type: i.Type, Value: i.Value, Detail: i.Detail, Versions: i.Versions,
-				Origin: i.Origin, Confidence: int32(i.Confidence)})
+	sent := make(chan error, 1)
+	go func() {
+		err := stream.Send(&pb.ExportInput{Item: &pb.ExportInput_Params{Params: &pb.ExportParams{Endpoint: req.Endpoint, Query: req.Query, Service: req.Service}}})
+		if err == nil {
+			err = req.ForEach(func(r ExportRecord) error {
+				return stream.Send(&pb.ExportInput{Item: &pb.ExportInput_Record{Record: recordToPB(r)}})
+			})
 		}
-		if err := send(&pb.ExportInput{Item: &pb.ExportInput_Record{Record: rec}}); err != nil {
-			break // the error surfaces from Recv below
+		if err != nil && !errors.Is(err, io.EOF) {
+			// A selection that fails (storage) ends the export.
+			sent <- err
+			cancel()
+			return
 		}
-	}
-	if err := stream.CloseSend(); err != nil {
-		return Document{}, err
-	}
-	var doc Document
-	var body bytes.Buffer
+		// io.EOF: the exporter ended the call; its status comes from Recv.
+		sent <- stream.CloseSend()
+	}()
+	started := false
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			doc.Body = body.Bytes()
-			return doc, nil
+			break
 		}
 		if err != nil {
-			return Document{}, err
+			select {
+			case serr := <-sent:
+				if serr != nil && !errors.Is(serr, io.EOF) {
+					return &selectionError{serr}
+				}
+			default:
+			}
+			return err
 		}
-		if chunk.ContentType != "" {
-			doc.ContentType = chunk.ContentType
+		if !started {
+			started = true
+			if err := w.Start(chunk.ContentType); err != nil {
+				return err
+			}
 		}
-		body.Write(chunk.Data)
+		if _, err := w.Write(chunk.Data); err != nil {
+			return err
+		}
 	}
+	if err := <-sent; err != nil && !errors.Is(err, io.EOF) {
+		return &selectionError{err}
+	}
+	if !started {
+		return w.Start("")
+	}
+	return nil
 }
 
+// selectionError is a failure to read the records (not the exporter's).
+type selectionError struct{ err error }
+
+func (e *selectionError) Error() string { return e.err.Error() }
+func (e *selectionError) Unwrap() error { return e.err }
+
+// Collect exports req and returns the whole document (for small exports
+// and tests).
+func (c *ExporterClient) Collect(ctx context.Context, req ExportRequest) (Document, error) {
+	var b collector
+	if err := c.Export(ctx, req, &b); err != nil {
+		return Document{}, err
+	}
+	return Document{ContentType: b.contentType, Body: b.body.Bytes()}, nil
+}
+
+type collector struct {
+	contentType string
+	body        bytes.Buffer
+}
+
+func (c *collector) Start(ct string) error       { c.contentType = ct; return nil }
+func (c *collector) Write(p []byte) (int, error) { return c.body.Write(p) }
+
 // ServeExporter serves an exporter as a plugin process; call it from main.
+// An exporter that is also a StreamExporter is served streaming.
 func ServeExporter(name, description string, e Exporter) {
+	p := &exporterPlugin{name: name, description: description, impl: e}
+	if se, ok := e.(StreamExporter); ok {
+		p.stream = se
+	}
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	ignoreStopSignals()
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {KindExporter: &exporterPlugin{name: name, description: description, impl: e}}},
+		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {KindExporter: p}},
 		GRPCServer:       goplugin.DefaultGRPCServer,
 		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr, JSONFormat: true}),
 	})
@@ -313,23 +487,26 @@ func (x *Exporters) get(ctx context.Context, name string) (*ExporterClient, erro
 	return sl.running.rpc, nil
 }
 
-// Export runs the named exporter on req.
-func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest) (Document, error) {
+// Export runs the named exporter on req, writing the document to w.
+func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest, w core.ExportWriter) error {
 	c, err := x.get(ctx, name)
 	if err != nil {
-		return Document{}, err
+		return err
 	}
-	doc, err := c.Export(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Document{}, ctx.Err()
-		}
-		// The process may have died; go-plugin notices exits asynchronously,
-		// so drop it now: the next request starts a fresh one.
-		x.drop(name, c)
-		return Document{}, fmt.Errorf("%w: exporter %q: %v", ErrExporterFailed, name, status.Convert(err).Message())
+	err = c.Export(ctx, req, w)
+	var sel *selectionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &sel):
+		return sel.err // the records could not be read: not the exporter's fault
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	return doc, nil
+	// The process may have died; go-plugin notices exits asynchronously,
+	// so drop it now: the next request starts a fresh one.
+	x.drop(name, c)
+	return fmt.Errorf("%w: exporter %q: %v", ErrExporterFailed, name, status.Convert(err).Message())
 }
 
 // drop stops and forgets the named exporter if c is still its client.

@@ -1,15 +1,18 @@
 // Command threatd-exporter-csv is the worked example of the exporter SDK: a
 // vendor's exporter in one file. It renders verified threats as CSV, one row
-// per indicator of compromise. Serve it with exporter_routes:
+// per indicator of compromise, streaming: each row is written as its record
+// arrives, so a dump of every verified report takes bounded memory. Serve it
+// with exporter_routes:
 //
 //	exporter_routes:
-//	  - {path: /export/csv, exporter: csv, tier: paid}
+//	  - {path: /export/csv, exporter: csv, tier: paid}              # the latest 100
+//	  - {path: /export/csv/all, exporter: csv, tier: paid, select: all} # everything
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
+	"iter"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,16 +22,19 @@ import (
 )
 
 func main() {
-	sdk.ServeExporter("csv", "CSV of verified threats, one row per IOC", export)
+	sdk.ServeStreamingExporter("csv", "CSV of verified threats, one row per IOC", export)
 }
 
-func export(_ context.Context, req sdk.Request) (sdk.Document, error) {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
+func export(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out *sdk.Writer) error {
+	out.ContentType = "text/csv; charset=utf-8"
+	w := csv.NewWriter(out)
 	_ = w.Write([]string{"threat_id", "report_type", "resource_identifier", "registry", "severity", "verified_at", "ioc_type", "ioc_value",
 		"ioc_detail", "ioc_versions", "ioc_origin", "ioc_confidence"})
-	for _, r := range req.Records {
+	for r := range records {
 		t := r.Threat
+		if t.Status != sdk.StatusVerified {
+			continue // a withdrawn report's indicators are not for blocking
+		}
 		verified := ""
 		if t.VerifiedAt != nil {
 			verified = t.VerifiedAt.Format(time.RFC3339)
@@ -41,12 +47,12 @@ func export(_ context.Context, req sdk.Request) (sdk.Document, error) {
 				row[i] = neutralise(cell)
 			}
 			if err := w.Write(row); err != nil {
-				return sdk.Document{}, err
+				return err
 			}
 		}
 	}
 	w.Flush()
-	return sdk.Document{ContentType: "text/csv; charset=utf-8", Body: buf.Bytes()}, w.Error()
+	return w.Error()
 }
 
 // neutralise stops spreadsheet formula injection: a cell that a spreadsheet

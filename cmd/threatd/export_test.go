@@ -209,3 +209,49 @@ func eventually45s(t *testing.T, what string, check func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// An exporter route with select: all streams every verified report through
+// the exporter (here the SDK's streaming CSV example), past any page size,
+// optionally one ecosystem's; withdrawn and pending reports are not in it.
+func TestExportOfEverything(t *testing.T) {
+	in := newInstance(t, quiet+"exporter_routes:\n  - {path: /export/csv/all, exporter: csv, tier: paid, select: all}\n")
+	tok := in.user("all@example.com", "--tier", "paid")
+	out := in.mustCLI("import", "osv", filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-full", "RubyGems", "all.zip"))
+	imported := summaryCounts(t, out)["imported"]
+	if imported <= 500 {
+		t.Fatalf("imported %d RubyGems reports; the test needs more than one page (500):\n%s", imported, out)
+	}
+	d := in.serve()
+	community := verifiedWithIOCs(t, in, d, tok)
+	gone := d.submit(tok, `{"report_type":"domain","resource_identifier":"gone.example","threat_description":"withdrawn"}`)
+	in.mustCLI("review", "verify", gone)
+	in.mustCLI("review", "reject", gone, "--note", "wrong")
+	pending := d.submit(tok, `{"report_type":"domain","resource_identifier":"pending.example","threat_description":"pending"}`)
+	ids := func(query string) map[string]map[string]bool {
+		t.Helper()
+		res := d.raw("GET", base+"/export/csv/all"+query, tok)
+		if res.code != 200 || !strings.HasPrefix(res.hdr.Get("Content-Type"), "text/csv") {
+			t.Fatalf("%s: %d %s %.300s", query, res.code, res.hdr.Get("Content-Type"), res.body)
+		}
+		byRegistry := map[string]map[string]bool{}
+		for i, line := range strings.Split(strings.TrimSpace(string(res.body)), "\n") {
+			if i == 0 {
+				continue
+			}
+			f := strings.SplitN(line, ",", 5)
+			if byRegistry[f[3]] == nil {
+				byRegistry[f[3]] = map[string]bool{}
+			}
+			byRegistry[f[3]][f[0]] = true
+		}
+		return byRegistry
+	}
+	all := ids("")
+	if len(all["rubygems"]) != imported || !all["npm"][community] || len(all["npm"]) != 1 || all[""][gone] || all[""][pending] {
+		t.Fatalf("everything: %d rubygems reports (want %d), npm %v, others %v", len(all["rubygems"]), imported, all["npm"], all[""])
+	}
+	if gems := ids("?ecosystem=rubygems"); len(gems) != 1 || len(gems["rubygems"]) != imported {
+		t.Fatalf("ecosystem=rubygems: %d registries, %d reports", len(gems), len(gems["rubygems"]))
+	}
+	d.do("GET", base+"/export/csv/all?ecosystem=cpan", tok, "").expect(t, 400, "")
+}

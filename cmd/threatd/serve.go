@@ -207,7 +207,7 @@ func exportRoutes(cfg config.Config) ([]api.ExportRoute, []string, error) {
 		if r.Tier == string(core.TierFree) {
 			tier = core.TierFree
 		}
-		routes = append(routes, api.ExportRoute{Path: r.Path, Exporter: r.Exporter, Tier: tier, PassParams: true})
+		routes = append(routes, api.ExportRoute{Path: r.Path, Exporter: r.Exporter, Tier: tier, PassParams: true, Select: r.Select})
 		if !slices.Contains(names, r.Exporter) {
 			names = append(names, r.Exporter)
 		}
@@ -224,11 +224,11 @@ type enabledExporters struct {
 // States is each exporter's state, for /healthz.
 func (x enabledExporters) States() map[string]string { return x.pool.States() }
 
-func (x enabledExporters) Export(ctx context.Context, name string, req core.ExportRequest) (core.Document, error) {
+func (x enabledExporters) Export(ctx context.Context, name string, req core.ExportRequest, w core.ExportWriter) error {
 	if !slices.Contains(x.enabled, name) {
-		return core.Document{}, fmt.Errorf("%w: exporter %q is not enabled (configuration key exporters)", core.ErrExporterUnavailable, name)
+		return fmt.Errorf("%w: exporter %q is not enabled (configuration key exporters)", core.ErrExporterUnavailable, name)
 	}
-	return x.pool.Export(ctx, name, req)
+	return x.pool.Export(ctx, name, req, w)
 }
 
 // accessLog turns log.access and log.access_sample into the API's setting

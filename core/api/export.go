@@ -18,9 +18,9 @@ type ExportRoute struct {
 	Path     string
 	Exporter string
 	Tier     core.Tier
-	// Window selects records by verification window (since/hours, the
-	// Anomali feed) instead of the latest verified reports.
-	Window bool
+	// Select is the records the exporter gets: SelectLatest (default),
+	// SelectWindow or SelectAll.
+	Select string
 	// PassParams hands query parameters the daemon does not know to the
 	// exporter instead of refusing them (configured exporter_routes).
 	PassParams bool
@@ -28,6 +28,23 @@ type ExportRoute struct {
 	// latest verified ones, so that a STIX consumer revokes their objects.
 	Revocations bool
 }
+
+// Selections of an export route (exporter_routes' select).
+const (
+	// SelectLatest is the query-latest selection: the 100 most recently
+	// verified reports (report_type, ecosystem, severity_level).
+	SelectLatest = "latest"
+	// SelectWindow is every report that changed here in a rolling window of
+	// at most 24 hours (since or hours, ecosystem), as it is now: verified,
+	// revised, or withdrawn (rejected, for the exporter to revoke).
+	SelectWindow = "window"
+	// SelectAll is every verified report (optionally one ecosystem's),
+	// streamed to the exporter in pages: no size cap.
+	SelectAll = "all"
+)
+
+// allPage is how many reports a full export reads at a time.
+const allPage = 500
 
 // maxWindowRecords caps a rolling-window export.
 const maxWindowRecords = 10_000
@@ -40,10 +57,24 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		viewer := principal(c)
+		record := func(t core.Threat) core.ExportRecord {
+			if t.Details.ContactEmail != "" && !viewer.User.Role.CanReview() {
+				t.Details.ContactEmail = "" // never exported to anyone but reviewers
+			}
+			return core.ExportRecord{Threat: t, IOCs: core.ExtractIOCs(t)}
+		}
+		req := core.ExportRequest{Endpoint: r.Path, Query: map[string]string{}, Service: "threatd"}
+		for k := range qs {
+			req.Query[k] = qs.Get(k)
+		}
 		var threats []core.Threat
-		if r.Window {
+		switch r.Select {
+		case SelectWindow:
 			threats, err = s.windowRecords(ctx, qs.Get("since"), qs.Get("hours"), qs.Get("ecosystem"), qs, r.PassParams)
-		} else {
+		case SelectAll:
+			req.Each, err = s.allRecords(ctx, qs, r.PassParams, record)
+		default:
 			threats, err = s.latestRecords(ctx, qs, r.PassParams)
 			if err == nil && r.Revocations {
 				var gone []core.Threat
@@ -54,20 +85,24 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		req := core.ExportRequest{Endpoint: r.Path, Query: map[string]string{}, Service: "threatd", Records: make([]core.ExportRecord, len(threats))}
-		for k := range qs {
-			req.Query[k] = qs.Get(k)
-		}
-		for i, t := range threats {
-			if t.Details.ContactEmail != "" && !principal(c).User.Role.CanReview() {
-				t.Details.ContactEmail = "" // never exported to anyone but reviewers
+		if req.Each == nil {
+			req.Records = make([]core.ExportRecord, len(threats))
+			for i, t := range threats {
+				req.Records[i] = record(t)
 			}
-			req.Records[i] = core.ExportRecord{Threat: t, IOCs: core.ExtractIOCs(t)}
 		}
 		if s.exporters == nil {
 			return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("Exporter %q is not available", r.Exporter)}
 		}
-		doc, err := s.exporters.Export(ctx, r.Exporter, req)
+		w := &responseWriter{c: c}
+		err = s.exporters.Export(ctx, r.Exporter, req, w)
+		if err != nil && w.started {
+			// The document is partly sent: the status cannot change any
+			// more. Cut the connection so that the client sees an
+			// incomplete response, never a truncated one that looks whole.
+			s.log.Error("export failed after the document started; connection closed", "path", r.Path, "exporter", r.Exporter, "error", err.Error())
+			panic(http.ErrAbortHandler)
+		}
 		switch {
 		// The causes (plugin paths, process errors) go to the log only.
 		case errors.Is(err, core.ErrExporterUnavailable):
@@ -82,12 +117,60 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		case err != nil:
 			return err
 		}
-		ct := doc.ContentType
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
-		return c.Blob(http.StatusOK, ct, doc.Body)
+		return nil
 	}
+}
+
+// responseWriter streams an exporter's document to the client as it comes.
+type responseWriter struct {
+	c       *echo.Context
+	started bool
+}
+
+func (w *responseWriter) Start(ct string) error {
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	w.c.Response().Header().Set("Content-Type", ct)
+	w.c.Response().WriteHeader(http.StatusOK)
+	w.started = true
+	return nil
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) { return w.c.Response().Write(p) }
+
+// allRecords checks an all-reports selection (ecosystem) and returns the
+// stream of every verified report, oldest first, read allPage at a time.
+func (s *Server) allRecords(ctx context.Context, qs map[string][]string, pass bool, record func(core.Threat) core.ExportRecord) (func(func(core.ExportRecord) error) error, error) {
+	if err := onlyParams(qs, []string{"ecosystem"}); err != nil && !pass {
+		return nil, err
+	}
+	registry := ""
+	if v := qs["ecosystem"]; len(v) > 0 && v[0] != "" {
+		var err error
+		if registry, err = core.ParseRegistry("ecosystem", v[0]); err != nil {
+			return nil, err
+		}
+	}
+	return func(yield func(core.ExportRecord) error) error {
+		q := core.ThreatQuery{Registry: registry, Limit: allPage}
+		for {
+			page, err := s.store.QueryThreats(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, t := range page {
+				if err := yield(record(t)); err != nil {
+					return err
+				}
+			}
+			if len(page) < allPage {
+				return nil
+			}
+			last := page[len(page)-1]
+			q.AfterVerifiedAt, q.AfterID = *last.VerifiedAt, last.ID
+		}
+	}, nil
 }
 
 // latestRecords is the query-latest selection with its filters.

@@ -3,16 +3,27 @@
 // process with one call. See docs/plugins/exporters.md and the worked
 // example in cmd/threatd-exporter-csv.
 //
+// A streaming exporter reads the records one by one and writes its document
+// as it goes, so any selection, up to every verified report, is exported in
+// bounded memory:
+//
 //	func main() {
-//		sdk.ServeExporter("csv", "CSV of verified threats", func(ctx context.Context, req sdk.Request) (sdk.Document, error) {
-//			…
-//			return sdk.Document{ContentType: "text/csv", Body: buf.Bytes()}, nil
+//		sdk.ServeStreamingExporter("csv", "CSV of verified threats", func(ctx context.Context, req sdk.Request, records iter.Seq[sdk.Record], w *sdk.Writer) error {
+//			w.ContentType = "text/csv"
+//			for r := range records {
+//				… write r to w …
+//			}
+//			return nil
 //		})
 //	}
+//
+// An exporter that needs every record before it can write (one JSON
+// document) uses ServeExporter and returns the document whole.
 package sdk
 
 import (
 	"context"
+	"iter"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins"
@@ -31,7 +42,29 @@ type Document = plugins.Document
 // Threat and IOC are the record's parts.
 type (
 	Threat = core.Threat
+	Status = core.Status
 	IOC    = core.IOC
+)
+
+// Writer receives a streaming exporter's document: set ContentType before
+// the first Write.
+type Writer = plugins.DocumentWriter
+
+// StreamFunc writes the document while it reads the records.
+type StreamFunc func(ctx context.Context, req Request, records iter.Seq[Record], w *Writer) error
+
+// ServeStreamingExporter runs fn as the streaming exporter plugin called
+// name; call it from main.
+func ServeStreamingExporter(name, description string, fn StreamFunc) {
+	plugins.ServeExporter(name, description, plugins.StreamExporterFunc(fn))
+}
+
+// A record's status: verified, or rejected for a report withdrawn since it
+// was published (window selections carry withdrawals, so that a consumer
+// can revoke what it holds).
+const (
+	StatusVerified = core.StatusVerified
+	StatusRejected = core.StatusRejected
 )
 
 // ExportFunc turns a request into a document.
