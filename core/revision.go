@@ -101,30 +101,11 @@ func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
 		}
 	}
 	m := t.AsSubmission()
-	over := func(dst **string, src *string) {
-		if src != nil {
-			*dst = src
+	for _, f := range submissionFields {
+		if v, given := f.value(&patch); given && !identityFields[f.name] {
+			dst, _ := f.value(&m)
+			dst.Set(v)
 		}
-	}
-	over(&m.ThreatDescription, patch.ThreatDescription)
-	over(&m.PackageName, patch.PackageName)
-	over(&m.Publisher, patch.Publisher)
-	over(&m.PayloadDescription, patch.PayloadDescription)
-	over(&m.SeverityLevel, patch.SeverityLevel)
-	over(&m.EvidenceReferences, patch.EvidenceReferences)
-	over(&m.ContactEmail, patch.ContactEmail)
-	over(&m.VersionInfo, patch.VersionInfo)
-	over(&m.FirstSeen, patch.FirstSeen)
-	over(&m.LastSeen, patch.LastSeen)
-	over(&m.OSVAdvisoryURL, patch.OSVAdvisoryURL)
-	if patch.Tags != nil {
-		m.Tags = patch.Tags
-	}
-	if patch.Contributors != nil {
-		m.Contributors = patch.Contributors
-	}
-	if patch.DownloadCount != nil {
-		m.DownloadCount = patch.DownloadCount
 	}
 	if patch.ThreatDescription != nil && strings.TrimSpace(*patch.ThreatDescription) == "" {
 		return Threat{}, Invalid("threat_description", "cannot be emptied: it is required")
@@ -138,12 +119,27 @@ func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
 	return out, nil
 }
 
-// PatchIsEmpty reports whether a patch changes nothing at all.
+// PatchIsEmpty reports whether a patch changes nothing at all (identity
+// fields, which cannot change, do not count).
 func PatchIsEmpty(p Submission) bool {
-	return p.ThreatDescription == nil && p.PackageName == nil && p.Publisher == nil && p.PayloadDescription == nil &&
-		p.SeverityLevel == nil && p.EvidenceReferences == nil && p.ContactEmail == nil && p.Tags == nil &&
-		p.VersionInfo == nil && p.FirstSeen == nil && p.LastSeen == nil && p.OSVAdvisoryURL == nil &&
-		p.Contributors == nil && p.DownloadCount == nil
+	for _, f := range submissionFields {
+		if _, given := f.value(&p); given && !identityFields[f.name] {
+			return false
+		}
+	}
+	return true
+}
+
+// PatchFields names the fields a patch gives, by their JSON names, in the
+// order of Submission ([] when none).
+func PatchFields(p Submission) []string {
+	out := []string{}
+	for _, f := range submissionFields {
+		if _, given := f.value(&p); given {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }
 
 // FieldChange is one field of a revision's diff.
@@ -152,40 +148,19 @@ type FieldChange struct {
 	Old, New string
 }
 
-// Diff lists the submit fields that differ between two versions of a report.
+// Diff lists the submit fields that differ between two versions of a
+// report, by their JSON names.
 func Diff(old, new Details) []FieldChange {
-	f := func(p *time.Time) string {
-		if p == nil {
-			return ""
-		}
-		return p.UTC().Format(time.RFC3339)
-	}
-	n := func(p *int64) string {
-		if p == nil {
-			return ""
-		}
-		return fmt.Sprint(*p)
-	}
-	pairs := []FieldChange{
-		{"threat_description", old.ThreatDescription, new.ThreatDescription},
-		{"payload_description", old.PayloadDescription, new.PayloadDescription},
-		{"package_name", old.PackageName, new.PackageName},
-		{"publisher", old.Publisher, new.Publisher},
-		{"severity_level", string(old.SeverityLevel), string(new.SeverityLevel)},
-		{"evidence_references", old.EvidenceReferences, new.EvidenceReferences},
-		{"contact_email", old.ContactEmail, new.ContactEmail},
-		{"tags", strings.Join(old.Tags, ", "), strings.Join(new.Tags, ", ")},
-		{"version_info", old.VersionInfo, new.VersionInfo},
-		{"first_seen", f(old.FirstSeen), f(new.FirstSeen)},
-		{"last_seen", f(old.LastSeen), f(new.LastSeen)},
-		{"osv_advisory_url", old.OSVAdvisoryURL, new.OSVAdvisoryURL},
-		{"contributors", strings.Join(old.Contributors, ", "), strings.Join(new.Contributors, ", ")},
-		{"download_count", n(old.DownloadCount), n(new.DownloadCount)},
-	}
+	a, b := Threat{Details: old}.AsSubmission(), Threat{Details: new}.AsSubmission()
 	var out []FieldChange
-	for _, p := range pairs {
-		if p.Old != p.New {
-			out = append(out, p)
+	for _, f := range submissionFields {
+		if identityFields[f.name] {
+			continue
+		}
+		va, _ := f.value(&a)
+		vb, _ := f.value(&b)
+		if o, n := display(va), display(vb); o != n {
+			out = append(out, FieldChange{Field: f.name, Old: o, New: n})
 		}
 	}
 	return out
@@ -214,6 +189,9 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 		if PatchIsEmpty(patch) {
 			return Threat{}, Revision{}, Invalid("", "nothing to change: give at least one field besides threat_id")
 		}
+		// The identity fields may be repeated but never change: the
+		// revision keeps what it changes.
+		patch.ReportType, patch.ResourceIdentifier, patch.Registry = nil, nil, nil
 		t, rev, err := r.store.ModifyThreat(ctx, Modification{
 			ThreatID: threatID, AuthorID: p.User.ID, AuthorName: p.User.Name, Patch: patch, BaseRevision: cur.Revision, At: now,
 		}, SubmitPolicy{HourlyLimit: r.HourlyLimit(p.User), Now: now})

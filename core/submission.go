@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -9,26 +10,73 @@ import (
 	"unicode/utf8"
 )
 
-// Submission is the request body of the submit operation (spec §2.1), as
-// decoded: nil pointers and nil slices are fields that were absent (or null).
+// Submission is the request body of the submit operation (spec §2.1): the
+// one definition of a report's submit fields and their JSON names. The API
+// decodes requests straight into it, revision patches are stored as its
+// JSON, and the storage plugin protocol carries it as JSON, so a new field
+// is added here (and in Details, AsSubmission and NewThreat's validation),
+// not in every layer. Nil pointers and nil slices are fields that were
+// absent (or null); an empty slice is a field given as [] (omitzero keeps
+// it, so a patch that clears tags survives a round trip).
 type Submission struct {
-	ReportType         *string
-	ResourceIdentifier *string
-	ThreatDescription  *string
-	PackageName        *string
-	Registry           *string
-	Publisher          *string
-	PayloadDescription *string
-	SeverityLevel      *string
-	EvidenceReferences *string
-	ContactEmail       *string
-	Tags               []string
-	VersionInfo        *string
-	FirstSeen          *string
-	LastSeen           *string
-	OSVAdvisoryURL     *string
-	Contributors       []string
-	DownloadCount      *int64
+	ReportType         *string  `json:"report_type,omitzero"`
+	ResourceIdentifier *string  `json:"resource_identifier,omitzero"`
+	ThreatDescription  *string  `json:"threat_description,omitzero"`
+	PackageName        *string  `json:"package_name,omitzero"`
+	Registry           *string  `json:"registry,omitzero"`
+	Publisher          *string  `json:"publisher,omitzero"`
+	PayloadDescription *string  `json:"payload_description,omitzero"`
+	SeverityLevel      *string  `json:"severity_level,omitzero"`
+	EvidenceReferences *string  `json:"evidence_references,omitzero"`
+	ContactEmail       *string  `json:"contact_email,omitzero"`
+	Tags               []string `json:"tags,omitzero"`
+	VersionInfo        *string  `json:"version_info,omitzero"`
+	FirstSeen          *string  `json:"first_seen,omitzero"`
+	LastSeen           *string  `json:"last_seen,omitzero"`
+	OSVAdvisoryURL     *string  `json:"osv_advisory_url,omitzero"`
+	Contributors       []string `json:"contributors,omitzero"`
+	DownloadCount      *int64   `json:"download_count,omitzero"`
+}
+
+// identityFields are the submit fields that name what a report is about:
+// a patch may repeat them but never change them.
+var identityFields = map[string]bool{"report_type": true, "resource_identifier": true, "registry": true}
+
+// submissionFields lists Submission's fields by JSON name, in order.
+var submissionFields = func() []submissionField {
+	t := reflect.TypeFor[Submission]()
+	out := make([]submissionField, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[i] = submissionField{name: name, index: i}
+	}
+	return out
+}()
+
+type submissionField struct {
+	name  string
+	index int
+}
+
+// value is the field's value in s, and whether it is given.
+func (f submissionField) value(s *Submission) (reflect.Value, bool) {
+	v := reflect.ValueOf(s).Elem().Field(f.index)
+	return v, !v.IsNil()
+}
+
+// display renders a given field's value for diffs: strings as they are,
+// lists joined with ", ", numbers in decimal.
+func display(v reflect.Value) string {
+	if v.IsNil() {
+		return ""
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		return strings.Join(v.Interface().([]string), ", ")
+	case reflect.Pointer:
+		return fmt.Sprint(v.Elem().Interface())
+	}
+	return ""
 }
 
 // RequiredFieldsError is the 400 of spec §7 for missing required fields; its

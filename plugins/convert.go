@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"encoding/json"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -169,38 +170,27 @@ func eventFromPB(e *pb.ReviewEvent) core.ReviewEvent {
 		To: core.Status(e.ToStatus), ActorID: e.ActorId, ActorName: e.ActorName, Note: e.Note, At: fromTS(e.At)}
 }
 
-func patchToPB(s core.Submission) *pb.Patch {
-	return &pb.Patch{
-		ThreatDescription: s.ThreatDescription, PackageName: s.PackageName, Publisher: s.Publisher,
-		PayloadDescription: s.PayloadDescription, SeverityLevel: s.SeverityLevel, EvidenceReferences: s.EvidenceReferences,
-		ContactEmail: s.ContactEmail, Tags: s.Tags, TagsSet: s.Tags != nil, VersionInfo: s.VersionInfo,
-		FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, OsvAdvisoryUrl: s.OSVAdvisoryURL,
-		Contributors: s.Contributors, ContributorsSet: s.Contributors != nil, DownloadCount: s.DownloadCount,
-	}
+// patchToPB and patchFromPB carry a patch as core.Submission's JSON: the
+// fields are defined once, in core.
+func patchToPB(s core.Submission) []byte {
+	b, _ := json.Marshal(s) // strings, lists and numbers: cannot fail
+	return b
 }
 
-func patchFromPB(p *pb.Patch) core.Submission {
-	if p == nil {
+// patchFromPB decodes what patchToPB wrote; bytes that are not a patch
+// (never written by threatd) decode to an empty patch, which changes
+// nothing and which Modify refuses as such.
+func patchFromPB(b []byte) core.Submission {
+	var s core.Submission
+	if len(b) > 0 && json.Unmarshal(b, &s) != nil {
 		return core.Submission{}
-	}
-	s := core.Submission{
-		ThreatDescription: p.ThreatDescription, PackageName: p.PackageName, Publisher: p.Publisher,
-		PayloadDescription: p.PayloadDescription, SeverityLevel: p.SeverityLevel, EvidenceReferences: p.EvidenceReferences,
-		ContactEmail: p.ContactEmail, VersionInfo: p.VersionInfo, FirstSeen: p.FirstSeen, LastSeen: p.LastSeen,
-		OSVAdvisoryURL: p.OsvAdvisoryUrl, DownloadCount: p.DownloadCount,
-	}
-	if p.TagsSet {
-		s.Tags = nonNil(p.Tags)
-	}
-	if p.ContributorsSet {
-		s.Contributors = nonNil(p.Contributors)
 	}
 	return s
 }
 
 func revisionToPB(r core.Revision) *pb.Revision {
 	return &pb.Revision{Id: r.ID, ThreatId: r.ThreatID, Number: int32(r.Number), AuthorId: r.AuthorID, AuthorName: r.AuthorName,
-		State: r.State, Patch: patchToPB(r.Patch), Note: r.Note, CreatedAt: ts(r.CreatedAt), DecidedAt: tsPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
+		State: r.State, PatchJson: patchToPB(r.Patch), Note: r.Note, CreatedAt: ts(r.CreatedAt), DecidedAt: tsPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
 }
 
 func revisionFromPB(r *pb.Revision) core.Revision {
@@ -208,7 +198,7 @@ func revisionFromPB(r *pb.Revision) core.Revision {
 		return core.Revision{}
 	}
 	return core.Revision{ID: r.Id, ThreatID: r.ThreatId, Number: int(r.Number), AuthorID: r.AuthorId, AuthorName: r.AuthorName,
-		State: r.State, Patch: patchFromPB(r.Patch), Note: r.Note, CreatedAt: fromTS(r.CreatedAt), DecidedAt: fromTSPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
+		State: r.State, Patch: patchFromPB(r.PatchJson), Note: r.Note, CreatedAt: fromTS(r.CreatedAt), DecidedAt: fromTSPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
 }
 
 func modifyResponse(t core.Threat, r core.Revision) *pb.ModifyResponse {

@@ -245,7 +245,7 @@ func (s *storageServer) VerifiedSummaries(_ *pb.VerifiedSummariesRequest, stream
 func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest) (*pb.ModifyResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
 		t, r, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
-			Patch: patchFromPB(req.Patch), BaseRevision: int(req.BaseRevision), At: fromTS(req.At)}, policyFromPB(req.Policy))
+			Patch: patchFromPB(req.PatchJson), BaseRevision: int(req.BaseRevision), At: fromTS(req.At)}, policyFromPB(req.Policy))
 		return modifyResponse(t, r), err
 	})
 }
@@ -579,7 +579,7 @@ func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.
 // ModifyThreat stores a change to a report.
 func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
 	r, err := c.conn().ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
-		Patch: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p)})
+		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p)})
 	if err != nil {
 		return core.Threat{}, core.Revision{}, fromStatus(err)
 	}

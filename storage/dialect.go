@@ -32,11 +32,20 @@ var columnTypes = map[Dialect]map[string]string{
 		"TIMESTAMP": "TIMESTAMP",
 		"JSON":      "TEXT",
 		"SERIAL_PK": "INTEGER PRIMARY KEY AUTOINCREMENT",
+		// Migration 0009: a stored patch's "cleared" list becomes [] values.
+		"CLEAR_TAGS": `UPDATE threat_revisions SET changes = json_set(changes, '$.tags', json('[]'))
+    WHERE json_type(changes, '$.cleared') = 'array' AND EXISTS (SELECT 1 FROM json_each(changes, '$.cleared') AS c WHERE c.value = 'tags')`,
+		"CLEAR_CONTRIBUTORS": `UPDATE threat_revisions SET changes = json_set(changes, '$.contributors', json('[]'))
+    WHERE json_type(changes, '$.cleared') = 'array' AND EXISTS (SELECT 1 FROM json_each(changes, '$.cleared') AS c WHERE c.value = 'contributors')`,
+		"DROP_CLEARED": `UPDATE threat_revisions SET changes = json_remove(changes, '$.cleared') WHERE json_type(changes, '$.cleared') IS NOT NULL`,
 	},
 	Postgres: {
-		"TIMESTAMP": "TIMESTAMPTZ",
-		"JSON":      "JSONB",
-		"SERIAL_PK": "BIGSERIAL PRIMARY KEY",
+		"TIMESTAMP":          "TIMESTAMPTZ",
+		"JSON":               "JSONB",
+		"SERIAL_PK":          "BIGSERIAL PRIMARY KEY",
+		"CLEAR_TAGS":         `UPDATE threat_revisions SET changes = jsonb_set(changes, '{tags}', '[]'::jsonb) WHERE jsonb_exists(changes->'cleared', 'tags')`,
+		"CLEAR_CONTRIBUTORS": `UPDATE threat_revisions SET changes = jsonb_set(changes, '{contributors}', '[]'::jsonb) WHERE jsonb_exists(changes->'cleared', 'contributors')`,
+		"DROP_CLEARED":       `UPDATE threat_revisions SET changes = changes - 'cleared' WHERE jsonb_exists(changes, 'cleared')`,
 	},
 }
 

@@ -229,72 +229,19 @@ type revisionRow struct {
 	AuthorID   *string    `bun:"author_id"`
 	AuthorName string     `bun:"author_name,notnull"`
 	State      string     `bun:"state,notnull"`
-	Changes    patchJSON  `bun:"changes,notnull,type:jsonb"`
+	// Changes is the patch as the API received it: core.Submission's JSON
+	// (absent fields omitted, a list cleared as []).
+	Changes core.Submission `bun:"changes,notnull,type:jsonb"`
 	Note       *string    `bun:"note"`
 	CreatedAt  time.Time  `bun:"created_at,notnull"`
 	DecidedAt  *time.Time `bun:"decided_at"`
 	DecidedBy  *string    `bun:"decided_by"`
 }
 
-// patchJSON is a revision's patch as stored: the submit fields by their API
-// names, absent fields omitted.
-type patchJSON struct {
-	ThreatDescription  *string  `json:"threat_description,omitempty"`
-	PackageName        *string  `json:"package_name,omitempty"`
-	Publisher          *string  `json:"publisher,omitempty"`
-	PayloadDescription *string  `json:"payload_description,omitempty"`
-	SeverityLevel      *string  `json:"severity_level,omitempty"`
-	EvidenceReferences *string  `json:"evidence_references,omitempty"`
-	ContactEmail       *string  `json:"contact_email,omitempty"`
-	Tags               []string `json:"tags,omitempty"`
-	VersionInfo        *string  `json:"version_info,omitempty"`
-	FirstSeen          *string  `json:"first_seen,omitempty"`
-	LastSeen           *string  `json:"last_seen,omitempty"`
-	OSVAdvisoryURL     *string  `json:"osv_advisory_url,omitempty"`
-	Contributors       []string `json:"contributors,omitempty"`
-	DownloadCount      *int64   `json:"download_count,omitempty"`
-	// Cleared lists array fields set to [] (omitempty would drop them).
-	Cleared []string `json:"cleared,omitempty"`
-}
-
-func toPatchJSON(s core.Submission) patchJSON {
-	p := patchJSON{
-		ThreatDescription: s.ThreatDescription, PackageName: s.PackageName, Publisher: s.Publisher,
-		PayloadDescription: s.PayloadDescription, SeverityLevel: s.SeverityLevel, EvidenceReferences: s.EvidenceReferences,
-		ContactEmail: s.ContactEmail, Tags: s.Tags, VersionInfo: s.VersionInfo, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen,
-		OSVAdvisoryURL: s.OSVAdvisoryURL, Contributors: s.Contributors, DownloadCount: s.DownloadCount,
-	}
-	if s.Tags != nil && len(s.Tags) == 0 {
-		p.Cleared = append(p.Cleared, "tags")
-	}
-	if s.Contributors != nil && len(s.Contributors) == 0 {
-		p.Cleared = append(p.Cleared, "contributors")
-	}
-	return p
-}
-
-func (p patchJSON) domain() core.Submission {
-	s := core.Submission{
-		ThreatDescription: p.ThreatDescription, PackageName: p.PackageName, Publisher: p.Publisher,
-		PayloadDescription: p.PayloadDescription, SeverityLevel: p.SeverityLevel, EvidenceReferences: p.EvidenceReferences,
-		ContactEmail: p.ContactEmail, Tags: p.Tags, VersionInfo: p.VersionInfo, FirstSeen: p.FirstSeen, LastSeen: p.LastSeen,
-		OSVAdvisoryURL: p.OSVAdvisoryURL, Contributors: p.Contributors, DownloadCount: p.DownloadCount,
-	}
-	for _, c := range p.Cleared {
-		switch c {
-		case "tags":
-			s.Tags = []string{}
-		case "contributors":
-			s.Contributors = []string{}
-		}
-	}
-	return s
-}
-
 func (r revisionRow) domain() core.Revision {
 	return core.Revision{
 		ID: r.ID, ThreatID: r.ThreatID, Number: r.Number, AuthorID: deref(r.AuthorID), AuthorName: r.AuthorName,
-		State: r.State, Patch: r.Changes.domain(), Note: deref(r.Note), CreatedAt: r.CreatedAt.UTC(),
+		State: r.State, Patch: r.Changes, Note: deref(r.Note), CreatedAt: r.CreatedAt.UTC(),
 		DecidedAt: utcPtr(r.DecidedAt), DecidedBy: deref(r.DecidedBy),
 	}
 }

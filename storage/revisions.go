@@ -249,7 +249,7 @@ func (s *Store) ModifyThreat(ctx context.Context, m core.Modification, p core.Su
 			return err
 		}
 		rev = revisionRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Number: last + 1, AuthorID: str(m.AuthorID),
-			AuthorName: m.AuthorName, State: core.RevisionPending, Changes: toPatchJSON(m.Patch), CreatedAt: m.At}
+			AuthorName: m.AuthorName, State: core.RevisionPending, Changes: m.Patch, CreatedAt: m.At}
 		action := "propose-revision"
 		if m.AuthorID != "" && deref(row.SubmitterID) == m.AuthorID && row.Status == string(core.StatusPending) {
 			if err := s.applyDetails(ctx, tx, &row, m.Patch, rev.Number, m.At); err != nil {
@@ -297,7 +297,7 @@ func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (co
 			if row.Status == string(core.StatusRejected) {
 				return &core.ConflictError{What: "threat", Key: row.ID, Message: "the report was rejected: its revisions cannot be applied"}
 			}
-			if err := s.applyDetails(ctx, tx, &row, rev.Changes.domain(), rev.Number, d.At); err != nil {
+			if err := s.applyDetails(ctx, tx, &row, rev.Changes, rev.Number, d.At); err != nil {
 				return err
 			}
 			rev.State, action = core.RevisionApproved, "approve-revision"

@@ -123,7 +123,9 @@ func TestSubmitValidation(t *testing.T) {
 		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","tags":"one"}`, "tags: must be an array, got string", "tags"},
 		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","contributors":[1]}`, "", "contributors"},
 		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","download_count":-5}`, "download_count: must not be negative", "download_count"},
-		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","download_count":1.5}`, "", "download_count"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","download_count":1.5}`, "download_count: must be a whole number, got 1.5", "download_count"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","download_count":-1.5}`, "download_count: must not be negative", "download_count"},
+		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","download_count":1e30}`, "download_count: must be a whole number, got 1e30", "download_count"},
 		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","download_count":"12"}`, "", "download_count"},
 		{`{"report_type":"ip","resource_identifier":"192.0.2.1","threat_description":"x","osv_advisory_url":"MAL-1"}`, "", "osv_advisory_url"},
 	}

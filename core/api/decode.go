@@ -66,6 +66,14 @@ func jsonError(err error) error {
 		return syntaxError(syn)
 	}
 	got := kindName(se.JSONKind)
+	if se.JSONKind == '0' && se.GoType != nil && strings.HasPrefix(se.GoType.Kind().String(), "int") {
+		// A number that is not a whole one (1.5, 1e30): say which.
+		v := string(se.JSONValue)
+		if strings.HasPrefix(v, "-") {
+			return core.Invalid(field, "must not be negative")
+		}
+		return core.Invalid(field, "must be a whole number, got %s", core.Shorten(v))
+	}
 	if field == "" {
 		return &Error{Status: http.StatusBadRequest, Message: "Malformed JSON: expected an object, got " + got}
 	}

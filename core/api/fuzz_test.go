@@ -34,12 +34,8 @@ func FuzzSubmit(f *testing.F) {
 	}
 	now := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req submitRequest
-		err := decodeBody(body, &req)
 		var sub core.Submission
-		if err == nil {
-			sub, err = req.submission()
-		}
+		err := decodeBody(body, &sub)
 		var th core.Threat
 		if err == nil {
 			th, err = core.NewThreat(sub, now)

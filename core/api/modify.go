@@ -14,7 +14,7 @@ import (
 // plus the submit fields to change.
 type modifyRequest struct {
 	ThreatID *string `json:"threat_id"`
-	submitRequest
+	core.Submission
 }
 
 // modify is PUT /modify-threat-report.
@@ -26,11 +26,7 @@ func (s *Server) modify(c *echo.Context) error {
 	if req.ThreatID == nil || strings.TrimSpace(*req.ThreatID) == "" {
 		return core.Invalid("threat_id", "is required")
 	}
-	patch, err := req.submission()
-	if err != nil {
-		return err
-	}
-	t, rev, err := s.reports.Modify(c.Request().Context(), principal(c), strings.TrimSpace(*req.ThreatID), patch)
+	t, rev, err := s.reports.Modify(c.Request().Context(), principal(c), strings.TrimSpace(*req.ThreatID), req.Submission)
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func (s *Server) threatData(c *echo.Context) error {
 	revs := make([]revisionSummary, 0, len(d.Revisions))
 	for _, r := range d.Revisions {
 		revs = append(revs, revisionSummary{Number: r.Number, State: r.State, Author: r.AuthorName, CreatedAt: r.CreatedAt,
-			DecidedAt: r.DecidedAt, DecidedBy: nullable(r.DecidedBy), Fields: patchFields(r.Patch), Note: nullable(r.Note)})
+			DecidedAt: r.DecidedAt, DecidedBy: nullable(r.DecidedBy), Fields: core.PatchFields(r.Patch), Note: nullable(r.Note)})
 	}
 	events := make([]event, 0, len(d.Events))
 	for _, e := range d.Events {
@@ -167,30 +167,3 @@ func (s *Server) threatData(c *echo.Context) error {
 	})
 }
 
-// patchFields names the fields a revision changes.
-func patchFields(p core.Submission) []string {
-	var out []string
-	add := func(name string, given bool) {
-		if given {
-			out = append(out, name)
-		}
-	}
-	add("threat_description", p.ThreatDescription != nil)
-	add("package_name", p.PackageName != nil)
-	add("publisher", p.Publisher != nil)
-	add("payload_description", p.PayloadDescription != nil)
-	add("severity_level", p.SeverityLevel != nil)
-	add("evidence_references", p.EvidenceReferences != nil)
-	add("contact_email", p.ContactEmail != nil)
-	add("tags", p.Tags != nil)
-	add("version_info", p.VersionInfo != nil)
-	add("first_seen", p.FirstSeen != nil)
-	add("last_seen", p.LastSeen != nil)
-	add("osv_advisory_url", p.OSVAdvisoryURL != nil)
-	add("contributors", p.Contributors != nil)
-	add("download_count", p.DownloadCount != nil)
-	if out == nil {
-		out = []string{}
-	}
-	return out
-}

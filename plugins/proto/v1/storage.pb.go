@@ -2159,177 +2159,13 @@ func (x *SummaryBatch) GetSummaries() []*Summary {
 	return nil
 }
 
-// Patch carries the submit fields a modification gives; unset = unchanged.
-type Patch struct {
-	state              protoimpl.MessageState `protogen:"open.v1"`
-	ThreatDescription  *string                `protobuf:"bytes,1,opt,name=threat_description,json=threatDescription,proto3,oneof" json:"threat_description,omitempty"`
-	PackageName        *string                `protobuf:"bytes,2,opt,name=package_name,json=packageName,proto3,oneof" json:"package_name,omitempty"`
-	Publisher          *string                `protobuf:"bytes,3,opt,name=publisher,proto3,oneof" json:"publisher,omitempty"`
-	PayloadDescription *string                `protobuf:"bytes,4,opt,name=payload_description,json=payloadDescription,proto3,oneof" json:"payload_description,omitempty"`
-	SeverityLevel      *string                `protobuf:"bytes,5,opt,name=severity_level,json=severityLevel,proto3,oneof" json:"severity_level,omitempty"`
-	EvidenceReferences *string                `protobuf:"bytes,6,opt,name=evidence_references,json=evidenceReferences,proto3,oneof" json:"evidence_references,omitempty"`
-	ContactEmail       *string                `protobuf:"bytes,7,opt,name=contact_email,json=contactEmail,proto3,oneof" json:"contact_email,omitempty"`
-	Tags               []string               `protobuf:"bytes,8,rep,name=tags,proto3" json:"tags,omitempty"`
-	TagsSet            bool                   `protobuf:"varint,9,opt,name=tags_set,json=tagsSet,proto3" json:"tags_set,omitempty"`
-	VersionInfo        *string                `protobuf:"bytes,10,opt,name=version_info,json=versionInfo,proto3,oneof" json:"version_info,omitempty"`
-	FirstSeen          *string                `protobuf:"bytes,11,opt,name=first_seen,json=firstSeen,proto3,oneof" json:"first_seen,omitempty"`
-	LastSeen           *string                `protobuf:"bytes,12,opt,name=last_seen,json=lastSeen,proto3,oneof" json:"last_seen,omitempty"`
-	OsvAdvisoryUrl     *string                `protobuf:"bytes,13,opt,name=osv_advisory_url,json=osvAdvisoryUrl,proto3,oneof" json:"osv_advisory_url,omitempty"`
-	Contributors       []string               `protobuf:"bytes,14,rep,name=contributors,proto3" json:"contributors,omitempty"`
-	ContributorsSet    bool                   `protobuf:"varint,15,opt,name=contributors_set,json=contributorsSet,proto3" json:"contributors_set,omitempty"`
-	DownloadCount      *int64                 `protobuf:"varint,16,opt,name=download_count,json=downloadCount,proto3,oneof" json:"download_count,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
-}
-
-func (x *Patch) Reset() {
-	*x = Patch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Patch) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Patch) ProtoMessage() {}
-
-func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Patch.ProtoReflect.Descriptor instead.
-func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
-}
-
-func (x *Patch) GetThreatDescription() string {
-	if x != nil && x.ThreatDescription != nil {
-		return *x.ThreatDescription
-	}
-	return ""
-}
-
-func (x *Patch) GetPackageName() string {
-	if x != nil && x.PackageName != nil {
-		return *x.PackageName
-	}
-	return ""
-}
-
-func (x *Patch) GetPublisher() string {
-	if x != nil && x.Publisher != nil {
-		return *x.Publisher
-	}
-	return ""
-}
-
-func (x *Patch) GetPayloadDescription() string {
-	if x != nil && x.PayloadDescription != nil {
-		return *x.PayloadDescription
-	}
-	return ""
-}
-
-func (x *Patch) GetSeverityLevel() string {
-	if x != nil && x.SeverityLevel != nil {
-		return *x.SeverityLevel
-	}
-	return ""
-}
-
-func (x *Patch) GetEvidenceReferences() string {
-	if x != nil && x.EvidenceReferences != nil {
-		return *x.EvidenceReferences
-	}
-	return ""
-}
-
-func (x *Patch) GetContactEmail() string {
-	if x != nil && x.ContactEmail != nil {
-		return *x.ContactEmail
-	}
-	return ""
-}
-
-func (x *Patch) GetTags() []string {
-	if x != nil {
-		return x.Tags
-	}
-	return nil
-}
-
-func (x *Patch) GetTagsSet() bool {
-	if x != nil {
-		return x.TagsSet
-	}
-	return false
-}
-
-func (x *Patch) GetVersionInfo() string {
-	if x != nil && x.VersionInfo != nil {
-		return *x.VersionInfo
-	}
-	return ""
-}
-
-func (x *Patch) GetFirstSeen() string {
-	if x != nil && x.FirstSeen != nil {
-		return *x.FirstSeen
-	}
-	return ""
-}
-
-func (x *Patch) GetLastSeen() string {
-	if x != nil && x.LastSeen != nil {
-		return *x.LastSeen
-	}
-	return ""
-}
-
-func (x *Patch) GetOsvAdvisoryUrl() string {
-	if x != nil && x.OsvAdvisoryUrl != nil {
-		return *x.OsvAdvisoryUrl
-	}
-	return ""
-}
-
-func (x *Patch) GetContributors() []string {
-	if x != nil {
-		return x.Contributors
-	}
-	return nil
-}
-
-func (x *Patch) GetContributorsSet() bool {
-	if x != nil {
-		return x.ContributorsSet
-	}
-	return false
-}
-
-func (x *Patch) GetDownloadCount() int64 {
-	if x != nil && x.DownloadCount != nil {
-		return *x.DownloadCount
-	}
-	return 0
-}
-
 type ModifyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreatId      string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
-	AuthorId      string                 `protobuf:"bytes,2,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
-	AuthorName    string                 `protobuf:"bytes,3,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
-	Patch         *Patch                 `protobuf:"bytes,4,opt,name=patch,proto3" json:"patch,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ThreatId   string                 `protobuf:"bytes,1,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	AuthorId   string                 `protobuf:"bytes,2,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
+	AuthorName string                 `protobuf:"bytes,3,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
+	// patch_json is the patch as core.Submission's JSON (given fields only).
+	PatchJson     []byte                 `protobuf:"bytes,8,opt,name=patch_json,json=patchJson,proto3" json:"patch_json,omitempty"`
 	BaseRevision  int32                  `protobuf:"varint,5,opt,name=base_revision,json=baseRevision,proto3" json:"base_revision,omitempty"`
 	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
 	Policy        *SubmitPolicy          `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
@@ -2339,7 +2175,7 @@ type ModifyRequest struct {
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2187,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2200,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ModifyRequest) GetThreatId() string {
@@ -2388,9 +2224,9 @@ func (x *ModifyRequest) GetAuthorName() string {
 	return ""
 }
 
-func (x *ModifyRequest) GetPatch() *Patch {
+func (x *ModifyRequest) GetPatchJson() []byte {
 	if x != nil {
-		return x.Patch
+		return x.PatchJson
 	}
 	return nil
 }
@@ -2417,14 +2253,15 @@ func (x *ModifyRequest) GetPolicy() *SubmitPolicy {
 }
 
 type Revision struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ThreatId      string                 `protobuf:"bytes,2,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
-	Number        int32                  `protobuf:"varint,3,opt,name=number,proto3" json:"number,omitempty"`
-	AuthorId      string                 `protobuf:"bytes,4,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
-	AuthorName    string                 `protobuf:"bytes,5,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
-	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
-	Patch         *Patch                 `protobuf:"bytes,7,opt,name=patch,proto3" json:"patch,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ThreatId   string                 `protobuf:"bytes,2,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Number     int32                  `protobuf:"varint,3,opt,name=number,proto3" json:"number,omitempty"`
+	AuthorId   string                 `protobuf:"bytes,4,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
+	AuthorName string                 `protobuf:"bytes,5,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
+	State      string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// patch_json is the patch as core.Submission's JSON (given fields only).
+	PatchJson     []byte                 `protobuf:"bytes,14,opt,name=patch_json,json=patchJson,proto3" json:"patch_json,omitempty"`
 	Note          string                 `protobuf:"bytes,8,opt,name=note,proto3" json:"note,omitempty"`
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
@@ -2435,7 +2272,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2284,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2297,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Revision) GetId() string {
@@ -2505,9 +2342,9 @@ func (x *Revision) GetState() string {
 	return ""
 }
 
-func (x *Revision) GetPatch() *Patch {
+func (x *Revision) GetPatchJson() []byte {
 	if x != nil {
-		return x.Patch
+		return x.PatchJson
 	}
 	return nil
 }
@@ -2550,7 +2387,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2399,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2412,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ModifyResponse) GetThreat() *Threat {
@@ -2606,7 +2443,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2618,7 +2455,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +2468,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RevisionDecision) GetRevisionId() string {
@@ -2684,7 +2521,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2533,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2546,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
 }
 
 type RateCounts struct {
@@ -2722,7 +2559,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +2571,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +2584,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -2772,7 +2609,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2784,7 +2621,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2797,7 +2634,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
 }
 
 type RowBatch struct {
@@ -2811,7 +2648,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2823,7 +2660,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2836,7 +2673,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RowBatch) GetTable() string {
@@ -2862,7 +2699,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +2711,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +2724,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ImportResult) GetCounts() map[string]int64 {
@@ -2913,7 +2750,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +2762,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +2775,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -3013,7 +2850,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +2862,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +2875,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -3111,7 +2948,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +2960,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +2973,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -3191,7 +3028,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3040,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3053,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -3242,7 +3079,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3091,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3104,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -3286,7 +3123,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3135,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3148,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -3330,7 +3167,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3342,7 +3179,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3355,7 +3192,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -3374,7 +3211,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3223,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3236,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -3421,7 +3258,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3433,7 +3270,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3446,7 +3283,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -3486,7 +3323,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3335,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3348,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -3529,7 +3366,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +3378,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +3391,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
 }
 
 type UsageRequest struct {
@@ -3567,7 +3404,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +3416,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3429,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -3618,7 +3455,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3630,7 +3467,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3643,7 +3480,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -3663,7 +3500,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3675,7 +3512,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3688,7 +3525,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -3715,7 +3552,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +3564,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +3577,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -3769,7 +3606,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3618,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3631,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -3834,7 +3671,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3683,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3696,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -3879,7 +3716,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +3728,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +3741,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -3932,7 +3769,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +3781,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +3794,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -3985,7 +3822,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3997,7 +3834,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4010,7 +3847,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -4043,7 +3880,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4055,7 +3892,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4068,7 +3905,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -4255,50 +4092,17 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\fversion_info\x18\a \x01(\tR\vversionInfo\x12!\n" +
 	"\fall_versions\x18\b \x01(\bR\vallVersionsJ\x04\b\x05\x10\x06\"H\n" +
 	"\fSummaryBatch\x128\n" +
-	"\tsummaries\x18\x01 \x03(\v2\x1a.threatd.plugin.v1.SummaryR\tsummaries\"\xf0\x06\n" +
-	"\x05Patch\x122\n" +
-	"\x12threat_description\x18\x01 \x01(\tH\x00R\x11threatDescription\x88\x01\x01\x12&\n" +
-	"\fpackage_name\x18\x02 \x01(\tH\x01R\vpackageName\x88\x01\x01\x12!\n" +
-	"\tpublisher\x18\x03 \x01(\tH\x02R\tpublisher\x88\x01\x01\x124\n" +
-	"\x13payload_description\x18\x04 \x01(\tH\x03R\x12payloadDescription\x88\x01\x01\x12*\n" +
-	"\x0eseverity_level\x18\x05 \x01(\tH\x04R\rseverityLevel\x88\x01\x01\x124\n" +
-	"\x13evidence_references\x18\x06 \x01(\tH\x05R\x12evidenceReferences\x88\x01\x01\x12(\n" +
-	"\rcontact_email\x18\a \x01(\tH\x06R\fcontactEmail\x88\x01\x01\x12\x12\n" +
-	"\x04tags\x18\b \x03(\tR\x04tags\x12\x19\n" +
-	"\btags_set\x18\t \x01(\bR\atagsSet\x12&\n" +
-	"\fversion_info\x18\n" +
-	" \x01(\tH\aR\vversionInfo\x88\x01\x01\x12\"\n" +
-	"\n" +
-	"first_seen\x18\v \x01(\tH\bR\tfirstSeen\x88\x01\x01\x12 \n" +
-	"\tlast_seen\x18\f \x01(\tH\tR\blastSeen\x88\x01\x01\x12-\n" +
-	"\x10osv_advisory_url\x18\r \x01(\tH\n" +
-	"R\x0eosvAdvisoryUrl\x88\x01\x01\x12\"\n" +
-	"\fcontributors\x18\x0e \x03(\tR\fcontributors\x12)\n" +
-	"\x10contributors_set\x18\x0f \x01(\bR\x0fcontributorsSet\x12*\n" +
-	"\x0edownload_count\x18\x10 \x01(\x03H\vR\rdownloadCount\x88\x01\x01B\x15\n" +
-	"\x13_threat_descriptionB\x0f\n" +
-	"\r_package_nameB\f\n" +
-	"\n" +
-	"_publisherB\x16\n" +
-	"\x14_payload_descriptionB\x11\n" +
-	"\x0f_severity_levelB\x16\n" +
-	"\x14_evidence_referencesB\x10\n" +
-	"\x0e_contact_emailB\x0f\n" +
-	"\r_version_infoB\r\n" +
-	"\v_first_seenB\f\n" +
-	"\n" +
-	"_last_seenB\x13\n" +
-	"\x11_osv_advisory_urlB\x11\n" +
-	"\x0f_download_count\"\xa4\x02\n" +
+	"\tsummaries\x18\x01 \x03(\v2\x1a.threatd.plugin.v1.SummaryR\tsummaries\"\x99\x02\n" +
 	"\rModifyRequest\x12\x1b\n" +
 	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\x12\x1b\n" +
 	"\tauthor_id\x18\x02 \x01(\tR\bauthorId\x12\x1f\n" +
 	"\vauthor_name\x18\x03 \x01(\tR\n" +
-	"authorName\x12.\n" +
-	"\x05patch\x18\x04 \x01(\v2\x18.threatd.plugin.v1.PatchR\x05patch\x12#\n" +
+	"authorName\x12\x1d\n" +
+	"\n" +
+	"patch_json\x18\b \x01(\fR\tpatchJson\x12#\n" +
 	"\rbase_revision\x18\x05 \x01(\x05R\fbaseRevision\x12*\n" +
 	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x127\n" +
-	"\x06policy\x18\a \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policy\"\xfc\x02\n" +
+	"\x06policy\x18\a \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policyJ\x04\b\x04\x10\x05\"\xf1\x02\n" +
 	"\bRevision\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tthreat_id\x18\x02 \x01(\tR\bthreatId\x12\x16\n" +
@@ -4306,8 +4110,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\tauthor_id\x18\x04 \x01(\tR\bauthorId\x12\x1f\n" +
 	"\vauthor_name\x18\x05 \x01(\tR\n" +
 	"authorName\x12\x14\n" +
-	"\x05state\x18\x06 \x01(\tR\x05state\x12.\n" +
-	"\x05patch\x18\a \x01(\v2\x18.threatd.plugin.v1.PatchR\x05patch\x12\x12\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1d\n" +
+	"\n" +
+	"patch_json\x18\x0e \x01(\fR\tpatchJson\x12\x12\n" +
 	"\x04note\x18\b \x01(\tR\x04note\x129\n" +
 	"\n" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
@@ -4315,7 +4120,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"decided_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x1d\n" +
 	"\n" +
-	"decided_by\x18\v \x01(\tR\tdecidedBy\"|\n" +
+	"decided_by\x18\v \x01(\tR\tdecidedByJ\x04\b\a\x10\b\"|\n" +
 	"\x0eModifyResponse\x121\n" +
 	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x127\n" +
 	"\brevision\x18\x02 \x01(\v2\x1b.threatd.plugin.v1.RevisionR\brevision\"\xc7\x01\n" +
@@ -4479,7 +4284,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -4515,170 +4320,167 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*VerifiedSummariesRequest)(nil),    // 31: threatd.plugin.v1.VerifiedSummariesRequest
 	(*Summary)(nil),                     // 32: threatd.plugin.v1.Summary
 	(*SummaryBatch)(nil),                // 33: threatd.plugin.v1.SummaryBatch
-	(*Patch)(nil),                       // 34: threatd.plugin.v1.Patch
-	(*ModifyRequest)(nil),               // 35: threatd.plugin.v1.ModifyRequest
-	(*Revision)(nil),                    // 36: threatd.plugin.v1.Revision
-	(*ModifyResponse)(nil),              // 37: threatd.plugin.v1.ModifyResponse
-	(*RevisionDecision)(nil),            // 38: threatd.plugin.v1.RevisionDecision
-	(*ListPendingRevisionsRequest)(nil), // 39: threatd.plugin.v1.ListPendingRevisionsRequest
-	(*RateCounts)(nil),                  // 40: threatd.plugin.v1.RateCounts
-	(*ExportRequest)(nil),               // 41: threatd.plugin.v1.ExportRequest
-	(*RowBatch)(nil),                    // 42: threatd.plugin.v1.RowBatch
-	(*ImportResult)(nil),                // 43: threatd.plugin.v1.ImportResult
-	(*ThreatQuery)(nil),                 // 44: threatd.plugin.v1.ThreatQuery
-	(*FeedQuery)(nil),                   // 45: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 46: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 47: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 48: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 49: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 50: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 51: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 52: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 53: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 54: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 55: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 56: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 57: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 58: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 59: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 60: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 61: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 62: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 63: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 64: threatd.plugin.v1.LeaseResponse
-	nil,                                 // 65: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 66: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 67: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 68: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 69: google.protobuf.Timestamp
+	(*ModifyRequest)(nil),               // 34: threatd.plugin.v1.ModifyRequest
+	(*Revision)(nil),                    // 35: threatd.plugin.v1.Revision
+	(*ModifyResponse)(nil),              // 36: threatd.plugin.v1.ModifyResponse
+	(*RevisionDecision)(nil),            // 37: threatd.plugin.v1.RevisionDecision
+	(*ListPendingRevisionsRequest)(nil), // 38: threatd.plugin.v1.ListPendingRevisionsRequest
+	(*RateCounts)(nil),                  // 39: threatd.plugin.v1.RateCounts
+	(*ExportRequest)(nil),               // 40: threatd.plugin.v1.ExportRequest
+	(*RowBatch)(nil),                    // 41: threatd.plugin.v1.RowBatch
+	(*ImportResult)(nil),                // 42: threatd.plugin.v1.ImportResult
+	(*ThreatQuery)(nil),                 // 43: threatd.plugin.v1.ThreatQuery
+	(*FeedQuery)(nil),                   // 44: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 45: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 46: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 47: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 48: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 49: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 50: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 51: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 52: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 53: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 54: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 55: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 56: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 57: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 58: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 59: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 60: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 61: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 62: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 63: threatd.plugin.v1.LeaseResponse
+	nil,                                 // 64: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 65: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 66: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 67: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 68: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	65, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	69, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	64, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	68, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	69, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	69, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	68, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	68, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	69, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	69, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	69, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	69, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	68, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	68, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	68, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	68, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	69, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	69, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	69, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	69, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	68, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	68, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	68, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	68, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 17: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 18: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	19, // 19: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	69, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	69, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	69, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	68, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	68, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	68, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	32, // 23: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	34, // 24: threatd.plugin.v1.ModifyRequest.patch:type_name -> threatd.plugin.v1.Patch
-	69, // 25: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
-	21, // 26: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	34, // 27: threatd.plugin.v1.Revision.patch:type_name -> threatd.plugin.v1.Patch
-	69, // 28: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	69, // 29: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
-	19, // 30: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
-	36, // 31: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	69, // 32: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	66, // 33: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	67, // 34: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	69, // 35: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	69, // 36: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	69, // 37: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	69, // 38: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	69, // 39: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	69, // 40: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	69, // 41: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	46, // 42: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
-	19, // 43: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	69, // 44: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	52, // 45: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	68, // 46: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	19, // 47: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	57, // 48: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	59, // 49: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	69, // 50: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	0,  // 51: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,  // 52: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,  // 53: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,  // 54: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,  // 55: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10, // 56: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11, // 57: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	13, // 58: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	14, // 59: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	15, // 60: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	22, // 61: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 62: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 63: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	26, // 64: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	27, // 65: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	28, // 66: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	30, // 67: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	31, // 68: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	35, // 69: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	38, // 70: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	39, // 71: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	40, // 72: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	41, // 73: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	42, // 74: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	44, // 75: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	45, // 76: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	48, // 77: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	49, // 78: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	50, // 79: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	53, // 80: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	55, // 81: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	58, // 82: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	61, // 83: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	63, // 84: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	17, // 85: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,  // 86: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,  // 87: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,  // 88: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,  // 89: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,  // 90: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,  // 91: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,  // 92: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12, // 93: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12, // 94: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	16, // 95: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 96: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
-	19, // 97: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	25, // 98: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	19, // 99: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	19, // 100: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	29, // 101: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	19, // 102: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	33, // 103: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	37, // 104: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	37, // 105: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	36, // 106: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	40, // 107: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	42, // 108: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	43, // 109: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	19, // 110: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	47, // 111: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	46, // 112: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	36, // 113: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	51, // 114: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	54, // 115: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	56, // 116: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	60, // 117: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	62, // 118: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	64, // 119: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	18, // 120: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	86, // [86:121] is the sub-list for method output_type
-	51, // [51:86] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	68, // 24: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	21, // 25: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	68, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	68, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	19, // 28: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
+	35, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	68, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	65, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	66, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	68, // 33: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	68, // 34: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	68, // 35: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	68, // 36: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	68, // 37: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	68, // 38: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	68, // 39: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	45, // 40: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	19, // 41: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
+	68, // 42: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	51, // 43: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	67, // 44: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	19, // 45: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	56, // 46: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	58, // 47: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	68, // 48: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	0,  // 49: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,  // 50: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,  // 51: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,  // 52: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,  // 53: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10, // 54: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11, // 55: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	13, // 56: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	14, // 57: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	15, // 58: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	22, // 59: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	23, // 60: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	24, // 61: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	26, // 62: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	27, // 63: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	28, // 64: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	30, // 65: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	31, // 66: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	34, // 67: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	37, // 68: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	38, // 69: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	39, // 70: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	40, // 71: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	41, // 72: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	43, // 73: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	44, // 74: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	47, // 75: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	48, // 76: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	49, // 77: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	52, // 78: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	54, // 79: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	57, // 80: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	60, // 81: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	62, // 82: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	17, // 83: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,  // 84: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,  // 85: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,  // 86: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,  // 87: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,  // 88: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,  // 89: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,  // 90: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	12, // 91: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	12, // 92: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	16, // 93: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	19, // 94: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	19, // 95: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	25, // 96: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	19, // 97: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	19, // 98: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	29, // 99: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	19, // 100: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	33, // 101: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	36, // 102: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	36, // 103: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	35, // 104: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	39, // 105: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	41, // 106: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	42, // 107: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	19, // 108: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	46, // 109: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	45, // 110: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	35, // 111: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	50, // 112: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	53, // 113: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	55, // 114: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	59, // 115: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	61, // 116: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	63, // 117: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	18, // 118: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	84, // [84:119] is the sub-list for method output_type
+	49, // [49:84] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -4689,14 +4491,13 @@ func file_plugins_proto_v1_storage_proto_init() {
 	file_plugins_proto_v1_storage_proto_msgTypes[8].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[11].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[20].OneofWrappers = []any{}
-	file_plugins_proto_v1_storage_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   69,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

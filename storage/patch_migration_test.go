@@ -1,0 +1,101 @@
+package storage
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Migration 0009 rewrites revision patches stored before core.Submission's
+// JSON became the stored form: a "cleared" list of emptied fields becomes
+// the [] values themselves, on both dialects.
+func TestPatchMigrationRewritesClearedLists(t *testing.T) {
+	for _, d := range []Dialect{SQLite, Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := context.Background()
+			var s *Store
+			if d == Postgres {
+				s = openPG(t)
+			} else {
+				var err error
+				if s, err = Open(SQLite, filepath.Join(t.TempDir(), "patch.db"), Options{}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				if _, err := s.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			u, err := s.CreateUser(ctx, core.User{ID: uuid.NewString(), Email: "p@example.com", Name: "p", Tier: core.TierFree, Role: core.RoleSubmitter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			th, err := core.NewThreat(core.Submission{ReportType: ptrS("domain"), ResourceIdentifier: ptrS("patch.example"), ThreatDescription: ptrS("x")}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			th.ID, th.SubmitterID, th.Status = uuid.NewString(), u.ID, core.StatusPending
+			th.CreatedAt, th.UpdatedAt = time.Now().UTC(), time.Now().UTC()
+			if _, err := s.CreateThreat(ctx, th, core.SubmitPolicy{Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			legacy := map[string]string{
+				"both":  `{"severity_level":"high","tags":null,"cleared":["tags","contributors"]}`,
+				"tags":  `{"publisher":"x","cleared":["tags"]}`,
+				"plain": `{"publisher":"y"}`,
+			}
+			n := 0
+			for _, k := range []string{"both", "tags", "plain"} {
+				n++
+				if _, err := s.db.NewRaw(`INSERT INTO threat_revisions (id, threat_id, number, author_name, state, changes, created_at) VALUES (?, ?, ?, 'old', 'pending', ?, ?)`,
+					uuid.NewString(), th.ID, n, legacy[k], time.Now().UTC()).Exec(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			raw, err := migrationFiles.ReadFile("migrations/0009_patch_json.up.sql")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, stmt := range splitStatements(expandTypes(d, string(raw))) {
+				if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+			}
+			revs, err := s.ListRevisions(ctx, th.ID)
+			if err != nil || len(revs) != 3 {
+				t.Fatalf("revisions: %d %v", len(revs), err)
+			}
+			both, tags, plain := revs[0].Patch, revs[1].Patch, revs[2].Patch
+			if both.Tags == nil || len(both.Tags) != 0 || both.Contributors == nil || len(both.Contributors) != 0 || *both.SeverityLevel != "high" {
+				t.Errorf("both: %+v", both)
+			}
+			if tags.Tags == nil || tags.Contributors != nil || *tags.Publisher != "x" {
+				t.Errorf("tags: %+v", tags)
+			}
+			if plain.Tags != nil || plain.Contributors != nil || *plain.Publisher != "y" {
+				t.Errorf("plain: %+v", plain)
+			}
+			if f := core.PatchFields(both); !slices.Equal(f, []string{"severity_level", "tags", "contributors"}) {
+				t.Errorf("fields %v", f)
+			}
+			var stored []string
+			if err := s.db.NewRaw(`SELECT changes FROM threat_revisions ORDER BY number`).Scan(ctx, &stored); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range stored {
+				if strings.Contains(c, "cleared") {
+					t.Errorf("still stored with cleared: %s", c)
+				}
+			}
+		})
+	}
+}
+
+func ptrS(s string) *string { return &s }
