@@ -223,19 +223,19 @@ func (r eventRow) domain() core.ReviewEvent {
 type revisionRow struct {
 	bun.BaseModel `bun:"table:threat_revisions"`
 
-	ID         string     `bun:"id,pk"`
-	ThreatID   string     `bun:"threat_id,notnull"`
-	Number     int        `bun:"number,notnull"`
-	AuthorID   *string    `bun:"author_id"`
-	AuthorName string     `bun:"author_name,notnull"`
-	State      string     `bun:"state,notnull"`
+	ID         string  `bun:"id,pk"`
+	ThreatID   string  `bun:"threat_id,notnull"`
+	Number     int     `bun:"number,notnull"`
+	AuthorID   *string `bun:"author_id"`
+	AuthorName string  `bun:"author_name,notnull"`
+	State      string  `bun:"state,notnull"`
 	// Changes is the patch as the API received it: core.Submission's JSON
 	// (absent fields omitted, a list cleared as []).
-	Changes core.Submission `bun:"changes,notnull,type:jsonb"`
-	Note       *string    `bun:"note"`
-	CreatedAt  time.Time  `bun:"created_at,notnull"`
-	DecidedAt  *time.Time `bun:"decided_at"`
-	DecidedBy  *string    `bun:"decided_by"`
+	Changes   core.Submission `bun:"changes,notnull,type:jsonb"`
+	Note      *string         `bun:"note"`
+	CreatedAt time.Time       `bun:"created_at,notnull"`
+	DecidedAt *time.Time      `bun:"decided_at"`
+	DecidedBy *string         `bun:"decided_by"`
 }
 
 func (r revisionRow) domain() core.Revision {

@@ -166,4 +166,3 @@ func (s *Server) threatData(c *echo.Context) error {
 		"iocs":           iocs,
 	})
 }
-
