@@ -236,7 +236,8 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 		return fmt.Errorf("lock change feed: %w", err)
 	}
 	if len(tx.changes) > 0 {
-		if _, err := tx.NewInsert().Model(&tx.changes).Exec(ctx); err != nil {
+		// Returning("NULL"): the generated seqs are not read back.
+		if _, err := tx.NewInsert().Model(&tx.changes).Returning("NULL").Exec(ctx); err != nil {
 			return err
 		}
 	}
@@ -254,7 +255,7 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 	for i := range tx.feed {
 		tx.feed[i].At = at
 	}
-	_, err := tx.NewInsert().Model(&tx.feed).Exec(ctx)
+	_, err := tx.NewInsert().Model(&tx.feed).Returning("NULL").Exec(ctx)
 	return err
 }
 

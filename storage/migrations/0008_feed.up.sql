@@ -18,8 +18,9 @@ CREATE INDEX feed_events_at_idx ON feed_events (at, seq);
 --bun:split
 CREATE INDEX feed_events_registry_idx ON feed_events (registry, at, seq);
 --bun:split
--- The withdrawals the STIX exports publish as revoked objects.
-CREATE INDEX feed_events_kind_idx ON feed_events (kind, at, seq);
+-- The withdrawals the STIX exports publish as revoked objects: a partial
+-- index, so that an import (a million 'verified' rows) does not pay for it.
+CREATE INDEX feed_events_withdrawn_idx ON feed_events (at, seq) WHERE kind = 'withdrawn';
 --bun:split
 -- Reports verified before this version: published when verified (a
 -- reviewer's) or when imported (created_at; verified_at is the upstream
