@@ -139,14 +139,7 @@ func (p *Paid) pageLimit(s string) (int, error) {
 	if s == "" {
 		return min(100, p.limits.PageMax), nil
 	}
-	var n int
-	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || fmt.Sprint(n) != s || n < 1 {
-		return 0, Invalid("limit", "must be a whole number from 1 to %d", p.limits.PageMax)
-	}
-	if n > p.limits.PageMax {
-		return 0, Invalid("limit", "is at most %d", p.limits.PageMax)
-	}
-	return n, nil
+	return ParseWhole("limit", s, 1, p.limits.PageMax)
 }
 
 // Feed returns, oldest first and one page at a time, the reports that
@@ -253,8 +246,9 @@ func (p *Paid) window(r FeedRequest) (time.Time, time.Time, error) {
 		}
 		hours := 1
 		if r.Hours != "" {
-			if _, err := fmt.Sscanf(r.Hours, "%d", &hours); err != nil || fmt.Sprint(hours) != r.Hours || hours < 1 || hours > 24 {
-				return time.Time{}, time.Time{}, Invalid("hours", "must be a whole number from 1 to 24")
+			var err error
+			if hours, err = ParseWhole("hours", r.Hours, 1, 24); err != nil {
+				return time.Time{}, time.Time{}, err
 			}
 		}
 		return now.Add(-time.Duration(hours) * time.Hour), now, nil

@@ -159,3 +159,19 @@ type Details struct {
 	Contributors       []string
 	DownloadCount      *int64
 }
+
+// ShowsContactTo says whether viewer may see t's contact e-mail: its
+// submitter and reviewers may, when there is one (CONTRACT.md §7). Every
+// output (records, exports) follows this one rule.
+func (t Threat) ShowsContactTo(viewer Principal) bool {
+	return t.Details.ContactEmail != "" && (viewer.User.Role.CanReview() || viewer.User.ID != "" && viewer.User.ID == t.SubmitterID)
+}
+
+// VisibleTo returns t as viewer may see it: without the contact e-mail
+// unless ShowsContactTo.
+func (t Threat) VisibleTo(viewer Principal) Threat {
+	if t.Details.ContactEmail != "" && !t.ShowsContactTo(viewer) {
+		t.Details.ContactEmail = ""
+	}
+	return t
+}

@@ -10,19 +10,13 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v5"
-	"github.com/package-url/packageurl-go"
 
 	"github.com/threatd/threatd/core"
 )
 
-// checkQuery is one check as a client sends it (query string or batch entry).
-type checkQuery struct {
-	ReportType         string `json:"report_type"`
-	ResourceIdentifier string `json:"resource_identifier"`
-	Ecosystem          string `json:"ecosystem"`
-	Version            string `json:"version"`
-	Purl               string `json:"purl"`
-}
+// checkQuery is one check as a client sends it (query string or batch
+// entry); core resolves it.
+type checkQuery = core.CheckRequest
 
 // checkResult is spec §4.3's check result.
 type checkResult struct {
@@ -33,77 +27,6 @@ type checkResult struct {
 	ThreatCount        int     `json:"threat_count"`
 	Details            *record `json:"details,omitempty"`
 	Message            string  `json:"message,omitempty"`
-}
-
-// purlTypes maps package-URL types to registries (CONTRACT.md §7).
-var purlTypes = map[string]string{
-	"npm": core.RegistryNPM, "pypi": core.RegistryPyPI, "gem": core.RegistryRubyGems, "cargo": core.RegistryCrates,
-	"golang": core.RegistryGo, "maven": core.RegistryMaven, "nuget": core.RegistryNuGet, "composer": core.RegistryPackagist,
-}
-
-// resolve turns a client query into a domain query, parsing a purl when given.
-func (q checkQuery) resolve() (core.CheckQuery, error) {
-	if q.Purl != "" {
-		if q.ReportType != "" || q.ResourceIdentifier != "" || q.Ecosystem != "" || q.Version != "" {
-			return core.CheckQuery{}, core.Invalid("purl", "give either purl alone or report_type and resource_identifier")
-		}
-		return fromPurl(q.Purl)
-	}
-	if q.ReportType == "" {
-		return core.CheckQuery{}, core.Invalid("report_type", "is required (or give a purl)")
-	}
-	rt, err := core.ParseReportType(q.ReportType)
-	if err != nil {
-		return core.CheckQuery{}, err
-	}
-	if strings.TrimSpace(q.ResourceIdentifier) == "" {
-		return core.CheckQuery{}, core.Invalid("resource_identifier", "is required")
-	}
-	out := core.CheckQuery{ReportType: rt, ResourceIdentifier: q.ResourceIdentifier, Version: strings.TrimSpace(q.Version)}
-	if q.Ecosystem != "" {
-		if out.Ecosystem, err = core.ParseRegistry("ecosystem", q.Ecosystem); err != nil {
-			return core.CheckQuery{}, err
-		}
-	}
-	return out, nil
-}
-
-func fromPurl(s string) (core.CheckQuery, error) {
-	p, err := packageurl.FromString(s)
-	if err != nil {
-		return core.CheckQuery{}, core.Invalid("purl", "is not a valid package URL: %v", err)
-	}
-	switch p.Type {
-	case "docker", "oci":
-		ref := p.Name
-		if p.Namespace != "" {
-			ref = p.Namespace + "/" + p.Name
-		}
-		if repo := p.Qualifiers.Map()["repository_url"]; repo != "" {
-			ref = strings.TrimSuffix(repo, "/") + "/" + p.Name
-		}
-		if p.Version != "" {
-			if strings.Contains(p.Version, ":") {
-				ref += "@" + p.Version
-			} else {
-				ref += ":" + p.Version
-			}
-		}
-		return core.CheckQuery{ReportType: core.TypeContainer, ResourceIdentifier: ref}, nil
-	}
-	reg, ok := purlTypes[p.Type]
-	if !ok {
-		return core.CheckQuery{}, core.Invalid("purl", "package type %q is not supported (npm, pypi, gem, cargo, golang, maven, nuget, composer, docker, oci)", p.Type)
-	}
-	name := p.Name
-	switch {
-	case p.Namespace == "":
-	case p.Type == "maven":
-		name = p.Namespace + ":" + p.Name
-	default:
-		name = p.Namespace + "/" + p.Name
-	}
-	return core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: reg, Version: p.Version}, nil
 }
 
 // check answers one resolved query from the index.
@@ -144,7 +67,7 @@ func (s *Server) checkOne(c *echo.Context) error {
 		return err
 	}
 	q, err := checkQuery{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
-		Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.resolve()
+		Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.Resolve()
 	if err != nil {
 		return err
 	}
@@ -198,7 +121,7 @@ func (s *Server) checkBatch(c *echo.Context) error {
 		q, err := batchQuery(raw)
 		var cq core.CheckQuery
 		if err == nil {
-			cq, err = q.resolve()
+			cq, err = q.Resolve()
 		}
 		if err != nil {
 			errs[i] = err

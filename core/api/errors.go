@@ -107,6 +107,7 @@ func toHTTPError(err error, maxBody int64) *Error {
 		ce    *core.ConflictError
 		panic *middleware.PanicStackError
 		sc    echo.HTTPStatusCoder
+		xe    *core.ExporterError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -122,6 +123,18 @@ func toHTTPError(err error, maxBody int64) *Error {
 		return &Error{Status: http.StatusInternalServerError, Message: stepMessages[step.Step], Fields: map[string]any{"details": step.Error()}, Cause: err}
 	case errors.As(err, &panic):
 		return &Error{Status: 500, Message: msgInternal, Fields: map[string]any{"details": "the request handler panicked; see the server log"}}
+	case errors.As(err, &xe):
+		// The cause (plugin paths, process errors) goes to the log only.
+		switch {
+		case errors.Is(xe.Kind, core.ErrExporterUnavailable):
+			return &Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("Exporter %q is not available; try again later", xe.Exporter),
+				Headers: map[string]string{"Retry-After": "5"}, Cause: err}
+		case errors.Is(xe.Kind, core.ErrExporterTimeout):
+			return &Error{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("Exporter %q is still starting; try again shortly", xe.Exporter),
+				Headers: map[string]string{"Retry-After": "5"}, Cause: err}
+		default:
+			return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("Exporter %q failed while producing the document; try again", xe.Exporter), Cause: err}
+		}
 	case errors.As(err, &fe):
 		f := map[string]any{}
 		if fe.Field != "" {

@@ -54,7 +54,7 @@ func latestBody(threats []core.Threat, viewer core.Principal) map[string]any {
 
 // seesContacts says whether viewer sees a contact e-mail of threats.
 func seesContacts(threats []core.Threat, viewer core.Principal) bool {
-	return slices.ContainsFunc(threats, func(t core.Threat) bool { return showsContact(t, viewer) })
+	return slices.ContainsFunc(threats, func(t core.Threat) bool { return t.ShowsContactTo(viewer) })
 }
 
 // entry returns the cache entry of f (a fresh, uncached one while the index

@@ -51,12 +51,6 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-// showsContact says whether viewer sees t's contact e-mail: its submitter
-// and reviewers do, when there is one.
-func showsContact(t core.Threat, viewer core.Principal) bool {
-	return t.Details.ContactEmail != "" && (viewer.User.Role.CanReview() || viewer.User.ID != "" && viewer.User.ID == t.SubmitterID)
-}
-
 // toRecord renders a report for viewer: the contact e-mail only for its
 // submitter and for reviewers.
 func toRecord(t core.Threat, viewer core.Principal) record {
@@ -70,7 +64,7 @@ func toRecord(t core.Threat, viewer core.Principal) record {
 		DownloadCount: d.DownloadCount, FirstSeen: d.FirstSeen, LastSeen: d.LastSeen, CreatedAt: t.CreatedAt,
 		VerifiedAt: t.VerifiedAt, VerifiedBy: nullable(t.VerifiedBy), Revision: t.Revision,
 	}
-	if showsContact(t, viewer) {
+	if t.ShowsContactTo(viewer) {
 		r.ContactEmail = &d.ContactEmail
 	}
 	return r

@@ -48,6 +48,7 @@ type Server struct {
 	accounts     *core.Accounts
 	reports      *core.Reports
 	paid         *core.Paid
+	selections   *core.Selections
 	exporters    core.Exporters
 	usage        *core.Usage
 	index        *index.Index
@@ -68,6 +69,7 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		accounts:     core.NewAccounts(store),
 		reports:      core.NewReports(store, opts.Limits),
 		paid:         core.NewPaid(store, opts.Feed),
+		selections:   core.NewSelections(store),
 		usage:        usage,
 		exporters:    exporters,
 		index:        idx,

@@ -1,0 +1,93 @@
+package core
+
+import (
+	"strings"
+
+	"github.com/package-url/packageurl-go"
+)
+
+// CheckRequest is one check as a client gives it (a query string or an
+// entry of a batch): report_type and resource_identifier (ecosystem and
+// version optional), or a purl alone (CONTRACT.md §7).
+type CheckRequest struct {
+	ReportType         string `json:"report_type"`
+	ResourceIdentifier string `json:"resource_identifier"`
+	Ecosystem          string `json:"ecosystem"`
+	Version            string `json:"version"`
+	Purl               string `json:"purl"`
+}
+
+// Resolve validates the request and returns the check it asks for,
+// parsing a purl when given.
+func (q CheckRequest) Resolve() (CheckQuery, error) {
+	if q.Purl != "" {
+		if q.ReportType != "" || q.ResourceIdentifier != "" || q.Ecosystem != "" || q.Version != "" {
+			return CheckQuery{}, Invalid("purl", "give either purl alone or report_type and resource_identifier")
+		}
+		return ParsePurl(q.Purl)
+	}
+	if q.ReportType == "" {
+		return CheckQuery{}, Invalid("report_type", "is required (or give a purl)")
+	}
+	rt, err := ParseReportType(q.ReportType)
+	if err != nil {
+		return CheckQuery{}, err
+	}
+	if strings.TrimSpace(q.ResourceIdentifier) == "" {
+		return CheckQuery{}, Invalid("resource_identifier", "is required")
+	}
+	out := CheckQuery{ReportType: rt, ResourceIdentifier: q.ResourceIdentifier, Version: strings.TrimSpace(q.Version)}
+	if q.Ecosystem != "" {
+		if out.Ecosystem, err = ParseRegistry("ecosystem", q.Ecosystem); err != nil {
+			return CheckQuery{}, err
+		}
+	}
+	return out, nil
+}
+
+// purlTypes maps package-URL types to registries (CONTRACT.md §7).
+var purlTypes = map[string]string{
+	"npm": RegistryNPM, "pypi": RegistryPyPI, "gem": RegistryRubyGems, "cargo": RegistryCrates,
+	"golang": RegistryGo, "maven": RegistryMaven, "nuget": RegistryNuGet, "composer": RegistryPackagist,
+}
+
+// ParsePurl turns a package URL into the check it names: a package in its
+// registry (maven names as namespace:name, others namespace/name) with the
+// purl's version, or for docker and oci purls a container image reference.
+func ParsePurl(s string) (CheckQuery, error) {
+	p, err := packageurl.FromString(s)
+	if err != nil {
+		return CheckQuery{}, Invalid("purl", "is not a valid package URL: %v", err)
+	}
+	switch p.Type {
+	case "docker", "oci":
+		ref := p.Name
+		if p.Namespace != "" {
+			ref = p.Namespace + "/" + p.Name
+		}
+		if repo := p.Qualifiers.Map()["repository_url"]; repo != "" {
+			ref = strings.TrimSuffix(repo, "/") + "/" + p.Name
+		}
+		if p.Version != "" {
+			if strings.Contains(p.Version, ":") {
+				ref += "@" + p.Version
+			} else {
+				ref += ":" + p.Version
+			}
+		}
+		return CheckQuery{ReportType: TypeContainer, ResourceIdentifier: ref}, nil
+	}
+	reg, ok := purlTypes[p.Type]
+	if !ok {
+		return CheckQuery{}, Invalid("purl", "package type %q is not supported (npm, pypi, gem, cargo, golang, maven, nuget, composer, docker, oci)", p.Type)
+	}
+	name := p.Name
+	switch {
+	case p.Namespace == "":
+	case p.Type == "maven":
+		name = p.Namespace + ":" + p.Name
+	default:
+		name = p.Namespace + "/" + p.Name
+	}
+	return CheckQuery{ReportType: TypePackage, ResourceIdentifier: name, Ecosystem: reg, Version: p.Version}, nil
+}

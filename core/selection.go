@@ -1,0 +1,189 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Selections of an export (exporter_routes' select, docs/plugins/exporters.md).
+const (
+	// SelectLatest is the query-latest selection: the latest verified
+	// reports (report_type, ecosystem, severity_level).
+	SelectLatest = "latest"
+	// SelectWindow is every report that changed here in a rolling window of
+	// at most 24 hours (since or hours, ecosystem), as it is now: verified,
+	// revised, or withdrawn (rejected, for the exporter to revoke).
+	SelectWindow = "window"
+	// SelectAll is every verified report (optionally one ecosystem's),
+	// streamed in pages: no size cap.
+	SelectAll = "all"
+)
+
+// Caps of the selections.
+const (
+	// MaxWindowRecords caps a rolling-window selection.
+	MaxWindowRecords = 10_000
+	// MaxRevocations caps the withdrawals added to a latest selection.
+	MaxRevocations = 100
+	// allPage is how many reports a full selection reads at a time.
+	allPage = 500
+)
+
+// Selections picks the records of exports from storage.
+type Selections struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewSelections returns the export selections over store.
+func NewSelections(store Store) *Selections { return &Selections{store: store, now: time.Now} }
+
+// ParseWhole parses a whole number from min to max given as text (a query
+// parameter): "7", not "07", "+7", "7.0" or " 7".
+func ParseWhole(field, s string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || strconv.Itoa(n) != s || n < lo || n > hi {
+		return 0, Invalid(field, "must be a whole number from %d to %d", lo, hi)
+	}
+	return n, nil
+}
+
+// ParseEcosystem parses an optional ecosystem parameter ("" = all).
+func ParseEcosystem(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	return ParseRegistry("ecosystem", s)
+}
+
+// Window is every report that changed here in the rolling window since
+// (RFC 3339, at most 24 h ago) or hours (1–24, default 24), optionally one
+// ecosystem's, once each as it is now, in the order of its last change: a
+// revised one with its new content, a withdrawn one rejected. Times are when
+// the change happened here (verified, imported, revised, withdrawn), not
+// upstream publication times. At most MaxWindowRecords.
+func (x *Selections) Window(ctx context.Context, since, hours, ecosystem string) ([]Threat, error) {
+	now := x.now().UTC()
+	from := now.Add(-24 * time.Hour)
+	switch {
+	case since != "" && hours != "":
+		return nil, Invalid("hours", "give either since or hours, not both")
+	case since != "":
+		t, err := time.Parse(time.RFC3339Nano, since)
+		if err != nil {
+			return nil, Invalid("since", "must be an RFC 3339 timestamp")
+		}
+		if now.Sub(t) > 24*time.Hour || t.After(now) {
+			return nil, Invalid("since", "must be within the last 24 hours")
+		}
+		from = t
+	case hours != "":
+		h, err := ParseWhole("hours", strings.TrimSpace(hours), 1, 24)
+		if err != nil {
+			return nil, err
+		}
+		from = now.Add(-time.Duration(h) * time.Hour)
+	}
+	registry, err := ParseEcosystem(ecosystem)
+	if err != nil {
+		return nil, err
+	}
+	var out []Threat
+	at := map[string]int{}
+	q := FeedQuery{From: from, To: now.Add(time.Second), Registry: registry, Limit: 1000}
+	for len(out) < MaxWindowRecords {
+		page, err := x.store.Feed(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page {
+			if i, ok := at[it.Threat.ID]; ok {
+				out[i] = it.Threat
+				continue
+			}
+			at[it.Threat.ID] = len(out)
+			out = append(out, it.Threat)
+		}
+		if len(page) < q.Limit {
+			break
+		}
+		last := page[len(page)-1].Event
+		q.AfterAt, q.AfterSeq = last.At, last.Seq
+	}
+	if len(out) > MaxWindowRecords {
+		out = out[:MaxWindowRecords]
+	}
+	return out, nil
+}
+
+// Withdrawals returns the reports withdrawn in the last 24 hours (at most
+// MaxRevocations, optionally one ecosystem's), as they are now: a latest
+// selection adds them so that a STIX consumer revokes their objects.
+func (x *Selections) Withdrawals(ctx context.Context, ecosystem string) ([]Threat, error) {
+	registry, err := ParseEcosystem(ecosystem)
+	if err != nil {
+		return nil, err
+	}
+	now := x.now().UTC()
+	items, err := x.store.Feed(ctx, FeedQuery{From: now.Add(-24 * time.Hour), To: now.Add(time.Second), Registry: registry,
+		Kind: ChangeWithdrawn, Limit: MaxRevocations})
+	if err != nil {
+		return nil, err
+	}
+	var out []Threat
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.Threat.Status == StatusRejected && !seen[it.Threat.ID] {
+			seen[it.Threat.ID] = true
+			out = append(out, it.Threat)
+		}
+	}
+	return out, nil
+}
+
+// All checks an all-reports selection (ecosystem) and returns the stream of
+// every verified report, oldest first, read from storage a page at a time.
+func (x *Selections) All(ctx context.Context, ecosystem string) (func(yield func(Threat) error) error, error) {
+	registry, err := ParseEcosystem(ecosystem)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(Threat) error) error {
+		q := ThreatQuery{Registry: registry, Limit: allPage}
+		for {
+			page, err := x.store.QueryThreats(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, t := range page {
+				if err := yield(t); err != nil {
+					return err
+				}
+			}
+			if len(page) < allPage {
+				return nil
+			}
+			last := page[len(page)-1]
+			q.AfterVerifiedAt, q.AfterID = *last.VerifiedAt, last.ID
+		}
+	}, nil
+}
+
+// ExporterError is a failure of the named exporter: Kind is
+// ErrExporterUnavailable, ErrExporterTimeout or ErrExporterFailed; the
+// cause (plugin paths, process errors) is for the log only.
+type ExporterError struct {
+	Exporter string
+	Kind     error
+	Cause    error
+}
+
+func (e *ExporterError) Error() string {
+	return fmt.Sprintf("exporter %q: %v: %v", e.Exporter, e.Kind, e.Cause)
+}
+
+// Unwrap exposes the kind and the cause to errors.Is.
+func (e *ExporterError) Unwrap() []error { return []error{e.Kind, e.Cause} }
