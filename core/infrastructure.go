@@ -54,23 +54,20 @@ var referencePaths = []string{
 // including a repository's own security advisories
 // (github.com/<owner>/<repo>/security/advisories/…).
 func IsReferenceURL(u string) bool {
-	rest, ok := strings.CutPrefix(u, "https://")
-	if !ok {
-		if rest, ok = strings.CutPrefix(u, "http://"); !ok {
-			return false
-		}
+	host, path := hostPath(u)
+	if host == "" {
+		return false
 	}
-	host, path, _ := strings.Cut(rest, "/")
 	if isUnder(host, referenceSites) {
 		return true
 	}
-	hp := strings.ToLower(host) + "/" + path
+	hp := host + "/" + path
 	for _, p := range referencePaths {
 		if strings.HasPrefix(hp, p) {
 			return true
 		}
 	}
-	if strings.EqualFold(host, "github.com") {
+	if host == "github.com" {
 		if parts := strings.SplitN(path, "/", 5); len(parts) >= 4 && parts[2] == "security" && parts[3] == "advisories" {
 			return true
 		}
@@ -78,24 +75,32 @@ func IsReferenceURL(u string) bool {
 	return false
 }
 
-var referenceSites = func() map[string]bool {
-	m := make(map[string]bool, len(ReferenceSites))
-	for _, d := range ReferenceSites {
-		m[d] = true
-	}
-	return m
-}()
+var (
+	referenceSites = setOf(ReferenceSites)
+	infrastructure = setOf(Infrastructure, ReferenceSites)
+)
 
-var infrastructure = func() map[string]bool {
-	m := make(map[string]bool, len(Infrastructure)+len(ReferenceSites))
-	for _, d := range Infrastructure {
-		m[d] = true
-	}
-	for _, d := range ReferenceSites {
-		m[d] = true
+// setOf makes a set of the lists' entries.
+func setOf(lists ...[]string) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range lists {
+		for _, d := range l {
+			m[d] = true
+		}
 	}
 	return m
-}()
+}
+
+// hostPath splits an http(s) URL into its lower-case host (with any
+// user-info and port) and its path; host is "" for anything else.
+func hostPath(u string) (host, path string) {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok || !strings.EqualFold(scheme, "https") && !strings.EqualFold(scheme, "http") {
+		return "", ""
+	}
+	host, path, _ = strings.Cut(rest, "/")
+	return strings.ToLower(host), path
+}
 
 // IsInfrastructure reports whether host is, or is under, a domain of the
 // Infrastructure or ReferenceSites lists.

@@ -130,13 +130,14 @@ func ExtractIOCs(t Threat) []IOC {
 		seen[k] = true
 		out = append(out, ioc)
 	}
+	versions := AffectedVersions(t)
 	// The report's own resource.
 	if c, err := CanonicalIdentifier(t.ReportType, t.Registry, t.ResourceIdentifier); err == nil {
 		asset := IOC{Origin: OriginAsset, Confidence: ConfidenceHigh}
 		switch t.ReportType {
 		case TypePackage:
 			asset.Type, asset.Value, asset.Detail = IOCPackage, t.ResourceIdentifier, t.Registry
-			asset.Versions = AffectedVersions(t)
+			asset.Versions = versions
 		case TypeURL:
 			asset.Type, asset.Value = IOCURL, c
 		case TypeDomain:
@@ -174,7 +175,6 @@ func ExtractIOCs(t Threat) []IOC {
 		// names it outside a link.
 		names = []string{t.ResourceIdentifier, t.Details.PackageName}
 	}
-	versions := AffectedVersions(t)
 	skip := func(u string) bool { return refs[u] || IsReferenceURL(u) || ownLink(t, own, u) }
 	for _, ioc := range extractText(text+"\n"+t.Details.ThreatDescription, skip, names...) {
 		switch {
@@ -199,8 +199,7 @@ func ownLink(t Threat, own map[string]bool, u string) bool {
 	if t.ReportType != TypePackage {
 		return false
 	}
-	rest := u[strings.Index(u, "://")+3:]
-	host, path, _ := strings.Cut(rest, "/")
+	host, path := hostPath(u)
 	if own[host] {
 		return true
 	}
@@ -255,8 +254,13 @@ func ownHosts(t Threat) map[string]bool {
 		own[h] = true
 	}
 	if t.ReportType == TypePackage && t.Registry == "go" || t.ReportType == TypeRepository {
-		host, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(strings.ToLower(t.ResourceIdentifier), "https://"), "http://"), "/")
-		own[host] = true
+		id := strings.ToLower(t.ResourceIdentifier)
+		if host, _ := hostPath(id); host != "" {
+			own[host] = true
+		} else {
+			host, _, _ := strings.Cut(id, "/")
+			own[host] = true
+		}
 	}
 	return own
 }
@@ -323,8 +327,7 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 			continue // not a URL, or a link to the report's sources
 		}
 		add(IOCURL, c, "")
-		host := strings.TrimPrefix(strings.TrimPrefix(c, "https://"), "http://")
-		host, _, _ = strings.Cut(host, "/")
+		host, _ := hostPath(c)
 		if i := strings.LastIndexByte(host, '@'); i >= 0 {
 			host = host[i+1:]
 		}
