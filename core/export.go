@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -57,6 +58,7 @@ type Document struct {
 
 // Exporters is the port to the exporter plugins, by name: the records go
 // to the exporter and the document comes back to w as they are produced.
+// A failure of the exporter itself is an *ExporterError.
 type Exporters interface {
 	Export(ctx context.Context, name string, req ExportRequest, w ExportWriter) error
 }
@@ -70,3 +72,19 @@ var ErrExporterTimeout = errors.New("exporter timeout")
 
 // ErrExporterFailed means an exporter failed or crashed during a request (502).
 var ErrExporterFailed = errors.New("exporter failed")
+
+// ExporterError is a failure of the named exporter: Kind is
+// ErrExporterUnavailable, ErrExporterTimeout or ErrExporterFailed; the
+// cause (plugin paths, process errors) is for the log only.
+type ExporterError struct {
+	Exporter string
+	Kind     error
+	Cause    error
+}
+
+func (e *ExporterError) Error() string {
+	return fmt.Sprintf("exporter %q: %v: %v", e.Exporter, e.Kind, e.Cause)
+}
+
+// Unwrap exposes the kind and the cause to errors.Is.
+func (e *ExporterError) Unwrap() []error { return []error{e.Kind, e.Cause} }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -171,19 +170,3 @@ func (x *Selections) All(ctx context.Context, ecosystem string) (func(yield func
 		}
 	}, nil
 }
-
-// ExporterError is a failure of the named exporter: Kind is
-// ErrExporterUnavailable, ErrExporterTimeout or ErrExporterFailed; the
-// cause (plugin paths, process errors) is for the log only.
-type ExporterError struct {
-	Exporter string
-	Kind     error
-	Cause    error
-}
-
-func (e *ExporterError) Error() string {
-	return fmt.Sprintf("exporter %q: %v: %v", e.Exporter, e.Kind, e.Cause)
-}
-
-// Unwrap exposes the kind and the cause to errors.Is.
-func (e *ExporterError) Unwrap() []error { return []error{e.Kind, e.Cause} }

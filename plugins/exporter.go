@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,27 +50,6 @@ type StreamExporterFunc func(ctx context.Context, req ExportRequest, records ite
 // ExportStream calls f.
 func (f StreamExporterFunc) ExportStream(ctx context.Context, req ExportRequest, records iter.Seq[ExportRecord], w *DocumentWriter) error {
 	return f(ctx, req, records, w)
-}
-
-// Export runs f on the records held in memory (a StreamExporterFunc is an
-// Exporter too).
-func (f StreamExporterFunc) Export(ctx context.Context, req ExportRequest) (Document, error) {
-	var w DocumentWriter
-	var body bytes.Buffer
-	w.send = func(c *pb.DocumentChunk) error { body.Write(c.Data); return nil }
-	if err := f(ctx, req, func(yield func(ExportRecord) bool) {
-		for _, r := range req.Records {
-			if !yield(r) {
-				return
-			}
-		}
-	}, &w); err != nil {
-		return Document{}, err
-	}
-	if err := w.Close(); err != nil {
-		return Document{}, err
-	}
-	return Document{ContentType: w.ContentType, Body: body.Bytes()}, nil
 }
 
 // DocumentWriter sends an exporter's document to the daemon in chunks of at
@@ -130,8 +108,8 @@ func (f ExporterFunc) Export(ctx context.Context, req ExportRequest) (Document, 
 type exporterPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	name, description string
-	impl              Exporter
-	stream            StreamExporter // preferred when set
+	impl              Exporter       // the document whole
+	stream            StreamExporter // or written while the records arrive
 }
 
 func (p *exporterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
@@ -311,31 +289,17 @@ type selectionError struct{ err error }
 func (e *selectionError) Error() string { return e.err.Error() }
 func (e *selectionError) Unwrap() error { return e.err }
 
-// Collect exports req and returns the whole document (for small exports
-// and tests).
-func (c *ExporterClient) Collect(ctx context.Context, req ExportRequest) (Document, error) {
-	var b collector
-	if err := c.Export(ctx, req, &b); err != nil {
-		return Document{}, err
-	}
-	return Document{ContentType: b.contentType, Body: b.body.Bytes()}, nil
-}
-
-type collector struct {
-	contentType string
-	body        bytes.Buffer
-}
-
-func (c *collector) Start(ct string) error       { c.contentType = ct; return nil }
-func (c *collector) Write(p []byte) (int, error) { return c.body.Write(p) }
-
 // ServeExporter serves an exporter as a plugin process; call it from main.
-// An exporter that is also a StreamExporter is served streaming.
 func ServeExporter(name, description string, e Exporter) {
-	p := &exporterPlugin{name: name, description: description, impl: e}
-	if se, ok := e.(StreamExporter); ok {
-		p.stream = se
-	}
+	serveExporter(&exporterPlugin{name: name, description: description, impl: e})
+}
+
+// ServeStreamExporter serves a streaming exporter as a plugin process.
+func ServeStreamExporter(name, description string, e StreamExporter) {
+	serveExporter(&exporterPlugin{name: name, description: description, stream: e})
+}
+
+func serveExporter(p *exporterPlugin) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	ignoreStopSignals()
 	goplugin.Serve(&goplugin.ServeConfig{
@@ -475,14 +439,14 @@ func (x *Exporters) get(ctx context.Context, name string) (*ExporterClient, erro
 	select {
 	case <-done:
 	case <-timer.C:
-		return nil, fmt.Errorf("%w: exporter %q is still starting after %s", ErrExporterTimeout, name, ExporterWait)
+		return nil, &core.ExporterError{Exporter: name, Kind: ErrExporterTimeout, Cause: fmt.Errorf("still starting after %s", ExporterWait)}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if sl.running == nil {
-		return nil, fmt.Errorf("%w: %v", ErrExporterUnavailable, sl.lastErr)
+		return nil, &core.ExporterError{Exporter: name, Kind: ErrExporterUnavailable, Cause: sl.lastErr}
 	}
 	return sl.running.rpc, nil
 }
@@ -506,7 +470,7 @@ func (x *Exporters) Export(ctx context.Context, name string, req ExportRequest, 
 	// The process may have died; go-plugin notices exits asynchronously,
 	// so drop it now: the next request starts a fresh one.
 	x.drop(name, c)
-	return fmt.Errorf("%w: exporter %q: %v", ErrExporterFailed, name, status.Convert(err).Message())
+	return &core.ExporterError{Exporter: name, Kind: ErrExporterFailed, Cause: errors.New(status.Convert(err).Message())}
 }
 
 // drop stops and forgets the named exporter if c is still its client.

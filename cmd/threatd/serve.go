@@ -226,7 +226,7 @@ func (x enabledExporters) States() map[string]string { return x.pool.States() }
 
 func (x enabledExporters) Export(ctx context.Context, name string, req core.ExportRequest, w core.ExportWriter) error {
 	if !slices.Contains(x.enabled, name) {
-		return fmt.Errorf("%w: exporter %q is not enabled (configuration key exporters)", core.ErrExporterUnavailable, name)
+		return &core.ExporterError{Exporter: name, Kind: core.ErrExporterUnavailable, Cause: errors.New("not enabled (configuration key exporters)")}
 	}
 	return x.pool.Export(ctx, name, req, w)
 }

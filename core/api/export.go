@@ -87,12 +87,6 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		}
 		w := &responseWriter{c: c}
 		err = s.exporters.Export(ctx, r.Exporter, req, w)
-		for _, kind := range []error{core.ErrExporterUnavailable, core.ErrExporterTimeout, core.ErrExporterFailed} {
-			if errors.Is(err, kind) {
-				err = &core.ExporterError{Exporter: r.Exporter, Kind: kind, Cause: err}
-				break
-			}
-		}
 		if err != nil && w.started {
 			// The document is partly sent: the status cannot change any
 			// more. Cut the connection so that the client sees an

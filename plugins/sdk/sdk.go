@@ -56,7 +56,7 @@ type StreamFunc func(ctx context.Context, req Request, records iter.Seq[Record],
 // ServeStreamingExporter runs fn as the streaming exporter plugin called
 // name; call it from main.
 func ServeStreamingExporter(name, description string, fn StreamFunc) {
-	plugins.ServeExporter(name, description, plugins.StreamExporterFunc(fn))
+	plugins.ServeStreamExporter(name, description, plugins.StreamExporterFunc(fn))
 }
 
 // A record's status: verified, or rejected for a report withdrawn since it
