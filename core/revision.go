@@ -102,7 +102,7 @@ func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
 	}
 	m := t.AsSubmission()
 	for _, f := range submissionFields {
-		if v, given := f.value(&patch); given && !identityFields[f.name] {
+		if v, given := f.value(&patch); given && !f.identity {
 			dst, _ := f.value(&m)
 			dst.Set(v)
 		}
@@ -123,7 +123,7 @@ func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
 // fields, which cannot change, do not count).
 func PatchIsEmpty(p Submission) bool {
 	for _, f := range submissionFields {
-		if _, given := f.value(&p); given && !identityFields[f.name] {
+		if _, given := f.value(&p); given && !f.identity {
 			return false
 		}
 	}
@@ -154,7 +154,7 @@ func Diff(old, new Details) []FieldChange {
 	a, b := Threat{Details: old}.AsSubmission(), Threat{Details: new}.AsSubmission()
 	var out []FieldChange
 	for _, f := range submissionFields {
-		if identityFields[f.name] {
+		if f.identity {
 			continue
 		}
 		va, _ := f.value(&a)

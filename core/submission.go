@@ -38,24 +38,24 @@ type Submission struct {
 	DownloadCount      *int64   `json:"download_count,omitzero"`
 }
 
-// identityFields are the submit fields that name what a report is about:
-// a patch may repeat them but never change them.
-var identityFields = map[string]bool{"report_type": true, "resource_identifier": true, "registry": true}
-
 // submissionFields lists Submission's fields by JSON name, in order.
 var submissionFields = func() []submissionField {
 	t := reflect.TypeFor[Submission]()
 	out := make([]submissionField, t.NumField())
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		out[i] = submissionField{name: name, index: i}
+		// The identity fields name what a report is about: a patch may
+		// repeat them but never change them.
+		identity := name == "report_type" || name == "resource_identifier" || name == "registry"
+		out[i] = submissionField{name: name, index: i, identity: identity}
 	}
 	return out
 }()
 
 type submissionField struct {
-	name  string
-	index int
+	name     string
+	index    int
+	identity bool
 }
 
 // value is the field's value in s, and whether it is given.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func jsonError(err error) error {
 		return syntaxError(syn)
 	}
 	got := kindName(se.JSONKind)
-	if se.JSONKind == '0' && se.GoType != nil && strings.HasPrefix(se.GoType.Kind().String(), "int") {
+	if se.JSONKind == '0' && se.GoType != nil && wholeKinds[se.GoType.Kind()] {
 		// A number that is not a whole one (1.5, 1e30): say which.
 		v := string(se.JSONValue)
 		if strings.HasPrefix(v, "-") {
@@ -94,6 +95,10 @@ func jsonError(err error) error {
 	}
 	return core.Invalid(tokens[0], "%smust be %s, got %s", where, want, got)
 }
+
+// wholeKinds are the Go kinds a JSON number must be a whole number for.
+var wholeKinds = map[reflect.Kind]bool{reflect.Int: true, reflect.Int8: true, reflect.Int16: true, reflect.Int32: true, reflect.Int64: true,
+	reflect.Uint: true, reflect.Uint8: true, reflect.Uint16: true, reflect.Uint32: true, reflect.Uint64: true}
 
 // pointerField writes a JSON pointer as a dotted field path ("" at the top).
 func pointerField(p jsontext.Pointer) string {
