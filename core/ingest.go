@@ -71,7 +71,7 @@ const MaxImportedVersions = 1000
 
 // StoreKnown is the Known of a store, in calls of at most
 // MaxImportedVersions ids per source.
-func StoreKnown(store Store) Known {
+func StoreKnown(store ImportStore) Known {
 	return func(ctx context.Context, recs []UpstreamVersion) ([]bool, error) {
 		bySource := map[string][]string{}
 		for _, r := range recs {
@@ -175,7 +175,7 @@ func CheckImportRecord(r *ImportRecord) (size int, problem string) {
 
 // Ingest reads src for paths and applies its records to store in batches,
 // as the system reviewer <source>-import. progress may be nil.
-func Ingest(ctx context.Context, store Store, src Source, source string, paths []string, settings map[string]string, progress func(ImportProgress)) (ImportSummary, error) {
+func Ingest(ctx context.Context, store ImportStore, src Source, source string, paths []string, settings map[string]string, progress func(ImportProgress)) (ImportSummary, error) {
 	sum := ImportSummary{Counts: map[string]int{}}
 	var p ImportProgress
 	// One goroutine writes batches, in order, while the next one is read:

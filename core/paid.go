@@ -353,14 +353,14 @@ func (p *Paid) Data(ctx context.Context, who Principal, id string) (ThreatData, 
 // Usage counts paid calls per token, endpoint and day, flushing to storage
 // in the background so no storage write sits on a request.
 type Usage struct {
-	store   Store
+	store   OperationsStore
 	mu      sync.Mutex
 	pending map[UsageDelta]int64 // Calls field unused in the key
 	now     func() time.Time
 }
 
 // NewUsage returns a usage counter over store.
-func NewUsage(store Store) *Usage {
+func NewUsage(store OperationsStore) *Usage {
 	return &Usage{store: store, pending: map[UsageDelta]int64{}, now: time.Now}
 }
 

@@ -11,12 +11,12 @@ import (
 
 // Accounts is the use-case layer for users and API tokens.
 type Accounts struct {
-	store Store
+	store AccountStore
 	now   func() time.Time
 }
 
 // NewAccounts returns the account use cases over store.
-func NewAccounts(store Store) *Accounts {
+func NewAccounts(store AccountStore) *Accounts {
 	return &Accounts{store: store, now: time.Now}
 }
 

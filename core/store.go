@@ -5,21 +5,25 @@ import (
 	"time"
 )
 
-// Store is the storage port of the daemon. Every method is one coarse
-// operation run in one transaction inside the storage backend, because every
-// call may cross a process boundary. Errors are the domain errors of this
-// package (ErrNotFound, ErrConflict, ErrLimit, FieldError), wrapped as needed.
 // MaxGetThreats bounds the ids of one Store.GetThreats call.
 const MaxGetThreats = 1000
 
+// Store is the storage port of the daemon, composed of one interface per
+// concern so that a use case can ask for the part it needs. Every method is
+// one coarse operation run in one transaction inside the storage backend,
+// because every call may cross a process boundary. Errors are the domain
+// errors of this package (ErrNotFound, ErrConflict, ErrLimit, FieldError),
+// wrapped as needed.
 type Store interface {
-	// Migrate applies pending schema migrations and returns the names applied.
-	Migrate(ctx context.Context) ([]string, error)
-	// Health returns nil when the backend can serve requests.
-	Health(ctx context.Context) error
-	// Stats returns row counts, for health reports and first-run detection.
-	Stats(ctx context.Context) (Stats, error)
+	AccountStore
+	ReportStore
+	PublishedStore
+	ImportStore
+	OperationsStore
+}
 
+// AccountStore keeps users and their API tokens.
+type AccountStore interface {
 	// CreateUser stores a new user; ErrConflict when the e-mail is taken.
 	CreateUser(ctx context.Context, u User) (User, error)
 	// UserByEmail returns the user with that (normalised) e-mail.
@@ -34,14 +38,18 @@ type Store interface {
 	// Authenticate returns the live token with this hash and its user;
 	// ErrNotFound when no such token exists or it is revoked.
 	Authenticate(ctx context.Context, hash string) (Token, User, error)
+}
 
+// ReportStore keeps reports through submission, review and revision.
+type ReportStore interface {
 	// CreateThreat stores a new pending report and its details in one
 	// transaction, after checking, in this order and atomically with the
 	// insert: the new-user cap (*NewUserCapError), the hourly limit
 	// (*HourlyLimitError) and the live duplicate key (*ConflictError with
 	// Meta id, status, package_name, registry). Storage failures are
-	// *StepError naming the step.
-	CreateThreat(ctx context.Context, t Threat, p SubmitPolicy) (Threat, error)
+	// *StepError naming the step. The caller sets every field (id,
+	// status, times, Version 1), so nothing comes back.
+	CreateThreat(ctx context.Context, t Threat, p SubmitPolicy) error
 	// GetThreat returns a report with its details.
 	GetThreat(ctx context.Context, id string) (Threat, error)
 	// GetThreats returns the reports with these ids (at most
@@ -55,12 +63,6 @@ type Store interface {
 	// ReviewEvents returns a report's review events, oldest first.
 	ReviewEvents(ctx context.Context, threatID string) ([]ReviewEvent, error)
 
-	// LatestVerified returns up to f.Limit verified reports matching f, most
-	// recently verified first.
-	LatestVerified(ctx context.Context, f LatestFilter) ([]Threat, error)
-	// EachVerifiedSummary calls fn with batches of the summaries of every
-	// verified report (the in-memory index is loaded from it).
-	EachVerifiedSummary(ctx context.Context, fn func([]Summary) error) error
 	// ModifyThreat stores a change: applied at once when the author submitted
 	// the report and it is pending, otherwise kept as a pending revision. It
 	// checks the hourly limit (revisions count), refuses rejected reports
@@ -71,7 +73,19 @@ type Store interface {
 	DecideRevision(ctx context.Context, d RevisionDecision) (Threat, Revision, error)
 	// ListPendingRevisions returns pending revisions, oldest first.
 	ListPendingRevisions(ctx context.Context) ([]Revision, error)
+	// ListRevisions returns every revision of a report, oldest first.
+	ListRevisions(ctx context.Context, threatID string) ([]Revision, error)
+}
 
+// PublishedStore reads what is published: the verified reports behind the
+// in-memory index and the latest lists, the paged feeds, and the changes.
+type PublishedStore interface {
+	// LatestVerified returns up to f.Limit verified reports matching f, most
+	// recently verified first.
+	LatestVerified(ctx context.Context, f LatestFilter) ([]Threat, error)
+	// EachVerifiedSummary calls fn with batches of the summaries of every
+	// verified report (the in-memory index is loaded from it).
+	EachVerifiedSummary(ctx context.Context, fn func([]Summary) error) error
 	// QueryThreats returns verified reports matching q, one page.
 	QueryThreats(ctx context.Context, q ThreatQuery) ([]Threat, error)
 	// Feed returns one page of the published changes q selects, in commit
@@ -80,15 +94,13 @@ type Store interface {
 	// LastFeedEvent returns the position of the last change committed
 	// before to (zero when there is none): where a consumer resumes.
 	LastFeedEvent(ctx context.Context, to time.Time) (FeedEvent, error)
-	// ListRevisions returns every revision of a report, oldest first.
-	ListRevisions(ctx context.Context, threatID string) ([]Revision, error)
-	// Secret returns the named service secret, creating it (32 random bytes,
-	// hex) on first use; every daemon on the database gets the same one.
-	Secret(ctx context.Context, name string) (string, error)
-	// AddUsage adds paid-call counts; Usage returns a token's counts of a day.
-	AddUsage(ctx context.Context, deltas []UsageDelta) error
-	Usage(ctx context.Context, tokenID, day string) (map[string]int64, error)
+	// Changes returns up to limit changes with Seq > after, in Seq order
+	// (every daemon on the database follows them to keep its index).
+	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
+}
 
+// ImportStore applies records of upstream sources.
+type ImportStore interface {
 	// ImportThreats applies a batch of upstream records in one transaction
 	// and returns one outcome per record, in order.
 	ImportThreats(ctx context.Context, recs []ImportRecord, actor string) ([]ImportOutcome, error)
@@ -98,10 +110,27 @@ type Store interface {
 	// modified time, are left out. A re-import asks it before decoding
 	// records in full.
 	ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error)
+}
+
+// OperationsStore is what running the service needs besides the reports:
+// schema, health, shared secrets, leases and counters, and copying a store.
+type OperationsStore interface {
+	// Migrate applies pending schema migrations and returns the names applied.
+	Migrate(ctx context.Context) ([]string, error)
+	// Health returns nil when the backend can serve requests.
+	Health(ctx context.Context) error
+	// Stats returns row counts, for health reports and first-run detection.
+	Stats(ctx context.Context) (Stats, error)
+
+	// Secret returns the named service secret, creating it (32 random bytes,
+	// hex) on first use; every daemon on the database gets the same one.
+	Secret(ctx context.Context, name string) (string, error)
 	// Lease takes or renews the named lease for holder until ttl from now;
 	// false when another holder has it.
 	Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
-
+	// AddUsage adds paid-call counts; Usage returns a token's counts of a day.
+	AddUsage(ctx context.Context, deltas []UsageDelta) error
+	Usage(ctx context.Context, tokenID, day string) (map[string]int64, error)
 	// SyncRateCounts adds deltas to the shared request counters of a rate
 	// window and returns the window's totals (limits.store: storage).
 	SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error)
@@ -112,9 +141,6 @@ type Store interface {
 	// Import writes exported batches, read with next until ok is false, in one
 	// transaction into an empty store, and returns the rows written per table.
 	Import(ctx context.Context, next func() (table string, rows []byte, ok bool, err error)) (map[string]int64, error)
-
-	// Changes returns up to limit changes with Seq > after, in Seq order.
-	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 
 	// Close releases the backend.
 	Close() error

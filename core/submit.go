@@ -76,13 +76,13 @@ func (e *StepError) Unwrap() error { return e.Err }
 
 // Reports is the use-case layer for threat reports.
 type Reports struct {
-	store  Store
+	store  ReportStore
 	limits Limits
 	now    func() time.Time
 }
 
 // NewReports returns the report use cases.
-func NewReports(store Store, limits Limits) *Reports {
+func NewReports(store ReportStore, limits Limits) *Reports {
 	return &Reports{store: store, limits: limits, now: time.Now}
 }
 
@@ -113,12 +113,17 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 	t.Status = StatusPending
 	t.SubmitterID = p.User.ID
 	t.CreatedAt, t.UpdatedAt = now, now
-	return r.store.CreateThreat(ctx, t, SubmitPolicy{
+	t.Version = 1
+	err = r.store.CreateThreat(ctx, t, SubmitPolicy{
 		MaxUnverified:  r.limits.NewUserMaxUnverified,
 		VerifiedToLift: r.limits.NewUserVerifiedToLift,
 		HourlyLimit:    r.HourlyLimit(p.User),
 		Now:            now,
 	})
+	if err != nil {
+		return Threat{}, err
+	}
+	return t, nil
 }
 
 // SystemReviewer is the actor of reviews done without --as.

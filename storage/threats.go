@@ -21,7 +21,7 @@ var errLiveKeyTaken = errors.New("live key taken")
 
 // CreateThreat stores a pending report and its details in one transaction,
 // checking the new-user cap, the hourly limit and the duplicate key first.
-func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) (core.Threat, error) {
+func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) error {
 	tr, dr := toThreatRow(t)
 	// The submitter's public name, for the review event: read before the
 	// write, which then holds the writer turn for less.
@@ -76,18 +76,14 @@ func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPo
 		// won the unique index); report it as the 409.
 		existing, lerr := liveByKey(ctx, s.db, t.CanonicalKey)
 		if lerr != nil {
-			return core.Threat{}, &core.StepError{Step: core.StepLookup, Err: lerr}
+			return &core.StepError{Step: core.StepLookup, Err: lerr}
 		}
 		if existing == nil {
-			return core.Threat{}, &core.StepError{Step: core.StepInsertThreat, Err: errors.New("duplicate key, but the conflicting report is gone: retry")}
+			return &core.StepError{Step: core.StepInsertThreat, Err: errors.New("duplicate key, but the conflicting report is gone: retry")}
 		}
-		return core.Threat{}, duplicate(*existing)
+		return duplicate(*existing)
 	}
-	if err != nil {
-		return core.Threat{}, err
-	}
-	tr.Details = &dr
-	return tr.domain(), nil
+	return err
 }
 
 // checkSubmitLimits applies the new-user cap, then the hourly limit.

@@ -59,7 +59,7 @@ func seesContacts(threats []core.Threat, viewer core.Principal) bool {
 
 // entry returns the cache entry of f (a fresh, uncached one while the index
 // loads).
-func (c *latestCache) entry(ctx context.Context, f core.LatestFilter, idx *index.Index, store core.Store) (*latestEntry, error) {
+func (c *latestCache) entry(ctx context.Context, f core.LatestFilter, idx *index.Index, store core.PublishedStore) (*latestEntry, error) {
 	ready, _, _ := idx.Progress()
 	if !ready {
 		threats, err := store.LatestVerified(ctx, f)

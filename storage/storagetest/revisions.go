@@ -30,7 +30,7 @@ func testLatestVerified(t *testing.T, b Backend) {
 			th = report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("latest-%d.example.com", i))
 			th.Details.SeverityLevel = core.SeverityHigh
 		}
-		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, th, noLimits); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, th.ID)
@@ -81,7 +81,7 @@ func testVerifiedSummaries(t *testing.T, b Backend) {
 	for i := range n {
 		th := report(t, u.ID, core.TypeIP, "", fmt.Sprintf("10.%d.%d.%d", i/65536, (i/256)%256, i%256))
 		th.Details.VersionInfo = ""
-		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, th, noLimits); err != nil {
 			t.Fatal(err)
 		}
 		if i%7 != 0 { // a few stay pending
@@ -120,7 +120,7 @@ func testModify(t *testing.T, b Backend) {
 	owner := user(t, s, "owner@example.com")
 	other := user(t, s, "other@example.com")
 	th := report(t, owner.ID, core.TypePackage, "npm", "mod-pkg")
-	if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+	if err := s.CreateThreat(c, th, noLimits); err != nil {
 		t.Fatal(err)
 	}
 	mod := func(author core.User, base int, patch core.Submission) (core.Threat, core.Revision, error) {
@@ -208,7 +208,7 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 	var ids []string
 	for i := range 2 {
 		th := report(t, u.ID, core.TypeIP, "", fmt.Sprintf("192.0.2.%d", i+1))
-		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, th, noLimits); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, th.ID)
@@ -222,7 +222,7 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 	if !errors.As(err, &hl) || hl.Limit != 3 {
 		t.Fatalf("fourth action: %v", err)
 	}
-	_, err = s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "192.0.2.9"), p)
+	err = s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "192.0.2.9"), p)
 	if !errors.As(err, &hl) {
 		t.Fatalf("revisions must count toward the submission limit: %v", err)
 	}
@@ -238,7 +238,7 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 	owner := user(t, s, "racer@example.com")
 	for i := range 10 {
 		th := report(t, owner.ID, core.TypePackage, "npm", fmt.Sprintf("race-pkg-%d", i))
-		if _, err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, th, noLimits); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)

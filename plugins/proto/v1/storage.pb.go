@@ -1490,6 +1490,42 @@ func (x *CreateThreatRequest) GetPolicy() *SubmitPolicy {
 	return nil
 }
 
+type CreateThreatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateThreatResponse) Reset() {
+	*x = CreateThreatResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateThreatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateThreatResponse) ProtoMessage() {}
+
+func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateThreatResponse.ProtoReflect.Descriptor instead.
+func (*CreateThreatResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{23}
+}
+
 type GetThreatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1499,7 +1535,7 @@ type GetThreatRequest struct {
 
 func (x *GetThreatRequest) Reset() {
 	*x = GetThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1547,7 @@ func (x *GetThreatRequest) String() string {
 func (*GetThreatRequest) ProtoMessage() {}
 
 func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1560,7 @@ func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{23}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetThreatRequest) GetId() string {
@@ -1543,7 +1579,7 @@ type GetThreatsRequest struct {
 
 func (x *GetThreatsRequest) Reset() {
 	*x = GetThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1591,7 @@ func (x *GetThreatsRequest) String() string {
 func (*GetThreatsRequest) ProtoMessage() {}
 
 func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1604,7 @@ func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatsRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetThreatsRequest) GetIds() []string {
@@ -1587,7 +1623,7 @@ type ThreatList struct {
 
 func (x *ThreatList) Reset() {
 	*x = ThreatList{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1635,7 @@ func (x *ThreatList) String() string {
 func (*ThreatList) ProtoMessage() {}
 
 func (x *ThreatList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1648,7 @@ func (x *ThreatList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatList.ProtoReflect.Descriptor instead.
 func (*ThreatList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ThreatList) GetThreats() []*Threat {
@@ -1631,7 +1667,7 @@ type ListPendingRequest struct {
 
 func (x *ListPendingRequest) Reset() {
 	*x = ListPendingRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1679,7 @@ func (x *ListPendingRequest) String() string {
 func (*ListPendingRequest) ProtoMessage() {}
 
 func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1692,7 @@ func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListPendingRequest) GetLimit() int32 {
@@ -1682,7 +1718,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +1730,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1743,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Review) GetThreatId() string {
@@ -1768,7 +1804,7 @@ type ReviewEventsRequest struct {
 
 func (x *ReviewEventsRequest) Reset() {
 	*x = ReviewEventsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1816,7 @@ func (x *ReviewEventsRequest) String() string {
 func (*ReviewEventsRequest) ProtoMessage() {}
 
 func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1829,7 @@ func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReviewEventsRequest) GetThreatId() string {
@@ -1821,7 +1857,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1869,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1882,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReviewEvent) GetId() string {
@@ -1931,7 +1967,7 @@ type LatestRequest struct {
 
 func (x *LatestRequest) Reset() {
 	*x = LatestRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +1979,7 @@ func (x *LatestRequest) String() string {
 func (*LatestRequest) ProtoMessage() {}
 
 func (x *LatestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +1992,7 @@ func (x *LatestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestRequest.ProtoReflect.Descriptor instead.
 func (*LatestRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LatestRequest) GetReportType() string {
@@ -1995,7 +2031,7 @@ type VerifiedSummariesRequest struct {
 
 func (x *VerifiedSummariesRequest) Reset() {
 	*x = VerifiedSummariesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2043,7 @@ func (x *VerifiedSummariesRequest) String() string {
 func (*VerifiedSummariesRequest) ProtoMessage() {}
 
 func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2056,7 @@ func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifiedSummariesRequest.ProtoReflect.Descriptor instead.
 func (*VerifiedSummariesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
 }
 
 type Summary struct {
@@ -2038,7 +2074,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2086,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2099,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Summary) GetId() string {
@@ -2124,7 +2160,7 @@ type SummaryBatch struct {
 
 func (x *SummaryBatch) Reset() {
 	*x = SummaryBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2172,7 @@ func (x *SummaryBatch) String() string {
 func (*SummaryBatch) ProtoMessage() {}
 
 func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2185,7 @@ func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryBatch.ProtoReflect.Descriptor instead.
 func (*SummaryBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SummaryBatch) GetSummaries() []*Summary {
@@ -2175,7 +2211,7 @@ type ModifyRequest struct {
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2223,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2236,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ModifyRequest) GetThreatId() string {
@@ -2272,7 +2308,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2320,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2333,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Revision) GetId() string {
@@ -2387,7 +2423,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2435,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2448,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ModifyResponse) GetThreat() *Threat {
@@ -2443,7 +2479,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2491,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2504,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RevisionDecision) GetRevisionId() string {
@@ -2521,7 +2557,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2533,7 +2569,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2546,7 +2582,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
 }
 
 type RateCounts struct {
@@ -2559,7 +2595,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2607,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2620,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -2609,7 +2645,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2657,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2670,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
 }
 
 type RowBatch struct {
@@ -2648,7 +2684,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +2696,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +2709,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RowBatch) GetTable() string {
@@ -2699,7 +2735,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +2747,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +2760,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ImportResult) GetCounts() map[string]int64 {
@@ -2750,7 +2786,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2798,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2811,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -2850,7 +2886,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2862,7 +2898,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2875,7 +2911,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -2948,7 +2984,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +2996,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +3009,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -3028,7 +3064,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3076,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3089,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -3079,7 +3115,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3127,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3140,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -3123,7 +3159,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3171,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3184,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -3167,7 +3203,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3179,7 +3215,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3192,7 +3228,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -3211,7 +3247,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3223,7 +3259,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3236,7 +3272,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -3258,7 +3294,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3306,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3319,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -3323,7 +3359,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3335,7 +3371,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3348,7 +3384,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -3366,7 +3402,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3378,7 +3414,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3391,7 +3427,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
 }
 
 type UsageRequest struct {
@@ -3404,7 +3440,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3416,7 +3452,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3429,7 +3465,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -3455,7 +3491,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3503,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3516,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -3500,7 +3536,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3548,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3561,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -3552,7 +3588,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3600,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3613,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -3606,7 +3642,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +3654,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +3667,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -3671,7 +3707,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3683,7 +3719,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3696,7 +3732,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -3716,7 +3752,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +3764,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +3777,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -3769,7 +3805,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3817,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3830,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -3822,7 +3858,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3870,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +3883,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -3880,7 +3916,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3892,7 +3928,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3905,7 +3941,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -4038,7 +4074,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x03now\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\"\x81\x01\n" +
 	"\x13CreateThreatRequest\x121\n" +
 	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x127\n" +
-	"\x06policy\x18\x02 \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policy\"\"\n" +
+	"\x06policy\x18\x02 \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policy\"\x16\n" +
+	"\x14CreateThreatResponse\"\"\n" +
 	"\x10GetThreatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"%\n" +
 	"\x11GetThreatsRequest\x12\x10\n" +
@@ -4232,7 +4269,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"#\n" +
 	"\rLeaseResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held2\xea\x16\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held2\xf8\x16\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -4244,8 +4281,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\fSetUserLimit\x12&.threatd.plugin.v1.SetUserLimitRequest\x1a\x17.threatd.plugin.v1.User\x12N\n" +
 	"\vCreateToken\x12%.threatd.plugin.v1.CreateTokenRequest\x1a\x18.threatd.plugin.v1.Token\x12N\n" +
 	"\vRevokeToken\x12%.threatd.plugin.v1.RevokeTokenRequest\x1a\x18.threatd.plugin.v1.Token\x12_\n" +
-	"\fAuthenticate\x12&.threatd.plugin.v1.AuthenticateRequest\x1a'.threatd.plugin.v1.AuthenticateResponse\x12Q\n" +
-	"\fCreateThreat\x12&.threatd.plugin.v1.CreateThreatRequest\x1a\x19.threatd.plugin.v1.Threat\x12K\n" +
+	"\fAuthenticate\x12&.threatd.plugin.v1.AuthenticateRequest\x1a'.threatd.plugin.v1.AuthenticateResponse\x12_\n" +
+	"\fCreateThreat\x12&.threatd.plugin.v1.CreateThreatRequest\x1a'.threatd.plugin.v1.CreateThreatResponse\x12K\n" +
 	"\tGetThreat\x12#.threatd.plugin.v1.GetThreatRequest\x1a\x19.threatd.plugin.v1.Threat\x12Q\n" +
 	"\n" +
 	"GetThreats\x12$.threatd.plugin.v1.GetThreatsRequest\x1a\x1d.threatd.plugin.v1.ThreatList\x12Q\n" +
@@ -4284,7 +4321,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -4309,103 +4346,104 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*Details)(nil),                     // 20: threatd.plugin.v1.Details
 	(*SubmitPolicy)(nil),                // 21: threatd.plugin.v1.SubmitPolicy
 	(*CreateThreatRequest)(nil),         // 22: threatd.plugin.v1.CreateThreatRequest
-	(*GetThreatRequest)(nil),            // 23: threatd.plugin.v1.GetThreatRequest
-	(*GetThreatsRequest)(nil),           // 24: threatd.plugin.v1.GetThreatsRequest
-	(*ThreatList)(nil),                  // 25: threatd.plugin.v1.ThreatList
-	(*ListPendingRequest)(nil),          // 26: threatd.plugin.v1.ListPendingRequest
-	(*Review)(nil),                      // 27: threatd.plugin.v1.Review
-	(*ReviewEventsRequest)(nil),         // 28: threatd.plugin.v1.ReviewEventsRequest
-	(*ReviewEvent)(nil),                 // 29: threatd.plugin.v1.ReviewEvent
-	(*LatestRequest)(nil),               // 30: threatd.plugin.v1.LatestRequest
-	(*VerifiedSummariesRequest)(nil),    // 31: threatd.plugin.v1.VerifiedSummariesRequest
-	(*Summary)(nil),                     // 32: threatd.plugin.v1.Summary
-	(*SummaryBatch)(nil),                // 33: threatd.plugin.v1.SummaryBatch
-	(*ModifyRequest)(nil),               // 34: threatd.plugin.v1.ModifyRequest
-	(*Revision)(nil),                    // 35: threatd.plugin.v1.Revision
-	(*ModifyResponse)(nil),              // 36: threatd.plugin.v1.ModifyResponse
-	(*RevisionDecision)(nil),            // 37: threatd.plugin.v1.RevisionDecision
-	(*ListPendingRevisionsRequest)(nil), // 38: threatd.plugin.v1.ListPendingRevisionsRequest
-	(*RateCounts)(nil),                  // 39: threatd.plugin.v1.RateCounts
-	(*ExportRequest)(nil),               // 40: threatd.plugin.v1.ExportRequest
-	(*RowBatch)(nil),                    // 41: threatd.plugin.v1.RowBatch
-	(*ImportResult)(nil),                // 42: threatd.plugin.v1.ImportResult
-	(*ThreatQuery)(nil),                 // 43: threatd.plugin.v1.ThreatQuery
-	(*FeedQuery)(nil),                   // 44: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 45: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 46: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 47: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 48: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 49: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 50: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 51: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 52: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 53: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 54: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 55: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 56: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 57: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 58: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 59: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 60: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 61: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 62: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 63: threatd.plugin.v1.LeaseResponse
-	nil,                                 // 64: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 65: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 66: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 67: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 68: google.protobuf.Timestamp
+	(*CreateThreatResponse)(nil),        // 23: threatd.plugin.v1.CreateThreatResponse
+	(*GetThreatRequest)(nil),            // 24: threatd.plugin.v1.GetThreatRequest
+	(*GetThreatsRequest)(nil),           // 25: threatd.plugin.v1.GetThreatsRequest
+	(*ThreatList)(nil),                  // 26: threatd.plugin.v1.ThreatList
+	(*ListPendingRequest)(nil),          // 27: threatd.plugin.v1.ListPendingRequest
+	(*Review)(nil),                      // 28: threatd.plugin.v1.Review
+	(*ReviewEventsRequest)(nil),         // 29: threatd.plugin.v1.ReviewEventsRequest
+	(*ReviewEvent)(nil),                 // 30: threatd.plugin.v1.ReviewEvent
+	(*LatestRequest)(nil),               // 31: threatd.plugin.v1.LatestRequest
+	(*VerifiedSummariesRequest)(nil),    // 32: threatd.plugin.v1.VerifiedSummariesRequest
+	(*Summary)(nil),                     // 33: threatd.plugin.v1.Summary
+	(*SummaryBatch)(nil),                // 34: threatd.plugin.v1.SummaryBatch
+	(*ModifyRequest)(nil),               // 35: threatd.plugin.v1.ModifyRequest
+	(*Revision)(nil),                    // 36: threatd.plugin.v1.Revision
+	(*ModifyResponse)(nil),              // 37: threatd.plugin.v1.ModifyResponse
+	(*RevisionDecision)(nil),            // 38: threatd.plugin.v1.RevisionDecision
+	(*ListPendingRevisionsRequest)(nil), // 39: threatd.plugin.v1.ListPendingRevisionsRequest
+	(*RateCounts)(nil),                  // 40: threatd.plugin.v1.RateCounts
+	(*ExportRequest)(nil),               // 41: threatd.plugin.v1.ExportRequest
+	(*RowBatch)(nil),                    // 42: threatd.plugin.v1.RowBatch
+	(*ImportResult)(nil),                // 43: threatd.plugin.v1.ImportResult
+	(*ThreatQuery)(nil),                 // 44: threatd.plugin.v1.ThreatQuery
+	(*FeedQuery)(nil),                   // 45: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 46: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 47: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 48: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 49: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 50: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 51: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 52: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 53: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 54: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 55: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 56: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 57: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 58: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 59: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 60: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 61: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 62: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 63: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 64: threatd.plugin.v1.LeaseResponse
+	nil,                                 // 65: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 66: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 67: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 68: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 69: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	64, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	68, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	65, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	69, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	68, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	68, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	69, // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	69, // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	12, // 5: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	12, // 6: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,  // 7: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	68, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	68, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	68, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	68, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	69, // 8: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	69, // 9: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	69, // 10: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	69, // 11: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	20, // 12: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	68, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	68, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	68, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	68, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	69, // 13: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	69, // 14: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	69, // 15: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	69, // 16: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	19, // 17: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	21, // 18: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	19, // 19: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	68, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	68, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	68, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
-	32, // 23: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	68, // 24: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	69, // 20: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	69, // 21: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	69, // 22: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	33, // 23: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
+	69, // 24: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	21, // 25: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	68, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	68, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	69, // 26: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	69, // 27: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	19, // 28: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
-	35, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	68, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	65, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	66, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	68, // 33: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	68, // 34: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	68, // 35: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	68, // 36: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	68, // 37: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	68, // 38: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	68, // 39: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	45, // 40: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	36, // 29: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	69, // 30: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	66, // 31: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	67, // 32: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	69, // 33: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	69, // 34: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	69, // 35: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	69, // 36: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	69, // 37: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	69, // 38: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	69, // 39: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	46, // 40: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
 	19, // 41: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	68, // 42: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	51, // 43: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	67, // 44: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	69, // 42: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	52, // 43: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	68, // 44: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
 	19, // 45: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	56, // 46: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	58, // 47: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	68, // 48: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	57, // 46: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	59, // 47: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	69, // 48: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
 	0,  // 49: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
 	2,  // 50: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
 	4,  // 51: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
@@ -4417,29 +4455,29 @@ var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
 	14, // 57: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
 	15, // 58: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
 	22, // 59: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	23, // 60: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	24, // 61: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	26, // 62: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	27, // 63: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	28, // 64: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	30, // 65: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	31, // 66: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	34, // 67: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	37, // 68: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	38, // 69: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	39, // 70: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	40, // 71: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	41, // 72: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	43, // 73: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	44, // 74: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	47, // 75: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	48, // 76: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	49, // 77: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	52, // 78: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	54, // 79: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	57, // 80: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	60, // 81: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	62, // 82: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	24, // 60: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	25, // 61: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	27, // 62: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	28, // 63: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	29, // 64: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	31, // 65: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	32, // 66: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	35, // 67: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	38, // 68: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	39, // 69: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	40, // 70: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	41, // 71: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	42, // 72: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	44, // 73: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	45, // 74: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	48, // 75: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	49, // 76: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	50, // 77: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	53, // 78: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	55, // 79: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	58, // 80: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	61, // 81: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	63, // 82: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
 	17, // 83: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
 	1,  // 84: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
 	3,  // 85: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
@@ -4451,30 +4489,30 @@ var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
 	12, // 91: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
 	12, // 92: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
 	16, // 93: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	19, // 94: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.Threat
+	23, // 94: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
 	19, // 95: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	25, // 96: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	26, // 96: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
 	19, // 97: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
 	19, // 98: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	29, // 99: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	30, // 99: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
 	19, // 100: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	33, // 101: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	36, // 102: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	36, // 103: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	35, // 104: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	39, // 105: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	41, // 106: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	42, // 107: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	34, // 101: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	37, // 102: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	37, // 103: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	36, // 104: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	40, // 105: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	42, // 106: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	43, // 107: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
 	19, // 108: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	46, // 109: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	45, // 110: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	35, // 111: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	50, // 112: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	53, // 113: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	55, // 114: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	59, // 115: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	61, // 116: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	63, // 117: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	47, // 109: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	46, // 110: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	36, // 111: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	51, // 112: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	54, // 113: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	56, // 114: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	60, // 115: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	62, // 116: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	64, // 117: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
 	18, // 118: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
 	84, // [84:119] is the sub-list for method output_type
 	49, // [49:84] is the sub-list for method input_type
@@ -4497,7 +4535,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   68,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -86,7 +86,8 @@ type StorageClient interface {
 	// after the new-user cap, the hourly limit and the duplicate key
 	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
 	// ALREADY_EXISTS CONFLICT); storage failures are INTERNAL with reason STEP.
-	CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*Threat, error)
+	// The daemon set every field, so nothing comes back.
+	CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*CreateThreatResponse, error)
 	GetThreat(ctx context.Context, in *GetThreatRequest, opts ...grpc.CallOption) (*Threat, error)
 	// GetThreats returns the reports with these ids (at most 1,000; unknown
 	// ids are left out), in one round trip: the index coalesces concurrent
@@ -248,9 +249,9 @@ func (c *storageClient) Authenticate(ctx context.Context, in *AuthenticateReques
 	return out, nil
 }
 
-func (c *storageClient) CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*Threat, error) {
+func (c *storageClient) CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*CreateThreatResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Threat)
+	out := new(CreateThreatResponse)
 	err := c.cc.Invoke(ctx, Storage_CreateThreat_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -613,7 +614,8 @@ type StorageServer interface {
 	// after the new-user cap, the hourly limit and the duplicate key
 	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
 	// ALREADY_EXISTS CONFLICT); storage failures are INTERNAL with reason STEP.
-	CreateThreat(context.Context, *CreateThreatRequest) (*Threat, error)
+	// The daemon set every field, so nothing comes back.
+	CreateThreat(context.Context, *CreateThreatRequest) (*CreateThreatResponse, error)
 	GetThreat(context.Context, *GetThreatRequest) (*Threat, error)
 	// GetThreats returns the reports with these ids (at most 1,000; unknown
 	// ids are left out), in one round trip: the index coalesces concurrent
@@ -705,7 +707,7 @@ func (UnimplementedStorageServer) RevokeToken(context.Context, *RevokeTokenReque
 func (UnimplementedStorageServer) Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Authenticate not implemented")
 }
-func (UnimplementedStorageServer) CreateThreat(context.Context, *CreateThreatRequest) (*Threat, error) {
+func (UnimplementedStorageServer) CreateThreat(context.Context, *CreateThreatRequest) (*CreateThreatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateThreat not implemented")
 }
 func (UnimplementedStorageServer) GetThreat(context.Context, *GetThreatRequest) (*Threat, error) {

@@ -1,0 +1,405 @@
+// The daemon side of the storage protocol: a core.Store whose every call
+// is one RPC to the plugin process.
+
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/threatd/threatd/core"
+	pb "github.com/threatd/threatd/plugins/proto/v1"
+)
+
+// StorageClient is the daemon's side of a storage plugin: a core.Store whose
+// every call is one RPC to the plugin process.
+type StorageClient struct {
+	// rpc is the current plugin process's client: a supervisor replaces it
+	// when the process dies and a new one has started (host.go).
+	rpc    atomic.Pointer[storageConn]
+	closer func() error
+	// noGetThreats: the plugin predates GetThreats.
+	noGetThreats atomic.Bool
+	// noImportedVersions: the plugin predates ImportedVersions.
+	noImportedVersions atomic.Bool
+}
+
+// Configure opens the plugin's database and returns the backend's name.
+func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (string, error) {
+	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.Backend, nil
+}
+
+// call makes one RPC and converts its reply, or its status into a domain error.
+func call[R, O any](r R, err error, conv func(R) O) (O, error) {
+	if err != nil {
+		var zero O
+		return zero, fromStatus(err)
+	}
+	return conv(r), nil
+}
+
+// Migrate applies the plugin's pending migrations.
+func (c *StorageClient) Migrate(ctx context.Context) ([]string, error) {
+	r, err := c.conn().Migrate(ctx, &pb.MigrateRequest{})
+	return call(r, err, (*pb.MigrateResponse).GetApplied)
+}
+
+// Health asks the plugin whether its database answers.
+func (c *StorageClient) Health(ctx context.Context) error {
+	_, err := c.conn().Health(ctx, &pb.HealthRequest{})
+	return fromStatus(err)
+}
+
+// Stats returns the plugin's row counts.
+func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
+	r, err := c.conn().Stats(ctx, &pb.StatsRequest{})
+	return call(r, err, func(r *pb.StatsResponse) core.Stats {
+		return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}
+	})
+}
+
+// CreateUser stores a user.
+func (c *StorageClient) CreateUser(ctx context.Context, u core.User) (core.User, error) {
+	r, err := c.conn().CreateUser(ctx, &pb.CreateUserRequest{User: userToPB(u)})
+	return call(r, err, userFromPB)
+}
+
+// UserByEmail looks a user up by e-mail.
+func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.User, error) {
+	r, err := c.conn().UserByEmail(ctx, &pb.UserByEmailRequest{Email: email})
+	return call(r, err, userFromPB)
+}
+
+// SetUserLimit sets a user's hourly submission limit.
+func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
+	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
+	return call(r, err, userFromPB)
+}
+
+// CreateToken stores a token hash.
+func (c *StorageClient) CreateToken(ctx context.Context, t core.Token) (core.Token, error) {
+	r, err := c.conn().CreateToken(ctx, &pb.CreateTokenRequest{Token: tokenToPB(t)})
+	return call(r, err, tokenFromPB)
+}
+
+// RevokeToken revokes a token by hash.
+func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
+	r, err := c.conn().RevokeToken(ctx, &pb.RevokeTokenRequest{Hash: hash})
+	return call(r, err, tokenFromPB)
+}
+
+// Authenticate resolves a token hash to the token and its user.
+func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
+	r, err := c.conn().Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
+	if err != nil {
+		return core.Token{}, core.User{}, fromStatus(err)
+	}
+	return tokenFromPB(r.Token), userFromPB(r.User), nil
+}
+
+// CreateThreat stores a pending report under the submit policy.
+func (c *StorageClient) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) error {
+	_, err := c.conn().CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(t), Policy: policyToPB(p)})
+	return fromStatus(err)
+}
+
+// GetThreat returns one report.
+func (c *StorageClient) GetThreat(ctx context.Context, id string) (core.Threat, error) {
+	r, err := c.conn().GetThreat(ctx, &pb.GetThreatRequest{Id: id})
+	return call(r, err, threatFromPB)
+}
+
+// GetThreats returns the reports with these ids in one round trip, or with
+// one GetThreat per id from a plugin that predates GetThreats.
+func (c *StorageClient) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
+	if !c.noGetThreats.Load() {
+		r, err := c.conn().GetThreats(ctx, &pb.GetThreatsRequest{Ids: ids})
+		if status.Code(err) != codes.Unimplemented {
+			if err != nil {
+				return nil, fromStatus(err)
+			}
+			out := make([]core.Threat, len(r.Threats))
+			for i, t := range r.Threats {
+				out[i] = threatFromPB(t)
+			}
+			return out, nil
+		}
+		c.noGetThreats.Store(true)
+	}
+	var out []core.Threat
+	for _, id := range ids {
+		t, err := c.GetThreat(ctx, id)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ReviewThreat applies a review decision.
+func (c *StorageClient) ReviewThreat(ctx context.Context, rv core.Review) (core.Threat, error) {
+	r, err := c.conn().ReviewThreat(ctx, reviewToPB(rv))
+	return call(r, err, threatFromPB)
+}
+
+// ListPending returns pending reports, oldest first.
+func (c *StorageClient) ListPending(ctx context.Context, limit int) ([]core.Threat, error) {
+	stream, err := c.conn().ListPending(ctx, &pb.ListPendingRequest{Limit: int32(limit)})
+	return recvAll(stream, err, threatFromPB)
+}
+
+// ReviewEvents returns a report's review events.
+func (c *StorageClient) ReviewEvents(ctx context.Context, threatID string) ([]core.ReviewEvent, error) {
+	stream, err := c.conn().ReviewEvents(ctx, &pb.ReviewEventsRequest{ThreatId: threatID})
+	return recvAll(stream, err, eventFromPB)
+}
+
+// LatestVerified returns verified reports, most recently verified first.
+func (c *StorageClient) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core.Threat, error) {
+	stream, err := c.conn().LatestVerified(ctx, &pb.LatestRequest{ReportType: string(f.ReportType), Registry: f.Registry,
+		Severity: string(f.Severity), Limit: int32(f.Limit)})
+	return recvAll(stream, err, threatFromPB)
+}
+
+// EachVerifiedSummary streams the summaries of every verified report.
+func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
+	stream, err := c.conn().VerifiedSummaries(ctx, &pb.VerifiedSummariesRequest{})
+	return eachRecv(stream, err, func(m *pb.SummaryBatch) error {
+		batch := make([]core.Summary, len(m.Summaries))
+		for i, s := range m.Summaries {
+			batch[i] = summaryFromPB(s)
+		}
+		return fn(batch)
+	})
+}
+
+// ModifyThreat stores a change to a report.
+func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+	r, err := c.conn().ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
+		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p)})
+	if err != nil {
+		return core.Threat{}, core.Revision{}, fromStatus(err)
+	}
+	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+}
+
+// DecideRevision approves or rejects a pending revision.
+func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+	r, err := c.conn().DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
+		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At)})
+	if err != nil {
+		return core.Threat{}, core.Revision{}, fromStatus(err)
+	}
+	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+}
+
+// ListPendingRevisions returns pending revisions, oldest first.
+func (c *StorageClient) ListPendingRevisions(ctx context.Context) ([]core.Revision, error) {
+	stream, err := c.conn().ListPendingRevisions(ctx, &pb.ListPendingRevisionsRequest{})
+	return recvAll(stream, err, revisionFromPB)
+}
+
+// SyncRateCounts adds to the shared counters of a window and returns its totals.
+func (c *StorageClient) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
+	r, err := c.conn().SyncRateCounts(ctx, &pb.RateCounts{Window: window, Counts: deltas})
+	return call(r, err, (*pb.RateCounts).GetCounts)
+}
+
+// Export streams every stored row in batches.
+func (c *StorageClient) Export(ctx context.Context, fn func(table string, rows []byte) error) error {
+	stream, err := c.conn().Export(ctx, &pb.ExportRequest{})
+	return eachRecv(stream, err, func(m *pb.RowBatch) error { return fn(m.Table, m.Rows) })
+}
+
+// Import streams batches to the plugin, which writes them in one transaction.
+// An error from next aborts the stream and the plugin rolls everything back.
+func (c *StorageClient) Import(ctx context.Context, next func() (string, []byte, bool, error)) (map[string]int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.conn().Import(ctx)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	for {
+		table, rows, ok, err := next()
+		if err != nil {
+			cancel() // the plugin sees the stream fail and rolls back
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if err := stream.Send(&pb.RowBatch{Table: table, Rows: rows}); err != nil {
+			_, rerr := stream.CloseAndRecv()
+			return nil, fromStatus(rerr)
+		}
+	}
+	r, err := stream.CloseAndRecv()
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return r.Counts, nil
+}
+
+// QueryThreats returns one keyset page of verified reports.
+func (c *StorageClient) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Threat, error) {
+	stream, err := c.conn().QueryThreats(ctx, threatQueryToPB(q))
+	return recvAll(stream, err, threatFromPB)
+}
+
+// Feed returns one page of published changes.
+func (c *StorageClient) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
+	stream, err := c.conn().Feed(ctx, feedQueryToPB(q))
+	return recvAll(stream, err, feedItemFromPB)
+}
+
+// LastFeedEvent returns the last published change before to.
+func (c *StorageClient) LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error) {
+	r, err := c.conn().LastFeedEvent(ctx, &pb.LastFeedEventRequest{To: ts(to)})
+	if err != nil {
+		return core.FeedEvent{}, fromStatus(err)
+	}
+	return feedEventFromPB(r), nil
+}
+
+// ListRevisions returns every revision of a report.
+func (c *StorageClient) ListRevisions(ctx context.Context, threatID string) ([]core.Revision, error) {
+	stream, err := c.conn().ListRevisions(ctx, &pb.ListRevisionsRequest{ThreatId: threatID})
+	return recvAll(stream, err, revisionFromPB)
+}
+
+// Secret returns a named service secret.
+func (c *StorageClient) Secret(ctx context.Context, name string) (string, error) {
+	r, err := c.conn().Secret(ctx, &pb.SecretRequest{Name: name})
+	return call(r, err, (*pb.SecretResponse).GetValue)
+}
+
+// AddUsage adds paid-call counts.
+func (c *StorageClient) AddUsage(ctx context.Context, deltas []core.UsageDelta) error {
+	req := &pb.UsageDeltas{Deltas: make([]*pb.UsageDelta, len(deltas))}
+	for i, d := range deltas {
+		req.Deltas[i] = &pb.UsageDelta{Day: d.Day, TokenId: d.TokenID, Endpoint: d.Endpoint, Calls: d.Calls}
+	}
+	_, err := c.conn().AddUsage(ctx, req)
+	return fromStatus(err)
+}
+
+// Usage returns a token's paid calls of a day.
+func (c *StorageClient) Usage(ctx context.Context, tokenID, day string) (map[string]int64, error) {
+	r, err := c.conn().Usage(ctx, &pb.UsageRequest{TokenId: tokenID, Day: day})
+	return call(r, err, (*pb.UsageResponse).GetCalls)
+}
+
+// ImportThreats applies a batch of upstream records.
+func (c *StorageClient) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
+	req := &pb.ImportThreatsRequest{Actor: actor}
+	for _, r := range recs {
+		req.Records = append(req.Records, importRecordToPB(r))
+	}
+	r, err := c.conn().ImportThreats(ctx, req)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	out := make([]core.ImportOutcome, len(r.Outcomes))
+	for i, o := range r.Outcomes {
+		out[i] = core.ImportOutcome{UpstreamID: o.UpstreamId, Result: o.Result, ThreatID: o.ThreatId, Reason: o.Reason}
+	}
+	return out, nil
+}
+
+// ImportedVersions returns the upstream modified times of imported
+// reports; a plugin that predates it knows none (every record is then
+// decoded and left to ImportThreats).
+func (c *StorageClient) ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if c.noImportedVersions.Load() {
+		return out, nil
+	}
+	r, err := c.conn().ImportedVersions(ctx, &pb.ImportedVersionsRequest{Source: source, UpstreamIds: ids})
+	if status.Code(err) == codes.Unimplemented {
+		c.noImportedVersions.Store(true)
+		return out, nil
+	}
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if len(r.Modified) != len(r.UpstreamIds) {
+		return nil, fmt.Errorf("storage plugin: ImportedVersions: %d ids but %d times", len(r.UpstreamIds), len(r.Modified))
+	}
+	for i, id := range r.UpstreamIds {
+		out[id] = fromTS(r.Modified[i])
+	}
+	return out, nil
+}
+
+// Lease takes or renews a named lease.
+func (c *StorageClient) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	r, err := c.conn().Lease(ctx, &pb.LeaseRequest{Name: name, Holder: holder, TtlMs: ttl.Milliseconds()})
+	return call(r, err, (*pb.LeaseResponse).GetHeld)
+}
+
+// Changes reads the change feed after seq.
+func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
+	stream, err := c.conn().Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
+	return recvAll(stream, err, changeFromPB)
+}
+
+// recvAll collects a server stream into domain values.
+func recvAll[P, T any](stream grpc.ServerStreamingClient[P], err error, conv func(*P) T) ([]T, error) {
+	var out []T
+	err = eachRecv(stream, err, func(m *P) error {
+		out = append(out, conv(m))
+		return nil
+	})
+	return out, err
+}
+
+// eachRecv calls fn with every message of a server stream until its end.
+func eachRecv[P any](stream grpc.ServerStreamingClient[P], err error, fn func(*P) error) error {
+	if err != nil {
+		return fromStatus(err)
+	}
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fromStatus(err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+}
+
+// Close stops the plugin process (when the client came from a Host).
+func (c *StorageClient) Close() error {
+	if c.closer != nil {
+		return c.closer()
+	}
+	return nil
+}
+
+var _ core.Store = (*StorageClient)(nil)
+
+type storageConn struct{ pb.StorageClient }
+
+// conn is the client of the current storage process.
+func (c *StorageClient) conn() pb.StorageClient { return c.rpc.Load().StorageClient }
