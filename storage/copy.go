@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/uptrace/bun"
 )
@@ -25,49 +26,36 @@ var copyTables = []copyTable{
 	{"review_events", "id", func() any { return &[]eventRow{} }},
 	{"changes", "seq", func() any { return &[]changeRow{} }},
 	{"feed_events", "seq", func() any { return &[]feedEventRow{} }},
+	// The secret that signs feed cursors: cursors given out before the
+	// copy keep working after it.
+	{"secrets", "name", func() any { return &[]secretRow{} }},
+	{"paid_usage", "day, token_id, endpoint", func() any { return &[]usageRow{} }},
 }
 
-// exportPage is how many rows are read at once; exportBudget bounds one
-// exported batch (a stream message), far below gRPC's 4 MiB.
-const (
-	exportPage   = 200
-	exportBudget = 1 << 20
-)
+// exportBudget bounds one exported batch (a stream message), far below
+// gRPC's 4 MiB.
+const exportBudget = 1 << 20
 
 // Export calls fn with every row of every table, as JSON arrays of at most
-// about exportBudget bytes, tables in foreign-key order.
+// about exportBudget bytes, tables in foreign-key order. Each table is one
+// ordered read, rows decoded as they arrive: the time is linear in the rows
+// and the memory one batch, whatever the size of the store.
 func (s *Store) Export(ctx context.Context, fn func(table string, rows []byte) error) error {
 	for _, t := range copyTables {
-		for offset := 0; ; offset += exportPage {
-			page := t.rows()
-			err := s.db.NewSelect().Model(page).OrderExpr(t.order + " ASC").Limit(exportPage).Offset(int64(offset)).Scan(ctx)
-			if err != nil {
-				return fmt.Errorf("export %s: %w", t.name, err)
-			}
-			raw, err := json.Marshal(page)
-			if err != nil {
-				return err
-			}
-			var items []json.RawMessage
-			if err := json.Unmarshal(raw, &items); err != nil {
-				return err
-			}
-			if len(items) == 0 {
-				break
-			}
-			if err := sendBatches(t.name, items, fn); err != nil {
-				return err
-			}
-			if len(items) < exportPage {
-				break
-			}
+		if err := s.exportTable(ctx, t, fn); err != nil {
+			return fmt.Errorf("export %s: %w", t.name, err)
 		}
 	}
 	return nil
 }
 
-// sendBatches groups rows into JSON arrays of at most exportBudget bytes.
-func sendBatches(table string, items []json.RawMessage, fn func(string, []byte) error) error {
+func (s *Store) exportTable(ctx context.Context, t copyTable, fn func(string, []byte) error) error {
+	rows, err := s.db.NewSelect().Model(t.rows()).OrderExpr(t.order).Rows(ctx)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	elem := reflect.TypeOf(t.rows()).Elem().Elem() // *[]row → row
 	var batch []json.RawMessage
 	size := 0
 	flush := func() error {
@@ -78,17 +66,28 @@ func sendBatches(table string, items []json.RawMessage, fn func(string, []byte) 
 		if err != nil {
 			return err
 		}
-		batch, size = nil, 0
-		return fn(table, b)
+		batch, size = batch[:0], 0
+		return fn(t.name, b)
 	}
-	for _, it := range items {
-		if size+len(it) > exportBudget {
+	for rows.Next() {
+		row := reflect.New(elem).Interface()
+		if err := s.db.ScanRow(ctx, rows, row); err != nil {
+			return err
+		}
+		item, err := json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		if size+len(item) > exportBudget {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		batch = append(batch, it)
-		size += len(it) + 1
+		batch = append(batch, item)
+		size += len(item) + 1
+	}
+	if err := rows.Err(); err != nil {
+		return err
 	}
 	return flush()
 }
@@ -127,7 +126,13 @@ func (s *Store) Import(ctx context.Context, next func() (table string, rows []by
 			if err := json.Unmarshal(rows, dst); err != nil {
 				return fmt.Errorf("import %s: %w", table, err)
 			}
-			res, err := tx.NewInsert().Model(dst).Exec(ctx)
+			ins := tx.NewInsert().Model(dst)
+			if table == "secrets" {
+				// A target that served requests before may have made its
+				// own; the copied one signs the cursors already given out.
+				ins = ins.On("CONFLICT (name) DO UPDATE").Set("value = EXCLUDED.value, created_at = EXCLUDED.created_at")
+			}
+			res, err := ins.Exec(ctx)
 			if err != nil {
 				return fmt.Errorf("import %s: %w", table, err)
 			}

@@ -55,6 +55,13 @@ func Run(t *testing.T, backend Backend) {
 		{"ImportedVersions", testImportedVersions},
 		{"Feed", testFeed},
 		{"FeedConcurrentWriters", testFeedConcurrentWriters},
+		{"Secret", testSecret},
+		{"Lease", testLease},
+		{"Usage", testUsage},
+		{"QueryThreats", testQueryThreats},
+		{"ListRevisions", testListRevisions},
+		{"ImportOutcomes", testImportOutcomes},
+		{"Copy", testCopy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })
