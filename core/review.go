@@ -1,11 +1,15 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 )
 
-// Status is the review state of a threat report (spec §3, CONTRACT.md §8).
+// Status is the review state of a threat report (spec §3; docs/api/submit.md, "Review").
 type Status string
 
 // The states of a threat report.
@@ -53,4 +57,59 @@ func Transition(from Status, d Decision, note string) (Status, error) {
 		return StatusRejected, nil
 	}
 	return "", &ConflictError{What: "review", Key: string(from), Message: fmt.Sprintf("cannot %s a %s report", d, from)}
+}
+
+// SystemReviewer is the actor of reviews done without --as.
+const SystemReviewer = "threatd"
+
+// Review is one review decision as storage applies it.
+type Review struct {
+	ThreatID string
+	// Version is the content version the reviewer read (docs/cli.md, content versions);
+	// the decision is refused when the report is no longer at it. 0 skips
+	// the check (decisions of the system, e.g. imports).
+	Version   int
+	Decision  Decision
+	Note      string
+	ActorID   string // "" for a system reviewer
+	ActorName string
+	At        time.Time
+}
+
+// ReviewEvent is one kept transition of a report: who, when, why.
+type ReviewEvent struct {
+	ID         string
+	ThreatID   string
+	RevisionID string
+	Action     string // submit, verify, reject
+	From, To   Status
+	ActorID    string
+	ActorName  string
+	Note       string
+	At         time.Time
+}
+
+// Decide applies a reviewer's decision. actor is nil for the built-in
+// reviewer; otherwise it must have the reviewer or admin role.
+func (r *Reports) Decide(ctx context.Context, threatID string, version int, d Decision, note string, actor *User) (Threat, error) {
+	if _, err := uuid.Parse(threatID); err != nil {
+		return Threat{}, Invalid("threat_id", "%q is not a UUID", threatID)
+	}
+	if d == DecisionReject && len(note) == 0 {
+		return Threat{}, Invalid("note", "a note is required to reject a report")
+	}
+	if err := ValidateText("note", note, 2000); err != nil {
+		return Threat{}, err
+	}
+	if version < 0 {
+		return Threat{}, Invalid("version", "must be a positive number (got %d)", version)
+	}
+	rv := Review{ThreatID: threatID, Version: version, Decision: d, Note: note, ActorName: SystemReviewer, At: r.now().UTC().Truncate(time.Microsecond)}
+	if actor != nil {
+		if !actor.Role.CanReview() {
+			return Threat{}, fmt.Errorf("%w: %s has the role %s; only reviewers and admins may review", ErrForbidden, actor.Email, actor.Role)
+		}
+		rv.ActorID, rv.ActorName = actor.ID, actor.Name
+	}
+	return r.store.ReviewThreat(ctx, rv)
 }

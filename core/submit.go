@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Limits are the submission limits of CONTRACT.md §3 and §6.
+// Limits are the submission limits of docs/configuration.md and docs/api/submit.md.
 type Limits struct {
 	SubmissionsPerHour     int // free users; 0 = none
 	SubmissionsPerHourPaid int // paid users; 0 = none
@@ -47,7 +47,7 @@ type HourlyLimitError struct {
 	RetryAfter time.Duration
 }
 
-// Error is the exact text of CONTRACT.md §6.
+// Error is the exact text of docs/api/submit.md ("Errors").
 func (e *HourlyLimitError) Error() string {
 	return fmt.Sprintf("Submission limit exceeded: the maximum is %d submissions per hour", e.Limit)
 }
@@ -124,59 +124,4 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 		return Threat{}, err
 	}
 	return t, nil
-}
-
-// SystemReviewer is the actor of reviews done without --as.
-const SystemReviewer = "threatd"
-
-// Review is one review decision as storage applies it.
-type Review struct {
-	ThreatID string
-	// Version is the content version the reviewer read (CONTRACT.md §8);
-	// the decision is refused when the report is no longer at it. 0 skips
-	// the check (decisions of the system, e.g. imports).
-	Version   int
-	Decision  Decision
-	Note      string
-	ActorID   string // "" for a system reviewer
-	ActorName string
-	At        time.Time
-}
-
-// ReviewEvent is one kept transition of a report: who, when, why.
-type ReviewEvent struct {
-	ID         string
-	ThreatID   string
-	RevisionID string
-	Action     string // submit, verify, reject
-	From, To   Status
-	ActorID    string
-	ActorName  string
-	Note       string
-	At         time.Time
-}
-
-// Decide applies a reviewer's decision. actor is nil for the built-in
-// reviewer; otherwise it must have the reviewer or admin role.
-func (r *Reports) Decide(ctx context.Context, threatID string, version int, d Decision, note string, actor *User) (Threat, error) {
-	if _, err := uuid.Parse(threatID); err != nil {
-		return Threat{}, Invalid("threat_id", "%q is not a UUID", threatID)
-	}
-	if d == DecisionReject && len(note) == 0 {
-		return Threat{}, Invalid("note", "a note is required to reject a report")
-	}
-	if err := ValidateText("note", note, 2000); err != nil {
-		return Threat{}, err
-	}
-	if version < 0 {
-		return Threat{}, Invalid("version", "must be a positive number (got %d)", version)
-	}
-	rv := Review{ThreatID: threatID, Version: version, Decision: d, Note: note, ActorName: SystemReviewer, At: r.now().UTC().Truncate(time.Microsecond)}
-	if actor != nil {
-		if !actor.Role.CanReview() {
-			return Threat{}, fmt.Errorf("%w: %s has the role %s; only reviewers and admins may review", ErrForbidden, actor.Email, actor.Role)
-		}
-		rv.ActorID, rv.ActorName = actor.ID, actor.Name
-	}
-	return r.store.ReviewThreat(ctx, rv)
 }

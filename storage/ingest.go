@@ -320,30 +320,3 @@ func (s *Store) importRevision(ctx context.Context, tx *txn, row *threatRow, t c
 	}
 	return nil
 }
-
-type leaseRow struct {
-	bun.BaseModel `bun:"table:leases"`
-
-	Name      string    `bun:"name,pk"`
-	Holder    string    `bun:"holder,notnull"`
-	ExpiresAt time.Time `bun:"expires_at,notnull"`
-}
-
-// Lease takes the named lease when it is free or expired, or renews it for
-// its holder.
-func (s *Store) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	now := s.now()
-	row := leaseRow{Name: name, Holder: holder, ExpiresAt: now.Add(ttl)}
-	_, err := s.db.NewInsert().Model(&row).
-		On("CONFLICT (name) DO UPDATE").
-		Set("holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at").
-		Where("?TableAlias.expires_at < ? OR ?TableAlias.holder = ?", now, holder).Exec(ctx)
-	if err != nil {
-		return false, err
-	}
-	var got leaseRow
-	if err := s.db.NewSelect().Model(&got).Where("name = ?", name).Scan(ctx); err != nil {
-		return false, err
-	}
-	return got.Holder == holder, nil
-}
