@@ -20,6 +20,9 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
+// ContentType is the media type of STIX 2.1 bundles.
+const ContentType = "application/stix+json;version=2.1"
+
 // Namespace is the UUIDv5 namespace of every threatd STIX id.
 var Namespace = uuid.MustParse("7d5f3a52-6a1e-4c55-9a0e-1f9c1b6e2a11")
 

@@ -4,12 +4,12 @@
 package main
 
 import (
+	"github.com/threatd/threatd/cmd/internal/stixexport"
 	"github.com/threatd/threatd/plugins/sdk"
-	"github.com/threatd/threatd/stix"
 )
 
 func main() {
-	sdk.ServeExporter("anomali", "Rolling-window STIX 2.1 feed for Anomali", stix.Exporter(func(r sdk.Request) string {
+	sdk.ServeExporter("anomali", "Rolling-window STIX 2.1 feed for Anomali", stixexport.Exporter(func(r sdk.Request) string {
 		return "anomali:" + r.Query["since"] + "|" + r.Query["hours"] + "|" + r.Query["ecosystem"]
 	}))
 }

@@ -3,12 +3,12 @@
 package main
 
 import (
+	"github.com/threatd/threatd/cmd/internal/stixexport"
 	"github.com/threatd/threatd/plugins/sdk"
-	"github.com/threatd/threatd/stix"
 )
 
 func main() {
-	sdk.ServeExporter("stix", "STIX 2.1 bundle of verified threats", stix.Exporter(func(r sdk.Request) string {
+	sdk.ServeExporter("stix", "STIX 2.1 bundle of verified threats", stixexport.Exporter(func(r sdk.Request) string {
 		return "stix:" + r.Endpoint
 	}))
 }
