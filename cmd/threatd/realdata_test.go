@@ -17,7 +17,7 @@ import (
 // The 29,604 real OSV reports of the shared sample, imported through the
 // real source and storage plugins and read back over HTTPS from
 // /threat-data, publish no false indicator and miss none the upstream
-// records list (the audit of core/ioctest, as in plugins/osv's test on the
+// records list (the audit of core/ioctest, as in osv's test on the
 // records as read). Every report's id comes from a streamed export of
 // everything (select: all).
 func TestRealReportsThroughTheDaemon(t *testing.T) {

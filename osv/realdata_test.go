@@ -13,7 +13,7 @@ import (
 
 // fullDir holds the 29,604 real OSV malicious-package reports as OSV
 // publishes them (one all.zip per ecosystem), beside the repository.
-const fullDir = "../../../shared/reference/osv-malicious-full"
+const fullDir = "../../shared/reference/osv-malicious-full"
 
 // On every real report, the indicators follow docs/indicators.md (the
 // audit's rules: core/ioctest), and every URL, domain and IP of
