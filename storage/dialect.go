@@ -26,8 +26,8 @@ const (
 	Postgres Dialect = "postgres"
 )
 
-// columnTypes fills the {{...}} placeholders of the migration files.
-var columnTypes = map[Dialect]map[string]string{
+// migrationData fills the {{.NAME}} placeholders of the migration files.
+var migrationData = map[Dialect]map[string]string{
 	SQLite: {
 		"TIMESTAMP": "TIMESTAMP",
 		"JSON":      "TEXT",
@@ -47,14 +47,6 @@ var columnTypes = map[Dialect]map[string]string{
 		"CLEAR_CONTRIBUTORS": `UPDATE threat_revisions SET changes = jsonb_set(changes, '{contributors}', '[]'::jsonb) WHERE jsonb_exists(changes->'cleared', 'contributors')`,
 		"DROP_CLEARED":       `UPDATE threat_revisions SET changes = changes - 'cleared' WHERE jsonb_exists(changes, 'cleared')`,
 	},
-}
-
-// expandTypes replaces the dialect placeholders in a migration's SQL.
-func expandTypes(d Dialect, sqlText string) string {
-	for k, v := range columnTypes[d] {
-		sqlText = strings.ReplaceAll(sqlText, "{{"+k+"}}", v)
-	}
-	return sqlText
 }
 
 // feedLockKey is the PostgreSQL advisory lock that orders change-feed commits.

@@ -6,86 +6,46 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
 )
 
 // migrationFiles are the schema migrations, embedded so that a plugin binary
 // carries its schema with it (never read from the source tree at run time).
+// Each is NNNN_comment.tx.up.sql: bun's migrate finds them (Discover), runs
+// each in one transaction, splits statements at "--bun:split" and fills the
+// dialect's types from migrationData ({{.TIMESTAMP}}).
 //
-//go:embed migrations/*.up.sql
+//go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations builds bun migrations from the embedded files, with each file's
-// types expanded for dialect d. Every migration runs in one transaction.
-func migrations(d Dialect) (*migrate.Migrations, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+// migrations returns the embedded migrations.
+func migrations() (*migrate.Migrations, error) {
+	dir, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
 	ms := migrate.NewMigrations()
-	for _, name := range names {
-		raw, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		base := strings.TrimSuffix(path.Base(name), ".up.sql")
-		version, comment, ok := strings.Cut(base, "_")
-		if !ok {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_comment.up.sql", name)
-		}
-		statements := splitStatements(expandTypes(d, string(raw)))
-		up := func(ctx context.Context, db *bun.DB) error {
-			return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				for _, stmt := range statements {
-					if _, err := tx.ExecContext(ctx, stmt); err != nil {
-						return fmt.Errorf("%s: %w", firstLine(stmt), err)
-					}
-				}
-				return nil
-			})
-		}
-		ms.Add(migrate.Migration{Name: version, Comment: comment, Up: wrapUp(up)})
+	if err := ms.Discover(dir); err != nil {
+		return nil, err
 	}
 	return ms, nil
 }
 
-// splitStatements splits a migration on its "--bun:split" markers.
-func splitStatements(s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, "--bun:split") {
-		var lines []string
-		for _, l := range strings.Split(part, "\n") {
-			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "--") {
-				lines = append(lines, l)
-			}
-		}
-		if stmt := strings.TrimSpace(strings.Join(lines, "\n")); stmt != "" {
-			out = append(out, strings.TrimSuffix(stmt, ";"))
-		}
-	}
-	return out
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return strings.TrimSpace(l)
+// migrator runs ms on this store's database with its dialect's types.
+func (s *Store) migrator(ms *migrate.Migrations) *migrate.Migrator {
+	return migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true), migrate.WithTemplateData(migrationData[s.dialect]))
 }
 
 // Migrate applies every pending migration and returns the names applied.
 // Concurrent daemons starting on one database take turns (bun's lock table).
 func (s *Store) Migrate(ctx context.Context) ([]string, error) {
-	ms, err := migrations(s.dialect)
+	ms, err := migrations()
 	if err != nil {
 		return nil, err
 	}
-	m := migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true))
+	m := s.migrator(ms)
 	if err := m.Init(ctx); err != nil {
 		return nil, fmt.Errorf("migrate: init: %w", err)
 	}
@@ -120,12 +80,5 @@ func lockWithRetry(ctx context.Context, m *migrate.Migrator) error {
 			return errors.Join(ctx.Err(), err)
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-}
-
-// wrapUp adapts a migration function to the form migrate.Migration.Up takes.
-func wrapUp(fn migrate.MigrationFunc) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
-	return func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-		return fn(ctx, m.DB())
 	}
 }

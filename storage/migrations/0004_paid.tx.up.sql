@@ -3,7 +3,7 @@
 CREATE TABLE secrets (
     name       TEXT PRIMARY KEY,
     value      TEXT NOT NULL,
-    created_at {{TIMESTAMP}} NOT NULL
+    created_at {{.TIMESTAMP}} NOT NULL
 );
 --bun:split
 -- Paid calls per token, endpoint and day (anti-harvesting accounting).

@@ -6,8 +6,8 @@
 -- commit order, so a consumer resuming after a position never misses or
 -- repeats a change.
 CREATE TABLE feed_events (
-    seq       {{SERIAL_PK}},
-    at        {{TIMESTAMP}} NOT NULL,
+    seq       {{.SERIAL_PK}},
+    at        {{.TIMESTAMP}} NOT NULL,
     threat_id TEXT NOT NULL REFERENCES threats (id) ON DELETE CASCADE,
     registry  TEXT,
     kind      TEXT NOT NULL CHECK (kind IN ('verified', 'revised', 'withdrawn')),

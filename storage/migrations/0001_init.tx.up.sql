@@ -1,4 +1,4 @@
--- threatd schema v1. Types in {{...}} are filled in per dialect by
+-- threatd schema v1. Types such as {{.TIMESTAMP}} are filled in per dialect by
 -- storage/dialect.go, the one place where SQLite and PostgreSQL differ.
 
 CREATE TABLE users (
@@ -8,8 +8,8 @@ CREATE TABLE users (
     tier                 TEXT NOT NULL CHECK (tier IN ('free', 'paid')),
     role                 TEXT NOT NULL CHECK (role IN ('submitter', 'reviewer', 'admin')),
     submissions_per_hour INTEGER CHECK (submissions_per_hour >= 0),
-    created_at           {{TIMESTAMP}} NOT NULL,
-    updated_at           {{TIMESTAMP}} NOT NULL
+    created_at           {{.TIMESTAMP}} NOT NULL,
+    updated_at           {{.TIMESTAMP}} NOT NULL
 );
 --bun:split
 CREATE UNIQUE INDEX users_email_key ON users (email);
@@ -21,8 +21,8 @@ CREATE TABLE api_tokens (
     name       TEXT NOT NULL DEFAULT '',
     hash       TEXT NOT NULL CHECK (length(hash) = 64),
     hint       TEXT NOT NULL DEFAULT '',
-    created_at {{TIMESTAMP}} NOT NULL,
-    revoked_at {{TIMESTAMP}}
+    created_at {{.TIMESTAMP}} NOT NULL,
+    revoked_at {{.TIMESTAMP}}
 );
 --bun:split
 CREATE UNIQUE INDEX api_tokens_hash_key ON api_tokens (hash);
@@ -42,9 +42,9 @@ CREATE TABLE threats (
     revision            INTEGER NOT NULL DEFAULT 0,
     source              TEXT,
     upstream_id         TEXT,
-    created_at          {{TIMESTAMP}} NOT NULL,
-    updated_at          {{TIMESTAMP}} NOT NULL,
-    verified_at         {{TIMESTAMP}},
+    created_at          {{.TIMESTAMP}} NOT NULL,
+    updated_at          {{.TIMESTAMP}} NOT NULL,
+    verified_at         {{.TIMESTAMP}},
     verified_by         TEXT
 );
 --bun:split
@@ -66,12 +66,12 @@ CREATE TABLE threat_details (
     severity_level      TEXT CHECK (severity_level IN ('critical', 'high', 'medium', 'low')),
     evidence_references TEXT,
     contact_email       TEXT,
-    tags                {{JSON}} NOT NULL,
+    tags                {{.JSON}} NOT NULL,
     version_info        TEXT,
-    first_seen          {{TIMESTAMP}},
-    last_seen           {{TIMESTAMP}},
+    first_seen          {{.TIMESTAMP}},
+    last_seen           {{.TIMESTAMP}},
     osv_advisory_url    TEXT,
-    contributors        {{JSON}} NOT NULL,
+    contributors        {{.JSON}} NOT NULL,
     download_count      BIGINT CHECK (download_count >= 0)
 );
 --bun:split
@@ -86,10 +86,10 @@ CREATE TABLE threat_revisions (
     author_id   TEXT REFERENCES users (id),
     author_name TEXT NOT NULL,
     state       TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'rejected', 'applied')),
-    changes     {{JSON}} NOT NULL,
+    changes     {{.JSON}} NOT NULL,
     note        TEXT,
-    created_at  {{TIMESTAMP}} NOT NULL,
-    decided_at  {{TIMESTAMP}},
+    created_at  {{.TIMESTAMP}} NOT NULL,
+    decided_at  {{.TIMESTAMP}},
     decided_by  TEXT
 );
 --bun:split
@@ -107,7 +107,7 @@ CREATE TABLE review_events (
     actor_id    TEXT REFERENCES users (id),
     actor_name  TEXT NOT NULL,
     note        TEXT,
-    at          {{TIMESTAMP}} NOT NULL
+    at          {{.TIMESTAMP}} NOT NULL
 );
 --bun:split
 CREATE INDEX review_events_threat_idx ON review_events (threat_id, at);
@@ -115,9 +115,9 @@ CREATE INDEX review_events_threat_idx ON review_events (threat_id, at);
 
 -- The change feed: one row per committed change, seq in commit order.
 CREATE TABLE changes (
-    seq       {{SERIAL_PK}},
+    seq       {{.SERIAL_PK}},
     entity    TEXT NOT NULL CHECK (entity IN ('user', 'token', 'threat')),
     entity_id TEXT NOT NULL,
     op        TEXT NOT NULL,
-    at        {{TIMESTAMP}} NOT NULL
+    at        {{.TIMESTAMP}} NOT NULL
 );

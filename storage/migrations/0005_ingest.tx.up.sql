@@ -1,5 +1,5 @@
 -- Ingestion: upstream provenance and "every version affected".
-ALTER TABLE threats ADD COLUMN upstream_modified {{TIMESTAMP}};
+ALTER TABLE threats ADD COLUMN upstream_modified {{.TIMESTAMP}};
 --bun:split
 ALTER TABLE threats ADD COLUMN all_versions BOOLEAN NOT NULL DEFAULT FALSE;
 --bun:split
@@ -9,5 +9,5 @@ CREATE UNIQUE INDEX threats_upstream_key ON threats (source, upstream_id) WHERE 
 CREATE TABLE leases (
     name       TEXT PRIMARY KEY,
     holder     TEXT NOT NULL,
-    expires_at {{TIMESTAMP}} NOT NULL
+    expires_at {{.TIMESTAMP}} NOT NULL
 );

@@ -1,8 +1,8 @@
 -- Revision patches are stored as core.Submission's JSON (issue 13): a list
 -- cleared by the patch is the value [] itself (omitzero keeps it), not a
 -- name in a separate "cleared" list. Rows written before are rewritten.
-{{CLEAR_TAGS}};
+{{.CLEAR_TAGS}};
 --bun:split
-{{CLEAR_CONTRIBUTORS}};
+{{.CLEAR_CONTRIBUTORS}};
 --bun:split
-{{DROP_CLEARED}};
+{{.DROP_CLEARED}};
