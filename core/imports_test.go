@@ -38,3 +38,31 @@ func TestDomainImports(t *testing.T) {
 		}
 	}
 }
+
+// TestAdapterImports keeps the daemon's HTTP layer and its binary off the
+// storage and format packages: they reach storage and exporters through
+// the plugin processes only (core/api knows no plugins either).
+func TestAdapterImports(t *testing.T) {
+	for pkg, forbidden := range map[string][]string{
+		"github.com/threatd/threatd/core/api": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
+			"github.com/threatd/threatd/osv", "github.com/threatd/threatd/plugins", "github.com/uptrace/bun", "google.golang.org/grpc"},
+		"github.com/threatd/threatd/cmd/threatd": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
+			"github.com/threatd/threatd/osv", "github.com/uptrace/bun", "modernc.org/sqlite"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 20 {
+			t.Fatalf("go list returned too few dependencies for %s: %v", pkg, deps)
+		}
+		for _, d := range deps {
+			for _, f := range forbidden {
+				if d == f || strings.HasPrefix(d, f+"/") {
+					t.Errorf("%s depends on %s (it must go through a plugin process)", pkg, d)
+				}
+			}
+		}
+	}
+}
