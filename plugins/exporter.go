@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,6 +96,27 @@ func (w *DocumentWriter) Close() error {
 		return w.flush()
 	}
 	return nil
+}
+
+// RenderStream runs a streaming exporter in this process over records and
+// returns its whole document, as the daemon would receive it: for exporter
+// authors' tests (sdk.Render).
+func RenderStream(ctx context.Context, e StreamExporter, req ExportRequest, records []ExportRecord) (Document, error) {
+	var doc Document
+	w := &DocumentWriter{send: func(c *pb.DocumentChunk) error {
+		if c.ContentType != "" {
+			doc.ContentType = c.ContentType
+		}
+		doc.Body = append(doc.Body, c.Data...)
+		return nil
+	}}
+	if err := e.ExportStream(ctx, req, slices.Values(records), w); err != nil {
+		return Document{}, err
+	}
+	if err := w.Close(); err != nil {
+		return Document{}, err
+	}
+	return doc, nil
 }
 
 // ExporterFunc adapts a function to Exporter.

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/csv"
 	"iter"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +43,7 @@ func export(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out 
 				string(t.Details.SeverityLevel), verified, ioc.Type, ioc.Value,
 				ioc.Detail, strings.Join(ioc.Versions, " "), ioc.Origin, strconv.Itoa(ioc.Confidence)}
 			for i, cell := range row {
-				row[i] = neutralise(cell)
+				row[i] = sdk.CSVCell(cell)
 			}
 			if err := w.Write(row); err != nil {
 				return err
@@ -54,28 +53,3 @@ func export(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out 
 	w.Flush()
 	return w.Error()
 }
-
-// neutralise stops spreadsheet formula injection: a cell that a spreadsheet
-// would read as a formula (starting with = + - @, or a tab or carriage
-// return before one) is prefixed with a quote. A scoped npm name
-// (@scope/name) is not a formula a spreadsheet can run (no function call,
-// no DDE), and it is what a consumer matches on: it is kept intact.
-func neutralise(s string) string {
-	if s == "" {
-		return s
-	}
-	switch s[0] {
-	case '=', '+', '-', '\t', '\r':
-		return "'" + s
-	case '@':
-		if scopedName.MatchString(s) {
-			return s
-		}
-		return "'" + s
-	}
-	return s
-}
-
-// scopedName is an npm scoped package name (npm's rules: lower-case URL-safe
-// characters, one slash).
-var scopedName = regexp.MustCompile(`^@[a-z0-9~-][a-z0-9._~-]*/[a-z0-9~-][a-z0-9._~-]*$`)

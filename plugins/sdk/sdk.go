@@ -24,6 +24,7 @@ package sdk
 import (
 	"context"
 	"iter"
+	"regexp"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins"
@@ -76,3 +77,36 @@ type ExportFunc func(ctx context.Context, req Request) (Document, error)
 func ServeExporter(name, description string, fn ExportFunc) {
 	plugins.ServeExporter(name, description, plugins.ExporterFunc(fn))
 }
+
+// Render runs fn in this process over records and returns the document it
+// writes, as the daemon would receive it: test an exporter without
+// starting a plugin process (see Example).
+func Render(ctx context.Context, fn StreamFunc, req Request, records []Record) (Document, error) {
+	return plugins.RenderStream(ctx, plugins.StreamExporterFunc(fn), req, records)
+}
+
+// CSVCell makes a value safe for a spreadsheet cell: a value a spreadsheet
+// would read as a formula (starting with = + - @, a tab or a carriage
+// return) is prefixed with a quote, so that a hostile package name or URL
+// in a report cannot run in the analyst's spreadsheet. A scoped npm name
+// (@scope/name) is no formula a spreadsheet can run (no function call, no
+// DDE) and is what a consumer matches on: it is kept intact.
+func CSVCell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '\t', '\r':
+		return "'" + s
+	case '@':
+		if scopedName.MatchString(s) {
+			return s
+		}
+		return "'" + s
+	}
+	return s
+}
+
+// scopedName is an npm scoped package name (npm's rules: lower-case URL-safe
+// characters, one slash).
+var scopedName = regexp.MustCompile(`^@[a-z0-9~-][a-z0-9._~-]*/[a-z0-9~-][a-z0-9._~-]*$`)
