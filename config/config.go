@@ -27,7 +27,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Config is the whole configuration of a threatd daemon (CONTRACT.md §3).
+// Config is the whole configuration of a threatd daemon (docs/configuration.md).
 type Config struct {
 	Server         Server          `koanf:"server"`
 	DataDir        string          `koanf:"data_dir"`
@@ -137,7 +137,7 @@ type Log struct {
 	AccessSample int `koanf:"access_sample"`
 }
 
-// Defaults are the built-in values of CONTRACT.md §3.
+// Defaults are the built-in values of docs/configuration.md.
 func Defaults() map[string]any {
 	return map[string]any{
 		"server.listen":                    "127.0.0.1:8443",

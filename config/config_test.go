@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 		c.Limits.LatestCount != 100 || c.Limits.FeedMaxWindow != 168*time.Hour || c.Limits.FeedPageMax != 1000 ||
 		c.Limits.BatchMax != 1000 || c.Limits.Store != "memory" || c.Limits.SyncInterval != 250*time.Millisecond ||
 		strings.Join(c.Exporters, ",") != "stix,anomali" || len(c.Server.TrustedProxies) != 0 {
-		t.Fatalf("defaults differ from CONTRACT.md §3: %+v", c)
+		t.Fatalf("defaults differ from docs/configuration.md: %+v", c)
 	}
 }
 

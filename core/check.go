@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// CheckQuery is one "is this malicious?" question (CONTRACT.md §7).
+// CheckQuery is one "is this malicious?" question (docs/api/check-malicious.md).
 type CheckQuery struct {
 	ReportType         ReportType
 	ResourceIdentifier string

@@ -83,7 +83,7 @@ func Shorten(s string) string {
 }
 
 // VersionError refuses a review decision made on a version of a report that
-// is no longer current (CONTRACT.md §8): nothing changed.
+// is no longer current (docs/cli.md, content versions): nothing changed.
 type VersionError struct {
 	ThreatID       string
 	Asked, Current int

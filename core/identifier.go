@@ -12,7 +12,7 @@ import (
 )
 
 // This file validates resource identifiers per report type and computes the
-// canonical duplicate key of CONTRACT.md §6. The same functions normalise
+// canonical duplicate key of docs/api/submit.md ("Duplicates"). The same functions normalise
 // look-ups later, so that `LoDash` on npm finds `lodash`.
 
 const fieldRI = "resource_identifier"

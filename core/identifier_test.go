@@ -6,7 +6,7 @@ import (
 )
 
 // TestCanonicalKeys: identifiers that are the same asset share a key
-// (CONTRACT.md §6), and different assets do not.
+// (docs/api/submit.md, "Duplicates"), and different assets do not.
 func TestCanonicalKeys(t *testing.T) {
 	cases := []struct {
 		typ      ReportType

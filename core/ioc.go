@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// IOC types of CONTRACT.md §7.
+// IOC types of docs/indicators.md.
 const (
 	IOCURL     = "url"
 	IOCDomain  = "domain"
@@ -235,7 +235,7 @@ func withoutNames(text string, names ...string) string {
 	return re.ReplaceAllString(text, " ")
 }
 
-// registryHosts are the hosts of each registry (CONTRACT.md §7 names): a
+// registryHosts are the hosts of each registry (the registries docs/api/submit.md names): a
 // package report naming its own registry is not naming an indicator.
 var registryHosts = map[string][]string{
 	"npm": {"npmjs.com", "www.npmjs.com", "npmjs.org", "registry.npmjs.org"}, "pypi": {"pypi.org", "files.pythonhosted.org", "pythonhosted.org"},

@@ -8,7 +8,7 @@ import (
 
 // CheckRequest is one check as a client gives it (a query string or an
 // entry of a batch): report_type and resource_identifier (ecosystem and
-// version optional), or a purl alone (CONTRACT.md §7).
+// version optional), or a purl alone (docs/api/check-malicious.md).
 type CheckRequest struct {
 	ReportType         string `json:"report_type"`
 	ResourceIdentifier string `json:"resource_identifier"`
@@ -45,7 +45,7 @@ func (q CheckRequest) Resolve() (CheckQuery, error) {
 	return out, nil
 }
 
-// purlTypes maps package-URL types to registries (CONTRACT.md §7).
+// purlTypes maps package-URL types to registries (docs/api/check-malicious.md).
 var purlTypes = map[string]string{
 	"npm": RegistryNPM, "pypi": RegistryPyPI, "gem": RegistryRubyGems, "cargo": RegistryCrates,
 	"golang": RegistryGo, "maven": RegistryMaven, "nuget": RegistryNuGet, "composer": RegistryPackagist,

@@ -52,7 +52,7 @@ func ParseSeverity(s string) (Severity, error) {
 	return "", Invalid("severity_level", "must be one of critical, high, medium, low (got %q)", s)
 }
 
-// Package registries and container registries (CONTRACT.md §7).
+// Package registries and container registries (docs/api/submit.md, "Fields").
 const (
 	RegistryNPM       = "npm"
 	RegistryPyPI      = "pypi"
@@ -116,13 +116,13 @@ type Threat struct {
 	ResourceIdentifier string
 	// Registry is the ecosystem; "" when none was given (non-package reports).
 	Registry string
-	// CanonicalKey is the normalised duplicate key (CONTRACT.md §6).
+	// CanonicalKey is the normalised duplicate key (docs/api/submit.md, "Duplicates").
 	CanonicalKey string
 	Status       Status
 	SubmitterID  string
 	Revision     int
 	// Version counts the report's content: 1 as submitted, +1 at each change
-	// applied to it (CONTRACT.md §8). Review decisions name the version
+	// applied to it (docs/cli.md, content versions). Review decisions name the version
 	// they were made on.
 	Version    int
 	CreatedAt  time.Time
@@ -161,7 +161,7 @@ type Details struct {
 }
 
 // ShowsContactTo says whether viewer may see t's contact e-mail: its
-// submitter and reviewers may, when there is one (CONTRACT.md §7). Every
+// submitter and reviewers may, when there is one (docs/api/records.md). Every
 // output (records, exports) follows this one rule.
 func (t Threat) ShowsContactTo(viewer Principal) bool {
 	return t.Details.ContactEmail != "" && (viewer.User.Role.CanReview() || viewer.User.ID != "" && viewer.User.ID == t.SubmitterID)

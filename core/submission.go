@@ -85,7 +85,7 @@ type RequiredFieldsError struct {
 	Missing []string
 }
 
-// Error names all three required fields (CONTRACT.md §6).
+// Error names all three required fields (docs/api/submit.md, "Errors").
 func (e *RequiredFieldsError) Error() string {
 	return "report_type, resource_identifier and threat_description are required"
 }
@@ -304,7 +304,7 @@ func evidence(s string) (string, error) {
 var versionRe = regexp.MustCompile(`^[0-9A-Za-z*][0-9A-Za-z.+_~^*-]{0,63}$`)
 
 // versions validates a comma-separated list of version numbers (no prose)
-// and returns it as submitted, trimmed (CONTRACT.md §7): clients compare
+// and returns it as submitted, trimmed (docs/api/records.md): clients compare
 // what they sent with what comes back.
 func versions(s string) (string, error) {
 	parts := strings.Split(s, ",")

@@ -43,7 +43,7 @@ func TestNewThreatFull(t *testing.T) {
 	if d.PackageName != "evil-pkg" || d.Publisher != "mallory" || d.SeverityLevel != SeverityHigh || d.PayloadDescription != payload {
 		t.Fatalf("details: %+v", d)
 	}
-	if d.EvidenceReferences != "https://a.example/1|https://b.example/2" || d.VersionInfo != "1.0.0,1.0.1 , 2.0.0-beta.1" { // version_info as submitted, trimmed (CONTRACT.md §7)
+	if d.EvidenceReferences != "https://a.example/1|https://b.example/2" || d.VersionInfo != "1.0.0,1.0.1 , 2.0.0-beta.1" { // version_info as submitted, trimmed (docs/api/records.md)
 		t.Fatalf("lists: %q %q", d.EvidenceReferences, d.VersionInfo)
 	}
 	if strings.Join(d.Tags, ",") != "token-stealer,campaign-x" || *d.DownloadCount != 1234 || d.Contributors[0] != "alice" {

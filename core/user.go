@@ -28,7 +28,7 @@ func ParseTier(s string) (Tier, error) {
 // Role is what a user may do beyond submitting.
 type Role string
 
-// The roles of CONTRACT.md §4.
+// The roles of docs/api/README.md ("Authentication") and docs/cli.md.
 const (
 	RoleSubmitter Role = "submitter"
 	RoleReviewer  Role = "reviewer"

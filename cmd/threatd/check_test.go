@@ -26,7 +26,7 @@ func checkPath(params ...string) string {
 	return base + "/check-malicious?" + v.Encode()
 }
 
-// recordFields are the fields every record carries (CONTRACT.md §7).
+// recordFields are the fields every record carries (docs/api/records.md).
 var recordFields = []string{"id", "status", "severity_level", "description", "tags", "first_seen", "last_seen",
 	"report_type", "resource_identifier", "created_at", "verified_at", "verified_by", "threat_description",
 	"payload_description", "package_name", "registry", "publisher", "version_info", "evidence_references",

@@ -1,5 +1,5 @@
 // Command threatd is the threat-intelligence daemon and its administration
-// CLI (CONTRACT.md §2): serve, migrate, bootstrap, user, token.
+// CLI (docs/cli.md): serve, migrate, bootstrap, user, token.
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 var version = "dev"
 
 // flagKeys maps command-line flags to configuration keys (the last source of
-// CONTRACT.md §1's order).
+// docs/configuration.md's order).
 var flagKeys = map[string]string{
 	"listen":         "server.listen",
 	"tls-mode":       "server.tls.mode",

@@ -29,7 +29,7 @@ func TestModify(t *testing.T) {
 	if r.body["status"] != "pending" || r.body["revision"] != float64(2) || !strings.Contains(r.body["message"].(string), "pending review") {
 		t.Fatalf("other's edit: %v", r.body)
 	}
-	// The owner's edit made it version 2 (CONTRACT.md §8).
+	// The owner's edit made it version 2 (docs/cli.md, content versions).
 	in.mustCLI("review", "verify", id, "--version", "2")
 	var det map[string]any
 	eventually(t, "verified", func() bool {

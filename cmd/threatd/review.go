@@ -167,7 +167,7 @@ func reviewer(cmd *cobra.Command, e *env, as string) (*core.User, error) {
 }
 
 // showCmd is `threatd review show ID`: the whole report as a reviewer must
-// read it before deciding (CONTRACT.md §2), with the version to decide on.
+// read it before deciding (docs/cli.md), with the version to decide on.
 func showCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",

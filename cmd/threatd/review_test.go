@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// A review decision applies to the text the reviewer read (CONTRACT.md §8):
+// A review decision applies to the text the reviewer read (docs/cli.md, review):
 // an owner's edit between `review show` and `review verify` bumps the
 // report's version, and a decision on the old version is refused and changes
 // nothing.

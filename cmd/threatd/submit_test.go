@@ -272,7 +272,7 @@ func TestSubmitHourlyLimit(t *testing.T) {
 	d.do("POST", base+"/submit-threat-report", tok, pkg("h-3")).expect(t, 429, "Submission limit exceeded: the maximum is 3 submissions per hour")
 }
 
-// TestSubmitOrder checks each adjacent pair of CONTRACT.md §5 step 6–7:
+// TestSubmitOrder checks each adjacent pair of docs/api/submit.md, "Errors, in the order they are checked":
 // body errors before the cap, the cap before the hourly limit, the hourly
 // limit before the duplicate.
 func TestSubmitOrder(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/threatd/threatd/storage"
 )
 
-// These tests drive the real middleware chain (CONTRACT.md §5) with a real
+// These tests drive the real middleware chain (docs/api/README.md, "The order of checks") with a real
 // SQLite store, in process. Each adjacent pair of the order has a test that
 // sets up both conditions at once and checks that the earlier one wins.
 

@@ -44,7 +44,7 @@ func (e *Error) body() map[string]any {
 	return b
 }
 
-// Fixed texts of the specification (spec §7, CONTRACT.md §4–§5).
+// Fixed texts of the specification (spec §7; docs/api/README.md, "Errors").
 const (
 	msgAuthRequired     = "Authorization required"
 	msgInvalidToken     = "Invalid API token"

@@ -15,7 +15,7 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// The middleware chain runs in the order of CONTRACT.md §5:
+// The middleware chain runs in the order of docs/api/README.md ("The order of checks"):
 //
 //	Pre  (before routing): request id, request log, panic recovery
 //	Use  (after routing):  1 wrong method 405, 2 per-IP limit 429, unknown path 404

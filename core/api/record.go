@@ -6,8 +6,8 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// record is a threat record as clients read it (spec §2.4 plus CONTRACT.md
-// §7): every field present, absent values null, arrays never null. Existing
+// record is a threat record as clients read it (spec §2.4 plus
+// docs/api/records.md): every field present, absent values null, arrays never null. Existing
 // OpenSourceMalware clients read these names.
 type record struct {
 	ID                 string     `json:"id"`

@@ -38,7 +38,7 @@ func (s *Server) apiRoutes() []route {
 	return []route{
 		{method: http.MethodGet, path: "/account", tier: core.TierFree, handler: s.account},
 		{method: http.MethodPost, path: "/submit-threat-report", tier: core.TierFree, body: true, handler: s.submit},
-		// The specification's overview names the same operation /submit-threat (CONTRACT.md §7).
+		// The specification's overview names the same operation /submit-threat (docs/api/submit.md).
 		{method: http.MethodPost, path: "/submit-threat", tier: core.TierFree, body: true, handler: s.submit},
 		{method: http.MethodGet, path: "/check-malicious", tier: core.TierFree, index: true, handler: s.checkOne},
 		{method: http.MethodPost, path: "/check-malicious", tier: core.TierFree, body: true, index: true, handler: s.checkBatch},

@@ -1,5 +1,5 @@
 // Package api is threatd's HTTPS JSON API on echo: the routes, the
-// middleware chain of CONTRACT.md §5 and the one error handler. Handlers are
+// middleware chain of docs/api/README.md and the one error handler. Handlers are
 // thin: decode, call a use case in core, encode.
 package api
 

@@ -1,6 +1,6 @@
 // Package ratelimit counts requests in fixed windows aligned to the clock
 // (every minute on the minute by default), as the RateLimit-* headers of
-// CONTRACT.md §5 describe them: a limit, what remains of it, and the seconds
+// docs/api/README.md ("Rate limits") describe them: a limit, what remains of it, and the seconds
 // until the window resets.
 package ratelimit
 

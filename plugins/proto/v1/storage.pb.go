@@ -1060,7 +1060,7 @@ type Threat struct {
 	Details            *Details               `protobuf:"bytes,15,opt,name=details,proto3" json:"details,omitempty"`
 	AllVersions        bool                   `protobuf:"varint,16,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
 	UpstreamModified   *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=upstream_modified,json=upstreamModified,proto3" json:"upstream_modified,omitempty"`
-	// The content version (CONTRACT.md §8): 1 as submitted, +1 per applied change.
+	// The content version (docs/cli.md, content versions): 1 as submitted, +1 per applied change.
 	Version       int32 `protobuf:"varint,18,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
