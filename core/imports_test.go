@@ -17,15 +17,7 @@ func TestDomainImports(t *testing.T) {
 		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
 	}
 	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index"} {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
-		}
-		deps := strings.Fields(string(out))
-		if len(deps) < 5 {
-			t.Fatalf("go list returned too few dependencies for %s: %v", pkg, deps)
-		}
-		for _, d := range deps {
+		for _, d := range deps(t, pkg, 5) {
 			// uuid brings database/sql/driver (for Scan/Value); database/sql itself is forbidden.
 			if d == "database/sql" {
 				t.Errorf("%s depends on database/sql (forbidden in the domain)", pkg)
@@ -49,15 +41,7 @@ func TestAdapterImports(t *testing.T) {
 		"github.com/threatd/threatd/cmd/threatd": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
 			"github.com/threatd/threatd/osv", "github.com/uptrace/bun", "modernc.org/sqlite"},
 	} {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
-		}
-		deps := strings.Fields(string(out))
-		if len(deps) < 20 {
-			t.Fatalf("go list returned too few dependencies for %s: %v", pkg, deps)
-		}
-		for _, d := range deps {
+		for _, d := range deps(t, pkg, 20) {
 			for _, f := range forbidden {
 				if d == f || strings.HasPrefix(d, f+"/") {
 					t.Errorf("%s depends on %s (it must go through a plugin process)", pkg, d)
@@ -65,4 +49,19 @@ func TestAdapterImports(t *testing.T) {
 			}
 		}
 	}
+}
+
+// deps lists every package pkg depends on, failing when go list names fewer
+// than least (a broken listing must not pass as a clean one).
+func deps(t *testing.T, pkg string, least int) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	ds := strings.Fields(string(out))
+	if len(ds) < least {
+		t.Fatalf("go list returned too few dependencies for %s: %v", pkg, ds)
+	}
+	return ds
 }

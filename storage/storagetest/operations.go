@@ -101,9 +101,7 @@ func testQueryThreats(t *testing.T, b Backend) {
 		reg := []string{core.RegistryNPM, core.RegistryPyPI}[i%2]
 		th := report(t, u.ID, core.TypePackage, reg, fmt.Sprintf("query-%d", i))
 		th.Details.Publisher = []string{"Mallory", "eve"}[i%2]
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
-			t.Fatal(err)
-		}
+		create(t, s, th)
 		// Two share a verification time: the id orders them.
 		at := base.Add(time.Duration(min(i, 5)) * time.Hour)
 		verify(t, s, th.ID, at)
@@ -119,11 +117,7 @@ func testQueryThreats(t *testing.T, b Backend) {
 	pending := report(t, u.ID, core.TypePackage, core.RegistryNPM, "query-pending")
 	pending.Details.Publisher = "Mallory"
 	rejected := report(t, u.ID, core.TypePackage, core.RegistryNPM, "query-rejected")
-	for _, th := range []core.Threat{pending, rejected} {
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
-			t.Fatal(err)
-		}
-	}
+	create(t, s, pending, rejected)
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: rejected.ID, Decision: core.DecisionReject, Note: "no", ActorName: "Rita", At: base}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +173,7 @@ func testListRevisions(t *testing.T, b Backend) {
 	c := ctx(t)
 	owner := user(t, s, "rev-owner@example.com")
 	th := report(t, owner.ID, core.TypePackage, core.RegistryNPM, "listed-revisions")
-	if err := s.CreateThreat(c, th, noLimits); err != nil {
-		t.Fatal(err)
-	}
+	create(t, s, th)
 	if none, err := s.ListRevisions(c, th.ID); err != nil || len(none) != 0 {
 		t.Fatalf("a new report's revisions: %+v %v", none, err)
 	}
@@ -242,9 +234,7 @@ func testImportOutcomes(t *testing.T, b Backend) {
 	c := ctx(t)
 	u := user(t, s, "imp@example.com")
 	community := report(t, u.ID, core.TypePackage, core.RegistryNPM, "imp-community")
-	if err := s.CreateThreat(c, community, noLimits); err != nil {
-		t.Fatal(err)
-	}
+	create(t, s, community)
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	rec := func(id, name string, modified time.Time, withdrawn bool) core.ImportRecord {
 		th := report(t, "", core.TypePackage, core.RegistryNPM, name)
@@ -311,9 +301,7 @@ func testCopy(t *testing.T, b Backend) {
 	for i := range 3 {
 		th := report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("copy-%d.example.com", i))
 		th.Details.Tags = []string{"copied", fmt.Sprint(i)}
-		if err := src.CreateThreat(c, th, noLimits); err != nil {
-			t.Fatal(err)
-		}
+		create(t, src, th)
 		if i > 0 {
 			verify(t, src, th.ID, now())
 		}

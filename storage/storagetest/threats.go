@@ -34,6 +34,16 @@ func report(t *testing.T, submitter string, typ core.ReportType, registry, ident
 
 func ptr(s string) *string { return &s }
 
+// create stores reports as pending, failing the test on any error.
+func create(t *testing.T, s core.Store, ths ...core.Threat) {
+	t.Helper()
+	for _, th := range ths {
+		if err := s.CreateThreat(ctx(t), th, noLimits); err != nil {
+			t.Fatalf("creating %s: %v", th.ResourceIdentifier, err)
+		}
+	}
+}
+
 var noLimits = core.SubmitPolicy{}
 
 func user(t *testing.T, s core.Store, email string) core.User {
