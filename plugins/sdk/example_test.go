@@ -11,11 +11,11 @@ import (
 	"github.com/threatd/threatd/plugins/sdk"
 )
 
-// The exporter of docs/plugins/exporters.md (the doc quotes this block and
-// TestExporterDoc fails when they differ). A plugin's main serves it:
+// exportIOCs is the exporter of docs/plugins/exporters.md (the page quotes
+// it, and docs/snippets_test.go fails when they differ). A plugin's main
+// serves it:
 //
 //	sdk.ServeStreamingExporter("iocs", "CSV of verified threats, one row per IOC", exportIOCs)
-
 func exportIOCs(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out *sdk.Writer) error {
 	out.ContentType = "text/csv; charset=utf-8" // before the first write
 	w := csv.NewWriter(out)
@@ -37,8 +37,6 @@ func exportIOCs(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], 
 	w.Flush()
 	return w.Error()
 }
-
-// End of the exporter of docs/plugins/exporters.md.
 
 // Render runs an exporter in the test process, as the daemon would call it.
 func Example() {

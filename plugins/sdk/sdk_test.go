@@ -1,8 +1,6 @@
 package sdk_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/threatd/threatd/plugins/sdk"
@@ -27,31 +25,5 @@ func TestCSVCell(t *testing.T) {
 		if got := sdk.CSVCell(in); got != want {
 			t.Errorf("CSVCell(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-// TestExporterDoc keeps docs/plugins/exporters.md's code the compiled
-// example: its first Go block is exportIOCs of example_test.go, verbatim.
-func TestExporterDoc(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/plugins/exporters.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(doc), "```go\n")
-	if !ok {
-		t.Fatal("docs/plugins/exporters.md has no Go block")
-	}
-	block, _, _ = strings.Cut(block, "```")
-	src, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := strings.Index(string(src), "func exportIOCs(")
-	end := strings.Index(string(src), "// End of the exporter")
-	if start < 0 || end < start {
-		t.Fatal("example_test.go lost its markers")
-	}
-	if want := strings.TrimSpace(string(src[start:end])); strings.TrimSpace(block) != want {
-		t.Errorf("docs/plugins/exporters.md's Go block is not example_test.go's exportIOCs; paste:\n%s", want)
 	}
 }
