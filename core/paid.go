@@ -162,11 +162,9 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 	default:
 		return Page{}, Invalid("mode", "must be %q or %q (got %q)", FeedVerified, FeedChanges, Shorten(r.Mode))
 	}
-	registry := ""
-	if r.Ecosystem != "" {
-		if registry, err = ParseRegistry("ecosystem", r.Ecosystem); err != nil {
-			return Page{}, err
-		}
+	registry, err := ParseEcosystem(r.Ecosystem)
+	if err != nil {
+		return Page{}, err
 	}
 	params := strings.Join([]string{r.Since, r.Until, r.Hours, registry, r.Mode}, "|")
 	// A changes feed without until follows the present: its end is now at

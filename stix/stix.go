@@ -33,10 +33,7 @@ const TLPWhite = "marking-definition--613f2e26-407d-48c7-9eca-b8e91df99dc9"
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Record is one threat to export: the report and its indicators.
-type Record struct {
-	Threat core.Threat
-	IOCs   []core.IOC
-}
+type Record = core.ExportRecord
 
 // Object is one STIX object (a JSON object).
 type Object map[string]any

@@ -14,10 +14,6 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// checkQuery is one check as a client sends it (query string or batch
-// entry); core resolves it.
-type checkQuery = core.CheckRequest
-
 // checkResult is spec §4.3's check result.
 type checkResult struct {
 	Malicious          bool    `json:"malicious"`
@@ -66,7 +62,7 @@ func (s *Server) checkOne(c *echo.Context) error {
 	if err := onlyParams(qs, checkParams); err != nil {
 		return err
 	}
-	q, err := checkQuery{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
+	q, err := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
 		Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.Resolve()
 	if err != nil {
 		return err
@@ -148,8 +144,8 @@ func (s *Server) checkBatch(c *echo.Context) error {
 }
 
 // batchQuery reads one batch entry strictly: known string fields only.
-func batchQuery(raw map[string]any) (checkQuery, error) {
-	var q checkQuery
+func batchQuery(raw map[string]any) (core.CheckRequest, error) {
+	var q core.CheckRequest
 	for k, v := range raw {
 		if !slices.Contains(checkParams, k) {
 			return q, core.Invalid(k, "is not a known field of a query")

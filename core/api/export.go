@@ -15,8 +15,8 @@ type ExportRoute struct {
 	Path     string
 	Exporter string
 	Tier     core.Tier
-	// Select is the records the exporter gets: SelectLatest (default),
-	// SelectWindow or SelectAll.
+	// Select is the records the exporter gets: core.SelectLatest (default),
+	// core.SelectWindow or core.SelectAll.
 	Select string
 	// PassParams hands query parameters the daemon does not know to the
 	// exporter instead of refusing them (configured exporter_routes).
@@ -25,13 +25,6 @@ type ExportRoute struct {
 	// latest verified ones, so that a STIX consumer revokes their objects.
 	Revocations bool
 }
-
-// The selections of an export route are core's.
-const (
-	SelectLatest = core.SelectLatest
-	SelectWindow = core.SelectWindow
-	SelectAll    = core.SelectAll
-)
 
 // exportHandler selects records for r and renders them with its exporter.
 func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
@@ -52,11 +45,11 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		}
 		var threats []core.Threat
 		switch r.Select {
-		case SelectWindow:
+		case core.SelectWindow:
 			if err = onlyParams(qs, []string{"since", "hours", "ecosystem"}); err == nil || r.PassParams {
 				threats, err = s.selections.Window(ctx, qs.Get("since"), qs.Get("hours"), qs.Get("ecosystem"))
 			}
-		case SelectAll:
+		case core.SelectAll:
 			if err = onlyParams(qs, []string{"ecosystem"}); err == nil || r.PassParams {
 				var each func(func(core.Threat) error) error
 				if each, err = s.selections.All(ctx, qs.Get("ecosystem")); err == nil {
@@ -143,10 +136,8 @@ func (s *Server) latestEntry(ctx context.Context, qs map[string][]string, pass b
 			return nil, err
 		}
 	}
-	if v := get("ecosystem"); v != "" {
-		if f.Registry, err = core.ParseRegistry("ecosystem", v); err != nil {
-			return nil, err
-		}
+	if f.Registry, err = core.ParseEcosystem(get("ecosystem")); err != nil {
+		return nil, err
 	}
 	if v := get("severity_level"); v != "" {
 		if f.Severity, err = core.ParseSeverity(v); err != nil {

@@ -68,7 +68,7 @@ func (s *Server) add(g *echo.Group, r route) {
 // BuiltinExportRoutes are the exporter endpoints of the specification.
 var BuiltinExportRoutes = []ExportRoute{
 	{Path: "/query-latest-stix", Exporter: "stix", Tier: core.TierPaid, Revocations: true},
-	{Path: "/anomali-feed", Exporter: "anomali", Tier: core.TierPaid, Select: SelectWindow},
+	{Path: "/anomali-feed", Exporter: "anomali", Tier: core.TierPaid, Select: core.SelectWindow},
 }
 
 // RoutePaths lists the paths of the built-in API routes (to refuse an

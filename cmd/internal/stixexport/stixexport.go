@@ -15,11 +15,7 @@ import (
 // bundleKey distinguishes the bundles of different endpoints.
 func Exporter(bundleKey func(sdk.Request) string) sdk.ExportFunc {
 	return func(_ context.Context, req sdk.Request) (sdk.Document, error) {
-		records := make([]stix.Record, len(req.Records))
-		for i, r := range req.Records {
-			records[i] = stix.Record{Threat: r.Threat, IOCs: r.IOCs}
-		}
-		body, err := stix.NewBundle(records, stix.Options{Service: req.Service, BundleKey: bundleKey(req)}).Marshal()
+		body, err := stix.NewBundle(req.Records, stix.Options{Service: req.Service, BundleKey: bundleKey(req)}).Marshal()
 		if err != nil {
 			return sdk.Document{}, err
 		}
