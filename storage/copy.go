@@ -15,21 +15,26 @@ type copyTable struct {
 	order string
 	// rows returns a pointer to an empty slice of the table's model.
 	rows func() any
+	// replace, when set, is the ON CONFLICT … DO UPDATE clause that lets a
+	// copied row replace one the target made itself (bun sets every
+	// column from the copied row).
+	replace string
 }
 
 var copyTables = []copyTable{
-	{"users", "id", func() any { return &[]userRow{} }},
-	{"api_tokens", "id", func() any { return &[]tokenRow{} }},
-	{"threats", "id", func() any { return &[]threatRow{} }},
-	{"threat_details", "threat_id", func() any { return &[]detailsRow{} }},
-	{"threat_revisions", "id", func() any { return &[]revisionRow{} }},
-	{"review_events", "id", func() any { return &[]eventRow{} }},
-	{"changes", "seq", func() any { return &[]changeRow{} }},
-	{"feed_events", "seq", func() any { return &[]feedEventRow{} }},
+	{"users", "id", func() any { return &[]userRow{} }, ""},
+	{"api_tokens", "id", func() any { return &[]tokenRow{} }, ""},
+	{"threats", "id", func() any { return &[]threatRow{} }, ""},
+	{"threat_details", "threat_id", func() any { return &[]detailsRow{} }, ""},
+	{"threat_revisions", "id", func() any { return &[]revisionRow{} }, ""},
+	{"review_events", "id", func() any { return &[]eventRow{} }, ""},
+	{"changes", "seq", func() any { return &[]changeRow{} }, ""},
+	{"feed_events", "seq", func() any { return &[]feedEventRow{} }, ""},
 	// The secret that signs feed cursors: cursors given out before the
-	// copy keep working after it.
-	{"secrets", "name", func() any { return &[]secretRow{} }},
-	{"paid_usage", "day, token_id, endpoint", func() any { return &[]usageRow{} }},
+	// copy keep working after it, even when the target served requests
+	// before and made its own.
+	{"secrets", "name", func() any { return &[]secretRow{} }, "CONFLICT (name) DO UPDATE"},
+	{"paid_usage", "day, token_id, endpoint", func() any { return &[]usageRow{} }, ""},
 }
 
 // exportBudget bounds one exported batch (a stream message), far below
@@ -127,10 +132,8 @@ func (s *Store) Import(ctx context.Context, next func() (table string, rows []by
 				return fmt.Errorf("import %s: %w", table, err)
 			}
 			ins := tx.NewInsert().Model(dst)
-			if table == "secrets" {
-				// A target that served requests before may have made its
-				// own; the copied one signs the cursors already given out.
-				ins = ins.On("CONFLICT (name) DO UPDATE").Set("value = EXCLUDED.value, created_at = EXCLUDED.created_at")
+			if t.replace != "" {
+				ins = ins.On(t.replace)
 			}
 			res, err := ins.Exec(ctx)
 			if err != nil {

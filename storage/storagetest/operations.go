@@ -287,8 +287,8 @@ func testImportOutcomes(t *testing.T, b Backend) {
 }
 
 // Export writes every row; Import fills an empty store with them, giving
-// the same reports, accounts and secrets, and refuses a store that is not
-// empty.
+// the same reports, accounts and secrets (the copied secret replacing one
+// the target made), and refuses a store that is not empty.
 func testCopy(t *testing.T, b Backend) {
 	src := open(t, b, dbName(t))
 	c := ctx(t)
@@ -333,6 +333,11 @@ func testCopy(t *testing.T, b Backend) {
 		})
 	}
 	dst := open(t, b, dbName(t))
+	// A target that served a feed before the copy made its own secret: the
+	// copied one replaces it.
+	if own, err := dst.Secret(c, "cursor"); err != nil || own == secret {
+		t.Fatalf("the target's own secret: %q %v", own, err)
+	}
 	counts, err := feed(dst)
 	if err != nil {
 		t.Fatal(err)
