@@ -177,15 +177,24 @@ func patchToPB(s core.Submission) []byte {
 	return b
 }
 
-// patchFromPB decodes what patchToPB wrote; bytes that are not a patch
-// (never written by threatd) decode to an empty patch, which changes
-// nothing and which Modify refuses as such.
+// patchFromPB decodes what patchToPB wrote. Bytes that are not a patch are
+// a protocol error: a write refuses them (patchFromWire) rather than store
+// an empty change; a revision read back never has them (storage wrote
+// them from a core.Submission).
 func patchFromPB(b []byte) core.Submission {
-	var s core.Submission
-	if len(b) > 0 && json.Unmarshal(b, &s) != nil {
-		return core.Submission{}
-	}
+	s, _ := patchFromWire(b)
 	return s
+}
+
+// patchFromWire decodes a patch a write carries, or names why it cannot.
+func patchFromWire(b []byte) (core.Submission, error) {
+	var s core.Submission
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return core.Submission{}, core.Invalid("patch", "is not a patch of submit fields: %v", err)
+		}
+	}
+	return s, nil
 }
 
 func revisionToPB(r core.Revision) *pb.Revision {

@@ -102,3 +102,22 @@ func TestStorageShim(t *testing.T) {
 		t.Fatalf("not found across the shim: %v", err)
 	}
 }
+
+// A write whose patch bytes are not a patch is refused with a field error
+// naming the patch, never stored as an empty change; a real patch, cleared
+// lists included, crosses unchanged.
+func TestPatchFromWire(t *testing.T) {
+	var fe *core.FieldError
+	if _, err := patchFromWire([]byte(`{"tags":"not a list"}`)); !errors.As(err, &fe) || fe.Field != "patch" {
+		t.Fatalf("bad bytes: %v", err)
+	}
+	sev := "high"
+	in := core.Submission{SeverityLevel: &sev, Tags: []string{}}
+	out, err := patchFromWire(patchToPB(in))
+	if err != nil || out.SeverityLevel == nil || *out.SeverityLevel != "high" || out.Tags == nil || len(out.Tags) != 0 || out.Contributors != nil {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	if empty, err := patchFromWire(nil); err != nil || !core.PatchIsEmpty(empty) {
+		t.Fatalf("no bytes: %+v %v", empty, err)
+	}
+}

@@ -213,8 +213,12 @@ func (s *storageServer) VerifiedSummaries(_ *pb.VerifiedSummariesRequest, stream
 
 func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest) (*pb.ModifyResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
+		patch, err := patchFromWire(req.PatchJson)
+		if err != nil {
+			return nil, err
+		}
 		t, r, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
-			Patch: patchFromPB(req.PatchJson), BaseRevision: int(req.BaseRevision), At: fromTS(req.At)}, policyFromPB(req.Policy))
+			Patch: patch, BaseRevision: int(req.BaseRevision), At: fromTS(req.At)}, policyFromPB(req.Policy))
 		return modifyResponse(t, r), err
 	})
 }
