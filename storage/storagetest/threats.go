@@ -77,20 +77,18 @@ func testThreatRoundTrip(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, th := range map[string]core.Threat{"read back": got} {
-		d := th.Details
-		if th.ID != in.ID || th.CanonicalKey != "package:pypi:evil-pkg" || th.Status != core.StatusPending || th.SubmitterID != u.ID ||
-			th.Registry != "pypi" || th.ResourceIdentifier != "Evil_Pkg" || th.ReportType != core.TypePackage || th.VerifiedAt != nil ||
-			!th.CreatedAt.Equal(in.CreatedAt) {
-			t.Fatalf("%s identity: %+v", name, th)
-		}
-		if d.PayloadDescription != payload || d.ThreatDescription != in.Details.ThreatDescription || d.PackageName != "evil-pkg" ||
-			d.Publisher != "Mallory" || d.SeverityLevel != core.SeverityCritical || d.EvidenceReferences != in.Details.EvidenceReferences ||
-			d.ContactEmail != "r@example.org" || strings.Join(d.Tags, ",") != "stealer,campaign-x" || d.VersionInfo != "1.0.0, 1.0.1" ||
-			!d.FirstSeen.Equal(first) || !d.LastSeen.Equal(last) || d.OSVAdvisoryURL != in.Details.OSVAdvisoryURL ||
-			strings.Join(d.Contributors, ",") != "alice,bob" || d.DownloadCount == nil || *d.DownloadCount != n {
-			t.Fatalf("%s details differ:\n got %+v\nwant %+v", name, d, in.Details)
-		}
+	th, d := got, got.Details
+	if th.ID != in.ID || th.CanonicalKey != "package:pypi:evil-pkg" || th.Status != core.StatusPending || th.SubmitterID != u.ID ||
+		th.Registry != "pypi" || th.ResourceIdentifier != "Evil_Pkg" || th.ReportType != core.TypePackage || th.VerifiedAt != nil ||
+		!th.CreatedAt.Equal(in.CreatedAt) {
+		t.Fatalf("identity read back: %+v", th)
+	}
+	if d.PayloadDescription != payload || d.ThreatDescription != in.Details.ThreatDescription || d.PackageName != "evil-pkg" ||
+		d.Publisher != "Mallory" || d.SeverityLevel != core.SeverityCritical || d.EvidenceReferences != in.Details.EvidenceReferences ||
+		d.ContactEmail != "r@example.org" || strings.Join(d.Tags, ",") != "stealer,campaign-x" || d.VersionInfo != "1.0.0, 1.0.1" ||
+		!d.FirstSeen.Equal(first) || !d.LastSeen.Equal(last) || d.OSVAdvisoryURL != in.Details.OSVAdvisoryURL ||
+		strings.Join(d.Contributors, ",") != "alice,bob" || d.DownloadCount == nil || *d.DownloadCount != n {
+		t.Fatalf("details read back differ:\n got %+v\nwant %+v", d, in.Details)
 	}
 	// Absent optional fields come back absent, arrays empty (never nil).
 	bare := report(t, u.ID, core.TypeURL, "", "https://evil.example/x")
