@@ -46,10 +46,31 @@ func BenchmarkPluginRoundTrip(b *testing.B) {
 
 func ptr(s string) *string { return &s }
 
-// BenchmarkImportOSV measures ingestion into SQLite through the plugin
-// process, in the batches `threatd import` uses: records cloned from the
-// real OSV sample with fresh names, so every record is a new report.
-func BenchmarkImportOSV(b *testing.B) {
+// BenchmarkGetThreats is the read a check makes when it hits reports outside
+// the record cache: 64 real OSV reports (every details field the sample
+// has) in one GetThreats call through the plugin process.
+func BenchmarkGetThreats(b *testing.B) {
+	sample := osvSample(b)
+	ctx := context.Background()
+	st := benchStore(b)
+	out, err := st.ImportThreats(ctx, sample[:64], "osv-import")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, len(out))
+	for i, o := range out {
+		ids[i] = o.ThreatID
+	}
+	for b.Loop() {
+		got, err := st.GetThreats(ctx, ids)
+		if err != nil || len(got) != len(ids) {
+			b.Fatalf("%d reports, %v", len(got), err)
+		}
+	}
+}
+
+// osvSample reads the 300 real OSV reports of the shared sample.
+func osvSample(b *testing.B) []core.ImportRecord {
 	var sample []core.ImportRecord
 	err := osv.Source{}.Read(context.Background(), []string{filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-sample")}, nil, nil,
 		func(it core.SourceItem) error {
@@ -61,6 +82,14 @@ func BenchmarkImportOSV(b *testing.B) {
 	if err != nil || len(sample) != 300 {
 		b.Fatalf("sample: %d records, %v", len(sample), err)
 	}
+	return sample
+}
+
+// BenchmarkImportOSV measures ingestion into SQLite through the plugin
+// process, in the batches `threatd import` uses: records cloned from the
+// real OSV sample with fresh names, so every record is a new report.
+func BenchmarkImportOSV(b *testing.B) {
+	sample := osvSample(b)
 	ctx := context.Background()
 	st := benchStore(b)
 	const perIter = 5000
