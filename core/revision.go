@@ -55,33 +55,6 @@ type RevisionDecision struct {
 	At         time.Time
 }
 
-// AsSubmission returns the submit fields of t, as a full submission.
-func (t Threat) AsSubmission() Submission {
-	opt := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
-	ts := func(p *time.Time) *string {
-		if p == nil {
-			return nil
-		}
-		s := p.UTC().Format(time.RFC3339Nano)
-		return &s
-	}
-	d := t.Details
-	rt, ri, td := string(t.ReportType), t.ResourceIdentifier, d.ThreatDescription
-	return Submission{
-		ReportType: &rt, ResourceIdentifier: &ri, ThreatDescription: &td, PackageName: opt(d.PackageName),
-		Registry: opt(t.Registry), Publisher: opt(d.Publisher), PayloadDescription: opt(d.PayloadDescription),
-		SeverityLevel: opt(string(d.SeverityLevel)), EvidenceReferences: opt(d.EvidenceReferences),
-		ContactEmail: opt(d.ContactEmail), Tags: append([]string{}, d.Tags...), VersionInfo: opt(d.VersionInfo),
-		FirstSeen: ts(d.FirstSeen), LastSeen: ts(d.LastSeen), OSVAdvisoryURL: opt(d.OSVAdvisoryURL),
-		Contributors: append([]string{}, d.Contributors...), DownloadCount: d.DownloadCount,
-	}
-}
-
 // ApplyPatch merges patch onto t (given fields replace, others stay; an
 // empty string or array clears a field) and validates the result as a
 // submission. The identity fields (report_type, resource_identifier,

@@ -10,34 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// Submission is the request body of the submit operation (spec §2.1): the
-// one definition of a report's submit fields and their JSON names. The API
-// decodes requests straight into it, revision patches are stored as its
-// JSON, and the storage plugin protocol carries it as JSON, so a new field
-// is added here (and in Details, AsSubmission and NewThreat's validation),
-// not in every layer. Nil pointers and nil slices are fields that were
-// absent (or null); an empty slice is a field given as [] (omitzero keeps
-// it, so a patch that clears tags survives a round trip).
-type Submission struct {
-	ReportType         *string  `json:"report_type,omitzero"`
-	ResourceIdentifier *string  `json:"resource_identifier,omitzero"`
-	ThreatDescription  *string  `json:"threat_description,omitzero"`
-	PackageName        *string  `json:"package_name,omitzero"`
-	Registry           *string  `json:"registry,omitzero"`
-	Publisher          *string  `json:"publisher,omitzero"`
-	PayloadDescription *string  `json:"payload_description,omitzero"`
-	SeverityLevel      *string  `json:"severity_level,omitzero"`
-	EvidenceReferences *string  `json:"evidence_references,omitzero"`
-	ContactEmail       *string  `json:"contact_email,omitzero"`
-	Tags               []string `json:"tags,omitzero"`
-	VersionInfo        *string  `json:"version_info,omitzero"`
-	FirstSeen          *string  `json:"first_seen,omitzero"`
-	LastSeen           *string  `json:"last_seen,omitzero"`
-	OSVAdvisoryURL     *string  `json:"osv_advisory_url,omitzero"`
-	Contributors       []string `json:"contributors,omitzero"`
-	DownloadCount      *int64   `json:"download_count,omitzero"`
-}
-
 // submissionFields lists Submission's fields by JSON name, in order.
 var submissionFields = func() []submissionField {
 	t := reflect.TypeFor[Submission]()
@@ -97,10 +69,8 @@ func (e *RequiredFieldsError) Is(target error) bool { return target == ErrInvali
 const (
 	maxThreatDescription  = 20000
 	maxPayloadDescription = 200000
-	maxShortText          = 256
 	maxTags               = 50
 	maxTagLen             = 64
-	maxContributors       = 100
 	maxEvidence           = 50
 	maxVersions           = 1000
 )
@@ -154,91 +124,109 @@ func NewThreat(s Submission, now time.Time) (Threat, error) {
 		t.Registry = ContainerRegistryOf(strings.TrimPrefix(t.CanonicalKey, "container:"))
 	}
 
-	d := &t.Details
-	if d.ThreatDescription, err = text("threat_description", *s.ThreatDescription, maxThreatDescription, true); err != nil {
-		return Threat{}, err
+	in, out := reflect.ValueOf(s), reflect.ValueOf(&t.Details).Elem()
+	for _, f := range DetailFields {
+		if rule := fieldRules[f.Name]; rule != nil {
+			err = rule(&s, &t, now)
+		} else {
+			err = checkByType(f, in, out, now)
+		}
+		if err != nil {
+			return Threat{}, err
+		}
 	}
-	d.ThreatDescription = strings.TrimSpace(d.ThreatDescription)
+	return t, nil
+}
 
-	if rt == TypePackage {
+// fieldRules validate the fields with rules of their own, given the
+// submission and the report as validated so far (its identity and the
+// fields before, in Details' order), and set them in t.Details. Every other
+// field is checked by its type (checkByType).
+var fieldRules = map[string]func(s *Submission, t *Threat, now time.Time) (err error){
+	"threat_description": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		t.Details.ThreatDescription, err = text("threat_description", *s.ThreatDescription, maxThreatDescription, true)
+		t.Details.ThreatDescription = strings.TrimSpace(t.Details.ThreatDescription)
+		return err
+	},
+	"package_name": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		d := &t.Details
+		if t.ReportType != TypePackage {
+			if present(s.PackageName) {
+				d.PackageName, err = text("package_name", strings.TrimSpace(*s.PackageName), maxShortText, false)
+			}
+			return err
+		}
 		d.PackageName = t.ResourceIdentifier
 		if present(s.PackageName) {
-			key, err := CanonicalKey(rt, t.Registry, *s.PackageName)
+			key, err := CanonicalKey(t.ReportType, t.Registry, *s.PackageName)
 			if err != nil {
-				return Threat{}, Invalid("package_name", "%s", err.(*FieldError).Message)
+				return Invalid("package_name", "%s", err.(*FieldError).Message)
 			}
 			if key != t.CanonicalKey {
-				return Threat{}, Invalid("package_name", "must name the same package as resource_identifier (%q is not %q)", *s.PackageName, t.ResourceIdentifier)
+				return Invalid("package_name", "must name the same package as resource_identifier (%q is not %q)", *s.PackageName, t.ResourceIdentifier)
 			}
 			d.PackageName = strings.TrimSpace(*s.PackageName)
 		}
-	} else if present(s.PackageName) {
-		if d.PackageName, err = text("package_name", strings.TrimSpace(*s.PackageName), maxShortText, false); err != nil {
-			return Threat{}, err
+		return nil
+	},
+	"payload_description": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		if present(s.PayloadDescription) {
+			// Kept exactly as written: Markdown and defanged IOCs included.
+			t.Details.PayloadDescription, err = text("payload_description", *s.PayloadDescription, maxPayloadDescription, true)
 		}
-	}
-	if present(s.Publisher) {
-		if d.Publisher, err = text("publisher", strings.TrimSpace(*s.Publisher), maxShortText, false); err != nil {
-			return Threat{}, err
+		return err
+	},
+	"severity_level": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		if present(s.SeverityLevel) {
+			t.Details.SeverityLevel, err = ParseSeverity(*s.SeverityLevel)
 		}
-	}
-	if s.PayloadDescription != nil && strings.TrimSpace(*s.PayloadDescription) != "" {
-		// Kept exactly as written: Markdown and defanged IOCs included.
-		if d.PayloadDescription, err = text("payload_description", *s.PayloadDescription, maxPayloadDescription, true); err != nil {
-			return Threat{}, err
+		return err
+	},
+	"evidence_references": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		if present(s.EvidenceReferences) {
+			t.Details.EvidenceReferences, err = evidence(*s.EvidenceReferences)
 		}
-	}
-	if present(s.SeverityLevel) {
-		if d.SeverityLevel, err = ParseSeverity(*s.SeverityLevel); err != nil {
-			return Threat{}, err
+		return err
+	},
+	"contact_email": func(s *Submission, t *Threat, _ time.Time) error {
+		if present(s.ContactEmail) {
+			e := strings.TrimSpace(*s.ContactEmail)
+			if err := ValidateEmail("contact_email", e); err != nil {
+				return err
+			}
+			t.Details.ContactEmail = e
 		}
-	}
-	if present(s.EvidenceReferences) {
-		if d.EvidenceReferences, err = evidence(*s.EvidenceReferences); err != nil {
-			return Threat{}, err
+		return nil
+	},
+	"tags": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		t.Details.Tags, err = stringList("tags", s.Tags, maxTags, maxTagLen)
+		return err
+	},
+	"version_info": func(s *Submission, t *Threat, _ time.Time) (err error) {
+		if present(s.VersionInfo) {
+			t.Details.VersionInfo, err = versions(*s.VersionInfo)
 		}
-	}
-	if present(s.ContactEmail) {
-		e := strings.TrimSpace(*s.ContactEmail)
-		if err := ValidateEmail("contact_email", e); err != nil {
-			return Threat{}, err
+		return err
+	},
+	"last_seen": func(s *Submission, t *Threat, now time.Time) (err error) {
+		d := &t.Details
+		if d.LastSeen, err = timestamp("last_seen", s.LastSeen, now); err != nil {
+			return err
 		}
-		d.ContactEmail = e
-	}
-	if d.Tags, err = stringList("tags", s.Tags, maxTags, maxTagLen); err != nil {
-		return Threat{}, err
-	}
-	if d.Contributors, err = stringList("contributors", s.Contributors, maxContributors, maxShortText); err != nil {
-		return Threat{}, err
-	}
-	if present(s.VersionInfo) {
-		if d.VersionInfo, err = versions(*s.VersionInfo); err != nil {
-			return Threat{}, err
+		if d.FirstSeen != nil && d.LastSeen != nil && d.LastSeen.Before(*d.FirstSeen) {
+			return Invalid("last_seen", "must not be before first_seen")
 		}
-	}
-	if d.FirstSeen, err = timestamp("first_seen", s.FirstSeen, now); err != nil {
-		return Threat{}, err
-	}
-	if d.LastSeen, err = timestamp("last_seen", s.LastSeen, now); err != nil {
-		return Threat{}, err
-	}
-	if d.FirstSeen != nil && d.LastSeen != nil && d.LastSeen.Before(*d.FirstSeen) {
-		return Threat{}, Invalid("last_seen", "must not be before first_seen")
-	}
-	if present(s.OSVAdvisoryURL) {
-		if _, err := canonicalHTTPURL("osv_advisory_url", strings.TrimSpace(*s.OSVAdvisoryURL)); err != nil {
-			return Threat{}, err
+		return nil
+	},
+	"osv_advisory_url": func(s *Submission, t *Threat, _ time.Time) error {
+		if present(s.OSVAdvisoryURL) {
+			if _, err := canonicalHTTPURL("osv_advisory_url", strings.TrimSpace(*s.OSVAdvisoryURL)); err != nil {
+				return err
+			}
+			t.Details.OSVAdvisoryURL = strings.TrimSpace(*s.OSVAdvisoryURL)
 		}
-		d.OSVAdvisoryURL = strings.TrimSpace(*s.OSVAdvisoryURL)
-	}
-	if s.DownloadCount != nil {
-		if *s.DownloadCount < 0 {
-			return Threat{}, Invalid("download_count", "must not be negative")
-		}
-		n := *s.DownloadCount
-		d.DownloadCount = &n
-	}
-	return t, nil
+		return nil
+	},
 }
 
 // text validates free text: valid UTF-8, at most max characters, no control

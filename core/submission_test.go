@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,60 @@ func TestHourlyLimitFor(t *testing.T) {
 	own := 50
 	if r.HourlyLimit(User{Tier: TierFree}) != 10 || r.HourlyLimit(User{Tier: TierPaid}) != 0 || r.HourlyLimit(User{Tier: TierFree, SubmissionsPerHour: &own}) != 50 {
 		t.Fatal("hourly limit selection wrong")
+	}
+}
+
+// TestEveryFieldRoundTrips: a report with every Details field set comes
+// back unchanged through AsSubmission and NewThreat (what ApplyPatch and
+// Diff rely on). A new field without a value here fails the test by name.
+func TestEveryFieldRoundTrips(t *testing.T) {
+	first, last := now.Add(-48*time.Hour), now.Add(-time.Hour)
+	var n int64 = 7
+	in := Threat{ReportType: TypePackage, ResourceIdentifier: "evil-pkg", Registry: RegistryNPM, Details: Details{
+		ThreatDescription: "Steals tokens", PackageName: "evil-pkg", Publisher: "mallory", PayloadDescription: "## Payload\n\ntext",
+		SeverityLevel: SeverityHigh, EvidenceReferences: "https://a.example/1|https://b.example/2", ContactEmail: "r@example.org",
+		Tags: []string{"t1"}, Contributors: []string{"alice", "bob"}, VersionInfo: "1.0.0, 1.0.1", FirstSeen: &first, LastSeen: &last,
+		OSVAdvisoryURL: "https://osv.dev/vulnerability/MAL-2026-1", DownloadCount: &n,
+	}}
+	dv := reflect.ValueOf(in.Details)
+	for _, f := range DetailFields {
+		if dv.Field(f.Index).IsZero() {
+			t.Errorf("the test report has no value for %s", f.Name)
+		}
+	}
+	out, err := NewThreat(in.AsSubmission(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out.Details, in.Details) {
+		t.Errorf("round trip changed the details:\n got %+v\nwant %+v", out.Details, in.Details)
+	}
+	if d := Diff(in.Details, out.Details); len(d) != 0 {
+		t.Errorf("Diff of equal details: %+v", d)
+	}
+}
+
+// TestFieldsCheckedByType: fields without a rule of their own get the
+// checks of their type, naming the field.
+func TestFieldsCheckedByType(t *testing.T) {
+	neg := int64(-1)
+	for _, c := range []struct {
+		edit func(*Submission)
+		want string
+	}{
+		{func(s *Submission) { s.Publisher = sp(strings.Repeat("x", 257)) }, "publisher: is longer than 256 characters (257)"},
+		{func(s *Submission) { s.Publisher = sp("a\nb") }, "publisher: must be a single line"},
+		{func(s *Submission) { s.Contributors = make([]string, 101) }, "contributors: has more than 100 entries"},
+		{func(s *Submission) { s.Contributors = []string{"a", " "} }, "contributors: entry 1 is empty"},
+		{func(s *Submission) { s.DownloadCount = &neg }, "download_count: must not be negative"},
+		{func(s *Submission) { s.FirstSeen = sp("2099-01-01") }, "first_seen: 2099-01-01T00:00:00Z is in the future"},
+		{func(s *Submission) { s.FirstSeen = sp("yesterday") }, `first_seen: "yesterday" is not an ISO 8601 timestamp (e.g. 2025-01-31T12:00:00Z)`},
+	} {
+		s := validPackage()
+		c.edit(&s)
+		_, err := NewThreat(s, now)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
 	}
 }
