@@ -21,7 +21,7 @@ type checkResult struct {
 	ResourceIdentifier string  `json:"resource_identifier"`
 	Ecosystem          *string `json:"ecosystem"`
 	ThreatCount        int     `json:"threat_count"`
-	Details            *record `json:"details,omitempty"`
+	Details            any     `json:"details,omitempty"`
 	Message            string  `json:"message,omitempty"`
 }
 
@@ -46,8 +46,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 		out.Message = fmt.Sprintf("%s %q is not in the threat database", q.ReportType, q.ResourceIdentifier)
 		return out, nil
 	}
-	rec := toRecord(res.Latest, viewer)
-	out.Malicious, out.Details = true, &rec
+	out.Malicious, out.Details = true, toRecord(res.Latest, viewer)
 	return out, nil
 }
 

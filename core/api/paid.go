@@ -19,19 +19,12 @@ func (s *Server) countPaid(endpoint string) echo.MiddlewareFunc {
 	}
 }
 
-func records(threats []core.Threat, viewer core.Principal) []record {
-	out := make([]record, len(threats))
+func records(threats []core.Threat, viewer core.Principal) []any {
+	out := make([]any, len(threats))
 	for i, t := range threats {
 		out[i] = toRecord(t, viewer)
 	}
 	return out
-}
-
-// changedRecord is a record of a changes-mode feed: the report as it is now
-// and what happened to it.
-type changedRecord struct {
-	record
-	Change feedChange `json:"change"`
 }
 
 // feedChange says what happened to a report (core.ChangeVerified, …), when
@@ -66,10 +59,10 @@ func (s *Server) threatFeed(c *echo.Context) error {
 		return err
 	}
 	if qs.Get("mode") == core.FeedChanges {
-		out := make([]changedRecord, len(p.Changes))
+		out := make([]any, len(p.Changes))
 		for i, it := range p.Changes {
-			out[i] = changedRecord{record: toRecord(it.Threat, principal(c)),
-				Change: feedChange{Type: it.Event.Kind, At: it.Event.At.Format(time.RFC3339Nano), Version: it.Event.Version}}
+			out[i] = toChangedRecord(it.Threat, principal(c),
+				feedChange{Type: it.Event.Kind, At: it.Event.At.Format(time.RFC3339Nano), Version: it.Event.Version})
 		}
 		return c.JSON(http.StatusOK, map[string]any{
 			"mode":        core.FeedChanges,

@@ -1,0 +1,55 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// TestRecordShape: a record has every field of core.Details under its JSON
+// name, absent ones null and lists [], besides its own; contact_email only
+// for those who may see it; a changes-mode record adds "change".
+func TestRecordShape(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	th := core.Threat{ID: "id1", Status: core.StatusVerified, ReportType: core.TypeIP, ResourceIdentifier: "192.0.2.1", SubmitterID: "u1",
+		CreatedAt: at, Details: core.Details{ThreatDescription: "C2", Publisher: "x", ContactEmail: "r@example.org"}}
+	decode := func(v any) map[string]any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		return m
+	}
+	m := decode(toRecord(th, core.Principal{}))
+	for _, f := range core.DetailFields {
+		if _, ok := m[f.Name]; !ok && f.Name != "contact_email" {
+			t.Errorf("record lacks %s: %v", f.Name, m)
+		}
+	}
+	want := map[string]any{"id": "id1", "status": "verified", "report_type": "ip", "resource_identifier": "192.0.2.1", "registry": nil,
+		"description": "C2", "threat_description": "C2", "publisher": "x", "payload_description": nil, "severity_level": nil,
+		"tags": []any{}, "contributors": []any{}, "download_count": nil, "first_seen": nil, "created_at": "2026-11-01T00:00:00Z",
+		"verified_at": nil, "verified_by": nil, "revision": float64(0)}
+	for k, v := range want {
+		if !reflect.DeepEqual(m[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, m[k], v)
+		}
+	}
+	if _, ok := m["contact_email"]; ok {
+		t.Errorf("contact_email shown to an anonymous reader")
+	}
+	if got := decode(toRecord(th, core.Principal{User: core.User{ID: "u1"}}))["contact_email"]; got != "r@example.org" {
+		t.Errorf("contact_email for its submitter = %v", got)
+	}
+	c := decode(toChangedRecord(th, core.Principal{}, feedChange{Type: "verified", At: "t", Version: 2}))
+	if c["id"] != "id1" || !reflect.DeepEqual(c["change"], map[string]any{"type": "verified", "at": "t", "version": float64(2)}) {
+		t.Errorf("changes-mode record: %v", c)
+	}
+}
