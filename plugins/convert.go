@@ -2,8 +2,11 @@ package plugins
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
@@ -98,18 +101,12 @@ func changeFromPB(c *pb.Change) core.Change {
 }
 
 func threatToPB(t core.Threat) *pb.Threat {
-	d := t.Details
 	return &pb.Threat{
 		Id: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
 		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision), Version: int32(t.Version),
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), VerifiedAt: tsPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
 		Source: t.Source, UpstreamId: t.UpstreamID, AllVersions: t.AllVersions, UpstreamModified: tsPtr(t.UpstreamModified),
-		Details: &pb.Details{
-			ThreatDescription: d.ThreatDescription, PayloadDescription: d.PayloadDescription, PackageName: d.PackageName,
-			Publisher: d.Publisher, SeverityLevel: string(d.SeverityLevel), EvidenceReferences: d.EvidenceReferences,
-			ContactEmail: d.ContactEmail, Tags: d.Tags, VersionInfo: d.VersionInfo, FirstSeen: tsPtr(d.FirstSeen),
-			LastSeen: tsPtr(d.LastSeen), OsvAdvisoryUrl: d.OSVAdvisoryURL, Contributors: d.Contributors, DownloadCount: d.DownloadCount,
-		},
+		Details: detailsToPB(t.Details),
 	}
 }
 
@@ -123,22 +120,96 @@ func threatFromPB(t *pb.Threat) core.Threat {
 		CreatedAt: fromTS(t.CreatedAt), UpdatedAt: fromTS(t.UpdatedAt), VerifiedAt: fromTSPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
 		Source: t.Source, UpstreamID: t.UpstreamId, AllVersions: t.AllVersions, UpstreamModified: fromTSPtr(t.UpstreamModified),
 	}
-	if d := t.Details; d != nil {
-		out.Details = core.Details{
-			ThreatDescription: d.ThreatDescription, PayloadDescription: d.PayloadDescription, PackageName: d.PackageName,
-			Publisher: d.Publisher, SeverityLevel: core.Severity(d.SeverityLevel), EvidenceReferences: d.EvidenceReferences,
-			ContactEmail: d.ContactEmail, Tags: nonNil(d.Tags), VersionInfo: d.VersionInfo, FirstSeen: fromTSPtr(d.FirstSeen),
-			LastSeen: fromTSPtr(d.LastSeen), OSVAdvisoryURL: d.OsvAdvisoryUrl, Contributors: nonNil(d.Contributors), DownloadCount: d.DownloadCount,
+	out.Details = detailsFromPB(t.Details)
+	return out
+}
+
+// detailsPB pairs each field of core.Details with the pb.Details field of
+// the same name (its JSON name), so the conversion below needs no change
+// when a field is added to both. The Go and proto types must be one of the
+// pairs the conversion knows (TestDetailsCrossThePlugin).
+var detailsPB = func() []protoreflect.FieldDescriptor {
+	md := (&pb.Details{}).ProtoReflect().Descriptor()
+	dt := reflect.TypeFor[core.Details]()
+	out := make([]protoreflect.FieldDescriptor, len(core.DetailFields))
+	for i, f := range core.DetailFields {
+		fd := md.Fields().ByName(protoreflect.Name(f.Name))
+		if fd == nil {
+			panic(fmt.Sprintf("plugins: pb.Details has no field %s", f.Name))
+		}
+		goType, ok := dt.Field(f.Index).Type, false
+		switch {
+		case goType.Kind() == reflect.String:
+			ok = fd.Kind() == protoreflect.StringKind && !fd.IsList()
+		case goType == reflect.TypeFor[[]string]():
+			ok = fd.Kind() == protoreflect.StringKind && fd.IsList()
+		case goType == reflect.TypeFor[*time.Time]():
+			ok = fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Timestamp"
+		case goType == reflect.TypeFor[*int64]():
+			ok = fd.Kind() == protoreflect.Int64Kind && fd.HasPresence()
+		}
+		if !ok {
+			panic(fmt.Sprintf("plugins: core.Details.%s (%s) cannot be carried as pb.Details.%s (%s)", dt.Field(f.Index).Name, goType, f.Name, fd.Kind()))
+		}
+		out[i] = fd
+	}
+	return out
+}()
+
+func detailsToPB(d core.Details) *pb.Details {
+	out := &pb.Details{}
+	m, in := out.ProtoReflect(), reflect.ValueOf(d)
+	for i, f := range core.DetailFields {
+		fd, v := detailsPB[i], in.Field(f.Index)
+		switch {
+		case v.Kind() == reflect.String:
+			if v.Len() > 0 {
+				m.Set(fd, protoreflect.ValueOfString(v.String()))
+			}
+		case v.Kind() == reflect.Slice:
+			list := m.Mutable(fd).List()
+			for _, s := range v.Interface().([]string) {
+				list.Append(protoreflect.ValueOfString(s))
+			}
+		case v.IsNil():
+		case fd.Kind() == protoreflect.MessageKind:
+			m.Set(fd, protoreflect.ValueOfMessage(timestamppb.New(*v.Interface().(*time.Time)).ProtoReflect()))
+		default:
+			m.Set(fd, protoreflect.ValueOfInt64(v.Elem().Int()))
 		}
 	}
 	return out
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+// detailsFromPB is detailsToPB's inverse; lists are never nil.
+func detailsFromPB(p *pb.Details) core.Details {
+	var d core.Details
+	if p == nil {
+		return d
 	}
-	return s
+	m, out := p.ProtoReflect(), reflect.ValueOf(&d).Elem()
+	for i, f := range core.DetailFields {
+		fd, dst := detailsPB[i], out.Field(f.Index)
+		switch {
+		case dst.Kind() == reflect.String:
+			dst.SetString(m.Get(fd).String())
+		case dst.Kind() == reflect.Slice:
+			list := m.Get(fd).List()
+			s := make([]string, list.Len())
+			for j := range s {
+				s[j] = list.Get(j).String()
+			}
+			dst.Set(reflect.ValueOf(s))
+		case !m.Has(fd):
+		case fd.Kind() == protoreflect.MessageKind:
+			t := m.Get(fd).Message().Interface().(*timestamppb.Timestamp).AsTime().UTC()
+			dst.Set(reflect.ValueOf(&t))
+		default:
+			n := m.Get(fd).Int()
+			dst.Set(reflect.ValueOf(&n))
+		}
+	}
+	return d
 }
 
 func policyToPB(p core.SubmitPolicy) *pb.SubmitPolicy {
