@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -106,24 +108,34 @@ type threatRow struct {
 	Details *detailsRow `bun:"rel:has-one,join:id=threat_id"`
 }
 
+// detailsRow is a report's details as stored: ThreatID and every field of
+// core.Details, one column each, embedded so that a new field needs no
+// change here. bun names a field's column in snake case, which is the
+// field's JSON name; optionalDetails checks that and makes bun write an
+// absent optional field as NULL, as the columns' CHECKs expect.
 type detailsRow struct {
 	bun.BaseModel `bun:"table:threat_details"`
 
-	ThreatID           string     `bun:"threat_id,pk"`
-	ThreatDescription  string     `bun:"threat_description,notnull"`
-	PayloadDescription *string    `bun:"payload_description"`
-	PackageName        *string    `bun:"package_name"`
-	Publisher          *string    `bun:"publisher"`
-	SeverityLevel      *string    `bun:"severity_level"`
-	EvidenceReferences *string    `bun:"evidence_references"`
-	ContactEmail       *string    `bun:"contact_email"`
-	Tags               []string   `bun:"tags,notnull,type:jsonb"`
-	VersionInfo        *string    `bun:"version_info"`
-	FirstSeen          *time.Time `bun:"first_seen"`
-	LastSeen           *time.Time `bun:"last_seen"`
-	OSVAdvisoryURL     *string    `bun:"osv_advisory_url"`
-	Contributors       []string   `bun:"contributors,notnull,type:jsonb"`
-	DownloadCount      *int64     `bun:"download_count"`
+	ThreatID string `bun:"threat_id,pk"`
+	core.Details
+}
+
+// optionalDetails prepares bun's model of detailsRow on db: each field of
+// core.Details must have the column of its JSON name, and an optional one
+// (omitzero) is written as NULL when empty, as a *string was before the
+// fields were defined once (bun has no tag for that on an embedded type
+// from another package, so the model's field is marked here, once, before
+// db runs any query).
+func optionalDetails(db *bun.DB) error {
+	table := db.Table(reflect.TypeFor[detailsRow]())
+	for _, f := range core.DetailFields {
+		col := table.LookupField(f.Name)
+		if col == nil {
+			return fmt.Errorf("storage: core.Details field %s has no column %q in bun's model (bun names columns after Go fields in snake case)", f.Name, f.Name)
+		}
+		col.NullZero = f.Optional
+	}
+	return nil
 }
 
 type eventRow struct {
@@ -165,26 +177,12 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 func toThreatRow(t core.Threat) (threatRow, detailsRow) {
-	d := t.Details
-	tags, contributors := d.Tags, d.Contributors
-	if tags == nil {
-		tags = []string{}
-	}
-	if contributors == nil {
-		contributors = []string{}
-	}
 	return threatRow{
-			ID: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: str(t.Registry),
-			CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision, Version: max(t.Version, 1),
-			Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-			VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
-		}, detailsRow{
-			ThreatID: t.ID, ThreatDescription: d.ThreatDescription, PayloadDescription: str(d.PayloadDescription),
-			PackageName: str(d.PackageName), Publisher: str(d.Publisher), SeverityLevel: str(string(d.SeverityLevel)),
-			EvidenceReferences: str(d.EvidenceReferences), ContactEmail: str(d.ContactEmail), Tags: tags,
-			VersionInfo: str(d.VersionInfo), FirstSeen: d.FirstSeen, LastSeen: d.LastSeen,
-			OSVAdvisoryURL: str(d.OSVAdvisoryURL), Contributors: contributors, DownloadCount: d.DownloadCount,
-		}
+		ID: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: str(t.Registry),
+		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision, Version: max(t.Version, 1),
+		Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
+	}, detailsRow{ThreatID: t.ID, Details: storedDetails(t.Details)}
 }
 
 func (r threatRow) domain() core.Threat {
@@ -194,22 +192,27 @@ func (r threatRow) domain() core.Threat {
 		Source: deref(r.Source), UpstreamID: deref(r.UpstreamID), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		VerifiedAt: utcPtr(r.VerifiedAt), VerifiedBy: deref(r.VerifiedBy), UpstreamModified: utcPtr(r.UpstreamModified), AllVersions: r.AllVersions,
 	}
-	if d := r.Details; d != nil {
-		t.Details = core.Details{
-			ThreatDescription: d.ThreatDescription, PayloadDescription: deref(d.PayloadDescription), PackageName: deref(d.PackageName),
-			Publisher: deref(d.Publisher), SeverityLevel: core.Severity(deref(d.SeverityLevel)), EvidenceReferences: deref(d.EvidenceReferences),
-			ContactEmail: deref(d.ContactEmail), Tags: nonNil(d.Tags), VersionInfo: deref(d.VersionInfo), FirstSeen: utcPtr(d.FirstSeen),
-			LastSeen: utcPtr(d.LastSeen), OSVAdvisoryURL: deref(d.OSVAdvisoryURL), Contributors: nonNil(d.Contributors), DownloadCount: d.DownloadCount,
-		}
+	if r.Details != nil {
+		t.Details = storedDetails(r.Details.Details)
 	}
 	return t
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+// storedDetails returns d as storage writes and returns it: lists never
+// nil (their columns are NOT NULL JSON), times in UTC.
+func storedDetails(d core.Details) core.Details {
+	v := reflect.ValueOf(&d).Elem()
+	for _, f := range core.DetailFields {
+		switch fv := v.Field(f.Index); x := fv.Interface().(type) {
+		case []string:
+			if x == nil {
+				fv.Set(reflect.ValueOf([]string{}))
+			}
+		case *time.Time:
+			fv.Set(reflect.ValueOf(utcPtr(x)))
+		}
 	}
-	return s
+	return d
 }
 
 func (r eventRow) domain() core.ReviewEvent {

@@ -128,6 +128,11 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("storage: unsupported dialect %q", d)
 	}
+	if err == nil {
+		if err = optionalDetails(db); err != nil {
+			db.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

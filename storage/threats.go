@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -208,36 +209,42 @@ type getStmt struct {
 	err  error
 }
 
-// getThreatsSQL reads reports and their details by a JSON list of ids, the
-// timestamps as text for parseStamp; scanned by scanThreat in this order.
-// It is the hot read of a check that hits a report outside the record
-// cache: prepared once, scanned without reflection.
-const getThreatsSQL = `SELECT t.id, t.report_type, t.resource_identifier, t.registry, t.canonical_key, t.status,
- t.submitter_id, t.revision, t.source, t.upstream_id, CAST(t.created_at AS TEXT), CAST(t.updated_at AS TEXT),
- CAST(t.verified_at AS TEXT), t.verified_by, CAST(t.upstream_modified AS TEXT), t.all_versions, t.version,
- d.threat_id, d.threat_description, d.payload_description, d.package_name, d.publisher, d.severity_level,
- d.evidence_references, d.contact_email, d.tags, d.version_info, CAST(d.first_seen AS TEXT), CAST(d.last_seen AS TEXT),
- d.osv_advisory_url, d.contributors, d.download_count
- FROM threats AS t LEFT JOIN threat_details AS d ON d.threat_id = t.id
- WHERE t.id IN (SELECT value FROM json_each(?))`
-
-// getThreatsPostgres is getThreatsSQL for PostgreSQL: the same columns in
-// the same order, timestamps as UTC RFC 3339 text, JSON columns as text, and
-// the ids as one array parameter (one plan for every batch size; bun's IN
+// getThreatsSQL reads reports and their details by a list of ids (a JSON
+// array on SQLite, a text[] on PostgreSQL), timestamps as text for
+// parseStamp, JSON columns as text; scanned by scanThreat in this order:
+// the report's columns, then d.threat_id and one column per field of
+// core.Details. It is the hot read of a check that hits a report outside
+// the record cache: prepared once, one plan for every batch size (bun's IN
 // list was parsed and planned anew per call, and scanned by reflection).
-var getThreatsPostgres = func() string {
+func getThreatsSQL(d Dialect) string {
 	stamp := func(col string) string {
+		if d == SQLite {
+			return "CAST(" + col + " AS TEXT)"
+		}
 		return `to_char(` + col + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 	}
-	return `SELECT t.id, t.report_type, t.resource_identifier, t.registry, t.canonical_key, t.status,
- t.submitter_id, t.revision, t.source, t.upstream_id, ` + stamp("t.created_at") + `, ` + stamp("t.updated_at") + `,
- ` + stamp("t.verified_at") + `, t.verified_by, ` + stamp("t.upstream_modified") + `, t.all_versions, t.version,
- d.threat_id, d.threat_description, d.payload_description, d.package_name, d.publisher, d.severity_level,
- d.evidence_references, d.contact_email, d.tags::text, d.version_info, ` + stamp("d.first_seen") + `, ` + stamp("d.last_seen") + `,
- d.osv_advisory_url, d.contributors::text, d.download_count
- FROM threats AS t LEFT JOIN threat_details AS d ON d.threat_id = t.id
- WHERE t.id = ANY($1::text[])`
-}()
+	cols := []string{"t.id", "t.report_type", "t.resource_identifier", "t.registry", "t.canonical_key", "t.status",
+		"t.submitter_id", "t.revision", "t.source", "t.upstream_id", stamp("t.created_at"), stamp("t.updated_at"),
+		stamp("t.verified_at"), "t.verified_by", stamp("t.upstream_modified"), "t.all_versions", "t.version", "d.threat_id"}
+	dt := reflect.TypeFor[core.Details]()
+	for _, f := range core.DetailFields {
+		col := "d." + f.Name
+		switch dt.Field(f.Index).Type {
+		case reflect.TypeFor[*time.Time]():
+			col = stamp(col)
+		case reflect.TypeFor[[]string]():
+			if d != SQLite {
+				col += "::text"
+			}
+		}
+		cols = append(cols, col)
+	}
+	where := "t.id IN (SELECT value FROM json_each(?))"
+	if d != SQLite {
+		where = "t.id = ANY($1::text[])"
+	}
+	return "SELECT " + strings.Join(cols, ", ") + "\n FROM threats AS t LEFT JOIN threat_details AS d ON d.threat_id = t.id\n WHERE " + where
+}
 
 // pgTextArray writes ids as a PostgreSQL text[] literal, passed as a
 // parameter (never spliced into SQL): every element quoted and escaped.
@@ -260,11 +267,7 @@ var pgArrayEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
 func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRow) error {
 	s.get.once.Do(func() {
-		q := getThreatsSQL
-		if s.dialect != SQLite {
-			q = getThreatsPostgres
-		}
-		s.get.stmt, s.get.err = s.db.DB.PrepareContext(context.Background(), q)
+		s.get.stmt, s.get.err = s.db.DB.PrepareContext(context.Background(), getThreatsSQL(s.dialect))
 	})
 	if s.get.err != nil {
 		return s.get.err
@@ -294,25 +297,25 @@ func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRo
 	return rows.Err()
 }
 
-// scanThreat reads one row of getThreatsSQL without reflection.
+// scanThreat reads one row of getThreatsSQL: the report's columns, then
+// the details' by the type of each field.
 func scanThreat(rows *sql.Rows) (threatRow, error) {
 	var (
-		r                                                            threatRow
-		d                                                            detailsRow
-		registry, submitter, source, upstream, verifiedBy            sql.NullString
-		created, updated, verified, upstreamMod, firstSeen, lastSeen sql.NullString
-		detailsID, description, payload, pkg, publisher, severity    sql.NullString
-		evidence, contact, tags, versions, osvURL, contributors      sql.NullString
-		downloads                                                    sql.NullInt64
+		r                                                  threatRow
+		registry, submitter, source, upstream, verifiedBy  sql.NullString
+		created, updated, verified, upstreamMod, detailsID sql.NullString
 	)
-	err := rows.Scan(&r.ID, &r.ReportType, &r.ResourceIdentifier, &registry, &r.CanonicalKey, &r.Status,
-		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions, &r.Version,
-		&detailsID, &description, &payload, &pkg, &publisher, &severity, &evidence, &contact, &tags, &versions,
-		&firstSeen, &lastSeen, &osvURL, &contributors, &downloads)
-	if err != nil {
+	dest := []any{&r.ID, &r.ReportType, &r.ResourceIdentifier, &registry, &r.CanonicalKey, &r.Status,
+		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions, &r.Version, &detailsID}
+	details := make([]sql.Null[any], len(core.DetailFields))
+	for i := range details {
+		dest = append(dest, &details[i])
+	}
+	if err := rows.Scan(dest...); err != nil {
 		return r, err
 	}
 	r.Registry, r.SubmitterID, r.Source, r.UpstreamID, r.VerifiedBy = nullStr(registry), nullStr(submitter), nullStr(source), nullStr(upstream), nullStr(verifiedBy)
+	var err error
 	if r.CreatedAt, err = parseStamp(created.String); err != nil {
 		return r, fmt.Errorf("report %s: created_at: %w", r.ID, err)
 	}
@@ -322,7 +325,7 @@ func scanThreat(rows *sql.Rows) (threatRow, error) {
 	for _, f := range []struct {
 		src sql.NullString
 		dst **time.Time
-	}{{verified, &r.VerifiedAt}, {upstreamMod, &r.UpstreamModified}, {firstSeen, &d.FirstSeen}, {lastSeen, &d.LastSeen}} {
+	}{{verified, &r.VerifiedAt}, {upstreamMod, &r.UpstreamModified}} {
 		if !f.src.Valid {
 			continue
 		}
@@ -335,24 +338,59 @@ func scanThreat(rows *sql.Rows) (threatRow, error) {
 	if !detailsID.Valid {
 		return r, nil
 	}
-	d.ThreatID, d.ThreatDescription = detailsID.String, description.String
-	d.PayloadDescription, d.PackageName, d.Publisher, d.SeverityLevel = nullStr(payload), nullStr(pkg), nullStr(publisher), nullStr(severity)
-	d.EvidenceReferences, d.ContactEmail, d.VersionInfo, d.OSVAdvisoryURL = nullStr(evidence), nullStr(contact), nullStr(versions), nullStr(osvURL)
-	if downloads.Valid {
-		d.DownloadCount = &downloads.Int64
-	}
-	for _, f := range []struct {
-		src sql.NullString
-		dst *[]string
-	}{{tags, &d.Tags}, {contributors, &d.Contributors}} {
-		if f.src.Valid && f.src.String != "" {
-			if err := json.Unmarshal([]byte(f.src.String), f.dst); err != nil {
-				return r, fmt.Errorf("report %s: %w", r.ID, err)
-			}
+	d := detailsRow{ThreatID: detailsID.String}
+	out := reflect.ValueOf(&d.Details).Elem()
+	for i, f := range core.DetailFields {
+		if err := scanDetail(out.Field(f.Index), details[i]); err != nil {
+			return r, fmt.Errorf("report %s: %s: %w", r.ID, f.Name, err)
 		}
 	}
 	r.Details = &d
 	return r, nil
+}
+
+// scanDetail sets a field of core.Details from its column as getThreatsSQL
+// reads it: text, JSON text for lists, timestamp text, or a whole number.
+func scanDetail(dst reflect.Value, col sql.Null[any]) error {
+	if !col.Valid {
+		return nil
+	}
+	var text string
+	switch v := col.V.(type) {
+	case int64:
+		if dst.Type() != reflect.TypeFor[*int64]() {
+			return fmt.Errorf("unexpected number")
+		}
+		dst.Set(reflect.ValueOf(&v))
+		return nil
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("unexpected %T", v)
+	}
+	switch {
+	case dst.Kind() == reflect.String:
+		dst.SetString(text)
+	case dst.Type() == reflect.TypeFor[[]string]():
+		var list []string
+		if text != "" {
+			if err := json.Unmarshal([]byte(text), &list); err != nil {
+				return err
+			}
+		}
+		dst.Set(reflect.ValueOf(list))
+	case dst.Type() == reflect.TypeFor[*time.Time]():
+		t, err := parseStamp(text)
+		if err != nil {
+			return err
+		}
+		dst.Set(reflect.ValueOf(&t))
+	default:
+		return fmt.Errorf("unexpected text for %s", dst.Type())
+	}
+	return nil
 }
 
 func nullStr(s sql.NullString) *string {
