@@ -234,40 +234,7 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 
 // window validates the feed's time window.
 func (p *Paid) window(r FeedRequest) (time.Time, time.Time, error) {
-	now := p.now().UTC()
-	if r.Hours != "" && (r.Since != "" || r.Until != "") {
-		return time.Time{}, time.Time{}, Invalid("hours", "give either hours or since/until, not both")
-	}
-	if r.Since == "" {
-		if r.Until != "" {
-			return time.Time{}, time.Time{}, Invalid("since", "is required with until")
-		}
-		hours := 1
-		if r.Hours != "" {
-			var err error
-			if hours, err = ParseWhole("hours", r.Hours, 1, 24); err != nil {
-				return time.Time{}, time.Time{}, err
-			}
-		}
-		return now.Add(-time.Duration(hours) * time.Hour), now, nil
-	}
-	since, err := time.Parse(time.RFC3339Nano, r.Since)
-	if err != nil {
-		return time.Time{}, time.Time{}, Invalid("since", "must be an RFC 3339 timestamp, e.g. 2026-11-20T00:00:00Z")
-	}
-	until := now
-	if r.Until != "" {
-		if until, err = time.Parse(time.RFC3339Nano, r.Until); err != nil {
-			return time.Time{}, time.Time{}, Invalid("until", "must be an RFC 3339 timestamp")
-		}
-	}
-	if !since.Before(until) {
-		return time.Time{}, time.Time{}, Invalid("until", "must be after since")
-	}
-	if until.Sub(since) > p.limits.MaxWindow {
-		return time.Time{}, time.Time{}, Invalid("since", "the window is longer than the maximum of %s", p.limits.MaxWindow)
-	}
-	return since.UTC(), until.UTC(), nil
+	return Window{Default: time.Hour, Max: p.limits.MaxWindow, Until: true}.Parse(p.now(), r.Since, r.Until, r.Hours)
 }
 
 // ByPublisher returns the verified reports whose publisher is username

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -58,6 +57,9 @@ func ParseEcosystem(s string) (string, error) {
 	return ParseRegistry("ecosystem", s)
 }
 
+// exportWindow is the window of the STIX and Anomali window exports.
+var exportWindow = Window{Default: 24 * time.Hour, Max: 24 * time.Hour}
+
 // Window is every report that changed here in the rolling window since
 // (RFC 3339, at most 24 h ago) or hours (1–24, default 24), optionally one
 // ecosystem's, once each as it is now, in the order of its last change: a
@@ -65,26 +67,9 @@ func ParseEcosystem(s string) (string, error) {
 // the change happened here (verified, imported, revised, withdrawn), not
 // upstream publication times. At most MaxWindowRecords.
 func (x *Selections) Window(ctx context.Context, since, hours, ecosystem string) ([]Threat, error) {
-	now := x.now().UTC()
-	from := now.Add(-24 * time.Hour)
-	switch {
-	case since != "" && hours != "":
-		return nil, Invalid("hours", "give either since or hours, not both")
-	case since != "":
-		t, err := time.Parse(time.RFC3339Nano, since)
-		if err != nil {
-			return nil, Invalid("since", "must be an RFC 3339 timestamp")
-		}
-		if now.Sub(t) > 24*time.Hour || t.After(now) {
-			return nil, Invalid("since", "must be within the last 24 hours")
-		}
-		from = t
-	case hours != "":
-		h, err := ParseWhole("hours", strings.TrimSpace(hours), 1, 24)
-		if err != nil {
-			return nil, err
-		}
-		from = now.Add(-time.Duration(h) * time.Hour)
+	from, now, err := exportWindow.Parse(x.now(), since, "", hours)
+	if err != nil {
+		return nil, err
 	}
 	registry, err := ParseEcosystem(ecosystem)
 	if err != nil {
