@@ -2,7 +2,6 @@ package api
 
 import (
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -48,7 +47,7 @@ func newRecordType(extra ...reflect.StructField) reflect.Type {
 		for i := range t.NumField() {
 			sf := t.Field(i)
 			if t == reflect.TypeFor[core.Details]() {
-				name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+				name := core.DetailFields[i].Name // DetailFields is Details' fields in order
 				if sf.Type.Kind() == reflect.String {
 					sf.Type = reflect.TypeFor[*string]()
 				}
