@@ -38,6 +38,25 @@ type AccountStore interface {
 	// Authenticate returns the live token with this hash and its user;
 	// ErrNotFound when no such token exists or it is revoked.
 	Authenticate(ctx context.Context, hash string) (Token, User, error)
+	// ListTokens returns a user's tokens, revoked ones included, newest first.
+	ListTokens(ctx context.Context, userID string) ([]Token, error)
+	// RevokeUserToken revokes the user's token with this id; ErrNotFound
+	// when the user has no such token.
+	RevokeUserToken(ctx context.Context, userID, tokenID string) (Token, error)
+	// TokensUsed records when tokens (by id) were last used; a time older
+	// than the stored one is ignored.
+	TokensUsed(ctx context.Context, used map[string]time.Time) error
+
+	// SetPassword stores a user's password hash and ends the user's web
+	// sessions; ErrNotFound when no user has that e-mail.
+	SetPassword(ctx context.Context, email, hash string) (User, error)
+	// CreateSession stores a web session (and drops the user's expired ones).
+	CreateSession(ctx context.Context, s Session) error
+	// SessionUser returns the unexpired session with this hash and its
+	// user; ErrNotFound otherwise.
+	SessionUser(ctx context.Context, hash string) (Session, User, error)
+	// DeleteSession ends a web session; ending an unknown one succeeds.
+	DeleteSession(ctx context.Context, hash string) error
 }
 
 // ReportStore keeps reports through submission, review and revision.
@@ -55,6 +74,9 @@ type ReportStore interface {
 	// GetThreats returns the reports with these ids (at most
 	// MaxGetThreats), in no particular order; unknown ids are left out.
 	GetThreats(ctx context.Context, ids []string) ([]Threat, error)
+	// ListSubmissions returns one page of the reports a user submitted,
+	// newest first, and how many there are in all.
+	ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]Threat, int, error)
 	// ListPending returns up to limit pending reports, oldest first.
 	ListPending(ctx context.Context, limit int) ([]Threat, error)
 	// ReviewThreat applies a review decision through the state machine and

@@ -33,6 +33,9 @@ type Token struct {
 	Hint      string // the last four characters, so a user can tell tokens apart
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	// LastUsedAt is when the token last authenticated a request, to the
+	// minute (nil = never); daemons record it in batches.
+	LastUsedAt *time.Time
 }
 
 // Revoked reports whether the token has been revoked.

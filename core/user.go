@@ -58,6 +58,9 @@ type User struct {
 	// submission limit; nil means the tier default applies.
 	SubmissionsPerHour *int
 	CreatedAt          time.Time
+	// PasswordHash is the web log-in password as an argon2id PHC string
+	// (HashPassword); empty = the user cannot log in to the web site.
+	PasswordHash string
 }
 
 // NewUser is the input of creating a user.

@@ -61,7 +61,7 @@ func int32Ptr(p *int32) *int {
 func userToPB(u core.User) *pb.User {
 	return &pb.User{
 		Id: u.ID, Email: u.Email, Name: u.Name, Tier: string(u.Tier), Role: string(u.Role),
-		SubmissionsPerHour: intPtr32(u.SubmissionsPerHour), CreatedAt: ts(u.CreatedAt),
+		SubmissionsPerHour: intPtr32(u.SubmissionsPerHour), CreatedAt: ts(u.CreatedAt), PasswordHash: u.PasswordHash,
 	}
 }
 
@@ -71,14 +71,14 @@ func userFromPB(u *pb.User) core.User {
 	}
 	return core.User{
 		ID: u.Id, Email: u.Email, Name: u.Name, Tier: core.Tier(u.Tier), Role: core.Role(u.Role),
-		SubmissionsPerHour: int32Ptr(u.SubmissionsPerHour), CreatedAt: fromTS(u.CreatedAt),
+		SubmissionsPerHour: int32Ptr(u.SubmissionsPerHour), CreatedAt: fromTS(u.CreatedAt), PasswordHash: u.PasswordHash,
 	}
 }
 
 func tokenToPB(t core.Token) *pb.Token {
 	return &pb.Token{
 		Id: t.ID, UserId: t.UserID, Name: t.Name, Hash: t.Hash, Hint: t.Hint,
-		CreatedAt: ts(t.CreatedAt), RevokedAt: tsPtr(t.RevokedAt),
+		CreatedAt: ts(t.CreatedAt), RevokedAt: tsPtr(t.RevokedAt), LastUsedAt: tsPtr(t.LastUsedAt),
 	}
 }
 
@@ -88,7 +88,7 @@ func tokenFromPB(t *pb.Token) core.Token {
 	}
 	return core.Token{
 		ID: t.Id, UserID: t.UserId, Name: t.Name, Hash: t.Hash, Hint: t.Hint,
-		CreatedAt: fromTS(t.CreatedAt), RevokedAt: fromTSPtr(t.RevokedAt),
+		CreatedAt: fromTS(t.CreatedAt), RevokedAt: fromTSPtr(t.RevokedAt), LastUsedAt: fromTSPtr(t.LastUsedAt),
 	}
 }
 
@@ -337,4 +337,15 @@ func importRecordToPB(r core.ImportRecord) *pb.ImportRecord {
 
 func importRecordFromPB(r *pb.ImportRecord) core.ImportRecord {
 	return core.ImportRecord{Threat: threatFromPB(r.Threat), Withdrawn: r.Withdrawn}
+}
+
+func sessionToPB(s core.Session) *pb.Session {
+	return &pb.Session{Hash: s.Hash, UserId: s.UserID, CreatedAt: ts(s.CreatedAt), ExpiresAt: ts(s.ExpiresAt)}
+}
+
+func sessionFromPB(s *pb.Session) core.Session {
+	if s == nil {
+		return core.Session{}
+	}
+	return core.Session{Hash: s.Hash, UserID: s.UserId, CreatedAt: fromTS(s.CreatedAt), ExpiresAt: fromTS(s.ExpiresAt)}
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
@@ -107,6 +108,68 @@ func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Tok
 		return core.Token{}, core.User{}, fromStatus(err)
 	}
 	return tokenFromPB(r.Token), userFromPB(r.User), nil
+}
+
+// ListTokens returns a user's tokens.
+func (c *StorageClient) ListTokens(ctx context.Context, userID string) ([]core.Token, error) {
+	stream, err := c.conn().ListTokens(ctx, &pb.ListTokensRequest{UserId: userID})
+	return recvAll(stream, err, tokenFromPB)
+}
+
+// RevokeUserToken revokes one of a user's tokens by id.
+func (c *StorageClient) RevokeUserToken(ctx context.Context, userID, tokenID string) (core.Token, error) {
+	r, err := c.conn().RevokeUserToken(ctx, &pb.RevokeUserTokenRequest{UserId: userID, TokenId: tokenID})
+	return call(r, err, tokenFromPB)
+}
+
+// TokensUsed records when tokens were last used.
+func (c *StorageClient) TokensUsed(ctx context.Context, used map[string]time.Time) error {
+	req := &pb.TokensUsedRequest{Used: make(map[string]*timestamppb.Timestamp, len(used))}
+	for id, at := range used {
+		req.Used[id] = ts(at)
+	}
+	_, err := c.conn().TokensUsed(ctx, req)
+	return fromStatus(err)
+}
+
+// SetPassword stores a user's password hash.
+func (c *StorageClient) SetPassword(ctx context.Context, email, hash string) (core.User, error) {
+	r, err := c.conn().SetPassword(ctx, &pb.SetPasswordRequest{Email: email, Hash: hash})
+	return call(r, err, userFromPB)
+}
+
+// CreateSession stores a web session.
+func (c *StorageClient) CreateSession(ctx context.Context, s core.Session) error {
+	_, err := c.conn().CreateSession(ctx, sessionToPB(s))
+	return fromStatus(err)
+}
+
+// SessionUser resolves a session hash to the session and its user.
+func (c *StorageClient) SessionUser(ctx context.Context, hash string) (core.Session, core.User, error) {
+	r, err := c.conn().SessionUser(ctx, &pb.SessionUserRequest{Hash: hash})
+	if err != nil {
+		return core.Session{}, core.User{}, fromStatus(err)
+	}
+	return sessionFromPB(r.Session), userFromPB(r.User), nil
+}
+
+// DeleteSession ends a web session.
+func (c *StorageClient) DeleteSession(ctx context.Context, hash string) error {
+	_, err := c.conn().DeleteSession(ctx, &pb.DeleteSessionRequest{Hash: hash})
+	return fromStatus(err)
+}
+
+// ListSubmissions returns one page of a user's reports and their count.
+func (c *StorageClient) ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]core.Threat, int, error) {
+	r, err := c.conn().ListSubmissions(ctx, &pb.ListSubmissionsRequest{UserId: userID, Offset: int32(offset), Limit: int32(limit)})
+	if err != nil {
+		return nil, 0, fromStatus(err)
+	}
+	out := make([]core.Threat, len(r.Threats))
+	for i, t := range r.Threats {
+		out[i] = threatFromPB(t)
+	}
+	return out, int(r.Total), nil
 }
 
 // CreateThreat stores a pending report under the submit policy.

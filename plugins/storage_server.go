@@ -147,6 +147,66 @@ func (s *storageServer) Authenticate(ctx context.Context, req *pb.AuthenticateRe
 	})
 }
 
+func (s *storageServer) ListTokens(req *pb.ListTokensRequest, stream grpc.ServerStreamingServer[pb.Token]) error {
+	return streamAll(s, func(st core.Store) ([]core.Token, error) {
+		return st.ListTokens(stream.Context(), req.UserId)
+	}, tokenToPB, stream.Send)
+}
+
+func (s *storageServer) RevokeUserToken(ctx context.Context, req *pb.RevokeUserTokenRequest) (*pb.Token, error) {
+	return withStore(s, func(st core.Store) (*pb.Token, error) {
+		t, err := st.RevokeUserToken(ctx, req.UserId, req.TokenId)
+		return tokenToPB(t), err
+	})
+}
+
+func (s *storageServer) TokensUsed(ctx context.Context, req *pb.TokensUsedRequest) (*pb.TokensUsedResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.TokensUsedResponse, error) {
+		used := make(map[string]time.Time, len(req.Used))
+		for id, at := range req.Used {
+			used[id] = fromTS(at)
+		}
+		return &pb.TokensUsedResponse{}, st.TokensUsed(ctx, used)
+	})
+}
+
+func (s *storageServer) SetPassword(ctx context.Context, req *pb.SetPasswordRequest) (*pb.User, error) {
+	return withStore(s, func(st core.Store) (*pb.User, error) {
+		u, err := st.SetPassword(ctx, req.Email, req.Hash)
+		return userToPB(u), err
+	})
+}
+
+func (s *storageServer) CreateSession(ctx context.Context, req *pb.Session) (*pb.CreateSessionResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.CreateSessionResponse, error) {
+		return &pb.CreateSessionResponse{}, st.CreateSession(ctx, sessionFromPB(req))
+	})
+}
+
+func (s *storageServer) SessionUser(ctx context.Context, req *pb.SessionUserRequest) (*pb.SessionUserResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.SessionUserResponse, error) {
+		ses, u, err := st.SessionUser(ctx, req.Hash)
+		return &pb.SessionUserResponse{Session: sessionToPB(ses), User: userToPB(u)}, err
+	})
+}
+
+func (s *storageServer) DeleteSession(ctx context.Context, req *pb.DeleteSessionRequest) (*pb.DeleteSessionResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.DeleteSessionResponse, error) {
+		return &pb.DeleteSessionResponse{}, st.DeleteSession(ctx, req.Hash)
+	})
+}
+
+func (s *storageServer) ListSubmissions(ctx context.Context, req *pb.ListSubmissionsRequest) (*pb.ListSubmissionsResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.ListSubmissionsResponse, error) {
+		ts, total, err := st.ListSubmissions(ctx, req.UserId, int(req.Offset), int(req.Limit))
+		out := &pb.ListSubmissionsResponse{Total: int64(total)}
+		for _, t := range ts {
+			out.Threats = append(out.Threats, threatToPB(t))
+		}
+		return out, err
+	})
+}
+
 func (s *storageServer) CreateThreat(ctx context.Context, req *pb.CreateThreatRequest) (*pb.CreateThreatResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.CreateThreatResponse, error) {
 		return &pb.CreateThreatResponse{}, st.CreateThreat(ctx, threatFromPB(req.Threat), policyFromPB(req.Policy))

@@ -13,7 +13,7 @@ func (s *Store) CreateUser(ctx context.Context, u core.User) (core.User, error) 
 	now := s.now()
 	row := userRow{
 		ID: u.ID, Email: u.Email, Name: u.Name, Tier: string(u.Tier), Role: string(u.Role),
-		SubmissionsPerHour: u.SubmissionsPerHour, CreatedAt: now, UpdatedAt: now,
+		SubmissionsPerHour: u.SubmissionsPerHour, CreatedAt: now, UpdatedAt: now, PasswordHash: u.PasswordHash,
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {

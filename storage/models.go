@@ -21,25 +21,27 @@ type userRow struct {
 	SubmissionsPerHour *int      `bun:"submissions_per_hour"`
 	CreatedAt          time.Time `bun:"created_at,notnull"`
 	UpdatedAt          time.Time `bun:"updated_at,notnull"`
+	PasswordHash       string    `bun:"password_hash,nullzero"`
 }
 
 func (r userRow) domain() core.User {
 	return core.User{
 		ID: r.ID, Email: r.Email, Name: r.Name, Tier: core.Tier(r.Tier), Role: core.Role(r.Role),
-		SubmissionsPerHour: r.SubmissionsPerHour, CreatedAt: r.CreatedAt.UTC(),
+		SubmissionsPerHour: r.SubmissionsPerHour, CreatedAt: r.CreatedAt.UTC(), PasswordHash: r.PasswordHash,
 	}
 }
 
 type tokenRow struct {
 	bun.BaseModel `bun:"table:api_tokens"`
 
-	ID        string     `bun:"id,pk"`
-	UserID    string     `bun:"user_id,notnull"`
-	Name      string     `bun:"name,notnull"`
-	Hash      string     `bun:"hash,notnull"`
-	Hint      string     `bun:"hint,notnull"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
-	RevokedAt *time.Time `bun:"revoked_at"`
+	ID         string     `bun:"id,pk"`
+	UserID     string     `bun:"user_id,notnull"`
+	Name       string     `bun:"name,notnull"`
+	Hash       string     `bun:"hash,notnull"`
+	Hint       string     `bun:"hint,notnull"`
+	CreatedAt  time.Time  `bun:"created_at,notnull"`
+	RevokedAt  *time.Time `bun:"revoked_at"`
+	LastUsedAt *time.Time `bun:"last_used_at"`
 }
 
 func (r tokenRow) domain() core.Token {
@@ -48,7 +50,20 @@ func (r tokenRow) domain() core.Token {
 		at := r.RevokedAt.UTC()
 		t.RevokedAt = &at
 	}
+	if r.LastUsedAt != nil {
+		at := r.LastUsedAt.UTC()
+		t.LastUsedAt = &at
+	}
 	return t
+}
+
+type sessionRow struct {
+	bun.BaseModel `bun:"table:web_sessions"`
+
+	IDHash    string    `bun:"id_hash,pk"`
+	UserID    string    `bun:"user_id,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+	ExpiresAt time.Time `bun:"expires_at,notnull"`
 }
 
 type changeRow struct {

@@ -62,6 +62,9 @@ func Run(t *testing.T, backend Backend) {
 		{"ListRevisions", testListRevisions},
 		{"ImportOutcomes", testImportOutcomes},
 		{"Copy", testCopy},
+		{"Sessions", testSessions},
+		{"UserTokens", testUserTokens},
+		{"ListSubmissions", testListSubmissions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

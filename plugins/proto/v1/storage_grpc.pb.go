@@ -37,6 +37,14 @@ const (
 	Storage_CreateToken_FullMethodName          = "/threatd.plugin.v1.Storage/CreateToken"
 	Storage_RevokeToken_FullMethodName          = "/threatd.plugin.v1.Storage/RevokeToken"
 	Storage_Authenticate_FullMethodName         = "/threatd.plugin.v1.Storage/Authenticate"
+	Storage_ListTokens_FullMethodName           = "/threatd.plugin.v1.Storage/ListTokens"
+	Storage_RevokeUserToken_FullMethodName      = "/threatd.plugin.v1.Storage/RevokeUserToken"
+	Storage_TokensUsed_FullMethodName           = "/threatd.plugin.v1.Storage/TokensUsed"
+	Storage_SetPassword_FullMethodName          = "/threatd.plugin.v1.Storage/SetPassword"
+	Storage_CreateSession_FullMethodName        = "/threatd.plugin.v1.Storage/CreateSession"
+	Storage_SessionUser_FullMethodName          = "/threatd.plugin.v1.Storage/SessionUser"
+	Storage_DeleteSession_FullMethodName        = "/threatd.plugin.v1.Storage/DeleteSession"
+	Storage_ListSubmissions_FullMethodName      = "/threatd.plugin.v1.Storage/ListSubmissions"
 	Storage_CreateThreat_FullMethodName         = "/threatd.plugin.v1.Storage/CreateThreat"
 	Storage_GetThreat_FullMethodName            = "/threatd.plugin.v1.Storage/GetThreat"
 	Storage_GetThreats_FullMethodName           = "/threatd.plugin.v1.Storage/GetThreats"
@@ -82,6 +90,15 @@ type StorageClient interface {
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*Token, error)
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*Token, error)
 	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error)
+	// The web site (issue 14): a user's tokens, sessions, passwords.
+	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Token], error)
+	RevokeUserToken(ctx context.Context, in *RevokeUserTokenRequest, opts ...grpc.CallOption) (*Token, error)
+	TokensUsed(ctx context.Context, in *TokensUsedRequest, opts ...grpc.CallOption) (*TokensUsedResponse, error)
+	SetPassword(ctx context.Context, in *SetPasswordRequest, opts ...grpc.CallOption) (*User, error)
+	CreateSession(ctx context.Context, in *Session, opts ...grpc.CallOption) (*CreateSessionResponse, error)
+	SessionUser(ctx context.Context, in *SessionUserRequest, opts ...grpc.CallOption) (*SessionUserResponse, error)
+	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
+	ListSubmissions(ctx context.Context, in *ListSubmissionsRequest, opts ...grpc.CallOption) (*ListSubmissionsResponse, error)
 	// CreateThreat stores a pending report and its details in one transaction,
 	// after the new-user cap, the hourly limit and the duplicate key
 	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
@@ -249,6 +266,95 @@ func (c *storageClient) Authenticate(ctx context.Context, in *AuthenticateReques
 	return out, nil
 }
 
+func (c *storageClient) ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Token], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[0], Storage_ListTokens_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListTokensRequest, Token]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListTokensClient = grpc.ServerStreamingClient[Token]
+
+func (c *storageClient) RevokeUserToken(ctx context.Context, in *RevokeUserTokenRequest, opts ...grpc.CallOption) (*Token, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Token)
+	err := c.cc.Invoke(ctx, Storage_RevokeUserToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) TokensUsed(ctx context.Context, in *TokensUsedRequest, opts ...grpc.CallOption) (*TokensUsedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TokensUsedResponse)
+	err := c.cc.Invoke(ctx, Storage_TokensUsed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) SetPassword(ctx context.Context, in *SetPasswordRequest, opts ...grpc.CallOption) (*User, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(User)
+	err := c.cc.Invoke(ctx, Storage_SetPassword_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) CreateSession(ctx context.Context, in *Session, opts ...grpc.CallOption) (*CreateSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateSessionResponse)
+	err := c.cc.Invoke(ctx, Storage_CreateSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) SessionUser(ctx context.Context, in *SessionUserRequest, opts ...grpc.CallOption) (*SessionUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SessionUserResponse)
+	err := c.cc.Invoke(ctx, Storage_SessionUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSessionResponse)
+	err := c.cc.Invoke(ctx, Storage_DeleteSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListSubmissions(ctx context.Context, in *ListSubmissionsRequest, opts ...grpc.CallOption) (*ListSubmissionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSubmissionsResponse)
+	err := c.cc.Invoke(ctx, Storage_ListSubmissions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*CreateThreatResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateThreatResponse)
@@ -281,7 +387,7 @@ func (c *storageClient) GetThreats(ctx context.Context, in *GetThreatsRequest, o
 
 func (c *storageClient) ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[0], Storage_ListPending_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[1], Storage_ListPending_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +416,7 @@ func (c *storageClient) ReviewThreat(ctx context.Context, in *Review, opts ...gr
 
 func (c *storageClient) ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[1], Storage_ReviewEvents_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_ReviewEvents_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +435,7 @@ type Storage_ReviewEventsClient = grpc.ServerStreamingClient[ReviewEvent]
 
 func (c *storageClient) LatestVerified(ctx context.Context, in *LatestRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_LatestVerified_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[3], Storage_LatestVerified_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +454,7 @@ type Storage_LatestVerifiedClient = grpc.ServerStreamingClient[Threat]
 
 func (c *storageClient) VerifiedSummaries(ctx context.Context, in *VerifiedSummariesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SummaryBatch], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[3], Storage_VerifiedSummaries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_VerifiedSummaries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +493,7 @@ func (c *storageClient) DecideRevision(ctx context.Context, in *RevisionDecision
 
 func (c *storageClient) ListPendingRevisions(ctx context.Context, in *ListPendingRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_ListPendingRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_ListPendingRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +522,7 @@ func (c *storageClient) SyncRateCounts(ctx context.Context, in *RateCounts, opts
 
 func (c *storageClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RowBatch], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_Export_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_Export_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +541,7 @@ type Storage_ExportClient = grpc.ServerStreamingClient[RowBatch]
 
 func (c *storageClient) Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_Import_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_Import_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +554,7 @@ type Storage_ImportClient = grpc.ClientStreamingClient[RowBatch, ImportResult]
 
 func (c *storageClient) QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_QueryThreats_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_QueryThreats_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +573,7 @@ type Storage_QueryThreatsClient = grpc.ServerStreamingClient[Threat]
 
 func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_Feed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_Feed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +602,7 @@ func (c *storageClient) LastFeedEvent(ctx context.Context, in *LastFeedEventRequ
 
 func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ListRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_ListRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -575,7 +681,7 @@ func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grp
 
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -610,6 +716,15 @@ type StorageServer interface {
 	CreateToken(context.Context, *CreateTokenRequest) (*Token, error)
 	RevokeToken(context.Context, *RevokeTokenRequest) (*Token, error)
 	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
+	// The web site (issue 14): a user's tokens, sessions, passwords.
+	ListTokens(*ListTokensRequest, grpc.ServerStreamingServer[Token]) error
+	RevokeUserToken(context.Context, *RevokeUserTokenRequest) (*Token, error)
+	TokensUsed(context.Context, *TokensUsedRequest) (*TokensUsedResponse, error)
+	SetPassword(context.Context, *SetPasswordRequest) (*User, error)
+	CreateSession(context.Context, *Session) (*CreateSessionResponse, error)
+	SessionUser(context.Context, *SessionUserRequest) (*SessionUserResponse, error)
+	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
+	ListSubmissions(context.Context, *ListSubmissionsRequest) (*ListSubmissionsResponse, error)
 	// CreateThreat stores a pending report and its details in one transaction,
 	// after the new-user cap, the hourly limit and the duplicate key
 	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
@@ -706,6 +821,30 @@ func (UnimplementedStorageServer) RevokeToken(context.Context, *RevokeTokenReque
 }
 func (UnimplementedStorageServer) Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Authenticate not implemented")
+}
+func (UnimplementedStorageServer) ListTokens(*ListTokensRequest, grpc.ServerStreamingServer[Token]) error {
+	return status.Error(codes.Unimplemented, "method ListTokens not implemented")
+}
+func (UnimplementedStorageServer) RevokeUserToken(context.Context, *RevokeUserTokenRequest) (*Token, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeUserToken not implemented")
+}
+func (UnimplementedStorageServer) TokensUsed(context.Context, *TokensUsedRequest) (*TokensUsedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TokensUsed not implemented")
+}
+func (UnimplementedStorageServer) SetPassword(context.Context, *SetPasswordRequest) (*User, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPassword not implemented")
+}
+func (UnimplementedStorageServer) CreateSession(context.Context, *Session) (*CreateSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSession not implemented")
+}
+func (UnimplementedStorageServer) SessionUser(context.Context, *SessionUserRequest) (*SessionUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SessionUser not implemented")
+}
+func (UnimplementedStorageServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
+}
+func (UnimplementedStorageServer) ListSubmissions(context.Context, *ListSubmissionsRequest) (*ListSubmissionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSubmissions not implemented")
 }
 func (UnimplementedStorageServer) CreateThreat(context.Context, *CreateThreatRequest) (*CreateThreatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateThreat not implemented")
@@ -979,6 +1118,143 @@ func _Storage_Authenticate_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StorageServer).Authenticate(ctx, req.(*AuthenticateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListTokens_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListTokensRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListTokens(m, &grpc.GenericServerStream[ListTokensRequest, Token]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListTokensServer = grpc.ServerStreamingServer[Token]
+
+func _Storage_RevokeUserToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeUserTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RevokeUserToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RevokeUserToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RevokeUserToken(ctx, req.(*RevokeUserTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_TokensUsed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TokensUsedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).TokensUsed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_TokensUsed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).TokensUsed(ctx, req.(*TokensUsedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_SetPassword_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPasswordRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).SetPassword(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_SetPassword_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).SetPassword(ctx, req.(*SetPasswordRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_CreateSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Session)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).CreateSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_CreateSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).CreateSession(ctx, req.(*Session))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_SessionUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).SessionUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_SessionUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).SessionUser(ctx, req.(*SessionUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_DeleteSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).DeleteSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_DeleteSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).DeleteSession(ctx, req.(*DeleteSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListSubmissions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSubmissionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ListSubmissions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ListSubmissions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ListSubmissions(ctx, req.(*ListSubmissionsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1400,6 +1676,34 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_Authenticate_Handler,
 		},
 		{
+			MethodName: "RevokeUserToken",
+			Handler:    _Storage_RevokeUserToken_Handler,
+		},
+		{
+			MethodName: "TokensUsed",
+			Handler:    _Storage_TokensUsed_Handler,
+		},
+		{
+			MethodName: "SetPassword",
+			Handler:    _Storage_SetPassword_Handler,
+		},
+		{
+			MethodName: "CreateSession",
+			Handler:    _Storage_CreateSession_Handler,
+		},
+		{
+			MethodName: "SessionUser",
+			Handler:    _Storage_SessionUser_Handler,
+		},
+		{
+			MethodName: "DeleteSession",
+			Handler:    _Storage_DeleteSession_Handler,
+		},
+		{
+			MethodName: "ListSubmissions",
+			Handler:    _Storage_ListSubmissions_Handler,
+		},
+		{
 			MethodName: "CreateThreat",
 			Handler:    _Storage_CreateThreat_Handler,
 		},
@@ -1457,6 +1761,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ListTokens",
+			Handler:       _Storage_ListTokens_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "ListPending",
 			Handler:       _Storage_ListPending_Handler,

@@ -1,0 +1,161 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// ListTokens returns a user's tokens, newest first.
+func (s *Store) ListTokens(ctx context.Context, userID string) ([]core.Token, error) {
+	var rows []tokenRow
+	if err := s.db.NewSelect().Model(&rows).Where("user_id = ?", userID).Order("created_at DESC", "id DESC").Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]core.Token, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// RevokeUserToken revokes the user's token with this id.
+func (s *Store) RevokeUserToken(ctx context.Context, userID, tokenID string) (core.Token, error) {
+	var row tokenRow
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		err := tx.NewSelect().Model(&row).Where("id = ?", tokenID).Where("user_id = ?", userID).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("token", tokenID)
+		}
+		if err != nil || row.RevokedAt != nil {
+			return err
+		}
+		now := s.now()
+		row.RevokedAt = &now
+		if _, err := tx.NewUpdate().Model(&row).Column("revoked_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		tx.record(core.EntityToken, row.ID, "revoke", now)
+		return nil
+	})
+	if err != nil {
+		return core.Token{}, err
+	}
+	return row.domain(), nil
+}
+
+// TokensUsed records last-use times; an older time never overwrites a newer.
+func (s *Store) TokensUsed(ctx context.Context, used map[string]time.Time) error {
+	if len(used) == 0 {
+		return nil
+	}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		for id, at := range used {
+			_, err := tx.NewUpdate().Model((*tokenRow)(nil)).Set("last_used_at = ?", at.UTC()).
+				Where("id = ?", id).Where("last_used_at IS NULL OR last_used_at < ?", at.UTC()).Exec(ctx)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SetPassword stores a password hash and ends the user's sessions.
+func (s *Store) SetPassword(ctx context.Context, email, hash string) (core.User, error) {
+	var row userRow
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		err := tx.NewSelect().Model(&row).Where("email = ?", email).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("user", email)
+		}
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		row.PasswordHash, row.UpdatedAt = hash, now
+		if _, err := tx.NewUpdate().Model(&row).Column("password_hash", "updated_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", row.ID).Exec(ctx); err != nil {
+			return err
+		}
+		tx.record(core.EntityUser, row.ID, "update", now)
+		return nil
+	})
+	if err != nil {
+		return core.User{}, err
+	}
+	return row.domain(), nil
+}
+
+// CreateSession stores a session and drops the user's expired ones.
+func (s *Store) CreateSession(ctx context.Context, ses core.Session) error {
+	row := sessionRow{IDHash: ses.Hash, UserID: ses.UserID, CreatedAt: ses.CreatedAt.UTC(), ExpiresAt: ses.ExpiresAt.UTC()}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if _, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", ses.UserID).Where("expires_at <= ?", s.now()).Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			switch {
+			case isUniqueViolation(err):
+				return &core.ConflictError{What: "session", Key: ""}
+			case isForeignKeyViolation(err):
+				return core.NotFound("user", ses.UserID)
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+// SessionUser returns an unexpired session and its user.
+func (s *Store) SessionUser(ctx context.Context, hash string) (core.Session, core.User, error) {
+	var ses sessionRow
+	err := s.db.NewSelect().Model(&ses).Where("id_hash = ?", hash).Where("expires_at > ?", s.now()).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Session{}, core.User{}, core.NotFound("session", "")
+	}
+	if err != nil {
+		return core.Session{}, core.User{}, err
+	}
+	var u userRow
+	if err := s.db.NewSelect().Model(&u).Where("id = ?", ses.UserID).Scan(ctx); err != nil {
+		return core.Session{}, core.User{}, err
+	}
+	return core.Session{Hash: ses.IDHash, UserID: ses.UserID, CreatedAt: ses.CreatedAt.UTC(), ExpiresAt: ses.ExpiresAt.UTC()}, u.domain(), nil
+}
+
+// DeleteSession ends a session.
+func (s *Store) DeleteSession(ctx context.Context, hash string) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		_, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("id_hash = ?", hash).Exec(ctx)
+		return err
+	})
+}
+
+// ListSubmissions returns one page of a user's reports, newest first.
+func (s *Store) ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]core.Threat, int, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	total, err := s.db.NewSelect().Model((*threatRow)(nil)).Where("submitter_id = ?", userID).Count(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var rows []threatRow
+	err = s.db.NewSelect().Model(&rows).Relation("Details").
+		Where("threat_row.submitter_id = ?", userID).
+		Order("threat_row.created_at DESC", "threat_row.id DESC").Offset(int64(offset)).Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]core.Threat, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, int(total), nil
+}
