@@ -39,6 +39,23 @@ type Config struct {
 	Cache          Cache           `koanf:"cache"`
 	Limits         Limits          `koanf:"limits"`
 	Log            Log             `koanf:"log"`
+	Web            Web             `koanf:"web"`
+}
+
+// Web is the web site (docs/web.md).
+type Web struct {
+	// Enabled serves the site at / (false: the API alone).
+	Enabled bool `koanf:"enabled"`
+	// Signup is open (anyone may create an account) or closed (accounts
+	// come from the CLI).
+	Signup string `koanf:"signup"`
+	// SessionTTL is how long a web log-in lasts.
+	SessionTTL time.Duration `koanf:"session_ttl"`
+	// LoginAttempts and LoginAttemptsPerIP bound log-in attempts per account
+	// and per client IP in every LoginWindow (per daemon).
+	LoginAttempts      int           `koanf:"login_attempts"`
+	LoginAttemptsPerIP int           `koanf:"login_attempts_per_ip"`
+	LoginWindow        time.Duration `koanf:"login_window"`
 }
 
 // Server is the HTTPS listener.
@@ -173,6 +190,12 @@ func Defaults() map[string]any {
 		"log.level":                        "info",
 		"log.access":                       "info",
 		"log.access_sample":                1,
+		"web.enabled":                      true,
+		"web.signup":                       "open",
+		"web.session_ttl":                  "168h",
+		"web.login_attempts":               10,
+		"web.login_attempts_per_ip":        50,
+		"web.login_window":                 "15m",
 	}
 }
 
@@ -430,6 +453,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.AccessSample < 1 || c.Log.AccessSample > 1_000_000 {
 		add(bad("log.access_sample", "must be between 1 and 1000000 (got %d)", c.Log.AccessSample))
+	}
+	if c.Web.Signup != "open" && c.Web.Signup != "closed" {
+		add(bad("web.signup", "must be open or closed (got %q)", c.Web.Signup))
+	}
+	if c.Web.SessionTTL < time.Minute || c.Web.SessionTTL > 90*24*time.Hour {
+		add(bad("web.session_ttl", "must be between 1m and 2160h (90 days) (got %s)", c.Web.SessionTTL))
+	}
+	if c.Web.LoginAttempts < 1 || c.Web.LoginAttemptsPerIP < 1 {
+		add(bad("web.login_attempts", "web.login_attempts and web.login_attempts_per_ip must be at least 1"))
+	}
+	if c.Web.LoginWindow < time.Second || c.Web.LoginWindow > 24*time.Hour {
+		add(bad("web.login_window", "must be between 1s and 24h (got %s)", c.Web.LoginWindow))
 	}
 	return errors.Join(errs...)
 }

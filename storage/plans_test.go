@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -250,4 +251,26 @@ func TestQueryPlansAtScale(t *testing.T) {
 			t.Errorf("feed %+v: %d changes", fq, len(items))
 		}
 	}
+
+	// The web site, per page: a session by its hash (primary key), and a
+	// page of a user's submissions in (submitter_id, created_at) order.
+	submitter := "0196a1b2-0000-7000-8000-000000000000"
+	if _, _, err := s.SessionUser(ctx, strings.Repeat("a", 64)); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("SessionUser: %v", err)
+	}
+	page, total, err := s.ListSubmissions(ctx, submitter, 25, 25)
+	if err != nil || len(page) != 0 || total != 0 {
+		t.Fatalf("ListSubmissions: %d of %d, %v", len(page), total, err)
+	}
+	for _, q := range log.take() {
+		if !strings.HasPrefix(q, "SELECT") {
+			continue
+		}
+		plan := explain(t, s, q)
+		t.Logf("web: %.60s: %s", q, plan)
+		if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN threat_row") || strings.Contains(plan, "SCAN session_row") {
+			t.Errorf("web page query %.100s: plan %s", q, plan)
+		}
+	}
+	log.take()
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -82,7 +85,33 @@ func userCmd() *cobra.Command {
 	_ = setLimit.MarkFlagRequired("email")
 	_ = setLimit.MarkFlagRequired("submissions-per-hour")
 
-	user.AddCommand(add, setLimit)
+	setPassword := &cobra.Command{
+		Use:   "set-password --email E",
+		Short: "Set a user's web log-in password, read from standard input (never from a flag)",
+		Long: "Reads the password from standard input: the first line, without its line break " +
+			"(e.g. `printf '%s' \"$PW\" | threatd user set-password --email E`). " +
+			"At least 10 characters. Ends the user's web sessions.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			email, _ := cmd.Flags().GetString("email")
+			pw, err := readPassword(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			return withEnv(cmd, func(e *env) error {
+				u, err := core.NewAccounts(e.store).SetPassword(cmd.Context(), email, pw)
+				if err != nil {
+					return friendly(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "user %s: web password set\n", u.Email)
+				return nil
+			})
+		},
+	}
+	setPassword.Flags().String("email", "", "the user's e-mail address (required)")
+	_ = setPassword.MarkFlagRequired("email")
+
+	user.AddCommand(add, setLimit, setPassword)
 	return user
 }
 
@@ -182,4 +211,18 @@ func withEnv(cmd *cobra.Command, fn func(e *env) error) error {
 	}
 	defer e.close()
 	return fn(e)
+}
+
+// readPassword reads the first line of r (at most 4 KiB), without its line
+// break.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading the password from standard input: %w", err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("no password on standard input: pipe it in, e.g. printf '%s' \"$PW\" | threatd user set-password --email E")
+	}
+	return line, nil
 }

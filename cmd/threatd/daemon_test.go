@@ -67,10 +67,17 @@ type result struct {
 // cli runs `threatd ARGS --config FILE` to completion.
 func (in *instance) cli(args ...string) result {
 	in.t.Helper()
+	return in.cliStdin("", args...)
+}
+
+// cliStdin runs a command with stdin as its standard input.
+func (in *instance) cliStdin(stdin string, args ...string) result {
+	in.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testbin.Path("threatd"), append(args, "--config", in.config)...)
 	cmd.Env = in.environ()
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -87,6 +94,16 @@ func (in *instance) cli(args ...string) result {
 func (in *instance) mustCLI(args ...string) string {
 	in.t.Helper()
 	r := in.cli(args...)
+	if r.code != 0 {
+		in.t.Fatalf("threatd %v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// mustCLIStdin runs a command with standard input that must succeed.
+func (in *instance) mustCLIStdin(stdin string, args ...string) string {
+	in.t.Helper()
+	r := in.cliStdin(stdin, args...)
 	if r.code != 0 {
 		in.t.Fatalf("threatd %v: exit %d\n%s", args, r.code, r.stderr)
 	}

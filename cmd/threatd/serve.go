@@ -20,6 +20,7 @@ import (
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
+	"github.com/threatd/threatd/core/web"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -70,6 +71,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}()
 
 	usage := core.NewUsage(e.store)
+	tokenUse := core.NewTokenUse(e.store)
 	usageDone := make(chan struct{})
 	// Runs before e.close (defers run last-in first-out): the final flush
 	// must reach storage before the plugin stops.
@@ -84,10 +86,16 @@ func serve(cmd *cobra.Command, _ []string) error {
 				if err := usage.Flush(context.WithoutCancel(ctx)); err != nil {
 					log.Warn("paid usage: final flush failed", "error", err.Error())
 				}
+				if err := tokenUse.Flush(context.WithoutCancel(ctx)); err != nil {
+					log.Warn("token last-use times: final flush failed", "error", err.Error())
+				}
 				return
 			case <-t.C:
 				if err := usage.Flush(followCtx); err != nil {
 					log.Warn("paid usage: flush failed; will retry", "error", err.Error())
+				}
+				if err := tokenUse.Flush(followCtx); err != nil {
+					log.Warn("token last-use times: flush failed; will retry", "error", err.Error())
 				}
 			}
 		}
@@ -119,26 +127,39 @@ func serve(cmd *cobra.Command, _ []string) error {
 		pfx, _ := config.ParsePrefix(p) // validated by config.Load
 		proxies = append(proxies, pfx)
 	}
+	var mount func(*echo.Echo)
+	if cfg.Web.Enabled {
+		site, err := web.New(ctx, web.Options{
+			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
+			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
+			BasePath: cfg.Server.BasePath, LatestCount: 20,
+		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			return follower.Sync(ctx)
+		})
+		if err != nil {
+			return err
+		}
+		mount = site.Mount
+	}
 	handler := api.New(api.Options{
 		BasePath:          cfg.Server.BasePath,
 		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
 		TrustedProxies:    proxies,
 		PerIPPerMinute:    cfg.Limits.PerIPPerMinute,
 		PerTokenPerMinute: map[core.Tier]int{core.TierFree: cfg.Limits.PerTokenPerMinute.Free, core.TierPaid: cfg.Limits.PerTokenPerMinute.Paid},
-		Limits: core.Limits{
-			SubmissionsPerHour:     cfg.Limits.SubmissionsPerHour,
-			SubmissionsPerHourPaid: cfg.Limits.SubmissionsPerHourPaid,
-			NewUserMaxUnverified:   cfg.Limits.NewUserMaxUnverified,
-			NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
-		},
-		BatchMax:     cfg.Limits.BatchMax,
-		Feed:         core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
-		LatestCount:  cfg.Limits.LatestCount,
-		Limiter:      shared,
-		ExportRoutes: exportRoutes,
-		StorageName:  cfg.Storage.Plugin,
-		Version:      version,
-		AccessLog:    accessLog(cfg.Log),
+		Limits:            limits(cfg),
+		BatchMax:          cfg.Limits.BatchMax,
+		Feed:              core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
+		LatestCount:       cfg.Limits.LatestCount,
+		Limiter:           shared,
+		ExportRoutes:      exportRoutes,
+		StorageName:       cfg.Storage.Plugin,
+		Version:           version,
+		AccessLog:         accessLog(cfg.Log),
+		TokenUse:          tokenUse,
+		Mount:             mount,
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{
@@ -184,6 +205,16 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	log.Info("threatd stopped: in-flight requests drained")
 	return nil
+}
+
+// limits are the submit limits of the configuration.
+func limits(cfg config.Config) core.Limits {
+	return core.Limits{
+		SubmissionsPerHour:     cfg.Limits.SubmissionsPerHour,
+		SubmissionsPerHourPaid: cfg.Limits.SubmissionsPerHourPaid,
+		NewUserMaxUnverified:   cfg.Limits.NewUserMaxUnverified,
+		NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
+	}
 }
 
 // exportRoutes returns the built-in exporter endpoints plus the configured

@@ -76,6 +76,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(principalKey, p)
+		if s.opts.TokenUse != nil {
+			s.opts.TokenUse.Used(p.Token.ID)
+		}
 		return next(c)
 	}
 }

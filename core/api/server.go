@@ -39,6 +39,12 @@ type Options struct {
 	Version     string
 	// AccessLog configures the per-request log line (log.access, log.access_sample).
 	AccessLog AccessLog
+	// TokenUse records when tokens were last used (nil: not recorded).
+	TokenUse *core.TokenUse
+	// Mount adds routes outside the base path (the web site, core/web) to
+	// the API's echo instance, after the API's own: one listener, one TLS
+	// configuration, the same per-IP limit.
+	Mount func(e *echo.Echo)
 }
 
 // Server holds what the handlers need.

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,21 +23,55 @@ type Follower struct {
 	// changes must not wait for the index. Catch is not called concurrently.
 	early    atomic.Int64
 	earlySet bool
+
+	pokes chan chan struct{}
+	once  sync.Once
+}
+
+func (f *Follower) init() { f.once.Do(func() { f.pokes = make(chan chan struct{}) }) }
+
+// Sync asks the running follower to catch up now and waits until a catch
+// that started after the call has finished: a change this daemon has just
+// committed (a review decision on the web site, a revoked token) is then in
+// the index and the principal cache. It returns ctx's error when Run is not
+// running or does not finish in time.
+func (f *Follower) Sync(ctx context.Context) error {
+	f.init()
+	done := make(chan struct{})
+	select {
+	case f.pokes <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Run polls the feed every interval until ctx ends. Choose interval at most
 // half of cache.freshness. It may start before the index is loaded.
 func (f *Follower) Run(ctx context.Context, interval time.Duration) {
+	f.init()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var waiting []chan struct{}
 	for {
 		if err := f.Catch(ctx); err != nil && ctx.Err() == nil {
 			f.Log.Warn("change feed: catching up failed; retrying", "error", err.Error(), "seq", f.Index.LastSeq())
 		}
+		for _, w := range waiting {
+			close(w)
+		}
+		waiting = waiting[:0]
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case w := <-f.pokes:
+			waiting = append(waiting, w)
 		}
 	}
 }

@@ -15,3 +15,10 @@ CREATE TABLE web_sessions (
 );
 --bun:split
 CREATE INDEX web_sessions_user_idx ON web_sessions (user_id, expires_at);
+--bun:split
+-- My submissions pages through a user's reports newest first, with the id
+-- as the tie-breaker: the index carries it, so a page is a bounded read in
+-- index order (the hourly limit's count uses the same index).
+DROP INDEX threats_submitter_created_idx;
+--bun:split
+CREATE INDEX threats_submitter_created_idx ON threats (submitter_id, created_at, id);

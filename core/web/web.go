@@ -1,0 +1,349 @@
+// Package web is threatd's community web site (CONTRACT.md §9): sign-up and
+// log-in, My submissions, Settings → API Tokens, the submit form, the review
+// queue and the public threat pages. It is served by the same echo instance
+// as the API (core/api mounts it), server-rendered with html/template, its
+// templates and assets embedded. Handlers are thin, as in core/api: they read
+// a form, call the use cases of core and render a page; the rules (limits,
+// validation, the review state machine) are core's, so the site and the API
+// cannot disagree.
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/ratelimit"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Signup modes (web.signup).
+const (
+	SignupOpen   = "open"
+	SignupClosed = "closed"
+)
+
+// Cookie names: the __Host- prefix makes the browser refuse them unless
+// they are Secure, for path / and without a Domain (no sub-domain can set
+// or read them).
+const (
+	sessionCookie = "__Host-threatd_session"
+	csrfCookie    = "__Host-threatd_csrf"
+	csrfField     = "csrf_token"
+)
+
+// Options are the site's settings (configuration keys web.*).
+type Options struct {
+	// Signup is SignupOpen (anyone may create an account) or SignupClosed
+	// (accounts come from the CLI; threatd user set-password gives a
+	// password).
+	Signup string
+	// SessionTTL is how long a log-in lasts.
+	SessionTTL time.Duration
+	// LoginAttempts bounds log-in attempts per account and LoginAttemptsIP
+	// per client IP, in every LoginWindow.
+	LoginAttempts   int
+	LoginAttemptsIP int
+	LoginWindow     time.Duration
+	// BasePath is the API's base path, shown in the token page's example.
+	BasePath string
+	// LatestCount is how many latest verified threats the home page lists.
+	LatestCount int
+}
+
+// Site holds what the pages need.
+type Site struct {
+	opts     Options
+	log      *slog.Logger
+	store    core.Store
+	accounts *core.Accounts
+	reports  *core.Reports
+	index    *index.Index
+	// sync makes a change this daemon committed visible to its own index
+	// and principal cache at once (index.Follower.Sync).
+	sync     func(context.Context) error
+	pages    map[string]*template.Template
+	logins   ratelimit.Taker
+	hashing  chan struct{} // bounds concurrent argon2id hashes (memory)
+	csrfKey  []byte
+	cop      *http.CrossOriginProtection
+	markdown func(string) template.HTML
+}
+
+// New builds the site. sync may be nil (changes then show within
+// cache.freshness, like any other process's).
+func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, reports *core.Reports, idx *index.Index, sync func(context.Context) error) (*Site, error) {
+	if opts.Signup == "" {
+		opts.Signup = SignupOpen
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 7 * 24 * time.Hour
+	}
+	if opts.LoginWindow <= 0 {
+		opts.LoginWindow = 15 * time.Minute
+	}
+	if opts.LoginAttempts <= 0 {
+		opts.LoginAttempts = 10
+	}
+	if opts.LoginAttemptsIP <= 0 {
+		opts.LoginAttemptsIP = 50
+	}
+	if opts.LatestCount <= 0 {
+		opts.LatestCount = 20
+	}
+	if sync == nil {
+		sync = func(context.Context) error { return nil }
+	}
+	// The CSRF key is shared by every daemon on the database, so a form
+	// rendered by one daemon is accepted by another behind a load balancer.
+	secret, err := store.Secret(ctx, "web-csrf")
+	if err != nil {
+		return nil, fmt.Errorf("web: the CSRF key: %w", err)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	return &Site{
+		opts: opts, log: log, store: store,
+		accounts: core.NewAccounts(store), reports: reports, index: idx, sync: sync,
+		pages:    pages,
+		logins:   ratelimit.New(opts.LoginWindow),
+		hashing:  make(chan struct{}, 4),
+		csrfKey:  []byte(secret),
+		cop:      http.NewCrossOriginProtection(),
+		markdown: renderMarkdown,
+	}, nil
+}
+
+// Mount adds the site's routes to e (outside the API's base path).
+func (s *Site) Mount(e *echo.Echo) {
+	static, _ := fs.Sub(staticFS, "static")
+	g := e.Group("", s.headers, s.session)
+	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static))))
+	g.GET("/", s.wrap(s.home))
+	g.GET("/signup", s.wrap(s.signupForm))
+	g.POST("/signup", s.wrap(s.signup), s.csrf)
+	g.GET("/login", s.wrap(s.loginForm))
+	g.POST("/login", s.wrap(s.login), s.csrf)
+	g.POST("/logout", s.wrap(s.logout), s.csrf)
+	g.GET("/threats/:id", s.wrap(s.threat))
+	g.GET("/me/submissions", s.wrap(s.submissions), s.loggedIn)
+	g.GET("/settings/tokens", s.wrap(s.tokens), s.loggedIn)
+	g.POST("/settings/tokens", s.wrap(s.generateToken), s.loggedIn, s.csrf)
+	g.POST("/settings/tokens/:id/revoke", s.wrap(s.revokeToken), s.loggedIn, s.csrf)
+	g.GET("/submit", s.wrap(s.submitForm), s.loggedIn)
+	g.POST("/submit", s.wrap(s.submit), s.loggedIn, s.csrf)
+	g.GET("/review", s.wrap(s.queue), s.reviewer)
+	g.POST("/review/threats/:id", s.wrap(s.decide), s.reviewer, s.csrf)
+	g.POST("/review/revisions/:id", s.wrap(s.decideRevision), s.reviewer, s.csrf)
+}
+
+// headers sets the security headers of every page: a Content-Security-Policy
+// without inline script or style, no framing, no referrer across origins.
+func (s *Site) headers(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if c.Request().TLS != nil {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		return next(c)
+	}
+}
+
+// viewer is who is looking at a page.
+type viewer struct {
+	User      core.User
+	LoggedIn  bool
+	sessionID string // the session secret (cookie value); "" when anonymous
+}
+
+const viewerKey = "web.viewer"
+
+func viewerOf(c *echo.Context) viewer {
+	v, _ := c.Get(viewerKey).(viewer)
+	return v
+}
+
+// session resolves the session cookie (one storage read) and makes sure an
+// anonymous visitor has a CSRF cookie for the log-in and sign-up forms.
+func (s *Site) session(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var v viewer
+		if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+			_, u, err := s.accounts.SessionUser(c.Request().Context(), ck.Value)
+			switch {
+			case err == nil:
+				v = viewer{User: u, LoggedIn: true, sessionID: ck.Value}
+			case errors.Is(err, core.ErrNotFound):
+				s.clearCookie(c, sessionCookie)
+			default:
+				return s.fail(c, err)
+			}
+		}
+		if !v.LoggedIn {
+			if ck, err := c.Cookie(csrfCookie); err != nil || len(ck.Value) < 20 || len(ck.Value) > 100 {
+				secret, err := core.NewSessionSecret()
+				if err != nil {
+					return s.fail(c, err)
+				}
+				s.setCookie(c, csrfCookie, secret, 0)
+				c.Request().AddCookie(&http.Cookie{Name: csrfCookie, Value: secret})
+			}
+		}
+		c.Set(viewerKey, v)
+		return next(c)
+	}
+}
+
+// csrfBinding is what a CSRF token is bound to: the session when logged in,
+// otherwise the anonymous CSRF cookie.
+func (s *Site) csrfBinding(c *echo.Context) string {
+	if v := viewerOf(c); v.LoggedIn {
+		return "session:" + v.sessionID
+	}
+	if ck, err := c.Cookie(csrfCookie); err == nil {
+		return "anon:" + ck.Value
+	}
+	return ""
+}
+
+// csrfToken is the token every form carries: an HMAC of the binding under
+// the shared key (a signed double-submit token), so it cannot be forged
+// without the session's secret and changes when the session does.
+func (s *Site) csrfToken(c *echo.Context) string {
+	b := s.csrfBinding(c)
+	if b == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte(b))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// csrf refuses a state-changing request that is cross-origin (the standard
+// library's Sec-Fetch-Site/Origin check) or lacks the form's token.
+func (s *Site) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if err := s.cop.Check(c.Request()); err != nil {
+			return s.errorPage(c, http.StatusForbidden, "This form was sent from another site and was refused (cross-site request forgery protection).")
+		}
+		want := s.csrfToken(c)
+		got := c.Request().PostFormValue(csrfField)
+		if want == "" || !hmac.Equal([]byte(got), []byte(want)) {
+			return s.errorPage(c, http.StatusForbidden, "This form has expired or was not sent by this site (missing or wrong CSRF token). Reload the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+// loggedIn sends anonymous visitors to the log-in page.
+func (s *Site) loggedIn(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if !viewerOf(c).LoggedIn {
+			if c.Request().Method == http.MethodGet {
+				return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))
+			}
+			return s.errorPage(c, http.StatusUnauthorized, "You are not logged in (or your session has ended). Log in and try again.")
+		}
+		return next(c)
+	}
+}
+
+// reviewer admits reviewers and admins.
+func (s *Site) reviewer(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.loggedIn(func(c *echo.Context) error {
+		if !viewerOf(c).User.Role.CanReview() {
+			return s.errorPage(c, http.StatusForbidden, "The review queue is for reviewers and administrators.")
+		}
+		return next(c)
+	})
+}
+
+func (s *Site) setCookie(c *echo.Context, name, value string, maxAge time.Duration) {
+	ck := &http.Cookie{Name: name, Value: value, Path: "/", Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	if maxAge > 0 {
+		ck.MaxAge = int(maxAge.Seconds())
+	}
+	c.SetCookie(ck)
+}
+
+func (s *Site) clearCookie(c *echo.Context, name string) {
+	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: "/", Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}
+
+// wrap renders an error a handler returns as an HTML page (the API's error
+// handler answers JSON).
+func (s *Site) wrap(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if err := h(c); err != nil {
+			return s.fail(c, err)
+		}
+		return nil
+	}
+}
+
+// fail renders an unexpected error; its details go to the log only.
+func (s *Site) fail(c *echo.Context, err error) error {
+	var nf *core.NotFoundError
+	if errors.As(err, &nf) {
+		return s.errorPage(c, http.StatusNotFound, "Not found.")
+	}
+	s.log.Error("web: request failed", "path", c.Request().URL.Path, "error", err.Error())
+	return s.errorPage(c, http.StatusServiceUnavailable, "Something went wrong on our side (the storage may be restarting). Try again in a moment.")
+}
+
+func (s *Site) errorPage(c *echo.Context, status int, msg string) error {
+	return s.render(c, status, "error", map[string]any{"Title": http.StatusText(status), "Message": msg})
+}
+
+// render executes a page with the common data: the viewer, the CSRF token.
+func (s *Site) render(c *echo.Context, status int, page string, data map[string]any) error {
+	t, ok := s.pages[page]
+	if !ok {
+		return fmt.Errorf("web: no page %q", page)
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	v := viewerOf(c)
+	data["Viewer"] = v
+	data["CSRF"] = s.csrfToken(c)
+	data["Signup"] = s.opts.Signup == SignupOpen
+	data["Path"] = c.Request().URL.Path
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", data); err != nil {
+		s.log.Error("web: rendering failed", "page", page, "error", err.Error())
+		return c.String(http.StatusInternalServerError, "rendering failed")
+	}
+	h := c.Response().Header()
+	if v.LoggedIn {
+		h.Set(echo.HeaderCacheControl, "no-store")
+	}
+	return c.HTMLBlob(status, []byte(b.String()))
+}
