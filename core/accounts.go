@@ -32,13 +32,18 @@ func (a *Accounts) AddUser(ctx context.Context, in NewUser) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
+	return a.create(ctx, n, "")
+}
+
+// create stores a normalised new user with a password hash ("" = none).
+func (a *Accounts) create(ctx context.Context, n NewUser, passwordHash string) (User, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return User{}, err
 	}
 	return a.store.CreateUser(ctx, User{
 		ID: id.String(), Email: n.Email, Name: n.Name, Tier: n.Tier, Role: n.Role,
-		CreatedAt: a.now().UTC(),
+		CreatedAt: a.now().UTC(), PasswordHash: passwordHash,
 	})
 }
 

@@ -21,21 +21,11 @@ func (a *Accounts) SignUp(ctx context.Context, email, name, password string) (Us
 	if err != nil {
 		return User{}, err
 	}
-	if err := ValidatePassword("password", password); err != nil {
-		return User{}, err
-	}
-	hash, err := HashPassword(password)
+	hash, err := newPasswordHash(password)
 	if err != nil {
 		return User{}, err
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return User{}, err
-	}
-	return a.store.CreateUser(ctx, User{
-		ID: id.String(), Email: n.Email, Name: n.Name, Tier: TierFree, Role: RoleSubmitter,
-		CreatedAt: a.now().UTC(), PasswordHash: hash,
-	})
+	return a.create(ctx, n, hash)
 }
 
 // SetPassword gives an existing user a web password (ending their sessions).
@@ -44,14 +34,19 @@ func (a *Accounts) SetPassword(ctx context.Context, email, password string) (Use
 	if err := ValidateEmail("email", email); err != nil {
 		return User{}, err
 	}
-	if err := ValidatePassword("password", password); err != nil {
-		return User{}, err
-	}
-	hash, err := HashPassword(password)
+	hash, err := newPasswordHash(password)
 	if err != nil {
 		return User{}, err
 	}
 	return a.store.SetPassword(ctx, email, hash)
+}
+
+// newPasswordHash validates a new password and hashes it.
+func newPasswordHash(password string) (string, error) {
+	if err := ValidatePassword("password", password); err != nil {
+		return "", err
+	}
+	return HashPassword(password)
 }
 
 // LogIn checks a password and opens a session of ttl; it returns the

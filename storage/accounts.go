@@ -95,11 +95,17 @@ func (s *Store) CreateToken(ctx context.Context, t core.Token) (core.Token, erro
 // RevokeToken revokes the token with this hash. Revoking a revoked token
 // succeeds and leaves its revocation time as it was.
 func (s *Store) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
+	return s.revoke(ctx, "", "hash = ?", hash)
+}
+
+// revoke revokes the one token the condition (where, arg) selects, and
+// answers ErrNotFound naming key when there is none.
+func (s *Store) revoke(ctx context.Context, key, where string, args ...any) (core.Token, error) {
 	var row tokenRow
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		err := tx.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+		err := tx.NewSelect().Model(&row).Where(where, args...).Scan(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
-			return core.NotFound("token", "")
+			return core.NotFound("token", key)
 		}
 		if err != nil || row.RevokedAt != nil {
 			return err

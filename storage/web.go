@@ -24,27 +24,7 @@ func (s *Store) ListTokens(ctx context.Context, userID string) ([]core.Token, er
 
 // RevokeUserToken revokes the user's token with this id.
 func (s *Store) RevokeUserToken(ctx context.Context, userID, tokenID string) (core.Token, error) {
-	var row tokenRow
-	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		err := tx.NewSelect().Model(&row).Where("id = ?", tokenID).Where("user_id = ?", userID).Scan(ctx)
-		if errors.Is(err, sql.ErrNoRows) {
-			return core.NotFound("token", tokenID)
-		}
-		if err != nil || row.RevokedAt != nil {
-			return err
-		}
-		now := s.now()
-		row.RevokedAt = &now
-		if _, err := tx.NewUpdate().Model(&row).Column("revoked_at").WherePK().Exec(ctx); err != nil {
-			return err
-		}
-		tx.record(core.EntityToken, row.ID, "revoke", now)
-		return nil
-	})
-	if err != nil {
-		return core.Token{}, err
-	}
-	return row.domain(), nil
+	return s.revoke(ctx, tokenID, "id = ? AND user_id = ?", tokenID, userID)
 }
 
 // TokensUsed records last-use times; an older time never overwrites a newer.
