@@ -279,9 +279,12 @@ func TestImportOSVIntoPostgresAndScheduledSourceLease(t *testing.T) {
 	db := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn)))
 	defer db.Close()
 	eventually(t, "the scheduled import", func() bool { return count(t, db, "SELECT count(*) FROM threats") == 300 })
-	// The run is logged once its last batch is committed: wait for the line.
-	eventually(t, "the source run to be logged", func() bool {
-		return strings.Contains(a.logText()+b.logText(), `"msg":"source run"`)
+	// The run is logged once its last batch is committed, and the other
+	// daemon logs its refused lease when it tries: wait for both lines
+	// (the daemons log on their own schedules), then count.
+	eventually(t, "the source run and the refused lease to be logged", func() bool {
+		logs := a.logText() + b.logText()
+		return strings.Contains(logs, `"msg":"source run"`) && strings.Contains(logs, "another daemon holds the lease")
 	})
 	runs := strings.Count(a.logText(), `"msg":"source run"`) + strings.Count(b.logText(), `"msg":"source run"`)
 	held := strings.Count(a.logText(), "another daemon holds the lease") + strings.Count(b.logText(), "another daemon holds the lease")
