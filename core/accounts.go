@@ -74,6 +74,11 @@ func (a *Accounts) IssueToken(ctx context.Context, email, name string) (string, 
 	if err != nil {
 		return "", Token{}, err
 	}
+	return a.issue(ctx, u, name)
+}
+
+// issue creates a token for a user already looked up.
+func (a *Accounts) issue(ctx context.Context, u User, name string) (string, Token, error) {
 	secret, err := NewTokenSecret()
 	if err != nil {
 		return "", Token{}, fmt.Errorf("generate token: %w", err)

@@ -115,6 +115,17 @@ func PatchFields(p Submission) []string {
 	return out
 }
 
+// ProposedChanges lists what patch would change in t, field by field (a
+// pending revision as a reviewer reads it); an error when the patch no
+// longer applies to t.
+func ProposedChanges(t Threat, patch Submission) ([]FieldChange, error) {
+	proposed, err := ApplyPatch(t, patch, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return Diff(t.Details, proposed.Details), nil
+}
+
 // FieldChange is one field of a revision's diff.
 type FieldChange struct {
 	Field    string

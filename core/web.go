@@ -61,16 +61,23 @@ func (a *Accounts) LogIn(ctx context.Context, email, password string, ttl time.D
 	if !CheckPassword(u.PasswordHash, password) {
 		return "", User{}, ErrBadCredentials
 	}
+	secret, err := a.OpenSession(ctx, u, ttl)
+	return secret, u, err
+}
+
+// OpenSession opens a session of ttl for a user already authenticated (by
+// LogIn, or just created by SignUp) and returns its secret.
+func (a *Accounts) OpenSession(ctx context.Context, u User, ttl time.Duration) (string, error) {
 	secret, err := NewSessionSecret()
 	if err != nil {
-		return "", User{}, err
+		return "", err
 	}
 	now := a.now().UTC()
 	err = a.store.CreateSession(ctx, Session{Hash: HashSessionSecret(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(ttl)})
 	if err != nil {
-		return "", User{}, err
+		return "", err
 	}
-	return secret, u, nil
+	return secret, nil
 }
 
 // SessionUser resolves a session cookie's value to its user; ErrNotFound
@@ -96,7 +103,10 @@ func (a *Accounts) IssueUserToken(ctx context.Context, u User, name string) (str
 	if name == "" {
 		return "", Token{}, Invalid("name", "is required")
 	}
-	return a.IssueToken(ctx, u.Email, name)
+	if err := ValidateText("name", name, 100); err != nil {
+		return "", Token{}, err
+	}
+	return a.issue(ctx, u, name)
 }
 
 // Tokens lists a user's tokens.
@@ -142,7 +152,10 @@ func (u *TokenUse) Used(tokenID string) {
 	if !ok {
 		v, _ = u.seen.LoadOrStore(tokenID, new(atomic.Int64))
 	}
-	if v.(*atomic.Int64).Swap(minute) == minute {
+	// A plain load first: the same token's requests of one minute only
+	// read the shared word (a swap on every request would bounce its cache
+	// line between cores).
+	if last := v.(*atomic.Int64); last.Load() == minute || last.Swap(minute) == minute {
 		return
 	}
 	u.mu.Lock()

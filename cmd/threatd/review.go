@@ -52,12 +52,12 @@ func reviewCmd() *cobra.Command {
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "REV %s  revision %d of %s, %s, by %s at %s\n", r.ID, r.Number, cur, cur.Status,
 						r.AuthorName, r.CreatedAt.Format(time.RFC3339))
-					proposed, err := core.ApplyPatch(cur, r.Patch, time.Now())
+					changes, err := core.ProposedChanges(cur, r.Patch)
 					if err != nil {
 						fmt.Fprintf(cmd.OutOrStdout(), "    (no longer applies: %v)\n", err)
 						continue
 					}
-					for _, ch := range core.Diff(cur.Details, proposed.Details) {
+					for _, ch := range changes {
 						fmt.Fprintf(cmd.OutOrStdout(), "    %s:\n      - %s\n      + %s\n", ch.Field, oneLine(orDash(ch.Old), 100), oneLine(orDash(ch.New), 100))
 					}
 				}

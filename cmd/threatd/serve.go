@@ -127,13 +127,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 		pfx, _ := config.ParsePrefix(p) // validated by config.Load
 		proxies = append(proxies, pfx)
 	}
+	latest := index.NewLatest(idx, e.store)
 	var mount func(*echo.Echo)
 	if cfg.Web.Enabled {
 		site, err := web.New(ctx, web.Options{
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
 			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
-			BasePath: cfg.Server.BasePath, LatestCount: 20,
-		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, func(ctx context.Context) error {
+			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, latest, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			return follower.Sync(ctx)

@@ -130,22 +130,18 @@ func TestWebJourney(t *testing.T) {
 	sam.get("/signup").expect(t, 200, "Email", "Public name", "Password")
 	sam.post("/signup", url.Values{"email": {"sam@example.com"}, "name": {"Sam S"}, "password": {"short"}}).
 		expect(t, 400, "Password must be at least 10 characters", `value="sam@example.com"`, `value="Sam S"`)
-	p := sam.post("/signup", url.Values{"email": {"sam@example.com"}, "name": {"Sam S"}, "password": {"a long enough password"}}).
+	sam.post("/signup", url.Values{"email": {"sam@example.com"}, "name": {"Sam S"}, "password": {"a long enough password"}}).
 		expect(t, 200, "API Tokens", "Generate Token", "Log out")
-	for _, c := range sam.client.Jar.Cookies(mustURL(t, d.base)) {
-		if c.Name == "__Host-threatd_session" && c.Value == "" {
-			t.Fatal("no session cookie after sign-up")
-		}
+	if sessionOf(t, sam) == "" {
+		t.Fatal("no session cookie after sign-up")
 	}
-	_ = p
-	in.browser(d).get("/signup")
 	again := in.browser(d)
 	again.get("/signup")
 	again.post("/signup", url.Values{"email": {"SAM@example.com"}, "password": {"another long password"}}).
 		expect(t, 400, "An account with this e-mail already exists")
 
 	// Settings → API Tokens: shown once, listed by prefix, usable, revocable.
-	p = sam.post("/settings/tokens", url.Values{"name": {"ci-pipeline"}}).expect(t, 200, "Copy it now", "ci-pipeline")
+	p := sam.post("/settings/tokens", url.Values{"name": {"ci-pipeline"}}).expect(t, 200, "Copy it now", "ci-pipeline")
 	secret := tokenRE.FindString(p.body)
 	if secret == "" {
 		t.Fatalf("no token shown after Generate Token:\n%s", p.body)
@@ -154,7 +150,9 @@ func TestWebJourney(t *testing.T) {
 		t.Errorf("the page showing a new token has Cache-Control %q, want no-store", cc)
 	}
 	d.do("GET", base+"/account", secret, "").expect(t, 200, "")
-	list := sam.get("/settings/tokens").expect(t, 200, "ci-pipeline", "thd_…"+secret[len(secret)-4:], "Revoke")
+	// Settings → API Tokens, by the names CONTRACT.md §9 gives them.
+	sam.get("/").expect(t, 200, `<a href="/settings">Settings</a>`)
+	list := sam.get("/settings").expect(t, 200, `<a href="/settings/tokens" aria-current="page">API Tokens</a>`, "ci-pipeline", "thd_…"+secret[len(secret)-4:], "Revoke")
 	list.lacks(t, secret)
 	// Last-use times are written in the background every few seconds.
 	for deadline := time.Now().Add(20 * time.Second); strings.Contains(sam.get("/settings/tokens").body, "never"); {
@@ -213,7 +211,18 @@ func TestWebJourney(t *testing.T) {
 	home = anon.get("/?report_type=package&resource_identifier=web-evil-pkg&ecosystem=npm").expect(t, 200, "Malicious.", "/threats/"+id)
 	anon.get("/?purl=pkg:npm/web-evil-pkg@1.0.2").expect(t, 200, "Malicious.")
 	anon.get("/?purl=pkg:npm/left-pad@1.0.0").expect(t, 200, "Not found.")
-	anon.get("/?report_type=ip&resource_identifier=not-an-ip").expect(t, 200, "resource_identifier")
+	anon.get("/?report_type=ip&resource_identifier=not-an-ip").expect(t, 200, `<p class="error" role="alert">resource_identifier: `)
+
+	// A revision of the verified report waits in the queue with its diff;
+	// approved on the web, the report's page lists what it changed.
+	d.do("PUT", base+"/modify-threat-report", secret, `{"threat_id":"`+id+`","publisher":"evil-corp"}`).expect(t, 200, "")
+	q = rita.get("/review").expect(t, 200, "Pending revisions (1)", "publisher", "evil-corp")
+	rev := regexp.MustCompile(`action="(/review/revisions/[^"]+)"`).FindStringSubmatch(q.body)
+	if rev == nil {
+		t.Fatalf("no decision form for the pending revision:\n%s", q.body)
+	}
+	rita.post(rev[1], url.Values{"decision": {"approve"}, "note": {"ok"}}).expect(t, 200, "Done: revision 1: approved")
+	anon.get("/threats/"+id).expect(t, 200, "evil-corp", "Revision 1 by Sam S", "approved", "Changed: publisher.")
 
 	// Revoke: the token stops working at once on this daemon.
 	sam.get("/settings/tokens")
@@ -222,17 +231,16 @@ func TestWebJourney(t *testing.T) {
 	d.do("GET", base+"/account", secret, "").expect(t, 401, "Invalid API token")
 
 	// Log out ends the session on the server, not only the cookie.
-	var session string
-	for _, c := range sam.client.Jar.Cookies(mustURL(t, d.base)) {
-		if c.Name == "__Host-threatd_session" {
-			session = c.Value
-		}
+	session := sessionOf(t, sam)
+	sam.get("/me/submissions").expect(t, 200, "My submissions")
+	if p := sam.post("/logout", url.Values{}).expect(t, 200, "Log in"); p.url != "/" {
+		t.Fatalf("log out ended on %s, want /", p.url)
 	}
-	sam.get("/me/submissions")
-	sam.post("/logout", url.Values{}).expect(t, 200, "Log in")
 	replay := in.browser(d)
 	replay.client.Jar.SetCookies(mustURL(t, d.base), []*http.Cookie{{Name: "__Host-threatd_session", Value: session, Path: "/"}})
-	replay.get("/me/submissions").expect(t, 200, "Log in")
+	if p := replay.get("/me/submissions").expect(t, 200, "Log in"); p.url != "/login" {
+		t.Fatalf("a logged-out session cookie reached %s, want the log-in page", p.url)
+	}
 }
 
 // TestWebSecurity: CSRF on every form, cookie attributes, session rotation,
@@ -299,11 +307,17 @@ func TestWebSecurity(t *testing.T) {
 		t.Error("a throttled log-in has no Retry-After")
 	}
 
+	// A form body is bounded like the API's (server.max_body_bytes).
+	t2.get("/login")
+	t2.post("/login", url.Values{"email": {"ann@example.com"}, "password": {strings.Repeat("x", 300_000)}}).expect(t, 413, "Request body too large")
+
 	// Anonymous visitors are sent to log in; forms need a session.
 	anon := in.browser(d)
-	anon.get("/submit").expect(t, 200, "Log in")
-	anon.get("/settings/tokens").expect(t, 200, "Log in")
-	anon.get("/review").expect(t, 200, "Log in")
+	for _, path := range []string{"/submit", "/settings/tokens", "/review", "/me/submissions"} {
+		if p := anon.get(path).expect(t, 200, "Log in"); p.url != "/login" {
+			t.Errorf("an anonymous GET %s ended on %s, want the log-in page", path, p.url)
+		}
+	}
 	anon.get("/threats/00000000-0000-0000-0000-000000000000").expect(t, 404)
 	anon.get("/threats/not-a-uuid").expect(t, 404)
 	// The API keeps its JSON answers beside the site.
@@ -315,6 +329,16 @@ func TestWebSecurity(t *testing.T) {
 	cb := closed.browser(dc)
 	cb.get("/").lacks(t, "Sign up")
 	cb.get("/signup").expect(t, 403, "Sign-up is closed")
+}
+
+// sessionOf returns the browser's session cookie ("" when it has none).
+func sessionOf(t *testing.T, b *browser) string {
+	for _, c := range b.client.Jar.Cookies(mustURL(t, b.d.base)) {
+		if c.Name == "__Host-threatd_session" {
+			return c.Value
+		}
+	}
+	return ""
 }
 
 func mustURL(t *testing.T, s string) *url.URL {

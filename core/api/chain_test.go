@@ -68,6 +68,7 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		paid:      core.NewPaid(st, core.FeedLimits{MaxWindow: time.Hour, PageMax: 10}),
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}
+	f.srv.latest = index.NewLatest(f.srv.index, st)
 	if err := f.srv.index.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

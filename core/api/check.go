@@ -27,11 +27,7 @@ type checkResult struct {
 
 // check answers one resolved query from the index.
 func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Principal) (checkResult, error) {
-	keys, err := core.CheckKeys(q)
-	if err != nil {
-		return checkResult{}, err
-	}
-	res, err := s.index.Check(ctx, keys, q.Version)
+	res, err := s.index.CheckQuery(ctx, q)
 	if err != nil {
 		return checkResult{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
 )
 
 // ExportRoute serves an endpoint with an exporter plugin.
@@ -115,11 +116,11 @@ func (s *Server) latestRecords(ctx context.Context, qs map[string][]string, pass
 	if err != nil {
 		return nil, err
 	}
-	return e.threats, nil
+	return e.Threats, nil
 }
 
 // latestEntry is latestRecords with the cache entry (for its rendered body).
-func (s *Server) latestEntry(ctx context.Context, qs map[string][]string, pass bool) (*latestEntry, error) {
+func (s *Server) latestEntry(ctx context.Context, qs map[string][]string, pass bool) (*index.LatestEntry, error) {
 	if err := onlyParams(qs, []string{"report_type", "ecosystem", "severity_level"}); err != nil && !pass {
 		return nil, err
 	}
@@ -144,5 +145,5 @@ func (s *Server) latestEntry(ctx context.Context, qs map[string][]string, pass b
 			return nil, err
 		}
 	}
-	return s.latest.entry(ctx, f, s.index, s.store)
+	return s.latest.Entry(ctx, f)
 }

@@ -18,10 +18,10 @@ func (s *Server) queryLatest(c *echo.Context) error {
 		return err
 	}
 	viewer := principal(c)
-	if seesContacts(e.threats, viewer) {
-		return c.JSON(http.StatusOK, latestBody(e.threats, viewer))
+	if seesContacts(e.Threats, viewer) {
+		return c.JSON(http.StatusOK, latestBody(e.Threats, viewer))
 	}
-	body, err := e.publicBody()
+	body, err := e.Rendered(publicLatestBody)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type Options struct {
 	AccessLog AccessLog
 	// TokenUse records when tokens were last used (nil: not recorded).
 	TokenUse *core.TokenUse
+	// Latest is the cache of latest selections, shared with the web site
+	// (nil: the API makes its own).
+	Latest *index.Latest
 	// Mount adds routes outside the base path (the web site, core/web) to
 	// the API's echo instance, after the API's own: one listener, one TLS
 	// configuration, the same per-IP limit.
@@ -63,7 +66,7 @@ type Server struct {
 	ipLimiter    ratelimit.Taker
 	tokenLimiter ratelimit.Taker
 	started      time.Time
-	latest       latestCache
+	latest       *index.Latest
 }
 
 // New builds the HTTP handler of the API. idx and principals are the hot
@@ -84,6 +87,10 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),
 		started:      time.Now(),
+	}
+	s.latest = opts.Latest
+	if s.latest == nil {
+		s.latest = index.NewLatest(idx, store)
 	}
 	if opts.Limiter != nil {
 		s.ipLimiter, s.tokenLimiter = prefixed{opts.Limiter, "ip:"}, prefixed{opts.Limiter, "token:"}

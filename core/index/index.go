@@ -152,6 +152,16 @@ type Result struct {
 	Latest core.Threat
 }
 
+// CheckQuery answers a resolved check-malicious query (the API's and the
+// web site's search): its keys (core.CheckKeys), then Check.
+func (x *Index) CheckQuery(ctx context.Context, q core.CheckQuery) (Result, error) {
+	keys, err := core.CheckKeys(q)
+	if err != nil {
+		return Result{}, err
+	}
+	return x.Check(ctx, keys, q.Version)
+}
+
 // Check answers a query: the verified reports under keys that affect version.
 func (x *Index) Check(ctx context.Context, keys []string, version string) (Result, error) {
 	type hit struct {

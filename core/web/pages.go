@@ -6,16 +6,15 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
 )
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 // safeNext keeps a post-log-in redirect on this site: a local path only.
 func safeNext(next string) string {
@@ -35,31 +34,30 @@ func (s *Site) home(c *echo.Context) error {
 		data["Searched"] = true
 		q, err := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
 			Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.Resolve()
-		var keys []string
-		if err == nil {
-			keys, err = core.CheckKeys(q)
+		var res index.Result
+		if err == nil && s.indexReady() {
+			res, err = s.index.CheckQuery(ctx, q)
 		}
+		var fe *core.FieldError
 		switch {
-		case err != nil:
+		case errors.As(err, &fe):
 			data["SearchError"] = err.Error()
+		case err != nil:
+			return err
 		case !s.indexReady():
 			data["SearchError"] = "threatd is starting and its index of verified reports is still loading: try again in a few seconds."
 		default:
-			res, err := s.index.Check(ctx, keys, q.Version)
-			if err != nil {
-				return err
-			}
 			data["Query"], data["Count"] = q, res.Count
 			if res.Count > 0 {
 				data["Match"] = res.Latest
 			}
 		}
 	}
-	latest, err := s.store.LatestVerified(ctx, core.LatestFilter{Limit: s.opts.LatestCount})
+	latest, err := s.latest.Entry(ctx, core.LatestFilter{Limit: s.opts.LatestCount})
 	if err != nil {
 		return err
 	}
-	data["Latest"] = latest
+	data["Latest"] = latest.Threats
 	return s.render(c, http.StatusOK, "home", data)
 }
 
@@ -109,7 +107,13 @@ func (s *Site) signup(c *echo.Context) error {
 		return s.render(c, http.StatusBadRequest, "signup", map[string]any{"Title": "Sign up", "Form": f, "Errors": errs})
 	}
 	s.log.Info("web: sign-up", "user", u.ID)
-	return s.startSession(c, email, pw, "/settings/tokens")
+	// The password was just hashed for the new account: the session opens
+	// without checking it again.
+	secret, err := s.accounts.OpenSession(c.Request().Context(), u, s.opts.SessionTTL)
+	if err != nil {
+		return err
+	}
+	return s.setSession(c, secret, "/settings/tokens")
 }
 
 func (s *Site) loginForm(c *echo.Context) error {
@@ -161,12 +165,18 @@ func (s *Site) startSession(c *echo.Context, email, pw, next string) error {
 	if err != nil {
 		return err
 	}
+	s.log.Info("web: log-in", "user", u.ID)
+	return s.setSession(c, secret, next)
+}
+
+// setSession replaces the visitor's session cookie (and ends a previous
+// session) with a new one, then goes to next.
+func (s *Site) setSession(c *echo.Context, secret, next string) error {
 	if old, err := c.Cookie(sessionCookie); err == nil && old.Value != "" {
 		_ = s.accounts.LogOut(c.Request().Context(), old.Value)
 	}
 	s.setCookie(c, sessionCookie, secret, s.opts.SessionTTL)
 	s.clearCookie(c, csrfCookie)
-	s.log.Info("web: log-in", "user", u.ID)
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
@@ -266,33 +276,37 @@ func splitPipes(s string) []string {
 	return out
 }
 
-// revisionView is a revision with its changes listed field by field.
+// revisionView is a revision with what it changes: for a pending one, the
+// field-by-field diff against the report as it is now (what a reviewer
+// decides on); for a decided one, the fields it gave (its diff against the
+// report now would be empty once applied).
 type revisionView struct {
 	core.Revision
-	Changes []core.FieldChange
+	Changes    []core.FieldChange
+	Fields     []string
+	Unapplying string // why a pending revision no longer applies
 }
 
 func revisionViews(t core.Threat, revs []core.Revision) []revisionView {
 	out := make([]revisionView, len(revs))
 	for i, r := range revs {
-		out[i] = revisionView{Revision: r, Changes: patchChanges(t, r.Patch)}
+		out[i] = revisionOf(t, r)
 	}
 	return out
 }
 
-// patchChanges lists what a patch would change relative to t's details.
-func patchChanges(t core.Threat, p core.Submission) []core.FieldChange {
-	after, err := core.ApplyPatch(t, p, time.Now())
-	if err != nil {
-		// A patch that no longer applies (the report moved on): list its
-		// fields with their proposed values.
-		var out []core.FieldChange
-		for _, f := range core.PatchFields(p) {
-			out = append(out, core.FieldChange{Field: f, New: "(see the proposal)"})
-		}
-		return out
+func revisionOf(t core.Threat, r core.Revision) revisionView {
+	v := revisionView{Revision: r}
+	if r.State != core.RevisionPending {
+		v.Fields = core.PatchFields(r.Patch)
+		return v
 	}
-	return core.Diff(t.Details, after.Details)
+	changes, err := core.ProposedChanges(t, r.Patch)
+	if err != nil {
+		v.Unapplying, v.Fields = err.Error(), core.PatchFields(r.Patch)
+	}
+	v.Changes = changes
+	return v
 }
 
 // tokens is Settings → API Tokens.
@@ -349,13 +363,27 @@ func (s *Site) queue(c *echo.Context) error {
 		revisionView
 		Threat core.Threat
 	}
-	var prs []pendingRevision
+	// The revisions' reports in one storage call.
+	var ids []string
 	for _, r := range revs {
-		t, err := s.store.GetThreat(ctx, r.ThreatID)
+		if !slices.Contains(ids, r.ThreatID) {
+			ids = append(ids, r.ThreatID)
+		}
+	}
+	byID := map[string]core.Threat{}
+	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
+		ts, err := s.store.GetThreats(ctx, chunk)
 		if err != nil {
 			return err
 		}
-		prs = append(prs, pendingRevision{revisionView{r, patchChanges(t, r.Patch)}, t})
+		for _, t := range ts {
+			byID[t.ID] = t
+		}
+	}
+	var prs []pendingRevision
+	for _, r := range revs {
+		t := byID[r.ThreatID]
+		prs = append(prs, pendingRevision{revisionOf(t, r), t})
 	}
 	views := make([]map[string]any, len(pending))
 	for i, t := range pending {

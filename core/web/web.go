@@ -20,10 +20,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
@@ -68,6 +70,8 @@ type Options struct {
 	BasePath string
 	// LatestCount is how many latest verified threats the home page lists.
 	LatestCount int
+	// MaxBodyBytes bounds a form's body (server.max_body_bytes).
+	MaxBodyBytes int64
 }
 
 // Site holds what the pages need.
@@ -78,6 +82,7 @@ type Site struct {
 	accounts *core.Accounts
 	reports  *core.Reports
 	index    *index.Index
+	latest   *index.Latest
 	// sync makes a change this daemon committed visible to its own index
 	// and principal cache at once (index.Follower.Sync).
 	sync     func(context.Context) error
@@ -91,7 +96,7 @@ type Site struct {
 
 // New builds the site. sync may be nil (changes then show within
 // cache.freshness, like any other process's).
-func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, reports *core.Reports, idx *index.Index, sync func(context.Context) error) (*Site, error) {
+func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, reports *core.Reports, idx *index.Index, latest *index.Latest, sync func(context.Context) error) (*Site, error) {
 	if opts.Signup == "" {
 		opts.Signup = SignupOpen
 	}
@@ -110,6 +115,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 	if opts.LatestCount <= 0 {
 		opts.LatestCount = 20
 	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 256 << 10
+	}
 	if sync == nil {
 		sync = func(context.Context) error { return nil }
 	}
@@ -125,7 +133,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 	}
 	return &Site{
 		opts: opts, log: log, store: store,
-		accounts: core.NewAccounts(store), reports: reports, index: idx, sync: sync,
+		accounts: core.NewAccounts(store), reports: reports, index: idx, latest: latest, sync: sync,
 		pages:    pages,
 		logins:   ratelimit.New(opts.LoginWindow),
 		hashing:  make(chan struct{}, 4),
@@ -137,9 +145,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 
 // Mount adds the site's routes to e (outside the API's base path).
 func (s *Site) Mount(e *echo.Echo) {
+	// Assets need no session: they are served before its storage read.
 	static, _ := fs.Sub(staticFS, "static")
-	g := e.Group("", s.headers, s.session)
-	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static))))
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static))), s.headers)
+	// Every form body is bounded like the API's (server.max_body_bytes).
+	g := e.Group("", s.headers, s.session, middleware.BodyLimit(s.opts.MaxBodyBytes))
 	g.GET("/", s.wrap(s.home))
 	g.GET("/signup", s.wrap(s.signupForm))
 	g.POST("/signup", s.wrap(s.signup), s.csrf)
@@ -148,6 +158,7 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.POST("/logout", s.wrap(s.logout), s.csrf)
 	g.GET("/threats/:id", s.wrap(s.threat))
 	g.GET("/me/submissions", s.wrap(s.submissions), s.loggedIn)
+	g.GET("/settings", func(c *echo.Context) error { return c.Redirect(http.StatusSeeOther, "/settings/tokens") }, s.loggedIn)
 	g.GET("/settings/tokens", s.wrap(s.tokens), s.loggedIn)
 	g.POST("/settings/tokens", s.wrap(s.generateToken), s.loggedIn, s.csrf)
 	g.POST("/settings/tokens/:id/revoke", s.wrap(s.revokeToken), s.loggedIn, s.csrf)
@@ -267,7 +278,7 @@ func (s *Site) loggedIn(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		if !viewerOf(c).LoggedIn {
 			if c.Request().Method == http.MethodGet {
-				return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))
+				return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
 			return s.errorPage(c, http.StatusUnauthorized, "You are not logged in (or your session has ended). Log in and try again.")
 		}
@@ -335,7 +346,6 @@ func (s *Site) render(c *echo.Context, status int, page string, data map[string]
 	data["Viewer"] = v
 	data["CSRF"] = s.csrfToken(c)
 	data["Signup"] = s.opts.Signup == SignupOpen
-	data["Path"] = c.Request().URL.Path
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout", data); err != nil {
 		s.log.Error("web: rendering failed", "page", page, "error", err.Error())
