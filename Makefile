@@ -1,11 +1,11 @@
-# threatd — see README.md. Targets: build run test lint proto bench clean.
+# threatd — see README.md. Targets: build run test lint proto bench screenshots clean.
 GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-source-osv
 
-.PHONY: all build run test fuzz postgres lint proto proto-check tlds bench bench-scale clean
+.PHONY: all build run test fuzz postgres browser screenshots lint proto proto-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -27,8 +27,8 @@ run: build
 	$(BIN)/threatd serve
 
 # The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
-test: build postgres
-	THREATD_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./...
+test: build postgres browser
+	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 
 # The tests start their own throwaway PostgreSQL server (storage/pgtest) and
@@ -42,6 +42,34 @@ postgres:
 	else \
 	  echo "PostgreSQL is needed by the tests: sudo apt-get install postgresql (or run with THREATD_TEST_POSTGRES=off)"; exit 1; \
 	fi
+
+# The browser tests (TestWebBrowser) drive Debian's chromium with
+# playwright-core from npm (core/web/e2e, pinned by its package-lock.json);
+# both are installed here when missing (chromium as root).
+browser:
+	@if ! [ -x "$${CHROMIUM:-/usr/bin/chromium}" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing chromium from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "the browser tests need Chromium: sudo apt-get install chromium"; exit 1; \
+	  fi; \
+	fi
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else \
+	    echo "the browser tests need Node.js and npm: sudo apt-get install nodejs npm"; exit 1; \
+	  fi; \
+	fi
+	@[ -d core/web/e2e/node_modules/playwright-core ] || npm ci --prefix core/web/e2e --no-audit --no-fund --loglevel=error
+
+# Screenshots of the web site's main pages, for docs/web.md: the browser
+# journey against a fresh daemon, keeping what it saw.
+screenshots: build browser
+	rm -f docs/screenshots/*.png
+	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_SCREENSHOTS=$(CURDIR)/docs/screenshots \
+	  $(GO) test -count=1 -run '^TestWebBrowser$$' ./cmd/threatd
 
 # The fuzz targets: the submit decoder/validator and identifier normalisation.
 fuzz:

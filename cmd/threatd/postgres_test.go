@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -161,5 +163,66 @@ func TestLongestIdentifierIsStorableOnEveryBackend(t *testing.T) {
 			d.do("POST", base+"/submit-threat-report", tok, fmt.Sprintf(`{"report_type":"ip","resource_identifier":"192.0.2.8","threat_description":"x","osv_advisory_url":%q}`,
 				url(2049))).expect(t, 400, "osv_advisory_url: is longer than 2048 bytes (2049)")
 		})
+	}
+}
+
+// TestWebDecisionsAcrossDaemons: two daemons on one PostgreSQL database. A
+// report verified in daemon A's web queue is malicious on A at once and on
+// B within cache.freshness; a token revoked on A's Settings → API Tokens is
+// refused by B within the same bound (CONTRACT.md §9).
+func TestWebDecisionsAcrossDaemons(t *testing.T) {
+	const fresh = 3 * time.Second
+	in := pgInstance(t, quiet+fmt.Sprintf("cache:\n  freshness: %s\n", fresh))
+	in.user("rita@example.com", "--role", "reviewer", "--name", "Rita")
+	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
+	a, b := in.serve(), in.serve()
+
+	// Sam signs up on A, makes a token there and submits through B.
+	sam := in.browser(a)
+	sam.get("/signup")
+	sam.post("/signup", url.Values{"email": {"sam@example.com"}, "password": {"a long enough password"}}).expect(t, 200, "API Tokens")
+	tok := tokenRE.FindString(sam.post("/settings/tokens", url.Values{"name": {"ci"}}).expect(t, 200, "Copy it now").body)
+	r := b.until(201, "POST", base+"/submit-threat-report", tok, pkg("two-daemon-pkg"))
+	id, _ := r.body["threat_id"].(string)
+	check := checkPath("purl", "pkg:npm/two-daemon-pkg")
+	for _, d := range []*daemon{a, b} {
+		if v := d.do("GET", check, tok, "").expect(t, 200, ""); v.body["malicious"] != false {
+			t.Fatalf("a pending report is malicious on %s: %v", d.base, v.body)
+		}
+	}
+
+	// Rita verifies it in A's queue.
+	rita := in.browser(a)
+	rita.get("/login?next=/review")
+	rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}, "next": {"/review"}}).
+		expect(t, 200, "Review queue", "two-daemon-pkg")
+	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"1"}}).expect(t, 200, "Done: package two-daemon-pkg: verified")
+	decided := time.Now()
+	if v := a.do("GET", check, tok, "").expect(t, 200, ""); v.body["malicious"] != true {
+		t.Fatalf("right after the web decision, check-malicious on the same daemon: %v", v.body)
+	}
+	for b.do("GET", check, tok, "").body["malicious"] != true {
+		if time.Since(decided) > fresh+time.Second {
+			t.Fatalf("the other daemon did not see the web decision within cache.freshness (%s)", fresh)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the other daemon saw the decision after %s (cache.freshness %s)", time.Since(decided).Round(time.Millisecond), fresh)
+
+	// A token revoked on A's web site: refused by A at once, by B within the bound.
+	b.do("GET", base+"/account", tok, "").expect(t, 200, "")
+	list := sam.get("/settings/tokens").expect(t, 200, "Revoke")
+	m := regexp.MustCompile(`action="(/settings/tokens/[^"]+/revoke)"`).FindStringSubmatch(list.body)
+	if m == nil {
+		t.Fatalf("no Revoke form:\n%s", list.body)
+	}
+	sam.post(m[1], url.Values{}).expect(t, 200, "revoked")
+	revoked := time.Now()
+	a.do("GET", base+"/account", tok, "").expect(t, 401, "")
+	for b.do("GET", base+"/account", tok, "").code != 401 {
+		if time.Since(revoked) > fresh+time.Second {
+			t.Fatalf("the other daemon still accepts a token revoked on the web after cache.freshness (%s)", fresh)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

