@@ -3,9 +3,9 @@ GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
 GOFLAGS_BUILD ?= -trimpath
-PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-source-osv
+PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-source-osv
 
-.PHONY: all build run test fuzz postgres browser screenshots lint proto proto-check tlds bench bench-scale clean
+.PHONY: all build run test fuzz postgres browser osv-scanner screenshots lint proto proto-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -27,8 +27,9 @@ run: build
 	$(BIN)/threatd serve
 
 # The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
-test: build postgres browser
-	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required $(GO) test -race -count=1 -timeout 20m ./...
+test: build postgres browser osv-scanner
+	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required \
+	  $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 
 # The tests start their own throwaway PostgreSQL server (storage/pgtest) and
@@ -63,6 +64,14 @@ browser:
 	  fi; \
 	fi
 	@[ -d core/web/e2e/node_modules/playwright-core ] || npm ci --prefix core/web/e2e --no-audit --no-fund --loglevel=error
+
+# osv-scanner, the OSV client the tests scan threatd's OSV export with:
+# v2.2.4, the newest that builds with Go 1.26, from the Go module proxy.
+OSV_SCANNER_VERSION ?= v2.2.4
+osv-scanner:
+	@[ -x $(BIN)/tools/osv-scanner ] && $(BIN)/tools/osv-scanner --version 2>/dev/null | grep -q "$(OSV_SCANNER_VERSION:v%=%)" || \
+	  { echo "building osv-scanner $(OSV_SCANNER_VERSION) into $(BIN)/tools"; \
+	    GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/google/osv-scanner/v2/cmd/osv-scanner@$(OSV_SCANNER_VERSION); }
 
 # Screenshots of the web site's main pages, for docs/web.md: the browser
 # journey against a fresh daemon, keeping what it saw.

@@ -232,6 +232,10 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 			Where("threat_row.canonical_key = ?", t.CanonicalKey).
 			Where("threat_row.status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)), "threat_row").Scan(ctx)
 		if err == nil {
+			if core.OwnOSVRecord(t.UpstreamID, existing.ID) {
+				// Our own community report, exported as OSV and read back.
+				return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
+			}
 			if rec.Withdrawn {
 				return core.ImportOutcome{Result: core.ImportSkipped, ThreatID: existing.ID, Reason: "withdrawn upstream; the matching report is not ours to withdraw"}, nil
 			}

@@ -60,7 +60,7 @@ func newRoot() *cobra.Command {
 	pf.String("storage-plugin", "", "storage plugin name (config storage.plugin)")
 	pf.String("storage-dsn", "", "storage address (config storage.dsn)")
 	pf.String("log-level", "", "log level: debug, info, warn, error (config log.level)")
-	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd())
 	return root
 }
 

@@ -1,0 +1,302 @@
+package osv
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/package-url/packageurl-go"
+
+	"github.com/threatd/threatd/core"
+)
+
+// SchemaVersion is the OSV schema version the export follows.
+const SchemaVersion = "1.7.0"
+
+// CommunityPrefix names the records of community reports: THREATD-<uuid>.
+const CommunityPrefix = core.OSVCommunityPrefix
+
+// purlTypes maps registries to package-URL types.
+var purlTypes = map[string]string{
+	core.RegistryNPM: "npm", core.RegistryPyPI: "pypi", core.RegistryRubyGems: "gem", core.RegistryCrates: "cargo",
+	core.RegistryGo: "golang", core.RegistryMaven: "maven", core.RegistryNuGet: "nuget", core.RegistryPackagist: "composer",
+}
+
+// Vuln is an OSV record as threatd writes it (the OSV schema's names).
+type Vuln struct {
+	SchemaVersion    string          `json:"schema_version"`
+	ID               string          `json:"id"`
+	Modified         string          `json:"modified"`
+	Published        string          `json:"published,omitempty"`
+	Summary          string          `json:"summary,omitempty"`
+	Details          string          `json:"details,omitempty"`
+	Affected         []VulnAffected  `json:"affected"`
+	References       []Reference     `json:"references,omitempty"`
+	Credits          []Credit        `json:"credits,omitempty"`
+	DatabaseSpecific json.RawMessage `json:"database_specific,omitempty"`
+}
+
+// VulnAffected is one affected package of a written record.
+type VulnAffected struct {
+	Package  AffectedPackage `json:"package"`
+	Ranges   []Range         `json:"ranges,omitempty"`
+	Versions []string        `json:"versions,omitempty"`
+	// DatabaseSpecific carries the threatd report this entry comes from.
+	DatabaseSpecific json.RawMessage `json:"database_specific,omitempty"`
+}
+
+// AffectedPackage names a package.
+type AffectedPackage struct {
+	Ecosystem string `json:"ecosystem"`
+	Name      string `json:"name"`
+	Purl      string `json:"purl,omitempty"`
+}
+
+// Range is an affected range.
+type Range struct {
+	Type   string       `json:"type"`
+	Events []RangeEvent `json:"events"`
+}
+
+// RangeEvent is an event of a range.
+type RangeEvent struct {
+	Introduced string `json:"introduced,omitempty"`
+}
+
+// Credit is a credited person or organisation.
+type Credit struct {
+	Name string `json:"name"`
+}
+
+// Exportable reports whether a verified report has an OSV record: a
+// package report of a registry OSV has an ecosystem for.
+func Exportable(t core.Threat) bool {
+	_, ok := core.OSVEcosystems[t.Registry]
+	return t.ReportType == core.TypePackage && ok && t.Status == core.StatusVerified
+}
+
+// RecordID is the id of a report's OSV record: an imported report's
+// upstream record id (without the package qualifier a record with several
+// packages gives its reports), a community report's THREATD-<uuid>.
+func RecordID(t core.Threat) string {
+	if t.Source == SourceName && t.UpstreamID != "" {
+		id, _, _ := strings.Cut(t.UpstreamID, "/")
+		return id
+	}
+	return CommunityPrefix + t.ID
+}
+
+// ReportID is the threatd report id of a THREATD- record id, "" otherwise.
+func ReportID(recordID string) string {
+	if id, ok := strings.CutPrefix(recordID, CommunityPrefix); ok {
+		return id
+	}
+	return ""
+}
+
+func osvTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// rangeType is the range type for an "every version" range: SEMVER where
+// the ecosystem's versions are semantic versions, ECOSYSTEM elsewhere.
+func rangeType(registry string) string {
+	switch registry {
+	case core.RegistryNPM, core.RegistryCrates, core.RegistryGo:
+		return "SEMVER"
+	}
+	return "ECOSYSTEM"
+}
+
+// packagePurl is the package URL of a report's package, "" when there is
+// no purl type for its registry.
+func packagePurl(t core.Threat) string {
+	typ, ok := purlTypes[t.Registry]
+	if !ok {
+		return ""
+	}
+	name, namespace := t.ResourceIdentifier, ""
+	switch {
+	case t.Registry == core.RegistryMaven:
+		if g, a, ok := strings.Cut(name, ":"); ok {
+			namespace, name = g, a
+		}
+	case strings.Contains(name, "/"):
+		i := strings.LastIndex(name, "/")
+		namespace, name = name[:i], name[i+1:]
+	}
+	return packageurl.NewPackageURL(typ, namespace, name, "", nil, "").ToString()
+}
+
+// reportFields are a report's threatd fields, under database_specific.
+type reportFields struct {
+	ThreatdID     string         `json:"threatd_id"`
+	ReportType    string         `json:"report_type"`
+	Registry      string         `json:"registry"`
+	SeverityLevel *core.Severity `json:"severity_level"`
+	Tags          []string       `json:"tags"`
+	Publisher     *string        `json:"publisher"`
+	FirstSeen     *string        `json:"first_seen"`
+	LastSeen      *string        `json:"last_seen"`
+	DownloadCount *int64         `json:"download_count"`
+	VerifiedAt    *string        `json:"verified_at"`
+	VerifiedBy    *string        `json:"verified_by"`
+	Version       int            `json:"version"`
+	Source        *string        `json:"source"`
+	UpstreamID    *string        `json:"upstream_id"`
+}
+
+func ptr[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func timePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := osvTime(*t)
+	return &s
+}
+
+// affected is the affected entry of one report: its versions from
+// version_info, or every version (a range from 0 with no fix) when it
+// names none or affects all.
+func affected(t core.Threat) VulnAffected {
+	a := VulnAffected{Package: AffectedPackage{Ecosystem: core.OSVEcosystems[t.Registry], Name: t.ResourceIdentifier, Purl: packagePurl(t)}}
+	versions := core.AffectedVersions(t)
+	if versions == nil {
+		a.Ranges = []Range{{Type: rangeType(t.Registry), Events: []RangeEvent{{Introduced: "0"}}}}
+		if t.AllVersions && t.Details.VersionInfo != "" {
+			// An imported record's own list, kept beside the range.
+			for v := range strings.SplitSeq(t.Details.VersionInfo, ",") {
+				if v = strings.TrimSpace(v); v != "" {
+					a.Versions = append(a.Versions, v)
+				}
+			}
+		}
+	} else {
+		a.Versions = versions
+	}
+	tags := t.Details.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	ds, _ := json.Marshal(reportFields{
+		ThreatdID: t.ID, ReportType: string(t.ReportType), Registry: t.Registry,
+		SeverityLevel: ptr(t.Details.SeverityLevel), Tags: tags, Publisher: ptr(t.Details.Publisher),
+		FirstSeen: timePtr(t.Details.FirstSeen), LastSeen: timePtr(t.Details.LastSeen), DownloadCount: t.Details.DownloadCount,
+		VerifiedAt: timePtr(t.VerifiedAt), VerifiedBy: ptr(t.VerifiedBy), Version: t.Version,
+		Source: ptr(t.Source), UpstreamID: ptr(t.UpstreamID),
+	})
+	a.DatabaseSpecific = ds
+	return a
+}
+
+// Convert is the OSV record of one verified package report (see
+// Exportable). A record with several packages upstream is several reports
+// here: Merge joins their records again.
+func Convert(t core.Threat) Vuln {
+	v := Vuln{
+		SchemaVersion: SchemaVersion, ID: RecordID(t),
+		Summary: t.Details.ThreatDescription, Details: t.Details.PayloadDescription,
+		Affected: []VulnAffected{affected(t)},
+	}
+	modified := t.UpdatedAt
+	if t.Source == SourceName && t.UpstreamModified != nil && t.Revision == 0 {
+		// An imported report unchanged here keeps its upstream time, so
+		// that re-importing the export finds nothing newer.
+		modified = *t.UpstreamModified
+	}
+	v.Modified = osvTime(modified)
+	if t.VerifiedAt != nil {
+		v.Published = osvTime(*t.VerifiedAt)
+	}
+	if u := strings.TrimSpace(t.Details.OSVAdvisoryURL); u != "" {
+		v.References = append(v.References, Reference{Type: "ADVISORY", URL: u})
+	}
+	for u := range strings.SplitSeq(t.Details.EvidenceReferences, "|") {
+		if u = strings.TrimSpace(u); u != "" && u != t.Details.OSVAdvisoryURL {
+			v.References = append(v.References, Reference{Type: "EVIDENCE", URL: u})
+		}
+	}
+	for _, c := range t.Details.Contributors {
+		v.Credits = append(v.Credits, Credit{Name: c})
+	}
+	v.DatabaseSpecific = json.RawMessage(`{"source":"threatd"}`)
+	return v
+}
+
+// Merge adds the affected packages of b (a record of the same id) to a:
+// the latest modified time wins.
+func Merge(a *Vuln, b Vuln) {
+	a.Affected = append(a.Affected, b.Affected...)
+	if b.Modified > a.Modified {
+		a.Modified = b.Modified
+	}
+}
+
+// ArchiveWriter writes one ecosystem's all.zip: one <id>.json per record,
+// the layout OSV publishes and osv-scanner reads offline. Records of a
+// multi-package upstream record are held until Close and merged; every
+// other record is written as it comes.
+type ArchiveWriter struct {
+	z     *zip.Writer
+	held  map[string]*Vuln
+	names map[string]bool
+	n     int
+}
+
+// NewArchiveWriter starts an archive on w.
+func NewArchiveWriter(w io.Writer) *ArchiveWriter {
+	return &ArchiveWriter{z: zip.NewWriter(w), held: map[string]*Vuln{}, names: map[string]bool{}}
+}
+
+// Add writes the record of one report (Exportable).
+func (w *ArchiveWriter) Add(t core.Threat) error {
+	v := Convert(t)
+	if t.Source == SourceName && strings.Contains(t.UpstreamID, "/") {
+		if h, ok := w.held[v.ID]; ok {
+			Merge(h, v)
+		} else {
+			w.held[v.ID] = &v
+		}
+		return nil
+	}
+	return w.write(v)
+}
+
+func (w *ArchiveWriter) write(v Vuln) error {
+	name := v.ID + ".json"
+	if w.names[name] {
+		return fmt.Errorf("osv export: two records named %s", v.ID)
+	}
+	w.names[name] = true
+	f, err := w.z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Unix(0, 0).UTC()})
+	if err != nil {
+		return err
+	}
+	w.n++
+	return json.NewEncoder(f).Encode(v)
+}
+
+// Close writes the held records and the archive's directory; it returns
+// the number of records written.
+func (w *ArchiveWriter) Close() (int, error) {
+	ids := make([]string, 0, len(w.held))
+	for id := range w.held {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := w.write(*w.held[id]); err != nil {
+			return w.n, err
+		}
+	}
+	return w.n, w.z.Close()
+}
