@@ -11,15 +11,20 @@ var OSVEcosystems = map[string]string{
 	RegistryVSCode: "VSCode",
 }
 
-// RegistryOfOSVEcosystem returns the registry of an OSV ecosystem name
-// (case-insensitive) or of a registry name, false when OSV has none.
-func RegistryOfOSVEcosystem(name string) (string, bool) {
+// osvRegistries is OSVEcosystems the other way, by lower-case name.
+var osvRegistries = func() map[string]string {
+	m := make(map[string]string, len(OSVEcosystems))
 	for r, e := range OSVEcosystems {
-		if strings.EqualFold(name, e) || strings.EqualFold(name, r) {
-			return r, true
-		}
+		m[strings.ToLower(e)] = r
 	}
-	return "", false
+	return m
+}()
+
+// RegistryOfOSVEcosystem returns the registry of an OSV ecosystem name
+// (case-insensitive), false when threatd has none for it.
+func RegistryOfOSVEcosystem(name string) (string, bool) {
+	r, ok := osvRegistries[strings.ToLower(name)]
+	return r, ok
 }
 
 // OSVCommunityPrefix names the OSV records of community reports:

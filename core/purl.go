@@ -51,6 +51,30 @@ var purlTypes = map[string]string{
 	"golang": RegistryGo, "maven": RegistryMaven, "nuget": RegistryNuGet, "composer": RegistryPackagist,
 }
 
+// PackagePurl is the package URL of a package in its registry, the
+// inverse of ParsePurl (maven names are namespace:name, others
+// namespace/name); "" for a registry without a purl type.
+func PackagePurl(registry, name string) string {
+	typ := ""
+	for t, r := range purlTypes {
+		if r == registry {
+			typ = t
+		}
+	}
+	if typ == "" {
+		return ""
+	}
+	sep := "/"
+	if typ == "maven" {
+		sep = ":"
+	}
+	namespace := ""
+	if i := strings.LastIndex(name, sep); i >= 0 {
+		namespace, name = name[:i], name[i+1:]
+	}
+	return packageurl.NewPackageURL(typ, namespace, name, "", nil, "").ToString()
+}
+
 // ParsePurl turns a package URL into the check it names: a package in its
 // registry (maven names as namespace:name, others namespace/name) with the
 // purl's version, or for docker and oci purls a container image reference.

@@ -9,22 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/package-url/packageurl-go"
-
 	"github.com/threatd/threatd/core"
 )
 
 // SchemaVersion is the OSV schema version the export follows.
 const SchemaVersion = "1.7.0"
-
-// CommunityPrefix names the records of community reports: THREATD-<uuid>.
-const CommunityPrefix = core.OSVCommunityPrefix
-
-// purlTypes maps registries to package-URL types.
-var purlTypes = map[string]string{
-	core.RegistryNPM: "npm", core.RegistryPyPI: "pypi", core.RegistryRubyGems: "gem", core.RegistryCrates: "cargo",
-	core.RegistryGo: "golang", core.RegistryMaven: "maven", core.RegistryNuGet: "nuget", core.RegistryPackagist: "composer",
-}
 
 // Vuln is an OSV record as threatd writes it (the OSV schema's names).
 type Vuln struct {
@@ -87,15 +76,7 @@ func RecordID(t core.Threat) string {
 		id, _, _ := strings.Cut(t.UpstreamID, "/")
 		return id
 	}
-	return CommunityPrefix + t.ID
-}
-
-// ReportID is the threatd report id of a THREATD- record id, "" otherwise.
-func ReportID(recordID string) string {
-	if id, ok := strings.CutPrefix(recordID, CommunityPrefix); ok {
-		return id
-	}
-	return ""
+	return core.OSVCommunityPrefix + t.ID
 }
 
 func osvTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -108,26 +89,6 @@ func rangeType(registry string) string {
 		return "SEMVER"
 	}
 	return "ECOSYSTEM"
-}
-
-// packagePurl is the package URL of a report's package, "" when there is
-// no purl type for its registry.
-func packagePurl(t core.Threat) string {
-	typ, ok := purlTypes[t.Registry]
-	if !ok {
-		return ""
-	}
-	name, namespace := t.ResourceIdentifier, ""
-	switch {
-	case t.Registry == core.RegistryMaven:
-		if g, a, ok := strings.Cut(name, ":"); ok {
-			namespace, name = g, a
-		}
-	case strings.Contains(name, "/"):
-		i := strings.LastIndex(name, "/")
-		namespace, name = name[:i], name[i+1:]
-	}
-	return packageurl.NewPackageURL(typ, namespace, name, "", nil, "").ToString()
 }
 
 // reportFields are a report's threatd fields, under database_specific.
@@ -168,7 +129,7 @@ func timePtr(t *time.Time) *string {
 // version_info, or every version (a range from 0 with no fix) when it
 // names none or affects all.
 func affected(t core.Threat) VulnAffected {
-	a := VulnAffected{Package: AffectedPackage{Ecosystem: core.OSVEcosystems[t.Registry], Name: t.ResourceIdentifier, Purl: packagePurl(t)}}
+	a := VulnAffected{Package: AffectedPackage{Ecosystem: core.OSVEcosystems[t.Registry], Name: t.ResourceIdentifier, Purl: core.PackagePurl(t.Registry, t.ResourceIdentifier)}}
 	versions := core.AffectedVersions(t)
 	if versions == nil {
 		a.Ranges = []Range{{Type: rangeType(t.Registry), Events: []RangeEvent{{Introduced: "0"}}}}

@@ -223,7 +223,7 @@ func TestExportCommunityReport(t *testing.T) {
 		t.Fatalf("invalid: %v\n%s", err, raw)
 	}
 	a := v.Affected[0]
-	if v.ID != "THREATD-"+th.ID || ReportID(v.ID) != th.ID || a.Package.Purl != "pkg:npm/%40evil/scope-pkg" ||
+	if v.ID != "THREATD-"+th.ID || a.Package.Purl != "pkg:npm/%40evil/scope-pkg" ||
 		!slices.Equal(a.Versions, []string{"1.0.1", "1.0.2"}) || a.Ranges != nil || len(v.References) != 2 || len(v.Credits) != 2 ||
 		!strings.Contains(string(a.DatabaseSpecific), `"severity_level":"high"`) {
 		t.Fatalf("record:\n%s", raw)

@@ -28,13 +28,6 @@ import (
 // SourceName is the provenance recorded on imported reports.
 const SourceName = "osv"
 
-// ecosystems maps OSV ecosystem names to threatd registries.
-var ecosystems = map[string]string{
-	"npm": core.RegistryNPM, "pypi": core.RegistryPyPI, "rubygems": core.RegistryRubyGems, "crates.io": core.RegistryCrates,
-	"go": core.RegistryGo, "maven": core.RegistryMaven, "nuget": core.RegistryNuGet, "packagist": core.RegistryPackagist,
-	"vscode": core.RegistryVSCode, "openvsx": core.RegistryOpenVSX,
-}
-
 // Source implements core.Source for OSV data.
 type Source struct {
 	// Now is the clock used to validate timestamps (time.Now when nil).
@@ -460,9 +453,15 @@ func upstreamID(id string, n, i int, p Package) (string, error) {
 	return id, nil
 }
 
-// registryOf maps a package's OSV ecosystem to a threatd registry.
+// registryOf maps a package's OSV ecosystem to a threatd registry: OSV's
+// ecosystems (core.OSVEcosystems), and OpenVSX, which threatd reads too
+// (docs/ingestion.md) though the OSV schema does not list it.
 func registryOf(id string, p Package) (string, error) {
-	registry, ok := ecosystems[strings.ToLower(strings.SplitN(p.Ecosystem, ":", 2)[0])]
+	eco := strings.SplitN(p.Ecosystem, ":", 2)[0]
+	registry, ok := core.RegistryOfOSVEcosystem(eco)
+	if !ok && strings.EqualFold(eco, "openvsx") {
+		registry, ok = core.RegistryOpenVSX, true
+	}
 	if !ok {
 		return "", fmt.Errorf("%s: ecosystem %q is not supported", id, p.Ecosystem)
 	}

@@ -1,0 +1,34 @@
+package core
+
+import "testing"
+
+// PackagePurl is ParsePurl's inverse for every registry with a purl type,
+// names with a namespace included; registries without one give "".
+func TestPackagePurl(t *testing.T) {
+	for _, c := range []struct{ registry, name, purl string }{
+		{RegistryNPM, "left-pad", "pkg:npm/left-pad"},
+		{RegistryNPM, "@evil/scope-pkg", "pkg:npm/%40evil/scope-pkg"},
+		{RegistryPyPI, "requests", "pkg:pypi/requests"},
+		{RegistryRubyGems, "rails", "pkg:gem/rails"},
+		{RegistryCrates, "serde", "pkg:cargo/serde"},
+		{RegistryGo, "github.com/boltdb-go/bolt", "pkg:golang/github.com/boltdb-go/bolt"},
+		{RegistryMaven, "org.example:lib", "pkg:maven/org.example/lib"},
+		{RegistryNuGet, "Newtonsoft.Json", "pkg:nuget/Newtonsoft.Json"},
+		{RegistryPackagist, "vendor/pkg", "pkg:composer/vendor/pkg"},
+	} {
+		got := PackagePurl(c.registry, c.name)
+		if got != c.purl {
+			t.Errorf("PackagePurl(%s, %s) = %q, want %q", c.registry, c.name, got, c.purl)
+			continue
+		}
+		q, err := ParsePurl(got)
+		if err != nil || q.Ecosystem != c.registry || q.ResourceIdentifier != c.name {
+			t.Errorf("ParsePurl(%s) = %+v, %v: not %s %s", got, q, err, c.registry, c.name)
+		}
+	}
+	for _, r := range []string{RegistryVSCode, RegistryOpenVSX, RegistryDockerHub, ""} {
+		if p := PackagePurl(r, "x"); p != "" {
+			t.Errorf("PackagePurl(%q) = %q, want none", r, p)
+		}
+	}
+}
