@@ -169,9 +169,10 @@ func Convert(t core.Threat) Vuln {
 		Affected: []VulnAffected{affected(t)},
 	}
 	modified := t.UpdatedAt
-	if t.Source == SourceName && t.UpstreamModified != nil && t.Revision == 0 {
-		// An imported report unchanged here keeps its upstream time, so
-		// that re-importing the export finds nothing newer.
+	if t.Source == SourceName && t.UpstreamModified != nil {
+		// An imported report is the upstream version it follows: a
+		// re-import of the export finds nothing newer. Changes made
+		// here show in database_specific.version.
 		modified = *t.UpstreamModified
 	}
 	v.Modified = osvTime(modified)

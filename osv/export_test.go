@@ -98,7 +98,7 @@ func TestExportRealReports(t *testing.T) {
 	bufs := map[string]*bytes.Buffer{}
 	// want: ecosystem → record id → package names (from the import).
 	want := map[string]map[string][]string{}
-	allVersions := map[string]bool{} // ecosystem/id/name → every version
+	versions := map[string][]string{} // ecosystem/id/name → the versions named, nil for every version
 	imported := 0
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record == nil || it.Record.Withdrawn {
@@ -119,7 +119,7 @@ func TestExportRealReports(t *testing.T) {
 		}
 		id := RecordID(th)
 		want[eco][id] = append(want[eco][id], th.ResourceIdentifier)
-		allVersions[eco+"/"+id+"/"+th.ResourceIdentifier] = core.AffectedVersions(th) == nil
+		versions[eco+"/"+id+"/"+th.ResourceIdentifier] = core.AffectedVersions(th)
 		return w.Add(th)
 	})
 	if err != nil {
@@ -163,7 +163,8 @@ func TestExportRealReports(t *testing.T) {
 			for _, a := range v.Affected {
 				names = append(names, a.Package.Name)
 				every := len(a.Ranges) == 1 && a.Ranges[0].Events[0].Introduced == "0"
-				if a.Package.Ecosystem != eco || every != allVersions[eco+"/"+id+"/"+a.Package.Name] || (!every && len(a.Versions) == 0) {
+				want := versions[eco+"/"+id+"/"+a.Package.Name]
+				if a.Package.Ecosystem != eco || every != (want == nil) || (!every && !slices.Equal(a.Versions, want)) {
 					wrongVersions++
 					note("%s/%s %s: ecosystem %s, ranges %v, versions %v", eco, id, a.Package.Name, a.Package.Ecosystem, a.Ranges, a.Versions)
 				}

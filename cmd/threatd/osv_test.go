@@ -36,8 +36,8 @@ func osvScanner(t *testing.T) string {
 }
 
 // sampleRecord is the first record of the sample's ecosystem folder with a
-// single affected package that affects every version.
-func sampleRecord(t *testing.T, folder string) (id, name string) {
+// single affected package that affects every version, and its file.
+func sampleRecord(t *testing.T, folder string) (id, name, file string) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(sampleDir, folder, "*.json"))
 	sort.Strings(files)
@@ -60,11 +60,11 @@ func sampleRecord(t *testing.T, folder string) (id, name string) {
 			continue
 		}
 		if ev := r.Affected[0].Ranges[0].Events; len(ev) == 1 && ev[0]["introduced"] == "0" {
-			return r.ID, r.Affected[0].Package.Name
+			return r.ID, r.Affected[0].Package.Name, f
 		}
 	}
 	t.Fatalf("no single-package all-versions record in %s", folder)
-	return "", ""
+	return "", "", ""
 }
 
 // TestOSVExportWithOSVScanner: the real OSV sample imported, a community
@@ -72,15 +72,32 @@ func sampleRecord(t *testing.T, folder string) (id, name string) {
 // package-lock.json and a requirements.txt offline against the export: the
 // imported packages under their MAL ids, the community one under its
 // THREATD id (at the affected version only), nothing for clean packages.
-// Then the round trip: the export imported again changes nothing.
+// Then the round trip: the export imported again changes nothing, also
+// for a report updated upstream since its first import.
 func TestOSVExportWithOSVScanner(t *testing.T) {
 	scanner := osvScanner(t)
 	in := newInstance(t, quiet)
 	tok := in.user("sam@example.com")
 	in.user("rita@example.com", "--role", "reviewer")
 	in.mustCLI("import", "osv", sampleDir)
-	npmID, npmName := sampleRecord(t, "npm")
-	pypiID, pypiName := sampleRecord(t, "pypi")
+	npmID, npmName, npmFile := sampleRecord(t, "npm")
+	pypiID, pypiName, _ := sampleRecord(t, "pypi")
+	// A newer upstream version of the npm record: the report is updated.
+	var upstream map[string]any
+	raw, err := os.ReadFile(npmFile)
+	if err != nil || json.Unmarshal(raw, &upstream) != nil {
+		t.Fatalf("%s: %v", npmFile, err)
+	}
+	upstream["modified"] = "2026-11-01T10:00:00Z"
+	upstream["details"] = "A newer analysis of " + npmName + "."
+	raw, _ = json.Marshal(upstream)
+	newer := filepath.Join(t.TempDir(), npmID+".json")
+	if err := os.WriteFile(newer, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := in.mustCLI("import", "osv", newer); !regexp.MustCompile(`(?m)^updated +1$`).MatchString(out) {
+		t.Fatalf("importing a newer version of %s:\n%s", npmID, out)
+	}
 
 	d := in.serve()
 	r := d.do("POST", base+"/submit-threat-report", tok, `{"report_type":"package","resource_identifier":"threatd-community-evil","registry":"npm",
@@ -108,7 +125,7 @@ func TestOSVExportWithOSVScanner(t *testing.T) {
 			"node_modules/x/node_modules/threatd-community-evil": map[string]any{"version": "1.2.5"},
 		},
 	}
-	raw, _ := json.Marshal(lock)
+	raw, _ = json.Marshal(lock)
 	if err := os.WriteFile(filepath.Join(proj, "package-lock.json"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
