@@ -103,11 +103,11 @@ func TestWebBrowser(t *testing.T) {
 	if !strings.Contains(pending, got.FormThreatID) || strings.Contains(pending, got.APIThreatID) {
 		t.Errorf("review list after the journey should hold the form's report only:\n%s", pending)
 	}
-	tokens := in.browser(d)
-	tokens.get("/login")
-	tokens.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}}).expect(t, 200)
-	tokens.get("/threats/"+got.FormThreatID).expect(t, 200, "Typosquat that opens a reverse shell", "0.1.0", "typosquat", "https://blog.example/b")
-	tokens.get("/threats/"+got.APIThreatID).expect(t, 200, "verified", "Confirmed: the postinstall script posts ~/.npmrc")
+	rita := in.browser(d)
+	rita.get("/login")
+	rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}}).expect(t, 200)
+	rita.get("/threats/"+got.FormThreatID).expect(t, 200, "Typosquat that opens a reverse shell", "0.1.0", "typosquat", "https://blog.example/b")
+	rita.get("/threats/"+got.APIThreatID).expect(t, 200, "verified", "Confirmed: the postinstall script posts ~/.npmrc")
 
 	// A screenshot of each main page, as PNG.
 	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "phone-threat"} {

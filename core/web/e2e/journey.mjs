@@ -20,7 +20,7 @@
 // using assistive technology and scripts find them. On failure the script
 // prints the reason and exits 1; on success it prints one JSON object with
 // what it created, for the Go test to check through the API.
-import { chromium } from "playwright-core";
+import { chromium, request } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
@@ -208,7 +208,7 @@ try {
   await role(sam, "button", "Revoke").waitFor();
 
   // Submit through the API with the new token.
-  const api = await (await import("playwright-core")).request.newContext({ ignoreHTTPSErrors: true });
+  const api = await request.newContext({ ignoreHTTPSErrors: true });
   const headers = { Authorization: `Bearer ${token}` };
   let r = await api.post(`${API}/submit-threat-report`, {
     headers,
