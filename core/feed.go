@@ -39,8 +39,14 @@ type FeedQuery struct {
 	// /threat-feed. Otherwise every change is listed.
 	Published bool
 	// Kind selects one kind of change (e.g. ChangeWithdrawn); "" = all.
-	Kind     string
-	AfterAt  time.Time
+	Kind string
+	// Latest selects only each report's latest change: a report changed
+	// again later is listed there, once (TAXII collections).
+	Latest bool
+	// ObjectIDs selects the reports published as one of these STIX objects
+	// (core.STIXObjectIDs); at most MaxGetThreats.
+	ObjectIDs []string
+	AfterAt   time.Time
 	AfterSeq int64
 	Limit    int
 }

@@ -307,12 +307,12 @@ func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
 
 func feedQueryToPB(q core.FeedQuery) *pb.FeedQuery {
 	return &pb.FeedQuery{From: ts(q.From), To: ts(q.To), Registry: q.Registry, Published: q.Published,
-		AfterAt: ts(q.AfterAt), AfterSeq: q.AfterSeq, Limit: int32(q.Limit), Kind: q.Kind}
+		AfterAt: ts(q.AfterAt), AfterSeq: q.AfterSeq, Limit: int32(q.Limit), Kind: q.Kind, Latest: q.Latest, ObjectIds: q.ObjectIDs}
 }
 
 func feedQueryFromPB(q *pb.FeedQuery) core.FeedQuery {
 	return core.FeedQuery{From: fromTS(q.From), To: fromTS(q.To), Registry: q.Registry, Published: q.Published,
-		AfterAt: fromTS(q.AfterAt), AfterSeq: q.AfterSeq, Limit: int(q.Limit), Kind: q.Kind}
+		AfterAt: fromTS(q.AfterAt), AfterSeq: q.AfterSeq, Limit: int(q.Limit), Kind: q.Kind, Latest: q.Latest, ObjectIDs: q.ObjectIds}
 }
 
 func feedEventToPB(e core.FeedEvent) *pb.FeedEvent {

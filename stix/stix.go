@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/threatd/threatd/core"
 )
 
@@ -24,7 +22,7 @@ import (
 const ContentType = "application/stix+json;version=2.1"
 
 // Namespace is the UUIDv5 namespace of every threatd STIX id.
-var Namespace = uuid.MustParse("7d5f3a52-6a1e-4c55-9a0e-1f9c1b6e2a11")
+var Namespace = core.STIXNamespace
 
 // TLPWhite is STIX 2.1's predefined TLP:WHITE marking definition.
 const TLPWhite = "marking-definition--613f2e26-407d-48c7-9eca-b8e91df99dc9"
@@ -45,9 +43,7 @@ type Bundle struct {
 	Objects []Object `json:"objects"`
 }
 
-func id(kind string, parts ...string) string {
-	return kind + "--" + uuid.NewSHA1(Namespace, []byte(kind+"\x00"+strings.Join(parts, "\x00"))).String()
-}
+func id(kind string, parts ...string) string { return core.STIXID(kind, parts...) }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
@@ -113,7 +109,7 @@ func mapRecord(r Record, identity string) []Object {
 		return o
 	}
 	malware := common("malware")
-	malware["id"] = id("malware", t.ID)
+	malware["id"] = core.STIXMalwareID(t.ID)
 	malware["name"] = name
 	malware["is_family"] = false
 	malware["malware_types"] = malwareTypes(t.Details.Tags)
@@ -137,7 +133,7 @@ func mapRecord(r Record, identity string) []Object {
 			continue
 		}
 		ind := common("indicator")
-		ind["id"] = id("indicator", t.ID, ioc.Type, ioc.Value)
+		ind["id"] = core.STIXIndicatorID(t.ID, ioc)
 		ind["name"] = fmt.Sprintf("%s %s of %s", ioc.Type, ioc.Value, name)
 		ind["description"] = indicatorDescription(ioc, name, t.Details.ThreatDescription)
 		ind["indicator_types"] = []string{"malicious-activity"}
@@ -155,7 +151,7 @@ func mapRecord(r Record, identity string) []Object {
 			ind["labels"] = []string{"severity:" + string(t.Details.SeverityLevel)}
 		}
 		rel := common("relationship")
-		rel["id"] = id("relationship", t.ID, ioc.Type, ioc.Value, "indicates")
+		rel["id"] = core.STIXRelationshipID(t.ID, ioc)
 		rel["relationship_type"] = "indicates"
 		rel["source_ref"] = ind["id"]
 		rel["target_ref"] = malware["id"]

@@ -30,6 +30,7 @@ var copyTables = []copyTable{
 	{"review_events", "id", func() any { return &[]eventRow{} }, ""},
 	{"changes", "seq", func() any { return &[]changeRow{} }, ""},
 	{"feed_events", "seq", func() any { return &[]feedEventRow{} }, ""},
+	{"stix_objects", "object_id", func() any { return &[]stixObjectRow{} }, ""},
 	// The secret that signs feed cursors: cursors given out before the
 	// copy keep working after it, even when the target served requests
 	// before and made its own.

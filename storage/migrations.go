@@ -30,6 +30,7 @@ func migrations() (*migrate.Migrations, error) {
 	if err := ms.Discover(dir); err != nil {
 		return nil, err
 	}
+	ms.Add(taxiiBackfill)
 	return ms, nil
 }
 

@@ -91,6 +91,15 @@ type feedEventRow struct {
 	Version  int       `bun:"version,notnull"`
 }
 
+// stixObjectRow maps the id of a STIX object to the report it is published
+// for (migration 0011).
+type stixObjectRow struct {
+	bun.BaseModel `bun:"table:stix_objects"`
+
+	ObjectID string `bun:"object_id,pk"`
+	ThreatID string `bun:"threat_id,notnull"`
+}
+
 func (r feedEventRow) domain() core.FeedEvent {
 	reg := ""
 	if r.Registry != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/threatd/threatd/core"
 )
 
@@ -252,6 +254,13 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 	}
 	if q.Kind != "" {
 		sel = sel.Where("feed_event_row.kind = ?", q.Kind)
+	}
+	if q.Latest {
+		sel = sel.Where("NOT EXISTS (SELECT 1 FROM feed_events AS l WHERE l.threat_id = feed_event_row.threat_id AND l.seq > feed_event_row.seq)")
+	}
+	if len(q.ObjectIDs) > 0 {
+		ids := q.ObjectIDs[:min(len(q.ObjectIDs), core.MaxGetThreats)]
+		sel = sel.Where("feed_event_row.threat_id IN (SELECT o.threat_id FROM stix_objects AS o WHERE o.object_id IN (?))", bun.In(ids))
 	}
 	if q.Published {
 		sel = sel.Where("feed_event_row.kind = ?", core.ChangeVerified).

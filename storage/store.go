@@ -196,12 +196,30 @@ type txn struct {
 	bun.Tx
 	changes []changeRow
 	feed    []feedEventRow
+	// objects are the STIX object ids of the published reports; unmapped
+	// names the published reports read without their details, whose ids
+	// appendChanges works out.
+	objects  []stixObjectRow
+	unmapped []string
 }
 
 // publish queues a published change of a report (core.ChangeVerified, …),
 // written at the end of the transaction with the change feed.
 func (t *txn) publish(row *threatRow, kind string) {
 	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
+	if row.Details == nil {
+		t.unmapped = append(t.unmapped, row.ID)
+		return
+	}
+	t.objects = appendObjectIDs(t.objects, row.domain())
+}
+
+// appendObjectIDs adds the STIX object ids of a report (with its details).
+func appendObjectIDs(rows []stixObjectRow, t core.Threat) []stixObjectRow {
+	for _, id := range core.STIXObjectIDs(t.ID, core.ExtractIOCs(t)) {
+		rows = append(rows, stixObjectRow{ObjectID: id, ThreatID: t.ID})
+	}
+	return rows
 }
 
 // record queues a change-feed entry, written at the end of the transaction.
@@ -252,14 +270,47 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 	if err := tx.NewSelect().Table("feed_events").Column("at").OrderExpr("at DESC, seq DESC").Limit(1).Scan(ctx, &last); err != nil {
 		return fmt.Errorf("last published change: %w", err)
 	}
-	if len(last) == 1 && last[0].After(at) {
-		at = last[0].UTC()
+	if len(last) == 1 && !last[0].Before(at) {
+		at = last[0].UTC().Add(time.Microsecond)
 	}
+	// Every change has its own microsecond (TAXII's date_added): a client
+	// that resumes after the last date it saw never skips the rest of an
+	// import that shared a clock reading.
 	for i := range tx.feed {
-		tx.feed[i].At = at
+		tx.feed[i].At = at.Add(time.Duration(i) * time.Microsecond)
 	}
-	_, err := tx.NewInsert().Model(&tx.feed).Returning("NULL").Exec(ctx)
-	return err
+	if _, err := tx.NewInsert().Model(&tx.feed).Returning("NULL").Exec(ctx); err != nil {
+		return err
+	}
+	return s.writeObjectIDs(ctx, tx)
+}
+
+// writeObjectIDs records the STIX object ids of the reports published in
+// tx (stix_objects); an id already known is kept.
+func (s *Store) writeObjectIDs(ctx context.Context, tx *txn) error {
+	if len(tx.unmapped) > 0 {
+		var rows []threatRow
+		if err := tx.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(tx.unmapped)).Scan(ctx); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			tx.objects = appendObjectIDs(tx.objects, r.domain())
+		}
+	}
+	return insertObjectIDs(ctx, tx.Tx, tx.objects)
+}
+
+// insertObjectIDs writes object ids in batches, keeping those already there.
+func insertObjectIDs(ctx context.Context, db bun.IDB, rows []stixObjectRow) error {
+	for len(rows) > 0 {
+		n := min(len(rows), 2000)
+		batch := rows[:n]
+		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (object_id) DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
+			return fmt.Errorf("stix object ids: %w", err)
+		}
+		rows = rows[n:]
+	}
+	return nil
 }
 
 var _ core.Store = (*Store)(nil)

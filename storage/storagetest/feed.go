@@ -78,8 +78,10 @@ func testFeed(t *testing.T, b Backend) {
 	var got []string
 	for i, it := range all {
 		got = append(got, it.Threat.ResourceIdentifier+" "+it.Event.Kind+fmt.Sprint(" v", it.Event.Version))
-		if i > 0 && (it.Event.At.Before(all[i-1].Event.At) || it.Event.Seq <= all[i-1].Event.Seq) {
-			t.Fatalf("change %d goes back: %+v after %+v", i, it.Event, all[i-1].Event)
+		// Each change has its own time (TAXII's date_added), later than
+		// the one before.
+		if i > 0 && (!it.Event.At.After(all[i-1].Event.At) || it.Event.Seq <= all[i-1].Event.Seq) {
+			t.Fatalf("change %d does not come after the one before: %+v after %+v", i, it.Event, all[i-1].Event)
 		}
 		if it.Event.ThreatID != it.Threat.ID || it.Event.At.Year() < 2026 {
 			t.Fatalf("change %d: %+v for %s", i, it.Event, it.Threat.ID)
@@ -126,6 +128,48 @@ func testFeed(t *testing.T, b Backend) {
 	}
 	if first, err := s.LastFeedEvent(c, all[1].Event.At); err != nil || first.Seq != want0.Seq || !first.At.Equal(want0.At) {
 		t.Fatalf("last change before the second: %+v %v, want %+v", first, err, want0)
+	}
+
+	// TAXII: each report once, at its latest change; by the id of any of
+	// its STIX objects.
+	latest := feedAll(t, s, core.FeedQuery{Latest: true})
+	got = nil
+	for _, it := range latest {
+		got = append(got, it.Threat.ResourceIdentifier+" "+it.Event.Kind)
+	}
+	if want := "feed-community withdrawn, feed-imported withdrawn, feed-pending.example.com verified"; strings.Join(got, ", ") != want {
+		t.Fatalf("latest changes: %v, want %s", got, want)
+	}
+	iocs := core.ExtractIOCs(latest[0].Threat)
+	if len(iocs) == 0 {
+		t.Fatal("no indicator in the community report")
+	}
+	for _, id := range core.STIXObjectIDs(community.ID, iocs) {
+		if by := feedAll(t, s, core.FeedQuery{Latest: true, ObjectIDs: []string{id, "indicator--00000000-0000-5000-8000-000000000000"}}); len(by) != 1 || by[0].Threat.ID != community.ID {
+			t.Fatalf("by object id %s: %+v", id, by)
+		}
+	}
+	if by := feedAll(t, s, core.FeedQuery{Latest: true, ObjectIDs: []string{core.STIXMalwareID(latest[1].Threat.ID), core.STIXMalwareID(pending.ID)}}); len(by) != 2 {
+		t.Fatalf("by two object ids: %d reports", len(by))
+	}
+	// A batch of reports imported in one transaction: one microsecond each.
+	var batch []core.ImportRecord
+	for i := range 50 {
+		r := report(t, "", core.TypePackage, core.RegistryNPM, fmt.Sprintf("feed-batch-%d", i))
+		r.Source, r.UpstreamID, r.UpstreamModified, r.VerifiedAt = "osv", fmt.Sprintf("MAL-BATCH-%d", i), &up, &up
+		batch = append(batch, core.ImportRecord{Threat: r})
+	}
+	if _, err := s.ImportThreats(c, batch, "osv-import"); err != nil {
+		t.Fatal(err)
+	}
+	npm := feedAll(t, s, core.FeedQuery{Latest: true, Registry: core.RegistryNPM})
+	if len(npm) != 51 {
+		t.Fatalf("npm collection: %d reports", len(npm))
+	}
+	for i := 2; i < len(npm); i++ {
+		if d := npm[i].Event.At.Sub(npm[i-1].Event.At); d <= 0 || (i > 1 && d > time.Second) {
+			t.Fatalf("imported change %d: %v after the one before", i, d)
+		}
 	}
 }
 

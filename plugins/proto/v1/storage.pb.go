@@ -3509,15 +3509,19 @@ func (x *ThreatQuery) GetLimit() int32 {
 }
 
 type FeedQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	Registry      string                 `protobuf:"bytes,3,opt,name=registry,proto3" json:"registry,omitempty"`
-	Published     bool                   `protobuf:"varint,4,opt,name=published,proto3" json:"published,omitempty"`
-	AfterAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=after_at,json=afterAt,proto3" json:"after_at,omitempty"`
-	AfterSeq      int64                  `protobuf:"varint,6,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
-	Limit         int32                  `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
-	Kind          string                 `protobuf:"bytes,8,opt,name=kind,proto3" json:"kind,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	From      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To        *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Registry  string                 `protobuf:"bytes,3,opt,name=registry,proto3" json:"registry,omitempty"`
+	Published bool                   `protobuf:"varint,4,opt,name=published,proto3" json:"published,omitempty"`
+	AfterAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=after_at,json=afterAt,proto3" json:"after_at,omitempty"`
+	AfterSeq  int64                  `protobuf:"varint,6,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	Limit     int32                  `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	Kind      string                 `protobuf:"bytes,8,opt,name=kind,proto3" json:"kind,omitempty"`
+	// latest: only each report's latest change (TAXII collections).
+	Latest bool `protobuf:"varint,9,opt,name=latest,proto3" json:"latest,omitempty"`
+	// object_ids: only the reports published as one of these STIX objects.
+	ObjectIds     []string `protobuf:"bytes,10,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3606,6 +3610,20 @@ func (x *FeedQuery) GetKind() string {
 		return x.Kind
 	}
 	return ""
+}
+
+func (x *FeedQuery) GetLatest() bool {
+	if x != nil {
+		return x.Latest
+	}
+	return false
+}
+
+func (x *FeedQuery) GetObjectIds() []string {
+	if x != nil {
+		return x.ObjectIds
+	}
+	return nil
 }
 
 type FeedEvent struct {
@@ -4876,7 +4894,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"descending\x18\a \x01(\bR\n" +
 	"descending\x12\x14\n" +
-	"\x05limit\x18\b \x01(\x05R\x05limit\"\x9f\x02\n" +
+	"\x05limit\x18\b \x01(\x05R\x05limit\"\xd6\x02\n" +
 	"\tFeedQuery\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x1a\n" +
@@ -4885,7 +4903,11 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\bafter_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aafterAt\x12\x1b\n" +
 	"\tafter_seq\x18\x06 \x01(\x03R\bafterSeq\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x05R\x05limit\x12\x12\n" +
-	"\x04kind\x18\b \x01(\tR\x04kind\"\xb0\x01\n" +
+	"\x04kind\x18\b \x01(\tR\x04kind\x12\x16\n" +
+	"\x06latest\x18\t \x01(\bR\x06latest\x12\x1d\n" +
+	"\n" +
+	"object_ids\x18\n" +
+	" \x03(\tR\tobjectIds\"\xb0\x01\n" +
 	"\tFeedEvent\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x1b\n" +

@@ -1,0 +1,101 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/migrate"
+)
+
+// taxiiBackfill is migration 0012, in Go: it gives each published change
+// before this version its own microsecond (appendChanges does so for new
+// ones), and records the STIX object ids of every report published before
+// (stix_objects, migration 0011). Both steps are idempotent: a run cut
+// short is taken up again at the next start.
+var taxiiBackfill = migrate.Migration{
+	Name:    "0012",
+	Comment: "taxii_backfill",
+	Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+		db := m.DB()
+		if err := spaceFeedEvents(ctx, db); err != nil {
+			return fmt.Errorf("space published changes: %w", err)
+		}
+		if err := backfillObjectIDs(ctx, db); err != nil {
+			return fmt.Errorf("stix object ids: %w", err)
+		}
+		return nil
+	},
+}
+
+// spaceFeedEvents moves each change that shares its time with an earlier
+// one (an import wrote a batch at one clock reading) to the first free
+// microsecond after the change before it, keeping (at, seq) order. With i
+// the row's rank in (at, seq) order, the new time is
+// i µs + max over the rows up to it of (at − rank µs).
+func spaceFeedEvents(ctx context.Context, db *bun.DB) error {
+	if db.Dialect().Name() == dialect.PG {
+		_, err := db.ExecContext(ctx, `UPDATE feed_events AS f SET at = m.nat
+FROM (SELECT seq, at, max(at - rn * interval '1 microsecond') OVER (ORDER BY rn) + rn * interval '1 microsecond' AS nat
+      FROM (SELECT seq, at, row_number() OVER (ORDER BY at, seq) AS rn FROM feed_events) AS r) AS m
+WHERE f.seq = m.seq AND m.nat <> f.at`)
+		return err
+	}
+	// SQLite keeps times as text: the running maximum is worked out here
+	// over every row's (seq, at), read first (16 bytes a change), and only
+	// the rows that move are written.
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		type position struct {
+			Seq int64     `bun:"seq"`
+			At  time.Time `bun:"at"`
+		}
+		var all []position
+		if err := tx.NewSelect().Table("feed_events").Column("seq", "at").OrderExpr("at, seq").Scan(ctx, &all); err != nil {
+			return err
+		}
+		var prev time.Time
+		for i, r := range all {
+			at := r.At.UTC()
+			if i > 0 && !at.After(prev) {
+				at = prev.Add(time.Microsecond)
+				if _, err := tx.NewUpdate().Table("feed_events").Set("at = ?", at).Where("seq = ?", r.Seq).Exec(ctx); err != nil {
+					return err
+				}
+			}
+			prev = at
+		}
+		return nil
+	})
+}
+
+// backfillObjectIDs records the STIX object ids of every report with a
+// published change, 500 reports at a time.
+func backfillObjectIDs(ctx context.Context, db *bun.DB) error {
+	after := ""
+	for {
+		var ids []string
+		if err := db.NewSelect().Table("feed_events").ColumnExpr("DISTINCT threat_id").Where("threat_id > ?", after).
+			OrderExpr("threat_id").Limit(500).Scan(ctx, &ids); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		after = ids[len(ids)-1]
+		var rows []threatRow
+		if err := db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+			return err
+		}
+		var objects []stixObjectRow
+		for _, r := range rows {
+			objects = appendObjectIDs(objects, r.domain())
+		}
+		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			return insertObjectIDs(ctx, tx, objects)
+		}); err != nil {
+			return err
+		}
+	}
+}
