@@ -47,8 +47,8 @@ type FeedQuery struct {
 	// (core.STIXObjectIDs); at most MaxGetThreats.
 	ObjectIDs []string
 	AfterAt   time.Time
-	AfterSeq int64
-	Limit    int
+	AfterSeq  int64
+	Limit     int
 }
 
 // FeedItem is a feed event with the report as it is now.
