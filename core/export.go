@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,3 +89,16 @@ func (e *ExporterError) Error() string {
 
 // Unwrap exposes the kind and the cause to errors.Is.
 func (e *ExporterError) Unwrap() []error { return []error{e.Kind, e.Cause} }
+
+// ObjectsFormat, as an export request's "format" query value, asks a STIX
+// exporter for each record's objects apart instead of one bundle: the
+// answer is an ObjectsDocument in JSON (TAXII serves the objects in pages).
+const ObjectsFormat = "stix-objects"
+
+// ObjectsDocument is a STIX exporter's answer in ObjectsFormat: the objects
+// every record refers to (the service's identity, the marking), and the
+// objects of each record, in the request's order.
+type ObjectsDocument struct {
+	Shared  []json.RawMessage   `json:"shared"`
+	Records [][]json.RawMessage `json:"records"`
+}

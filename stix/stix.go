@@ -63,21 +63,30 @@ func NewBundle(records []Record, o Options) Bundle {
 	if o.Service == "" {
 		o.Service = "threatd"
 	}
-	identity := IdentityID(o.Service)
-	objects := []Object{
-		{"type": "identity", "spec_version": "2.1", "id": identity, "created": stamp(epoch), "modified": stamp(epoch),
-			"name": o.Service, "identity_class": "system", "description": "threatd threat-intelligence service"},
-		{"type": "marking-definition", "spec_version": "2.1", "id": TLPWhite, "created": "2017-01-20T00:00:00.000Z",
-			"definition_type": "tlp", "name": "TLP:WHITE", "definition": map[string]any{"tlp": "white"}},
-	}
+	objects := SharedObjects(o.Service)
 	var keys []string
 	for _, r := range records {
-		objects = append(objects, mapRecord(r, identity)...)
+		objects = append(objects, RecordObjects(r, o.Service)...)
 		keys = append(keys, r.Threat.ID+"@"+fmt.Sprint(r.Threat.Revision))
 	}
 	sort.Strings(keys)
 	return Bundle{Type: "bundle", ID: id("bundle", o.BundleKey, strings.Join(keys, ",")), Objects: objects}
 }
+
+// SharedObjects are the objects every record refers to: the service's
+// identity (created_by_ref) and the TLP:WHITE marking definition.
+func SharedObjects(service string) []Object {
+	return []Object{
+		{"type": "identity", "spec_version": "2.1", "id": IdentityID(service), "created": stamp(epoch), "modified": stamp(epoch),
+			"name": service, "identity_class": "system", "description": "threatd threat-intelligence service"},
+		{"type": "marking-definition", "spec_version": "2.1", "id": TLPWhite, "created": "2017-01-20T00:00:00.000Z",
+			"definition_type": "tlp", "name": "TLP:WHITE", "definition": map[string]any{"tlp": "white"}},
+	}
+}
+
+// RecordObjects maps one record to its objects: the malware, then an
+// indicator and its relationship per indicator of compromise.
+func RecordObjects(r Record, service string) []Object { return mapRecord(r, IdentityID(service)) }
 
 func mapRecord(r Record, identity string) []Object {
 	t := r.Threat

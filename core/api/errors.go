@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,14 @@ func errorHandler(log *slog.Logger, maxBody int64) echo.HTTPErrorHandler {
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(e.Status)
+			return
+		}
+		if isTAXII(c) {
+			if e.Status == http.StatusUnauthorized {
+				c.Response().Header().Set("WWW-Authenticate", `Basic realm="threatd TAXII", charset="UTF-8"`)
+			}
+			body, _ := json.Marshal(taxiiError(e))
+			_ = c.Blob(e.Status, taxiiMediaType, body)
 			return
 		}
 		_ = c.JSON(e.Status, e.body())

@@ -60,27 +60,46 @@ func (s *Server) perIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
 
 // authenticate resolves the bearer token (header only, never the query string).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		// Answers under the base path are per caller: no cache keeps them.
-		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-		h := c.Request().Header.Get(echo.HeaderAuthorization)
-		if strings.TrimSpace(h) == "" {
-			return &Error{Status: http.StatusUnauthorized, Message: msgAuthRequired}
+	return s.authenticateWith(false)(next)
+}
+
+// authenticateWith resolves the token of the Authorization header: Bearer,
+// or also HTTP Basic with the token as the password when basic is set (the
+// TAXII server: many TIPs only do Basic).
+func (s *Server) authenticateWith(basic bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			return s.authenticated(c, basic, next)
 		}
-		scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
+	}
+}
+
+func (s *Server) authenticated(c *echo.Context, basic bool, next echo.HandlerFunc) error {
+	// Answers under the base path are per caller: no cache keeps them.
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	if strings.TrimSpace(h) == "" {
+		return &Error{Status: http.StatusUnauthorized, Message: msgAuthRequired}
+	}
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	switch {
+	case ok && strings.EqualFold(scheme, "Bearer"):
+	case ok && basic && strings.EqualFold(scheme, "Basic"):
+		if token, ok = basicToken(token); !ok {
 			return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
 		}
-		p, err := s.principals.Authenticate(c.Request().Context(), strings.TrimSpace(token))
-		if err != nil {
-			return err
-		}
-		c.Set(principalKey, p)
-		if s.opts.TokenUse != nil {
-			s.opts.TokenUse.Used(p.Token.ID)
-		}
-		return next(c)
+	default:
+		return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
 	}
+	p, err := s.principals.Authenticate(c.Request().Context(), strings.TrimSpace(token))
+	if err != nil {
+		return err
+	}
+	c.Set(principalKey, p)
+	if s.opts.TokenUse != nil {
+		s.opts.TokenUse.Used(p.Token.ID)
+	}
+	return next(c)
 }
 
 // perTokenLimit enforces the per-token per-minute limit of the caller's tier

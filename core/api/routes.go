@@ -31,6 +31,7 @@ func (s *Server) routes(e *echo.Echo) {
 	for _, r := range s.opts.ExportRoutes {
 		s.add(api, route{method: http.MethodGet, path: r.Path, tier: r.Tier, handler: s.exportHandler(r)})
 	}
+	s.taxiiRoutes(e)
 	if s.opts.Mount != nil {
 		s.opts.Mount(e)
 	}

@@ -67,6 +67,7 @@ type Server struct {
 	tokenLimiter ratelimit.Taker
 	started      time.Time
 	latest       *index.Latest
+	taxii        *core.TAXII
 }
 
 // New builds the HTTP handler of the API. idx and principals are the hot
@@ -79,6 +80,7 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		reports:      core.NewReports(store, opts.Limits),
 		paid:         core.NewPaid(store, opts.Feed),
 		selections:   core.NewSelections(store),
+		taxii:        core.NewTAXII(store, exporters, "threatd"),
 		usage:        usage,
 		exporters:    exporters,
 		index:        idx,

@@ -6,7 +6,9 @@ package stixexport
 
 import (
 	"context"
+	"encoding/json"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins/sdk"
 	"github.com/threatd/threatd/stix"
 )
@@ -15,10 +17,49 @@ import (
 // bundleKey distinguishes the bundles of different endpoints.
 func Exporter(bundleKey func(sdk.Request) string) sdk.ExportFunc {
 	return func(_ context.Context, req sdk.Request) (sdk.Document, error) {
+		if req.Query["format"] == core.ObjectsFormat {
+			return objects(req)
+		}
 		body, err := stix.NewBundle(req.Records, stix.Options{Service: req.Service, BundleKey: bundleKey(req)}).Marshal()
 		if err != nil {
 			return sdk.Document{}, err
 		}
 		return sdk.Document{ContentType: stix.ContentType, Body: body}, nil
 	}
+}
+
+// objects answers a request in core.ObjectsFormat: each record's objects
+// apart, for the daemon's TAXII collections.
+func objects(req sdk.Request) (sdk.Document, error) {
+	service := req.Service
+	if service == "" {
+		service = "threatd"
+	}
+	raw := func(objs []stix.Object) ([]json.RawMessage, error) {
+		out := make([]json.RawMessage, len(objs))
+		for i, o := range objs {
+			b, err := json.Marshal(o)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+		}
+		return out, nil
+	}
+	var doc core.ObjectsDocument
+	var err error
+	if doc.Shared, err = raw(stix.SharedObjects(service)); err != nil {
+		return sdk.Document{}, err
+	}
+	doc.Records = make([][]json.RawMessage, len(req.Records))
+	for i, r := range req.Records {
+		if doc.Records[i], err = raw(stix.RecordObjects(r, service)); err != nil {
+			return sdk.Document{}, err
+		}
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return sdk.Document{}, err
+	}
+	return sdk.Document{ContentType: "application/json", Body: body}, nil
 }

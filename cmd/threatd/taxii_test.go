@@ -1,0 +1,439 @@
+package main_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/stix/stixtest"
+)
+
+const taxiiAccept = "application/taxii+json;version=2.1"
+
+// taxiiClient is a TAXII 2.1 client as a TIP runs one: it follows
+// discovery to the API root and a collection, and polls it with next or
+// with added_after from X-TAXII-Date-Added-Last.
+type taxiiClient struct {
+	t     *testing.T
+	d     *daemon
+	auth  string // the Authorization header
+	calls int
+}
+
+type taxiiAnswer struct {
+	code int
+	hdr  http.Header
+	body map[string]any
+	raw  []byte
+}
+
+func (c *taxiiClient) get(path string, headers ...string) taxiiAnswer {
+	c.t.Helper()
+	return c.send("GET", path, headers...)
+}
+
+func (c *taxiiClient) send(method, path string, headers ...string) taxiiAnswer {
+	c.t.Helper()
+	c.calls++
+	req, err := http.NewRequest(method, c.d.base+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Accept", taxiiAccept)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := c.d.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	a := taxiiAnswer{code: res.StatusCode, hdr: res.Header, raw: b}
+	if ct := res.Header.Get("Content-Type"); ct != taxiiAccept {
+		c.t.Fatalf("%s %s: %d Content-Type %q, want %q: %s", method, path, res.StatusCode, ct, taxiiAccept, b)
+	}
+	if err := json.Unmarshal(b, &a.body); err != nil {
+		c.t.Fatalf("%s %s: %d not a JSON object: %s", method, path, res.StatusCode, b)
+	}
+	if res.StatusCode >= 400 {
+		// A TAXII error message: title and http_status.
+		if a.body["title"] == nil || a.body["http_status"] != fmt.Sprint(res.StatusCode) {
+			c.t.Fatalf("%s %s: %d is not a TAXII error message: %s", method, path, res.StatusCode, b)
+		}
+	}
+	return a
+}
+
+func (a taxiiAnswer) expect(t *testing.T, code int) taxiiAnswer {
+	t.Helper()
+	if a.code != code {
+		t.Fatalf("status %d %s, want %d", a.code, a.raw, code)
+	}
+	return a
+}
+
+// seenObject is an object version as a poller saw it.
+type seenObject struct {
+	id, version string
+	added       time.Time
+	obj         map[string]any
+}
+
+// poll reads a collection's objects from after (zero: the start) to the
+// end, by next (byNext) or by added_after, limit at a time; it returns the
+// objects in order and the last date added seen (X-TAXII-Date-Added-Last),
+// where the next poll starts.
+func (c *taxiiClient) poll(col string, after time.Time, limit int, byNext bool, extra string) ([]seenObject, time.Time) {
+	c.t.Helper()
+	var out []seenObject
+	next := ""
+	lastSeen := after
+	for range 10_000 {
+		q := url.Values{"limit": {fmt.Sprint(limit)}}
+		if next != "" {
+			q.Set("next", next)
+		}
+		// By next: the original query and next; by added_after: the last
+		// date added seen.
+		if !after.IsZero() {
+			q.Set("added_after", after.Format(time.RFC3339Nano))
+		}
+		path := "/taxii2/api/collections/" + col + "/objects/?" + q.Encode() + extra
+		a := c.get(path).expect(c.t, 200)
+		objs, _ := a.body["objects"].([]any)
+		if len(objs) > limit {
+			c.t.Fatalf("%s: %d objects for limit %d", path, len(objs), limit)
+		}
+		if len(objs) > 0 {
+			first, err1 := time.Parse(time.RFC3339Nano, a.hdr.Get("X-TAXII-Date-Added-First"))
+			last, err2 := time.Parse(time.RFC3339Nano, a.hdr.Get("X-TAXII-Date-Added-Last"))
+			if err1 != nil || err2 != nil || last.Before(first) || (!after.IsZero() && !first.After(after)) {
+				c.t.Fatalf("%s: date added headers %q %q after %v", path, a.hdr.Get("X-TAXII-Date-Added-First"), a.hdr.Get("X-TAXII-Date-Added-Last"), after)
+			}
+			for _, o := range objs {
+				m := o.(map[string]any)
+				v, _ := m["modified"].(string)
+				if v == "" {
+					v = m["created"].(string)
+				}
+				out = append(out, seenObject{id: m["id"].(string), version: v, added: last, obj: m})
+			}
+			lastSeen = last
+			if !byNext {
+				after = last
+			}
+		}
+		more, _ := a.body["more"].(bool)
+		n, _ := a.body["next"].(string)
+		if !more {
+			if n != "" {
+				c.t.Fatalf("%s: next %q without more", path, n)
+			}
+			return out, lastSeen
+		}
+		if byNext {
+			if n == "" {
+				c.t.Fatalf("%s: more without next", path)
+			}
+			next = n
+		} else if len(objs) == 0 {
+			c.t.Fatalf("%s: more but no objects and paging by added_after", path)
+		}
+	}
+	c.t.Fatal("polling did not end")
+	return nil, lastSeen
+}
+
+func basicAuth(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+// The TAXII 2.1 server as a TIP uses it: discovery, API root, collections,
+// objects, manifest, object by id and versions, with every filter;
+// authentication by Bearer or Basic, the paid tier, media types, TAXII
+// error messages and read-only collections; polling by next and by
+// added_after misses and repeats nothing, also across an import whose
+// reports were written in one transaction and while reviewers verify
+// reports during paging; a revision publishes new versions and a
+// withdrawal revoked ones; every object is valid against the OASIS STIX
+// 2.1 schemas.
+func TestTAXII(t *testing.T) {
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
+	paid := in.user("tip@example.com", "--tier", "paid")
+	free := in.user("free@example.com")
+	writer := in.user("writer@example.com", "--tier", "paid")
+	in.mustCLI("import", "osv", sampleDir)
+	d := in.serve()
+	v := stixtest.NewValidator(t, schemaDir)
+
+	// Authentication, tier, media types.
+	anon := &taxiiClient{t: t, d: d}
+	a := anon.get("/taxii2/").expect(t, 401)
+	if a.body["title"] != "Authorization required" || !strings.HasPrefix(a.hdr.Get("WWW-Authenticate"), "Basic ") {
+		t.Fatalf("401: %s %v", a.raw, a.hdr)
+	}
+	(&taxiiClient{t: t, d: d, auth: "Bearer thd_nottoken"}).get("/taxii2/").expect(t, 401)
+	(&taxiiClient{t: t, d: d, auth: basicAuth("x", "wrong")}).get("/taxii2/").expect(t, 401)
+	(&taxiiClient{t: t, d: d, auth: "Bearer " + free}).get("/taxii2/").expect(t, 403)
+	c := &taxiiClient{t: t, d: d, auth: basicAuth("opencti", paid)}
+	c.get("/taxii2/", "Accept", "application/json").expect(t, 406)
+	c.get("/taxii2/", "Accept", "application/taxii+json;version=2.0").expect(t, 406)
+	c.get("/taxii2/", "Accept", "application/taxii+json").expect(t, 200)
+	disc := c.get("/taxii2/").expect(t, 200).body
+	roots, _ := disc["api_roots"].([]any)
+	if len(roots) != 1 || disc["default"] != roots[0] || !strings.HasSuffix(roots[0].(string), "/taxii2/api/") {
+		t.Fatalf("discovery: %v", disc)
+	}
+	rootURL, err := url.Parse(roots[0].(string))
+	if err != nil || rootURL.Scheme != "https" {
+		t.Fatalf("api root %v", roots[0])
+	}
+	root := c.get(rootURL.Path).expect(t, 200).body
+	if vs, _ := root["versions"].([]any); len(vs) != 1 || vs[0] != taxiiAccept || root["max_content_length"] == nil {
+		t.Fatalf("api root: %v", root)
+	}
+	bearer := &taxiiClient{t: t, d: d, auth: "Bearer " + paid}
+	cols := bearer.get("/taxii2/api/collections/").expect(t, 200).body["collections"].([]any)
+	byAlias := map[string]map[string]any{}
+	for _, x := range cols {
+		m := x.(map[string]any)
+		byAlias[m["alias"].(string)] = m
+		if m["can_read"] != true || m["can_write"] != false || m["media_types"].([]any)[0] != "application/stix+json;version=2.1" {
+			t.Fatalf("collection %v", m)
+		}
+	}
+	if byAlias["threats"] == nil || byAlias["npm"] == nil || byAlias["pypi"] == nil {
+		t.Fatalf("collections: %v", cols)
+	}
+	threats := byAlias["threats"]["id"].(string)
+	npm := byAlias["npm"]["id"].(string)
+	if got := c.get("/taxii2/api/collections/"+threats+"/").expect(t, 200).body; got["id"] != threats {
+		t.Fatalf("collection: %v", got)
+	}
+	c.get("/taxii2/api/collections/npm/").expect(t, 200)
+	c.get("/taxii2/api/collections/4a0c2e38-0000-4000-8000-000000000000/").expect(t, 404)
+	c.get("/taxii2/api/collections/"+threats+"/objects/?limit=0").expect(t, 400)
+	c.get("/taxii2/api/collections/"+threats+"/objects/?added_after=yesterday").expect(t, 400)
+	c.get("/taxii2/api/collections/"+threats+"/objects/?next=bm9wZQ").expect(t, 400)
+	c.get("/taxii2/api/collections/"+threats+"/objects/?match%5Bversion%5D=newest").expect(t, 400)
+	c.get("/taxii2/api/collections/"+threats+"/objects/?colour=red").expect(t, 400)
+	c.send("POST", "/taxii2/api/collections/"+threats+"/objects/").expect(t, 403)
+	c.send("DELETE", "/taxii2/api/collections/"+threats+"/objects/malware--9e4b1f04-4e1d-5d4e-8d2e-1b1c1f1e1d1c/").expect(t, 403)
+
+	// The whole collection, one page: the shared objects and each
+	// imported report's objects, valid STIX 2.1.
+	whole, _ := c.poll(threats, time.Time{}, 1000, true, "")
+	ids := map[string]int{}
+	malware := 0
+	for _, o := range whole {
+		ids[o.id]++
+		if err := v.ValidateObject(o.obj); err != nil {
+			t.Fatalf("%s: %v", o.id, err)
+		}
+		if o.obj["type"] == "malware" {
+			malware++
+		}
+	}
+	if len(ids) != len(whole) || malware < 250 || whole[0].obj["type"] != "identity" || whole[1].obj["type"] != "marking-definition" {
+		t.Fatalf("collection: %d objects, %d distinct, %d malware, first %v", len(whole), len(ids), malware, whole[0].obj["type"])
+	}
+	// Small pages, by next and by added_after: the same objects in the
+	// same order, none repeated; every page of the import (one
+	// transaction) holds whole reports.
+	for _, byNext := range []bool{true, false} {
+		paged, _ := c.poll(threats, time.Time{}, 7, byNext, "")
+		if len(paged) != len(whole) {
+			t.Fatalf("by next %v: %d objects, want %d", byNext, len(paged), len(whole))
+		}
+		for i := range paged {
+			if paged[i].id != whole[i].id {
+				t.Fatalf("by next %v: object %d is %s, want %s", byNext, i, paged[i].id, whole[i].id)
+			}
+		}
+	}
+	// Manifest: the same entries.
+	var man []any
+	for next := ""; ; {
+		b := c.get("/taxii2/api/collections/"+threats+"/manifest/?limit=400"+next).expect(t, 200).body
+		man = append(man, b["objects"].([]any)...)
+		if b["more"] != true {
+			break
+		}
+		next = "&next=" + url.QueryEscape(b["next"].(string))
+	}
+	if len(man) != len(whole) {
+		t.Fatalf("manifest: %d entries, want %d", len(man), len(whole))
+	}
+	for i, x := range man {
+		m := x.(map[string]any)
+		if m["id"] != whole[i].id || m["version"] != whole[i].version || m["media_type"] != "application/stix+json;version=2.1" || m["date_added"] == nil {
+			t.Fatalf("manifest entry %d: %v, object %s %s", i, m, whole[i].id, whole[i].version)
+		}
+	}
+	// Filters.
+	inds, _ := c.poll(threats, time.Time{}, 50, true, "&match%5Btype%5D=indicator")
+	for _, o := range inds {
+		if o.obj["type"] != "indicator" {
+			t.Fatalf("match[type]=indicator gave %s", o.id)
+		}
+	}
+	if len(inds) == 0 || len(inds) >= len(whole) {
+		t.Fatalf("indicators: %d of %d", len(inds), len(whole))
+	}
+	if none, _ := c.poll(threats, time.Time{}, 50, true, "&match%5Bspec_version%5D=2.0"); len(none) != 0 {
+		t.Fatalf("spec_version 2.0: %d objects", len(none))
+	}
+	pick := inds[len(inds)/2]
+	two := c.get("/taxii2/api/collections/"+threats+"/objects/?match%5Bid%5D="+pick.id+","+whole[0].id).expect(t, 200).body["objects"].([]any)
+	if len(two) != 2 {
+		t.Fatalf("match[id] of two: %d objects", len(two))
+	}
+	one := c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/").expect(t, 200).body["objects"].([]any)
+	if len(one) != 1 || one[0].(map[string]any)["pattern"] != pick.obj["pattern"] {
+		t.Fatalf("object by id: %v", one)
+	}
+	c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/?match%5Bversion%5D="+url.QueryEscape(pick.version)).expect(t, 200)
+	if got := c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/?match%5Bversion%5D=2020-01-01T00:00:00.000Z").expect(t, 200).body; got["objects"] != nil {
+		t.Fatalf("another version: %v", got)
+	}
+	vers := c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/versions/").expect(t, 200).body["versions"].([]any)
+	if len(vers) != 1 || vers[0] != pick.version {
+		t.Fatalf("versions: %v", vers)
+	}
+	c.get("/taxii2/api/collections/"+threats+"/objects/indicator--00000000-0000-5000-8000-000000000000/").expect(t, 404)
+	c.get("/taxii2/api/collections/"+threats+"/objects/indicator--00000000-0000-5000-8000-000000000000/versions/").expect(t, 404)
+	c.get("/taxii2/api/collections/"+threats+"/objects/not-an-id/").expect(t, 404)
+	// The npm collection: npm reports only.
+	npmObjs, _ := c.poll(npm, time.Time{}, 200, true, "&match%5Btype%5D=malware")
+	if len(npmObjs) == 0 {
+		t.Fatal("no npm reports")
+	}
+	for _, o := range npmObjs {
+		if !strings.HasSuffix(o.obj["name"].(string), "(npm)") {
+			t.Fatalf("npm collection holds %v", o.obj["name"])
+		}
+	}
+
+	// Paging while reviewers verify reports: two pollers (next, and
+	// added_after) follow the collection from its end while 40 reports
+	// are verified; afterwards each has seen each new report's objects
+	// exactly once.
+	_, mark := c.poll(threats, time.Time{}, 1000, true, "")
+	var pending []string
+	for i := range 40 {
+		pending = append(pending, d.submit(writer, fmt.Sprintf(`{"report_type":"package","resource_identifier":"taxii-live-%d","registry":"npm","threat_description":"Steals tokens","payload_description":"posts to hxxps://c2-%d[.]taxii-evil[.]example/x"}`, i, i)))
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, id := range pending {
+			in.mustCLI("review", "verify", id)
+		}
+	}()
+	seen := map[bool]map[string]int{true: {}, false: {}}
+	rounds := map[bool]int{}
+	after := map[bool]time.Time{true: mark, false: mark}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+			time.Sleep(2 * freshness)
+		default:
+		}
+		for _, byNext := range []bool{true, false} {
+			objs, last := c.poll(threats, after[byNext], 3, byNext, "")
+			for _, o := range objs {
+				seen[byNext][o.id+" "+o.version]++
+				if !o.added.After(after[byNext]) {
+					t.Fatalf("object %s added %v, not after %v", o.id, o.added, after[byNext])
+				}
+			}
+			if len(objs) > 0 {
+				after[byNext] = last
+				rounds[byNext]++
+			}
+		}
+	}
+	if rounds[true] < 2 || rounds[false] < 2 {
+		t.Fatalf("the pollers saw new objects in %v rounds: they did not poll while reports were verified", rounds)
+	}
+	live, _ := c.poll(threats, mark, 1000, true, "")
+	per := len(live) / 40
+	if len(live) < 40*3 || len(live)%40 != 0 {
+		t.Fatalf("the 40 new reports have %d objects", len(live))
+	}
+	for _, byNext := range []bool{true, false} {
+		if len(seen[byNext]) != len(live) {
+			t.Fatalf("by next %v: %d object versions after the 40 verifications, want %d", byNext, len(seen[byNext]), len(live))
+		}
+		for _, o := range live {
+			if n := seen[byNext][o.id+" "+o.version]; n != 1 {
+				t.Fatalf("by next %v: %s %s seen %d times", byNext, o.id, o.version, n)
+			}
+		}
+	}
+
+	// A revision publishes new versions after the last poll; a withdrawal
+	// publishes the objects revoked.
+	revised, withdrawn := pending[0], pending[1]
+	time.Sleep(5 * time.Millisecond)
+	d.do("PUT", base+"/modify-threat-report", writer, fmt.Sprintf(`{"threat_id":%q,"severity_level":"critical"}`, revised)).expect(t, 200, "")
+	m := revLine.FindStringSubmatch(in.mustCLI("review", "list"))
+	if m == nil || m[3] != revised {
+		t.Fatal("the revision is not pending")
+	}
+	in.mustCLI("review", "approve-revision", m[1], "--note", "confirmed")
+	time.Sleep(5 * time.Millisecond)
+	in.mustCLI("review", "reject", withdrawn, "--note", "a false positive")
+	var changed []seenObject
+	eventually(t, "the revision and the withdrawal reach TAXII", func() bool {
+		changed, _ = c.poll(threats, after[false], 100, false, "")
+		return len(changed) == 2*per
+	})
+	for _, o := range changed {
+		old := o.obj["modified"].(string) <= o.obj["created"].(string)
+		if err := v.ValidateObject(o.obj); err != nil || old {
+			t.Fatalf("%s: %v (modified %v, created %v)", o.id, err, o.obj["modified"], o.obj["created"])
+		}
+	}
+	for _, o := range changed[:per] {
+		if o.obj["revoked"] == true {
+			t.Fatalf("the revised report's %s is revoked", o.id)
+		}
+	}
+	for _, o := range changed[per:] {
+		if o.obj["revoked"] != true {
+			t.Fatalf("the withdrawn report's %s is not revoked", o.id)
+		}
+	}
+	// The collection from the start lists each report once, at its
+	// latest version.
+	final, _ := c.poll(threats, time.Time{}, 1000, true, "")
+	count := map[string]int{}
+	for _, o := range final {
+		count[o.id]++
+	}
+	for id, n := range count {
+		if n != 1 {
+			t.Fatalf("%s listed %d times", id, n)
+		}
+	}
+	if len(final) != len(whole)+len(live) {
+		t.Fatalf("final collection: %d objects, want %d", len(final), len(whole)+len(live))
+	}
+	t.Logf("%d TAXII requests", c.calls)
+}

@@ -1,0 +1,402 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+)
+
+// TAXII 2.1 (CONTRACT.md §10, docs/taxii.md): a read-only server outside the
+// base path, paid tier, Bearer or HTTP Basic (the token as the password).
+
+// taxiiMediaType is the media type of every TAXII answer.
+const taxiiMediaType = "application/taxii+json;version=2.1"
+
+// stixMediaType is the media type of the collections' objects.
+const stixMediaType = "application/stix+json;version=2.1"
+
+// taxiiPrefix is where the TAXII server lives.
+const taxiiPrefix = "/taxii2"
+
+// taxiiRoutes registers the TAXII endpoints: discovery, the API root, the
+// collections and their objects, manifest and versions; writes are 403.
+func (s *Server) taxiiRoutes(e *echo.Echo) {
+	g := e.Group(taxiiPrefix, s.authenticateWith(true), s.perTokenLimit, requireTier(core.TierPaid), s.countPaid(taxiiPrefix+"/"), taxiiAccept)
+	get := func(path string, h echo.HandlerFunc) {
+		g.GET(path, h)
+		if path != "/" {
+			// Clients that drop the trailing slash get the same answer.
+			g.GET(strings.TrimSuffix(path, "/"), h)
+		}
+	}
+	get("/", s.taxiiDiscovery)
+	get("/api/", s.taxiiAPIRoot)
+	get("/api/collections/", s.taxiiCollections)
+	get("/api/collections/:collection/", s.taxiiCollection)
+	get("/api/collections/:collection/objects/", s.taxiiObjects)
+	get("/api/collections/:collection/manifest/", s.taxiiManifest)
+	get("/api/collections/:collection/objects/:object/", s.taxiiObject)
+	get("/api/collections/:collection/objects/:object/versions/", s.taxiiVersions)
+	for _, p := range []string{"/api/collections/:collection/objects/", "/api/collections/:collection/objects"} {
+		g.POST(p, s.taxiiReadOnly)
+	}
+	for _, p := range []string{"/api/collections/:collection/objects/:object/", "/api/collections/:collection/objects/:object"} {
+		g.DELETE(p, s.taxiiReadOnly)
+	}
+}
+
+// taxiiAccept answers 406 unless the client accepts TAXII 2.1 (a missing
+// Accept, */* and application/* accept it too).
+func taxiiAccept(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		accept := c.Request().Header.Get("Accept")
+		if strings.TrimSpace(accept) == "" {
+			return next(c)
+		}
+		for _, part := range strings.Split(accept, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mt {
+			case "*/*", "application/*":
+				return next(c)
+			case "application/taxii+json":
+				if v, ok := params["version"]; !ok || v == "2.1" {
+					return next(c)
+				}
+			}
+		}
+		return &Error{Status: http.StatusNotAcceptable, Message: "The Accept header must allow " + taxiiMediaType}
+	}
+}
+
+// isTAXII says whether a request is for the TAXII server (its errors are
+// TAXII error messages).
+func isTAXII(c *echo.Context) bool {
+	p := c.Request().URL.Path
+	return p == taxiiPrefix || strings.HasPrefix(p, taxiiPrefix+"/")
+}
+
+// taxiiError is a TAXII 2.1 error message (§3.6.1).
+func taxiiError(e *Error) map[string]any {
+	b := map[string]any{"title": e.Message, "http_status": strconv.Itoa(e.Status)}
+	if f, ok := e.Fields["field"]; ok {
+		b["details"] = map[string]any{"field": f}
+	}
+	return b
+}
+
+// taxiiJSON writes a TAXII answer.
+func taxiiJSON(c *echo.Context, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, taxiiMediaType, body)
+}
+
+func (s *Server) taxiiDiscovery(c *echo.Context) error {
+	root := "https://" + c.Request().Host + taxiiPrefix + "/api/"
+	return taxiiJSON(c, map[string]any{
+		"title":       "threatd",
+		"description": "Verified threat reports of this threatd service as STIX 2.1 objects: malicious packages, URLs, domains, IP addresses, wallets and container images.",
+		"default":     root,
+		"api_roots":   []string{root},
+	})
+}
+
+func (s *Server) taxiiAPIRoot(c *echo.Context) error {
+	return taxiiJSON(c, map[string]any{
+		"title":              "threatd",
+		"description":        "Verified threats, as a whole and per package ecosystem.",
+		"versions":           []string{taxiiMediaType},
+		"max_content_length": s.opts.MaxBodyBytes,
+	})
+}
+
+func taxiiCollectionJSON(col core.TAXIICollection) map[string]any {
+	return map[string]any{"id": col.ID, "title": col.Title, "description": col.Description, "alias": col.Alias,
+		"can_read": true, "can_write": false, "media_types": []string{stixMediaType}}
+}
+
+func (s *Server) taxiiCollections(c *echo.Context) error {
+	var out []map[string]any
+	for _, col := range core.TAXIICollections() {
+		out = append(out, taxiiCollectionJSON(col))
+	}
+	return taxiiJSON(c, map[string]any{"collections": out})
+}
+
+// collection finds the path's collection (by id or alias): 404 otherwise.
+func collection(c *echo.Context) (core.TAXIICollection, error) {
+	key := c.Param("collection")
+	col, ok := core.FindTAXIICollection(key)
+	if !ok {
+		return col, &Error{Status: http.StatusNotFound, Message: "Collection not found: " + core.Shorten(key)}
+	}
+	return col, nil
+}
+
+func (s *Server) taxiiCollection(c *echo.Context) error {
+	col, err := collection(c)
+	if err != nil {
+		return err
+	}
+	if _, err := queryValues(c); err != nil {
+		return err
+	}
+	return taxiiJSON(c, taxiiCollectionJSON(col))
+}
+
+func (s *Server) taxiiReadOnly(c *echo.Context) error {
+	if _, err := collection(c); err != nil {
+		return err
+	}
+	return &Error{Status: http.StatusForbidden, Message: "This collection is read-only (can_write is false)"}
+}
+
+// taxiiQuery reads a request's filters; allowed names the parameters the
+// endpoint takes.
+func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (core.TAXIIQuery, error) {
+	col, err := collection(c)
+	if err != nil {
+		return core.TAXIIQuery{}, err
+	}
+	q := core.TAXIIQuery{Collection: col, Limit: min(100, s.pageMax())}
+	qs, err := queryValues(c)
+	if err != nil {
+		return q, err
+	}
+	for k, v := range qs {
+		if !slices.Contains(allowed, k) {
+			return q, core.Invalid(k, "is not a known parameter here (known: %s)", strings.Join(allowed, ", "))
+		}
+		if len(v) > 1 && !strings.HasPrefix(k, "match[") {
+			return q, core.Invalid(k, "is given more than once")
+		}
+	}
+	list := func(k string) []string {
+		var out []string
+		for _, v := range qs[k] {
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					out = append(out, item)
+				}
+			}
+		}
+		return out
+	}
+	if v := qs.Get("added_after"); v != "" {
+		if q.AddedAfter, err = core.ParseTAXIITimestamp("added_after", v); err != nil {
+			return q, err
+		}
+	}
+	if v := qs.Get("limit"); v != "" {
+		n, err := core.ParseWhole("limit", v, 1, 1<<30)
+		if err != nil {
+			return q, err
+		}
+		// Above the server's page: the server's page (TAXII lets a server
+		// return fewer).
+		q.Limit = min(n, s.pageMax())
+	}
+	q.Next = qs.Get("next")
+	q.IDs, q.Types, q.Versions, q.SpecVersions = list("match[id]"), list("match[type]"), list("match[version]"), list("match[spec_version]")
+	if len(q.IDs) > core.MaxGetThreats {
+		return q, core.Invalid("match[id]", "lists more than %d ids", core.MaxGetThreats)
+	}
+	if err := core.ParseTAXIIVersions(q.Versions); err != nil {
+		return q, err
+	}
+	if id := c.Param("object"); id != "" {
+		if !validSTIXID(id) {
+			return q, &Error{Status: http.StatusNotFound, Message: "Object not found: " + core.Shorten(id)}
+		}
+		q.IDs = []string{id}
+	}
+	return q, nil
+}
+
+// validSTIXID says whether s has the form of a STIX id (type--UUID).
+func validSTIXID(s string) bool {
+	kind, id, ok := strings.Cut(s, "--")
+	if !ok || kind == "" || len(kind) > 250 || len(id) != 36 {
+		return false
+	}
+	for _, r := range kind {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	for i, r := range id {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if r != '-' {
+				return false
+			}
+		} else if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) pageMax() int {
+	if s.opts.Feed.PageMax > 0 {
+		return min(s.opts.Feed.PageMax, core.MaxGetThreats)
+	}
+	return 1000
+}
+
+var taxiiFilters = []string{"added_after", "limit", "next", "match[id]", "match[type]", "match[version]", "match[spec_version]"}
+
+// page reads one page and sets the X-TAXII-Date-Added-First/Last headers.
+func (s *Server) taxiiPage(c *echo.Context, q core.TAXIIQuery) (core.TAXIIPage, error) {
+	page, err := s.taxii.Page(c.Request().Context(), q)
+	if err != nil {
+		return page, err
+	}
+	if n := len(page.Objects); n > 0 {
+		h := c.Response().Header()
+		h.Set("X-TAXII-Date-Added-First", core.TAXIITimestamp(page.Objects[0].DateAdded))
+		h.Set("X-TAXII-Date-Added-Last", core.TAXIITimestamp(page.Objects[n-1].DateAdded))
+	}
+	return page, nil
+}
+
+// envelope is a TAXII envelope (objects) or its manifest and versions
+// forms.
+func envelope(page core.TAXIIPage) map[string]any {
+	out := map[string]any{"more": page.More}
+	if page.Next != "" {
+		out["next"] = page.Next
+	}
+	return out
+}
+
+func (s *Server) taxiiObjects(c *echo.Context) error {
+	q, err := s.taxiiQuery(c, taxiiFilters...)
+	if err != nil {
+		return err
+	}
+	page, err := s.taxiiPage(c, q)
+	if err != nil {
+		return err
+	}
+	return taxiiJSON(c, objectsEnvelope(page))
+}
+
+func objectsEnvelope(page core.TAXIIPage) map[string]any {
+	out := envelope(page)
+	if len(page.Objects) > 0 {
+		objs := make([]json.RawMessage, len(page.Objects))
+		for i, o := range page.Objects {
+			objs[i] = o.JSON
+		}
+		out["objects"] = objs
+	}
+	return out
+}
+
+func (s *Server) taxiiManifest(c *echo.Context) error {
+	q, err := s.taxiiQuery(c, taxiiFilters...)
+	if err != nil {
+		return err
+	}
+	page, err := s.taxiiPage(c, q)
+	if err != nil {
+		return err
+	}
+	out := envelope(page)
+	if len(page.Objects) > 0 {
+		var m []map[string]any
+		for _, o := range page.Objects {
+			m = append(m, map[string]any{"id": o.ID, "date_added": core.TAXIITimestamp(o.DateAdded), "version": o.Version, "media_type": stixMediaType})
+		}
+		out["objects"] = m
+	}
+	return taxiiJSON(c, out)
+}
+
+// taxiiObject is the object endpoint: the object's versions the filters
+// select; 404 when the collection has no such object.
+func (s *Server) taxiiObject(c *echo.Context) error {
+	q, err := s.taxiiQuery(c, "added_after", "limit", "next", "match[version]", "match[spec_version]")
+	if err != nil {
+		return err
+	}
+	page, err := s.taxiiPage(c, q)
+	if err != nil {
+		return err
+	}
+	if len(page.Objects) == 0 && q.Next == "" {
+		if err := s.taxiiExists(c, q); err != nil {
+			return err
+		}
+	}
+	return taxiiJSON(c, objectsEnvelope(page))
+}
+
+// taxiiExists answers 404 unless the collection holds the query's object
+// (whatever the filters).
+func (s *Server) taxiiExists(c *echo.Context, q core.TAXIIQuery) error {
+	all, err := s.taxii.Page(c.Request().Context(), core.TAXIIQuery{Collection: q.Collection, IDs: q.IDs, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(all.Objects) == 0 {
+		return &Error{Status: http.StatusNotFound, Message: "Object not found: " + q.IDs[0]}
+	}
+	return nil
+}
+
+func (s *Server) taxiiVersions(c *echo.Context) error {
+	q, err := s.taxiiQuery(c, "added_after", "limit", "next", "match[spec_version]")
+	if err != nil {
+		return err
+	}
+	page, err := s.taxiiPage(c, q)
+	if err != nil {
+		return err
+	}
+	if len(page.Objects) == 0 && q.Next == "" {
+		if err := s.taxiiExists(c, q); err != nil {
+			return err
+		}
+	}
+	out := envelope(page)
+	if len(page.Objects) > 0 {
+		versions := make([]string, len(page.Objects))
+		for i, o := range page.Objects {
+			versions[i] = o.Version
+		}
+		out["versions"] = versions
+	}
+	return taxiiJSON(c, out)
+}
+
+// basicToken takes the token from HTTP Basic credentials: the password, or
+// the user name when the password is empty (TIPs that have one API-key
+// field put it there).
+func basicToken(credentials string) (string, bool) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(credentials))
+	if err != nil {
+		return "", false
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return "", false
+	}
+	if pass == "" {
+		return user, true
+	}
+	return pass, true
+}

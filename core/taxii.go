@@ -1,0 +1,424 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TAXII 2.1 collections (CONTRACT.md §10, docs/taxii.md): "threats" holds
+// every published report, and one collection per package ecosystem holds
+// that ecosystem's. A collection lists each report once, at its latest
+// published change (feed_events), as the objects of the STIX exports: a
+// revision publishes new versions of them, a withdrawal publishes them
+// revoked. Each change has its own microsecond, which is the date_added of
+// its objects, so that a client resuming after the last date it saw never
+// misses or repeats an object.
+
+// TAXIICollectionAll is the alias of the collection of every report.
+const TAXIICollectionAll = "threats"
+
+// taxiiNamespace makes the collections' ids (UUIDv5 of their alias).
+var taxiiNamespace = uuid.MustParse("0b7e3c1e-5d0c-4a7f-9a53-1d8f2f0c6e41")
+
+// TAXIICollection is one collection.
+type TAXIICollection struct {
+	ID          string
+	Alias       string
+	Title       string
+	Description string
+	// Registry is the ecosystem it holds; "" = every report.
+	Registry string
+}
+
+// TAXIICollections lists the collections: "threats", then one per package
+// ecosystem.
+func TAXIICollections() []TAXIICollection {
+	out := []TAXIICollection{{ID: uuid.NewSHA1(taxiiNamespace, []byte(TAXIICollectionAll)).String(), Alias: TAXIICollectionAll,
+		Title: "Verified threats", Description: "Every verified threat report: malicious packages, repositories, URLs, domains, IP addresses, wallets and container images."}}
+	for _, r := range PackageRegistries {
+		out = append(out, TAXIICollection{ID: uuid.NewSHA1(taxiiNamespace, []byte(r)).String(), Alias: r,
+			Title: "Malicious " + r + " packages", Description: "Verified reports of malicious packages in the " + r + " ecosystem.", Registry: r})
+	}
+	return out
+}
+
+// FindTAXIICollection finds a collection by id or alias.
+func FindTAXIICollection(key string) (TAXIICollection, bool) {
+	for _, c := range TAXIICollections() {
+		if c.ID == key || c.Alias == key {
+			return c, true
+		}
+	}
+	return TAXIICollection{}, false
+}
+
+// TAXIISharedAdded is the date_added of the objects every record refers to
+// (the service's identity, the TLP:WHITE marking): they come first in every
+// collection.
+var TAXIISharedAdded = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TAXIIQuery is a request for a collection's objects, manifest or versions.
+type TAXIIQuery struct {
+	Collection TAXIICollection
+	// AddedAfter selects objects added strictly after it (zero: all).
+	AddedAfter time.Time
+	// Next is a position from an earlier page ("" = the start).
+	Next  string
+	Limit int
+	// Match filters: object ids, types, versions ("first", "last", "all"
+	// or modified timestamps), spec versions.
+	IDs, Types, Versions, SpecVersions []string
+}
+
+// TAXIIObject is one object with its collection metadata.
+type TAXIIObject struct {
+	ID          string
+	Type        string
+	Version     string // modified (created when the object has none)
+	SpecVersion string
+	DateAdded   time.Time
+	JSON        json.RawMessage
+}
+
+// TAXIIPage is one page of a collection.
+type TAXIIPage struct {
+	Objects []TAXIIObject
+	More    bool
+	Next    string
+}
+
+// TAXII serves collections from the published changes, rendered by the
+// STIX exporter a page at a time.
+type TAXII struct {
+	store     Store
+	exporters Exporters
+	service   string
+}
+
+// NewTAXII returns the TAXII use cases; service names the STIX identity.
+func NewTAXII(store Store, exporters Exporters, service string) *TAXII {
+	return &TAXII{store: store, exporters: exporters, service: service}
+}
+
+// taxiiPosition is where a page ends: after the change (At, Seq), or within
+// it after Offset of its objects (a change with more objects than a page).
+// Seq 0 is the shared objects before every change.
+type taxiiPosition struct {
+	At     time.Time
+	Seq    int64
+	Offset int
+	Set    bool
+}
+
+func (p taxiiPosition) encode() string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "1.%d.%d.%d", p.At.UnixMicro(), p.Seq, p.Offset))
+}
+
+// ErrBadTAXIINext is a next value this server did not give out.
+var errBadTAXIINext = Invalid("next", "is not a value this server gave out")
+
+func decodeTAXIIPosition(s string) (taxiiPosition, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) > 64 {
+		return taxiiPosition{}, errBadTAXIINext
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 4 || parts[0] != "1" {
+		return taxiiPosition{}, errBadTAXIINext
+	}
+	var n [3]int64
+	for i, p := range parts[1:] {
+		if n[i], err = strconv.ParseInt(p, 10, 64); err != nil || n[i] < 0 {
+			return taxiiPosition{}, errBadTAXIINext
+		}
+	}
+	return taxiiPosition{At: time.UnixMicro(n[0]).UTC(), Seq: n[1], Offset: int(n[2]), Set: true}, nil
+}
+
+// ParseTAXIITimestamp parses a TAXII timestamp (RFC 3339 in UTC, e.g.
+// added_after, match[version]).
+func ParseTAXIITimestamp(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, Invalid(field, "must be an RFC 3339 timestamp such as 2026-01-02T03:04:05.123456Z (got %q)", Shorten(s))
+	}
+	return t.UTC(), nil
+}
+
+// TAXIITimestamp renders a date_added in UTC: to the microsecond, or to
+// the nanosecond for the later objects of one change (taxiiObjects).
+func TAXIITimestamp(t time.Time) string {
+	if t.Nanosecond()%1000 != 0 {
+		return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// taxiiScanFactor bounds how many changes one page reads per object it may
+// return, when filters leave out most objects.
+const taxiiScanFactor = 10
+
+// Page returns one page of a collection's objects, oldest first.
+func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
+	var pos taxiiPosition
+	if q.Next != "" {
+		var err error
+		if pos, err = decodeTAXIIPosition(q.Next); err != nil {
+			return TAXIIPage{}, err
+		}
+	}
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	shared, sharedIDs, storeIDs := true, 0, q.IDs
+	if len(q.IDs) > 0 {
+		storeIDs = nil
+		for _, id := range q.IDs {
+			if strings.HasPrefix(id, "identity--") || strings.HasPrefix(id, "marking-definition--") {
+				sharedIDs++
+			} else {
+				storeIDs = append(storeIDs, id)
+			}
+		}
+		shared = sharedIDs > 0
+	}
+	// The shared objects come first: only a page from the start, or one
+	// that resumes inside them, has them.
+	if (pos.Set && (pos.Seq > 0 || pos.Offset == 0)) || (!q.AddedAfter.IsZero() && !q.AddedAfter.Before(TAXIISharedAdded.Add(time.Microsecond))) {
+		shared = false
+	}
+	var page TAXIIPage
+	full := false
+	var last taxiiPosition
+	// add appends the objects of one change (or the shared ones) from
+	// offset; it reports false when the page is full.
+	add := func(objs []TAXIIObject, p taxiiPosition) bool {
+		objs = x.filter(objs, q)
+		if p.Offset > 0 {
+			objs = objs[min(p.Offset, len(objs)):]
+		}
+		if len(objs) == 0 {
+			last = taxiiPosition{At: p.At, Seq: p.Seq, Set: true}
+			return true
+		}
+		if full {
+			page.More = true
+			return false
+		}
+		room := q.Limit - len(page.Objects)
+		switch {
+		case len(objs) <= room:
+			page.Objects = append(page.Objects, objs...)
+			last = taxiiPosition{At: p.At, Seq: p.Seq, Set: true}
+			full = len(page.Objects) == q.Limit
+			return true
+		case len(page.Objects) == 0:
+			// One change with more objects than a page: cut inside it.
+			page.Objects = append(page.Objects, objs[:room]...)
+			last = taxiiPosition{At: p.At, Seq: p.Seq, Offset: p.Offset + room, Set: true}
+		}
+		page.More = true
+		return false
+	}
+	if shared {
+		objs, err := x.render(ctx, nil)
+		if err != nil {
+			return TAXIIPage{}, err
+		}
+		if !add(objs.shared, taxiiPosition{At: TAXIISharedAdded, Offset: pos.Offset}) {
+			page.Next = last.encode()
+			return page, nil
+		}
+	}
+	if len(q.IDs) > 0 && len(storeIDs) == 0 {
+		return page, nil
+	}
+	fq := FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, MaxGetThreats)}
+	if !q.AddedAfter.IsZero() {
+		// The change of that microsecond may have objects added after it.
+		fq.From = q.AddedAfter.Truncate(time.Microsecond)
+	}
+	if pos.Set && pos.Seq > 0 {
+		fq.AfterAt, fq.AfterSeq = pos.At, pos.Seq
+		if pos.Offset > 0 {
+			// Resume inside a change: read it again.
+			fq.AfterAt, fq.AfterSeq = pos.At, pos.Seq-1
+		}
+	}
+	for scanned := 0; scanned < taxiiScanFactor*q.Limit; {
+		items, err := x.store.Feed(ctx, fq)
+		if err != nil {
+			return TAXIIPage{}, err
+		}
+		if pos.Offset > 0 && len(items) > 0 && items[0].Event.Seq != pos.Seq {
+			// The change the page stopped in is no longer the report's
+			// latest: its objects come again with the later change.
+			pos.Offset = 0
+		}
+		scanned += len(items)
+		objs, err := x.render(ctx, items)
+		if err != nil {
+			return TAXIIPage{}, err
+		}
+		for i, it := range items {
+			p := taxiiPosition{At: it.Event.At, Seq: it.Event.Seq}
+			if i == 0 && it.Event.Seq == pos.Seq {
+				p.Offset = pos.Offset
+			}
+			if !add(objs.records[i], p) {
+				page.Next = last.encode()
+				return page, nil
+			}
+		}
+		if len(items) < fq.Limit {
+			return page, nil
+		}
+		fq.AfterAt, fq.AfterSeq = items[len(items)-1].Event.At, items[len(items)-1].Event.Seq
+		if full {
+			// The page is full and ends at a change's end: one more read
+			// says whether anything follows.
+			fq.Limit = 1
+		}
+	}
+	// Filters left out most of what was read: the rest follows with next.
+	page.More, page.Next = true, last.encode()
+	return page, nil
+}
+
+// rendered is the exporter's objects of a page of changes.
+type rendered struct {
+	shared  []TAXIIObject
+	records [][]TAXIIObject
+}
+
+// render asks the STIX exporter for the objects of items.
+func (x *TAXII) render(ctx context.Context, items []FeedItem) (rendered, error) {
+	if x.exporters == nil {
+		return rendered{}, &ExporterError{Exporter: "stix", Kind: ErrExporterUnavailable, Cause: errors.New("no exporters configured")}
+	}
+	req := ExportRequest{Endpoint: "/taxii2/", Query: map[string]string{"format": ObjectsFormat}, Service: x.service,
+		Records: make([]ExportRecord, len(items))}
+	for i, it := range items {
+		req.Records[i] = ExportRecord{Threat: it.Threat, IOCs: ExtractIOCs(it.Threat)}
+	}
+	var buf bufferWriter
+	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {
+		return rendered{}, err
+	}
+	var doc ObjectsDocument
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Records) != len(items) {
+		return rendered{}, &ExporterError{Exporter: "stix", Kind: ErrExporterFailed, Cause: fmt.Errorf("objects document: %v (%d records for %d)", err, len(doc.Records), len(items))}
+	}
+	var out rendered
+	var err error
+	if out.shared, err = taxiiObjects(doc.Shared, TAXIISharedAdded); err != nil {
+		return rendered{}, err
+	}
+	out.records = make([][]TAXIIObject, len(items))
+	for i, it := range items {
+		if out.records[i], err = taxiiObjects(doc.Records[i], it.Event.At); err != nil {
+			return rendered{}, err
+		}
+	}
+	return out, nil
+}
+
+// taxiiObjects reads the objects of one change. Each has its own
+// date_added: the change's microsecond plus its place among the change's
+// objects in nanoseconds, so that a client that resumes after the last
+// date it saw, in the middle of a change with more objects than its page,
+// misses nothing.
+func taxiiObjects(raw []json.RawMessage, added time.Time) ([]TAXIIObject, error) {
+	out := make([]TAXIIObject, len(raw))
+	for i, r := range raw {
+		var head struct {
+			ID          string `json:"id"`
+			Type        string `json:"type"`
+			SpecVersion string `json:"spec_version"`
+			Created     string `json:"created"`
+			Modified    string `json:"modified"`
+		}
+		if err := json.Unmarshal(r, &head); err != nil {
+			return nil, &ExporterError{Exporter: "stix", Kind: ErrExporterFailed, Cause: err}
+		}
+		v := head.Modified
+		if v == "" {
+			v = head.Created
+		}
+		out[i] = TAXIIObject{ID: head.ID, Type: head.Type, Version: v, SpecVersion: head.SpecVersion,
+			DateAdded: added.UTC().Add(time.Duration(min(i, 999))), JSON: r}
+	}
+	return out, nil
+}
+
+// filter keeps the objects the match filters select. Each object has one
+// version here (the current one), so "first", "last" and "all" keep it and
+// a timestamp keeps it when it is that version.
+func (x *TAXII) filter(objs []TAXIIObject, q TAXIIQuery) []TAXIIObject {
+	if q.AddedAfter.IsZero() && len(q.IDs) == 0 && len(q.Types) == 0 && len(q.Versions) == 0 && len(q.SpecVersions) == 0 {
+		return objs
+	}
+	var out []TAXIIObject
+	for _, o := range objs {
+		if !q.AddedAfter.IsZero() && !o.DateAdded.After(q.AddedAfter) {
+			continue
+		}
+		if len(q.IDs) > 0 && !slices.Contains(q.IDs, o.ID) {
+			continue
+		}
+		if len(q.Types) > 0 && !slices.Contains(q.Types, o.Type) {
+			continue
+		}
+		if len(q.SpecVersions) > 0 && !slices.Contains(q.SpecVersions, o.SpecVersion) {
+			continue
+		}
+		if len(q.Versions) > 0 && !matchVersion(q.Versions, o.Version) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func matchVersion(want []string, version string) bool {
+	v, err := time.Parse(time.RFC3339Nano, version)
+	for _, w := range want {
+		switch w {
+		case "first", "last", "all":
+			return true
+		}
+		if t, perr := time.Parse(time.RFC3339Nano, w); perr == nil && err == nil && t.Equal(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTAXIIVersions checks match[version] values.
+func ParseTAXIIVersions(values []string) error {
+	for _, v := range values {
+		switch v {
+		case "first", "last", "all":
+			continue
+		}
+		if _, err := ParseTAXIITimestamp("match[version]", v); err != nil {
+			return Invalid("match[version]", "must be first, last, all or an RFC 3339 timestamp (got %q)", Shorten(v))
+		}
+	}
+	return nil
+}
+
+// bufferWriter collects an exporter's document.
+type bufferWriter struct{ bytes.Buffer }
+
+func (*bufferWriter) Start(string) error { return nil }
