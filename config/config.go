@@ -169,7 +169,7 @@ func Defaults() map[string]any {
 		"storage.plugin":                   "sqlite",
 		"storage.dsn":                      "",
 		"storage.settings":                 map[string]any{},
-		"exporters":                        []string{"stix", "anomali"},
+		"exporters":                        []string{"stix", "anomali", "osv"},
 		"exporter_routes":                  []any{},
 		"sources":                          []any{},
 		"cache.freshness":                  "1s",

@@ -44,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		c.Limits.PerIPPerMinute != 300 || c.Limits.PerTokenPerMinute.Free != 60 || c.Limits.PerTokenPerMinute.Paid != 600 ||
 		c.Limits.LatestCount != 100 || c.Limits.FeedMaxWindow != 168*time.Hour || c.Limits.FeedPageMax != 1000 ||
 		c.Limits.BatchMax != 1000 || c.Limits.Store != "memory" || c.Limits.SyncInterval != 250*time.Millisecond ||
-		strings.Join(c.Exporters, ",") != "stix,anomali" || len(c.Server.TrustedProxies) != 0 {
+		strings.Join(c.Exporters, ",") != "stix,anomali,osv" || len(c.Server.TrustedProxies) != 0 {
 		t.Fatalf("defaults differ from docs/configuration.md: %+v", c)
 	}
 }

@@ -102,3 +102,8 @@ type ObjectsDocument struct {
 	Shared  []json.RawMessage   `json:"shared"`
 	Records [][]json.RawMessage `json:"records"`
 }
+
+// OSVRecordsFormat, as an export request's "format" query value, asks the
+// OSV exporter for {"vulns": [...]}: the OSV records of the request's
+// reports as JSON (the OSV query API).
+const OSVRecordsFormat = "osv-records"

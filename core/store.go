@@ -201,6 +201,10 @@ type ThreatQuery struct {
 	VerifiedFrom, VerifiedTo time.Time // [from, to); zero = unbounded
 	Registry                 string
 	Publisher                string // matched case-insensitively, exactly
+	// UpstreamID selects the reports imported from the OSV source under
+	// this record id: "<id>", or "<id>/<registry>/<name>" for each package
+	// of a record with several.
+	UpstreamID string
 	// After is the keyset position of the last report of the previous page.
 	AfterVerifiedAt time.Time
 	AfterID         string

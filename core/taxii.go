@@ -311,7 +311,7 @@ func (x *TAXII) render(ctx context.Context, items []FeedItem) (rendered, error) 
 	for i, it := range items {
 		req.Records[i] = ExportRecord{Threat: it.Threat, IOCs: ExtractIOCs(it.Threat)}
 	}
-	var buf bufferWriter
+	var buf BufferWriter
 	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {
 		return rendered{}, err
 	}
@@ -418,7 +418,9 @@ func ParseTAXIIVersions(values []string) error {
 	return nil
 }
 
-// bufferWriter collects an exporter's document.
-type bufferWriter struct{ bytes.Buffer }
+// BufferWriter collects an exporter's document in memory (a small one:
+// a page of objects, a few OSV records).
+type BufferWriter struct{ bytes.Buffer }
 
-func (*bufferWriter) Start(string) error { return nil }
+// Start implements ExportWriter.
+func (*BufferWriter) Start(string) error { return nil }

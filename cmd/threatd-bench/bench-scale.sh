@@ -85,6 +85,34 @@ end
 local body = '{"queries":[' .. table.concat(q, ",") .. ']}'
 request = function() return wrk.format("POST", "/functions/v1/check-malicious", {["Authorization"] = "Bearer " .. TOKEN, ["Content-Type"] = "application/json"}, body) end
 EOF
+cat > "$WORK/taxii.lua" <<'EOF'
+-- TAXII: a page of 100 objects of the "threats" collection, from a random
+-- point of it (added_after drawn between BENCH_T0 and BENCH_T1, unix µs),
+-- or its first page (BENCH_T0 empty).
+local TOKEN, T0, T1 = os.getenv("BENCH_TOKEN"), tonumber(os.getenv("BENCH_T0") or ""), tonumber(os.getenv("BENCH_T1") or "")
+math.randomseed(os.time())
+request = function()
+  local q = "limit=100"
+  if T0 then
+    local t = math.random(T0, T1)
+    q = q .. "&added_after=" .. os.date("!%Y-%m-%dT%H:%M:%S", math.floor(t / 1000000)) .. string.format(".%06dZ", t % 1000000)
+  end
+  return wrk.format("GET", "/taxii2/api/collections/threats/objects/?" .. q,
+    {["Authorization"] = "Bearer " .. TOKEN, ["Accept"] = "application/taxii+json;version=2.1"})
+end
+EOF
+cat > "$WORK/osvquery.lua" <<'EOF'
+-- OSV.dev's query API: half hits (a random imported npm package), half misses.
+local N, TOKEN = tonumber(os.getenv("BENCH_N")), os.getenv("BENCH_TOKEN")
+math.randomseed(os.time())
+request = function()
+  local name
+  if math.random(2) == 1 then local i = math.random(0, N - 1); name = string.format("bench-npm-%07d", i - i % 2)
+  else name = string.format("clean-%d", math.random(1, 1000000000)) end
+  return wrk.format("POST", "/functions/v1/osv/v1/query", {["Authorization"] = "Bearer " .. TOKEN, ["Content-Type"] = "application/json"},
+    string.format('{"package":{"name":"%s","ecosystem":"npm"},"version":"1.0.0"}', name))
+end
+EOF
 cat > "$WORK/submit.lua" <<'EOF'
 -- Every request a new package (unique per thread and run).
 local TOKEN, n = os.getenv("BENCH_TOKEN"), 0
@@ -120,7 +148,7 @@ data_dir: $D/data
 plugins: {dir: $ROOT/bin/plugins}
 $storage
 server: {listen: "127.0.0.1:18443"}
-exporters: []
+exporters: [stix, osv]
 log: {access_sample: 100}
 limits:
   per_ip_per_minute: 0
@@ -191,6 +219,15 @@ EOF
   wrk_run "$backend-latest" 8 "$S" "$WORK/latest.lua"
   BENCH_QUERY="?ecosystem=pypi" wrk_run "$backend-latest-pypi" 8 "$S" "$WORK/latest.lua"
   wrk_run "$backend-batch" 1 "$S" "$WORK/batch.lua"
+  # TAXII: the first page, then pages from random points of the collection
+  # (from its first report's date added to now).
+  first=$(curl -sk -D - -o /dev/null -H "Authorization: Bearer $BENCH_TOKEN" "$S/taxii2/api/collections/threats/manifest/?limit=3" | awk -F': ' 'tolower($1)=="x-taxii-date-added-last"{print $2}' | tr -d '\r')
+  export BENCH_T0 BENCH_T1
+  BENCH_T0=$(python3 -c "from datetime import datetime, timezone; print(int(datetime.strptime('$first'[:26], '%Y-%m-%dT%H:%M:%S.%f').replace(tzinfo=timezone.utc).timestamp()*1e6))")
+  BENCH_T1=$(python3 -c "import time; print(int(time.time()*1e6))")
+  BENCH_T0="" wrk_run "$backend-taxii-first" 8 "$S" "$WORK/taxii.lua"
+  wrk_run "$backend-taxii" 8 "$S" "$WORK/taxii.lua"
+  wrk_run "$backend-osvquery" 32 "$S" "$WORK/osvquery.lua"
   wrk_run "$backend-submit" 16 "$S" "$WORK/submit.lua"
   kill $trivial $daemon $topper 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
@@ -213,7 +250,8 @@ EOF
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
     echo "|---|---|---|---|---|---|---|"
     for row in "trivial echo handler (mean of 2 runs):trivial1:32" "check, 10 % hits, first 10 s after start-up (cold):cold:32" "check, 10 % hits:check10:32" "check, 50 % hits (harsh):check50:32" \
-               "query-latest:latest:8" "query-latest?ecosystem=pypi:latest-pypi:8" "POST check, 1,000 queries:batch:1" "submit (new reports):submit:16"; do
+               "query-latest:latest:8" "query-latest?ecosystem=pypi:latest-pypi:8" "POST check, 1,000 queries:batch:1" "TAXII objects, first page of 100:taxii-first:8" \
+               "TAXII objects, 100 from a random added_after:taxii:8" "OSV query, 50 % hits:osvquery:32" "submit (new reports):submit:16"; do
       IFS=: read -r label key conns <<<"$row"
       read -r rps p50 p99 bad < <(res "$backend-$key")
       [ "$key" = trivial1 ] && rps=$triv

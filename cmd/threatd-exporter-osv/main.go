@@ -10,8 +10,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/osv"
 	"github.com/threatd/threatd/plugins/sdk"
 )
@@ -20,7 +22,10 @@ func main() {
 	sdk.ServeStreamingExporter("osv", "OSV records of verified package reports, as an ecosystem's all.zip", export)
 }
 
-func export(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out *sdk.Writer) error {
+func export(_ context.Context, req sdk.Request, records iter.Seq[sdk.Record], out *sdk.Writer) error {
+	if req.Query["format"] == core.OSVRecordsFormat {
+		return vulns(records, out)
+	}
 	out.ContentType = "application/zip"
 	w := osv.NewArchiveWriter(out)
 	for r := range records {
@@ -32,4 +37,29 @@ func export(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out 
 	}
 	_, err := w.Close()
 	return err
+}
+
+// vulns answers core.OSVRecordsFormat: {"vulns": [...]}, the records of
+// the reports (those of one upstream record joined), in the order of their
+// first report; the daemon's OSV query API serves them.
+func vulns(records iter.Seq[sdk.Record], out *sdk.Writer) error {
+	out.ContentType = "application/json"
+	var list []osv.Vuln
+	at := map[string]int{}
+	for r := range records {
+		if !osv.Exportable(r.Threat) {
+			continue
+		}
+		v := osv.Convert(r.Threat)
+		if i, ok := at[v.ID]; ok {
+			osv.Merge(&list[i], v)
+			continue
+		}
+		at[v.ID] = len(list)
+		list = append(list, v)
+	}
+	if list == nil {
+		list = []osv.Vuln{}
+	}
+	return json.NewEncoder(out).Encode(map[string]any{"vulns": list})
 }

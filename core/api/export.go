@@ -25,6 +25,9 @@ type ExportRoute struct {
 	// Revocations adds the reports withdrawn in the last 24 hours to the
 	// latest verified ones, so that a STIX consumer revokes their objects.
 	Revocations bool
+	// Fixed are parameters the path sets (e.g. the ecosystem of
+	// /osv/npm/all.zip): the client cannot give them.
+	Fixed map[string]string
 }
 
 // exportHandler selects records for r and renders them with its exporter.
@@ -34,6 +37,12 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		qs, err := queryValues(c)
 		if err != nil {
 			return err
+		}
+		for k, v := range r.Fixed {
+			if qs.Has(k) {
+				return core.Invalid(k, "is set by the path %s", r.Path)
+			}
+			qs.Set(k, v)
 		}
 		viewer := principal(c)
 		record := func(t core.Threat) core.ExportRecord {

@@ -51,6 +51,10 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/threat-feed", tier: core.TierPaid, handler: s.threatFeed},
 		{method: http.MethodGet, path: "/query-by-username", tier: core.TierPaid, handler: s.queryByUsername},
 		{method: http.MethodGet, path: "/threat-data", tier: core.TierPaid, handler: s.threatData},
+		// OSV.dev's query API (CONTRACT.md §11), answered like check-malicious.
+		{method: http.MethodPost, path: "/osv/v1/query", tier: core.TierFree, body: true, index: true, handler: s.osvQuery},
+		{method: http.MethodPost, path: "/osv/v1/querybatch", tier: core.TierFree, body: true, index: true, handler: s.osvQueryBatch},
+		{method: http.MethodGet, path: "/osv/v1/vulns/:id", tier: core.TierFree, index: true, handler: s.osvVuln},
 	}
 }
 
@@ -69,10 +73,30 @@ func (s *Server) add(g *echo.Group, r route) {
 	g.Add(r.method, r.path, r.handler, mw...)
 }
 
-// BuiltinExportRoutes are the exporter endpoints of the specification.
-var BuiltinExportRoutes = []ExportRoute{
+// BuiltinExportRoutes are the exporter endpoints of the specification and
+// CONTRACT.md §11: an OSV all.zip per ecosystem, under its OSV name (and
+// its registry name where that differs: /osv/PyPI/all.zip, /osv/pypi/all.zip).
+var BuiltinExportRoutes = append([]ExportRoute{
 	{Path: "/query-latest-stix", Exporter: "stix", Tier: core.TierPaid, Revocations: true},
 	{Path: "/anomali-feed", Exporter: "anomali", Tier: core.TierPaid, Select: core.SelectWindow},
+}, osvArchiveRoutes()...)
+
+func osvArchiveRoutes() []ExportRoute {
+	var out []ExportRoute
+	for _, registry := range core.PackageRegistries {
+		name, ok := core.OSVEcosystems[registry]
+		if !ok {
+			continue
+		}
+		paths := []string{"/osv/" + name + "/all.zip"}
+		if name != registry {
+			paths = append(paths, "/osv/"+registry+"/all.zip")
+		}
+		for _, p := range paths {
+			out = append(out, ExportRoute{Path: p, Exporter: "osv", Tier: core.TierPaid, Select: core.SelectAll, Fixed: map[string]string{"ecosystem": registry}})
+		}
+	}
+	return out
 }
 
 // RoutePaths lists the paths of the built-in API routes (to refuse an

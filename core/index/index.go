@@ -8,8 +8,10 @@ package index
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,21 +164,19 @@ func (x *Index) CheckQuery(ctx context.Context, q core.CheckQuery) (Result, erro
 	return x.Check(ctx, keys, q.Version)
 }
 
-// Check answers a query: the verified reports under keys that affect version.
-func (x *Index) Check(ctx context.Context, keys []string, version string) (Result, error) {
-	type hit struct {
-		id         uuid.UUID
-		verifiedAt int64
-	}
+// hit is a matching report in the index.
+type hit struct {
+	id         uuid.UUID
+	verifiedAt int64
+}
+
+// hits returns the verified reports under keys that affect version.
+func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit, error) {
 	var (
-		res    Result
-		latest hit
+		out []hit
 		// elsewhere: package reports whose version list is in the record.
 		elsewhere []hit
 	)
-	better := func(h hit) bool {
-		return res.Count == 0 || h.verifiedAt > latest.verifiedAt || h.verifiedAt == latest.verifiedAt && bytes.Compare(h.id[:], latest.id[:]) > 0
-	}
 	x.mu.RLock()
 	for _, k := range keys {
 		r, ok := x.byKey.get(k)
@@ -194,34 +194,62 @@ func (x *Index) Check(ctx context.Context, keys []string, version string) (Resul
 		case !core.VersionMatches(x.byKey.versions(r), version):
 			continue
 		}
-		if better(h) {
-			latest = h
-		}
-		res.Count++
+		out = append(out, h)
 	}
 	x.mu.RUnlock()
 	for _, h := range elsewhere {
 		t, err := x.Record(ctx, h.id)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
-		if !core.VersionMatches(t.Details.VersionInfo, version) {
-			continue
+		if core.VersionMatches(t.Details.VersionInfo, version) {
+			out = append(out, h)
 		}
-		if better(h) {
+	}
+	return out, nil
+}
+
+// Check answers a query: the verified reports under keys that affect version.
+func (x *Index) Check(ctx context.Context, keys []string, version string) (Result, error) {
+	hits, err := x.hits(ctx, keys, version)
+	if err != nil || len(hits) == 0 {
+		return Result{}, err
+	}
+	latest := hits[0]
+	for _, h := range hits[1:] {
+		if h.verifiedAt > latest.verifiedAt || h.verifiedAt == latest.verifiedAt && bytes.Compare(h.id[:], latest.id[:]) > 0 {
 			latest = h
 		}
-		res.Count++
-	}
-	if res.Count == 0 {
-		return res, nil
 	}
 	t, err := x.Record(ctx, latest.id)
 	if err != nil {
 		return Result{}, err
 	}
-	res.Latest = t
-	return res, nil
+	return Result{Count: len(hits), Latest: t}, nil
+}
+
+// Matches returns every verified report under keys that affects version,
+// most recently verified first (the OSV query API).
+func (x *Index) Matches(ctx context.Context, keys []string, version string) ([]core.Threat, error) {
+	hits, err := x.hits(ctx, keys, version)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.verifiedAt != b.verifiedAt {
+			return cmp.Compare(b.verifiedAt, a.verifiedAt)
+		}
+		return bytes.Compare(b.id[:], a.id[:])
+	})
+	out := make([]core.Threat, 0, len(hits))
+	for _, h := range hits {
+		t, err := x.Record(ctx, h.id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Record returns a full report from the LRU, or from storage on a miss

@@ -3418,8 +3418,11 @@ type ThreatQuery struct {
 	AfterId         string                 `protobuf:"bytes,6,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
 	Descending      bool                   `protobuf:"varint,7,opt,name=descending,proto3" json:"descending,omitempty"`
 	Limit           int32                  `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// upstream_id: the reports imported from the OSV source under this
+	// record id (alone or as "<id>/<registry>/<name>").
+	UpstreamId    string `protobuf:"bytes,9,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ThreatQuery) Reset() {
@@ -3506,6 +3509,13 @@ func (x *ThreatQuery) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ThreatQuery) GetUpstreamId() string {
+	if x != nil {
+		return x.UpstreamId
+	}
+	return ""
 }
 
 type FeedQuery struct {
@@ -4882,7 +4892,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xde\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xff\x02\n" +
 	"\vThreatQuery\x12?\n" +
 	"\rverified_from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fverifiedFrom\x12;\n" +
 	"\vverified_to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -4894,7 +4904,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"descending\x18\a \x01(\bR\n" +
 	"descending\x12\x14\n" +
-	"\x05limit\x18\b \x01(\x05R\x05limit\"\xd6\x02\n" +
+	"\x05limit\x18\b \x01(\x05R\x05limit\x12\x1f\n" +
+	"\vupstream_id\x18\t \x01(\tR\n" +
+	"upstreamId\"\xd6\x02\n" +
 	"\tFeedQuery\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x1a\n" +
