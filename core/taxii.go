@@ -124,7 +124,7 @@ func (p taxiiPosition) encode() string {
 	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "1.%d.%d.%d", p.At.UnixMicro(), p.Seq, p.Offset))
 }
 
-// ErrBadTAXIINext is a next value this server did not give out.
+// errBadTAXIINext answers a next value this server did not give out.
 var errBadTAXIINext = Invalid("next", "is not a value this server gave out")
 
 func decodeTAXIIPosition(s string) (taxiiPosition, error) {

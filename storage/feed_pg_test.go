@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -111,4 +112,41 @@ func TestFeedLockMakesCommitOrder(t *testing.T) {
 	if len(seen) != 2 || seen[0].Seq >= seen[1].Seq || seen[1].EntityID != u.ID {
 		t.Fatalf("feed %+v: want the held change first, then the user's", seen)
 	}
+}
+
+// openMigrated opens a migrated store of dialect d: a fresh SQLite file, or
+// a fresh database on the tests' PostgreSQL server.
+func openMigrated(t *testing.T, d Dialect) *Store {
+	t.Helper()
+	if d == Postgres {
+		return openPG(t)
+	}
+	s, err := Open(SQLite, filepath.Join(t.TempDir(), "threatd.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runMigration runs the migration named name once more, as bun's migrator
+// runs it.
+func runMigration(t *testing.T, s *Store, name string) {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mg := range ms.Sorted() {
+		if mg.Name == name {
+			if err := mg.Up(context.Background(), s.migrator(ms), &mg); err != nil {
+				t.Fatalf("migration %s: %v", name, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no migration %s", name)
 }

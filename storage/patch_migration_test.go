@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,19 +19,7 @@ func TestPatchMigrationRewritesClearedLists(t *testing.T) {
 	for _, d := range []Dialect{SQLite, Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			var s *Store
-			if d == Postgres {
-				s = openPG(t)
-			} else {
-				var err error
-				if s, err = Open(SQLite, filepath.Join(t.TempDir(), "patch.db"), Options{}); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				if _, err := s.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := openMigrated(t, d)
 			u, err := s.CreateUser(ctx, core.User{ID: uuid.NewString(), Email: "p@example.com", Name: "p", Tier: core.TierFree, Role: core.RoleSubmitter})
 			if err != nil {
 				t.Fatal(err)
@@ -60,22 +47,7 @@ func TestPatchMigrationRewritesClearedLists(t *testing.T) {
 				}
 			}
 			// Migration 0009 again, as bun's migrator runs it.
-			ms, err := migrations()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ran := false
-			for _, mg := range ms.Sorted() {
-				if mg.Name == "0009" {
-					if err := mg.Up(ctx, s.migrator(ms), &mg); err != nil {
-						t.Fatal(err)
-					}
-					ran = true
-				}
-			}
-			if !ran {
-				t.Fatal("no migration 0009")
-			}
+			runMigration(t, s, "0009")
 			revs, err := s.ListRevisions(ctx, th.ID)
 			if err != nil || len(revs) != 3 {
 				t.Fatalf("revisions: %d %v", len(revs), err)

@@ -3,13 +3,10 @@ package storage
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/threatd/threatd/core"
 )
@@ -21,19 +18,7 @@ func TestTAXIIBackfillMigration(t *testing.T) {
 	for _, d := range []Dialect{SQLite, Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			var s *Store
-			if d == Postgres {
-				s = openPG(t)
-			} else {
-				var err error
-				if s, err = Open(SQLite, filepath.Join(t.TempDir(), "taxii.db"), Options{}); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				if _, err := s.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := openMigrated(t, d)
 			up := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 			var recs []core.ImportRecord
 			for i := range 30 {
@@ -71,19 +56,8 @@ func TestTAXIIBackfillMigration(t *testing.T) {
 			if _, err := s.db.NewDelete().Table("stix_objects").Where("1 = 1").Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
-			ms, err := migrations()
-			if err != nil {
-				t.Fatal(err)
-			}
-			i := slices.IndexFunc(ms.Sorted(), func(m migrate.Migration) bool { return m.Name == "0012" })
-			if i < 0 {
-				t.Fatal("no migration 0012")
-			}
 			for run := range 2 {
-				mg := ms.Sorted()[i]
-				if err := mg.Up(ctx, s.migrator(ms), &mg); err != nil {
-					t.Fatalf("run %d: %v", run, err)
-				}
+				runMigration(t, s, "0012")
 				var events []feedEventRow
 				if err := s.db.NewSelect().Model(&events).OrderExpr("seq").Scan(ctx); err != nil {
 					t.Fatal(err)

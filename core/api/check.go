@@ -87,17 +87,8 @@ func (s *Server) checkBatch(c *echo.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	if body.Queries == nil {
-		return core.Invalid("queries", "is required: an array of queries")
-	}
-	if n := len(body.Queries); n > s.opts.BatchMax {
-		return core.Invalid("queries", "has %d queries; at most %d are allowed in one request", n, s.opts.BatchMax)
-	}
-	// The middleware counted this request once; each further 100 queries count again.
-	if extra := (len(body.Queries)+99)/100 - 1; extra > 0 {
-		if err := s.chargeToken(c, extra, " (a batch counts one request per 100 queries)"); err != nil {
-			return err
-		}
+	if err := s.chargeBatch(c, body.Queries == nil, len(body.Queries)); err != nil {
+		return err
 	}
 	viewer := principal(c)
 	ctx := c.Request().Context()
@@ -136,6 +127,22 @@ func (s *Server) checkBatch(c *echo.Context) error {
 		results[i] = batchError{Index: i, Error: e.Message}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"results": results})
+}
+
+// chargeBatch checks a batch's size (queries is required, at most
+// batch_max) and counts each further 100 queries as one more request
+// toward the per-token limit (the middleware counted the first).
+func (s *Server) chargeBatch(c *echo.Context, missing bool, n int) error {
+	if missing {
+		return core.Invalid("queries", "is required: an array of queries")
+	}
+	if n > s.opts.BatchMax {
+		return core.Invalid("queries", "has %d queries; at most %d are allowed in one request", n, s.opts.BatchMax)
+	}
+	if extra := (n+99)/100 - 1; extra > 0 {
+		return s.chargeToken(c, extra, " (a batch counts one request per 100 queries)")
+	}
+	return nil
 }
 
 // batchQuery reads one batch entry strictly: known string fields only.

@@ -48,16 +48,8 @@ func (s *Server) osvQueryBatch(c *echo.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	if body.Queries == nil {
-		return core.Invalid("queries", "is required: an array of queries")
-	}
-	if n := len(body.Queries); n > s.opts.BatchMax {
-		return core.Invalid("queries", "has %d queries; at most %d are allowed in one request", n, s.opts.BatchMax)
-	}
-	if extra := (len(body.Queries)+99)/100 - 1; extra > 0 {
-		if err := s.chargeToken(c, extra, " (a batch counts one request per 100 queries)"); err != nil {
-			return err
-		}
+	if err := s.chargeBatch(c, body.Queries == nil, len(body.Queries)); err != nil {
+		return err
 	}
 	checks := make([]core.CheckQuery, len(body.Queries))
 	for i, q := range body.Queries {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
@@ -226,27 +227,14 @@ func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (core.TAXIIQuery
 	return q, nil
 }
 
-// validSTIXID says whether s has the form of a STIX id (type--UUID).
+// validSTIXID says whether s has the form of a STIX id: type--UUID.
 func validSTIXID(s string) bool {
 	kind, id, ok := strings.Cut(s, "--")
-	if !ok || kind == "" || len(kind) > 250 || len(id) != 36 {
+	if !ok || kind == "" || len(kind) > 250 || strings.Trim(kind, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
 		return false
 	}
-	for _, r := range kind {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return false
-		}
-	}
-	for i, r := range id {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if r != '-' {
-				return false
-			}
-		} else if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
 }
 
 func (s *Server) pageMax() int {
@@ -282,12 +270,31 @@ func envelope(page core.TAXIIPage) map[string]any {
 	return out
 }
 
-func (s *Server) taxiiObjects(c *echo.Context) error {
-	q, err := s.taxiiQuery(c, taxiiFilters...)
+// taxiiRead reads the page a request asks for, with the filters allowed
+// names. For the endpoints of one object (the path names it), an empty
+// first page is 404 unless the collection holds the object and only the
+// filters left it out.
+func (s *Server) taxiiRead(c *echo.Context, allowed ...string) (core.TAXIIPage, error) {
+	q, err := s.taxiiQuery(c, allowed...)
 	if err != nil {
-		return err
+		return core.TAXIIPage{}, err
 	}
 	page, err := s.taxiiPage(c, q)
+	if err != nil || c.Param("object") == "" || len(page.Objects) > 0 || q.Next != "" {
+		return page, err
+	}
+	all, err := s.taxii.Page(c.Request().Context(), core.TAXIIQuery{Collection: q.Collection, IDs: q.IDs, Limit: 1})
+	if err != nil {
+		return page, err
+	}
+	if len(all.Objects) == 0 {
+		return page, &Error{Status: http.StatusNotFound, Message: "Object not found: " + q.IDs[0]}
+	}
+	return page, nil
+}
+
+func (s *Server) taxiiObjects(c *echo.Context) error {
+	page, err := s.taxiiRead(c, taxiiFilters...)
 	if err != nil {
 		return err
 	}
@@ -307,19 +314,15 @@ func objectsEnvelope(page core.TAXIIPage) map[string]any {
 }
 
 func (s *Server) taxiiManifest(c *echo.Context) error {
-	q, err := s.taxiiQuery(c, taxiiFilters...)
-	if err != nil {
-		return err
-	}
-	page, err := s.taxiiPage(c, q)
+	page, err := s.taxiiRead(c, taxiiFilters...)
 	if err != nil {
 		return err
 	}
 	out := envelope(page)
 	if len(page.Objects) > 0 {
-		var m []map[string]any
-		for _, o := range page.Objects {
-			m = append(m, map[string]any{"id": o.ID, "date_added": core.TAXIITimestamp(o.DateAdded), "version": o.Version, "media_type": stixMediaType})
+		m := make([]map[string]any, len(page.Objects))
+		for i, o := range page.Objects {
+			m[i] = map[string]any{"id": o.ID, "date_added": core.TAXIITimestamp(o.DateAdded), "version": o.Version, "media_type": stixMediaType}
 		}
 		out["objects"] = m
 	}
@@ -329,48 +332,17 @@ func (s *Server) taxiiManifest(c *echo.Context) error {
 // taxiiObject is the object endpoint: the object's versions the filters
 // select; 404 when the collection has no such object.
 func (s *Server) taxiiObject(c *echo.Context) error {
-	q, err := s.taxiiQuery(c, "added_after", "limit", "next", "match[version]", "match[spec_version]")
+	page, err := s.taxiiRead(c, "added_after", "limit", "next", "match[version]", "match[spec_version]")
 	if err != nil {
 		return err
-	}
-	page, err := s.taxiiPage(c, q)
-	if err != nil {
-		return err
-	}
-	if len(page.Objects) == 0 && q.Next == "" {
-		if err := s.taxiiExists(c, q); err != nil {
-			return err
-		}
 	}
 	return taxiiJSON(c, objectsEnvelope(page))
 }
 
-// taxiiExists answers 404 unless the collection holds the query's object
-// (whatever the filters).
-func (s *Server) taxiiExists(c *echo.Context, q core.TAXIIQuery) error {
-	all, err := s.taxii.Page(c.Request().Context(), core.TAXIIQuery{Collection: q.Collection, IDs: q.IDs, Limit: 1})
-	if err != nil {
-		return err
-	}
-	if len(all.Objects) == 0 {
-		return &Error{Status: http.StatusNotFound, Message: "Object not found: " + q.IDs[0]}
-	}
-	return nil
-}
-
 func (s *Server) taxiiVersions(c *echo.Context) error {
-	q, err := s.taxiiQuery(c, "added_after", "limit", "next", "match[spec_version]")
+	page, err := s.taxiiRead(c, "added_after", "limit", "next", "match[spec_version]")
 	if err != nil {
 		return err
-	}
-	page, err := s.taxiiPage(c, q)
-	if err != nil {
-		return err
-	}
-	if len(page.Objects) == 0 && q.Next == "" {
-		if err := s.taxiiExists(c, q); err != nil {
-			return err
-		}
 	}
 	out := envelope(page)
 	if len(page.Objects) > 0 {
