@@ -63,41 +63,38 @@ type IOC struct {
 
 // refangers undo the defanging conventions seen in threat reports (spec §2.3
 // and the common variants).
-var refangers = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	{regexp.MustCompile(`(?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]//`), "https://"},
-	{regexp.MustCompile(`(?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]//`), "http://"},
-	{regexp.MustCompile(`(?i)\bfxp://`), "ftp://"},
-	{regexp.MustCompile(`\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}| \[dot\] | dot `), "."},
-	{regexp.MustCompile(`\[:\]`), ":"},
-	{regexp.MustCompile(`\[/\]`), "/"},
-	{regexp.MustCompile(`\[@\]|\[at\]`), "@"},
+var refangers = []guarded{
+	{regexp.MustCompile(`(?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }},
+	{regexp.MustCompile(`(?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }},
+	{regexp.MustCompile(`(?i)\bfxp://`), func(s string) bool { return containsFold(s, "fxp://") }},
+	{regexp.MustCompile(`\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}| \[dot\] | dot `), containsAny("[.]", "(.)", "{.}", "[dot]", "(dot)", "{dot}", " dot ")},
+	{regexp.MustCompile(`\[:\]`), containsAny("[:]")},
+	{regexp.MustCompile(`\[/\]`), containsAny("[/]")},
+	{regexp.MustCompile(`\[@\]|\[at\]`), containsAny("[@]", "[at]")},
 }
+
+// refangRepl are the replacements of refangers, in order.
+var refangRepl = []string{"https://", "http://", "ftp://", ".", ":", "/", "@"}
 
 // Refang turns defanged text back into live indicators: hxxps:// → https://,
 // [.] (.) [dot] → ., [:] → :.
 func Refang(s string) string {
-	for _, r := range refangers {
-		s = r.re.ReplaceAllString(s, r.repl)
+	for i, r := range refangers {
+		s = r.replaceAll(s, refangRepl[i])
 	}
 	return s
 }
 
 var (
-	urlRe  = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'\x60\)\]\}|]+`)
+	urlRe  = guarded{regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'\x60\)\]\}|]+`), func(s string) bool { return containsFold(s, "http") }}
 	hostRe = regexp.MustCompile(`(?i)\b(?:[a-z0-9\p{L}](?:[a-z0-9\p{L}-]{0,61}[a-z0-9\p{L}])?\.)+(?:[a-z\p{L}]{2,63}|xn--[a-z0-9-]{2,59})\b`)
-	ipv4Re = regexp.MustCompile(`\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b`)
+	ipv4Re = guarded{regexp.MustCompile(`\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b`), hasDottedDigits}
 	// ipv6Re finds candidates; netip.ParseAddr decides.
-	ipv6Re = regexp.MustCompile(`(?i)(?:^|[^0-9a-z:])([0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})`)
+	ipv6Re = guarded{regexp.MustCompile(`(?i)(?:^|[^0-9a-z:])([0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})`), hasColonPair}
 	// sourceDigestRe matches the digest of an OSV "## Source:" line.
 	sourceDigestRe = regexp.MustCompile(`(?mi)^(\s*#+\s*Source:[^\n(]*)\(\s*[0-9a-f]{64}\s*\)`)
-	hashRe         = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32})\b`)
-	ethRe          = regexp.MustCompile(`\b0x[0-9a-fA-F]{40}\b`)
-	btcRe          = regexp.MustCompile(`\b(?:bc1[02-9ac-hj-np-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})\b`)
-	purlRe         = regexp.MustCompile(`\bpkg:[a-z]+/[^\s"'<>\x60]+`)
-	emailish       = regexp.MustCompile(`[A-Za-z0-9._%+-]+@`)
+	purlRe         = guarded{regexp.MustCompile(`\bpkg:[a-z]+/[^\s"'<>\x60]+`), containsAny("pkg:")}
+	emailish       = guarded{regexp.MustCompile(`[A-Za-z0-9._%+-]+@`), containsAny("@")}
 )
 
 // fileExtensions are last labels that look like TLDs but name files.
@@ -215,26 +212,6 @@ func ownLink(t Threat, own map[string]bool, u string) bool {
 	return len(parts) >= 2 && name != "" && strings.EqualFold(strings.TrimSuffix(parts[1], ".git"), name)
 }
 
-// withoutNames blanks every case-insensitive occurrence of the names in text.
-func withoutNames(text string, names ...string) string {
-	var alts []string
-	for _, n := range names {
-		if n = strings.TrimSpace(n); len(n) >= 3 {
-			alts = append(alts, regexp.QuoteMeta(n))
-		}
-	}
-	if len(alts) == 0 {
-		return text
-	}
-	// Longest first, so that a name containing another is blanked whole.
-	sort.Slice(alts, func(i, j int) bool { return len(alts[i]) > len(alts[j]) })
-	re, err := regexp.Compile(`(?i)` + strings.Join(alts, "|"))
-	if err != nil {
-		return text
-	}
-	return re.ReplaceAllString(text, " ")
-}
-
 // registryHosts are the hosts of each registry (the registries docs/api/submit.md names): a
 // package report naming its own registry is not naming an indicator.
 var registryHosts = map[string][]string{
@@ -320,7 +297,7 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 	}
 	// URLs first; their hosts are domains too.
 	urlHosts := map[string]bool{}
-	for _, m := range urlRe.FindAllString(s, -1) {
+	for _, m := range urlRe.findAll(s) {
 		m = strings.TrimRight(m, ".,;:!?")
 		c, err := canonicalHTTPURL("", m)
 		if err != nil || skip != nil && skip(c) {
@@ -345,18 +322,21 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 		}
 	}
 	// Text outside URLs, for bare domains and addresses.
-	rest := withoutNames(urlRe.ReplaceAllString(s, " "), names...)
-	for _, m := range ipv4Re.FindAllString(rest, -1) {
+	rest := withoutNames(urlRe.replaceAll(s, " "), names...)
+	for _, m := range ipv4Re.findAll(rest) {
 		if a, err := netip.ParseAddr(m); err == nil {
 			add(IOCIP, a.String(), "ipv4")
 		}
 	}
-	for _, m := range ipv6Re.FindAllStringSubmatch(rest, -1) {
+	for _, m := range ipv6Candidates(rest) {
 		if a, err := netip.ParseAddr(m[1]); err == nil && a.Is6() && strings.Count(m[1], ":") >= 2 {
 			add(IOCIP, a.String(), "ipv6")
 		}
 	}
-	emails := emailish.FindAllStringIndex(rest, -1)
+	var emails [][]int
+	if emailish.may(rest) {
+		emails = emailish.re.FindAllStringIndex(rest, -1)
+	}
 	for _, loc := range hostRe.FindAllStringIndex(rest, -1) {
 		m := rest[loc[0]:loc[1]]
 		if afterEmail(emails, loc[0]) {
@@ -373,16 +353,17 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 	// A digest on an OSV "## Source: origin (<sha256>)" line is the digest
 	// of the upstream report record, not of any file the malware uses:
 	// publishing it as a file-hash indicator would be false (issue 12).
-	for _, m := range hashRe.FindAllString(sourceDigestRe.ReplaceAllString(rest, "$1"), -1) {
+	hashes, eth, btc := hashesAndWallets(rest)
+	for _, m := range hashes {
 		add(IOCHash, strings.ToLower(m), map[int]string{32: "md5", 40: "sha1", 64: "sha256"}[len(m)])
 	}
-	for _, m := range ethRe.FindAllString(rest, -1) {
+	for _, m := range eth {
 		add(IOCWallet, strings.ToLower(m), "ethereum")
 	}
-	for _, m := range btcRe.FindAllString(rest, -1) {
+	for _, m := range btc {
 		add(IOCWallet, m, "bitcoin")
 	}
-	for _, m := range purlRe.FindAllString(rest, -1) {
+	for _, m := range purlRe.findAll(rest) {
 		add(IOCPackage, strings.TrimRight(m, ".,;:"), "purl")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return iocOrder[out[i].Type] < iocOrder[out[j].Type] })

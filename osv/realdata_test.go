@@ -56,3 +56,28 @@ func TestRealReportsIndicators(t *testing.T) {
 		t.Fatalf("origins %v for %d reports: every report's asset and the listed indicators must be labelled", c.Origins, c.Reports)
 	}
 }
+
+// BenchmarkExtractIOCs measures indicator extraction on the real reports:
+// it runs on every published change (storage keeps each report's STIX
+// object ids) and on every STIX, OSV and TAXII rendering.
+func BenchmarkExtractIOCs(b *testing.B) {
+	zips, _ := filepath.Glob(filepath.Join(fullDir, "*", "all.zip"))
+	if len(zips) == 0 {
+		b.Skipf("no real reports at %s", fullDir)
+	}
+	var threats []core.Threat
+	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
+		if it.Record != nil {
+			threats = append(threats, it.Record.Threat)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		core.ExtractIOCs(threats[i%len(threats)])
+		i++
+	}
+}

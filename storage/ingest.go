@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +24,7 @@ import (
 //   - else a new report, verified by the source's system reviewer.
 func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
 	out := make([]core.ImportOutcome, len(recs))
+	iocs := extractAll(recs)
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		// Find what already exists for the whole batch in two queries; new
 		// reports are then written with multi-row inserts.
@@ -44,7 +48,7 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 					continue
 				}
 				seenKey[t.CanonicalKey] = true
-				out[i] = pending.add(t, actor, s.now())
+				out[i] = pending.add(t, iocs[i], actor, s.now())
 				continue
 			}
 			// Rare paths (updates, withdrawals, attachments, a key repeated
@@ -174,14 +178,39 @@ func liveKeyLookup(q *bun.SelectQuery, keys []string) *bun.SelectQuery {
 	return q.Where("canonical_key IN (?)", bun.In(keys)).Where("status IN ('pending', 'verified')")
 }
 
+// extractAll finds the indicators of compromise of an import batch's
+// records (for their STIX object ids, stix_objects) in parallel, before
+// the write transaction: the batch's records are new or changed (the
+// import asks ImportedVersions first), and extraction is most of the CPU
+// time of writing a report.
+func extractAll(recs []core.ImportRecord) [][]core.IOC {
+	out := make([][]core.IOC, len(recs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(recs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(recs); i = int(next.Add(1)) - 1 {
+				if !recs[i].Withdrawn {
+					out[i] = core.ExtractIOCs(recs[i].Threat)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // newReports accumulates new imported reports for multi-row inserts.
 type newReports struct {
 	threats []threatRow
 	details []detailsRow
 	events  []eventRow
+	// objects are the STIX object ids of each of threats.
+	objects [][]stixObjectRow
 }
 
-func (n *newReports) add(t core.Threat, actor string, now time.Time) core.ImportOutcome {
+// add queues a new report with its indicators of compromise.
+func (n *newReports) add(t core.Threat, iocs []core.IOC, actor string, now time.Time) core.ImportOutcome {
 	// Time-ordered ids (UUIDv7): new rows append to the primary-key index
 	// instead of landing at random pages of it.
 	t.ID = uuid.Must(uuid.NewV7()).String()
@@ -194,6 +223,7 @@ func (n *newReports) add(t core.Threat, actor string, now time.Time) core.Import
 	tr, dr := toThreatRow(t)
 	to := string(core.StatusVerified)
 	n.threats, n.details = append(n.threats, tr), append(n.details, dr)
+	n.objects = append(n.objects, objectRows(nil, t.ID, iocs))
 	n.events = append(n.events, eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to,
 		ActorName: actor, Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now})
 	return core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportCreated, ThreatID: t.ID}
@@ -210,9 +240,9 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 	}
 	for i := range n.threats {
 		tx.record(core.EntityThreat, n.threats[i].ID, "create", n.threats[i].CreatedAt)
-		tx.publish(&n.threats[i], core.ChangeVerified)
+		tx.publishObjects(&n.threats[i], core.ChangeVerified, n.objects[i])
 	}
-	n.threats, n.details, n.events = n.threats[:0], n.details[:0], n.events[:0]
+	n.threats, n.details, n.events, n.objects = n.threats[:0], n.details[:0], n.events[:0], n.objects[:0]
 	return nil
 }
 
@@ -251,7 +281,7 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 			return core.ImportOutcome{Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}, nil
 		}
 		var n newReports
-		o := n.add(t, actor, now)
+		o := n.add(t, core.ExtractIOCs(t), actor, now)
 		return o, n.flush(ctx, tx)
 	}
 	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {

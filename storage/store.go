@@ -6,6 +6,8 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -206,18 +208,30 @@ type txn struct {
 // publish queues a published change of a report (core.ChangeVerified, …),
 // written at the end of the transaction with the change feed.
 func (t *txn) publish(row *threatRow, kind string) {
-	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 	if row.Details == nil {
+		t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 		t.unmapped = append(t.unmapped, row.ID)
 		return
 	}
-	t.objects = appendObjectIDs(t.objects, row.domain())
+	t.publishObjects(row, kind, appendObjectIDs(nil, row.domain()))
+}
+
+// publishObjects is publish for a report whose STIX object ids are known.
+func (t *txn) publishObjects(row *threatRow, kind string, objects []stixObjectRow) {
+	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
+	t.objects = append(t.objects, objects...)
 }
 
 // appendObjectIDs adds the STIX object ids of a report (with its details).
 func appendObjectIDs(rows []stixObjectRow, t core.Threat) []stixObjectRow {
-	for _, id := range core.STIXObjectIDs(t.ID, core.ExtractIOCs(t)) {
-		rows = append(rows, stixObjectRow{ObjectID: id, ThreatID: t.ID})
+	return objectRows(rows, t.ID, core.ExtractIOCs(t))
+}
+
+// objectRows adds the STIX object ids of the report threatID with these
+// indicators of compromise.
+func objectRows(rows []stixObjectRow, threatID string, iocs []core.IOC) []stixObjectRow {
+	for _, id := range core.STIXObjectIDs(threatID, iocs) {
+		rows = append(rows, stixObjectRow{ObjectID: id, ThreatID: threatID})
 	}
 	return rows
 }
@@ -301,7 +315,10 @@ func (s *Store) writeObjectIDs(ctx context.Context, tx *txn) error {
 }
 
 // insertObjectIDs writes object ids in batches, keeping those already there.
+// The ids are hashes: sorted, the rows of a batch that share a page of the
+// index are written one after the other.
 func insertObjectIDs(ctx context.Context, db bun.IDB, rows []stixObjectRow) error {
+	slices.SortFunc(rows, func(a, b stixObjectRow) int { return strings.Compare(a.ObjectID, b.ObjectID) })
 	for len(rows) > 0 {
 		n := min(len(rows), 2000)
 		batch := rows[:n]

@@ -1,0 +1,283 @@
+package core
+
+import (
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// The indicator patterns run on every published change (storage keeps each
+// report's STIX object ids) and on every rendering of a report, so most of
+// them are guarded by a cheap scan for what any match must contain: most
+// texts have no hash, wallet, IPv6 address or defanged link, and Go's
+// regexp finds that out far more slowly than a byte scan (BenchmarkExtractIOCs
+// in package osv, on the real reports). Each guard is a necessary condition
+// of its pattern (FuzzGuards): it never changes what is found.
+
+// guarded is a pattern with its guard.
+type guarded struct {
+	re  *regexp.Regexp
+	may func(string) bool
+}
+
+func (g guarded) findAll(s string) []string {
+	if !g.may(s) {
+		return nil
+	}
+	return g.re.FindAllString(s, -1)
+}
+
+func (g guarded) replaceAll(s, repl string) string {
+	if !g.may(s) {
+		return s
+	}
+	return g.re.ReplaceAllString(s, repl)
+}
+
+// containsFold reports whether s contains the lower-case ASCII word sub,
+// in any case. Only for words whose letters have no non-ASCII case folds
+// (not k or s: K is the Kelvin sign's fold, s the long s's).
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// hasRun reports whether s has at least n bytes in a row that in accepts.
+func hasRun(s string, n int, in func(byte) bool) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if in(s[i]) {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// hasColonPair reports whether s has two colons with at most four hex
+// digits between them: what every IPv6 candidate has ("::", "1:2:").
+func hasColonPair(s string) bool {
+	last := -10
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == ':':
+			if i-last <= 5 {
+				return true
+			}
+			last = i
+		case !isHex(s[i]):
+			last = -10
+		}
+	}
+	return false
+}
+
+// hasDottedDigits reports whether s has a digit, a dot and a digit in a
+// row: what every IPv4 address has.
+func hasDottedDigits(s string) bool {
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == '.' && '0' <= s[i-1] && s[i-1] <= '9' && '0' <= s[i+1] && s[i+1] <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(subs ...string) func(string) bool {
+	return func(s string) bool {
+		for _, sub := range subs {
+			if strings.Contains(s, sub) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// withoutNames blanks every case-insensitive occurrence of the names in
+// text, the longest name first where two start at one place. ASCII text
+// and names are scanned directly; anything else through a pattern, for
+// Unicode's case folds.
+func withoutNames(text string, names ...string) string {
+	var keep []string
+	for _, n := range names {
+		if n = strings.TrimSpace(n); len(n) >= 3 {
+			keep = append(keep, n)
+		}
+	}
+	if len(keep) == 0 {
+		return text
+	}
+	// Longest first, so that a name containing another is blanked whole.
+	slices.SortStableFunc(keep, func(a, b string) int { return len(b) - len(a) })
+	if !isASCII(text) || !isASCII(strings.Join(keep, "")) {
+		alts := make([]string, len(keep))
+		for i, n := range keep {
+			alts[i] = regexp.QuoteMeta(n)
+		}
+		re, err := regexp.Compile(`(?i)` + strings.Join(alts, "|"))
+		if err != nil {
+			return text
+		}
+		return re.ReplaceAllString(text, " ")
+	}
+	lower := strings.ToLower(text)
+	for i := range keep {
+		keep[i] = strings.ToLower(keep[i])
+	}
+	var b strings.Builder
+	from := 0
+	for i := 0; i < len(lower); {
+		matched := 0
+		for _, n := range keep {
+			if strings.HasPrefix(lower[i:], n) {
+				matched = len(n)
+				break
+			}
+		}
+		if matched == 0 {
+			i++
+			continue
+		}
+		if b.Len() == 0 && from == 0 {
+			b.Grow(len(text))
+		}
+		b.WriteString(text[from:i])
+		b.WriteByte(' ')
+		i += matched
+		from = i
+	}
+	if from == 0 {
+		return text
+	}
+	b.WriteString(text[from:])
+	return b.String()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// ipv6Candidates are ipv6Re's matches in s, with their submatches.
+func ipv6Candidates(s string) [][]string {
+	if !ipv6Re.may(s) {
+		return nil
+	}
+	return ipv6Re.re.FindAllStringSubmatch(s, -1)
+}
+
+// isWord is \b's idea of a word byte: ASCII letters, digits and _.
+func isWord(c byte) bool { return isAlnum(c) || c == '_' }
+
+// words are the [start, end) spans of s's maximal runs of word bytes. The
+// hash and wallet patterns start and end at \b, so each of their matches
+// is a whole word: a word is tested instead of the text searched.
+func words(s string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(s); {
+		if !isWord(s[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isWord(s[j]) {
+			j++
+		}
+		out = append(out, [2]int{i, j})
+		i = j
+	}
+	return out
+}
+
+func allOf(w string, in func(byte) bool) bool {
+	for i := 0; i < len(w); i++ {
+		if !in(w[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isHashWord is a match of hashRe: 32, 40 or 64 hex digits.
+func isHashWord(w string) bool {
+	return (len(w) == 32 || len(w) == 40 || len(w) == 64) && allOf(w, isHex)
+}
+
+// isEthWord is a match of ethRe: 0x and 40 hex digits.
+func isEthWord(w string) bool {
+	return len(w) == 42 && w[0] == '0' && w[1] == 'x' && allOf(w[2:], isHex)
+}
+
+// isBtcWord is a match of btcRe: bc1 and 25 to 87 bech32 letters, or 1 or
+// 3 and 25 to 34 base58 letters.
+func isBtcWord(w string) bool {
+	if strings.HasPrefix(w, "bc1") && len(w) >= 28 && len(w) <= 90 {
+		return allOf(w[3:], func(c byte) bool {
+			return c == '0' || '2' <= c && c <= '9' || c == 'a' || 'c' <= c && c <= 'h' || 'j' <= c && c <= 'n' || 'p' <= c && c <= 'z'
+		})
+	}
+	return (w != "" && (w[0] == '1' || w[0] == '3')) && len(w) >= 26 && len(w) <= 35 && allOf(w[1:], func(c byte) bool {
+		return '1' <= c && c <= '9' || 'A' <= c && c <= 'H' || 'J' <= c && c <= 'N' || 'P' <= c && c <= 'Z' || 'a' <= c && c <= 'k' || 'm' <= c && c <= 'z'
+	})
+}
+
+// hashesAndWallets finds hashRe's, ethRe's and btcRe's matches in s, in
+// text order each, but for the digests of OSV "## Source:" lines (see
+// extractText).
+func hashesAndWallets(s string) (hashes, eth, btc []string) {
+	var digests [][]int
+	for _, w := range words(s) {
+		word := s[w[0]:w[1]]
+		switch {
+		case isHashWord(word):
+			if len(word) == 64 && digests == nil && containsFold(s, "ource:") {
+				digests = sourceDigestRe.FindAllStringSubmatchIndex(s, -1)
+			}
+			if !inDigest(digests, w[0]) {
+				hashes = append(hashes, word)
+			}
+		case isEthWord(word):
+			eth = append(eth, word)
+		case isBtcWord(word):
+			btc = append(btc, word)
+		}
+	}
+	return hashes, eth, btc
+}
+
+// inDigest reports whether pos is in the digest of one of sourceDigestRe's
+// matches: after its first group, before its end.
+func inDigest(matches [][]int, pos int) bool {
+	i := sort.Search(len(matches), func(i int) bool { return matches[i][1] > pos })
+	return i < len(matches) && matches[i][3] <= pos
+}
