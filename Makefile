@@ -12,6 +12,7 @@ PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-
 # (golang/go#75804); a count has no deadline to race. About 10 s each here.
 FUZZ_SUBMIT ?= 100000x
 FUZZ_KEYS   ?= 300000x
+FUZZ_GUARDS ?= 60000x
 
 all: build
 
@@ -80,10 +81,12 @@ screenshots: build browser
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_SCREENSHOTS=$(CURDIR)/docs/screenshots \
 	  $(GO) test -count=1 -run '^TestWebBrowser$$' ./cmd/threatd
 
-# The fuzz targets: the submit decoder/validator and identifier normalisation.
+# The fuzz targets: the submit decoder/validator, identifier normalisation,
+# and the indicator patterns' guards (core/iocscan.go).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
+	$(GO) test -run '^$$' -fuzz '^FuzzGuards$$' -fuzztime $(FUZZ_GUARDS) ./core/
 
 lint:
 	$(GO) vet ./...

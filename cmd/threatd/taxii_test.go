@@ -303,7 +303,10 @@ func TestTAXII(t *testing.T) {
 	if len(one) != 1 || one[0].(map[string]any)["pattern"] != pick.obj["pattern"] {
 		t.Fatalf("object by id: %v", one)
 	}
-	c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/?match%5Bversion%5D="+url.QueryEscape(pick.version)).expect(t, 200)
+	if got := c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/?match%5Bversion%5D="+url.QueryEscape(pick.version)).expect(t, 200).body; len(objectsOf(got)) != 1 ||
+		objectsOf(got)[0]["id"] != pick.id || objectsOf(got)[0]["modified"] != pick.version {
+		t.Fatalf("object %s at version %s: %v", pick.id, pick.version, got)
+	}
 	if got := c.get("/taxii2/api/collections/"+threats+"/objects/"+pick.id+"/?match%5Bversion%5D=2020-01-01T00:00:00.000Z").expect(t, 200).body; got["objects"] != nil {
 		t.Fatalf("another version: %v", got)
 	}
@@ -437,3 +440,16 @@ func TestTAXII(t *testing.T) {
 	}
 	t.Logf("%d TAXII requests", c.calls)
 }
+
+// objectsOf is the objects of a TAXII envelope.
+func objectsOf(envelope map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, o := range asSlice(envelope["objects"]) {
+		if m, ok := o.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
