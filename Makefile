@@ -2,6 +2,9 @@
 GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
+# The version `threatd version` prints: the nearest tag, or the commit.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-source-osv
 
@@ -17,7 +20,7 @@ FUZZ_GUARDS ?= 60000x
 all: build
 
 build:
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/threatd ./cmd/threatd
+	$(GO) build $(GOFLAGS_BUILD) -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN)/threatd ./cmd/threatd
 	@mkdir -p $(PLUGINS)
 	@for p in $(PLUGIN_CMDS); do echo "$(GO) build -o $(PLUGINS)/$$p ./cmd/$$p"; $(GO) build $(GOFLAGS_BUILD) -o $(PLUGINS)/$$p ./cmd/$$p || exit 1; done
 

@@ -60,6 +60,74 @@ func (a *Accounts) SetSubmissionLimit(ctx context.Context, email string, perHour
 	return a.store.SetUserLimit(ctx, email, &perHour)
 }
 
+// SetTier changes a user's tier: the daemons apply it to the user's next
+// request (within cache.freshness).
+func (a *Accounts) SetTier(ctx context.Context, email, tier string) (User, error) {
+	t, err := ParseTier(tier)
+	if err != nil {
+		return User{}, err
+	}
+	email, err = validEmail(email)
+	if err != nil {
+		return User{}, err
+	}
+	return a.store.SetUserAccess(ctx, email, &t, nil)
+}
+
+// SetRole changes a user's role (submitter, reviewer, admin).
+func (a *Accounts) SetRole(ctx context.Context, email, role string) (User, error) {
+	r, err := ParseRole(role)
+	if err != nil {
+		return User{}, err
+	}
+	email, err = validEmail(email)
+	if err != nil {
+		return User{}, err
+	}
+	return a.store.SetUserAccess(ctx, email, nil, &r)
+}
+
+// Users calls fn with every user in e-mail order, read a page at a time.
+func (a *Accounts) Users(ctx context.Context, fn func(User) error) error {
+	after := ""
+	for {
+		page, err := a.store.ListUsers(ctx, after, MaxListUsers)
+		if err != nil {
+			return err
+		}
+		for _, u := range page {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		if len(page) < MaxListUsers {
+			return nil
+		}
+		after = page[len(page)-1].Email
+	}
+}
+
+// TokensOf returns the tokens of the user with that e-mail, newest first,
+// revoked ones included.
+func (a *Accounts) TokensOf(ctx context.Context, email string) (User, []Token, error) {
+	email, err := validEmail(email)
+	if err != nil {
+		return User{}, nil, err
+	}
+	u, err := a.store.UserByEmail(ctx, email)
+	if err != nil {
+		return User{}, nil, err
+	}
+	toks, err := a.store.ListTokens(ctx, u.ID)
+	return u, toks, err
+}
+
+// validEmail normalises and validates the e-mail that names a user.
+func validEmail(email string) (string, error) {
+	email = normaliseEmail(email)
+	return email, ValidateEmail("email", email)
+}
+
 // IssueToken creates an API token for the user with that e-mail and returns
 // the secret, which is shown once and never stored.
 func (a *Accounts) IssueToken(ctx context.Context, email, name string) (string, Token, error) {

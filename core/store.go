@@ -8,6 +8,9 @@ import (
 // MaxGetThreats bounds the ids of one Store.GetThreats call.
 const MaxGetThreats = 1000
 
+// MaxListUsers bounds the users of one Store.ListUsers call.
+const MaxListUsers = 1000
+
 // Store is the storage port of the daemon, composed of one interface per
 // concern so that a use case can ask for the part it needs. Every method is
 // one coarse operation run in one transaction inside the storage backend,
@@ -30,6 +33,12 @@ type AccountStore interface {
 	UserByEmail(ctx context.Context, email string) (User, error)
 	// SetUserLimit sets (or with nil clears) a user's hourly submission limit.
 	SetUserLimit(ctx context.Context, email string, perHour *int) (User, error)
+	// SetUserAccess changes a user's tier and role (nil = unchanged);
+	// ErrNotFound when no user has that e-mail.
+	SetUserAccess(ctx context.Context, email string, tier *Tier, role *Role) (User, error)
+	// ListUsers returns up to limit users (at most MaxListUsers) in e-mail
+	// order, after the e-mail after ("" = from the first).
+	ListUsers(ctx context.Context, after string, limit int) ([]User, error)
 
 	// CreateToken stores a token (its hash only) for an existing user.
 	CreateToken(ctx context.Context, t Token) (Token, error)

@@ -15,6 +15,9 @@ type StorageConfig struct {
 	DSN      string
 	DataDir  string
 	Settings map[string]string
+	// Exclusive is set by a daemon (threatd serve): a backend that allows
+	// one daemon per database (SQLite) refuses a second one.
+	Exclusive bool
 }
 
 // StorageOpener opens a backend's core.Store from its configuration. It is

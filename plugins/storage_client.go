@@ -35,7 +35,7 @@ type StorageClient struct {
 
 // Configure opens the plugin's database and returns the backend's name.
 func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (string, error) {
-	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings})
+	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings, Exclusive: cfg.Exclusive})
 	if err != nil {
 		return "", fromStatus(err)
 	}
@@ -87,6 +87,31 @@ func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.Use
 func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
 	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
 	return call(r, err, userFromPB)
+}
+
+// SetUserAccess changes a user's tier and role (nil = unchanged).
+func (c *StorageClient) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
+	req := &pb.SetUserAccessRequest{Email: email}
+	if tier != nil {
+		req.Tier = ptr(string(*tier))
+	}
+	if role != nil {
+		req.Role = ptr(string(*role))
+	}
+	r, err := c.conn().SetUserAccess(ctx, req)
+	return call(r, err, userFromPB)
+}
+
+// ListUsers returns a page of users in e-mail order.
+func (c *StorageClient) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
+	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: after, Limit: int32(min(limit, core.MaxListUsers))})
+	return call(r, err, func(r *pb.ListUsersResponse) []core.User {
+		out := make([]core.User, len(r.Users))
+		for i, u := range r.Users {
+			out[i] = userFromPB(u)
+		}
+		return out
+	})
 }
 
 // CreateToken stores a token hash.
@@ -466,3 +491,5 @@ type storageConn struct{ pb.StorageClient }
 
 // conn is the client of the current storage process.
 func (c *StorageClient) conn() pb.StorageClient { return c.rpc.Load().StorageClient }
+
+func ptr[T any](v T) *T { return &v }

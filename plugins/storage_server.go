@@ -47,7 +47,7 @@ func (s *storageServer) close() {
 }
 
 func (s *storageServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings})
+	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings, Exclusive: req.Exclusive})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -123,6 +123,34 @@ func (s *storageServer) SetUserLimit(ctx context.Context, req *pb.SetUserLimitRe
 	return withStore(s, func(st core.Store) (*pb.User, error) {
 		u, err := st.SetUserLimit(ctx, req.Email, int32Ptr(req.SubmissionsPerHour))
 		return userToPB(u), err
+	})
+}
+
+func (s *storageServer) SetUserAccess(ctx context.Context, req *pb.SetUserAccessRequest) (*pb.User, error) {
+	return withStore(s, func(st core.Store) (*pb.User, error) {
+		var tier *core.Tier
+		var role *core.Role
+		if req.Tier != nil {
+			t := core.Tier(*req.Tier)
+			tier = &t
+		}
+		if req.Role != nil {
+			r := core.Role(*req.Role)
+			role = &r
+		}
+		u, err := st.SetUserAccess(ctx, req.Email, tier, role)
+		return userToPB(u), err
+	})
+}
+
+func (s *storageServer) ListUsers(ctx context.Context, req *pb.ListUsersRequest) (*pb.ListUsersResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.ListUsersResponse, error) {
+		us, err := st.ListUsers(ctx, req.After, int(req.Limit))
+		out := &pb.ListUsersResponse{Users: make([]*pb.User, len(us))}
+		for i, u := range us {
+			out.Users[i] = userToPB(u)
+		}
+		return out, err
 	})
 }
 

@@ -140,3 +140,51 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (core.Token, core
 	}
 	return tok.domain(), u.domain(), nil
 }
+
+// SetUserAccess changes a user's tier and role (nil = unchanged).
+func (s *Store) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
+	var row userRow
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		now := s.now()
+		q := tx.NewUpdate().Model((*userRow)(nil)).Set("updated_at = ?", now).Where("email = ?", email)
+		if tier != nil {
+			q = q.Set("tier = ?", string(*tier))
+		}
+		if role != nil {
+			q = q.Set("role = ?", string(*role))
+		}
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return core.NotFound("user", email)
+		}
+		if err := tx.NewSelect().Model(&row).Where("email = ?", email).Scan(ctx); err != nil {
+			return err
+		}
+		tx.record(core.EntityUser, row.ID, "update", now)
+		return nil
+	})
+	if err != nil {
+		return core.User{}, err
+	}
+	return row.domain(), nil
+}
+
+// ListUsers returns a page of users in e-mail order (the unique index on
+// email).
+func (s *Store) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
+	if limit <= 0 || limit > core.MaxListUsers {
+		limit = core.MaxListUsers
+	}
+	var rows []userRow
+	if err := s.db.NewSelect().Model(&rows).Where("email > ?", after).OrderExpr("email").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]core.User, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}

@@ -4,10 +4,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins"
@@ -18,10 +23,18 @@ func main() {
 	plugins.ServeStorage("sqlite", func(_ context.Context, cfg plugins.StorageConfig) (core.Store, error) {
 		path := cfg.DSN
 		if path == "" {
+			// The default, <data_dir>/threatd.db: its directory is made.
 			path = filepath.Join(cfg.DataDir, "threatd.db")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+			}
+		} else if err := checkPath(path); err != nil {
+			return nil, err
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+		if cfg.Exclusive {
+			if err := lockDaemon(path); err != nil {
+				return nil, err
+			}
 		}
 		opts, err := storage.OptionsFromSettings(cfg.Settings, os.Getenv)
 		if err != nil {
@@ -35,3 +48,57 @@ func main() {
 		return st, nil
 	})
 }
+
+// checkPath refuses a storage.dsn that is not a SQLite file path: a URL
+// (postgres://… meant for the postgres plugin would otherwise become a file
+// named "postgres:"), or a path whose directory does not exist (a typo
+// would otherwise start an empty database somewhere else).
+func checkPath(path string) error {
+	if i := strings.Index(path, "://"); i > 0 {
+		shown := path[:i] + "://…"
+		if u, err := url.Parse(path); err == nil {
+			shown = u.Redacted()
+		}
+		return fmt.Errorf("sqlite: storage.dsn %q is a URL, but the sqlite storage plugin takes a file path; "+
+			"for PostgreSQL, set storage.plugin: postgres (--storage-plugin postgres)", shown)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("sqlite: the directory %s of storage.dsn %s does not exist; create it first "+
+			"(only the default, <data_dir>/threatd.db, is created for you)", dir, path)
+	}
+	return nil
+}
+
+// lockDaemon takes the daemon's lock on the database, the file <path>.lock,
+// for as long as this process runs: a second daemon on the same SQLite file
+// would serve from caches the first one's writes do not refresh in time, and
+// fight it for the single writer. Administrative commands do not take it.
+func lockDaemon(path string) error {
+	lockPath := path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: daemon lock %s: %w", lockPath, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := ""
+		if b, rerr := os.ReadFile(lockPath); rerr == nil && len(b) > 0 {
+			holder = " (pid " + strings.TrimSpace(string(b)) + ")"
+		}
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("sqlite: another threatd daemon%s is serving %s: it holds the lock %s. "+
+				"Run one daemon per SQLite database (several daemons can share PostgreSQL)", holder, path, lockPath)
+		}
+		return fmt.Errorf("sqlite: daemon lock %s: %w", lockPath, err)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getppid())+"\n"), 0)
+	daemonLock = f // open, and locked, until the process exits
+	return nil
+}
+
+// daemonLock is the open lock file: kept referenced, or its finalizer would
+// close it and drop the lock.
+var daemonLock *os.File

@@ -111,7 +111,7 @@ func userCmd() *cobra.Command {
 	setPassword.Flags().String("email", "", "the user's e-mail address (required)")
 	_ = setPassword.MarkFlagRequired("email")
 
-	user.AddCommand(add, setLimit, setPassword)
+	user.AddCommand(add, userListCmd(), userAccessCmd("tier"), userAccessCmd("role"), setLimit, setPassword)
 	return user
 }
 
@@ -161,7 +161,7 @@ func tokenCmd() *cobra.Command {
 	revoke.Flags().String("token", "", "the token to revoke (required)")
 	_ = revoke.MarkFlagRequired("token")
 
-	token.AddCommand(issue, revoke)
+	token.AddCommand(issue, tokenListCmd(), revoke)
 	return token
 }
 
@@ -205,7 +205,7 @@ func bootstrapCmd() *cobra.Command {
 // withEnv runs fn with storage opened (and migrated) for an administrative
 // command, and stops the storage plugin afterwards.
 func withEnv(cmd *cobra.Command, fn func(e *env) error) error {
-	e, err := openEnv(cmd, true)
+	e, err := openEnv(cmd, false)
 	if err != nil {
 		return err
 	}

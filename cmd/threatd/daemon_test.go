@@ -73,9 +73,22 @@ func (in *instance) cli(args ...string) result {
 // cliStdin runs a command with stdin as its standard input.
 func (in *instance) cliStdin(stdin string, args ...string) result {
 	in.t.Helper()
+	return in.run("", stdin, args...)
+}
+
+// cliIn runs a command in the working directory dir.
+func (in *instance) cliIn(dir string, args ...string) result {
+	in.t.Helper()
+	return in.run(dir, "", args...)
+}
+
+// run runs a command to completion in dir ("" = the test's).
+func (in *instance) run(dir, stdin string, args ...string) result {
+	in.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testbin.Path("threatd"), append(args, "--config", in.config)...)
+	cmd.Dir = dir
 	cmd.Env = in.environ()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer

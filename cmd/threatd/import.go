@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,10 +26,23 @@ SOURCE-import: new records are imported, newer upstream versions update
 ours as revisions, withdrawn ones withdraw ours, known ones are unchanged,
 and records that match a live community report are attached to it.
 Works with no sources configured.`,
-		Args: cobra.MinimumNArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return errors.New("name a source and what to import: threatd import osv PATH... (files, folders or all.zip archives)")
+			case 1:
+				return fmt.Errorf("name what to import: threatd import %s PATH... (files, folders or all.zip archives)", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			source, paths := args[0], args[1:]
+			// A path that is not there is a mistake, not a record to skip:
+			// refused before anything is written.
 			for i, p := range paths {
+				if _, err := os.Stat(p); err != nil {
+					return fmt.Errorf("import %s: %w", source, err)
+				}
 				if abs, err := filepath.Abs(p); err == nil {
 					paths[i] = abs
 				}

@@ -23,6 +23,10 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
+// commit is the git commit of the build, set by make build the same way;
+// otherwise what the Go toolchain recorded (debug.ReadBuildInfo).
+var commit = ""
+
 // flagKeys maps command-line flags to configuration keys (the last source of
 // docs/configuration.md's order).
 var flagKeys = map[string]string{
@@ -60,7 +64,7 @@ func newRoot() *cobra.Command {
 	pf.String("storage-plugin", "", "storage plugin name (config storage.plugin)")
 	pf.String("storage-dsn", "", "storage address (config storage.dsn)")
 	pf.String("log-level", "", "log level: debug, info, warn, error (config log.level)")
-	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd(), versionCmd())
 	return root
 }
 
@@ -87,8 +91,10 @@ type env struct {
 
 // openEnv loads the configuration, starts the storage plugin and applies
 // pending migrations. Administrative commands log only warnings unless
-// --log-level says otherwise; serve logs at the configured level.
-func openEnv(cmd *cobra.Command, quiet bool) (*env, error) {
+// --log-level says otherwise; the daemon (serve) logs at the configured
+// level and opens the storage exclusively (one daemon per SQLite file).
+func openEnv(cmd *cobra.Command, daemon bool) (*env, error) {
+	quiet := !daemon
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return nil, err
@@ -107,7 +113,7 @@ func openEnv(cmd *cobra.Command, quiet bool) (*env, error) {
 	}
 	host := &plugins.Host{Dir: cfg.Plugins.Dir, Log: log}
 	store, err := host.StartStorage(cmd.Context(), cfg.Storage.Plugin, plugins.StorageConfig{
-		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings,
+		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings, Exclusive: daemon,
 	})
 	if err != nil {
 		return nil, err
@@ -129,7 +135,17 @@ func (e *env) close() { _ = e.store.Close() }
 func friendly(err error) error {
 	var fe *core.FieldError
 	if errors.As(err, &fe) {
-		return fmt.Errorf("invalid --%s: %s", fe.Field, fe.Message)
+		if arg, ok := cliArgs[fe.Field]; ok {
+			return fmt.Errorf("invalid %s argument: %s", arg, fe.Message)
+		}
+		if fe.Field == "" {
+			return errors.New(fe.Message)
+		}
+		return fmt.Errorf("invalid --%s: %s", strings.ReplaceAll(fe.Field, "_", "-"), fe.Message)
 	}
 	return err
 }
+
+// cliArgs are the command-line names of the domain's fields that the
+// commands take as positional arguments, not flags.
+var cliArgs = map[string]string{"threat_id": "ID", "revision": "REV"}

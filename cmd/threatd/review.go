@@ -91,6 +91,9 @@ func reviewCmd() *cobra.Command {
 			}
 			return nil
 		})
+		if d == core.DecisionVerify {
+			c.Flags().Lookup("note").Usage = "a note kept with the decision (optional)"
+		}
 		c.Flags().IntVar(&version, "version", 1, "the version of the report you read and decide on (review list / review show print it); refused if the report has changed since")
 		return c
 	}
@@ -100,7 +103,7 @@ func reviewCmd() *cobra.Command {
 		if !approve {
 			use, short = "reject-revision REV --note T [--as EMAIL]", "Reject a pending revision: the report stays as it is"
 		}
-		return reviewCommand(use, short, cobra.ExactArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
+		c := reviewCommand(use, short, cobra.ExactArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
 			t, rev, err := r.DecideRevision(cmd.Context(), args[0], approve, note, actor)
 			if err != nil {
 				return friendly(err)
@@ -108,6 +111,10 @@ func reviewCmd() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "revision %d of %s is now %s\n", rev.Number, t, rev.State)
 			return nil
 		})
+		if approve {
+			c.Flags().Lookup("note").Usage = "a note kept with the decision (optional)"
+		}
+		return c
 	}
 
 	review.AddCommand(list, showCmd(), decide(core.DecisionVerify), decide(core.DecisionReject), decideRevision(true), decideRevision(false))
@@ -149,7 +156,7 @@ func reviewCommand(use, short string, args cobra.PositionalArgs, run func(cmd *c
 			})
 		},
 	}
-	c.Flags().String("note", "", "why (required to reject)")
+	c.Flags().String("note", "", "why (required)")
 	c.Flags().String("as", "", "the reviewer's e-mail (default: the built-in reviewer threatd)")
 	return c
 }

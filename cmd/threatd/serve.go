@@ -37,7 +37,7 @@ func serveCmd() *cobra.Command {
 }
 
 func serve(cmd *cobra.Command, _ []string) error {
-	e, err := openEnv(cmd, false)
+	e, err := openEnv(cmd, true)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Migrations", testMigrations},
 		{"Users", testUsers},
 		{"UserLimit", testUserLimit},
+		{"UserAccess", testUserAccess},
 		{"Tokens", testTokens},
 		{"ChangeFeed", testChangeFeed},
 		{"ConcurrentDuplicateUser", testConcurrentDuplicateUser},
@@ -188,6 +189,53 @@ func testUserLimit(t *testing.T, b Backend) {
 	}
 	if _, err := s.SetUserLimit(c, "nobody@example.com", &n); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown user: got %v, want not found", err)
+	}
+}
+
+// testUserAccess: set-tier and set-role change what they name and keep the
+// rest; the change is in the change feed (the daemons' user caches follow
+// it); users list in e-mail order, a page at a time.
+func testUserAccess(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	for _, e := range []string{"dora@example.com", "bob@example.com", "carl@example.com"} {
+		if _, err := s.CreateUser(c, newUser(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 5
+	if _, err := s.SetUserLimit(c, "bob@example.com", &n); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Stats(c)
+	paid := core.TierPaid
+	u, err := s.SetUserAccess(c, "bob@example.com", &paid, nil)
+	if err != nil || u.Tier != core.TierPaid || u.Role != core.RoleSubmitter || u.SubmissionsPerHour == nil || *u.SubmissionsPerHour != 5 {
+		t.Fatalf("set tier: %+v %v", u, err)
+	}
+	admin := core.RoleAdmin
+	if u, err = s.SetUserAccess(c, "bob@example.com", nil, &admin); err != nil || u.Tier != core.TierPaid || u.Role != core.RoleAdmin {
+		t.Fatalf("set role: %+v %v", u, err)
+	}
+	if got, _ := s.UserByEmail(c, "bob@example.com"); got.Tier != core.TierPaid || got.Role != core.RoleAdmin {
+		t.Fatalf("stored: %+v", got)
+	}
+	if after, _ := s.Stats(c); after.LastSeq != before.LastSeq+2 {
+		t.Fatalf("change feed: seq %d → %d after two changes", before.LastSeq, after.LastSeq)
+	}
+	if _, err := s.SetUserAccess(c, "nobody@example.com", &paid, nil); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("unknown user: got %v, want not found", err)
+	}
+	all, err := s.ListUsers(c, "", 0)
+	if err != nil || len(all) != 3 || all[0].Email != "bob@example.com" || all[1].Email != "carl@example.com" || all[2].Email != "dora@example.com" || all[0].Tier != core.TierPaid {
+		t.Fatalf("list: %+v %v", all, err)
+	}
+	page, err := s.ListUsers(c, "bob@example.com", 1)
+	if err != nil || len(page) != 1 || page[0].Email != "carl@example.com" {
+		t.Fatalf("page after bob, limit 1: %+v %v", page, err)
+	}
+	if rest, err := s.ListUsers(c, "dora@example.com", 10); err != nil || len(rest) != 0 {
+		t.Fatalf("after the last: %+v %v", rest, err)
 	}
 }
 

@@ -37,7 +37,10 @@ type ConfigureRequest struct {
 	// data_dir is the daemon's data directory, for backends that keep files.
 	DataDir string `protobuf:"bytes,2,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`
 	// settings are backend-specific options.
-	Settings      map[string]string `protobuf:"bytes,3,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Settings map[string]string `protobuf:"bytes,3,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// exclusive is set by a daemon (threatd serve): a backend that allows one
+	// daemon per database (SQLite) refuses a second one while the first runs.
+	Exclusive     bool `protobuf:"varint,4,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -91,6 +94,13 @@ func (x *ConfigureRequest) GetSettings() map[string]string {
 		return x.Settings
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
 }
 
 type ConfigureResponse struct {
@@ -644,6 +654,165 @@ func (x *SetUserLimitRequest) GetSubmissionsPerHour() int32 {
 	return 0
 }
 
+// SetUserAccessRequest changes a user's tier and role; absent = unchanged.
+type SetUserAccessRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Tier          *string                `protobuf:"bytes,2,opt,name=tier,proto3,oneof" json:"tier,omitempty"`
+	Role          *string                `protobuf:"bytes,3,opt,name=role,proto3,oneof" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetUserAccessRequest) Reset() {
+	*x = SetUserAccessRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetUserAccessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetUserAccessRequest) ProtoMessage() {}
+
+func (x *SetUserAccessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetUserAccessRequest.ProtoReflect.Descriptor instead.
+func (*SetUserAccessRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SetUserAccessRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *SetUserAccessRequest) GetTier() string {
+	if x != nil && x.Tier != nil {
+		return *x.Tier
+	}
+	return ""
+}
+
+func (x *SetUserAccessRequest) GetRole() string {
+	if x != nil && x.Role != nil {
+		return *x.Role
+	}
+	return ""
+}
+
+// ListUsersRequest asks for up to limit users in e-mail order after the
+// e-mail after ("" = from the first).
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	After         string                 `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListUsersRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ListUsersRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Users         []*User                `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListUsersResponse) GetUsers() []*User {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
 type Token struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -661,7 +830,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[12]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +842,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[12]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +855,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{12}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Token) GetId() string {
@@ -754,7 +923,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[13]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +935,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[13]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +948,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{13}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListTokensRequest) GetUserId() string {
@@ -799,7 +968,7 @@ type RevokeUserTokenRequest struct {
 
 func (x *RevokeUserTokenRequest) Reset() {
 	*x = RevokeUserTokenRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[14]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +980,7 @@ func (x *RevokeUserTokenRequest) String() string {
 func (*RevokeUserTokenRequest) ProtoMessage() {}
 
 func (x *RevokeUserTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[14]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +993,7 @@ func (x *RevokeUserTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{14}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RevokeUserTokenRequest) GetUserId() string {
@@ -850,7 +1019,7 @@ type TokensUsedRequest struct {
 
 func (x *TokensUsedRequest) Reset() {
 	*x = TokensUsedRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[15]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +1031,7 @@ func (x *TokensUsedRequest) String() string {
 func (*TokensUsedRequest) ProtoMessage() {}
 
 func (x *TokensUsedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[15]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +1044,7 @@ func (x *TokensUsedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokensUsedRequest.ProtoReflect.Descriptor instead.
 func (*TokensUsedRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{15}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TokensUsedRequest) GetUsed() map[string]*timestamppb.Timestamp {
@@ -893,7 +1062,7 @@ type TokensUsedResponse struct {
 
 func (x *TokensUsedResponse) Reset() {
 	*x = TokensUsedResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[16]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1074,7 @@ func (x *TokensUsedResponse) String() string {
 func (*TokensUsedResponse) ProtoMessage() {}
 
 func (x *TokensUsedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[16]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1087,7 @@ func (x *TokensUsedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokensUsedResponse.ProtoReflect.Descriptor instead.
 func (*TokensUsedResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{16}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{19}
 }
 
 type SetPasswordRequest struct {
@@ -931,7 +1100,7 @@ type SetPasswordRequest struct {
 
 func (x *SetPasswordRequest) Reset() {
 	*x = SetPasswordRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[17]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1112,7 @@ func (x *SetPasswordRequest) String() string {
 func (*SetPasswordRequest) ProtoMessage() {}
 
 func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[17]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1125,7 @@ func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPasswordRequest.ProtoReflect.Descriptor instead.
 func (*SetPasswordRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{17}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetPasswordRequest) GetEmail() string {
@@ -986,7 +1155,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[18]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1167,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[18]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1180,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{18}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Session) GetHash() string {
@@ -1050,7 +1219,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[19]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1231,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[19]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1244,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{19}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{22}
 }
 
 type SessionUserRequest struct {
@@ -1087,7 +1256,7 @@ type SessionUserRequest struct {
 
 func (x *SessionUserRequest) Reset() {
 	*x = SessionUserRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[20]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1268,7 @@ func (x *SessionUserRequest) String() string {
 func (*SessionUserRequest) ProtoMessage() {}
 
 func (x *SessionUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[20]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1281,7 @@ func (x *SessionUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionUserRequest.ProtoReflect.Descriptor instead.
 func (*SessionUserRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{20}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SessionUserRequest) GetHash() string {
@@ -1132,7 +1301,7 @@ type SessionUserResponse struct {
 
 func (x *SessionUserResponse) Reset() {
 	*x = SessionUserResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[21]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1313,7 @@ func (x *SessionUserResponse) String() string {
 func (*SessionUserResponse) ProtoMessage() {}
 
 func (x *SessionUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[21]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1326,7 @@ func (x *SessionUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionUserResponse.ProtoReflect.Descriptor instead.
 func (*SessionUserResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{21}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SessionUserResponse) GetSession() *Session {
@@ -1183,7 +1352,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[22]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1364,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[22]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1377,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{22}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteSessionRequest) GetHash() string {
@@ -1226,7 +1395,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1407,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1420,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{23}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
 }
 
 type ListSubmissionsRequest struct {
@@ -1265,7 +1434,7 @@ type ListSubmissionsRequest struct {
 
 func (x *ListSubmissionsRequest) Reset() {
 	*x = ListSubmissionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1446,7 @@ func (x *ListSubmissionsRequest) String() string {
 func (*ListSubmissionsRequest) ProtoMessage() {}
 
 func (x *ListSubmissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1459,7 @@ func (x *ListSubmissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubmissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSubmissionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListSubmissionsRequest) GetUserId() string {
@@ -1324,7 +1493,7 @@ type ListSubmissionsResponse struct {
 
 func (x *ListSubmissionsResponse) Reset() {
 	*x = ListSubmissionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1505,7 @@ func (x *ListSubmissionsResponse) String() string {
 func (*ListSubmissionsResponse) ProtoMessage() {}
 
 func (x *ListSubmissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1518,7 @@ func (x *ListSubmissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubmissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSubmissionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListSubmissionsResponse) GetThreats() []*Threat {
@@ -1375,7 +1544,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1556,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1569,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateTokenRequest) GetToken() *Token {
@@ -1419,7 +1588,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1600,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1613,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RevokeTokenRequest) GetHash() string {
@@ -1463,7 +1632,7 @@ type AuthenticateRequest struct {
 
 func (x *AuthenticateRequest) Reset() {
 	*x = AuthenticateRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1644,7 @@ func (x *AuthenticateRequest) String() string {
 func (*AuthenticateRequest) ProtoMessage() {}
 
 func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1657,7 @@ func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AuthenticateRequest) GetHash() string {
@@ -1508,7 +1677,7 @@ type AuthenticateResponse struct {
 
 func (x *AuthenticateResponse) Reset() {
 	*x = AuthenticateResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1689,7 @@ func (x *AuthenticateResponse) String() string {
 func (*AuthenticateResponse) ProtoMessage() {}
 
 func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1702,7 @@ func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AuthenticateResponse) GetToken() *Token {
@@ -1560,7 +1729,7 @@ type ChangesRequest struct {
 
 func (x *ChangesRequest) Reset() {
 	*x = ChangesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1741,7 @@ func (x *ChangesRequest) String() string {
 func (*ChangesRequest) ProtoMessage() {}
 
 func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1754,7 @@ func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangesRequest.ProtoReflect.Descriptor instead.
 func (*ChangesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ChangesRequest) GetAfter() int64 {
@@ -1615,7 +1784,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1796,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1809,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -1706,7 +1875,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1887,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +1900,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Threat) GetId() string {
@@ -1882,7 +2051,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2063,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2076,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -2020,7 +2189,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2201,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2214,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int32 {
@@ -2086,7 +2255,7 @@ type CreateThreatRequest struct {
 
 func (x *CreateThreatRequest) Reset() {
 	*x = CreateThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2267,7 @@ func (x *CreateThreatRequest) String() string {
 func (*CreateThreatRequest) ProtoMessage() {}
 
 func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2280,7 @@ func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateThreatRequest.ProtoReflect.Descriptor instead.
 func (*CreateThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateThreatRequest) GetThreat() *Threat {
@@ -2136,7 +2305,7 @@ type CreateThreatResponse struct {
 
 func (x *CreateThreatResponse) Reset() {
 	*x = CreateThreatResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2317,7 @@ func (x *CreateThreatResponse) String() string {
 func (*CreateThreatResponse) ProtoMessage() {}
 
 func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2330,7 @@ func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateThreatResponse.ProtoReflect.Descriptor instead.
 func (*CreateThreatResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
 }
 
 type GetThreatRequest struct {
@@ -2173,7 +2342,7 @@ type GetThreatRequest struct {
 
 func (x *GetThreatRequest) Reset() {
 	*x = GetThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2354,7 @@ func (x *GetThreatRequest) String() string {
 func (*GetThreatRequest) ProtoMessage() {}
 
 func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2367,7 @@ func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetThreatRequest) GetId() string {
@@ -2217,7 +2386,7 @@ type GetThreatsRequest struct {
 
 func (x *GetThreatsRequest) Reset() {
 	*x = GetThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2398,7 @@ func (x *GetThreatsRequest) String() string {
 func (*GetThreatsRequest) ProtoMessage() {}
 
 func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2411,7 @@ func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatsRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetThreatsRequest) GetIds() []string {
@@ -2261,7 +2430,7 @@ type ThreatList struct {
 
 func (x *ThreatList) Reset() {
 	*x = ThreatList{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2442,7 @@ func (x *ThreatList) String() string {
 func (*ThreatList) ProtoMessage() {}
 
 func (x *ThreatList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2455,7 @@ func (x *ThreatList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatList.ProtoReflect.Descriptor instead.
 func (*ThreatList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ThreatList) GetThreats() []*Threat {
@@ -2305,7 +2474,7 @@ type ListPendingRequest struct {
 
 func (x *ListPendingRequest) Reset() {
 	*x = ListPendingRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2486,7 @@ func (x *ListPendingRequest) String() string {
 func (*ListPendingRequest) ProtoMessage() {}
 
 func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2499,7 @@ func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListPendingRequest) GetLimit() int32 {
@@ -2356,7 +2525,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2537,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2550,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Review) GetThreatId() string {
@@ -2442,7 +2611,7 @@ type ReviewEventsRequest struct {
 
 func (x *ReviewEventsRequest) Reset() {
 	*x = ReviewEventsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +2623,7 @@ func (x *ReviewEventsRequest) String() string {
 func (*ReviewEventsRequest) ProtoMessage() {}
 
 func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2467,7 +2636,7 @@ func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReviewEventsRequest) GetThreatId() string {
@@ -2495,7 +2664,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2676,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2689,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReviewEvent) GetId() string {
@@ -2605,7 +2774,7 @@ type LatestRequest struct {
 
 func (x *LatestRequest) Reset() {
 	*x = LatestRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2617,7 +2786,7 @@ func (x *LatestRequest) String() string {
 func (*LatestRequest) ProtoMessage() {}
 
 func (x *LatestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2630,7 +2799,7 @@ func (x *LatestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestRequest.ProtoReflect.Descriptor instead.
 func (*LatestRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *LatestRequest) GetReportType() string {
@@ -2669,7 +2838,7 @@ type VerifiedSummariesRequest struct {
 
 func (x *VerifiedSummariesRequest) Reset() {
 	*x = VerifiedSummariesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2850,7 @@ func (x *VerifiedSummariesRequest) String() string {
 func (*VerifiedSummariesRequest) ProtoMessage() {}
 
 func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2863,7 @@ func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifiedSummariesRequest.ProtoReflect.Descriptor instead.
 func (*VerifiedSummariesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
 }
 
 type Summary struct {
@@ -2712,7 +2881,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +2893,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +2906,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Summary) GetId() string {
@@ -2798,7 +2967,7 @@ type SummaryBatch struct {
 
 func (x *SummaryBatch) Reset() {
 	*x = SummaryBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2979,7 @@ func (x *SummaryBatch) String() string {
 func (*SummaryBatch) ProtoMessage() {}
 
 func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2992,7 @@ func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryBatch.ProtoReflect.Descriptor instead.
 func (*SummaryBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SummaryBatch) GetSummaries() []*Summary {
@@ -2849,7 +3018,7 @@ type ModifyRequest struct {
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +3030,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +3043,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ModifyRequest) GetThreatId() string {
@@ -2946,7 +3115,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3127,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3140,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Revision) GetId() string {
@@ -3061,7 +3230,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3242,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3255,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ModifyResponse) GetThreat() *Threat {
@@ -3117,7 +3286,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3129,7 +3298,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3142,7 +3311,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RevisionDecision) GetRevisionId() string {
@@ -3195,7 +3364,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3376,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3389,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
 }
 
 type RateCounts struct {
@@ -3233,7 +3402,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3414,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3427,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -3283,7 +3452,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3464,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3308,7 +3477,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
 }
 
 type RowBatch struct {
@@ -3322,7 +3491,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3503,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3516,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RowBatch) GetTable() string {
@@ -3373,7 +3542,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3385,7 +3554,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3398,7 +3567,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ImportResult) GetCounts() map[string]int64 {
@@ -3427,7 +3596,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3439,7 +3608,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3452,7 +3621,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -3538,7 +3707,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3550,7 +3719,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3563,7 +3732,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -3650,7 +3819,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3831,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3844,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -3730,7 +3899,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3742,7 +3911,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3755,7 +3924,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -3781,7 +3950,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3793,7 +3962,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3806,7 +3975,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -3825,7 +3994,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3837,7 +4006,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3850,7 +4019,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -3869,7 +4038,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +4050,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3894,7 +4063,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -3913,7 +4082,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +4094,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +4107,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -3960,7 +4129,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3972,7 +4141,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3985,7 +4154,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -4025,7 +4194,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4037,7 +4206,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4050,7 +4219,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -4068,7 +4237,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4080,7 +4249,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4093,7 +4262,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
 type UsageRequest struct {
@@ -4106,7 +4275,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4287,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4300,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -4157,7 +4326,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4338,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4351,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -4202,7 +4371,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4214,7 +4383,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4227,7 +4396,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -4254,7 +4423,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4435,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4448,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -4308,7 +4477,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4320,7 +4489,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4333,7 +4502,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -4373,7 +4542,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4385,7 +4554,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4398,7 +4567,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -4418,7 +4587,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4430,7 +4599,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4443,7 +4612,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -4471,7 +4640,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4483,7 +4652,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4496,7 +4665,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -4524,7 +4693,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4536,7 +4705,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4549,7 +4718,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -4582,7 +4751,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4594,7 +4763,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4607,7 +4776,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -4621,11 +4790,12 @@ var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
-	"\x1eplugins/proto/v1/storage.proto\x12\x11threatd.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcb\x01\n" +
+	"\x1eplugins/proto/v1/storage.proto\x12\x11threatd.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\x01\n" +
 	"\x10ConfigureRequest\x12\x10\n" +
 	"\x03dsn\x18\x01 \x01(\tR\x03dsn\x12\x19\n" +
 	"\bdata_dir\x18\x02 \x01(\tR\adataDir\x12M\n" +
-	"\bsettings\x18\x03 \x03(\v21.threatd.plugin.v1.ConfigureRequest.SettingsEntryR\bsettings\x1a;\n" +
+	"\bsettings\x18\x03 \x03(\v21.threatd.plugin.v1.ConfigureRequest.SettingsEntryR\bsettings\x12\x1c\n" +
+	"\texclusive\x18\x04 \x01(\bR\texclusive\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"-\n" +
@@ -4661,7 +4831,18 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x13SetUserLimitRequest\x12\x14\n" +
 	"\x05email\x18\x01 \x01(\tR\x05email\x125\n" +
 	"\x14submissions_per_hour\x18\x02 \x01(\x05H\x00R\x12submissionsPerHour\x88\x01\x01B\x17\n" +
-	"\x15_submissions_per_hour\"\xa0\x02\n" +
+	"\x15_submissions_per_hour\"p\n" +
+	"\x14SetUserAccessRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x17\n" +
+	"\x04tier\x18\x02 \x01(\tH\x00R\x04tier\x88\x01\x01\x12\x17\n" +
+	"\x04role\x18\x03 \x01(\tH\x01R\x04role\x88\x01\x01B\a\n" +
+	"\x05_tierB\a\n" +
+	"\x05_role\">\n" +
+	"\x10ListUsersRequest\x12\x14\n" +
+	"\x05after\x18\x01 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"B\n" +
+	"\x11ListUsersResponse\x12-\n" +
+	"\x05users\x18\x01 \x03(\v2\x17.threatd.plugin.v1.UserR\x05users\"\xa0\x02\n" +
 	"\x05Token\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
@@ -4981,7 +5162,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"#\n" +
 	"\rLeaseResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held2\xcd\x1c\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held2\xf8\x1d\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -4990,7 +5171,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"CreateUser\x12$.threatd.plugin.v1.CreateUserRequest\x1a\x17.threatd.plugin.v1.User\x12M\n" +
 	"\vUserByEmail\x12%.threatd.plugin.v1.UserByEmailRequest\x1a\x17.threatd.plugin.v1.User\x12O\n" +
-	"\fSetUserLimit\x12&.threatd.plugin.v1.SetUserLimitRequest\x1a\x17.threatd.plugin.v1.User\x12N\n" +
+	"\fSetUserLimit\x12&.threatd.plugin.v1.SetUserLimitRequest\x1a\x17.threatd.plugin.v1.User\x12Q\n" +
+	"\rSetUserAccess\x12'.threatd.plugin.v1.SetUserAccessRequest\x1a\x17.threatd.plugin.v1.User\x12V\n" +
+	"\tListUsers\x12#.threatd.plugin.v1.ListUsersRequest\x1a$.threatd.plugin.v1.ListUsersResponse\x12N\n" +
 	"\vCreateToken\x12%.threatd.plugin.v1.CreateTokenRequest\x1a\x18.threatd.plugin.v1.Token\x12N\n" +
 	"\vRevokeToken\x12%.threatd.plugin.v1.RevokeTokenRequest\x1a\x18.threatd.plugin.v1.Token\x12_\n" +
 	"\fAuthenticate\x12&.threatd.plugin.v1.AuthenticateRequest\x1a'.threatd.plugin.v1.AuthenticateResponse\x12N\n" +
@@ -5043,7 +5226,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -5057,228 +5240,236 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*CreateUserRequest)(nil),           // 9: threatd.plugin.v1.CreateUserRequest
 	(*UserByEmailRequest)(nil),          // 10: threatd.plugin.v1.UserByEmailRequest
 	(*SetUserLimitRequest)(nil),         // 11: threatd.plugin.v1.SetUserLimitRequest
-	(*Token)(nil),                       // 12: threatd.plugin.v1.Token
-	(*ListTokensRequest)(nil),           // 13: threatd.plugin.v1.ListTokensRequest
-	(*RevokeUserTokenRequest)(nil),      // 14: threatd.plugin.v1.RevokeUserTokenRequest
-	(*TokensUsedRequest)(nil),           // 15: threatd.plugin.v1.TokensUsedRequest
-	(*TokensUsedResponse)(nil),          // 16: threatd.plugin.v1.TokensUsedResponse
-	(*SetPasswordRequest)(nil),          // 17: threatd.plugin.v1.SetPasswordRequest
-	(*Session)(nil),                     // 18: threatd.plugin.v1.Session
-	(*CreateSessionResponse)(nil),       // 19: threatd.plugin.v1.CreateSessionResponse
-	(*SessionUserRequest)(nil),          // 20: threatd.plugin.v1.SessionUserRequest
-	(*SessionUserResponse)(nil),         // 21: threatd.plugin.v1.SessionUserResponse
-	(*DeleteSessionRequest)(nil),        // 22: threatd.plugin.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),       // 23: threatd.plugin.v1.DeleteSessionResponse
-	(*ListSubmissionsRequest)(nil),      // 24: threatd.plugin.v1.ListSubmissionsRequest
-	(*ListSubmissionsResponse)(nil),     // 25: threatd.plugin.v1.ListSubmissionsResponse
-	(*CreateTokenRequest)(nil),          // 26: threatd.plugin.v1.CreateTokenRequest
-	(*RevokeTokenRequest)(nil),          // 27: threatd.plugin.v1.RevokeTokenRequest
-	(*AuthenticateRequest)(nil),         // 28: threatd.plugin.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),        // 29: threatd.plugin.v1.AuthenticateResponse
-	(*ChangesRequest)(nil),              // 30: threatd.plugin.v1.ChangesRequest
-	(*Change)(nil),                      // 31: threatd.plugin.v1.Change
-	(*Threat)(nil),                      // 32: threatd.plugin.v1.Threat
-	(*Details)(nil),                     // 33: threatd.plugin.v1.Details
-	(*SubmitPolicy)(nil),                // 34: threatd.plugin.v1.SubmitPolicy
-	(*CreateThreatRequest)(nil),         // 35: threatd.plugin.v1.CreateThreatRequest
-	(*CreateThreatResponse)(nil),        // 36: threatd.plugin.v1.CreateThreatResponse
-	(*GetThreatRequest)(nil),            // 37: threatd.plugin.v1.GetThreatRequest
-	(*GetThreatsRequest)(nil),           // 38: threatd.plugin.v1.GetThreatsRequest
-	(*ThreatList)(nil),                  // 39: threatd.plugin.v1.ThreatList
-	(*ListPendingRequest)(nil),          // 40: threatd.plugin.v1.ListPendingRequest
-	(*Review)(nil),                      // 41: threatd.plugin.v1.Review
-	(*ReviewEventsRequest)(nil),         // 42: threatd.plugin.v1.ReviewEventsRequest
-	(*ReviewEvent)(nil),                 // 43: threatd.plugin.v1.ReviewEvent
-	(*LatestRequest)(nil),               // 44: threatd.plugin.v1.LatestRequest
-	(*VerifiedSummariesRequest)(nil),    // 45: threatd.plugin.v1.VerifiedSummariesRequest
-	(*Summary)(nil),                     // 46: threatd.plugin.v1.Summary
-	(*SummaryBatch)(nil),                // 47: threatd.plugin.v1.SummaryBatch
-	(*ModifyRequest)(nil),               // 48: threatd.plugin.v1.ModifyRequest
-	(*Revision)(nil),                    // 49: threatd.plugin.v1.Revision
-	(*ModifyResponse)(nil),              // 50: threatd.plugin.v1.ModifyResponse
-	(*RevisionDecision)(nil),            // 51: threatd.plugin.v1.RevisionDecision
-	(*ListPendingRevisionsRequest)(nil), // 52: threatd.plugin.v1.ListPendingRevisionsRequest
-	(*RateCounts)(nil),                  // 53: threatd.plugin.v1.RateCounts
-	(*ExportRequest)(nil),               // 54: threatd.plugin.v1.ExportRequest
-	(*RowBatch)(nil),                    // 55: threatd.plugin.v1.RowBatch
-	(*ImportResult)(nil),                // 56: threatd.plugin.v1.ImportResult
-	(*ThreatQuery)(nil),                 // 57: threatd.plugin.v1.ThreatQuery
-	(*FeedQuery)(nil),                   // 58: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 59: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 60: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 61: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 62: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 63: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 64: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 65: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 66: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 67: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 68: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 69: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 70: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 71: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 72: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 73: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 74: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 75: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 76: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 77: threatd.plugin.v1.LeaseResponse
-	nil,                                 // 78: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 79: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 80: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 81: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 82: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 83: google.protobuf.Timestamp
+	(*SetUserAccessRequest)(nil),        // 12: threatd.plugin.v1.SetUserAccessRequest
+	(*ListUsersRequest)(nil),            // 13: threatd.plugin.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 14: threatd.plugin.v1.ListUsersResponse
+	(*Token)(nil),                       // 15: threatd.plugin.v1.Token
+	(*ListTokensRequest)(nil),           // 16: threatd.plugin.v1.ListTokensRequest
+	(*RevokeUserTokenRequest)(nil),      // 17: threatd.plugin.v1.RevokeUserTokenRequest
+	(*TokensUsedRequest)(nil),           // 18: threatd.plugin.v1.TokensUsedRequest
+	(*TokensUsedResponse)(nil),          // 19: threatd.plugin.v1.TokensUsedResponse
+	(*SetPasswordRequest)(nil),          // 20: threatd.plugin.v1.SetPasswordRequest
+	(*Session)(nil),                     // 21: threatd.plugin.v1.Session
+	(*CreateSessionResponse)(nil),       // 22: threatd.plugin.v1.CreateSessionResponse
+	(*SessionUserRequest)(nil),          // 23: threatd.plugin.v1.SessionUserRequest
+	(*SessionUserResponse)(nil),         // 24: threatd.plugin.v1.SessionUserResponse
+	(*DeleteSessionRequest)(nil),        // 25: threatd.plugin.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),       // 26: threatd.plugin.v1.DeleteSessionResponse
+	(*ListSubmissionsRequest)(nil),      // 27: threatd.plugin.v1.ListSubmissionsRequest
+	(*ListSubmissionsResponse)(nil),     // 28: threatd.plugin.v1.ListSubmissionsResponse
+	(*CreateTokenRequest)(nil),          // 29: threatd.plugin.v1.CreateTokenRequest
+	(*RevokeTokenRequest)(nil),          // 30: threatd.plugin.v1.RevokeTokenRequest
+	(*AuthenticateRequest)(nil),         // 31: threatd.plugin.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),        // 32: threatd.plugin.v1.AuthenticateResponse
+	(*ChangesRequest)(nil),              // 33: threatd.plugin.v1.ChangesRequest
+	(*Change)(nil),                      // 34: threatd.plugin.v1.Change
+	(*Threat)(nil),                      // 35: threatd.plugin.v1.Threat
+	(*Details)(nil),                     // 36: threatd.plugin.v1.Details
+	(*SubmitPolicy)(nil),                // 37: threatd.plugin.v1.SubmitPolicy
+	(*CreateThreatRequest)(nil),         // 38: threatd.plugin.v1.CreateThreatRequest
+	(*CreateThreatResponse)(nil),        // 39: threatd.plugin.v1.CreateThreatResponse
+	(*GetThreatRequest)(nil),            // 40: threatd.plugin.v1.GetThreatRequest
+	(*GetThreatsRequest)(nil),           // 41: threatd.plugin.v1.GetThreatsRequest
+	(*ThreatList)(nil),                  // 42: threatd.plugin.v1.ThreatList
+	(*ListPendingRequest)(nil),          // 43: threatd.plugin.v1.ListPendingRequest
+	(*Review)(nil),                      // 44: threatd.plugin.v1.Review
+	(*ReviewEventsRequest)(nil),         // 45: threatd.plugin.v1.ReviewEventsRequest
+	(*ReviewEvent)(nil),                 // 46: threatd.plugin.v1.ReviewEvent
+	(*LatestRequest)(nil),               // 47: threatd.plugin.v1.LatestRequest
+	(*VerifiedSummariesRequest)(nil),    // 48: threatd.plugin.v1.VerifiedSummariesRequest
+	(*Summary)(nil),                     // 49: threatd.plugin.v1.Summary
+	(*SummaryBatch)(nil),                // 50: threatd.plugin.v1.SummaryBatch
+	(*ModifyRequest)(nil),               // 51: threatd.plugin.v1.ModifyRequest
+	(*Revision)(nil),                    // 52: threatd.plugin.v1.Revision
+	(*ModifyResponse)(nil),              // 53: threatd.plugin.v1.ModifyResponse
+	(*RevisionDecision)(nil),            // 54: threatd.plugin.v1.RevisionDecision
+	(*ListPendingRevisionsRequest)(nil), // 55: threatd.plugin.v1.ListPendingRevisionsRequest
+	(*RateCounts)(nil),                  // 56: threatd.plugin.v1.RateCounts
+	(*ExportRequest)(nil),               // 57: threatd.plugin.v1.ExportRequest
+	(*RowBatch)(nil),                    // 58: threatd.plugin.v1.RowBatch
+	(*ImportResult)(nil),                // 59: threatd.plugin.v1.ImportResult
+	(*ThreatQuery)(nil),                 // 60: threatd.plugin.v1.ThreatQuery
+	(*FeedQuery)(nil),                   // 61: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 62: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 63: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 64: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 65: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 66: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 67: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 68: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 69: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 70: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 71: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 72: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 73: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 74: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 75: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 76: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 77: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 78: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 79: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 80: threatd.plugin.v1.LeaseResponse
+	nil,                                 // 81: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 82: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 83: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 84: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 85: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 86: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	78,  // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	83,  // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	81,  // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	86,  // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	83,  // 3: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 4: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	83,  // 5: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	79,  // 6: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	83,  // 7: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 8: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	18,  // 9: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
-	8,   // 10: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
-	32,  // 11: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
-	12,  // 12: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
-	12,  // 13: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
-	8,   // 14: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	83,  // 15: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	83,  // 16: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 17: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	83,  // 18: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
-	33,  // 19: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	83,  // 20: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	83,  // 21: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	83,  // 22: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	83,  // 23: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
-	32,  // 24: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
-	34,  // 25: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	32,  // 26: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	83,  // 27: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	83,  // 28: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	83,  // 29: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
-	46,  // 30: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	83,  // 31: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
-	34,  // 32: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	83,  // 33: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 34: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
-	32,  // 35: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
-	49,  // 36: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	83,  // 37: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	80,  // 38: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	81,  // 39: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	83,  // 40: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	83,  // 41: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	83,  // 42: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	83,  // 43: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	83,  // 44: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	83,  // 45: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	83,  // 46: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	59,  // 47: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
-	32,  // 48: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	83,  // 49: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	65,  // 50: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	82,  // 51: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	32,  // 52: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	70,  // 53: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	72,  // 54: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	83,  // 55: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	83,  // 56: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 57: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,   // 58: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,   // 59: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,   // 60: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,   // 61: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10,  // 62: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11,  // 63: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	26,  // 64: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	27,  // 65: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	28,  // 66: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	13,  // 67: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
-	14,  // 68: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
-	15,  // 69: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
-	17,  // 70: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
-	18,  // 71: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
-	20,  // 72: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
-	22,  // 73: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
-	24,  // 74: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
-	35,  // 75: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	37,  // 76: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	38,  // 77: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	40,  // 78: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	41,  // 79: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	42,  // 80: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	44,  // 81: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	45,  // 82: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	48,  // 83: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	51,  // 84: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	52,  // 85: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	53,  // 86: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	54,  // 87: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	55,  // 88: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	57,  // 89: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	58,  // 90: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	61,  // 91: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	62,  // 92: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	63,  // 93: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	66,  // 94: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	68,  // 95: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	71,  // 96: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	74,  // 97: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	76,  // 98: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	30,  // 99: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,   // 100: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 101: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 102: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 103: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 104: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 105: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 106: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	12,  // 107: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	12,  // 108: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	29,  // 109: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	12,  // 110: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	12,  // 111: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	16,  // 112: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 113: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	19,  // 114: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	21,  // 115: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	23,  // 116: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	25,  // 117: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	36,  // 118: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	32,  // 119: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	39,  // 120: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	32,  // 121: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
-	32,  // 122: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	43,  // 123: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	32,  // 124: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	47,  // 125: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	50,  // 126: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	50,  // 127: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	49,  // 128: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	53,  // 129: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	55,  // 130: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	56,  // 131: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	32,  // 132: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	60,  // 133: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	59,  // 134: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	49,  // 135: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	64,  // 136: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	67,  // 137: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	69,  // 138: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	73,  // 139: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	75,  // 140: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	77,  // 141: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	31,  // 142: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	100, // [100:143] is the sub-list for method output_type
-	57,  // [57:100] is the sub-list for method input_type
-	57,  // [57:57] is the sub-list for extension type_name
-	57,  // [57:57] is the sub-list for extension extendee
-	0,   // [0:57] is the sub-list for field type_name
+	8,   // 3: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
+	86,  // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	86,  // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	86,  // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	82,  // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	86,  // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	86,  // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	21,  // 10: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
+	8,   // 11: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
+	35,  // 12: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
+	15,  // 13: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
+	15,  // 14: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
+	8,   // 15: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
+	86,  // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	86,  // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	86,  // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	86,  // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	36,  // 20: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
+	86,  // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	86,  // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	86,  // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	86,  // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	35,  // 25: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
+	37,  // 26: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	35,  // 27: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
+	86,  // 28: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	86,  // 29: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	86,  // 30: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	49,  // 31: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
+	86,  // 32: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	37,  // 33: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	86,  // 34: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	86,  // 35: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	35,  // 36: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
+	52,  // 37: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	86,  // 38: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	83,  // 39: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	84,  // 40: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	86,  // 41: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	86,  // 42: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	86,  // 43: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	86,  // 44: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	86,  // 45: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	86,  // 46: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	86,  // 47: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	62,  // 48: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	35,  // 49: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
+	86,  // 50: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	68,  // 51: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	85,  // 52: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	35,  // 53: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	73,  // 54: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	75,  // 55: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	86,  // 56: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	86,  // 57: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 58: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,   // 59: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,   // 60: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,   // 61: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,   // 62: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10,  // 63: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11,  // 64: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	12,  // 65: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
+	13,  // 66: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
+	29,  // 67: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	30,  // 68: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	31,  // 69: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	16,  // 70: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
+	17,  // 71: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
+	18,  // 72: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
+	20,  // 73: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
+	21,  // 74: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
+	23,  // 75: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
+	25,  // 76: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
+	27,  // 77: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
+	38,  // 78: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	40,  // 79: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	41,  // 80: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	43,  // 81: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	44,  // 82: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	45,  // 83: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	47,  // 84: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	48,  // 85: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	51,  // 86: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	54,  // 87: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	55,  // 88: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	56,  // 89: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	57,  // 90: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	58,  // 91: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	60,  // 92: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	61,  // 93: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	64,  // 94: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	65,  // 95: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	66,  // 96: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	69,  // 97: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	71,  // 98: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	74,  // 99: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	77,  // 100: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	79,  // 101: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	33,  // 102: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	1,   // 103: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 104: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 105: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 106: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 107: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 108: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 109: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 110: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 111: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 112: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 113: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	32,  // 114: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 115: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 116: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 117: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 118: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 119: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	24,  // 120: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	26,  // 121: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	28,  // 122: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	39,  // 123: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	35,  // 124: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	42,  // 125: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	35,  // 126: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.Threat
+	35,  // 127: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	46,  // 128: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	35,  // 129: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	50,  // 130: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	53,  // 131: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	53,  // 132: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	52,  // 133: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	56,  // 134: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	58,  // 135: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	59,  // 136: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	35,  // 137: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	63,  // 138: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	62,  // 139: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	52,  // 140: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	67,  // 141: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	70,  // 142: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	72,  // 143: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	76,  // 144: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	78,  // 145: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	80,  // 146: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	34,  // 147: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	103, // [103:148] is the sub-list for method output_type
+	58,  // [58:103] is the sub-list for method input_type
+	58,  // [58:58] is the sub-list for extension type_name
+	58,  // [58:58] is the sub-list for extension extendee
+	0,   // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -5288,14 +5479,15 @@ func file_plugins_proto_v1_storage_proto_init() {
 	}
 	file_plugins_proto_v1_storage_proto_msgTypes[8].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[11].OneofWrappers = []any{}
-	file_plugins_proto_v1_storage_proto_msgTypes[33].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[12].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[36].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   83,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

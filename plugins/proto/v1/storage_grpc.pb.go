@@ -34,6 +34,8 @@ const (
 	Storage_CreateUser_FullMethodName           = "/threatd.plugin.v1.Storage/CreateUser"
 	Storage_UserByEmail_FullMethodName          = "/threatd.plugin.v1.Storage/UserByEmail"
 	Storage_SetUserLimit_FullMethodName         = "/threatd.plugin.v1.Storage/SetUserLimit"
+	Storage_SetUserAccess_FullMethodName        = "/threatd.plugin.v1.Storage/SetUserAccess"
+	Storage_ListUsers_FullMethodName            = "/threatd.plugin.v1.Storage/ListUsers"
 	Storage_CreateToken_FullMethodName          = "/threatd.plugin.v1.Storage/CreateToken"
 	Storage_RevokeToken_FullMethodName          = "/threatd.plugin.v1.Storage/RevokeToken"
 	Storage_Authenticate_FullMethodName         = "/threatd.plugin.v1.Storage/Authenticate"
@@ -87,6 +89,8 @@ type StorageClient interface {
 	CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*User, error)
 	UserByEmail(ctx context.Context, in *UserByEmailRequest, opts ...grpc.CallOption) (*User, error)
 	SetUserLimit(ctx context.Context, in *SetUserLimitRequest, opts ...grpc.CallOption) (*User, error)
+	SetUserAccess(ctx context.Context, in *SetUserAccessRequest, opts ...grpc.CallOption) (*User, error)
+	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*Token, error)
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*Token, error)
 	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error)
@@ -230,6 +234,26 @@ func (c *storageClient) SetUserLimit(ctx context.Context, in *SetUserLimitReques
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(User)
 	err := c.cc.Invoke(ctx, Storage_SetUserLimit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) SetUserAccess(ctx context.Context, in *SetUserAccessRequest, opts ...grpc.CallOption) (*User, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(User)
+	err := c.cc.Invoke(ctx, Storage_SetUserAccess_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, Storage_ListUsers_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -713,6 +737,8 @@ type StorageServer interface {
 	CreateUser(context.Context, *CreateUserRequest) (*User, error)
 	UserByEmail(context.Context, *UserByEmailRequest) (*User, error)
 	SetUserLimit(context.Context, *SetUserLimitRequest) (*User, error)
+	SetUserAccess(context.Context, *SetUserAccessRequest) (*User, error)
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
 	CreateToken(context.Context, *CreateTokenRequest) (*Token, error)
 	RevokeToken(context.Context, *RevokeTokenRequest) (*Token, error)
 	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
@@ -812,6 +838,12 @@ func (UnimplementedStorageServer) UserByEmail(context.Context, *UserByEmailReque
 }
 func (UnimplementedStorageServer) SetUserLimit(context.Context, *SetUserLimitRequest) (*User, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetUserLimit not implemented")
+}
+func (UnimplementedStorageServer) SetUserAccess(context.Context, *SetUserAccessRequest) (*User, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetUserAccess not implemented")
+}
+func (UnimplementedStorageServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
 }
 func (UnimplementedStorageServer) CreateToken(context.Context, *CreateTokenRequest) (*Token, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
@@ -1064,6 +1096,42 @@ func _Storage_SetUserLimit_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StorageServer).SetUserLimit(ctx, req.(*SetUserLimitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_SetUserAccess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetUserAccessRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).SetUserAccess(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_SetUserAccess_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).SetUserAccess(ctx, req.(*SetUserAccessRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListUsers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ListUsers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ListUsers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ListUsers(ctx, req.(*ListUsersRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1662,6 +1730,14 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetUserLimit",
 			Handler:    _Storage_SetUserLimit_Handler,
+		},
+		{
+			MethodName: "SetUserAccess",
+			Handler:    _Storage_SetUserAccess_Handler,
+		},
+		{
+			MethodName: "ListUsers",
+			Handler:    _Storage_ListUsers_Handler,
 		},
 		{
 			MethodName: "CreateToken",
