@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/uptrace/bun"
+
 	"github.com/threatd/threatd/core"
 )
 
@@ -46,12 +48,19 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (core.User, error
 
 // SetUserLimit sets or clears a user's hourly submission limit.
 func (s *Store) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
+	return s.updateUser(ctx, email, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("submissions_per_hour = ?", perHour)
+	})
+}
+
+// updateUser applies set to the user with that e-mail in one transaction,
+// with its change-feed entry (the daemons' user caches follow it), and
+// returns the user as stored; ErrNotFound when no user has that e-mail.
+func (s *Store) updateUser(ctx context.Context, email string, set func(*bun.UpdateQuery) *bun.UpdateQuery) (core.User, error) {
 	var row userRow
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		now := s.now()
-		res, err := tx.NewUpdate().Model((*userRow)(nil)).
-			Set("submissions_per_hour = ?", perHour).Set("updated_at = ?", now).
-			Where("email = ?", email).Exec(ctx)
+		res, err := set(tx.NewUpdate().Model((*userRow)(nil)).Set("updated_at = ?", now).Where("email = ?", email)).Exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -143,33 +152,15 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (core.Token, core
 
 // SetUserAccess changes a user's tier and role (nil = unchanged).
 func (s *Store) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
-	var row userRow
-	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		now := s.now()
-		q := tx.NewUpdate().Model((*userRow)(nil)).Set("updated_at = ?", now).Where("email = ?", email)
+	return s.updateUser(ctx, email, func(q *bun.UpdateQuery) *bun.UpdateQuery {
 		if tier != nil {
 			q = q.Set("tier = ?", string(*tier))
 		}
 		if role != nil {
 			q = q.Set("role = ?", string(*role))
 		}
-		res, err := q.Exec(ctx)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return core.NotFound("user", email)
-		}
-		if err := tx.NewSelect().Model(&row).Where("email = ?", email).Scan(ctx); err != nil {
-			return err
-		}
-		tx.record(core.EntityUser, row.ID, "update", now)
-		return nil
+		return q
 	})
-	if err != nil {
-		return core.User{}, err
-	}
-	return row.domain(), nil
 }
 
 // ListUsers returns a page of users in e-mail order (the unique index on
