@@ -26,9 +26,10 @@ build:
 
 # Build, create a first admin user if the database is new (its token is
 # printed once), then serve on https://127.0.0.1:8443/functions/v1.
+# `make run CONFIG=threatd.yaml` starts with a configuration file.
 run: build
-	$(BIN)/threatd bootstrap --email admin@localhost
-	$(BIN)/threatd serve
+	$(BIN)/threatd bootstrap --email admin@localhost $(if $(CONFIG),--config $(CONFIG))
+	$(BIN)/threatd serve $(if $(CONFIG),--config $(CONFIG))
 
 # The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
 test: build postgres browser osv-scanner
