@@ -63,24 +63,24 @@ type IOC struct {
 
 // refangers undo the defanging conventions seen in threat reports (spec §2.3
 // and the common variants).
-var refangers = []guarded{
-	{regexp.MustCompile(`(?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }},
-	{regexp.MustCompile(`(?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }},
-	{regexp.MustCompile(`(?i)\bfxp://`), func(s string) bool { return containsFold(s, "fxp://") }},
-	{regexp.MustCompile(`\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}| \[dot\] | dot `), containsAny("[.]", "(.)", "{.}", "[dot]", "(dot)", "{dot}", " dot ")},
-	{regexp.MustCompile(`\[:\]`), containsAny("[:]")},
-	{regexp.MustCompile(`\[/\]`), containsAny("[/]")},
-	{regexp.MustCompile(`\[@\]|\[at\]`), containsAny("[@]", "[at]")},
+var refangers = []struct {
+	guarded
+	repl string
+}{
+	{guarded{regexp.MustCompile(`(?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }}, "https://"},
+	{guarded{regexp.MustCompile(`(?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }}, "http://"},
+	{guarded{regexp.MustCompile(`(?i)\bfxp://`), func(s string) bool { return containsFold(s, "fxp://") }}, "ftp://"},
+	{guarded{regexp.MustCompile(`\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}| \[dot\] | dot `), containsAny("[.]", "(.)", "{.}", "[dot]", "(dot)", "{dot}", " dot ")}, "."},
+	{guarded{regexp.MustCompile(`\[:\]`), containsAny("[:]")}, ":"},
+	{guarded{regexp.MustCompile(`\[/\]`), containsAny("[/]")}, "/"},
+	{guarded{regexp.MustCompile(`\[@\]|\[at\]`), containsAny("[@]", "[at]")}, "@"},
 }
-
-// refangRepl are the replacements of refangers, in order.
-var refangRepl = []string{"https://", "http://", "ftp://", ".", ":", "/", "@"}
 
 // Refang turns defanged text back into live indicators: hxxps:// → https://,
 // [.] (.) [dot] → ., [:] → :.
 func Refang(s string) string {
-	for i, r := range refangers {
-		s = r.replaceAll(s, refangRepl[i])
+	for _, r := range refangers {
+		s = r.replaceAll(s, r.repl)
 	}
 	return s
 }

@@ -164,7 +164,7 @@ func withoutNames(text string, names ...string) string {
 			i++
 			continue
 		}
-		if b.Len() == 0 && from == 0 {
+		if from == 0 { // the first name found
 			b.Grow(len(text))
 		}
 		b.WriteString(text[from:i])

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
@@ -93,10 +94,10 @@ func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour 
 func (c *StorageClient) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
 	req := &pb.SetUserAccessRequest{Email: email}
 	if tier != nil {
-		req.Tier = ptr(string(*tier))
+		req.Tier = proto.String(string(*tier))
 	}
 	if role != nil {
-		req.Role = ptr(string(*role))
+		req.Role = proto.String(string(*role))
 	}
 	r, err := c.conn().SetUserAccess(ctx, req)
 	return call(r, err, userFromPB)
@@ -491,5 +492,3 @@ type storageConn struct{ pb.StorageClient }
 
 // conn is the client of the current storage process.
 func (c *StorageClient) conn() pb.StorageClient { return c.rpc.Load().StorageClient }
-
-func ptr[T any](v T) *T { return &v }

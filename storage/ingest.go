@@ -56,7 +56,7 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 			if err := pending.flush(ctx, tx); err != nil {
 				return err
 			}
-			o, err := s.importOne(ctx, tx, rec, actor)
+			o, err := s.importOne(ctx, tx, rec, iocs[i], actor)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.UpstreamID, err)
 			}
@@ -246,7 +246,8 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 	return nil
 }
 
-func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, actor string) (core.ImportOutcome, error) {
+// importOne applies one record; iocs are its indicators (extractAll).
+func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, iocs []core.IOC, actor string) (core.ImportOutcome, error) {
 	t := rec.Threat
 	now := s.now()
 	var existing threatRow
@@ -281,7 +282,7 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 			return core.ImportOutcome{Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}, nil
 		}
 		var n newReports
-		o := n.add(t, core.ExtractIOCs(t), actor, now)
+		o := n.add(t, iocs, actor, now)
 		return o, n.flush(ctx, tx)
 	}
 	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,23 +77,18 @@ func userListCmd() *cobra.Command {
 	return c
 }
 
-// userAccessCmd is set-tier or set-role.
-func userAccessCmd(what string) *cobra.Command {
-	values := map[string]string{"tier": "free or paid", "role": "submitter, reviewer or admin"}[what]
+// userAccessCmd is set-tier or set-role: what names the flag, choices its
+// values, set the change.
+func userAccessCmd(what, choices string, set func(a *core.Accounts, ctx context.Context, email, value string) (core.User, error)) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "set-" + what + " --email E --" + what + " " + map[string]string{"tier": "free|paid", "role": "submitter|reviewer|admin"}[what],
-		Short: "Change a user's " + what + " (" + values + "); the daemons apply it within cache.freshness",
+		Use:   "set-" + what + " --email E --" + what + " " + strings.ReplaceAll(choices, ", ", "|"),
+		Short: "Change a user's " + what + " (" + choices + "); the daemons apply it within cache.freshness",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			email, _ := cmd.Flags().GetString("email")
 			value, _ := cmd.Flags().GetString(what)
 			return withEnv(cmd, func(e *env) error {
-				a := core.NewAccounts(e.store)
-				set := a.SetTier
-				if what == "role" {
-					set = a.SetRole
-				}
-				u, err := set(cmd.Context(), email, value)
+				u, err := set(core.NewAccounts(e.store), cmd.Context(), email, value)
 				if err != nil {
 					return friendly(err)
 				}
@@ -102,7 +98,7 @@ func userAccessCmd(what string) *cobra.Command {
 		},
 	}
 	c.Flags().String("email", "", "the user's e-mail address (required)")
-	c.Flags().String(what, "", "the new "+what+": "+values+" (required)")
+	c.Flags().String(what, "", "the new "+what+": "+choices+" (required)")
 	_ = c.MarkFlagRequired("email")
 	_ = c.MarkFlagRequired(what)
 	return c

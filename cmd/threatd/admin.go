@@ -111,7 +111,7 @@ func userCmd() *cobra.Command {
 	setPassword.Flags().String("email", "", "the user's e-mail address (required)")
 	_ = setPassword.MarkFlagRequired("email")
 
-	user.AddCommand(add, userListCmd(), userAccessCmd("tier"), userAccessCmd("role"), setLimit, setPassword)
+	user.AddCommand(add, userListCmd(), userAccessCmd("tier", "free, paid", (*core.Accounts).SetTier), userAccessCmd("role", "submitter, reviewer, admin", (*core.Accounts).SetRole), setLimit, setPassword)
 	return user
 }
 
