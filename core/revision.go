@@ -26,8 +26,8 @@ type Revision struct {
 	AuthorID   string
 	AuthorName string
 	State      string
-	// Patch holds the submit fields the author gave; nil fields are unchanged.
-	Patch     Submission
+	// Patch holds the fields the author gave; nil fields are unchanged.
+	Patch     Patch
 	Note      string
 	CreatedAt time.Time
 	DecidedAt *time.Time
@@ -39,7 +39,7 @@ type Modification struct {
 	ThreatID   string
 	AuthorID   string
 	AuthorName string
-	Patch      Submission
+	Patch      Patch
 	// BaseRevision is the report revision the patch was validated against.
 	BaseRevision int
 	At           time.Time
@@ -55,11 +55,27 @@ type RevisionDecision struct {
 	At         time.Time
 }
 
+// Patch is a change to a report (PUT /modify-threat-report, a revision): the
+// submit fields it replaces, and evidence it adds to the report's own.
+type Patch struct {
+	Submission
+	// EvidenceReferencesAdd lists evidence URLs, separated by |, appended to
+	// the report's evidence_references (after any replacement the patch
+	// gives) when the patch applies, so that adding evidence never loses the
+	// links a reviewer approved meanwhile. URLs the report lists already are
+	// not repeated.
+	EvidenceReferencesAdd *string `json:"evidence_references_add,omitzero"`
+}
+
+// evidenceAddField is EvidenceReferencesAdd's JSON name.
+const evidenceAddField = "evidence_references_add"
+
 // ApplyPatch merges patch onto t (given fields replace, others stay; an
-// empty string or array clears a field) and validates the result as a
-// submission. The identity fields (report_type, resource_identifier,
-// registry) may be repeated but not changed.
-func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
+// empty string or array clears a field; evidence_references_add appends)
+// and validates the result as a submission. The identity fields
+// (report_type, resource_identifier, registry) may be repeated but not
+// changed.
+func ApplyPatch(t Threat, patch Patch, now time.Time) (Threat, error) {
 	if patch.ReportType != nil && strings.TrimSpace(*patch.ReportType) != string(t.ReportType) {
 		return Threat{}, Invalid("report_type", "cannot be changed (the report is a %s report)", t.ReportType)
 	}
@@ -75,10 +91,17 @@ func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
 	}
 	m := t.AsSubmission()
 	for _, f := range submissionFields {
-		if v, given := f.value(&patch); given && !f.identity {
+		if v, given := f.value(&patch.Submission); given && !f.identity {
 			dst, _ := f.value(&m)
 			dst.Set(v)
 		}
+	}
+	if patch.EvidenceReferencesAdd != nil {
+		all, err := addEvidence(m.EvidenceReferences, *patch.EvidenceReferencesAdd)
+		if err != nil {
+			return Threat{}, err
+		}
+		m.EvidenceReferences = &all
 	}
 	if patch.ThreatDescription != nil && strings.TrimSpace(*patch.ThreatDescription) == "" {
 		return Threat{}, Invalid("threat_description", "cannot be emptied: it is required")
@@ -94,9 +117,12 @@ func ApplyPatch(t Threat, patch Submission, now time.Time) (Threat, error) {
 
 // PatchIsEmpty reports whether a patch changes nothing at all (identity
 // fields, which cannot change, do not count).
-func PatchIsEmpty(p Submission) bool {
+func PatchIsEmpty(p Patch) bool {
+	if p.EvidenceReferencesAdd != nil {
+		return false
+	}
 	for _, f := range submissionFields {
-		if _, given := f.value(&p); given && !f.identity {
+		if _, given := f.value(&p.Submission); given && !f.identity {
 			return false
 		}
 	}
@@ -104,13 +130,16 @@ func PatchIsEmpty(p Submission) bool {
 }
 
 // PatchFields names the fields a patch gives, by their JSON names, in the
-// order of Submission ([] when none).
-func PatchFields(p Submission) []string {
+// order of Submission, evidence_references_add last ([] when none).
+func PatchFields(p Patch) []string {
 	out := []string{}
 	for _, f := range submissionFields {
-		if _, given := f.value(&p); given {
+		if _, given := f.value(&p.Submission); given {
 			out = append(out, f.name)
 		}
+	}
+	if p.EvidenceReferencesAdd != nil {
+		out = append(out, evidenceAddField)
 	}
 	return out
 }
@@ -118,7 +147,7 @@ func PatchFields(p Submission) []string {
 // ProposedChanges lists what patch would change in t, field by field (a
 // pending revision as a reviewer reads it); an error when the patch no
 // longer applies to t.
-func ProposedChanges(t Threat, patch Submission) ([]FieldChange, error) {
+func ProposedChanges(t Threat, patch Patch) ([]FieldChange, error) {
 	proposed, err := ApplyPatch(t, patch, time.Now())
 	if err != nil {
 		return nil, err
@@ -153,7 +182,7 @@ func Diff(old, new Details) []FieldChange {
 // Modify validates a change to a report and stores it: the owner's change to
 // a pending report applies at once; any other change waits for review as a
 // pending revision. It counts toward the caller's hourly limit.
-func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patch Submission) (Threat, Revision, error) {
+func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patch Patch) (Threat, Revision, error) {
 	if _, err := uuid.Parse(threatID); err != nil {
 		return Threat{}, Revision{}, Invalid("threat_id", "must be a UUID (got %q)", threatID)
 	}

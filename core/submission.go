@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -184,7 +185,7 @@ var fieldRules = map[string]func(s *Submission, t *Threat, now time.Time) (err e
 	},
 	"evidence_references": func(s *Submission, t *Threat, _ time.Time) (err error) {
 		if present(s.EvidenceReferences) {
-			t.Details.EvidenceReferences, err = evidence(*s.EvidenceReferences)
+			t.Details.EvidenceReferences, err = evidence("evidence_references", *s.EvidenceReferences)
 		}
 		return err
 	},
@@ -270,23 +271,53 @@ func stringList(field string, in []string, maxItems, maxLen int) ([]string, erro
 	return out, nil
 }
 
-func evidence(s string) (string, error) {
+// evidence validates a |-separated list of evidence URLs (field names the
+// field it came in) and returns it trimmed.
+func evidence(field, s string) (string, error) {
 	parts := strings.Split(s, "|")
 	if len(parts) > maxEvidence {
-		return "", Invalid("evidence_references", "has more than %d URLs", maxEvidence)
+		return "", Invalid(field, "has more than %d URLs", maxEvidence)
 	}
 	out := make([]string, 0, len(parts))
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			return "", Invalid("evidence_references", "entry %d is empty: URLs are separated by a single |", i)
+			return "", Invalid(field, "entry %d is empty: URLs are separated by a single |", i)
 		}
-		if _, err := canonicalHTTPURL("evidence_references", p); err != nil {
-			return "", Invalid("evidence_references", "entry %d: %s", i, err.(*FieldError).Message)
+		if _, err := canonicalHTTPURL(field, p); err != nil {
+			return "", Invalid(field, "entry %d: %s", i, err.(*FieldError).Message)
 		}
 		out = append(out, p)
 	}
 	return strings.Join(out, "|"), nil
+}
+
+// addEvidence appends the URLs of add (evidence_references_add) that cur
+// (a report's evidence_references, nil or "" for none) does not list yet.
+func addEvidence(cur *string, add string) (string, error) {
+	if strings.TrimSpace(add) == "" {
+		return "", Invalid(evidenceAddField, "is empty: give one or more URLs separated by |")
+	}
+	extra, err := evidence(evidenceAddField, add)
+	if err != nil {
+		return "", err
+	}
+	var have []string
+	if cur != nil && strings.TrimSpace(*cur) != "" {
+		have = strings.Split(*cur, "|")
+		for i := range have {
+			have[i] = strings.TrimSpace(have[i])
+		}
+	}
+	for _, u := range strings.Split(extra, "|") {
+		if !slices.Contains(have, u) {
+			have = append(have, u)
+		}
+	}
+	if len(have) > maxEvidence {
+		return "", Invalid(evidenceAddField, "would give the report %d evidence URLs; at most %d are kept", len(have), maxEvidence)
+	}
+	return strings.Join(have, "|"), nil
 }
 
 var versionRe = regexp.MustCompile(`^[0-9A-Za-z*][0-9A-Za-z.+_~^*-]{0,63}$`)

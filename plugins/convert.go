@@ -243,7 +243,7 @@ func eventFromPB(e *pb.ReviewEvent) core.ReviewEvent {
 
 // patchToPB and patchFromPB carry a patch as core.Submission's JSON: the
 // fields are defined once, in core.
-func patchToPB(s core.Submission) []byte {
+func patchToPB(s core.Patch) []byte {
 	b, _ := json.Marshal(s) // strings, lists and numbers: cannot fail
 	return b
 }
@@ -252,17 +252,17 @@ func patchToPB(s core.Submission) []byte {
 // a protocol error: a write refuses them (patchFromWire) rather than store
 // an empty change; a revision read back never has them (storage wrote
 // them from a core.Submission).
-func patchFromPB(b []byte) core.Submission {
+func patchFromPB(b []byte) core.Patch {
 	s, _ := patchFromWire(b)
 	return s
 }
 
 // patchFromWire decodes a patch a write carries, or names why it cannot.
-func patchFromWire(b []byte) (core.Submission, error) {
-	var s core.Submission
+func patchFromWire(b []byte) (core.Patch, error) {
+	var s core.Patch
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &s); err != nil {
-			return core.Submission{}, core.Invalid("patch", "is not a patch of submit fields: %v", err)
+			return core.Patch{}, core.Invalid("patch", "is not a patch of submit fields: %v", err)
 		}
 	}
 	return s, nil

@@ -111,10 +111,11 @@ func TestPatchFromWire(t *testing.T) {
 	if _, err := patchFromWire([]byte(`{"tags":"not a list"}`)); !errors.As(err, &fe) || fe.Field != "patch" {
 		t.Fatalf("bad bytes: %v", err)
 	}
-	sev := "high"
-	in := core.Submission{SeverityLevel: &sev, Tags: []string{}}
+	sev, add := "high", "https://blog.example/more"
+	in := core.Patch{Submission: core.Submission{SeverityLevel: &sev, Tags: []string{}}, EvidenceReferencesAdd: &add}
 	out, err := patchFromWire(patchToPB(in))
-	if err != nil || out.SeverityLevel == nil || *out.SeverityLevel != "high" || out.Tags == nil || len(out.Tags) != 0 || out.Contributors != nil {
+	if err != nil || out.SeverityLevel == nil || *out.SeverityLevel != "high" || out.Tags == nil || len(out.Tags) != 0 || out.Contributors != nil ||
+		out.EvidenceReferencesAdd == nil || *out.EvidenceReferencesAdd != add {
 		t.Fatalf("round trip: %+v %v", out, err)
 	}
 	if empty, err := patchFromWire(nil); err != nil || !core.PatchIsEmpty(empty) {

@@ -325,7 +325,7 @@ func (s *Store) importRevision(ctx context.Context, tx *txn, row *threatRow, t c
 	patch := t.AsSubmission()
 	patch.ReportType, patch.ResourceIdentifier, patch.Registry = nil, nil, nil
 	rev := revisionRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Number: last + 1, AuthorName: actor,
-		State: core.RevisionApproved, Changes: patch, Note: str("upstream " + t.Source + " " + t.UpstreamID),
+		State: core.RevisionApproved, Changes: core.Patch{Submission: patch}, Note: str("upstream " + t.Source + " " + t.UpstreamID),
 		CreatedAt: now, DecidedAt: &now, DecidedBy: &actor}
 	if _, err := tx.NewInsert().Model(&rev).Exec(ctx); err != nil {
 		return err

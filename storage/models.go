@@ -256,13 +256,13 @@ type revisionRow struct {
 	AuthorID   *string `bun:"author_id"`
 	AuthorName string  `bun:"author_name,notnull"`
 	State      string  `bun:"state,notnull"`
-	// Changes is the patch as the API received it: core.Submission's JSON
+	// Changes is the patch as the API received it: core.Patch's JSON
 	// (absent fields omitted, a list cleared as []).
-	Changes   core.Submission `bun:"changes,notnull,type:jsonb"`
-	Note      *string         `bun:"note"`
-	CreatedAt time.Time       `bun:"created_at,notnull"`
-	DecidedAt *time.Time      `bun:"decided_at"`
-	DecidedBy *string         `bun:"decided_by"`
+	Changes   core.Patch `bun:"changes,notnull,type:jsonb"`
+	Note      *string    `bun:"note"`
+	CreatedAt time.Time  `bun:"created_at,notnull"`
+	DecidedAt *time.Time `bun:"decided_at"`
+	DecidedBy *string    `bun:"decided_by"`
 }
 
 func (r revisionRow) domain() core.Revision {

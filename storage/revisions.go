@@ -23,7 +23,7 @@ func (s *Store) lockThreat(ctx context.Context, tx bun.Tx, id string) (threatRow
 }
 
 // applyDetails merges patch onto the locked report and writes the details.
-func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Submission, number int, at time.Time) error {
+func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Patch, number int, at time.Time) error {
 	merged, err := core.ApplyPatch(row.domain(), patch, at)
 	if err != nil {
 		return err

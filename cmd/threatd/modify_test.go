@@ -137,3 +137,74 @@ func TestModifyCountsTowardHourlyLimit(t *testing.T) {
 		expect(t, 429, "Submission limit exceeded: the maximum is 2 submissions per hour")
 	d.do("POST", base+"/submit-threat-report", tok, pkg("over")).expect(t, 429, "")
 }
+
+// evidence_references_add appends evidence instead of replacing it, also
+// when two proposals wait for review at once; submit does not know it.
+func TestModifyAddsEvidence(t *testing.T) {
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
+	owner := in.user("owner@example.com")
+	other := in.user("other@example.com")
+	d := in.serve()
+	id := d.submit(owner, `{"report_type":"package","resource_identifier":"evidence-lib","registry":"npm","threat_description":"Steals tokens","evidence_references":"https://a.example/1"}`)
+	put := func(token, body string) response { return d.do("PUT", base+"/modify-threat-report", token, body) }
+	q := checkPath("report_type", "package", "resource_identifier", "evidence-lib", "ecosystem", "npm")
+	evidence := func() any {
+		det, _ := d.do("GET", q, owner, "").body["details"].(map[string]any)
+		return det["evidence_references"]
+	}
+
+	// The owner's addition to a pending report applies at once; a URL the
+	// report lists already is not repeated.
+	put(owner, fmt.Sprintf(`{"threat_id":%q,"evidence_references_add":" https://b.example/2 | https://a.example/1"}`, id)).expect(t, 200, "")
+	in.mustCLI("review", "verify", id, "--version", "2")
+	eventually(t, "verified", func() bool { return evidence() == "https://a.example/1|https://b.example/2" })
+
+	// Two additions proposed by others on the verified report, approved in
+	// turn, keep every link.
+	put(other, fmt.Sprintf(`{"threat_id":%q,"evidence_references_add":"https://c.example/3"}`, id)).expect(t, 200, "")
+	put(other, fmt.Sprintf(`{"threat_id":%q,"evidence_references_add":"https://d.example/4"}`, id)).expect(t, 200, "")
+	out := in.mustCLI("review", "list")
+	if !strings.Contains(out, "evidence_references:") || !strings.Contains(out, "+ https://a.example/1|https://b.example/2|https://d.example/4") {
+		t.Fatalf("review list does not show the addition as a diff:\n%s", out)
+	}
+	for _, m := range revLine.FindAllStringSubmatch(out, -1) {
+		in.mustCLI("review", "approve-revision", m[1])
+	}
+	want := "https://a.example/1|https://b.example/2|https://c.example/3|https://d.example/4"
+	eventually(t, "both additions published", func() bool { return evidence() == want })
+
+	// Both forms in one change: the list is replaced, then added to.
+	put(other, fmt.Sprintf(`{"threat_id":%q,"evidence_references":"https://e.example/5","evidence_references_add":"https://f.example/6"}`, id)).expect(t, 200, "")
+	out = in.mustCLI("review", "list")
+	if !strings.Contains(out, "+ https://e.example/5|https://f.example/6") {
+		t.Fatalf("replace then add:\n%s", out)
+	}
+
+	for _, c := range []struct{ body, err string }{
+		{`"evidence_references_add":""`, "evidence_references_add: is empty"},
+		{`"evidence_references_add":"ftp://x.example/a"`, "evidence_references_add: entry 0:"},
+		{`"evidence_references_add":"https://x.example/a||https://y.example/b"`, "evidence_references_add: entry 1 is empty"},
+		{`"evidence_references_add":["https://x.example/a"]`, "evidence_references_add"},
+	} {
+		r := put(other, fmt.Sprintf(`{"threat_id":%q,%s}`, id, c.body))
+		if msg, _ := r.body["error"].(string); r.code != 400 || !strings.HasPrefix(msg, c.err) {
+			t.Errorf("%s: %d %s, want 400 starting %q", c.body, r.code, r.raw, c.err)
+		} else {
+			t.Logf("%s: %s", c.body, msg)
+		}
+	}
+	// Fifty in all is allowed; fifty-one is not.
+	var links []string
+	for i := range 46 {
+		links = append(links, fmt.Sprintf("https://g.example/%d", i))
+	}
+	put(other, fmt.Sprintf(`{"threat_id":%q,"evidence_references_add":%q}`, id, strings.Join(links, "|"))).expect(t, 200, "")
+	put(other, fmt.Sprintf(`{"threat_id":%q,"evidence_references_add":%q}`, id, strings.Join(links, "|")+"|https://h.example/0")).
+		expect(t, 400, "evidence_references_add: would give the report 51 evidence URLs; at most 50 are kept")
+	// A submission gives evidence_references; the addition is for modify only.
+	d.do("POST", base+"/submit-threat-report", owner, `{"report_type":"url","resource_identifier":"https://evil.example/x","threat_description":"Phishing","evidence_references_add":"https://a.example/1"}`).
+		expect(t, 400, "evidence_references_add: is not a known field")
+	if got := evidence(); got != want {
+		t.Fatalf("refused changes altered the report: %v", got)
+	}
+}

@@ -11,10 +11,10 @@ import (
 )
 
 // modifyRequest is the body of PUT /modify-threat-report: the report's id
-// plus the submit fields to change.
+// plus the submit fields to change and evidence_references_add.
 type modifyRequest struct {
 	ThreatID *string `json:"threat_id"`
-	core.Submission
+	core.Patch
 }
 
 // modify is PUT /modify-threat-report.
@@ -26,7 +26,7 @@ func (s *Server) modify(c *echo.Context) error {
 	if req.ThreatID == nil || strings.TrimSpace(*req.ThreatID) == "" {
 		return core.Invalid("threat_id", "is required")
 	}
-	t, rev, err := s.reports.Modify(c.Request().Context(), principal(c), strings.TrimSpace(*req.ThreatID), req.Submission)
+	t, rev, err := s.reports.Modify(c.Request().Context(), principal(c), strings.TrimSpace(*req.ThreatID), req.Patch)
 	if err != nil {
 		return err
 	}

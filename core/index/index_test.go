@@ -102,7 +102,7 @@ func TestFollowerKeepsIndexCurrent(t *testing.T) {
 	if r := check("pkg-b", ""); r.Latest.Details.Publisher != "" {
 		t.Fatal("unexpected publisher")
 	}
-	_, rev, err := reports.Modify(ctx, p, b.ID, core.Submission{Publisher: ptr("mallory")})
+	_, rev, err := reports.Modify(ctx, p, b.ID, core.Patch{Submission: core.Submission{Publisher: ptr("mallory")}})
 	if err != nil || rev.State != core.RevisionPending {
 		t.Fatalf("modify: %+v %v", rev, err)
 	}

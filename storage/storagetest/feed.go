@@ -47,12 +47,12 @@ func testFeed(t *testing.T, b Backend) {
 	}
 	// An owner's edit of a pending report is not published.
 	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name,
-		Patch: core.Submission{Publisher: ptr("x")}, At: now()}, noLimits); err != nil {
+		Patch: core.Patch{Submission: core.Submission{Publisher: ptr("x")}}, At: now()}, noLimits); err != nil {
 		t.Fatal(err)
 	}
 	verify(t, s, community.ID, now())
 	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: community.ID, AuthorID: "", AuthorName: "Olga",
-		Patch: core.Submission{SeverityLevel: ptr("high")}, BaseRevision: 0, At: now()}, noLimits)
+		Patch: core.Patch{Submission: core.Submission{SeverityLevel: ptr("high")}}, BaseRevision: 0, At: now()}, noLimits)
 	if err != nil || rev.State != core.RevisionPending {
 		t.Fatalf("proposal: %+v %v", rev, err)
 	}

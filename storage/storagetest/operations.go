@@ -179,7 +179,7 @@ func testListRevisions(t *testing.T, b Backend) {
 	}
 	modify := func(author core.User, base int, patch core.Submission) core.Revision {
 		t.Helper()
-		_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: patch, BaseRevision: base, At: now()}, noLimits)
+		_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: core.Patch{Submission: patch}, BaseRevision: base, At: now()}, noLimits)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,6 +114,46 @@ func testVerifiedSummaries(t *testing.T, b Backend) {
 	}
 }
 
+// Two pending revisions that each add evidence, approved one after the
+// other, keep the report's links and both additions: an addition is kept as
+// such in the stored patch, not as the list it made when proposed.
+func testEvidenceAdd(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	owner := user(t, s, "owner@example.com")
+	th := report(t, owner.ID, core.TypePackage, "npm", "evidence-pkg")
+	th.Details.EvidenceReferences = "https://a.example/1"
+	if err := s.CreateThreat(c, th, noLimits); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 1, Decision: core.DecisionVerify, ActorName: "Rita", At: now()}); err != nil {
+		t.Fatal(err)
+	}
+	var revs []core.Revision
+	for _, add := range []string{"https://b.example/2", "https://c.example/3|https://a.example/1"} {
+		_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
+			Patch: core.Patch{EvidenceReferencesAdd: ptr(add)}, At: now()}, noLimits)
+		if err != nil || rev.State != core.RevisionPending || rev.Patch.EvidenceReferencesAdd == nil || *rev.Patch.EvidenceReferencesAdd != add ||
+			rev.Patch.EvidenceReferences != nil {
+			t.Fatalf("proposal adding %s: %+v %v", add, rev, err)
+		}
+		revs = append(revs, rev)
+	}
+	pending, err := s.ListPendingRevisions(c)
+	if err != nil || len(pending) != 2 || strings.Join(core.PatchFields(pending[1].Patch), ",") != "evidence_references_add" {
+		t.Fatalf("pending: %+v %v", pending, err)
+	}
+	var got core.Threat
+	for _, r := range revs {
+		if got, _, err = s.DecideRevision(c, core.RevisionDecision{RevisionID: r.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "https://a.example/1|https://b.example/2|https://c.example/3"; got.Details.EvidenceReferences != want {
+		t.Fatalf("evidence after both approvals: %q, want %q", got.Details.EvidenceReferences, want)
+	}
+}
+
 func testModify(t *testing.T, b Backend) {
 	s := open(t, b, dbName(t))
 	c := ctx(t)
@@ -124,7 +164,7 @@ func testModify(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	mod := func(author core.User, base int, patch core.Submission) (core.Threat, core.Revision, error) {
-		return s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: patch, BaseRevision: base, At: now()}, noLimits)
+		return s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: core.Patch{Submission: patch}, BaseRevision: base, At: now()}, noLimits)
 	}
 	if cur, _ := s.GetThreat(c, th.ID); cur.Version != 1 {
 		t.Fatalf("a new report is at version %d, want 1", cur.Version)
@@ -214,10 +254,10 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 		ids = append(ids, th.ID)
 	}
 	p := core.SubmitPolicy{HourlyLimit: 3, Now: now()}
-	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[0], AuthorID: u.ID, AuthorName: "b", Patch: core.Submission{Publisher: ptr("p")}, At: now()}, p); err != nil {
+	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[0], AuthorID: u.ID, AuthorName: "b", Patch: core.Patch{Submission: core.Submission{Publisher: ptr("p")}}, At: now()}, p); err != nil {
 		t.Fatalf("third action in the hour: %v", err)
 	}
-	_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[1], AuthorID: u.ID, AuthorName: "b", Patch: core.Submission{Publisher: ptr("p")}, At: now()}, p)
+	_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[1], AuthorID: u.ID, AuthorName: "b", Patch: core.Patch{Submission: core.Submission{Publisher: ptr("p")}}, At: now()}, p)
 	var hl *core.HourlyLimitError
 	if !errors.As(err, &hl) || hl.Limit != 3 {
 		t.Fatalf("fourth action: %v", err)
@@ -244,7 +284,7 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 		done := make(chan error, 1)
 		go func() {
 			_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
-				Patch: core.Submission{Publisher: ptr("edited")}, BaseRevision: 0, At: now()}, noLimits)
+				Patch: core.Patch{Submission: core.Submission{Publisher: ptr("edited")}}, BaseRevision: 0, At: now()}, noLimits)
 			done <- err
 		}()
 		got, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 1, Decision: core.DecisionVerify, ActorName: "Rita", At: now()})

@@ -50,6 +50,7 @@ func Run(t *testing.T, backend Backend) {
 		{"LatestVerified", testLatestVerified},
 		{"VerifiedSummaries", testVerifiedSummaries},
 		{"Modify", testModify},
+		{"EvidenceAdd", testEvidenceAdd},
 		{"ReviewVersionRace", testReviewVersionRace},
 		{"ModifyHourlyLimit", testModifyHourlyLimit},
 		{"RateCounters", testRateCounters},
