@@ -40,6 +40,13 @@ type Config struct {
 	Limits         Limits          `koanf:"limits"`
 	Log            Log             `koanf:"log"`
 	Web            Web             `koanf:"web"`
+	Metrics        Metrics         `koanf:"metrics"`
+}
+
+// Metrics is the Prometheus endpoint (docs/operations/metrics.md).
+type Metrics struct {
+	// Listen is the host:port of /metrics over plain HTTP; "" turns it off.
+	Listen string `koanf:"listen"`
 }
 
 // Web is the web site (docs/web.md).
@@ -190,6 +197,7 @@ func Defaults() map[string]any {
 		"log.level":                        "info",
 		"log.access":                       "info",
 		"log.access_sample":                1,
+		"metrics.listen":                   "127.0.0.1:9464",
 		"web.enabled":                      true,
 		"web.signup":                       "open",
 		"web.session_ttl":                  "168h",
@@ -206,7 +214,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "cache": true, "limits": true, "log": true,
+	"exporter_routes": true, "sources": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
@@ -453,6 +461,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.AccessSample < 1 || c.Log.AccessSample > 1_000_000 {
 		add(bad("log.access_sample", "must be between 1 and 1000000 (got %d)", c.Log.AccessSample))
+	}
+	if c.Metrics.Listen != "" {
+		if _, port, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			add(bad("metrics.listen", "must be host:port, or \"\" to turn metrics off (got %q)", c.Metrics.Listen))
+		} else if port != "0" && c.Metrics.Listen == c.Server.Listen {
+			add(bad("metrics.listen", "must differ from server.listen (%s)", c.Server.Listen))
+		}
 	}
 	if c.Web.Signup != "open" && c.Web.Signup != "closed" {
 		add(bad("web.signup", "must be open or closed (got %q)", c.Web.Signup))

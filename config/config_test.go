@@ -116,6 +116,10 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "server: {lisen: x}", key: "lisen"},
 		{yaml: "log: {access: verbose}", key: "log.access"},
 		{yaml: "log: {access_sample: 0}", key: "log.access_sample"},
+		{yaml: "metrics: {listen: nope}", key: "metrics.listen"},
+		{yaml: "metrics: {listen: \"127.0.0.1:8443\"}", key: "metrics.listen"},
+		{env: "THREATD_WEB__SIGNUP=sometimes", key: "web.signup"},
+		{env: "THREATD_METRICS__LISTEN=9464", key: "metrics.listen"},
 		{env: "THREATD_LIMITS__BATCH_MAX=lots", key: "batch_max"},
 		{env: "THREATD_SERVER__BASE_PATH=functions/v1", key: "server.base_path"},
 	}

@@ -449,6 +449,7 @@ func (x *Exporters) get(ctx context.Context, name string) (*ExporterClient, erro
 			return rpc, nil
 		}
 		x.host.warn("exporter process had exited; restarting it", "exporter", name)
+		x.host.restarted(KindExporter, name)
 		sl.running.client.kill()
 		sl.running = nil
 	}

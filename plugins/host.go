@@ -22,6 +22,15 @@ type Host struct {
 	Dir string
 	// Log receives the plugins' stderr and lifecycle events.
 	Log *slog.Logger
+	// Restarted, when not nil, is called each time a plugin process is
+	// started again after its predecessor exited (metrics).
+	Restarted func(kind, name string)
+}
+
+func (h *Host) restarted(kind, name string) {
+	if h.Restarted != nil {
+		h.Restarted(kind, name)
+	}
 }
 
 // pluginPath returns the path of a plugin binary, or a clear error when it is
@@ -210,6 +219,7 @@ func (s *storageSupervisor) restart() {
 			s.client.rpc.Store(sc.rpc.Load())
 			s.mu.Unlock()
 			s.host.logf("storage plugin restarted", "plugin", binary, "attempt", attempt)
+			s.host.restarted(KindStorage, s.name)
 			return
 		}
 		s.host.warn("storage plugin restart failed; retrying", "plugin", binary, "attempt", attempt, "retry_in", wait.String(), "error", err.Error())

@@ -205,7 +205,7 @@ func bootstrapCmd() *cobra.Command {
 // withEnv runs fn with storage opened (and migrated) for an administrative
 // command, and stops the storage plugin afterwards.
 func withEnv(cmd *cobra.Command, fn func(e *env) error) error {
-	e, err := openEnv(cmd, false)
+	e, err := openEnv(cmd, false, nil)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,8 @@ func newInstance(t *testing.T, extraYAML string) *instance {
 	testbin.Dir(t)
 	dir := t.TempDir()
 	in := &instance{t: t, dir: dir, config: filepath.Join(dir, "threatd.yaml"), plugins: testbin.PluginDir(t)}
-	yaml := fmt.Sprintf("data_dir: %q\nplugins:\n  dir: %q\n%s\n", filepath.Join(dir, "data"), in.plugins, extraYAML)
+	// Metrics on a port of the system's choosing: tests run daemons side by side.
+	yaml := fmt.Sprintf("data_dir: %q\nplugins:\n  dir: %q\nmetrics:\n  listen: 127.0.0.1:0\n%s\n", filepath.Join(dir, "data"), in.plugins, extraYAML)
 	if err := os.WriteFile(in.config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

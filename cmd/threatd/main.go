@@ -93,7 +93,10 @@ type env struct {
 // pending migrations. Administrative commands log only warnings unless
 // --log-level says otherwise; the daemon (serve) logs at the configured
 // level and opens the storage exclusively (one daemon per SQLite file).
-func openEnv(cmd *cobra.Command, daemon bool) (*env, error) {
+// openEnv loads the configuration and starts the storage plugin. daemon
+// marks serve (its log level, and the one-daemon-per-file lock of SQLite);
+// restarted, when not nil, hears of each plugin restart (metrics).
+func openEnv(cmd *cobra.Command, daemon bool, restarted func(kind, name string)) (*env, error) {
 	quiet := !daemon
 	cfg, err := loadConfig(cmd)
 	if err != nil {
@@ -111,7 +114,7 @@ func openEnv(cmd *cobra.Command, daemon bool) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := &plugins.Host{Dir: cfg.Plugins.Dir, Log: log}
+	host := &plugins.Host{Dir: cfg.Plugins.Dir, Log: log, Restarted: restarted}
 	store, err := host.StartStorage(cmd.Context(), cfg.Storage.Plugin, plugins.StorageConfig{
 		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings, Exclusive: daemon,
 	})

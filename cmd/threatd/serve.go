@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -37,7 +38,8 @@ func serveCmd() *cobra.Command {
 }
 
 func serve(cmd *cobra.Command, _ []string) error {
-	e, err := openEnv(cmd, true)
+	metrics := api.NewMetrics(version)
+	e, err := openEnv(cmd, true, metrics.PluginRestarted)
 	if err != nil {
 		return err
 	}
@@ -59,6 +61,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// The follower runs from the start: token and user changes apply to the
 	// principal cache while the index loads; threat changes once it is loaded.
 	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	metrics.Watch(idx, follower.Lag)
+	if cfg.Metrics.Listen != "" {
+		stop, err := serveMetrics(cfg.Metrics.Listen, metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	go func() {
 		started := time.Now()
 		if err := idx.Load(followCtx); err != nil {
@@ -109,7 +119,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		log.Info("rate limits shared through storage", "sync_interval", cfg.Limits.SyncInterval.String())
 	}
 
-	runSources(followCtx, cfg, e.store, log)
+	runSources(followCtx, cfg, e.store, log, metrics)
 
 	// Exporter plugins: the configured ones start in the background (the API
 	// serves at once); a missing one makes only its endpoints answer 503.
@@ -117,7 +127,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	pool := plugins.NewExporters(&plugins.Host{Dir: cfg.Plugins.Dir, Log: log})
+	pool := plugins.NewExporters(&plugins.Host{Dir: cfg.Plugins.Dir, Log: log, Restarted: metrics.PluginRestarted})
 	defer pool.Close()
 	pool.Start(exporterNames)
 	exporters := enabledExporters{pool: pool, enabled: exporterNames}
@@ -159,6 +169,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		StorageName:       cfg.Storage.Plugin,
 		Version:           version,
 		AccessLog:         accessLog(cfg.Log),
+		Metrics:           metrics,
 		TokenUse:          tokenUse,
 		Mount:             mount,
 	}, log, e.store, idx, principals, usage, exporters)
@@ -206,6 +217,20 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	log.Info("threatd stopped: in-flight requests drained")
 	return nil
+}
+
+// serveMetrics serves /metrics over plain HTTP on addr (metrics.listen)
+// until stop is called. A port that cannot be bound stops the start: an
+// operator who configured metrics would otherwise scrape nothing unawares.
+func serveMetrics(addr string, m *api.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen: %w (set metrics.listen to another address, or \"\" to turn metrics off)", err)
+	}
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: serverErrorLog(log)}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics listening", "address", ln.Addr().String(), "path", "/metrics")
+	return func() { _ = srv.Close() }, nil
 }
 
 // limits are the submit limits of the configuration.

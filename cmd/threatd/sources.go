@@ -11,19 +11,20 @@ import (
 
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/plugins"
 )
 
 // runSources runs every configured source at start and then every interval,
 // on one daemon at a time: a run needs the source's lease in the database,
 // held for one interval, so daemons sharing a database take turns.
-func runSources(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger) {
+func runSources(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) {
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 	for _, src := range cfg.Sources {
 		go func() {
 			for {
-				runSourceOnce(ctx, cfg, store, log, src, holder)
+				runSourceOnce(ctx, cfg, store, log, src, holder, metrics)
 				select {
 				case <-ctx.Done():
 					return
@@ -34,7 +35,7 @@ func runSources(ctx context.Context, cfg config.Config, store core.Store, log *s
 	}
 }
 
-func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, src config.Source, holder string) {
+func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, src config.Source, holder string, metrics *api.Metrics) {
 	l := log.With("source", src.Name, "plugin", src.Plugin)
 	held, err := store.Lease(ctx, "source:"+src.Name, holder, src.Interval)
 	if err != nil {
@@ -48,11 +49,13 @@ func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log
 	plugin, err := (&plugins.Host{Dir: cfg.Plugins.Dir, Log: log}).StartSource(src.Plugin)
 	if err != nil {
 		l.Error("source: cannot start plugin", "error", err.Error())
+		metrics.SourceRun(src.Name, nil, err)
 		return
 	}
 	defer plugin.Close()
 	start := time.Now()
 	sum, err := core.Ingest(ctx, store, plugin, src.Plugin, src.Paths, nil, nil)
+	metrics.SourceRun(src.Name, sum.Counts, err)
 	if err != nil {
 		l.Error("source run failed", "error", err.Error())
 		return

@@ -20,7 +20,7 @@ func TestAccessLogSettings(t *testing.T) {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: loggerLevel}))
 		e := echo.New()
-		e.Pre(requestLog(log, cfg))
+		e.Pre(requestLog(log, cfg, nil))
 		e.GET("/ok", func(c *echo.Context) error { return c.String(http.StatusOK, "ok") })
 		e.GET("/fail", func(c *echo.Context) error { return errors.New("boom") })
 		for _, path := range []string{"/ok", "/ok", "/ok", "/ok", "/ok", "/ok", "/missing", "/missing", "/fail"} {

@@ -53,6 +53,43 @@ func (s *Server) healthz(c *echo.Context) error {
 	})
 }
 
+// livez answers 200 while the process serves HTTP at all (no auth): a
+// liveness probe restarts the daemon only when this fails.
+func (s *Server) livez(c *echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 when the daemon can answer every endpoint: storage
+// answers, the index of verified reports is loaded, and each configured
+// exporter is started; 503 naming what is not (no auth). Failures are
+// named, never explained: the causes are in the log and /healthz.
+func (s *Server) readyz(c *echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	checks := map[string]string{"storage": "ok", "index": "loaded"}
+	ready := true
+	if err := s.store.Health(ctx); errors.Is(err, core.ErrCorrupt) {
+		checks["storage"], ready = "corrupt", false
+	} else if err != nil {
+		checks["storage"], ready = "unavailable", false
+	}
+	if loaded, _, _ := s.index.Progress(); !loaded {
+		checks["index"], ready = "loading", false
+	}
+	if st, ok := s.exporters.(interface{ States() map[string]string }); ok {
+		for name, state := range st.States() {
+			checks["exporter:"+name] = state
+			if state != "ready" {
+				ready = false
+			}
+		}
+	}
+	if !ready {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "not ready", "checks": checks})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}
+
 // account describes the caller: who the token belongs to, its tier, role and
 // limits. It lets a client check a token without side effects.
 func (s *Server) account(c *echo.Context) error {

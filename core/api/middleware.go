@@ -153,21 +153,24 @@ type AccessLog struct {
 	Sample int
 }
 
-// requestLog logs one structured line per request: never the query string
+// requestLog counts every request in metrics (when not nil) and logs one
+// structured line per request: never the query string
 // or headers, so that no token or secret reaches the log. At tens of
 // thousands of checks a second the log would cost more than the checks:
 // cfg can lower its level, sample successful requests, or turn it off.
-func requestLog(log *slog.Logger, cfg AccessLog) echo.MiddlewareFunc {
+func requestLog(log *slog.Logger, cfg AccessLog, metrics *Metrics) echo.MiddlewareFunc {
 	var n atomic.Uint64
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		HandleError:  true,
 		LogLatency:   true,
+		LogRoutePath: metrics != nil,
 		LogMethod:    true,
 		LogURIPath:   true,
 		LogStatus:    true,
 		LogRemoteIP:  true,
 		LogRequestID: true,
 		LogValuesFunc: func(c *echo.Context, v middleware.RequestLoggerValues) error {
+			metrics.observe(v.Method, v.RoutePath, v.Status, v.Latency)
 			lvl := cfg.Level
 			switch {
 			case v.Status >= 500:

@@ -23,6 +23,8 @@ type route struct {
 // routes declares every endpoint in one place.
 func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
+	e.GET("/livez", s.livez)
+	e.GET("/readyz", s.readyz)
 
 	api := e.Group(s.opts.BasePath, s.authenticate, s.perTokenLimit)
 	for _, r := range s.apiRoutes() {

@@ -39,6 +39,8 @@ type Options struct {
 	Version     string
 	// AccessLog configures the per-request log line (log.access, log.access_sample).
 	AccessLog AccessLog
+	// Metrics counts requests by route and status (nil: not counted).
+	Metrics *Metrics
 	// TokenUse records when tokens were last used (nil: not recorded).
 	TokenUse *core.TokenUse
 	// Latest is the cache of latest selections, shared with the web site
@@ -110,7 +112,7 @@ func (s *Server) echo() *echo.Echo {
 	})
 	e.Pre(
 		middleware.RequestID(),
-		requestLog(s.log, s.opts.AccessLog),
+		requestLog(s.log, s.opts.AccessLog, s.opts.Metrics),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
 		// nosniff on every response: a JSON error that quotes input must
 		// never be sniffed as HTML.

@@ -24,8 +24,24 @@ type Follower struct {
 	early    atomic.Int64
 	earlySet bool
 
+	// caughtUp is when a catch-up last reached the end of the feed (Unix
+	// nanoseconds; 0 before the first).
+	caughtUp atomic.Int64
+
 	pokes chan chan struct{}
 	once  sync.Once
+}
+
+// Lag is how long ago the follower last reached the end of the change feed
+// (the staleness bound of the index and caches: cache.freshness when all is
+// well, growing while storage does not answer); ok is false before the
+// first catch-up.
+func (f *Follower) Lag() (lag time.Duration, ok bool) {
+	at := f.caughtUp.Load()
+	if at == 0 {
+		return 0, false
+	}
+	return time.Since(time.Unix(0, at)), true
 }
 
 func (f *Follower) init() { f.once.Do(func() { f.pokes = make(chan chan struct{}) }) }
@@ -59,8 +75,11 @@ func (f *Follower) Run(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	var waiting []chan struct{}
 	for {
+		started := time.Now()
 		if err := f.Catch(ctx); err != nil && ctx.Err() == nil {
 			f.Log.Warn("change feed: catching up failed; retrying", "error", err.Error(), "seq", f.Index.LastSeq())
+		} else if err == nil {
+			f.caughtUp.Store(started.UnixNano())
 		}
 		for _, w := range waiting {
 			close(w)

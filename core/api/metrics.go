@@ -1,0 +1,152 @@
+package api
+
+import (
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/threatd/threatd/core/index"
+)
+
+// Metrics are the daemon's Prometheus metrics (CONTRACT.md §12,
+// docs/operations/metrics.md), served over plain HTTP on their own listener
+// (metrics.listen), never on the API's.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	restarts *prometheus.CounterVec
+	imported *prometheus.CounterVec
+	runs     *prometheus.CounterVec
+}
+
+// NewMetrics returns the daemon's metrics with the Go runtime and process
+// collectors registered.
+func NewMetrics(version string) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_http_requests_total",
+			Help: "HTTP requests answered, by method, route (the matched route pattern; \"unmatched\" for unknown paths) and status code.",
+		}, []string{"method", "route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "threatd_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by method, route and status code.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"method", "route", "code"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_plugin_restarts_total",
+			Help: "Plugin processes started again after theirs had exited, by kind (storage, exporter) and name.",
+		}, []string{"kind", "name"}),
+		imported: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_import_records_total",
+			Help: "Records read by scheduled sources, by source and result (imported, updated, unchanged, withdrawn, attached, skipped).",
+		}, []string{"source", "result"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_import_runs_total",
+			Help: "Runs of scheduled sources, by source and outcome (ok, failed).",
+		}, []string{"source", "outcome"}),
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "threatd_build_info",
+		Help: "The running build: 1, labelled with its version and Go version.",
+	}, []string{"version", "go_version"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.latency, m.restarts, m.imported, m.runs, build,
+	)
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	return mux
+}
+
+// Watch adds the gauges read at each scrape: the index of verified reports
+// and how far behind the change feed it is (lag reports the follower's
+// index.Follower.Lag).
+func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_index_verified_reports",
+			Help: "Verified reports in the in-memory index that answers checks.",
+		}, func() float64 { return float64(idx.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_index_loaded",
+			Help: "1 once the index of verified reports is loaded at start (checks answer 503 before).",
+		}, func() float64 {
+			if ready, _, _ := idx.Progress(); ready {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_change_feed_seq",
+			Help: "Position in the storage change feed the index has applied.",
+		}, func() float64 { return float64(idx.LastSeq()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_change_feed_lag_seconds",
+			Help: "Seconds since the daemon last caught up with the storage change feed: how stale checks and caches may be (about cache.freshness when healthy; -1 before the first catch-up).",
+		}, func() float64 {
+			d, ok := lag()
+			if !ok {
+				return -1
+			}
+			return d.Seconds()
+		}),
+	)
+}
+
+// PluginRestarted counts a plugin process started again after its exit.
+func (m *Metrics) PluginRestarted(kind, name string) {
+	if m != nil {
+		m.restarts.WithLabelValues(kind, name).Inc()
+	}
+}
+
+// SourceRun counts a scheduled source's run and, when it succeeded, its
+// records by result.
+func (m *Metrics) SourceRun(source string, counts map[string]int, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.runs.WithLabelValues(source, "failed").Inc()
+		return
+	}
+	m.runs.WithLabelValues(source, "ok").Inc()
+	for result, n := range counts {
+		m.imported.WithLabelValues(source, result).Add(float64(n))
+	}
+}
+
+// observe records one answered request. Methods outside HTTP's own are
+// counted as "other" and unknown paths as "unmatched": a client cannot
+// create label values.
+func (m *Metrics) observe(method, route string, status int, took time.Duration) {
+	if m == nil {
+		return
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+	default:
+		method = "other"
+	}
+	if route == "" || route == "/*" || route == "*" {
+		route = "unmatched"
+	}
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(method, route, code).Inc()
+	m.latency.WithLabelValues(method, route, code).Observe(took.Seconds())
+}
