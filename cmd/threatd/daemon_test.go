@@ -277,6 +277,7 @@ func (d *daemon) do(method, path, token, body string, headers ...string) respons
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	checkOpenAPI(d.t, req, []byte(body), res, b)
 	r := response{code: res.StatusCode, hdr: res.Header, raw: string(b)}
 	if len(b) > 0 && json.Unmarshal(b, &r.body) != nil {
 		d.t.Fatalf("%s %s: %d body is not a JSON object: %q", method, path, res.StatusCode, b)
@@ -339,5 +340,6 @@ func (d *daemon) raw(method, path, token string) rawResponse {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	checkOpenAPI(d.t, req, nil, res, b)
 	return rawResponse{code: res.StatusCode, hdr: res.Header, body: b}
 }

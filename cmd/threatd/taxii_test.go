@@ -59,6 +59,7 @@ func (c *taxiiClient) send(method, path string, headers ...string) taxiiAnswer {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	checkOpenAPI(c.t, req, nil, res, b)
 	a := taxiiAnswer{code: res.StatusCode, hdr: res.Header, raw: b}
 	if ct := res.Header.Get("Content-Type"); ct != taxiiAccept {
 		c.t.Fatalf("%s %s: %d Content-Type %q, want %q: %s", method, path, res.StatusCode, ct, taxiiAccept, b)

@@ -25,6 +25,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/livez", s.livez)
 	e.GET("/readyz", s.readyz)
+	e.GET(s.opts.BasePath+"/openapi.json", s.openAPIHandler())
 
 	api := e.Group(s.opts.BasePath, s.authenticate, s.perTokenLimit)
 	for _, r := range s.apiRoutes() {
