@@ -1,4 +1,4 @@
-# threatd — see README.md. Targets: build run test lint proto bench screenshots clean.
+# threatd — see README.md. Targets: build install run test lint proto bench screenshots clean.
 GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
@@ -8,7 +8,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-source-osv
 
-.PHONY: all build run test fuzz postgres browser osv-scanner screenshots lint proto proto-check tlds bench bench-scale clean
+.PHONY: all build install run test fuzz postgres browser osv-scanner screenshots lint proto proto-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -23,6 +23,15 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN)/threatd ./cmd/threatd
 	@mkdir -p $(PLUGINS)
 	@for p in $(PLUGIN_CMDS); do echo "$(GO) build -o $(PLUGINS)/$$p ./cmd/$$p"; $(GO) build $(GOFLAGS_BUILD) -o $(PLUGINS)/$$p ./cmd/$$p || exit 1; done
+
+# Install the daemon as `threatd` on PATH and its plugins beside it:
+# $(PREFIX)/bin/threatd and $(PREFIX)/lib/threatd/plugins/ (set plugins.dir
+# to it when not running from the repository: docs/operations/systemd.md).
+PREFIX  ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/threatd/plugins
+	install -m 0755 $(BIN)/threatd $(DESTDIR)$(PREFIX)/bin/threatd
+	install -m 0755 $(addprefix $(PLUGINS)/,$(PLUGIN_CMDS)) $(DESTDIR)$(PREFIX)/lib/threatd/plugins/
 
 # Build, create a first admin user if the database is new (its token is
 # printed once), then serve on https://127.0.0.1:8443/functions/v1.
