@@ -148,6 +148,7 @@ data_dir: $D/data
 plugins: {dir: $ROOT/bin/plugins}
 $storage
 server: {listen: "127.0.0.1:18443"}
+metrics: {listen: "127.0.0.1:19464"}   # on, as in production, on a port of its own
 exporters: [stix, osv]
 log: {access_sample: 100}
 limits:
