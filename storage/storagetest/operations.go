@@ -284,6 +284,28 @@ func testImportOutcomes(t *testing.T, b Backend) {
 	if cm, err := s.GetThreat(c, community.ID); err != nil || cm.Source != "osv" || cm.UpstreamID != "MAL-C" || cm.Status != core.StatusPending || cm.SubmitterID != u.ID {
 		t.Fatalf("the attached community report: %#v %v", cm, err)
 	}
+
+	// A community report exported as OSV (THREATD-<id>) and read back is
+	// left alone: unchanged, not attached, not revised, not withdrawn.
+	own := report(t, u.ID, core.TypePackage, core.RegistryNPM, "imp-own")
+	create(t, s, own)
+	before, _ := s.GetThreat(c, own.ID)
+	exported := rec(core.OSVCommunityPrefix+own.ID, "imp-own", at, false)
+	exported.Threat.Details.ThreatDescription = "as exported"
+	withdrawn := rec(core.OSVCommunityPrefix+own.ID, "imp-own", at.Add(time.Hour), true)
+	for _, o := range run([]core.ImportRecord{exported, withdrawn}, core.ImportUnchanged, core.ImportUnchanged) {
+		if o.ThreatID != own.ID {
+			t.Fatalf("own record's outcome names %s, want %s", o.ThreatID, own.ID)
+		}
+	}
+	after, err := s.GetThreat(c, own.ID)
+	if err != nil || after.Version != before.Version || after.Source != "" || after.UpstreamID != "" || after.Status != core.StatusPending ||
+		after.Details.ThreatDescription == "as exported" {
+		t.Fatalf("own report after reading its export back: %#v %v", after, err)
+	}
+	if revs, _ := s.ListRevisions(c, own.ID); len(revs) != 0 {
+		t.Fatalf("own report got %d revisions", len(revs))
+	}
 }
 
 // Export writes every row; Import fills an empty store with them, giving
