@@ -180,10 +180,13 @@ func TestQuickstartDoc(t *testing.T) {
 
 // TestAPIDocExamples: the examples of the API pages, pasted after the
 // README's: a submission kept in $ID, its review by a named reviewer, two
-// changes to it, a paid token and the threat feed.
+// changes to it, a paid token and the threat feed, the account, checks
+// (one and a batch), the latest reports and the health.
 func TestAPIDocExamples(t *testing.T) {
-	out := runQuickstart(t, "README.md", "docs/api/submit.md", "docs/api/modify.md", "docs/api/paid.md")
-	for _, want := range []string{`"status":"pending"`, "Rita Reviewer", `"revision":1`, `"revision":2`, `"threats":[`, "npmrc-stealer"} {
+	out := runQuickstart(t, "README.md", "docs/api/submit.md", "docs/api/modify.md", "docs/api/paid.md",
+		"docs/api/account.md", "docs/api/check-malicious.md", "docs/api/query-latest.md", "docs/api/healthz.md")
+	for _, want := range []string{`"status":"pending"`, "Rita Reviewer", `"revision":1`, `"revision":2`, `"threats":[`, "npmrc-stealer",
+		`"tier":"paid"`, `"resource_identifier":"lodash","ecosystem":"npm","threat_count":0`, `{"index":2,"error":"report_type:`, `"count":2`, `"status":"ok"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %s:\n%s", want, out)
 		}
