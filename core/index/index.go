@@ -170,6 +170,15 @@ type hit struct {
 	verifiedAt int64
 }
 
+// newestFirst orders hits most recently verified first (ties: the larger
+// id first), the order of check-malicious's details and OSV queries.
+func newestFirst(a, b hit) int {
+	if a.verifiedAt != b.verifiedAt {
+		return cmp.Compare(b.verifiedAt, a.verifiedAt)
+	}
+	return bytes.Compare(b.id[:], a.id[:])
+}
+
 // hits returns the verified reports under keys that affect version.
 func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit, error) {
 	var (
@@ -215,13 +224,7 @@ func (x *Index) Check(ctx context.Context, keys []string, version string) (Resul
 	if err != nil || len(hits) == 0 {
 		return Result{}, err
 	}
-	latest := hits[0]
-	for _, h := range hits[1:] {
-		if h.verifiedAt > latest.verifiedAt || h.verifiedAt == latest.verifiedAt && bytes.Compare(h.id[:], latest.id[:]) > 0 {
-			latest = h
-		}
-	}
-	t, err := x.Record(ctx, latest.id)
+	t, err := x.Record(ctx, slices.MinFunc(hits, newestFirst).id)
 	if err != nil {
 		return Result{}, err
 	}
@@ -235,12 +238,7 @@ func (x *Index) Matches(ctx context.Context, keys []string, version string) ([]c
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		if a.verifiedAt != b.verifiedAt {
-			return cmp.Compare(b.verifiedAt, a.verifiedAt)
-		}
-		return bytes.Compare(b.id[:], a.id[:])
-	})
+	slices.SortFunc(hits, newestFirst)
 	out := make([]core.Threat, 0, len(hits))
 	for _, h := range hits {
 		t, err := x.Record(ctx, h.id)
