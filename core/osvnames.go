@@ -11,6 +11,18 @@ var OSVEcosystems = map[string]string{
 	RegistryVSCode: "VSCode",
 }
 
+// OSVRegistries are the registries of OSVEcosystems, in PackageRegistries'
+// order.
+var OSVRegistries = func() []string {
+	var out []string
+	for _, r := range PackageRegistries {
+		if _, ok := OSVEcosystems[r]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}()
+
 // osvRegistries is OSVEcosystems the other way, by lower-case name.
 var osvRegistries = func() map[string]string {
 	m := make(map[string]string, len(OSVEcosystems))
@@ -30,6 +42,20 @@ func RegistryOfOSVEcosystem(name string) (string, bool) {
 // OSVCommunityPrefix names the OSV records of community reports:
 // THREATD-<report id>.
 const OSVCommunityPrefix = "THREATD-"
+
+// OSVSource is the Source of the reports imported from OSV records.
+const OSVSource = "osv"
+
+// OSVRecordOf is the id of a report's OSV record: an imported report's
+// upstream record id (without the package qualifier a record with several
+// packages gives its reports), a community report's THREATD-<uuid>.
+func OSVRecordOf(t Threat) string {
+	if t.Source == OSVSource && t.UpstreamID != "" {
+		id, _, _ := strings.Cut(t.UpstreamID, "/")
+		return id
+	}
+	return OSVCommunityPrefix + t.ID
+}
 
 // OwnOSVRecord reports whether an OSV record id names report id: the record
 // is this database's own report, exported (an import leaves it alone).

@@ -58,11 +58,9 @@ func (q OSVQuery) Resolve(field string) (CheckQuery, error) {
 
 // osvEcosystemNames lists the OSV names of the package registries.
 func osvEcosystemNames() []string {
-	var out []string
-	for _, r := range PackageRegistries {
-		if n, ok := OSVEcosystems[r]; ok {
-			out = append(out, n)
-		}
+	out := make([]string, len(OSVRegistries))
+	for i, r := range OSVRegistries {
+		out[i] = OSVEcosystems[r]
 	}
 	return out
 }

@@ -68,16 +68,8 @@ func Exportable(t core.Threat) bool {
 	return t.ReportType == core.TypePackage && ok && t.Status == core.StatusVerified
 }
 
-// RecordID is the id of a report's OSV record: an imported report's
-// upstream record id (without the package qualifier a record with several
-// packages gives its reports), a community report's THREATD-<uuid>.
-func RecordID(t core.Threat) string {
-	if t.Source == SourceName && t.UpstreamID != "" {
-		id, _, _ := strings.Cut(t.UpstreamID, "/")
-		return id
-	}
-	return core.OSVCommunityPrefix + t.ID
-}
+// RecordID is the id of a report's OSV record (core.OSVRecordOf).
+func RecordID(t core.Threat) string { return core.OSVRecordOf(t) }
 
 func osvTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
@@ -210,8 +202,7 @@ func Merge(a *Vuln, b Vuln) {
 type ArchiveWriter struct {
 	z     *zip.Writer
 	held  map[string]*Vuln
-	names map[string]bool
-	n     int
+	names map[string]bool // the records written
 }
 
 // NewArchiveWriter starts an archive on w.
@@ -243,7 +234,6 @@ func (w *ArchiveWriter) write(v Vuln) error {
 	if err != nil {
 		return err
 	}
-	w.n++
 	return json.NewEncoder(f).Encode(v)
 }
 
@@ -257,8 +247,8 @@ func (w *ArchiveWriter) Close() (int, error) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if err := w.write(*w.held[id]); err != nil {
-			return w.n, err
+			return len(w.names), err
 		}
 	}
-	return w.n, w.z.Close()
+	return len(w.names), w.z.Close()
 }

@@ -26,7 +26,7 @@ import (
 )
 
 // SourceName is the provenance recorded on imported reports.
-const SourceName = "osv"
+const SourceName = core.OSVSource
 
 // Source implements core.Source for OSV data.
 type Source struct {

@@ -211,7 +211,7 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 		// "<id>" or "<id>/…": a range of the upstream key index ('0' is
 		// the character after '/').
 		sel = sel.Where("threat_row.source = ? AND (threat_row.upstream_id = ? OR (threat_row.upstream_id >= ? AND threat_row.upstream_id < ?))",
-			"osv", q.UpstreamID, q.UpstreamID+"/", q.UpstreamID+"0")
+			core.OSVSource, q.UpstreamID, q.UpstreamID+"/", q.UpstreamID+"0")
 	}
 	dir := "ASC"
 	if q.Descending {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -37,12 +36,7 @@ rendered by the exporter plugin threatd-exporter-osv.`,
 				pool := plugins.NewExporters(&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log})
 				defer pool.Close()
 				sel := core.NewSelections(e.store)
-				registries := make([]string, 0, len(core.OSVEcosystems))
-				for r := range core.OSVEcosystems {
-					registries = append(registries, r)
-				}
-				sort.Strings(registries)
-				for _, registry := range registries {
+				for _, registry := range core.OSVRegistries {
 					eco := core.OSVEcosystems[registry]
 					n, err := exportOSV(cmd, pool, sel, registry, filepath.Join(dir, eco, "all.zip"))
 					if err != nil {

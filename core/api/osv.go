@@ -40,7 +40,9 @@ func (s *Server) osvQuery(c *echo.Context) error {
 // osvQueryBatch is POST {base}/osv/v1/querybatch: one result per query, in
 // order, each {"vulns": [{"id", "modified"}]} or {} (OSV.dev's shape: the
 // records themselves come from /osv/v1/vulns/{id}). A bad query fails the
-// batch (400 naming it), as on OSV.dev.
+// batch (400 naming it), as on OSV.dev. A record's modified is that of the
+// record as the batch's reports make it (a record of several packages
+// upstream: the latest of its parts).
 func (s *Server) osvQueryBatch(c *echo.Context) error {
 	var body struct {
 		Queries []core.OSVQuery `json:"queries"`
@@ -58,19 +60,48 @@ func (s *Server) osvQueryBatch(c *echo.Context) error {
 			return err
 		}
 	}
-	results := make([]any, len(checks))
+	// The matches of every query, rendered in one exporter call.
+	ctx := c.Request().Context()
+	matched := make([][]core.Threat, len(checks))
+	var all []core.Threat
+	seen := map[string]bool{}
 	for i, cq := range checks {
-		vulns, err := s.osvMatches(c.Request().Context(), cq)
+		threats, err := s.osvThreats(ctx, cq)
 		if err != nil {
 			return err
 		}
-		if len(vulns) == 0 {
+		matched[i] = threats
+		for _, t := range threats {
+			if !seen[t.ID] {
+				seen[t.ID] = true
+				all = append(all, t)
+			}
+		}
+	}
+	vulns, err := s.osvRender(ctx, all)
+	if err != nil {
+		return err
+	}
+	modified := make(map[any]any, len(vulns))
+	for _, v := range vulns {
+		modified[v["id"]] = v["modified"]
+	}
+	results := make([]any, len(checks))
+	for i, threats := range matched {
+		var short []map[string]any
+		listed := map[string]bool{}
+		for _, t := range threats {
+			id := core.OSVRecordOf(t)
+			m, ok := modified[id]
+			if !ok || listed[id] {
+				continue // no OSV record (an ecosystem OSV lacks), or listed already
+			}
+			listed[id] = true
+			short = append(short, map[string]any{"id": id, "modified": m})
+		}
+		if len(short) == 0 {
 			results[i] = map[string]any{}
 			continue
-		}
-		short := make([]map[string]any, len(vulns))
-		for j, v := range vulns {
-			short[j] = map[string]any{"id": v["id"], "modified": v["modified"]}
 		}
 		results[i] = map[string]any{"vulns": short}
 	}
@@ -117,15 +148,21 @@ func (s *Server) osvVuln(c *echo.Context) error {
 
 // osvMatches renders the verified reports a check matches as OSV records.
 func (s *Server) osvMatches(ctx context.Context, cq core.CheckQuery) ([]map[string]any, error) {
-	keys, err := core.CheckKeys(cq)
-	if err != nil {
-		return nil, err
-	}
-	threats, err := s.index.Matches(ctx, keys, cq.Version)
+	threats, err := s.osvThreats(ctx, cq)
 	if err != nil {
 		return nil, err
 	}
 	return s.osvRender(ctx, threats)
+}
+
+// osvThreats returns the verified reports a check matches, most recently
+// verified first.
+func (s *Server) osvThreats(ctx context.Context, cq core.CheckQuery) ([]core.Threat, error) {
+	keys, err := core.CheckKeys(cq)
+	if err != nil {
+		return nil, err
+	}
+	return s.index.Matches(ctx, keys, cq.Version)
 }
 
 // osvRender asks the OSV exporter for the records of threats.

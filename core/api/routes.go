@@ -86,11 +86,8 @@ var BuiltinExportRoutes = append([]ExportRoute{
 
 func osvArchiveRoutes() []ExportRoute {
 	var out []ExportRoute
-	for _, registry := range core.PackageRegistries {
-		name, ok := core.OSVEcosystems[registry]
-		if !ok {
-			continue
-		}
+	for _, registry := range core.OSVRegistries {
+		name := core.OSVEcosystems[registry]
 		paths := []string{"/osv/" + name + "/all.zip"}
 		if name != registry {
 			paths = append(paths, "/osv/"+registry+"/all.zip")
