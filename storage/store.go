@@ -206,8 +206,14 @@ type txn struct {
 }
 
 // publish queues a published change of a report (core.ChangeVerified, …),
-// written at the end of the transaction with the change feed.
+// written at the end of the transaction with the change feed. A withdrawal
+// changes no content: the report's STIX object ids were recorded when it
+// was published, so they are not worked out again.
 func (t *txn) publish(row *threatRow, kind string) {
+	if kind == core.ChangeWithdrawn {
+		t.publishObjects(row, kind, nil)
+		return
+	}
 	if row.Details == nil {
 		t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 		t.unmapped = append(t.unmapped, row.ID)
