@@ -53,8 +53,8 @@ func (a *Accounts) SetSubmissionLimit(ctx context.Context, email string, perHour
 	if perHour < 0 {
 		return User{}, Invalid("submissions-per-hour", "must be a non-negative integer (0 = no hourly limit)")
 	}
-	email = normaliseEmail(email)
-	if err := ValidateEmail("email", email); err != nil {
+	email, err := validEmail(email)
+	if err != nil {
 		return User{}, err
 	}
 	return a.store.SetUserLimit(ctx, email, &perHour)
@@ -67,11 +67,7 @@ func (a *Accounts) SetTier(ctx context.Context, email, tier string) (User, error
 	if err != nil {
 		return User{}, err
 	}
-	email, err = validEmail(email)
-	if err != nil {
-		return User{}, err
-	}
-	return a.store.SetUserAccess(ctx, email, &t, nil)
+	return a.setAccess(ctx, email, &t, nil)
 }
 
 // SetRole changes a user's role (submitter, reviewer, admin).
@@ -80,11 +76,17 @@ func (a *Accounts) SetRole(ctx context.Context, email, role string) (User, error
 	if err != nil {
 		return User{}, err
 	}
-	email, err = validEmail(email)
+	return a.setAccess(ctx, email, nil, &r)
+}
+
+// setAccess changes the tier or role (nil: unchanged) of the user with
+// that e-mail.
+func (a *Accounts) setAccess(ctx context.Context, email string, tier *Tier, role *Role) (User, error) {
+	email, err := validEmail(email)
 	if err != nil {
 		return User{}, err
 	}
-	return a.store.SetUserAccess(ctx, email, nil, &r)
+	return a.store.SetUserAccess(ctx, email, tier, role)
 }
 
 // Users calls fn with every user in e-mail order, read a page at a time.
@@ -131,8 +133,8 @@ func validEmail(email string) (string, error) {
 // IssueToken creates an API token for the user with that e-mail and returns
 // the secret, which is shown once and never stored.
 func (a *Accounts) IssueToken(ctx context.Context, email, name string) (string, Token, error) {
-	email = normaliseEmail(email)
-	if err := ValidateEmail("email", email); err != nil {
+	email, err := validEmail(email)
+	if err != nil {
 		return "", Token{}, err
 	}
 	if err := ValidateText("name", name, 100); err != nil {

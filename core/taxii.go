@@ -40,9 +40,9 @@ type TAXIICollection struct {
 	Registry string
 }
 
-// TAXIICollections lists the collections: "threats", then one per package
-// ecosystem.
-func TAXIICollections() []TAXIICollection {
+// taxiiCollections are the collections: "threats", then one per package
+// ecosystem (worked out once: their ids are hashes of their aliases).
+var taxiiCollections = func() []TAXIICollection {
 	out := []TAXIICollection{{ID: uuid.NewSHA1(taxiiNamespace, []byte(TAXIICollectionAll)).String(), Alias: TAXIICollectionAll,
 		Title: "Verified threats", Description: "Every verified threat report: malicious packages, repositories, URLs, domains, IP addresses, wallets and container images."}}
 	for _, r := range PackageRegistries {
@@ -50,11 +50,15 @@ func TAXIICollections() []TAXIICollection {
 			Title: "Malicious " + r + " packages", Description: "Verified reports of malicious packages in the " + r + " ecosystem.", Registry: r})
 	}
 	return out
-}
+}()
+
+// TAXIICollections lists the collections: "threats", then one per package
+// ecosystem.
+func TAXIICollections() []TAXIICollection { return slices.Clone(taxiiCollections) }
 
 // FindTAXIICollection finds a collection by id or alias.
 func FindTAXIICollection(key string) (TAXIICollection, bool) {
-	for _, c := range TAXIICollections() {
+	for _, c := range taxiiCollections {
 		if c.ID == key || c.Alias == key {
 			return c, true
 		}

@@ -30,8 +30,8 @@ func (a *Accounts) SignUp(ctx context.Context, email, name, password string) (Us
 
 // SetPassword gives an existing user a web password (ending their sessions).
 func (a *Accounts) SetPassword(ctx context.Context, email, password string) (User, error) {
-	email = normaliseEmail(email)
-	if err := ValidateEmail("email", email); err != nil {
+	email, err := validEmail(email)
+	if err != nil {
 		return User{}, err
 	}
 	hash, err := newPasswordHash(password)

@@ -47,7 +47,7 @@ func userListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withEnv(cmd, func(e *env) error {
-				var users []userJSON
+				users := []userJSON{}
 				err := core.NewAccounts(e.store).Users(cmd.Context(), func(u core.User) error {
 					users = append(users, userJSON{Email: u.Email, Name: u.Name, Tier: u.Tier, Role: u.Role,
 						SubmissionsPerHour: u.SubmissionsPerHour, WebPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt.UTC()})
@@ -56,20 +56,16 @@ func userListCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), users)
-				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "EMAIL\tNAME\tTIER\tROLE\tLIMIT/H\tWEB\tCREATED")
-				for _, u := range users {
-					limit := "default"
+				return printList(cmd.OutOrStdout(), asJSON, users, "EMAIL\tNAME\tTIER\tROLE\tLIMIT/H\tWEB\tCREATED", func(u userJSON) []string {
+					limit, web := "default", "no"
 					if u.SubmissionsPerHour != nil {
 						limit = strconv.Itoa(*u.SubmissionsPerHour)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", u.Email, oneLine(u.Name, 40), u.Tier, u.Role, limit,
-						map[bool]string{true: "yes", false: "no"}[u.WebPassword], u.CreatedAt.Format(time.RFC3339))
-				}
-				return w.Flush()
+					if u.WebPassword {
+						web = "yes"
+					}
+					return []string{u.Email, oneLine(u.Name, 40), string(u.Tier), string(u.Role), limit, web, u.CreatedAt.Format(time.RFC3339)}
+				})
 			})
 		},
 	}
@@ -121,15 +117,9 @@ func tokenListCmd() *cobra.Command {
 				for i, t := range toks {
 					out[i] = tokenJSON{ID: t.ID, Name: t.Name, Hint: "…" + t.Hint, CreatedAt: t.CreatedAt.UTC(), LastUsedAt: utcPtr(t.LastUsedAt), RevokedAt: utcPtr(t.RevokedAt)}
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), out)
-				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tNAME\tENDS\tCREATED\tLAST USED\tREVOKED")
-				for _, t := range out {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, orDash(oneLine(t.Name, 40)), t.Hint, t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), stamp(t.RevokedAt))
-				}
-				return w.Flush()
+				return printList(cmd.OutOrStdout(), asJSON, out, "ID\tNAME\tENDS\tCREATED\tLAST USED\tREVOKED", func(t tokenJSON) []string {
+					return []string{t.ID, orDash(oneLine(t.Name, 40)), t.Hint, t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), stamp(t.RevokedAt)}
+				})
 			})
 		},
 	}
@@ -168,6 +158,20 @@ func versionCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// printList writes rows as a JSON array (asJSON), or as a table: the
+// tab-separated header, then each row's cells.
+func printList[T any](w io.Writer, asJSON bool, rows []T, header string, cells func(T) []string) error {
+	if asJSON {
+		return writeJSON(w, rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(cells(r), "\t"))
+	}
+	return tw.Flush()
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -91,11 +91,10 @@ type env struct {
 
 // openEnv loads the configuration, starts the storage plugin and applies
 // pending migrations. Administrative commands log only warnings unless
-// --log-level says otherwise; the daemon (serve) logs at the configured
-// level and opens the storage exclusively (one daemon per SQLite file).
-// openEnv loads the configuration and starts the storage plugin. daemon
-// marks serve (its log level, and the one-daemon-per-file lock of SQLite);
-// restarted, when not nil, hears of each plugin restart (metrics).
+// --log-level says otherwise; the daemon (daemon set: serve) logs at the
+// configured level and opens the storage exclusively (one daemon per
+// SQLite file). restarted, when not nil, hears of each plugin restart
+// (metrics).
 func openEnv(cmd *cobra.Command, daemon bool, restarted func(kind, name string)) (*env, error) {
 	quiet := !daemon
 	cfg, err := loadConfig(cmd)
