@@ -143,21 +143,9 @@ const MaxImportRecordBytes = 3 << 20
 // every backend.
 const MaxUpstreamIDBytes = 512
 
-// ApproxSize is the size of r's text: its long fields plus room for the
-// short ones. It bounds batches without marshalling them.
-func (r ImportRecord) ApproxSize() int {
-	t := &r.Threat
-	d := &t.Details
-	n := 512 + len(t.ResourceIdentifier) + len(t.UpstreamID) + len(d.ThreatDescription) + len(d.PayloadDescription) +
-		len(d.EvidenceReferences) + len(d.VersionInfo) + len(d.PackageName) + len(d.Publisher) + len(d.OSVAdvisoryURL)
-	for _, s := range d.Tags {
-		n += len(s) + 2
-	}
-	for _, s := range d.Contributors {
-		n += len(s) + 2
-	}
-	return n
-}
+// ApproxSize is the size of r's text (Threat.ApproxSize). It bounds
+// batches without marshalling them.
+func (r ImportRecord) ApproxSize() int { return r.Threat.ApproxSize() }
 
 // CheckImportRecord returns r's size as batches count it (ApproxSize) and
 // why r cannot be sent to storage ("" when it can). Source plugins and the

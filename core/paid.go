@@ -2,12 +2,7 @@ package core
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -26,14 +21,12 @@ type Paid struct {
 	store  Store
 	limits FeedLimits
 	now    func() time.Time
-
-	secretMu sync.Mutex
-	secret   []byte
+	signer signer
 }
 
 // NewPaid returns the paid use cases.
 func NewPaid(store Store, limits FeedLimits) *Paid {
-	return &Paid{store: store, limits: limits, now: time.Now}
+	return &Paid{store: store, limits: limits, now: time.Now, signer: signer{store: store}}
 }
 
 // cursorTTL bounds how long a cursor may be used.
@@ -54,55 +47,19 @@ type cursor struct {
 	Exp    int64  `json:"e"`
 }
 
-// key returns the cursor-signing key, shared by every daemon on the
-// database; a failure is not cached.
-func (p *Paid) key(ctx context.Context) ([]byte, error) {
-	p.secretMu.Lock()
-	defer p.secretMu.Unlock()
-	if p.secret != nil {
-		return p.secret, nil
-	}
-	s, err := p.store.Secret(ctx, "cursor")
-	if err != nil {
-		return nil, err
-	}
-	if p.secret, err = hex.DecodeString(s); err != nil {
-		p.secret = nil
-		return nil, fmt.Errorf("cursor secret: %w", err)
-	}
-	return p.secret, nil
-}
-
 func (p *Paid) encode(ctx context.Context, c cursor) (string, error) {
-	key, err := p.key(ctx)
-	if err != nil {
-		return "", err
-	}
 	body, _ := json.Marshal(c)
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+	return p.signer.sign(ctx, body)
 }
 
 func (p *Paid) decode(ctx context.Context, s, kind, params, token string) (cursor, error) {
 	bad := Invalid("cursor", "is not a cursor this query issued (a cursor is bound to its query and its token, and expires)")
-	body64, sig64, ok := strings.Cut(s, ".")
-	body, err1 := base64.RawURLEncoding.DecodeString(body64)
-	sig, err2 := base64.RawURLEncoding.DecodeString(sig64)
-	if !ok || err1 != nil || err2 != nil {
-		return cursor{}, bad
-	}
-	key, err := p.key(ctx)
+	body, ok, err := p.signer.open(ctx, s)
 	if err != nil {
 		return cursor{}, err
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), sig) {
-		return cursor{}, bad
-	}
 	var c cursor
-	if json.Unmarshal(body, &c) != nil || c.Kind != kind || c.Params != params || c.Token != token {
+	if !ok || json.Unmarshal(body, &c) != nil || c.Kind != kind || c.Params != params || c.Token != token {
 		return cursor{}, bad
 	}
 	if p.now().Unix() > c.Exp {
@@ -183,19 +140,23 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 	} else if from, to, err = p.window(r); err != nil {
 		return Page{}, err
 	}
-	q := FeedQuery{From: from, To: to, Registry: registry, Published: !changes, Limit: limit + 1}
+	q := FeedQuery{From: from, To: to, Registry: registry, Published: !changes}
 	if after.Seq > 0 {
 		q.AfterAt, q.AfterSeq = time.UnixMicro(after.At).UTC(), after.Seq
 	}
-	items, err := p.store.Feed(ctx, q)
+	items, more, err := fillPage(limit, PageBytes, func(it FeedItem) int { return it.Threat.ApproxSize() }, func(n int) ([]FeedItem, error) {
+		q.Limit = n
+		items, err := p.store.Feed(ctx, q)
+		if len(items) > 0 {
+			last := items[len(items)-1].Event
+			q.AfterAt, q.AfterSeq = last.At, last.Seq
+		}
+		return items, err
+	})
 	if err != nil {
 		return Page{}, err
 	}
 	out := Page{From: from, To: to}
-	more := len(items) > limit
-	if more {
-		items = items[:limit]
-	}
 	next := cursor{Kind: "feed", Params: params, From: from.UnixMicro(), To: to.UnixMicro(), Token: who.Token.ID,
 		At: after.At, Seq: after.Seq, Exp: p.now().Add(cursorTTL).Unix()}
 	if len(items) > 0 {
@@ -252,7 +213,7 @@ func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, li
 		return Page{}, err
 	}
 	params := strings.ToLower(username)
-	q := ThreatQuery{Publisher: username, Descending: true, Limit: limit + 1}
+	q := ThreatQuery{Publisher: username, Descending: true}
 	if cur != "" {
 		c, err := p.decode(ctx, cur, "publisher", params, who.Token.ID)
 		if err != nil {
@@ -264,14 +225,21 @@ func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, li
 }
 
 func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, from, to time.Time) (Page, error) {
-	threats, err := p.store.QueryThreats(ctx, q)
+	threats, more, err := fillPage(limit, PageBytes, func(t Threat) int { return t.ApproxSize() }, func(n int) ([]Threat, error) {
+		q.Limit = n
+		page, err := p.store.QueryThreats(ctx, q)
+		if len(page) > 0 {
+			last := page[len(page)-1]
+			q.AfterVerifiedAt, q.AfterID = timeOr(last.VerifiedAt), last.ID
+		}
+		return page, err
+	})
 	if err != nil {
 		return Page{}, err
 	}
 	out := Page{Threats: threats, From: from, To: to}
-	if len(threats) > limit {
-		out.Threats = threats[:limit]
-		last := out.Threats[limit-1]
+	if more {
+		last := threats[len(threats)-1]
 		next.ID, next.Exp = last.ID, p.now().Add(cursorTTL).Unix()
 		if last.VerifiedAt != nil {
 			next.At = last.VerifiedAt.UnixMicro()
@@ -281,6 +249,14 @@ func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, 
 		}
 	}
 	return out, nil
+}
+
+// timeOr is *t, or the zero time for nil.
+func timeOr(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // ThreatData is a report with its history and indicators.

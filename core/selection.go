@@ -22,11 +22,14 @@ const (
 
 // Caps of the selections.
 const (
-	// MaxWindowRecords caps a rolling-window selection.
+	// MaxWindowRecords and MaxWindowBytes (report text, ApproxSize) cap a
+	// rolling-window selection: a larger window is refused, never cut.
 	MaxWindowRecords = 10_000
+	MaxWindowBytes   = 64 << 20
 	// MaxRevocations caps the withdrawals added to a latest selection.
 	MaxRevocations = 100
-	// allPage is how many reports a full selection reads at a time.
+	// allPage is how many reports a full selection reads at a time (fewer
+	// when they are large: PageBytes).
 	allPage = 500
 )
 
@@ -77,28 +80,44 @@ func (x *Selections) Window(ctx context.Context, since, hours, ecosystem string)
 	}
 	var out []Threat
 	at := map[string]int{}
-	q := FeedQuery{From: from, To: now.Add(time.Second), Registry: registry, Limit: 1000}
-	for len(out) < MaxWindowRecords {
-		page, err := x.store.Feed(ctx, q)
+	bytes := 0
+	q := FeedQuery{From: from, To: now.Add(time.Second), Registry: registry}
+	for more := true; more; {
+		var page []FeedItem
+		page, more, err = fillPage(MaxWindowRecords, PageBytes, func(it FeedItem) int { return it.Threat.ApproxSize() }, func(n int) ([]FeedItem, error) {
+			q.Limit = n
+			items, err := x.store.Feed(ctx, q)
+			if len(items) > 0 {
+				last := items[len(items)-1].Event
+				q.AfterAt, q.AfterSeq = last.At, last.Seq
+			}
+			return items, err
+		})
 		if err != nil {
 			return nil, err
 		}
+		if len(page) > 0 {
+			// Resume after the page's last item (read may have read past it).
+			last := page[len(page)-1].Event
+			q.AfterAt, q.AfterSeq = last.At, last.Seq
+		}
 		for _, it := range page {
 			if i, ok := at[it.Threat.ID]; ok {
+				bytes += it.Threat.ApproxSize() - out[i].ApproxSize()
 				out[i] = it.Threat
 				continue
 			}
 			at[it.Threat.ID] = len(out)
 			out = append(out, it.Threat)
+			bytes += it.Threat.ApproxSize()
 		}
-		if len(page) < q.Limit {
-			break
+		// Refused whole rather than cut: an export that quietly left out
+		// reports would look complete.
+		if len(out) > MaxWindowRecords || bytes > MaxWindowBytes {
+			return nil, Invalid("since", "the window holds more than %d reports or %d MiB of report text, more than one export carries: "+
+				"choose a shorter window (since, hours) or one ecosystem, or read everything page by page (GET /threat-feed, TAXII)",
+				MaxWindowRecords, MaxWindowBytes>>20)
 		}
-		last := page[len(page)-1].Event
-		q.AfterAt, q.AfterSeq = last.At, last.Seq
-	}
-	if len(out) > MaxWindowRecords {
-		out = out[:MaxWindowRecords]
 	}
 	return out, nil
 }
@@ -136,22 +155,33 @@ func (x *Selections) All(ctx context.Context, ecosystem string) (func(yield func
 		return nil, err
 	}
 	return func(yield func(Threat) error) error {
-		q := ThreatQuery{Registry: registry, Limit: allPage}
-		for {
-			page, err := x.store.QueryThreats(ctx, q)
+		q := ThreatQuery{Registry: registry}
+		for more := true; more; {
+			var page []Threat
+			var err error
+			page, more, err = fillPage(allPage, PageBytes, func(t Threat) int { return t.ApproxSize() }, func(n int) ([]Threat, error) {
+				q.Limit = n
+				page, err := x.store.QueryThreats(ctx, q)
+				if len(page) > 0 {
+					last := page[len(page)-1]
+					q.AfterVerifiedAt, q.AfterID = timeOr(last.VerifiedAt), last.ID
+				}
+				return page, err
+			})
 			if err != nil {
 				return err
+			}
+			if len(page) > 0 {
+				// Resume after the page's last report (read may have read past it).
+				last := page[len(page)-1]
+				q.AfterVerifiedAt, q.AfterID = timeOr(last.VerifiedAt), last.ID
 			}
 			for _, t := range page {
 				if err := yield(t); err != nil {
 					return err
 				}
 			}
-			if len(page) < allPage {
-				return nil
-			}
-			last := page[len(page)-1]
-			q.AfterVerifiedAt, q.AfterID = *last.VerifiedAt, last.ID
 		}
+		return nil
 	}, nil
 }

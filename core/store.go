@@ -11,6 +11,22 @@ const MaxGetThreats = 1000
 // MaxListUsers bounds the users of one Store.ListUsers call.
 const MaxListUsers = 1000
 
+// MaxPage bounds the rows of one paged Store read (LatestVerified,
+// QueryThreats, Feed, Changes, ListPending, ListSubmissions). A store never
+// replaces a limit it is given: one outside 1..MaxPage is refused with
+// ErrInvalid (CheckLimit), so that no layer quietly returns less than it
+// was asked for. Callers that want more read page after page.
+const MaxPage = 10000
+
+// CheckLimit refuses a page size outside 1..max: the storage side of "no
+// layer quietly shrinks what it was asked for".
+func CheckLimit(limit, max int) error {
+	if limit < 1 || limit > max {
+		return Invalid("limit", "must be from 1 to %d rows a call (got %d): read page after page", max, limit)
+	}
+	return nil
+}
+
 // Store is the storage port of the daemon, composed of one interface per
 // concern so that a use case can ask for the part it needs. Every method is
 // one coarse operation run in one transaction inside the storage backend,
@@ -36,8 +52,9 @@ type AccountStore interface {
 	// SetUserAccess changes a user's tier and role (nil = unchanged);
 	// ErrNotFound when no user has that e-mail.
 	SetUserAccess(ctx context.Context, email string, tier *Tier, role *Role) (User, error)
-	// ListUsers returns up to limit users (at most MaxListUsers) in e-mail
-	// order, after the e-mail after ("" = from the first).
+	// ListUsers returns up to limit users (1..MaxListUsers, else
+	// ErrInvalid) in e-mail order, after the e-mail after ("" = from the
+	// first).
 	ListUsers(ctx context.Context, after string, limit int) ([]User, error)
 
 	// CreateToken stores a token (its hash only) for an existing user.
@@ -84,10 +101,12 @@ type ReportStore interface {
 	// MaxGetThreats), in no particular order; unknown ids are left out.
 	GetThreats(ctx context.Context, ids []string) ([]Threat, error)
 	// ListSubmissions returns one page of the reports a user submitted,
-	// newest first, and how many there are in all.
+	// newest first (limit 1..MaxPage, else ErrInvalid), and how many there
+	// are in all.
 	ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]Threat, int, error)
-	// ListPending returns up to limit pending reports, oldest first.
-	ListPending(ctx context.Context, limit int) ([]Threat, error)
+	// ListPending returns one keyset page of pending reports, oldest first
+	// (q.Limit 1..MaxPage, else ErrInvalid), and how many are pending in all.
+	ListPending(ctx context.Context, q PendingQuery) ([]Threat, int, error)
 	// ReviewThreat applies a review decision through the state machine and
 	// keeps it as a review event.
 	ReviewThreat(ctx context.Context, r Review) (Threat, error)
@@ -111,22 +130,25 @@ type ReportStore interface {
 // PublishedStore reads what is published: the verified reports behind the
 // in-memory index and the latest lists, the paged feeds, and the changes.
 type PublishedStore interface {
-	// LatestVerified returns up to f.Limit verified reports matching f, most
-	// recently verified first.
+	// LatestVerified returns up to f.Limit (1..MaxPage, else ErrInvalid)
+	// verified reports matching f, most recently verified first.
 	LatestVerified(ctx context.Context, f LatestFilter) ([]Threat, error)
 	// EachVerifiedSummary calls fn with batches of the summaries of every
 	// verified report (the in-memory index is loaded from it).
 	EachVerifiedSummary(ctx context.Context, fn func([]Summary) error) error
-	// QueryThreats returns verified reports matching q, one page.
+	// QueryThreats returns verified reports matching q, one page of up to
+	// q.Limit (1..MaxPage, else ErrInvalid).
 	QueryThreats(ctx context.Context, q ThreatQuery) ([]Threat, error)
-	// Feed returns one page of the published changes q selects, in commit
-	// order, each with its report as it is now.
+	// Feed returns one page of up to q.Limit (1..MaxPage, else ErrInvalid)
+	// of the published changes q selects, in commit order, each with its
+	// report as it is now.
 	Feed(ctx context.Context, q FeedQuery) ([]FeedItem, error)
 	// LastFeedEvent returns the position of the last change committed
 	// before to (zero when there is none): where a consumer resumes.
 	LastFeedEvent(ctx context.Context, to time.Time) (FeedEvent, error)
-	// Changes returns up to limit changes with Seq > after, in Seq order
-	// (every daemon on the database follows them to keep its index).
+	// Changes returns up to limit (1..MaxPage, else ErrInvalid) changes with
+	// Seq > after, in Seq order (every daemon on the database follows them
+	// to keep its index).
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 }
 
@@ -183,6 +205,14 @@ type Stats struct {
 	Tokens  int64
 	Threats int64
 	LastSeq int64
+}
+
+// PendingQuery is one keyset page of the review queue: the pending reports
+// after (AfterCreatedAt, AfterID) in (created_at, id) order.
+type PendingQuery struct {
+	AfterCreatedAt time.Time
+	AfterID        string // "" = from the oldest
+	Limit          int
 }
 
 // LatestFilter selects verified reports for the latest-threats endpoints.

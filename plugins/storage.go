@@ -18,6 +18,9 @@ type StorageConfig struct {
 	// Exclusive is set by a daemon (threatd serve): a backend that allows
 	// one daemon per database (SQLite) refuses a second one.
 	Exclusive bool
+	// Create is set by threatd migrate: an empty SQLite file becomes a new
+	// database (otherwise it is refused).
+	Create bool
 }
 
 // StorageOpener opens a backend's core.Store from its configuration. It is

@@ -36,7 +36,7 @@ type StorageClient struct {
 
 // Configure opens the plugin's database and returns the backend's name.
 func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (string, error) {
-	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings, Exclusive: cfg.Exclusive})
+	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings, Exclusive: cfg.Exclusive, Create: cfg.Create})
 	if err != nil {
 		return "", fromStatus(err)
 	}
@@ -247,10 +247,25 @@ func (c *StorageClient) ReviewThreat(ctx context.Context, rv core.Review) (core.
 	return call(r, err, threatFromPB)
 }
 
-// ListPending returns pending reports, oldest first.
-func (c *StorageClient) ListPending(ctx context.Context, limit int) ([]core.Threat, error) {
-	stream, err := c.conn().ListPending(ctx, &pb.ListPendingRequest{Limit: int32(limit)})
-	return recvAll(stream, err, threatFromPB)
+// ListPending returns one page of pending reports, oldest first, and how
+// many are pending.
+func (c *StorageClient) ListPending(ctx context.Context, q core.PendingQuery) ([]core.Threat, int, error) {
+	req := &pb.ListPendingRequest{Limit: int32(q.Limit), AfterId: q.AfterID}
+	if q.AfterID != "" {
+		req.AfterCreatedAt = ts(q.AfterCreatedAt)
+	}
+	stream, err := c.conn().ListPending(ctx, req)
+	total := 0
+	var out []core.Threat
+	err = eachRecv(stream, err, func(it *pb.PendingItem) error {
+		if it.Threat == nil {
+			total = int(it.Total)
+		} else {
+			out = append(out, threatFromPB(it.Threat))
+		}
+		return nil
+	})
+	return out, total, err
 }
 
 // ReviewEvents returns a report's review events.

@@ -47,7 +47,7 @@ func (s *storageServer) close() {
 }
 
 func (s *storageServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings, Exclusive: req.Exclusive})
+	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings, Exclusive: req.Exclusive, Create: req.Create})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -266,10 +266,29 @@ func (s *storageServer) ReviewThreat(ctx context.Context, req *pb.Review) (*pb.T
 	})
 }
 
-func (s *storageServer) ListPending(req *pb.ListPendingRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
-	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
-		return st.ListPending(stream.Context(), int(req.Limit))
-	}, threatToPB, stream.Send)
+func (s *storageServer) ListPending(req *pb.ListPendingRequest, stream grpc.ServerStreamingServer[pb.PendingItem]) error {
+	q := core.PendingQuery{Limit: int(req.Limit), AfterID: req.AfterId}
+	if req.AfterId != "" {
+		q.AfterCreatedAt = fromTS(req.AfterCreatedAt)
+	}
+	total := 0
+	page, err := withStore(s, func(st core.Store) ([]core.Threat, error) {
+		page, n, err := st.ListPending(stream.Context(), q)
+		total = n
+		return page, err
+	})
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&pb.PendingItem{Total: int64(total)}); err != nil {
+		return err
+	}
+	for _, t := range page {
+		if err := stream.Send(&pb.PendingItem{Threat: threatToPB(t)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *storageServer) ReviewEvents(req *pb.ReviewEventsRequest, stream grpc.ServerStreamingServer[pb.ReviewEvent]) error {

@@ -166,8 +166,8 @@ func (s *Store) SetUserAccess(ctx context.Context, email string, tier *core.Tier
 // ListUsers returns a page of users in e-mail order (the unique index on
 // email).
 func (s *Store) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
-	if limit <= 0 || limit > core.MaxListUsers {
-		limit = core.MaxListUsers
+	if err := core.CheckLimit(limit, core.MaxListUsers); err != nil {
+		return nil, err
 	}
 	var rows []userRow
 	if err := s.db.NewSelect().Model(&rows).Where("email > ?", after).OrderExpr("email").Limit(int64(limit)).Scan(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 // LatestVerified returns verified reports matching f, newest verification first.
 func (s *Store) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core.Threat, error) {
 	limit := f.Limit
-	if limit <= 0 || limit > 10000 {
-		limit = 100
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
 	}
 	var rows []threatRow
 	q := s.db.NewSelect().Model(&rows).Relation("Details").
@@ -190,8 +191,8 @@ func parseUTCStamp(s string) (time.Time, bool) {
 // QueryThreats returns one keyset page of verified reports.
 func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Threat, error) {
 	limit := q.Limit
-	if limit <= 0 || limit > 10000 {
-		limit = 100
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
 	}
 	var rows []threatRow
 	sel := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.status = ?", string(core.StatusVerified))
@@ -241,8 +242,11 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 // then read by primary key.
 func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
 	limit := q.Limit
-	if limit <= 0 || limit > core.MaxGetThreats {
-		limit = 100
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	if len(q.ObjectIDs) > core.MaxGetThreats {
+		return nil, core.Invalid("object_ids", "at most %d in one call (got %d)", core.MaxGetThreats, len(q.ObjectIDs))
 	}
 	var rows []feedEventRow
 	sel := s.db.NewSelect().Model(&rows)
@@ -265,8 +269,7 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 		sel = sel.Where("NOT EXISTS (SELECT 1 FROM feed_events AS l WHERE l.threat_id = feed_event_row.threat_id AND l.seq > feed_event_row.seq)")
 	}
 	if len(q.ObjectIDs) > 0 {
-		ids := q.ObjectIDs[:min(len(q.ObjectIDs), core.MaxGetThreats)]
-		sel = sel.Where("feed_event_row.threat_id IN (SELECT o.threat_id FROM stix_objects AS o WHERE o.object_id IN (?))", bun.In(ids))
+		sel = sel.Where("feed_event_row.threat_id IN (SELECT o.threat_id FROM stix_objects AS o WHERE o.object_id IN (?))", bun.In(q.ObjectIDs))
 	}
 	if q.Published {
 		sel = sel.Where("feed_event_row.kind = ?", core.ChangeVerified).
@@ -286,13 +289,15 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 			ids = append(ids, r.ThreatID)
 		}
 	}
-	threats, err := s.GetThreats(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]core.Threat, len(threats))
-	for _, t := range threats {
-		byID[t.ID] = t
+	byID := make(map[string]core.Threat, len(ids))
+	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
+		threats, err := s.GetThreats(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range threats {
+			byID[t.ID] = t
+		}
 	}
 	out := make([]core.FeedItem, 0, len(rows))
 	for _, r := range rows {
@@ -321,8 +326,8 @@ func (s *Store) LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent
 
 // Changes returns up to limit change-feed entries after seq.
 func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
 	}
 	var rows []changeRow
 	if err := s.db.NewSelect().Model(&rows).Where("seq > ?", after).Order("seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {

@@ -400,23 +400,31 @@ func nullStr(s sql.NullString) *string {
 	return &s.String
 }
 
-// ListPending returns pending reports, oldest first.
-func (s *Store) ListPending(ctx context.Context, limit int) ([]core.Threat, error) {
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
+// ListPending returns one keyset page of pending reports, oldest first,
+// and how many are pending.
+func (s *Store) ListPending(ctx context.Context, q core.PendingQuery) ([]core.Threat, int, error) {
+	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
+		return nil, 0, err
+	}
+	total, err := s.db.NewSelect().Model((*threatRow)(nil)).Where("status = ?", string(core.StatusPending)).Count(ctx)
+	if err != nil {
+		return nil, 0, err
 	}
 	var rows []threatRow
-	err := s.db.NewSelect().Model(&rows).Relation("Details").
-		Where("threat_row.status = ?", string(core.StatusPending)).
-		Order("threat_row.created_at ASC", "threat_row.id ASC").Limit(int64(limit)).Scan(ctx)
-	if err != nil {
-		return nil, err
+	sel := s.db.NewSelect().Model(&rows).Relation("Details").
+		Where("threat_row.status = ?", string(core.StatusPending))
+	if q.AfterID != "" {
+		sel = sel.Where("(threat_row.created_at > ? OR (threat_row.created_at = ? AND threat_row.id > ?))",
+			q.AfterCreatedAt.UTC(), q.AfterCreatedAt.UTC(), q.AfterID)
+	}
+	if err := sel.Order("threat_row.created_at ASC", "threat_row.id ASC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
+		return nil, 0, err
 	}
 	out := make([]core.Threat, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
-	return out, nil
+	return out, int(total), nil
 }
 
 // ReviewThreat applies a review decision and keeps it as an event.

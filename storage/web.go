@@ -119,8 +119,11 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 
 // ListSubmissions returns one page of a user's reports, newest first.
 func (s *Store) ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]core.Threat, int, error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, 0, err
+	}
+	if offset < 0 {
+		return nil, 0, core.Invalid("offset", "must not be negative (got %d)", offset)
 	}
 	total, err := s.db.NewSelect().Model((*threatRow)(nil)).Where("submitter_id = ?", userID).Count(ctx)
 	if err != nil {

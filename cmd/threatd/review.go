@@ -15,25 +15,47 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
+// reviewListPage is how many pending reports review list reads at a time.
+const reviewListPage = 1000
+
 func reviewCmd() *cobra.Command {
 	review := &cobra.Command{Use: "review", Short: "Review reports: list, verify, reject"}
 
+	var listLimit int
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List pending reports, oldest first",
+		Use:   "list [--limit N]",
+		Short: "List pending reports, oldest first (all of them unless --limit), then pending revisions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listLimit < 0 {
+				return fmt.Errorf("invalid --limit %d: give 0 (every pending report) or a positive number", listLimit)
+			}
 			return withEnv(cmd, func(e *env) error {
-				pending, err := e.store.ListPending(cmd.Context(), 0)
-				if err != nil {
-					return err
-				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tVERSION\tTYPE\tIDENTIFIER\tREGISTRY\tSEVERITY\tSUBMITTED\tDESCRIPTION")
-				for _, t := range pending {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Version, t.ReportType, oneLine(t.ResourceIdentifier, 60),
-						orDash(t.Registry), orDash(string(t.Details.SeverityLevel)), t.CreatedAt.Format(time.RFC3339),
-						oneLine(t.Details.ThreatDescription, 60))
+				// Page through the queue by keyset, a bounded page at a time.
+				shown, total := 0, 0
+				q := core.PendingQuery{Limit: reviewListPage}
+				for listLimit == 0 || shown < listLimit {
+					if listLimit > 0 {
+						q.Limit = min(reviewListPage, listLimit-shown)
+					}
+					page, n, err := e.store.ListPending(cmd.Context(), q)
+					if err != nil {
+						return err
+					}
+					total = n
+					for _, t := range page {
+						fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Version, t.ReportType, oneLine(t.ResourceIdentifier, 60),
+							orDash(t.Registry), orDash(string(t.Details.SeverityLevel)), t.CreatedAt.Format(time.RFC3339),
+							oneLine(t.Details.ThreatDescription, 60))
+					}
+					shown += len(page)
+					if len(page) < q.Limit {
+						break
+					}
+					last := page[len(page)-1]
+					q.AfterCreatedAt, q.AfterID = last.CreatedAt, last.ID
 				}
 				if err := w.Flush(); err != nil {
 					return err
@@ -61,11 +83,17 @@ func reviewCmd() *cobra.Command {
 						fmt.Fprintf(cmd.OutOrStdout(), "    %s:\n      - %s\n      + %s\n", ch.Field, oneLine(orDash(ch.Old), 100), oneLine(orDash(ch.New), 100))
 					}
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d pending report(s), %d pending revision(s)\n", len(pending), len(revs))
+				if shown < total {
+					// Reports submitted while the list was read come on the next run.
+					fmt.Fprintf(cmd.ErrOrStderr(), "showing %d of %d pending report(s) (--limit 0 lists them all), %d pending revision(s)\n", shown, total, len(revs))
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d pending report(s), %d pending revision(s)\n", shown, len(revs))
+				}
 				return nil
 			})
 		},
 	}
+	list.Flags().IntVar(&listLimit, "limit", 0, "list at most N pending reports (0: all of them)")
 
 	decide := func(d core.Decision) *cobra.Command {
 		use, short := "verify ID... [--version N] [--note T] [--as EMAIL]", "Verify pending reports at the version you read (review show): they are published"

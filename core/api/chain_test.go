@@ -60,7 +60,7 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		}
 	}
 	f.srv = &Server{
-		opts: Options{BasePath: "/functions/v1", MaxBodyBytes: 1024, PerIPPerMinute: perIP,
+		opts: Options{BasePath: "/functions/v1", MaxBodyBytes: 1024, PerIPPerMinute: perIP, LatestCount: 100,
 			PerTokenPerMinute: map[core.Tier]int{core.TierFree: perToken, core.TierPaid: perToken * 10}},
 		log: slog.New(slog.DiscardHandler), accounts: acc, store: st,
 		exporters: nil,

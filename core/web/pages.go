@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
@@ -354,12 +356,33 @@ func (s *Site) revokeToken(c *echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/settings/tokens")
 }
 
+// queuePage is how many pending reports one page of the review queue shows.
+const queuePage = 50
+
 // queue is the review queue: pending reports and pending revisions.
 func (s *Site) queue(c *echo.Context) error {
 	ctx := c.Request().Context()
-	pending, err := s.store.ListPending(ctx, 200)
+	// One keyset page of queuePage reports at a time, oldest first: after=
+	// names the last report of the page before (its created_at in
+	// microseconds and its id), so a page is the same whatever is decided
+	// meanwhile, and every pending report can be reached.
+	q := core.PendingQuery{Limit: queuePage}
+	if after := c.QueryParam("after"); after != "" {
+		micros, id, ok := strings.Cut(after, ".")
+		n, err := strconv.ParseInt(micros, 10, 64)
+		if _, uerr := uuid.Parse(id); !ok || err != nil || uerr != nil {
+			return s.errorPage(c, http.StatusBadRequest, "This page of the review queue does not exist: start again from the first page.")
+		}
+		q.AfterCreatedAt, q.AfterID = time.UnixMicro(n).UTC(), id
+	}
+	pending, total, err := s.store.ListPending(ctx, q)
 	if err != nil {
 		return err
+	}
+	next := ""
+	if len(pending) == queuePage {
+		last := pending[len(pending)-1]
+		next = strconv.FormatInt(last.CreatedAt.UnixMicro(), 10) + "." + last.ID
 	}
 	revs, err := s.store.ListPendingRevisions(ctx)
 	if err != nil {
@@ -396,6 +419,7 @@ func (s *Site) queue(c *echo.Context) error {
 		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences)}
 	}
 	return s.render(c, http.StatusOK, "queue", map[string]any{"Title": "Review queue", "Pending": views, "Revisions": prs,
+		"PendingTotal": total, "NextPage": next, "Paged": q.AfterID != "",
 		"Flash": c.QueryParam("done"), "Error": c.QueryParam("error")})
 }
 

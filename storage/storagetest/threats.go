@@ -370,8 +370,8 @@ func testReview(t *testing.T, b Backend) {
 	if err := s.CreateThreat(c, th, noLimits); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := s.ListPending(c, 0)
-	if err != nil || len(pending) != 1 || pending[0].ID != th.ID || pending[0].Details.ThreatDescription == "" {
+	pending, total, err := s.ListPending(c, core.PendingQuery{Limit: 10})
+	if err != nil || len(pending) != 1 || total != 1 || pending[0].ID != th.ID || pending[0].Details.ThreatDescription == "" {
 		t.Fatalf("pending: %+v %v", pending, err)
 	}
 	at := now()
@@ -379,7 +379,7 @@ func testReview(t *testing.T, b Backend) {
 	if err != nil || v.Status != core.StatusVerified || v.VerifiedBy != "Rita" || v.VerifiedAt == nil || !v.VerifiedAt.Equal(at) {
 		t.Fatalf("verify: %+v %v", v, err)
 	}
-	if p, _ := s.ListPending(c, 0); len(p) != 0 {
+	if p, total, _ := s.ListPending(c, core.PendingQuery{Limit: 10}); len(p) != 0 || total != 0 {
 		t.Fatalf("still pending: %+v", p)
 	}
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Decision: core.DecisionVerify, ActorName: "x", At: now()}); !errors.Is(err, core.ErrConflict) || !strings.Contains(err.Error(), "cannot verify a verified report") {

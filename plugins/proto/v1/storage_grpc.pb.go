@@ -114,8 +114,10 @@ type StorageClient interface {
 	// ids are left out), in one round trip: the index coalesces concurrent
 	// record look-ups into it. A plugin without it gets GetThreat calls.
 	GetThreats(ctx context.Context, in *GetThreatsRequest, opts ...grpc.CallOption) (*ThreatList, error)
-	// ListPending streams pending reports, oldest first.
-	ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// ListPending streams one keyset page of pending reports, oldest first
+	// (limit 1..10,000, else INVALID_ARGUMENT): the first message carries the
+	// number of pending reports alone, then one message a report.
+	ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PendingItem], error)
 	// ReviewThreat applies a review decision through the state machine.
 	ReviewThreat(ctx context.Context, in *Review, opts ...grpc.CallOption) (*Threat, error)
 	// ReviewEvents streams a report's review events, oldest first.
@@ -409,13 +411,13 @@ func (c *storageClient) GetThreats(ctx context.Context, in *GetThreatsRequest, o
 	return out, nil
 }
 
-func (c *storageClient) ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+func (c *storageClient) ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PendingItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[1], Storage_ListPending_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[ListPendingRequest, Threat]{ClientStream: stream}
+	x := &grpc.GenericClientStream[ListPendingRequest, PendingItem]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -426,7 +428,7 @@ func (c *storageClient) ListPending(ctx context.Context, in *ListPendingRequest,
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Storage_ListPendingClient = grpc.ServerStreamingClient[Threat]
+type Storage_ListPendingClient = grpc.ServerStreamingClient[PendingItem]
 
 func (c *storageClient) ReviewThreat(ctx context.Context, in *Review, opts ...grpc.CallOption) (*Threat, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -762,8 +764,10 @@ type StorageServer interface {
 	// ids are left out), in one round trip: the index coalesces concurrent
 	// record look-ups into it. A plugin without it gets GetThreat calls.
 	GetThreats(context.Context, *GetThreatsRequest) (*ThreatList, error)
-	// ListPending streams pending reports, oldest first.
-	ListPending(*ListPendingRequest, grpc.ServerStreamingServer[Threat]) error
+	// ListPending streams one keyset page of pending reports, oldest first
+	// (limit 1..10,000, else INVALID_ARGUMENT): the first message carries the
+	// number of pending reports alone, then one message a report.
+	ListPending(*ListPendingRequest, grpc.ServerStreamingServer[PendingItem]) error
 	// ReviewThreat applies a review decision through the state machine.
 	ReviewThreat(context.Context, *Review) (*Threat, error)
 	// ReviewEvents streams a report's review events, oldest first.
@@ -887,7 +891,7 @@ func (UnimplementedStorageServer) GetThreat(context.Context, *GetThreatRequest) 
 func (UnimplementedStorageServer) GetThreats(context.Context, *GetThreatsRequest) (*ThreatList, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetThreats not implemented")
 }
-func (UnimplementedStorageServer) ListPending(*ListPendingRequest, grpc.ServerStreamingServer[Threat]) error {
+func (UnimplementedStorageServer) ListPending(*ListPendingRequest, grpc.ServerStreamingServer[PendingItem]) error {
 	return status.Error(codes.Unimplemented, "method ListPending not implemented")
 }
 func (UnimplementedStorageServer) ReviewThreat(context.Context, *Review) (*Threat, error) {
@@ -1386,11 +1390,11 @@ func _Storage_ListPending_Handler(srv interface{}, stream grpc.ServerStream) err
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(StorageServer).ListPending(m, &grpc.GenericServerStream[ListPendingRequest, Threat]{ServerStream: stream})
+	return srv.(StorageServer).ListPending(m, &grpc.GenericServerStream[ListPendingRequest, PendingItem]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Storage_ListPendingServer = grpc.ServerStreamingServer[Threat]
+type Storage_ListPendingServer = grpc.ServerStreamingServer[PendingItem]
 
 func _Storage_ReviewThreat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Review)
