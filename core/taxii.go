@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -107,11 +108,12 @@ type TAXII struct {
 	store     Store
 	exporters Exporters
 	service   string
+	signer    signer
 }
 
 // NewTAXII returns the TAXII use cases; service names the STIX identity.
 func NewTAXII(store Store, exporters Exporters, service string) *TAXII {
-	return &TAXII{store: store, exporters: exporters, service: service}
+	return &TAXII{store: store, exporters: exporters, service: service, signer: signer{store: store}}
 }
 
 // taxiiPosition is where a page ends: after the change (At, Seq), or within
@@ -124,29 +126,51 @@ type taxiiPosition struct {
 	Set    bool
 }
 
-func (p taxiiPosition) encode() string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "1.%d.%d.%d", p.At.UnixMicro(), p.Seq, p.Offset))
+// encode signs the position bound to the query it pages (taxiiBinding):
+// a next value works only with the collection, added_after and match
+// filters it was given out for, and cannot be edited.
+func (x *TAXII) encode(ctx context.Context, p taxiiPosition, q TAXIIQuery) (string, error) {
+	return x.signer.sign(ctx, fmt.Appendf(nil, "1.%d.%d.%d.%s", p.At.UnixMicro(), p.Seq, p.Offset, taxiiBinding(q)))
 }
 
-// errBadTAXIINext answers a next value this server did not give out.
-var errBadTAXIINext = Invalid("next", "is not a value this server gave out")
+// errBadTAXIINext answers a next value this server did not give out for
+// this query.
+var errBadTAXIINext = Invalid("next", "is not a value this server gave out for this collection and these filters: "+
+	"repeat the request that returned it, or leave next out to start from the first page")
 
-func decodeTAXIIPosition(s string) (taxiiPosition, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) > 64 {
+func (x *TAXII) decode(ctx context.Context, s string, q TAXIIQuery) (taxiiPosition, error) {
+	if len(s) > 256 {
 		return taxiiPosition{}, errBadTAXIINext
 	}
+	b, ok, err := x.signer.open(ctx, s)
+	if err != nil {
+		return taxiiPosition{}, err
+	}
 	parts := strings.Split(string(b), ".")
-	if len(parts) != 4 || parts[0] != "1" {
+	if !ok || len(parts) != 5 || parts[0] != "1" || parts[4] != taxiiBinding(q) {
 		return taxiiPosition{}, errBadTAXIINext
 	}
 	var n [3]int64
-	for i, p := range parts[1:] {
+	for i, p := range parts[1:4] {
 		if n[i], err = strconv.ParseInt(p, 10, 64); err != nil || n[i] < 0 {
 			return taxiiPosition{}, errBadTAXIINext
 		}
 	}
 	return taxiiPosition{At: time.UnixMicro(n[0]).UTC(), Seq: n[1], Offset: int(n[2]), Set: true}, nil
+}
+
+// taxiiBinding is a digest of what a next value is bound to: the
+// collection, added_after and the match filters (not limit: a client may
+// change its page size while it pages).
+func taxiiBinding(q TAXIIQuery) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00", q.Collection.ID, q.AddedAfter.UnixNano())
+	for _, list := range [][]string{q.IDs, q.Types, q.Versions, q.SpecVersions} {
+		sorted := slices.Clone(list)
+		slices.Sort(sorted)
+		fmt.Fprintf(h, "%q\x00", sorted)
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
 // ParseTAXIITimestamp parses a TAXII timestamp (RFC 3339 in UTC, e.g.
@@ -168,6 +192,9 @@ func TAXIITimestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
+// taxiiFirstChunk is how many changes the first read of a page asks for.
+const taxiiFirstChunk = 25
+
 // taxiiScanFactor bounds how many changes one page reads per object it may
 // return, when filters leave out most objects.
 const taxiiScanFactor = 10
@@ -177,7 +204,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 	var pos taxiiPosition
 	if q.Next != "" {
 		var err error
-		if pos, err = decodeTAXIIPosition(q.Next); err != nil {
+		if pos, err = x.decode(ctx, q.Next, q); err != nil {
 			return TAXIIPage{}, err
 		}
 	}
@@ -188,7 +215,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 	if len(q.IDs) > 0 {
 		storeIDs = nil
 		for _, id := range q.IDs {
-			if strings.HasPrefix(id, "identity--") || strings.HasPrefix(id, "marking-definition--") {
+			if strings.HasPrefix(id, "identity--") || strings.HasPrefix(id, "marking-definition--") || strings.HasPrefix(id, "extension-definition--") {
 				sharedIDs++
 			} else {
 				storeIDs = append(storeIDs, id)
@@ -202,7 +229,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 		shared = false
 	}
 	var page TAXIIPage
-	full := false
+	full, bytes := false, 0
 	var last taxiiPosition
 	// add appends the objects of one change (or the shared ones) from
 	// offset; it reports false when the page is full.
@@ -224,7 +251,12 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 		case len(objs) <= room:
 			page.Objects = append(page.Objects, objs...)
 			last = taxiiPosition{At: p.At, Seq: p.Seq, Set: true}
-			full = len(page.Objects) == q.Limit
+			for _, o := range objs {
+				bytes += len(o.JSON)
+			}
+			// Full at the limit, or at PageBytes of objects (never
+			// before the first change's).
+			full = len(page.Objects) == q.Limit || bytes >= PageBytes
 			return true
 		case len(page.Objects) == 0:
 			// One change with more objects than a page: cut inside it.
@@ -240,14 +272,18 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			return TAXIIPage{}, err
 		}
 		if !add(objs.shared, taxiiPosition{At: TAXIISharedAdded, Offset: pos.Offset}) {
-			page.Next = last.encode()
-			return page, nil
+			return x.next(ctx, page, last, q)
 		}
 	}
 	if len(q.IDs) > 0 && len(storeIDs) == 0 {
 		return page, nil
 	}
-	fq := FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, MaxGetThreats)}
+	// The first read asks for a few changes; later ones as many as the
+	// rest of the page holds at the objects and bytes a change has had so
+	// far, so that a page of 1,000 objects renders about 250 reports, not
+	// 1,000, and a page of large reports stops at PageBytes.
+	fq := FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, taxiiFirstChunk)}
+	changes := 0
 	if !q.AddedAfter.IsZero() {
 		// The change of that microsecond may have objects added after it.
 		fq.From = q.AddedAfter.Truncate(time.Microsecond)
@@ -270,6 +306,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			pos.Offset = 0
 		}
 		scanned += len(items)
+		changes += len(items)
 		objs, err := x.render(ctx, items)
 		if err != nil {
 			return TAXIIPage{}, err
@@ -280,8 +317,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 				p.Offset = pos.Offset
 			}
 			if !add(objs.records[i], p) {
-				page.Next = last.encode()
-				return page, nil
+				return x.next(ctx, page, last, q)
 			}
 		}
 		if len(items) < fq.Limit {
@@ -292,11 +328,22 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			// The page is full and ends at a change's end: one more read
 			// says whether anything follows.
 			fq.Limit = 1
+			continue
 		}
+		perChange := max(len(page.Objects)/max(changes, 1), 1)
+		bytesPerChange := max(bytes/max(changes, 1), 1)
+		fq.Limit = min((q.Limit-len(page.Objects))/perChange+1, (PageBytes-bytes)/bytesPerChange+1, MaxGetThreats)
 	}
 	// Filters left out most of what was read: the rest follows with next.
-	page.More, page.Next = true, last.encode()
-	return page, nil
+	page.More = true
+	return x.next(ctx, page, last, q)
+}
+
+// next ends a page that more objects follow: its next value resumes at last.
+func (x *TAXII) next(ctx context.Context, page TAXIIPage, last taxiiPosition, q TAXIIQuery) (TAXIIPage, error) {
+	var err error
+	page.Next, err = x.encode(ctx, last, q)
+	return page, err
 }
 
 // rendered is the exporter's objects of a page of changes.

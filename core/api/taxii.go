@@ -55,26 +55,53 @@ func (s *Server) taxiiRoutes(e *echo.Echo) {
 }
 
 // taxiiAccept answers 406 unless the client accepts TAXII 2.1 (a missing
-// Accept, */* and application/* accept it too).
+// Accept, */* and application/* accept it too). A range with q=0 refuses
+// what it names (RFC 9110 §12.4.2), and the most specific range that
+// names TAXII decides over a wildcard.
 func taxiiAccept(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		accept := c.Request().Header.Get("Accept")
 		if strings.TrimSpace(accept) == "" {
 			return next(c)
 		}
+		// best is the specificity of the most specific range that names
+		// TAXII 2.1 (3 the type with version=2.1, 2 the type, 1
+		// application/*, 0 */*), ok whether that range accepts it.
+		best, ok := -1, false
 		for _, part := range strings.Split(accept, ",") {
 			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 			if err != nil {
 				continue
 			}
+			spec := -1
 			switch mt {
-			case "*/*", "application/*":
-				return next(c)
+			case "*/*":
+				spec = 0
+			case "application/*":
+				spec = 1
 			case "application/taxii+json":
-				if v, ok := params["version"]; !ok || v == "2.1" {
-					return next(c)
+				if v, has := params["version"]; !has {
+					spec = 2
+				} else if v == "2.1" {
+					spec = 3
 				}
 			}
+			if spec < 0 || spec < best {
+				continue
+			}
+			accepts := true
+			if q, has := params["q"]; has {
+				w, err := strconv.ParseFloat(q, 64)
+				accepts = err == nil && w > 0
+			}
+			if spec > best {
+				best, ok = spec, accepts
+			} else {
+				ok = ok || accepts
+			}
+		}
+		if ok {
+			return next(c)
 		}
 		return &Error{Status: http.StatusNotAcceptable, Message: "The Accept header must allow " + taxiiMediaType}
 	}
@@ -210,7 +237,12 @@ func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (core.TAXIIQuery
 		// return fewer).
 		q.Limit = min(n, s.pageMax())
 	}
-	q.Next = qs.Get("next")
+	if v, given := qs["next"]; given {
+		if v[0] == "" {
+			return q, core.Invalid("next", "is empty: give the next value of the page before, or leave next out to start from the first page")
+		}
+		q.Next = v[0]
+	}
 	q.IDs, q.Types, q.Versions, q.SpecVersions = list("match[id]"), list("match[type]"), list("match[version]"), list("match[spec_version]")
 	if len(q.IDs) > core.MaxGetThreats {
 		return q, core.Invalid("match[id]", "lists more than %d ids", core.MaxGetThreats)
