@@ -73,14 +73,30 @@ func NewBundle(records []Record, o Options) Bundle {
 	return Bundle{Type: "bundle", ID: id("bundle", o.BundleKey, strings.Join(keys, ",")), Objects: objects}
 }
 
+// OriginExtension is the id of the extension definition of threatd's
+// indicator property (STIX 2.1 §7.3): an indicator carries where its value
+// was found as extensions[OriginExtension].origin, a property extension,
+// instead of a custom top-level property, which STIX 2.1 deprecates (the
+// OASIS validator warns on every one).
+var OriginExtension = id("extension-definition", "threatd-indicator-origin")
+
 // SharedObjects are the objects every record refers to: the service's
-// identity (created_by_ref) and the TLP:WHITE marking definition.
+// identity (created_by_ref), the TLP:WHITE marking definition, and the
+// extension definition of the indicators' origin.
 func SharedObjects(service string) []Object {
+	identity := IdentityID(service)
 	return []Object{
-		{"type": "identity", "spec_version": "2.1", "id": IdentityID(service), "created": stamp(epoch), "modified": stamp(epoch),
+		{"type": "identity", "spec_version": "2.1", "id": identity, "created": stamp(epoch), "modified": stamp(epoch),
 			"name": service, "identity_class": "system", "description": "threatd threat-intelligence service"},
 		{"type": "marking-definition", "spec_version": "2.1", "id": TLPWhite, "created": "2017-01-20T00:00:00.000Z",
 			"definition_type": "tlp", "name": "TLP:WHITE", "definition": map[string]any{"tlp": "white"}},
+		{"type": "extension-definition", "spec_version": "2.1", "id": OriginExtension, "created": stamp(epoch), "modified": stamp(epoch),
+			"created_by_ref": identity, "object_marking_refs": []string{TLPWhite},
+			"name": "threatd indicator origin", "version": "1.0", "extension_types": []string{"property-extension"},
+			"description": "Where threatd found an indicator's value in its report.",
+			"schema": "A property extension of indicator with one property, origin (string): where the indicator's value was found. " +
+				"asset: the report's subject itself (its package, URL, domain, IP address, wallet or image); " +
+				"osv.iocs: listed by an imported OSV record; payload: found in the report's texts (payload_description, threat_description)."},
 	}
 }
 
@@ -154,7 +170,7 @@ func mapRecord(r Record, identity string) []Object {
 			ind["confidence"] = ioc.Confidence
 		}
 		if ioc.Origin != "" {
-			ind["x_threatd_origin"] = ioc.Origin
+			ind["extensions"] = map[string]any{OriginExtension: map[string]any{"extension_type": "property-extension", "origin": ioc.Origin}}
 		}
 		if t.Details.SeverityLevel != "" {
 			ind["labels"] = []string{"severity:" + string(t.Details.SeverityLevel)}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,7 +215,7 @@ func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
 		json.Unmarshal(body, &b)
 		out := map[string]Object{}
 		for _, o := range b.Objects {
-			if o["type"] != "identity" && o["type"] != "marking-definition" {
+			if o["type"] != "identity" && o["type"] != "marking-definition" && o["type"] != "extension-definition" {
 				out[o["id"].(string)] = o
 			}
 		}
@@ -246,5 +247,45 @@ func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
 		if o1["revoked"] != nil || o2["revoked"] != nil || o3["revoked"] != true {
 			t.Errorf("%s: revoked %v, %v, %v; want only the withdrawal revoked", id, o1["revoked"], o2["revoked"], o3["revoked"])
 		}
+	}
+}
+
+// TestNoCustomProperties: no object carries a property its OASIS schema
+// does not define (the OASIS validator warned {401} on x_threatd_origin on
+// every indicator); the indicator's origin is a property extension whose
+// definition is among the bundle's objects. A custom property is caught
+// (positive control).
+func TestNoCustomProperties(t *testing.T) {
+	v := stixtest.NewValidator(t, schemaDir)
+	b := NewBundle([]Record{sample()}, Options{BundleKey: "test"})
+	defs, withOrigin := 0, 0
+	for _, o := range b.Objects {
+		if custom := v.CustomProperties(o); len(custom) > 0 {
+			t.Errorf("%s %s: custom properties %v", o["type"], o["id"], custom)
+		}
+		if o["type"] == "extension-definition" && o["id"] == OriginExtension {
+			defs++
+		}
+		if ext, ok := o["extensions"].(map[string]any); ok {
+			e := ext[OriginExtension].(map[string]any)
+			if e["extension_type"] != "property-extension" || e["origin"] == "" {
+				t.Errorf("%s: extension %v", o["id"], e)
+			}
+			withOrigin++
+		}
+	}
+	if defs != 1 || withOrigin == 0 {
+		t.Fatalf("%d extension definitions, %d indicators with an origin", defs, withOrigin)
+	}
+	ind := Object{}
+	for _, o := range b.Objects {
+		if o["type"] == "indicator" {
+			maps.Copy(ind, o)
+			break
+		}
+	}
+	ind["x_threatd_origin"] = "asset"
+	if custom := v.CustomProperties(ind); len(custom) != 1 || custom[0] != "x_threatd_origin" {
+		t.Fatalf("custom property not caught: %v", custom)
 	}
 }

@@ -4,10 +4,12 @@ package stixtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -15,7 +17,13 @@ import (
 )
 
 // Validator checks STIX objects against the OASIS JSON schemas.
-type Validator struct{ schemas map[string]*jsonschema.Schema }
+type Validator struct {
+	schemas map[string]*jsonschema.Schema
+	// defined are the property names each type's schema defines: any
+	// other is a custom property, which STIX 2.1 deprecates in favour of
+	// extensions (the OASIS validator's warning {401}).
+	defined map[string]map[string]bool
+}
 
 // NewValidator compiles the schemas in dir (a copy of
 // oasis-open/cti-stix2-json-schemas/schemas).
@@ -44,16 +52,85 @@ func NewValidator(t testing.TB, schemaDir string) *Validator {
 	if err != nil {
 		t.Fatalf("loading the OASIS schemas from %s: %v", schemaDir, err)
 	}
-	v := &Validator{schemas: map[string]*jsonschema.Schema{}}
+	v := &Validator{schemas: map[string]*jsonschema.Schema{}, defined: map[string]map[string]bool{}}
 	for kind, file := range map[string]string{"bundle": "common/bundle.json", "identity": "sdos/identity.json", "malware": "sdos/malware.json",
-		"indicator": "sdos/indicator.json", "relationship": "sros/relationship.json", "marking-definition": "common/marking-definition.json"} {
+		"indicator": "sdos/indicator.json", "relationship": "sros/relationship.json", "marking-definition": "common/marking-definition.json",
+		"extension-definition": "common/extension-definition.json"} {
 		s, err := c.Compile(ids[file])
 		if err != nil {
 			t.Fatalf("compiling %s: %v", file, err)
 		}
 		v.schemas[kind] = s
+		v.defined[kind] = map[string]bool{}
+		if err := collectProperties(filepath.Join(schemaDir, file), v.defined[kind], map[string]bool{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return v
+}
+
+// collectProperties adds the names of the properties the schema file
+// defines, following its $refs to other files (core.json, properties.json).
+func collectProperties(path string, into, seen map[string]bool) error {
+	if seen[path] {
+		return nil
+	}
+	seen[path] = true
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var walk func(n any, top bool) error
+	walk = func(n any, top bool) error {
+		m, ok := n.(map[string]any)
+		if !ok {
+			if list, ok := n.([]any); ok {
+				for _, e := range list {
+					if err := walk(e, top); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		if ref, ok := m["$ref"].(string); ok && top && !strings.HasPrefix(ref, "#") {
+			if err := collectProperties(filepath.Join(filepath.Dir(path), ref), into, seen); err != nil {
+				return err
+			}
+		}
+		if props, ok := m["properties"].(map[string]any); ok && top {
+			for name := range props {
+				into[name] = true
+			}
+		}
+		// Only the object's own level: allOf, anyOf, oneOf and then/else
+		// branches describe it; properties' own schemas do not.
+		for _, k := range []string{"allOf", "anyOf", "oneOf", "then", "else"} {
+			if err := walk(m[k], top); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(doc, true)
+}
+
+// CustomProperties returns the top-level properties of obj that its type's
+// schema does not define, sorted.
+func (v *Validator) CustomProperties(obj map[string]any) []string {
+	defined := v.defined[fmt.Sprint(obj["type"])]
+	var out []string
+	for k := range obj {
+		if !defined[k] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Validate checks a bundle and every object in it.
@@ -63,7 +140,23 @@ func (v *Validator) Validate(t testing.TB, raw []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.schemas["bundle"].Validate(doc); err != nil {
+	// The OASIS bundle schema predates extension-definition (STIX 2.1
+	// CS02 §7.3): it does not list the type, and its catch-all for custom
+	// objects (oneOf core, cyber-observable-core) matches an SDO-like
+	// object twice, so it refuses every extension definition. The bundle is
+	// checked without them; each is checked against its own schema below.
+	bundle := map[string]any{}
+	for k, val := range doc.(map[string]any) {
+		bundle[k] = val
+	}
+	var rest []any
+	for _, o := range doc.(map[string]any)["objects"].([]any) {
+		if o.(map[string]any)["type"] != "extension-definition" {
+			rest = append(rest, o)
+		}
+	}
+	bundle["objects"] = rest
+	if err := v.schemas["bundle"].Validate(bundle); err != nil {
 		t.Fatalf("bundle invalid: %v", err)
 	}
 	for _, o := range doc.(map[string]any)["objects"].([]any) {
@@ -75,6 +168,9 @@ func (v *Validator) Validate(t testing.TB, raw []byte) {
 		if err := s.Validate(obj); err != nil {
 			t.Fatalf("%s %s invalid: %v", obj["type"], obj["id"], err)
 		}
+		if custom := v.CustomProperties(obj); len(custom) > 0 {
+			t.Fatalf("%s %s has custom properties %v: STIX 2.1 wants an extension instead", obj["type"], obj["id"], custom)
+		}
 	}
 }
 
@@ -84,5 +180,11 @@ func (v *Validator) ValidateObject(obj map[string]any) error {
 	if !ok {
 		return fmt.Errorf("no schema for type %v", obj["type"])
 	}
-	return s.Validate(obj)
+	if err := s.Validate(obj); err != nil {
+		return err
+	}
+	if custom := v.CustomProperties(obj); len(custom) > 0 {
+		return fmt.Errorf("custom properties %v: STIX 2.1 wants an extension instead", custom)
+	}
+	return nil
 }
