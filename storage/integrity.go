@@ -50,7 +50,11 @@ func (c *corruption) note(err error) {
 	if err == nil || !isCorrupt(err) {
 		return
 	}
-	msg := err.Error()
+	c.record(err.Error())
+}
+
+// record keeps msg as the damage found (the first finding is kept).
+func (c *corruption) record(msg string) {
 	c.first.CompareAndSwap(nil, &msg)
 	now := time.Now().Unix()
 	if last := c.lastLog.Load(); now-last >= 60 && c.lastLog.CompareAndSwap(last, now) {
@@ -122,14 +126,54 @@ func (s *Store) Classify(err error) error {
 	return err
 }
 
+// quickCheck runs SQLite's PRAGMA quick_check (every page and index
+// structure, without cross-checking index contents: seconds per GB) and
+// records what it finds as damage: Health then reports the store corrupt.
+func (s *Store) quickCheck(ctx context.Context) {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check(20)")
+	if err != nil {
+		if isCorrupt(err) {
+			s.corrupt.record("quick_check: " + err.Error())
+		}
+		return
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			break
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil && isCorrupt(err) {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		s.corrupt.record("quick_check: " + strings.Join(problems, "; "))
+	}
+}
+
 // checkSQLiteFile refuses, before threatd's own connection opens it (its
 // pragmas would already write: WAL mode), a file that is not a SQLite
 // database, is damaged where SQLite must read first (its header and
-// schema), or is a SQLite database of another application. A missing or
-// empty file is fine: it becomes a new database.
-func checkSQLiteFile(ctx context.Context, path string) error {
-	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+// schema), or is a SQLite database of another application. A missing file
+// is fine: it becomes a new database. An empty one becomes one only when
+// createEmpty (threatd migrate) says so: a database truncated to 0 bytes by
+// a failed copy or a full disk must not silently start afresh.
+func checkSQLiteFile(ctx context.Context, path string, createEmpty bool) error {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return nil
+	}
+	if fi.Size() == 0 {
+		if createEmpty {
+			return nil
+		}
+		return fmt.Errorf("sqlite: %s is an empty file (0 bytes), not a database: if it was a database, restore it from a backup; "+
+			"to start a new database in it, run threatd migrate", path)
 	}
 	ro, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	if err != nil {

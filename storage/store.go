@@ -62,16 +62,30 @@ var checkpointEvery = time.Second
 // checkpointLoop copies the SQLite WAL into the database every interval
 // (PASSIVE: it never waits for or blocks readers and writers), so that
 // commits do not; a final checkpoint runs at Close.
+//
+// With Options.IntegrityEvery set (a daemon's store), the same loop runs
+// SQLite's quick_check at once and then at that interval, so that damage in
+// pages no request has read yet is found and reported (Health: degraded)
+// rather than discovered by the first unlucky query.
 func (s *Store) checkpointLoop(ctx context.Context, every time.Duration) {
 	defer close(s.checkpointsDone)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var integrity <-chan time.Time
+	if s.opts.IntegrityEvery > 0 {
+		s.quickCheck(ctx)
+		it := time.NewTicker(s.opts.IntegrityEvery)
+		defer it.Stop()
+		integrity = it.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			_, _ = s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		case <-integrity:
+			s.quickCheck(ctx)
 		}
 	}
 }
@@ -81,6 +95,13 @@ type bunDB = bun.IDB
 
 // Options are backend options from storage.settings.
 type Options struct {
+	// CreateEmpty lets a 0-byte SQLite file become a new database (threatd
+	// migrate); otherwise Open refuses it. A missing file is always created.
+	CreateEmpty bool
+	// IntegrityEvery runs SQLite's quick_check at open and then at this
+	// interval (0: never; the SQLite plugin sets it for a daemon's store).
+	IntegrityEvery time.Duration
+
 	// FailStep makes the named submission step fail (core.StepLookup,
 	// StepInsertThreat, StepInsertDetails). For tests only: it is refused
 	// unless the plugin's environment has THREATD_TEST_FAULTS=1.
@@ -121,7 +142,7 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	)
 	switch d {
 	case SQLite:
-		if err := checkSQLiteFile(context.Background(), dsn); err != nil {
+		if err := checkSQLiteFile(context.Background(), dsn, opts.CreateEmpty); err != nil {
 			return nil, err
 		}
 		db, err = openSQLite(dsn)

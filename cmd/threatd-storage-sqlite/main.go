@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins"
@@ -39,6 +40,11 @@ func main() {
 		opts, err := storage.OptionsFromSettings(cfg.Settings, os.Getenv)
 		if err != nil {
 			return nil, err
+		}
+		opts.CreateEmpty = cfg.Create
+		if cfg.Exclusive {
+			// A daemon checks the whole file at start and every six hours.
+			opts.IntegrityEvery = 6 * time.Hour
 		}
 		st, err := storage.Open(storage.SQLite, path, opts)
 		if err != nil {

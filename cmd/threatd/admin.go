@@ -18,15 +18,19 @@ func migrateCmd() *cobra.Command {
 		Short: "Apply schema migrations and exit",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// openEnv applies the migrations.
-			return withEnv(cmd, func(e *env) error {
-				st, err := e.store.Stats(cmd.Context())
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "schema up to date (%d users, %d tokens, %d threats)\n", st.Users, st.Tokens, st.Threats)
-				return nil
-			})
+			// openEnv applies the migrations; an empty SQLite file at the
+			// path becomes a new database only here.
+			e, err := openEnv(cmd, false, true, nil)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			st, err := e.store.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema up to date (%d users, %d tokens, %d threats)\n", st.Users, st.Tokens, st.Threats)
+			return nil
 		},
 	}
 }
@@ -205,7 +209,7 @@ func bootstrapCmd() *cobra.Command {
 // withEnv runs fn with storage opened (and migrated) for an administrative
 // command, and stops the storage plugin afterwards.
 func withEnv(cmd *cobra.Command, fn func(e *env) error) error {
-	e, err := openEnv(cmd, false, nil)
+	e, err := openEnv(cmd, false, false, nil)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A file that is not a database, or another application's database, stops
@@ -52,9 +53,37 @@ func TestForeignOrDamagedDatabaseStopsStartUp(t *testing.T) {
 	}
 }
 
-// Damage that start-up does not touch is found later: the request that
-// reads it fails (500, no internals), the log says so loudly, and healthz
-// reports the database corrupt instead of "ok".
+// An empty file where the database should be (a database truncated by a
+// failed copy or a full disk) is refused by every command but threatd
+// migrate, which makes it a new database.
+func TestEmptyDatabaseFileIsRefused(t *testing.T) {
+	in := newInstance(t, quiet)
+	path := filepath.Join(in.dir, "data", "threatd.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"serve"}, {"user", "list"}} {
+		r := in.cli(args...)
+		if r.code == 0 || !strings.Contains(r.stderr, path+" is an empty file (0 bytes), not a database") || !strings.Contains(r.stderr, "run threatd migrate") {
+			t.Fatalf("%v on an empty file: exit %d\n%s", args, r.code, r.stderr)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+			t.Fatalf("%v changed the empty file: %v %v", args, fi, err)
+		}
+	}
+	if out := in.mustCLI("migrate"); !strings.Contains(out, "schema up to date (0 users") {
+		t.Fatalf("migrate: %s", out)
+	}
+	in.mustCLI("user", "list")
+}
+
+// Damage in pages start-up does not read is found by the integrity check a
+// daemon runs at start (SQLite's quick_check): healthz reports the database
+// corrupt instead of "ok" before any request touches it; the request that
+// reads it fails (500, no internals), and the log says so loudly.
 func TestDamageFoundLaterIsReported(t *testing.T) {
 	in := newInstance(t, quiet)
 	tok := in.user("owner@example.com", "--tier", "paid")
@@ -89,7 +118,24 @@ func TestDamageFoundLaterIsReported(t *testing.T) {
 	f.Close()
 
 	d = in.serve()
-	d.do("GET", "/healthz", "", "").expect(t, 200, "")
+	// No request has read the damaged page: the start-up check finds it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h := d.do("GET", "/healthz", "", "")
+		if h.code == 503 {
+			if st := h.body["plugins"].(map[string]any)["storage"].(map[string]any); h.body["status"] != "degraded" || st["status"] != "corrupt" {
+				t.Fatalf("healthz after the start-up check: %s", h.raw)
+			}
+			break
+		}
+		if h.code != 200 || time.Now().After(deadline) {
+			t.Fatalf("healthz still %d %s 30 s after start on a damaged file", h.code, h.raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(d.logText(), "quick_check") {
+		t.Fatalf("the start-up check's finding is not logged:\n%s", d.logText())
+	}
 	d.do("GET", base+"/check-malicious?report_type=package&ecosystem=npm&resource_identifier=damaged-pkg", tok, "").expect(t, 200, "")
 	r := d.do("GET", base+"/threat-data?threat_id="+id, tok, "").expect(t, 500, "Internal server error")
 	if r.body["details"] != "the database is damaged (see the server log)" || strings.Contains(r.raw, path) {

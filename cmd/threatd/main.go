@@ -95,7 +95,7 @@ type env struct {
 // configured level and opens the storage exclusively (one daemon per
 // SQLite file). restarted, when not nil, hears of each plugin restart
 // (metrics).
-func openEnv(cmd *cobra.Command, daemon bool, restarted func(kind, name string)) (*env, error) {
+func openEnv(cmd *cobra.Command, daemon, create bool, restarted func(kind, name string)) (*env, error) {
 	quiet := !daemon
 	cfg, err := loadConfig(cmd)
 	if err != nil {
@@ -115,7 +115,7 @@ func openEnv(cmd *cobra.Command, daemon bool, restarted func(kind, name string))
 	}
 	host := &plugins.Host{Dir: cfg.Plugins.Dir, Log: log, Restarted: restarted}
 	store, err := host.StartStorage(cmd.Context(), cfg.Storage.Plugin, plugins.StorageConfig{
-		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings, Exclusive: daemon,
+		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings, Exclusive: daemon, Create: create,
 	})
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func serveCmd() *cobra.Command {
 
 func serve(cmd *cobra.Command, _ []string) error {
 	metrics := api.NewMetrics(version)
-	e, err := openEnv(cmd, true, metrics.PluginRestarted)
+	e, err := openEnv(cmd, true, false, metrics.PluginRestarted)
 	if err != nil {
 		return err
 	}
