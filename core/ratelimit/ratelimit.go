@@ -52,6 +52,8 @@ func NewWithClock(window time.Duration, now func() time.Time) *Limiter {
 // Take counts cost requests against key under limit and reports whether they
 // are allowed. A limit of 0 or less means unlimited. Requests over the limit
 // are not counted, so a client that backs off regains its budget next window.
+// A negative cost gives back requests taken earlier in the window (a
+// reservation that turned out not to count).
 func (l *Limiter) Take(key string, limit, cost int) Result {
 	now := l.now()
 	idx := now.UnixNano() / int64(l.window)
@@ -68,6 +70,11 @@ func (l *Limiter) Take(key string, limit, cost int) Result {
 		clear(s.counts)
 	}
 	used := s.counts[key]
+	if cost < 0 {
+		// A refund of requests taken before (never below zero).
+		s.counts[key] = max(used+cost, 0)
+		return Result{Allowed: true, Limit: limit, Remaining: limit - s.counts[key], Reset: reset}
+	}
 	if used+cost > limit {
 		return Result{Allowed: false, Limit: limit, Remaining: max(0, limit-used), Reset: reset}
 	}

@@ -16,14 +16,38 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/ratelimit"
 )
 
 // safeNext keeps a post-log-in redirect on this site: a local path only.
+// It judges next as a browser resolves it: the WHATWG URL parser removes
+// every tab and newline first (so "/\t/evil.example/" is "//evil.example/",
+// another host) and reads a backslash as a slash. Whatever could leave
+// this origin, or holds another control character, goes to My submissions.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
-		return "/me/submissions"
+	const home = "/me/submissions"
+	cleaned := strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, next)
+	if !strings.HasPrefix(cleaned, "/") || len(cleaned) > 2048 {
+		return home
 	}
-	return next
+	if len(cleaned) > 1 && (cleaned[1] == '/' || cleaned[1] == '\\') {
+		return home
+	}
+	for _, r := range cleaned {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return home
+		}
+	}
+	u, err := url.Parse(cleaned)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") {
+		return home
+	}
+	return cleaned
 }
 
 // home is the search box (check-malicious's semantics) and the latest
@@ -128,37 +152,44 @@ func (s *Site) loginForm(c *echo.Context) error {
 	return s.render(c, http.StatusOK, "login", map[string]any{"Title": "Log in", "Next": c.QueryParam("next")})
 }
 
-// login checks the password under the per-account and per-IP throttles:
-// failed attempts count; once an account (or an address) has used its
-// attempts in the window, even the right password waits.
+// login checks the password under the per-account and per-IP throttles.
+// Each attempt is reserved against both before the password is hashed, so
+// concurrent attempts cannot overtake the count (all of them used to be
+// hashed before the first failure was counted); a successful log-in gives
+// its reservation back, so only failures use up the attempts. Once an
+// account (or an address) has used its attempts in the window, even the
+// right password waits.
 func (s *Site) login(c *echo.Context) error {
 	f, _ := c.FormValues()
 	email := strings.ToLower(strings.TrimSpace(f.Get("email")))
 	data := map[string]any{"Title": "Log in", "Next": f.Get("next"), "Email": email}
 	ipKey, acctKey := "ip:"+c.RealIP(), "account:"+email
-	ip := s.logins.Take(ipKey, s.opts.LoginAttemptsIP, 0)
-	acct := s.logins.Take(acctKey, s.opts.LoginAttempts, 0)
-	if ip.Remaining == 0 || acct.Remaining == 0 {
+	ip := s.logins.Take(ipKey, s.opts.LoginAttemptsIP, 1)
+	var acct ratelimit.Result
+	if ip.Allowed {
+		if acct = s.logins.Take(acctKey, s.opts.LoginAttempts, 1); !acct.Allowed {
+			s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
+		}
+	}
+	if !ip.Allowed || !acct.Allowed {
 		wait := ip.ResetSeconds()
-		if acct.Remaining == 0 {
+		if ip.Allowed {
 			wait = acct.ResetSeconds()
 		}
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		data["Error"] = fmt.Sprintf("Too many log-in attempts: try again in %d seconds.", wait)
 		return s.render(c, http.StatusTooManyRequests, "login", data)
 	}
-	return s.startSession(c, email, f.Get("password"), safeNext(f.Get("next")))
-}
-
-// loginFailed counts a failed log-in against the account and the address.
-func (s *Site) loginFailed(c *echo.Context, email string) {
-	s.logins.Take("ip:"+c.RealIP(), s.opts.LoginAttemptsIP, 1)
-	s.logins.Take("account:"+email, s.opts.LoginAttempts, 1)
+	return s.startSession(c, email, f.Get("password"), safeNext(f.Get("next")), func() {
+		s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
+		s.logins.Take(acctKey, s.opts.LoginAttempts, -1)
+	})
 }
 
 // startSession logs in and sets a new session cookie (a new id at every
-// log-in: a session id planted before log-in is never promoted).
-func (s *Site) startSession(c *echo.Context, email, pw, next string) error {
+// log-in: a session id planted before log-in is never promoted); succeeded
+// (if not nil) runs when the password was right.
+func (s *Site) startSession(c *echo.Context, email, pw, next string, succeeded func()) error {
 	if len(pw) > 4*core.PasswordMax {
 		pw = "" // never hash an unbounded input
 	}
@@ -166,12 +197,14 @@ func (s *Site) startSession(c *echo.Context, email, pw, next string) error {
 	secret, u, err := s.accounts.LogIn(c.Request().Context(), email, pw, s.opts.SessionTTL)
 	<-s.hashing
 	if errors.Is(err, core.ErrBadCredentials) {
-		s.loginFailed(c, email)
 		return s.render(c, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in", "Email": email, "Next": next,
 			"Error": "The e-mail or password is not right."})
 	}
 	if err != nil {
 		return err
+	}
+	if succeeded != nil {
+		succeeded()
 	}
 	s.log.Info("web: log-in", "user", u.ID)
 	return s.setSession(c, secret, next)
