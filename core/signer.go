@@ -56,8 +56,10 @@ func (s *signer) sign(ctx context.Context, body []byte) (string, error) {
 // else (edited, truncated, or signed with another key).
 func (s *signer) open(ctx context.Context, v string) (body []byte, ok bool, err error) {
 	body64, sig64, found := strings.Cut(v, ".")
-	body, err1 := base64.RawURLEncoding.DecodeString(body64)
-	sig, err2 := base64.RawURLEncoding.DecodeString(sig64)
+	// Strict: the unused bits of a last character must be zero, so that no
+	// two spellings of one value are accepted.
+	body, err1 := base64.RawURLEncoding.Strict().DecodeString(body64)
+	sig, err2 := base64.RawURLEncoding.Strict().DecodeString(sig64)
 	if !found || err1 != nil || err2 != nil {
 		return nil, false, nil
 	}

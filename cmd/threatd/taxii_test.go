@@ -282,6 +282,41 @@ func TestTAXII(t *testing.T) {
 			t.Fatalf("manifest entry %d: %v, object %s %s", i, m, whole[i].id, whole[i].version)
 		}
 	}
+	// A next value is bound to its request: the collection, added_after
+	// and the match filters. An edited one, one used elsewhere, and an
+	// empty one are 400 (each was accepted, the last as page one).
+	first := c.get("/taxii2/api/collections/"+threats+"/objects/?limit=5&match%5Btype%5D=malware").expect(t, 200).body
+	nextValue, _ := first["next"].(string)
+	if first["more"] != true || nextValue == "" {
+		t.Fatalf("first page: %v", first)
+	}
+	c.get("/taxii2/api/collections/"+threats+"/objects/?limit=5&match%5Btype%5D=malware&next="+url.QueryEscape(nextValue)).expect(t, 200)
+	c.get("/taxii2/api/collections/"+threats+"/manifest/?limit=5&match%5Btype%5D=malware&next="+url.QueryEscape(nextValue)).expect(t, 200)
+	for i := range nextValue {
+		edited := []byte(nextValue)
+		edited[i] = "AB"[map[bool]int{true: 1, false: 0}[edited[i] == 'A']]
+		if r := c.get("/taxii2/api/collections/" + threats + "/objects/?limit=5&match%5Btype%5D=malware&next=" + url.QueryEscape(string(edited))); r.code != 400 {
+			t.Fatalf("next with character %d changed: %d %s", i, r.code, r.raw)
+		}
+	}
+	for name, q := range map[string]string{
+		"another collection":  "/taxii2/api/collections/" + npm + "/objects/?limit=5&match%5Btype%5D=malware&next=",
+		"another match[type]": "/taxii2/api/collections/" + threats + "/objects/?limit=5&match%5Btype%5D=indicator&next=",
+		"no match[type]":      "/taxii2/api/collections/" + threats + "/objects/?limit=5&next=",
+		"added_after added":   "/taxii2/api/collections/" + threats + "/objects/?limit=5&match%5Btype%5D=malware&added_after=2020-01-01T00:00:00Z&next=",
+	} {
+		if r := c.get(q + url.QueryEscape(nextValue)); r.code != 400 || !strings.Contains(string(r.raw), "next") {
+			t.Fatalf("next on %s: %d %s", name, r.code, r.raw)
+		}
+	}
+	if r := c.get("/taxii2/api/collections/" + threats + "/objects/?limit=5&next="); r.code != 400 || !strings.Contains(string(r.raw), "empty") {
+		t.Fatalf("empty next: %d %s", r.code, r.raw)
+	}
+	// Accept with q=0 refuses what it names.
+	c.get("/taxii2/", "Accept", "*/*;q=0").expect(t, 406)
+	c.get("/taxii2/", "Accept", "application/taxii+json;version=2.1;q=0, */*").expect(t, 406)
+	c.get("/taxii2/", "Accept", "application/json, */*;q=0.1").expect(t, 200)
+
 	// Filters.
 	inds, _ := c.poll(threats, time.Time{}, 50, true, "&match%5Btype%5D=indicator")
 	for _, o := range inds {
