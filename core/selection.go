@@ -65,8 +65,8 @@ var exportWindow = Window{Default: 24 * time.Hour, Max: 24 * time.Hour}
 
 // Window is every report that changed here in the rolling window since
 // (RFC 3339, at most 24 h ago) or hours (1–24, default 24), optionally one
-// ecosystem's, once each as it is now, in the order of its last change: a
-// revised one with its new content, a withdrawn one rejected. Times are when
+// ecosystem's, once each as it is now, in the order of its first change in
+// the window: a revised one with its new content, a withdrawn one rejected. Times are when
 // the change happened here (verified, imported, revised, withdrawn), not
 // upstream publication times. At most MaxWindowRecords.
 func (x *Selections) Window(ctx context.Context, since, hours, ecosystem string) ([]Threat, error) {

@@ -105,7 +105,7 @@ func (c *StorageClient) SetUserAccess(ctx context.Context, email string, tier *c
 
 // ListUsers returns a page of users in e-mail order.
 func (c *StorageClient) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
-	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: after, Limit: int32(min(limit, core.MaxListUsers))})
+	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: after, Limit: int32(limit)})
 	return call(r, err, func(r *pb.ListUsersResponse) []core.User {
 		out := make([]core.User, len(r.Users))
 		for i, u := range r.Users {

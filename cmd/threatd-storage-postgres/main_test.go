@@ -23,10 +23,17 @@ func TestStorageContract(t *testing.T) {
 	pg := pgtest.Server(t)
 	host := &plugins.Host{Dir: testbin.PluginDir(t), Log: slog.New(slog.DiscardHandler)}
 	dsns := map[string]string{} // the same name reopens the same database
-	storagetest.Run(t, storagetest.PluginBackend(host, "postgres", func(t *testing.T, db string) string {
+	backend := storagetest.PluginBackend(host, "postgres", func(t *testing.T, db string) string {
 		if _, ok := dsns[db]; !ok {
 			dsns[db] = pg.Database(t, db)
 		}
 		return dsns[db]
-	}))
+	})
+	storagetest.Run(t, backend)
+	t.Run("Paging", func(t *testing.T) {
+		exporters := plugins.NewExporters(host)
+		defer exporters.Close()
+		exporters.Start([]string{"stix"})
+		storagetest.RunPaging(t, backend, exporters)
+	})
 }

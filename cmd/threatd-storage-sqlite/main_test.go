@@ -20,9 +20,16 @@ import (
 func TestStorageContract(t *testing.T) {
 	host := &plugins.Host{Dir: testbin.PluginDir(t), Log: slog.New(slog.DiscardHandler)}
 	dir := t.TempDir()
-	storagetest.Run(t, storagetest.PluginBackend(host, "sqlite", func(_ *testing.T, db string) string {
+	backend := storagetest.PluginBackend(host, "sqlite", func(_ *testing.T, db string) string {
 		return filepath.Join(dir, db+".db")
-	}))
+	})
+	storagetest.Run(t, backend)
+	t.Run("Paging", func(t *testing.T) {
+		exporters := plugins.NewExporters(host)
+		defer exporters.Close()
+		exporters.Start([]string{"stix"})
+		storagetest.RunPaging(t, backend, exporters)
+	})
 }
 
 // BenchmarkPluginRoundTrip is the cost the in-memory index avoids: one report

@@ -70,3 +70,33 @@ func TestReviewDecidesOnTheVersionItRead(t *testing.T) {
 		t.Fatalf("show of an unknown id succeeded: %s", r.stdout)
 	}
 }
+
+// TestReviewListShowsEveryPendingReport: review list prints every pending
+// report (it printed the first 10,000 as "10000 pending report(s)"), and
+// with --limit says how many it left out and how to see them.
+func TestReviewListShowsEveryPendingReport(t *testing.T) {
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
+	tok := in.user("sub@example.com")
+	d := in.serve()
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, d.submit(tok, fmt.Sprintf(`{"report_type":"domain","resource_identifier":"queue-%d.example","threat_description":"x"}`, i)))
+	}
+	r := in.cli("review", "list")
+	if r.code != 0 || !strings.Contains(r.stderr, "5 pending report(s)") {
+		t.Fatalf("review list: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, id := range ids {
+		if !strings.Contains(r.stdout, id) {
+			t.Fatalf("review list lacks %s:\n%s", id, r.stdout)
+		}
+	}
+	r = in.cli("review", "list", "--limit", "2")
+	if r.code != 0 || !strings.Contains(r.stderr, "showing 2 of 5 pending report(s) (--limit 0 lists them all)") ||
+		!strings.Contains(r.stdout, ids[0]) || !strings.Contains(r.stdout, ids[1]) || strings.Contains(r.stdout, ids[2]) {
+		t.Fatalf("review list --limit 2: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := in.cli("review", "list", "--limit", "-1"); r.code == 0 || !strings.Contains(r.stderr, "invalid --limit -1") {
+		t.Fatalf("--limit -1: exit %d %s", r.code, r.stderr)
+	}
+}
