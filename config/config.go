@@ -14,6 +14,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,11 +37,25 @@ type Config struct {
 	Exporters      []string        `koanf:"exporters"`
 	ExporterRoutes []ExporterRoute `koanf:"exporter_routes"`
 	Sources        []Source        `koanf:"sources"`
+	Import         Import          `koanf:"import"`
 	Cache          Cache           `koanf:"cache"`
 	Limits         Limits          `koanf:"limits"`
 	Log            Log             `koanf:"log"`
 	Web            Web             `koanf:"web"`
 	Metrics        Metrics         `koanf:"metrics"`
+}
+
+// Import bounds what one upstream record may become (threatd import and
+// scheduled sources; docs/ingestion.md).
+type Import struct {
+	// MaxAffected is the most affected packages one record may list: each
+	// becomes a report, so a larger record is skipped with its reason.
+	MaxAffected int `koanf:"max_affected"`
+}
+
+// Settings are what a source plugin is told of these bounds.
+func (i Import) Settings() map[string]string {
+	return map[string]string{"max_affected": strconv.Itoa(i.MaxAffected)}
 }
 
 // Metrics is the Prometheus endpoint (docs/operations/metrics.md).
@@ -179,6 +194,7 @@ func Defaults() map[string]any {
 		"exporters":                        []string{"stix", "anomali", "osv"},
 		"exporter_routes":                  []any{},
 		"sources":                          []any{},
+		"import.max_affected":              1000,
 		"cache.freshness":                  "1s",
 		"cache.records":                    10000,
 		"limits.submissions_per_hour":      10,
@@ -214,7 +230,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
@@ -409,6 +425,9 @@ func (c *Config) Validate() error {
 		if s.Interval < time.Minute {
 			add(bad(key+".interval", "must be at least 1m (got %s)", s.Interval))
 		}
+	}
+	if c.Import.MaxAffected < 1 || c.Import.MaxAffected > 100_000 {
+		add(bad("import.max_affected", "must be between 1 and 100000 (got %d)", c.Import.MaxAffected))
 	}
 	if c.Cache.Freshness <= 0 || c.Cache.Freshness > time.Hour {
 		add(bad("cache.freshness", "must be between 1ns and 1h (got %s)", c.Cache.Freshness))

@@ -14,7 +14,7 @@ package core
 const PageBytes = 4 << 20
 
 // firstChunk is how many rows the first storage read of a page asks for.
-const firstChunk = 100
+const firstChunk = 10
 
 // ApproxSize is the size of t's text: its long fields plus room for the
 // short ones. It bounds pages and batches without marshalling them.

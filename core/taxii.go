@@ -193,7 +193,7 @@ func TAXIITimestamp(t time.Time) string {
 }
 
 // taxiiFirstChunk is how many changes the first read of a page asks for.
-const taxiiFirstChunk = 25
+const taxiiFirstChunk = 10
 
 // taxiiScanFactor bounds how many changes one page reads per object it may
 // return, when filters leave out most objects.
@@ -279,11 +279,14 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 		return page, nil
 	}
 	// The first read asks for a few changes; later ones as many as the
-	// rest of the page holds at the objects and bytes a change has had so
-	// far, so that a page of 1,000 objects renders about 250 reports, not
-	// 1,000, and a page of large reports stops at PageBytes.
+	// rest of the page holds at the objects, object bytes and report text
+	// a change has had so far, so that a page of 1,000 objects renders
+	// about 250 reports, not 1,000. A page also ends once the reports it
+	// read hold PageBytes of text (ApproxSize): large reports cost their
+	// indicator extraction and their trip to the exporter whether or not
+	// they yield many objects.
 	fq := FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, taxiiFirstChunk)}
-	changes := 0
+	changes, text := 0, 0
 	if !q.AddedAfter.IsZero() {
 		// The change of that microsecond may have objects added after it.
 		fq.From = q.AddedAfter.Truncate(time.Microsecond)
@@ -316,6 +319,10 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			if i == 0 && it.Event.Seq == pos.Seq {
 				p.Offset = pos.Offset
 			}
+			if text >= PageBytes && len(page.Objects) > 0 {
+				full = true // the reports read so far hold a page's text
+			}
+			text += it.Threat.ApproxSize()
 			if !add(objs.records[i], p) {
 				return x.next(ctx, page, last, q)
 			}
@@ -330,9 +337,14 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			fq.Limit = 1
 			continue
 		}
+		if text >= taxiiScanFactor*PageBytes {
+			break // filters left out most of a lot of text
+		}
 		perChange := max(len(page.Objects)/max(changes, 1), 1)
 		bytesPerChange := max(bytes/max(changes, 1), 1)
-		fq.Limit = min((q.Limit-len(page.Objects))/perChange+1, (PageBytes-bytes)/bytesPerChange+1, MaxGetThreats)
+		textPerChange := max(text/max(changes, 1), 1)
+		fq.Limit = min((q.Limit-len(page.Objects))/perChange+1, max(PageBytes-bytes, 0)/bytesPerChange+1,
+			max(PageBytes-text, 0)/textPerChange+1, MaxGetThreats)
 	}
 	// Filters left out most of what was read: the rest follows with next.
 	page.More = true

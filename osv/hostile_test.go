@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -42,46 +41,76 @@ func hostileRecord(t *testing.T, affected, iocs int) string {
 }
 
 // One record with a 200 KB details and 10,000 affected packages took
-// 3.1-3.4 GB (the text copied per package); 380,000 indicators did not
-// finish in 150 s. Read now shares the text, caps the indicators, and keeps
-// its heap bounded while it yields the 10,000 reports one by one.
-func TestHostileRecordBoundedMemory(t *testing.T) {
+// 3.1-3.4 GB (the text copied per package), and once shared in memory still
+// became 10,000 reports of 200 KB each in the database (a 469 KB record of
+// 5,000 packages became a 1 GB database). Such a record is skipped with its
+// reason: over import.max_affected, and, when that is raised, by the growth
+// guard (its reports would store over 20 times its size). A record of 1,000
+// packages with a short text is imported whole, within the bound.
+func TestHostileRecordIsRefused(t *testing.T) {
+	read := func(path string, settings map[string]string) (reports int, reasons []string) {
+		t.Helper()
+		err := Source{Now: time.Now}.Read(context.Background(), []string{path}, settings, nil, func(it core.SourceItem) error {
+			if it.Record != nil {
+				reports++
+			} else if it.Skipped != "" {
+				reasons = append(reasons, it.Reason)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reports, reasons
+	}
 	path := hostileRecord(t, 10_000, 0)
 	if fi, _ := os.Stat(path); fi.Size() > maxRecordBytes {
 		t.Fatalf("the test file (%d bytes) exceeds the per-file limit", fi.Size())
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak uint64
-	n := 0
-	err := Source{Now: time.Now}.Read(context.Background(), []string{path}, nil, nil, func(it core.SourceItem) error {
-		if it.Record == nil {
-			if it.Skipped != "" {
-				t.Fatalf("skipped: %s", it.Reason)
-			}
-			return nil
+	if n, why := read(path, nil); n != 0 || len(why) != 1 || !strings.Contains(why[0], "MAL-HOSTILE-1: 10000 affected packages, more than import.max_affected (1000)") {
+		t.Fatalf("10,000 packages: %d reports, %q", n, why)
+	}
+	if n, why := read(path, map[string]string{"max_affected": "100000"}); n != 0 || len(why) != 1 ||
+		!strings.Contains(why[0], "reports would store about") || !strings.Contains(why[0], "more than 20 times the record's") {
+		t.Fatalf("10,000 packages, max_affected 100000: %d reports, %q", n, why)
+	}
+	if _, err := parseSettings(map[string]string{"max_affected": "0"}); err == nil || !strings.Contains(err.Error(), "import.max_affected") {
+		t.Fatalf("max_affected 0: %v", err)
+	}
+	if _, err := parseSettings(map[string]string{"colour": "red"}); err == nil {
+		t.Fatal("an unknown setting was accepted")
+	}
+
+	// 1,000 packages with a short text and their versions: imported whole,
+	// and what its reports store stays within 20 times the file.
+	aff := make([]map[string]any, 1000)
+	for i := range aff {
+		aff[i] = map[string]any{"package": map[string]any{"ecosystem": "npm", "name": fmt.Sprintf("wide-%04d", i)},
+			"versions":          []string{"1.0.0", "1.0.1", "1.0.2"},
+			"ranges":            []map[string]any{{"type": "SEMVER", "events": []map[string]string{{"introduced": "0"}}}},
+			"database_specific": map[string]any{"source": fmt.Sprintf("https://github.com/ossf/malicious-packages/blob/main/osv/malicious/npm/wide-%04d/MAL-WIDE-1.json", i)}}
+	}
+	b, _ := json.Marshal(map[string]any{"id": "MAL-WIDE-1", "published": "2025-01-01T00:00:00Z", "modified": "2025-01-02T00:00:00Z",
+		"summary": "Malicious code in many packages", "details": "A campaign published the same stealer under many names.", "affected": aff})
+	wide := filepath.Join(t.TempDir(), "MAL-WIDE-1.json")
+	if err := os.WriteFile(wide, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	err := Source{Now: time.Now}.Read(context.Background(), []string{wide}, nil, nil, func(it core.SourceItem) error {
+		if it.Skipped != "" {
+			t.Fatalf("skipped: %s", it.Reason)
 		}
-		n++
-		if n%500 == 0 {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse-min(base, ms.HeapInuse))
-		}
-		if d := it.Record.Threat.Details; len([]rune(d.PayloadDescription)) != 200_000 {
-			t.Fatalf("payload of %d characters, want cut to 200,000", len([]rune(d.PayloadDescription)))
+		if it.Record != nil {
+			stored += it.Record.ApproxSize() + reportOverhead
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 10_000 {
-		t.Fatalf("%d reports, want 10,000", n)
-	}
-	t.Logf("heap in use above the start while yielding 10,000 reports: peak %d MB", peak>>20)
-	if peak > 128<<20 {
-		t.Fatalf("peak heap %d MB for one record: the text is copied per package", peak>>20)
+	if stored > MaxGrowth*len(b) && stored > growthFloor {
+		t.Fatalf("1,000 packages: %d bytes stored for a %d-byte record", stored, len(b))
 	}
 }
 

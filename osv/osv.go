@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,11 @@ type input struct {
 // those known to be imported at that version already are yielded as
 // unchanged without being decoded in full. While most of a run is new (a
 // first import), heads are read for one window in 16 only.
-func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, known core.Known, fn func(core.SourceItem) error) error {
+func (s Source) Read(ctx context.Context, paths []string, settings map[string]string, known core.Known, fn func(core.SourceItem) error) error {
+	lim, err := parseSettings(settings)
+	if err != nil {
+		return err
+	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -93,7 +98,7 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, k
 					j.out <- result{err: err}
 					continue
 				}
-				j.out <- readInput(j.in, now(), heads.on.Load())
+				j.out <- readInput(j.in, now(), heads.on.Load(), lim)
 			}
 		})
 	}
@@ -135,7 +140,7 @@ func (s Source) Read(ctx context.Context, paths []string, _ map[string]string, k
 			}
 		}
 	}()
-	w := window{known: known, heads: &heads, now: now, fn: fn, total: total}
+	w := window{known: known, heads: &heads, now: now, fn: fn, total: total, limits: lim}
 	for out := range order {
 		r := <-out
 		if ctx.Err() != nil {
@@ -209,6 +214,7 @@ type window struct {
 	heads   *headMode
 	now     func() time.Time
 	fn      func(core.SourceItem) error
+	limits  Limits
 	results []result
 	bytes   int
 	total   int
@@ -249,7 +255,7 @@ func (w *window) flush(ctx context.Context) error {
 	now := w.now()
 	parallel(len(todo), func(k int) {
 		r := &w.results[todo[k]]
-		r.recs, r.err = decode(r.raw, now)
+		r.recs, r.err = decode(r.raw, now, w.limits)
 	})
 	for i, r := range w.results {
 		if err := ctx.Err(); err != nil {
@@ -363,7 +369,7 @@ const maxRecordBytes = 4 << 20
 
 // readInput reads one input; withHead, it only reads the record's head
 // when it has one, and keeps the bytes for decode.
-func readInput(in input, now time.Time, withHead bool) result {
+func readInput(in input, now time.Time, withHead bool, lim Limits) result {
 	res := result{name: in.name, input: true}
 	data, err := readAll(in)
 	if err != nil {
@@ -376,7 +382,7 @@ func readInput(in input, now time.Time, withHead bool) result {
 			return res
 		}
 	}
-	res.recs, res.err = decode(data, now)
+	res.recs, res.err = decode(data, now, lim)
 	return res
 }
 
@@ -396,12 +402,72 @@ func readAll(in input) ([]byte, error) {
 	return data, nil
 }
 
-func decode(data []byte, now time.Time) ([]core.ImportRecord, error) {
+func decode(data []byte, now time.Time, lim Limits) ([]core.ImportRecord, error) {
 	var v Record
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("not an OSV record: %v", err)
 	}
-	return Map(&v, now)
+	if n := len(v.Affected); n > lim.MaxAffected {
+		return nil, fmt.Errorf("%s: %d affected packages, more than import.max_affected (%d): each would become a report", v.ID, n, lim.MaxAffected)
+	}
+	recs, err := Map(&v, now)
+	if err != nil {
+		return nil, err
+	}
+	// Each report stores its own copy of the record's texts: refuse a
+	// record whose reports would hold far more than the record itself (a
+	// 469 KB record of 5,000 packages with a 90 KB details became a 1 GB
+	// database).
+	stored := 0
+	for i := range recs {
+		stored += recs[i].ApproxSize() + reportOverhead
+	}
+	if stored > growthFloor && stored > MaxGrowth*len(data) {
+		return nil, fmt.Errorf("%s: its %d reports would store about %d MB, more than %d times the record's %d KB "+
+			"(each affected package's report holds a copy of the record's text)", v.ID, len(recs), stored>>20, MaxGrowth, len(data)>>10)
+	}
+	return recs, nil
+}
+
+// Limits bound what one OSV record may become.
+type Limits struct {
+	// MaxAffected is the most affected packages a record may list
+	// (import.max_affected): each becomes a report.
+	MaxAffected int
+}
+
+// DefaultMaxAffected is import.max_affected's default.
+const DefaultMaxAffected = 1000
+
+// The growth guard: the reports of one record may store at most MaxGrowth
+// times its bytes (each report's text, ApproxSize, plus reportOverhead for
+// its rows and index entries), unless they store under growthFloor in all.
+// reportOverhead is measured: on SQLite a record of 1,000 packages with a
+// short text (122 KB) grew the database by 2.38 MB, 2.4 KB a report, of
+// which ApproxSize counts about 600 bytes.
+const (
+	MaxGrowth      = 20
+	growthFloor    = 1 << 20
+	reportOverhead = 1536
+)
+
+// parseSettings reads the source's settings: max_affected (1–100,000;
+// default DefaultMaxAffected). Any other setting is refused.
+func parseSettings(settings map[string]string) (Limits, error) {
+	lim := Limits{MaxAffected: DefaultMaxAffected}
+	for k, v := range settings {
+		switch k {
+		case "max_affected":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100_000 {
+				return lim, fmt.Errorf("import.max_affected: must be a whole number from 1 to 100000 (got %q)", v)
+			}
+			lim.MaxAffected = n
+		default:
+			return lim, fmt.Errorf("osv source: unknown setting %q", k)
+		}
+	}
+	return lim, nil
 }
 
 // head is what a record's head read decodes: enough to name its import

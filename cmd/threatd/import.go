@@ -55,7 +55,7 @@ Works with no sources configured.`,
 				defer src.Close()
 				report := progressReporter(cmd)
 				start := time.Now()
-				sum, err := core.Ingest(cmd.Context(), e.store, src, source, paths, nil, report)
+				sum, err := core.Ingest(cmd.Context(), e.store, src, source, paths, e.cfg.Import.Settings(), report)
 				report(core.ImportProgress{FilesTotal: -1})
 				if err != nil {
 					return fmt.Errorf("import %s: %w (batches already written stay; the run can be repeated safely)", source, err)

@@ -54,7 +54,7 @@ func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log
 	}
 	defer plugin.Close()
 	start := time.Now()
-	sum, err := core.Ingest(ctx, store, plugin, src.Plugin, src.Paths, nil, nil)
+	sum, err := core.Ingest(ctx, store, plugin, src.Plugin, src.Paths, cfg.Import.Settings(), nil)
 	metrics.SourceRun(src.Name, sum.Counts, err)
 	if err != nil {
 		l.Error("source run failed", "error", err.Error())

@@ -374,21 +374,24 @@ func walk(page func(cursor string) (string, error)) error {
 // revokedAreWithdrawn checks that the malware object of each withdrawn
 // report, and only theirs, is revoked.
 func revokedAreWithdrawn(c context.Context, x *core.TAXII, col core.TAXIICollection, withdrawn map[string]bool) error {
-	p, err := x.Page(c, core.TAXIIQuery{Collection: col, Limit: 1000, Types: []string{"malware"}})
+	revoked := 0
+	err := walk(func(next string) (string, error) {
+		p, err := x.Page(c, core.TAXIIQuery{Collection: col, Limit: 1000, Types: []string{"malware"}, Next: next})
+		for _, o := range p.Objects {
+			var m struct {
+				Revoked bool `json:"revoked"`
+			}
+			if err := json.Unmarshal(o.JSON, &m); err != nil {
+				return "", err
+			}
+			if m.Revoked {
+				revoked++
+			}
+		}
+		return p.Next, err
+	})
 	if err != nil {
 		return err
-	}
-	revoked := 0
-	for _, o := range p.Objects {
-		var m struct {
-			Revoked bool `json:"revoked"`
-		}
-		if err := json.Unmarshal(o.JSON, &m); err != nil {
-			return err
-		}
-		if m.Revoked {
-			revoked++
-		}
 	}
 	if revoked != len(withdrawn) {
 		return fmt.Errorf("TAXII: %d revoked malware objects, want %d", revoked, len(withdrawn))

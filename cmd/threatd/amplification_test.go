@@ -1,0 +1,193 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// writeOSVRecord writes one OSV record of n affected npm packages with a details
+// text of detailBytes, and returns its size.
+func writeOSVRecord(t *testing.T, dir, id string, n, detailBytes int) int {
+	t.Helper()
+	aff := make([]map[string]any, n)
+	for i := range aff {
+		aff[i] = map[string]any{"package": map[string]any{"ecosystem": "npm", "name": fmt.Sprintf("%s-pkg-%05d", strings.ToLower(id), i)},
+			"versions": []string{"1.0.0", "1.0.1", "1.0.2"},
+			"ranges":   []map[string]any{{"type": "SEMVER", "events": []map[string]string{{"introduced": "0"}}}}}
+	}
+	line := "The install script reads the environment and posts it to a collector. "
+	details := strings.Repeat(line, detailBytes/len(line)+1)[:detailBytes]
+	b, err := json.Marshal(map[string]any{"id": id, "published": "2025-01-01T00:00:00Z", "modified": "2025-01-02T00:00:00Z",
+		"summary": "Malicious code in " + id, "details": details, "affected": aff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id+".json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
+}
+
+// dbBytes is the size of the SQLite database and its WAL.
+func dbBytes(in *instance) int64 {
+	var n int64
+	for _, f := range []string{"threatd.db", "threatd.db-wal"} {
+		if fi, err := os.Stat(filepath.Join(in.dir, "data", f)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// TestImportAmplificationIsBounded: one upstream record with 5,000
+// affected packages and a 90 KB details (469 KB) became a 1.01 GB database
+// in 87 s, each package's report holding a copy of the text. Now the
+// database grows by at most 20 times what is imported: the record is
+// skipped with its reason (over import.max_affected; when that is raised,
+// over the growth guard), and a record of 1,000 packages with a short text
+// is imported whole.
+func TestImportAmplificationIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		name, config, reason string
+	}{
+		{"default", quiet, "MAL-HOSTILE-1: 5000 affected packages, more than import.max_affected (1000): each would become a report"},
+		{"max_affected raised", quiet + "import:\n  max_affected: 10000\n", "MAL-HOSTILE-1: its 5000 reports would store about"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := newInstance(t, c.config)
+			in.mustCLI("migrate")
+			dir := t.TempDir()
+			input := writeOSVRecord(t, dir, "MAL-HOSTILE-1", 5000, 90_000) + writeOSVRecord(t, dir, "MAL-WIDE-1", 1000, 60)
+			before := dbBytes(in)
+			r := in.cli("import", "osv", dir)
+			if r.code != 0 || !strings.Contains(r.stdout+r.stderr, c.reason) || !regexp.MustCompile(`(?m)^imported\s+1000$`).MatchString(r.stdout) {
+				t.Fatalf("import: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			grown := dbBytes(in) - before
+			t.Logf("%d bytes imported, the database grew by %d bytes (%.1f times)", input, grown, float64(grown)/float64(input))
+			if grown > 20*int64(input) {
+				t.Fatalf("the database grew by %d bytes for %d bytes imported: more than 20 times", grown, input)
+			}
+		})
+	}
+}
+
+// TestReadAmplificationIsBounded: 8 readers at once ask for the largest
+// pages (TAXII objects and /threat-feed with limit=1000) and the npm OSV
+// archive of 300 reports of 200 KB. Pages end at their byte budget with a
+// cursor, and the peak resident memory of the daemon and its plugins stays
+// under 512 MB (four TAXII pages of 2,000 such reports peaked at 1.66 GB
+// in the daemon, 1.68 GB in the storage plugin and 0.91 GB in the STIX
+// exporter).
+func TestReadAmplificationIsBounded(t *testing.T) {
+	in := newInstance(t, quiet)
+	tok := in.user("tip@example.com", "--tier", "paid")
+	dir := t.TempDir()
+	const reports = 300
+	for i := range reports {
+		writeOSVRecord(t, dir, fmt.Sprintf("MAL-READ-%04d", i), 1, 200_000)
+	}
+	start := time.Now()
+	in.mustCLI("import", "osv", dir)
+	t.Logf("import of %d reports of 200 KB: %s", reports, time.Since(start).Round(time.Millisecond))
+	d := in.serve()
+	d.until(200, "GET", "/readyz", "", "")
+	start = time.Now()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 8 {
+		wg.Go(func() {
+			for _, path := range []string{"/taxii2/api/collections/threats/objects/?limit=1000", base + "/threat-feed?hours=1&limit=1000", base + "/osv/npm/all.zip"} {
+				req, _ := http.NewRequest("GET", d.base+path, nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				res, err := d.client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil || res.StatusCode != 200 {
+					errs <- fmt.Errorf("%s: %d %v", path, res.StatusCode, err)
+					return
+				}
+				if strings.HasSuffix(path, ".zip") {
+					continue
+				}
+				var page struct {
+					More       bool    `json:"more"`
+					Next       string  `json:"next"`
+					Objects    []any   `json:"objects"`
+					Count      int     `json:"count"`
+					NextCursor *string `json:"next_cursor"`
+				}
+				if err := json.Unmarshal(body, &page); err != nil {
+					errs <- err
+					return
+				}
+				// 300 reports of 200 KB do not fit a page's 4 MiB budget:
+				// each page ends early with its cursor.
+				if strings.Contains(path, "taxii") && (!page.More || page.Next == "" || len(page.Objects) >= 1000) {
+					errs <- fmt.Errorf("TAXII page of %d objects, more %v: not cut at its byte budget", len(page.Objects), page.More)
+				}
+				if strings.Contains(path, "threat-feed") && (page.NextCursor == nil || page.Count >= reports) {
+					errs <- fmt.Errorf("feed page of %d reports with cursor %v: not cut at its byte budget", page.Count, page.NextCursor)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("8 readers of a TAXII page, a feed page and the npm archive: %s", time.Since(start).Round(time.Millisecond))
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	total := 0
+	for pid, name := range processTree(t, d) {
+		hwm := peakRSS(t, pid)
+		t.Logf("%s (pid %d): peak RSS %d MB", name, pid, hwm>>20)
+		total += hwm
+	}
+	t.Logf("peak RSS of the daemon and its plugins: %d MB", total>>20)
+	if total > 512<<20 {
+		t.Fatalf("peak RSS %d MB with 8 readers of the largest pages, want under 512 MB", total>>20)
+	}
+}
+
+// processTree names the daemon's pid and its plugins' (from the log's
+// "plugin started" lines).
+func processTree(t *testing.T, d *daemon) map[int]string {
+	t.Helper()
+	pids := map[int]string{d.cmd.Process.Pid: "threatd"}
+	for _, m := range regexp.MustCompile(`"msg":"plugin started","plugin":"([^"]+)".*?"pid":(\d+)`).FindAllStringSubmatch(d.logText(), -1) {
+		pid, _ := strconv.Atoi(m[2])
+		pids[pid] = m[1]
+	}
+	return pids
+}
+
+// peakRSS is a live process's peak resident set (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("pid %d: %v", pid, err)
+	}
+	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("pid %d: no VmHWM", pid)
+	}
+	kb, _ := strconv.Atoi(string(m[1]))
+	return kb << 10
+}
