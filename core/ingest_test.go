@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,5 +176,32 @@ func TestIngestStopsOnStorageFailure(t *testing.T) {
 	}
 	if s, _ := st.Stats(ctx); s.Threats != 1000 {
 		t.Fatalf("%d reports stored, want the 2 batches of 500 written before the failure", s.Threats)
+	}
+}
+
+// A rolling-window export holds at most MaxWindowRecords reports: a window
+// with more is refused whole with a 400 naming since and what to do (it
+// was cut to the first 10,000, which looked complete); the all selection
+// streams every one.
+func TestWindowSelectionRefusesRatherThanCuts(t *testing.T) {
+	ctx := context.Background()
+	st := storagetest.OpenSQLite(t)
+	n := core.MaxWindowRecords + 1
+	if sum, err := core.Ingest(ctx, st, &genSource{n: n}, "gen", nil, nil, nil); err != nil || sum.Counts[core.ImportCreated] != n {
+		t.Fatalf("import: %+v %v", sum.Counts, err)
+	}
+	sel := core.NewSelections(st)
+	_, err := sel.Window(ctx, "", "1", "")
+	var fe *core.FieldError
+	if !errors.As(err, &fe) || fe.Field != "since" || !strings.Contains(fe.Message, "more than 10000 reports") || !strings.Contains(fe.Message, "GET /threat-feed") {
+		t.Fatalf("a window of %d reports: %v", n, err)
+	}
+	var all int
+	run, err := sel.All(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(func(core.Threat) error { all++; return nil }); err != nil || all != n {
+		t.Fatalf("the all selection: %d reports, %v; want %d", all, err, n)
 	}
 }

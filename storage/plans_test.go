@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
@@ -299,4 +300,40 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 	}
 	log.take()
+
+	// The review queue (web and review list): a page of pending reports
+	// after a position, and their count, read from the partial index of
+	// pending reports, however many are verified.
+	pendingAt := time.Now().UTC()
+	if _, err := s.CreateUser(ctx, core.User{ID: submitter, Email: "queue@example.com", Name: "queue", Tier: core.TierFree, Role: core.RoleSubmitter}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		th, err := core.NewThreat(core.Submission{ReportType: ptrS(string(core.TypeDomain)), ResourceIdentifier: ptrS(fmt.Sprintf("pending-%d.example", i)),
+			ThreatDescription: ptrS("pending")}, pendingAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.ID, th.Status, th.SubmitterID = uuid.NewString(), core.StatusPending, submitter
+		th.CreatedAt, th.UpdatedAt = pendingAt.Add(time.Duration(i)*time.Millisecond), pendingAt
+		if err := s.CreateThreat(ctx, th, core.SubmitPolicy{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.take()
+	for _, q := range []core.PendingQuery{{Limit: 50}, {Limit: 50, AfterCreatedAt: pendingAt, AfterID: "0"}} {
+		got, total, err := s.ListPending(ctx, q)
+		if err != nil || total != 3 || (q.AfterID == "" && len(got) != 3) {
+			t.Fatalf("ListPending %+v: %d of %d, %v", q, len(got), total, err)
+		}
+		for _, stmt := range log.take() {
+			plan := explain(t, s, stmt)
+			t.Logf("review queue: %.60s: %s", stmt, plan)
+			if strings.Contains(plan, "TEMP B-TREE") || !strings.Contains(plan, "threats_pending_idx") && !strings.Contains(plan, "threats_status_verified_idx (status=?)") ||
+				strings.Contains(plan, "SCAN threat_row") && !strings.Contains(plan, "threats_pending_idx") {
+				t.Errorf("review queue %.100s: plan %s", stmt, plan)
+			}
+		}
+		log.take()
+	}
 }

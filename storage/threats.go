@@ -411,8 +411,15 @@ func (s *Store) ListPending(ctx context.Context, q core.PendingQuery) ([]core.Th
 		return nil, 0, err
 	}
 	var rows []threatRow
-	sel := s.db.NewSelect().Model(&rows).Relation("Details").
-		Where("threat_row.status = ?", string(core.StatusPending))
+	sel := s.db.NewSelect().Model(&rows)
+	if s.dialect == SQLite {
+		// The partial index of pending reports gives the page in order
+		// with no sort; SQLite's planner, going by statistics gathered
+		// when few reports were pending, would rather read every pending
+		// report through the status index and sort them for each page.
+		sel = sel.ModelTableExpr(`"threats" AS "threat_row" INDEXED BY threats_pending_idx`)
+	}
+	sel = sel.Relation("Details").Where("threat_row.status = ?", string(core.StatusPending))
 	if q.AfterID != "" {
 		sel = sel.Where("(threat_row.created_at > ? OR (threat_row.created_at = ? AND threat_row.id > ?))",
 			q.AfterCreatedAt.UTC(), q.AfterCreatedAt.UTC(), q.AfterID)

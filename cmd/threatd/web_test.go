@@ -465,3 +465,31 @@ func TestWebLoginRedirectStaysOnSite(t *testing.T) {
 		}
 	}
 }
+
+// TestWebReviewQueuePages: the review queue shows 50 pending reports at a
+// time, oldest first, with their number, and a Next page link reaches the
+// rest (it showed the first 200 with no sign of the others).
+func TestWebReviewQueuePages(t *testing.T) {
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  submissions_per_hour: 0\n")
+	tok := in.user("sub@example.com", "--tier", "paid")
+	in.user("rita@example.com", "--role", "reviewer")
+	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
+	d := in.serve()
+	const n = 55
+	for i := range n {
+		d.submit(tok, fmt.Sprintf(`{"report_type":"domain","resource_identifier":"queue-%02d.example","threat_description":"x"}`, i))
+	}
+	rita := in.browser(d)
+	rita.get("/login?next=/review")
+	first := rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}, "next": {"/review"}}).
+		expect(t, 200, "Pending reports (55)", "Showing 50 of 55 pending reports", "queue-00.example", "queue-49.example", "Next page")
+	first.lacks(t, "queue-50.example")
+	next := regexp.MustCompile(`href="(/review\?after=[^"]+)" rel="next"`).FindStringSubmatch(first.body)
+	if next == nil {
+		t.Fatalf("no Next page link:\n%s", first.body)
+	}
+	second := rita.get(html.UnescapeString(next[1])).expect(t, 200, "Showing 5 of 55 pending reports", "queue-50.example", "queue-54.example", "First page")
+	second.lacks(t, "queue-49.example")
+	second.lacks(t, `rel="next"`)
+	rita.get("/review?after=not-a-position").expect(t, 400, "start again from the first page")
+}
