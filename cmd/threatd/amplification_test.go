@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/threatd/threatd/storage/pgtest"
 )
 
 // writeOSVRecord writes one OSV record of n affected npm packages with a details
@@ -38,6 +43,19 @@ func writeOSVRecord(t *testing.T, dir, id string, n, detailBytes int) int {
 	return len(b)
 }
 
+// pgDatabaseBytes is the size of a PostgreSQL database (after a
+// checkpoint, so that what was written is on disk).
+func pgDatabaseBytes(t *testing.T, dsn string) int64 {
+	t.Helper()
+	db := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn)))
+	defer db.Close()
+	var n int64
+	if err := db.QueryRow("SELECT pg_database_size(current_database())").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // dbBytes is the size of the SQLite database and its WAL.
 func dbBytes(in *instance) int64 {
 	var n int64
@@ -59,22 +77,35 @@ func dbBytes(in *instance) int64 {
 func TestImportAmplificationIsBounded(t *testing.T) {
 	for _, c := range []struct {
 		name, config, reason string
+		postgres             bool
 	}{
-		{"default", quiet, "MAL-HOSTILE-1: 5000 affected packages, more than import.max_affected (1000): each would become a report"},
-		{"max_affected raised", quiet + "import:\n  max_affected: 10000\n", "MAL-HOSTILE-1: its 5000 reports would store about"},
+		{"default", quiet, "MAL-HOSTILE-1: 5000 affected packages, more than import.max_affected (1000): each would become a report", false},
+		{"max_affected raised", quiet + "import:\n  max_affected: 10000\n", "MAL-HOSTILE-1: its 5000 reports would store about", false},
+		{"postgres", quiet + "import:\n  max_affected: 10000\n", "MAL-HOSTILE-1: its 5000 reports would store about", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			in := newInstance(t, c.config)
+			var in *instance
+			size := func() int64 { return dbBytes(in) }
+			if c.postgres {
+				dsn := pgtest.Server(t).Database(t, "amplification")
+				in = newInstance(t, fmt.Sprintf("storage:\n  plugin: postgres\n  dsn: %q\n%s", dsn, c.config))
+				size = func() int64 { return pgDatabaseBytes(t, dsn) }
+			} else {
+				in = newInstance(t, c.config)
+			}
 			in.mustCLI("migrate")
 			dir := t.TempDir()
-			input := writeOSVRecord(t, dir, "MAL-HOSTILE-1", 5000, 90_000) + writeOSVRecord(t, dir, "MAL-WIDE-1", 1000, 60)
-			before := dbBytes(in)
+			hostile := writeOSVRecord(t, dir, "MAL-HOSTILE-1", 5000, 90_000)
+			wide := writeOSVRecord(t, dir, "MAL-WIDE-1", 1000, 60)
+			input := hostile + wide
+			before := size()
 			r := in.cli("import", "osv", dir)
 			if r.code != 0 || !strings.Contains(r.stdout+r.stderr, c.reason) || !regexp.MustCompile(`(?m)^imported\s+1000$`).MatchString(r.stdout) {
 				t.Fatalf("import: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			grown := dbBytes(in) - before
-			t.Logf("%d bytes imported, the database grew by %d bytes (%.1f times)", input, grown, float64(grown)/float64(input))
+			grown := size() - before
+			t.Logf("%d bytes imported, the database grew by %d bytes (%.1f times; %.1f times the record it kept)",
+				input, grown, float64(grown)/float64(input), float64(grown)/float64(wide))
 			if grown > 20*int64(input) {
 				t.Fatalf("the database grew by %d bytes for %d bytes imported: more than 20 times", grown, input)
 			}
