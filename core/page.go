@@ -1,5 +1,10 @@
 package core
 
+import (
+	"context"
+	"time"
+)
+
 // Every paged read (the paid feeds, TAXII, the export selections) is bounded
 // by bytes as well as by count: a page ends at its limit or once the report
 // text it carries reaches PageBytes, whichever comes first, and always
@@ -66,4 +71,41 @@ func fillPage[T any](limit, budget int, size func(T) int, read func(n int) ([]T,
 		avg := max(bytes/len(page), 1)
 		n = min(limit-len(page)+1, max((budget-bytes)/avg, 1)+1, MaxPage)
 	}
+}
+
+// feedPage reads one byte-bounded page of up to limit of the published
+// changes q selects, from q's position on. A caller that reads on resumes
+// after the page's last item (the reads may have gone past it).
+func feedPage(ctx context.Context, store PublishedStore, q FeedQuery, limit int) ([]FeedItem, bool, error) {
+	return fillPage(limit, PageBytes, func(it FeedItem) int { return it.Threat.ApproxSize() }, func(n int) ([]FeedItem, error) {
+		q.Limit = n
+		items, err := store.Feed(ctx, q)
+		if len(items) > 0 {
+			last := items[len(items)-1].Event
+			q.AfterAt, q.AfterSeq = last.At, last.Seq
+		}
+		return items, err
+	})
+}
+
+// threatPage reads one byte-bounded page of up to limit of the verified
+// reports q selects, from q's position on (as feedPage).
+func threatPage(ctx context.Context, store PublishedStore, q ThreatQuery, limit int) ([]Threat, bool, error) {
+	return fillPage(limit, PageBytes, func(t Threat) int { return t.ApproxSize() }, func(n int) ([]Threat, error) {
+		q.Limit = n
+		page, err := store.QueryThreats(ctx, q)
+		if len(page) > 0 {
+			last := page[len(page)-1]
+			q.AfterVerifiedAt, q.AfterID = timeOr(last.VerifiedAt), last.ID
+		}
+		return page, err
+	})
+}
+
+// timeOr is *t, or the zero time for nil.
+func timeOr(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }

@@ -144,15 +144,7 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 	if after.Seq > 0 {
 		q.AfterAt, q.AfterSeq = time.UnixMicro(after.At).UTC(), after.Seq
 	}
-	items, more, err := fillPage(limit, PageBytes, func(it FeedItem) int { return it.Threat.ApproxSize() }, func(n int) ([]FeedItem, error) {
-		q.Limit = n
-		items, err := p.store.Feed(ctx, q)
-		if len(items) > 0 {
-			last := items[len(items)-1].Event
-			q.AfterAt, q.AfterSeq = last.At, last.Seq
-		}
-		return items, err
-	})
+	items, more, err := feedPage(ctx, p.store, q, limit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -225,15 +217,7 @@ func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, li
 }
 
 func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, from, to time.Time) (Page, error) {
-	threats, more, err := fillPage(limit, PageBytes, func(t Threat) int { return t.ApproxSize() }, func(n int) ([]Threat, error) {
-		q.Limit = n
-		page, err := p.store.QueryThreats(ctx, q)
-		if len(page) > 0 {
-			last := page[len(page)-1]
-			q.AfterVerifiedAt, q.AfterID = timeOr(last.VerifiedAt), last.ID
-		}
-		return page, err
-	})
+	threats, more, err := threatPage(ctx, p.store, q, limit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -249,14 +233,6 @@ func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, 
 		}
 	}
 	return out, nil
-}
-
-// timeOr is *t, or the zero time for nil.
-func timeOr(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // ThreatData is a report with its history and indicators.

@@ -84,15 +84,7 @@ func (x *Selections) Window(ctx context.Context, since, hours, ecosystem string)
 	q := FeedQuery{From: from, To: now.Add(time.Second), Registry: registry}
 	for more := true; more; {
 		var page []FeedItem
-		page, more, err = fillPage(MaxWindowRecords, PageBytes, func(it FeedItem) int { return it.Threat.ApproxSize() }, func(n int) ([]FeedItem, error) {
-			q.Limit = n
-			items, err := x.store.Feed(ctx, q)
-			if len(items) > 0 {
-				last := items[len(items)-1].Event
-				q.AfterAt, q.AfterSeq = last.At, last.Seq
-			}
-			return items, err
-		})
+		page, more, err = feedPage(ctx, x.store, q, MaxWindowRecords)
 		if err != nil {
 			return nil, err
 		}
@@ -159,15 +151,7 @@ func (x *Selections) All(ctx context.Context, ecosystem string) (func(yield func
 		for more := true; more; {
 			var page []Threat
 			var err error
-			page, more, err = fillPage(allPage, PageBytes, func(t Threat) int { return t.ApproxSize() }, func(n int) ([]Threat, error) {
-				q.Limit = n
-				page, err := x.store.QueryThreats(ctx, q)
-				if len(page) > 0 {
-					last := page[len(page)-1]
-					q.AfterVerifiedAt, q.AfterID = timeOr(last.VerifiedAt), last.ID
-				}
-				return page, err
-			})
+			page, more, err = threatPage(ctx, x.store, q, allPage)
 			if err != nil {
 				return err
 			}

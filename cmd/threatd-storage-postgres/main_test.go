@@ -30,10 +30,5 @@ func TestStorageContract(t *testing.T) {
 		return dsns[db]
 	})
 	storagetest.Run(t, backend)
-	t.Run("Paging", func(t *testing.T) {
-		exporters := plugins.NewExporters(host)
-		defer exporters.Close()
-		exporters.Start([]string{"stix"})
-		storagetest.RunPaging(t, backend, exporters)
-	})
+	t.Run("Paging", func(t *testing.T) { storagetest.RunPaging(t, backend, host) })
 }

@@ -24,12 +24,7 @@ func TestStorageContract(t *testing.T) {
 		return filepath.Join(dir, db+".db")
 	})
 	storagetest.Run(t, backend)
-	t.Run("Paging", func(t *testing.T) {
-		exporters := plugins.NewExporters(host)
-		defer exporters.Close()
-		exporters.Start([]string{"stix"})
-		storagetest.RunPaging(t, backend, exporters)
-	})
+	t.Run("Paging", func(t *testing.T) { storagetest.RunPaging(t, backend, host) })
 }
 
 // BenchmarkPluginRoundTrip is the cost the in-memory index avoids: one report

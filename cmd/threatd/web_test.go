@@ -58,6 +58,28 @@ func (b *browser) get(path string) page {
 
 var csrfInput = regexp.MustCompile(`name="csrf_token" value="([^"]*)"`)
 
+// postUnfollowed sends a form with the CSRF token of the last page loaded,
+// the browser's cookies and extra ones, and returns the answer without
+// following a redirect (its body closed).
+func (b *browser) postUnfollowed(path string, form url.Values, extra ...*http.Cookie) *http.Response {
+	b.t.Helper()
+	form.Set("csrf_token", csrfInput.FindStringSubmatch(b.last)[1])
+	req, _ := http.NewRequest("POST", b.d.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range append(b.client.Jar.Cookies(mustURL(b.t, b.d.base)), extra...) {
+		req.AddCookie(c)
+	}
+	noRedirect := *b.client
+	noRedirect.Jar = nil
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
 // post sends a form with the CSRF token of the last page loaded.
 func (b *browser) post(path string, form url.Values, headers ...string) page {
 	b.t.Helper()
@@ -267,21 +289,8 @@ func TestWebSecurity(t *testing.T) {
 
 	// Session cookies: Secure, HttpOnly, SameSite=Lax, a new id at log-in.
 	b.get("/login")
-	req, _ := http.NewRequest("POST", d.base+"/login", strings.NewReader(url.Values{
-		"email": {"ann@example.com"}, "password": {"ann's long password"}, "csrf_token": {csrfInput.FindStringSubmatch(b.last)[1]}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for _, c := range b.client.Jar.Cookies(mustURL(t, d.base)) {
-		req.AddCookie(c)
-	}
-	req.AddCookie(&http.Cookie{Name: "__Host-threatd_session", Value: "planted-by-an-attacker-0123456789"})
-	noRedirect := *b.client
-	noRedirect.Jar = nil
-	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := b.postUnfollowed("/login", url.Values{"email": {"ann@example.com"}, "password": {"ann's long password"}},
+		&http.Cookie{Name: "__Host-threatd_session", Value: "planted-by-an-attacker-0123456789"})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("log-in answered %d, want 303", resp.StatusCode)
 	}
@@ -440,21 +449,7 @@ func TestWebLoginRedirectStaysOnSite(t *testing.T) {
 	} {
 		b := in.browser(d)
 		b.get("/login?next=" + url.QueryEscape(next))
-		form := url.Values{"email": {"dora@example.com"}, "password": {"dora's long password"}, "next": {next},
-			"csrf_token": {csrfInput.FindStringSubmatch(b.last)[1]}}
-		req, _ := http.NewRequest("POST", d.base+"/login", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for _, c := range b.client.Jar.Cookies(mustURL(t, d.base)) {
-			req.AddCookie(c)
-		}
-		noRedirect := *b.client
-		noRedirect.Jar = nil
-		noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := b.postUnfollowed("/login", url.Values{"email": {"dora@example.com"}, "password": {"dora's long password"}, "next": {next}})
 		loc := resp.Header.Get("Location")
 		if resp.StatusCode != http.StatusSeeOther || loc != want {
 			t.Errorf("next %q: %d Location %q, want %q", next, resp.StatusCode, loc, want)

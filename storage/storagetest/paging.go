@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins"
 )
 
 // pagingMax is the largest page the paging contract configures
@@ -31,8 +32,11 @@ var pageSizes = []int{1, 7, pagingMax, pagingMax + 1}
 // and the maximum + 1, with more rows than the largest page, and with a run
 // of large reports that makes pages end at their byte budget. Each read is
 // the service's own use case (package core) over the backend's real plugin
-// process; TAXII pages are rendered by the STIX exporter plugin given.
-func RunPaging(t *testing.T, b Backend, exporters core.Exporters) {
+// process; TAXII pages are rendered by the STIX exporter plugin of host.
+func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
+	exporters := plugins.NewExporters(host)
+	defer exporters.Close()
+	exporters.Start([]string{"stix"})
 	s := open(t, b, dbName(t))
 	c := ctx(t)
 	alice := user(t, s, "alice@example.com")
