@@ -227,7 +227,7 @@ func testUserAccess(t *testing.T, b Backend) {
 	if _, err := s.SetUserAccess(c, "nobody@example.com", &paid, nil); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown user: got %v, want not found", err)
 	}
-	all, err := s.ListUsers(c, "", 0)
+	all, err := s.ListUsers(c, "", core.MaxListUsers)
 	if err != nil || len(all) != 3 || all[0].Email != "bob@example.com" || all[1].Email != "carl@example.com" || all[2].Email != "dora@example.com" || all[0].Tier != core.TierPaid {
 		t.Fatalf("list: %+v %v", all, err)
 	}
