@@ -19,16 +19,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/coretest"
 )
 
-// schemaFile is the OSV schema, beside the repository.
-const schemaFile = "../../shared/reference/osv-schema/schema.json"
-
+// osvSchema compiles the OSV schema (reference data osv-schema).
 func osvSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaFile)
+	f, err := os.Open(filepath.Join(coretest.Reference(t, "osv-schema"), "schema.json"))
 	if err != nil {
-		t.Skipf("no OSV schema: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	doc, err := jsonschema.UnmarshalJSON(f)
@@ -88,10 +87,7 @@ func readArchive(t *testing.T, b []byte) map[string][]byte {
 // upstream record names in that ecosystem, with the versions imported;
 // what is wrong is counted, not only what is present.
 func TestExportRealReports(t *testing.T) {
-	zips, _ := filepath.Glob(filepath.Join(fullDir, "*", "all.zip"))
-	if len(zips) == 0 {
-		t.Skipf("no real reports at %s", fullDir)
-	}
+	zips := realZips(t)
 	schema := osvSchema(t)
 	now := time.Now().UTC()
 	writers := map[string]*ArchiveWriter{}
@@ -212,7 +208,7 @@ func TestExportCommunityReport(t *testing.T) {
 	raw, _ := json.Marshal(v)
 	doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	// The schema allows the id prefixes of the databases registered with
-	// OSV, and x_ for others; CONTRACT.md §11 names community records
+	// OSV, and x_ for others; docs/osv.md names community records
 	// THREATD-<uuid> (docs/osv.md). The id is refused for that alone:
 	err = schema.Validate(doc)
 	if err == nil || !strings.Contains(err.Error(), "at '/id'") || strings.Count(err.Error(), "- at '") != 1 {

@@ -2,18 +2,27 @@ package osv
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/coretest"
 	"github.com/threatd/threatd/core/ioctest"
 )
 
-// fullDir holds the 29,604 real OSV malicious-package reports as OSV
-// publishes them (one all.zip per ecosystem), beside the repository.
-const fullDir = "../../shared/reference/osv-malicious-full"
+// realZips are the archives of the 29,604 real OSV malicious-package
+// reports as OSV publishes them (one all.zip per ecosystem; reference data
+// osv-malicious-full).
+func realZips(t testing.TB) []string {
+	t.Helper()
+	dir := coretest.Reference(t, "osv-malicious-full")
+	zips, _ := filepath.Glob(filepath.Join(dir, "*", "all.zip"))
+	if len(zips) == 0 {
+		t.Fatalf("no all.zip under %s", dir)
+	}
+	return zips
+}
 
 // On every real report, the indicators follow docs/indicators.md (the
 // audit's rules: core/ioctest), and every URL, domain and IP of
@@ -21,13 +30,7 @@ const fullDir = "../../shared/reference/osv-malicious-full"
 // TestRealReportsThroughTheDaemon runs the same audit on the reports
 // imported and read back over HTTPS.
 func TestRealReportsIndicators(t *testing.T) {
-	zips, _ := filepath.Glob(filepath.Join(fullDir, "*", "all.zip"))
-	if len(zips) == 0 {
-		if _, err := os.Stat(fullDir); err != nil {
-			t.Skipf("no real reports at %s", fullDir)
-		}
-		t.Fatalf("no all.zip under %s", fullDir)
-	}
+	zips := realZips(t)
 	var c ioctest.Counts
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record == nil {
@@ -61,10 +64,7 @@ func TestRealReportsIndicators(t *testing.T) {
 // it runs on every published change (storage keeps each report's STIX
 // object ids) and on every STIX, OSV and TAXII rendering.
 func BenchmarkExtractIOCs(b *testing.B) {
-	zips, _ := filepath.Glob(filepath.Join(fullDir, "*", "all.zip"))
-	if len(zips) == 0 {
-		b.Skipf("no real reports at %s", fullDir)
-	}
+	zips := realZips(b)
 	var threats []core.Threat
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record != nil {

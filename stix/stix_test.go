@@ -19,9 +19,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// schemaDir is the OASIS cti-stix2-json-schemas copy beside the repository.
-const schemaDir = "../../shared/reference/stix2-json-schemas"
-
 func at(s string) *time.Time {
 	t, _ := time.Parse(time.RFC3339, s)
 	return &t
@@ -47,7 +44,7 @@ func sample() Record {
 }
 
 func TestBundleValidatesAndIsDeterministic(t *testing.T) {
-	v := stixtest.NewValidator(t, schemaDir)
+	v := stixtest.Optional(t)
 	b1, err := NewBundle([]Record{sample()}, Options{BundleKey: "test"}).Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +176,7 @@ func TestHostileValuesCannotChangeThePattern(t *testing.T) {
 
 // TestValidatorRejectsInvalidObjects proves the schema check is not vacuous.
 func TestValidatorRejectsInvalidObjects(t *testing.T) {
-	v := stixtest.NewValidator(t, schemaDir)
+	v := stixtest.Required(t)
 	b := NewBundle([]Record{sample()}, Options{})
 	for _, breakIt := range []func(Object){
 		func(o Object) { delete(o, "is_family") },
@@ -204,7 +201,7 @@ func TestValidatorRejectsInvalidObjects(t *testing.T) {
 // advanced; a withdrawal publishes them once more with "revoked": true.
 // Every version validates against the OASIS schemas.
 func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
-	v := stixtest.NewValidator(t, schemaDir)
+	v := stixtest.Optional(t)
 	objects := func(r Record) map[string]Object {
 		body, err := NewBundle([]Record{r}, Options{BundleKey: "versions"}).Marshal()
 		if err != nil {
@@ -256,7 +253,7 @@ func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
 // definition is among the bundle's objects. A custom property is caught
 // (positive control).
 func TestNoCustomProperties(t *testing.T) {
-	v := stixtest.NewValidator(t, schemaDir)
+	v := stixtest.Required(t)
 	b := NewBundle([]Record{sample()}, Options{BundleKey: "test"})
 	defs, withOrigin := 0, 0
 	for _, o := range b.Objects {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/coretest"
 	"github.com/threatd/threatd/osv"
 	"github.com/threatd/threatd/plugins"
 	"github.com/threatd/threatd/storage/storagetest"
@@ -74,7 +75,7 @@ func BenchmarkGetThreats(b *testing.B) {
 // osvSample reads the 300 real OSV reports of the shared sample.
 func osvSample(b *testing.B) []core.ImportRecord {
 	var sample []core.ImportRecord
-	err := osv.Source{}.Read(context.Background(), []string{filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-sample")}, nil, nil,
+	err := osv.Source{}.Read(context.Background(), []string{coretest.Reference(b, "osv-malicious-sample")}, nil, nil,
 		func(it core.SourceItem) error {
 			if it.Record != nil {
 				sample = append(sample, *it.Record)
@@ -131,7 +132,7 @@ func benchStore(b *testing.B) *plugins.StorageClient {
 	b.Helper()
 	host := &plugins.Host{Dir: testbin.PluginDir(b), Log: slog.New(slog.DiscardHandler)}
 	dir := b.TempDir()
-	st, err := host.StartStorage(context.Background(), "sqlite", plugins.StorageConfig{DSN: filepath.Join(dir, "bench.db"), DataDir: dir})
+	st, err := host.StartStorage(context.Background(), "sqlite", plugins.StorageConfig{DSN: filepath.Join(dir, "bench.db"), DataDir: dir, Create: true})
 	if err != nil {
 		b.Fatal(err)
 	}

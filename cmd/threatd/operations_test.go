@@ -16,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
 var metricsListening = regexp.MustCompile(`"msg":"metrics listening","address":"([^"]+)"`)
@@ -85,6 +87,7 @@ next:
 // and plugin restarts, with the Go and process collectors; /livez and
 // /readyz answer beside /healthz.
 func TestMetricsAndProbes(t *testing.T) {
+	sampleDir := testbin.OSVSample(t)
 	in := newInstance(t, fmt.Sprintf("sources:\n  - {name: osv-sample, plugin: osv, paths: [%q], interval: 1h}\n", sampleDir))
 	tok := in.user("ops@example.com")
 	d := in.serve()

@@ -37,7 +37,7 @@ func osvScanner(t *testing.T) string {
 
 // sampleRecord is the first record of the sample's ecosystem folder with a
 // single affected package that affects every version, and its file.
-func sampleRecord(t *testing.T, folder string) (id, name, file string) {
+func sampleRecord(t *testing.T, sampleDir, folder string) (id, name, file string) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(sampleDir, folder, "*.json"))
 	sort.Strings(files)
@@ -79,9 +79,10 @@ func TestOSVExportWithOSVScanner(t *testing.T) {
 	in := newInstance(t, quiet)
 	tok := in.user("sam@example.com")
 	in.user("rita@example.com", "--role", "reviewer")
+	sampleDir := testbin.OSVSample(t)
 	in.mustCLI("import", "osv", sampleDir)
-	npmID, npmName, npmFile := sampleRecord(t, "npm")
-	pypiID, pypiName, _ := sampleRecord(t, "pypi")
+	npmID, npmName, npmFile := sampleRecord(t, sampleDir, "npm")
+	pypiID, pypiName, _ := sampleRecord(t, sampleDir, "pypi")
 	// A newer upstream version of the npm record: the report is updated.
 	var upstream map[string]any
 	raw, err := os.ReadFile(npmFile)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
 // readArchive reads an OSV all.zip: record id → record.
@@ -39,7 +41,7 @@ func readArchive(t *testing.T, raw []byte) map[string]map[string]any {
 	return out
 }
 
-// The daemon's OSV endpoints (CONTRACT.md §11): the archives (paid), the
+// The daemon's OSV endpoints (docs/osv.md): the archives (paid), the
 // same records as `threatd export osv`, and OSV.dev's query API answered
 // from the index: query by name and ecosystem or by purl, with and without
 // a version, querybatch, and vulns by id, for imported (MAL) and community
@@ -48,9 +50,10 @@ func TestOSVDaemonAPI(t *testing.T) {
 	in := newInstance(t, quiet)
 	tok := in.user("sam@example.com")
 	paid := in.user("tip@example.com", "--tier", "paid")
+	sampleDir := testbin.OSVSample(t)
 	in.mustCLI("import", "osv", sampleDir)
-	npmID, npmName, _ := sampleRecord(t, "npm")
-	pypiID, pypiName, _ := sampleRecord(t, "pypi")
+	npmID, npmName, _ := sampleRecord(t, sampleDir, "npm")
+	pypiID, pypiName, _ := sampleRecord(t, sampleDir, "pypi")
 	d := in.serve()
 	community := d.submit(tok, `{"report_type":"package","resource_identifier":"threatd-api-evil","registry":"npm",
 		"threat_description":"Steals npm tokens","version_info":"1.2.3"}`)

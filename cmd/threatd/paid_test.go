@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
 func TestPaidEndpointsNeedPaidTier(t *testing.T) {
@@ -205,7 +207,7 @@ func TestThreatData(t *testing.T) {
 func TestThreatFeedHonoursItsLimit(t *testing.T) {
 	in := newInstance(t, quiet)
 	tok := in.user("tip@example.com", "--tier", "paid")
-	in.mustCLI("import", "osv", sampleDir)
+	in.mustCLI("import", "osv", testbin.OSVSample(t))
 	d := in.serve()
 	r := feedPage(t, d, tok, "hours=1&limit=1000")
 	all := r.body["threats"].([]any)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/coretest"
 	"github.com/threatd/threatd/core/ioctest"
 )
 
@@ -21,7 +21,7 @@ import (
 // records as read). Every report's id comes from a streamed export of
 // everything (select: all).
 func TestRealReportsThroughTheDaemon(t *testing.T) {
-	zips, _ := filepath.Glob(filepath.Join(testbin.ModuleRoot(), "..", "shared", "reference", "osv-malicious-full", "*", "all.zip"))
+	zips, _ := filepath.Glob(filepath.Join(coretest.Reference(t, "osv-malicious-full"), "*", "all.zip"))
 	if len(zips) < 8 {
 		t.Fatalf("%d archives of real reports, want 8", len(zips))
 	}

@@ -12,7 +12,7 @@ import (
 // threatd-storage-<plugin> from host's directory, on the database dsn names.
 func PluginBackend(host *plugins.Host, plugin string, dsn func(t *testing.T, db string) string) Backend {
 	return func(t *testing.T, db string, settings map[string]string) (core.Store, error) {
-		st, err := host.StartStorage(context.Background(), plugin, plugins.StorageConfig{DSN: dsn(t, db), DataDir: t.TempDir(), Settings: settings})
+		st, err := host.StartStorage(context.Background(), plugin, plugins.StorageConfig{DSN: dsn(t, db), DataDir: t.TempDir(), Settings: settings, Create: true})
 		if err != nil {
 			return nil, err
 		}
