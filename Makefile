@@ -8,7 +8,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-source-osv
 
-.PHONY: all build install run test fuzz postgres browser osv-scanner screenshots lint proto proto-check tlds bench bench-scale clean
+.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner screenshots lint proto proto-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -24,11 +24,15 @@ build:
 	@mkdir -p $(PLUGINS)
 	@for p in $(PLUGIN_CMDS); do echo "$(GO) build -o $(PLUGINS)/$$p ./cmd/$$p"; $(GO) build $(GOFLAGS_BUILD) -o $(PLUGINS)/$$p ./cmd/$$p || exit 1; done
 
-# Install the daemon as `threatd` on PATH and its plugins beside it:
-# $(PREFIX)/bin/threatd and $(PREFIX)/lib/threatd/plugins/ (set plugins.dir
-# to it when not running from the repository: docs/operations/systemd.md).
+# Install what `make build` built (it compiles nothing, so `sudo make
+# install` needs no Go on root's PATH): $(PREFIX)/bin/threatd and its
+# plugins in $(PREFIX)/lib/threatd/plugins/, where the installed threatd
+# finds them by itself (plugins.dir's default is found from the executable).
 PREFIX  ?= /usr/local
-install: build
+install:
+	@for f in $(BIN)/threatd $(addprefix $(PLUGINS)/,$(PLUGIN_CMDS)); do \
+	  [ -x "$$f" ] || { echo "$$f is missing: run make build first (make install copies what it built and compiles nothing)"; exit 1; }; \
+	done
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/threatd/plugins
 	install -m 0755 $(BIN)/threatd $(DESTDIR)$(PREFIX)/bin/threatd
 	install -m 0755 $(addprefix $(PLUGINS)/,$(PLUGIN_CMDS)) $(DESTDIR)$(PREFIX)/lib/threatd/plugins/
@@ -41,6 +45,10 @@ run: build
 	$(BIN)/threatd serve $(if $(CONFIG),--config $(CONFIG))
 
 # The whole test suite. Tests use the binaries built here (THREATD_TEST_BIN).
+# Tests that check threatd against public reference data (the OASIS STIX
+# schemas, the OSV schema, real OSV reports) find it in $THREATD_REFERENCE_DIR,
+# ../shared/reference or .reference (make reference-data), and skip with one
+# line saying so when none has it (under CI=true they fail instead).
 test: build postgres browser osv-scanner
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required \
 	  $(GO) test -race -count=1 -timeout 20m ./...
@@ -93,6 +101,22 @@ screenshots: build browser
 	rm -f docs/screenshots/*.png
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_SCREENSHOTS=$(CURDIR)/docs/screenshots \
 	  $(GO) test -count=1 -run '^TestWebBrowser$$' ./cmd/threatd
+
+# The unit tier: no daemon, no plugin process, no PostgreSQL, no browser.
+UNIT_PKGS := ./config/... ./core/... ./stix/... ./osv/...
+test-unit:
+	$(GO) test -count=1 $(GOTESTFLAGS) $(UNIT_PKGS)
+
+# The reference data some tests check against, fetched from its pinned public
+# sources into .reference/ (git ignores it) where the network allows: the
+# OASIS STIX 2.1 JSON schemas, the OSV schema, and OSV's malicious-package
+# reports, as OSV publishes them per ecosystem (<Ecosystem>/all.zip) and a
+# sample of 300 of them.
+REFERENCE        ?= .reference
+STIX_SCHEMAS_REV := 3bf9e69dc18dbbe995676c5dde027ead76e2b6fa
+OSV_SCHEMA_REV   := 51b8156b69b9e2e9ff2301e649db61636067fcfa
+reference-data:
+	bash cmd/internal/refdata/fetch.sh "$(REFERENCE)" "$(STIX_SCHEMAS_REV)" "$(OSV_SCHEMA_REV)"
 
 # The fuzz targets: the submit decoder/validator, identifier normalisation,
 # and the indicator patterns' guards (core/iocscan.go).

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -167,6 +168,9 @@ type Limits struct {
 // Log configures the daemon's structured log (stderr, JSON).
 type Log struct {
 	Level string `koanf:"level"`
+	// Format is json, text, or auto: text when standard error is a
+	// terminal (make run), JSON otherwise (a service's journal, a pipe).
+	Format string `koanf:"format"`
 	// Access is the level of the one-line-per-request access log: debug,
 	// info, warn, or off. Failed requests (5xx) are logged at error whatever
 	// it says.
@@ -187,7 +191,7 @@ func Defaults() map[string]any {
 		"server.trusted_proxies":           []string{},
 		"server.max_body_bytes":            262144,
 		"data_dir":                         "./data",
-		"plugins.dir":                      "./bin/plugins",
+		"plugins.dir":                      "", // beside the executable: DefaultPluginsDir
 		"storage.plugin":                   "sqlite",
 		"storage.dsn":                      "",
 		"storage.settings":                 map[string]any{},
@@ -211,6 +215,7 @@ func Defaults() map[string]any {
 		"limits.store":                     "memory",
 		"limits.sync_interval":             "250ms",
 		"log.level":                        "info",
+		"log.format":                       "auto",
 		"log.access":                       "info",
 		"log.access_sample":                1,
 		"metrics.listen":                   "127.0.0.1:9464",
@@ -296,10 +301,38 @@ func Load(path string, environ []string, fs *pflag.FlagSet, flagKeys map[string]
 	if err != nil {
 		return Config{}, fmt.Errorf("invalid configuration: %s", describeDecodeError(err))
 	}
+	if c.Plugins.Dir == "" {
+		c.Plugins.Dir = DefaultPluginsDir()
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// DefaultPluginsDir is plugins.dir when the configuration does not set it:
+// the plugin directory that belongs to this executable, found from where it
+// is (links resolved): <dir>/plugins beside it, as make build lays out a
+// checkout (bin/threatd, bin/plugins/), or <prefix>/lib/threatd/plugins
+// for <prefix>/bin/threatd, as make install lays it out. When neither
+// exists it is the first, and a command that starts a plugin says that the
+// plugin is missing there.
+func DefaultPluginsDir() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return filepath.Join("bin", "plugins")
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	dir := filepath.Dir(exe)
+	beside, installed := filepath.Join(dir, "plugins"), filepath.Join(dir, "..", "lib", "threatd", "plugins")
+	for _, d := range []string{beside, installed} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return filepath.Clean(d)
+		}
+	}
+	return beside
 }
 
 // describeDecodeError rewrites mapstructure's messages so that each names
@@ -467,6 +500,11 @@ func (c *Config) Validate() error {
 	}
 	if l.SyncInterval < 10*time.Millisecond || l.SyncInterval > time.Minute {
 		add(bad("limits.sync_interval", "must be between 10ms and 1m (got %s)", l.SyncInterval))
+	}
+	switch c.Log.Format {
+	case "auto", "json", "text":
+	default:
+		add(bad("log.format", "must be one of auto, json, text (got %q)", c.Log.Format))
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Server.Listen != "127.0.0.1:8443" || c.Server.BasePath != "/functions/v1" || c.Server.TLS.Mode != "self-signed" ||
-		c.Server.MaxBodyBytes != 262144 || c.DataDir != "./data" || c.Plugins.Dir != "./bin/plugins" ||
+		c.Server.MaxBodyBytes != 262144 || c.DataDir != "./data" || c.Plugins.Dir != DefaultPluginsDir() ||
 		c.Storage.Plugin != "sqlite" || c.Cache.Freshness != time.Second || c.Cache.Records != 10000 ||
 		c.Limits.SubmissionsPerHour != 10 || c.Limits.NewUserMaxUnverified != 3 || c.Limits.NewUserVerifiedToLift != 3 ||
 		c.Limits.PerIPPerMinute != 300 || c.Limits.PerTokenPerMinute.Free != 60 || c.Limits.PerTokenPerMinute.Paid != 600 ||

@@ -18,9 +18,13 @@ type StorageConfig struct {
 	// Exclusive is set by a daemon (threatd serve): a backend that allows
 	// one daemon per database (SQLite) refuses a second one.
 	Exclusive bool
-	// Create is set by threatd migrate: an empty SQLite file becomes a new
-	// database (otherwise it is refused).
+	// Create is set by the commands that make a database (serve, migrate,
+	// bootstrap): a missing SQLite file becomes a new database. Other
+	// commands are refused one.
 	Create bool
+	// CreateEmpty is set by threatd migrate alone: an empty SQLite file
+	// becomes a new database (any other command refuses it).
+	CreateEmpty bool
 }
 
 // StorageOpener opens a backend's core.Store from its configuration. It is

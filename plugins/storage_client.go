@@ -36,7 +36,7 @@ type StorageClient struct {
 
 // Configure opens the plugin's database and returns the backend's name.
 func (c *StorageClient) Configure(ctx context.Context, cfg StorageConfig) (string, error) {
-	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings, Exclusive: cfg.Exclusive, Create: cfg.Create})
+	resp, err := c.conn().Configure(ctx, &pb.ConfigureRequest{Dsn: cfg.DSN, DataDir: cfg.DataDir, Settings: cfg.Settings, Exclusive: cfg.Exclusive, Create: cfg.Create, CreateEmpty: cfg.CreateEmpty})
 	if err != nil {
 		return "", fromStatus(err)
 	}

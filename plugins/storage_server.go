@@ -47,7 +47,7 @@ func (s *storageServer) close() {
 }
 
 func (s *storageServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings, Exclusive: req.Exclusive, Create: req.Create})
+	st, err := s.open(ctx, StorageConfig{DSN: req.Dsn, DataDir: req.DataDir, Settings: req.Settings, Exclusive: req.Exclusive, Create: req.Create, CreateEmpty: req.CreateEmpty})
 	if err != nil {
 		return nil, toStatus(err)
 	}

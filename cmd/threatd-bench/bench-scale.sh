@@ -159,6 +159,7 @@ limits:
   batch_max: 1000
 EOF
   if [ -z "$reuse" ]; then
+  "$BIN" migrate --config "$CFG" >/dev/null   # only serve, migrate and bootstrap create a database
   echo "== $backend: import $N records"
   rm -f "$D/rss-import" "$D/rss-import.stop"; sample_rss "$D/rss-import" & sampler=$!
   start=$(date +%s.%N)

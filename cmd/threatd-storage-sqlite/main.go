@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -24,13 +25,24 @@ func main() {
 	plugins.ServeStorage("sqlite", func(_ context.Context, cfg plugins.StorageConfig) (core.Store, error) {
 		path := cfg.DSN
 		if path == "" {
-			// The default, <data_dir>/threatd.db: its directory is made.
 			path = filepath.Join(cfg.DataDir, "threatd.db")
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
-			}
 		} else if err := checkPath(path); err != nil {
 			return nil, err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			// Only a command that makes a database (serve, migrate,
+			// bootstrap) creates one: a command run in the wrong
+			// directory must not answer from a new, empty database.
+			if !cfg.Create {
+				return nil, fmt.Errorf("sqlite: the database %s does not exist: run threatd migrate (or threatd serve, threatd bootstrap, make run) "+
+					"to create it, or point data_dir or storage.dsn at your database", path)
+			}
+			if cfg.DSN == "" {
+				// The default, <data_dir>/threatd.db: its directory is made.
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+				}
+			}
 		}
 		if cfg.Exclusive {
 			if err := lockDaemon(path); err != nil {
@@ -41,7 +53,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		opts.CreateEmpty = cfg.Create
+		opts.CreateEmpty = cfg.CreateEmpty
 		if cfg.Exclusive {
 			// A daemon checks the whole file at start and every six hours.
 			opts.IntegrityEvery = 6 * time.Hour

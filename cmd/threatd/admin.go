@@ -18,19 +18,16 @@ func migrateCmd() *cobra.Command {
 		Short: "Apply schema migrations and exit",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// openEnv applies the migrations; an empty SQLite file at the
-			// path becomes a new database only here.
-			e, err := openEnv(cmd, false, true, nil)
-			if err != nil {
-				return err
-			}
-			defer e.close()
-			st, err := e.store.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema up to date (%d users, %d tokens, %d threats)\n", st.Users, st.Tokens, st.Threats)
-			return nil
+			// openEnv applies the migrations; a missing database is
+			// created, and an empty SQLite file becomes one only here.
+			return runEnv(cmd, createEvenEmpty, func(e *env) error {
+				st, err := e.store.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "schema up to date (%d users, %d tokens, %d threats)\n", st.Users, st.Tokens, st.Threats)
+				return nil
+			})
 		},
 	}
 }
@@ -178,7 +175,7 @@ func bootstrapCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			email, _ := cmd.Flags().GetString("email")
-			return withEnv(cmd, func(e *env) error {
+			return withEnvCreating(cmd, func(e *env) error {
 				st, err := e.store.Stats(cmd.Context())
 				if err != nil {
 					return err
@@ -207,9 +204,19 @@ func bootstrapCmd() *cobra.Command {
 }
 
 // withEnv runs fn with storage opened (and migrated) for an administrative
-// command, and stops the storage plugin afterwards.
+// command, and stops the storage plugin afterwards. A missing database is
+// refused.
 func withEnv(cmd *cobra.Command, fn func(e *env) error) error {
-	e, err := openEnv(cmd, false, false, nil)
+	return runEnv(cmd, openExisting, fn)
+}
+
+// withEnvCreating is withEnv that creates a missing database (bootstrap).
+func withEnvCreating(cmd *cobra.Command, fn func(e *env) error) error {
+	return runEnv(cmd, createMissing, fn)
+}
+
+func runEnv(cmd *cobra.Command, create creation, fn func(e *env) error) error {
+	e, err := openEnv(cmd, false, create, nil)
 	if err != nil {
 		return err
 	}

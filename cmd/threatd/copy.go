@@ -28,7 +28,8 @@ all or nothing. Stop the daemons that write to the source while it runs.`,
 				ctx := cmd.Context()
 				dataDir, _ := filepath.Abs(e.cfg.DataDir)
 				host := &plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log}
-				target, err := host.StartStorage(ctx, toPlugin, plugins.StorageConfig{DSN: toDSN, DataDir: dataDir})
+				// The target is new: copy-storage makes it.
+				target, err := host.StartStorage(ctx, toPlugin, plugins.StorageConfig{DSN: toDSN, DataDir: dataDir, Create: true})
 				if err != nil {
 					return fmt.Errorf("target: %w", err)
 				}

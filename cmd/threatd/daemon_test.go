@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,6 +32,11 @@ type instance struct {
 	config  string
 	env     []string
 	plugins string
+	// sqlite: the configuration keeps the default SQLite database, which
+	// run creates (threatd migrate) before the first command that would
+	// refuse a missing one, as an operator runs make run or migrate first;
+	// noAutoMigrate turns that off for tests of the refusal itself.
+	sqlite, noAutoMigrate bool
 }
 
 // newInstance writes a config file (extra YAML appended to the defaults the
@@ -39,7 +45,8 @@ func newInstance(t *testing.T, extraYAML string) *instance {
 	t.Helper()
 	testbin.Dir(t)
 	dir := t.TempDir()
-	in := &instance{t: t, dir: dir, config: filepath.Join(dir, "threatd.yaml"), plugins: testbin.PluginDir(t)}
+	in := &instance{t: t, dir: dir, config: filepath.Join(dir, "threatd.yaml"), plugins: testbin.PluginDir(t),
+		sqlite: !strings.Contains(extraYAML, "dsn:") && !strings.Contains(extraYAML, "plugin: postgres")}
 	// Metrics on a port of the system's choosing: tests run daemons side by side.
 	yaml := fmt.Sprintf("data_dir: %q\nplugins:\n  dir: %q\nmetrics:\n  listen: 127.0.0.1:0\n%s\n", filepath.Join(dir, "data"), in.plugins, extraYAML)
 	if err := os.WriteFile(in.config, []byte(yaml), 0o600); err != nil {
@@ -86,6 +93,11 @@ func (in *instance) cliIn(dir string, args ...string) result {
 // run runs a command to completion in dir ("" = the test's).
 func (in *instance) run(dir, stdin string, args ...string) result {
 	in.t.Helper()
+	if in.needsDatabase(args) {
+		if r := in.run("", "", "migrate"); r.code != 0 {
+			in.t.Fatalf("threatd migrate before %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testbin.Path("threatd"), append(args, "--config", in.config)...)
@@ -102,6 +114,26 @@ func (in *instance) run(dir, stdin string, args ...string) result {
 		in.t.Fatalf("threatd %v: %v", args, err)
 	}
 	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// needsDatabase says whether the default database must be created before
+// args run: it is missing, and args is a command that refuses a missing one
+// with the instance's own storage settings.
+func (in *instance) needsDatabase(args []string) bool {
+	if !in.sqlite || in.noAutoMigrate || len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "serve", "migrate", "bootstrap", "version", "--help", "help":
+		return false
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--storage-") || strings.HasPrefix(a, "--data-dir") || a == "--help" {
+			return false
+		}
+	}
+	_, err := os.Stat(filepath.Join(in.dir, "data", "threatd.db"))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // mustCLI runs a command that must succeed.

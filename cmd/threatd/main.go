@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
@@ -65,6 +66,11 @@ func newRoot() *cobra.Command {
 	pf.String("storage-dsn", "", "storage address (config storage.dsn)")
 	pf.String("log-level", "", "log level: debug, info, warn, error (config log.level)")
 	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd(), versionCmd())
+	// A wrong flag names the command's usage and where its flags are
+	// (every subcommand inherits this).
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nUsage: %s\nRun '%s --help' for its flags", err, c.UseLine(), c.CommandPath())
+	})
 	return root
 }
 
@@ -75,12 +81,20 @@ func loadConfig(cmd *cobra.Command) (config.Config, error) {
 	return config.Load(path, nil, cmd.Flags(), flagKeys)
 }
 
-// newLogger returns the daemon's structured logger: JSON on stderr.
-func newLogger(level string) *slog.Logger {
+// newLogger returns the daemon's structured logger on stderr: JSON, or
+// text (log.format: text, or auto on a terminal, as under make run).
+func newLogger(level, format string) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level)))
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "text" || format == "auto" && isTerminal(os.Stderr) {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
+
+// isTerminal says whether f is a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // env is what every command that touches storage needs.
 type env struct {
@@ -94,8 +108,10 @@ type env struct {
 // --log-level says otherwise; the daemon (daemon set: serve) logs at the
 // configured level and opens the storage exclusively (one daemon per
 // SQLite file). restarted, when not nil, hears of each plugin restart
-// (metrics).
-func openEnv(cmd *cobra.Command, daemon, create bool, restarted func(kind, name string)) (*env, error) {
+// (metrics). Only a command that makes a database (serve, migrate,
+// bootstrap: create) creates a missing one, and its data directory; every
+// other command refuses it, naming it.
+func openEnv(cmd *cobra.Command, daemon bool, create creation, restarted func(kind, name string)) (*env, error) {
 	quiet := !daemon
 	cfg, err := loadConfig(cmd)
 	if err != nil {
@@ -105,9 +121,11 @@ func openEnv(cmd *cobra.Command, daemon, create bool, restarted func(kind, name 
 	if quiet && !cmd.Flags().Changed("log-level") && os.Getenv(config.EnvPrefix+"LOG__LEVEL") == "" {
 		level = "warn"
 	}
-	log := newLogger(level)
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
+	log := newLogger(level, cfg.Log.Format)
+	if create != openExisting {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
+		}
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -115,7 +133,8 @@ func openEnv(cmd *cobra.Command, daemon, create bool, restarted func(kind, name 
 	}
 	host := &plugins.Host{Dir: cfg.Plugins.Dir, Log: log, Restarted: restarted}
 	store, err := host.StartStorage(cmd.Context(), cfg.Storage.Plugin, plugins.StorageConfig{
-		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings, Exclusive: daemon, Create: create,
+		DSN: cfg.Storage.DSN, DataDir: dataDir, Settings: cfg.Storage.Settings, Exclusive: daemon,
+		Create: create != openExisting, CreateEmpty: create == createEvenEmpty,
 	})
 	if err != nil {
 		return nil, err
@@ -130,6 +149,19 @@ func openEnv(cmd *cobra.Command, daemon, create bool, restarted func(kind, name 
 	}
 	return &env{cfg: cfg, log: log, store: store}, nil
 }
+
+// creation says whether openEnv may create the database.
+type creation int
+
+const (
+	// openExisting refuses a missing database (every command but these).
+	openExisting creation = iota
+	// createMissing creates a missing database (serve, bootstrap).
+	createMissing
+	// createEvenEmpty also makes an empty SQLite file a database
+	// (migrate).
+	createEvenEmpty
+)
 
 func (e *env) close() { _ = e.store.Close() }
 

@@ -39,7 +39,7 @@ func serveCmd() *cobra.Command {
 
 func serve(cmd *cobra.Command, _ []string) error {
 	metrics := api.NewMetrics(version)
-	e, err := openEnv(cmd, true, false, metrics.PluginRestarted)
+	e, err := openEnv(cmd, true, createMissing, metrics.PluginRestarted)
 	if err != nil {
 		return err
 	}
@@ -211,6 +211,10 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
+	}
+	if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
+		return fmt.Errorf("server.listen %s: %w (choose another address with --listen, THREATD_SERVER__LISTEN or server.listen in the configuration file)",
+			cfg.Server.Listen, opErr.Err)
 	}
 	if err != nil {
 		return err

@@ -144,6 +144,11 @@ func requireTier(t core.Tier) echo.MiddlewareFunc {
 	}
 }
 
+// isAsset says whether path is a static asset of the web site.
+func isAsset(path string) bool {
+	return strings.HasPrefix(path, "/static/") || path == "/favicon.ico" || path == "/robots.txt"
+}
+
 // AccessLog configures the per-request log line.
 type AccessLog struct {
 	Off   bool
@@ -176,6 +181,11 @@ func requestLog(log *slog.Logger, cfg AccessLog, metrics *Metrics) echo.Middlewa
 			case v.Status >= 500:
 				lvl = slog.LevelError
 			case cfg.Off:
+				return nil
+			case v.Status < 400 && isAsset(v.URIPath):
+				// The web site's stylesheet, scripts and icons: one page
+				// view fetches several, and they say nothing an operator
+				// needs (failures are still logged).
 				return nil
 			case v.Status < 400 && cfg.Sample > 1 && n.Add(1)%uint64(cfg.Sample) != 0:
 				return nil

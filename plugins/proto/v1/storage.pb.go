@@ -41,10 +41,16 @@ type ConfigureRequest struct {
 	// exclusive is set by a daemon (threatd serve): a backend that allows one
 	// daemon per database (SQLite) refuses a second one while the first runs.
 	Exclusive bool `protobuf:"varint,4,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
-	// create is set by threatd migrate: an empty file at a SQLite path
-	// becomes a new database. Otherwise an empty file is refused (a database
-	// truncated to 0 bytes must not silently start afresh).
-	Create        bool `protobuf:"varint,5,opt,name=create,proto3" json:"create,omitempty"`
+	// create is set by the commands that make a database (serve, migrate,
+	// bootstrap): a missing SQLite file becomes a new database. Otherwise it
+	// is refused: a command run in the wrong place must not answer from a
+	// new, empty database.
+	Create bool `protobuf:"varint,5,opt,name=create,proto3" json:"create,omitempty"`
+	// create_empty is set by threatd migrate alone: an empty (0-byte) SQLite
+	// file becomes a new database. Otherwise it is refused: a database
+	// truncated by a failed copy or a full disk must not silently start
+	// afresh.
+	CreateEmpty   bool `protobuf:"varint,6,opt,name=create_empty,json=createEmpty,proto3" json:"create_empty,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -110,6 +116,13 @@ func (x *ConfigureRequest) GetExclusive() bool {
 func (x *ConfigureRequest) GetCreate() bool {
 	if x != nil {
 		return x.Create
+	}
+	return false
+}
+
+func (x *ConfigureRequest) GetCreateEmpty() bool {
+	if x != nil {
+		return x.CreateEmpty
 	}
 	return false
 }
@@ -4870,13 +4883,14 @@ var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\n" +
-	"\x1eplugins/proto/v1/storage.proto\x12\x11threatd.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x81\x02\n" +
+	"\x1eplugins/proto/v1/storage.proto\x12\x11threatd.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x02\n" +
 	"\x10ConfigureRequest\x12\x10\n" +
 	"\x03dsn\x18\x01 \x01(\tR\x03dsn\x12\x19\n" +
 	"\bdata_dir\x18\x02 \x01(\tR\adataDir\x12M\n" +
 	"\bsettings\x18\x03 \x03(\v21.threatd.plugin.v1.ConfigureRequest.SettingsEntryR\bsettings\x12\x1c\n" +
 	"\texclusive\x18\x04 \x01(\bR\texclusive\x12\x16\n" +
-	"\x06create\x18\x05 \x01(\bR\x06create\x1a;\n" +
+	"\x06create\x18\x05 \x01(\bR\x06create\x12!\n" +
+	"\fcreate_empty\x18\x06 \x01(\bR\vcreateEmpty\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"-\n" +
