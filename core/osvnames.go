@@ -3,7 +3,7 @@ package core
 import "strings"
 
 // OSVEcosystems maps registries to the names of OSV's ecosystems, for the
-// registries OSV has one for (CONTRACT.md §11). Open VSX and the container
+// registries OSV has one for (docs/osv.md). Open VSX and the container
 // registries have none: their reports have no OSV record.
 var OSVEcosystems = map[string]string{
 	RegistryNPM: "npm", RegistryPyPI: "PyPI", RegistryRubyGems: "RubyGems", RegistryCrates: "crates.io",

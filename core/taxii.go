@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// TAXII 2.1 collections (CONTRACT.md §10, docs/taxii.md): "threats" holds
+// TAXII 2.1 collections (docs/taxii.md): "threats" holds
 // every published report, and one collection per package ecosystem holds
 // that ecosystem's. A collection lists each report once, at its latest
 // published change (feed_events), as the objects of the STIX exports: a

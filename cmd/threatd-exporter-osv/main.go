@@ -1,5 +1,5 @@
 // Command threatd-exporter-osv renders verified package reports as OSV
-// records (CONTRACT.md §11) in an ecosystem's all.zip: one <id>.json per
+// records (docs/osv.md) in an ecosystem's all.zip: one <id>.json per
 // record, the layout OSV publishes and osv-scanner reads offline. It
 // streams: each record is written to the archive as it arrives (the
 // reports of a record with several packages upstream are held and merged

@@ -25,7 +25,7 @@ const e2eDir = "../../core/web/e2e"
 // the public page renders the Markdown with its hostile parts inert, the
 // home page's search, a phone-sized screen, log out. Each page is checked
 // for console errors, CSP violations, unlabelled inputs and the names of
-// CONTRACT.md §9 by role. The test then checks what the browser did
+// docs/web.md by role. The test then checks what the browser did
 // through the API, independently of the script.
 //
 // It needs Debian's chromium and `npm ci` in core/web/e2e: `make test`

@@ -17,7 +17,7 @@ func exportCmd() *cobra.Command {
 	export.AddCommand(&cobra.Command{
 		Use:   "osv DIR",
 		Short: "Write the verified package reports as OSV records: DIR/<Ecosystem>/all.zip",
-		Long: `Writes every verified package report as an OSV record (CONTRACT.md §11),
+		Long: `Writes every verified package report as an OSV record (docs/osv.md),
 one all.zip per OSV ecosystem (npm, PyPI, RubyGems, crates.io, Go, Maven,
 NuGet, Packagist, VSCode) in DIR, the layout osv-scanner reads offline:
 

@@ -169,7 +169,7 @@ func TestLongestIdentifierIsStorableOnEveryBackend(t *testing.T) {
 // TestWebDecisionsAcrossDaemons: two daemons on one PostgreSQL database. A
 // report verified in daemon A's web queue is malicious on A at once and on
 // B within cache.freshness; a token revoked on A's Settings → API Tokens is
-// refused by B within the same bound (CONTRACT.md §9).
+// refused by B within the same bound (docs/web.md).
 func TestWebDecisionsAcrossDaemons(t *testing.T) {
 	const fresh = 3 * time.Second
 	in := pgInstance(t, quiet+fmt.Sprintf("cache:\n  freshness: %s\n", fresh))

@@ -174,7 +174,7 @@ func TestWebJourney(t *testing.T) {
 		t.Errorf("the page showing a new token has Cache-Control %q, want no-store", cc)
 	}
 	d.do("GET", base+"/account", secret, "").expect(t, 200, "")
-	// Settings → API Tokens, by the names CONTRACT.md §9 gives them.
+	// Settings → API Tokens, by the names docs/web.md gives them.
 	sam.get("/").expect(t, 200, `<a href="/settings">Settings</a>`)
 	list := sam.get("/settings").expect(t, 200, `<a href="/settings/tokens" aria-current="page">API Tokens</a>`, "ci-pipeline", "thd_…"+secret[len(secret)-4:], "Revoke")
 	list.lacks(t, secret)

@@ -13,8 +13,8 @@ import (
 	"github.com/threatd/threatd/core/index"
 )
 
-// Metrics are the daemon's Prometheus metrics (CONTRACT.md §12,
-// docs/operations/metrics.md), served over plain HTTP on their own listener
+// Metrics are the daemon's Prometheus metrics (docs/operations/metrics.md),
+// served over plain HTTP on their own listener
 // (metrics.listen), never on the API's.
 type Metrics struct {
 	reg      *prometheus.Registry

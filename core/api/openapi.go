@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 )
 
-// OpenAPI is the OpenAPI 3.1 document of the API (CONTRACT.md §12), kept
+// OpenAPI is the OpenAPI 3.1 document of the API (docs/api/README.md), kept
 // by hand in the repository with the default base path; the end-to-end
 // tests check the running daemon's answers against it.
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// OSV.dev's query API (CONTRACT.md §11, docs/osv.md): the verified package
+// OSV.dev's query API (docs/osv.md): the verified package
 // reports that affect a package (and version), as OSV records rendered by
 // the OSV exporter, answered from the in-memory index like check-malicious.
 

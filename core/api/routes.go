@@ -54,7 +54,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/threat-feed", tier: core.TierPaid, handler: s.threatFeed},
 		{method: http.MethodGet, path: "/query-by-username", tier: core.TierPaid, handler: s.queryByUsername},
 		{method: http.MethodGet, path: "/threat-data", tier: core.TierPaid, handler: s.threatData},
-		// OSV.dev's query API (CONTRACT.md §11), answered like check-malicious.
+		// OSV.dev's query API (docs/osv.md), answered like check-malicious.
 		{method: http.MethodPost, path: "/osv/v1/query", tier: core.TierFree, body: true, index: true, handler: s.osvQuery},
 		{method: http.MethodPost, path: "/osv/v1/querybatch", tier: core.TierFree, body: true, index: true, handler: s.osvQueryBatch},
 		{method: http.MethodGet, path: "/osv/v1/vulns/:id", tier: core.TierFree, index: true, handler: s.osvVuln},
@@ -77,7 +77,7 @@ func (s *Server) add(g *echo.Group, r route) {
 }
 
 // BuiltinExportRoutes are the exporter endpoints of the specification and
-// CONTRACT.md §11: an OSV all.zip per ecosystem, under its OSV name (and
+// docs/osv.md: an OSV all.zip per ecosystem, under its OSV name (and
 // its registry name where that differs: /osv/PyPI/all.zip, /osv/pypi/all.zip).
 var BuiltinExportRoutes = append([]ExportRoute{
 	{Path: "/query-latest-stix", Exporter: "stix", Tier: core.TierPaid, Revocations: true},

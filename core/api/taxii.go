@@ -15,7 +15,7 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// TAXII 2.1 (CONTRACT.md §10, docs/taxii.md): a read-only server outside the
+// TAXII 2.1 (docs/taxii.md): a read-only server outside the
 // base path, paid tier, Bearer or HTTP Basic (the token as the password).
 
 // taxiiMediaType is the media type of every TAXII answer.

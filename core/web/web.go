@@ -1,4 +1,4 @@
-// Package web is threatd's community web site (CONTRACT.md §9): sign-up and
+// Package web is threatd's community web site (docs/web.md): sign-up and
 // log-in, My submissions, Settings → API Tokens, the submit form, the review
 // queue and the public threat pages. It is served by the same echo instance
 // as the API (core/api mounts it), server-rendered with html/template, its

@@ -1,4 +1,4 @@
--- A report's content version (CONTRACT.md §8): 1 as submitted, +1 at each
+-- A report's content version (docs/cli.md): 1 as submitted, +1 at each
 -- change applied to it (an owner's edit of a pending report, an approved or
 -- imported revision). Review decisions name the version they were made on.
 ALTER TABLE threats ADD COLUMN version INTEGER NOT NULL DEFAULT 1;

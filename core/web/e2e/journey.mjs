@@ -16,7 +16,7 @@
 // exception, no Content-Security-Policy violation, every form control
 // named (a label, or aria-label for buttons), one h1 and a main landmark,
 // and no horizontal scrolling on a phone-sized screen. The names
-// CONTRACT.md §9 gives are found by role and accessible name, as people
+// docs/web.md gives are found by role and accessible name, as people
 // using assistive technology and scripts find them. On failure the script
 // prints the reason and exits 1; on success it prints one JSON object with
 // what it created, for the Go test to check through the API.
