@@ -52,15 +52,7 @@ func FindReference(name string) string {
 // is missing the test is skipped (failed under CI=true).
 func Reference(t testing.TB, name string) string {
 	t.Helper()
-	if p := FindReference(name); p != "" {
-		return p
-	}
-	msg := MissingReference(name)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + " (CI=true: reference data is required)")
-	}
-	t.Skip(msg)
-	return ""
+	return reference(t, name, t.Skip)
 }
 
 // OptionalReference returns the directory of the reference data set name,
@@ -69,6 +61,12 @@ func Reference(t testing.TB, name string) string {
 // STIX objects against the OASIS schemas.
 func OptionalReference(t testing.TB, name string) string {
 	t.Helper()
+	return reference(t, name, func(args ...any) { t.Log(args[0].(string) + "; that check is left out") })
+}
+
+// reference finds name, or tells missing (a skip or a log line) why not.
+func reference(t testing.TB, name string, missing func(args ...any)) string {
+	t.Helper()
 	if p := FindReference(name); p != "" {
 		return p
 	}
@@ -76,7 +74,7 @@ func OptionalReference(t testing.TB, name string) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " (CI=true: reference data is required)")
 	}
-	t.Log(msg + "; that check is left out")
+	missing(msg)
 	return ""
 }
 
