@@ -130,6 +130,7 @@ func (s *Store) Classify(err error) error {
 // structure, without cross-checking index contents: seconds per GB) and
 // records what it finds as damage: Health then reports the store corrupt.
 func (s *Store) quickCheck(ctx context.Context) {
+	start := time.Now()
 	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check(20)")
 	if err != nil {
 		if isCorrupt(err) {
@@ -153,6 +154,10 @@ func (s *Store) quickCheck(ctx context.Context) {
 	}
 	if len(problems) > 0 {
 		s.corrupt.record("quick_check: " + strings.Join(problems, "; "))
+		return
+	}
+	if ctx.Err() == nil {
+		slog.Info("integrity check passed (quick_check)", "database", s.corrupt.location, "took_ms", time.Since(start).Milliseconds())
 	}
 }
 

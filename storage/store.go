@@ -99,7 +99,9 @@ type Options struct {
 	// migrate); otherwise Open refuses it. A missing file is always created.
 	CreateEmpty bool
 	// IntegrityEvery runs SQLite's quick_check at open and then at this
-	// interval (0: never; the SQLite plugin sets it for a daemon's store).
+	// interval (0 or negative: never). storage.settings.integrity_check
+	// sets it ("off": negative); the SQLite plugin gives a daemon's store
+	// six hours when the setting does not say.
 	IntegrityEvery time.Duration
 
 	// FailStep makes the named submission step fail (core.StepLookup,
@@ -127,6 +129,18 @@ func OptionsFromSettings(settings map[string]string, getenv func(string) string)
 			default:
 				return o, fmt.Errorf("storage.settings.test_fail_step: unknown step %q", v)
 			}
+		case "integrity_check":
+			// How often a daemon runs SQLite's quick_check: a duration of
+			// at least 1m, or "off".
+			if v == "off" {
+				o.IntegrityEvery = -1
+				continue
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Minute {
+				return o, fmt.Errorf(`storage.settings.integrity_check: must be a duration of at least 1m, or "off" (got %q)`, v)
+			}
+			o.IntegrityEvery = d
 		default:
 			return o, fmt.Errorf("storage.settings.%s: unknown setting", k)
 		}

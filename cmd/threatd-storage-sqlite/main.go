@@ -54,7 +54,10 @@ func main() {
 			return nil, err
 		}
 		opts.CreateEmpty = cfg.CreateEmpty
-		if cfg.Exclusive {
+		switch {
+		case !cfg.Exclusive:
+			opts.IntegrityEvery = 0 // administrative commands do not check
+		case opts.IntegrityEvery == 0:
 			// A daemon checks the whole file at start and every six hours.
 			opts.IntegrityEvery = 6 * time.Hour
 		}
