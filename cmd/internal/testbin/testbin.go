@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/threatd/threatd/core/coretest"
 )
 
 var (
@@ -56,10 +57,7 @@ func Path(name string) string {
 func PluginDir(t testing.TB) string { return filepath.Join(Dir(t), "plugins") }
 
 // ModuleRoot returns the repository root (where go.mod is).
-func ModuleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-}
+func ModuleRoot() string { return coretest.ModuleRoot() }
 
 func build() (string, error) {
 	dir, err := os.MkdirTemp("", "threatd-testbin-")
