@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,6 +46,7 @@ type Config struct {
 	Log            Log             `koanf:"log"`
 	Web            Web             `koanf:"web"`
 	Metrics        Metrics         `koanf:"metrics"`
+	Firewall       Firewall        `koanf:"firewall"`
 }
 
 // Import bounds what one upstream record may become (threatd import and
@@ -180,6 +183,56 @@ type Log struct {
 	AccessSample int `koanf:"access_sample"`
 }
 
+// Firewall configures the registry firewall (docs/firewall.md).
+type Firewall struct {
+	Enabled bool             `koanf:"enabled"`
+	NPM     FirewallUpstream `koanf:"npm"`
+	PyPI    FirewallUpstream `koanf:"pypi"`
+	Go      FirewallUpstream `koanf:"go"`
+	// Private holds name globs per registry (npm, pypi, go) that reports
+	// never block: internal packages.
+	Private map[string][]string `koanf:"private"`
+	// Cache bounds the upstream documents and files kept on disk under
+	// data_dir/firewall-cache (0: none kept).
+	Cache ByteSize `koanf:"cache"`
+	// The firewall's own request budgets (0 = unlimited): one install makes
+	// hundreds of requests.
+	PerIPPerMinute    int `koanf:"per_ip_per_minute"`
+	PerTokenPerMinute int `koanf:"per_token_per_minute"`
+}
+
+// FirewallUpstream is one registry's upstream.
+type FirewallUpstream struct {
+	Upstream string `koanf:"upstream"`
+}
+
+// ByteSize is a number of bytes, written as a number or with a unit
+// (KiB, MiB, GiB, TiB, or KB, MB, GB, TB): 1073741824, "1GiB", "512MiB".
+type ByteSize int64
+
+// UnmarshalText parses a size with an optional unit.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return fmt.Errorf("%q is not a size in bytes (a number, or a number with KiB, MiB, GiB, TiB, KB, MB, GB or TB)", string(text))
+	}
+	*b = ByteSize(n * mult)
+	return nil
+}
+
 // Defaults are the built-in values of docs/configuration.md.
 func Defaults() map[string]any {
 	return map[string]any{
@@ -225,6 +278,14 @@ func Defaults() map[string]any {
 		"web.login_attempts":               10,
 		"web.login_attempts_per_ip":        50,
 		"web.login_window":                 "15m",
+		"firewall.enabled":                 true,
+		"firewall.npm.upstream":            "https://registry.npmjs.org",
+		"firewall.pypi.upstream":           "https://pypi.org/simple",
+		"firewall.go.upstream":             "https://proxy.golang.org",
+		"firewall.private":                 map[string]any{},
+		"firewall.cache":                   "1GiB",
+		"firewall.per_ip_per_minute":       20000,
+		"firewall.per_token_per_minute":    20000,
 	}
 }
 
@@ -235,7 +296,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
@@ -293,6 +354,7 @@ func Load(path string, environ []string, fs *pflag.FlagSet, flagKeys map[string]
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
+			mapstructure.TextUnmarshallerHookFunc(),
 		),
 		WeaklyTypedInput: true,
 		ErrorUnused:      true,
@@ -420,6 +482,31 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		add(bad("data_dir", "must not be empty"))
+	}
+	for key, up := range map[string]string{"firewall.npm.upstream": c.Firewall.NPM.Upstream,
+		"firewall.pypi.upstream": c.Firewall.PyPI.Upstream, "firewall.go.upstream": c.Firewall.Go.Upstream} {
+		if u, err := url.Parse(up); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			add(bad(key, "must be an http(s) URL such as https://registry.npmjs.org (got %q)", up))
+		}
+	}
+	for reg, globs := range c.Firewall.Private {
+		if reg != "npm" && reg != "pypi" && reg != "go" {
+			add(bad("firewall.private."+reg, "is not a registry the firewall serves (npm, pypi, go)"))
+		}
+		for i, g := range globs {
+			if strings.TrimSpace(g) == "" {
+				add(bad(fmt.Sprintf("firewall.private.%s[%d]", reg, i), "must not be empty"))
+			}
+		}
+	}
+	if c.Firewall.Cache < 0 {
+		add(bad("firewall.cache", "must not be negative"))
+	}
+	if c.Firewall.PerIPPerMinute < 0 {
+		add(bad("firewall.per_ip_per_minute", "must not be negative (0 = unlimited)"))
+	}
+	if c.Firewall.PerTokenPerMinute < 0 {
+		add(bad("firewall.per_token_per_minute", "must not be negative (0 = unlimited)"))
 	}
 	if c.Plugins.Dir == "" {
 		add(bad("plugins.dir", "must not be empty"))

@@ -19,6 +19,8 @@ import (
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
+	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/web"
@@ -138,12 +140,20 @@ func serve(cmd *cobra.Command, _ []string) error {
 		proxies = append(proxies, pfx)
 	}
 	latest := index.NewLatest(idx, e.store)
+	fw, err := firewallOptions(cfg, idx, log)
+	if err != nil {
+		return err
+	}
+	var recent *firewall.Recent
+	if fw != nil {
+		recent = fw.Recent
+	}
 	var mount func(*echo.Echo)
 	if cfg.Web.Enabled {
 		site, err := web.New(ctx, web.Options{
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
 			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
-			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes, FirewallBlocks: recent,
 		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, latest, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
@@ -172,6 +182,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Metrics:           metrics,
 		TokenUse:          tokenUse,
 		Mount:             mount,
+		Firewall:          fw,
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{
@@ -221,6 +232,38 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	log.Info("threatd stopped: in-flight requests drained")
 	return nil
+}
+
+// firewallOptions builds the registry firewall of the configuration (nil
+// when firewall.enabled is false): its policy over the index, and its
+// upstream cache under data_dir/firewall-cache.
+func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*api.FirewallOptions, error) {
+	if !cfg.Firewall.Enabled {
+		return nil, nil
+	}
+	policy, err := firewall.NewPolicy(idx, cfg.Firewall.Private)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+	cache, err := upstream.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client, log)
+	if err != nil {
+		return nil, err
+	}
+	return &api.FirewallOptions{
+		Upstreams: map[string]string{core.RegistryNPM: cfg.Firewall.NPM.Upstream, core.RegistryPyPI: cfg.Firewall.PyPI.Upstream,
+			core.RegistryGo: cfg.Firewall.Go.Upstream},
+		Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
+		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
+	}, nil
 }
 
 // serveMetrics serves /metrics over plain HTTP on addr (metrics.listen)

@@ -23,6 +23,7 @@ type Metrics struct {
 	restarts *prometheus.CounterVec
 	imported *prometheus.CounterVec
 	runs     *prometheus.CounterVec
+	blocks   *prometheus.CounterVec
 }
 
 // NewMetrics returns the daemon's metrics with the Go runtime and process
@@ -51,6 +52,10 @@ func NewMetrics(version string) *Metrics {
 			Name: "threatd_import_runs_total",
 			Help: "Runs of scheduled sources, by source and outcome (ok, failed).",
 		}, []string{"source", "outcome"}),
+		blocks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_firewall_blocks_total",
+			Help: "Package versions the registry firewall refused, by registry (npm, pypi, go).",
+		}, []string{"registry"}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "threatd_build_info",
@@ -60,7 +65,7 @@ func NewMetrics(version string) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.restarts, m.imported, m.runs, build,
+		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, build,
 	)
 	return m
 }
@@ -105,6 +110,13 @@ func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
 			return d.Seconds()
 		}),
 	)
+}
+
+// firewallBlocked counts a version the registry firewall refused.
+func (m *Metrics) firewallBlocked(registry string) {
+	if m != nil {
+		m.blocks.WithLabelValues(registry).Inc()
+	}
 }
 
 // PluginRestarted counts a plugin process started again after its exit.

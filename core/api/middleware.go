@@ -50,7 +50,11 @@ func methodGate(next echo.HandlerFunc) echo.HandlerFunc {
 // perIPLimit limits every request by client IP, before authentication.
 func (s *Server) perIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		r := s.ipLimiter.Take(c.RealIP(), s.opts.PerIPPerMinute, 1)
+		key, limit := c.RealIP(), s.opts.PerIPPerMinute
+		if s.firewallPath(c.Request().URL.Path) {
+			key, limit = "firewall:"+key, s.opts.Firewall.PerIPPerMinute
+		}
+		r := s.ipLimiter.Take(key, limit, 1)
 		if !r.Allowed {
 			return tooManyRequests("Rate limit exceeded for your IP address: try again later", r.ResetSeconds())
 		}
@@ -121,15 +125,20 @@ func (s *Server) chargeToken(c *echo.Context, cost int, hint string) error {
 	limit := s.opts.PerTokenPerMinute[p.User.Tier]
 	r := s.tokenLimiter.Take(p.Token.ID, limit, cost)
 	if limit > 0 {
-		h := c.Response().Header()
-		h.Set("RateLimit-Limit", strconv.Itoa(r.Limit))
-		h.Set("RateLimit-Remaining", strconv.Itoa(r.Remaining))
-		h.Set("RateLimit-Reset", strconv.Itoa(r.ResetSeconds()))
+		setRateLimitHeaders(c, r.Limit, r.Remaining, r.ResetSeconds())
 	}
 	if !r.Allowed {
 		return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the limit is %d requests per minute%s; try again later", limit, hint), r.ResetSeconds())
 	}
 	return nil
+}
+
+// setRateLimitHeaders describes the caller's per-token budget.
+func setRateLimitHeaders(c *echo.Context, limit, remaining, reset int) {
+	h := c.Response().Header()
+	h.Set("RateLimit-Limit", strconv.Itoa(limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("RateLimit-Reset", strconv.Itoa(reset))
 }
 
 // requireTier refuses callers below the route's tier with 403.

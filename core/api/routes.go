@@ -35,6 +35,9 @@ func (s *Server) routes(e *echo.Echo) {
 		s.add(api, route{method: http.MethodGet, path: r.Path, tier: r.Tier, handler: s.exportHandler(r)})
 	}
 	s.taxiiRoutes(e)
+	if s.opts.Firewall != nil {
+		s.firewallRoutes(e)
+	}
 	if s.opts.Mount != nil {
 		s.opts.Mount(e)
 	}

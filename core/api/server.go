@@ -46,6 +46,8 @@ type Options struct {
 	// Latest is the cache of latest selections, shared with the web site
 	// (nil: the API makes its own).
 	Latest *index.Latest
+	// Firewall configures the registry firewall (nil: not served).
+	Firewall *FirewallOptions
 	// Mount adds routes outside the base path (the web site, core/web) to
 	// the API's echo instance, after the API's own: one listener, one TLS
 	// configuration, the same per-IP limit.

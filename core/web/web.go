@@ -28,6 +28,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 )
@@ -72,6 +73,9 @@ type Options struct {
 	LatestCount int
 	// MaxBodyBytes bounds a form's body (server.max_body_bytes).
 	MaxBodyBytes int64
+	// FirewallBlocks are the registry firewall's latest refusals, listed
+	// for administrators at /admin/firewall (nil: the firewall is off).
+	FirewallBlocks *firewall.Recent
 }
 
 // Site holds what the pages need.
@@ -165,6 +169,7 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.GET("/submit", s.wrap(s.submitForm), s.loggedIn)
 	g.POST("/submit", s.wrap(s.submit), s.loggedIn, s.csrf)
 	g.GET("/review", s.wrap(s.queue), s.reviewer)
+	g.GET("/admin/firewall", s.wrap(s.firewallBlocks), s.admin)
 	g.POST("/review/threats/:id", s.wrap(s.decide), s.reviewer, s.csrf)
 	g.POST("/review/revisions/:id", s.wrap(s.decideRevision), s.reviewer, s.csrf)
 }
@@ -291,6 +296,16 @@ func (s *Site) reviewer(next echo.HandlerFunc) echo.HandlerFunc {
 	return s.loggedIn(func(c *echo.Context) error {
 		if !viewerOf(c).User.Role.CanReview() {
 			return s.errorPage(c, http.StatusForbidden, "The review queue is for reviewers and administrators.")
+		}
+		return next(c)
+	})
+}
+
+// admin admits administrators.
+func (s *Site) admin(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.loggedIn(func(c *echo.Context) error {
+		if viewerOf(c).User.Role != core.RoleAdmin {
+			return s.errorPage(c, http.StatusForbidden, "This page is for administrators.")
 		}
 		return next(c)
 	})

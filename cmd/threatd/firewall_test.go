@@ -1,0 +1,354 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fwInstance is an instance whose firewall fronts the upstream u, with
+// @acme/* private on npm.
+func fwConfig(u *upstreamRegistry) string {
+	return fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  pypi:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n",
+		u.srv.URL, u.srv.URL+"/simple", u.srv.URL)
+}
+
+// fwReport submits a package report and verifies it; returns its id.
+func fwReport(t *testing.T, in *instance, d *daemon, tok, registry, name, versions string) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"report_type":"package","resource_identifier":%q,"registry":%q,"threat_description":"Steals credentials at install time","severity_level":"critical","version_info":%q}`,
+		name, registry, versions)
+	id := d.submit(tok, body)
+	in.mustCLI("review", "verify", id)
+	return id
+}
+
+// client runs a real package manager command in dir with env, returning
+// its combined output and whether it succeeded.
+func client(t *testing.T, dir string, env []string, name string, args ...string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v did not finish within 3 minutes:\n%s", name, args, out)
+	}
+	return string(out), err == nil
+}
+
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed (CI requires it)", name)
+		}
+		t.Skipf("%s is not installed: the firewall's %s test needs it", name, name)
+	}
+	return p
+}
+
+// fwGet sends a GET to the firewall with the token (Bearer) and returns status and body.
+func (d *daemon) fwGet(path, token string, header ...string) (int, http.Header, []byte) {
+	d.t.Helper()
+	req, _ := http.NewRequest("GET", d.base+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := d.client.Do(req)
+	if err != nil {
+		d.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, b
+}
+
+func (in *instance) certFile() string { return filepath.Join(in.dir, "data", "tls", "cert.pem") }
+
+// TestFirewall: the real npm, pip and go commands install through the
+// firewall from an upstream served here; what verified reports name is
+// refused with the threat id in the client's output, what is clean
+// installs, a withdrawal unblocks, and private names are never blocked.
+func TestFirewall(t *testing.T) {
+	u := newUpstreamRegistry(t)
+	u.npmPackage(t, "fw-clean", "1.0.0", "1.0.0")
+	u.npmPackage(t, "fw-evil", "1.0.1", "1.0.0", "1.0.1")
+	u.npmPackage(t, "fw-all", "2.0.0", "1.0.0", "2.0.0")
+	u.npmPackage(t, "@acme/internal", "1.0.0", "1.0.0")
+	u.pypiProject(t, "fw-clean-py", "1.0.0")
+	u.pypiProject(t, "fw-evil-py", "1.0.0", "1.0.1")
+	u.goModule(t, "example.com/fwclean", "v1.0.0")
+	u.goModule(t, "example.com/fwevil", "v1.0.0", "v1.0.1")
+
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
+	tok := in.user("dev@example.com")
+	d := in.serve()
+	fw := base + "/firewall"
+	npmEvil := fwReport(t, in, d, tok, "npm", "fw-evil", "1.0.1")
+	npmAll := fwReport(t, in, d, tok, "npm", "fw-all", "")
+	fwReport(t, in, d, tok, "npm", "@acme/internal", "")
+	pyEvil := fwReport(t, in, d, tok, "pypi", "fw-evil-py", "1.0.1")
+	goEvil := fwReport(t, in, d, tok, "go", "example.com/fwevil", "1.0.1") // as OSV names Go versions
+	eventually(t, "the reports in the index", func() bool {
+		code, _, _ := d.fwGet(fw+"/npm/fw-all", tok)
+		return code == 403
+	})
+
+	t.Run("anonymous", func(t *testing.T) {
+		for _, p := range []string{"/npm/fw-clean", "/pypi/simple/fw-clean-py/", "/go/example.com/fwclean/@v/list"} {
+			code, _, body := d.fwGet(fw+p, "")
+			if code != 401 || !strings.Contains(string(body), "Authorization required") {
+				t.Errorf("anonymous GET %s: %d %s", p, code, body)
+			}
+			code, _, body = d.fwGet(fw+p, "thd_notatoken")
+			if code != 401 || !strings.Contains(string(body), "Invalid API token") {
+				t.Errorf("bad token GET %s: %d %s", p, code, body)
+			}
+		}
+	})
+
+	t.Run("npm document", func(t *testing.T) {
+		code, _, body := d.fwGet(fw+"/npm/fw-evil", tok, "Accept", "application/vnd.npm.install-v1+json")
+		if code != 200 {
+			t.Fatalf("fw-evil document: %d %s", code, body)
+		}
+		var doc struct {
+			DistTags map[string]string `json:"dist-tags"`
+			Versions map[string]struct {
+				Dist struct{ Tarball string } `json:"dist"`
+			} `json:"versions"`
+			Time map[string]string `json:"time"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := doc.Versions["1.0.1"]; ok || doc.Time["1.0.1"] != "" || doc.DistTags["latest"] != "1.0.0" || len(doc.Versions) != 1 {
+			t.Fatalf("1.0.1 not removed or latest not moved: %s", body)
+		}
+		if want := d.base + fw + "/npm/fw-evil/-/fw-evil-1.0.0.tgz"; doc.Versions["1.0.0"].Dist.Tarball != want {
+			t.Fatalf("tarball %q, want %q", doc.Versions["1.0.0"].Dist.Tarball, want)
+		}
+		// The malicious tarball fetched directly: the 403 of the contract.
+		code, hdr, body := d.fwGet(fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", tok)
+		var refusal struct {
+			Error     string         `json:"error"`
+			ThreatIDs []string       `json:"threat_ids"`
+			Details   map[string]any `json:"details"`
+		}
+		if code != 403 || json.Unmarshal(body, &refusal) != nil || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+			t.Fatalf("malicious tarball: %d %s", code, body)
+		}
+		if !strings.HasPrefix(refusal.Error, "Blocked by threatd: npm fw-evil@1.0.1 is malicious") || !strings.Contains(refusal.Error, npmEvil) ||
+			len(refusal.ThreatIDs) != 1 || refusal.ThreatIDs[0] != npmEvil || refusal.Details["id"] != npmEvil || refusal.Details["status"] != "verified" {
+			t.Fatalf("refusal: %s", body)
+		}
+		// A package reported for every version: its document is refused.
+		code, _, body = d.fwGet(fw+"/npm/fw-all", tok)
+		if code != 403 || !strings.Contains(string(body), npmAll) {
+			t.Fatalf("fw-all: %d %s", code, body)
+		}
+		// An upstream 404 passes through unchanged.
+		code, _, body = d.fwGet(fw+"/npm/fw-nonexistent", tok)
+		if code != 404 || !strings.Contains(string(body), "upstream: /fw-nonexistent not found") {
+			t.Fatalf("unknown package: %d %s", code, body)
+		}
+	})
+
+	t.Run("npm", func(t *testing.T) {
+		needTool(t, "npm")
+		home := t.TempDir()
+		registry := d.base + fw + "/npm/"
+		npmrc := fmt.Sprintf("registry=%s\n%s:_authToken=%s\ncafile=%s\nfund=false\nupdate-notifier=false\ncache=%s\n",
+			registry, strings.TrimPrefix(registry, "https:"), tok, in.certFile(), filepath.Join(home, "cache"))
+		env := []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc"), "npm_config_audit=false"}
+		if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		project := func() string {
+			dir := t.TempDir()
+			_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true}`), 0o644)
+			return dir
+		}
+		installed := func(dir, name string) string {
+			b, err := os.ReadFile(filepath.Join(dir, "node_modules", name, "package.json"))
+			if err != nil {
+				return ""
+			}
+			var pj struct{ Version string }
+			_ = json.Unmarshal(b, &pj)
+			return pj.Version
+		}
+
+		dir := project()
+		if out, ok := client(t, dir, env, "npm", "install", "fw-clean"); !ok || installed(dir, "fw-clean") != "1.0.0" {
+			t.Fatalf("npm install fw-clean:\n%s", out)
+		}
+		hits := u.hitsOf("/fw-clean")
+		if out, ok := client(t, project(), env, "npm", "install", "--prefer-online", "fw-clean"); !ok {
+			t.Fatalf("npm install fw-clean again:\n%s", out)
+		}
+		if u.hitsOf("/fw-clean") != hits {
+			t.Errorf("the second install fetched the document from the upstream again (%d → %d requests): the cache did not serve it", hits, u.hitsOf("/fw-clean"))
+		}
+		// latest was the malicious 1.0.1: npm picks the clean 1.0.0.
+		dir = project()
+		if out, ok := client(t, dir, env, "npm", "install", "fw-evil"); !ok || installed(dir, "fw-evil") != "1.0.0" {
+			t.Fatalf("npm install fw-evil (latest malicious) installed %q:\n%s", installed(dir, "fw-evil"), out)
+		}
+		// A lockfile that pins the malicious version: npm ci fails with the threat id.
+		pinned := project()
+		sum := u.files["/fw-evil/-/fw-evil-1.0.1.tgz"].body
+		lock := lockfile(d.base+fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", sum)
+		_ = os.WriteFile(filepath.Join(pinned, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"fw-evil":"1.0.1"}}`), 0o644)
+		_ = os.WriteFile(filepath.Join(pinned, "package-lock.json"), []byte(lock), 0o644)
+		out, ok := client(t, pinned, env, "npm", "ci")
+		if ok || !strings.Contains(out, npmEvil) || !strings.Contains(out, "Blocked by threatd: npm fw-evil@1.0.1 is malicious") {
+			t.Fatalf("npm ci with a lockfile pinning fw-evil@1.0.1 (ok=%v):\n%s", ok, out)
+		}
+		// npm audit on that lockfile lists it.
+		out, ok = client(t, pinned, env, "npm", "audit", "--audit=true", "--package-lock-only")
+		if ok || !strings.Contains(out, "fw-evil") || !strings.Contains(out, npmEvil) || !strings.Contains(out, "critical") {
+			t.Fatalf("npm audit (ok=%v):\n%s", ok, out)
+		}
+		// Every version reported: npm fails, naming the report.
+		out, ok = client(t, project(), env, "npm", "install", "fw-all")
+		if ok || !strings.Contains(out, npmAll) {
+			t.Fatalf("npm install fw-all (ok=%v):\n%s", ok, out)
+		}
+		// A private name is never blocked by a public report.
+		dir = project()
+		if out, ok := client(t, dir, env, "npm", "install", "@acme/internal"); !ok || installed(dir, "@acme/internal") != "1.0.0" {
+			t.Fatalf("npm install @acme/internal:\n%s", out)
+		}
+	})
+
+	t.Run("pip", func(t *testing.T) {
+		python := needTool(t, "python3")
+		host := strings.TrimPrefix(d.base, "https://")
+		index := "https://__token__:" + tok + "@" + host + fw + "/pypi/simple/"
+		pip := func(args ...string) (string, bool, string) {
+			target := t.TempDir()
+			// requests lets REQUESTS_CA_BUNDLE override --cert: clear what the machine sets.
+			env := []string{"PIP_CONFIG_FILE=/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1", "PIP_NO_INPUT=1",
+				"PIP_CERT=", "PIP_FIND_LINKS=", "PIP_INDEX_URL=", "PIP_EXTRA_INDEX_URL=", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE="}
+			out, ok := client(t, target, env, python, append([]string{"-m", "pip", "install", "--target", target, "--index-url", index, "--cert", in.certFile()}, args...)...)
+			return out, ok, target
+		}
+		pyVersion := func(target, pkg string) string {
+			b, _ := os.ReadFile(filepath.Join(target, pkg, "__init__.py"))
+			return strings.TrimSpace(string(b))
+		}
+		if out, ok, target := pip("fw-clean-py"); !ok || pyVersion(target, "fw_clean_py") != `VERSION = "1.0.0"` {
+			t.Fatalf("pip install fw-clean-py:\n%s", out)
+		}
+		if out, ok, target := pip("fw-evil-py"); !ok || pyVersion(target, "fw_evil_py") != `VERSION = "1.0.0"` {
+			t.Fatalf("pip install fw-evil-py (1.0.1 malicious) installed %q:\n%s", pyVersion(target, "fw_evil_py"), out)
+		}
+		out, ok, _ := pip("fw-evil-py==1.0.1")
+		if ok || !strings.Contains(out, pyEvil) || !strings.Contains(out, "403") {
+			t.Fatalf("pip install fw-evil-py==1.0.1 (ok=%v):\n%s", ok, out)
+		}
+		// PEP 691 JSON: the file of 1.0.1 is marked yanked with the refusal, links point back.
+		code, _, body := d.fwGet(fw+"/pypi/simple/fw-evil-py/", tok, "Accept", "application/vnd.pypi.simple.v1+json")
+		if code != 200 || !strings.Contains(string(body), d.base+fw+"/pypi/simple/fw-evil-py/fw_evil_py-1.0.0-py3-none-any.whl#sha256=") ||
+			!strings.Contains(string(body), "Blocked by threatd: pypi fw-evil-py@1.0.1 is malicious") {
+			t.Fatalf("project page: %d %s", code, body)
+		}
+	})
+
+	t.Run("go", func(t *testing.T) {
+		goBin := needTool(t, "go")
+		home := t.TempDir()
+		host := strings.TrimPrefix(d.base, "https://")
+		_ = os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login threatd password "+tok+"\n"), 0o600)
+		env := []string{"HOME=" + home, "NETRC=" + filepath.Join(home, ".netrc"), "GOPROXY=" + d.base + fw + "/go", "GOSUMDB=off",
+			"GOFLAGS=-modcacherw", "GOMODCACHE=" + filepath.Join(home, "mod"), "GOPATH=" + filepath.Join(home, "gopath"),
+			"GOTOOLCHAIN=local", "GOPRIVATE=", "GONOPROXY=", "GOAUTH=netrc", "SSL_CERT_FILE=" + in.certFile(), "GO111MODULE=on"}
+		mod := func() string {
+			dir := t.TempDir()
+			_ = os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/consumer\n\ngo 1.21\n"), 0o644)
+			return dir
+		}
+		if out, ok := client(t, mod(), env, goBin, "get", "example.com/fwclean@v1.0.0"); !ok {
+			t.Fatalf("go get example.com/fwclean@v1.0.0:\n%s", out)
+		}
+		out, ok := client(t, mod(), env, goBin, "list", "-m", "-versions", "example.com/fwevil")
+		if !ok || strings.TrimSpace(out) != "example.com/fwevil v1.0.0" {
+			t.Fatalf("go list -m -versions example.com/fwevil (ok=%v):\n%s", ok, out)
+		}
+		dir := mod()
+		if out, ok := client(t, dir, env, goBin, "get", "example.com/fwevil@latest"); !ok || !strings.Contains(readFile(t, filepath.Join(dir, "go.mod")), "example.com/fwevil v1.0.0") {
+			t.Fatalf("go get example.com/fwevil@latest:\n%s", out)
+		}
+		out, ok = client(t, mod(), env, goBin, "get", "example.com/fwevil@v1.0.1")
+		if ok || !strings.Contains(out, goEvil) || !strings.Contains(out, "Blocked by threatd: go example.com/fwevil@v1.0.1 is malicious") {
+			t.Fatalf("go get example.com/fwevil@v1.0.1 (ok=%v):\n%s", ok, out)
+		}
+	})
+
+	t.Run("withdrawal unblocks", func(t *testing.T) {
+		in.mustCLI("review", "reject", npmEvil, "--note", "false positive")
+		eventually(t, "fw-evil 1.0.1 unblocked", func() bool {
+			code, _, _ := d.fwGet(fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", tok)
+			return code == 200
+		})
+		_, _, body := d.fwGet(fw+"/npm/fw-evil", tok)
+		if !strings.Contains(string(body), `"latest":"1.0.1"`) {
+			t.Fatalf("after the withdrawal latest is not 1.0.1 again: %s", body)
+		}
+	})
+
+	t.Run("reporting", func(t *testing.T) {
+		m := d.scrape()["threatd_firewall_blocks_total"]
+		if m == nil || len(m.Metric) == 0 {
+			t.Fatalf("no threatd_firewall_blocks_total in /metrics")
+		}
+		log := d.logText()
+		if !strings.Contains(log, `"msg":"firewall blocked a package"`) || !strings.Contains(log, `"user":"dev@example.com"`) || !strings.Contains(log, npmAll) {
+			t.Fatalf("no block logged with the user and the threat id:\n%s", log)
+		}
+		if strings.Contains(log, tok) {
+			t.Fatal("the token is in the log")
+		}
+	})
+
+	t.Run("upstream down", func(t *testing.T) {
+		u.srv.Close()
+		code, _, body := d.fwGet(fw+"/npm/fw-never-fetched", tok)
+		if code != 502 || !strings.Contains(string(body), "did not answer") {
+			t.Fatalf("upstream down: %d %s", code, body)
+		}
+	})
+}
+
+// lockfile is a package-lock.json (v3) that pins fw-evil to the tarball at resolved.
+func lockfile(resolved string, tgz []byte) string {
+	lock := map[string]any{"name": "consumer", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+		"packages": map[string]any{
+			"":                      map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": map[string]string{"fw-evil": "1.0.1"}},
+			"node_modules/fw-evil": map[string]any{"version": "1.0.1", "resolved": resolved, "integrity": integrity(tgz)},
+		}}
+	b, _ := json.MarshalIndent(lock, "", "  ")
+	return string(b)
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, _ := os.ReadFile(p)
+	return string(b)
+}

@@ -1,0 +1,202 @@
+package main_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// upstreamRegistry is the public registries the firewall fronts, served on
+// 127.0.0.1 by the test: npm package documents and tarballs, a PEP 503
+// index with wheels, and a Go module proxy directory. It counts requests
+// by path, so that tests can see what the firewall's cache spared it.
+type upstreamRegistry struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	files map[string]servedFile
+	hits  map[string]int
+}
+
+type servedFile struct {
+	body        []byte
+	contentType string
+	maxAge      int
+}
+
+func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
+	u := &upstreamRegistry{files: map[string]servedFile{}, hits: map[string]int{}}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		u.mu.Lock()
+		u.hits[p]++
+		f, ok := u.files[p]
+		u.mu.Unlock()
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":"upstream: %s not found"}`, p)
+			return
+		}
+		w.Header().Set("Content-Type", f.contentType)
+		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", f.maxAge))
+		_, _ = w.Write(f.body)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstreamRegistry) put(p, contentType string, maxAge int, body []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.files[p] = servedFile{body, contentType, maxAge}
+}
+
+func (u *upstreamRegistry) hitsOf(p string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.hits[p]
+}
+
+// npmPackage publishes an npm package with the given versions (a tarball
+// each, made as npm pack makes them) and dist-tags.latest = latest.
+func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, versions ...string) {
+	t.Helper()
+	docVersions := map[string]any{}
+	times := map[string]string{"created": "2026-01-01T00:00:00.000Z", "modified": "2026-11-01T00:00:00.000Z"}
+	esc := strings.Replace(name, "/", "%2f", 1)
+	unscoped := path.Base(name)
+	for i, v := range versions {
+		tgz := npmTarball(t, name, v)
+		file := unscoped + "-" + v + ".tgz"
+		u.put("/"+name+"/-/"+file, "application/octet-stream", 31536000, tgz)
+		sha1sum := sha1.Sum(tgz)
+		sha512sum := sha512.Sum512(tgz)
+		docVersions[v] = map[string]any{"name": name, "version": v,
+			"dist": map[string]any{"tarball": u.srv.URL + "/" + name + "/-/" + file, "shasum": hex.EncodeToString(sha1sum[:]),
+				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:])}}
+		times[v] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000Z")
+	}
+	doc, _ := json.Marshal(map[string]any{"name": name, "dist-tags": map[string]string{"latest": latest},
+		"versions": docVersions, "time": times})
+	u.put("/"+esc, "application/json", 300, doc)
+}
+
+// npmTarball is a package tarball: package/package.json and package/index.js.
+func npmTarball(t *testing.T, name, version string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	pj, _ := json.Marshal(map[string]any{"name": name, "version": version, "main": "index.js"})
+	for _, f := range []struct{ name, body string }{
+		{"package/package.json", string(pj)},
+		{"package/index.js", fmt.Sprintf("module.exports = %q;\n", name+"@"+version)},
+	} {
+		_ = tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: time.Date(1985, 10, 26, 8, 15, 0, 0, time.UTC)})
+		_, _ = tw.Write([]byte(f.body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = gz.Close()
+	return buf.Bytes()
+}
+
+// pypiProject publishes a PyPI project: a wheel per version, listed on a
+// PEP 503 page with its sha256.
+func (u *upstreamRegistry) pypiProject(t *testing.T, project string, versions ...string) {
+	t.Helper()
+	var page strings.Builder
+	fmt.Fprintf(&page, "<!DOCTYPE html>\n<html><body><h1>Links for %s</h1>\n", project)
+	for _, v := range versions {
+		whl := wheel(t, project, v)
+		file := strings.ReplaceAll(project, "-", "_") + "-" + v + "-py3-none-any.whl"
+		u.put("/files/"+file, "application/octet-stream", 31536000, whl)
+		sum := sha256.Sum256(whl)
+		fmt.Fprintf(&page, "<a href=\"../../files/%s#sha256=%s\" data-requires-python=\"&gt;=3.7\">%s</a><br/>\n", file, hex.EncodeToString(sum[:]), file)
+	}
+	page.WriteString("</body></html>\n")
+	u.put("/simple/"+project+"/", "text/html", 600, []byte(page.String()))
+}
+
+// wheel builds a pure-Python wheel of project at version.
+func wheel(t *testing.T, project, version string) []byte {
+	t.Helper()
+	dist := strings.ReplaceAll(project, "-", "_")
+	info := dist + "-" + version + ".dist-info/"
+	files := []struct{ name, body string }{
+		{dist + "/__init__.py", fmt.Sprintf("VERSION = %q\n", version)},
+		{info + "METADATA", fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", project, version)},
+		{info + "WHEEL", "Wheel-Version: 1.0\nGenerator: threatd-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	var record strings.Builder
+	for _, f := range files {
+		w, _ := zw.Create(f.name)
+		_, _ = w.Write([]byte(f.body))
+		sum := sha256.Sum256([]byte(f.body))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.name, base64.RawURLEncoding.EncodeToString(sum[:]), len(f.body))
+	}
+	record.WriteString(info + "RECORD,,\n")
+	w, _ := zw.Create(info + "RECORD")
+	_, _ = w.Write([]byte(record.String()))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// goModule publishes a module's versions in the module proxy layout
+// (@v/list, .info, .mod, .zip, @latest).
+func (u *upstreamRegistry) goModule(t *testing.T, mod string, versions ...string) {
+	t.Helper()
+	sorted := append([]string(nil), versions...)
+	sort.Strings(sorted)
+	u.put("/"+mod+"/@v/list", "text/plain; charset=utf-8", 60, []byte(strings.Join(sorted, "\n")+"\n"))
+	pkgName := path.Base(mod)
+	for i, v := range versions {
+		info, _ := json.Marshal(map[string]string{"Version": v, "Time": time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)})
+		gomod := "module " + mod + "\n\ngo 1.21\n"
+		u.put("/"+mod+"/@v/"+v+".info", "application/json", 31536000, info)
+		u.put("/"+mod+"/@v/"+v+".mod", "text/plain; charset=utf-8", 31536000, []byte(gomod))
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for _, f := range []struct{ name, body string }{
+			{"go.mod", gomod},
+			{pkgName + ".go", fmt.Sprintf("package %s\n\n// Version is the module's version.\nconst Version = %q\n", pkgName, v)},
+		} {
+			w, _ := zw.Create(mod + "@" + v + "/" + f.name)
+			_, _ = w.Write([]byte(f.body))
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		u.put("/"+mod+"/@v/"+v+".zip", "application/zip", 31536000, buf.Bytes())
+		if i == len(versions)-1 {
+			u.put("/"+mod+"/@latest", "application/json", 60, info)
+		}
+	}
+}
+
+// integrity is a file's npm integrity string (sha512, base64).
+func integrity(b []byte) string {
+	sum := sha512.Sum512(b)
+	return "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
+}

@@ -1,0 +1,349 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+	xhtml "golang.org/x/net/html"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+)
+
+const (
+	pypiJSON = "application/vnd.pypi.simple.v1+json"
+	// pypiAcceptJSON is what the firewall asks the upstream with for a
+	// client that takes PEP 691 JSON (pip does); pypiAcceptHTML for one
+	// that takes only PEP 503 HTML.
+	pypiAcceptJSON = pypiJSON + ", application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+	pypiAcceptHTML = "application/vnd.pypi.simple.v1+html, text/html;q=0.01"
+)
+
+var pep503 = regexp.MustCompile(`[-_.]+`)
+
+// pypiNormalize is a project name in PEP 503 normal form.
+func pypiNormalize(name string) string { return pep503.ReplaceAllString(strings.ToLower(name), "-") }
+
+// pypi serves {base}/firewall/pypi/simple/: the index root (passed
+// through), project pages (PEP 503 HTML or PEP 691 JSON, by Accept) and
+// their files.
+func (p *proxy) pypi(c *echo.Context) error {
+	tail := p.tail(c, "pypi")
+	rest, ok := strings.CutPrefix(tail, "simple/")
+	if !ok && tail != "simple" {
+		return notFound("the PyPI firewall serves the simple index at /firewall/pypi/simple/")
+	}
+	up := p.upstream(core.RegistryPyPI)
+	accept := pypiAcceptHTML
+	if strings.Contains(c.Request().Header.Get("Accept"), pypiJSON) {
+		accept = pypiAcceptJSON
+	}
+	if rest == "" {
+		res, err := p.fetch(c.Request().Context(), core.RegistryPyPI, up+"/", accept)
+		if err != nil {
+			return err
+		}
+		return passThrough(c, res)
+	}
+	unescaped, err := url.PathUnescape(rest)
+	if err != nil {
+		return notFound("%q is not a PyPI project path", rest)
+	}
+	project, file, _ := strings.Cut(unescaped, "/")
+	if project == "" || strings.Contains(file, "/") {
+		return notFound("%q is not a PyPI project path", unescaped)
+	}
+	project = pypiNormalize(project)
+	v, err := p.lookup(c, core.RegistryPyPI, project)
+	if err != nil {
+		return err
+	}
+	pageURL := up + "/" + project + "/"
+	if file != "" {
+		return p.pypiFile(c, v, pageURL, project, file)
+	}
+	c.Response().Header().Set("Vary", "Accept")
+	return p.document(c, core.RegistryPyPI, pageURL, accept, v, func(body []byte, contentType, base string) (rendering, error) {
+		links := base + "/simple/" + url.PathEscape(project) + "/"
+		if strings.Contains(contentType, "json") {
+			out, err := rewritePyPIJSON(body, pageURL, links, project, v)
+			return rendering{out, pypiJSON}, err
+		}
+		out, err := rewritePyPIHTML(body, pageURL, links, project, v)
+		return rendering{out, "text/html; charset=utf-8"}, err
+	})
+}
+
+// pypiLink is one file of a project page.
+type pypiLink struct {
+	Filename string
+	URL      string            // absolute, without fragment
+	Fragment string            // e.g. sha256=…
+	Attrs    map[string]string // data-* attributes (HTML)
+}
+
+// yankReason marks a blocked file: pip and other installers never choose
+// a yanked file for a range, and show the reason when a pin selects it
+// (then the file answers 403).
+func yankReason(v firewall.Verdict, project, filename string) string {
+	if v.Clean() {
+		return ""
+	}
+	if b := v.Check(pypiVersion(project, filename)); b != nil {
+		return b.Message()
+	}
+	return ""
+}
+
+// rewritePyPIHTML rewrites a PEP 503 project page: every file link points
+// at the firewall, and a blocked file is marked yanked with the refusal.
+func rewritePyPIHTML(body []byte, pageURL, links, project string, v firewall.Verdict) ([]byte, error) {
+	files, err := parsePyPIHTML(body, pageURL)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<head>\n<meta name=\"pypi:repository-version\" content=\"1.1\">\n<title>Links for %s</title>\n</head>\n<body>\n<h1>Links for %s</h1>\n",
+		html.EscapeString(project), html.EscapeString(project))
+	for _, f := range files {
+		href := links + url.PathEscape(f.Filename)
+		if f.Fragment != "" {
+			href += "#" + f.Fragment
+		}
+		fmt.Fprintf(&b, "<a href=\"%s\"", html.EscapeString(href))
+		for k, val := range f.Attrs {
+			if k == "data-yanked" {
+				continue
+			}
+			fmt.Fprintf(&b, " %s=\"%s\"", k, html.EscapeString(val))
+		}
+		if reason := yankReason(v, project, f.Filename); reason != "" {
+			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(reason))
+		} else if y, ok := f.Attrs["data-yanked"]; ok {
+			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(y))
+		}
+		fmt.Fprintf(&b, ">%s</a><br/>\n", html.EscapeString(f.Filename))
+	}
+	b.WriteString("</body>\n</html>\n")
+	return b.Bytes(), nil
+}
+
+// parsePyPIHTML reads the file links of a PEP 503 page.
+func parsePyPIHTML(body []byte, pageURL string) ([]pypiLink, error) {
+	base, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, err
+	}
+	var out []pypiLink
+	z := xhtml.NewTokenizer(bytes.NewReader(body))
+	var cur *pypiLink
+	var text strings.Builder
+	for {
+		switch z.Next() {
+		case xhtml.ErrorToken:
+			return out, nil
+		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
+			t := z.Token()
+			switch t.Data {
+			case "base":
+				for _, a := range t.Attr {
+					if a.Key == "href" {
+						if u, err := base.Parse(a.Val); err == nil {
+							base = u
+						}
+					}
+				}
+			case "a":
+				l := pypiLink{Attrs: map[string]string{}}
+				for _, a := range t.Attr {
+					switch {
+					case a.Key == "href":
+						u, err := base.Parse(a.Val)
+						if err != nil {
+							continue
+						}
+						l.Fragment, u.Fragment = u.Fragment, ""
+						l.URL = u.String()
+					case strings.HasPrefix(a.Key, "data-"):
+						l.Attrs[a.Key] = a.Val
+					}
+				}
+				if l.URL != "" {
+					cur = &l
+					text.Reset()
+				}
+			}
+		case xhtml.TextToken:
+			if cur != nil {
+				text.Write(z.Text())
+			}
+		case xhtml.EndTagToken:
+			if t := z.Token(); t.Data == "a" && cur != nil {
+				cur.Filename = strings.TrimSpace(text.String())
+				if cur.Filename == "" {
+					u, _ := url.Parse(cur.URL)
+					cur.Filename = path.Base(u.Path)
+				}
+				out = append(out, *cur)
+				cur = nil
+			}
+		}
+	}
+}
+
+// rewritePyPIJSON rewrites a PEP 691 project page the same way.
+func rewritePyPIJSON(body []byte, pageURL, links, project string, v firewall.Verdict) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	var files []map[string]json.RawMessage
+	if err := json.Unmarshal(doc["files"], &files); err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	base, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		name := stringField(f, "filename")
+		u, err := base.Parse(stringField(f, "url"))
+		if err != nil || name == "" {
+			return nil, fmt.Errorf("a file without a usable filename and url")
+		}
+		href := links + url.PathEscape(name)
+		if u.Fragment != "" {
+			href += "#" + u.Fragment
+		}
+		f["url"], _ = json.Marshal(href)
+		if reason := yankReason(v, project, name); reason != "" {
+			f["yanked"], _ = json.Marshal(reason)
+		}
+	}
+	doc["files"], _ = json.Marshal(files)
+	return json.Marshal(doc)
+}
+
+// parsePyPIJSON reads the file links of a PEP 691 page.
+func parsePyPIJSON(body []byte, pageURL string) ([]pypiLink, error) {
+	var doc struct {
+		Files []struct {
+			Filename string `json:"filename"`
+			URL      string `json:"url"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	base, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pypiLink, 0, len(doc.Files))
+	for _, f := range doc.Files {
+		u, err := base.Parse(f.URL)
+		if err != nil {
+			continue
+		}
+		u.Fragment = ""
+		out = append(out, pypiLink{Filename: f.Filename, URL: u.String()})
+	}
+	return out, nil
+}
+
+// pypiFile answers a file of a project (or its PEP 658 metadata, which is
+// served even for a blocked file: pip reads it to resolve, and it runs
+// nothing): the URL is the one the upstream's project page gives.
+func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL, project, file string) error {
+	res, err := p.fetch(c.Request().Context(), core.RegistryPyPI, pageURL, pypiAcceptJSON)
+	if err != nil {
+		return err
+	}
+	if res.Status != http.StatusOK {
+		return passThrough(c, res)
+	}
+	key := "pypi-files\x00" + pageURL + "\x00" + res.Version
+	var table map[string]string
+	if t, ok := p.parsed.get(key); ok {
+		_ = res.Body.Close()
+		table = t.(map[string]string)
+	} else {
+		contentType := res.Header.Get("Content-Type")
+		body, err := p.readDocument(core.RegistryPyPI, res)
+		if err != nil {
+			return err
+		}
+		var links []pypiLink
+		if strings.Contains(contentType, "json") {
+			links, err = parsePyPIJSON(body, pageURL)
+		} else {
+			links, err = parsePyPIHTML(body, pageURL)
+		}
+		if err != nil {
+			return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The PyPI upstream answered a project page the firewall cannot read: %v", err)}
+		}
+		table = make(map[string]string, len(links))
+		size := int64(len(key))
+		for _, l := range links {
+			table[l.Filename] = l.URL
+			size += int64(len(l.Filename) + len(l.URL))
+		}
+		if res.Hit {
+			p.parsed.put(key, table, size)
+		}
+	}
+	name, metadata := strings.CutSuffix(file, ".metadata")
+	u, ok := table[name]
+	if !ok {
+		return notFound("PyPI project %s has no file %s", project, name)
+	}
+	if !metadata {
+		if b := v.Check(pypiVersion(project, name)); b != nil {
+			return p.refuseWithReason(c, b)
+		}
+	} else {
+		u += ".metadata"
+	}
+	return p.stream(c, core.RegistryPyPI, u)
+}
+
+// sdistSuffixes are the extensions of source distributions and eggs.
+var sdistSuffixes = []string{".tar.gz", ".tar.bz2", ".tar.xz", ".tar.Z", ".tgz", ".tar", ".zip", ".egg"}
+
+// pypiVersion is the version in a distribution's file name: a wheel's
+// second field, or what follows the project name in a source
+// distribution ("" when the name does not parse).
+func pypiVersion(project, filename string) string {
+	if w, ok := strings.CutSuffix(filename, ".whl"); ok {
+		if parts := strings.Split(w, "-"); len(parts) >= 5 {
+			return parts[1]
+		}
+		return ""
+	}
+	base := filename
+	for _, s := range sdistSuffixes {
+		if b, ok := strings.CutSuffix(base, s); ok {
+			base = b
+			break
+		}
+	}
+	want := pypiNormalize(project)
+	for i := 0; i < len(base); i++ {
+		if base[i] == '-' && pypiNormalize(base[:i]) == want {
+			ver := base[i+1:]
+			if strings.HasSuffix(filename, ".egg") {
+				ver, _, _ = strings.Cut(ver, "-")
+			}
+			return ver
+		}
+	}
+	return ""
+}

@@ -1,0 +1,392 @@
+// Package upstream fetches the registry firewall's upstream documents and
+// files through a shared on-disk HTTP cache bounded in bytes: a response is
+// kept when its Cache-Control lets a shared cache keep it, served while it
+// is fresh, revalidated with its ETag or Last-Modified when it is stale,
+// and the least recently used responses are dropped past the bound.
+package upstream
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Response is an upstream answer, from the cache or from the network.
+type Response struct {
+	Status int
+	Header http.Header
+	// Body must be closed. For a response being stored, reading it to the
+	// end stores it.
+	Body io.ReadCloser
+	// Size is the body's length (-1 when unknown).
+	Size int64
+	// Hit says the body comes from the cache (fresh, or revalidated).
+	Hit bool
+	// Version identifies this body of this URL: it changes whenever a new
+	// body is stored (for caches of what is derived from it).
+	Version string
+}
+
+// Cache is an on-disk cache of upstream responses.
+type Cache struct {
+	dir      string
+	maxBytes int64
+	client   *http.Client
+	log      *slog.Logger
+	now      func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	lru     *list.List // of *entry, most recently used first
+	used    int64
+}
+
+// entry is one stored response; its meta file holds this, its body file the body.
+type entry struct {
+	URL      string      `json:"url"`
+	Accept   string      `json:"accept"`
+	Header   http.Header `json:"header"`
+	Size     int64       `json:"size"`
+	Stored   time.Time   `json:"stored"`
+	Expires  time.Time   `json:"expires"`
+	Revalide bool        `json:"revalidate"` // no-cache: revalidate on every use
+	key      string
+	elem     *list.Element // in Cache.lru
+}
+
+// storedHeaders are the upstream headers kept with a body.
+var storedHeaders = []string{"Content-Type", "Etag", "Last-Modified", "Content-Encoding", "Cache-Control"}
+
+// Open opens (creating) the cache in dir, holding at most maxBytes of
+// bodies (0: nothing is stored; every request goes upstream). A body larger
+// than a quarter of the bound is streamed and not kept.
+func Open(dir string, maxBytes int64, client *http.Client, log *slog.Logger) (*Cache, error) {
+	c := &Cache{dir: dir, maxBytes: maxBytes, client: client, log: log, now: time.Now, entries: map[string]*entry{}, lru: list.New()}
+	if maxBytes <= 0 {
+		return c, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("firewall cache %s: %w", dir, err)
+	}
+	// Load what an earlier run stored; drop what is incomplete.
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch {
+		case strings.HasSuffix(p, ".tmp"):
+			return os.Remove(p)
+		case strings.HasSuffix(p, ".meta"):
+			var e entry
+			b, rerr := os.ReadFile(p)
+			key := strings.TrimSuffix(filepath.Base(p), ".meta")
+			fi, serr := os.Stat(c.bodyPath(key))
+			if rerr != nil || json.Unmarshal(b, &e) != nil || serr != nil || fi.Size() != e.Size {
+				_ = os.Remove(p)
+				_ = os.Remove(c.bodyPath(key))
+				return nil
+			}
+			e.key = key
+			e.elem = c.lru.PushBack(&e)
+			c.entries[key] = &e
+			c.used += e.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("firewall cache %s: %w", dir, err)
+	}
+	c.mu.Lock()
+	c.evictLocked()
+	c.mu.Unlock()
+	return c, nil
+}
+
+// Used returns the bytes of bodies stored.
+func (c *Cache) Used() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+func (c *Cache) keyOf(url, accept string) string {
+	h := sha256.Sum256([]byte(accept + "\n" + url))
+	return hex.EncodeToString(h[:])
+}
+
+func (c *Cache) bodyPath(key string) string { return filepath.Join(c.dir, key[:2], key+".body") }
+func (c *Cache) metaPath(key string) string { return filepath.Join(c.dir, key[:2], key+".meta") }
+
+// ErrUnreachable wraps a failure to get an answer from the upstream.
+var ErrUnreachable = errors.New("the upstream registry did not answer")
+
+// Get answers GET url with Accept accept ("" = none): from the cache while
+// fresh, else from the upstream (revalidating what is stored). A network
+// failure is an error wrapping ErrUnreachable.
+func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) {
+	key := c.keyOf(url, accept)
+	now := c.now()
+	c.mu.Lock()
+	e := c.entries[key]
+	fresh := false
+	if e != nil {
+		c.lru.MoveToFront(e.elem)
+		fresh = !e.Revalide && now.Before(e.Expires)
+	}
+	c.mu.Unlock()
+	if fresh {
+		if r, err := c.open(e); err == nil {
+			return r, nil
+		}
+		c.drop(key)
+		e = nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if e != nil {
+		if et := e.Header.Get("Etag"); et != "" {
+			req.Header.Set("If-None-Match", et)
+		}
+		if lm := e.Header.Get("Last-Modified"); lm != "" {
+			req.Header.Set("If-Modified-Since", lm)
+		}
+	}
+	res, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if e != nil && res.StatusCode == http.StatusNotModified {
+		_ = res.Body.Close()
+		c.refresh(e, res.Header, now)
+		if r, err := c.open(e); err == nil {
+			return r, nil
+		}
+		c.drop(key)
+		return c.Get(ctx, url, accept)
+	}
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: res.Body, Size: res.ContentLength,
+		Version: strconv.FormatInt(now.UnixNano(), 36)}
+	if res.StatusCode != http.StatusOK || c.maxBytes <= 0 {
+		return out, nil
+	}
+	expires, revalidate, ok := freshness(res.Header, now)
+	if !ok || (res.ContentLength > c.maxBytes/4) {
+		return out, nil
+	}
+	ne := &entry{URL: url, Accept: accept, Header: http.Header{}, Stored: now, Expires: expires, Revalide: revalidate, key: key}
+	for _, h := range storedHeaders {
+		if v := res.Header.Get(h); v != "" {
+			ne.Header.Set(h, v)
+		}
+	}
+	if ne.Header.Get("Etag") == "" && ne.Header.Get("Last-Modified") == "" && !now.Before(expires) {
+		return out, nil // nothing to reuse it by
+	}
+	if err := os.MkdirAll(filepath.Dir(c.bodyPath(key)), 0o700); err != nil {
+		return out, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.bodyPath(key)), key+"-*.tmp")
+	if err != nil {
+		return out, nil
+	}
+	out.Body = &teeBody{c: c, src: res.Body, tmp: tmp, e: ne, want: res.ContentLength}
+	return out, nil
+}
+
+// open answers from a stored entry.
+func (c *Cache) open(e *entry) (*Response, error) {
+	f, err := os.Open(c.bodyPath(e.key))
+	if err != nil {
+		return nil, err
+	}
+	h := e.Header.Clone()
+	h.Set("Content-Length", strconv.FormatInt(e.Size, 10))
+	return &Response{Status: http.StatusOK, Header: h, Body: f, Size: e.Size, Hit: true,
+		Version: strconv.FormatInt(e.Stored.UnixNano(), 36)}, nil
+}
+
+// refresh records a 304: the stored body is fresh again.
+func (c *Cache) refresh(e *entry, h http.Header, now time.Time) {
+	merged := e.Header.Clone()
+	for _, k := range []string{"Cache-Control", "Expires", "Etag", "Last-Modified", "Date", "Age"} {
+		if v := h.Get(k); v != "" {
+			merged.Set(k, v)
+		}
+	}
+	expires, revalidate, _ := freshness(merged, now)
+	c.mu.Lock()
+	e.Expires, e.Revalide = expires, revalidate
+	c.mu.Unlock()
+	c.writeMeta(e)
+}
+
+func (c *Cache) writeMeta(e *entry) {
+	c.mu.Lock()
+	b, err := json.Marshal(e)
+	c.mu.Unlock()
+	if err != nil {
+		return
+	}
+	tmp := c.metaPath(e.key) + ".tmp"
+	if os.WriteFile(tmp, b, 0o600) == nil {
+		_ = os.Rename(tmp, c.metaPath(e.key))
+	}
+}
+
+// commit stores a body read to its end.
+func (c *Cache) commit(e *entry, tmp string, size int64) {
+	e.Size = size
+	if err := os.Rename(tmp, c.bodyPath(e.key)); err != nil {
+		_ = os.Remove(tmp)
+		return
+	}
+	c.mu.Lock()
+	if old := c.entries[e.key]; old != nil {
+		c.used -= old.Size
+		c.lru.Remove(old.elem)
+	}
+	e.elem = c.lru.PushFront(e)
+	c.entries[e.key] = e
+	c.used += size
+	c.mu.Unlock()
+	c.writeMeta(e)
+	c.mu.Lock()
+	c.evictLocked()
+	c.mu.Unlock()
+}
+
+// drop forgets a stored response.
+func (c *Cache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[key]; e != nil {
+		c.used -= e.Size
+		c.lru.Remove(e.elem)
+		delete(c.entries, key)
+	}
+	_ = os.Remove(c.metaPath(key))
+	_ = os.Remove(c.bodyPath(key))
+}
+
+// evictLocked removes the least recently used entries past the bound.
+func (c *Cache) evictLocked() {
+	for c.used > c.maxBytes && c.lru.Len() > 0 {
+		victim := c.lru.Remove(c.lru.Back()).(*entry)
+		c.used -= victim.Size
+		delete(c.entries, victim.key)
+		_ = os.Remove(c.metaPath(victim.key))
+		_ = os.Remove(c.bodyPath(victim.key))
+	}
+}
+
+// teeBody streams an upstream body to its reader and into a temporary
+// file, stored when the body has been read whole.
+type teeBody struct {
+	c    *Cache
+	src  io.ReadCloser
+	tmp  *os.File
+	e    *entry
+	want int64
+	n    int64
+	bad  bool
+	done bool
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.src.Read(p)
+	if n > 0 && !t.bad {
+		if _, werr := t.tmp.Write(p[:n]); werr != nil {
+			t.bad = true
+		}
+		t.n += int64(n)
+		if t.n > t.c.maxBytes/4 {
+			t.bad = true
+		}
+	}
+	if err == io.EOF && !t.bad && !t.done && (t.want < 0 || t.want == t.n) {
+		t.done = true
+		name := t.tmp.Name()
+		if t.tmp.Close() == nil {
+			t.c.commit(t.e, name, t.n)
+		} else {
+			_ = os.Remove(name)
+		}
+		t.tmp = nil
+	}
+	return n, err
+}
+
+func (t *teeBody) Close() error {
+	if t.tmp != nil {
+		name := t.tmp.Name()
+		_ = t.tmp.Close()
+		_ = os.Remove(name)
+		t.tmp = nil
+	}
+	return t.src.Close()
+}
+
+// freshness computes until when a response may be served without asking
+// the upstream (RFC 9111 for a shared cache: s-maxage, then max-age, then
+// Expires, less Age), whether it must be revalidated on every use
+// (no-cache), and whether a shared cache may store it at all (not
+// no-store, not private).
+func freshness(h http.Header, now time.Time) (expires time.Time, revalidate, storable bool) {
+	var maxAge, sMaxAge = -1, -1
+	for _, d := range strings.Split(strings.ToLower(h.Get("Cache-Control")), ",") {
+		name, val, _ := strings.Cut(strings.TrimSpace(d), "=")
+		val = strings.Trim(val, `"`)
+		switch name {
+		case "no-store", "private":
+			return time.Time{}, false, false
+		case "no-cache":
+			revalidate = true
+		case "max-age":
+			if n, err := strconv.Atoi(val); err == nil {
+				maxAge = n
+			}
+		case "s-maxage":
+			if n, err := strconv.Atoi(val); err == nil {
+				sMaxAge = n
+			}
+		}
+	}
+	age := 0
+	if a, err := strconv.Atoi(h.Get("Age")); err == nil && a > 0 {
+		age = a
+	}
+	switch {
+	case sMaxAge >= 0:
+		expires = now.Add(time.Duration(sMaxAge-age) * time.Second)
+	case maxAge >= 0:
+		expires = now.Add(time.Duration(maxAge-age) * time.Second)
+	case h.Get("Expires") != "":
+		if t, err := http.ParseTime(h.Get("Expires")); err == nil {
+			date := now
+			if d, err := http.ParseTime(h.Get("Date")); err == nil {
+				date = d
+			}
+			expires = now.Add(t.Sub(date))
+		}
+	}
+	return expires, revalidate, true
+}

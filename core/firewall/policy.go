@@ -1,0 +1,229 @@
+// Package firewall decides what the registry firewall lets through: for a
+// package of npm, PyPI or Go, which of its versions verified reports name,
+// with the same matching as check-malicious, and which names are private
+// (never blocked by community reports). It knows nothing of HTTP: the
+// proxies that apply its decisions live in core/api.
+package firewall
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Registries are the package registries the firewall serves.
+var Registries = []string{core.RegistryNPM, core.RegistryPyPI, core.RegistryGo}
+
+// Matcher returns the verified reports under keys that affect version ("" =
+// any version), most recently verified first: the index of check-malicious.
+type Matcher interface {
+	Matches(ctx context.Context, keys []string, version string) ([]core.Threat, error)
+}
+
+// Policy decides which package versions are blocked.
+type Policy struct {
+	index Matcher
+	// private holds, per registry, the name globs that reports never block.
+	private map[string][]string
+}
+
+// NewPolicy returns a policy over index with the private name globs of each
+// registry (firewall.private); a glob's * matches any run of characters,
+// "/" included, and ? one character.
+func NewPolicy(index Matcher, private map[string][]string) (*Policy, error) {
+	p := &Policy{index: index, private: map[string][]string{}}
+	for reg, globs := range private {
+		if !slices.Contains(Registries, reg) {
+			return nil, fmt.Errorf("firewall.private: %q is not a registry the firewall serves (%s)", reg, strings.Join(Registries, ", "))
+		}
+		for _, g := range globs {
+			if strings.TrimSpace(g) == "" {
+				return nil, fmt.Errorf("firewall.private.%s: an empty glob", reg)
+			}
+			p.private[reg] = append(p.private[reg], foldName(reg, g))
+		}
+	}
+	return p, nil
+}
+
+// foldName is the form names and globs are compared in: npm and PyPI names
+// are case-insensitive (PyPI's also treat - _ . alike, PEP 503); Go module
+// paths are case-sensitive.
+func foldName(registry, name string) string {
+	switch registry {
+	case core.RegistryNPM:
+		return strings.ToLower(name)
+	case core.RegistryPyPI:
+		return strings.NewReplacer("_", "-", ".", "-").Replace(strings.ToLower(name))
+	}
+	return name
+}
+
+// Private says whether name matches one of registry's private globs.
+func (p *Policy) Private(registry, name string) bool {
+	n := foldName(registry, name)
+	for _, g := range p.private[registry] {
+		if globMatch(g, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch matches s against a glob where * is any run of characters
+// and ? is one character.
+func globMatch(glob, s string) bool {
+	for len(glob) > 0 {
+		switch glob[0] {
+		case '*':
+			rest := glob[1:]
+			for i := len(s); i >= 0; i-- {
+				if globMatch(rest, s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			s, glob = s[1:], glob[1:]
+		default:
+			if s == "" || s[0] != glob[0] {
+				return false
+			}
+			s, glob = s[1:], glob[1:]
+		}
+	}
+	return s == ""
+}
+
+// Verdict is what verified reports say of one package: the reports under
+// its name, newest first (none for a clean, private or unknown name).
+type Verdict struct {
+	Registry, Name string
+	// Private is set when the name matches firewall.private.
+	Private bool
+	threats []core.Threat
+}
+
+// Lookup returns the verdict for a package. A name the registry would not
+// accept is not in any report: its verdict is clean, and the upstream
+// answers for it.
+func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, error) {
+	v := Verdict{Registry: registry, Name: name}
+	if p.Private(registry, name) {
+		v.Private = true
+		return v, nil
+	}
+	key, err := core.CanonicalKey(core.TypePackage, registry, name)
+	if err != nil {
+		return v, nil
+	}
+	v.threats, err = p.index.Matches(ctx, []string{key}, "")
+	return v, err
+}
+
+// Clean says whether no report names any version of the package.
+func (v Verdict) Clean() bool { return len(v.threats) == 0 }
+
+// Fingerprint identifies the reports behind the verdict: two verdicts of
+// the same package with the same fingerprint block the same versions.
+func (v Verdict) Fingerprint() string {
+	var b strings.Builder
+	for _, t := range v.threats {
+		b.WriteString(t.ID)
+		b.WriteByte('@')
+		if t.VerifiedAt != nil {
+			fmt.Fprint(&b, t.VerifiedAt.UnixNano())
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// Blocking returns the reports that block version, newest first: those
+// that affect every version (no version_info, or an OSV range with no
+// fix), and those whose version_info lists it, as check-malicious matches.
+// A Go version is matched with and without its leading "v" (OSV records
+// name Go versions without it).
+func (v Verdict) Blocking(version string) []core.Threat {
+	var out []core.Threat
+	for _, t := range v.threats {
+		if affects(t, v.Registry, version) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// BlocksEvery says whether a report blocks every version of the package.
+func (v Verdict) BlocksEvery() []core.Threat {
+	var out []core.Threat
+	for _, t := range v.threats {
+		if t.AllVersions || strings.TrimSpace(t.Details.VersionInfo) == "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func affects(t core.Threat, registry, version string) bool {
+	if t.AllVersions || core.VersionMatches(t.Details.VersionInfo, version) {
+		return true
+	}
+	if registry == core.RegistryGo {
+		if bare, ok := strings.CutPrefix(version, "v"); ok {
+			return core.VersionMatches(t.Details.VersionInfo, bare)
+		}
+		return core.VersionMatches(t.Details.VersionInfo, "v"+version)
+	}
+	return false
+}
+
+// Blocked is the refusal of one package version.
+type Blocked struct {
+	Registry, Name, Version string
+	// Threats are the verified reports that block it, newest first.
+	Threats []core.Threat
+}
+
+// Message is the refusal's text: "Blocked by threatd: npm evil@1.0.1 is
+// malicious", followed by the ids of the reports, so that the person at
+// the terminal can look them up. Each id is written threat_id_<id>: npm
+// replaces every free-standing UUID in what it prints with "***", and one
+// joined to a word is left alone.
+func (b Blocked) Message() string {
+	version := b.Version
+	if version == "" {
+		version = "*"
+	}
+	ids := b.ThreatIDs()
+	for i, id := range ids {
+		ids[i] = "threat_id_" + id
+	}
+	return fmt.Sprintf("Blocked by threatd: %s %s@%s is malicious (%s)", b.Registry, b.Name, version, strings.Join(ids, ", "))
+}
+
+// Error implements error.
+func (b Blocked) Error() string { return b.Message() }
+
+// ThreatIDs are the ids of the blocking reports.
+func (b Blocked) ThreatIDs() []string {
+	ids := make([]string, len(b.Threats))
+	for i, t := range b.Threats {
+		ids[i] = t.ID
+	}
+	return ids
+}
+
+// Check returns the refusal of version, or nil when it may pass.
+func (v Verdict) Check(version string) *Blocked {
+	if ts := v.Blocking(version); len(ts) > 0 {
+		return &Blocked{Registry: v.Registry, Name: v.Name, Version: version, Threats: ts}
+	}
+	return nil
+}
