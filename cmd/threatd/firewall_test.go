@@ -340,7 +340,7 @@ func TestFirewall(t *testing.T) {
 func lockfile(resolved string, tgz []byte) string {
 	lock := map[string]any{"name": "consumer", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
 		"packages": map[string]any{
-			"":                      map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": map[string]string{"fw-evil": "1.0.1"}},
+			"":                     map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": map[string]string{"fw-evil": "1.0.1"}},
 			"node_modules/fw-evil": map[string]any{"version": "1.0.1", "resolved": resolved, "integrity": integrity(tgz)},
 		}}
 	b, _ := json.MarshalIndent(lock, "", "  ")

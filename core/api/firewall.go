@@ -325,5 +325,3 @@ var errNotInDocument = errors.New("not in the upstream document")
 func notFound(format string, args ...any) error {
 	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
 }
-
-
