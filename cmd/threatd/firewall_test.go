@@ -352,3 +352,68 @@ func readFile(t *testing.T, p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
 }
+
+// TestFirewallPostgresTwoDaemons: on PostgreSQL, a verification made
+// through one daemon blocks on the other within cache.freshness (and a
+// withdrawal unblocks there), for the real npm command too.
+func TestFirewallPostgresTwoDaemons(t *testing.T) {
+	u := newUpstreamRegistry(t)
+	u.npmPackage(t, "pg-evil", "1.0.1", "1.0.0", "1.0.1")
+	u.goModule(t, "example.com/pgevil", "v1.0.0", "v1.0.1")
+	in := pgInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
+	tok := in.user("pg@example.com")
+	a, b := in.serve(), in.serve()
+	fw := base + "/firewall"
+	tarball := fw + "/npm/pg-evil/-/pg-evil-1.0.1.tgz"
+	for _, d := range []*daemon{a, b} {
+		if code, _, body := d.fwGet(tarball, tok); code != 200 {
+			t.Fatalf("before any report: %d %s", code, body)
+		}
+	}
+	id := a.submit(tok, `{"report_type":"package","resource_identifier":"pg-evil","registry":"npm","threat_description":"Steals credentials","version_info":"1.0.1"}`)
+	goID := a.submit(tok, `{"report_type":"package","resource_identifier":"example.com/pgevil","registry":"go","threat_description":"Backdoor","version_info":"v1.0.1"}`)
+	// Verified through daemon a's web of reviewers: here the CLI, a third process.
+	in.mustCLI("review", "verify", id)
+	in.mustCLI("review", "verify", goID)
+	for _, d := range []*daemon{a, b} {
+		eventually(t, "the verifications blocking on every daemon", func() bool {
+			code, _, _ := d.fwGet(tarball, tok)
+			goCode, _, _ := d.fwGet(fw+"/go/example.com/pgevil/@v/v1.0.1.info", tok)
+			return code == 403 && goCode == 403
+		})
+		code, _, body := d.fwGet(fw+"/go/example.com/pgevil/@v/list", tok)
+		if code != 200 || strings.TrimSpace(string(body)) != "v1.0.0" {
+			t.Fatalf("go list on a daemon: %d %q", code, body)
+		}
+		code, hdr, body := d.fwGet(fw+"/go/example.com/pgevil/@v/v1.0.1.zip", tok)
+		if code != 403 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") || !strings.Contains(string(body), goID) {
+			t.Fatalf("go zip of the blocked version: %d %s %s", code, hdr.Get("Content-Type"), body)
+		}
+	}
+	if _, err := exec.LookPath("npm"); err == nil {
+		home := t.TempDir()
+		registry := b.base + fw + "/npm/"
+		npmrc := fmt.Sprintf("registry=%s\n%s:_authToken=%s\ncafile=%s\nfund=false\naudit=false\ncache=%s\n",
+			registry, strings.TrimPrefix(registry, "https:"), tok, in.certFile(), filepath.Join(home, "cache"))
+		_ = os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600)
+		dir := t.TempDir()
+		_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"fw-evil":"1.0.1"}}`), 0o644)
+		lock := strings.ReplaceAll(lockfile(registry+"pg-evil/-/pg-evil-1.0.1.tgz", u.files["/pg-evil/-/pg-evil-1.0.1.tgz"].body), "fw-evil", "pg-evil")
+		_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"pg-evil":"1.0.1"}}`), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock), 0o644)
+		env := []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc")}
+		if out, ok := client(t, dir, env, "npm", "ci"); ok || !strings.Contains(out, id) {
+			t.Fatalf("npm ci through the second daemon (ok=%v):\n%s", ok, out)
+		}
+		in.mustCLI("review", "reject", id, "--note", "false positive")
+		eventually(t, "the withdrawal unblocking", func() bool {
+			code, _, _ := b.fwGet(tarball, tok)
+			return code == 200
+		})
+		if out, ok := client(t, dir, env, "npm", "ci"); !ok {
+			t.Fatalf("npm ci after the withdrawal:\n%s", out)
+		}
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("npm is not installed (CI requires it)")
+	}
+}
