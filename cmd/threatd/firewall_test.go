@@ -75,6 +75,7 @@ func (d *daemon) fwGet(path, token string, header ...string) (int, http.Header, 
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	checkOpenAPI(d.t, req, nil, res, b)
 	return res.StatusCode, res.Header, b
 }
 

@@ -52,6 +52,11 @@ func TestOpenAPIDocument(t *testing.T) {
 		add(http.MethodGet, taxiiPrefix+p)
 	}
 	add(http.MethodPost, taxiiPrefix+"/api/collections/:collection/objects/")
+	for _, reg := range []string{"npm", "pypi", "go"} {
+		add(http.MethodGet, DefaultBasePath+"/firewall/"+reg+"/{path}")
+		add(http.MethodHead, DefaultBasePath+"/firewall/"+reg+"/{path}")
+	}
+	add(http.MethodPost, DefaultBasePath+"/firewall/npm/-/npm/v1/security/advisories/bulk")
 	add(http.MethodDelete, taxiiPrefix+"/api/collections/:collection/objects/:object/")
 
 	for path, methods := range want {
