@@ -113,6 +113,12 @@ request = function()
     string.format('{"package":{"name":"%s","ecosystem":"npm"},"version":"1.0.0"}', name))
 end
 EOF
+# The firewall: a 200-version npm document and a 16 MiB tarball, both in
+# its upstream cache, against the same bytes from the trivial handler.
+cat > "$WORK/get.lua" <<'EOF'
+local TOKEN, P = os.getenv("BENCH_TOKEN"), os.getenv("BENCH_PATH")
+request = function() return wrk.format("GET", P, {["Authorization"] = "Bearer " .. TOKEN, ["Accept"] = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"}) end
+EOF
 cat > "$WORK/submit.lua" <<'EOF'
 -- Every request a new package (unique per thread and run).
 local TOKEN, n = os.getenv("BENCH_TOKEN"), 0
@@ -151,6 +157,10 @@ server: {listen: "127.0.0.1:18443"}
 metrics: {listen: "127.0.0.1:19464"}   # on, as in production, on a port of its own
 exporters: [stix, osv]
 log: {access_sample: 100}
+firewall:
+  npm: {upstream: "http://127.0.0.1:18445"}
+  per_ip_per_minute: 0
+  per_token_per_minute: 0
 limits:
   per_ip_per_minute: 0
   per_token_per_minute: {free: 0, paid: 0}
@@ -202,7 +212,15 @@ EOF
     sleep 0.1
   done
   startup=$(python3 -c "import time; print('%.1f' % (time.time() - $start))")
-  "$WORK/threatd-bench" trivial -listen 127.0.0.1:18444 -cert "$D/data/tls/cert.pem" -key "$D/data/tls/key.pem" & trivial=$!
+  mkdir -p "$D/fw"
+  "$WORK/threatd-bench" upstream -listen 127.0.0.1:18445 -dir "$D/fw" & upstream=$!
+  sleep 1
+  FWDOC=/functions/v1/firewall/npm/fw-bench
+  FWFILE=/functions/v1/firewall/npm/fw-bench/-/fw-bench-1.0.0.tgz
+  # Fill the firewall's cache, and keep its answer for the trivial handler.
+  curl -sk -H "Authorization: Bearer $BENCH_TOKEN" -H "Accept: application/vnd.npm.install-v1+json" "https://127.0.0.1:18443$FWDOC" -o "$D/fw/rendered.json"
+  curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18443$FWFILE" -o /dev/null
+  "$WORK/threatd-bench" trivial -listen 127.0.0.1:18444 -cert "$D/data/tls/cert.pem" -key "$D/data/tls/key.pem" -files "$D/fw" & trivial=$!
   sleep 1
 
   echo "== $backend: load ($DUR per run, 32 connections; trivial and threatd alternate)"
@@ -231,7 +249,16 @@ EOF
   wrk_run "$backend-taxii" 8 "$S" "$WORK/taxii.lua"
   wrk_run "$backend-osvquery" 32 "$S" "$WORK/osvquery.lua"
   wrk_run "$backend-submit" 16 "$S" "$WORK/submit.lua"
-  kill $trivial $daemon $topper 2>/dev/null; wait $daemon 2>/dev/null || true
+  BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial" 32 "$T" "$WORK/get.lua"
+  BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc" 32 "$S" "$WORK/get.lua"
+  BENCH_PATH=/files/file.tgz wrk_run "$backend-fwfile-trivial" 4 "$T" "$WORK/get.lua"
+  BENCH_PATH=$FWFILE wrk_run "$backend-fwfile" 4 "$S" "$WORK/get.lua"
+  # Latency, one connection: the upstream's own answer fetched directly
+  # (plain HTTP, as the firewall reaches it) and through the firewall.
+  BENCH_PATH=/direct/fw-bench wrk_run "$backend-fwdoc-direct1" 1 http://127.0.0.1:18445 "$WORK/get.lua"
+  BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial1" 1 "$T" "$WORK/get.lua"
+  BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc1" 1 "$S" "$WORK/get.lua"
+  kill $trivial $daemon $topper $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
   [ "$backend" = postgres ] && pg_stop
 
@@ -258,6 +285,18 @@ EOF
       read -r rps p50 p99 bad < <(res "$backend-$key")
       [ "$key" = trivial1 ] && rps=$triv
       ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / $triv))")
+      echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
+    done
+    echo
+    echo "| firewall (HTTPS, cached upstream) | conns | requests/s | p50 | p99 | non-2xx | vs the same bytes from the trivial handler |"
+    echo "|---|---|---|---|---|---|---|"
+    for row in "trivial handler, the firewall's 200-version document:fwdoc-trivial:32:" "firewall, 200-version npm document:fwdoc:32:fwdoc-trivial" \
+               "trivial handler, 16 MiB file:fwfile-trivial:4:" "firewall, 16 MiB tarball:fwfile:4:fwfile-trivial" \
+               "upstream directly (plain HTTP), document:fwdoc-direct1:1:" "trivial handler (HTTPS), document:fwdoc-trivial1:1:" "firewall, document:fwdoc1:1:fwdoc-trivial1"; do
+      IFS=: read -r label key conns ref <<<"$row"
+      read -r rps p50 p99 bad < <(res "$backend-$key")
+      ratio=""
+      if [ -n "$ref" ]; then read -r rrps _ _ _ < <(res "$backend-$ref"); ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / float('$rrps' or 1)))"); fi
       echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
     done
     echo

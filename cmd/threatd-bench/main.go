@@ -4,6 +4,7 @@
 //	threatd-bench gen -n N -o FILE       write the synthetic OSV archive
 //	threatd-bench trivial -listen ADDR   serve a constant JSON body over TLS
 //	threatd-bench rss -dir D -out FILE   peak RSS of the processes run from D
+//	threatd-bench upstream -dir D        an npm upstream for the firewall's runs
 package main
 
 import (
@@ -14,7 +15,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss [flags]")
+		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss|upstream [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -29,8 +30,10 @@ func main() {
 		err = trivialMain(args)
 	case "rss":
 		err = rssMain(args)
+	case "upstream":
+		err = upstreamMain(args)
 	default:
-		err = fmt.Errorf("unknown command %q (gen, trivial, rss)", cmd)
+		err = fmt.Errorf("unknown command %q (gen, trivial, rss, upstream)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "threatd-bench:", err)
