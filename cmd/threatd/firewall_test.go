@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,6 +327,18 @@ func TestFirewall(t *testing.T) {
 		if strings.Contains(log, tok) {
 			t.Fatal("the token is in the log")
 		}
+		// The admin page lists the blocks; a submitter may not see it.
+		in.user("root@example.com", "--role", "admin")
+		in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "root@example.com")
+		in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "dev@example.com")
+		admin := in.browser(d)
+		admin.get("/login?next=/admin/firewall")
+		admin.post("/login", url.Values{"email": {"root@example.com"}, "password": {"correct horse battery"}, "next": {"/admin/firewall"}}).
+			expect(t, 200, "Firewall blocks", "dev@example.com", "fw-evil", "1.0.1", npmEvil, "fw-all", "every version", npmAll, "fw-evil-py", goEvil)
+		dev := in.browser(d)
+		dev.get("/login")
+		dev.post("/login", url.Values{"email": {"dev@example.com"}, "password": {"correct horse battery"}, "next": {"/admin/firewall"}}).
+			expect(t, 403, "for administrators")
 	})
 
 	t.Run("upstream down", func(t *testing.T) {
