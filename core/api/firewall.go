@@ -263,7 +263,12 @@ func writeRendering(c *echo.Context, r rendering) error {
 
 // stream answers an upstream file (a tarball, wheel or module zip).
 func (p *proxy) stream(c *echo.Context, registry, url string) error {
-	res, err := p.fetch(c.Request().Context(), registry, url, "")
+	return p.forward(c, registry, url, "")
+}
+
+// forward answers with the upstream's answer to url, unchanged.
+func (p *proxy) forward(c *echo.Context, registry, url, accept string) error {
+	res, err := p.fetch(c.Request().Context(), registry, url, accept)
 	if err != nil {
 		return err
 	}

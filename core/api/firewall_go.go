@@ -23,11 +23,7 @@ func (p *proxy) golang(c *echo.Context) error {
 	tail := p.tail(c, "go")
 	up := p.upstream(core.RegistryGo)
 	if strings.HasPrefix(tail, "sumdb/") {
-		res, err := p.fetch(c.Request().Context(), core.RegistryGo, up+"/"+tail, "")
-		if err != nil {
-			return err
-		}
-		return passThrough(c, res)
+		return p.forward(c, core.RegistryGo, up+"/"+tail, "")
 	}
 	escMod, what, ok := strings.Cut(tail, "/@")
 	if !ok {

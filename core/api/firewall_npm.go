@@ -59,11 +59,7 @@ func (p *proxy) npm(c *echo.Context) error {
 		if q := c.Request().URL.RawQuery; q != "" {
 			u += "?" + q
 		}
-		res, err := p.fetch(c.Request().Context(), core.RegistryNPM, u, c.Request().Header.Get("Accept"))
-		if err != nil {
-			return err
-		}
-		return passThrough(c, res)
+		return p.forward(c, core.RegistryNPM, u, c.Request().Header.Get("Accept"))
 	}
 	unescaped, err := url.PathUnescape(tail)
 	if err != nil {

@@ -47,11 +47,7 @@ func (p *proxy) pypi(c *echo.Context) error {
 		accept = pypiAcceptJSON
 	}
 	if rest == "" {
-		res, err := p.fetch(c.Request().Context(), core.RegistryPyPI, up+"/", accept)
-		if err != nil {
-			return err
-		}
-		return passThrough(c, res)
+		return p.forward(c, core.RegistryPyPI, up+"/", accept)
 	}
 	unescaped, err := url.PathUnescape(rest)
 	if err != nil {
