@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -322,9 +321,6 @@ func (l *byteLRU) put(key string, v any, size int64) {
 		l.used -= old.size
 	}
 }
-
-// errNotInDocument is a file the upstream's document does not list.
-var errNotInDocument = errors.New("not in the upstream document")
 
 // notFound is a 404 naming what is missing.
 func notFound(format string, args ...any) error {
