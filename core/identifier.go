@@ -95,6 +95,10 @@ func nameChars(s, extra string) bool {
 
 var pep503 = regexp.MustCompile(`[-_.]+`)
 
+// NormalizePyPIName is a PyPI project name in PEP 503 normal form: lower
+// case, every run of - _ . one "-".
+func NormalizePyPIName(name string) string { return pep503.ReplaceAllString(strings.ToLower(name), "-") }
+
 func canonicalPackage(registry, name string) (string, error) {
 	bad := func(format string, args ...any) (string, error) { return "", Invalid(fieldRI, format, args...) }
 	if strings.ContainsAny(name, " \t") {
@@ -124,7 +128,7 @@ func canonicalPackage(registry, name string) (string, error) {
 		if !nameChars(name, "-._") || strings.IndexAny(name[:1], "-._") == 0 || strings.IndexAny(name[len(name)-1:], "-._") == 0 {
 			return bad("%q is not a valid PyPI project name (letters, digits, - _ . ; starting and ending with a letter or digit)", name)
 		}
-		return pep503.ReplaceAllString(strings.ToLower(name), "-"), nil
+		return NormalizePyPIName(name), nil
 	case RegistryNuGet:
 		if len(name) > 100 || !nameChars(name, "-._") {
 			return bad("%q is not a valid NuGet package id", name)

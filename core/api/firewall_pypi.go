@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -26,11 +25,6 @@ const (
 	pypiAcceptJSON = pypiJSON + ", application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 	pypiAcceptHTML = "application/vnd.pypi.simple.v1+html, text/html;q=0.01"
 )
-
-var pep503 = regexp.MustCompile(`[-_.]+`)
-
-// pypiNormalize is a project name in PEP 503 normal form.
-func pypiNormalize(name string) string { return pep503.ReplaceAllString(strings.ToLower(name), "-") }
 
 // pypi serves {base}/firewall/pypi/simple/: the index root (passed
 // through), project pages (PEP 503 HTML or PEP 691 JSON, by Accept) and
@@ -57,7 +51,7 @@ func (p *proxy) pypi(c *echo.Context) error {
 	if project == "" || strings.Contains(file, "/") {
 		return notFound("%q is not a PyPI project path", unescaped)
 	}
-	project = pypiNormalize(project)
+	project = core.NormalizePyPIName(project)
 	v, err := p.lookup(c, core.RegistryPyPI, project)
 	if err != nil {
 		return err
@@ -331,9 +325,9 @@ func pypiVersion(project, filename string) string {
 			break
 		}
 	}
-	want := pypiNormalize(project)
+	want := core.NormalizePyPIName(project)
 	for i := 0; i < len(base); i++ {
-		if base[i] == '-' && pypiNormalize(base[:i]) == want {
+		if base[i] == '-' && core.NormalizePyPIName(base[:i]) == want {
 			ver := base[i+1:]
 			if strings.HasSuffix(filename, ".egg") {
 				ver, _, _ = strings.Cut(ver, "-")

@@ -57,7 +57,7 @@ func foldName(registry, name string) string {
 	case core.RegistryNPM:
 		return strings.ToLower(name)
 	case core.RegistryPyPI:
-		return strings.NewReplacer("_", "-", ".", "-").Replace(strings.ToLower(name))
+		return core.NormalizePyPIName(name)
 	}
 	return name
 }
