@@ -97,7 +97,9 @@ var pep503 = regexp.MustCompile(`[-_.]+`)
 
 // NormalizePyPIName is a PyPI project name in PEP 503 normal form: lower
 // case, every run of - _ . one "-".
-func NormalizePyPIName(name string) string { return pep503.ReplaceAllString(strings.ToLower(name), "-") }
+func NormalizePyPIName(name string) string {
+	return pep503.ReplaceAllString(strings.ToLower(name), "-")
+}
 
 func canonicalPackage(registry, name string) (string, error) {
 	bad := func(format string, args ...any) (string, error) { return "", Invalid(fieldRI, format, args...) }
