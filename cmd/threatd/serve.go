@@ -254,7 +254,7 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}}
-	cache, err := upstream.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client, log)
+	cache, err := upstream.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -44,13 +42,19 @@ type proxy struct {
 	s        *Server
 	opts     FirewallOptions
 	log      *slog.Logger
-	rendered *byteLRU // rewritten documents
-	parsed   *byteLRU // file look-up tables of documents
+	rendered *upstream.LRU[rendering] // rewritten documents
+	parsed   *upstream.LRU[any]       // file look-up tables of documents
 }
+
+// Bounds of the proxy's in-memory caches.
+const (
+	renderedBytes = 64 << 20
+	parsedBytes   = 32 << 20
+)
 
 // firewallRoutes mounts the proxies under {base}/firewall.
 func (s *Server) firewallRoutes(e *echo.Echo) {
-	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, rendered: newByteLRU(64 << 20), parsed: newByteLRU(32 << 20)}
+	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, rendered: upstream.NewLRU[rendering](renderedBytes), parsed: upstream.NewLRU[any](parsedBytes)}
 	g := e.Group(s.opts.BasePath+"/firewall", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex)
 	g.GET("/npm/*", p.npm)
 	g.HEAD("/npm/*", p.npm)
@@ -233,9 +237,9 @@ func (p *proxy) document(c *echo.Context, registry, url, accept string, v firewa
 	}
 	base := p.base(c, registry)
 	key := strings.Join([]string{url, accept, res.Version, v.Fingerprint(), base}, "\x00")
-	if r, ok := p.rendered.get(key); ok {
+	if r, ok := p.rendered.Get(key); ok {
 		_ = res.Body.Close()
-		return writeRendering(c, r.(rendering))
+		return writeRendering(c, r)
 	}
 	body, err := p.readDocument(registry, res)
 	if err != nil {
@@ -246,7 +250,7 @@ func (p *proxy) document(c *echo.Context, registry, url, accept string, v firewa
 		return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered a document the firewall cannot read: %v", registry, err)}
 	}
 	if res.Hit {
-		p.rendered.put(key, r, int64(len(r.body)+len(key)))
+		remember(p.rendered, renderedBytes, key, r, int64(len(r.body)+len(key)))
 	}
 	return writeRendering(c, r)
 }
@@ -274,51 +278,11 @@ func (p *proxy) forward(c *echo.Context, registry, url, accept string) error {
 	return passThrough(c, res)
 }
 
-// byteLRU is a least-recently-used map bounded by the bytes of its values.
-type byteLRU struct {
-	mu    sync.Mutex
-	max   int64
-	used  int64
-	items map[string]*list.Element
-	order *list.List
-}
-
-type lruItem struct {
-	key   string
-	value any
-	size  int64
-}
-
-func newByteLRU(max int64) *byteLRU {
-	return &byteLRU{max: max, items: map[string]*list.Element{}, order: list.New()}
-}
-
-func (l *byteLRU) get(key string) (any, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.items[key]; ok {
-		l.order.MoveToFront(e)
-		return e.Value.(*lruItem).value, true
-	}
-	return nil, false
-}
-
-func (l *byteLRU) put(key string, v any, size int64) {
-	if size > l.max/8 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.items[key]; ok {
-		l.used -= e.Value.(*lruItem).size
-		l.order.Remove(e)
-	}
-	l.items[key] = l.order.PushFront(&lruItem{key, v, size})
-	l.used += size
-	for l.used > l.max {
-		old := l.order.Remove(l.order.Back()).(*lruItem)
-		delete(l.items, old.key)
-		l.used -= old.size
+// remember keeps v of size bytes in l unless it would take more than an
+// eighth of the bound: one huge document must not empty the cache.
+func remember[V any](l *upstream.LRU[V], max int64, key string, v V, size int64) {
+	if size <= max/8 {
+		l.Add(key, v, size)
 	}
 }
 

@@ -118,7 +118,7 @@ func (p *proxy) npmTarball(c *echo.Context, v firewall.Verdict, docURL, file str
 	}
 	key := "npm-tarballs\x00" + docURL + "\x00" + res.Version
 	var table map[string][2]string // file → version, upstream URL
-	if t, ok := p.parsed.get(key); ok {
+	if t, ok := p.parsed.Get(key); ok {
 		_ = res.Body.Close()
 		table = t.(map[string][2]string)
 	} else {
@@ -145,7 +145,7 @@ func (p *proxy) npmTarball(c *echo.Context, v firewall.Verdict, docURL, file str
 			}
 		}
 		if res.Hit {
-			p.parsed.put(key, table, size)
+			remember(p.parsed, parsedBytes, key, any(table), size)
 		}
 	}
 	entry, ok := table[file]

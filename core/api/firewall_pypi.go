@@ -262,7 +262,7 @@ func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL, project, 
 	}
 	key := "pypi-files\x00" + pageURL + "\x00" + res.Version
 	var table map[string]string
-	if t, ok := p.parsed.get(key); ok {
+	if t, ok := p.parsed.Get(key); ok {
 		_ = res.Body.Close()
 		table = t.(map[string]string)
 	} else {
@@ -287,7 +287,7 @@ func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL, project, 
 			size += int64(len(l.Filename) + len(l.URL))
 		}
 		if res.Hit {
-			p.parsed.put(key, table, size)
+			remember(p.parsed, parsedBytes, key, any(table), size)
 		}
 	}
 	name, metadata := strings.CutSuffix(file, ".metadata")

@@ -6,7 +6,6 @@
 package upstream
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,13 +14,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -32,8 +29,6 @@ type Response struct {
 	// Body must be closed. For a response being stored, reading it to the
 	// end stores it.
 	Body io.ReadCloser
-	// Size is the body's length (-1 when unknown).
-	Size int64
 	// Hit says the body comes from the cache (fresh, or revalidated).
 	Hit bool
 	// Version identifies this body of this URL: it changes whenever a new
@@ -46,13 +41,9 @@ type Cache struct {
 	dir      string
 	maxBytes int64
 	client   *http.Client
-	log      *slog.Logger
-	now      func() time.Time
-
-	mu      sync.Mutex
-	entries map[string]*entry
-	lru     *list.List // of *entry, most recently used first
-	used    int64
+	// entries are the stored responses, by key. An entry is never changed
+	// once stored: a revalidation stores a new one.
+	entries *LRU[*entry]
 }
 
 // entry is one stored response; its meta file holds this, its body file the body.
@@ -63,9 +54,8 @@ type entry struct {
 	Size     int64       `json:"size"`
 	Stored   time.Time   `json:"stored"`
 	Expires  time.Time   `json:"expires"`
-	Revalide bool        `json:"revalidate"` // no-cache: revalidate on every use
-	key      string
-	elem     *list.Element // in Cache.lru
+	Revalidate bool      `json:"revalidate"` // no-cache: revalidate on every use
+	key        string
 }
 
 // storedHeaders are the upstream headers kept with a body.
@@ -74,8 +64,8 @@ var storedHeaders = []string{"Content-Type", "Etag", "Last-Modified", "Content-E
 // Open opens (creating) the cache in dir, holding at most maxBytes of
 // bodies (0: nothing is stored; every request goes upstream). A body larger
 // than a quarter of the bound is streamed and not kept.
-func Open(dir string, maxBytes int64, client *http.Client, log *slog.Logger) (*Cache, error) {
-	c := &Cache{dir: dir, maxBytes: maxBytes, client: client, log: log, now: time.Now, entries: map[string]*entry{}, lru: list.New()}
+func Open(dir string, maxBytes int64, client *http.Client) (*Cache, error) {
+	c := &Cache{dir: dir, maxBytes: maxBytes, client: client, entries: NewLRU[*entry](maxBytes)}
 	if maxBytes <= 0 {
 		return c, nil
 	}
@@ -101,27 +91,18 @@ func Open(dir string, maxBytes int64, client *http.Client, log *slog.Logger) (*C
 				return nil
 			}
 			e.key = key
-			e.elem = c.lru.PushBack(&e)
-			c.entries[key] = &e
-			c.used += e.Size
+			c.removeFiles(c.entries.Add(key, &e, e.Size))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("firewall cache %s: %w", dir, err)
 	}
-	c.mu.Lock()
-	c.evictLocked()
-	c.mu.Unlock()
 	return c, nil
 }
 
 // Used returns the bytes of bodies stored.
-func (c *Cache) Used() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used
-}
+func (c *Cache) Used() int64 { return c.entries.Used() }
 
 func (c *Cache) keyOf(url, accept string) string {
 	h := sha256.Sum256([]byte(accept + "\n" + url))
@@ -139,16 +120,9 @@ var ErrUnreachable = errors.New("the upstream registry did not answer")
 // failure is an error wrapping ErrUnreachable.
 func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) {
 	key := c.keyOf(url, accept)
-	now := c.now()
-	c.mu.Lock()
-	e := c.entries[key]
-	fresh := false
-	if e != nil {
-		c.lru.MoveToFront(e.elem)
-		fresh = !e.Revalide && now.Before(e.Expires)
-	}
-	c.mu.Unlock()
-	if fresh {
+	now := time.Now()
+	e, _ := c.entries.Get(key)
+	if e != nil && !e.Revalidate && now.Before(e.Expires) {
 		if r, err := c.open(e); err == nil {
 			return r, nil
 		}
@@ -183,7 +157,7 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 		c.drop(key)
 		return c.Get(ctx, url, accept)
 	}
-	out := &Response{Status: res.StatusCode, Header: res.Header, Body: res.Body, Size: res.ContentLength,
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: res.Body,
 		Version: strconv.FormatInt(now.UnixNano(), 36)}
 	if res.StatusCode != http.StatusOK || c.maxBytes <= 0 {
 		return out, nil
@@ -192,7 +166,7 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 	if !ok || (res.ContentLength > c.maxBytes/4) {
 		return out, nil
 	}
-	ne := &entry{URL: url, Accept: accept, Header: http.Header{}, Stored: now, Expires: expires, Revalide: revalidate, key: key}
+	ne := &entry{URL: url, Accept: accept, Header: http.Header{}, Stored: now, Expires: expires, Revalidate: revalidate, key: key}
 	for _, h := range storedHeaders {
 		if v := res.Header.Get(h); v != "" {
 			ne.Header.Set(h, v)
@@ -220,29 +194,29 @@ func (c *Cache) open(e *entry) (*Response, error) {
 	}
 	h := e.Header.Clone()
 	h.Set("Content-Length", strconv.FormatInt(e.Size, 10))
-	return &Response{Status: http.StatusOK, Header: h, Body: f, Size: e.Size, Hit: true,
+	return &Response{Status: http.StatusOK, Header: h, Body: f, Hit: true,
 		Version: strconv.FormatInt(e.Stored.UnixNano(), 36)}, nil
 }
 
-// refresh records a 304: the stored body is fresh again.
+// refresh records a 304: the stored body is fresh again, under the
+// validators and freshness the upstream sent with it.
 func (c *Cache) refresh(e *entry, h http.Header, now time.Time) {
-	merged := e.Header.Clone()
+	ne := *e
+	ne.Header = e.Header.Clone()
 	for _, k := range []string{"Cache-Control", "Expires", "Etag", "Last-Modified", "Date", "Age"} {
 		if v := h.Get(k); v != "" {
-			merged.Set(k, v)
+			ne.Header.Set(k, v)
 		}
 	}
-	expires, revalidate, _ := freshness(merged, now)
-	c.mu.Lock()
-	e.Expires, e.Revalide = expires, revalidate
-	c.mu.Unlock()
-	c.writeMeta(e)
+	ne.Expires, ne.Revalidate, _ = freshness(ne.Header, now)
+	ne.Header.Del("Date")
+	ne.Header.Del("Age")
+	c.writeMeta(&ne)
+	c.removeFiles(c.entries.Add(ne.key, &ne, ne.Size))
 }
 
 func (c *Cache) writeMeta(e *entry) {
-	c.mu.Lock()
 	b, err := json.Marshal(e)
-	c.mu.Unlock()
 	if err != nil {
 		return
 	}
@@ -259,42 +233,21 @@ func (c *Cache) commit(e *entry, tmp string, size int64) {
 		_ = os.Remove(tmp)
 		return
 	}
-	c.mu.Lock()
-	if old := c.entries[e.key]; old != nil {
-		c.used -= old.Size
-		c.lru.Remove(old.elem)
-	}
-	e.elem = c.lru.PushFront(e)
-	c.entries[e.key] = e
-	c.used += size
-	c.mu.Unlock()
 	c.writeMeta(e)
-	c.mu.Lock()
-	c.evictLocked()
-	c.mu.Unlock()
+	c.removeFiles(c.entries.Add(e.key, e, size))
 }
 
 // drop forgets a stored response.
 func (c *Cache) drop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.entries[key]; e != nil {
-		c.used -= e.Size
-		c.lru.Remove(e.elem)
-		delete(c.entries, key)
-	}
-	_ = os.Remove(c.metaPath(key))
-	_ = os.Remove(c.bodyPath(key))
+	c.entries.Remove(key)
+	c.removeFiles([]*entry{{key: key}})
 }
 
-// evictLocked removes the least recently used entries past the bound.
-func (c *Cache) evictLocked() {
-	for c.used > c.maxBytes && c.lru.Len() > 0 {
-		victim := c.lru.Remove(c.lru.Back()).(*entry)
-		c.used -= victim.Size
-		delete(c.entries, victim.key)
-		_ = os.Remove(c.metaPath(victim.key))
-		_ = os.Remove(c.bodyPath(victim.key))
+// removeFiles deletes the files of entries dropped from the cache.
+func (c *Cache) removeFiles(dropped []*entry) {
+	for _, e := range dropped {
+		_ = os.Remove(c.metaPath(e.key))
+		_ = os.Remove(c.bodyPath(e.key))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,7 +38,7 @@ func TestCache(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	c, err := Open(dir, 8000, srv.Client(), slog.Default())
+	c, err := Open(dir, 8000, srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestCache(t *testing.T) {
 	}
 	// What is stored survives a restart.
 	used := c.Used()
-	c2, err := Open(dir, 8000, srv.Client(), slog.Default())
+	c2, err := Open(dir, 8000, srv.Client())
 	if err != nil || c2.Used() != used {
 		t.Fatalf("reopened: %d bytes, want %d (%v)", c2.Used(), used, err)
 	}
