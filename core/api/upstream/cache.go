@@ -48,13 +48,13 @@ type Cache struct {
 
 // entry is one stored response; its meta file holds this, its body file the body.
 type entry struct {
-	URL      string      `json:"url"`
-	Accept   string      `json:"accept"`
-	Header   http.Header `json:"header"`
-	Size     int64       `json:"size"`
-	Stored   time.Time   `json:"stored"`
-	Expires  time.Time   `json:"expires"`
-	Revalidate bool      `json:"revalidate"` // no-cache: revalidate on every use
+	URL        string      `json:"url"`
+	Accept     string      `json:"accept"`
+	Header     http.Header `json:"header"`
+	Size       int64       `json:"size"`
+	Stored     time.Time   `json:"stored"`
+	Expires    time.Time   `json:"expires"`
+	Revalidate bool        `json:"revalidate"` // no-cache: revalidate on every use
 	key        string
 }
 
