@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"golang.org/x/mod/semver"
 
 	"github.com/threatd/threatd/core/api/upstream"
 	"github.com/threatd/threatd/core/firewall"
@@ -276,6 +278,30 @@ func (p *proxy) forward(c *echo.Context, registry, url, accept string) error {
 		return err
 	}
 	return passThrough(c, res)
+}
+
+// highestRelease is the highest release among versions in semver order
+// (prefix makes a version semver as golang.org/x/mod reads it: "v" for
+// npm's, "" for Go's), or the highest pre-release when there is no
+// release; "" when none is semver.
+func highestRelease(versions iter.Seq[string], prefix string) string {
+	var best, bestPre string
+	for ver := range versions {
+		sv := prefix + ver
+		switch {
+		case !semver.IsValid(sv):
+		case semver.Prerelease(sv) == "":
+			if best == "" || semver.Compare(sv, prefix+best) > 0 {
+				best = ver
+			}
+		case bestPre == "" || semver.Compare(sv, prefix+bestPre) > 0:
+			bestPre = ver
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return bestPre
 }
 
 // remember keeps v of size bytes in l unless it would take more than an

@@ -8,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"golang.org/x/mod/module"
-	"golang.org/x/mod/semver"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
@@ -73,7 +72,7 @@ func cleanGoVersions(list string, v firewall.Verdict) []string {
 	var out []string
 	for line := range strings.SplitSeq(list, "\n") {
 		ver := strings.TrimSpace(line)
-		if ver == "" || (!v.Clean() && v.Check(ver) != nil) {
+		if ver == "" || v.Check(ver) != nil {
 			continue
 		}
 		out = append(out, ver)
@@ -112,8 +111,8 @@ func (p *proxy) goLatest(c *echo.Context, v firewall.Verdict, upMod string) erro
 	if err != nil {
 		return err
 	}
-	clean := slices.DeleteFunc(cleanGoVersions(string(lb), v), func(s string) bool { return !semver.IsValid(s) })
-	if len(clean) == 0 {
+	best := highestRelease(slices.Values(cleanGoVersions(string(lb), v)), "")
+	if best == "" {
 		if every := v.BlocksEvery(); len(every) > 0 {
 			return p.refuse(c, &firewall.Blocked{Registry: core.RegistryGo, Name: v.Name, Threats: every}, true)
 		}
@@ -122,16 +121,6 @@ func (p *proxy) goLatest(c *echo.Context, v firewall.Verdict, upMod string) erro
 		}
 		return notFound("no clean version of %s", v.Name)
 	}
-	slices.SortFunc(clean, func(a, b string) int {
-		if pa, pb := semver.Prerelease(a) != "", semver.Prerelease(b) != ""; pa != pb {
-			if pa {
-				return -1
-			}
-			return 1
-		}
-		return semver.Compare(a, b)
-	})
-	best := clean[len(clean)-1]
 	escVer, err := module.EscapeVersion(best)
 	if err != nil {
 		return notFound("no clean version of %s", v.Name)

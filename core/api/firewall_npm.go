@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
@@ -14,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v5"
-	"golang.org/x/mod/semver"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
@@ -178,7 +178,7 @@ func rewriteNPMDocument(body []byte, v firewall.Verdict, base string) ([]byte, e
 	}
 	removed := map[string]bool{}
 	for ver, raw := range versions {
-		if !v.Clean() && v.Check(ver) != nil {
+		if v.Check(ver) != nil {
 			removed[ver] = true
 			delete(versions, ver)
 			continue
@@ -218,7 +218,7 @@ func rewriteNPMDocument(body []byte, v firewall.Verdict, base string) ([]byte, e
 			if err := json.Unmarshal(raw, &tags); err != nil {
 				return nil, fmt.Errorf("dist-tags: %w", err)
 			}
-			highest := highestVersion(versions)
+			highest := highestRelease(maps.Keys(versions), "v")
 			for tag, ver := range tags {
 				if removed[ver] {
 					if highest == "" {
@@ -232,29 +232,6 @@ func rewriteNPMDocument(body []byte, v firewall.Verdict, base string) ([]byte, e
 		}
 	}
 	return json.Marshal(doc)
-}
-
-// highestVersion is the highest release among versions (semver order), or
-// the highest pre-release when there is no release.
-func highestVersion(versions map[string]json.RawMessage) string {
-	var best, bestPre string
-	for ver := range versions {
-		sv := "v" + ver
-		if !semver.IsValid(sv) {
-			continue
-		}
-		if semver.Prerelease(sv) == "" {
-			if best == "" || semver.Compare(sv, "v"+best) > 0 {
-				best = ver
-			}
-		} else if bestPre == "" || semver.Compare(sv, "v"+bestPre) > 0 {
-			bestPre = ver
-		}
-	}
-	if best != "" {
-		return best
-	}
-	return bestPre
 }
 
 // rewriteTarballField points a version document's dist.tarball at the firewall.

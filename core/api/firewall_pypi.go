@@ -84,9 +84,6 @@ type pypiLink struct {
 // a yanked file for a range, and show the reason when a pin selects it
 // (then the file answers 403).
 func yankReason(v firewall.Verdict, project, filename string) string {
-	if v.Clean() {
-		return ""
-	}
 	if b := v.Check(pypiVersion(project, filename)); b != nil {
 		return b.Message()
 	}
