@@ -173,14 +173,7 @@ func TestFirewall(t *testing.T) {
 
 	t.Run("npm", func(t *testing.T) {
 		needTool(t, "npm")
-		home := t.TempDir()
-		registry := d.base + fw + "/npm/"
-		npmrc := fmt.Sprintf("registry=%s\n%s:_authToken=%s\ncafile=%s\nfund=false\nupdate-notifier=false\ncache=%s\n",
-			registry, strings.TrimPrefix(registry, "https:"), tok, in.certFile(), filepath.Join(home, "cache"))
-		env := []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc"), "npm_config_audit=false"}
-		if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		env := npmEnv(t, in, d, tok)
 		project := func() string {
 			dir := t.TempDir()
 			_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true}`), 0o644)
@@ -214,10 +207,7 @@ func TestFirewall(t *testing.T) {
 		}
 		// A lockfile that pins the malicious version: npm ci fails with the threat id.
 		pinned := project()
-		sum := u.files["/fw-evil/-/fw-evil-1.0.1.tgz"].body
-		lock := lockfile(d.base+fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", sum)
-		_ = os.WriteFile(filepath.Join(pinned, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"fw-evil":"1.0.1"}}`), 0o644)
-		_ = os.WriteFile(filepath.Join(pinned, "package-lock.json"), []byte(lock), 0o644)
+		pinLockfile(t, pinned, "fw-evil", "1.0.1", d.base+fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", u.files["/fw-evil/-/fw-evil-1.0.1.tgz"].body)
 		out, ok := client(t, pinned, env, "npm", "ci")
 		if ok || !strings.Contains(out, npmEvil) || !strings.Contains(out, "Blocked by threatd: npm fw-evil@1.0.1 is malicious") {
 			t.Fatalf("npm ci with a lockfile pinning fw-evil@1.0.1 (ok=%v):\n%s", ok, out)
@@ -350,15 +340,35 @@ func TestFirewall(t *testing.T) {
 	})
 }
 
-// lockfile is a package-lock.json (v3) that pins fw-evil to the tarball at resolved.
-func lockfile(resolved string, tgz []byte) string {
-	lock := map[string]any{"name": "consumer", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+// npmEnv is the environment of an npm that installs through d's firewall
+// with tok: a user .npmrc with the registry, the token and the daemon's
+// certificate, and a cache of its own.
+func npmEnv(t *testing.T, in *instance, d *daemon, tok string) []string {
+	t.Helper()
+	home := t.TempDir()
+	registry := d.base + base + "/firewall/npm/"
+	npmrc := fmt.Sprintf("registry=%s\n%s:_authToken=%s\ncafile=%s\nfund=false\nupdate-notifier=false\ncache=%s\n",
+		registry, strings.TrimPrefix(registry, "https:"), tok, in.certFile(), filepath.Join(home, "cache"))
+	if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc"), "npm_config_audit=false"}
+}
+
+// pinLockfile writes into dir a package.json depending on name@version and
+// a package-lock.json (v3) that pins it to the tarball tgz at resolved.
+func pinLockfile(t *testing.T, dir, name, version, resolved string, tgz []byte) {
+	t.Helper()
+	deps := map[string]string{name: version}
+	pj, _ := json.Marshal(map[string]any{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": deps})
+	lock, _ := json.MarshalIndent(map[string]any{"name": "consumer", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
 		"packages": map[string]any{
-			"":                     map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": map[string]string{"fw-evil": "1.0.1"}},
-			"node_modules/fw-evil": map[string]any{"version": "1.0.1", "resolved": resolved, "integrity": integrity(tgz)},
-		}}
-	b, _ := json.MarshalIndent(lock, "", "  ")
-	return string(b)
+			"":                     map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": deps},
+			"node_modules/" + name: map[string]any{"version": version, "resolved": resolved, "integrity": integrity(tgz)},
+		}}, "", "  ")
+	if os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644) != nil || os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644) != nil {
+		t.Fatal("cannot write the project")
+	}
 }
 
 func readFile(t *testing.T, p string) string {
@@ -405,17 +415,9 @@ func TestFirewallPostgresTwoDaemons(t *testing.T) {
 		}
 	}
 	if _, err := exec.LookPath("npm"); err == nil {
-		home := t.TempDir()
-		registry := b.base + fw + "/npm/"
-		npmrc := fmt.Sprintf("registry=%s\n%s:_authToken=%s\ncafile=%s\nfund=false\naudit=false\ncache=%s\n",
-			registry, strings.TrimPrefix(registry, "https:"), tok, in.certFile(), filepath.Join(home, "cache"))
-		_ = os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600)
+		env := npmEnv(t, in, b, tok)
 		dir := t.TempDir()
-		_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"fw-evil":"1.0.1"}}`), 0o644)
-		lock := strings.ReplaceAll(lockfile(registry+"pg-evil/-/pg-evil-1.0.1.tgz", u.files["/pg-evil/-/pg-evil-1.0.1.tgz"].body), "fw-evil", "pg-evil")
-		_ = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"pg-evil":"1.0.1"}}`), 0o644)
-		_ = os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock), 0o644)
-		env := []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc")}
+		pinLockfile(t, dir, "pg-evil", "1.0.1", b.base+tarball, u.files["/pg-evil/-/pg-evil-1.0.1.tgz"].body)
 		if out, ok := client(t, dir, env, "npm", "ci"); ok || !strings.Contains(out, id) {
 			t.Fatalf("npm ci through the second daemon (ok=%v):\n%s", ok, out)
 		}
