@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -254,6 +255,22 @@ func TestFirewall(t *testing.T) {
 		out, ok, _ := pip("fw-evil-py==1.0.1")
 		if ok || !strings.Contains(out, pyEvil) || !strings.Contains(out, "403") {
 			t.Fatalf("pip install fw-evil-py==1.0.1 (ok=%v):\n%s", ok, out)
+		}
+		// Over HTTP/1.1 (pip's protocol) the reason phrase is the refusal,
+		// and the answer carries what every answer to a token carries.
+		h1 := in.httpsClient()
+		h1.Transport.(*http.Transport).TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+		req, _ := http.NewRequest("GET", d.base+fw+"/pypi/simple/fw-evil-py/fw_evil_py-1.0.1-py3-none-any.whl", nil)
+		req.SetBasicAuth("__token__", tok)
+		res, err := h1.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.ProtoMajor != 1 || res.StatusCode != 403 || !strings.HasPrefix(res.Status, "403 Blocked by threatd: pypi fw-evil-py@1.0.1 is malicious") ||
+			res.Header.Get("RateLimit-Limit") == "" || res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(string(b), `"threat_ids":["`+pyEvil+`"]`) {
+			t.Fatalf("HTTP/1.1 refusal: %s %v %s", res.Status, res.Header, b)
 		}
 		// PEP 691 JSON: the file of 1.0.1 is marked yanked with the refusal, links point back.
 		code, _, body := d.fwGet(fw+"/pypi/simple/fw-evil-py/", tok, "Accept", "application/vnd.pypi.simple.v1+json")

@@ -16,6 +16,8 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/storage"
@@ -69,6 +71,17 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}
 	f.srv.latest = index.NewLatest(f.srv.index, st)
+	// The firewall, in front of an upstream nobody listens on.
+	policy, err := firewall.NewPolicy(f.srv.index, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := upstream.Open(t.TempDir(), 0, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.opts.Firewall = &FirewallOptions{Policy: policy, Cache: cache,
+		Upstreams: map[string]string{core.RegistryNPM: "http://127.0.0.1:1", core.RegistryPyPI: "http://127.0.0.1:1", core.RegistryGo: "http://127.0.0.1:1"}}
 	if err := f.srv.index.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,7 +162,15 @@ func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
 		}
 		return r
 	}, fe.Message)
-	fmt.Fprintf(buf, "HTTP/1.1 403 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n%s", reason, len(body), body)
+	// The headers set so far (RateLimit-*, the request id, no-store,
+	// nosniff) go out as on any other answer.
+	h := c.Response().Header().Clone()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Connection", "close")
+	fmt.Fprintf(buf, "HTTP/1.1 403 %s\r\n", reason)
+	_ = h.Write(buf)
+	fmt.Fprintf(buf, "\r\n%s", body)
 	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil {
 		resp.Status, resp.Committed = http.StatusForbidden, true
 	}

@@ -26,6 +26,11 @@ func TestStartingIndex(t *testing.T) {
 	if r.code != 503 || r.hdr.Get("Retry-After") != "1" || !strings.Contains(r.body["error"].(string), "index of verified reports is loading") {
 		t.Fatalf("check while loading: %d %v %v", r.code, r.hdr, r.body)
 	}
+	// The registry firewall fails closed: a partial index would let malicious versions through.
+	r = f.do(t, "GET", "/functions/v1/firewall/npm/left-pad", f.free, "")
+	if r.code != 503 || r.hdr.Get("Retry-After") != "1" {
+		t.Fatalf("firewall while loading: %d %v %v", r.code, r.hdr, r.body)
+	}
 	r = f.do(t, "POST", "/functions/v1/check-malicious", f.free, `{"queries":[]}`)
 	if r.code != 503 {
 		t.Fatalf("batch check while loading: %d %v", r.code, r.body)
@@ -43,5 +48,9 @@ func TestStartingIndex(t *testing.T) {
 	r = f.do(t, "GET", "/functions/v1/check-malicious?report_type=package&resource_identifier=x&ecosystem=npm", f.free, "")
 	if r.code != 200 || r.body["malicious"] != false {
 		t.Fatalf("check once loaded: %d %v", r.code, r.body)
+	}
+	// Loaded, the firewall asks its upstream (here one that does not answer).
+	if r := f.do(t, "GET", "/functions/v1/firewall/npm/left-pad", f.free, ""); r.code != 502 {
+		t.Fatalf("firewall once loaded, upstream down: %d %v", r.code, r.body)
 	}
 }
