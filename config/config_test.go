@@ -49,6 +49,30 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// firewall.cache takes a number of bytes or a size with a unit; the
+// firewall's defaults are those of docs/configuration.md.
+func TestFirewallKeys(t *testing.T) {
+	c, err := Load("", []string{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Firewall
+	if !f.Enabled || f.Cache != 1<<30 || f.NPM.Upstream != "https://registry.npmjs.org" || f.PyPI.Upstream != "https://pypi.org/simple" ||
+		f.Go.Upstream != "https://proxy.golang.org" || len(f.Private) != 0 || f.PerIPPerMinute != 20000 || f.PerTokenPerMinute != 20000 {
+		t.Fatalf("firewall defaults: %+v", f)
+	}
+	for in, want := range map[string]ByteSize{"512MiB": 512 << 20, "2 GB": 2e9, "0": 0, "1048576": 1 << 20, "10KiB": 10240} {
+		c, err := Load("", []string{"THREATD_FIREWALL__CACHE=" + in}, nil, nil)
+		if err != nil || c.Firewall.Cache != want {
+			t.Errorf("firewall.cache %q: %d %v, want %d", in, c.Firewall.Cache, err, want)
+		}
+	}
+	c, err = Load(writeYAML(t, "firewall: {cache: 1073741824, private: {npm: [\"@acme/*\"]}}"), []string{}, nil, nil)
+	if err != nil || c.Firewall.Cache != 1<<30 || c.Firewall.Private["npm"][0] != "@acme/*" {
+		t.Fatalf("YAML: %+v %v", c.Firewall, err)
+	}
+}
+
 func TestOrderDefaultsFileEnvFlags(t *testing.T) {
 	path := writeYAML(t, `
 server:
@@ -122,6 +146,11 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{env: "THREATD_METRICS__LISTEN=9464", key: "metrics.listen"},
 		{env: "THREATD_LIMITS__BATCH_MAX=lots", key: "batch_max"},
 		{env: "THREATD_SERVER__BASE_PATH=functions/v1", key: "server.base_path"},
+		{yaml: "firewall: {npm: {upstream: registry.npmjs.org}}", key: "firewall.npm.upstream"},
+		{yaml: "firewall: {private: {maven: [\"x\"]}}", key: "firewall.private.maven"},
+		{yaml: "firewall: {private: {npm: [\" \"]}}", key: "firewall.private.npm[0]"},
+		{yaml: "firewall: {cache: lots}", key: "firewall.cache"},
+		{yaml: "firewall: {per_token_per_minute: -1}", key: "firewall.per_token_per_minute"},
 	}
 	for _, c := range cases {
 		path := ""
