@@ -77,14 +77,9 @@ func (s *Server) firewallPath(path string) bool {
 // (firewall.per_token_per_minute), with the RateLimit-* headers.
 func (s *Server) firewallTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p := principal(c)
 		limit := s.opts.Firewall.PerTokenPerMinute
-		r := s.tokenLimiter.Take("firewall:"+p.Token.ID, limit, 1)
-		if limit > 0 {
-			setRateLimitHeaders(c, r.Limit, r.Remaining, r.ResetSeconds())
-		}
-		if !r.Allowed {
-			return tooManyRequests(fmt.Sprintf("Rate limit exceeded for this API token: the firewall allows %d requests per minute; try again later", limit), r.ResetSeconds())
+		if err := s.charge(c, "firewall:"+principal(c).Token.ID, limit, 1, fmt.Sprintf("the firewall allows %d requests per minute", limit)); err != nil {
+			return err
 		}
 		return next(c)
 	}

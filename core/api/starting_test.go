@@ -54,3 +54,23 @@ func TestStartingIndex(t *testing.T) {
 		t.Fatalf("firewall once loaded, upstream down: %d %v", r.code, r.body)
 	}
 }
+
+// The firewall's budgets are its own: firewall.per_token_per_minute counts
+// firewall requests only, with the RateLimit-* headers of every answer.
+func TestFirewallTokenBudget(t *testing.T) {
+	f := newChain(t, 0, 1)
+	f.srv.opts.Firewall.PerTokenPerMinute = 2
+	for i := range 2 {
+		if r := f.do(t, "GET", "/functions/v1/firewall/npm/left-pad", f.free, ""); r.code != 502 || r.hdr.Get("RateLimit-Limit") != "2" {
+			t.Fatalf("firewall request %d: %d %v", i, r.code, r.hdr)
+		}
+	}
+	r := f.do(t, "GET", "/functions/v1/firewall/npm/left-pad", f.free, "")
+	if r.code != 429 || r.hdr.Get("Retry-After") == "" || !strings.Contains(r.body["error"].(string), "the firewall allows 2 requests per minute") {
+		t.Fatalf("third firewall request: %d %v", r.code, r.body)
+	}
+	// The API's own budget (1 per minute here) is untouched by them.
+	if r := f.do(t, "GET", "/functions/v1/account", f.free, ""); r.code != 200 {
+		t.Fatalf("account after the firewall's budget ran out: %d %v", r.code, r.body)
+	}
+}
