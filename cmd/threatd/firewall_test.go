@@ -160,6 +160,15 @@ func TestFirewall(t *testing.T) {
 			len(refusal.ThreatIDs) != 1 || refusal.ThreatIDs[0] != npmEvil || refusal.Details["id"] != npmEvil || refusal.Details["status"] != "verified" {
 			t.Fatalf("refusal: %s", body)
 		}
+		// Version documents: a tag the upstream resolves to a blocked
+		// version is refused; a clean one points at the firewall.
+		if code, _, body := d.fwGet(fw+"/npm/fw-evil/latest", tok); code != 403 || !strings.Contains(string(body), npmEvil) {
+			t.Fatalf("fw-evil/latest (1.0.1 upstream): %d %s", code, body)
+		}
+		code, _, body = d.fwGet(fw+"/npm/fw-evil/1.0.0", tok)
+		if code != 200 || !strings.Contains(string(body), `"tarball":"`+d.base+fw+"/npm/fw-evil/-/fw-evil-1.0.0.tgz") {
+			t.Fatalf("fw-evil/1.0.0: %d %s", code, body)
+		}
 		// A package reported for every version: its document is refused.
 		code, _, body = d.fwGet(fw+"/npm/fw-all", tok)
 		if code != 403 || !strings.Contains(string(body), npmAll) {

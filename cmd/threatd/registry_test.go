@@ -91,6 +91,11 @@ func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, version
 			"dist": map[string]any{"tarball": u.srv.URL + "/" + name + "/-/" + file, "shasum": hex.EncodeToString(sha1sum[:]),
 				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:])}}
 		times[v] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000Z")
+		vdoc, _ := json.Marshal(docVersions[v])
+		u.put("/"+esc+"/"+v, "application/json", 300, vdoc)
+		if v == latest {
+			u.put("/"+esc+"/latest", "application/json", 300, vdoc)
+		}
 	}
 	doc, _ := json.Marshal(map[string]any{"name": name, "dist-tags": map[string]string{"latest": latest},
 		"versions": docVersions, "time": times})

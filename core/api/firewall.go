@@ -178,6 +178,11 @@ func (p *proxy) unreachable(registry string, err error) error {
 		Message: fmt.Sprintf("The %s upstream registry did not answer; try again later", registry), Cause: err}
 }
 
+// unreadable is the 502 of an upstream document the firewall cannot parse.
+func (p *proxy) unreadable(registry string, err error) error {
+	return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered a document the firewall cannot read: %v", registry, err)}
+}
+
 // fetch gets url from the upstream through the cache; a failure to reach it is a 502.
 func (p *proxy) fetch(ctx context.Context, registry, url, accept string) (*upstream.Response, error) {
 	res, err := p.opts.Cache.Get(ctx, url, accept)
@@ -253,7 +258,7 @@ func (p *proxy) document(c *echo.Context, registry, url, accept string, v firewa
 	}
 	r, err := render(body, res.Header.Get("Content-Type"), base)
 	if err != nil {
-		return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered a document the firewall cannot read: %v", registry, err)}
+		return p.unreadable(registry, err)
 	}
 	if res.Hit {
 		remember(p.rendered, renderedBytes, key, r, int64(len(r.body)+len(key)))

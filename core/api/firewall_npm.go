@@ -87,23 +87,40 @@ func (p *proxy) npm(c *echo.Context) error {
 	case len(rest) == 2 && rest[0] == "-":
 		return p.npmTarball(c, v, docURL, rest[1])
 	case len(rest) == 1:
-		if b := v.Check(rest[0]); b != nil {
-			return p.refuse(c, b, false)
-		}
-		return p.document(c, core.RegistryNPM, docURL+"/"+url.PathEscape(rest[0]), "application/json", v,
-			func(body []byte, _, base string) (rendering, error) {
-				var m map[string]json.RawMessage
-				if err := json.Unmarshal(body, &m); err != nil {
-					return rendering{}, err
-				}
-				if err := rewriteTarballField(m, name, base); err != nil {
-					return rendering{}, err
-				}
-				out, err := json.Marshal(m)
-				return rendering{out, "application/json"}, err
-			})
+		return p.npmVersionDocument(c, v, docURL, rest[0])
 	}
 	return notFound("%q is not an npm registry path", unescaped)
+}
+
+// npmVersionDocument answers /{name}/{version or tag}: refused when the
+// version it names (a tag such as latest resolved by the upstream) is
+// blocked, else with its tarball pointed at the firewall.
+func (p *proxy) npmVersionDocument(c *echo.Context, v firewall.Verdict, docURL, spec string) error {
+	if b := v.Check(spec); b != nil {
+		return p.refuse(c, b, false)
+	}
+	res, err := p.fetch(c.Request().Context(), core.RegistryNPM, docURL+"/"+url.PathEscape(spec), "application/json")
+	if err != nil {
+		return err
+	}
+	if res.Status != http.StatusOK {
+		return passThrough(c, res)
+	}
+	body, err := p.readDocument(core.RegistryNPM, res)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return p.unreadable(core.RegistryNPM, err)
+	}
+	if b := v.Check(stringField(m, "version")); b != nil {
+		return p.refuse(c, b, false)
+	}
+	if err := rewriteTarballField(m, v.Name, p.base(c, core.RegistryNPM)); err != nil {
+		return p.unreadable(core.RegistryNPM, err)
+	}
+	return c.JSON(http.StatusOK, m)
 }
 
 // npmTarball answers a tarball: the version is the one whose dist.tarball
@@ -134,7 +151,7 @@ func (p *proxy) npmTarball(c *echo.Context, v firewall.Verdict, docURL, file str
 			} `json:"versions"`
 		}
 		if err := json.Unmarshal(body, &doc); err != nil {
-			return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The npm upstream answered a package document the firewall cannot read: %v", err)}
+			return p.unreadable(core.RegistryNPM, err)
 		}
 		table = make(map[string][2]string, len(doc.Versions))
 		size := int64(len(key))

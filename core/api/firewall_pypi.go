@@ -275,7 +275,7 @@ func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL, project, 
 			links, err = parsePyPIHTML(body, pageURL)
 		}
 		if err != nil {
-			return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The PyPI upstream answered a project page the firewall cannot read: %v", err)}
+			return p.unreadable(core.RegistryPyPI, err)
 		}
 		table = make(map[string]string, len(links))
 		size := int64(len(key))
