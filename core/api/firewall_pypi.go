@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -106,11 +109,10 @@ func rewritePyPIHTML(body []byte, pageURL, links, project string, v firewall.Ver
 			href += "#" + f.Fragment
 		}
 		fmt.Fprintf(&b, "<a href=\"%s\"", html.EscapeString(href))
-		for k, val := range f.Attrs {
-			if k == "data-yanked" {
-				continue
+		for _, k := range slices.Sorted(maps.Keys(f.Attrs)) {
+			if k != "data-yanked" {
+				fmt.Fprintf(&b, " %s=\"%s\"", k, html.EscapeString(f.Attrs[k]))
 			}
-			fmt.Fprintf(&b, " %s=\"%s\"", k, html.EscapeString(val))
 		}
 		if reason := yankReason(v, project, f.Filename); reason != "" {
 			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(reason))
@@ -122,6 +124,12 @@ func rewritePyPIHTML(body []byte, pageURL, links, project string, v firewall.Ver
 	b.WriteString("</body>\n</html>\n")
 	return b.Bytes(), nil
 }
+
+// dataAttr are the anchor attributes a project page passes on (PEP 503's
+// data-requires-python, PEP 658's data-dist-info-metadata, …): data-*
+// names of plain characters only, so that a hostile upstream cannot
+// break out of the tag with a crafted name.
+var dataAttr = regexp.MustCompile(`^data-[a-z0-9-]+$`)
 
 // parsePyPIHTML reads the file links of a PEP 503 page.
 func parsePyPIHTML(body []byte, pageURL string) ([]pypiLink, error) {
@@ -159,7 +167,7 @@ func parsePyPIHTML(body []byte, pageURL string) ([]pypiLink, error) {
 						}
 						l.Fragment, u.Fragment = u.Fragment, ""
 						l.URL = u.String()
-					case strings.HasPrefix(a.Key, "data-"):
+					case dataAttr.MatchString(a.Key):
 						l.Attrs[a.Key] = a.Val
 					}
 				}

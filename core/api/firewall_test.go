@@ -2,7 +2,10 @@ package api
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/threatd/threatd/core/firewall"
 )
 
 func TestHighestRelease(t *testing.T) {
@@ -20,5 +23,17 @@ func TestHighestRelease(t *testing.T) {
 		if got := highestRelease(slices.Values(c.versions), c.prefix); got != c.want {
 			t.Errorf("%v: %q, want %q", c.versions, got, c.want)
 		}
+	}
+}
+
+// A hostile project page cannot inject markup through the rewritten page.
+func TestPyPIPageHostile(t *testing.T) {
+	page := `<a href="f/x-1.0.tar.gz#sha256=aa" data-requires-python="&gt;=3&quot;&gt;&lt;script&gt;" data-a"><script>alert(1)</script>x-1.0.tar.gz</a>`
+	out, err := rewritePyPIHTML([]byte(page), "https://up.example/simple/x/", "https://fw.example/simple/x/", "x", firewall.Verdict{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "<script>") || strings.Contains(string(out), `data-a"`) || !strings.Contains(string(out), `data-requires-python="&gt;=3&#34;&gt;&lt;script&gt;"`) {
+		t.Fatalf("%s", out)
 	}
 }
