@@ -130,17 +130,14 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 // Clean says whether no report names any version of the package.
 func (v Verdict) Clean() bool { return len(v.threats) == 0 }
 
-// Fingerprint identifies the reports behind the verdict: two verdicts of
-// the same package with the same fingerprint block the same versions.
+// Fingerprint identifies the reports behind the verdict by what decides
+// blocking (each report's id, version list and every-version flag): two
+// verdicts of the same package with the same fingerprint block the same
+// versions, and an approved revision of a version list changes it.
 func (v Verdict) Fingerprint() string {
 	var b strings.Builder
 	for _, t := range v.threats {
-		b.WriteString(t.ID)
-		b.WriteByte('@')
-		if t.VerifiedAt != nil {
-			fmt.Fprint(&b, t.VerifiedAt.UnixNano())
-		}
-		b.WriteByte(';')
+		fmt.Fprintf(&b, "%s|%t|%s;", t.ID, t.AllVersions, t.Details.VersionInfo)
 	}
 	return b.String()
 }

@@ -96,6 +96,14 @@ func TestVerdicts(t *testing.T) {
 	if look("npm", "not a name!").Check("1") != nil {
 		t.Fatal("an invalid name has no reports")
 	}
+	// A revision of the version list changes the fingerprint (cached
+	// renderings are keyed by it), though the report and its verification
+	// time stay the same.
+	before := look("npm", "evil").Fingerprint()
+	m["package:npm:evil"] = []core.Threat{report("a", "1.0.1, 1.0.2, 1.0.3", false)}
+	if look("npm", "evil").Fingerprint() == before {
+		t.Fatal("a revised version list kept the fingerprint")
+	}
 	b := look("npm", "evil").Check("1.0.1")
 	if msg := b.Message(); msg != "Blocked by threatd: npm evil@1.0.1 is malicious (threat_id_a)" {
 		t.Fatalf("message %q", msg)
