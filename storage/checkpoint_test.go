@@ -58,3 +58,26 @@ func TestSQLiteBackgroundCheckpoints(t *testing.T) {
 		t.Fatalf("after reopening: %+v %v, want %d reports", st, err, written)
 	}
 }
+
+// A daemon's store on a new file runs its first quick_check while the
+// migration creates the tables: both connections used to switch the new file
+// to WAL together, and one failed at once with SQLITE_BUSY ("migrate: init:
+// database is locked").
+func TestNewSQLiteFileOpensUnderConcurrentConnections(t *testing.T) {
+	ctx := context.Background()
+	for i := range 40 {
+		path := filepath.Join(t.TempDir(), "new.db")
+		s, err := Open(SQLite, path, Options{IntegrityEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Migrate(ctx); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		var mode string
+		if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			t.Fatalf("run %d: journal mode %q %v", i, mode, err)
+		}
+		s.Close()
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -109,7 +110,39 @@ func openSQLite(path string) (*bun.DB, error) {
 	// (5 % of the storage plugin's CPU under submissions).
 	sqldb.SetMaxOpenConns(4)
 	sqldb.SetMaxIdleConns(4)
+	if err := firstConnection(sqldb); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	return bun.NewDB(sqldb, sqlitedialect.New()), nil
+}
+
+// firstConnection opens one connection before any other can be, so that a
+// new database is switched to WAL once. SQLite switches the journal mode
+// under an exclusive lock taken without its busy handler: two connections
+// opening a new file together (a migration and the store's first
+// quick_check) failed with SQLITE_BUSY at once, busy_timeout or not.
+// Another process switching the same new file is waited for, as long as
+// busy_timeout.
+func firstConnection(db *sql.DB) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := db.Ping()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// isBusy reports a SQLite SQLITE_BUSY or SQLITE_LOCKED result.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
 }
 
 // openPostgres connects to PostgreSQL at dsn (postgres://user:pass@host:port/db?sslmode=…).
