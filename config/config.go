@@ -47,6 +47,7 @@ type Config struct {
 	Web            Web             `koanf:"web"`
 	Metrics        Metrics         `koanf:"metrics"`
 	Firewall       Firewall        `koanf:"firewall"`
+	Scan           Scan            `koanf:"scan"`
 }
 
 // Import bounds what one upstream record may become (threatd import and
@@ -201,6 +202,12 @@ type Firewall struct {
 	PerTokenPerMinute int `koanf:"per_token_per_minute"`
 }
 
+// Scan configures the CI gate, POST /scan (docs/ci.md).
+type Scan struct {
+	// MaxBytes bounds the lockfile or SBOM one request may send.
+	MaxBytes ByteSize `koanf:"max_bytes"`
+}
+
 // FirewallUpstream is one registry's upstream.
 type FirewallUpstream struct {
 	Upstream string `koanf:"upstream"`
@@ -286,6 +293,7 @@ func Defaults() map[string]any {
 		"firewall.cache":                   "1GiB",
 		"firewall.per_ip_per_minute":       20000,
 		"firewall.per_token_per_minute":    20000,
+		"scan.max_bytes":                   "8MiB",
 	}
 }
 
@@ -296,7 +304,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
@@ -498,6 +506,9 @@ func (c *Config) Validate() error {
 				add(bad(fmt.Sprintf("firewall.private.%s[%d]", reg, i), "must not be empty"))
 			}
 		}
+	}
+	if c.Scan.MaxBytes < 1024 || c.Scan.MaxBytes > 1<<30 {
+		add(bad("scan.max_bytes", "must be between 1KiB and 1GiB (got %d)", c.Scan.MaxBytes))
 	}
 	if c.Firewall.Cache < 0 {
 		add(bad("firewall.cache", "must not be negative"))

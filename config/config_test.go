@@ -73,6 +73,20 @@ func TestFirewallKeys(t *testing.T) {
 	}
 }
 
+func TestScanKeys(t *testing.T) {
+	c, err := Load("", []string{}, nil, nil)
+	if err != nil || c.Scan.MaxBytes != 8<<20 {
+		t.Fatalf("scan.max_bytes default: %d %v", c.Scan.MaxBytes, err)
+	}
+	c, err = Load("", []string{"THREATD_SCAN__MAX_BYTES=16MiB"}, nil, nil)
+	if err != nil || c.Scan.MaxBytes != 16<<20 {
+		t.Fatalf("scan.max_bytes 16MiB: %d %v", c.Scan.MaxBytes, err)
+	}
+	if _, err := Load("", []string{"THREATD_SCAN__MAX_BYTES=10"}, nil, nil); err == nil || !strings.Contains(err.Error(), "scan.max_bytes") {
+		t.Fatalf("scan.max_bytes 10: %v", err)
+	}
+}
+
 func TestOrderDefaultsFileEnvFlags(t *testing.T) {
 	path := writeYAML(t, `
 server:

@@ -44,6 +44,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()
+	var exit *exitError
+	if errors.As(err, &exit) {
+		if exit.err != nil {
+			fmt.Fprintln(os.Stderr, "threatd:", exit.err)
+		}
+		os.Exit(exit.code)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "threatd:", err)
 		os.Exit(1)
@@ -65,7 +72,7 @@ func newRoot() *cobra.Command {
 	pf.String("storage-plugin", "", "storage plugin name (config storage.plugin)")
 	pf.String("storage-dsn", "", "storage address (config storage.dsn)")
 	pf.String("log-level", "", "log level: debug, info, warn, error (config log.level)")
-	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd(), versionCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd(), scanCmd(), versionCmd())
 	// A wrong flag names the command's usage and where its flags are
 	// (every subcommand inherits this).
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

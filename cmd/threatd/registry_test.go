@@ -77,12 +77,19 @@ func (u *upstreamRegistry) hitsOf(p string) int {
 // each, made as npm pack makes them) and dist-tags.latest = latest.
 func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, versions ...string) {
 	t.Helper()
+	u.npmPackageDeps(t, name, latest, nil, versions...)
+}
+
+// npmPackageDeps is npmPackage whose every version depends on deps (name →
+// range), in its tarball's package.json and in the package document.
+func (u *upstreamRegistry) npmPackageDeps(t *testing.T, name, latest string, deps map[string]string, versions ...string) {
+	t.Helper()
 	docVersions := map[string]any{}
 	times := map[string]string{"created": "2026-01-01T00:00:00.000Z", "modified": "2026-11-01T00:00:00.000Z"}
 	esc := strings.Replace(name, "/", "%2f", 1)
 	unscoped := path.Base(name)
 	for i, v := range versions {
-		tgz := npmTarball(t, name, v)
+		tgz := npmTarball(t, name, v, deps)
 		file := unscoped + "-" + v + ".tgz"
 		u.put("/"+name+"/-/"+file, "application/octet-stream", 31536000, tgz)
 		sha1sum := sha1.Sum(tgz)
@@ -90,6 +97,9 @@ func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, version
 		docVersions[v] = map[string]any{"name": name, "version": v,
 			"dist": map[string]any{"tarball": u.srv.URL + "/" + name + "/-/" + file, "shasum": hex.EncodeToString(sha1sum[:]),
 				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:])}}
+		if len(deps) > 0 {
+			docVersions[v].(map[string]any)["dependencies"] = deps
+		}
 		times[v] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000Z")
 		vdoc, _ := json.Marshal(docVersions[v])
 		u.put("/"+esc+"/"+v, "application/json", 300, vdoc)
@@ -103,12 +113,16 @@ func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, version
 }
 
 // npmTarball is a package tarball: package/package.json and package/index.js.
-func npmTarball(t *testing.T, name, version string) []byte {
+func npmTarball(t *testing.T, name, version string, deps ...map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
-	pj, _ := json.Marshal(map[string]any{"name": name, "version": version, "main": "index.js"})
+	manifest := map[string]any{"name": name, "version": version, "main": "index.js"}
+	if len(deps) > 0 && len(deps[0]) > 0 {
+		manifest["dependencies"] = deps[0]
+	}
+	pj, _ := json.Marshal(manifest)
 	for _, f := range []struct{ name, body string }{
 		{"package/package.json", string(pj)},
 		{"package/index.js", fmt.Sprintf("module.exports = %q;\n", name+"@"+version)},

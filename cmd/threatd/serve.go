@@ -172,6 +172,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		PerTokenPerMinute: map[core.Tier]int{core.TierFree: cfg.Limits.PerTokenPerMinute.Free, core.TierPaid: cfg.Limits.PerTokenPerMinute.Paid},
 		Limits:            limits(cfg),
 		BatchMax:          cfg.Limits.BatchMax,
+		ScanMaxBytes:      int64(cfg.Scan.MaxBytes),
 		Feed:              core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
 		LatestCount:       cfg.Limits.LatestCount,
 		Limiter:           shared,

@@ -113,3 +113,7 @@ func newRecord(typ reflect.Type, t core.Threat, viewer core.Principal) reflect.V
 	}, t.Details, recordTail{CreatedAt: t.CreatedAt, VerifiedAt: t.VerifiedAt, VerifiedBy: nullable(t.VerifiedBy), Revision: t.Revision})
 	return out
 }
+
+// Record renders a report as check-malicious shows it to someone who is
+// neither its submitter nor a reviewer (threatd scan without a server).
+func Record(t core.Threat) any { return toRecord(t, core.Principal{}) }

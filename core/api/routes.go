@@ -61,6 +61,8 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/osv/v1/query", tier: core.TierFree, body: true, index: true, handler: s.osvQuery},
 		{method: http.MethodPost, path: "/osv/v1/querybatch", tier: core.TierFree, body: true, index: true, handler: s.osvQueryBatch},
 		{method: http.MethodGet, path: "/osv/v1/vulns/:id", tier: core.TierFree, index: true, handler: s.osvVuln},
+		// The CI gate (docs/ci.md): the body is bounded by scan.max_bytes, not max_body_bytes.
+		{method: http.MethodPost, path: "/scan", tier: core.TierFree, index: true, handler: s.scanFile},
 	}
 }
 

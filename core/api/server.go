@@ -27,8 +27,10 @@ type Options struct {
 	PerTokenPerMinute map[core.Tier]int
 	Limits            core.Limits
 	BatchMax          int
-	Feed              core.FeedLimits
-	LatestCount       int
+	// ScanMaxBytes bounds the file POST /scan reads (scan.max_bytes).
+	ScanMaxBytes int64
+	Feed         core.FeedLimits
+	LatestCount  int
 	// Limiter counts per-IP and per-token requests; nil = in memory, per
 	// daemon (limits.store: memory).
 	Limiter ratelimit.Taker
@@ -53,6 +55,9 @@ type Options struct {
 	// configuration, the same per-IP limit.
 	Mount func(e *echo.Echo)
 }
+
+// DefaultScanMaxBytes is scan.max_bytes's default, 8 MiB.
+const DefaultScanMaxBytes = 8 << 20
 
 // Server holds what the handlers need.
 type Server struct {
@@ -93,6 +98,9 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),
 		started:      time.Now(),
+	}
+	if s.opts.ScanMaxBytes <= 0 {
+		s.opts.ScanMaxBytes = DefaultScanMaxBytes
 	}
 	s.latest = opts.Latest
 	if s.latest == nil {

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/scan"
+)
+
+// SARIFMediaType is the media type of a SARIF log (Accept: of POST /scan).
+const SARIFMediaType = "application/sarif+json"
+
+// scanFile is POST /scan (docs/ci.md): the body is a lockfile or an SBOM,
+// named by ?format=, a Content-Type, ?file= or its content; the answer
+// lists its malicious packages (JSON, or SARIF when the request accepts
+// application/sarif+json). Each 100 packages count as one request toward
+// the per-token limit, as in a batch check.
+func (s *Server) scanFile(c *echo.Context) error {
+	qs, err := queryValues(c)
+	if err != nil {
+		return err
+	}
+	if err := onlyParams(qs, []string{"format", "file"}); err != nil {
+		return err
+	}
+	name := qs.Get("file")
+	if len(name) > 1024 || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return core.Invalid("file", "must be a file name of at most 1024 characters, without control characters")
+	}
+	body, err := s.scanBody(c)
+	if err != nil {
+		return err
+	}
+	hint := qs.Get("format")
+	if hint == "" {
+		hint = formatOfContentType(c.Request().Header.Get("Content-Type"))
+	}
+	format, err := scan.Detect(name, body, hint)
+	if err != nil {
+		return core.Invalid("format", "%s", err.Error())
+	}
+	if name == "" {
+		name = defaultFileName(format)
+	}
+	file, err := scan.Parse(name, body, format)
+	if err != nil {
+		return core.Invalid("file", "%s", err.Error())
+	}
+	ctx := c.Request().Context()
+	res, err := scan.Check(ctx, s.index, []scan.File{file})
+	if err != nil {
+		return err
+	}
+	if extra := (res.Packages+99)/100 - 1; extra > 0 {
+		if err := s.chargeToken(c, extra, " (a scan counts one request per 100 packages)"); err != nil {
+			return err
+		}
+	}
+	viewer := principal(c)
+	site := c.Scheme() + "://" + c.Request().Host
+	answer := res.Answer(func(t core.Threat) any { return toRecord(t, viewer) }, site)
+	if acceptsSARIF(c.Request().Header.Get("Accept")) {
+		// The SARIF log renders the report as clients read it.
+		raw, err := answer.Plain()
+		if err != nil {
+			return err
+		}
+		log, err := raw.SARIF(s.opts.Version, site)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := log.Write(&buf); err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, SARIFMediaType, buf.Bytes())
+	}
+	return c.JSON(http.StatusOK, answer)
+}
+
+// scanBody reads the request body, at most scan.max_bytes (413 past it).
+func (s *Server) scanBody(c *echo.Context) ([]byte, error) {
+	max := s.opts.ScanMaxBytes
+	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge,
+		Message: fmt.Sprintf("The file is larger than %s, the most one scan reads (scan.max_bytes)", humanBytes(max))}
+	if c.Request().ContentLength > max {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, max+1))
+	if err != nil {
+		return nil, &Error{Status: http.StatusBadRequest, Message: "The request body could not be read: " + err.Error()}
+	}
+	if int64(len(body)) > max {
+		return nil, tooLarge
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, &Error{Status: http.StatusBadRequest, Message: "The request body is empty: send the lockfile or SBOM itself as the body"}
+	}
+	return body, nil
+}
+
+// formatOfContentType names the format a Content-Type names, or "" for a
+// generic type (JSON, text, YAML, bytes), left to detection.
+func formatOfContentType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ""
+	}
+	if _, err := scan.ParseFormat(mt); err == nil {
+		return mt
+	}
+	return ""
+}
+
+// acceptsSARIF says whether an Accept header asks for SARIF before JSON.
+func acceptsSARIF(accept string) bool {
+	for part := range strings.SplitSeq(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || params["q"] == "0" {
+			continue
+		}
+		if mt == SARIFMediaType {
+			return true
+		}
+		if mt == "application/json" {
+			return false
+		}
+	}
+	return false
+}
+
+// defaultFileName names an unnamed upload in the answer.
+func defaultFileName(f scan.Format) string {
+	switch f {
+	case scan.CycloneDX:
+		return "bom.cdx.json"
+	case scan.SPDX:
+		return "sbom.spdx.json"
+	}
+	return string(f)
+}
+
+// humanBytes writes a size in the largest binary unit that divides it.
+func humanBytes(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.unit)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
