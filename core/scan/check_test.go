@@ -97,8 +97,8 @@ func TestCheckFindsPlantedPackages(t *testing.T) {
 		// Go's v1.0.1 matches the report's 1.0.1 (OSV writes Go versions without "v").
 		"go.mod": {"github.com/evil/pkg@v1.0.1:7"}, "go.sum": {"github.com/evil/pkg@v1.0.1:1"},
 		"Cargo.lock": {"evil-crate@0.1.2:5"}, "Gemfile.lock": {"evil-gem@1.0.1:10"},
-		"composer.lock":    {"acme/evil@v1.0.1:7"},
-		"bom-1.5.cdx.json": {"evil-pkg@1.0.1:22", "evil-pkg@1.0.1:30", "evil/image:latest@:36"},
+		"composer.lock":      {"acme/evil@v1.0.1:7"},
+		"bom-1.5.cdx.json":   {"evil-pkg@1.0.1:22", "evil-pkg@1.0.1:30", "evil/image:latest@:36"},
 		"sbom-2.3.spdx.json": {"evil-pkg@1.0.1:12"},
 	}
 	for name, w := range want {
@@ -183,7 +183,9 @@ func TestSARIF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := res.Answer(func(t core.Threat) any { return map[string]any{"description": t.Details.ThreatDescription, "severity_level": "high"} }, "https://threatd.test:8443").Plain()
+		a, err := res.Answer(func(t core.Threat) any {
+			return map[string]any{"description": t.Details.ThreatDescription, "severity_level": "high"}
+		}, "https://threatd.test:8443").Plain()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,15 +7,15 @@ import (
 )
 
 var (
-	goSumLine       = regexp.MustCompile(`(?m)^\S+ v\S+ h1:[A-Za-z0-9+/=]+\s*$`)
-	goModModule     = regexp.MustCompile(`(?m)^module\s+\S+`)
-	requirementLine = regexp.MustCompile(`(?m)^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*===?\s*[A-Za-z0-9]`)
-	tomlPackageHeader     = regexp.MustCompile(`(?m)^\[\[package\]\]\s*$`)
-	pnpmVersion     = regexp.MustCompile(`(?m)^lockfileVersion:\s*['"]?[0-9]`)
-	gemSpecs        = regexp.MustCompile(`(?m)^GEM\s*$[\s\S]*^  specs:\s*$`)
-	yarnV1          = regexp.MustCompile(`(?m)^# yarn lockfile v1\s*$`)
-	yarnBerry       = regexp.MustCompile(`(?m)^__metadata:\s*$`)
-	cargoSource     = regexp.MustCompile(`(?m)^(source = "registry\+|checksum = "|\[\[package\]\]\s*\nname = "[^"]+"\s*\nversion = "[^"]+"\s*\n(source|checksum|dependencies) =)`)
+	goSumLine         = regexp.MustCompile(`(?m)^\S+ v\S+ h1:[A-Za-z0-9+/=]+\s*$`)
+	goModModule       = regexp.MustCompile(`(?m)^module\s+\S+`)
+	requirementLine   = regexp.MustCompile(`(?m)^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*===?\s*[A-Za-z0-9]`)
+	tomlPackageHeader = regexp.MustCompile(`(?m)^\[\[package\]\]\s*$`)
+	pnpmVersion       = regexp.MustCompile(`(?m)^lockfileVersion:\s*['"]?[0-9]`)
+	gemSpecs          = regexp.MustCompile(`(?m)^GEM\s*$[\s\S]*^  specs:\s*$`)
+	yarnV1            = regexp.MustCompile(`(?m)^# yarn lockfile v1\s*$`)
+	yarnBerry         = regexp.MustCompile(`(?m)^__metadata:\s*$`)
+	cargoSource       = regexp.MustCompile(`(?m)^(source = "registry\+|checksum = "|\[\[package\]\]\s*\nname = "[^"]+"\s*\nversion = "[^"]+"\s*\n(source|checksum|dependencies) =)`)
 )
 
 // byContent recognises a file from what it holds.
