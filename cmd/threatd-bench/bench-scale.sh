@@ -113,6 +113,23 @@ request = function()
     string.format('{"package":{"name":"%s","ecosystem":"npm"},"version":"1.0.0"}', name))
 end
 EOF
+cat > "$WORK/scan.lua" <<'EOF'
+-- POST /scan with a 5,000-package package-lock.json (1 % of them reported).
+local TOKEN = os.getenv("BENCH_TOKEN")
+local f = assert(io.open(os.getenv("BENCH_FILE"), "rb")); local body = f:read("*a"); f:close()
+request = function() return wrk.format("POST", "/functions/v1/scan?file=package-lock.json", {["Authorization"] = "Bearer " .. TOKEN, ["Content-Type"] = "application/json"}, body) end
+EOF
+python3 - "$WORK/scan-5000.json" "$N" <<'EOF'
+import json, random, sys
+random.seed(1)
+n = int(sys.argv[2])
+pk = {"": {"name": "bench-app", "version": "1.0.0"}}
+for k in range(5000):
+    name = "bench-npm-%07d" % (random.randrange(0, n, 2)) if k % 100 == 0 else "clean-lib-%d" % k
+    pk["node_modules/" + name] = {"version": "1.0.%d" % (k % 50), "resolved": "https://registry.npmjs.org/%s/-/%s-1.0.0.tgz" % (name, name),
+        "integrity": "sha512-" + "A" * 86 + "=="}
+json.dump({"name": "bench-app", "version": "1.0.0", "lockfileVersion": 3, "requires": True, "packages": pk}, open(sys.argv[1], "w"), indent=2)
+EOF
 # The firewall: a 200-version npm document and a 16 MiB tarball, both in
 # its upstream cache, against the same bytes from the trivial handler.
 cat > "$WORK/get.lua" <<'EOF'
@@ -249,6 +266,7 @@ EOF
   wrk_run "$backend-taxii" 8 "$S" "$WORK/taxii.lua"
   wrk_run "$backend-osvquery" 32 "$S" "$WORK/osvquery.lua"
   wrk_run "$backend-submit" 16 "$S" "$WORK/submit.lua"
+  BENCH_FILE=$WORK/scan-5000.json wrk_run "$backend-scan" 1 "$S" "$WORK/scan.lua"
   BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial" 32 "$T" "$WORK/get.lua"
   BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc" 32 "$S" "$WORK/get.lua"
   BENCH_PATH=/files/file.tgz wrk_run "$backend-fwfile-trivial" 4 "$T" "$WORK/get.lua"
@@ -280,7 +298,8 @@ EOF
     echo "|---|---|---|---|---|---|---|"
     for row in "trivial echo handler (mean of 2 runs):trivial1:32" "check, 10 % hits, first 10 s after start-up (cold):cold:32" "check, 10 % hits:check10:32" "check, 50 % hits (harsh):check50:32" \
                "query-latest:latest:8" "query-latest?ecosystem=pypi:latest-pypi:8" "POST check, 1,000 queries:batch:1" "TAXII objects, first page of 100:taxii-first:8" \
-               "TAXII objects, 100 from a random added_after:taxii:8" "OSV query, 50 % hits:osvquery:32" "submit (new reports):submit:16"; do
+               "TAXII objects, 100 from a random added_after:taxii:8" "OSV query, 50 % hits:osvquery:32" "submit (new reports):submit:16" \
+               "POST /scan, a 5,000-package package-lock.json:scan:1"; do
       IFS=: read -r label key conns <<<"$row"
       read -r rps p50 p99 bad < <(res "$backend-$key")
       [ "$key" = trivial1 ] && rps=$triv

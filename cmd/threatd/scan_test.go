@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
 // scanTools is the folder of the scan tests' npm tools (make scan-tools):
@@ -308,6 +311,90 @@ func TestScan(t *testing.T) {
 			res["partialFingerprints"] == nil || !strings.Contains(rule["fullDescription"].(map[string]any)["text"].(string), "Steals credentials") {
 			t.Fatalf("SARIF result %v\nrule %v", res, rule)
 		}
+	})
+
+	// The repository's GitHub Action runs its scan step as a runner would
+	// (bash -eo pipefail, the step's environment, GITHUB_OUTPUT), with the
+	// threatd go install would have put in $GOPATH/bin.
+	t.Run("GitHub Action", func(t *testing.T) {
+		var action struct {
+			Runs struct {
+				Steps []struct {
+					ID  string            `yaml:"id"`
+					Run string            `yaml:"run"`
+					Env map[string]string `yaml:"env"`
+				} `yaml:"steps"`
+			} `yaml:"runs"`
+		}
+		raw, err := os.ReadFile(filepath.Join("..", "..", "action.yml"))
+		if err != nil || yaml.Unmarshal(raw, &action) != nil {
+			t.Fatalf("action.yml: %v", err)
+		}
+		inputs := map[string]string{"server": d.base + base, "token": tok, "files": "package-lock.json requirements-clean.txt", "version": "main"}
+		gopath := t.TempDir()
+		os.MkdirAll(filepath.Join(gopath, "bin"), 0o755)
+		if err := os.Symlink(testbin.Path("threatd"), filepath.Join(gopath, "bin", "threatd")); err != nil {
+			t.Fatal(err)
+		}
+		runner := t.TempDir()
+		outputs := filepath.Join(runner, "output")
+		ran := false
+		for _, step := range action.Runs.Steps {
+			if step.ID != "scan" {
+				continue
+			}
+			ran = true
+			env := []string{"GOPATH=" + gopath, "RUNNER_TEMP=" + runner, "GITHUB_OUTPUT=" + outputs, "SSL_CERT_FILE=" + in.certFile()}
+			for k, v := range step.Env {
+				v = regexp.MustCompile(`\$\{\{ inputs\.([a-z-]+) \}\}`).ReplaceAllStringFunc(v, func(m string) string {
+					return inputs[regexp.MustCompile(`inputs\.([a-z-]+)`).FindStringSubmatch(m)[1]]
+				})
+				env = append(env, k+"="+v)
+			}
+			out, ok := client(t, proj, env, "bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step.Run)
+			if !ok || !strings.Contains(out, "is malicious (threat "+evil) {
+				t.Fatalf("the scan step failed (it must leave failing to the last step):\n%s", out)
+			}
+		}
+		got := readFile(t, outputs)
+		sarif := filepath.Join(runner, "threatd.sarif")
+		if !ran || !strings.Contains(got, "status=1\n") || !strings.Contains(got, "sarif="+sarif+"\n") {
+			t.Fatalf("outputs %q", got)
+		}
+		log := validSARIF(t, schema, []byte(readFile(t, sarif)))
+		if r := log["runs"].([]any)[0].(map[string]any)["results"].([]any); len(r) != 1 {
+			t.Fatalf("the action's SARIF: %v", r)
+		}
+	})
+
+	// The GitLab CI example's script, as a runner runs it (without the go
+	// install line: threatd is on the PATH).
+	t.Run("GitLab CI example", func(t *testing.T) {
+		var jobs map[string]struct {
+			Script []string `yaml:"script"`
+		}
+		raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "gitlab-ci.yml"))
+		if err != nil || yaml.Unmarshal(raw, &jobs) != nil {
+			t.Fatalf("gitlab-ci.yml: %v", err)
+		}
+		var script []string
+		for _, l := range jobs["threatd-scan"].Script {
+			if !strings.HasPrefix(l, "go install") {
+				script = append(script, l)
+			}
+		}
+		os.WriteFile(filepath.Join(proj, "go.sum"), []byte("golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=\n"), 0o644)
+		env := []string{"PATH=" + filepath.Dir(testbin.Path("threatd")) + ":" + os.Getenv("PATH"), "SSL_CERT_FILE=" + in.certFile(),
+			"THREATD_URL=" + d.base + base, "THREATD_TOKEN=" + tok}
+		out, ok := client(t, proj, env, "bash", "-e", "-c", strings.Join(script, "\n"))
+		if ok || len(script) < 3 || !strings.Contains(out, "is malicious") {
+			t.Fatalf("the job must fail on the malicious package:\n%s", out)
+		}
+		var a scanAnswer
+		if json.Unmarshal([]byte(readFile(t, filepath.Join(proj, "threatd-scan.json"))), &a) != nil || a.Count != 1 || len(a.Files) != 2 {
+			t.Fatalf("threatd-scan.json: %+v", a)
+		}
+		validSARIF(t, schema, []byte(readFile(t, filepath.Join(proj, "threatd-scan.sarif"))))
 	})
 
 	t.Run("POST /scan", func(t *testing.T) {
