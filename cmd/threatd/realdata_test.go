@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"archive/zip"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,5 +104,182 @@ func TestRealReportsThroughTheDaemon(t *testing.T) {
 	t.Logf("through the daemon: %s", &counts)
 	if counts.False() != 0 || counts.Listed < 13_000 || counts.Missed != 0 {
 		t.Fatalf("%d false and %d missed indicators: %s", counts.False(), counts.Missed, &counts)
+	}
+}
+
+// osvPackage is what a scan test needs of a real OSV record.
+type osvPackage struct {
+	name     string
+	versions []string // listed versions; empty: every version
+	// openAbove: a range from a version other than 0 with no fix beside
+	// the list (check-malicious matches the listed versions).
+	openAbove bool
+}
+
+// realPackages reads the affected packages of eco's archive of real
+// reports: those with a version list, and those affecting every version
+// (a range introduced at 0 and never fixed). Withdrawn records and ranges
+// with a fix are left out (counted in the second result).
+func realPackages(t *testing.T, eco string) ([]osvPackage, int) {
+	t.Helper()
+	zr, err := zip.OpenReader(filepath.Join(coretest.Reference(t, "osv-malicious-full"), eco, "all.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var out []osvPackage
+	left := 0
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Withdrawn string `json:"withdrawn"`
+			Affected  []struct {
+				Package  struct{ Name string } `json:"package"`
+				Versions []string              `json:"versions"`
+				Ranges   []struct {
+					Events []map[string]string `json:"events"`
+				} `json:"ranges"`
+			} `json:"affected"`
+		}
+		err = json.NewDecoder(rc).Decode(&rec)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		for _, a := range rec.Affected {
+			fixed, fromZero := false, false
+			for _, r := range a.Ranges {
+				for _, e := range r.Events {
+					if e["fixed"] != "" || e["last_affected"] != "" {
+						fixed = true
+					}
+					if e["introduced"] == "0" {
+						fromZero = true
+					}
+				}
+			}
+			if rec.Withdrawn != "" || fixed && len(a.Versions) == 0 {
+				left++
+				continue
+			}
+			openAbove := false
+			if len(a.Versions) > 0 && len(a.Ranges) > 0 && !fixed {
+				if fromZero {
+					a.Versions = nil // a version list beside a range open from 0: every version
+				} else {
+					openAbove = true
+				}
+			}
+			out = append(out, osvPackage{a.Package.Name, a.Versions, openAbove})
+		}
+	}
+	return out, left
+}
+
+// The real npm and PyPI reports, imported, and lockfiles naming every one
+// of their packages: threatd scan finds each package at a reported version
+// (every one), and none at a version its reports do not list (none wrong).
+func TestScanRealReports(t *testing.T) {
+	npmPkgs, npmLeft := realPackages(t, "npm")
+	pyPkgs, pyLeft := realPackages(t, "PyPI")
+	in := newInstance(t, quiet)
+	in.mustCLI("import", "osv", filepath.Join(coretest.Reference(t, "osv-malicious-full"), "npm", "all.zip"),
+		filepath.Join(coretest.Reference(t, "osv-malicious-full"), "PyPI", "all.zip"))
+	dir := t.TempDir()
+	// Expected findings: "name@version" for each reported version, and a
+	// version no report lists for names reported at some versions only.
+	want, clean := map[string]bool{}, map[string]bool{}
+	allVersions := map[string]bool{}
+	for _, p := range npmPkgs {
+		if len(p.versions) == 0 && !p.openAbove {
+			allVersions["npm "+p.name] = true
+		}
+	}
+	for _, p := range pyPkgs {
+		if len(p.versions) == 0 {
+			allVersions["pypi "+core.NormalizePyPIName(p.name)] = true
+		}
+	}
+	lock := map[string]any{"": map[string]any{"name": "real", "version": "1.0.0"}}
+	var req strings.Builder
+	seen := map[string]bool{}
+	add := func(eco, name, version string, expect bool) {
+		key := eco + " " + name + "@" + version
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		if expect {
+			want[key] = true
+		} else {
+			clean[key] = true
+		}
+		if eco == "npm" {
+			path := "node_modules/" + name
+			if _, taken := lock[path]; taken {
+				path = fmt.Sprintf("node_modules/v%d/node_modules/%s", len(lock), name)
+			}
+			lock[path] = map[string]any{"version": version}
+		} else {
+			fmt.Fprintf(&req, "%s==%s\n", name, version)
+		}
+	}
+	for _, p := range npmPkgs {
+		if len(p.versions) == 0 {
+			add("npm", p.name, "1.0.0", true)
+			continue
+		}
+		for _, v := range p.versions {
+			add("npm", p.name, v, true)
+		}
+		if !allVersions["npm "+p.name] && !p.openAbove {
+			add("npm", p.name, "999.0.0-threatd-clean", false)
+		}
+	}
+	for _, p := range pyPkgs {
+		if len(p.versions) == 0 {
+			add("pypi", p.name, "1.0.0", true)
+			continue
+		}
+		for _, v := range p.versions {
+			add("pypi", p.name, v, true)
+		}
+		if !allVersions["pypi "+core.NormalizePyPIName(p.name)] && !p.openAbove {
+			add("pypi", p.name, "999.0.0+threatd.clean", false)
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"name": "real", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": lock})
+	os.WriteFile(filepath.Join(dir, "package-lock.json"), raw, 0o644)
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte(req.String()), 0o644)
+	r := in.cliIn(dir, "scan", "--format", "json", "package-lock.json", "requirements.txt")
+	var a scanAnswer
+	if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || r.code != 1 {
+		t.Fatalf("exit %d %v\n%.2000s", r.code, err, r.stderr)
+	}
+	found := map[string]bool{}
+	for _, m := range a.Malicious {
+		found[m.Ecosystem+" "+m.Name+"@"+m.Version] = true
+	}
+	var missed, wrong []string
+	for k := range want {
+		if !found[k] {
+			missed = append(missed, k)
+		}
+	}
+	for k := range found {
+		if clean[k] || !want[k] {
+			wrong = append(wrong, k)
+		}
+	}
+	t.Logf("real reports: %d npm and %d PyPI packages (%d and %d records left out: withdrawn or fixed ranges); "+
+		"%d package versions checked, %d reported versions found, %d missed, %d clean versions, %d wrongly found, %d entries skipped",
+		len(npmPkgs), len(pyPkgs), npmLeft, pyLeft, a.Packages, len(want)-len(missed), len(missed), len(clean), len(wrong), len(a.Skipped))
+	if len(missed) > 0 || len(wrong) > 0 || len(a.Skipped) > 0 {
+		slices.Sort(missed)
+		slices.Sort(wrong)
+		t.Fatalf("missed %d: %q\nwrong %d: %.20q\nskipped: %.5v", len(missed), missed, len(wrong), wrong, a.Skipped)
 	}
 }
