@@ -54,15 +54,16 @@ func (s *Server) scanFile(c *echo.Context) error {
 	if err != nil {
 		return core.Invalid("file", "%s", err.Error())
 	}
+	// Charged before the work: each further 100 packages one more request.
+	if extra := (file.Distinct()+99)/100 - 1; extra > 0 {
+		if err := s.chargeToken(c, extra, " (a scan counts one request per 100 packages)"); err != nil {
+			return err
+		}
+	}
 	ctx := c.Request().Context()
 	res, err := scan.Check(ctx, s.index, []scan.File{file})
 	if err != nil {
 		return err
-	}
-	if extra := (res.Packages+99)/100 - 1; extra > 0 {
-		if err := s.chargeToken(c, extra, " (a scan counts one request per 100 packages)"); err != nil {
-			return err
-		}
 	}
 	viewer := principal(c)
 	site := c.Scheme() + "://" + c.Request().Host

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/owenrumney/go-sarif/v2/sarif"
 
@@ -107,14 +108,15 @@ func (m Malicious) where() string {
 func (a Answer) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, m := range a.Malicious {
-		fmt.Fprintf(&b, "%s: %s is malicious (threat %s): %s\n", m.where(), m.what(), strings.Join(m.ThreatIDs, ", "), m.URL)
+		fmt.Fprintf(&b, "%s: %s is malicious (threat %s): %s\n", printable(m.where()), printable(m.what()),
+			printable(strings.Join(m.ThreatIDs, ", ")), printable(m.URL))
 	}
 	for _, s := range a.Skipped {
 		where := s.File
 		if s.Line > 0 {
 			where = fmt.Sprintf("%s:%d", s.File, s.Line)
 		}
-		fmt.Fprintf(&b, "%s: not checked: %s: %s\n", where, s.Name, s.Reason)
+		fmt.Fprintf(&b, "%s: not checked: %s: %s\n", printable(where), printable(s.Name), printable(s.Reason))
 	}
 	files := "files"
 	if len(a.Files) == 1 {
@@ -245,3 +247,23 @@ func (a Answer) Plain() (Answer, error) {
 	err = json.Unmarshal(raw, &out)
 	return out, err
 }
+
+// printable writes control and invisible format characters (escape
+// sequences, bidirectional overrides) as <U+XXXX>: names come from the
+// scanned file, and a terminal must show them as they are.
+func printable(s string) string {
+	if strings.IndexFunc(s, hidden) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "<U+%04X>", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }

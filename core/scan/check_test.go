@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,4 +263,43 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A lockfile nested as deep as JSON allows is read whole, with its lines,
+// and the line index stays linear in the file (one node per package).
+func TestDeepNesting(t *testing.T) {
+	const depth = 4000
+	var b strings.Builder
+	b.WriteString(`{"lockfileVersion": 1, "dependencies": {`)
+	for i := range depth {
+		fmt.Fprintf(&b, "\n\"p%d\": {\"version\": \"1.0.%d\", \"dependencies\": {", i, i)
+	}
+	b.WriteString("}")
+	for range depth {
+		b.WriteString("}}")
+	}
+	b.WriteString("}")
+	data := []byte(b.String())
+	f, err := Parse("package-lock.json", data, NPMLock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Packages) != depth || f.Packages[depth-1].Line != depth+1 || f.Packages[0].Line != 2 {
+		t.Fatalf("%d packages, last at line %d", len(f.Packages), f.Packages[len(f.Packages)-1].Line)
+	}
+	if n := len(objectLines(data).nodes); n != 2*depth+1 {
+		t.Fatalf("%d nodes recorded for %d packages", n, depth)
+	}
+}
+
+// Text output never passes a file's control characters to the terminal.
+func TestTextIsPrintable(t *testing.T) {
+	a := Answer{Skipped: []FileSkipped{{File: "yarn.lock", Skipped: Skipped{Name: "x\x1b]0;pwned\x07\u202e", Line: 3, Reason: "r"}}}}
+	var b bytes.Buffer
+	if err := a.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); strings.ContainsAny(got, "\x1b\x07\u202e") || !strings.Contains(got, "x<U+001B>]0;pwned<U+0007><U+202E>") {
+		t.Fatalf("%q", got)
+	}
 }

@@ -59,9 +59,10 @@ func parseNPMLock(data []byte, f *File) error {
 	}
 	lines := objectLines(data)
 	if lock.Packages != nil {
+		packages, _ := lines.find(root, "packages")
 		for _, key := range slices.Sorted(maps.Keys(lock.Packages)) {
 			e := lock.Packages[key]
-			line := lines[jsonPath("packages", key)]
+			line := lines.line(packages.ord, key)
 			if key == "" {
 				continue // the project itself
 			}
@@ -86,15 +87,17 @@ func parseNPMLock(data []byte, f *File) error {
 		}
 		return nil
 	}
-	var walk func(deps map[string]npmLockDep, path string)
-	walk = func(deps map[string]npmLockDep, path string) {
+	// walk reads deps, the dependencies member of the container parent.
+	var walk func(deps map[string]npmLockDep, parent int32)
+	walk = func(deps map[string]npmLockDep, parent int32) {
+		list, _ := lines.find(parent, "dependencies")
 		for _, name := range slices.Sorted(maps.Keys(deps)) {
 			d := deps[name]
-			p := jsonPath(path, name)
-			if path == "" {
-				p = jsonPath("dependencies", name)
+			node, ok := lines.find(list.ord, name)
+			if !ok {
+				node.ord = -1 // no lines below (never for a document objectLines read)
 			}
-			line := lines[p]
+			line := int(node.line)
 			version := d.Version
 			if real, ok := strings.CutPrefix(version, "npm:"); ok {
 				if at := strings.LastIndex(real, "@"); at > 0 {
@@ -107,11 +110,11 @@ func parseNPMLock(data []byte, f *File) error {
 				f.add(core.RegistryNPM, name, version, line)
 			}
 			if len(d.Dependencies) > 0 {
-				walk(d.Dependencies, jsonPath(p, "dependencies"))
+				walk(d.Dependencies, node.ord)
 			}
 		}
 	}
-	walk(lock.Dependencies, "")
+	walk(lock.Dependencies, root)
 	return nil
 }
 

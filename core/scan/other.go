@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -158,7 +159,8 @@ func parseComposerLock(data []byte, f *File) error {
 	lines := objectLines(data)
 	for key, list := range map[string][]pkg{"packages": *lock.Packages, "packages-dev": lock.PackagesDev} {
 		for i, p := range list {
-			line := lines[jsonPath(key, fmt.Sprint(i))]
+			list, _ := lines.find(root, key)
+			line := lines.line(list.ord, strconv.Itoa(i))
 			if p.Dist.Type == "path" {
 				f.skip(p.Name, line, "installed from a local path")
 				continue

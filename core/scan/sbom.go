@@ -33,18 +33,23 @@ func parseCycloneDX(data []byte, f *File) error {
 		return fmt.Errorf("specVersion %s is older than 1.2 (JSON SBOMs start at 1.2)", bom.SpecVersion)
 	}
 	lines := objectLines(data)
-	var walk func(list *[]cdx.Component, path string)
-	walk = func(list *[]cdx.Component, path string) {
+	// walk reads list, the components member of the container parent.
+	var walk func(list *[]cdx.Component, parent int32)
+	walk = func(list *[]cdx.Component, parent int32) {
 		if list == nil {
 			return
 		}
+		arr, _ := lines.find(parent, "components")
 		for i, c := range *list {
-			p := jsonPath(path, strconv.Itoa(i))
-			addPurl(f, c.PackageURL, componentName(c), c.Version, lines[p])
-			walk(c.Components, jsonPath(p, "components"))
+			node, ok := lines.find(arr.ord, strconv.Itoa(i))
+			if !ok {
+				node.ord = -1 // no lines below (never for a document objectLines read)
+			}
+			addPurl(f, c.PackageURL, componentName(c), c.Version, int(node.line))
+			walk(c.Components, node.ord)
 		}
 	}
-	walk(bom.Components, "components")
+	walk(bom.Components, root)
 	return nil
 }
 
@@ -70,6 +75,7 @@ func parseSPDX(data []byte, f *File) error {
 		return errors.New("it is not an SPDX 2 document (spdxVersion)")
 	}
 	lines := objectLines(data)
+	packages, _ := lines.find(root, "packages")
 	for i, p := range doc.Packages {
 		if p == nil {
 			continue
@@ -81,7 +87,7 @@ func parseSPDX(data []byte, f *File) error {
 				break
 			}
 		}
-		addPurl(f, purl, p.PackageName, p.PackageVersion, lines[jsonPath("packages", strconv.Itoa(i))])
+		addPurl(f, purl, p.PackageName, p.PackageVersion, lines.line(packages.ord, strconv.Itoa(i)))
 	}
 	return nil
 }

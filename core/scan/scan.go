@@ -209,3 +209,14 @@ func (nl lineIndex) line(offset int) int {
 	i, _ := slices.BinarySearch(nl, offset)
 	return i + 1
 }
+
+// Distinct is the number of distinct packages f lists (registry, name and
+// version as written): what a scan of f costs, known before it runs.
+func (f File) Distinct() int {
+	seen := make(map[Package]bool, len(f.Packages))
+	for _, p := range f.Packages {
+		p.Line = 0
+		seen[p] = true
+	}
+	return len(seen)
+}
