@@ -134,10 +134,45 @@ func TestOSVExportWithOSVScanner(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	found := osvScannerFindings(t, scanner, root, filepath.Join(proj, "package-lock.json"), filepath.Join(proj, "requirements.txt"))
+	want := map[string][]string{
+		npmName + "@1.0.0":             {npmID},
+		"threatd-community-evil@1.2.3": {"THREATD-" + communityID},
+		pypiName + "@1.0.0":            {pypiID},
+	}
+	if len(found) != len(want) {
+		t.Errorf("osv-scanner found %v, want %v", found, want)
+	}
+	for k, ids := range want {
+		if !slices.Equal(found[k], ids) {
+			t.Errorf("osv-scanner: %s has %v, want %v", k, found[k], ids)
+		}
+	}
+
+	// The round trip: importing the export changes nothing.
+	for _, eco := range []string{"npm", "PyPI"} {
+		out := in.mustCLI("import", "osv", filepath.Join(root, "osv-scanner", eco, "all.zip"))
+		for _, k := range []string{"imported", "updated", "withdrawn", "attached", "skipped"} {
+			if m := regexp.MustCompile(`(?m)^` + k + ` +(\d+)$`).FindStringSubmatch(out); m == nil || m[1] != "0" {
+				t.Errorf("re-importing the %s export: %s is not 0:\n%s", eco, k, out)
+			}
+		}
+	}
+}
+
+// osvScannerFindings runs osv-scanner offline on lockfiles against the OSV
+// database under root (threatd export osv root/osv-scanner), which must
+// find something (exit 1), and returns its findings: package@version → the
+// vulnerability ids, in its order.
+func osvScannerFindings(t *testing.T, scanner, root string, lockfiles ...string) map[string][]string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, scanner, "scan", "--offline-vulnerabilities", "--format", "json",
-		"-L", filepath.Join(proj, "package-lock.json"), "-L", filepath.Join(proj, "requirements.txt"))
+	args := []string{"scan", "--offline-vulnerabilities", "--format", "json"}
+	for _, l := range lockfiles {
+		args = append(args, "-L", l)
+	}
+	cmd := exec.CommandContext(ctx, scanner, args...)
 	cmd.Env = append(os.Environ(), "OSV_SCANNER_LOCAL_DB_CACHE_DIRECTORY="+root)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -169,27 +204,5 @@ func TestOSVExportWithOSVScanner(t *testing.T) {
 			}
 		}
 	}
-	want := map[string][]string{
-		npmName + "@1.0.0":             {npmID},
-		"threatd-community-evil@1.2.3": {"THREATD-" + communityID},
-		pypiName + "@1.0.0":            {pypiID},
-	}
-	if len(found) != len(want) {
-		t.Errorf("osv-scanner found %v, want %v\n%s", found, want, stderr.String())
-	}
-	for k, ids := range want {
-		if !slices.Equal(found[k], ids) {
-			t.Errorf("osv-scanner: %s has %v, want %v", k, found[k], ids)
-		}
-	}
-
-	// The round trip: importing the export changes nothing.
-	for _, eco := range []string{"npm", "PyPI"} {
-		out := in.mustCLI("import", "osv", filepath.Join(root, "osv-scanner", eco, "all.zip"))
-		for _, k := range []string{"imported", "updated", "withdrawn", "attached", "skipped"} {
-			if m := regexp.MustCompile(`(?m)^` + k + ` +(\d+)$`).FindStringSubmatch(out); m == nil || m[1] != "0" {
-				t.Errorf("re-importing the %s export: %s is not 0:\n%s", eco, k, out)
-			}
-		}
-	}
+	return found
 }

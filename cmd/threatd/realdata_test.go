@@ -192,15 +192,20 @@ func TestScanRealReports(t *testing.T) {
 	// Expected findings: "name@version" for each reported version, and a
 	// version no report lists for names reported at some versions only.
 	want, clean := map[string]bool{}, map[string]bool{}
-	allVersions := map[string]bool{}
-	for _, p := range npmPkgs {
-		if len(p.versions) == 0 && !p.openAbove {
-			allVersions["npm "+p.name] = true
-		}
+	ecosystems := []struct {
+		eco, clean string
+		pkgs       []osvPackage
+		fold       func(string) string
+	}{
+		{"npm", "999.0.0-threatd-clean", npmPkgs, strings.ToLower},
+		{"pypi", "999.0.0+threatd.clean", pyPkgs, core.NormalizePyPIName},
 	}
-	for _, p := range pyPkgs {
-		if len(p.versions) == 0 {
-			allVersions["pypi "+core.NormalizePyPIName(p.name)] = true
+	allVersions := map[string]bool{}
+	for _, e := range ecosystems {
+		for _, p := range e.pkgs {
+			if len(p.versions) == 0 {
+				allVersions[e.eco+" "+e.fold(p.name)] = true
+			}
 		}
 	}
 	lock := map[string]any{"": map[string]any{"name": "real", "version": "1.0.0"}}
@@ -227,28 +232,18 @@ func TestScanRealReports(t *testing.T) {
 			fmt.Fprintf(&req, "%s==%s\n", name, version)
 		}
 	}
-	for _, p := range npmPkgs {
-		if len(p.versions) == 0 {
-			add("npm", p.name, "1.0.0", true)
-			continue
-		}
-		for _, v := range p.versions {
-			add("npm", p.name, v, true)
-		}
-		if !allVersions["npm "+p.name] && !p.openAbove {
-			add("npm", p.name, "999.0.0-threatd-clean", false)
-		}
-	}
-	for _, p := range pyPkgs {
-		if len(p.versions) == 0 {
-			add("pypi", p.name, "1.0.0", true)
-			continue
-		}
-		for _, v := range p.versions {
-			add("pypi", p.name, v, true)
-		}
-		if !allVersions["pypi "+core.NormalizePyPIName(p.name)] && !p.openAbove {
-			add("pypi", p.name, "999.0.0+threatd.clean", false)
+	for _, e := range ecosystems {
+		for _, p := range e.pkgs {
+			if len(p.versions) == 0 {
+				add(e.eco, p.name, "1.0.0", true)
+				continue
+			}
+			for _, v := range p.versions {
+				add(e.eco, p.name, v, true)
+			}
+			if !allVersions[e.eco+" "+e.fold(p.name)] && !p.openAbove {
+				add(e.eco, p.name, e.clean, false)
+			}
 		}
 	}
 	raw, _ := json.Marshal(map[string]any{"name": "real", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": lock})

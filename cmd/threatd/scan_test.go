@@ -2,19 +2,16 @@ package main_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
@@ -452,34 +449,10 @@ func TestScan(t *testing.T) {
 		py := filepath.Join(proj, "py", "requirements.txt")
 		os.MkdirAll(filepath.Dir(py), 0o755)
 		os.WriteFile(py, []byte("requests==2.31.0\nscan-evil-py==1.0.1\n"), 0o644)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, scanner, "scan", "--offline-vulnerabilities", "--format", "json",
-			"-L", filepath.Join(proj, "package-lock.json"), "-L", py)
-		cmd.Env = append(os.Environ(), "OSV_SCANNER_LOCAL_DB_CACHE_DIRECTORY="+root)
-		stdout, _ := cmd.Output()
-		var res struct {
-			Results []struct {
-				Packages []struct {
-					Package struct {
-						Name    string `json:"name"`
-						Version string `json:"version"`
-					} `json:"package"`
-					Vulnerabilities []struct {
-						ID string `json:"id"`
-					} `json:"vulnerabilities"`
-				} `json:"packages"`
-			} `json:"results"`
-		}
-		if err := json.Unmarshal(stdout, &res); err != nil {
-			t.Fatalf("osv-scanner: %v\n%s", err, stdout)
-		}
 		var theirs []string
-		for _, s := range res.Results {
-			for _, p := range s.Packages {
-				for _, v := range p.Vulnerabilities {
-					theirs = append(theirs, p.Package.Name+"@"+p.Package.Version+" "+strings.TrimPrefix(v.ID, "THREATD-"))
-				}
+		for pkg, ids := range osvScannerFindings(t, scanner, root, filepath.Join(proj, "package-lock.json"), py) {
+			for _, id := range ids {
+				theirs = append(theirs, pkg+" "+strings.TrimPrefix(id, "THREATD-"))
 			}
 		}
 		r := in.cliIn(proj, "scan", "--format", "json", "package-lock.json", "py/requirements.txt")
