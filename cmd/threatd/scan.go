@@ -220,8 +220,8 @@ func scanLocal(cmd *cobra.Command, cfg config.Config, inputs []scanInput) (scan.
 		if err != nil {
 			return err
 		}
-		answer, err = res.Answer(api.Record, localSite(cfg)).Plain()
-		return err
+		answer = res.Answer(api.Record, localSite(cfg))
+		return nil
 	})
 	return answer, localSite(cfg), err
 }

@@ -69,12 +69,7 @@ func (s *Server) scanFile(c *echo.Context) error {
 	site := c.Scheme() + "://" + c.Request().Host
 	answer := res.Answer(func(t core.Threat) any { return toRecord(t, viewer) }, site)
 	if acceptsSARIF(c.Request().Header.Get("Accept")) {
-		// The SARIF log renders the report as clients read it.
-		raw, err := answer.Plain()
-		if err != nil {
-			return err
-		}
-		log, err := raw.SARIF(s.opts.Version, site)
+		log, err := answer.SARIF(s.opts.Version, site)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package scan
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -41,6 +40,10 @@ type Malicious struct {
 	URL string `json:"url"`
 	// Details is that report, as check-malicious shows it.
 	Details any `json:"details"`
+
+	// description and severity are the report's, for SARIF's rules (an
+	// answer read back from JSON has them in Details only).
+	description, severity string
 }
 
 // Answer renders r: record renders a report as check-malicious shows it,
@@ -55,7 +58,8 @@ func (r Result) Answer(record func(core.Threat) any, site string) Answer {
 	}
 	for _, f := range r.Findings {
 		m := Malicious{Purl: f.PackageURL(), Name: f.Name, Version: f.Version, Ecosystem: f.Registry, File: f.File,
-			URL: strings.TrimSuffix(site, "/") + "/threats/" + f.Threats[0].ID, Details: record(f.Threats[0])}
+			URL: strings.TrimSuffix(site, "/") + "/threats/" + f.Threats[0].ID, Details: record(f.Threats[0]),
+			description: f.Threats[0].Details.ThreatDescription, severity: string(f.Threats[0].Details.SeverityLevel)}
 		if f.Line > 0 {
 			line := f.Line
 			m.Line = &line
@@ -72,8 +76,15 @@ func (r Result) Answer(record func(core.Threat) any, site string) Answer {
 	return out
 }
 
-// detail reads a text field of an entry's report.
+// detail reads a text field of an entry's report: from the report the
+// answer was made of, or from Details read back from JSON.
 func (m Malicious) detail(field string) string {
+	switch {
+	case field == "description" && m.description != "":
+		return m.description
+	case field == "severity_level" && m.severity != "":
+		return m.severity
+	}
 	if d, ok := m.Details.(map[string]any); ok {
 		if s, ok := d[field].(string); ok {
 			return s
@@ -234,18 +245,6 @@ func markdownText(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// Plain returns a as a client reads it back from JSON (each report a
-// map): the form WriteText and SARIF read a report's fields from.
-func (a Answer) Plain() (Answer, error) {
-	raw, err := json.Marshal(a)
-	if err != nil {
-		return Answer{}, err
-	}
-	var out Answer
-	err = json.Unmarshal(raw, &out)
-	return out, err
 }
 
 // printable writes control and invisible format characters (escape

@@ -43,7 +43,7 @@ func report(t *testing.T, id, registry, name, versions string, all bool) (string
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return key, core.Threat{ID: id, CanonicalKey: key, ReportType: typ, Registry: registry, ResourceIdentifier: name, AllVersions: all,
-		VerifiedAt: &at, Details: core.Details{VersionInfo: versions, ThreatDescription: "Steals tokens from " + name}}
+		VerifiedAt: &at, Details: core.Details{VersionInfo: versions, ThreatDescription: "Steals tokens from " + name, SeverityLevel: core.SeverityHigh}}
 }
 
 func testMatcher(t *testing.T) keyMatcher {
@@ -175,6 +175,7 @@ func TestUnreadableFiles(t *testing.T) {
 // line, and fingerprints that do not move with the line.
 func TestSARIF(t *testing.T) {
 	m := testMatcher(t)
+	readBack := false
 	run := func(lockfile string) map[string]any {
 		f, err := Parse("app/go.sum", []byte(lockfile), GoSum)
 		if err != nil {
@@ -184,11 +185,16 @@ func TestSARIF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := res.Answer(func(t core.Threat) any {
-			return map[string]any{"description": t.Details.ThreatDescription, "severity_level": "high"}
-		}, "https://threatd.test:8443").Plain()
-		if err != nil {
-			t.Fatal(err)
+		a := res.Answer(func(t core.Threat) any {
+			return map[string]any{"id": t.ID, "description": t.Details.ThreatDescription, "severity_level": string(t.Details.SeverityLevel)}
+		}, "https://threatd.test:8443")
+		if readBack {
+			// As threatd scan --server has it: the answer read from JSON.
+			raw, _ := json.Marshal(a)
+			a = Answer{}
+			if err := json.Unmarshal(raw, &a); err != nil {
+				t.Fatal(err)
+			}
 		}
 		log, err := a.SARIF("v1.2.3", "https://threatd.test:8443")
 		if err != nil {
@@ -231,6 +237,10 @@ func TestSARIF(t *testing.T) {
 	fa := get(a, "runs", 0, "results", 0, "partialFingerprints", FingerprintKey)
 	if fa == nil || fa != get(b, "runs", 0, "results", 0, "partialFingerprints", FingerprintKey) {
 		t.Fatalf("fingerprints moved with the line: %v %v", fa, get(b, "runs", 0, "results", 0, "partialFingerprints"))
+	}
+	readBack = true
+	if c := run("github.com/evil/pkg v1.0.1 h1:A=\n"); fmt.Sprint(get(c, "runs", 0, "tool")) != fmt.Sprint(get(a, "runs", 0, "tool")) {
+		t.Fatalf("the rules of an answer read back from JSON differ:\n%v\n%v", get(c, "runs", 0, "tool"), get(a, "runs", 0, "tool"))
 	}
 	clean := run("golang.org/x/text v0.14.0 h1:D=\n")
 	if r, ok := get(clean, "runs", 0, "results").([]any); !ok || len(r) != 0 {

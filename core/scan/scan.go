@@ -6,6 +6,7 @@
 package scan
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -161,16 +162,9 @@ func Parse(name string, data []byte, f Format) (File, error) {
 	}
 	out := File{Name: name, Format: f}
 	if err := parse(data, &out); err != nil {
-		return File{}, fmt.Errorf("%s is not a valid %s: %w", displayName(name, f), f, err)
+		return File{}, fmt.Errorf("%s is not a valid %s: %w", cmp.Or(name, "the file"), f, err)
 	}
 	return out, nil
-}
-
-func displayName(name string, f Format) string {
-	if name == "" {
-		return "the file"
-	}
-	return name
 }
 
 // parsers maps each format to its reader.
