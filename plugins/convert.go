@@ -297,12 +297,12 @@ func summaryFromPB(s *pb.Summary) core.Summary {
 
 func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {
 	return &pb.ThreatQuery{VerifiedFrom: ts(q.VerifiedFrom), VerifiedTo: ts(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
-		AfterVerifiedAt: ts(q.AfterVerifiedAt), AfterId: q.AfterID, Descending: q.Descending, Limit: int32(q.Limit), UpstreamId: q.UpstreamID}
+		AfterVerifiedAt: ts(q.AfterVerifiedAt), AfterId: q.AfterID, Descending: q.Descending, Limit: int32(q.Limit), UpstreamId: q.UpstreamID, Withdrawn: q.Withdrawn}
 }
 
 func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
 	return core.ThreatQuery{VerifiedFrom: fromTS(q.VerifiedFrom), VerifiedTo: fromTS(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
-		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit), UpstreamID: q.UpstreamId}
+		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit), UpstreamID: q.UpstreamId, Withdrawn: q.Withdrawn}
 }
 
 func feedQueryToPB(q core.FeedQuery) *pb.FeedQuery {
@@ -348,4 +348,48 @@ func sessionFromPB(s *pb.Session) core.Session {
 		return core.Session{}
 	}
 	return core.Session{Hash: s.Hash, UserID: s.UserId, CreatedAt: fromTS(s.CreatedAt), ExpiresAt: fromTS(s.ExpiresAt)}
+}
+
+func webhookToPB(w core.Webhook) *pb.Webhook {
+	return &pb.Webhook{Id: w.ID, Url: w.URL, Secret: w.Secret, Events: w.Events, Ecosystem: w.Ecosystem, CreatedAt: ts(w.CreatedAt),
+		CreatedBy: w.CreatedBy, FailingSince: ts(w.FailingSince), LastSuccess: ts(w.LastSuccess), DisabledAt: ts(w.DisabledAt),
+		DisabledReason: w.DisabledReason, Pending: w.Pending, Delivered: w.Delivered, Failed: w.Failed, Expired: w.Expired}
+}
+
+func webhookFromPB(w *pb.Webhook) core.Webhook {
+	if w == nil {
+		return core.Webhook{}
+	}
+	return core.Webhook{ID: w.Id, URL: w.Url, Secret: w.Secret, Events: w.Events, Ecosystem: w.Ecosystem, CreatedAt: fromTS(w.CreatedAt),
+		CreatedBy: w.CreatedBy, FailingSince: fromTS(w.FailingSince), LastSuccess: fromTS(w.LastSuccess), DisabledAt: fromTS(w.DisabledAt),
+		DisabledReason: w.DisabledReason, Pending: w.Pending, Delivered: w.Delivered, Failed: w.Failed, Expired: w.Expired}
+}
+
+func deliveryToPB(d core.Delivery) *pb.Delivery {
+	return &pb.Delivery{WebhookId: d.WebhookID, Seq: d.Seq, ThreatId: d.ThreatID, Kind: d.Kind, Version: int32(d.Version),
+		EventAt: ts(d.EventAt), State: d.State, Attempts: int32(d.Attempts), NextAt: ts(d.NextAt), Payload: d.Payload,
+		HasPayload: d.Payload != nil, FinishedAt: ts(d.FinishedAt), Webhook: webhookToPB(d.Webhook)}
+}
+
+func deliveryFromPB(d *pb.Delivery) core.Delivery {
+	out := core.Delivery{WebhookID: d.WebhookId, Seq: d.Seq, ThreatID: d.ThreatId, Kind: d.Kind, Version: int(d.Version),
+		EventAt: fromTS(d.EventAt), State: d.State, Attempts: int(d.Attempts), NextAt: fromTS(d.NextAt),
+		FinishedAt: fromTS(d.FinishedAt), Webhook: webhookFromPB(d.Webhook)}
+	if d.HasPayload {
+		out.Payload = append([]byte{}, d.Payload...)
+	}
+	return out
+}
+
+func attemptToPB(a core.DeliveryAttempt) *pb.DeliveryAttempt {
+	return &pb.DeliveryAttempt{WebhookId: a.WebhookID, Seq: a.Seq, ThreatId: a.ThreatID, Kind: a.Kind, At: ts(a.At),
+		Status: int32(a.Status), LatencyUs: a.Latency.Microseconds(), Error: a.Error, State: a.State}
+}
+
+func attemptFromPB(a *pb.DeliveryAttempt) core.DeliveryAttempt {
+	if a == nil {
+		return core.DeliveryAttempt{}
+	}
+	return core.DeliveryAttempt{WebhookID: a.WebhookId, Seq: a.Seq, ThreatID: a.ThreatId, Kind: a.Kind, At: fromTS(a.At),
+		Status: int(a.Status), Latency: time.Duration(a.LatencyUs) * time.Microsecond, Error: a.Error, State: a.State}
 }

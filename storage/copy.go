@@ -36,6 +36,9 @@ var copyTables = []copyTable{
 	// before and made its own.
 	{"secrets", "name", func() any { return &[]secretRow{} }, "CONFLICT (name) DO UPDATE"},
 	{"paid_usage", "day, token_id, endpoint", func() any { return &[]usageRow{} }, ""},
+	{"webhooks", "id", func() any { return &[]webhookRow{} }, ""},
+	{"webhook_deliveries", "webhook_id, seq", func() any { return &[]deliveryRow{} }, ""},
+	{"webhook_attempts", "id", func() any { return &[]attemptRow{} }, ""},
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -217,6 +217,9 @@ func resetFeedSequence(ctx context.Context, d Dialect, tx bun.Tx) error {
 			return err
 		}
 	}
+	if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('webhook_attempts', 'id'), coalesce((SELECT max(id) FROM webhook_attempts), 0) + 1, false)`); err != nil {
+		return err
+	}
 	return nil
 }
 

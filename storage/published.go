@@ -195,7 +195,13 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 		return nil, err
 	}
 	var rows []threatRow
-	sel := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.status = ?", string(core.StatusVerified))
+	sel := s.db.NewSelect().Model(&rows).Relation("Details")
+	if q.Withdrawn {
+		// A withdrawn report is rejected with the verified_at it had.
+		sel = sel.Where("threat_row.status IN (?, ?) AND threat_row.verified_at IS NOT NULL", string(core.StatusVerified), string(core.StatusRejected))
+	} else {
+		sel = sel.Where("threat_row.status = ?", string(core.StatusVerified))
+	}
 	if !q.VerifiedFrom.IsZero() {
 		sel = sel.Where("threat_row.verified_at >= ?", q.VerifiedFrom)
 	}

@@ -337,6 +337,9 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 	if _, err := tx.NewInsert().Model(&tx.feed).Returning("NULL").Exec(ctx); err != nil {
 		return err
 	}
+	if err := queueWebhookEvents(ctx, tx.Tx, at); err != nil {
+		return err
+	}
 	return s.writeObjectIDs(ctx, tx)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/threatd/threatd/core/api/upstream"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/push"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/web"
 	"github.com/threatd/threatd/plugins"
@@ -122,6 +123,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 
 	runSources(followCtx, cfg, e.store, log, metrics)
+	go webhookDispatcher(cfg, e.store, log, metrics).Run(followCtx)
 
 	// Exporter plugins: the configured ones start in the background (the API
 	// serves at once); a missing one makes only its endpoints answer 503.
@@ -342,4 +344,17 @@ func accessLog(l config.Log) api.AccessLog {
 	a := api.AccessLog{Sample: l.AccessSample, Off: strings.EqualFold(l.Access, "off")}
 	_ = a.Level.UnmarshalText([]byte(l.Access))
 	return a
+}
+
+// webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
+// every daemon runs it, the holder of the storage lease delivers.
+func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *push.Dispatcher {
+	w := cfg.Webhooks
+	return &push.Dispatcher{
+		Store: store, Render: api.Record,
+		Policy:  core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
+		Timeout: w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,
+		Poll: w.Poll, Concurrency: w.Concurrency, Holder: leaseHolder(), UserAgent: "threatd/" + version + " (webhooks)",
+		Log: log, Observer: metrics,
+	}
 }

@@ -19,8 +19,7 @@ import (
 // on one daemon at a time: a run needs the source's lease in the database,
 // held for one interval, so daemons sharing a database take turns.
 func runSources(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) {
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	holder := leaseHolder()
 	for _, src := range cfg.Sources {
 		go func() {
 			for {
@@ -33,6 +32,13 @@ func runSources(ctx context.Context, cfg config.Config, store core.Store, log *s
 			}
 		}()
 	}
+}
+
+// leaseHolder names this daemon in storage leases: host, process and a
+// random part (a restarted process is a new holder).
+func leaseHolder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 }
 
 func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, src config.Source, holder string, metrics *api.Metrics) {

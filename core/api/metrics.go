@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
 )
 
@@ -24,6 +25,12 @@ type Metrics struct {
 	imported *prometheus.CounterVec
 	runs     *prometheus.CounterVec
 	blocks   *prometheus.CounterVec
+
+	webhookAttempts *prometheus.CounterVec
+	webhookLatency  prometheus.Histogram
+	webhookExpired  prometheus.Counter
+	webhookPending  prometheus.Gauge
+	webhookOldest   prometheus.Gauge
 }
 
 // NewMetrics returns the daemon's metrics with the Go runtime and process
@@ -56,6 +63,27 @@ func NewMetrics(version string) *Metrics {
 			Name: "threatd_firewall_blocks_total",
 			Help: "Package versions the registry firewall refused, by registry (npm, pypi, go).",
 		}, []string{"registry"}),
+		webhookAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_webhook_deliveries_total",
+			Help: "Webhook delivery attempts, by outcome: delivered (2xx), retry (failed, tried again later), failed (still failing at the end of its retry window).",
+		}, []string{"outcome"}),
+		webhookLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "threatd_webhook_delivery_duration_seconds",
+			Help:    "Time of one webhook delivery attempt, from connecting to the answer.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		webhookExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "threatd_webhook_events_expired_total",
+			Help: "Undelivered events dropped from the bounded queues of disabled subscriptions (webhooks.max_pending).",
+		}),
+		webhookPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "threatd_webhook_queue_depth",
+			Help: "Webhook events waiting for delivery, all subscriptions together (set by the delivering daemon).",
+		}),
+		webhookOldest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "threatd_webhook_oldest_pending_seconds",
+			Help: "Age of the oldest undelivered webhook event; 0 when none waits.",
+		}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "threatd_build_info",
@@ -66,6 +94,7 @@ func NewMetrics(version string) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, build,
+		m.webhookAttempts, m.webhookLatency, m.webhookExpired, m.webhookPending, m.webhookOldest,
 	)
 	return m
 }
@@ -161,4 +190,23 @@ func (m *Metrics) observe(method, route string, status int, took time.Duration) 
 	code := strconv.Itoa(status)
 	m.requests.WithLabelValues(method, route, code).Inc()
 	m.latency.WithLabelValues(method, route, code).Observe(took.Seconds())
+}
+
+// Delivery counts a webhook delivery attempt (push.Observer).
+func (m *Metrics) Delivery(outcome string, took time.Duration) {
+	m.webhookAttempts.WithLabelValues(outcome).Inc()
+	m.webhookLatency.Observe(took.Seconds())
+}
+
+// Expired counts events expired from disabled subscriptions' queues.
+func (m *Metrics) Expired(n int64) { m.webhookExpired.Add(float64(n)) }
+
+// Queue sets the webhook queue gauges.
+func (m *Metrics) Queue(q core.WebhookQueue) {
+	m.webhookPending.Set(float64(q.Pending))
+	if q.Oldest.IsZero() {
+		m.webhookOldest.Set(0)
+		return
+	}
+	m.webhookOldest.Set(time.Since(q.Oldest).Seconds())
 }

@@ -67,6 +67,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Sessions", testSessions},
 		{"UserTokens", testUserTokens},
 		{"ListSubmissions", testListSubmissions},
+		{"Webhooks", testWebhooks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

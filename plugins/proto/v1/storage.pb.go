@@ -3682,7 +3682,9 @@ type ThreatQuery struct {
 	Limit           int32                  `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
 	// upstream_id: the reports imported from the OSV source under this
 	// record id (alone or as "<id>/<registry>/<name>").
-	UpstreamId    string `protobuf:"bytes,9,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
+	UpstreamId string `protobuf:"bytes,9,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
+	// withdrawn: also the reports withdrawn after they were verified.
+	Withdrawn     bool `protobuf:"varint,10,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3778,6 +3780,13 @@ func (x *ThreatQuery) GetUpstreamId() string {
 		return x.UpstreamId
 	}
 	return ""
+}
+
+func (x *ThreatQuery) GetWithdrawn() bool {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return false
 }
 
 type FeedQuery struct {
@@ -4879,6 +4888,962 @@ func (x *LeaseResponse) GetHeld() bool {
 	return false
 }
 
+type Webhook struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Url            string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Secret         string                 `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	Events         []string               `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	Ecosystem      string                 `protobuf:"bytes,5,opt,name=ecosystem,proto3" json:"ecosystem,omitempty"`
+	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedBy      string                 `protobuf:"bytes,7,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	FailingSince   *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=failing_since,json=failingSince,proto3" json:"failing_since,omitempty"`
+	LastSuccess    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_success,json=lastSuccess,proto3" json:"last_success,omitempty"`
+	DisabledAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=disabled_at,json=disabledAt,proto3" json:"disabled_at,omitempty"`
+	DisabledReason string                 `protobuf:"bytes,11,opt,name=disabled_reason,json=disabledReason,proto3" json:"disabled_reason,omitempty"`
+	Pending        int64                  `protobuf:"varint,12,opt,name=pending,proto3" json:"pending,omitempty"`
+	Delivered      int64                  `protobuf:"varint,13,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	Failed         int64                  `protobuf:"varint,14,opt,name=failed,proto3" json:"failed,omitempty"`
+	Expired        int64                  `protobuf:"varint,15,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Webhook) Reset() {
+	*x = Webhook{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Webhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Webhook) ProtoMessage() {}
+
+func (x *Webhook) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
+func (*Webhook) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *Webhook) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Webhook) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Webhook) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *Webhook) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Webhook) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *Webhook) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Webhook) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Webhook) GetFailingSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FailingSince
+	}
+	return nil
+}
+
+func (x *Webhook) GetLastSuccess() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSuccess
+	}
+	return nil
+}
+
+func (x *Webhook) GetDisabledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DisabledAt
+	}
+	return nil
+}
+
+func (x *Webhook) GetDisabledReason() string {
+	if x != nil {
+		return x.DisabledReason
+	}
+	return ""
+}
+
+func (x *Webhook) GetPending() int64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *Webhook) GetDelivered() int64 {
+	if x != nil {
+		return x.Delivered
+	}
+	return 0
+}
+
+func (x *Webhook) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *Webhook) GetExpired() int64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
+type CreateWebhookResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWebhookResponse) Reset() {
+	*x = CreateWebhookResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWebhookResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWebhookResponse) ProtoMessage() {}
+
+func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
+func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
+}
+
+type ListWebhooksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhooksRequest) Reset() {
+	*x = ListWebhooksRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhooksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhooksRequest) ProtoMessage() {}
+
+func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
+}
+
+type WebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookRequest) Reset() {
+	*x = WebhookRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookRequest) ProtoMessage() {}
+
+func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
+func (*WebhookRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *WebhookRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteWebhookResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWebhookResponse) Reset() {
+	*x = DeleteWebhookResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWebhookResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWebhookResponse) ProtoMessage() {}
+
+func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
+}
+
+type DueDeliveriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Now           *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DueDeliveriesRequest) Reset() {
+	*x = DueDeliveriesRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DueDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DueDeliveriesRequest) ProtoMessage() {}
+
+func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DueDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*DueDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *DueDeliveriesRequest) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *DueDeliveriesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type Delivery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WebhookId     string                 `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	Seq           int64                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	ThreatId      string                 `protobuf:"bytes,3,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Version       int32                  `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
+	EventAt       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=event_at,json=eventAt,proto3" json:"event_at,omitempty"`
+	State         string                 `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
+	Attempts      int32                  `protobuf:"varint,8,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	NextAt        *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=next_at,json=nextAt,proto3" json:"next_at,omitempty"`
+	Payload       []byte                 `protobuf:"bytes,10,opt,name=payload,proto3" json:"payload,omitempty"`
+	HasPayload    bool                   `protobuf:"varint,11,opt,name=has_payload,json=hasPayload,proto3" json:"has_payload,omitempty"`
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Webhook       *Webhook               `protobuf:"bytes,13,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Delivery) Reset() {
+	*x = Delivery{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Delivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Delivery) ProtoMessage() {}
+
+func (x *Delivery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
+func (*Delivery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *Delivery) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *Delivery) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Delivery) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *Delivery) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Delivery) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Delivery) GetEventAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EventAt
+	}
+	return nil
+}
+
+func (x *Delivery) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Delivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *Delivery) GetNextAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAt
+	}
+	return nil
+}
+
+func (x *Delivery) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *Delivery) GetHasPayload() bool {
+	if x != nil {
+		return x.HasPayload
+	}
+	return false
+}
+
+func (x *Delivery) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *Delivery) GetWebhook() *Webhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
+type DeliveryAttempt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WebhookId     string                 `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	Seq           int64                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	ThreatId      string                 `protobuf:"bytes,3,opt,name=threat_id,json=threatId,proto3" json:"threat_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=at,proto3" json:"at,omitempty"`
+	Status        int32                  `protobuf:"varint,6,opt,name=status,proto3" json:"status,omitempty"`
+	LatencyUs     int64                  `protobuf:"varint,7,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	Error         string                 `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	State         string                 `protobuf:"bytes,9,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveryAttempt) Reset() {
+	*x = DeliveryAttempt{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryAttempt) ProtoMessage() {}
+
+func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
+func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *DeliveryAttempt) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *DeliveryAttempt) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *DeliveryAttempt) GetThreatId() string {
+	if x != nil {
+		return x.ThreatId
+	}
+	return ""
+}
+
+func (x *DeliveryAttempt) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DeliveryAttempt) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *DeliveryAttempt) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *DeliveryAttempt) GetLatencyUs() int64 {
+	if x != nil {
+		return x.LatencyUs
+	}
+	return 0
+}
+
+func (x *DeliveryAttempt) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *DeliveryAttempt) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+type AttemptOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempt       *DeliveryAttempt       `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	NextAt        *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=next_at,json=nextAt,proto3" json:"next_at,omitempty"`
+	Payload       []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	HasPayload    bool                   `protobuf:"varint,4,opt,name=has_payload,json=hasPayload,proto3" json:"has_payload,omitempty"`
+	Disable       string                 `protobuf:"bytes,5,opt,name=disable,proto3" json:"disable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptOutcome) Reset() {
+	*x = AttemptOutcome{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptOutcome) ProtoMessage() {}
+
+func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
+func (*AttemptOutcome) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
+	if x != nil {
+		return x.Attempt
+	}
+	return nil
+}
+
+func (x *AttemptOutcome) GetNextAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAt
+	}
+	return nil
+}
+
+func (x *AttemptOutcome) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *AttemptOutcome) GetHasPayload() bool {
+	if x != nil {
+		return x.HasPayload
+	}
+	return false
+}
+
+func (x *AttemptOutcome) GetDisable() string {
+	if x != nil {
+		return x.Disable
+	}
+	return ""
+}
+
+type RecordAttemptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordAttemptResponse) Reset() {
+	*x = RecordAttemptResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordAttemptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordAttemptResponse) ProtoMessage() {}
+
+func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordAttemptResponse.ProtoReflect.Descriptor instead.
+func (*RecordAttemptResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
+}
+
+type WebhookAttemptsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WebhookId     string                 `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookAttemptsRequest) Reset() {
+	*x = WebhookAttemptsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookAttemptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookAttemptsRequest) ProtoMessage() {}
+
+func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookAttemptsRequest.ProtoReflect.Descriptor instead.
+func (*WebhookAttemptsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *WebhookAttemptsRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookAttemptsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type WebhookQueueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookQueueRequest) Reset() {
+	*x = WebhookQueueRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookQueueRequest) ProtoMessage() {}
+
+func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
+func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
+}
+
+type WebhookQueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pending       int64                  `protobuf:"varint,1,opt,name=pending,proto3" json:"pending,omitempty"`
+	Oldest        *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=oldest,proto3" json:"oldest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookQueueResponse) Reset() {
+	*x = WebhookQueueResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookQueueResponse) ProtoMessage() {}
+
+func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookQueueResponse.ProtoReflect.Descriptor instead.
+func (*WebhookQueueResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *WebhookQueueResponse) GetPending() int64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *WebhookQueueResponse) GetOldest() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Oldest
+	}
+	return nil
+}
+
+type TrimWebhooksRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	MaxPending     int32                  `protobuf:"varint,1,opt,name=max_pending,json=maxPending,proto3" json:"max_pending,omitempty"`
+	FinishedBefore *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=finished_before,json=finishedBefore,proto3" json:"finished_before,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TrimWebhooksRequest) Reset() {
+	*x = TrimWebhooksRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimWebhooksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimWebhooksRequest) ProtoMessage() {}
+
+func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimWebhooksRequest.ProtoReflect.Descriptor instead.
+func (*TrimWebhooksRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *TrimWebhooksRequest) GetMaxPending() int32 {
+	if x != nil {
+		return x.MaxPending
+	}
+	return 0
+}
+
+func (x *TrimWebhooksRequest) GetFinishedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedBefore
+	}
+	return nil
+}
+
+type TrimWebhooksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Expired       int64                  `protobuf:"varint,1,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimWebhooksResponse) Reset() {
+	*x = TrimWebhooksResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimWebhooksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimWebhooksResponse) ProtoMessage() {}
+
+func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimWebhooksResponse.ProtoReflect.Descriptor instead.
+func (*TrimWebhooksResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *TrimWebhooksResponse) GetExpired() int64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
 var File_plugins_proto_v1_storage_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v1_storage_proto_rawDesc = "" +
@@ -5173,7 +6138,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xff\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x9d\x03\n" +
 	"\vThreatQuery\x12?\n" +
 	"\rverified_from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fverifiedFrom\x12;\n" +
 	"\vverified_to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -5187,7 +6152,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"descending\x12\x14\n" +
 	"\x05limit\x18\b \x01(\x05R\x05limit\x12\x1f\n" +
 	"\vupstream_id\x18\t \x01(\tR\n" +
-	"upstreamId\"\xd6\x02\n" +
+	"upstreamId\x12\x1c\n" +
+	"\twithdrawn\x18\n" +
+	" \x01(\bR\twithdrawn\"\xd6\x02\n" +
 	"\tFeedQuery\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x1a\n" +
@@ -5262,7 +6229,87 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"#\n" +
 	"\rLeaseResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held2\xfd\x1d\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\"\xa3\x04\n" +
+	"\aWebhook\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06events\x18\x04 \x03(\tR\x06events\x12\x1c\n" +
+	"\tecosystem\x18\x05 \x01(\tR\tecosystem\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\a \x01(\tR\tcreatedBy\x12?\n" +
+	"\rfailing_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\ffailingSince\x12=\n" +
+	"\flast_success\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vlastSuccess\x12;\n" +
+	"\vdisabled_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"disabledAt\x12'\n" +
+	"\x0fdisabled_reason\x18\v \x01(\tR\x0edisabledReason\x12\x18\n" +
+	"\apending\x18\f \x01(\x03R\apending\x12\x1c\n" +
+	"\tdelivered\x18\r \x01(\x03R\tdelivered\x12\x16\n" +
+	"\x06failed\x18\x0e \x01(\x03R\x06failed\x12\x18\n" +
+	"\aexpired\x18\x0f \x01(\x03R\aexpired\"\x17\n" +
+	"\x15CreateWebhookResponse\"\x15\n" +
+	"\x13ListWebhooksRequest\" \n" +
+	"\x0eWebhookRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x17\n" +
+	"\x15DeleteWebhookResponse\"Z\n" +
+	"\x14DueDeliveriesRequest\x12,\n" +
+	"\x03now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xd2\x03\n" +
+	"\bDelivery\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x1b\n" +
+	"\tthreat_id\x18\x03 \x01(\tR\bthreatId\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\x05R\aversion\x125\n" +
+	"\bevent_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aeventAt\x12\x14\n" +
+	"\x05state\x18\a \x01(\tR\x05state\x12\x1a\n" +
+	"\battempts\x18\b \x01(\x05R\battempts\x123\n" +
+	"\anext_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x06nextAt\x12\x18\n" +
+	"\apayload\x18\n" +
+	" \x01(\fR\apayload\x12\x1f\n" +
+	"\vhas_payload\x18\v \x01(\bR\n" +
+	"hasPayload\x12;\n" +
+	"\vfinished_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x124\n" +
+	"\awebhook\x18\r \x01(\v2\x1a.threatd.plugin.v1.WebhookR\awebhook\"\x82\x02\n" +
+	"\x0fDeliveryAttempt\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x1b\n" +
+	"\tthreat_id\x18\x03 \x01(\tR\bthreatId\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12*\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\x05R\x06status\x12\x1d\n" +
+	"\n" +
+	"latency_us\x18\a \x01(\x03R\tlatencyUs\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12\x14\n" +
+	"\x05state\x18\t \x01(\tR\x05state\"\xd8\x01\n" +
+	"\x0eAttemptOutcome\x12<\n" +
+	"\aattempt\x18\x01 \x01(\v2\".threatd.plugin.v1.DeliveryAttemptR\aattempt\x123\n" +
+	"\anext_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06nextAt\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1f\n" +
+	"\vhas_payload\x18\x04 \x01(\bR\n" +
+	"hasPayload\x12\x18\n" +
+	"\adisable\x18\x05 \x01(\tR\adisable\"\x17\n" +
+	"\x15RecordAttemptResponse\"M\n" +
+	"\x16WebhookAttemptsRequest\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x15\n" +
+	"\x13WebhookQueueRequest\"d\n" +
+	"\x14WebhookQueueResponse\x12\x18\n" +
+	"\apending\x18\x01 \x01(\x03R\apending\x122\n" +
+	"\x06oldest\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06oldest\"{\n" +
+	"\x13TrimWebhooksRequest\x12\x1f\n" +
+	"\vmax_pending\x18\x01 \x01(\x05R\n" +
+	"maxPending\x12C\n" +
+	"\x0ffinished_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efinishedBefore\"0\n" +
+	"\x14TrimWebhooksResponse\x12\x18\n" +
+	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xb5$\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -5312,7 +6359,16 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\rImportThreats\x12'.threatd.plugin.v1.ImportThreatsRequest\x1a(.threatd.plugin.v1.ImportThreatsResponse\x12k\n" +
 	"\x10ImportedVersions\x12*.threatd.plugin.v1.ImportedVersionsRequest\x1a+.threatd.plugin.v1.ImportedVersionsResponse\x12J\n" +
 	"\x05Lease\x12\x1f.threatd.plugin.v1.LeaseRequest\x1a .threatd.plugin.v1.LeaseResponse\x12I\n" +
-	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
+	"\aChanges\x12!.threatd.plugin.v1.ChangesRequest\x1a\x19.threatd.plugin.v1.Change0\x01\x12U\n" +
+	"\rCreateWebhook\x12\x1a.threatd.plugin.v1.Webhook\x1a(.threatd.plugin.v1.CreateWebhookResponse\x12T\n" +
+	"\fListWebhooks\x12&.threatd.plugin.v1.ListWebhooksRequest\x1a\x1a.threatd.plugin.v1.Webhook0\x01\x12\\\n" +
+	"\rDeleteWebhook\x12!.threatd.plugin.v1.WebhookRequest\x1a(.threatd.plugin.v1.DeleteWebhookResponse\x12N\n" +
+	"\rEnableWebhook\x12!.threatd.plugin.v1.WebhookRequest\x1a\x1a.threatd.plugin.v1.Webhook\x12W\n" +
+	"\rDueDeliveries\x12'.threatd.plugin.v1.DueDeliveriesRequest\x1a\x1b.threatd.plugin.v1.Delivery0\x01\x12\\\n" +
+	"\rRecordAttempt\x12!.threatd.plugin.v1.AttemptOutcome\x1a(.threatd.plugin.v1.RecordAttemptResponse\x12b\n" +
+	"\x0fWebhookAttempts\x12).threatd.plugin.v1.WebhookAttemptsRequest\x1a\".threatd.plugin.v1.DeliveryAttempt0\x01\x12_\n" +
+	"\fWebhookQueue\x12&.threatd.plugin.v1.WebhookQueueRequest\x1a'.threatd.plugin.v1.WebhookQueueResponse\x12_\n" +
+	"\fTrimWebhooks\x12&.threatd.plugin.v1.TrimWebhooksRequest\x1a'.threatd.plugin.v1.TrimWebhooksResponseB6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugins_proto_v1_storage_proto_rawDescOnce sync.Once
@@ -5326,7 +6382,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -5410,169 +6466,216 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ImportedVersionsResponse)(nil),    // 79: threatd.plugin.v1.ImportedVersionsResponse
 	(*LeaseRequest)(nil),                // 80: threatd.plugin.v1.LeaseRequest
 	(*LeaseResponse)(nil),               // 81: threatd.plugin.v1.LeaseResponse
-	nil,                                 // 82: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 83: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 84: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 85: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 86: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 87: google.protobuf.Timestamp
+	(*Webhook)(nil),                     // 82: threatd.plugin.v1.Webhook
+	(*CreateWebhookResponse)(nil),       // 83: threatd.plugin.v1.CreateWebhookResponse
+	(*ListWebhooksRequest)(nil),         // 84: threatd.plugin.v1.ListWebhooksRequest
+	(*WebhookRequest)(nil),              // 85: threatd.plugin.v1.WebhookRequest
+	(*DeleteWebhookResponse)(nil),       // 86: threatd.plugin.v1.DeleteWebhookResponse
+	(*DueDeliveriesRequest)(nil),        // 87: threatd.plugin.v1.DueDeliveriesRequest
+	(*Delivery)(nil),                    // 88: threatd.plugin.v1.Delivery
+	(*DeliveryAttempt)(nil),             // 89: threatd.plugin.v1.DeliveryAttempt
+	(*AttemptOutcome)(nil),              // 90: threatd.plugin.v1.AttemptOutcome
+	(*RecordAttemptResponse)(nil),       // 91: threatd.plugin.v1.RecordAttemptResponse
+	(*WebhookAttemptsRequest)(nil),      // 92: threatd.plugin.v1.WebhookAttemptsRequest
+	(*WebhookQueueRequest)(nil),         // 93: threatd.plugin.v1.WebhookQueueRequest
+	(*WebhookQueueResponse)(nil),        // 94: threatd.plugin.v1.WebhookQueueResponse
+	(*TrimWebhooksRequest)(nil),         // 95: threatd.plugin.v1.TrimWebhooksRequest
+	(*TrimWebhooksResponse)(nil),        // 96: threatd.plugin.v1.TrimWebhooksResponse
+	nil,                                 // 97: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 98: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 99: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 100: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 101: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 102: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	82,  // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	87,  // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	102, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
 	8,   // 3: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
-	87,  // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	87,  // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	83,  // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	87,  // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	102, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	102, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	102, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	98,  // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	102, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	102, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	21,  // 10: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
 	8,   // 11: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
 	35,  // 12: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
 	15,  // 13: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	15,  // 14: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,   // 15: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	87,  // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	87,  // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	87,  // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	102, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	102, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	102, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	102, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	36,  // 20: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	87,  // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	87,  // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	87,  // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	87,  // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	102, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	102, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	102, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	102, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	35,  // 25: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	37,  // 26: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	35,  // 27: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	87,  // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
+	102, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
 	35,  // 29: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
-	87,  // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	87,  // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	87,  // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	102, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	102, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	102, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	50,  // 33: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	87,  // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	102, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	37,  // 35: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	87,  // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	102, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	102, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	35,  // 38: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	53,  // 39: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	87,  // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	84,  // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	85,  // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	87,  // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	87,  // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	87,  // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	87,  // 46: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	87,  // 47: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	87,  // 48: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	87,  // 49: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	102, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	99,  // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	100, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	102, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	102, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	102, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	102, // 46: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	102, // 47: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	102, // 48: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	102, // 49: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
 	63,  // 50: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
 	35,  // 51: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	87,  // 52: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	102, // 52: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
 	69,  // 53: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	86,  // 54: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	101, // 54: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
 	35,  // 55: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
 	74,  // 56: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
 	76,  // 57: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	87,  // 58: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	87,  // 59: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 60: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,   // 61: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,   // 62: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,   // 63: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,   // 64: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10,  // 65: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11,  // 66: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	12,  // 67: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
-	13,  // 68: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
-	29,  // 69: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	30,  // 70: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	31,  // 71: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	16,  // 72: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
-	17,  // 73: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
-	18,  // 74: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
-	20,  // 75: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
-	21,  // 76: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
-	23,  // 77: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
-	25,  // 78: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
-	27,  // 79: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
-	38,  // 80: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	40,  // 81: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	41,  // 82: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	43,  // 83: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	45,  // 84: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	46,  // 85: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	48,  // 86: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	49,  // 87: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	52,  // 88: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	55,  // 89: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	56,  // 90: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	57,  // 91: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	58,  // 92: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	59,  // 93: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	61,  // 94: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	62,  // 95: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	65,  // 96: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	66,  // 97: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	67,  // 98: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	70,  // 99: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	72,  // 100: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	75,  // 101: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	78,  // 102: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	80,  // 103: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	33,  // 104: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	1,   // 105: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 106: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 107: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 108: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 109: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 110: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 111: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	8,   // 112: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
-	14,  // 113: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
-	15,  // 114: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	15,  // 115: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	32,  // 116: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	15,  // 117: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	15,  // 118: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	19,  // 119: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 120: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	22,  // 121: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	24,  // 122: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	26,  // 123: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	28,  // 124: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	39,  // 125: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	35,  // 126: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	42,  // 127: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	44,  // 128: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
-	35,  // 129: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	47,  // 130: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	35,  // 131: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	51,  // 132: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	54,  // 133: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	54,  // 134: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	53,  // 135: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	57,  // 136: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	59,  // 137: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	60,  // 138: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	35,  // 139: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	64,  // 140: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	63,  // 141: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	53,  // 142: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	68,  // 143: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	71,  // 144: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	73,  // 145: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	77,  // 146: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	79,  // 147: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	81,  // 148: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	34,  // 149: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	105, // [105:150] is the sub-list for method output_type
-	60,  // [60:105] is the sub-list for method input_type
-	60,  // [60:60] is the sub-list for extension type_name
-	60,  // [60:60] is the sub-list for extension extendee
-	0,   // [0:60] is the sub-list for field type_name
+	102, // 58: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	102, // 59: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	102, // 60: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
+	102, // 61: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
+	102, // 62: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
+	102, // 63: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
+	102, // 64: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
+	102, // 65: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
+	102, // 66: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
+	82,  // 67: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
+	102, // 68: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
+	89,  // 69: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
+	102, // 70: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
+	102, // 71: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
+	102, // 72: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
+	102, // 73: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 74: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,   // 75: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,   // 76: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,   // 77: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,   // 78: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10,  // 79: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11,  // 80: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	12,  // 81: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
+	13,  // 82: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
+	29,  // 83: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	30,  // 84: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	31,  // 85: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	16,  // 86: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
+	17,  // 87: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
+	18,  // 88: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
+	20,  // 89: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
+	21,  // 90: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
+	23,  // 91: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
+	25,  // 92: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
+	27,  // 93: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
+	38,  // 94: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	40,  // 95: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	41,  // 96: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	43,  // 97: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	45,  // 98: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	46,  // 99: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	48,  // 100: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	49,  // 101: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	52,  // 102: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	55,  // 103: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	56,  // 104: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	57,  // 105: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	58,  // 106: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	59,  // 107: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	61,  // 108: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	62,  // 109: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	65,  // 110: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	66,  // 111: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	67,  // 112: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	70,  // 113: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	72,  // 114: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	75,  // 115: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	78,  // 116: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	80,  // 117: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	33,  // 118: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	82,  // 119: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
+	84,  // 120: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
+	85,  // 121: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	85,  // 122: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	87,  // 123: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
+	90,  // 124: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
+	92,  // 125: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
+	93,  // 126: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
+	95,  // 127: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
+	1,   // 128: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 129: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 130: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 131: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 132: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 133: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 134: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 135: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 136: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 137: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 138: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	32,  // 139: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 140: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 141: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 142: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 143: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 144: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	24,  // 145: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	26,  // 146: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	28,  // 147: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	39,  // 148: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	35,  // 149: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	42,  // 150: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	44,  // 151: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
+	35,  // 152: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	47,  // 153: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	35,  // 154: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	51,  // 155: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	54,  // 156: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	54,  // 157: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	53,  // 158: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	57,  // 159: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	59,  // 160: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	60,  // 161: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	35,  // 162: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	64,  // 163: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	63,  // 164: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	53,  // 165: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	68,  // 166: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	71,  // 167: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	73,  // 168: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	77,  // 169: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	79,  // 170: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	81,  // 171: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	34,  // 172: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	83,  // 173: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
+	82,  // 174: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
+	86,  // 175: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
+	82,  // 176: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
+	88,  // 177: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
+	91,  // 178: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
+	89,  // 179: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
+	94,  // 180: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
+	96,  // 181: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
+	128, // [128:182] is the sub-list for method output_type
+	74,  // [74:128] is the sub-list for method input_type
+	74,  // [74:74] is the sub-list for extension type_name
+	74,  // [74:74] is the sub-list for extension extendee
+	0,   // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -5590,7 +6693,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   87,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -72,6 +72,15 @@ const (
 	Storage_ImportedVersions_FullMethodName     = "/threatd.plugin.v1.Storage/ImportedVersions"
 	Storage_Lease_FullMethodName                = "/threatd.plugin.v1.Storage/Lease"
 	Storage_Changes_FullMethodName              = "/threatd.plugin.v1.Storage/Changes"
+	Storage_CreateWebhook_FullMethodName        = "/threatd.plugin.v1.Storage/CreateWebhook"
+	Storage_ListWebhooks_FullMethodName         = "/threatd.plugin.v1.Storage/ListWebhooks"
+	Storage_DeleteWebhook_FullMethodName        = "/threatd.plugin.v1.Storage/DeleteWebhook"
+	Storage_EnableWebhook_FullMethodName        = "/threatd.plugin.v1.Storage/EnableWebhook"
+	Storage_DueDeliveries_FullMethodName        = "/threatd.plugin.v1.Storage/DueDeliveries"
+	Storage_RecordAttempt_FullMethodName        = "/threatd.plugin.v1.Storage/RecordAttempt"
+	Storage_WebhookAttempts_FullMethodName      = "/threatd.plugin.v1.Storage/WebhookAttempts"
+	Storage_WebhookQueue_FullMethodName         = "/threatd.plugin.v1.Storage/WebhookQueue"
+	Storage_TrimWebhooks_FullMethodName         = "/threatd.plugin.v1.Storage/TrimWebhooks"
 )
 
 // StorageClient is the client API for Storage service.
@@ -162,6 +171,18 @@ type StorageClient interface {
 	Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
+	// Push subscriptions (docs/webhooks.md): the store queues each published
+	// change for the subscriptions that want it, in the transaction that
+	// publishes it.
+	CreateWebhook(ctx context.Context, in *Webhook, opts ...grpc.CallOption) (*CreateWebhookResponse, error)
+	ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error)
+	DeleteWebhook(ctx context.Context, in *WebhookRequest, opts ...grpc.CallOption) (*DeleteWebhookResponse, error)
+	EnableWebhook(ctx context.Context, in *WebhookRequest, opts ...grpc.CallOption) (*Webhook, error)
+	DueDeliveries(ctx context.Context, in *DueDeliveriesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error)
+	RecordAttempt(ctx context.Context, in *AttemptOutcome, opts ...grpc.CallOption) (*RecordAttemptResponse, error)
+	WebhookAttempts(ctx context.Context, in *WebhookAttemptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error)
+	WebhookQueue(ctx context.Context, in *WebhookQueueRequest, opts ...grpc.CallOption) (*WebhookQueueResponse, error)
+	TrimWebhooks(ctx context.Context, in *TrimWebhooksRequest, opts ...grpc.CallOption) (*TrimWebhooksResponse, error)
 }
 
 type storageClient struct {
@@ -724,6 +745,123 @@ func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ..
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ChangesClient = grpc.ServerStreamingClient[Change]
 
+func (c *storageClient) CreateWebhook(ctx context.Context, in *Webhook, opts ...grpc.CallOption) (*CreateWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateWebhookResponse)
+	err := c.cc.Invoke(ctx, Storage_CreateWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_ListWebhooks_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListWebhooksRequest, Webhook]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListWebhooksClient = grpc.ServerStreamingClient[Webhook]
+
+func (c *storageClient) DeleteWebhook(ctx context.Context, in *WebhookRequest, opts ...grpc.CallOption) (*DeleteWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWebhookResponse)
+	err := c.cc.Invoke(ctx, Storage_DeleteWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) EnableWebhook(ctx context.Context, in *WebhookRequest, opts ...grpc.CallOption) (*Webhook, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Webhook)
+	err := c.cc.Invoke(ctx, Storage_EnableWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) DueDeliveries(ctx context.Context, in *DueDeliveriesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_DueDeliveries_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DueDeliveriesRequest, Delivery]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_DueDeliveriesClient = grpc.ServerStreamingClient[Delivery]
+
+func (c *storageClient) RecordAttempt(ctx context.Context, in *AttemptOutcome, opts ...grpc.CallOption) (*RecordAttemptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordAttemptResponse)
+	err := c.cc.Invoke(ctx, Storage_RecordAttempt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) WebhookAttempts(ctx context.Context, in *WebhookAttemptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_WebhookAttempts_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WebhookAttemptsRequest, DeliveryAttempt]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_WebhookAttemptsClient = grpc.ServerStreamingClient[DeliveryAttempt]
+
+func (c *storageClient) WebhookQueue(ctx context.Context, in *WebhookQueueRequest, opts ...grpc.CallOption) (*WebhookQueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookQueueResponse)
+	err := c.cc.Invoke(ctx, Storage_WebhookQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) TrimWebhooks(ctx context.Context, in *TrimWebhooksRequest, opts ...grpc.CallOption) (*TrimWebhooksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrimWebhooksResponse)
+	err := c.cc.Invoke(ctx, Storage_TrimWebhooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -812,6 +950,18 @@ type StorageServer interface {
 	Lease(context.Context, *LeaseRequest) (*LeaseResponse, error)
 	// Changes streams change-feed entries with seq > after, in seq (= commit) order.
 	Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error
+	// Push subscriptions (docs/webhooks.md): the store queues each published
+	// change for the subscriptions that want it, in the transaction that
+	// publishes it.
+	CreateWebhook(context.Context, *Webhook) (*CreateWebhookResponse, error)
+	ListWebhooks(*ListWebhooksRequest, grpc.ServerStreamingServer[Webhook]) error
+	DeleteWebhook(context.Context, *WebhookRequest) (*DeleteWebhookResponse, error)
+	EnableWebhook(context.Context, *WebhookRequest) (*Webhook, error)
+	DueDeliveries(*DueDeliveriesRequest, grpc.ServerStreamingServer[Delivery]) error
+	RecordAttempt(context.Context, *AttemptOutcome) (*RecordAttemptResponse, error)
+	WebhookAttempts(*WebhookAttemptsRequest, grpc.ServerStreamingServer[DeliveryAttempt]) error
+	WebhookQueue(context.Context, *WebhookQueueRequest) (*WebhookQueueResponse, error)
+	TrimWebhooks(context.Context, *TrimWebhooksRequest) (*TrimWebhooksResponse, error)
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -956,6 +1106,33 @@ func (UnimplementedStorageServer) Lease(context.Context, *LeaseRequest) (*LeaseR
 }
 func (UnimplementedStorageServer) Changes(*ChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method Changes not implemented")
+}
+func (UnimplementedStorageServer) CreateWebhook(context.Context, *Webhook) (*CreateWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateWebhook not implemented")
+}
+func (UnimplementedStorageServer) ListWebhooks(*ListWebhooksRequest, grpc.ServerStreamingServer[Webhook]) error {
+	return status.Error(codes.Unimplemented, "method ListWebhooks not implemented")
+}
+func (UnimplementedStorageServer) DeleteWebhook(context.Context, *WebhookRequest) (*DeleteWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWebhook not implemented")
+}
+func (UnimplementedStorageServer) EnableWebhook(context.Context, *WebhookRequest) (*Webhook, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnableWebhook not implemented")
+}
+func (UnimplementedStorageServer) DueDeliveries(*DueDeliveriesRequest, grpc.ServerStreamingServer[Delivery]) error {
+	return status.Error(codes.Unimplemented, "method DueDeliveries not implemented")
+}
+func (UnimplementedStorageServer) RecordAttempt(context.Context, *AttemptOutcome) (*RecordAttemptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordAttempt not implemented")
+}
+func (UnimplementedStorageServer) WebhookAttempts(*WebhookAttemptsRequest, grpc.ServerStreamingServer[DeliveryAttempt]) error {
+	return status.Error(codes.Unimplemented, "method WebhookAttempts not implemented")
+}
+func (UnimplementedStorageServer) WebhookQueue(context.Context, *WebhookQueueRequest) (*WebhookQueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WebhookQueue not implemented")
+}
+func (UnimplementedStorageServer) TrimWebhooks(context.Context, *TrimWebhooksRequest) (*TrimWebhooksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TrimWebhooks not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -1700,6 +1877,147 @@ func _Storage_Changes_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ChangesServer = grpc.ServerStreamingServer[Change]
 
+func _Storage_CreateWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Webhook)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).CreateWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_CreateWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).CreateWebhook(ctx, req.(*Webhook))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListWebhooks_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListWebhooksRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListWebhooks(m, &grpc.GenericServerStream[ListWebhooksRequest, Webhook]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListWebhooksServer = grpc.ServerStreamingServer[Webhook]
+
+func _Storage_DeleteWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).DeleteWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_DeleteWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).DeleteWebhook(ctx, req.(*WebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_EnableWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).EnableWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_EnableWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).EnableWebhook(ctx, req.(*WebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_DueDeliveries_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DueDeliveriesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).DueDeliveries(m, &grpc.GenericServerStream[DueDeliveriesRequest, Delivery]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_DueDeliveriesServer = grpc.ServerStreamingServer[Delivery]
+
+func _Storage_RecordAttempt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AttemptOutcome)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RecordAttempt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RecordAttempt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RecordAttempt(ctx, req.(*AttemptOutcome))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_WebhookAttempts_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WebhookAttemptsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).WebhookAttempts(m, &grpc.GenericServerStream[WebhookAttemptsRequest, DeliveryAttempt]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_WebhookAttemptsServer = grpc.ServerStreamingServer[DeliveryAttempt]
+
+func _Storage_WebhookQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).WebhookQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_WebhookQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).WebhookQueue(ctx, req.(*WebhookQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_TrimWebhooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrimWebhooksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).TrimWebhooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_TrimWebhooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).TrimWebhooks(ctx, req.(*TrimWebhooksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1839,6 +2157,30 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Lease",
 			Handler:    _Storage_Lease_Handler,
 		},
+		{
+			MethodName: "CreateWebhook",
+			Handler:    _Storage_CreateWebhook_Handler,
+		},
+		{
+			MethodName: "DeleteWebhook",
+			Handler:    _Storage_DeleteWebhook_Handler,
+		},
+		{
+			MethodName: "EnableWebhook",
+			Handler:    _Storage_EnableWebhook_Handler,
+		},
+		{
+			MethodName: "RecordAttempt",
+			Handler:    _Storage_RecordAttempt_Handler,
+		},
+		{
+			MethodName: "WebhookQueue",
+			Handler:    _Storage_WebhookQueue_Handler,
+		},
+		{
+			MethodName: "TrimWebhooks",
+			Handler:    _Storage_TrimWebhooks_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -1899,6 +2241,21 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Changes",
 			Handler:       _Storage_Changes_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListWebhooks",
+			Handler:       _Storage_ListWebhooks_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "DueDeliveries",
+			Handler:       _Storage_DueDeliveries_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WebhookAttempts",
+			Handler:       _Storage_WebhookAttempts_Handler,
 			ServerStreams: true,
 		},
 	},

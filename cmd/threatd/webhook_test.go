@@ -1,0 +1,440 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/cmd/internal/testbin"
+	"github.com/threatd/threatd/storage/pgtest"
+)
+
+// hookJSON and attemptJSON read `webhook list --json` and `webhook
+// deliveries --json`.
+type hookJSON struct {
+	ID             string   `json:"id"`
+	URL            string   `json:"url"`
+	Events         []string `json:"events"`
+	Ecosystem      string   `json:"ecosystem"`
+	State          string   `json:"state"`
+	DisabledReason string   `json:"disabled_reason"`
+	Pending        int64    `json:"pending"`
+	Delivered      int64    `json:"delivered"`
+	Failed         int64    `json:"failed"`
+	Expired        int64    `json:"expired"`
+}
+
+type attemptJSON struct {
+	WebhookID string  `json:"webhook_id"`
+	Event     string  `json:"event"`
+	ThreatID  string  `json:"threat_id"`
+	Status    int     `json:"status"`
+	LatencyMS float64 `json:"latency_ms"`
+	Error     string  `json:"error"`
+	State     string  `json:"state"`
+}
+
+// delivery is one request a receiver got.
+type delivery struct {
+	ID, Timestamp, Signature string
+	Body                     []byte
+	Type                     string
+	ThreatID                 string
+	Status                   int
+}
+
+// receiver is a webhook target on 127.0.0.1: it records every request and
+// answers what answer says (200 when nil).
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []delivery
+	answer func(d delivery, n int) int // n: the requests with this webhook-id so far, this one included
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		d := delivery{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"), Signature: req.Header.Get("webhook-signature"), Body: body}
+		var env struct {
+			Type string `json:"type"`
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &env)
+		d.Type, d.ThreatID = env.Type, env.Data.ID
+		if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
+			d.Type = "bad request: " + req.Method + " " + req.Header.Get("Content-Type")
+		}
+		r.mu.Lock()
+		n := 1
+		for _, g := range r.got {
+			if g.ID == d.ID {
+				n++
+			}
+		}
+		d.Status = 200
+		if r.answer != nil {
+			d.Status = r.answer(d, n)
+		}
+		r.got = append(r.got, d)
+		r.mu.Unlock()
+		w.WriteHeader(d.Status)
+		fmt.Fprintf(w, "answer %d", d.Status)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) deliveries() []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]delivery(nil), r.got...)
+}
+
+// delivered returns the accepted deliveries of this type about this report.
+func (r *receiver) delivered(typ, threatID string) []delivery {
+	var out []delivery
+	for _, d := range r.deliveries() {
+		if d.Type == typ && d.ThreatID == threatID && d.Status/100 == 2 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var secretLine = regexp.MustCompile(`(?m)^id: (\S+)\nsecret: (whsec_\S+)$`)
+
+// addWebhook runs `threatd webhook add` and returns the id and secret.
+func addWebhook(t *testing.T, in *instance, args ...string) (string, string) {
+	t.Helper()
+	m := secretLine.FindStringSubmatch(in.mustCLI(append([]string{"webhook", "add"}, args...)...))
+	if m == nil {
+		t.Fatal("webhook add printed no id and secret")
+	}
+	return m[1], m[2]
+}
+
+const hookConfig = "webhooks:\n  allow_private: true\n  retry_base: 100ms\n  retry_max: 400ms\n  poll: 50ms\n  timeout: 2s\n"
+
+// verifyWithNPM checks deliveries with the Standard Webhooks project's own
+// JavaScript library (an implementation independent of ours), and checks
+// that it refuses each with its body tampered and with a stale timestamp.
+func verifyWithNPM(t *testing.T, secret string, ds []delivery) {
+	t.Helper()
+	needTool(t, "node")
+	dir, _ := filepath.Abs("testdata/scan-tools")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the standardwebhooks npm package is not installed: make scan-tools")
+		}
+		t.Skip("the standardwebhooks npm package is not installed: make scan-tools")
+	}
+	type msg struct {
+		Headers map[string]string `json:"headers"`
+		Body    string            `json:"body"`
+		Want    bool              `json:"want"`
+	}
+	var msgs []msg
+	for _, d := range ds {
+		h := map[string]string{"webhook-id": d.ID, "webhook-timestamp": d.Timestamp, "webhook-signature": d.Signature}
+		msgs = append(msgs, msg{h, string(d.Body), true})
+		msgs = append(msgs, msg{h, strings.Replace(string(d.Body), `"type":"threat.`, `"type":"threat.x`, 1), false})
+		ts, _ := strconv.ParseInt(d.Timestamp, 10, 64)
+		stale := map[string]string{"webhook-id": d.ID, "webhook-timestamp": fmt.Sprint(ts - 3600), "webhook-signature": d.Signature}
+		msgs = append(msgs, msg{stale, string(d.Body), false})
+	}
+	in, _ := json.Marshal(map[string]any{"secret": secret, "messages": msgs})
+	script := `
+const { Webhook } = require("standardwebhooks");
+let input = "";
+process.stdin.on("data", (c) => (input += c)).on("end", () => {
+  const { secret, messages } = JSON.parse(input);
+  const wh = new Webhook(secret);
+  const out = messages.map((m) => {
+    try { wh.verify(m.body, m.headers); return "ok"; } catch (e) { return e.message; }
+  });
+  console.log(JSON.stringify(out));
+});`
+	cmd := exec.Command("node", "-e", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v %s", err, out)
+	}
+	var results []string
+	if err := json.Unmarshal(out, &results); err != nil || len(results) != len(msgs) {
+		t.Fatalf("node answered %s", out)
+	}
+	for i, m := range msgs {
+		if (results[i] == "ok") != m.Want {
+			t.Fatalf("standardwebhooks on message %d (want accepted=%v): %s\nheaders %v\nbody %s", i, m.Want, results[i], m.Headers, m.Body)
+		}
+	}
+}
+
+// TestWebhooks: subscriptions through the CLI, the three events signed as
+// Standard Webhooks (checked by the project's own library), retries with
+// the same webhook-id, filters, a kill -9 between commit and delivery, a
+// subscription disabled after its retry window, and the metrics.
+func TestWebhooks(t *testing.T) {
+	r := newReceiver(t)
+	other := newReceiver(t)
+	in := newInstance(t, quiet+hookConfig+"  retry_window: 4s\n  max_pending: 2\n")
+	tok := in.user("hooks@example.com")
+
+	// Refused subscriptions say why.
+	strict := newInstance(t, "")
+	for _, c := range []struct{ args, want string }{
+		{"--url " + r.srv.URL, "127.0.0.1 is a loopback address; set webhooks.allow_private"},
+		{"--url ftp://example.com/x", "must be an http or https URL"},
+		{"--url https://example.com/x --events threat.created", `unknown event "threat.created"`},
+		{"--url https://example.com/x --ecosystem cobol", "must be a package registry"},
+	} {
+		res := strict.cli(append([]string{"webhook", "add"}, strings.Fields(c.args)...)...)
+		if res.code == 0 || !strings.Contains(res.stderr, c.want) {
+			t.Fatalf("webhook add %s: exit %d, %s", c.args, res.code, res.stderr)
+		}
+	}
+
+	// Added while no daemon runs: events committed before the daemon
+	// starts are delivered when it does.
+	all, secret := addWebhook(t, in, "--url", r.srv.URL+"/all")
+	pypiOnly, _ := addWebhook(t, in, "--url", other.srv.URL+"/pypi", "--events", "threat.withdrawn,threat.revised", "--ecosystem", "PyPI")
+	list := in.mustCLI("webhook", "list", "--json")
+	var hooks []hookJSON
+	if err := json.Unmarshal([]byte(list), &hooks); err != nil || len(hooks) != 2 || hooks[0].ID != all || hooks[0].State != "active" ||
+		strings.Join(hooks[0].Events, ",") != "threat.verified,threat.revised,threat.withdrawn" || hooks[1].Ecosystem != "pypi" || strings.Contains(list, "whsec_") {
+		t.Fatalf("webhook list --json: %v\n%s", err, list)
+	}
+
+	d := in.serve()
+	// The first delivery is refused twice, then accepted.
+	r.mu.Lock()
+	r.answer = func(d delivery, n int) int {
+		if n <= 2 {
+			return 500
+		}
+		return 204
+	}
+	r.mu.Unlock()
+	npmID := d.submit(tok, pkg("hooked-npm"))
+	in.mustCLI("review", "verify", npmID)
+	waitFor(t, "the verification's delivery", 15*time.Second, func() bool { return len(r.delivered("threat.verified", npmID)) == 1 })
+	var tries []delivery
+	for _, g := range r.deliveries() {
+		if g.ThreatID == npmID {
+			tries = append(tries, g)
+		}
+	}
+	if len(tries) != 3 || tries[0].ID != tries[2].ID || tries[0].Status != 500 || tries[1].Status != 500 || tries[2].Status != 204 || string(tries[0].Body) != string(tries[2].Body) {
+		t.Fatalf("attempts: %+v", tries)
+	}
+	var env struct {
+		Type      string         `json:"type"`
+		Timestamp time.Time      `json:"timestamp"`
+		Data      map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(tries[2].Body, &env); err != nil || env.Type != "threat.verified" || env.Data["status"] != "verified" ||
+		env.Data["resource_identifier"] != "hooked-npm" || env.Timestamp.IsZero() || !strings.HasPrefix(tries[2].ID, "msg_") {
+		t.Fatalf("body %s: %v", tries[2].Body, err)
+	}
+	r.mu.Lock()
+	r.answer = nil
+	r.mu.Unlock()
+	var attempts []attemptJSON
+	if err := json.Unmarshal([]byte(in.mustCLI("webhook", "deliveries", all, "--json")), &attempts); err != nil || len(attempts) != 3 ||
+		attempts[0].Status != 204 || attempts[0].State != "delivered" || attempts[2].Status != 500 || attempts[2].Error != "HTTP 500: answer 500" ||
+		attempts[2].State != "pending" || attempts[0].WebhookID != tries[0].ID || attempts[0].Event != "threat.verified" || attempts[0].LatencyMS <= 0 {
+		t.Fatalf("webhook deliveries: %+v %v", attempts, err)
+	}
+	if out := in.mustCLI("webhook", "deliveries", all); !strings.Contains(out, "WEBHOOK-ID") || !strings.Contains(out, "HTTP 500: answer 500") {
+		t.Fatalf("webhook deliveries table:\n%s", out)
+	}
+
+	// Revised and withdrawn, and the ecosystem filter.
+	pypiID := d.submit(tok, `{"report_type":"package","resource_identifier":"hooked-py","registry":"pypi","threat_description":"Steals keys"}`)
+	in.mustCLI("review", "verify", pypiID)
+	d.do("PUT", base+"/modify-threat-report", tok, fmt.Sprintf(`{"threat_id":%q,"severity_level":"critical"}`, pypiID)).expect(t, 200, "")
+	m := revLine.FindStringSubmatch(in.mustCLI("review", "list"))
+	if m == nil || m[3] != pypiID {
+		t.Fatal("the revision is not pending")
+	}
+	in.mustCLI("review", "approve-revision", m[1])
+	in.mustCLI("review", "reject", pypiID, "--note", "a false positive", "--version", "2")
+	in.mustCLI("review", "reject", npmID, "--note", "a false positive")
+	waitFor(t, "the revision and withdrawals", 15*time.Second, func() bool {
+		return len(r.delivered("threat.revised", pypiID)) == 1 && len(r.delivered("threat.withdrawn", pypiID)) == 1 &&
+			len(r.delivered("threat.withdrawn", npmID)) == 1 && len(other.delivered("threat.withdrawn", pypiID)) == 1
+	})
+	if g := other.deliveries(); len(g) != 2 || g[0].Type != "threat.revised" || g[1].Type != "threat.withdrawn" {
+		t.Fatalf("the PyPI subscription (revised and withdrawn only) got %+v", g)
+	}
+	var rev struct {
+		Data map[string]any `json:"data"`
+	}
+	_ = json.Unmarshal(r.delivered("threat.revised", pypiID)[0].Body, &rev)
+	if rev.Data["severity_level"] != "critical" {
+		t.Fatalf("revised event data: %v", rev.Data)
+	}
+	verifyWithNPM(t, secret, r.delivered("threat.withdrawn", npmID))
+	verifyWithNPM(t, secret, r.delivered("threat.verified", npmID))
+
+	// kill -9 with an event committed and its delivery failing: the next
+	// daemon delivers it, under the same webhook-id.
+	r.mu.Lock()
+	r.answer = func(delivery, int) int { return 503 }
+	r.mu.Unlock()
+	killedID := d.submit(tok, pkg("hooked-kill"))
+	in.mustCLI("review", "verify", killedID)
+	waitFor(t, "a failed attempt", 10*time.Second, func() bool {
+		for _, g := range r.deliveries() {
+			if g.ThreatID == killedID {
+				return true
+			}
+		}
+		return false
+	})
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+	r.mu.Lock()
+	r.answer = nil
+	r.mu.Unlock()
+	d2 := in.serve()
+	waitFor(t, "delivery by the next daemon", 20*time.Second, func() bool { return len(r.delivered("threat.verified", killedID)) == 1 })
+	if first := r.deliveries(); first[len(first)-1].ID != r.delivered("threat.verified", killedID)[0].ID {
+		t.Fatal("the retried delivery changed its webhook-id")
+	}
+	for _, g := range r.deliveries() {
+		if g.ThreatID == killedID && g.ID != r.delivered("threat.verified", killedID)[0].ID {
+			t.Fatalf("two webhook-ids for one event: %+v", g)
+		}
+	}
+
+	// A target that keeps failing for the retry window (4s here) is
+	// disabled, says so, and keeps at most max_pending (2) events.
+	dead, _ := addWebhook(t, in, "--url", "http://127.0.0.1:1/closed")
+	for i := range 4 {
+		id := d2.submit(tok, pkg(fmt.Sprintf("hooked-dead-%d", i)))
+		in.mustCLI("review", "verify", id)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Log(in.mustCLI("webhook", "list"))
+			t.Log(d2.logText())
+		}
+	}()
+	waitFor(t, "the failing subscription to be disabled and its queue bounded", 30*time.Second, func() bool {
+		var hs []hookJSON
+		_ = json.Unmarshal([]byte(in.mustCLI("webhook", "list", "--json")), &hs)
+		for _, h := range hs {
+			if h.ID == dead {
+				// An event whose own retry window ended before the
+				// subscription was disabled failed instead of expiring.
+				return h.State == "disabled" && h.Pending == 2 && h.Expired >= 1 && h.Expired+h.Failed == 2
+			}
+		}
+		return false
+	})
+	if out := in.mustCLI("webhook", "list"); !regexp.MustCompile(dead + `.*disabled \(failing since 20\d\d-.*Z: dial tcp 127.0.0.1:1: connect: connection refused\)`).MatchString(out) {
+		t.Fatalf("webhook list does not say why it is disabled:\n%s", out)
+	}
+	if out := in.mustCLI("webhook", "deliveries", dead); !strings.Contains(out, "connection refused") {
+		t.Fatalf("deliveries of the dead target:\n%s", out)
+	}
+	fams := d2.scrape()
+	if value(fams, "threatd_webhook_deliveries_total", map[string]string{"outcome": "delivered"}) < 1 ||
+		value(fams, "threatd_webhook_deliveries_total", map[string]string{"outcome": "retry"}) < 1 ||
+		value(fams, "threatd_webhook_events_expired_total", nil) < 1 || value(fams, "threatd_webhook_queue_depth", nil) < 2 ||
+		value(fams, "threatd_webhook_oldest_pending_seconds", nil) <= 0 {
+		t.Fatalf("webhook metrics: delivered %v retry %v expired %v depth %v oldest %v",
+			value(fams, "threatd_webhook_deliveries_total", map[string]string{"outcome": "delivered"}),
+			value(fams, "threatd_webhook_deliveries_total", map[string]string{"outcome": "retry"}),
+			value(fams, "threatd_webhook_events_expired_total", nil), value(fams, "threatd_webhook_queue_depth", nil),
+			value(fams, "threatd_webhook_oldest_pending_seconds", nil))
+	}
+	if strings.Contains(d2.logText(), secret) || strings.Contains(d.logText(), secret) {
+		t.Fatal("a signing secret is in the daemon's log")
+	}
+	in.mustCLI("webhook", "remove", dead)
+	in.mustCLI("webhook", "remove", pypiOnly)
+	if res := in.cli("webhook", "remove", dead); res.code == 0 || !strings.Contains(res.stderr, "no webhook subscription") {
+		t.Fatalf("removing twice: %d %s", res.code, res.stderr)
+	}
+	if res := in.cli("webhook", "deliveries", dead); res.code == 0 || !strings.Contains(res.stderr, "no webhook subscription") {
+		t.Fatalf("deliveries of a removed one: %d %s", res.code, res.stderr)
+	}
+}
+
+// TestWebhooksTwoDaemonsOnPostgres: a burst of 1,000 published reports (an
+// import) with two daemons on one PostgreSQL database: each event reaches
+// the receiver exactly once.
+func TestWebhooksTwoDaemonsOnPostgres(t *testing.T) {
+	r := newReceiver(t)
+	dsn := pgtest.Server(t).Database(t, t.Name())
+	in := newInstance(t, fmt.Sprintf("storage:\n  plugin: postgres\n  dsn: %q\n", dsn)+quiet+hookConfig)
+	in.mustCLI("migrate")
+	addWebhook(t, in, "--url", r.srv.URL)
+	a, b := in.serve(), in.serve()
+	dir := t.TempDir()
+	const n = 1000
+	for i := range n {
+		id := fmt.Sprintf("MAL-2026-%d", 90000+i)
+		if err := os.WriteFile(filepath.Join(dir, id+".json"), testbin.OSVRecord(id, "npm", fmt.Sprintf("burst-%d", i), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.mustCLI("import", "osv", dir)
+	waitFor(t, "1,000 deliveries", 60*time.Second, func() bool { return len(r.deliveries()) >= n })
+	time.Sleep(time.Second) // a duplicate would come now
+	seen := map[string]int{}
+	reports := map[string]bool{}
+	for _, g := range r.deliveries() {
+		seen[g.ID]++
+		reports[g.ThreatID] = true
+		if g.Type != "threat.verified" || g.Status != 200 {
+			t.Fatalf("delivery %+v", g)
+		}
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("event %s delivered %d times", id, c)
+		}
+	}
+	if len(seen) != n || len(reports) != n {
+		t.Fatalf("%d events about %d reports, want %d", len(seen), len(reports), n)
+	}
+	fa := value(a.scrape(), "threatd_webhook_deliveries_total", map[string]string{"outcome": "delivered"})
+	fb := value(b.scrape(), "threatd_webhook_deliveries_total", map[string]string{"outcome": "delivered"})
+	if max(fa, 0)+max(fb, 0) != n {
+		t.Fatalf("deliveries counted by the daemons: %v + %v", fa, fb)
+	}
+}

@@ -1,0 +1,390 @@
+// Package push delivers webhook events (docs/webhooks.md): the published
+// changes the store queued for each subscription, POSTed as Standard
+// Webhooks messages, retried with backoff until a 2xx answer or the end of
+// the retry window. One daemon at a time delivers (a lease in storage), so
+// daemons sharing a database do not send an event twice in the normal case;
+// an event is delivered at least once.
+package push
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/threatd/threatd/core"
+)
+
+// LeaseName is the storage lease the delivering daemon holds.
+const LeaseName = "webhooks"
+
+// batch is the deliveries read at once.
+const batch = 100
+
+// maxErrorText bounds the answer text kept with a failed attempt.
+const maxErrorText = 300
+
+// Observer receives the delivery metrics.
+type Observer interface {
+	// Delivery counts one attempt by outcome: delivered, retry (failed,
+	// to be tried again), failed (failed at the end of its window).
+	Delivery(outcome string, took time.Duration)
+	// Expired counts events dropped from disabled subscriptions' queues.
+	Expired(n int64)
+	// Queue sets the queue gauges.
+	Queue(q core.WebhookQueue)
+}
+
+// Dispatcher runs the delivery loop of a daemon.
+type Dispatcher struct {
+	Store core.Store
+	// Render returns a report's record as the API shows it to anybody.
+	Render func(core.Threat) any
+	Policy core.RetryPolicy
+	// Timeout bounds one attempt: connection, TLS, request and answer.
+	Timeout      time.Duration
+	AllowPrivate bool
+	// MaxPending bounds a disabled subscription's queue; KeepFinished is
+	// how long finished deliveries stay listed.
+	MaxPending   int
+	KeepFinished time.Duration
+	// Poll is the time between two reads of the queue when it is empty.
+	Poll        time.Duration
+	Concurrency int
+	Holder      string
+	UserAgent   string
+	Log         *slog.Logger
+	Observer    Observer
+	// Client sends the deliveries; nil = NewClient(Timeout, AllowPrivate, nil).
+	Client *http.Client
+
+	wake chan struct{}
+	once sync.Once
+}
+
+func (d *Dispatcher) init() {
+	d.once.Do(func() {
+		d.wake = make(chan struct{}, 1)
+		if d.Client == nil {
+			d.Client = NewClient(d.Timeout, d.AllowPrivate, nil)
+		}
+		if d.Concurrency < 1 {
+			d.Concurrency = 8
+		}
+		if d.Poll <= 0 {
+			d.Poll = time.Second
+		}
+	})
+}
+
+// Wake makes the loop read the queue now (a change was just published
+// here).
+func (d *Dispatcher) Wake() {
+	d.init()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NewClient returns the HTTP client of deliveries: no proxy, no redirects
+// (a 3xx answer is a failed attempt), a timeout per attempt, and a dialer
+// that refuses private, loopback and link-local addresses at connect time
+// unless allowPrivate, so that a target name resolving to one (DNS
+// rebinding) is refused too. base, when set, is cloned for its TLS
+// settings.
+func NewClient(timeout time.Duration, allowPrivate bool, base *http.Transport) *http.Client {
+	dialer := &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("webhook target address %q: %w", address, err)
+		}
+		if err := core.CheckWebhookAddr(ap.Addr(), allowPrivate); err != nil {
+			return fmt.Errorf("refused: %w", err)
+		}
+		return nil
+	}}
+	var tr *http.Transport
+	if base != nil {
+		tr = base.Clone()
+	} else {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	tr.Proxy = nil
+	tr.DialContext = dialer.DialContext
+	tr.MaxIdleConnsPerHost = 8
+	tr.ResponseHeaderTimeout = timeout
+	return &http.Client{
+		Transport:     tr,
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Run delivers until ctx ends. Every daemon runs it; only the lease holder
+// delivers.
+func (d *Dispatcher) Run(ctx context.Context) {
+	d.init()
+	// The holder renews the lease at every read of the queue and every
+	// ttl/3 while a batch is out; another daemon takes over ttl after the
+	// holder stops (killed or cut off).
+	ttl := max(5*time.Second, 10*d.Poll)
+	trimEvery := min(time.Minute, 10*d.Poll)
+	var lastTrim, lastGauge time.Time
+	for ctx.Err() == nil {
+		held, err := d.Store.Lease(ctx, LeaseName, d.Holder, ttl)
+		if err != nil && ctx.Err() == nil {
+			d.Log.Warn("webhooks: lease failed; will retry", "error", err.Error())
+		}
+		more := false
+		if held {
+			now := time.Now()
+			if now.Sub(lastGauge) >= min(5*time.Second, 5*d.Poll) {
+				d.gauges(ctx)
+				lastGauge = now
+			}
+			if now.Sub(lastTrim) >= trimEvery {
+				d.trim(ctx)
+				lastTrim = now
+			}
+			more = d.deliverDue(ctx, ttl)
+		}
+		if more {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-d.wake:
+		case <-time.After(d.Poll):
+		}
+	}
+}
+
+func (d *Dispatcher) gauges(ctx context.Context) {
+	q, err := d.Store.WebhookQueue(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.Log.Warn("webhooks: queue count failed", "error", err.Error())
+		}
+		return
+	}
+	if d.Observer != nil {
+		d.Observer.Queue(q)
+	}
+}
+
+func (d *Dispatcher) trim(ctx context.Context) {
+	n, err := d.Store.TrimWebhooks(ctx, d.MaxPending, time.Now().Add(-d.KeepFinished))
+	if err != nil {
+		if ctx.Err() == nil {
+			d.Log.Warn("webhooks: trimming the queues failed", "error", err.Error())
+		}
+		return
+	}
+	if n > 0 {
+		d.Log.Warn("webhooks: undelivered events of disabled subscriptions expired", "count", n, "max_pending", d.MaxPending)
+		if d.Observer != nil {
+			d.Observer.Expired(n)
+		}
+	}
+}
+
+// deliverDue sends one batch of due deliveries, renewing the lease while it
+// runs; true when the batch was full (more may be due).
+func (d *Dispatcher) deliverDue(ctx context.Context, ttl time.Duration) bool {
+	due, err := d.Store.DueDeliveries(ctx, time.Now(), batch)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.Log.Warn("webhooks: reading the queue failed", "error", err.Error())
+		}
+		return false
+	}
+	if len(due) == 0 {
+		return false
+	}
+	var held atomic.Bool
+	held.Store(true)
+	bctx, cancel := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-t.C:
+				ok, err := d.Store.Lease(bctx, LeaseName, d.Holder, ttl)
+				if err == nil && !ok {
+					held.Store(false)
+					return
+				}
+			}
+		}
+	}()
+	jobs := make(chan core.Delivery)
+	var wg sync.WaitGroup
+	for range min(d.Concurrency, len(due)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for dl := range jobs {
+				if held.Load() {
+					d.attempt(bctx, dl)
+				}
+			}
+		}()
+	}
+	for _, dl := range due {
+		if bctx.Err() != nil {
+			break
+		}
+		jobs <- dl
+	}
+	close(jobs)
+	wg.Wait()
+	cancel()
+	<-renewed
+	return len(due) == batch && held.Load()
+}
+
+// Envelope is a delivery's body: the Standard Webhooks payload.
+type Envelope struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
+	Data      any    `json:"data"`
+}
+
+// body renders a delivery's payload: the event with the report as it is
+// at the first attempt.
+func (d *Dispatcher) body(ctx context.Context, dl core.Delivery) ([]byte, error) {
+	t, err := d.Store.GetThreat(ctx, dl.ThreatID)
+	if err != nil {
+		return nil, fmt.Errorf("reading report %s: %w", dl.ThreatID, err)
+	}
+	return json.Marshal(Envelope{Type: core.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: d.Render(t.VisibleTo(core.Principal{}))})
+}
+
+// attempt makes one delivery attempt and records its outcome.
+func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
+	payload := dl.Payload
+	var first []byte
+	if payload == nil {
+		b, err := d.body(ctx, dl)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.Log.Warn("webhooks: cannot render an event; will retry", "webhook", dl.WebhookID, "seq", dl.Seq, "error", err.Error())
+			}
+			return
+		}
+		payload, first = b, b
+	}
+	start := time.Now()
+	status, errText := d.post(ctx, dl, payload, start)
+	if ctx.Err() != nil {
+		return // stopping: the attempt is made again by the next holder
+	}
+	took := time.Since(start)
+	now := time.Now()
+	a := core.DeliveryAttempt{WebhookID: dl.WebhookID, Seq: dl.Seq, ThreatID: dl.ThreatID, Kind: dl.Kind, At: start, Status: status, Latency: took, Error: errText}
+	o := core.AttemptOutcome{Payload: first}
+	outcome := "delivered"
+	switch {
+	case errText == "":
+		a.State = core.DeliveryDelivered
+	case now.Sub(dl.EventAt) >= d.Policy.Window:
+		a.State = core.DeliveryFailed
+		outcome = "failed"
+	default:
+		a.State = core.DeliveryPending
+		o.NextAt = d.Policy.Next(now, dl.Attempts+1)
+		outcome = "retry"
+	}
+	if errText != "" && !dl.Webhook.FailingSince.IsZero() && now.Sub(dl.Webhook.FailingSince) >= d.Policy.Window {
+		o.Disable = fmt.Sprintf("failing since %s: %s", dl.Webhook.FailingSince.UTC().Format(time.RFC3339), errText)
+	}
+	o.Attempt = a
+	if err := d.Store.RecordAttempt(context.WithoutCancel(ctx), o); err != nil {
+		d.Log.Warn("webhooks: recording an attempt failed; the event will be sent again", "webhook", dl.WebhookID, "seq", dl.Seq, "error", err.Error())
+	}
+	if d.Observer != nil {
+		d.Observer.Delivery(outcome, took)
+	}
+	if o.Disable != "" {
+		d.Log.Warn("webhooks: subscription disabled", "webhook", dl.WebhookID, "url", dl.Webhook.URL, "reason", o.Disable)
+	} else if errText != "" {
+		d.Log.Info("webhooks: delivery failed", "webhook", dl.WebhookID, "seq", dl.Seq, "attempt", dl.Attempts+1, "state", a.State, "error", errText)
+	}
+}
+
+// post sends a delivery and returns the answer's status and, for anything
+// but 2xx, what went wrong.
+func (d *Dispatcher) post(ctx context.Context, dl core.Delivery, payload []byte, at time.Time) (int, string) {
+	if _, err := core.CheckWebhookURL(dl.Webhook.URL, d.AllowPrivate); err != nil {
+		return 0, err.Error()
+	}
+	id := dl.ID()
+	sig, err := core.SignWebhook(dl.Webhook.Secret, id, at, payload)
+	if err != nil {
+		return 0, err.Error()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dl.Webhook.URL, bytes.NewReader(payload))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", d.UserAgent)
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", fmt.Sprint(at.Unix()))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) && ue.Unwrap() != nil {
+			err = ue.Unwrap()
+		}
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorText))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp.StatusCode, ""
+	}
+	text := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	if s := printable(head); s != "" {
+		text += ": " + s
+	}
+	return resp.StatusCode, text
+}
+
+// printable keeps the valid, printable part of an answer's first bytes.
+func printable(b []byte) string {
+	var out []rune
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		b = b[n:]
+		switch {
+		case r == utf8.RuneError:
+			out = append(out, '?')
+		case r == '\n' || r == '\r' || r == '\t':
+			out = append(out, ' ')
+		case r < 0x20 || r == 0x7f:
+		default:
+			out = append(out, r)
+		}
+	}
+	return string(bytes.TrimSpace([]byte(string(out))))
+}

@@ -1,0 +1,173 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+func webhook(t *testing.T, s core.Store, events []string, eco string) core.Webhook {
+	t.Helper()
+	w, err := core.NewWebhook("https://siem.example.com/hook", events, eco, "contract", now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateWebhook(ctx(t), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// testWebhooks: publishing a change queues it, in its transaction, for
+// every subscription that wants it; attempts move a delivery through its
+// states; queues are bounded and listed.
+func testWebhooks(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u := user(t, s, "hooks@example.com")
+	all := webhook(t, s, nil, "")
+	npmWithdrawn := webhook(t, s, []string{core.EventWithdrawn}, "npm")
+	pypi := webhook(t, s, nil, "pypi")
+
+	npm := report(t, u.ID, core.TypePackage, "npm", "hooked-pkg")
+	dom := report(t, u.ID, core.TypeDomain, "", "hooked.example.com")
+	create(t, s, npm, dom)
+	if q, err := s.WebhookQueue(c); err != nil || q.Pending != 0 {
+		t.Fatalf("pending reports queue nothing: %+v %v", q, err)
+	}
+	verify(t, s, npm.ID, now())
+	verify(t, s, dom.ID, now())
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: npm.ID, Decision: core.DecisionReject, ActorName: "Rita", Note: "a mistake", At: now()}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.DueDeliveries(c, time.Now().Add(time.Second), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, d := range due {
+		got[d.WebhookID] = append(got[d.WebhookID], d.Kind+":"+d.ThreatID)
+		if d.Webhook.URL == "" || d.Webhook.Secret != map[string]string{all.ID: all.Secret, npmWithdrawn.ID: npmWithdrawn.Secret}[d.WebhookID] || d.State != core.DeliveryPending || d.Payload != nil {
+			t.Fatalf("delivery %+v", d)
+		}
+	}
+	want := map[string][]string{
+		all.ID:          {"verified:" + npm.ID, "verified:" + dom.ID, "withdrawn:" + npm.ID},
+		npmWithdrawn.ID: {"withdrawn:" + npm.ID},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("queued %v, want %v (pypi subscription %s gets none)", got, want, pypi.ID)
+	}
+	if _, err := s.DueDeliveries(c, time.Now(), 0); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("limit 0: %v", err)
+	}
+
+	// First attempt fails: payload kept, next attempt planned, the
+	// subscription failing.
+	d := due[0]
+	at := now()
+	if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d.WebhookID, Seq: d.Seq, At: at, Status: 500, Latency: 1500 * time.Microsecond, Error: "HTTP 500", State: core.DeliveryPending},
+		NextAt: at.Add(time.Hour), Payload: []byte(`{"type":"threat.verified"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	later, _ := s.DueDeliveries(c, time.Now().Add(time.Second), 100)
+	for _, l := range later {
+		if l.WebhookID == d.WebhookID && l.Seq == d.Seq {
+			t.Fatal("a delivery planned for later is due now")
+		}
+	}
+	later, _ = s.DueDeliveries(c, at.Add(2*time.Hour), 100)
+	var again core.Delivery
+	for _, l := range later {
+		if l.WebhookID == d.WebhookID && l.Seq == d.Seq {
+			again = l
+		}
+	}
+	if string(again.Payload) != `{"type":"threat.verified"}` || again.Attempts != 1 || !again.Webhook.FailingSince.Equal(at) {
+		t.Fatalf("after a failed attempt: %+v", again)
+	}
+	// Second attempt delivers; a late record of the same delivery changes nothing.
+	ok := core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d.WebhookID, Seq: d.Seq, At: at.Add(time.Second), Status: 204, State: core.DeliveryDelivered}}
+	if err := s.RecordAttempt(c, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordAttempt(c, ok); err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := s.WebhookAttempts(c, all.ID, 10)
+	if err != nil || len(attempts) != 2 || attempts[0].Status != 204 || attempts[0].State != core.DeliveryDelivered ||
+		attempts[1].Status != 500 || attempts[1].Error != "HTTP 500" || attempts[1].Latency != 1500*time.Microsecond || attempts[1].ThreatID != d.ThreatID || attempts[1].Kind != d.Kind {
+		t.Fatalf("attempts %+v %v", attempts, err)
+	}
+	if _, err := s.WebhookAttempts(c, "no-such-hook", 10); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("attempts of an unknown subscription: %v", err)
+	}
+
+	// Disabled: no longer due; its queue is bounded; enabled again, due.
+	d2 := due[1]
+	if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d2.WebhookID, Seq: d2.Seq, At: now(), Error: "connection refused", State: core.DeliveryPending},
+		NextAt: now(), Disable: "failing for 24h"}); err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := s.DueDeliveries(c, time.Now().Add(time.Hour), 100); len(due) != 1 || due[0].WebhookID != npmWithdrawn.ID {
+		t.Fatalf("due with the subscription disabled: %+v", due)
+	}
+	hooks, err := s.ListWebhooks(c)
+	if err != nil || len(hooks) != 3 || hooks[0].ID != all.ID || hooks[0].State() != "disabled" || hooks[0].DisabledReason != "failing for 24h" ||
+		hooks[0].Pending != 2 || hooks[0].Delivered != 1 || hooks[1].Pending != 1 || hooks[2].Pending != 0 || hooks[0].Secret == "" {
+		t.Fatalf("list %+v %v", hooks, err)
+	}
+	n, err := s.TrimWebhooks(c, 1, time.Time{})
+	if err != nil || n != 1 {
+		t.Fatalf("trim expired %d %v, want 1", n, err)
+	}
+	hooks, _ = s.ListWebhooks(c)
+	if hooks[0].Pending != 1 || hooks[0].Expired != 1 || hooks[1].Pending != 1 {
+		t.Fatalf("after trim: %+v", hooks[:2])
+	}
+	// Finished rows older than the cut go; the expiry stays counted.
+	if _, err := s.TrimWebhooks(c, 1, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ = s.ListWebhooks(c)
+	if hooks[0].Delivered != 0 || hooks[0].Expired != 1 || hooks[0].Pending != 1 {
+		t.Fatalf("after deleting finished deliveries: %+v", hooks[0])
+	}
+	// The delivery attempted last expired (the oldest pending one): its
+	// attempt went with it.
+	if attempts, _ := s.WebhookAttempts(c, all.ID, 10); len(attempts) != 0 {
+		t.Fatalf("attempts of deleted deliveries remain: %+v", attempts)
+	}
+	w, err := s.EnableWebhook(c, all.ID)
+	if err != nil || w.State() != "active" {
+		t.Fatalf("enable: %+v %v", w, err)
+	}
+	if due, _ := s.DueDeliveries(c, time.Now().Add(time.Second), 100); len(due) != 2 {
+		t.Fatalf("due after enabling: %+v", due)
+	}
+	if q, err := s.WebhookQueue(c); err != nil || q.Pending != 2 || q.Oldest.IsZero() {
+		t.Fatalf("queue %+v %v", q, err)
+	}
+	if err := s.DeleteWebhook(c, all.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteWebhook(c, all.ID); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := s.EnableWebhook(c, all.ID); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("enable a removed one: %v", err)
+	}
+	if q, _ := s.WebhookQueue(c); q.Pending != 1 {
+		t.Fatalf("queue after removal: %+v", q)
+	}
+	for range core.MaxWebhooks - 2 {
+		webhook(t, s, nil, "")
+	}
+	extra, _ := core.NewWebhook("https://one.too.many.example/", nil, "", "contract", now(), false)
+	if err := s.CreateWebhook(c, extra); !errors.Is(err, core.ErrLimit) {
+		t.Fatalf("subscription %d: %v", core.MaxWebhooks+1, err)
+	}
+}

@@ -1,0 +1,408 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+)
+
+type webhookRow struct {
+	bun.BaseModel `bun:"table:webhooks"`
+
+	ID             string     `bun:"id,pk"`
+	URL            string     `bun:"url,notnull"`
+	Secret         string     `bun:"secret,notnull"`
+	OnVerified     bool       `bun:"on_verified,notnull"`
+	OnRevised      bool       `bun:"on_revised,notnull"`
+	OnWithdrawn    bool       `bun:"on_withdrawn,notnull"`
+	Ecosystem      *string    `bun:"ecosystem"`
+	CreatedAt      time.Time  `bun:"created_at,notnull"`
+	CreatedBy      string     `bun:"created_by,notnull"`
+	FailingSince   *time.Time `bun:"failing_since"`
+	LastSuccessAt  *time.Time `bun:"last_success_at"`
+	DisabledAt     *time.Time `bun:"disabled_at"`
+	DisabledReason *string    `bun:"disabled_reason"`
+	Expired        int64      `bun:"expired,notnull"`
+}
+
+func webhookToRow(w core.Webhook) webhookRow {
+	return webhookRow{
+		ID: w.ID, URL: w.URL, Secret: w.Secret,
+		OnVerified:  slices.Contains(w.Events, core.ChangeVerified),
+		OnRevised:   slices.Contains(w.Events, core.ChangeRevised),
+		OnWithdrawn: slices.Contains(w.Events, core.ChangeWithdrawn),
+		Ecosystem:   optString(w.Ecosystem), CreatedAt: w.CreatedAt.UTC(), CreatedBy: w.CreatedBy,
+		FailingSince: optTime(w.FailingSince), LastSuccessAt: optTime(w.LastSuccess),
+		DisabledAt: optTime(w.DisabledAt), DisabledReason: optString(w.DisabledReason), Expired: w.Expired,
+	}
+}
+
+func (r webhookRow) domain() core.Webhook {
+	w := core.Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, Expired: r.Expired}
+	for kind, on := range map[string]bool{core.ChangeVerified: r.OnVerified, core.ChangeRevised: r.OnRevised, core.ChangeWithdrawn: r.OnWithdrawn} {
+		if on {
+			w.Events = append(w.Events, kind)
+		}
+	}
+	slices.SortFunc(w.Events, func(a, b string) int {
+		return slices.Index(core.WebhookEvents, core.EventType(a)) - slices.Index(core.WebhookEvents, core.EventType(b))
+	})
+	w.Ecosystem = deref(r.Ecosystem)
+	w.DisabledReason = deref(r.DisabledReason)
+	w.FailingSince, w.LastSuccess, w.DisabledAt = timeOf(r.FailingSince), timeOf(r.LastSuccessAt), timeOf(r.DisabledAt)
+	return w
+}
+
+type deliveryRow struct {
+	bun.BaseModel `bun:"table:webhook_deliveries"`
+
+	WebhookID  string     `bun:"webhook_id,pk"`
+	Seq        int64      `bun:"seq,pk"`
+	ThreatID   string     `bun:"threat_id,notnull"`
+	Kind       string     `bun:"kind,notnull"`
+	Version    int        `bun:"version,notnull"`
+	EventAt    time.Time  `bun:"event_at,notnull"`
+	State      string     `bun:"state,notnull"`
+	Attempts   int        `bun:"attempts,notnull"`
+	NextAt     time.Time  `bun:"next_at,notnull"`
+	Payload    *string    `bun:"payload"`
+	FinishedAt *time.Time `bun:"finished_at"`
+}
+
+func (r deliveryRow) domain() core.Delivery {
+	d := core.Delivery{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, Version: r.Version,
+		EventAt: r.EventAt.UTC(), State: r.State, Attempts: r.Attempts, NextAt: r.NextAt.UTC(), FinishedAt: timeOf(r.FinishedAt)}
+	if r.Payload != nil {
+		d.Payload = []byte(*r.Payload)
+	}
+	return d
+}
+
+type attemptRow struct {
+	bun.BaseModel `bun:"table:webhook_attempts"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	WebhookID string    `bun:"webhook_id,notnull"`
+	Seq       int64     `bun:"seq,notnull"`
+	At        time.Time `bun:"at,notnull"`
+	Status    int       `bun:"status,notnull"`
+	LatencyUS int64     `bun:"latency_us,notnull"`
+	Error     *string   `bun:"error"`
+	State     string    `bun:"state,notnull"`
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// CreateWebhook stores a subscription.
+func (s *Store) CreateWebhook(ctx context.Context, w core.Webhook) error {
+	row := webhookToRow(w)
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		n, err := tx.NewSelect().Model((*webhookRow)(nil)).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= core.MaxWebhooks {
+			return fmt.Errorf("%w: at most %d webhook subscriptions; remove one first", core.ErrLimit, core.MaxWebhooks)
+		}
+		_, err = tx.NewInsert().Model(&row).Exec(ctx)
+		return err
+	})
+}
+
+// ListWebhooks returns the subscriptions with their delivery counts.
+func (s *Store) ListWebhooks(ctx context.Context) ([]core.Webhook, error) {
+	var rows []webhookRow
+	if err := s.db.NewSelect().Model(&rows).OrderExpr("created_at, id").Scan(ctx); err != nil {
+		return nil, err
+	}
+	var counts []struct {
+		WebhookID string `bun:"webhook_id"`
+		State     string `bun:"state"`
+		N         int64  `bun:"n"`
+	}
+	if err := s.db.NewSelect().Table("webhook_deliveries").Column("webhook_id", "state").ColumnExpr("count(*) AS n").
+		Group("webhook_id", "state").Scan(ctx, &counts); err != nil {
+		return nil, err
+	}
+	out := make([]core.Webhook, len(rows))
+	at := map[string]int{}
+	for i, r := range rows {
+		out[i] = r.domain()
+		at[r.ID] = i
+	}
+	for _, c := range counts {
+		i, ok := at[c.WebhookID]
+		if !ok {
+			continue
+		}
+		switch c.State {
+		case core.DeliveryPending:
+			out[i].Pending = c.N
+		case core.DeliveryDelivered:
+			out[i].Delivered = c.N
+		case core.DeliveryFailed:
+			out[i].Failed = c.N
+		case core.DeliveryExpired:
+			out[i].Expired += c.N
+		}
+	}
+	return out, nil
+}
+
+// DeleteWebhook removes a subscription, its queue and its attempts.
+func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewDelete().Table("webhook_attempts").Where("webhook_id = ?", id).Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Table("webhook_deliveries").Where("webhook_id = ?", id).Exec(ctx); err != nil {
+			return err
+		}
+		res, err := tx.NewDelete().Table("webhooks").Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: no webhook subscription %s", core.ErrNotFound, id)
+		}
+		return nil
+	})
+}
+
+// EnableWebhook clears a subscription's disabled and failing marks.
+func (s *Store) EnableWebhook(ctx context.Context, id string) (core.Webhook, error) {
+	var row webhookRow
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Table("webhooks").Set("disabled_at = NULL, disabled_reason = NULL, failing_since = NULL").Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: no webhook subscription %s", core.ErrNotFound, id)
+		}
+		// Its pending events are due now, not at the times of the
+		// attempts planned before it was disabled.
+		if _, err := tx.NewUpdate().Table("webhook_deliveries").Set("next_at = ?", s.now().UTC()).
+			Where("webhook_id = ? AND state = ?", id, core.DeliveryPending).Exec(ctx); err != nil {
+			return err
+		}
+		return tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	})
+	return row.domain(), err
+}
+
+// DueDeliveries reads the due pending deliveries of enabled subscriptions
+// through the partial index on next_at.
+func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	var rows []deliveryRow
+	if err := s.db.NewSelect().Model(&rows).
+		Where("state = ? AND next_at <= ?", core.DeliveryPending, now.UTC()).
+		Where("webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)").
+		OrderExpr("next_at, webhook_id, seq").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var hooks []webhookRow
+	if err := s.db.NewSelect().Model(&hooks).Where("disabled_at IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	byID := map[string]core.Webhook{}
+	for _, h := range hooks {
+		byID[h.ID] = h.domain()
+	}
+	out := make([]core.Delivery, 0, len(rows))
+	for _, r := range rows {
+		d := r.domain()
+		d.Webhook = byID[r.WebhookID]
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// RecordAttempt applies one attempt's outcome in one transaction.
+func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error {
+	a := o.Attempt
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		upd := tx.NewUpdate().Table("webhook_deliveries").Set("attempts = attempts + 1").Set("state = ?", a.State).
+			Where("webhook_id = ? AND seq = ? AND state = ?", a.WebhookID, a.Seq, core.DeliveryPending)
+		if a.State == core.DeliveryPending {
+			upd = upd.Set("next_at = ?", o.NextAt.UTC())
+		} else {
+			upd = upd.Set("finished_at = ?", a.At.UTC())
+		}
+		if o.Payload != nil {
+			upd = upd.Set("payload = coalesce(payload, ?)", string(o.Payload))
+		}
+		res, err := upd.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Finished meanwhile (another daemon that held the lease
+			// before), or its subscription was removed: nothing to record.
+			return nil
+		}
+		row := attemptRow{WebhookID: a.WebhookID, Seq: a.Seq, At: a.At.UTC(), Status: a.Status, LatencyUS: a.Latency.Microseconds(), Error: optString(a.Error), State: a.State}
+		if _, err := tx.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
+			return err
+		}
+		hook := tx.NewUpdate().Table("webhooks").Where("id = ?", a.WebhookID)
+		switch {
+		case a.State == core.DeliveryDelivered:
+			hook = hook.Set("failing_since = NULL, last_success_at = ?", a.At.UTC())
+		case o.Disable != "":
+			hook = hook.Set("disabled_at = ?, disabled_reason = ?", a.At.UTC(), o.Disable).Set("failing_since = coalesce(failing_since, ?)", a.At.UTC())
+		default:
+			hook = hook.Set("failing_since = coalesce(failing_since, ?)", a.At.UTC())
+		}
+		_, err = hook.Exec(ctx)
+		return err
+	})
+}
+
+// WebhookAttempts lists a subscription's attempts, newest first.
+func (s *Store) WebhookAttempts(ctx context.Context, webhookID string, limit int) ([]core.DeliveryAttempt, error) {
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	n, err := s.db.NewSelect().Table("webhooks").Where("id = ?", webhookID).Count(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no webhook subscription %s", core.ErrNotFound, webhookID)
+	}
+	var rows []struct {
+		attemptRow `bun:",extend"`
+		ThreatID   string `bun:"threat_id"`
+		Kind       string `bun:"kind"`
+	}
+	if err := s.db.NewSelect().TableExpr("webhook_attempts AS a").
+		ColumnExpr("a.id, a.webhook_id, a.seq, a.at, a.status, a.latency_us, a.error, a.state, d.threat_id, d.kind").
+		Join("JOIN webhook_deliveries AS d ON d.webhook_id = a.webhook_id AND d.seq = a.seq").
+		Where("a.webhook_id = ?", webhookID).OrderExpr("a.id DESC").Limit(int64(limit)).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]core.DeliveryAttempt, len(rows))
+	for i, r := range rows {
+		out[i] = core.DeliveryAttempt{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, At: r.At.UTC(),
+			Status: r.Status, Latency: time.Duration(r.LatencyUS) * time.Microsecond, Error: deref(r.Error), State: r.attemptRow.State}
+	}
+	return out, nil
+}
+
+// WebhookQueue counts the pending deliveries (the partial index holds only
+// them).
+func (s *Store) WebhookQueue(ctx context.Context) (core.WebhookQueue, error) {
+	var q core.WebhookQueue
+	n, err := s.db.NewSelect().Table("webhook_deliveries").Where("state = ?", core.DeliveryPending).Count(ctx)
+	if err != nil {
+		return q, err
+	}
+	q.Pending = int64(n)
+	var oldest []time.Time
+	if err := s.db.NewSelect().Table("webhook_deliveries").Column("event_at").Where("state = ?", core.DeliveryPending).
+		OrderExpr("event_at").Limit(1).Scan(ctx, &oldest); err != nil {
+		return q, err
+	}
+	if len(oldest) == 1 {
+		q.Oldest = oldest[0].UTC()
+	}
+	return q, nil
+}
+
+// TrimWebhooks expires the oldest pending events of disabled subscriptions
+// beyond maxPending each, and deletes finished deliveries older than
+// finishedBefore.
+func (s *Store) TrimWebhooks(ctx context.Context, maxPending int, finishedBefore time.Time) (int64, error) {
+	var expired int64
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var disabled []string
+		if err := tx.NewSelect().Table("webhooks").Column("id").Where("disabled_at IS NOT NULL").Scan(ctx, &disabled); err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		for _, id := range disabled {
+			// The seq of the newest event beyond the bound: it and every
+			// older pending one expire.
+			var cut []int64
+			if err := tx.NewSelect().Table("webhook_deliveries").Column("seq").
+				Where("webhook_id = ? AND state = ?", id, core.DeliveryPending).
+				OrderExpr("seq DESC").Offset(int64(maxPending)).Limit(1).Scan(ctx, &cut); err != nil {
+				return err
+			}
+			if len(cut) == 0 {
+				continue
+			}
+			res, err := tx.NewUpdate().Table("webhook_deliveries").Set("state = ?, finished_at = ?", core.DeliveryExpired, now).
+				Where("webhook_id = ? AND state = ? AND seq <= ?", id, core.DeliveryPending, cut[0]).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			expired += n
+		}
+		if finishedBefore.IsZero() {
+			return nil
+		}
+		// Counted on the subscription before the rows go.
+		if _, err := tx.ExecContext(ctx, `UPDATE webhooks SET expired = expired + (SELECT count(*) FROM webhook_deliveries AS d
+  WHERE d.webhook_id = webhooks.id AND d.state = 'expired' AND d.finished_at < ?)`, finishedBefore.UTC()); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE (webhook_id, seq) IN (SELECT webhook_id, seq FROM webhook_deliveries
+  WHERE state <> 'pending' AND finished_at < ?)`, finishedBefore.UTC()); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Table("webhook_deliveries").Where("state <> ? AND finished_at < ?", core.DeliveryPending, finishedBefore.UTC()).Exec(ctx)
+		return err
+	})
+	return expired, err
+}
+
+// queueWebhookEvents queues the changes a transaction published (their
+// times are from first on) for every subscription that wants them, in that
+// transaction: the outbox of the webhooks.
+func queueWebhookEvents(ctx context.Context, tx bun.Tx, first time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
+SELECT w.id, f.seq, f.threat_id, f.kind, f.version, f.at, 'pending', 0, f.at
+FROM webhooks AS w JOIN feed_events AS f ON f.at >= ?
+WHERE (w.ecosystem IS NULL OR w.ecosystem = f.registry)
+  AND ((f.kind = 'verified' AND w.on_verified) OR (f.kind = 'revised' AND w.on_revised) OR (f.kind = 'withdrawn' AND w.on_withdrawn))`, first)
+	if err != nil {
+		return fmt.Errorf("queue webhook events: %w", err)
+	}
+	return nil
+}
+
+var _ core.WebhookStore = (*Store)(nil)
