@@ -2,9 +2,11 @@ package osv
 
 import (
 	"archive/zip"
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -251,4 +253,63 @@ func (w *ArchiveWriter) Close() (int, error) {
 		}
 	}
 	return len(w.names), w.z.Close()
+}
+
+// ModifiedIDs writes an ecosystem's modified_id.csv as OSV's own bucket
+// has it beside each all.zip: one "<modified>,<id>" line per record (the
+// reports of a record with several packages joined, at their latest
+// modified time), newest first. each yields the ecosystem's verified
+// reports.
+func ModifiedIDs(each func(func(core.Threat) error) error, w io.Writer) error {
+	latest := map[string]string{}
+	if err := each(func(t core.Threat) error {
+		if !Exportable(t) {
+			return nil
+		}
+		id, mod := RecordID(t), Convert(t).Modified
+		if mod > latest[id] {
+			latest[id] = mod
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	type line struct{ mod, id string }
+	lines := make([]line, 0, len(latest))
+	for id, mod := range latest {
+		lines = append(lines, line{mod, id})
+	}
+	slices.SortFunc(lines, func(a, b line) int {
+		if c := strings.Compare(timeKey(b.mod), timeKey(a.mod)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	bw := bufio.NewWriter(w)
+	for _, l := range lines {
+		bw.WriteString(l.mod)
+		bw.WriteByte(',')
+		bw.WriteString(l.id)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// timeKey makes RFC 3339 times of varying precision sort as times.
+func timeKey(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000000")
+}
+
+// Ecosystems is ecosystems.txt: the OSV ecosystems, one a line.
+func Ecosystems() string {
+	var b strings.Builder
+	for _, r := range core.OSVRegistries {
+		b.WriteString(core.OSVEcosystems[r])
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

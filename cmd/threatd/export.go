@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/misp"
+	"github.com/threatd/threatd/osv"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -43,7 +46,39 @@ rendered by the exporter plugin threatd-exporter-osv.`,
 						return fmt.Errorf("export osv %s: %w", eco, err)
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: %d reports → %s\n", eco, n, filepath.Join(dir, eco, "all.zip"))
+					each, err := sel.All(cmd.Context(), registry)
+					if err != nil {
+						return err
+					}
+					var ids bytes.Buffer
+					if err := osv.ModifiedIDs(each, &ids); err != nil {
+						return fmt.Errorf("export osv %s modified_id.csv: %w", eco, err)
+					}
+					if err := writeFileAtomic(filepath.Join(dir, eco, "modified_id.csv"), ids.Bytes()); err != nil {
+						return err
+					}
 				}
+				return writeFileAtomic(filepath.Join(dir, "ecosystems.txt"), []byte(osv.Ecosystems()))
+			})
+		},
+	})
+	export.AddCommand(&cobra.Command{
+		Use:   "misp DIR",
+		Short: "Write the verified reports as a MISP feed: DIR/manifest.json, <event uuid>.json, hashes.csv",
+		Long: `Writes every verified report, and every withdrawn one with to_ids false and
+a "withdrawn" tag, as a MISP feed (docs/misp.md): one event per day of
+verification, manifest.json and hashes.csv, the layout MISP's
+"Sync Actions → Feeds → Add feed" reads with the input source "Local" or
+from a web server. The daemon serves the same files at {base}/misp/.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(cmd, func(e *env) error {
+				svc := &misp.Service{Store: e.store, Name: "threatd", Site: localSite(e.cfg)}
+				events, reports, err := svc.WriteDir(cmd.Context(), args[0])
+				if err != nil {
+					return fmt.Errorf("export misp: %w", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d reports in %d events → %s\n", reports, events, filepath.Join(args[0], "manifest.json"))
 				return nil
 			})
 		},
@@ -89,6 +124,26 @@ func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections
 		return n, err
 	}
 	return n, os.Rename(tmp.Name(), path)
+}
+
+// writeFileAtomic writes a file through a temporary one renamed into place.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".threatd-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // fileDocument receives an exporter's document into a file.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,57 @@ func TestRealReportsThroughTheDaemon(t *testing.T) {
 	t.Logf("through the daemon: %s", &counts)
 	if counts.False() != 0 || counts.Listed < 13_000 || counts.Missed != 0 {
 		t.Fatalf("%d false and %d missed indicators: %s", counts.False(), counts.Missed, &counts)
+	}
+
+	// The MISP feed of the same reports: every event valid against MISP's
+	// definitions, one object per package report, and no indicator for IDS
+	// on shared infrastructure (github.com, registries, CDNs).
+	rules := loadMISPRules(t)
+	feed := t.TempDir()
+	msg := in.mustCLI("export", "misp", feed)
+	var reports, events int
+	if _, err := fmt.Sscanf(msg, "%d reports in %d events", &reports, &events); err != nil || reports < len(ids) {
+		t.Fatalf("export misp: %q (%d reports exported as CSV)", msg, len(ids))
+	}
+	files, _ := filepath.Glob(filepath.Join(feed, "*-*.json"))
+	st := &mispStats{types: map[string]int{}}
+	infra := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules.check(t, b, st)
+		var ev struct {
+			Event struct {
+				Object []struct {
+					Attribute []struct {
+						Relation string `json:"object_relation"`
+						Value    string `json:"value"`
+						ToIDs    bool   `json:"to_ids"`
+					} `json:"Attribute"`
+				} `json:"Object"`
+			} `json:"Event"`
+		}
+		_ = json.Unmarshal(b, &ev)
+		for _, o := range ev.Event.Object {
+			for _, a := range o.Attribute {
+				if !a.ToIDs || (a.Relation != "ioc-domain" && a.Relation != "ioc-url") {
+					continue
+				}
+				host := a.Value
+				if u, err := url.Parse(a.Value); err == nil && u.Host != "" {
+					host = u.Hostname()
+				}
+				if core.IsInfrastructure(host) && a.Relation == "ioc-domain" {
+					infra++
+				}
+			}
+		}
+	}
+	t.Logf("MISP feed: %d events, %d objects, %d attributes, %d withdrawn", len(files), st.objects, st.attributes, st.withdrawn)
+	if len(files) != events || st.objects != reports || infra != 0 {
+		t.Fatalf("MISP feed: %d files for %d events, %d objects for %d reports, %d infrastructure domains for IDS", len(files), events, st.objects, reports, infra)
 	}
 }
 

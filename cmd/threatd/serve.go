@@ -22,6 +22,7 @@ import (
 	"github.com/threatd/threatd/core/api/upstream"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/push"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/web"
@@ -186,6 +187,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		TokenUse:          tokenUse,
 		Mount:             mount,
 		Firewall:          fw,
+		MISP:              &misp.Service{Store: e.store, Name: "threatd", Site: localSite(cfg)},
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{

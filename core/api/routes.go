@@ -45,7 +45,7 @@ func (s *Server) routes(e *echo.Echo) {
 
 // apiRoutes are the authenticated endpoints under the base path.
 func (s *Server) apiRoutes() []route {
-	return []route{
+	return append([]route{
 		{method: http.MethodGet, path: "/account", tier: core.TierFree, handler: s.account},
 		{method: http.MethodPost, path: "/submit-threat-report", tier: core.TierFree, body: true, handler: s.submit},
 		// The specification's overview names the same operation /submit-threat (docs/api/submit.md).
@@ -63,7 +63,11 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/osv/v1/vulns/:id", tier: core.TierFree, index: true, handler: s.osvVuln},
 		// The CI gate (docs/ci.md): the body is bounded by scan.max_bytes, not max_body_bytes.
 		{method: http.MethodPost, path: "/scan", tier: core.TierFree, index: true, handler: s.scanFile},
-	}
+		// The MISP feed (docs/misp.md).
+		{method: http.MethodGet, path: "/misp/manifest.json", tier: core.TierPaid, handler: s.mispManifest},
+		{method: http.MethodGet, path: "/misp/hashes.csv", tier: core.TierPaid, handler: s.mispHashes},
+		{method: http.MethodGet, path: "/misp/:event", tier: core.TierPaid, handler: s.mispEvent},
+	}, s.osvFileRoutes()...)
 }
 
 // add registers r with its per-route chain: tier (403), then body limit (413).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
 )
 
@@ -50,6 +51,8 @@ type Options struct {
 	Latest *index.Latest
 	// Firewall configures the registry firewall (nil: not served).
 	Firewall *FirewallOptions
+	// MISP serves the MISP feed under {base}/misp/ (nil: not served).
+	MISP *misp.Service
 	// Mount adds routes outside the base path (the web site, core/web) to
 	// the API's echo instance, after the API's own: one listener, one TLS
 	// configuration, the same per-IP limit.
