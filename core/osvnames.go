@@ -62,3 +62,18 @@ func OSVRecordOf(t Threat) string {
 func OwnOSVRecord(recordID, id string) bool {
 	return recordID == OSVCommunityPrefix+id
 }
+
+// OSVModifiedFormat asks the osv exporter for an ecosystem's
+// modified_id.csv instead of its all.zip.
+const OSVModifiedFormat = "modified_id"
+
+// OSVEcosystemsText is ecosystems.txt, as OSV's bucket has it: the OSV
+// ecosystems threatd writes an all.zip for, one a line.
+func OSVEcosystemsText() string {
+	var b strings.Builder
+	for _, r := range OSVRegistries {
+		b.WriteString(OSVEcosystems[r])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -255,28 +255,31 @@ func (w *ArchiveWriter) Close() (int, error) {
 	return len(w.names), w.z.Close()
 }
 
-// ModifiedIDs writes an ecosystem's modified_id.csv as OSV's own bucket
-// has it beside each all.zip: one "<modified>,<id>" line per record (the
-// reports of a record with several packages joined, at their latest
-// modified time), newest first. each yields the ecosystem's verified
-// reports.
-func ModifiedIDs(each func(func(core.Threat) error) error, w io.Writer) error {
-	latest := map[string]string{}
-	if err := each(func(t core.Threat) error {
-		if !Exportable(t) {
-			return nil
-		}
-		id, mod := RecordID(t), Convert(t).Modified
-		if mod > latest[id] {
-			latest[id] = mod
-		}
-		return nil
-	}); err != nil {
-		return err
+// ModifiedIndex collects an ecosystem's modified_id.csv, as OSV's own
+// bucket has it beside each all.zip: one "<modified>,<id>" line per record
+// (the reports of a record with several packages joined, at their latest
+// modified time), newest first.
+type ModifiedIndex struct{ latest map[string]string }
+
+// Add adds a verified report (others are left out, as from all.zip).
+func (m *ModifiedIndex) Add(t core.Threat) {
+	if !Exportable(t) {
+		return
 	}
+	if m.latest == nil {
+		m.latest = map[string]string{}
+	}
+	id, mod := RecordID(t), Convert(t).Modified
+	if timeKey(mod) > timeKey(m.latest[id]) {
+		m.latest[id] = mod
+	}
+}
+
+// WriteTo writes the lines, newest first.
+func (m *ModifiedIndex) WriteTo(w io.Writer) (int64, error) {
 	type line struct{ mod, id string }
-	lines := make([]line, 0, len(latest))
-	for id, mod := range latest {
+	lines := make([]line, 0, len(m.latest))
+	for id, mod := range m.latest {
 		lines = append(lines, line{mod, id})
 	}
 	slices.SortFunc(lines, func(a, b line) int {
@@ -285,31 +288,32 @@ func ModifiedIDs(each func(func(core.Threat) error) error, w io.Writer) error {
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	bw := bufio.NewWriter(w)
+	cw := &countWriter{w: bufio.NewWriter(w)}
 	for _, l := range lines {
-		bw.WriteString(l.mod)
-		bw.WriteByte(',')
-		bw.WriteString(l.id)
-		bw.WriteByte('\n')
+		fmt.Fprintf(cw, "%s,%s\n", l.mod, l.id)
 	}
-	return bw.Flush()
+	return cw.n, cw.w.Flush()
+}
+
+type countWriter struct {
+	w *bufio.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // timeKey makes RFC 3339 times of varying precision sort as times.
 func timeKey(s string) string {
+	if s == "" {
+		return ""
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return s
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000000000")
-}
-
-// Ecosystems is ecosystems.txt: the OSV ecosystems, one a line.
-func Ecosystems() string {
-	var b strings.Builder
-	for _, r := range core.OSVRegistries {
-		b.WriteString(core.OSVEcosystems[r])
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

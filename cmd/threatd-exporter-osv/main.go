@@ -23,8 +23,17 @@ func main() {
 }
 
 func export(_ context.Context, req sdk.Request, records iter.Seq[sdk.Record], out *sdk.Writer) error {
-	if req.Query["format"] == core.OSVRecordsFormat {
+	switch req.Query["format"] {
+	case core.OSVRecordsFormat:
 		return vulns(records, out)
+	case core.OSVModifiedFormat:
+		out.ContentType = "text/csv; charset=utf-8"
+		var m osv.ModifiedIndex
+		for r := range records {
+			m.Add(r.Threat)
+		}
+		_, err := m.WriteTo(out)
+		return err
 	}
 	out.ContentType = "application/zip"
 	w := osv.NewArchiveWriter(out)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/misp"
-	"github.com/threatd/threatd/osv"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -41,24 +39,16 @@ rendered by the exporter plugin threatd-exporter-osv.`,
 				sel := core.NewSelections(e.store)
 				for _, registry := range core.OSVRegistries {
 					eco := core.OSVEcosystems[registry]
-					n, err := exportOSV(cmd, pool, sel, registry, filepath.Join(dir, eco, "all.zip"))
+					n, err := exportOSV(cmd, pool, sel, registry, filepath.Join(dir, eco, "all.zip"), "")
 					if err != nil {
 						return fmt.Errorf("export osv %s: %w", eco, err)
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: %d reports → %s\n", eco, n, filepath.Join(dir, eco, "all.zip"))
-					each, err := sel.All(cmd.Context(), registry)
-					if err != nil {
-						return err
-					}
-					var ids bytes.Buffer
-					if err := osv.ModifiedIDs(each, &ids); err != nil {
+					if _, err := exportOSV(cmd, pool, sel, registry, filepath.Join(dir, eco, "modified_id.csv"), core.OSVModifiedFormat); err != nil {
 						return fmt.Errorf("export osv %s modified_id.csv: %w", eco, err)
 					}
-					if err := writeFileAtomic(filepath.Join(dir, eco, "modified_id.csv"), ids.Bytes()); err != nil {
-						return err
-					}
 				}
-				return writeFileAtomic(filepath.Join(dir, "ecosystems.txt"), []byte(osv.Ecosystems()))
+				return writeFileAtomic(filepath.Join(dir, "ecosystems.txt"), []byte(core.OSVEcosystemsText()))
 			})
 		},
 	})
@@ -88,7 +78,7 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 
 // exportOSV writes one ecosystem's archive through a temporary file, and
 // returns the number of reports given to the exporter.
-func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections, registry, path string) (int, error) {
+func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections, registry, path, format string) (int, error) {
 	each, err := sel.All(cmd.Context(), registry)
 	if err != nil {
 		return 0, err
@@ -96,17 +86,20 @@ func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".all.zip-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
 	n := 0
 	req := core.ExportRequest{
-		Endpoint: "/osv/" + core.OSVEcosystems[registry] + "/all.zip", Query: map[string]string{"ecosystem": registry}, Service: "threatd",
+		Endpoint: "/osv/" + core.OSVEcosystems[registry] + "/" + filepath.Base(path), Query: map[string]string{"ecosystem": registry}, Service: "threatd",
 		Each: func(yield func(core.ExportRecord) error) error {
 			return each(func(t core.Threat) error { n++; return yield(core.ExportRecord{Threat: t}) })
 		},
+	}
+	if format != "" {
+		req.Query["format"] = format
 	}
 	w := &fileDocument{w: bufio.NewWriterSize(tmp, 1<<20)}
 	if err := pool.Export(cmd.Context(), "osv", req, w); err != nil {

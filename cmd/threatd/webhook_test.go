@@ -1,11 +1,18 @@
 package main_test
 
 import (
+	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +59,35 @@ type delivery struct {
 	Type                     string
 	ThreatID                 string
 	Status                   int
+}
+
+// verifyWebhook checks a delivery as a receiver written in Go does
+// (docs/webhooks.md quotes it): the headers are there, the timestamp is
+// within five minutes, and one v1 signature is the HMAC-SHA256 of
+// "id.timestamp.body" keyed by the secret's bytes.
+func verifyWebhook(secret string, h http.Header, body []byte, now time.Time) error {
+	id, stamp, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
+	if id == "" || stamp == "" || sigs == "" {
+		return errors.New("missing webhook headers")
+	}
+	ts, err := strconv.ParseInt(stamp, 10, 64)
+	if err != nil || now.Sub(time.Unix(ts, 0)).Abs() > 5*time.Minute {
+		return errors.New("timestamp out of tolerance")
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return err
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%s.", id, stamp)
+	mac.Write(body)
+	want := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	for _, sig := range strings.Fields(sigs) {
+		if v, ok := strings.CutPrefix(sig, "v1,"); ok && hmac.Equal([]byte(v), []byte(want)) {
+			return nil
+		}
+	}
+	return errors.New("no matching signature")
 }
 
 // receiver is a webhook target on 127.0.0.1: it records every request and
@@ -303,8 +339,26 @@ func TestWebhooks(t *testing.T) {
 	if rev.Data["severity_level"] != "critical" {
 		t.Fatalf("revised event data: %v", rev.Data)
 	}
+	for _, g := range r.deliveries() {
+		h := http.Header{}
+		h.Set("webhook-id", g.ID)
+		h.Set("webhook-timestamp", g.Timestamp)
+		h.Set("webhook-signature", g.Signature)
+		if err := verifyWebhook(secret, h, g.Body, time.Now()); err != nil {
+			t.Fatalf("delivery %s: %v", g.ID, err)
+		}
+		if err := verifyWebhook(secret, h, append([]byte(" "), g.Body...), time.Now()); err == nil {
+			t.Fatal("a tampered body verified")
+		}
+		if err := verifyWebhook(secret, h, g.Body, time.Now().Add(10*time.Minute)); err == nil {
+			t.Fatal("a stale delivery verified")
+		}
+	}
 	verifyWithNPM(t, secret, r.delivered("threat.withdrawn", npmID))
 	verifyWithNPM(t, secret, r.delivered("threat.verified", npmID))
+
+	// The Python receiver of docs/webhooks.md verifies and takes a delivery.
+	pyReceiver(t, in, d, tok)
 
 	// kill -9 with an event committed and its delivery failing: the next
 	// daemon delivers it, under the same webhook-id.
@@ -384,7 +438,34 @@ func TestWebhooks(t *testing.T) {
 	if strings.Contains(d2.logText(), secret) || strings.Contains(d.logText(), secret) {
 		t.Fatal("a signing secret is in the daemon's log")
 	}
-	in.mustCLI("webhook", "remove", dead)
+	// The administrators' page lists them, adds one (secret shown once),
+	// enables and removes; a submitter may not see it.
+	in.user("root@example.com", "--role", "admin")
+	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "root@example.com")
+	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "hooks@example.com")
+	admin := in.browser(d2)
+	admin.get("/login")
+	admin.post("/login", url.Values{"email": {"root@example.com"}, "password": {"correct horse battery"}, "next": {"/admin/webhooks"}}).
+		expect(t, 200, "Webhooks", r.srv.URL+"/all", dead, "disabled: failing since", "connection refused")
+	admin.post("/admin/webhooks", url.Values{"url": {"ftp://example.com/x"}}).expect(t, 400, "must be an http or https URL")
+	added := admin.post("/admin/webhooks", url.Values{"url": {other.srv.URL + "/web"}, "events": {"threat.withdrawn"}, "ecosystem": {"npm"}}).
+		expect(t, 200, "shown only this once", "whsec_", other.srv.URL+"/web")
+	if m := regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).FindString(added.body); m == "" || strings.Contains(in.mustCLI("webhook", "list", "--json"), m) {
+		t.Fatal("the new secret is not shown, or is listed again")
+	}
+	admin.post("/admin/webhooks/"+dead+"/enable", url.Values{}).expect(t, 200, "Webhooks")
+	if out := in.mustCLI("webhook", "list"); !regexp.MustCompile(dead + `.*(active|failing)`).MatchString(out) {
+		t.Fatalf("enabled on the web page:\n%s", out)
+	}
+	admin.post("/admin/webhooks/"+dead+"/remove", url.Values{}).expect(t, 200, "Webhooks")
+	if strings.Contains(in.mustCLI("webhook", "list"), dead) {
+		t.Fatal("removed on the web page but still listed")
+	}
+	dev := in.browser(d2)
+	dev.get("/login")
+	dev.post("/login", url.Values{"email": {"hooks@example.com"}, "password": {"correct horse battery"}, "next": {"/admin/webhooks"}}).
+		expect(t, 403, "for administrators")
+
 	in.mustCLI("webhook", "remove", pypiOnly)
 	if res := in.cli("webhook", "remove", dead); res.code == 0 || !strings.Contains(res.stderr, "no webhook subscription") {
 		t.Fatalf("removing twice: %d %s", res.code, res.stderr)
@@ -436,5 +517,56 @@ func TestWebhooksTwoDaemonsOnPostgres(t *testing.T) {
 	fb := value(b.scrape(), "threatd_webhook_deliveries_total", map[string]string{"outcome": "delivered"})
 	if max(fa, 0)+max(fb, 0) != n {
 		t.Fatalf("deliveries counted by the daemons: %v + %v", fa, fb)
+	}
+}
+
+// pyReceiver runs docs/examples/webhook_receiver.py (which docs/webhooks.md
+// shows) as a subscription's target and checks that it accepts a delivery.
+func pyReceiver(t *testing.T, in *instance, d *daemon, tok string) {
+	t.Helper()
+	py := needTool(t, "python3")
+	script, _ := filepath.Abs("../../docs/examples/webhook_receiver.py")
+	page, err := os.ReadFile("../../docs/webhooks.md")
+	code, _ := os.ReadFile(script)
+	if err != nil || !strings.Contains(string(page), "```python\n"+string(code)+"```") {
+		t.Fatal("docs/webhooks.md does not show docs/examples/webhook_receiver.py as it is")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port, for the receiver
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := strings.Cut(addr, ":")
+	hook, secret := addWebhook(t, in, "--url", "http://"+addr+"/hook")
+	defer in.mustCLI("webhook", "remove", hook)
+	cmd := exec.Command(py, script)
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret, "PORT="+port)
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if l := <-lines; l != "listening on "+port {
+		t.Fatalf("the Python receiver said %q", l)
+	}
+	rid := d.submit(tok, pkg("hooked-python"))
+	in.mustCLI("review", "verify", rid)
+	select {
+	case l := <-lines:
+		if !regexp.MustCompile(`^threat\.verified msg_[0-9a-f]{32} ` + rid + ` hooked-python$`).MatchString(l) {
+			t.Fatalf("the Python receiver printed %q", l)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Python receiver got no delivery")
 	}
 }

@@ -60,7 +60,11 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 				threats, err = s.selections.Window(ctx, qs.Get("since"), qs.Get("hours"), qs.Get("ecosystem"))
 			}
 		case core.SelectAll:
-			if err = onlyParams(qs, []string{"ecosystem"}); err == nil || r.PassParams {
+			allowed := []string{"ecosystem"}
+			for k := range r.Fixed {
+				allowed = append(allowed, k)
+			}
+			if err = onlyParams(qs, allowed); err == nil || r.PassParams {
 				var each func(func(core.Threat) error) error
 				if each, err = s.selections.All(ctx, qs.Get("ecosystem")); err == nil {
 					req.Each = func(yield func(core.ExportRecord) error) error {

@@ -35,16 +35,12 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	var s Server
 	for _, r := range s.apiRoutes() {
-		p := r.path
-		if strings.HasPrefix(p, "/osv/") && strings.HasSuffix(p, "/modified_id.csv") {
-			p = "/osv/{ecosystem}/modified_id.csv"
-		}
-		add(r.method, DefaultBasePath+p)
+		add(r.method, DefaultBasePath+r.path)
 	}
 	for _, r := range BuiltinExportRoutes {
 		p := r.Path
 		if strings.HasPrefix(p, "/osv/") {
-			p = "/osv/{ecosystem}/all.zip"
+			p = "/osv/{ecosystem}/" + p[strings.LastIndex(p, "/")+1:]
 		}
 		add(http.MethodGet, DefaultBasePath+p)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
@@ -45,7 +46,7 @@ func (s *Server) routes(e *echo.Echo) {
 
 // apiRoutes are the authenticated endpoints under the base path.
 func (s *Server) apiRoutes() []route {
-	return append([]route{
+	return []route{
 		{method: http.MethodGet, path: "/account", tier: core.TierFree, handler: s.account},
 		{method: http.MethodPost, path: "/submit-threat-report", tier: core.TierFree, body: true, handler: s.submit},
 		// The specification's overview names the same operation /submit-threat (docs/api/submit.md).
@@ -67,7 +68,8 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/misp/manifest.json", tier: core.TierPaid, handler: s.mispManifest},
 		{method: http.MethodGet, path: "/misp/hashes.csv", tier: core.TierPaid, handler: s.mispHashes},
 		{method: http.MethodGet, path: "/misp/:event", tier: core.TierPaid, handler: s.mispEvent},
-	}, s.osvFileRoutes()...)
+		{method: http.MethodGet, path: "/osv/ecosystems.txt", tier: core.TierPaid, handler: s.osvEcosystems},
+	}
 }
 
 // add registers r with its per-route chain: tier (403), then body limit (413).
@@ -103,6 +105,9 @@ func osvArchiveRoutes() []ExportRoute {
 		}
 		for _, p := range paths {
 			out = append(out, ExportRoute{Path: p, Exporter: "osv", Tier: core.TierPaid, Select: core.SelectAll, Fixed: map[string]string{"ecosystem": registry}})
+			// modified_id.csv beside it, as OSV's bucket has.
+			out = append(out, ExportRoute{Path: strings.TrimSuffix(p, "all.zip") + "modified_id.csv", Exporter: "osv", Tier: core.TierPaid, Select: core.SelectAll,
+				Fixed: map[string]string{"ecosystem": registry, "format": core.OSVModifiedFormat}})
 		}
 	}
 	return out

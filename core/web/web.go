@@ -76,6 +76,9 @@ type Options struct {
 	// FirewallBlocks are the registry firewall's latest refusals, listed
 	// for administrators at /admin/firewall (nil: the firewall is off).
 	FirewallBlocks *firewall.Recent
+	// WebhooksAllowPrivate is webhooks.allow_private, for subscriptions
+	// added at /admin/webhooks.
+	WebhooksAllowPrivate bool
 }
 
 // Site holds what the pages need.
@@ -170,6 +173,10 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.POST("/submit", s.wrap(s.submit), s.loggedIn, s.csrf)
 	g.GET("/review", s.wrap(s.queue), s.reviewer)
 	g.GET("/admin/firewall", s.wrap(s.firewallBlocks), s.admin)
+	g.GET("/admin/webhooks", s.wrap(s.webhooks), s.admin)
+	g.POST("/admin/webhooks", s.wrap(s.addWebhook), s.admin, s.csrf)
+	g.POST("/admin/webhooks/:id/remove", s.wrap(s.removeWebhook), s.admin, s.csrf)
+	g.POST("/admin/webhooks/:id/enable", s.wrap(s.enableWebhook), s.admin, s.csrf)
 	g.POST("/review/threats/:id", s.wrap(s.decide), s.reviewer, s.csrf)
 	g.POST("/review/revisions/:id", s.wrap(s.decideRevision), s.reviewer, s.csrf)
 }

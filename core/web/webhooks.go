@@ -1,0 +1,71 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+)
+
+// webhooks is the administrators' page of push subscriptions
+// (docs/webhooks.md): the list with each one's state, and a form to add
+// one, whose secret the answer shows once.
+func (s *Site) webhooks(c *echo.Context) error {
+	return s.renderWebhooks(c, http.StatusOK, "", "", nil)
+}
+
+func (s *Site) renderWebhooks(c *echo.Context, status int, secret, formErr string, added *core.Webhook) error {
+	list, err := s.store.ListWebhooks(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, "webhooks", map[string]any{"Title": "Webhooks", "Webhooks": list, "Secret": secret, "Added": added,
+		"FormError": formErr, "Events": core.WebhookEvents, "Registries": core.PackageRegistries,
+		"URL": c.FormValue("url"), "Ecosystem": c.FormValue("ecosystem")})
+}
+
+func (s *Site) addWebhook(c *echo.Context) error {
+	var events []string
+	if form, err := c.FormValues(); err == nil {
+		events = form["events"]
+	}
+	w, err := core.NewWebhook(strings.TrimSpace(c.FormValue("url")), events, c.FormValue("ecosystem"), "web:"+viewerOf(c).User.Email, time.Now(), s.opts.WebhooksAllowPrivate)
+	var fe *core.FieldError
+	if errors.As(err, &fe) {
+		return s.renderWebhooks(c, http.StatusBadRequest, "", fe.Error(), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.store.CreateWebhook(c.Request().Context(), w); err != nil {
+		if errors.Is(err, core.ErrLimit) {
+			return s.renderWebhooks(c, http.StatusConflict, "", "At most 100 subscriptions: remove one first.", nil)
+		}
+		return err
+	}
+	s.log.Info("webhook added", "webhook", w.ID, "url", w.URL, "by", viewerOf(c).User.Email)
+	return s.renderWebhooks(c, http.StatusOK, w.Secret, "", &w)
+}
+
+func (s *Site) removeWebhook(c *echo.Context) error {
+	if err := s.store.DeleteWebhook(c.Request().Context(), c.Param("id")); errors.Is(err, core.ErrNotFound) {
+		return s.errorPage(c, http.StatusNotFound, "No such webhook subscription.")
+	} else if err != nil {
+		return err
+	}
+	s.log.Info("webhook removed", "webhook", c.Param("id"), "by", viewerOf(c).User.Email)
+	return c.Redirect(http.StatusSeeOther, "/admin/webhooks")
+}
+
+func (s *Site) enableWebhook(c *echo.Context) error {
+	if _, err := s.store.EnableWebhook(c.Request().Context(), c.Param("id")); errors.Is(err, core.ErrNotFound) {
+		return s.errorPage(c, http.StatusNotFound, "No such webhook subscription.")
+	} else if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/admin/webhooks")
+}
