@@ -2,9 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +52,10 @@ rendered by the exporter plugin threatd-exporter-osv.`,
 						return fmt.Errorf("export osv %s modified_id.csv: %w", eco, err)
 					}
 				}
-				return writeFileAtomic(filepath.Join(dir, "ecosystems.txt"), []byte(core.OSVEcosystemsText()))
+				return writeAtomic(filepath.Join(dir, "ecosystems.txt"), func(w io.Writer) error {
+					_, err := io.WriteString(w, core.OSVEcosystemsText())
+					return err
+				})
 			})
 		},
 	})
@@ -63,8 +70,7 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				svc := &misp.Service{Store: e.store, Name: "threatd", Site: localSite(e.cfg)}
-				events, reports, err := svc.WriteDir(cmd.Context(), args[0])
+				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Name: "threatd", Site: localSite(e.cfg)}, args[0])
 				if err != nil {
 					return fmt.Errorf("export misp: %w", err)
 				}
@@ -76,21 +82,14 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 	return export
 }
 
-// exportOSV writes one ecosystem's archive through a temporary file, and
-// returns the number of reports given to the exporter.
+// exportOSV writes one ecosystem's archive (or with format, another of its
+// files) through a temporary file, and returns the number of reports given
+// to the exporter.
 func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections, registry, path, format string) (int, error) {
 	each, err := sel.All(cmd.Context(), registry)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
 	n := 0
 	req := core.ExportRequest{
 		Endpoint: "/osv/" + core.OSVEcosystems[registry] + "/" + filepath.Base(path), Query: map[string]string{"ecosystem": registry}, Service: "threatd",
@@ -101,32 +100,64 @@ func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections
 	if format != "" {
 		req.Query["format"] = format
 	}
-	w := &fileDocument{w: bufio.NewWriterSize(tmp, 1<<20)}
-	if err := pool.Export(cmd.Context(), "osv", req, w); err != nil {
-		tmp.Close()
-		return n, err
-	}
-	if err := w.w.Flush(); err != nil {
-		tmp.Close()
-		return n, err
-	}
-	if err := tmp.Close(); err != nil {
-		return n, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return n, err
-	}
-	return n, os.Rename(tmp.Name(), path)
+	err = writeAtomic(path, func(w io.Writer) error { return pool.Export(cmd.Context(), "osv", req, &fileDocument{w: w}) })
+	return n, err
 }
 
-// writeFileAtomic writes a file through a temporary one renamed into place.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".threatd-*")
+// exportMISP writes the MISP feed into dir: an event file per day, then
+// hashes.csv and manifest.json, each through a temporary file (a MISP
+// reading the folder meanwhile sees old or new files, never half-written
+// ones). It returns the events and reports written.
+func exportMISP(ctx context.Context, svc *misp.Service, dir string) (events, reports int, err error) {
+	f, err := svc.Feed(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	manifest := map[string]misp.ManifestEntry{}
+	err = f.Walk(ctx, svc.Store, time.Time{}, time.Time{}, func(e *misp.Event) error {
+		events++
+		reports += e.Reports()
+		manifest[e.UUID] = e.Manifest()
+		return writeAtomic(filepath.Join(dir, e.UUID+".json"), func(w io.Writer) error {
+			return writeJSONTo(w, misp.File{Event: *e})
+		})
+	})
+	if err == nil {
+		err = writeAtomic(filepath.Join(dir, "hashes.csv"), func(w io.Writer) error { return svc.WriteHashes(ctx, w) })
+	}
+	if err == nil {
+		err = writeAtomic(filepath.Join(dir, "manifest.json"), func(w io.Writer) error { return writeJSONTo(w, manifest) })
+	}
+	return events, reports, err
+}
+
+// writeJSONTo writes v as the daemon serves it (no newline after it).
+func writeJSONTo(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	return err
+}
+
+// writeAtomic writes path (and its folder) through a temporary file that
+// fill writes and that is renamed into place once complete: a reader sees
+// the old file or the new one, never half of one.
+func writeAtomic(path string, fill func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := fill(bw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -140,7 +171,7 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // fileDocument receives an exporter's document into a file.
-type fileDocument struct{ w *bufio.Writer }
+type fileDocument struct{ w io.Writer }
 
 func (f *fileDocument) Start(string) error          { return nil }
 func (f *fileDocument) Write(p []byte) (int, error) { return f.w.Write(p) }

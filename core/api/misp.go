@@ -27,11 +27,20 @@ func (s *Server) mispHashes(c *echo.Context) error {
 	if s.opts.MISP == nil {
 		return errNoMISP
 	}
-	b, err := s.opts.MISP.Hashes(c.Request().Context())
-	if err != nil {
+	// Streamed a day at a time: the file holds every attribute of every
+	// report. A failure to reach storage shows before the answer starts.
+	if _, err := s.opts.MISP.Feed(c.Request().Context()); err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, "text/csv; charset=utf-8", b)
+	w := &responseWriter{c: c}
+	if err := w.Start("text/csv; charset=utf-8"); err != nil {
+		return err
+	}
+	if err := s.opts.MISP.WriteHashes(c.Request().Context(), w); err != nil {
+		s.log.Error("misp hashes.csv failed after it started; connection closed", "error", err.Error())
+		panic(http.ErrAbortHandler)
+	}
+	return nil
 }
 
 func (s *Server) mispEvent(c *echo.Context) error {

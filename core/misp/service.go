@@ -1,21 +1,22 @@
 package misp
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sync"
 	"time"
 
 	"github.com/threatd/threatd/core"
 )
 
-// Service serves a store's MISP feed. The manifest and hashes.csv cover
-// every report, so they are built in one pass and kept until the next
-// published change (the feed's last position moves).
+// Service serves a store's MISP feed. The manifest (one small entry per
+// day) is kept in memory: built once by a pass over every report, then
+// brought up to date by re-reading only the days of the reports published
+// changes touched since. hashes.csv and the event files are rendered as
+// they are asked for, one day in memory at a time.
 type Service struct {
 	Store core.Store
 	// Name is the MISP organisation's name; Site the web site's address.
@@ -23,10 +24,9 @@ type Service struct {
 
 	mu       sync.Mutex
 	feed     *Feed
-	seq      int64
 	built    bool
-	manifest []byte
-	hashes   []byte
+	position core.FeedEvent // the last published change the manifest includes
+	manifest map[string]ManifestEntry
 }
 
 // Feed returns the feed, its organisation made from the service secret
@@ -52,50 +52,85 @@ func (s *Service) feedLocked(ctx context.Context) (Feed, error) {
 
 // Manifest returns manifest.json.
 func (s *Service) Manifest(ctx context.Context) ([]byte, error) {
-	m, _, err := s.build(ctx)
-	return m, err
-}
-
-// Hashes returns hashes.csv.
-func (s *Service) Hashes(ctx context.Context) ([]byte, error) {
-	_, h, err := s.build(ctx)
-	return h, err
-}
-
-// build renders the manifest and hashes.csv, or returns them as built
-// after the last published change.
-func (s *Service) build(ctx context.Context) ([]byte, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, err := s.feedLocked(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	last, err := s.Store.LastFeedEvent(ctx, time.Now().Add(24*time.Hour))
+	if !s.built {
+		// The position first: a change committed during the pass is read
+		// again by the next call, never missed.
+		last, err := s.Store.LastFeedEvent(ctx, time.Now().Add(24*time.Hour))
+		if err != nil {
+			return nil, err
+		}
+		manifest := map[string]ManifestEntry{}
+		if err := f.Walk(ctx, s.Store, time.Time{}, time.Time{}, func(e *Event) error {
+			manifest[e.UUID] = e.Manifest()
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		s.manifest, s.position, s.built = manifest, last, true
+	} else if err := s.catchUp(ctx, f); err != nil {
+		return nil, err
+	}
+	return json.Marshal(s.manifest)
+}
+
+// catchUp re-reads the days of the reports changed since the manifest's
+// position.
+func (s *Service) catchUp(ctx context.Context, f Feed) error {
+	days := map[time.Time]bool{}
+	pos := s.position
+	for {
+		page, err := s.Store.Feed(ctx, core.FeedQuery{AfterAt: pos.At, AfterSeq: pos.Seq, Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		for _, it := range page {
+			if d := Day(it.Threat); !d.IsZero() {
+				days[d] = true
+			}
+			pos = it.Event
+		}
+		if len(page) < pageSize {
+			break
+		}
+	}
+	for day := range days {
+		id := f.EventUUID(day)
+		delete(s.manifest, id)
+		if err := f.Walk(ctx, s.Store, day, day.AddDate(0, 0, 1), func(e *Event) error {
+			s.manifest[e.UUID] = e.Manifest()
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	s.position = pos
+	return nil
+}
+
+// WriteHashes writes hashes.csv: the MD5 of every attribute value and its
+// event's uuid, a day at a time.
+func (s *Service) WriteHashes(ctx context.Context, w io.Writer) error {
+	f, err := s.Feed(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	if s.built && last.Seq == s.seq {
-		return s.manifest, s.hashes, nil
-	}
-	manifest := map[string]ManifestEntry{}
-	var hashes bytes.Buffer
+	bw := bufio.NewWriter(w)
 	if err := f.Walk(ctx, s.Store, time.Time{}, time.Time{}, func(e *Event) error {
-		manifest[e.UUID] = e.Manifest()
 		for _, h := range e.Hashes() {
-			hashes.WriteString(h)
-			hashes.WriteByte('\n')
+			bw.WriteString(h)
+			bw.WriteByte('\n')
 		}
 		return nil
 	}); err != nil {
-		return nil, nil, err
+		return err
 	}
-	m, err := json.Marshal(manifest)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.manifest, s.hashes, s.seq, s.built = m, hashes.Bytes(), last.Seq, true
-	return s.manifest, s.hashes, nil
+	return bw.Flush()
 }
 
 // Event returns the file {id}.json.
@@ -109,67 +144,4 @@ func (s *Service) Event(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(File{Event: *e})
-}
-
-// WriteDir writes the whole feed into dir: one {uuid}.json per event, then
-// hashes.csv and manifest.json, each through a temporary file renamed into
-// place (a MISP reading the folder meanwhile sees old or new files, never
-// half-written ones). It returns the events and reports written.
-func (s *Service) WriteDir(ctx context.Context, dir string) (events, reports int, err error) {
-	f, err := s.Feed(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, 0, err
-	}
-	manifest := map[string]ManifestEntry{}
-	var hashes bytes.Buffer
-	err = f.Walk(ctx, s.Store, time.Time{}, time.Time{}, func(e *Event) error {
-		b, err := json.Marshal(File{Event: *e})
-		if err != nil {
-			return err
-		}
-		if err := writeFile(filepath.Join(dir, e.UUID+".json"), b); err != nil {
-			return err
-		}
-		manifest[e.UUID] = e.Manifest()
-		for _, h := range e.Hashes() {
-			hashes.WriteString(h)
-			hashes.WriteByte('\n')
-		}
-		events++
-		reports += e.Reports()
-		return nil
-	})
-	if err != nil {
-		return events, reports, err
-	}
-	if err := writeFile(filepath.Join(dir, "hashes.csv"), hashes.Bytes()); err != nil {
-		return events, reports, err
-	}
-	m, err := json.Marshal(manifest)
-	if err != nil {
-		return events, reports, err
-	}
-	return events, reports, writeFile(filepath.Join(dir, "manifest.json"), m)
-}
-
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".misp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
