@@ -39,6 +39,7 @@ var copyTables = []copyTable{
 	{"webhooks", "id", func() any { return &[]webhookRow{} }, ""},
 	{"webhook_deliveries", "webhook_id, seq", func() any { return &[]deliveryRow{} }, ""},
 	{"webhook_attempts", "id", func() any { return &[]attemptRow{} }, ""},
+	{"webhook_payloads", "seq", func() any { return &[]payloadRow{} }, ""},
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -70,17 +70,19 @@ type deliveryRow struct {
 	State      string     `bun:"state,notnull"`
 	Attempts   int        `bun:"attempts,notnull"`
 	NextAt     time.Time  `bun:"next_at,notnull"`
-	Payload    *string    `bun:"payload"`
 	FinishedAt *time.Time `bun:"finished_at"`
 }
 
+type payloadRow struct {
+	bun.BaseModel `bun:"table:webhook_payloads"`
+
+	Seq     int64  `bun:"seq,pk"`
+	Payload string `bun:"payload,notnull"`
+}
+
 func (r deliveryRow) domain() core.Delivery {
-	d := core.Delivery{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, Version: r.Version,
+	return core.Delivery{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, Version: r.Version,
 		EventAt: r.EventAt.UTC(), State: r.State, Attempts: r.Attempts, NextAt: r.NextAt.UTC(), FinishedAt: timeOf(r.FinishedAt)}
-	if r.Payload != nil {
-		d.Payload = []byte(*r.Payload)
-	}
-	return d
 }
 
 type attemptRow struct {
@@ -240,10 +242,22 @@ func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]
 	for _, h := range hooks {
 		byID[h.ID] = h.domain()
 	}
+	seqs := make([]int64, len(rows))
+	for i, r := range rows {
+		seqs[i] = r.Seq
+	}
+	var payloads []payloadRow
+	if err := s.db.NewSelect().Model(&payloads).Where("seq IN (?)", bun.List(seqs)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	bySeq := map[int64][]byte{}
+	for _, p := range payloads {
+		bySeq[p.Seq] = []byte(p.Payload)
+	}
 	out := make([]core.Delivery, 0, len(rows))
 	for _, r := range rows {
 		d := r.domain()
-		d.Webhook = byID[r.WebhookID]
+		d.Webhook, d.Payload = byID[r.WebhookID], bySeq[r.Seq]
 		out = append(out, d)
 	}
 	return out, nil
@@ -260,9 +274,6 @@ func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error 
 		} else {
 			upd = upd.Set("finished_at = ?", a.At.UTC())
 		}
-		if o.Payload != nil {
-			upd = upd.Set("payload = coalesce(payload, ?)", string(o.Payload))
-		}
 		res, err := upd.Exec(ctx)
 		if err != nil {
 			return err
@@ -271,6 +282,14 @@ func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error 
 			// Finished meanwhile (another daemon that held the lease
 			// before), or its subscription was removed: nothing to record.
 			return nil
+		}
+		if o.Payload != nil {
+			// The first attempt of any subscription fixes the body of the
+			// change for all of them.
+			p := payloadRow{Seq: a.Seq, Payload: string(o.Payload)}
+			if _, err := tx.NewInsert().Model(&p).On("CONFLICT (seq) DO NOTHING").Exec(ctx); err != nil {
+				return err
+			}
 		}
 		row := attemptRow{WebhookID: a.WebhookID, Seq: a.Seq, At: a.At.UTC(), Status: a.Status, LatencyUS: a.Latency.Microseconds(), Error: optString(a.Error), State: a.State}
 		if _, err := tx.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
@@ -371,6 +390,11 @@ func (s *Store) TrimWebhooks(ctx context.Context, maxPending int, finishedBefore
 			}
 			n, _ := res.RowsAffected()
 			expired += n
+		}
+		// A body no pending delivery needs goes.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_payloads WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d
+  WHERE d.seq = webhook_payloads.seq AND d.state = 'pending')`); err != nil {
+			return err
 		}
 		if finishedBefore.IsZero() {
 			return nil

@@ -21,8 +21,7 @@ CREATE TABLE webhooks (
 --bun:split
 -- One row per subscription and published change: pending until a 2xx
 -- answer (delivered), the end of its retry window (failed) or its expiry
--- from a disabled subscription's bounded queue (expired). payload is the
--- body as first sent: every retry sends the same bytes.
+-- from a disabled subscription's bounded queue (expired).
 CREATE TABLE webhook_deliveries (
     webhook_id  TEXT NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
     seq         BIGINT NOT NULL,
@@ -33,7 +32,6 @@ CREATE TABLE webhook_deliveries (
     state       TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed', 'expired')),
     attempts    INTEGER NOT NULL DEFAULT 0,
     next_at     {{.TIMESTAMP}} NOT NULL,
-    payload     TEXT,
     finished_at {{.TIMESTAMP}},
     PRIMARY KEY (webhook_id, seq)
 );
@@ -42,6 +40,17 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_at) WHERE state = 'pending';
 --bun:split
 CREATE INDEX webhook_deliveries_pending_idx ON webhook_deliveries (webhook_id, seq) WHERE state = 'pending';
+--bun:split
+-- Which pending deliveries still need a payload (TrimWebhooks).
+CREATE INDEX webhook_deliveries_seq_idx ON webhook_deliveries (seq) WHERE state = 'pending';
+--bun:split
+-- The body of each published change as first sent, once for every
+-- subscription: every retry, to any of them, sends the same bytes. Kept
+-- while a delivery of it is pending.
+CREATE TABLE webhook_payloads (
+    seq     BIGINT PRIMARY KEY,
+    payload TEXT NOT NULL
+);
 --bun:split
 CREATE INDEX webhook_deliveries_finished_idx ON webhook_deliveries (finished_at) WHERE state <> 'pending';
 --bun:split

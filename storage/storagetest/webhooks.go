@@ -106,6 +106,28 @@ func testWebhooks(t *testing.T, b Backend) {
 		t.Fatalf("attempts of an unknown subscription: %v", err)
 	}
 
+	// A change's body is fixed by its first attempt for every subscription:
+	// the other one's delivery of the withdrawal carries it too.
+	for _, w := range due {
+		if w.WebhookID == all.ID && w.Kind == core.ChangeWithdrawn {
+			if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: w.WebhookID, Seq: w.Seq, At: at, Status: 502, Error: "HTTP 502", State: core.DeliveryPending},
+				NextAt: at, Payload: []byte(`{"type":"threat.withdrawn"}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	later, _ = s.DueDeliveries(c, at.Add(2*time.Hour), 100)
+	shared := 0
+	for _, l := range later {
+		if l.Kind == core.ChangeWithdrawn && string(l.Payload) == `{"type":"threat.withdrawn"}` {
+			shared++
+		}
+	}
+	if shared != 2 {
+		t.Fatalf("the withdrawal's body reaches %d of its 2 deliveries", shared)
+	}
+
+
 	// Disabled: no longer due; its queue is bounded; enabled again, due.
 	d2 := due[1]
 	if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d2.WebhookID, Seq: d2.Seq, At: now(), Error: "connection refused", State: core.DeliveryPending},
@@ -137,8 +159,8 @@ func testWebhooks(t *testing.T, b Backend) {
 		t.Fatalf("after deleting finished deliveries: %+v", hooks[0])
 	}
 	// The delivery attempted last expired (the oldest pending one): its
-	// attempt went with it.
-	if attempts, _ := s.WebhookAttempts(c, all.ID, 10); len(attempts) != 0 {
+	// attempt went with it; the withdrawal's, still pending, stays.
+	if attempts, _ := s.WebhookAttempts(c, all.ID, 10); len(attempts) != 1 || attempts[0].Status != 502 {
 		t.Fatalf("attempts of deleted deliveries remain: %+v", attempts)
 	}
 	w, err := s.EnableWebhook(c, all.ID)
