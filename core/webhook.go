@@ -76,12 +76,6 @@ type Webhook struct {
 	Pending, Delivered, Failed, Expired int64
 }
 
-// Wants reports whether a change of this kind about a report of this
-// registry is delivered to the subscription.
-func (w Webhook) Wants(kind, registry string) bool {
-	return slices.Contains(w.Events, kind) && (w.Ecosystem == "" || w.Ecosystem == registry)
-}
-
 // State is "active", "failing" or "disabled".
 func (w Webhook) State() string {
 	switch {
@@ -101,11 +95,10 @@ func (w Webhook) State() string {
 // (webhooks.allow_private); a host name is resolved by the caller at
 // delivery time, where the same rule is applied again.
 func NewWebhook(rawURL string, events []string, ecosystem, createdBy string, now time.Time, allowPrivate bool) (Webhook, error) {
-	u, err := CheckWebhookURL(rawURL, allowPrivate)
-	if err != nil {
+	if err := CheckWebhookURL(rawURL, allowPrivate); err != nil {
 		return Webhook{}, err
 	}
-	w := Webhook{ID: uuid.NewString(), URL: u, CreatedAt: now.UTC().Truncate(time.Microsecond), CreatedBy: createdBy}
+	w := Webhook{ID: uuid.NewString(), URL: rawURL, CreatedAt: now.UTC().Truncate(time.Microsecond), CreatedBy: createdBy}
 	for _, e := range events {
 		e = strings.TrimSpace(e)
 		if e == "" {
@@ -129,6 +122,7 @@ func NewWebhook(rawURL string, events []string, ecosystem, createdBy string, now
 		}
 		w.Ecosystem = reg
 	}
+	var err error
 	if w.Secret, err = NewWebhookSecret(); err != nil {
 		return Webhook{}, err
 	}
@@ -148,39 +142,38 @@ func RegistryByName(name string) (string, bool) {
 
 // CheckWebhookURL validates a target: an absolute http or https URL with a
 // host, no user information and no fragment, at most MaxWebhookURL bytes;
-// an IP-address host must be public unless allowPrivate. It returns the URL
-// as given.
-func CheckWebhookURL(raw string, allowPrivate bool) (string, error) {
+// an IP-address host must be public unless allowPrivate.
+func CheckWebhookURL(raw string, allowPrivate bool) error {
 	if raw == "" {
-		return "", Invalid("url", "is required")
+		return Invalid("url", "is required")
 	}
 	if len(raw) > MaxWebhookURL {
-		return "", Invalid("url", "must be at most %d bytes (got %d)", MaxWebhookURL, len(raw))
+		return Invalid("url", "must be at most %d bytes (got %d)", MaxWebhookURL, len(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", Invalid("url", "is not a URL: %v", err)
+		return Invalid("url", "is not a URL: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", Invalid("url", "must be an http or https URL (got scheme %q)", u.Scheme)
+		return Invalid("url", "must be an http or https URL (got scheme %q)", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return "", Invalid("url", "must name a host")
+		return Invalid("url", "must name a host")
 	}
 	if u.User != nil {
-		return "", Invalid("url", "must not carry user information: authenticate the deliveries by their signature")
+		return Invalid("url", "must not carry user information: authenticate the deliveries by their signature")
 	}
 	if u.Fragment != "" || u.Opaque != "" {
-		return "", Invalid("url", "must not have a fragment")
+		return Invalid("url", "must not have a fragment")
 	}
 	if addr, err := netip.ParseAddr(u.Hostname()); err == nil {
 		if err := CheckWebhookAddr(addr, allowPrivate); err != nil {
-			return "", Invalid("url", "%v", err)
+			return Invalid("url", "%v", err)
 		}
 	} else if !allowPrivate && (strings.EqualFold(u.Hostname(), "localhost") || strings.HasSuffix(strings.ToLower(u.Hostname()), ".localhost")) {
-		return "", Invalid("url", "%s is a loopback name; set webhooks.allow_private to deliver to private addresses", u.Hostname())
+		return Invalid("url", "%s is a loopback name; set webhooks.allow_private to deliver to private addresses", u.Hostname())
 	}
-	return raw, nil
+	return nil
 }
 
 // CheckWebhookAddr refuses an address a delivery must not reach unless

@@ -48,7 +48,7 @@ are refused unless webhooks.allow_private is set.`,
 					return friendly(err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "webhook %s added: %s (events %s, ecosystem %s)\nThe signing secret follows; it is not shown again.\n",
-					w.ID, w.URL, eventList(w.Events), orDash(w.Ecosystem))
+					w.ID, w.URL, strings.Join(toWebhookJSON(w).Events, ","), orDash(w.Ecosystem))
 				fmt.Fprintf(cmd.OutOrStdout(), "id: %s\nsecret: %s\n", w.ID, w.Secret)
 				return nil
 			})
@@ -69,13 +69,7 @@ func hookErr(id string, err error) error {
 	return friendly(err)
 }
 
-func eventList(kinds []string) string {
-	out := make([]string, len(kinds))
-	for i, k := range kinds {
-		out[i] = core.EventType(k)
-	}
-	return strings.Join(out, ",")
-}
+
 
 // webhookJSON is a subscription as `webhook list --json` prints it (never
 // its secret).
@@ -97,7 +91,11 @@ type webhookJSON struct {
 }
 
 func toWebhookJSON(w core.Webhook) webhookJSON {
-	return webhookJSON{ID: w.ID, URL: w.URL, Events: strings.Split(eventList(w.Events), ","), Ecosystem: w.Ecosystem, State: w.State(),
+	events := make([]string, len(w.Events))
+	for i, k := range w.Events {
+		events[i] = core.EventType(k)
+	}
+	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Ecosystem: w.Ecosystem, State: w.State(),
 		CreatedAt: w.CreatedAt, FailingSince: timePtr(w.FailingSince), LastSuccessAt: timePtr(w.LastSuccess), DisabledAt: timePtr(w.DisabledAt),
 		DisabledReason: w.DisabledReason, Pending: w.Pending, Delivered: w.Delivered, Failed: w.Failed, Expired: w.Expired}
 }

@@ -69,13 +69,11 @@ type Dispatcher struct {
 	// Client sends the deliveries; nil = NewClient(Timeout, AllowPrivate, nil).
 	Client *http.Client
 
-	wake chan struct{}
 	once sync.Once
 }
 
 func (d *Dispatcher) init() {
 	d.once.Do(func() {
-		d.wake = make(chan struct{}, 1)
 		if d.Client == nil {
 			d.Client = NewClient(d.Timeout, d.AllowPrivate, nil)
 		}
@@ -86,16 +84,6 @@ func (d *Dispatcher) init() {
 			d.Poll = time.Second
 		}
 	})
-}
-
-// Wake makes the loop read the queue now (a change was just published
-// here).
-func (d *Dispatcher) Wake() {
-	d.init()
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
 }
 
 // NewClient returns the HTTP client of deliveries: no proxy, no redirects
@@ -165,7 +153,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-d.wake:
 		case <-time.After(d.Poll):
 		}
 	}
@@ -332,7 +319,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
 // post sends a delivery and returns the answer's status and, for anything
 // but 2xx, what went wrong.
 func (d *Dispatcher) post(ctx context.Context, dl core.Delivery, payload []byte, at time.Time) (int, string) {
-	if _, err := core.CheckWebhookURL(dl.Webhook.URL, d.AllowPrivate); err != nil {
+	if err := core.CheckWebhookURL(dl.Webhook.URL, d.AllowPrivate); err != nil {
 		return 0, err.Error()
 	}
 	id := dl.ID()
