@@ -69,8 +69,6 @@ func hookErr(id string, err error) error {
 	return friendly(err)
 }
 
-
-
 // webhookJSON is a subscription as `webhook list --json` prints it (never
 // its secret).
 type webhookJSON struct {
