@@ -336,4 +336,50 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 		log.take()
 	}
+
+	// Webhooks: with a subscription, a published batch queues its changes
+	// by reading the batch's own range of feed_events (at ≥ its first
+	// time), not the 50,000 changes before it; the delivery loop reads the
+	// due deliveries through the partial index of pending ones.
+	hook, err := core.NewWebhook("https://siem.example.com/hook", nil, "", "plans", time.Now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateWebhook(ctx, hook); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if _, err := s.ImportThreats(ctx, planRecords(n + 1000)[n+500:], "osv-import"); err != nil {
+		t.Fatal(err)
+	}
+	queued := 0
+	for _, q := range log.take() {
+		if !strings.HasPrefix(q, "INSERT INTO webhook_deliveries") {
+			continue
+		}
+		queued++
+		plan := explain(t, s, q)
+		t.Logf("webhook fan-out: %s", plan)
+		if !strings.Contains(plan, "feed_events_at_idx (at>?)") || strings.Contains(plan, "SCAN f") {
+			t.Errorf("the fan-out reads more than the batch's changes: %s", plan)
+		}
+	}
+	if queued != 1 {
+		t.Fatalf("a batch queued its webhook events in %d statements, want 1", queued)
+	}
+	log.take() // the EXPLAINs above
+	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), 100)
+	if err != nil || len(due) != 100 {
+		t.Fatalf("DueDeliveries: %d, %v", len(due), err)
+	}
+	for _, q := range log.take() {
+		if !strings.Contains(q, "webhook_deliveries") {
+			continue
+		}
+		plan := explain(t, s, q)
+		t.Logf("due deliveries: %s", plan)
+		if !strings.Contains(plan, "webhook_deliveries_due_idx") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("DueDeliveries does not read the due index in order: %s", plan)
+		}
+	}
 }

@@ -224,11 +224,14 @@ func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
 	}
+	// An ordered read of the due index: the deliveries of a disabled
+	// subscription are parked at parkedAt, past any now, so the read stops
+	// after limit rows however many of them wait.
 	var rows []deliveryRow
-	if err := s.db.NewSelect().Model(&rows).
+	if err := s.db.NewSelect().Model(&rows).ModelTableExpr(tableUsing(s.dialect, "webhook_deliveries AS delivery_row", "webhook_deliveries_due_idx")).
 		Where("state = ? AND next_at <= ?", core.DeliveryPending, now.UTC()).
 		Where("webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)").
-		OrderExpr("next_at, webhook_id, seq").Limit(int64(limit)).Scan(ctx); err != nil {
+		OrderExpr("next_at").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
@@ -301,6 +304,10 @@ func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error 
 			hook = hook.Set("failing_since = NULL, last_success_at = ?", a.At.UTC())
 		case o.Disable != "":
 			hook = hook.Set("disabled_at = ?, disabled_reason = ?", a.At.UTC(), o.Disable).Set("failing_since = coalesce(failing_since, ?)", a.At.UTC())
+			if _, err := tx.NewUpdate().Table("webhook_deliveries").Set("next_at = ?", parkedAt).
+				Where("webhook_id = ? AND state = ?", a.WebhookID, core.DeliveryPending).Exec(ctx); err != nil {
+				return err
+			}
 		default:
 			hook = hook.Set("failing_since = coalesce(failing_since, ?)", a.At.UTC())
 		}
@@ -414,15 +421,20 @@ func (s *Store) TrimWebhooks(ctx context.Context, maxPending int, finishedBefore
 	return expired, err
 }
 
+// parkedAt is the next attempt time of the deliveries of a disabled
+// subscription: never due, so the due index's ordered read passes none of
+// them. EnableWebhook makes them due again.
+var parkedAt = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 // queueWebhookEvents queues the changes a transaction published (their
 // times are from first on) for every subscription that wants them, in that
 // transaction: the outbox of the webhooks.
 func queueWebhookEvents(ctx context.Context, tx bun.Tx, first time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
-SELECT w.id, f.seq, f.threat_id, f.kind, f.version, f.at, 'pending', 0, f.at
+SELECT w.id, f.seq, f.threat_id, f.kind, f.version, f.at, 'pending', 0, CASE WHEN w.disabled_at IS NULL THEN f.at ELSE ? END
 FROM webhooks AS w JOIN feed_events AS f ON f.at >= ?
 WHERE (w.ecosystem IS NULL OR w.ecosystem = f.registry)
-  AND ((f.kind = 'verified' AND w.on_verified) OR (f.kind = 'revised' AND w.on_revised) OR (f.kind = 'withdrawn' AND w.on_withdrawn))`, first)
+  AND ((f.kind = 'verified' AND w.on_verified) OR (f.kind = 'revised' AND w.on_revised) OR (f.kind = 'withdrawn' AND w.on_withdrawn))`, parkedAt, first)
 	if err != nil {
 		return fmt.Errorf("queue webhook events: %w", err)
 	}
