@@ -127,7 +127,6 @@ func testWebhooks(t *testing.T, b Backend) {
 		t.Fatalf("the withdrawal's body reaches %d of its 2 deliveries", shared)
 	}
 
-
 	// Disabled: no longer due; its queue is bounded; enabled again, due.
 	d2 := due[1]
 	if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d2.WebhookID, Seq: d2.Seq, At: now(), Error: "connection refused", State: core.DeliveryPending},
