@@ -1,8 +1,6 @@
 package scan
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,12 +160,7 @@ func parseYarnLock(data []byte, f *File) error {
 		}
 		f.add(core.RegistryNPM, name, e.version, e.line)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	n := 0
-	for sc.Scan() {
-		n++
-		text := strings.TrimRight(sc.Text(), "\r")
+	for n, text := range lines(data) {
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(strings.TrimSpace(text), "#") {
 			continue
 		}
@@ -195,9 +188,6 @@ func parseYarnLock(data []byte, f *File) error {
 		case "resolution":
 			cur.resolution = unquote(strings.TrimSpace(value))
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
 	}
 	flush()
 	return nil

@@ -1,7 +1,6 @@
 package scan
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -54,24 +53,20 @@ func parseGoMod(data []byte, f *File) error {
 // parseGoSum reads go.sum: every module version whose content (not only
 // its go.mod) is listed, which is every module the build downloaded.
 func parseGoSum(data []byte, f *File) error {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	n := 0
-	for sc.Scan() {
-		n++
-		fields := strings.Fields(sc.Text())
+	for n, text := range lines(data) {
+		fields := strings.Fields(text)
 		if len(fields) == 0 {
 			continue
 		}
 		if len(fields) != 3 || !strings.HasPrefix(fields[2], "h1:") {
-			return fmt.Errorf("line %d: %q is not \"<module> <version> h1:<hash>\"", n, clip(sc.Text()))
+			return fmt.Errorf("line %d: %q is not \"<module> <version> h1:<hash>\"", n, clip(text))
 		}
 		if strings.HasSuffix(fields[1], "/go.mod") {
 			continue
 		}
 		f.add(core.RegistryGo, fields[0], fields[1], n)
 	}
-	return sc.Err()
+	return nil
 }
 
 // parseCargoLock reads Cargo.lock: crates from crates.io. Workspace crates
@@ -104,12 +99,8 @@ var gemSpec = regexp.MustCompile(`^    ([^ (]+) \(([^)]+)\)\s*$`)
 // of GIT and PATH sections are skipped, named. A platform suffix
 // (nokogiri (1.16.0-x86_64-linux)) is not part of the version.
 func parseGemfileLock(data []byte, f *File) error {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	n, section, sections := 0, "", 0
-	for sc.Scan() {
-		n++
-		t := strings.TrimRight(sc.Text(), "\r")
+	section, sections := "", 0
+	for n, t := range lines(data) {
 		if t != "" && t[0] != ' ' {
 			section = strings.TrimSpace(t)
 			sections++
@@ -133,7 +124,7 @@ func parseGemfileLock(data []byte, f *File) error {
 	if sections == 0 {
 		return errors.New("it has no GEM, GIT or PATH section")
 	}
-	return sc.Err()
+	return nil
 }
 
 // parseComposerLock reads composer.lock: packages and packages-dev.

@@ -1,8 +1,6 @@
 package scan
 
 import (
-	"bufio"
-	"bytes"
 	"regexp"
 	"strings"
 
@@ -84,13 +82,8 @@ type logicalLine struct {
 // the first line's number.
 func logicalLines(data []byte) []logicalLine {
 	var out []logicalLine
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	n := 0
 	var cur *logicalLine
-	for sc.Scan() {
-		n++
-		t := strings.TrimRight(sc.Text(), "\r")
+	for n, t := range lines(data) {
 		if cur == nil {
 			out = append(out, logicalLine{line: n})
 			cur = &out[len(out)-1]
@@ -117,12 +110,8 @@ func tomlPackages(data []byte) []tomlPackage {
 	var out []tomlPackage
 	var cur *tomlPackage
 	sub := ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	n := 0
-	for sc.Scan() {
-		n++
-		t := strings.TrimSpace(sc.Text())
+	for n, t := range lines(data) {
+		t = strings.TrimSpace(t)
 		switch {
 		case t == "" || strings.HasPrefix(t, "#"):
 		case t == "[[package]]":

@@ -6,8 +6,10 @@
 package scan
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -213,4 +215,22 @@ func (f File) Distinct() int {
 		seen[p] = true
 	}
 	return len(seen)
+}
+
+// lines yields each line of data with its number (from 1), without its
+// end (\n or \r\n). A final line without an end is a line.
+func lines(data []byte) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for n := 1; len(data) > 0; n++ {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if !yield(n, strings.TrimSuffix(string(line), "\r")) {
+				return
+			}
+		}
+	}
 }
