@@ -1,6 +1,8 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -401,4 +403,19 @@ func Defang(ioc string) string {
 		out += "/" + path
 	}
 	return out
+}
+
+// SearchableIOC says whether an indicator is kept for look-ups by value
+// (the web site's search, check-malicious?match=indicators): at medium
+// confidence or more, so that a bare domain of shared infrastructure a
+// report mentions (ConfidenceLow) never makes that domain a hit.
+func SearchableIOC(ioc IOC) bool {
+	return ioc.Confidence >= ConfidenceMedium && ioc.Value != ""
+}
+
+// IndicatorKey is the look-up key of an indicator: a hash of its type and
+// normalised value (fixed length, whatever the value's).
+func IndicatorKey(iocType, value string) string {
+	h := sha256.Sum256([]byte(iocType + "\x00" + value))
+	return hex.EncodeToString(h[:16])
 }

@@ -140,6 +140,17 @@ type PublishedStore interface {
 	// QueryThreats returns verified reports matching q, one page of up to
 	// q.Limit (1..MaxPage, else ErrInvalid).
 	QueryThreats(ctx context.Context, q ThreatQuery) ([]Threat, error)
+	// CountThreats counts the reports q selects (its filters, whatever its
+	// keyset position and limit).
+	CountThreats(ctx context.Context, q ThreatQuery) (int64, error)
+	// ThreatsByIndicator returns up to limit (1..MaxPage) verified reports
+	// that list the indicator IndicatorKey(type, value), most recently
+	// verified first.
+	ThreatsByIndicator(ctx context.Context, key string, limit int) ([]Threat, error)
+	// ThreatsByKeyPrefix returns up to limit (1..MaxPage) verified reports
+	// whose canonical key starts with prefix and sorts after after, in
+	// canonical key order (the package-name prefix search).
+	ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]Threat, error)
 	// Feed returns one page of up to q.Limit (1..MaxPage, else ErrInvalid)
 	// of the published changes q selects, in commit order, each with its
 	// report as it is now.
@@ -252,7 +263,10 @@ type ThreatQuery struct {
 	// Withdrawn adds the reports withdrawn after they were verified (their
 	// verified_at is kept).
 	Withdrawn bool
-	Limit     int
+	// ReportType and Severity select one type and one severity ("" = any).
+	ReportType ReportType
+	Severity   Severity
+	Limit      int
 }
 
 // UsageDelta is a number of paid calls to add.

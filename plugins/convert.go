@@ -297,12 +297,14 @@ func summaryFromPB(s *pb.Summary) core.Summary {
 
 func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {
 	return &pb.ThreatQuery{VerifiedFrom: ts(q.VerifiedFrom), VerifiedTo: ts(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
-		AfterVerifiedAt: ts(q.AfterVerifiedAt), AfterId: q.AfterID, Descending: q.Descending, Limit: int32(q.Limit), UpstreamId: q.UpstreamID, Withdrawn: q.Withdrawn}
+		AfterVerifiedAt: ts(q.AfterVerifiedAt), AfterId: q.AfterID, Descending: q.Descending, Limit: int32(q.Limit), UpstreamId: q.UpstreamID, Withdrawn: q.Withdrawn,
+		ReportType: string(q.ReportType), Severity: string(q.Severity)}
 }
 
 func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
 	return core.ThreatQuery{VerifiedFrom: fromTS(q.VerifiedFrom), VerifiedTo: fromTS(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
-		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit), UpstreamID: q.UpstreamId, Withdrawn: q.Withdrawn}
+		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit), UpstreamID: q.UpstreamId, Withdrawn: q.Withdrawn,
+		ReportType: core.ReportType(q.ReportType), Severity: core.Severity(q.Severity)}
 }
 
 func feedQueryToPB(q core.FeedQuery) *pb.FeedQuery {

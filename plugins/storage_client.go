@@ -367,6 +367,24 @@ func (c *StorageClient) QueryThreats(ctx context.Context, q core.ThreatQuery) ([
 	return recvAll(stream, err, threatFromPB)
 }
 
+// CountThreats counts what q's filters select.
+func (c *StorageClient) CountThreats(ctx context.Context, q core.ThreatQuery) (int64, error) {
+	r, err := c.conn().CountThreats(ctx, threatQueryToPB(q))
+	return call(r, err, func(r *pb.CountThreatsResponse) int64 { return r.Count })
+}
+
+// ThreatsByIndicator returns the verified reports that list an indicator.
+func (c *StorageClient) ThreatsByIndicator(ctx context.Context, key string, limit int) ([]core.Threat, error) {
+	stream, err := c.conn().ThreatsByIndicator(ctx, &pb.ThreatsByIndicatorRequest{Key: key, Limit: int32(limit)})
+	return recvAll(stream, err, threatFromPB)
+}
+
+// ThreatsByKeyPrefix returns verified reports by canonical key prefix.
+func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]core.Threat, error) {
+	stream, err := c.conn().ThreatsByKeyPrefix(ctx, &pb.ThreatsByKeyPrefixRequest{Prefix: prefix, After: after, Limit: int32(limit)})
+	return recvAll(stream, err, threatFromPB)
+}
+
 // Feed returns one page of published changes.
 func (c *StorageClient) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
 	stream, err := c.conn().Feed(ctx, feedQueryToPB(q))

@@ -388,6 +388,25 @@ func (s *storageServer) QueryThreats(req *pb.ThreatQuery, stream grpc.ServerStre
 	}, threatToPB, stream.Send)
 }
 
+func (s *storageServer) CountThreats(ctx context.Context, req *pb.ThreatQuery) (*pb.CountThreatsResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.CountThreatsResponse, error) {
+		n, err := st.CountThreats(ctx, threatQueryFromPB(req))
+		return &pb.CountThreatsResponse{Count: n}, err
+	})
+}
+
+func (s *storageServer) ThreatsByIndicator(req *pb.ThreatsByIndicatorRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
+	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
+		return st.ThreatsByIndicator(stream.Context(), req.Key, int(req.Limit))
+	}, threatToPB, stream.Send)
+}
+
+func (s *storageServer) ThreatsByKeyPrefix(req *pb.ThreatsByKeyPrefixRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
+	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
+		return st.ThreatsByKeyPrefix(stream.Context(), req.Prefix, req.After, int(req.Limit))
+	}, threatToPB, stream.Send)
+}
+
 func (s *storageServer) Feed(req *pb.FeedQuery, stream grpc.ServerStreamingServer[pb.FeedItem]) error {
 	return streamAll(s, func(st core.Store) ([]core.FeedItem, error) {
 		return st.Feed(stream.Context(), feedQueryFromPB(req))

@@ -31,6 +31,7 @@ var copyTables = []copyTable{
 	{"changes", "seq", func() any { return &[]changeRow{} }, ""},
 	{"feed_events", "seq", func() any { return &[]feedEventRow{} }, ""},
 	{"stix_objects", "object_id", func() any { return &[]stixObjectRow{} }, ""},
+	{"threat_indicators", "key, threat_id", func() any { return &[]indicatorRow{} }, ""},
 	// The secret that signs feed cursors: cursors given out before the
 	// copy keep working after it, even when the target served requests
 	// before and made its own.

@@ -39,6 +39,8 @@ var migrationData = map[Dialect]map[string]string{
 		"CLEAR_CONTRIBUTORS": `UPDATE threat_revisions SET changes = json_set(changes, '$.contributors', json('[]'))
     WHERE json_type(changes, '$.cleared') = 'array' AND EXISTS (SELECT 1 FROM json_each(changes, '$.cleared') AS c WHERE c.value = 'contributors')`,
 		"DROP_CLEARED": `UPDATE threat_revisions SET changes = json_remove(changes, '$.cleared') WHERE json_type(changes, '$.cleared') IS NOT NULL`,
+		// Byte order for prefix ranges (SQLite's default, BINARY).
+		"BYTE_ORDER": "",
 	},
 	Postgres: {
 		"TIMESTAMP":          "TIMESTAMPTZ",
@@ -47,8 +49,13 @@ var migrationData = map[Dialect]map[string]string{
 		"CLEAR_TAGS":         `UPDATE threat_revisions SET changes = jsonb_set(changes, '{tags}', '[]'::jsonb) WHERE jsonb_exists(changes->'cleared', 'tags')`,
 		"CLEAR_CONTRIBUTORS": `UPDATE threat_revisions SET changes = jsonb_set(changes, '{contributors}', '[]'::jsonb) WHERE jsonb_exists(changes->'cleared', 'contributors')`,
 		"DROP_CLEARED":       `UPDATE threat_revisions SET changes = changes - 'cleared' WHERE jsonb_exists(changes, 'cleared')`,
+		"BYTE_ORDER":         `COLLATE "C"`,
 	},
 }
+
+// byteOrder is migrationData's BYTE_ORDER: the collation under which text
+// compares byte by byte (a prefix is then a range).
+func byteOrder(d Dialect) string { return migrationData[d]["BYTE_ORDER"] }
 
 // feedLockKey is the PostgreSQL advisory lock that orders change-feed commits.
 const feedLockKey = 0x74687264 // "thrd"

@@ -113,10 +113,10 @@ func (s *Store) runGroup(reqs []*writeReq) {
 			}
 			// Not the caller's context: SQLite answers an interrupted write
 			// by rolling back the whole transaction, the others' writes too.
-			mark, feedMark, objMark, unmappedMark := len(tx.changes), len(tx.feed), len(tx.objects), len(tx.unmapped)
+			mark, feedMark, objMark, unmappedMark := len(tx.changes), len(tx.feed), len(tx.published), len(tx.unmapped)
 			if outcome[i] = r.fn(context.WithoutCancel(r.ctx), tx); outcome[i] != nil {
 				tx.changes, tx.feed = tx.changes[:mark], tx.feed[:feedMark]
-				tx.objects, tx.unmapped = tx.objects[:objMark], tx.unmapped[:unmappedMark]
+				tx.published, tx.unmapped = tx.published[:objMark], tx.unmapped[:unmappedMark]
 				if _, err := btx.ExecContext(gctx, "ROLLBACK TO SAVEPOINT w"); err != nil {
 					return fmt.Errorf("roll back a failed write: %w", err)
 				}

@@ -205,8 +205,8 @@ type newReports struct {
 	threats []threatRow
 	details []detailsRow
 	events  []eventRow
-	// objects are the STIX object ids of each of threats.
-	objects [][]stixObjectRow
+	// iocs are the indicators of each of threats.
+	iocs [][]core.IOC
 }
 
 // add queues a new report with its indicators of compromise.
@@ -223,7 +223,7 @@ func (n *newReports) add(t core.Threat, iocs []core.IOC, actor string, now time.
 	tr, dr := toThreatRow(t)
 	to := string(core.StatusVerified)
 	n.threats, n.details = append(n.threats, tr), append(n.details, dr)
-	n.objects = append(n.objects, objectRows(nil, t.ID, iocs))
+	n.iocs = append(n.iocs, iocs)
 	n.events = append(n.events, eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to,
 		ActorName: actor, Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now})
 	return core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportCreated, ThreatID: t.ID}
@@ -240,9 +240,9 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 	}
 	for i := range n.threats {
 		tx.record(core.EntityThreat, n.threats[i].ID, "create", n.threats[i].CreatedAt)
-		tx.publishObjects(&n.threats[i], core.ChangeVerified, n.objects[i])
+		tx.publishNew(&n.threats[i], core.ChangeVerified, n.iocs[i])
 	}
-	n.threats, n.details, n.events, n.objects = n.threats[:0], n.details[:0], n.events[:0], n.objects[:0]
+	n.threats, n.details, n.events, n.iocs = n.threats[:0], n.details[:0], n.events[:0], n.iocs[:0]
 	return nil
 }
 

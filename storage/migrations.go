@@ -31,6 +31,7 @@ func migrations() (*migrate.Migrations, error) {
 		return nil, err
 	}
 	ms.Add(taxiiBackfill)
+	ms.Add(indicatorsBackfill)
 	return ms, nil
 }
 

@@ -91,6 +91,15 @@ type feedEventRow struct {
 	Version  int       `bun:"version,notnull"`
 }
 
+// indicatorRow says that a report lists an indicator of compromise
+// (migration 0015): Key is core.IndicatorKey of its type and value.
+type indicatorRow struct {
+	bun.BaseModel `bun:"table:threat_indicators"`
+
+	Key      string `bun:"key,pk"`
+	ThreatID string `bun:"threat_id,pk"`
+}
+
 // stixObjectRow maps the id of a STIX object to the report it is published
 // for (migration 0011).
 type stixObjectRow struct {

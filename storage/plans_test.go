@@ -161,9 +161,10 @@ func TestQueryPlansAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	qs := log.take()
-	// (13: the last is the STIX object ids of the new reports.)
-	if len(qs) > 13 {
-		t.Errorf("a new batch of 500 ran %d statements, want at most 13", len(qs))
+	// (14: the last two are the STIX object ids and the indicators of the
+	// new reports.)
+	if len(qs) > 14 {
+		t.Errorf("a new batch of 500 ran %d statements, want at most 14", len(qs))
 	}
 	for _, q := range qs {
 		if strings.Contains(q, "feed_events") && strings.HasPrefix(q, "SELECT") {
@@ -213,6 +214,65 @@ func TestQueryPlansAtScale(t *testing.T) {
 			t.Errorf("latest %+v: %d reports", f, len(got))
 		}
 	}
+
+	// The web site's browsing: each page of /threats under each filter, in
+	// both orders, from a keyset position, is a bounded read in index order
+	// (no sort of the verified reports); its total is a count over an
+	// index; the package-name prefix search is a range of the verified-key
+	// index; the indicator look-up is a search of its primary key.
+	midReport := recs[n/2].Threat
+	for _, q := range []core.ThreatQuery{{}, {Registry: core.RegistryPyPI}, {ReportType: core.TypePackage},
+		{Severity: core.SeverityHigh}, {ReportType: core.TypePackage, Registry: core.RegistryNPM}} {
+		for _, desc := range []bool{false, true} {
+			q := q
+			q.Limit, q.Descending = 51, desc
+			first, err := s.QueryThreats(ctx, q)
+			if err != nil || len(first) == 0 && q.Severity == "" {
+				t.Fatalf("browse %+v: %d, %v", q, len(first), err)
+			}
+			log.take()
+			if len(first) > 0 {
+				q.AfterVerifiedAt, q.AfterID = *first[len(first)-1].VerifiedAt, first[len(first)-1].ID
+			}
+			if _, err := s.QueryThreats(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			qs := log.take()
+			plan := explain(t, s, qs[0])
+			log.take()
+			if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN threat_row") && !strings.Contains(plan, "USING INDEX") {
+				t.Errorf("browse %+v: plan %s", q, plan)
+			}
+			if _, err := s.CountThreats(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			qs = log.take()
+			plan = explain(t, s, qs[0])
+			log.take()
+			if strings.Contains(plan, "SCAN threat_row") && !strings.Contains(plan, "COVERING INDEX") && q.Severity == "" {
+				t.Errorf("count %+v: plan %s", q, plan)
+			}
+		}
+	}
+	key, _ := core.CanonicalKey(midReport.ReportType, midReport.Registry, midReport.ResourceIdentifier)
+	if got, err := s.ThreatsByKeyPrefix(ctx, key[:len(key)-2], "", 20); err != nil || len(got) == 0 {
+		t.Fatalf("prefix %q: %d, %v", key[:len(key)-2], len(got), err)
+	}
+	if qs := log.take(); len(qs) < 1 {
+		t.Fatal("no prefix query")
+	} else if plan := explain(t, s, qs[0]); !strings.Contains(plan, "threats_verified_key_idx (canonical_key>? AND canonical_key<?)") || strings.Contains(plan, "TEMP B-TREE") {
+		t.Errorf("prefix search: plan %s", plan)
+	}
+	log.take()
+	if _, err := s.ThreatsByIndicator(ctx, core.IndicatorKey(core.IOCDomain, "exfil.example.net"), 20); err != nil {
+		t.Fatal(err)
+	}
+	if qs := log.take(); len(qs) < 1 {
+		t.Fatal("no indicator query")
+	} else if plan := explain(t, s, qs[0]); !strings.Contains(plan, "key=?") || strings.Contains(plan, "SCAN threat_row") {
+		t.Errorf("indicator look-up: plan %s", plan)
+	}
+	log.take()
 
 	// The feeds: a page of published changes from a position, overall, per
 	// ecosystem, per kind, and of the plain feed, is a bounded read of a

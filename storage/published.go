@@ -195,31 +195,7 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 		return nil, err
 	}
 	var rows []threatRow
-	sel := s.db.NewSelect().Model(&rows).Relation("Details")
-	if q.Withdrawn {
-		// A withdrawn report is rejected with the verified_at it had.
-		sel = sel.Where("threat_row.status IN (?, ?) AND threat_row.verified_at IS NOT NULL", string(core.StatusVerified), string(core.StatusRejected))
-	} else {
-		sel = sel.Where("threat_row.status = ?", string(core.StatusVerified))
-	}
-	if !q.VerifiedFrom.IsZero() {
-		sel = sel.Where("threat_row.verified_at >= ?", q.VerifiedFrom)
-	}
-	if !q.VerifiedTo.IsZero() {
-		sel = sel.Where("threat_row.verified_at < ?", q.VerifiedTo)
-	}
-	if q.Registry != "" {
-		sel = sel.Where("threat_row.registry = ?", q.Registry)
-	}
-	if q.Publisher != "" {
-		sel = sel.Where("lower(details.publisher) = lower(?)", q.Publisher)
-	}
-	if q.UpstreamID != "" {
-		// "<id>" or "<id>/…": a range of the upstream key index ('0' is
-		// the character after '/').
-		sel = sel.Where("threat_row.source = ? AND (threat_row.upstream_id = ? OR (threat_row.upstream_id >= ? AND threat_row.upstream_id < ?))",
-			core.OSVSource, q.UpstreamID, q.UpstreamID+"/", q.UpstreamID+"0")
-	}
+	sel := threatFilter(s.db.NewSelect().Model(&rows).Relation("Details"), q)
 	dir := "ASC"
 	if q.Descending {
 		dir = "DESC"
@@ -235,11 +211,104 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 	if err := sel.OrderExpr("threat_row.verified_at " + dir + ", threat_row.id " + dir).Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
+	return domains(rows), nil
+}
+
+// threatFilter adds q's filters (not its keyset position) to sel, a
+// select of threat_row with its Details relation.
+func threatFilter(sel *bun.SelectQuery, q core.ThreatQuery) *bun.SelectQuery {
+	if q.Withdrawn {
+		// A withdrawn report is rejected with the verified_at it had.
+		sel = sel.Where("threat_row.status IN (?, ?) AND threat_row.verified_at IS NOT NULL", string(core.StatusVerified), string(core.StatusRejected))
+	} else {
+		sel = sel.Where("threat_row.status = ?", string(core.StatusVerified))
+	}
+	if !q.VerifiedFrom.IsZero() {
+		sel = sel.Where("threat_row.verified_at >= ?", q.VerifiedFrom)
+	}
+	if !q.VerifiedTo.IsZero() {
+		sel = sel.Where("threat_row.verified_at < ?", q.VerifiedTo)
+	}
+	if q.Registry != "" {
+		sel = sel.Where("threat_row.registry = ?", q.Registry)
+	}
+	if q.ReportType != "" {
+		sel = sel.Where("threat_row.report_type = ?", string(q.ReportType))
+	}
+	if q.Severity != "" {
+		sel = sel.Where("details.severity_level = ?", string(q.Severity))
+	}
+	if q.Publisher != "" {
+		sel = sel.Where("lower(details.publisher) = lower(?)", q.Publisher)
+	}
+	if q.UpstreamID != "" {
+		// "<id>" or "<id>/…": a range of the upstream key index ('0' is
+		// the character after '/').
+		sel = sel.Where("threat_row.source = ? AND (threat_row.upstream_id = ? OR (threat_row.upstream_id >= ? AND threat_row.upstream_id < ?))",
+			core.OSVSource, q.UpstreamID, q.UpstreamID+"/", q.UpstreamID+"0")
+	}
+	return sel
+}
+
+func domains(rows []threatRow) []core.Threat {
 	out := make([]core.Threat, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
-	return out, nil
+	return out
+}
+
+// CountThreats counts what q selects. The details are joined only when a
+// filter reads them.
+func (s *Store) CountThreats(ctx context.Context, q core.ThreatQuery) (int64, error) {
+	sel := s.db.NewSelect().TableExpr("threats AS threat_row")
+	if q.Severity != "" || q.Publisher != "" {
+		sel = sel.Join("JOIN threat_details AS details ON details.threat_id = threat_row.id")
+	}
+	n, err := threatFilter(sel, q).Count(ctx)
+	return int64(n), err
+}
+
+// ThreatsByIndicator reads the indicator's rows by primary key, then the
+// verified reports among them.
+func (s *Store) ThreatsByIndicator(ctx context.Context, key string, limit int) ([]core.Threat, error) {
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	var rows []threatRow
+	if err := s.db.NewSelect().Model(&rows).Relation("Details").
+		Where("threat_row.id IN (SELECT i.threat_id FROM threat_indicators AS i WHERE i.key = ?)", key).
+		Where("threat_row.status = ?", string(core.StatusVerified)).
+		OrderExpr("threat_row.verified_at DESC, threat_row.id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return domains(rows), nil
+}
+
+// ThreatsByKeyPrefix reads a range of the verified-key index
+// (threats_verified_key_idx, in byte order).
+func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]core.Threat, error) {
+	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	if prefix == "" {
+		return nil, core.Invalid("prefix", "must not be empty")
+	}
+	key := "threat_row.canonical_key " + byteOrder(s.dialect)
+	var rows []threatRow
+	sel := s.db.NewSelect().Model(&rows).Relation("Details").
+		ModelTableExpr(tableUsing(s.dialect, `"threats" AS "threat_row"`, "threats_verified_key_idx")).
+		// Every string that starts with prefix sorts in [prefix, prefix + the
+		// highest code point).
+		Where(key+" >= ? AND "+key+" < ?", prefix, prefix+"\U0010FFFF").
+		Where("threat_row.status = 'verified'")
+	if after != "" {
+		sel = sel.Where(key+" > ?", after)
+	}
+	if err := sel.OrderExpr(key).Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return domains(rows), nil
 }
 
 // Feed returns one page of published changes in (at, seq) order, each with

@@ -4,6 +4,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -233,34 +234,42 @@ type txn struct {
 	bun.Tx
 	changes []changeRow
 	feed    []feedEventRow
-	// objects are the STIX object ids of the published reports; unmapped
-	// names the published reports read without their details, whose ids
-	// appendChanges works out.
-	objects  []stixObjectRow
-	unmapped []string
+	// published are the indicators of the reports published in the
+	// transaction (for their STIX object ids and the indicator look-up);
+	// unmapped names the published reports read without their details,
+	// whose indicators appendChanges works out.
+	published []publishedIOCs
+	unmapped  []string
+}
+
+// publishedIOCs are the indicators of a report published in a transaction;
+// fresh when the report is new (it has no indicator rows to replace).
+type publishedIOCs struct {
+	threatID string
+	iocs     []core.IOC
+	fresh    bool
 }
 
 // publish queues a published change of a report (core.ChangeVerified, …),
 // written at the end of the transaction with the change feed. A withdrawal
-// changes no content: the report's STIX object ids were recorded when it
-// was published, so they are not worked out again.
+// changes no content: the report's STIX object ids and indicators were
+// recorded when it was published, so they are not worked out again (the
+// look-ups read verified reports only).
 func (t *txn) publish(row *threatRow, kind string) {
-	if kind == core.ChangeWithdrawn {
-		t.publishObjects(row, kind, nil)
-		return
-	}
-	if row.Details == nil {
-		t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
+	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
+	switch {
+	case kind == core.ChangeWithdrawn:
+	case row.Details == nil:
 		t.unmapped = append(t.unmapped, row.ID)
-		return
+	default:
+		t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: core.ExtractIOCs(row.domain())})
 	}
-	t.publishObjects(row, kind, appendObjectIDs(nil, row.domain()))
 }
 
-// publishObjects is publish for a report whose STIX object ids are known.
-func (t *txn) publishObjects(row *threatRow, kind string, objects []stixObjectRow) {
+// publishNew is publish for a new report whose indicators are known.
+func (t *txn) publishNew(row *threatRow, kind string, iocs []core.IOC) {
 	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
-	t.objects = append(t.objects, objects...)
+	t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: iocs, fresh: true})
 }
 
 // appendObjectIDs adds the STIX object ids of a report (with its details).
@@ -273,6 +282,17 @@ func appendObjectIDs(rows []stixObjectRow, t core.Threat) []stixObjectRow {
 func objectRows(rows []stixObjectRow, threatID string, iocs []core.IOC) []stixObjectRow {
 	for _, id := range core.STIXObjectIDs(threatID, iocs) {
 		rows = append(rows, stixObjectRow{ObjectID: id, ThreatID: threatID})
+	}
+	return rows
+}
+
+// indicatorRows adds the look-up rows of the report threatID's indicators
+// (core.SearchableIOC ones).
+func indicatorRows(rows []indicatorRow, threatID string, iocs []core.IOC) []indicatorRow {
+	for _, ioc := range iocs {
+		if core.SearchableIOC(ioc) {
+			rows = append(rows, indicatorRow{Key: core.IndicatorKey(ioc.Type, ioc.Value), ThreatID: threatID})
+		}
 	}
 	return rows
 }
@@ -343,8 +363,10 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 	return s.writeObjectIDs(ctx, tx)
 }
 
-// writeObjectIDs records the STIX object ids of the reports published in
-// tx (stix_objects); an id already known is kept.
+// writeObjectIDs records the STIX object ids (stix_objects) and the
+// indicators (threat_indicators) of the reports published in tx: an object
+// id already known is kept; a revised report's indicators replace its old
+// ones.
 func (s *Store) writeObjectIDs(ctx context.Context, tx *txn) error {
 	if len(tx.unmapped) > 0 {
 		var rows []threatRow
@@ -352,10 +374,47 @@ func (s *Store) writeObjectIDs(ctx context.Context, tx *txn) error {
 			return err
 		}
 		for _, r := range rows {
-			tx.objects = appendObjectIDs(tx.objects, r.domain())
+			tx.published = append(tx.published, publishedIOCs{threatID: r.ID, iocs: core.ExtractIOCs(r.domain())})
 		}
 	}
-	return insertObjectIDs(ctx, tx.Tx, tx.objects)
+	var (
+		objects    []stixObjectRow
+		indicators []indicatorRow
+		replaced   []string
+	)
+	for _, p := range tx.published {
+		objects = objectRows(objects, p.threatID, p.iocs)
+		indicators = indicatorRows(indicators, p.threatID, p.iocs)
+		if !p.fresh {
+			replaced = append(replaced, p.threatID)
+		}
+	}
+	if err := insertObjectIDs(ctx, tx.Tx, objects); err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(replaced, 500) {
+		if _, err := tx.NewDelete().Model((*indicatorRow)(nil)).Where("threat_id IN (?)", bun.In(chunk)).Exec(ctx); err != nil {
+			return fmt.Errorf("indicators: %w", err)
+		}
+	}
+	return insertIndicators(ctx, tx.Tx, indicators)
+}
+
+// insertIndicators writes indicator rows in batches, sorted by key (the
+// primary key's order), keeping those already there.
+func insertIndicators(ctx context.Context, db bun.IDB, rows []indicatorRow) error {
+	slices.SortFunc(rows, func(a, b indicatorRow) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.ThreatID, b.ThreatID))
+	})
+	for len(rows) > 0 {
+		n := min(len(rows), 2000)
+		batch := rows[:n]
+		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (key, threat_id) DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
+			return fmt.Errorf("indicators: %w", err)
+		}
+		rows = rows[n:]
+	}
+	return nil
 }
 
 // insertObjectIDs writes object ids in batches, keeping those already there.

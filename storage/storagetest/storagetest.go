@@ -68,6 +68,7 @@ func Run(t *testing.T, backend Backend) {
 		{"UserTokens", testUserTokens},
 		{"ListSubmissions", testListSubmissions},
 		{"Webhooks", testWebhooks},
+		{"Browse", testBrowse},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

@@ -3684,7 +3684,9 @@ type ThreatQuery struct {
 	// record id (alone or as "<id>/<registry>/<name>").
 	UpstreamId string `protobuf:"bytes,9,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
 	// withdrawn: also the reports withdrawn after they were verified.
-	Withdrawn     bool `protobuf:"varint,10,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	Withdrawn     bool   `protobuf:"varint,10,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	ReportType    string `protobuf:"bytes,11,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
+	Severity      string `protobuf:"bytes,12,opt,name=severity,proto3" json:"severity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3789,6 +3791,176 @@ func (x *ThreatQuery) GetWithdrawn() bool {
 	return false
 }
 
+func (x *ThreatQuery) GetReportType() string {
+	if x != nil {
+		return x.ReportType
+	}
+	return ""
+}
+
+func (x *ThreatQuery) GetSeverity() string {
+	if x != nil {
+		return x.Severity
+	}
+	return ""
+}
+
+type CountThreatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountThreatsResponse) Reset() {
+	*x = CountThreatsResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountThreatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountThreatsResponse) ProtoMessage() {}
+
+func (x *CountThreatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountThreatsResponse.ProtoReflect.Descriptor instead.
+func (*CountThreatsResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *CountThreatsResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type ThreatsByIndicatorRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreatsByIndicatorRequest) Reset() {
+	*x = ThreatsByIndicatorRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreatsByIndicatorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreatsByIndicatorRequest) ProtoMessage() {}
+
+func (x *ThreatsByIndicatorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreatsByIndicatorRequest.ProtoReflect.Descriptor instead.
+func (*ThreatsByIndicatorRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ThreatsByIndicatorRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ThreatsByIndicatorRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ThreatsByKeyPrefixRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	After         string                 `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreatsByKeyPrefixRequest) Reset() {
+	*x = ThreatsByKeyPrefixRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreatsByKeyPrefixRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreatsByKeyPrefixRequest) ProtoMessage() {}
+
+func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreatsByKeyPrefixRequest.ProtoReflect.Descriptor instead.
+func (*ThreatsByKeyPrefixRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ThreatsByKeyPrefixRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ThreatsByKeyPrefixRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ThreatsByKeyPrefixRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type FeedQuery struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	From      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -3809,7 +3981,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3821,7 +3993,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3834,7 +4006,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -3921,7 +4093,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4105,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4118,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -4001,7 +4173,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4013,7 +4185,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4026,7 +4198,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -4052,7 +4224,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4064,7 +4236,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4077,7 +4249,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -4096,7 +4268,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4108,7 +4280,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4121,7 +4293,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -4140,7 +4312,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4152,7 +4324,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4165,7 +4337,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -4184,7 +4356,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4196,7 +4368,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4209,7 +4381,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -4231,7 +4403,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4415,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4428,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -4296,7 +4468,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4308,7 +4480,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4321,7 +4493,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -4339,7 +4511,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4351,7 +4523,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4364,7 +4536,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
 }
 
 type UsageRequest struct {
@@ -4377,7 +4549,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4389,7 +4561,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4402,7 +4574,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -4428,7 +4600,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4440,7 +4612,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4453,7 +4625,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -4473,7 +4645,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4657,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4670,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -4525,7 +4697,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4537,7 +4709,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4550,7 +4722,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -4579,7 +4751,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4591,7 +4763,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4604,7 +4776,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -4644,7 +4816,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4656,7 +4828,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4669,7 +4841,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -4689,7 +4861,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4873,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4886,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -4742,7 +4914,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4754,7 +4926,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4767,7 +4939,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -4795,7 +4967,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4807,7 +4979,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4820,7 +4992,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -4853,7 +5025,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4865,7 +5037,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4878,7 +5050,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -4911,7 +5083,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4923,7 +5095,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4936,7 +5108,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Webhook) GetId() string {
@@ -5052,7 +5224,7 @@ type CreateWebhookResponse struct {
 
 func (x *CreateWebhookResponse) Reset() {
 	*x = CreateWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5064,7 +5236,7 @@ func (x *CreateWebhookResponse) String() string {
 func (*CreateWebhookResponse) ProtoMessage() {}
 
 func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5077,7 +5249,7 @@ func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
 }
 
 type ListWebhooksRequest struct {
@@ -5088,7 +5260,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5272,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5285,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
 }
 
 type WebhookRequest struct {
@@ -5125,7 +5297,7 @@ type WebhookRequest struct {
 
 func (x *WebhookRequest) Reset() {
 	*x = WebhookRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5137,7 +5309,7 @@ func (x *WebhookRequest) String() string {
 func (*WebhookRequest) ProtoMessage() {}
 
 func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5150,7 +5322,7 @@ func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
 func (*WebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *WebhookRequest) GetId() string {
@@ -5168,7 +5340,7 @@ type DeleteWebhookResponse struct {
 
 func (x *DeleteWebhookResponse) Reset() {
 	*x = DeleteWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5180,7 +5352,7 @@ func (x *DeleteWebhookResponse) String() string {
 func (*DeleteWebhookResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5193,7 +5365,7 @@ func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
 }
 
 type DueDeliveriesRequest struct {
@@ -5206,7 +5378,7 @@ type DueDeliveriesRequest struct {
 
 func (x *DueDeliveriesRequest) Reset() {
 	*x = DueDeliveriesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5218,7 +5390,7 @@ func (x *DueDeliveriesRequest) String() string {
 func (*DueDeliveriesRequest) ProtoMessage() {}
 
 func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5231,7 +5403,7 @@ func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*DueDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DueDeliveriesRequest) GetNow() *timestamppb.Timestamp {
@@ -5269,7 +5441,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5281,7 +5453,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5294,7 +5466,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *Delivery) GetWebhookId() string {
@@ -5405,7 +5577,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5417,7 +5589,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5430,7 +5602,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *DeliveryAttempt) GetWebhookId() string {
@@ -5509,7 +5681,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5521,7 +5693,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5534,7 +5706,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -5580,7 +5752,7 @@ type RecordAttemptResponse struct {
 
 func (x *RecordAttemptResponse) Reset() {
 	*x = RecordAttemptResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5592,7 +5764,7 @@ func (x *RecordAttemptResponse) String() string {
 func (*RecordAttemptResponse) ProtoMessage() {}
 
 func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5605,7 +5777,7 @@ func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
 }
 
 type WebhookAttemptsRequest struct {
@@ -5618,7 +5790,7 @@ type WebhookAttemptsRequest struct {
 
 func (x *WebhookAttemptsRequest) Reset() {
 	*x = WebhookAttemptsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5630,7 +5802,7 @@ func (x *WebhookAttemptsRequest) String() string {
 func (*WebhookAttemptsRequest) ProtoMessage() {}
 
 func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5643,7 +5815,7 @@ func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*WebhookAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *WebhookAttemptsRequest) GetWebhookId() string {
@@ -5668,7 +5840,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5680,7 +5852,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5693,7 +5865,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
 }
 
 type WebhookQueueResponse struct {
@@ -5706,7 +5878,7 @@ type WebhookQueueResponse struct {
 
 func (x *WebhookQueueResponse) Reset() {
 	*x = WebhookQueueResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5718,7 +5890,7 @@ func (x *WebhookQueueResponse) String() string {
 func (*WebhookQueueResponse) ProtoMessage() {}
 
 func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5731,7 +5903,7 @@ func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueResponse.ProtoReflect.Descriptor instead.
 func (*WebhookQueueResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *WebhookQueueResponse) GetPending() int64 {
@@ -5758,7 +5930,7 @@ type TrimWebhooksRequest struct {
 
 func (x *TrimWebhooksRequest) Reset() {
 	*x = TrimWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5770,7 +5942,7 @@ func (x *TrimWebhooksRequest) String() string {
 func (*TrimWebhooksRequest) ProtoMessage() {}
 
 func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5783,7 +5955,7 @@ func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *TrimWebhooksRequest) GetMaxPending() int32 {
@@ -5809,7 +5981,7 @@ type TrimWebhooksResponse struct {
 
 func (x *TrimWebhooksResponse) Reset() {
 	*x = TrimWebhooksResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5821,7 +5993,7 @@ func (x *TrimWebhooksResponse) String() string {
 func (*TrimWebhooksResponse) ProtoMessage() {}
 
 func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5834,7 +6006,7 @@ func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksResponse.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TrimWebhooksResponse) GetExpired() int64 {
@@ -6138,7 +6310,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x9d\x03\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xda\x03\n" +
 	"\vThreatQuery\x12?\n" +
 	"\rverified_from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fverifiedFrom\x12;\n" +
 	"\vverified_to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -6154,7 +6326,19 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\vupstream_id\x18\t \x01(\tR\n" +
 	"upstreamId\x12\x1c\n" +
 	"\twithdrawn\x18\n" +
-	" \x01(\bR\twithdrawn\"\xd6\x02\n" +
+	" \x01(\bR\twithdrawn\x12\x1f\n" +
+	"\vreport_type\x18\v \x01(\tR\n" +
+	"reportType\x12\x1a\n" +
+	"\bseverity\x18\f \x01(\tR\bseverity\",\n" +
+	"\x14CountThreatsResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\"C\n" +
+	"\x19ThreatsByIndicatorRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"_\n" +
+	"\x19ThreatsByKeyPrefixRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\xd6\x02\n" +
 	"\tFeedQuery\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x1a\n" +
@@ -6309,7 +6493,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"maxPending\x12C\n" +
 	"\x0ffinished_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efinishedBefore\"0\n" +
 	"\x14TrimWebhooksResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xb5$\n" +
+	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xd0&\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -6349,7 +6533,10 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x0eSyncRateCounts\x12\x1d.threatd.plugin.v1.RateCounts\x1a\x1d.threatd.plugin.v1.RateCounts\x12I\n" +
 	"\x06Export\x12 .threatd.plugin.v1.ExportRequest\x1a\x1b.threatd.plugin.v1.RowBatch0\x01\x12H\n" +
 	"\x06Import\x12\x1b.threatd.plugin.v1.RowBatch\x1a\x1f.threatd.plugin.v1.ImportResult(\x01\x12K\n" +
-	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12C\n" +
+	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12W\n" +
+	"\fCountThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a'.threatd.plugin.v1.CountThreatsResponse\x12_\n" +
+	"\x12ThreatsByIndicator\x12,.threatd.plugin.v1.ThreatsByIndicatorRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12_\n" +
+	"\x12ThreatsByKeyPrefix\x12,.threatd.plugin.v1.ThreatsByKeyPrefixRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12C\n" +
 	"\x04Feed\x12\x1c.threatd.plugin.v1.FeedQuery\x1a\x1b.threatd.plugin.v1.FeedItem0\x01\x12V\n" +
 	"\rLastFeedEvent\x12'.threatd.plugin.v1.LastFeedEventRequest\x1a\x1c.threatd.plugin.v1.FeedEvent\x12W\n" +
 	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12M\n" +
@@ -6382,7 +6569,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -6446,123 +6633,126 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*RowBatch)(nil),                    // 59: threatd.plugin.v1.RowBatch
 	(*ImportResult)(nil),                // 60: threatd.plugin.v1.ImportResult
 	(*ThreatQuery)(nil),                 // 61: threatd.plugin.v1.ThreatQuery
-	(*FeedQuery)(nil),                   // 62: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 63: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 64: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 65: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 66: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 67: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 68: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 69: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 70: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 71: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 72: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 73: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 74: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 75: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 76: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 77: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 78: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 79: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 80: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 81: threatd.plugin.v1.LeaseResponse
-	(*Webhook)(nil),                     // 82: threatd.plugin.v1.Webhook
-	(*CreateWebhookResponse)(nil),       // 83: threatd.plugin.v1.CreateWebhookResponse
-	(*ListWebhooksRequest)(nil),         // 84: threatd.plugin.v1.ListWebhooksRequest
-	(*WebhookRequest)(nil),              // 85: threatd.plugin.v1.WebhookRequest
-	(*DeleteWebhookResponse)(nil),       // 86: threatd.plugin.v1.DeleteWebhookResponse
-	(*DueDeliveriesRequest)(nil),        // 87: threatd.plugin.v1.DueDeliveriesRequest
-	(*Delivery)(nil),                    // 88: threatd.plugin.v1.Delivery
-	(*DeliveryAttempt)(nil),             // 89: threatd.plugin.v1.DeliveryAttempt
-	(*AttemptOutcome)(nil),              // 90: threatd.plugin.v1.AttemptOutcome
-	(*RecordAttemptResponse)(nil),       // 91: threatd.plugin.v1.RecordAttemptResponse
-	(*WebhookAttemptsRequest)(nil),      // 92: threatd.plugin.v1.WebhookAttemptsRequest
-	(*WebhookQueueRequest)(nil),         // 93: threatd.plugin.v1.WebhookQueueRequest
-	(*WebhookQueueResponse)(nil),        // 94: threatd.plugin.v1.WebhookQueueResponse
-	(*TrimWebhooksRequest)(nil),         // 95: threatd.plugin.v1.TrimWebhooksRequest
-	(*TrimWebhooksResponse)(nil),        // 96: threatd.plugin.v1.TrimWebhooksResponse
-	nil,                                 // 97: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 98: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 99: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 100: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 101: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 102: google.protobuf.Timestamp
+	(*CountThreatsResponse)(nil),        // 62: threatd.plugin.v1.CountThreatsResponse
+	(*ThreatsByIndicatorRequest)(nil),   // 63: threatd.plugin.v1.ThreatsByIndicatorRequest
+	(*ThreatsByKeyPrefixRequest)(nil),   // 64: threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	(*FeedQuery)(nil),                   // 65: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 66: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 67: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 68: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 69: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 70: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 71: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 72: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 73: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 74: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 75: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 76: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 77: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 78: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 79: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 80: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 81: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 82: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 83: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 84: threatd.plugin.v1.LeaseResponse
+	(*Webhook)(nil),                     // 85: threatd.plugin.v1.Webhook
+	(*CreateWebhookResponse)(nil),       // 86: threatd.plugin.v1.CreateWebhookResponse
+	(*ListWebhooksRequest)(nil),         // 87: threatd.plugin.v1.ListWebhooksRequest
+	(*WebhookRequest)(nil),              // 88: threatd.plugin.v1.WebhookRequest
+	(*DeleteWebhookResponse)(nil),       // 89: threatd.plugin.v1.DeleteWebhookResponse
+	(*DueDeliveriesRequest)(nil),        // 90: threatd.plugin.v1.DueDeliveriesRequest
+	(*Delivery)(nil),                    // 91: threatd.plugin.v1.Delivery
+	(*DeliveryAttempt)(nil),             // 92: threatd.plugin.v1.DeliveryAttempt
+	(*AttemptOutcome)(nil),              // 93: threatd.plugin.v1.AttemptOutcome
+	(*RecordAttemptResponse)(nil),       // 94: threatd.plugin.v1.RecordAttemptResponse
+	(*WebhookAttemptsRequest)(nil),      // 95: threatd.plugin.v1.WebhookAttemptsRequest
+	(*WebhookQueueRequest)(nil),         // 96: threatd.plugin.v1.WebhookQueueRequest
+	(*WebhookQueueResponse)(nil),        // 97: threatd.plugin.v1.WebhookQueueResponse
+	(*TrimWebhooksRequest)(nil),         // 98: threatd.plugin.v1.TrimWebhooksRequest
+	(*TrimWebhooksResponse)(nil),        // 99: threatd.plugin.v1.TrimWebhooksResponse
+	nil,                                 // 100: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 101: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 102: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 103: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 104: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 105: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	97,  // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	102, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	100, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	105, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
 	8,   // 3: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
-	102, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	102, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	102, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	98,  // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	102, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	102, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	105, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	105, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	105, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	101, // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	105, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	105, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	21,  // 10: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
 	8,   // 11: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
 	35,  // 12: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
 	15,  // 13: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	15,  // 14: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,   // 15: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	102, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	102, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	102, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	102, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	105, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	105, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	105, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	36,  // 20: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	102, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	102, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	102, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	102, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	105, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	105, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	105, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	105, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	35,  // 25: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	37,  // 26: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	35,  // 27: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	102, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
+	105, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
 	35,  // 29: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
-	102, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	102, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	102, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	105, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	105, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	105, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	50,  // 33: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	102, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	105, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	37,  // 35: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	102, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	102, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	105, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	105, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	35,  // 38: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	53,  // 39: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	102, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	99,  // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	100, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	102, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	102, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	102, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	102, // 46: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	102, // 47: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	102, // 48: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	102, // 49: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	63,  // 50: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	105, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	102, // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	103, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	105, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	105, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	105, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	105, // 46: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	105, // 47: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	105, // 48: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	105, // 49: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	66,  // 50: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
 	35,  // 51: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	102, // 52: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	69,  // 53: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	101, // 54: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	105, // 52: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	72,  // 53: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	104, // 54: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
 	35,  // 55: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	74,  // 56: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	76,  // 57: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	102, // 58: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	102, // 59: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	102, // 60: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
-	102, // 61: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
-	102, // 62: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
-	102, // 63: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
-	102, // 64: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
-	102, // 65: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
-	102, // 66: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
-	82,  // 67: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
-	102, // 68: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
-	89,  // 69: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
-	102, // 70: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
-	102, // 71: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
-	102, // 72: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
-	102, // 73: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	77,  // 56: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	79,  // 57: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	105, // 58: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	105, // 59: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	105, // 60: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
+	105, // 61: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
+	105, // 62: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
+	105, // 63: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
+	105, // 64: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
+	105, // 65: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
+	105, // 66: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
+	85,  // 67: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
+	105, // 68: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
+	92,  // 69: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
+	105, // 70: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
+	105, // 71: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
+	105, // 72: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
+	105, // 73: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
 	0,   // 74: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
 	2,   // 75: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
 	4,   // 76: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
@@ -6598,81 +6788,87 @@ var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
 	58,  // 106: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
 	59,  // 107: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
 	61,  // 108: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	62,  // 109: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	65,  // 110: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	66,  // 111: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	67,  // 112: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	70,  // 113: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	72,  // 114: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	75,  // 115: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	78,  // 116: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	80,  // 117: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	33,  // 118: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	82,  // 119: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
-	84,  // 120: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
-	85,  // 121: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	85,  // 122: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	87,  // 123: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
-	90,  // 124: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
-	92,  // 125: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
-	93,  // 126: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
-	95,  // 127: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
-	1,   // 128: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 129: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 130: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 131: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 132: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 133: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 134: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	8,   // 135: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
-	14,  // 136: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
-	15,  // 137: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	15,  // 138: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	32,  // 139: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	15,  // 140: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	15,  // 141: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	19,  // 142: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 143: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	22,  // 144: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	24,  // 145: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	26,  // 146: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	28,  // 147: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	39,  // 148: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	35,  // 149: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	42,  // 150: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	44,  // 151: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
-	35,  // 152: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	47,  // 153: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	35,  // 154: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	51,  // 155: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	54,  // 156: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	54,  // 157: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	53,  // 158: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	57,  // 159: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	59,  // 160: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	60,  // 161: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	35,  // 162: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	64,  // 163: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	63,  // 164: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	53,  // 165: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	68,  // 166: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	71,  // 167: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	73,  // 168: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	77,  // 169: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	79,  // 170: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	81,  // 171: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	34,  // 172: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	83,  // 173: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
-	82,  // 174: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
-	86,  // 175: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
-	82,  // 176: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
-	88,  // 177: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
-	91,  // 178: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
-	89,  // 179: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
-	94,  // 180: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
-	96,  // 181: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
-	128, // [128:182] is the sub-list for method output_type
-	74,  // [74:128] is the sub-list for method input_type
+	61,  // 109: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	63,  // 110: threatd.plugin.v1.Storage.ThreatsByIndicator:input_type -> threatd.plugin.v1.ThreatsByIndicatorRequest
+	64,  // 111: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	65,  // 112: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	68,  // 113: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	69,  // 114: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	70,  // 115: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	73,  // 116: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	75,  // 117: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	78,  // 118: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	81,  // 119: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	83,  // 120: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	33,  // 121: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	85,  // 122: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
+	87,  // 123: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
+	88,  // 124: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	88,  // 125: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	90,  // 126: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
+	93,  // 127: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
+	95,  // 128: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
+	96,  // 129: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
+	98,  // 130: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
+	1,   // 131: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 132: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 133: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 134: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 135: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 136: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 137: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 138: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 139: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 140: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 141: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	32,  // 142: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 143: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 144: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 145: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 146: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 147: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	24,  // 148: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	26,  // 149: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	28,  // 150: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	39,  // 151: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	35,  // 152: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	42,  // 153: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	44,  // 154: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
+	35,  // 155: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	47,  // 156: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	35,  // 157: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	51,  // 158: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	54,  // 159: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	54,  // 160: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	53,  // 161: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	57,  // 162: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	59,  // 163: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	60,  // 164: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	35,  // 165: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	62,  // 166: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
+	35,  // 167: threatd.plugin.v1.Storage.ThreatsByIndicator:output_type -> threatd.plugin.v1.Threat
+	35,  // 168: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
+	67,  // 169: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	66,  // 170: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	53,  // 171: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	71,  // 172: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	74,  // 173: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	76,  // 174: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	80,  // 175: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	82,  // 176: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	84,  // 177: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	34,  // 178: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	86,  // 179: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
+	85,  // 180: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
+	89,  // 181: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
+	85,  // 182: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
+	91,  // 183: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
+	94,  // 184: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
+	92,  // 185: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
+	97,  // 186: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
+	99,  // 187: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
+	131, // [131:188] is the sub-list for method output_type
+	74,  // [74:131] is the sub-list for method input_type
 	74,  // [74:74] is the sub-list for extension type_name
 	74,  // [74:74] is the sub-list for extension extendee
 	0,   // [0:74] is the sub-list for field type_name
@@ -6693,7 +6889,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   102,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -62,6 +62,9 @@ const (
 	Storage_Export_FullMethodName               = "/threatd.plugin.v1.Storage/Export"
 	Storage_Import_FullMethodName               = "/threatd.plugin.v1.Storage/Import"
 	Storage_QueryThreats_FullMethodName         = "/threatd.plugin.v1.Storage/QueryThreats"
+	Storage_CountThreats_FullMethodName         = "/threatd.plugin.v1.Storage/CountThreats"
+	Storage_ThreatsByIndicator_FullMethodName   = "/threatd.plugin.v1.Storage/ThreatsByIndicator"
+	Storage_ThreatsByKeyPrefix_FullMethodName   = "/threatd.plugin.v1.Storage/ThreatsByKeyPrefix"
 	Storage_Feed_FullMethodName                 = "/threatd.plugin.v1.Storage/Feed"
 	Storage_LastFeedEvent_FullMethodName        = "/threatd.plugin.v1.Storage/LastFeedEvent"
 	Storage_ListRevisions_FullMethodName        = "/threatd.plugin.v1.Storage/ListRevisions"
@@ -151,6 +154,12 @@ type StorageClient interface {
 	Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error)
 	// QueryThreats streams one keyset page of verified reports.
 	QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// CountThreats counts what a ThreatQuery's filters select.
+	CountThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (*CountThreatsResponse, error)
+	// ThreatsByIndicator: the verified reports that list an indicator.
+	ThreatsByIndicator(ctx context.Context, in *ThreatsByIndicatorRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// ThreatsByKeyPrefix: verified reports by canonical key prefix.
+	ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKeyPrefixRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// Feed streams one page of published changes, each with its report.
 	Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error)
 	// LastFeedEvent returns the last published change before a time.
@@ -618,9 +627,57 @@ func (c *storageClient) QueryThreats(ctx context.Context, in *ThreatQuery, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_QueryThreatsClient = grpc.ServerStreamingClient[Threat]
 
+func (c *storageClient) CountThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (*CountThreatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountThreatsResponse)
+	err := c.cc.Invoke(ctx, Storage_CountThreats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ThreatsByIndicator(ctx context.Context, in *ThreatsByIndicatorRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ThreatsByIndicator_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ThreatsByIndicatorRequest, Threat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ThreatsByIndicatorClient = grpc.ServerStreamingClient[Threat]
+
+func (c *storageClient) ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKeyPrefixRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ThreatsByKeyPrefixRequest, Threat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ThreatsByKeyPrefixClient = grpc.ServerStreamingClient[Threat]
+
 func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_Feed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_Feed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -649,7 +706,7 @@ func (c *storageClient) LastFeedEvent(ctx context.Context, in *LastFeedEventRequ
 
 func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_ListRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_ListRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -728,7 +785,7 @@ func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grp
 
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -757,7 +814,7 @@ func (c *storageClient) CreateWebhook(ctx context.Context, in *Webhook, opts ...
 
 func (c *storageClient) ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_ListWebhooks_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_ListWebhooks_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -796,7 +853,7 @@ func (c *storageClient) EnableWebhook(ctx context.Context, in *WebhookRequest, o
 
 func (c *storageClient) DueDeliveries(ctx context.Context, in *DueDeliveriesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_DueDeliveries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_DueDeliveries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -825,7 +882,7 @@ func (c *storageClient) RecordAttempt(ctx context.Context, in *AttemptOutcome, o
 
 func (c *storageClient) WebhookAttempts(ctx context.Context, in *WebhookAttemptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_WebhookAttempts_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[16], Storage_WebhookAttempts_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -930,6 +987,12 @@ type StorageServer interface {
 	Import(grpc.ClientStreamingServer[RowBatch, ImportResult]) error
 	// QueryThreats streams one keyset page of verified reports.
 	QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error
+	// CountThreats counts what a ThreatQuery's filters select.
+	CountThreats(context.Context, *ThreatQuery) (*CountThreatsResponse, error)
+	// ThreatsByIndicator: the verified reports that list an indicator.
+	ThreatsByIndicator(*ThreatsByIndicatorRequest, grpc.ServerStreamingServer[Threat]) error
+	// ThreatsByKeyPrefix: verified reports by canonical key prefix.
+	ThreatsByKeyPrefix(*ThreatsByKeyPrefixRequest, grpc.ServerStreamingServer[Threat]) error
 	// Feed streams one page of published changes, each with its report.
 	Feed(*FeedQuery, grpc.ServerStreamingServer[FeedItem]) error
 	// LastFeedEvent returns the last published change before a time.
@@ -1076,6 +1139,15 @@ func (UnimplementedStorageServer) Import(grpc.ClientStreamingServer[RowBatch, Im
 }
 func (UnimplementedStorageServer) QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error {
 	return status.Error(codes.Unimplemented, "method QueryThreats not implemented")
+}
+func (UnimplementedStorageServer) CountThreats(context.Context, *ThreatQuery) (*CountThreatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountThreats not implemented")
+}
+func (UnimplementedStorageServer) ThreatsByIndicator(*ThreatsByIndicatorRequest, grpc.ServerStreamingServer[Threat]) error {
+	return status.Error(codes.Unimplemented, "method ThreatsByIndicator not implemented")
+}
+func (UnimplementedStorageServer) ThreatsByKeyPrefix(*ThreatsByKeyPrefixRequest, grpc.ServerStreamingServer[Threat]) error {
+	return status.Error(codes.Unimplemented, "method ThreatsByKeyPrefix not implemented")
 }
 func (UnimplementedStorageServer) Feed(*FeedQuery, grpc.ServerStreamingServer[FeedItem]) error {
 	return status.Error(codes.Unimplemented, "method Feed not implemented")
@@ -1718,6 +1790,46 @@ func _Storage_QueryThreats_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_QueryThreatsServer = grpc.ServerStreamingServer[Threat]
 
+func _Storage_CountThreats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ThreatQuery)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).CountThreats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_CountThreats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).CountThreats(ctx, req.(*ThreatQuery))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ThreatsByIndicator_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ThreatsByIndicatorRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ThreatsByIndicator(m, &grpc.GenericServerStream[ThreatsByIndicatorRequest, Threat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ThreatsByIndicatorServer = grpc.ServerStreamingServer[Threat]
+
+func _Storage_ThreatsByKeyPrefix_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ThreatsByKeyPrefixRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ThreatsByKeyPrefix(m, &grpc.GenericServerStream[ThreatsByKeyPrefixRequest, Threat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ThreatsByKeyPrefixServer = grpc.ServerStreamingServer[Threat]
+
 func _Storage_Feed_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(FeedQuery)
 	if err := stream.RecvMsg(m); err != nil {
@@ -2130,6 +2242,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_SyncRateCounts_Handler,
 		},
 		{
+			MethodName: "CountThreats",
+			Handler:    _Storage_CountThreats_Handler,
+		},
+		{
 			MethodName: "LastFeedEvent",
 			Handler:    _Storage_LastFeedEvent_Handler,
 		},
@@ -2226,6 +2342,16 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "QueryThreats",
 			Handler:       _Storage_QueryThreats_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ThreatsByIndicator",
+			Handler:       _Storage_ThreatsByIndicator_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ThreatsByKeyPrefix",
+			Handler:       _Storage_ThreatsByKeyPrefix_Handler,
 			ServerStreams: true,
 		},
 		{

@@ -1,0 +1,53 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/threatd/threatd/core"
+)
+
+// indicatorsBackfill is migration 0016, in Go: it records the indicators of
+// every report verified before migration 0015 (threat_indicators), which
+// appendChanges does for the reports published since. It is idempotent: a
+// run cut short is taken up again at the next start.
+var indicatorsBackfill = migrate.Migration{
+	Name:    "0016",
+	Comment: "indicators_backfill",
+	Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+		if err := backfillIndicators(ctx, m.DB()); err != nil {
+			return fmt.Errorf("indicators: %w", err)
+		}
+		return nil
+	},
+}
+
+// backfillIndicators works out the indicators of the verified reports, 500
+// at a time in id order (the primary key's).
+func backfillIndicators(ctx context.Context, db *bun.DB) error {
+	after := ""
+	for {
+		var rows []threatRow
+		if err := db.NewSelect().Model(&rows).Relation("Details").
+			Where("threat_row.status = ? AND threat_row.id > ?", string(core.StatusVerified), after).
+			OrderExpr("threat_row.id").Limit(500).Scan(ctx); err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		after = rows[len(rows)-1].ID
+		var indicators []indicatorRow
+		for _, r := range rows {
+			indicators = indicatorRows(indicators, r.ID, core.ExtractIOCs(r.domain()))
+		}
+		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			return insertIndicators(ctx, tx, indicators)
+		}); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package storagetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// testBrowse is the contract of the web site's browsing reads: counts under
+// each filter, the indicator look-up (verified reports only, replaced when
+// a revision changes the indicators), and the canonical key prefix range.
+func testBrowse(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u := user(t, s, "browse@example.com")
+	base := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	names := []string{"lodash-evil", "lodash-evil2", "lodas", "lodash.x", "react-evil", "lodash-pending"}
+	ids := map[string]string{}
+	for i, n := range names {
+		th := report(t, u.ID, core.TypePackage, core.RegistryNPM, n)
+		th.Details.SeverityLevel = []core.Severity{core.SeverityCritical, core.SeverityHigh}[i%2]
+		th.Details.PayloadDescription = fmt.Sprintf("Posts tokens to https://exfil-%d.example.net/c and 203.0.113.%d", i%2, i%2)
+		create(t, s, th)
+		ids[n] = th.ID
+		if n != "lodash-pending" {
+			verify(t, s, th.ID, base.Add(time.Duration(i)*time.Hour))
+		}
+	}
+	dom := report(t, u.ID, core.TypeDomain, "", "evil-browse.example.com")
+	dom.Details.SeverityLevel = core.SeverityCritical
+	create(t, s, dom)
+	verify(t, s, dom.ID, base.Add(10*time.Hour))
+
+	count := func(q core.ThreatQuery, want int64) {
+		t.Helper()
+		n, err := s.CountThreats(c, q)
+		if err != nil || n != want {
+			t.Errorf("CountThreats(%+v) = %d, %v; want %d", q, n, err, want)
+		}
+	}
+	count(core.ThreatQuery{}, 6)
+	count(core.ThreatQuery{ReportType: core.TypePackage}, 5)
+	count(core.ThreatQuery{ReportType: core.TypeDomain}, 1)
+	count(core.ThreatQuery{Registry: core.RegistryNPM, Severity: core.SeverityCritical}, 3)
+	count(core.ThreatQuery{Severity: core.SeverityCritical}, 4)
+	count(core.ThreatQuery{VerifiedFrom: base.Add(time.Hour), VerifiedTo: base.Add(4 * time.Hour)}, 3)
+	// The keyset position and the limit do not change a count.
+	count(core.ThreatQuery{ReportType: core.TypePackage, AfterID: ids["lodas"], AfterVerifiedAt: base, Limit: 1}, 5)
+
+	// The filters select the same reports in QueryThreats.
+	page, err := s.QueryThreats(c, core.ThreatQuery{Severity: core.SeverityCritical, ReportType: core.TypePackage, Descending: true, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, th := range page {
+		got = append(got, th.ResourceIdentifier)
+	}
+	if want := []string{"react-evil", "lodas", "lodash-evil"}; !slices.Equal(got, want) {
+		t.Errorf("critical packages, newest first: %v, want %v", got, want)
+	}
+
+	// The indicator look-up: the verified reports that list it.
+	byIndicator := func(typ, value string) []string {
+		t.Helper()
+		ths, err := s.ThreatsByIndicator(c, core.IndicatorKey(typ, value), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, th := range ths {
+			out = append(out, th.ResourceIdentifier)
+		}
+		return out
+	}
+	if got, want := byIndicator(core.IOCIP, "203.0.113.1"), []string{"lodash.x", "lodash-evil2"}; !slices.Equal(got, want) {
+		t.Errorf("reports naming 203.0.113.1: %v, want %v (the pending report is not listed)", got, want)
+	}
+	if got := byIndicator(core.IOCDomain, "exfil-0.example.net"); len(got) != 3 {
+		t.Errorf("reports naming exfil-0.example.net: %v", got)
+	}
+	if got := byIndicator(core.IOCDomain, "nothing.example.net"); len(got) != 0 {
+		t.Errorf("an unknown indicator found %v", got)
+	}
+	// A revision that changes the payload replaces the report's indicators.
+	payload := "Now posts to 198.51.100.77 only"
+	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: ids["react-evil"], AuthorName: "Olga",
+		Patch: core.Patch{Submission: core.Submission{PayloadDescription: &payload}}, At: now()}, noLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := byIndicator(core.IOCIP, "198.51.100.77"); !slices.Equal(got, []string{"react-evil"}) {
+		t.Errorf("after the revision, 198.51.100.77: %v", got)
+	}
+	if got := byIndicator(core.IOCIP, "203.0.113.0"); !slices.Equal(got, []string{"lodas", "lodash-evil"}) {
+		t.Errorf("after the revision, 203.0.113.0: %v (react-evil no longer names it)", got)
+	}
+
+	// The prefix range, in key order, paged by key.
+	prefix := func(p, after string, limit int) []string {
+		t.Helper()
+		ths, err := s.ThreatsByKeyPrefix(c, p, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, th := range ths {
+			out = append(out, th.ResourceIdentifier)
+		}
+		return out
+	}
+	if got, want := prefix("package:npm:lodash", "", 10), []string{"lodash-evil", "lodash-evil2", "lodash.x"}; !slices.Equal(got, want) {
+		t.Errorf("prefix lodash: %v, want %v", got, want)
+	}
+	if got, want := prefix("package:npm:lodash", "package:npm:lodash-evil", 1), []string{"lodash-evil2"}; !slices.Equal(got, want) {
+		t.Errorf("prefix lodash after lodash-evil: %v, want %v", got, want)
+	}
+	if got := prefix("package:pypi:lodash", "", 10); len(got) != 0 {
+		t.Errorf("prefix in another registry: %v", got)
+	}
+	if _, err := s.ThreatsByKeyPrefix(c, "", "", 10); err == nil {
+		t.Error("an empty prefix was accepted")
+	}
+}
