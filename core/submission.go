@@ -80,8 +80,33 @@ func present(p *string) bool { return p != nil && strings.TrimSpace(*p) != "" }
 
 // NewThreat validates a submission and returns the report it describes, with
 // identifiers normalised and the canonical key computed; id, submitter and
-// times are left for the caller. now bounds timestamps in the future.
+// times are left for the caller. now bounds timestamps in the future. The
+// error is the first problem found, in field order (the API's 400).
 func NewThreat(s Submission, now time.Time) (Threat, error) {
+	t, errs := validateSubmission(s, now, false)
+	if len(errs) > 0 {
+		return Threat{}, errs[0]
+	}
+	return t, nil
+}
+
+// SubmissionProblems lists every problem of a submission at once, in field
+// order: a *RequiredFieldsError for the required fields that are absent,
+// then a *FieldError per invalid field (the web form shows them all, where
+// the API names the first). Nil means NewThreat accepts it.
+func SubmissionProblems(s Submission, now time.Time) []error {
+	_, errs := validateSubmission(s, now, true)
+	return errs
+}
+
+// validateSubmission is NewThreat; with all, it goes on past a problem to
+// report every field's.
+func validateSubmission(s Submission, now time.Time, all bool) (Threat, []error) {
+	var errs []error
+	fail := func(err error) bool {
+		errs = append(errs, err)
+		return !all
+	}
 	var missing []string
 	for _, f := range []struct {
 		name string
@@ -91,50 +116,72 @@ func NewThreat(s Submission, now time.Time) (Threat, error) {
 			missing = append(missing, f.name)
 		}
 	}
-	if len(missing) > 0 {
-		return Threat{}, &RequiredFieldsError{Missing: missing}
+	if len(missing) > 0 && fail(&RequiredFieldsError{Missing: missing}) {
+		return Threat{}, errs
 	}
-	rt, err := ParseReportType(strings.TrimSpace(*s.ReportType))
-	if err != nil {
-		return Threat{}, err
+	var t Threat
+	identity := func() error {
+		if !present(s.ReportType) || !present(s.ResourceIdentifier) {
+			return nil // already named as missing
+		}
+		rt, err := ParseReportType(strings.TrimSpace(*s.ReportType))
+		if err != nil {
+			return err
+		}
+		t = Threat{ReportType: rt, ResourceIdentifier: strings.TrimSpace(*s.ResourceIdentifier)}
+		if present(s.Registry) {
+			if t.Registry, err = ParseRegistry("registry", *s.Registry); err != nil {
+				return err
+			}
+		}
+		switch rt {
+		case TypePackage:
+			if t.Registry == "" {
+				return Invalid("registry", "is required for package reports: one of %s", strings.Join(PackageRegistries, ", "))
+			}
+			if !IsPackageRegistry(t.Registry) {
+				return Invalid("registry", "must be a package registry (%s) for package reports, not %s", strings.Join(PackageRegistries, ", "), t.Registry)
+			}
+		case TypeContainer:
+			if t.Registry != "" && IsPackageRegistry(t.Registry) {
+				return Invalid("registry", "must be a container registry (%s) for container reports, not %s", strings.Join(ContainerRegistries, ", "), t.Registry)
+			}
+		}
+		if t.CanonicalKey, err = CanonicalKey(rt, t.Registry, t.ResourceIdentifier); err != nil {
+			return err
+		}
+		if rt == TypeContainer && t.Registry == "" {
+			t.Registry = ContainerRegistryOf(strings.TrimPrefix(t.CanonicalKey, "container:"))
+		}
+		return nil
 	}
-	t := Threat{ReportType: rt, ResourceIdentifier: strings.TrimSpace(*s.ResourceIdentifier)}
-
-	if present(s.Registry) {
-		if t.Registry, err = ParseRegistry("registry", *s.Registry); err != nil {
-			return Threat{}, err
+	identityOK := true
+	if err := identity(); err != nil {
+		identityOK = false
+		if fail(err) {
+			return Threat{}, errs
 		}
 	}
-	switch rt {
-	case TypePackage:
-		if t.Registry == "" {
-			return Threat{}, Invalid("registry", "is required for package reports: one of %s", strings.Join(PackageRegistries, ", "))
-		}
-		if !IsPackageRegistry(t.Registry) {
-			return Threat{}, Invalid("registry", "must be a package registry (%s) for package reports, not %s", strings.Join(PackageRegistries, ", "), t.Registry)
-		}
-	case TypeContainer:
-		if t.Registry != "" && IsPackageRegistry(t.Registry) {
-			return Threat{}, Invalid("registry", "must be a container registry (%s) for container reports, not %s", strings.Join(ContainerRegistries, ", "), t.Registry)
-		}
-	}
-	if t.CanonicalKey, err = CanonicalKey(rt, t.Registry, t.ResourceIdentifier); err != nil {
-		return Threat{}, err
-	}
-	if rt == TypeContainer && t.Registry == "" {
-		t.Registry = ContainerRegistryOf(strings.TrimPrefix(t.CanonicalKey, "container:"))
-	}
-
 	in, out := reflect.ValueOf(s), reflect.ValueOf(&t.Details).Elem()
 	for _, f := range DetailFields {
+		if f.Name == "package_name" && !identityOK {
+			continue // judged against an identity that is wrong already
+		}
+		if (f.Name == "threat_description") && !present(s.ThreatDescription) {
+			continue // named as missing
+		}
+		var err error
 		if rule := fieldRules[f.Name]; rule != nil {
 			err = rule(&s, &t, now)
 		} else {
 			err = checkByType(f, in, out, now)
 		}
-		if err != nil {
-			return Threat{}, err
+		if err != nil && fail(err) {
+			return Threat{}, errs
 		}
+	}
+	if len(errs) > 0 {
+		return Threat{}, errs
 	}
 	return t, nil
 }
