@@ -105,6 +105,11 @@ type ReportStore interface {
 	// newest first (limit 1..MaxPage, else ErrInvalid), and how many there
 	// are in all.
 	ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]Threat, int, error)
+	// SubmitterRecords returns, for each of these users (at most
+	// MaxGetThreats), their public name and how many of their reports are
+	// verified, rejected and pending: what a reviewer weighs a new report
+	// by. Unknown ids are left out.
+	SubmitterRecords(ctx context.Context, userIDs []string) ([]SubmitterRecord, error)
 	// ListPending returns one keyset page of pending reports, oldest first
 	// (q.Limit 1..MaxPage, else ErrInvalid), and how many are pending in all.
 	ListPending(ctx context.Context, q PendingQuery) ([]Threat, int, error)
@@ -225,6 +230,12 @@ type PendingQuery struct {
 	AfterCreatedAt time.Time
 	AfterID        string // "" = from the oldest
 	Limit          int
+}
+
+// SubmitterRecord is a submitter's track record (ReportStore.SubmitterRecords).
+type SubmitterRecord struct {
+	UserID, Name                string
+	Verified, Rejected, Pending int64
 }
 
 // LatestFilter selects verified reports for the latest-threats endpoints.

@@ -385,6 +385,18 @@ func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, prefix, after st
 	return recvAll(stream, err, threatFromPB)
 }
 
+// SubmitterRecords returns submitters' names and reports by status.
+func (c *StorageClient) SubmitterRecords(ctx context.Context, userIDs []string) ([]core.SubmitterRecord, error) {
+	r, err := c.conn().SubmitterRecords(ctx, &pb.SubmitterRecordsRequest{UserIds: userIDs})
+	return call(r, err, func(r *pb.SubmitterRecordsResponse) []core.SubmitterRecord {
+		out := make([]core.SubmitterRecord, len(r.Records))
+		for i, x := range r.Records {
+			out[i] = core.SubmitterRecord{UserID: x.UserId, Name: x.Name, Verified: x.Verified, Rejected: x.Rejected, Pending: x.Pending}
+		}
+		return out
+	})
+}
+
 // Feed returns one page of published changes.
 func (c *StorageClient) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
 	stream, err := c.conn().Feed(ctx, feedQueryToPB(q))

@@ -407,6 +407,17 @@ func (s *storageServer) ThreatsByKeyPrefix(req *pb.ThreatsByKeyPrefixRequest, st
 	}, threatToPB, stream.Send)
 }
 
+func (s *storageServer) SubmitterRecords(ctx context.Context, req *pb.SubmitterRecordsRequest) (*pb.SubmitterRecordsResponse, error) {
+	return withStore(s, func(st core.Store) (*pb.SubmitterRecordsResponse, error) {
+		recs, err := st.SubmitterRecords(ctx, req.UserIds)
+		out := &pb.SubmitterRecordsResponse{}
+		for _, r := range recs {
+			out.Records = append(out.Records, &pb.SubmitterRecord{UserId: r.UserID, Name: r.Name, Verified: r.Verified, Rejected: r.Rejected, Pending: r.Pending})
+		}
+		return out, err
+	})
+}
+
 func (s *storageServer) Feed(req *pb.FeedQuery, stream grpc.ServerStreamingServer[pb.FeedItem]) error {
 	return streamAll(s, func(st core.Store) ([]core.FeedItem, error) {
 		return st.Feed(stream.Context(), feedQueryFromPB(req))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/threatd/threatd/core"
 )
 
@@ -141,4 +143,36 @@ func (s *Store) ListSubmissions(ctx context.Context, userID string, offset, limi
 		out[i] = r.domain()
 	}
 	return out, int(total), nil
+}
+
+// SubmitterRecords reads the users by primary key and counts each one's
+// reports by status on threats_submitter_status_idx (submitter_id, status).
+func (s *Store) SubmitterRecords(ctx context.Context, userIDs []string) ([]core.SubmitterRecord, error) {
+	if len(userIDs) > core.MaxGetThreats {
+		return nil, core.Invalid("user_ids", "at most %d in one call (got %d)", core.MaxGetThreats, len(userIDs))
+	}
+	if len(userIDs) == 0 {
+		return nil, nil
+	}
+	count := func(status core.Status) string {
+		return "(SELECT count(*) FROM threats AS t WHERE t.submitter_id = u.id AND t.status = '" + string(status) + "')"
+	}
+	var rows []struct {
+		ID       string `bun:"id"`
+		Name     string `bun:"name"`
+		Verified int64  `bun:"verified"`
+		Rejected int64  `bun:"rejected"`
+		Pending  int64  `bun:"pending"`
+	}
+	if err := s.db.NewSelect().TableExpr("users AS u").ColumnExpr("u.id, u.name").
+		ColumnExpr(count(core.StatusVerified)+" AS verified").ColumnExpr(count(core.StatusRejected)+" AS rejected").
+		ColumnExpr(count(core.StatusPending)+" AS pending").
+		Where("u.id IN (?)", bun.In(userIDs)).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]core.SubmitterRecord, len(rows))
+	for i, r := range rows {
+		out[i] = core.SubmitterRecord{UserID: r.ID, Name: r.Name, Verified: r.Verified, Rejected: r.Rejected, Pending: r.Pending}
+	}
+	return out, nil
 }

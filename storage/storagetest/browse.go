@@ -127,4 +127,25 @@ func testBrowse(t *testing.T, b Backend) {
 	if _, err := s.ThreatsByKeyPrefix(c, "", "", 10); err == nil {
 		t.Error("an empty prefix was accepted")
 	}
+
+	// A submitter's record: reports by status, for the review queue.
+	rej := report(t, u.ID, core.TypeDomain, "", "rejected-browse.example.com")
+	create(t, s, rej)
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: rej.ID, Decision: core.DecisionReject, Note: "no", ActorName: "Rita", At: now()}); err != nil {
+		t.Fatal(err)
+	}
+	other := user(t, s, "browse-other@example.com")
+	recs, err := s.SubmitterRecords(c, []string{u.ID, other.ID, "00000000-0000-0000-0000-000000000000"})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("SubmitterRecords: %+v, %v", recs, err)
+	}
+	for _, r := range recs {
+		want := core.SubmitterRecord{UserID: other.ID, Name: other.Name}
+		if r.UserID == u.ID {
+			want = core.SubmitterRecord{UserID: u.ID, Name: u.Name, Verified: 6, Rejected: 1, Pending: 1}
+		}
+		if r != want {
+			t.Errorf("SubmitterRecords: %+v, want %+v", r, want)
+		}
+	}
 }

@@ -3901,6 +3901,170 @@ func (x *ThreatsByIndicatorRequest) GetLimit() int32 {
 	return 0
 }
 
+type SubmitterRecordsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserIds       []string               `protobuf:"bytes,1,rep,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitterRecordsRequest) Reset() {
+	*x = SubmitterRecordsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitterRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitterRecordsRequest) ProtoMessage() {}
+
+func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitterRecordsRequest.ProtoReflect.Descriptor instead.
+func (*SubmitterRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *SubmitterRecordsRequest) GetUserIds() []string {
+	if x != nil {
+		return x.UserIds
+	}
+	return nil
+}
+
+type SubmitterRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Verified      int64                  `protobuf:"varint,3,opt,name=verified,proto3" json:"verified,omitempty"`
+	Rejected      int64                  `protobuf:"varint,4,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	Pending       int64                  `protobuf:"varint,5,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitterRecord) Reset() {
+	*x = SubmitterRecord{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitterRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitterRecord) ProtoMessage() {}
+
+func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
+func (*SubmitterRecord) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SubmitterRecord) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *SubmitterRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SubmitterRecord) GetVerified() int64 {
+	if x != nil {
+		return x.Verified
+	}
+	return 0
+}
+
+func (x *SubmitterRecord) GetRejected() int64 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
+}
+
+func (x *SubmitterRecord) GetPending() int64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+type SubmitterRecordsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*SubmitterRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitterRecordsResponse) Reset() {
+	*x = SubmitterRecordsResponse{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitterRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitterRecordsResponse) ProtoMessage() {}
+
+func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitterRecordsResponse.ProtoReflect.Descriptor instead.
+func (*SubmitterRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SubmitterRecordsResponse) GetRecords() []*SubmitterRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
 type ThreatsByKeyPrefixRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
@@ -3912,7 +4076,7 @@ type ThreatsByKeyPrefixRequest struct {
 
 func (x *ThreatsByKeyPrefixRequest) Reset() {
 	*x = ThreatsByKeyPrefixRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4088,7 @@ func (x *ThreatsByKeyPrefixRequest) String() string {
 func (*ThreatsByKeyPrefixRequest) ProtoMessage() {}
 
 func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4101,7 @@ func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatsByKeyPrefixRequest.ProtoReflect.Descriptor instead.
 func (*ThreatsByKeyPrefixRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ThreatsByKeyPrefixRequest) GetPrefix() string {
@@ -3981,7 +4145,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3993,7 +4157,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4006,7 +4170,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -4093,7 +4257,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +4269,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +4282,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -4173,7 +4337,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4185,7 +4349,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4198,7 +4362,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -4224,7 +4388,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4236,7 +4400,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4249,7 +4413,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -4268,7 +4432,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4280,7 +4444,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4293,7 +4457,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -4312,7 +4476,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4324,7 +4488,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4337,7 +4501,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -4356,7 +4520,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4368,7 +4532,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4381,7 +4545,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -4403,7 +4567,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4415,7 +4579,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4428,7 +4592,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -4468,7 +4632,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4644,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4657,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -4511,7 +4675,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4687,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4700,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
 }
 
 type UsageRequest struct {
@@ -4549,7 +4713,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4561,7 +4725,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4574,7 +4738,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -4600,7 +4764,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4612,7 +4776,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4625,7 +4789,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -4645,7 +4809,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4657,7 +4821,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4670,7 +4834,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -4697,7 +4861,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4709,7 +4873,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4722,7 +4886,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -4751,7 +4915,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4763,7 +4927,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4776,7 +4940,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -4816,7 +4980,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4828,7 +4992,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4841,7 +5005,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -4861,7 +5025,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4873,7 +5037,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4886,7 +5050,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -4914,7 +5078,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4926,7 +5090,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4939,7 +5103,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -4967,7 +5131,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4979,7 +5143,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4992,7 +5156,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -5025,7 +5189,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5037,7 +5201,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5050,7 +5214,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -5083,7 +5247,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5095,7 +5259,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5108,7 +5272,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *Webhook) GetId() string {
@@ -5224,7 +5388,7 @@ type CreateWebhookResponse struct {
 
 func (x *CreateWebhookResponse) Reset() {
 	*x = CreateWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5236,7 +5400,7 @@ func (x *CreateWebhookResponse) String() string {
 func (*CreateWebhookResponse) ProtoMessage() {}
 
 func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5249,7 +5413,7 @@ func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
 }
 
 type ListWebhooksRequest struct {
@@ -5260,7 +5424,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5272,7 +5436,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5285,7 +5449,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
 }
 
 type WebhookRequest struct {
@@ -5297,7 +5461,7 @@ type WebhookRequest struct {
 
 func (x *WebhookRequest) Reset() {
 	*x = WebhookRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5309,7 +5473,7 @@ func (x *WebhookRequest) String() string {
 func (*WebhookRequest) ProtoMessage() {}
 
 func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5322,7 +5486,7 @@ func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
 func (*WebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *WebhookRequest) GetId() string {
@@ -5340,7 +5504,7 @@ type DeleteWebhookResponse struct {
 
 func (x *DeleteWebhookResponse) Reset() {
 	*x = DeleteWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5352,7 +5516,7 @@ func (x *DeleteWebhookResponse) String() string {
 func (*DeleteWebhookResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5365,7 +5529,7 @@ func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
 }
 
 type DueDeliveriesRequest struct {
@@ -5378,7 +5542,7 @@ type DueDeliveriesRequest struct {
 
 func (x *DueDeliveriesRequest) Reset() {
 	*x = DueDeliveriesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5390,7 +5554,7 @@ func (x *DueDeliveriesRequest) String() string {
 func (*DueDeliveriesRequest) ProtoMessage() {}
 
 func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5403,7 +5567,7 @@ func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*DueDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DueDeliveriesRequest) GetNow() *timestamppb.Timestamp {
@@ -5441,7 +5605,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5453,7 +5617,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5466,7 +5630,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Delivery) GetWebhookId() string {
@@ -5577,7 +5741,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5589,7 +5753,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5602,7 +5766,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *DeliveryAttempt) GetWebhookId() string {
@@ -5681,7 +5845,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +5857,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +5870,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -5752,7 +5916,7 @@ type RecordAttemptResponse struct {
 
 func (x *RecordAttemptResponse) Reset() {
 	*x = RecordAttemptResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5764,7 +5928,7 @@ func (x *RecordAttemptResponse) String() string {
 func (*RecordAttemptResponse) ProtoMessage() {}
 
 func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5777,7 +5941,7 @@ func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
 }
 
 type WebhookAttemptsRequest struct {
@@ -5790,7 +5954,7 @@ type WebhookAttemptsRequest struct {
 
 func (x *WebhookAttemptsRequest) Reset() {
 	*x = WebhookAttemptsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5802,7 +5966,7 @@ func (x *WebhookAttemptsRequest) String() string {
 func (*WebhookAttemptsRequest) ProtoMessage() {}
 
 func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5815,7 +5979,7 @@ func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*WebhookAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *WebhookAttemptsRequest) GetWebhookId() string {
@@ -5840,7 +6004,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5852,7 +6016,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5865,7 +6029,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
 }
 
 type WebhookQueueResponse struct {
@@ -5878,7 +6042,7 @@ type WebhookQueueResponse struct {
 
 func (x *WebhookQueueResponse) Reset() {
 	*x = WebhookQueueResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5890,7 +6054,7 @@ func (x *WebhookQueueResponse) String() string {
 func (*WebhookQueueResponse) ProtoMessage() {}
 
 func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5903,7 +6067,7 @@ func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueResponse.ProtoReflect.Descriptor instead.
 func (*WebhookQueueResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *WebhookQueueResponse) GetPending() int64 {
@@ -5930,7 +6094,7 @@ type TrimWebhooksRequest struct {
 
 func (x *TrimWebhooksRequest) Reset() {
 	*x = TrimWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5942,7 +6106,7 @@ func (x *TrimWebhooksRequest) String() string {
 func (*TrimWebhooksRequest) ProtoMessage() {}
 
 func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5955,7 +6119,7 @@ func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *TrimWebhooksRequest) GetMaxPending() int32 {
@@ -5981,7 +6145,7 @@ type TrimWebhooksResponse struct {
 
 func (x *TrimWebhooksResponse) Reset() {
 	*x = TrimWebhooksResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5993,7 +6157,7 @@ func (x *TrimWebhooksResponse) String() string {
 func (*TrimWebhooksResponse) ProtoMessage() {}
 
 func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6006,7 +6170,7 @@ func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksResponse.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *TrimWebhooksResponse) GetExpired() int64 {
@@ -6334,7 +6498,17 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\"C\n" +
 	"\x19ThreatsByIndicatorRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"_\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"4\n" +
+	"\x17SubmitterRecordsRequest\x12\x19\n" +
+	"\buser_ids\x18\x01 \x03(\tR\auserIds\"\x90\x01\n" +
+	"\x0fSubmitterRecord\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
+	"\bverified\x18\x03 \x01(\x03R\bverified\x12\x1a\n" +
+	"\brejected\x18\x04 \x01(\x03R\brejected\x12\x18\n" +
+	"\apending\x18\x05 \x01(\x03R\apending\"X\n" +
+	"\x18SubmitterRecordsResponse\x12<\n" +
+	"\arecords\x18\x01 \x03(\v2\".threatd.plugin.v1.SubmitterRecordR\arecords\"_\n" +
 	"\x19ThreatsByKeyPrefixRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x14\n" +
 	"\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n" +
@@ -6493,7 +6667,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"maxPending\x12C\n" +
 	"\x0ffinished_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efinishedBefore\"0\n" +
 	"\x14TrimWebhooksResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xd0&\n" +
+	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xbd'\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -6536,7 +6710,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12W\n" +
 	"\fCountThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a'.threatd.plugin.v1.CountThreatsResponse\x12_\n" +
 	"\x12ThreatsByIndicator\x12,.threatd.plugin.v1.ThreatsByIndicatorRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12_\n" +
-	"\x12ThreatsByKeyPrefix\x12,.threatd.plugin.v1.ThreatsByKeyPrefixRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12C\n" +
+	"\x12ThreatsByKeyPrefix\x12,.threatd.plugin.v1.ThreatsByKeyPrefixRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12k\n" +
+	"\x10SubmitterRecords\x12*.threatd.plugin.v1.SubmitterRecordsRequest\x1a+.threatd.plugin.v1.SubmitterRecordsResponse\x12C\n" +
 	"\x04Feed\x12\x1c.threatd.plugin.v1.FeedQuery\x1a\x1b.threatd.plugin.v1.FeedItem0\x01\x12V\n" +
 	"\rLastFeedEvent\x12'.threatd.plugin.v1.LastFeedEventRequest\x1a\x1c.threatd.plugin.v1.FeedEvent\x12W\n" +
 	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12M\n" +
@@ -6569,7 +6744,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -6635,243 +6810,249 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ThreatQuery)(nil),                 // 61: threatd.plugin.v1.ThreatQuery
 	(*CountThreatsResponse)(nil),        // 62: threatd.plugin.v1.CountThreatsResponse
 	(*ThreatsByIndicatorRequest)(nil),   // 63: threatd.plugin.v1.ThreatsByIndicatorRequest
-	(*ThreatsByKeyPrefixRequest)(nil),   // 64: threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	(*FeedQuery)(nil),                   // 65: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 66: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 67: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 68: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 69: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 70: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 71: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 72: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 73: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 74: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 75: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 76: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 77: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 78: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 79: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 80: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 81: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 82: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 83: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 84: threatd.plugin.v1.LeaseResponse
-	(*Webhook)(nil),                     // 85: threatd.plugin.v1.Webhook
-	(*CreateWebhookResponse)(nil),       // 86: threatd.plugin.v1.CreateWebhookResponse
-	(*ListWebhooksRequest)(nil),         // 87: threatd.plugin.v1.ListWebhooksRequest
-	(*WebhookRequest)(nil),              // 88: threatd.plugin.v1.WebhookRequest
-	(*DeleteWebhookResponse)(nil),       // 89: threatd.plugin.v1.DeleteWebhookResponse
-	(*DueDeliveriesRequest)(nil),        // 90: threatd.plugin.v1.DueDeliveriesRequest
-	(*Delivery)(nil),                    // 91: threatd.plugin.v1.Delivery
-	(*DeliveryAttempt)(nil),             // 92: threatd.plugin.v1.DeliveryAttempt
-	(*AttemptOutcome)(nil),              // 93: threatd.plugin.v1.AttemptOutcome
-	(*RecordAttemptResponse)(nil),       // 94: threatd.plugin.v1.RecordAttemptResponse
-	(*WebhookAttemptsRequest)(nil),      // 95: threatd.plugin.v1.WebhookAttemptsRequest
-	(*WebhookQueueRequest)(nil),         // 96: threatd.plugin.v1.WebhookQueueRequest
-	(*WebhookQueueResponse)(nil),        // 97: threatd.plugin.v1.WebhookQueueResponse
-	(*TrimWebhooksRequest)(nil),         // 98: threatd.plugin.v1.TrimWebhooksRequest
-	(*TrimWebhooksResponse)(nil),        // 99: threatd.plugin.v1.TrimWebhooksResponse
-	nil,                                 // 100: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 101: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 102: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 103: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 104: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 105: google.protobuf.Timestamp
+	(*SubmitterRecordsRequest)(nil),     // 64: threatd.plugin.v1.SubmitterRecordsRequest
+	(*SubmitterRecord)(nil),             // 65: threatd.plugin.v1.SubmitterRecord
+	(*SubmitterRecordsResponse)(nil),    // 66: threatd.plugin.v1.SubmitterRecordsResponse
+	(*ThreatsByKeyPrefixRequest)(nil),   // 67: threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	(*FeedQuery)(nil),                   // 68: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 69: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 70: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 71: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 72: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 73: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 74: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 75: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 76: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 77: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 78: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 79: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 80: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 81: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 82: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 83: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 84: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 85: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 86: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 87: threatd.plugin.v1.LeaseResponse
+	(*Webhook)(nil),                     // 88: threatd.plugin.v1.Webhook
+	(*CreateWebhookResponse)(nil),       // 89: threatd.plugin.v1.CreateWebhookResponse
+	(*ListWebhooksRequest)(nil),         // 90: threatd.plugin.v1.ListWebhooksRequest
+	(*WebhookRequest)(nil),              // 91: threatd.plugin.v1.WebhookRequest
+	(*DeleteWebhookResponse)(nil),       // 92: threatd.plugin.v1.DeleteWebhookResponse
+	(*DueDeliveriesRequest)(nil),        // 93: threatd.plugin.v1.DueDeliveriesRequest
+	(*Delivery)(nil),                    // 94: threatd.plugin.v1.Delivery
+	(*DeliveryAttempt)(nil),             // 95: threatd.plugin.v1.DeliveryAttempt
+	(*AttemptOutcome)(nil),              // 96: threatd.plugin.v1.AttemptOutcome
+	(*RecordAttemptResponse)(nil),       // 97: threatd.plugin.v1.RecordAttemptResponse
+	(*WebhookAttemptsRequest)(nil),      // 98: threatd.plugin.v1.WebhookAttemptsRequest
+	(*WebhookQueueRequest)(nil),         // 99: threatd.plugin.v1.WebhookQueueRequest
+	(*WebhookQueueResponse)(nil),        // 100: threatd.plugin.v1.WebhookQueueResponse
+	(*TrimWebhooksRequest)(nil),         // 101: threatd.plugin.v1.TrimWebhooksRequest
+	(*TrimWebhooksResponse)(nil),        // 102: threatd.plugin.v1.TrimWebhooksResponse
+	nil,                                 // 103: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 104: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 105: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 106: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 107: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 108: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	100, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	105, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	103, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	108, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
 	8,   // 3: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
-	105, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	105, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	105, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	101, // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	105, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	105, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	108, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	108, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	108, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	104, // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	108, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	108, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	21,  // 10: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
 	8,   // 11: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
 	35,  // 12: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
 	15,  // 13: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	15,  // 14: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,   // 15: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	105, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	105, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	105, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	105, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	108, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	108, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	108, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	108, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	36,  // 20: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	105, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	105, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	105, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	105, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	108, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	108, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	108, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	108, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	35,  // 25: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	37,  // 26: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	35,  // 27: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	105, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
+	108, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
 	35,  // 29: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
-	105, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	105, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	105, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	108, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	108, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	108, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	50,  // 33: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	105, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	108, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	37,  // 35: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	105, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	105, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	108, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	108, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	35,  // 38: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	53,  // 39: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	105, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	102, // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	103, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	105, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	105, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	105, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	105, // 46: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	105, // 47: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	105, // 48: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	105, // 49: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	66,  // 50: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
-	35,  // 51: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	105, // 52: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	72,  // 53: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	104, // 54: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	35,  // 55: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	77,  // 56: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	79,  // 57: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	105, // 58: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	105, // 59: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	105, // 60: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
-	105, // 61: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
-	105, // 62: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
-	105, // 63: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
-	105, // 64: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
-	105, // 65: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
-	105, // 66: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
-	85,  // 67: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
-	105, // 68: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
-	92,  // 69: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
-	105, // 70: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
-	105, // 71: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
-	105, // 72: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
-	105, // 73: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 74: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,   // 75: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,   // 76: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,   // 77: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,   // 78: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10,  // 79: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11,  // 80: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	12,  // 81: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
-	13,  // 82: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
-	29,  // 83: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	30,  // 84: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	31,  // 85: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	16,  // 86: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
-	17,  // 87: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
-	18,  // 88: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
-	20,  // 89: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
-	21,  // 90: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
-	23,  // 91: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
-	25,  // 92: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
-	27,  // 93: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
-	38,  // 94: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	40,  // 95: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	41,  // 96: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	43,  // 97: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	45,  // 98: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	46,  // 99: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	48,  // 100: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	49,  // 101: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	52,  // 102: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	55,  // 103: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	56,  // 104: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	57,  // 105: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	58,  // 106: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	59,  // 107: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	61,  // 108: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	61,  // 109: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	63,  // 110: threatd.plugin.v1.Storage.ThreatsByIndicator:input_type -> threatd.plugin.v1.ThreatsByIndicatorRequest
-	64,  // 111: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	65,  // 112: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	68,  // 113: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	69,  // 114: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	70,  // 115: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	73,  // 116: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	75,  // 117: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	78,  // 118: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	81,  // 119: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	83,  // 120: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	33,  // 121: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	85,  // 122: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
-	87,  // 123: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
-	88,  // 124: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	88,  // 125: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	90,  // 126: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
-	93,  // 127: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
-	95,  // 128: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
-	96,  // 129: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
-	98,  // 130: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
-	1,   // 131: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 132: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 133: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 134: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 135: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 136: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 137: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	8,   // 138: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
-	14,  // 139: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
-	15,  // 140: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	15,  // 141: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	32,  // 142: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	15,  // 143: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	15,  // 144: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	19,  // 145: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 146: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	22,  // 147: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	24,  // 148: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	26,  // 149: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	28,  // 150: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	39,  // 151: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	35,  // 152: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	42,  // 153: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	44,  // 154: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
-	35,  // 155: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	47,  // 156: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	35,  // 157: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	51,  // 158: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	54,  // 159: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	54,  // 160: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	53,  // 161: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	57,  // 162: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	59,  // 163: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	60,  // 164: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	35,  // 165: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	62,  // 166: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
-	35,  // 167: threatd.plugin.v1.Storage.ThreatsByIndicator:output_type -> threatd.plugin.v1.Threat
-	35,  // 168: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
-	67,  // 169: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	66,  // 170: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	53,  // 171: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	71,  // 172: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	74,  // 173: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	76,  // 174: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	80,  // 175: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	82,  // 176: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	84,  // 177: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	34,  // 178: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	86,  // 179: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
-	85,  // 180: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
-	89,  // 181: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
-	85,  // 182: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
-	91,  // 183: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
-	94,  // 184: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
-	92,  // 185: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
-	97,  // 186: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
-	99,  // 187: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
-	131, // [131:188] is the sub-list for method output_type
-	74,  // [74:131] is the sub-list for method input_type
-	74,  // [74:74] is the sub-list for extension type_name
-	74,  // [74:74] is the sub-list for extension extendee
-	0,   // [0:74] is the sub-list for field type_name
+	108, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	105, // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	106, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	108, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	108, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	108, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	65,  // 46: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
+	108, // 47: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	108, // 48: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	108, // 49: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	108, // 50: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	69,  // 51: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	35,  // 52: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
+	108, // 53: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	75,  // 54: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	107, // 55: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	35,  // 56: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	80,  // 57: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	82,  // 58: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	108, // 59: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	108, // 60: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	108, // 61: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
+	108, // 62: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
+	108, // 63: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
+	108, // 64: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
+	108, // 65: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
+	108, // 66: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
+	108, // 67: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
+	88,  // 68: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
+	108, // 69: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
+	95,  // 70: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
+	108, // 71: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
+	108, // 72: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
+	108, // 73: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
+	108, // 74: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 75: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,   // 76: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,   // 77: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,   // 78: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,   // 79: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10,  // 80: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11,  // 81: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	12,  // 82: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
+	13,  // 83: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
+	29,  // 84: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	30,  // 85: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	31,  // 86: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	16,  // 87: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
+	17,  // 88: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
+	18,  // 89: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
+	20,  // 90: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
+	21,  // 91: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
+	23,  // 92: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
+	25,  // 93: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
+	27,  // 94: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
+	38,  // 95: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	40,  // 96: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	41,  // 97: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	43,  // 98: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	45,  // 99: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	46,  // 100: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	48,  // 101: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	49,  // 102: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	52,  // 103: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	55,  // 104: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	56,  // 105: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	57,  // 106: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	58,  // 107: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	59,  // 108: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	61,  // 109: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	61,  // 110: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	63,  // 111: threatd.plugin.v1.Storage.ThreatsByIndicator:input_type -> threatd.plugin.v1.ThreatsByIndicatorRequest
+	67,  // 112: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	64,  // 113: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
+	68,  // 114: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	71,  // 115: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	72,  // 116: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	73,  // 117: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	76,  // 118: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	78,  // 119: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	81,  // 120: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	84,  // 121: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	86,  // 122: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	33,  // 123: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	88,  // 124: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
+	90,  // 125: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
+	91,  // 126: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	91,  // 127: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	93,  // 128: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
+	96,  // 129: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
+	98,  // 130: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
+	99,  // 131: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
+	101, // 132: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
+	1,   // 133: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 134: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 135: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 136: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 137: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 138: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 139: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 140: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 141: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 142: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 143: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	32,  // 144: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 145: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 146: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 147: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 148: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 149: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	24,  // 150: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	26,  // 151: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	28,  // 152: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	39,  // 153: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	35,  // 154: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	42,  // 155: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	44,  // 156: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
+	35,  // 157: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	47,  // 158: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	35,  // 159: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	51,  // 160: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	54,  // 161: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	54,  // 162: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	53,  // 163: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	57,  // 164: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	59,  // 165: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	60,  // 166: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	35,  // 167: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	62,  // 168: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
+	35,  // 169: threatd.plugin.v1.Storage.ThreatsByIndicator:output_type -> threatd.plugin.v1.Threat
+	35,  // 170: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
+	66,  // 171: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
+	70,  // 172: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	69,  // 173: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	53,  // 174: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	74,  // 175: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	77,  // 176: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	79,  // 177: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	83,  // 178: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	85,  // 179: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	87,  // 180: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	34,  // 181: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	89,  // 182: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
+	88,  // 183: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
+	92,  // 184: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
+	88,  // 185: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
+	94,  // 186: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
+	97,  // 187: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
+	95,  // 188: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
+	100, // 189: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
+	102, // 190: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
+	133, // [133:191] is the sub-list for method output_type
+	75,  // [75:133] is the sub-list for method input_type
+	75,  // [75:75] is the sub-list for extension type_name
+	75,  // [75:75] is the sub-list for extension extendee
+	0,   // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -6889,7 +7070,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   105,
+			NumMessages:   108,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

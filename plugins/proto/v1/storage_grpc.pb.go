@@ -65,6 +65,7 @@ const (
 	Storage_CountThreats_FullMethodName         = "/threatd.plugin.v1.Storage/CountThreats"
 	Storage_ThreatsByIndicator_FullMethodName   = "/threatd.plugin.v1.Storage/ThreatsByIndicator"
 	Storage_ThreatsByKeyPrefix_FullMethodName   = "/threatd.plugin.v1.Storage/ThreatsByKeyPrefix"
+	Storage_SubmitterRecords_FullMethodName     = "/threatd.plugin.v1.Storage/SubmitterRecords"
 	Storage_Feed_FullMethodName                 = "/threatd.plugin.v1.Storage/Feed"
 	Storage_LastFeedEvent_FullMethodName        = "/threatd.plugin.v1.Storage/LastFeedEvent"
 	Storage_ListRevisions_FullMethodName        = "/threatd.plugin.v1.Storage/ListRevisions"
@@ -160,6 +161,8 @@ type StorageClient interface {
 	ThreatsByIndicator(ctx context.Context, in *ThreatsByIndicatorRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// ThreatsByKeyPrefix: verified reports by canonical key prefix.
 	ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKeyPrefixRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// SubmitterRecords: submitters' names and reports by status.
+	SubmitterRecords(ctx context.Context, in *SubmitterRecordsRequest, opts ...grpc.CallOption) (*SubmitterRecordsResponse, error)
 	// Feed streams one page of published changes, each with its report.
 	Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error)
 	// LastFeedEvent returns the last published change before a time.
@@ -675,6 +678,16 @@ func (c *storageClient) ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKey
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ThreatsByKeyPrefixClient = grpc.ServerStreamingClient[Threat]
 
+func (c *storageClient) SubmitterRecords(ctx context.Context, in *SubmitterRecordsRequest, opts ...grpc.CallOption) (*SubmitterRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitterRecordsResponse)
+	err := c.cc.Invoke(ctx, Storage_SubmitterRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_Feed_FullMethodName, cOpts...)
@@ -993,6 +1006,8 @@ type StorageServer interface {
 	ThreatsByIndicator(*ThreatsByIndicatorRequest, grpc.ServerStreamingServer[Threat]) error
 	// ThreatsByKeyPrefix: verified reports by canonical key prefix.
 	ThreatsByKeyPrefix(*ThreatsByKeyPrefixRequest, grpc.ServerStreamingServer[Threat]) error
+	// SubmitterRecords: submitters' names and reports by status.
+	SubmitterRecords(context.Context, *SubmitterRecordsRequest) (*SubmitterRecordsResponse, error)
 	// Feed streams one page of published changes, each with its report.
 	Feed(*FeedQuery, grpc.ServerStreamingServer[FeedItem]) error
 	// LastFeedEvent returns the last published change before a time.
@@ -1148,6 +1163,9 @@ func (UnimplementedStorageServer) ThreatsByIndicator(*ThreatsByIndicatorRequest,
 }
 func (UnimplementedStorageServer) ThreatsByKeyPrefix(*ThreatsByKeyPrefixRequest, grpc.ServerStreamingServer[Threat]) error {
 	return status.Error(codes.Unimplemented, "method ThreatsByKeyPrefix not implemented")
+}
+func (UnimplementedStorageServer) SubmitterRecords(context.Context, *SubmitterRecordsRequest) (*SubmitterRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitterRecords not implemented")
 }
 func (UnimplementedStorageServer) Feed(*FeedQuery, grpc.ServerStreamingServer[FeedItem]) error {
 	return status.Error(codes.Unimplemented, "method Feed not implemented")
@@ -1830,6 +1848,24 @@ func _Storage_ThreatsByKeyPrefix_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ThreatsByKeyPrefixServer = grpc.ServerStreamingServer[Threat]
 
+func _Storage_SubmitterRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitterRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).SubmitterRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_SubmitterRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).SubmitterRecords(ctx, req.(*SubmitterRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_Feed_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(FeedQuery)
 	if err := stream.RecvMsg(m); err != nil {
@@ -2244,6 +2280,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CountThreats",
 			Handler:    _Storage_CountThreats_Handler,
+		},
+		{
+			MethodName: "SubmitterRecords",
+			Handler:    _Storage_SubmitterRecords_Handler,
 		},
 		{
 			MethodName: "LastFeedEvent",
