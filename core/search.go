@@ -95,18 +95,7 @@ func ClassifySearch(input string) (SearchPlan, error) {
 		}
 		q := CheckQuery{ReportType: t, ResourceIdentifier: s}
 		p.Check = &q
-		switch t {
-		case TypeURL:
-			p.IndicatorType, p.IndicatorValue = IOCURL, c
-		case TypeDomain:
-			p.IndicatorType, p.IndicatorValue = IOCDomain, c
-		case TypeIP:
-			p.IndicatorType, p.IndicatorValue = IOCIP, c
-		case TypeWallet:
-			p.IndicatorType, p.IndicatorValue = IOCWallet, c
-		case TypeRepository:
-			p.IndicatorType, p.IndicatorValue = IOCURL, "https://"+c
-		}
+		p.IndicatorType, p.IndicatorValue, _ = indicatorOf(t, c)
 		return nil
 	}
 	fail := func(err error) (SearchPlan, error) {
@@ -181,4 +170,34 @@ func ClassifySearch(input string) (SearchPlan, error) {
 	}
 	p.Kind, p.Name = SearchName, s
 	return p, nil
+}
+
+// indicatorOf is the indicator a resource of type t with canonical
+// identifier c is, as ExtractIOCs lists it; ok is false for packages and
+// container images (found by name, not as indicators).
+func indicatorOf(t ReportType, c string) (typ, value string, ok bool) {
+	switch t {
+	case TypeURL:
+		return IOCURL, c, true
+	case TypeDomain:
+		return IOCDomain, c, true
+	case TypeIP:
+		return IOCIP, c, true
+	case TypeWallet:
+		return IOCWallet, c, true
+	case TypeRepository:
+		return IOCURL, "https://" + c, true
+	}
+	return "", "", false
+}
+
+// CheckIndicator is the indicator a check's resource is, for the indicator
+// look-up (IndicatorKey); ok is false for packages and container images,
+// and for an identifier that is not valid for its type.
+func CheckIndicator(q CheckQuery) (typ, value string, ok bool) {
+	c, err := CanonicalIdentifier(q.ReportType, "", q.ResourceIdentifier)
+	if err != nil {
+		return "", "", false
+	}
+	return indicatorOf(q.ReportType, c)
 }

@@ -110,7 +110,8 @@ func TestWebBrowser(t *testing.T) {
 	rita.get("/threats/"+got.APIThreatID).expect(t, 200, "verified", "Confirmed: the postinstall script posts ~/.npmrc")
 
 	// A screenshot of each main page, as PNG.
-	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "phone-threat"} {
+	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "search-indicator",
+		"browse", "revoke-confirm", "phone-home", "phone-threat", "phone-browse", "phone-search", "phone-search-indicator", "phone-review-queue", "phone-my-submissions"} {
 		b, err := os.ReadFile(filepath.Join(shots, name+".png"))
 		if err != nil || len(b) < 5000 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("screenshot %s: %d bytes, %v", name, len(b), err)

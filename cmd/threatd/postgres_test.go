@@ -196,7 +196,7 @@ func TestWebDecisionsAcrossDaemons(t *testing.T) {
 	rita.get("/login?next=/review")
 	rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}, "next": {"/review"}}).
 		expect(t, 200, "Review queue", "two-daemon-pkg")
-	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"1"}}).expect(t, 200, "Done: package two-daemon-pkg: verified")
+	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"1"}}).expect(t, 200, "Done: package two-daemon-pkg is verified.")
 	decided := time.Now()
 	if v := a.do("GET", check, tok, "").expect(t, 200, ""); v.body["malicious"] != true {
 		t.Fatalf("right after the web decision, check-malicious on the same daemon: %v", v.body)
@@ -216,7 +216,7 @@ func TestWebDecisionsAcrossDaemons(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no Revoke form:\n%s", list.body)
 	}
-	sam.post(m[1], url.Values{}).expect(t, 200, "revoked")
+	sam.post(m[1], url.Values{"confirm": {"yes"}}).expect(t, 200, "is revoked.")
 	revoked := time.Now()
 	a.do("GET", base+"/account", tok, "").expect(t, 401, "")
 	for b.do("GET", base+"/account", tok, "").code != 401 {

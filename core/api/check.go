@@ -23,6 +23,34 @@ type checkResult struct {
 	ThreatCount        int     `json:"threat_count"`
 	Details            any     `json:"details,omitempty"`
 	Message            string  `json:"message,omitempty"`
+	// MatchedAs is "report" or "indicator", with match=indicators only.
+	MatchedAs string `json:"matched_as,omitempty"`
+}
+
+// maxIndicatorReports bounds the reports counted for an indicator match.
+const maxIndicatorReports = 100
+
+// checkIndicators is match=indicators after a check found no report of
+// its own: the verified reports that name the resource as an indicator of
+// compromise (docs/api/check.md, "Indicators").
+func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *checkResult, viewer core.Principal) error {
+	if out.Malicious {
+		out.MatchedAs = "report"
+		return nil
+	}
+	typ, value, ok := core.CheckIndicator(q)
+	if !ok {
+		return nil
+	}
+	ths, err := s.store.ThreatsByIndicator(ctx, core.IndicatorKey(typ, value), maxIndicatorReports)
+	if err != nil || len(ths) == 0 {
+		return err
+	}
+	out.Malicious, out.MatchedAs, out.ThreatCount, out.Message = true, "indicator", len(ths), ""
+	out.Details = toRecord(ths[0], viewer)
+	out.Message = fmt.Sprintf("%s %q is named as an indicator of compromise in %d verified %s", q.ReportType, q.ResourceIdentifier,
+		len(ths), map[bool]string{true: "report", false: "reports"}[len(ths) == 1])
+	return nil
 }
 
 // check answers one resolved query from the index.
@@ -46,7 +74,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 	return out, nil
 }
 
-var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "version", "purl"}
+var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "version", "purl", "match"}
 
 // checkOne is GET /check-malicious.
 func (s *Server) checkOne(c *echo.Context) error {
@@ -62,9 +90,18 @@ func (s *Server) checkOne(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	match := qs.Get("match")
+	if match != "" && match != "indicators" {
+		return core.Invalid("match", "must be indicators (or absent: reports only), not %q", match)
+	}
 	res, err := s.check(c.Request().Context(), q, principal(c))
 	if err != nil {
 		return err
+	}
+	if match == "indicators" {
+		if err := s.checkIndicators(c.Request().Context(), q, &res, principal(c)); err != nil {
+			return err
+		}
 	}
 	return c.JSON(http.StatusOK, res)
 }

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 )
 
@@ -48,49 +48,6 @@ func safeNext(next string) string {
 		return home
 	}
 	return cleaned
-}
-
-// home is the search box (check-malicious's semantics) and the latest
-// verified threats.
-func (s *Site) home(c *echo.Context) error {
-	ctx := c.Request().Context()
-	qs := c.QueryParams()
-	data := map[string]any{"Title": "Search the threat database", "Types": core.ReportTypes, "Q": qs}
-	if qs.Get("resource_identifier") != "" || qs.Get("purl") != "" {
-		data["Searched"] = true
-		req := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
-			Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}
-		if req.Purl != "" && req.ResourceIdentifier == "" {
-			// The form's type select always sends a value; a purl alone
-			// is the search.
-			req.ReportType = ""
-		}
-		q, err := req.Resolve()
-		var res index.Result
-		if err == nil && s.indexReady() {
-			res, err = s.index.CheckQuery(ctx, q)
-		}
-		var fe *core.FieldError
-		switch {
-		case errors.As(err, &fe):
-			data["SearchError"] = err.Error()
-		case err != nil:
-			return err
-		case !s.indexReady():
-			data["SearchError"] = "threatd is starting and its index of verified reports is still loading: try again in a few seconds."
-		default:
-			data["Query"], data["Count"] = q, res.Count
-			if res.Count > 0 {
-				data["Match"] = res.Latest
-			}
-		}
-	}
-	latest, err := s.latest.Entry(ctx, core.LatestFilter{Limit: s.opts.LatestCount})
-	if err != nil {
-		return err
-	}
-	data["Latest"] = latest.Threats
-	return s.render(c, http.StatusOK, "home", data)
 }
 
 func (s *Site) indexReady() bool {
@@ -256,15 +213,23 @@ func nextPage(page, pages int) int {
 
 // threat is a report's page: public when verified; pending and rejected
 // reports only for their submitter and reviewers (404 to anyone else).
+// /threats/<id>.json is the public record of a verified report, as the API
+// gives it.
 func (s *Site) threat(c *echo.Context) error {
 	ctx := c.Request().Context()
-	id := c.Param("id")
+	id, asJSON := strings.CutSuffix(c.Param("id"), ".json")
 	t, err := s.store.GetThreat(ctx, id)
-	if errors.Is(err, core.ErrNotFound) || (err == nil && !s.mayView(c, t)) {
+	if errors.Is(err, core.ErrNotFound) || (err == nil && !s.mayView(c, t)) || (err == nil && asJSON && t.Status != core.StatusVerified) {
+		if asJSON {
+			return c.JSON(http.StatusNotFound, map[string]string{"error": "No published threat has this id"})
+		}
 		return s.errorPage(c, http.StatusNotFound, "No published threat has this id.")
 	}
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return c.JSON(http.StatusOK, s.opts.Record(t))
 	}
 	v := viewerOf(c)
 	t = t.VisibleTo(core.Principal{User: v.User})
@@ -281,12 +246,48 @@ func (s *Site) threat(c *echo.Context) error {
 		// The public sees decided revisions only, without internal notes.
 		revs = publicRevisions(revs)
 	}
-	return s.render(c, http.StatusOK, "threat", map[string]any{
+	payload := t.Details.PayloadDescription
+	if t.Source != "" {
+		payload = upstreamBoilerplate.ReplaceAllString(payload, "")
+	}
+	data := map[string]any{
 		"Title": fmt.Sprintf("%s %s", t.ReportType, t.ResourceIdentifier), "T": t,
-		"Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences),
+		"Payload": s.markdown(payload), "Evidence": splitPipes(t.Details.EvidenceReferences),
 		"IOCs": core.ExtractIOCs(t), "Events": events, "Revisions": revisionViews(t, revs),
-		"Owner": owner, "ShowContact": t.Details.ContactEmail != "",
-	})
+		"Owner": owner, "ShowContact": t.Details.ContactEmail != "", "Imported": t.Source == core.OSVSource,
+	}
+	if t.Status == core.StatusVerified {
+		data["Links"] = s.threatLinks(t)
+	}
+	return s.render(c, http.StatusOK, "threat", data)
+}
+
+// upstreamBoilerplate is the line OSV's malicious-packages records put
+// before their per-source details, for their editors, not for readers.
+var upstreamBoilerplate = regexp.MustCompile(`(?m)^[ \t]*(?:---[ \t]*\n\s*)?_?-= Per source details\. Do not edit below this line\.=-_?[ \t]*$\n?`)
+
+// threatLink is one rendering of a report elsewhere.
+type threatLink struct {
+	Name, URL, Note string
+}
+
+// threatLinks are a verified report's other renderings: its JSON record
+// here, its OSV record and STIX objects through the API, and the check
+// that finds it.
+func (s *Site) threatLinks(t core.Threat) []threatLink {
+	links := []threatLink{{Name: "JSON", URL: "/threats/" + t.ID + ".json", Note: "the public record"}}
+	if osvID := core.OSVRecordOf(t); osvID != "" {
+		links = append(links, threatLink{Name: "OSV", URL: s.opts.BasePath + "/osv/v1/vulns/" + osvID, Note: "OSV record (API token)"})
+	}
+	all := core.TAXIICollections()[0]
+	links = append(links, threatLink{Name: "STIX", URL: "/taxii2/api/collections/" + all.ID + "/objects/" + core.STIXMalwareID(t.ID) + "/",
+		Note: "STIX 2.1 objects over TAXII (paid token)"})
+	q := core.CheckQuery{ReportType: t.ReportType, ResourceIdentifier: t.ResourceIdentifier}
+	if t.ReportType == core.TypePackage || t.ReportType == core.TypeContainer {
+		q.Ecosystem = t.Registry
+	}
+	links = append(links, threatLink{Name: "check-malicious", URL: checkURL(s.opts.BasePath, q, false), Note: "the check that finds it (API token)"})
+	return links
 }
 
 func (s *Site) mayView(c *echo.Context, t core.Threat) bool {
@@ -380,9 +381,27 @@ func (s *Site) generateToken(c *echo.Context) error {
 
 func (s *Site) revokeToken(c *echo.Context) error {
 	ctx := c.Request().Context()
-	if _, err := s.accounts.RevokeUserToken(ctx, viewerOf(c).User, c.Param("id")); err != nil {
+	if c.FormValue("confirm") != "yes" {
+		// Revoking cannot be undone: ask first (a page, so it works
+		// without script).
+		list, err := s.accounts.Tokens(ctx, viewerOf(c).User)
+		if err != nil {
+			return err
+		}
+		for _, t := range list {
+			if t.ID == c.Param("id") && !t.Revoked() {
+				return s.render(c, http.StatusOK, "confirm", map[string]any{"Title": "Revoke token “" + t.Name + "”?",
+					"Message": "Tools that use " + core.TokenDisplay(t) + " will be refused from now on. This cannot be undone: a revoked token stays revoked.",
+					"Action":  "/settings/tokens/" + t.ID + "/revoke", "Button": "Revoke token", "Cancel": "/settings/tokens"})
+			}
+		}
+		return s.errorPage(c, http.StatusNotFound, "You have no active token with this id.")
+	}
+	t, err := s.accounts.RevokeUserToken(ctx, viewerOf(c).User, c.Param("id"))
+	if err != nil {
 		return err
 	}
+	s.setFlash(c, "ok", "Token “"+t.Name+"” is revoked.")
 	if err := s.sync(ctx); err != nil {
 		s.log.Warn("web: the revocation will show within cache.freshness", "error", err.Error())
 	}
@@ -447,13 +466,31 @@ func (s *Site) queue(c *echo.Context) error {
 		t := byID[r.ThreatID]
 		prs = append(prs, pendingRevision{revisionOf(t, r), t})
 	}
+	// Each submitter's record, in one storage call.
+	var submitters []string
+	for _, t := range pending {
+		if t.SubmitterID != "" && !slices.Contains(submitters, t.SubmitterID) {
+			submitters = append(submitters, t.SubmitterID)
+		}
+	}
+	records := map[string]core.SubmitterRecord{}
+	if len(submitters) > 0 {
+		recs, err := s.store.SubmitterRecords(ctx, submitters)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			records[r.UserID] = r
+		}
+	}
 	views := make([]map[string]any, len(pending))
 	for i, t := range pending {
-		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences)}
+		rec, known := records[t.SubmitterID]
+		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences),
+			"IOCs": core.ExtractIOCs(t), "Versions": core.AffectedVersions(t), "Submitter": rec, "KnownSubmitter": known}
 	}
 	return s.render(c, http.StatusOK, "queue", map[string]any{"Title": "Review queue", "Pending": views, "Revisions": prs,
-		"PendingTotal": total, "NextPage": next, "Paged": q.AfterID != "",
-		"Flash": c.QueryParam("done"), "Error": c.QueryParam("error")})
+		"PendingTotal": total, "NextPage": next, "Paged": q.AfterID != ""})
 }
 
 // decide is Verify or Reject on a pending (or, to withdraw, verified)
@@ -482,7 +519,8 @@ func (s *Site) decide(c *echo.Context) error {
 	if err := s.sync(ctx); err != nil {
 		s.log.Warn("web: the decision will show within cache.freshness", "error", err.Error())
 	}
-	return c.Redirect(http.StatusSeeOther, "/review?done="+url.QueryEscape(fmt.Sprintf("%s %s: %s", t.ReportType, t.ResourceIdentifier, t.Status)))
+	s.setFlash(c, "ok", fmt.Sprintf("Done: %s %s is %s.", t.ReportType, t.ResourceIdentifier, t.Status))
+	return c.Redirect(http.StatusSeeOther, "/review")
 }
 
 func (s *Site) decideRevision(c *echo.Context) error {
@@ -500,7 +538,8 @@ func (s *Site) decideRevision(c *echo.Context) error {
 	if err := s.sync(ctx); err != nil {
 		s.log.Warn("web: the decision will show within cache.freshness", "error", err.Error())
 	}
-	return c.Redirect(http.StatusSeeOther, "/review?done="+url.QueryEscape(fmt.Sprintf("revision %d: %s", r.Number, r.State)))
+	s.setFlash(c, "ok", fmt.Sprintf("Done: revision %d is %s.", r.Number, r.State))
+	return c.Redirect(http.StatusSeeOther, "/review")
 }
 
 // decisionError sends the reviewer back to the queue with the reason.
@@ -508,7 +547,8 @@ func (s *Site) decisionError(c *echo.Context, err error) error {
 	var fe *core.FieldError
 	switch {
 	case errors.As(err, &fe), errors.Is(err, core.ErrConflict), errors.Is(err, core.ErrStale), errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrForbidden):
-		return c.Redirect(http.StatusSeeOther, "/review?error="+url.QueryEscape(err.Error()))
+		s.setFlash(c, "error", "Not done: "+err.Error())
+		return c.Redirect(http.StatusSeeOther, "/review")
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -17,6 +18,58 @@ var formTextFields = []string{"report_type", "resource_identifier", "threat_desc
 	"publisher", "payload_description", "severity_level", "evidence_references", "contact_email", "version_info",
 	"first_seen", "last_seen", "osv_advisory_url"}
 
+// fieldLabels are the submit form's labels, by JSON name: errors name the
+// field as the form does, not as the API does.
+var fieldLabels = map[string]string{
+	"report_type": "Report type", "resource_identifier": "Resource identifier", "registry": "Registry",
+	"package_name": "Package name", "version_info": "Affected versions", "threat_description": "Threat description",
+	"payload_description": "Payload description", "severity_level": "Severity", "evidence_references": "Evidence references",
+	"tags": "Tags", "publisher": "Publisher", "first_seen": "First seen", "last_seen": "Last seen",
+	"download_count": "Download count", "osv_advisory_url": "OSV advisory URL", "contributors": "Contributors",
+	"contact_email": "Contact e-mail",
+}
+
+// humanFields rewrites the API's field names in a message as the form's
+// labels ("must not be before first_seen" → "… before First seen").
+var humanFields = func() *strings.Replacer {
+	var pairs []string
+	for k, v := range fieldLabels {
+		pairs = append(pairs, k, v)
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// formErrors turns validation problems into one message per form field,
+// each starting with the field's label.
+func formErrors(problems []error) map[string]string {
+	errs := map[string]string{}
+	for _, p := range problems {
+		var rf *core.RequiredFieldsError
+		var fe *core.FieldError
+		switch {
+		case errors.As(p, &rf):
+			for _, f := range rf.Missing {
+				errs[f] = fieldLabels[f] + " is required."
+			}
+		case errors.As(p, &fe):
+			label, ok := fieldLabels[fe.Field]
+			if !ok {
+				label = fe.Field
+			}
+			if _, seen := errs[fe.Field]; !seen {
+				sep := ": "
+				for _, verb := range []string{"must ", "is ", "has ", "contains ", "would "} {
+					if strings.HasPrefix(fe.Message, verb) {
+						sep = " "
+					}
+				}
+				errs[fe.Field] = label + sep + humanFields.Replace(fe.Message) + "."
+			}
+		}
+	}
+	return errs
+}
+
 func (s *Site) submitForm(c *echo.Context) error {
 	return s.renderSubmit(c, http.StatusOK, url.Values{"report_type": {"package"}}, nil, "", "")
 }
@@ -25,7 +78,16 @@ func (s *Site) renderSubmit(c *echo.Context, status int, f url.Values, errs map[
 	if errs == nil {
 		errs = map[string]string{}
 	}
-	return s.render(c, status, "submit", map[string]any{"Title": "Submit a report", "Form": f, "Errors": errs,
+	// The summary above the form lists the errors in the form's order, each
+	// a link to its field.
+	type fieldError struct{ Field, Message string }
+	var list []fieldError
+	for _, name := range formFieldOrder {
+		if m, ok := errs[name]; ok {
+			list = append(list, fieldError{name, m})
+		}
+	}
+	return s.render(c, status, "submit", map[string]any{"Title": "Submit a report", "Form": f, "Errors": errs, "ErrorList": list,
 		"FormError": formErr, "Existing": existing, "Types": core.ReportTypes,
 		"Registries": append(append([]string{}, core.PackageRegistries...), core.ContainerRegistries...),
 		"Severities": []core.Severity{core.SeverityCritical, core.SeverityHigh, core.SeverityMedium, core.SeverityLow}})
@@ -34,6 +96,11 @@ func (s *Site) renderSubmit(c *echo.Context, status int, f url.Values, errs map[
 // formSubmission reads the form into the API's request type, so the same
 // validation (core.NewThreat) applies: an empty field is an absent one;
 // tags and contributors are comma-separated.
+// formFieldOrder is the order of the form's fields on the page.
+var formFieldOrder = []string{"report_type", "resource_identifier", "registry", "package_name", "version_info",
+	"threat_description", "payload_description", "severity_level", "evidence_references", "tags", "publisher",
+	"first_seen", "last_seen", "download_count", "osv_advisory_url", "contributors", "contact_email"}
+
 func formSubmission(f url.Values) (core.Submission, map[string]string) {
 	var sub core.Submission
 	errs := map[string]string{}
@@ -58,7 +125,7 @@ func formSubmission(f url.Values) (core.Submission, map[string]string) {
 	if v := strings.TrimSpace(f.Get("download_count")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			errs["download_count"] = "download_count: must be a whole number"
+			errs["download_count"] = "Download count must be a whole number."
 		} else {
 			sub.DownloadCount = &n
 		}
@@ -83,6 +150,10 @@ func (s *Site) submit(c *echo.Context) error {
 	f, _ := c.FormValues()
 	f.Del(csrfField)
 	sub, errs := formSubmission(f)
+	// Every field's problem at once, before the limits are counted.
+	for k, v := range formErrors(core.SubmissionProblems(sub, time.Now())) {
+		errs[k] = v
+	}
 	if len(errs) > 0 {
 		return s.renderSubmit(c, http.StatusBadRequest, f, errs, "", "")
 	}
@@ -96,9 +167,10 @@ func (s *Site) submit(c *echo.Context) error {
 	)
 	switch {
 	case err == nil:
-		return c.Redirect(http.StatusSeeOther, "/threats/"+t.ID+"?submitted=1")
-	case errors.As(err, &fe):
-		return s.renderSubmit(c, http.StatusBadRequest, f, map[string]string{fe.Field: fe.Error()}, "", "")
+		s.setFlash(c, "ok", "Your report was submitted. It is pending: reviewers check every report before it is published, and this page shows their decision. Until then only you and the reviewers can see it.")
+		return c.Redirect(http.StatusSeeOther, "/threats/"+t.ID)
+	case errors.As(err, &fe), errors.Is(err, core.ErrInvalid):
+		return s.renderSubmit(c, http.StatusBadRequest, f, formErrors([]error{err}), "", "")
 	case errors.As(err, &cap):
 		return s.renderSubmit(c, http.StatusForbidden, f, nil, cap.Error(), "")
 	case errors.As(err, &hl):

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
 )
@@ -45,6 +46,40 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"list": func(v []string) string { return strings.Join(v, ", ") },
+	"day": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			if !v.IsZero() {
+				return v.UTC().Format("2006-01-02")
+			}
+		case *time.Time:
+			if v != nil {
+				return v.UTC().Format("2006-01-02")
+			}
+		}
+		return ""
+	},
+	// clip shortens text to about n characters, at a word.
+	"clip": func(s string, n int) string {
+		if utf8.RuneCountInString(s) <= n {
+			return s
+		}
+		r := []rune(s)[:n]
+		if i := strings.LastIndexByte(string(r), ' '); i > n/2 {
+			return string(r)[:i] + " …"
+		}
+		return string(r) + "…"
+	},
+	"versions": core.AffectedVersions,
+	"label":    fieldLabel,
+	"labels": func(fields []string) string {
+		out := make([]string, len(fields))
+		for i, f := range fields {
+			out[i] = fieldLabel(f)
+		}
+		return strings.Join(out, ", ")
+	},
+	"kindName": func(k core.SearchKind) string { return searchKindNames[k] },
 }
 
 // parsePages parses each page template together with the layout.
@@ -70,4 +105,23 @@ func parsePages() (map[string]*template.Template, error) {
 		pages[page] = t
 	}
 	return pages, nil
+}
+
+// searchKindNames say what a search input was taken to be.
+var searchKindNames = map[core.SearchKind]string{
+	core.SearchPurl: "a package URL", core.SearchURL: "a URL", core.SearchIP: "an IP address", core.SearchWallet: "a wallet address",
+	core.SearchContainer: "a container image", core.SearchRepository: "a repository", core.SearchDomain: "a domain",
+	core.SearchName: "a package name", "package": "a package",
+}
+
+// fieldLabel is a submit field's label on the form ("first_seen" → "First
+// seen"); an unknown name is shown as it is.
+func fieldLabel(name string) string {
+	if l, ok := fieldLabels[name]; ok {
+		return l
+	}
+	if name == "evidence_references_add" {
+		return "Evidence references (added)"
+	}
+	return name
 }

@@ -13,7 +13,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -51,6 +53,7 @@ const (
 const (
 	sessionCookie = "__Host-threatd_session"
 	csrfCookie    = "__Host-threatd_csrf"
+	flashCookie   = "__Host-threatd_flash"
 	csrfField     = "csrf_token"
 )
 
@@ -79,6 +82,9 @@ type Options struct {
 	// WebhooksAllowPrivate is webhooks.allow_private, for subscriptions
 	// added at /admin/webhooks.
 	WebhooksAllowPrivate bool
+	// Record renders a verified report's public record, as the API does
+	// (/threats/<id>.json).
+	Record func(core.Threat) any
 }
 
 // Site holds what the pages need.
@@ -99,6 +105,7 @@ type Site struct {
 	csrfKey  []byte
 	cop      *http.CrossOriginProtection
 	markdown func(string) template.HTML
+	counts   counts
 }
 
 // New builds the site. sync may be nil (changes then show within
@@ -127,6 +134,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 	}
 	if sync == nil {
 		sync = func(context.Context) error { return nil }
+	}
+	if opts.Record == nil {
+		// Never a default: the stored report holds private fields.
+		return nil, errors.New("web: Options.Record is required")
 	}
 	// The CSRF key is shared by every daemon on the database, so a form
 	// rendered by one daemon is accepted by another behind a load balancer.
@@ -163,6 +174,7 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.GET("/login", s.wrap(s.loginForm))
 	g.POST("/login", s.wrap(s.login), s.csrf)
 	g.POST("/logout", s.wrap(s.logout), s.csrf)
+	g.GET("/threats", s.wrap(s.browse))
 	g.GET("/threats/:id", s.wrap(s.threat))
 	g.GET("/me/submissions", s.wrap(s.submissions), s.loggedIn)
 	g.GET("/settings", func(c *echo.Context) error { return c.Redirect(http.StatusSeeOther, "/settings/tokens") }, s.loggedIn)
@@ -179,6 +191,19 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.POST("/admin/webhooks/:id/enable", s.wrap(s.enableWebhook), s.admin, s.csrf)
 	g.POST("/review/threats/:id", s.wrap(s.decide), s.reviewer, s.csrf)
 	g.POST("/review/revisions/:id", s.wrap(s.decideRevision), s.reviewer, s.csrf)
+	// Unknown paths outside the API: an HTML page for a browser, the API's
+	// JSON 404 for any other client (the API's own groups keep theirs).
+	g.RouteNotFound("/*", s.notFound)
+}
+
+// notFound answers a path nothing serves.
+func (s *Site) notFound(c *echo.Context) error {
+	path := c.Request().URL.Path
+	api := path == s.opts.BasePath || strings.HasPrefix(path, s.opts.BasePath+"/") || path == "/taxii2" || strings.HasPrefix(path, "/taxii2/")
+	if api || !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html") {
+		return echo.ErrNotFound
+	}
+	return s.errorPage(c, http.StatusNotFound, "There is no page at this address. Search the threat database from the home page, or browse the verified threats.")
 }
 
 // headers sets the security headers of every page: a Content-Security-Policy
@@ -326,6 +351,53 @@ func (s *Site) setCookie(c *echo.Context, name, value string, maxAge time.Durati
 	c.SetCookie(ck)
 }
 
+// flash is a one-time message shown on the next page a visitor sees (after
+// a form's redirect): it travels in a cookie signed for the visitor's
+// session, never in the URL, so no link can make the site say something.
+type flash struct {
+	Kind    string `json:"k"` // "ok" or "error"
+	Message string `json:"m"`
+}
+
+// maxFlash bounds a flash message (a cookie holds about 4 KB).
+const maxFlash = 600
+
+func (s *Site) flashMAC(c *echo.Context, payload string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("flash\x00" + s.csrfBinding(c) + "\x00" + payload))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// setFlash sets the message the next page shows.
+func (s *Site) setFlash(c *echo.Context, kind, msg string) {
+	if len(msg) > maxFlash {
+		msg = core.Shorten(msg)
+	}
+	b, _ := json.Marshal(flash{Kind: kind, Message: msg})
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	s.setCookie(c, flashCookie, payload+"."+s.flashMAC(c, payload), 5*time.Minute)
+}
+
+// takeFlash reads and clears the flash cookie; a forged or stale one (of
+// another session) is dropped.
+func (s *Site) takeFlash(c *echo.Context) (flash, bool) {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return flash{}, false
+	}
+	s.clearCookie(c, flashCookie)
+	payload, mac, ok := strings.Cut(ck.Value, ".")
+	if !ok || !hmac.Equal([]byte(mac), []byte(s.flashMAC(c, payload))) {
+		return flash{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	var f flash
+	if err != nil || json.Unmarshal(b, &f) != nil || (f.Kind != "ok" && f.Kind != "error") {
+		return flash{}, false
+	}
+	return f, true
+}
+
 func (s *Site) clearCookie(c *echo.Context, name string) {
 	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: "/", Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: -1})
 }
@@ -368,6 +440,9 @@ func (s *Site) render(c *echo.Context, status int, page string, data map[string]
 	data["Viewer"] = v
 	data["CSRF"] = s.csrfToken(c)
 	data["Signup"] = s.opts.Signup == SignupOpen
+	if f, ok := s.takeFlash(c); ok {
+		data["Flash"] = f
+	}
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout", data); err != nil {
 		s.log.Error("web: rendering failed", "page", page, "error", err.Error())

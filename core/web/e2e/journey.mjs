@@ -72,7 +72,7 @@ const cspListener = () => {
 async function newContext(browser, opts = {}) {
   const ctx = await browser.newContext({
     ignoreHTTPSErrors: true, // the test daemon's self-signed certificate
-    viewport: { width: 1100, height: 800 },
+    viewport: { width: 1280, height: 800 },
     locale: "en-GB",
     ...opts,
   });
@@ -105,6 +105,27 @@ async function audit(page, name) {
   });
   for (const i of found.issues) problems.push(`${name}: ${i}`);
   for (const v of found.csp) problems.push(`${name}: CSP violation: ${v}`);
+}
+
+// phoneCheck: nothing scrolls sideways, no element is wider than the
+// viewport, and no table cell breaks a word mid-way.
+async function phoneCheck(page, path) {
+  const found = await page.evaluate(() => {
+    const out = [];
+    const w = window.innerWidth;
+    if (document.documentElement.scrollWidth > w) out.push(`the page scrolls sideways by ${document.documentElement.scrollWidth - w}px`);
+    for (const el of document.querySelectorAll("body *")) {
+      if (el.closest(".table-wrap, .markdown pre, .skip, .sr-only")) continue; // scroll inside their own box, or hidden on purpose
+      const r = el.getBoundingClientRect();
+      if (r.width > 0 && (r.right > w + 1 || r.left < -1)) out.push(`${el.tagName.toLowerCase()}.${el.className} spans ${Math.round(r.left)}–${Math.round(r.right)}px`);
+    }
+    for (const el of document.querySelectorAll("td, th")) {
+      if (getComputedStyle(el).overflowWrap === "anywhere") out.push(`a ${el.tagName.toLowerCase()} breaks words anywhere`);
+    }
+    return out.slice(0, 10);
+  });
+  for (const f of found) problems.push(`phone ${path}: ${f}`);
+  await audit(page, `phone ${path}`);
 }
 
 // shot audits the page and saves its screenshot.
@@ -250,7 +271,8 @@ try {
   const seen = sam.getByLabel("First seen");
   check(await seen.getAttribute("aria-invalid") === "true", "first_seen is not marked invalid");
   const errID = (await seen.getAttribute("aria-describedby")).split(" ").pop();
-  check((await sam.locator(`#${errID}`).textContent()).includes("first_seen"), "the first_seen error is not tied to its field");
+  check((await sam.locator(`#${errID}`).textContent()).startsWith("First seen"), "the first_seen error is not tied to its field, in the form's words");
+  check((await sam.locator(".error-summary a[href='#first_seen']").count()) === 1, "the error summary does not link to the field");
   check(await sam.getByLabel("Resource identifier *").inputValue() === formPkg, "the form lost the identifier");
   check(await sam.getByLabel("Registry").inputValue() === "pypi", "the form lost the registry");
   check(await sam.getByLabel("Severity").inputValue() === "critical", "the form lost the severity");
@@ -264,7 +286,12 @@ try {
   out.form_threat_id = formID;
   out.form_package = formPkg;
   await sam.getByText("pending", { exact: true }).first().waitFor();
+  await sam.getByText("Your report was submitted.", { exact: false }).waitFor();
+  check(!sam.url().includes("?"), `the page after submitting carries a query: ${sam.url()}`);
   await shot(sam, "threat-pending");
+  // The flash is shown once.
+  await go(sam, landed);
+  check((await sam.getByText("Your report was submitted.", { exact: false }).count()) === 0, "the submitted message is shown again");
 
   // A pending report is 404 to anyone but its submitter and reviewers.
   expected.push(/status of 404/);
@@ -302,7 +329,7 @@ try {
   const again = rita.locator("article").filter({ hasText: apiPkg });
   await again.getByLabel("Note", { exact: true }).fill("Confirmed: the postinstall script posts ~/.npmrc");
   await submitForm(rita, again.getByRole("button", { name: "Verify", exact: true }));
-  await rita.getByText(`package ${apiPkg}: verified`).waitFor();
+  await rita.getByText(`Done: package ${apiPkg} is verified.`).waitFor();
 
   // check-malicious says malicious at once.
   r = await api.get(`${API}/check-malicious?report_type=package&resource_identifier=${apiPkg}&ecosystem=npm`, { headers });
@@ -338,23 +365,67 @@ try {
   const csp = await anon.evaluate(() => window.__csp.splice(0));
   check(csp.length === 1 && csp[0].startsWith("script-src"), `the injected script was not reported as a CSP violation: ${JSON.stringify(csp)}`);
 
-  // The home page's search: by purl, and the latest list.
-  await go(anon, "/");
-  await anon.getByLabel("or a package URL (purl)").fill(`pkg:npm/${apiPkg}`);
-  await Promise.all([anon.waitForURL("**/?**"), role(anon, "button", "Search").click()]);
-  await anon.getByText("Malicious.").waitFor();
+  // The home page's one search box: a purl, a name prefix, a defanged
+  // indicator; and the latest list.
+  const box = "Search a package, purl, URL, domain, IP address, wallet or container image";
+  const search = async (text) => {
+    await go(anon, "/");
+    await anon.getByLabel(box).fill(text);
+    await Promise.all([anon.waitForURL("**/?q=**"), role(anon, "button", "Search").click()]);
+  };
+  await search(`pkg:npm/${apiPkg}`);
+  await anon.locator(".verdict.bad .verdict-title").filter({ hasText: "Malicious" }).waitFor();
   await anon.getByRole("row").filter({ hasText: apiPkg }).waitFor();
   await shot(anon, "search");
+  await search(apiPkg.slice(0, -3));
+  await anon.getByRole("heading", { name: `Packages whose names start with “${apiPkg.slice(0, -3)}”` }).waitFor();
+  await search("evil[.]example");
+  await anon.locator(".verdict.warn .verdict-title").filter({ hasText: "Named as an indicator" }).waitFor();
+  await anon.getByText("named as an indicator in").first().waitFor();
+  await shot(anon, "search-indicator");
+  // The advanced fields stay behind a toggle.
+  await go(anon, "/");
+  check(!(await anon.getByLabel("or a package URL (purl)").isVisible()), "the advanced fields show without the toggle");
+  await anon.getByText("Advanced search").click();
+  await anon.getByLabel("or a package URL (purl)").waitFor();
+
+  // Browsing every verified threat, filtered.
+  await go(anon, "/threats?type=package&ecosystem=npm");
+  await anon.getByRole("row").filter({ hasText: apiPkg }).waitFor();
+  await anon.getByText("1 verified threat", { exact: false }).waitFor();
+  await shot(anon, "browse");
+
+  // A browser gets an HTML page for an unknown address.
+  expected.push(/status of 404/);
+  await go(anon, "/no-such-page", 404);
+  await anon.getByText("There is no page at this address", { exact: false }).waitFor();
+  await audit(anon, "not-found-page");
+
+  // Revoking a token asks first.
+  await go(sam, "/settings/tokens");
+  await submitForm(sam, role(sam, "button", "Revoke"));
+  await sam.getByRole("heading", { name: "Revoke token “ci-pipeline”?" }).waitFor();
+  await shot(sam, "revoke-confirm");
+  await Promise.all([sam.waitForURL("**/settings/tokens"), role(sam, "link", "Cancel").click()]);
+  await role(sam, "button", "Revoke").waitFor();
 
   // On a phone-sized screen nothing scrolls sideways.
   const phoneCtx = await newContext(browser, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const phone = watch(await phoneCtx.newPage(), "phone");
-  for (const path of ["/", `/threats/${apiID}`, "/login", "/signup"]) {
+  const phonePages = [["/", "home"], [`/threats/${apiID}`, "threat"], ["/login", "login"], ["/signup", "signup"],
+    ["/threats", "browse"], [`/?q=pkg:npm/${apiPkg}`, "search"], ["/?q=evil[.]example", "search-indicator"]];
+  for (const [path, name] of phonePages) {
     await go(phone, path);
-    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    check(overflow <= 0, `${path} scrolls sideways by ${overflow}px on a 390px-wide screen`);
-    await audit(phone, `phone ${path}`);
-    if (path.startsWith("/threats/")) await phone.screenshot({ path: join(SHOTS, "phone-threat.png") });
+    await phoneCheck(phone, path);
+    await phone.screenshot({ path: join(SHOTS, `phone-${name}.png`), fullPage: true });
+  }
+  // The reviewer's pages on a phone: the queue and a revision's diff.
+  const ritaPhone = watch(await (await newContext(browser, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true,
+    storageState: await ritaCtx.storageState() })).newPage(), "reviewer-phone");
+  for (const [path, name] of [["/review", "review-queue"], ["/me/submissions", "my-submissions"], ["/settings/tokens", "tokens"]]) {
+    await go(ritaPhone, path);
+    await phoneCheck(ritaPhone, path);
+    await ritaPhone.screenshot({ path: join(SHOTS, `phone-${name}.png`), fullPage: true });
   }
 
   // Log out: the session ends.

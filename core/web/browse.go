@@ -1,0 +1,184 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+)
+
+// browsePage is how many reports one page of /threats lists.
+const browsePage = 50
+
+// browseFilter is /threats' query: filters, order and keyset position.
+type browseFilter struct {
+	Type, Ecosystem, Severity, From, To, Sort string
+	query                                     core.ThreatQuery
+}
+
+// parseBrowse validates /threats' parameters; the error names the one that
+// is wrong.
+func parseBrowse(qs url.Values) (browseFilter, error) {
+	f := browseFilter{Type: qs.Get("type"), Ecosystem: qs.Get("ecosystem"), Severity: qs.Get("severity"),
+		From: qs.Get("from"), To: qs.Get("to"), Sort: qs.Get("sort")}
+	q := &f.query
+	var err error
+	if f.Type != "" {
+		if q.ReportType, err = core.ParseReportType(f.Type); err != nil {
+			return f, err
+		}
+	}
+	if f.Ecosystem != "" {
+		if q.Registry, err = core.ParseRegistry("ecosystem", f.Ecosystem); err != nil {
+			return f, err
+		}
+	}
+	if f.Severity != "" {
+		if q.Severity, err = core.ParseSeverity(f.Severity); err != nil {
+			return f, err
+		}
+	}
+	day := func(name, v string) (time.Time, error) {
+		t, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			return t, core.Invalid(name, "must be a date such as 2026-11-24 (got %q)", v)
+		}
+		return t, nil
+	}
+	if f.From != "" {
+		if q.VerifiedFrom, err = day("from", f.From); err != nil {
+			return f, err
+		}
+	}
+	if f.To != "" {
+		to, err := day("to", f.To)
+		if err != nil {
+			return f, err
+		}
+		q.VerifiedTo = to.AddDate(0, 0, 1) // the whole day
+	}
+	if !q.VerifiedFrom.IsZero() && !q.VerifiedTo.IsZero() && !q.VerifiedFrom.Before(q.VerifiedTo) {
+		return f, core.Invalid("to", "must not be before from")
+	}
+	switch f.Sort {
+	case "", "newest":
+		f.Sort, q.Descending = "newest", true
+	case "oldest":
+	default:
+		return f, core.Invalid("sort", "must be newest or oldest (got %q)", f.Sort)
+	}
+	if after := qs.Get("after"); after != "" {
+		micros, id, ok := strings.Cut(after, ".")
+		n, err := strconv.ParseInt(micros, 10, 64)
+		if _, uerr := uuid.Parse(id); !ok || err != nil || uerr != nil {
+			return f, core.Invalid("after", "is not a page of this list: start again from the first page")
+		}
+		q.AfterVerifiedAt, q.AfterID = time.UnixMicro(n).UTC(), id
+	}
+	return f, nil
+}
+
+// values are the filter's parameters (for links to other pages).
+func (f browseFilter) values() url.Values {
+	v := url.Values{}
+	for k, x := range map[string]string{"type": f.Type, "ecosystem": f.Ecosystem, "severity": f.Severity, "from": f.From, "to": f.To} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	if f.Sort != "newest" {
+		v.Set("sort", f.Sort)
+	}
+	return v
+}
+
+// counts caches the totals of /threats' filters while the set of verified
+// reports is unchanged (the index's version): a count reads an index range
+// as long as the filter selects, once per change instead of per page view.
+type counts struct {
+	mu      sync.Mutex
+	version int64
+	byQuery map[string]int64
+}
+
+// maxCachedCounts bounds the totals kept (distinct filters).
+const maxCachedCounts = 1024
+
+func (s *Site) total(ctx context.Context, q core.ThreatQuery) (int64, error) {
+	q.AfterID, q.AfterVerifiedAt, q.Limit, q.Descending = "", time.Time{}, 0, false
+	if q == (core.ThreatQuery{}) && s.indexReady() {
+		return int64(s.index.Len()), nil
+	}
+	key := fmt.Sprintf("%+v", q)
+	version := s.index.Version()
+	s.counts.mu.Lock()
+	if s.counts.version != version || len(s.counts.byQuery) >= maxCachedCounts {
+		s.counts.version, s.counts.byQuery = version, map[string]int64{}
+	}
+	n, ok := s.counts.byQuery[key]
+	s.counts.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := s.store.CountThreats(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	s.counts.mu.Lock()
+	if s.counts.version == version {
+		s.counts.byQuery[key] = n
+	}
+	s.counts.mu.Unlock()
+	return n, nil
+}
+
+// browse is /threats: every verified report, filtered, newest or oldest
+// first, one keyset page at a time, with the total.
+func (s *Site) browse(c *echo.Context) error {
+	ctx := c.Request().Context()
+	f, err := parseBrowse(c.QueryParams())
+	data := map[string]any{"Title": "Verified threats", "F": f, "Types": core.ReportTypes,
+		"Ecosystems": append(append([]string{}, core.PackageRegistries...), core.ContainerRegistries...),
+		"Severities": []core.Severity{core.SeverityCritical, core.SeverityHigh, core.SeverityMedium, core.SeverityLow}}
+	var fe *core.FieldError
+	if errors.As(err, &fe) {
+		data["Error"] = fe.Error()
+		return s.render(c, http.StatusBadRequest, "threats", data)
+	}
+	q := f.query
+	q.Limit = browsePage + 1
+	list, err := s.store.QueryThreats(ctx, q)
+	if err != nil {
+		return err
+	}
+	total, err := s.total(ctx, f.query)
+	if err != nil {
+		return err
+	}
+	v := f.values()
+	if len(list) > browsePage {
+		list = list[:browsePage]
+		last := list[len(list)-1]
+		next := url.Values{}
+		for k, x := range v {
+			next[k] = x
+		}
+		next.Set("after", strconv.FormatInt(last.VerifiedAt.UnixMicro(), 10)+"."+last.ID)
+		data["Next"] = "/threats?" + next.Encode()
+	}
+	if f.query.AfterID != "" {
+		data["First"] = "/threats?" + v.Encode()
+	}
+	data["Threats"], data["Total"], data["Shown"] = list, total, len(list)
+	return s.render(c, http.StatusOK, "threats", data)
+}
