@@ -151,7 +151,10 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if fw != nil {
 		recent = fw.Recent
 	}
-	var mount func(*echo.Echo)
+	var (
+		mount    func(*echo.Echo)
+		notFound func(*echo.Context) error
+	)
 	if cfg.Web.Enabled {
 		site, err := web.New(ctx, web.Options{
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
@@ -166,7 +169,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return err
 		}
-		mount = site.Mount
+		mount, notFound = site.Mount, site.NotFoundPage
 	}
 	handler := api.New(api.Options{
 		BasePath:          cfg.Server.BasePath,
@@ -187,6 +190,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Metrics:           metrics,
 		TokenUse:          tokenUse,
 		Mount:             mount,
+		NotFoundPage:      notFound,
 		Firewall:          fw,
 		MISP:              &misp.Service{Store: e.store, Name: "threatd", Site: localSite(cfg)},
 	}, log, e.store, idx, principals, usage, exporters)

@@ -64,12 +64,15 @@ func tooManyRequests(msg string, retryAfter int) *Error {
 const statusClientClosed = 499
 
 // errorHandler is the one place where errors become HTTP responses.
-func errorHandler(log *slog.Logger, maxBody int64) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, maxBody int64, page func(*echo.Context) bool) echo.HTTPErrorHandler {
 	return func(c *echo.Context, err error) {
 		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 			return
 		}
 		e := toHTTPError(err, maxBody)
+		if e.Status == http.StatusNotFound && errors.Is(err, echo.ErrNotFound) && page != nil && page(c) {
+			return // a browser's HTML 404 page
+		}
 		var deliberate *Error
 		switch {
 		case c.Request().Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -57,6 +58,10 @@ type Options struct {
 	// the API's echo instance, after the API's own: one listener, one TLS
 	// configuration, the same per-IP limit.
 	Mount func(e *echo.Echo)
+	// NotFoundPage, when set, answers a request for an unknown path outside
+	// the API (and outside /taxii2/) from a browser (Accept: text/html):
+	// the web site's HTML 404. Everyone else gets the JSON 404.
+	NotFoundPage func(c *echo.Context) error
 }
 
 // DefaultScanMaxBytes is scan.max_bytes's default, 8 MiB.
@@ -115,10 +120,30 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 	return s.echo()
 }
 
+// notFoundPage is Options.NotFoundPage for the requests it is for: an
+// unknown path (no route matched) outside the API, asked by a browser.
+func (s *Server) notFoundPage(c *echo.Context) bool {
+	if s.opts.NotFoundPage == nil || c.Request().Method != http.MethodGet {
+		return false
+	}
+	if c.RouteInfo().Name != echo.NotFoundRouteName {
+		return false // a route that answered 404 itself
+	}
+	path := c.Request().URL.Path
+	base := s.opts.BasePath
+	if path == base || strings.HasPrefix(path, base+"/") || path == taxiiPrefix || strings.HasPrefix(path, taxiiPrefix+"/") {
+		return false
+	}
+	if !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html") {
+		return false
+	}
+	return s.opts.NotFoundPage(c) == nil
+}
+
 func (s *Server) echo() *echo.Echo {
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           s.log,
-		HTTPErrorHandler: errorHandler(s.log, s.opts.MaxBodyBytes),
+		HTTPErrorHandler: errorHandler(s.log, s.opts.MaxBodyBytes, s.notFoundPage),
 		IPExtractor:      ipExtractor(s.opts.TrustedProxies),
 		// Unknown paths answer 404 after the per-IP limit, not via groups.
 		NoGroupAutoRegister404Routes: true,

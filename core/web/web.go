@@ -191,19 +191,15 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.POST("/admin/webhooks/:id/enable", s.wrap(s.enableWebhook), s.admin, s.csrf)
 	g.POST("/review/threats/:id", s.wrap(s.decide), s.reviewer, s.csrf)
 	g.POST("/review/revisions/:id", s.wrap(s.decideRevision), s.reviewer, s.csrf)
-	// Unknown paths outside the API: an HTML page for a browser, the API's
-	// JSON 404 for any other client (the API's own groups keep theirs).
-	g.RouteNotFound("/*", s.notFound)
 }
 
-// notFound answers a path nothing serves.
-func (s *Site) notFound(c *echo.Context) error {
-	path := c.Request().URL.Path
-	api := path == s.opts.BasePath || strings.HasPrefix(path, s.opts.BasePath+"/") || path == "/taxii2" || strings.HasPrefix(path, "/taxii2/")
-	if api || !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html") {
-		return echo.ErrNotFound
-	}
-	return s.errorPage(c, http.StatusNotFound, "There is no page at this address. Search the threat database from the home page, or browse the verified threats.")
+// NotFoundPage is the HTML 404 a browser gets for an unknown address
+// outside the API (core/api calls it from its error handler, which decides
+// when: routing, and so 405 and the API's JSON 404, stay the API's).
+func (s *Site) NotFoundPage(c *echo.Context) error {
+	return s.headers(s.session(func(c *echo.Context) error {
+		return s.errorPage(c, http.StatusNotFound, "There is no page at this address. Search the threat database from the home page, or browse the verified threats.")
+	}))(c)
 }
 
 // headers sets the security headers of every page: a Content-Security-Policy
