@@ -148,10 +148,6 @@ type PublishedStore interface {
 	// CountThreats counts the reports q selects (its filters, whatever its
 	// keyset position and limit).
 	CountThreats(ctx context.Context, q ThreatQuery) (int64, error)
-	// ThreatsByIndicator returns up to limit (1..MaxPage) verified reports
-	// that list the indicator IndicatorKey(type, value), most recently
-	// verified first.
-	ThreatsByIndicator(ctx context.Context, key string, limit int) ([]Threat, error)
 	// ThreatsByKeyPrefix returns up to limit (1..MaxPage) verified reports
 	// whose canonical key starts with prefix and sorts after after, in
 	// canonical key order (the package-name prefix search).
@@ -277,7 +273,10 @@ type ThreatQuery struct {
 	// ReportType and Severity select one type and one severity ("" = any).
 	ReportType ReportType
 	Severity   Severity
-	Limit      int
+	// IndicatorKey selects the reports that list the indicator
+	// IndicatorKey(type, value) among theirs ("" = any).
+	IndicatorKey string
+	Limit        int
 }
 
 // UsageDelta is a number of paid calls to add.

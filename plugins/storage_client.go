@@ -373,12 +373,6 @@ func (c *StorageClient) CountThreats(ctx context.Context, q core.ThreatQuery) (i
 	return call(r, err, func(r *pb.CountThreatsResponse) int64 { return r.Count })
 }
 
-// ThreatsByIndicator returns the verified reports that list an indicator.
-func (c *StorageClient) ThreatsByIndicator(ctx context.Context, key string, limit int) ([]core.Threat, error) {
-	stream, err := c.conn().ThreatsByIndicator(ctx, &pb.ThreatsByIndicatorRequest{Key: key, Limit: int32(limit)})
-	return recvAll(stream, err, threatFromPB)
-}
-
 // ThreatsByKeyPrefix returns verified reports by canonical key prefix.
 func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]core.Threat, error) {
 	stream, err := c.conn().ThreatsByKeyPrefix(ctx, &pb.ThreatsByKeyPrefixRequest{Prefix: prefix, After: after, Limit: int32(limit)})

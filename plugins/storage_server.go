@@ -395,12 +395,6 @@ func (s *storageServer) CountThreats(ctx context.Context, req *pb.ThreatQuery) (
 	})
 }
 
-func (s *storageServer) ThreatsByIndicator(req *pb.ThreatsByIndicatorRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
-	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
-		return st.ThreatsByIndicator(stream.Context(), req.Key, int(req.Limit))
-	}, threatToPB, stream.Send)
-}
-
 func (s *storageServer) ThreatsByKeyPrefix(req *pb.ThreatsByKeyPrefixRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
 	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
 		return st.ThreatsByKeyPrefix(stream.Context(), req.Prefix, req.After, int(req.Limit))

@@ -241,6 +241,11 @@ func threatFilter(sel *bun.SelectQuery, q core.ThreatQuery) *bun.SelectQuery {
 	if q.Publisher != "" {
 		sel = sel.Where("lower(details.publisher) = lower(?)", q.Publisher)
 	}
+	if q.IndicatorKey != "" {
+		// The indicator's rows, by primary key: a few reports, whatever
+		// the size of the database.
+		sel = sel.Where("threat_row.id IN (SELECT i.threat_id FROM threat_indicators AS i WHERE i.key = ?)", q.IndicatorKey)
+	}
 	if q.UpstreamID != "" {
 		// "<id>" or "<id>/…": a range of the upstream key index ('0' is
 		// the character after '/').
@@ -267,22 +272,6 @@ func (s *Store) CountThreats(ctx context.Context, q core.ThreatQuery) (int64, er
 	}
 	n, err := threatFilter(sel, q).Count(ctx)
 	return int64(n), err
-}
-
-// ThreatsByIndicator reads the indicator's rows by primary key, then the
-// verified reports among them.
-func (s *Store) ThreatsByIndicator(ctx context.Context, key string, limit int) ([]core.Threat, error) {
-	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
-		return nil, err
-	}
-	var rows []threatRow
-	if err := s.db.NewSelect().Model(&rows).Relation("Details").
-		Where("threat_row.id IN (SELECT i.threat_id FROM threat_indicators AS i WHERE i.key = ?)", key).
-		Where("threat_row.status = ?", string(core.StatusVerified)).
-		OrderExpr("threat_row.verified_at DESC, threat_row.id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
-		return nil, err
-	}
-	return domains(rows), nil
 }
 
 // ThreatsByKeyPrefix reads a range of the verified-key index

@@ -27,12 +27,9 @@ type checkResult struct {
 	MatchedAs string `json:"matched_as,omitempty"`
 }
 
-// maxIndicatorReports bounds the reports counted for an indicator match.
-const maxIndicatorReports = 100
-
 // checkIndicators is match=indicators after a check found no report of
 // its own: the verified reports that name the resource as an indicator of
-// compromise (docs/api/check.md, "Indicators").
+// compromise (docs/api/check-malicious.md, "Indicators"), counted in full.
 func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *checkResult, viewer core.Principal) error {
 	if out.Malicious {
 		out.MatchedAs = "report"
@@ -42,14 +39,19 @@ func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *ch
 	if !ok {
 		return nil
 	}
-	ths, err := s.store.ThreatsByIndicator(ctx, core.IndicatorKey(typ, value), maxIndicatorReports)
-	if err != nil || len(ths) == 0 {
+	tq := core.ThreatQuery{IndicatorKey: core.IndicatorKey(typ, value), Descending: true, Limit: 1}
+	latest, err := s.store.QueryThreats(ctx, tq)
+	if err != nil || len(latest) == 0 {
 		return err
 	}
-	out.Malicious, out.MatchedAs, out.ThreatCount, out.Message = true, "indicator", len(ths), ""
-	out.Details = toRecord(ths[0], viewer)
+	n, err := s.store.CountThreats(ctx, tq)
+	if err != nil {
+		return err
+	}
+	out.Malicious, out.MatchedAs, out.ThreatCount = true, "indicator", int(n)
+	out.Details = toRecord(latest[0], viewer)
 	out.Message = fmt.Sprintf("%s %q is named as an indicator of compromise in %d verified %s", q.ReportType, q.ResourceIdentifier,
-		len(ths), map[bool]string{true: "report", false: "reports"}[len(ths) == 1])
+		n, map[bool]string{true: "report", false: "reports"}[n == 1])
 	return nil
 }
 

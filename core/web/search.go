@@ -28,6 +28,11 @@ type searchResult struct {
 	// indicator of compromise; Prefix the packages whose names start
 	// with it.
 	Reports, Names, Indicators, Prefix []core.Threat
+	// IndicatorCount is how many verified reports name the input (the
+	// most recent searchIndicatorMax are listed); PrefixMore says that
+	// more packages than Prefix lists start with the name.
+	IndicatorCount int64
+	PrefixMore     bool
 	// CheckURL is the API request that answers the same question.
 	CheckURL string
 }
@@ -75,7 +80,7 @@ func (s *Site) home(c *echo.Context) error {
 	}
 	data["Latest"] = latest.Threats
 	status := http.StatusOK
-	if data["SearchError"] != nil && fe != nil {
+	if fe != nil {
 		status = http.StatusBadRequest
 	}
 	return s.render(c, status, "home", data)
@@ -107,13 +112,19 @@ func (s *Site) search(ctx context.Context, input string) (searchResult, error) {
 		if res.CheckURL == "" {
 			res.CheckURL = checkURL(s.opts.BasePath, q, false)
 		}
-		if res.Prefix, err = s.byPrefix(ctx, plan.Name, res.Names); err != nil {
+		if res.Prefix, res.PrefixMore, err = s.byPrefix(ctx, plan.Name, res.Names); err != nil {
 			return res, err
 		}
 	}
 	if plan.IndicatorType != "" && !res.Malicious() {
-		if res.Indicators, err = s.store.ThreatsByIndicator(ctx, core.IndicatorKey(plan.IndicatorType, plan.IndicatorValue), searchIndicatorMax); err != nil {
+		q := core.ThreatQuery{IndicatorKey: core.IndicatorKey(plan.IndicatorType, plan.IndicatorValue), Descending: true, Limit: searchIndicatorMax}
+		if res.Indicators, err = s.store.QueryThreats(ctx, q); err != nil {
 			return res, err
+		}
+		if len(res.Indicators) > 0 {
+			if res.IndicatorCount, err = s.total(ctx, q); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil
@@ -154,10 +165,10 @@ func (s *Site) matches(ctx context.Context, q core.CheckQuery) ([]core.Threat, e
 	return s.index.Matches(ctx, keys, q.Version)
 }
 
-// byPrefix lists verified packages whose names start with name, in each
-// registry where name is valid, leaving out those in exact.
-func (s *Site) byPrefix(ctx context.Context, name string, exact []core.Threat) ([]core.Threat, error) {
-	var out []core.Threat
+// byPrefix lists up to searchPrefixMax verified packages whose names start
+// with name, in each registry where name is valid, leaving out those in
+// exact; more says there are others (the page asks for more of the name).
+func (s *Site) byPrefix(ctx context.Context, name string, exact []core.Threat) (out []core.Threat, more bool, err error) {
 	for _, reg := range core.PackageRegistries {
 		c, err := core.CanonicalIdentifier(core.TypePackage, reg, name)
 		if err != nil {
@@ -165,7 +176,7 @@ func (s *Site) byPrefix(ctx context.Context, name string, exact []core.Threat) (
 		}
 		ths, err := s.store.ThreatsByKeyPrefix(ctx, "package:"+reg+":"+c, "", searchPrefixMax+1)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, t := range ths {
 			if !slices.ContainsFunc(exact, func(e core.Threat) bool { return e.ID == t.ID }) {
@@ -173,10 +184,10 @@ func (s *Site) byPrefix(ctx context.Context, name string, exact []core.Threat) (
 			}
 		}
 		if len(out) > searchPrefixMax {
-			return out[:searchPrefixMax], nil
+			return out[:searchPrefixMax], true, nil
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // checkURL is the check-malicious request for q (the path under the API's

@@ -66,9 +66,13 @@ func testBrowse(t *testing.T, b Backend) {
 	// The indicator look-up: the verified reports that list it.
 	byIndicator := func(typ, value string) []string {
 		t.Helper()
-		ths, err := s.ThreatsByIndicator(c, core.IndicatorKey(typ, value), 10)
+		q := core.ThreatQuery{IndicatorKey: core.IndicatorKey(typ, value), Descending: true, Limit: 10}
+		ths, err := s.QueryThreats(c, q)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if n, err := s.CountThreats(c, q); err != nil || n != int64(len(ths)) {
+			t.Errorf("CountThreats(indicator %s %s) = %d, %v; listed %d", typ, value, n, err, len(ths))
 		}
 		var out []string
 		for _, th := range ths {

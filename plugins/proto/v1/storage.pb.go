@@ -3684,9 +3684,11 @@ type ThreatQuery struct {
 	// record id (alone or as "<id>/<registry>/<name>").
 	UpstreamId string `protobuf:"bytes,9,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
 	// withdrawn: also the reports withdrawn after they were verified.
-	Withdrawn     bool   `protobuf:"varint,10,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
-	ReportType    string `protobuf:"bytes,11,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
-	Severity      string `protobuf:"bytes,12,opt,name=severity,proto3" json:"severity,omitempty"`
+	Withdrawn  bool   `protobuf:"varint,10,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	ReportType string `protobuf:"bytes,11,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
+	Severity   string `protobuf:"bytes,12,opt,name=severity,proto3" json:"severity,omitempty"`
+	// indicator_key: the reports that list this indicator (core.IndicatorKey).
+	IndicatorKey  string `protobuf:"bytes,13,opt,name=indicator_key,json=indicatorKey,proto3" json:"indicator_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3805,6 +3807,13 @@ func (x *ThreatQuery) GetSeverity() string {
 	return ""
 }
 
+func (x *ThreatQuery) GetIndicatorKey() string {
+	if x != nil {
+		return x.IndicatorKey
+	}
+	return ""
+}
+
 type CountThreatsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
@@ -3849,58 +3858,6 @@ func (x *CountThreatsResponse) GetCount() int64 {
 	return 0
 }
 
-type ThreatsByIndicatorRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ThreatsByIndicatorRequest) Reset() {
-	*x = ThreatsByIndicatorRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ThreatsByIndicatorRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ThreatsByIndicatorRequest) ProtoMessage() {}
-
-func (x *ThreatsByIndicatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ThreatsByIndicatorRequest.ProtoReflect.Descriptor instead.
-func (*ThreatsByIndicatorRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
-}
-
-func (x *ThreatsByIndicatorRequest) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-func (x *ThreatsByIndicatorRequest) GetLimit() int32 {
-	if x != nil {
-		return x.Limit
-	}
-	return 0
-}
-
 type SubmitterRecordsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	UserIds       []string               `protobuf:"bytes,1,rep,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
@@ -3910,7 +3867,7 @@ type SubmitterRecordsRequest struct {
 
 func (x *SubmitterRecordsRequest) Reset() {
 	*x = SubmitterRecordsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +3879,7 @@ func (x *SubmitterRecordsRequest) String() string {
 func (*SubmitterRecordsRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +3892,7 @@ func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SubmitterRecordsRequest) GetUserIds() []string {
@@ -3958,7 +3915,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3970,7 +3927,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3983,7 +3940,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SubmitterRecord) GetUserId() string {
@@ -4030,7 +3987,7 @@ type SubmitterRecordsResponse struct {
 
 func (x *SubmitterRecordsResponse) Reset() {
 	*x = SubmitterRecordsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +3999,7 @@ func (x *SubmitterRecordsResponse) String() string {
 func (*SubmitterRecordsResponse) ProtoMessage() {}
 
 func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4012,7 @@ func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SubmitterRecordsResponse) GetRecords() []*SubmitterRecord {
@@ -4076,7 +4033,7 @@ type ThreatsByKeyPrefixRequest struct {
 
 func (x *ThreatsByKeyPrefixRequest) Reset() {
 	*x = ThreatsByKeyPrefixRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4088,7 +4045,7 @@ func (x *ThreatsByKeyPrefixRequest) String() string {
 func (*ThreatsByKeyPrefixRequest) ProtoMessage() {}
 
 func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4101,7 +4058,7 @@ func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatsByKeyPrefixRequest.ProtoReflect.Descriptor instead.
 func (*ThreatsByKeyPrefixRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ThreatsByKeyPrefixRequest) GetPrefix() string {
@@ -4145,7 +4102,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4157,7 +4114,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4170,7 +4127,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -4257,7 +4214,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4269,7 +4226,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4282,7 +4239,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -4337,7 +4294,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4306,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4319,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -4388,7 +4345,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4400,7 +4357,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4413,7 +4370,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -4432,7 +4389,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4444,7 +4401,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4457,7 +4414,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -4476,7 +4433,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4445,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4458,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -4520,7 +4477,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4532,7 +4489,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4545,7 +4502,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -4567,7 +4524,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4579,7 +4536,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4592,7 +4549,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -4632,7 +4589,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4644,7 +4601,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4657,7 +4614,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -4675,7 +4632,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4687,7 +4644,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4700,7 +4657,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
 }
 
 type UsageRequest struct {
@@ -4713,7 +4670,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4682,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4695,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -4764,7 +4721,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4776,7 +4733,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4789,7 +4746,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -4809,7 +4766,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4821,7 +4778,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4834,7 +4791,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -4861,7 +4818,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4873,7 +4830,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4886,7 +4843,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -4915,7 +4872,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4927,7 +4884,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4940,7 +4897,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -4980,7 +4937,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4992,7 +4949,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5005,7 +4962,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -5025,7 +4982,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5037,7 +4994,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5050,7 +5007,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -5078,7 +5035,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5090,7 +5047,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5103,7 +5060,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -5131,7 +5088,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5143,7 +5100,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5156,7 +5113,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -5189,7 +5146,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5201,7 +5158,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5214,7 +5171,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -5247,7 +5204,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5259,7 +5216,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5272,7 +5229,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *Webhook) GetId() string {
@@ -5388,7 +5345,7 @@ type CreateWebhookResponse struct {
 
 func (x *CreateWebhookResponse) Reset() {
 	*x = CreateWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5400,7 +5357,7 @@ func (x *CreateWebhookResponse) String() string {
 func (*CreateWebhookResponse) ProtoMessage() {}
 
 func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5413,7 +5370,7 @@ func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
 }
 
 type ListWebhooksRequest struct {
@@ -5424,7 +5381,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5393,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5406,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
 }
 
 type WebhookRequest struct {
@@ -5461,7 +5418,7 @@ type WebhookRequest struct {
 
 func (x *WebhookRequest) Reset() {
 	*x = WebhookRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5473,7 +5430,7 @@ func (x *WebhookRequest) String() string {
 func (*WebhookRequest) ProtoMessage() {}
 
 func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5486,7 +5443,7 @@ func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
 func (*WebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *WebhookRequest) GetId() string {
@@ -5504,7 +5461,7 @@ type DeleteWebhookResponse struct {
 
 func (x *DeleteWebhookResponse) Reset() {
 	*x = DeleteWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5516,7 +5473,7 @@ func (x *DeleteWebhookResponse) String() string {
 func (*DeleteWebhookResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5529,7 +5486,7 @@ func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
 }
 
 type DueDeliveriesRequest struct {
@@ -5542,7 +5499,7 @@ type DueDeliveriesRequest struct {
 
 func (x *DueDeliveriesRequest) Reset() {
 	*x = DueDeliveriesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5554,7 +5511,7 @@ func (x *DueDeliveriesRequest) String() string {
 func (*DueDeliveriesRequest) ProtoMessage() {}
 
 func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5567,7 +5524,7 @@ func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*DueDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *DueDeliveriesRequest) GetNow() *timestamppb.Timestamp {
@@ -5605,7 +5562,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5617,7 +5574,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5630,7 +5587,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Delivery) GetWebhookId() string {
@@ -5741,7 +5698,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5753,7 +5710,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5766,7 +5723,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *DeliveryAttempt) GetWebhookId() string {
@@ -5845,7 +5802,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5857,7 +5814,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5870,7 +5827,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -5916,7 +5873,7 @@ type RecordAttemptResponse struct {
 
 func (x *RecordAttemptResponse) Reset() {
 	*x = RecordAttemptResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5928,7 +5885,7 @@ func (x *RecordAttemptResponse) String() string {
 func (*RecordAttemptResponse) ProtoMessage() {}
 
 func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5941,7 +5898,7 @@ func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
 }
 
 type WebhookAttemptsRequest struct {
@@ -5954,7 +5911,7 @@ type WebhookAttemptsRequest struct {
 
 func (x *WebhookAttemptsRequest) Reset() {
 	*x = WebhookAttemptsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5966,7 +5923,7 @@ func (x *WebhookAttemptsRequest) String() string {
 func (*WebhookAttemptsRequest) ProtoMessage() {}
 
 func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5979,7 +5936,7 @@ func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*WebhookAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *WebhookAttemptsRequest) GetWebhookId() string {
@@ -6004,7 +5961,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6016,7 +5973,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6029,7 +5986,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
 }
 
 type WebhookQueueResponse struct {
@@ -6042,7 +5999,7 @@ type WebhookQueueResponse struct {
 
 func (x *WebhookQueueResponse) Reset() {
 	*x = WebhookQueueResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6054,7 +6011,7 @@ func (x *WebhookQueueResponse) String() string {
 func (*WebhookQueueResponse) ProtoMessage() {}
 
 func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6067,7 +6024,7 @@ func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueResponse.ProtoReflect.Descriptor instead.
 func (*WebhookQueueResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *WebhookQueueResponse) GetPending() int64 {
@@ -6094,7 +6051,7 @@ type TrimWebhooksRequest struct {
 
 func (x *TrimWebhooksRequest) Reset() {
 	*x = TrimWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6106,7 +6063,7 @@ func (x *TrimWebhooksRequest) String() string {
 func (*TrimWebhooksRequest) ProtoMessage() {}
 
 func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6119,7 +6076,7 @@ func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *TrimWebhooksRequest) GetMaxPending() int32 {
@@ -6145,7 +6102,7 @@ type TrimWebhooksResponse struct {
 
 func (x *TrimWebhooksResponse) Reset() {
 	*x = TrimWebhooksResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6157,7 +6114,7 @@ func (x *TrimWebhooksResponse) String() string {
 func (*TrimWebhooksResponse) ProtoMessage() {}
 
 func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6170,7 +6127,7 @@ func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksResponse.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *TrimWebhooksResponse) GetExpired() int64 {
@@ -6474,7 +6431,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xda\x03\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xff\x03\n" +
 	"\vThreatQuery\x12?\n" +
 	"\rverified_from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fverifiedFrom\x12;\n" +
 	"\vverified_to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -6493,12 +6450,10 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	" \x01(\bR\twithdrawn\x12\x1f\n" +
 	"\vreport_type\x18\v \x01(\tR\n" +
 	"reportType\x12\x1a\n" +
-	"\bseverity\x18\f \x01(\tR\bseverity\",\n" +
+	"\bseverity\x18\f \x01(\tR\bseverity\x12#\n" +
+	"\rindicator_key\x18\r \x01(\tR\findicatorKey\",\n" +
 	"\x14CountThreatsResponse\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x03R\x05count\"C\n" +
-	"\x19ThreatsByIndicatorRequest\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"4\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\"4\n" +
 	"\x17SubmitterRecordsRequest\x12\x19\n" +
 	"\buser_ids\x18\x01 \x03(\tR\auserIds\"\x90\x01\n" +
 	"\x0fSubmitterRecord\x12\x17\n" +
@@ -6667,7 +6622,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"maxPending\x12C\n" +
 	"\x0ffinished_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efinishedBefore\"0\n" +
 	"\x14TrimWebhooksResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xbd'\n" +
+	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xdc&\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -6709,7 +6664,6 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06Import\x12\x1b.threatd.plugin.v1.RowBatch\x1a\x1f.threatd.plugin.v1.ImportResult(\x01\x12K\n" +
 	"\fQueryThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a\x19.threatd.plugin.v1.Threat0\x01\x12W\n" +
 	"\fCountThreats\x12\x1e.threatd.plugin.v1.ThreatQuery\x1a'.threatd.plugin.v1.CountThreatsResponse\x12_\n" +
-	"\x12ThreatsByIndicator\x12,.threatd.plugin.v1.ThreatsByIndicatorRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12_\n" +
 	"\x12ThreatsByKeyPrefix\x12,.threatd.plugin.v1.ThreatsByKeyPrefixRequest\x1a\x19.threatd.plugin.v1.Threat0\x01\x12k\n" +
 	"\x10SubmitterRecords\x12*.threatd.plugin.v1.SubmitterRecordsRequest\x1a+.threatd.plugin.v1.SubmitterRecordsResponse\x12C\n" +
 	"\x04Feed\x12\x1c.threatd.plugin.v1.FeedQuery\x1a\x1b.threatd.plugin.v1.FeedItem0\x01\x12V\n" +
@@ -6744,7 +6698,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -6809,129 +6763,128 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ImportResult)(nil),                // 60: threatd.plugin.v1.ImportResult
 	(*ThreatQuery)(nil),                 // 61: threatd.plugin.v1.ThreatQuery
 	(*CountThreatsResponse)(nil),        // 62: threatd.plugin.v1.CountThreatsResponse
-	(*ThreatsByIndicatorRequest)(nil),   // 63: threatd.plugin.v1.ThreatsByIndicatorRequest
-	(*SubmitterRecordsRequest)(nil),     // 64: threatd.plugin.v1.SubmitterRecordsRequest
-	(*SubmitterRecord)(nil),             // 65: threatd.plugin.v1.SubmitterRecord
-	(*SubmitterRecordsResponse)(nil),    // 66: threatd.plugin.v1.SubmitterRecordsResponse
-	(*ThreatsByKeyPrefixRequest)(nil),   // 67: threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	(*FeedQuery)(nil),                   // 68: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 69: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 70: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 71: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 72: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 73: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 74: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 75: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 76: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 77: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 78: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 79: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 80: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 81: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 82: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 83: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 84: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 85: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 86: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 87: threatd.plugin.v1.LeaseResponse
-	(*Webhook)(nil),                     // 88: threatd.plugin.v1.Webhook
-	(*CreateWebhookResponse)(nil),       // 89: threatd.plugin.v1.CreateWebhookResponse
-	(*ListWebhooksRequest)(nil),         // 90: threatd.plugin.v1.ListWebhooksRequest
-	(*WebhookRequest)(nil),              // 91: threatd.plugin.v1.WebhookRequest
-	(*DeleteWebhookResponse)(nil),       // 92: threatd.plugin.v1.DeleteWebhookResponse
-	(*DueDeliveriesRequest)(nil),        // 93: threatd.plugin.v1.DueDeliveriesRequest
-	(*Delivery)(nil),                    // 94: threatd.plugin.v1.Delivery
-	(*DeliveryAttempt)(nil),             // 95: threatd.plugin.v1.DeliveryAttempt
-	(*AttemptOutcome)(nil),              // 96: threatd.plugin.v1.AttemptOutcome
-	(*RecordAttemptResponse)(nil),       // 97: threatd.plugin.v1.RecordAttemptResponse
-	(*WebhookAttemptsRequest)(nil),      // 98: threatd.plugin.v1.WebhookAttemptsRequest
-	(*WebhookQueueRequest)(nil),         // 99: threatd.plugin.v1.WebhookQueueRequest
-	(*WebhookQueueResponse)(nil),        // 100: threatd.plugin.v1.WebhookQueueResponse
-	(*TrimWebhooksRequest)(nil),         // 101: threatd.plugin.v1.TrimWebhooksRequest
-	(*TrimWebhooksResponse)(nil),        // 102: threatd.plugin.v1.TrimWebhooksResponse
-	nil,                                 // 103: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 104: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 105: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 106: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 107: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 108: google.protobuf.Timestamp
+	(*SubmitterRecordsRequest)(nil),     // 63: threatd.plugin.v1.SubmitterRecordsRequest
+	(*SubmitterRecord)(nil),             // 64: threatd.plugin.v1.SubmitterRecord
+	(*SubmitterRecordsResponse)(nil),    // 65: threatd.plugin.v1.SubmitterRecordsResponse
+	(*ThreatsByKeyPrefixRequest)(nil),   // 66: threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	(*FeedQuery)(nil),                   // 67: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 68: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 69: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 70: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 71: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 72: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 73: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 74: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 75: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 76: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 77: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 78: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 79: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 80: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 81: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 82: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 83: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 84: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 85: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 86: threatd.plugin.v1.LeaseResponse
+	(*Webhook)(nil),                     // 87: threatd.plugin.v1.Webhook
+	(*CreateWebhookResponse)(nil),       // 88: threatd.plugin.v1.CreateWebhookResponse
+	(*ListWebhooksRequest)(nil),         // 89: threatd.plugin.v1.ListWebhooksRequest
+	(*WebhookRequest)(nil),              // 90: threatd.plugin.v1.WebhookRequest
+	(*DeleteWebhookResponse)(nil),       // 91: threatd.plugin.v1.DeleteWebhookResponse
+	(*DueDeliveriesRequest)(nil),        // 92: threatd.plugin.v1.DueDeliveriesRequest
+	(*Delivery)(nil),                    // 93: threatd.plugin.v1.Delivery
+	(*DeliveryAttempt)(nil),             // 94: threatd.plugin.v1.DeliveryAttempt
+	(*AttemptOutcome)(nil),              // 95: threatd.plugin.v1.AttemptOutcome
+	(*RecordAttemptResponse)(nil),       // 96: threatd.plugin.v1.RecordAttemptResponse
+	(*WebhookAttemptsRequest)(nil),      // 97: threatd.plugin.v1.WebhookAttemptsRequest
+	(*WebhookQueueRequest)(nil),         // 98: threatd.plugin.v1.WebhookQueueRequest
+	(*WebhookQueueResponse)(nil),        // 99: threatd.plugin.v1.WebhookQueueResponse
+	(*TrimWebhooksRequest)(nil),         // 100: threatd.plugin.v1.TrimWebhooksRequest
+	(*TrimWebhooksResponse)(nil),        // 101: threatd.plugin.v1.TrimWebhooksResponse
+	nil,                                 // 102: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 103: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 104: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 105: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 106: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 107: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	103, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	108, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	102, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	107, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
 	8,   // 3: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
-	108, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	108, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	108, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	104, // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	108, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	108, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	107, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	107, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	107, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	103, // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	107, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	107, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	21,  // 10: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
 	8,   // 11: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
 	35,  // 12: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
 	15,  // 13: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	15,  // 14: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,   // 15: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	108, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	108, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	108, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	108, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	107, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	107, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	107, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	107, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
 	36,  // 20: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	108, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	108, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	108, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	108, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	107, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	107, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	107, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	107, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
 	35,  // 25: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
 	37,  // 26: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
 	35,  // 27: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	108, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
+	107, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
 	35,  // 29: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
-	108, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	108, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	108, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	107, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	107, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	107, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
 	50,  // 33: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	108, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	107, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
 	37,  // 35: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	108, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	108, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	107, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	107, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
 	35,  // 38: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
 	53,  // 39: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	108, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	105, // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	106, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	108, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	108, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	108, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	65,  // 46: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
-	108, // 47: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	108, // 48: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	108, // 49: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	108, // 50: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	69,  // 51: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	107, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	104, // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	105, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	107, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	107, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	107, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	64,  // 46: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
+	107, // 47: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	107, // 48: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	107, // 49: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	107, // 50: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	68,  // 51: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
 	35,  // 52: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	108, // 53: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	75,  // 54: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	107, // 55: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	107, // 53: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	74,  // 54: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	106, // 55: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
 	35,  // 56: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	80,  // 57: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	82,  // 58: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	108, // 59: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	108, // 60: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	108, // 61: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
-	108, // 62: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
-	108, // 63: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
-	108, // 64: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
-	108, // 65: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
-	108, // 66: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
-	108, // 67: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
-	88,  // 68: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
-	108, // 69: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
-	95,  // 70: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
-	108, // 71: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
-	108, // 72: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
-	108, // 73: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
-	108, // 74: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	79,  // 57: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	81,  // 58: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	107, // 59: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	107, // 60: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	107, // 61: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
+	107, // 62: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
+	107, // 63: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
+	107, // 64: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
+	107, // 65: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
+	107, // 66: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
+	107, // 67: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
+	87,  // 68: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
+	107, // 69: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
+	94,  // 70: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
+	107, // 71: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
+	107, // 72: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
+	107, // 73: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
+	107, // 74: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
 	0,   // 75: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
 	2,   // 76: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
 	4,   // 77: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
@@ -6968,88 +6921,86 @@ var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
 	59,  // 108: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
 	61,  // 109: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
 	61,  // 110: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	63,  // 111: threatd.plugin.v1.Storage.ThreatsByIndicator:input_type -> threatd.plugin.v1.ThreatsByIndicatorRequest
-	67,  // 112: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	64,  // 113: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
-	68,  // 114: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	71,  // 115: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	72,  // 116: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	73,  // 117: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	76,  // 118: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	78,  // 119: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	81,  // 120: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	84,  // 121: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	86,  // 122: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	33,  // 123: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	88,  // 124: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
-	90,  // 125: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
-	91,  // 126: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	91,  // 127: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	93,  // 128: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
-	96,  // 129: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
-	98,  // 130: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
-	99,  // 131: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
-	101, // 132: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
-	1,   // 133: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 134: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 135: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 136: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 137: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 138: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 139: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	8,   // 140: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
-	14,  // 141: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
-	15,  // 142: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	15,  // 143: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	32,  // 144: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	15,  // 145: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	15,  // 146: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	19,  // 147: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 148: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	22,  // 149: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	24,  // 150: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	26,  // 151: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	28,  // 152: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	39,  // 153: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	35,  // 154: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	42,  // 155: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	44,  // 156: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
-	35,  // 157: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	47,  // 158: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	35,  // 159: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	51,  // 160: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	54,  // 161: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	54,  // 162: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	53,  // 163: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	57,  // 164: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	59,  // 165: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	60,  // 166: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	35,  // 167: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	62,  // 168: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
-	35,  // 169: threatd.plugin.v1.Storage.ThreatsByIndicator:output_type -> threatd.plugin.v1.Threat
-	35,  // 170: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
-	66,  // 171: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
-	70,  // 172: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	69,  // 173: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	53,  // 174: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	74,  // 175: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	77,  // 176: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	79,  // 177: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	83,  // 178: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	85,  // 179: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	87,  // 180: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	34,  // 181: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	89,  // 182: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
-	88,  // 183: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
-	92,  // 184: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
-	88,  // 185: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
-	94,  // 186: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
-	97,  // 187: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
-	95,  // 188: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
-	100, // 189: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
-	102, // 190: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
-	133, // [133:191] is the sub-list for method output_type
-	75,  // [75:133] is the sub-list for method input_type
+	66,  // 111: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	63,  // 112: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
+	67,  // 113: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	70,  // 114: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	71,  // 115: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	72,  // 116: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	75,  // 117: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	77,  // 118: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	80,  // 119: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	83,  // 120: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	85,  // 121: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	33,  // 122: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	87,  // 123: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
+	89,  // 124: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
+	90,  // 125: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	90,  // 126: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	92,  // 127: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
+	95,  // 128: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
+	97,  // 129: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
+	98,  // 130: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
+	100, // 131: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
+	1,   // 132: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 133: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 134: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 135: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 136: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 137: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 138: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 139: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 140: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 141: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 142: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	32,  // 143: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 144: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 145: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 146: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 147: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 148: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	24,  // 149: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	26,  // 150: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	28,  // 151: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	39,  // 152: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	35,  // 153: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	42,  // 154: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	44,  // 155: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
+	35,  // 156: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	47,  // 157: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	35,  // 158: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	51,  // 159: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	54,  // 160: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	54,  // 161: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	53,  // 162: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	57,  // 163: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	59,  // 164: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	60,  // 165: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	35,  // 166: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	62,  // 167: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
+	35,  // 168: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
+	65,  // 169: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
+	69,  // 170: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	68,  // 171: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	53,  // 172: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	73,  // 173: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	76,  // 174: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	78,  // 175: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	82,  // 176: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	84,  // 177: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	86,  // 178: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	34,  // 179: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	88,  // 180: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
+	87,  // 181: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
+	91,  // 182: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
+	87,  // 183: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
+	93,  // 184: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
+	96,  // 185: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
+	94,  // 186: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
+	99,  // 187: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
+	101, // 188: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
+	132, // [132:189] is the sub-list for method output_type
+	75,  // [75:132] is the sub-list for method input_type
 	75,  // [75:75] is the sub-list for extension type_name
 	75,  // [75:75] is the sub-list for extension extendee
 	0,   // [0:75] is the sub-list for field type_name
@@ -7070,7 +7021,7 @@ func file_plugins_proto_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   108,
+			NumMessages:   107,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

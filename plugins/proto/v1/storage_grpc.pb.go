@@ -63,7 +63,6 @@ const (
 	Storage_Import_FullMethodName               = "/threatd.plugin.v1.Storage/Import"
 	Storage_QueryThreats_FullMethodName         = "/threatd.plugin.v1.Storage/QueryThreats"
 	Storage_CountThreats_FullMethodName         = "/threatd.plugin.v1.Storage/CountThreats"
-	Storage_ThreatsByIndicator_FullMethodName   = "/threatd.plugin.v1.Storage/ThreatsByIndicator"
 	Storage_ThreatsByKeyPrefix_FullMethodName   = "/threatd.plugin.v1.Storage/ThreatsByKeyPrefix"
 	Storage_SubmitterRecords_FullMethodName     = "/threatd.plugin.v1.Storage/SubmitterRecords"
 	Storage_Feed_FullMethodName                 = "/threatd.plugin.v1.Storage/Feed"
@@ -157,8 +156,6 @@ type StorageClient interface {
 	QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// CountThreats counts what a ThreatQuery's filters select.
 	CountThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (*CountThreatsResponse, error)
-	// ThreatsByIndicator: the verified reports that list an indicator.
-	ThreatsByIndicator(ctx context.Context, in *ThreatsByIndicatorRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// ThreatsByKeyPrefix: verified reports by canonical key prefix.
 	ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKeyPrefixRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// SubmitterRecords: submitters' names and reports by status.
@@ -640,28 +637,9 @@ func (c *storageClient) CountThreats(ctx context.Context, in *ThreatQuery, opts 
 	return out, nil
 }
 
-func (c *storageClient) ThreatsByIndicator(ctx context.Context, in *ThreatsByIndicatorRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ThreatsByIndicator_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[ThreatsByIndicatorRequest, Threat]{ClientStream: stream}
-	if err := x.ClientStream.SendMsg(in); err != nil {
-		return nil, err
-	}
-	if err := x.ClientStream.CloseSend(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Storage_ThreatsByIndicatorClient = grpc.ServerStreamingClient[Threat]
-
 func (c *storageClient) ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKeyPrefixRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -690,7 +668,7 @@ func (c *storageClient) SubmitterRecords(ctx context.Context, in *SubmitterRecor
 
 func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_Feed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_Feed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -719,7 +697,7 @@ func (c *storageClient) LastFeedEvent(ctx context.Context, in *LastFeedEventRequ
 
 func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_ListRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_ListRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -798,7 +776,7 @@ func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grp
 
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -827,7 +805,7 @@ func (c *storageClient) CreateWebhook(ctx context.Context, in *Webhook, opts ...
 
 func (c *storageClient) ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_ListWebhooks_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_ListWebhooks_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -866,7 +844,7 @@ func (c *storageClient) EnableWebhook(ctx context.Context, in *WebhookRequest, o
 
 func (c *storageClient) DueDeliveries(ctx context.Context, in *DueDeliveriesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_DueDeliveries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_DueDeliveries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -895,7 +873,7 @@ func (c *storageClient) RecordAttempt(ctx context.Context, in *AttemptOutcome, o
 
 func (c *storageClient) WebhookAttempts(ctx context.Context, in *WebhookAttemptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[16], Storage_WebhookAttempts_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_WebhookAttempts_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1002,8 +980,6 @@ type StorageServer interface {
 	QueryThreats(*ThreatQuery, grpc.ServerStreamingServer[Threat]) error
 	// CountThreats counts what a ThreatQuery's filters select.
 	CountThreats(context.Context, *ThreatQuery) (*CountThreatsResponse, error)
-	// ThreatsByIndicator: the verified reports that list an indicator.
-	ThreatsByIndicator(*ThreatsByIndicatorRequest, grpc.ServerStreamingServer[Threat]) error
 	// ThreatsByKeyPrefix: verified reports by canonical key prefix.
 	ThreatsByKeyPrefix(*ThreatsByKeyPrefixRequest, grpc.ServerStreamingServer[Threat]) error
 	// SubmitterRecords: submitters' names and reports by status.
@@ -1157,9 +1133,6 @@ func (UnimplementedStorageServer) QueryThreats(*ThreatQuery, grpc.ServerStreamin
 }
 func (UnimplementedStorageServer) CountThreats(context.Context, *ThreatQuery) (*CountThreatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountThreats not implemented")
-}
-func (UnimplementedStorageServer) ThreatsByIndicator(*ThreatsByIndicatorRequest, grpc.ServerStreamingServer[Threat]) error {
-	return status.Error(codes.Unimplemented, "method ThreatsByIndicator not implemented")
 }
 func (UnimplementedStorageServer) ThreatsByKeyPrefix(*ThreatsByKeyPrefixRequest, grpc.ServerStreamingServer[Threat]) error {
 	return status.Error(codes.Unimplemented, "method ThreatsByKeyPrefix not implemented")
@@ -1826,17 +1799,6 @@ func _Storage_CountThreats_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Storage_ThreatsByIndicator_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(ThreatsByIndicatorRequest)
-	if err := stream.RecvMsg(m); err != nil {
-		return err
-	}
-	return srv.(StorageServer).ThreatsByIndicator(m, &grpc.GenericServerStream[ThreatsByIndicatorRequest, Threat]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Storage_ThreatsByIndicatorServer = grpc.ServerStreamingServer[Threat]
-
 func _Storage_ThreatsByKeyPrefix_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ThreatsByKeyPrefixRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -2382,11 +2344,6 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "QueryThreats",
 			Handler:       _Storage_QueryThreats_Handler,
-			ServerStreams: true,
-		},
-		{
-			StreamName:    "ThreatsByIndicator",
-			Handler:       _Storage_ThreatsByIndicator_Handler,
 			ServerStreams: true,
 		},
 		{
