@@ -46,6 +46,13 @@ const OSVCommunityPrefix = "THREATD-"
 // OSVSource is the Source of the reports imported from OSV records.
 const OSVSource = "osv"
 
+// HasOSVRecord reports whether a verified report has an OSV record: a
+// package report of a registry OSV has an ecosystem for.
+func HasOSVRecord(t Threat) bool {
+	_, ok := OSVEcosystems[t.Registry]
+	return t.ReportType == TypePackage && ok && t.Status == StatusVerified
+}
+
 // OSVRecordOf is the id of a report's OSV record: an imported report's
 // upstream record id (without the package qualifier a record with several
 // packages gives its reports), a community report's THREATD-<uuid>.

@@ -65,10 +65,7 @@ type Credit struct {
 
 // Exportable reports whether a verified report has an OSV record: a
 // package report of a registry OSV has an ecosystem for.
-func Exportable(t core.Threat) bool {
-	_, ok := core.OSVEcosystems[t.Registry]
-	return t.ReportType == core.TypePackage && ok && t.Status == core.StatusVerified
-}
+func Exportable(t core.Threat) bool { return core.HasOSVRecord(t) }
 
 // RecordID is the id of a report's OSV record (core.OSVRecordOf).
 func RecordID(t core.Threat) string { return core.OSVRecordOf(t) }

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -360,14 +361,14 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 	if err := queueWebhookEvents(ctx, tx.Tx, at); err != nil {
 		return err
 	}
-	return s.writeObjectIDs(ctx, tx)
+	return s.writeIndicators(ctx, tx)
 }
 
-// writeObjectIDs records the STIX object ids (stix_objects) and the
+// writeIndicators records the STIX object ids (stix_objects) and the
 // indicators (threat_indicators) of the reports published in tx: an object
 // id already known is kept; a revised report's indicators replace its old
 // ones.
-func (s *Store) writeObjectIDs(ctx context.Context, tx *txn) error {
+func (s *Store) writeIndicators(ctx context.Context, tx *txn) error {
 	if len(tx.unmapped) > 0 {
 		var rows []threatRow
 		if err := tx.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(tx.unmapped)).Scan(ctx); err != nil {
@@ -400,33 +401,29 @@ func (s *Store) writeObjectIDs(ctx context.Context, tx *txn) error {
 	return insertIndicators(ctx, tx.Tx, indicators)
 }
 
-// insertIndicators writes indicator rows in batches, sorted by key (the
-// primary key's order), keeping those already there.
+// insertIndicators writes indicator rows, keeping those already there.
 func insertIndicators(ctx context.Context, db bun.IDB, rows []indicatorRow) error {
-	slices.SortFunc(rows, func(a, b indicatorRow) int {
+	return insertSorted(ctx, db, rows, func(a, b indicatorRow) int {
 		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.ThreatID, b.ThreatID))
-	})
-	for len(rows) > 0 {
-		n := min(len(rows), 2000)
-		batch := rows[:n]
-		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (key, threat_id) DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
-			return fmt.Errorf("indicators: %w", err)
-		}
-		rows = rows[n:]
-	}
-	return nil
+	}, "key, threat_id")
 }
 
-// insertObjectIDs writes object ids in batches, keeping those already there.
-// The ids are hashes: sorted, the rows of a batch that share a page of the
-// index are written one after the other.
+// insertObjectIDs writes object ids, keeping those already there.
 func insertObjectIDs(ctx context.Context, db bun.IDB, rows []stixObjectRow) error {
-	slices.SortFunc(rows, func(a, b stixObjectRow) int { return strings.Compare(a.ObjectID, b.ObjectID) })
+	return insertSorted(ctx, db, rows, func(a, b stixObjectRow) int { return strings.Compare(a.ObjectID, b.ObjectID) }, "object_id")
+}
+
+// insertSorted writes rows in batches of 2,000, keeping the rows already
+// there (ON CONFLICT (key) DO NOTHING). The keys are hashes: sorted in the
+// primary key's order first, the rows of a batch that share a page of the
+// index are written one after the other.
+func insertSorted[T any](ctx context.Context, db bun.IDB, rows []T, order func(a, b T) int, key string) error {
+	slices.SortFunc(rows, order)
 	for len(rows) > 0 {
 		n := min(len(rows), 2000)
 		batch := rows[:n]
-		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (object_id) DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
-			return fmt.Errorf("stix object ids: %w", err)
+		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (" + key + ") DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
+			return fmt.Errorf("%s: %w", db.Dialect().Tables().Get(reflect.TypeFor[T]()).Name, err)
 		}
 		rows = rows[n:]
 	}

@@ -78,14 +78,28 @@ func parseBrowse(qs url.Values) (browseFilter, error) {
 		return f, core.Invalid("sort", "must be newest or oldest (got %q)", f.Sort)
 	}
 	if after := qs.Get("after"); after != "" {
-		micros, id, ok := strings.Cut(after, ".")
-		n, err := strconv.ParseInt(micros, 10, 64)
-		if _, uerr := uuid.Parse(id); !ok || err != nil || uerr != nil {
+		var ok bool
+		if q.AfterVerifiedAt, q.AfterID, ok = parseCursor(after); !ok {
 			return f, core.Invalid("after", "is not a page of this list: start again from the first page")
 		}
-		q.AfterVerifiedAt, q.AfterID = time.UnixMicro(n).UTC(), id
 	}
 	return f, nil
+}
+
+// cursor is a keyset position in a page's link: the last report's time
+// (in microseconds) and id.
+func cursor(at time.Time, id string) string {
+	return strconv.FormatInt(at.UnixMicro(), 10) + "." + id
+}
+
+// parseCursor reads a cursor; ok is false for anything else.
+func parseCursor(s string) (at time.Time, id string, ok bool) {
+	micros, id, found := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if _, uerr := uuid.Parse(id); !found || err != nil || uerr != nil {
+		return time.Time{}, "", false
+	}
+	return time.UnixMicro(n).UTC(), id, true
 }
 
 // values are the filter's parameters (for links to other pages).
@@ -173,7 +187,7 @@ func (s *Site) browse(c *echo.Context) error {
 		for k, x := range v {
 			next[k] = x
 		}
-		next.Set("after", strconv.FormatInt(last.VerifiedAt.UnixMicro(), 10)+"."+last.ID)
+		next.Set("after", cursor(*last.VerifiedAt, last.ID))
 		data["Next"] = "/threats?" + next.Encode()
 	}
 	if f.query.AfterID != "" {

@@ -10,9 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
@@ -276,8 +274,8 @@ type threatLink struct {
 // that finds it.
 func (s *Site) threatLinks(t core.Threat) []threatLink {
 	links := []threatLink{{Name: "JSON", URL: "/threats/" + t.ID + ".json", Note: "the public record"}}
-	if osvID := core.OSVRecordOf(t); osvID != "" {
-		links = append(links, threatLink{Name: "OSV", URL: s.opts.BasePath + "/osv/v1/vulns/" + osvID, Note: "OSV record (API token)"})
+	if core.HasOSVRecord(t) {
+		links = append(links, threatLink{Name: "OSV", URL: s.opts.BasePath + "/osv/v1/vulns/" + core.OSVRecordOf(t), Note: "OSV record (API token)"})
 	}
 	all := core.TAXIICollections()[0]
 	links = append(links, threatLink{Name: "STIX", URL: "/taxii2/api/collections/" + all.ID + "/objects/" + core.STIXMalwareID(t.ID) + "/",
@@ -420,12 +418,10 @@ func (s *Site) queue(c *echo.Context) error {
 	// meanwhile, and every pending report can be reached.
 	q := core.PendingQuery{Limit: queuePage}
 	if after := c.QueryParam("after"); after != "" {
-		micros, id, ok := strings.Cut(after, ".")
-		n, err := strconv.ParseInt(micros, 10, 64)
-		if _, uerr := uuid.Parse(id); !ok || err != nil || uerr != nil {
+		var ok bool
+		if q.AfterCreatedAt, q.AfterID, ok = parseCursor(after); !ok {
 			return s.errorPage(c, http.StatusBadRequest, "This page of the review queue does not exist: start again from the first page.")
 		}
-		q.AfterCreatedAt, q.AfterID = time.UnixMicro(n).UTC(), id
 	}
 	pending, total, err := s.store.ListPending(ctx, q)
 	if err != nil {
@@ -434,7 +430,7 @@ func (s *Site) queue(c *echo.Context) error {
 	next := ""
 	if len(pending) == queuePage {
 		last := pending[len(pending)-1]
-		next = strconv.FormatInt(last.CreatedAt.UnixMicro(), 10) + "." + last.ID
+		next = cursor(last.CreatedAt, last.ID)
 	}
 	revs, err := s.store.ListPendingRevisions(ctx)
 	if err != nil {
