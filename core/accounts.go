@@ -149,6 +149,9 @@ func (a *Accounts) IssueToken(ctx context.Context, email, name string) (string, 
 
 // issue creates a token for a user already looked up.
 func (a *Accounts) issue(ctx context.Context, u User, name string) (string, Token, error) {
+	if !u.Active() {
+		return "", Token{}, &ConflictError{What: "user", Key: u.Email, Message: "the account " + u.Email + " is " + u.State() + ": enable it first (threatd user enable)"}
+	}
 	secret, err := NewTokenSecret()
 	if err != nil {
 		return "", Token{}, fmt.Errorf("generate token: %w", err)
@@ -191,7 +194,7 @@ func (a *Accounts) Authenticate(ctx context.Context, secret string) (Principal, 
 	}
 	// The store looked the hash up by index; compare it again in constant
 	// time so that no code path accepts a token on anything but an exact match.
-	if !TokenHashEqual(t.Hash, hash) || t.Revoked() {
+	if !TokenHashEqual(t.Hash, hash) || t.Revoked() || !u.Active() {
 		return Principal{}, ErrUnauthenticated
 	}
 	return Principal{User: u, Token: t}, nil

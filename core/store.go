@@ -84,6 +84,60 @@ type AccountStore interface {
 	SessionUser(ctx context.Context, hash string) (Session, User, error)
 	// DeleteSession ends a web session; ending an unknown one succeeds.
 	DeleteSession(ctx context.Context, hash string) error
+	// ListSessions returns the user's unexpired web sessions, newest first
+	// (at most MaxListSessions).
+	ListSessions(ctx context.Context, userID string) ([]Session, error)
+	// ChangeAccount applies one change to the account with c.UserID in one
+	// transaction (see AccountChange); ErrNotFound when there is no such
+	// user, ErrConflict when the account was deleted.
+	ChangeAccount(ctx context.Context, c AccountChange) (AccountChanged, error)
+}
+
+// MaxListSessions bounds the sessions ListSessions returns.
+const MaxListSessions = 100
+
+// AccountChange is a change to one account, applied by the store in one
+// transaction. Nil and zero fields are left as they are; the effects run
+// in this order: name, password, disable or enable, the sessions, delete.
+type AccountChange struct {
+	UserID string
+	// Name is a new public name.
+	Name *string
+	// PasswordHash is a new password hash (HashPassword); setting it ends
+	// every session of the user but KeepSession.
+	PasswordHash *string
+	// Disabled disables (true: every live token is revoked and every
+	// session ended) or enables (false) the account. Enabling brings no
+	// token or session back.
+	Disabled *bool
+	// EndSessions ends the user's sessions but KeepSession (the hash of
+	// the session to keep, "" = none).
+	EndSessions bool
+	KeepSession string
+	// Delete, when set, deletes the account: see AccountDeletion.
+	Delete *AccountDeletion
+	// At is when the change is made.
+	At time.Time
+}
+
+// AccountDeletion is what deleting an account writes. The user's pending
+// reports are withdrawn (rejected, with Note, by ActorName) and their
+// pending revisions rejected; tokens are revoked and sessions ended; the
+// user row stays (verified reports still name it as their submitter) with
+// Email and Name in place of the person's, no password, DeletedAt set;
+// the contact e-mail of the user's reports is removed.
+type AccountDeletion struct {
+	Email, Name     string
+	Note, ActorName string
+}
+
+// AccountChanged is the account after a change and what the change did.
+type AccountChanged struct {
+	User               User
+	TokensRevoked      int
+	SessionsEnded      int
+	ReportsWithdrawn   int
+	RevisionsWithdrawn int
 }
 
 // ReportStore keeps reports through submission, review and revision.

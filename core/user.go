@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"net/mail"
 	"strings"
 	"time"
@@ -61,6 +62,26 @@ type User struct {
 	// PasswordHash is the web log-in password as an argon2id PHC string
 	// (HashPassword); empty = the user cannot log in to the web site.
 	PasswordHash string
+	// DisabledAt is when an administrator disabled the account (nil =
+	// active): a disabled user can neither log in nor use the API.
+	DisabledAt *time.Time
+	// DeletedAt is when the user deleted the account: it is then disabled
+	// for good, its e-mail and name replaced (DeleteAccount).
+	DeletedAt *time.Time
+}
+
+// Active reports whether the user may log in and call the API.
+func (u User) Active() bool { return u.DisabledAt == nil && u.DeletedAt == nil }
+
+// State names the account's state: "active", "disabled" or "deleted".
+func (u User) State() string {
+	switch {
+	case u.DeletedAt != nil:
+		return "deleted"
+	case u.DisabledAt != nil:
+		return "disabled"
+	}
+	return "active"
 }
 
 // NewUser is the input of creating a user.
@@ -97,6 +118,18 @@ func (n NewUser) Normalise() (NewUser, error) {
 	}
 	return n, nil
 }
+
+// Count says n things in English: "1 token", "2 tokens".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// NormaliseEmail is an e-mail address as users are looked up by: trimmed
+// and lower-cased.
+func NormaliseEmail(s string) string { return normaliseEmail(s) }
 
 // ValidateEmail checks that s is a single bare e-mail address (no display name).
 func ValidateEmail(field, s string) error {

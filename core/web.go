@@ -61,6 +61,9 @@ func (a *Accounts) LogIn(ctx context.Context, email, password string, ttl time.D
 	if !CheckPassword(u.PasswordHash, password) {
 		return "", User{}, ErrBadCredentials
 	}
+	if !u.Active() {
+		return "", User{}, ErrAccountDisabled
+	}
 	secret, err := a.OpenSession(ctx, u, ttl)
 	return secret, u, err
 }
@@ -86,7 +89,12 @@ func (a *Accounts) SessionUser(ctx context.Context, secret string) (Session, Use
 	if secret == "" || len(secret) > 100 {
 		return Session{}, User{}, NotFound("session", "")
 	}
-	return a.store.SessionUser(ctx, HashSessionSecret(secret))
+	s, u, err := a.store.SessionUser(ctx, HashSessionSecret(secret))
+	if err == nil && !u.Active() {
+		// Disabling ends the sessions; this holds between the two.
+		return Session{}, User{}, NotFound("session", "")
+	}
+	return s, u, err
 }
 
 // LogOut ends the session with this secret.

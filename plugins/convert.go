@@ -62,6 +62,7 @@ func userToPB(u core.User) *pb.User {
 	return &pb.User{
 		Id: u.ID, Email: u.Email, Name: u.Name, Tier: string(u.Tier), Role: string(u.Role),
 		SubmissionsPerHour: intPtr32(u.SubmissionsPerHour), CreatedAt: ts(u.CreatedAt), PasswordHash: u.PasswordHash,
+		DisabledAt: tsPtr(u.DisabledAt), DeletedAt: tsPtr(u.DeletedAt),
 	}
 }
 
@@ -72,6 +73,7 @@ func userFromPB(u *pb.User) core.User {
 	return core.User{
 		ID: u.Id, Email: u.Email, Name: u.Name, Tier: core.Tier(u.Tier), Role: core.Role(u.Role),
 		SubmissionsPerHour: int32Ptr(u.SubmissionsPerHour), CreatedAt: fromTS(u.CreatedAt), PasswordHash: u.PasswordHash,
+		DisabledAt: fromTSPtr(u.DisabledAt), DeletedAt: fromTSPtr(u.DeletedAt),
 	}
 }
 
@@ -394,4 +396,32 @@ func attemptFromPB(a *pb.DeliveryAttempt) core.DeliveryAttempt {
 	}
 	return core.DeliveryAttempt{WebhookID: a.WebhookId, Seq: a.Seq, ThreatID: a.ThreatId, Kind: a.Kind, At: fromTS(a.At),
 		Status: int(a.Status), Latency: time.Duration(a.LatencyUs) * time.Microsecond, Error: a.Error, State: a.State}
+}
+
+func accountChangeToPB(c core.AccountChange) *pb.AccountChange {
+	out := &pb.AccountChange{UserId: c.UserID, Name: c.Name, PasswordHash: c.PasswordHash, Disabled: c.Disabled,
+		EndSessions: c.EndSessions, KeepSession: c.KeepSession, At: ts(c.At)}
+	if d := c.Delete; d != nil {
+		out.Delete = &pb.AccountDeletion{Email: d.Email, Name: d.Name, Note: d.Note, ActorName: d.ActorName}
+	}
+	return out
+}
+
+func accountChangeFromPB(c *pb.AccountChange) core.AccountChange {
+	out := core.AccountChange{UserID: c.UserId, Name: c.Name, PasswordHash: c.PasswordHash, Disabled: c.Disabled,
+		EndSessions: c.EndSessions, KeepSession: c.KeepSession, At: fromTS(c.At)}
+	if d := c.Delete; d != nil {
+		out.Delete = &core.AccountDeletion{Email: d.Email, Name: d.Name, Note: d.Note, ActorName: d.ActorName}
+	}
+	return out
+}
+
+func accountChangedToPB(c core.AccountChanged) *pb.AccountChanged {
+	return &pb.AccountChanged{User: userToPB(c.User), TokensRevoked: int32(c.TokensRevoked), SessionsEnded: int32(c.SessionsEnded),
+		ReportsWithdrawn: int32(c.ReportsWithdrawn), RevisionsWithdrawn: int32(c.RevisionsWithdrawn)}
+}
+
+func accountChangedFromPB(c *pb.AccountChanged) core.AccountChanged {
+	return core.AccountChanged{User: userFromPB(c.User), TokensRevoked: int(c.TokensRevoked), SessionsEnded: int(c.SessionsEnded),
+		ReportsWithdrawn: int(c.ReportsWithdrawn), RevisionsWithdrawn: int(c.RevisionsWithdrawn)}
 }

@@ -185,6 +185,18 @@ func (c *StorageClient) DeleteSession(ctx context.Context, hash string) error {
 	return fromStatus(err)
 }
 
+// ListSessions returns a user's unexpired sessions.
+func (c *StorageClient) ListSessions(ctx context.Context, userID string) ([]core.Session, error) {
+	stream, err := c.conn().ListSessions(ctx, &pb.ListSessionsRequest{UserId: userID})
+	return recvAll(stream, err, sessionFromPB)
+}
+
+// ChangeAccount applies one change to an account.
+func (c *StorageClient) ChangeAccount(ctx context.Context, ch core.AccountChange) (core.AccountChanged, error) {
+	r, err := c.conn().ChangeAccount(ctx, accountChangeToPB(ch))
+	return call(r, err, accountChangedFromPB)
+}
+
 // ListSubmissions returns one page of a user's reports and their count.
 func (c *StorageClient) ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]core.Threat, int, error) {
 	r, err := c.conn().ListSubmissions(ctx, &pb.ListSubmissionsRequest{UserId: userID, Offset: int32(offset), Limit: int32(limit)})

@@ -224,6 +224,19 @@ func (s *storageServer) DeleteSession(ctx context.Context, req *pb.DeleteSession
 	})
 }
 
+func (s *storageServer) ListSessions(req *pb.ListSessionsRequest, stream grpc.ServerStreamingServer[pb.Session]) error {
+	return streamAll(s, func(st core.Store) ([]core.Session, error) {
+		return st.ListSessions(stream.Context(), req.UserId)
+	}, sessionToPB, stream.Send)
+}
+
+func (s *storageServer) ChangeAccount(ctx context.Context, req *pb.AccountChange) (*pb.AccountChanged, error) {
+	return withStore(s, func(st core.Store) (*pb.AccountChanged, error) {
+		c, err := st.ChangeAccount(ctx, accountChangeFromPB(req))
+		return accountChangedToPB(c), err
+	})
+}
+
 func (s *storageServer) ListSubmissions(ctx context.Context, req *pb.ListSubmissionsRequest) (*pb.ListSubmissionsResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ListSubmissionsResponse, error) {
 		ts, total, err := st.ListSubmissions(ctx, req.UserId, int(req.Offset), int(req.Limit))

@@ -13,21 +13,24 @@ import (
 type userRow struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID                 string    `bun:"id,pk"`
-	Email              string    `bun:"email,notnull"`
-	Name               string    `bun:"name,notnull"`
-	Tier               string    `bun:"tier,notnull"`
-	Role               string    `bun:"role,notnull"`
-	SubmissionsPerHour *int      `bun:"submissions_per_hour"`
-	CreatedAt          time.Time `bun:"created_at,notnull"`
-	UpdatedAt          time.Time `bun:"updated_at,notnull"`
-	PasswordHash       string    `bun:"password_hash,nullzero"`
+	ID                 string     `bun:"id,pk"`
+	Email              string     `bun:"email,notnull"`
+	Name               string     `bun:"name,notnull"`
+	Tier               string     `bun:"tier,notnull"`
+	Role               string     `bun:"role,notnull"`
+	SubmissionsPerHour *int       `bun:"submissions_per_hour"`
+	CreatedAt          time.Time  `bun:"created_at,notnull"`
+	UpdatedAt          time.Time  `bun:"updated_at,notnull"`
+	PasswordHash       string     `bun:"password_hash,nullzero"`
+	DisabledAt         *time.Time `bun:"disabled_at"`
+	DeletedAt          *time.Time `bun:"deleted_at"`
 }
 
 func (r userRow) domain() core.User {
 	return core.User{
 		ID: r.ID, Email: r.Email, Name: r.Name, Tier: core.Tier(r.Tier), Role: core.Role(r.Role),
 		SubmissionsPerHour: r.SubmissionsPerHour, CreatedAt: r.CreatedAt.UTC(), PasswordHash: r.PasswordHash,
+		DisabledAt: utcPtr(r.DisabledAt), DeletedAt: utcPtr(r.DeletedAt),
 	}
 }
 

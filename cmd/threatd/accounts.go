@@ -27,6 +27,9 @@ type userJSON struct {
 	SubmissionsPerHour *int      `json:"submissions_per_hour"`
 	WebPassword        bool      `json:"web_password"`
 	CreatedAt          time.Time `json:"created_at"`
+	// State is active, disabled or deleted.
+	State      string     `json:"state"`
+	DisabledAt *time.Time `json:"disabled_at"`
 }
 
 // tokenJSON is a token as `token list --json` prints it: never the token.
@@ -43,20 +46,21 @@ func userListCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list [--json]",
-		Short: "List users in e-mail order: name, tier, role, hourly limit, web password",
+		Short: "List users in e-mail order: name, tier, role, hourly limit, web password, state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withEnv(cmd, func(e *env) error {
 				users := []userJSON{}
 				err := core.NewAccounts(e.store).Users(cmd.Context(), func(u core.User) error {
 					users = append(users, userJSON{Email: u.Email, Name: u.Name, Tier: u.Tier, Role: u.Role,
-						SubmissionsPerHour: u.SubmissionsPerHour, WebPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt.UTC()})
+						SubmissionsPerHour: u.SubmissionsPerHour, WebPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt.UTC(),
+						State: u.State(), DisabledAt: utcPtr(u.DisabledAt)})
 					return nil
 				})
 				if err != nil {
 					return err
 				}
-				return printList(cmd.OutOrStdout(), asJSON, users, "EMAIL\tNAME\tTIER\tROLE\tLIMIT/H\tWEB\tCREATED", func(u userJSON) []string {
+				return printList(cmd.OutOrStdout(), asJSON, users, "EMAIL\tNAME\tTIER\tROLE\tLIMIT/H\tWEB\tCREATED\tSTATE", func(u userJSON) []string {
 					limit, web := "default", "no"
 					if u.SubmissionsPerHour != nil {
 						limit = strconv.Itoa(*u.SubmissionsPerHour)
@@ -64,12 +68,44 @@ func userListCmd() *cobra.Command {
 					if u.WebPassword {
 						web = "yes"
 					}
-					return []string{u.Email, oneLine(u.Name, 40), string(u.Tier), string(u.Role), limit, web, u.CreatedAt.Format(time.RFC3339)}
+					return []string{u.Email, oneLine(u.Name, 40), string(u.Tier), string(u.Role), limit, web, u.CreatedAt.Format(time.RFC3339), u.State}
 				})
 			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return c
+}
+
+// userDisableCmd is `user disable` (disable) or `user enable`.
+func userDisableCmd(disable bool) *cobra.Command {
+	verb, short := "enable", "Enable a disabled account: the user can log in again (revoked tokens stay revoked)"
+	if disable {
+		verb, short = "disable", "Disable an account at once: its API tokens are revoked and its web sessions ended; its reports stay"
+	}
+	c := &cobra.Command{
+		Use:   verb + " --email E",
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			email, _ := cmd.Flags().GetString("email")
+			return withEnv(cmd, func(e *env) error {
+				ch, err := core.NewAccounts(e.store).SetDisabled(cmd.Context(), email, disable)
+				if err != nil {
+					return friendly(err)
+				}
+				if disable {
+					fmt.Fprintf(cmd.OutOrStdout(), "user %s: disabled; %s revoked, %s ended\n", ch.User.Email,
+						core.Count(ch.TokensRevoked, "token", "tokens"), core.Count(ch.SessionsEnded, "web session", "web sessions"))
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "user %s: enabled (issue new tokens: the old ones stay revoked)\n", ch.User.Email)
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().String("email", "", "the user's e-mail address (required)")
+	_ = c.MarkFlagRequired("email")
 	return c
 }
 

@@ -112,7 +112,8 @@ func userCmd() *cobra.Command {
 	setPassword.Flags().String("email", "", "the user's e-mail address (required)")
 	_ = setPassword.MarkFlagRequired("email")
 
-	user.AddCommand(add, userListCmd(), userAccessCmd("tier", "free, paid", (*core.Accounts).SetTier), userAccessCmd("role", "submitter, reviewer, admin", (*core.Accounts).SetRole), setLimit, setPassword)
+	user.AddCommand(add, userListCmd(), userAccessCmd("tier", "free, paid", (*core.Accounts).SetTier), userAccessCmd("role", "submitter, reviewer, admin", (*core.Accounts).SetRole), setLimit, setPassword,
+		userDisableCmd(true), userDisableCmd(false))
 	return user
 }
 

@@ -61,8 +61,12 @@ func TestWebBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	in := newInstance(t, "cache:\n  freshness: 60s\n")
-	in.user("rita@example.com", "--role", "reviewer", "--name", "Rita")
+	// Every page loads its style sheet and script: the journey's ~400
+	// requests from one address would pass the per-IP limit.
+	in := newInstance(t, "cache:\n  freshness: 60s\nlimits:\n  per_ip_per_minute: 0\n")
+	// Rita administers as well as reviews (the users page).
+	in.user("rita@example.com", "--role", "admin", "--name", "Rita")
+	checker := in.user("checker@example.com")
 	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
 	d := in.serve()
 
@@ -91,17 +95,36 @@ func TestWebBrowser(t *testing.T) {
 	}
 
 	// What the browser did, seen through the API and the CLI.
-	v := d.do("GET", checkPath("purl", "pkg:npm/"+got.Package), got.Token, "").expect(t, 200, "")
+	// The journey's own token was revoked when Rita disabled Sam.
+	d.do("GET", base+"/account", got.Token, "").expect(t, 401, "")
+	v := d.do("GET", checkPath("purl", "pkg:npm/"+got.Package), checker, "").expect(t, 200, "")
 	if v.body["malicious"] != true {
 		t.Errorf("check-malicious for the report verified in the browser: %v", v.body)
 	}
-	v = d.do("GET", checkPath("purl", "pkg:pypi/"+got.FormPackage), got.Token, "").expect(t, 200, "")
+	v = d.do("GET", checkPath("purl", "pkg:pypi/"+got.FormPackage), checker, "").expect(t, 200, "")
 	if v.body["malicious"] != false {
 		t.Errorf("check-malicious for the pending report submitted through the form: %v", v.body)
 	}
-	pending := in.mustCLI("review", "list")
-	if !strings.Contains(pending, got.FormThreatID) || strings.Contains(pending, got.APIThreatID) {
-		t.Errorf("review list after the journey should hold the form's report only:\n%s", pending)
+	// Sam deleted the account: the form's pending report was withdrawn,
+	// the verified one stays.
+	if pending := in.mustCLI("review", "list"); strings.Contains(pending, got.FormThreatID) || strings.Contains(pending, got.APIThreatID) {
+		t.Errorf("review list after the journey should hold neither report:\n%s", pending)
+	}
+	if show := in.mustCLI("review", "show", got.FormThreatID); !strings.Contains(show, "rejected") || !strings.Contains(show, "deleted their account") {
+		t.Errorf("the deleted account's pending report:\n%s", show)
+	}
+	var users []map[string]any
+	if err := json.Unmarshal([]byte(in.mustCLI("user", "list", "--json")), &users); err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, u := range users {
+		if u["state"] == "deleted" && u["name"] == "deleted user" {
+			deleted++
+		}
+	}
+	if deleted != 1 {
+		t.Errorf("user list after the journey: %d deleted accounts, want 1: %v", deleted, users)
 	}
 	rita := in.browser(d)
 	rita.get("/login")
@@ -111,7 +134,8 @@ func TestWebBrowser(t *testing.T) {
 
 	// A screenshot of each main page, as PNG.
 	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "search-indicator",
-		"browse", "revoke-confirm", "phone-home", "phone-threat", "phone-browse", "phone-search", "phone-search-indicator", "phone-review-queue", "phone-my-submissions"} {
+		"browse", "revoke-confirm", "phone-home", "phone-threat", "phone-browse", "phone-search", "phone-search-indicator", "phone-review-queue", "phone-my-submissions",
+		"account", "phone-account", "phone-users", "disable-confirm", "users", "account-deleted"} {
 		b, err := os.ReadFile(filepath.Join(shots, name+".png"))
 		if err != nil || len(b) < 5000 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("screenshot %s: %d bytes, %v", name, len(b), err)

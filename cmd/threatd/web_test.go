@@ -176,7 +176,8 @@ func TestWebJourney(t *testing.T) {
 	d.do("GET", base+"/account", secret, "").expect(t, 200, "")
 	// Settings → API Tokens, by the names docs/web.md gives them.
 	sam.get("/").expect(t, 200, `<a href="/settings">Settings</a>`)
-	list := sam.get("/settings").expect(t, 200, `<a href="/settings/tokens" aria-current="page">API Tokens</a>`, "ci-pipeline", "thd_…"+secret[len(secret)-4:], "Revoke")
+	sam.get("/settings").expect(t, 200, "Your account", `<a href="/settings/tokens">API Tokens</a>`)
+	list := sam.get("/settings/tokens").expect(t, 200, `<a href="/settings/tokens" aria-current="page">API Tokens</a>`, "ci-pipeline", "thd_…"+secret[len(secret)-4:], "Revoke")
 	list.lacks(t, secret)
 	// Last-use times are written in the background every few seconds.
 	for deadline := time.Now().Add(20 * time.Second); strings.Contains(sam.get("/settings/tokens").body, "never"); {

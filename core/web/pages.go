@@ -155,6 +155,10 @@ func (s *Site) startSession(c *echo.Context, email, pw, next string, succeeded f
 		return s.render(c, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in", "Email": email, "Next": next,
 			"Error": "The e-mail or password is not right."})
 	}
+	if errors.Is(err, core.ErrAccountDisabled) {
+		return s.render(c, http.StatusForbidden, "login", map[string]any{"Title": "Log in", "Email": email, "Next": next,
+			"Error": "This account is disabled. Ask an administrator of this threatd to enable it."})
+	}
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,7 @@ func Run(t *testing.T, backend Backend) {
 		{"ListSubmissions", testListSubmissions},
 		{"Webhooks", testWebhooks},
 		{"Browse", testBrowse},
+		{"AccountChanges", testAccountChanges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })

@@ -212,7 +212,7 @@ try {
 
   // Settings → API Tokens → Generate Token: shown once, copyable.
   await go(sam, "/");
-  await Promise.all([sam.waitForURL("**/settings/tokens"), nav(sam, "link", "Settings").click()]);
+  await Promise.all([sam.waitForURL("**/settings/account"), nav(sam, "link", "Settings").click()]);
   await Promise.all([sam.waitForURL("**/settings/tokens"), role(sam, "link", "API Tokens").click()]);
   await sam.getByLabel("Token name", { exact: true }).fill("ci-pipeline");
   await submitForm(sam, role(sam, "button", "Generate Token"));
@@ -433,6 +433,84 @@ try {
   await nav(sam, "link", "Log in").waitFor();
   await go(sam, "/settings/tokens");
   check(sam.url().includes("/login"), `after Log out, /settings/tokens is ${sam.url()}`);
+
+  // Settings → Account, with Sam logged in twice: rename, a wrong current
+  // password refused, the password changed and the other session ended.
+  const samEmail = `sam-${stamp}@example.com`;
+  const logIn = async (page, email, password, status = 200) => {
+    await go(page, "/login");
+    await page.getByLabel("Email", { exact: true }).fill(email);
+    await page.getByLabel("Password", { exact: true }).fill(password);
+    await submitForm(page, role(page, "button", "Log in"), status);
+  };
+  const elsewhere = watch(await (await newContext(browser)).newPage(), "sam-elsewhere");
+  await logIn(elsewhere, samEmail, "a long enough password");
+  await logIn(sam, samEmail, "a long enough password");
+  await go(sam, "/");
+  await Promise.all([sam.waitForURL("**/settings/account"), nav(sam, "link", "Settings").click()]);
+  await sam.getByText("In this browser and 1 other session.").waitFor();
+  await sam.getByLabel("Public name", { exact: true }).fill("Sam Smith");
+  await submitForm(sam, role(sam, "button", "Save name"));
+  await sam.getByText("Your public name is now “Sam Smith”.").waitFor();
+  await sam.getByLabel("Current password", { exact: true }).fill("not my password at all");
+  await sam.getByLabel("New password", { exact: true }).fill("an even longer password");
+  expected.push(/status of 400/);
+  await submitForm(sam, role(sam, "button", "Change password"), 400);
+  await sam.getByText("This is not your current password.").waitFor();
+  check(await sam.getByLabel("Current password", { exact: true }).getAttribute("aria-invalid") === "true", "the wrong current password is not marked invalid");
+  await sam.getByLabel("Current password", { exact: true }).fill("a long enough password");
+  await sam.getByLabel("New password", { exact: true }).fill("an even longer password");
+  await submitForm(sam, role(sam, "button", "Change password"));
+  await sam.getByText("Your password is changed. Your 1 other session is logged out.").waitFor();
+  await sam.getByText("Only in this browser.").waitFor();
+  await shot(sam, "account");
+  await go(elsewhere, "/me/submissions");
+  check(elsewhere.url().includes("/login"), `the other session survived the password change: ${elsewhere.url()}`);
+
+  // The account pages on a phone.
+  const samPhone = watch(await (await newContext(browser, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true,
+    storageState: await samCtx.storageState() })).newPage(), "sam-phone");
+  await go(samPhone, "/settings/account");
+  await phoneCheck(samPhone, "/settings/account");
+  await samPhone.screenshot({ path: join(SHOTS, "phone-account.png"), fullPage: true });
+  await go(ritaPhone, "/admin/users");
+  await phoneCheck(ritaPhone, "/admin/users");
+  await ritaPhone.screenshot({ path: join(SHOTS, "phone-users.png"), fullPage: true });
+
+  // An administrator disables Sam (after a confirmation): Sam's session
+  // and token are refused at once and the log-in says why; then enables.
+  await go(rita, "/");
+  await Promise.all([rita.waitForURL("**/admin/users"), nav(rita, "link", "Users").click()]);
+  await rita.getByLabel("Find by e-mail", { exact: true }).fill(samEmail);
+  await Promise.all([rita.waitForURL("**/admin/users?email=**"), role(rita, "button", "Find").click()]);
+  const samRow = rita.getByRole("row").filter({ hasText: samEmail });
+  await submitForm(rita, samRow.getByRole("button", { name: "Disable", exact: true }));
+  await rita.getByRole("heading", { name: `Disable ${samEmail}?` }).waitFor();
+  await shot(rita, "disable-confirm");
+  await submitForm(rita, role(rita, "button", "Disable account"));
+  await rita.getByText(`${samEmail} is disabled: 1 token revoked, 1 session ended.`).waitFor();
+  await shot(rita, "users");
+  await go(sam, "/me/submissions");
+  check(sam.url().includes("/login"), `a disabled user's session still works: ${sam.url()}`);
+  r = await api.get(`${API}/account`, { headers });
+  check(r.status() === 401, `a disabled user's token: ${r.status()}`);
+  expected.push(/status of 403/);
+  await logIn(sam, samEmail, "an even longer password", 403);
+  await sam.getByText("This account is disabled.", { exact: false }).waitFor();
+  await submitForm(rita, rita.getByRole("row").filter({ hasText: samEmail }).getByRole("button", { name: "Enable", exact: true }));
+  await rita.getByText(`${samEmail} is enabled`, { exact: false }).waitFor();
+
+  // Sam deletes the account: the box and the password are required.
+  await logIn(sam, samEmail, "an even longer password");
+  await go(sam, "/settings/account");
+  await sam.getByLabel("I understand that this cannot be undone").check();
+  await sam.getByLabel("Your password", { exact: true }).fill("an even longer password");
+  await submitForm(sam, role(sam, "button", "Delete my account"));
+  await sam.getByRole("heading", { name: "Your account is deleted" }).waitFor();
+  await shot(sam, "account-deleted");
+  await nav(sam, "link", "Log in").waitFor();
+  expected.push(/status of 401/);
+  await logIn(sam, samEmail, "an even longer password", 401);
 
   check(expected.length === 0, `console messages expected but not seen: ${expected.join(", ")}`);
   check(problems.length === 0, "problems seen in the browser:\n  " + problems.join("\n  "));

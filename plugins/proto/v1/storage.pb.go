@@ -447,7 +447,11 @@ type User struct {
 	SubmissionsPerHour *int32                 `protobuf:"varint,6,opt,name=submissions_per_hour,json=submissionsPerHour,proto3,oneof" json:"submissions_per_hour,omitempty"`
 	CreatedAt          *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// password_hash is the argon2id PHC string of the web password; empty = none.
-	PasswordHash  string `protobuf:"bytes,8,opt,name=password_hash,json=passwordHash,proto3" json:"password_hash,omitempty"`
+	PasswordHash string `protobuf:"bytes,8,opt,name=password_hash,json=passwordHash,proto3" json:"password_hash,omitempty"`
+	// disabled_at: an administrator disabled the account; deleted_at: the
+	// user deleted it.
+	DisabledAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=disabled_at,json=disabledAt,proto3" json:"disabled_at,omitempty"`
+	DeletedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -536,6 +540,20 @@ func (x *User) GetPasswordHash() string {
 		return x.PasswordHash
 	}
 	return ""
+}
+
+func (x *User) GetDisabledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DisabledAt
+	}
+	return nil
+}
+
+func (x *User) GetDeletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeletedAt
+	}
+	return nil
 }
 
 type CreateUserRequest struct {
@@ -1315,6 +1333,295 @@ func (x *SessionUserRequest) GetHash() string {
 	return ""
 }
 
+type ListSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListSessionsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// AccountChange mirrors core.AccountChange: unset fields are left alone.
+type AccountChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Name          *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	PasswordHash  *string                `protobuf:"bytes,3,opt,name=password_hash,json=passwordHash,proto3,oneof" json:"password_hash,omitempty"`
+	Disabled      *bool                  `protobuf:"varint,4,opt,name=disabled,proto3,oneof" json:"disabled,omitempty"`
+	EndSessions   bool                   `protobuf:"varint,5,opt,name=end_sessions,json=endSessions,proto3" json:"end_sessions,omitempty"`
+	KeepSession   string                 `protobuf:"bytes,6,opt,name=keep_session,json=keepSession,proto3" json:"keep_session,omitempty"`
+	Delete        *AccountDeletion       `protobuf:"bytes,7,opt,name=delete,proto3" json:"delete,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccountChange) Reset() {
+	*x = AccountChange{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountChange) ProtoMessage() {}
+
+func (x *AccountChange) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
+func (*AccountChange) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AccountChange) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *AccountChange) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *AccountChange) GetPasswordHash() string {
+	if x != nil && x.PasswordHash != nil {
+		return *x.PasswordHash
+	}
+	return ""
+}
+
+func (x *AccountChange) GetDisabled() bool {
+	if x != nil && x.Disabled != nil {
+		return *x.Disabled
+	}
+	return false
+}
+
+func (x *AccountChange) GetEndSessions() bool {
+	if x != nil {
+		return x.EndSessions
+	}
+	return false
+}
+
+func (x *AccountChange) GetKeepSession() string {
+	if x != nil {
+		return x.KeepSession
+	}
+	return ""
+}
+
+func (x *AccountChange) GetDelete() *AccountDeletion {
+	if x != nil {
+		return x.Delete
+	}
+	return nil
+}
+
+func (x *AccountChange) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type AccountDeletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	ActorName     string                 `protobuf:"bytes,4,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccountDeletion) Reset() {
+	*x = AccountDeletion{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountDeletion) ProtoMessage() {}
+
+func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
+func (*AccountDeletion) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *AccountDeletion) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *AccountDeletion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AccountDeletion) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *AccountDeletion) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+type AccountChanged struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	User               *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	TokensRevoked      int32                  `protobuf:"varint,2,opt,name=tokens_revoked,json=tokensRevoked,proto3" json:"tokens_revoked,omitempty"`
+	SessionsEnded      int32                  `protobuf:"varint,3,opt,name=sessions_ended,json=sessionsEnded,proto3" json:"sessions_ended,omitempty"`
+	ReportsWithdrawn   int32                  `protobuf:"varint,4,opt,name=reports_withdrawn,json=reportsWithdrawn,proto3" json:"reports_withdrawn,omitempty"`
+	RevisionsWithdrawn int32                  `protobuf:"varint,5,opt,name=revisions_withdrawn,json=revisionsWithdrawn,proto3" json:"revisions_withdrawn,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *AccountChanged) Reset() {
+	*x = AccountChanged{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountChanged) ProtoMessage() {}
+
+func (x *AccountChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
+func (*AccountChanged) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AccountChanged) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *AccountChanged) GetTokensRevoked() int32 {
+	if x != nil {
+		return x.TokensRevoked
+	}
+	return 0
+}
+
+func (x *AccountChanged) GetSessionsEnded() int32 {
+	if x != nil {
+		return x.SessionsEnded
+	}
+	return 0
+}
+
+func (x *AccountChanged) GetReportsWithdrawn() int32 {
+	if x != nil {
+		return x.ReportsWithdrawn
+	}
+	return 0
+}
+
+func (x *AccountChanged) GetRevisionsWithdrawn() int32 {
+	if x != nil {
+		return x.RevisionsWithdrawn
+	}
+	return 0
+}
+
 type SessionUserResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
@@ -1325,7 +1632,7 @@ type SessionUserResponse struct {
 
 func (x *SessionUserResponse) Reset() {
 	*x = SessionUserResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1644,7 @@ func (x *SessionUserResponse) String() string {
 func (*SessionUserResponse) ProtoMessage() {}
 
 func (x *SessionUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1657,7 @@ func (x *SessionUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionUserResponse.ProtoReflect.Descriptor instead.
 func (*SessionUserResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{24}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SessionUserResponse) GetSession() *Session {
@@ -1376,7 +1683,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1695,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1708,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{25}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteSessionRequest) GetHash() string {
@@ -1419,7 +1726,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1738,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1751,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{26}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
 }
 
 type ListSubmissionsRequest struct {
@@ -1458,7 +1765,7 @@ type ListSubmissionsRequest struct {
 
 func (x *ListSubmissionsRequest) Reset() {
 	*x = ListSubmissionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1777,7 @@ func (x *ListSubmissionsRequest) String() string {
 func (*ListSubmissionsRequest) ProtoMessage() {}
 
 func (x *ListSubmissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1790,7 @@ func (x *ListSubmissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubmissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSubmissionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{27}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSubmissionsRequest) GetUserId() string {
@@ -1517,7 +1824,7 @@ type ListSubmissionsResponse struct {
 
 func (x *ListSubmissionsResponse) Reset() {
 	*x = ListSubmissionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1836,7 @@ func (x *ListSubmissionsResponse) String() string {
 func (*ListSubmissionsResponse) ProtoMessage() {}
 
 func (x *ListSubmissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1849,7 @@ func (x *ListSubmissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubmissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSubmissionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{28}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListSubmissionsResponse) GetThreats() []*Threat {
@@ -1568,7 +1875,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1887,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1900,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateTokenRequest) GetToken() *Token {
@@ -1612,7 +1919,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1931,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1944,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeTokenRequest) GetHash() string {
@@ -1656,7 +1963,7 @@ type AuthenticateRequest struct {
 
 func (x *AuthenticateRequest) Reset() {
 	*x = AuthenticateRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1975,7 @@ func (x *AuthenticateRequest) String() string {
 func (*AuthenticateRequest) ProtoMessage() {}
 
 func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1988,7 @@ func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AuthenticateRequest) GetHash() string {
@@ -1701,7 +2008,7 @@ type AuthenticateResponse struct {
 
 func (x *AuthenticateResponse) Reset() {
 	*x = AuthenticateResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +2020,7 @@ func (x *AuthenticateResponse) String() string {
 func (*AuthenticateResponse) ProtoMessage() {}
 
 func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +2033,7 @@ func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AuthenticateResponse) GetToken() *Token {
@@ -1753,7 +2060,7 @@ type ChangesRequest struct {
 
 func (x *ChangesRequest) Reset() {
 	*x = ChangesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2072,7 @@ func (x *ChangesRequest) String() string {
 func (*ChangesRequest) ProtoMessage() {}
 
 func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2085,7 @@ func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangesRequest.ProtoReflect.Descriptor instead.
 func (*ChangesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ChangesRequest) GetAfter() int64 {
@@ -1808,7 +2115,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +2127,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +2140,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -1899,7 +2206,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2218,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2231,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Threat) GetId() string {
@@ -2075,7 +2382,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2394,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2407,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -2213,7 +2520,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2532,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2545,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int32 {
@@ -2279,7 +2586,7 @@ type CreateThreatRequest struct {
 
 func (x *CreateThreatRequest) Reset() {
 	*x = CreateThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2598,7 @@ func (x *CreateThreatRequest) String() string {
 func (*CreateThreatRequest) ProtoMessage() {}
 
 func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2611,7 @@ func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateThreatRequest.ProtoReflect.Descriptor instead.
 func (*CreateThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateThreatRequest) GetThreat() *Threat {
@@ -2329,7 +2636,7 @@ type CreateThreatResponse struct {
 
 func (x *CreateThreatResponse) Reset() {
 	*x = CreateThreatResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2648,7 @@ func (x *CreateThreatResponse) String() string {
 func (*CreateThreatResponse) ProtoMessage() {}
 
 func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2661,7 @@ func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateThreatResponse.ProtoReflect.Descriptor instead.
 func (*CreateThreatResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
 }
 
 type GetThreatRequest struct {
@@ -2366,7 +2673,7 @@ type GetThreatRequest struct {
 
 func (x *GetThreatRequest) Reset() {
 	*x = GetThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2685,7 @@ func (x *GetThreatRequest) String() string {
 func (*GetThreatRequest) ProtoMessage() {}
 
 func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2698,7 @@ func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetThreatRequest) GetId() string {
@@ -2410,7 +2717,7 @@ type GetThreatsRequest struct {
 
 func (x *GetThreatsRequest) Reset() {
 	*x = GetThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +2729,7 @@ func (x *GetThreatsRequest) String() string {
 func (*GetThreatsRequest) ProtoMessage() {}
 
 func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +2742,7 @@ func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatsRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetThreatsRequest) GetIds() []string {
@@ -2454,7 +2761,7 @@ type ThreatList struct {
 
 func (x *ThreatList) Reset() {
 	*x = ThreatList{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2466,7 +2773,7 @@ func (x *ThreatList) String() string {
 func (*ThreatList) ProtoMessage() {}
 
 func (x *ThreatList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2479,7 +2786,7 @@ func (x *ThreatList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatList.ProtoReflect.Descriptor instead.
 func (*ThreatList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ThreatList) GetThreats() []*Threat {
@@ -2501,7 +2808,7 @@ type ListPendingRequest struct {
 
 func (x *ListPendingRequest) Reset() {
 	*x = ListPendingRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2820,7 @@ func (x *ListPendingRequest) String() string {
 func (*ListPendingRequest) ProtoMessage() {}
 
 func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2833,7 @@ func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListPendingRequest) GetLimit() int32 {
@@ -2560,7 +2867,7 @@ type PendingItem struct {
 
 func (x *PendingItem) Reset() {
 	*x = PendingItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2879,7 @@ func (x *PendingItem) String() string {
 func (*PendingItem) ProtoMessage() {}
 
 func (x *PendingItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2892,7 @@ func (x *PendingItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingItem.ProtoReflect.Descriptor instead.
 func (*PendingItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PendingItem) GetTotal() int64 {
@@ -2618,7 +2925,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2937,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2950,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Review) GetThreatId() string {
@@ -2704,7 +3011,7 @@ type ReviewEventsRequest struct {
 
 func (x *ReviewEventsRequest) Reset() {
 	*x = ReviewEventsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2716,7 +3023,7 @@ func (x *ReviewEventsRequest) String() string {
 func (*ReviewEventsRequest) ProtoMessage() {}
 
 func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2729,7 +3036,7 @@ func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReviewEventsRequest) GetThreatId() string {
@@ -2757,7 +3064,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3076,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3089,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReviewEvent) GetId() string {
@@ -2867,7 +3174,7 @@ type LatestRequest struct {
 
 func (x *LatestRequest) Reset() {
 	*x = LatestRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +3186,7 @@ func (x *LatestRequest) String() string {
 func (*LatestRequest) ProtoMessage() {}
 
 func (x *LatestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +3199,7 @@ func (x *LatestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestRequest.ProtoReflect.Descriptor instead.
 func (*LatestRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LatestRequest) GetReportType() string {
@@ -2931,7 +3238,7 @@ type VerifiedSummariesRequest struct {
 
 func (x *VerifiedSummariesRequest) Reset() {
 	*x = VerifiedSummariesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2943,7 +3250,7 @@ func (x *VerifiedSummariesRequest) String() string {
 func (*VerifiedSummariesRequest) ProtoMessage() {}
 
 func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2956,7 +3263,7 @@ func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifiedSummariesRequest.ProtoReflect.Descriptor instead.
 func (*VerifiedSummariesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
 }
 
 type Summary struct {
@@ -2974,7 +3281,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3293,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3306,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Summary) GetId() string {
@@ -3060,7 +3367,7 @@ type SummaryBatch struct {
 
 func (x *SummaryBatch) Reset() {
 	*x = SummaryBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3379,7 @@ func (x *SummaryBatch) String() string {
 func (*SummaryBatch) ProtoMessage() {}
 
 func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3392,7 @@ func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryBatch.ProtoReflect.Descriptor instead.
 func (*SummaryBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SummaryBatch) GetSummaries() []*Summary {
@@ -3111,7 +3418,7 @@ type ModifyRequest struct {
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3430,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3443,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ModifyRequest) GetThreatId() string {
@@ -3208,7 +3515,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3527,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3540,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Revision) GetId() string {
@@ -3323,7 +3630,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3335,7 +3642,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3348,7 +3655,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ModifyResponse) GetThreat() *Threat {
@@ -3379,7 +3686,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3698,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3711,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RevisionDecision) GetRevisionId() string {
@@ -3457,7 +3764,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3776,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3789,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 type RateCounts struct {
@@ -3495,7 +3802,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3507,7 +3814,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3520,7 +3827,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -3545,7 +3852,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3864,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3877,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
 }
 
 type RowBatch struct {
@@ -3584,7 +3891,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3903,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3916,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RowBatch) GetTable() string {
@@ -3635,7 +3942,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +3954,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +3967,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ImportResult) GetCounts() map[string]int64 {
@@ -3695,7 +4002,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3707,7 +4014,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3720,7 +4027,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -3823,7 +4130,7 @@ type CountThreatsResponse struct {
 
 func (x *CountThreatsResponse) Reset() {
 	*x = CountThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +4142,7 @@ func (x *CountThreatsResponse) String() string {
 func (*CountThreatsResponse) ProtoMessage() {}
 
 func (x *CountThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +4155,7 @@ func (x *CountThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountThreatsResponse.ProtoReflect.Descriptor instead.
 func (*CountThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CountThreatsResponse) GetCount() int64 {
@@ -3867,7 +4174,7 @@ type SubmitterRecordsRequest struct {
 
 func (x *SubmitterRecordsRequest) Reset() {
 	*x = SubmitterRecordsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4186,7 @@ func (x *SubmitterRecordsRequest) String() string {
 func (*SubmitterRecordsRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4199,7 @@ func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SubmitterRecordsRequest) GetUserIds() []string {
@@ -3915,7 +4222,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3927,7 +4234,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3940,7 +4247,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SubmitterRecord) GetUserId() string {
@@ -3987,7 +4294,7 @@ type SubmitterRecordsResponse struct {
 
 func (x *SubmitterRecordsResponse) Reset() {
 	*x = SubmitterRecordsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4306,7 @@ func (x *SubmitterRecordsResponse) String() string {
 func (*SubmitterRecordsResponse) ProtoMessage() {}
 
 func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4319,7 @@ func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SubmitterRecordsResponse) GetRecords() []*SubmitterRecord {
@@ -4033,7 +4340,7 @@ type ThreatsByKeyPrefixRequest struct {
 
 func (x *ThreatsByKeyPrefixRequest) Reset() {
 	*x = ThreatsByKeyPrefixRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4045,7 +4352,7 @@ func (x *ThreatsByKeyPrefixRequest) String() string {
 func (*ThreatsByKeyPrefixRequest) ProtoMessage() {}
 
 func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4058,7 +4365,7 @@ func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatsByKeyPrefixRequest.ProtoReflect.Descriptor instead.
 func (*ThreatsByKeyPrefixRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ThreatsByKeyPrefixRequest) GetPrefix() string {
@@ -4102,7 +4409,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4114,7 +4421,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4127,7 +4434,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -4214,7 +4521,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4226,7 +4533,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4239,7 +4546,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -4294,7 +4601,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4306,7 +4613,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4319,7 +4626,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -4345,7 +4652,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4664,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4677,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -4389,7 +4696,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4401,7 +4708,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4414,7 +4721,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -4433,7 +4740,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4445,7 +4752,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4458,7 +4765,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -4477,7 +4784,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4489,7 +4796,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4502,7 +4809,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -4524,7 +4831,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4536,7 +4843,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4549,7 +4856,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -4589,7 +4896,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4601,7 +4908,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4614,7 +4921,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -4632,7 +4939,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4644,7 +4951,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4657,7 +4964,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
 }
 
 type UsageRequest struct {
@@ -4670,7 +4977,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4682,7 +4989,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4695,7 +5002,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -4721,7 +5028,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4733,7 +5040,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4746,7 +5053,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -4766,7 +5073,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4778,7 +5085,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4791,7 +5098,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -4818,7 +5125,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4830,7 +5137,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4843,7 +5150,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -4872,7 +5179,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4884,7 +5191,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4897,7 +5204,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -4937,7 +5244,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4949,7 +5256,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5269,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -4982,7 +5289,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4994,7 +5301,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5007,7 +5314,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -5035,7 +5342,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5047,7 +5354,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5060,7 +5367,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -5088,7 +5395,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5407,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5420,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -5146,7 +5453,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5158,7 +5465,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5171,7 +5478,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -5204,7 +5511,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5216,7 +5523,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5229,7 +5536,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *Webhook) GetId() string {
@@ -5345,7 +5652,7 @@ type CreateWebhookResponse struct {
 
 func (x *CreateWebhookResponse) Reset() {
 	*x = CreateWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5357,7 +5664,7 @@ func (x *CreateWebhookResponse) String() string {
 func (*CreateWebhookResponse) ProtoMessage() {}
 
 func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5370,7 +5677,7 @@ func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
 }
 
 type ListWebhooksRequest struct {
@@ -5381,7 +5688,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5393,7 +5700,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5406,7 +5713,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
 }
 
 type WebhookRequest struct {
@@ -5418,7 +5725,7 @@ type WebhookRequest struct {
 
 func (x *WebhookRequest) Reset() {
 	*x = WebhookRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5430,7 +5737,7 @@ func (x *WebhookRequest) String() string {
 func (*WebhookRequest) ProtoMessage() {}
 
 func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5443,7 +5750,7 @@ func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
 func (*WebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *WebhookRequest) GetId() string {
@@ -5461,7 +5768,7 @@ type DeleteWebhookResponse struct {
 
 func (x *DeleteWebhookResponse) Reset() {
 	*x = DeleteWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5473,7 +5780,7 @@ func (x *DeleteWebhookResponse) String() string {
 func (*DeleteWebhookResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5486,7 +5793,7 @@ func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
 }
 
 type DueDeliveriesRequest struct {
@@ -5499,7 +5806,7 @@ type DueDeliveriesRequest struct {
 
 func (x *DueDeliveriesRequest) Reset() {
 	*x = DueDeliveriesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5511,7 +5818,7 @@ func (x *DueDeliveriesRequest) String() string {
 func (*DueDeliveriesRequest) ProtoMessage() {}
 
 func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5524,7 +5831,7 @@ func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*DueDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *DueDeliveriesRequest) GetNow() *timestamppb.Timestamp {
@@ -5562,7 +5869,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5574,7 +5881,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5587,7 +5894,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Delivery) GetWebhookId() string {
@@ -5698,7 +6005,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5710,7 +6017,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5723,7 +6030,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DeliveryAttempt) GetWebhookId() string {
@@ -5802,7 +6109,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5814,7 +6121,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5827,7 +6134,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -5873,7 +6180,7 @@ type RecordAttemptResponse struct {
 
 func (x *RecordAttemptResponse) Reset() {
 	*x = RecordAttemptResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5885,7 +6192,7 @@ func (x *RecordAttemptResponse) String() string {
 func (*RecordAttemptResponse) ProtoMessage() {}
 
 func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5898,7 +6205,7 @@ func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
 }
 
 type WebhookAttemptsRequest struct {
@@ -5911,7 +6218,7 @@ type WebhookAttemptsRequest struct {
 
 func (x *WebhookAttemptsRequest) Reset() {
 	*x = WebhookAttemptsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5923,7 +6230,7 @@ func (x *WebhookAttemptsRequest) String() string {
 func (*WebhookAttemptsRequest) ProtoMessage() {}
 
 func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5936,7 +6243,7 @@ func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*WebhookAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *WebhookAttemptsRequest) GetWebhookId() string {
@@ -5961,7 +6268,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5973,7 +6280,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5986,7 +6293,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{102}
 }
 
 type WebhookQueueResponse struct {
@@ -5999,7 +6306,7 @@ type WebhookQueueResponse struct {
 
 func (x *WebhookQueueResponse) Reset() {
 	*x = WebhookQueueResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6011,7 +6318,7 @@ func (x *WebhookQueueResponse) String() string {
 func (*WebhookQueueResponse) ProtoMessage() {}
 
 func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6024,7 +6331,7 @@ func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueResponse.ProtoReflect.Descriptor instead.
 func (*WebhookQueueResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *WebhookQueueResponse) GetPending() int64 {
@@ -6051,7 +6358,7 @@ type TrimWebhooksRequest struct {
 
 func (x *TrimWebhooksRequest) Reset() {
 	*x = TrimWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6063,7 +6370,7 @@ func (x *TrimWebhooksRequest) String() string {
 func (*TrimWebhooksRequest) ProtoMessage() {}
 
 func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6076,7 +6383,7 @@ func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *TrimWebhooksRequest) GetMaxPending() int32 {
@@ -6102,7 +6409,7 @@ type TrimWebhooksResponse struct {
 
 func (x *TrimWebhooksResponse) Reset() {
 	*x = TrimWebhooksResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6114,7 +6421,7 @@ func (x *TrimWebhooksResponse) String() string {
 func (*TrimWebhooksResponse) ProtoMessage() {}
 
 func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6127,7 +6434,7 @@ func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksResponse.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *TrimWebhooksResponse) GetExpired() int64 {
@@ -6165,7 +6472,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x05users\x18\x01 \x01(\x03R\x05users\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x18\n" +
 	"\athreats\x18\x03 \x01(\x03R\athreats\x12\x19\n" +
-	"\blast_seq\x18\x04 \x01(\x03R\alastSeq\"\x98\x02\n" +
+	"\blast_seq\x18\x04 \x01(\x03R\alastSeq\"\x90\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
@@ -6175,7 +6482,12 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x14submissions_per_hour\x18\x06 \x01(\x05H\x00R\x12submissionsPerHour\x88\x01\x01\x129\n" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12#\n" +
-	"\rpassword_hash\x18\b \x01(\tR\fpasswordHashB\x17\n" +
+	"\rpassword_hash\x18\b \x01(\tR\fpasswordHash\x12;\n" +
+	"\vdisabled_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"disabledAt\x129\n" +
+	"\n" +
+	"deleted_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAtB\x17\n" +
 	"\x15_submissions_per_hour\"@\n" +
 	"\x11CreateUserRequest\x12+\n" +
 	"\x04user\x18\x01 \x01(\v2\x17.threatd.plugin.v1.UserR\x04user\"*\n" +
@@ -6231,7 +6543,33 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x17\n" +
 	"\x15CreateSessionResponse\"(\n" +
 	"\x12SessionUserRequest\x12\x12\n" +
-	"\x04hash\x18\x01 \x01(\tR\x04hash\"x\n" +
+	"\x04hash\x18\x01 \x01(\tR\x04hash\".\n" +
+	"\x13ListSessionsRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\"\xe2\x02\n" +
+	"\rAccountChange\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12(\n" +
+	"\rpassword_hash\x18\x03 \x01(\tH\x01R\fpasswordHash\x88\x01\x01\x12\x1f\n" +
+	"\bdisabled\x18\x04 \x01(\bH\x02R\bdisabled\x88\x01\x01\x12!\n" +
+	"\fend_sessions\x18\x05 \x01(\bR\vendSessions\x12!\n" +
+	"\fkeep_session\x18\x06 \x01(\tR\vkeepSession\x12:\n" +
+	"\x06delete\x18\a \x01(\v2\".threatd.plugin.v1.AccountDeletionR\x06delete\x12*\n" +
+	"\x02at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x02atB\a\n" +
+	"\x05_nameB\x10\n" +
+	"\x0e_password_hashB\v\n" +
+	"\t_disabled\"n\n" +
+	"\x0fAccountDeletion\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\x04 \x01(\tR\tactorName\"\xe9\x01\n" +
+	"\x0eAccountChanged\x12+\n" +
+	"\x04user\x18\x01 \x01(\v2\x17.threatd.plugin.v1.UserR\x04user\x12%\n" +
+	"\x0etokens_revoked\x18\x02 \x01(\x05R\rtokensRevoked\x12%\n" +
+	"\x0esessions_ended\x18\x03 \x01(\x05R\rsessionsEnded\x12+\n" +
+	"\x11reports_withdrawn\x18\x04 \x01(\x05R\x10reportsWithdrawn\x12/\n" +
+	"\x13revisions_withdrawn\x18\x05 \x01(\x05R\x12revisionsWithdrawn\"x\n" +
 	"\x13SessionUserResponse\x124\n" +
 	"\asession\x18\x01 \x01(\v2\x1a.threatd.plugin.v1.SessionR\asession\x12+\n" +
 	"\x04user\x18\x02 \x01(\v2\x17.threatd.plugin.v1.UserR\x04user\"*\n" +
@@ -6622,7 +6960,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"maxPending\x12C\n" +
 	"\x0ffinished_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efinishedBefore\"0\n" +
 	"\x14TrimWebhooksResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xdc&\n" +
+	"\aexpired\x18\x01 \x01(\x03R\aexpired2\x88(\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -6646,7 +6984,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\rCreateSession\x12\x1a.threatd.plugin.v1.Session\x1a(.threatd.plugin.v1.CreateSessionResponse\x12\\\n" +
 	"\vSessionUser\x12%.threatd.plugin.v1.SessionUserRequest\x1a&.threatd.plugin.v1.SessionUserResponse\x12b\n" +
 	"\rDeleteSession\x12'.threatd.plugin.v1.DeleteSessionRequest\x1a(.threatd.plugin.v1.DeleteSessionResponse\x12h\n" +
-	"\x0fListSubmissions\x12).threatd.plugin.v1.ListSubmissionsRequest\x1a*.threatd.plugin.v1.ListSubmissionsResponse\x12_\n" +
+	"\x0fListSubmissions\x12).threatd.plugin.v1.ListSubmissionsRequest\x1a*.threatd.plugin.v1.ListSubmissionsResponse\x12T\n" +
+	"\fListSessions\x12&.threatd.plugin.v1.ListSessionsRequest\x1a\x1a.threatd.plugin.v1.Session0\x01\x12T\n" +
+	"\rChangeAccount\x12 .threatd.plugin.v1.AccountChange\x1a!.threatd.plugin.v1.AccountChanged\x12_\n" +
 	"\fCreateThreat\x12&.threatd.plugin.v1.CreateThreatRequest\x1a'.threatd.plugin.v1.CreateThreatResponse\x12K\n" +
 	"\tGetThreat\x12#.threatd.plugin.v1.GetThreatRequest\x1a\x19.threatd.plugin.v1.Threat\x12Q\n" +
 	"\n" +
@@ -6698,7 +7038,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -6724,286 +7064,299 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*Session)(nil),                     // 21: threatd.plugin.v1.Session
 	(*CreateSessionResponse)(nil),       // 22: threatd.plugin.v1.CreateSessionResponse
 	(*SessionUserRequest)(nil),          // 23: threatd.plugin.v1.SessionUserRequest
-	(*SessionUserResponse)(nil),         // 24: threatd.plugin.v1.SessionUserResponse
-	(*DeleteSessionRequest)(nil),        // 25: threatd.plugin.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),       // 26: threatd.plugin.v1.DeleteSessionResponse
-	(*ListSubmissionsRequest)(nil),      // 27: threatd.plugin.v1.ListSubmissionsRequest
-	(*ListSubmissionsResponse)(nil),     // 28: threatd.plugin.v1.ListSubmissionsResponse
-	(*CreateTokenRequest)(nil),          // 29: threatd.plugin.v1.CreateTokenRequest
-	(*RevokeTokenRequest)(nil),          // 30: threatd.plugin.v1.RevokeTokenRequest
-	(*AuthenticateRequest)(nil),         // 31: threatd.plugin.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),        // 32: threatd.plugin.v1.AuthenticateResponse
-	(*ChangesRequest)(nil),              // 33: threatd.plugin.v1.ChangesRequest
-	(*Change)(nil),                      // 34: threatd.plugin.v1.Change
-	(*Threat)(nil),                      // 35: threatd.plugin.v1.Threat
-	(*Details)(nil),                     // 36: threatd.plugin.v1.Details
-	(*SubmitPolicy)(nil),                // 37: threatd.plugin.v1.SubmitPolicy
-	(*CreateThreatRequest)(nil),         // 38: threatd.plugin.v1.CreateThreatRequest
-	(*CreateThreatResponse)(nil),        // 39: threatd.plugin.v1.CreateThreatResponse
-	(*GetThreatRequest)(nil),            // 40: threatd.plugin.v1.GetThreatRequest
-	(*GetThreatsRequest)(nil),           // 41: threatd.plugin.v1.GetThreatsRequest
-	(*ThreatList)(nil),                  // 42: threatd.plugin.v1.ThreatList
-	(*ListPendingRequest)(nil),          // 43: threatd.plugin.v1.ListPendingRequest
-	(*PendingItem)(nil),                 // 44: threatd.plugin.v1.PendingItem
-	(*Review)(nil),                      // 45: threatd.plugin.v1.Review
-	(*ReviewEventsRequest)(nil),         // 46: threatd.plugin.v1.ReviewEventsRequest
-	(*ReviewEvent)(nil),                 // 47: threatd.plugin.v1.ReviewEvent
-	(*LatestRequest)(nil),               // 48: threatd.plugin.v1.LatestRequest
-	(*VerifiedSummariesRequest)(nil),    // 49: threatd.plugin.v1.VerifiedSummariesRequest
-	(*Summary)(nil),                     // 50: threatd.plugin.v1.Summary
-	(*SummaryBatch)(nil),                // 51: threatd.plugin.v1.SummaryBatch
-	(*ModifyRequest)(nil),               // 52: threatd.plugin.v1.ModifyRequest
-	(*Revision)(nil),                    // 53: threatd.plugin.v1.Revision
-	(*ModifyResponse)(nil),              // 54: threatd.plugin.v1.ModifyResponse
-	(*RevisionDecision)(nil),            // 55: threatd.plugin.v1.RevisionDecision
-	(*ListPendingRevisionsRequest)(nil), // 56: threatd.plugin.v1.ListPendingRevisionsRequest
-	(*RateCounts)(nil),                  // 57: threatd.plugin.v1.RateCounts
-	(*ExportRequest)(nil),               // 58: threatd.plugin.v1.ExportRequest
-	(*RowBatch)(nil),                    // 59: threatd.plugin.v1.RowBatch
-	(*ImportResult)(nil),                // 60: threatd.plugin.v1.ImportResult
-	(*ThreatQuery)(nil),                 // 61: threatd.plugin.v1.ThreatQuery
-	(*CountThreatsResponse)(nil),        // 62: threatd.plugin.v1.CountThreatsResponse
-	(*SubmitterRecordsRequest)(nil),     // 63: threatd.plugin.v1.SubmitterRecordsRequest
-	(*SubmitterRecord)(nil),             // 64: threatd.plugin.v1.SubmitterRecord
-	(*SubmitterRecordsResponse)(nil),    // 65: threatd.plugin.v1.SubmitterRecordsResponse
-	(*ThreatsByKeyPrefixRequest)(nil),   // 66: threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	(*FeedQuery)(nil),                   // 67: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 68: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 69: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 70: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 71: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 72: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 73: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 74: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 75: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 76: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 77: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 78: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 79: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 80: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 81: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 82: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 83: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 84: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 85: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 86: threatd.plugin.v1.LeaseResponse
-	(*Webhook)(nil),                     // 87: threatd.plugin.v1.Webhook
-	(*CreateWebhookResponse)(nil),       // 88: threatd.plugin.v1.CreateWebhookResponse
-	(*ListWebhooksRequest)(nil),         // 89: threatd.plugin.v1.ListWebhooksRequest
-	(*WebhookRequest)(nil),              // 90: threatd.plugin.v1.WebhookRequest
-	(*DeleteWebhookResponse)(nil),       // 91: threatd.plugin.v1.DeleteWebhookResponse
-	(*DueDeliveriesRequest)(nil),        // 92: threatd.plugin.v1.DueDeliveriesRequest
-	(*Delivery)(nil),                    // 93: threatd.plugin.v1.Delivery
-	(*DeliveryAttempt)(nil),             // 94: threatd.plugin.v1.DeliveryAttempt
-	(*AttemptOutcome)(nil),              // 95: threatd.plugin.v1.AttemptOutcome
-	(*RecordAttemptResponse)(nil),       // 96: threatd.plugin.v1.RecordAttemptResponse
-	(*WebhookAttemptsRequest)(nil),      // 97: threatd.plugin.v1.WebhookAttemptsRequest
-	(*WebhookQueueRequest)(nil),         // 98: threatd.plugin.v1.WebhookQueueRequest
-	(*WebhookQueueResponse)(nil),        // 99: threatd.plugin.v1.WebhookQueueResponse
-	(*TrimWebhooksRequest)(nil),         // 100: threatd.plugin.v1.TrimWebhooksRequest
-	(*TrimWebhooksResponse)(nil),        // 101: threatd.plugin.v1.TrimWebhooksResponse
-	nil,                                 // 102: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 103: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 104: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 105: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 106: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 107: google.protobuf.Timestamp
+	(*ListSessionsRequest)(nil),         // 24: threatd.plugin.v1.ListSessionsRequest
+	(*AccountChange)(nil),               // 25: threatd.plugin.v1.AccountChange
+	(*AccountDeletion)(nil),             // 26: threatd.plugin.v1.AccountDeletion
+	(*AccountChanged)(nil),              // 27: threatd.plugin.v1.AccountChanged
+	(*SessionUserResponse)(nil),         // 28: threatd.plugin.v1.SessionUserResponse
+	(*DeleteSessionRequest)(nil),        // 29: threatd.plugin.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),       // 30: threatd.plugin.v1.DeleteSessionResponse
+	(*ListSubmissionsRequest)(nil),      // 31: threatd.plugin.v1.ListSubmissionsRequest
+	(*ListSubmissionsResponse)(nil),     // 32: threatd.plugin.v1.ListSubmissionsResponse
+	(*CreateTokenRequest)(nil),          // 33: threatd.plugin.v1.CreateTokenRequest
+	(*RevokeTokenRequest)(nil),          // 34: threatd.plugin.v1.RevokeTokenRequest
+	(*AuthenticateRequest)(nil),         // 35: threatd.plugin.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),        // 36: threatd.plugin.v1.AuthenticateResponse
+	(*ChangesRequest)(nil),              // 37: threatd.plugin.v1.ChangesRequest
+	(*Change)(nil),                      // 38: threatd.plugin.v1.Change
+	(*Threat)(nil),                      // 39: threatd.plugin.v1.Threat
+	(*Details)(nil),                     // 40: threatd.plugin.v1.Details
+	(*SubmitPolicy)(nil),                // 41: threatd.plugin.v1.SubmitPolicy
+	(*CreateThreatRequest)(nil),         // 42: threatd.plugin.v1.CreateThreatRequest
+	(*CreateThreatResponse)(nil),        // 43: threatd.plugin.v1.CreateThreatResponse
+	(*GetThreatRequest)(nil),            // 44: threatd.plugin.v1.GetThreatRequest
+	(*GetThreatsRequest)(nil),           // 45: threatd.plugin.v1.GetThreatsRequest
+	(*ThreatList)(nil),                  // 46: threatd.plugin.v1.ThreatList
+	(*ListPendingRequest)(nil),          // 47: threatd.plugin.v1.ListPendingRequest
+	(*PendingItem)(nil),                 // 48: threatd.plugin.v1.PendingItem
+	(*Review)(nil),                      // 49: threatd.plugin.v1.Review
+	(*ReviewEventsRequest)(nil),         // 50: threatd.plugin.v1.ReviewEventsRequest
+	(*ReviewEvent)(nil),                 // 51: threatd.plugin.v1.ReviewEvent
+	(*LatestRequest)(nil),               // 52: threatd.plugin.v1.LatestRequest
+	(*VerifiedSummariesRequest)(nil),    // 53: threatd.plugin.v1.VerifiedSummariesRequest
+	(*Summary)(nil),                     // 54: threatd.plugin.v1.Summary
+	(*SummaryBatch)(nil),                // 55: threatd.plugin.v1.SummaryBatch
+	(*ModifyRequest)(nil),               // 56: threatd.plugin.v1.ModifyRequest
+	(*Revision)(nil),                    // 57: threatd.plugin.v1.Revision
+	(*ModifyResponse)(nil),              // 58: threatd.plugin.v1.ModifyResponse
+	(*RevisionDecision)(nil),            // 59: threatd.plugin.v1.RevisionDecision
+	(*ListPendingRevisionsRequest)(nil), // 60: threatd.plugin.v1.ListPendingRevisionsRequest
+	(*RateCounts)(nil),                  // 61: threatd.plugin.v1.RateCounts
+	(*ExportRequest)(nil),               // 62: threatd.plugin.v1.ExportRequest
+	(*RowBatch)(nil),                    // 63: threatd.plugin.v1.RowBatch
+	(*ImportResult)(nil),                // 64: threatd.plugin.v1.ImportResult
+	(*ThreatQuery)(nil),                 // 65: threatd.plugin.v1.ThreatQuery
+	(*CountThreatsResponse)(nil),        // 66: threatd.plugin.v1.CountThreatsResponse
+	(*SubmitterRecordsRequest)(nil),     // 67: threatd.plugin.v1.SubmitterRecordsRequest
+	(*SubmitterRecord)(nil),             // 68: threatd.plugin.v1.SubmitterRecord
+	(*SubmitterRecordsResponse)(nil),    // 69: threatd.plugin.v1.SubmitterRecordsResponse
+	(*ThreatsByKeyPrefixRequest)(nil),   // 70: threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	(*FeedQuery)(nil),                   // 71: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 72: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 73: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 74: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 75: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 76: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 77: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 78: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 79: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 80: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 81: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 82: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 83: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 84: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 85: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 86: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 87: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 88: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 89: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 90: threatd.plugin.v1.LeaseResponse
+	(*Webhook)(nil),                     // 91: threatd.plugin.v1.Webhook
+	(*CreateWebhookResponse)(nil),       // 92: threatd.plugin.v1.CreateWebhookResponse
+	(*ListWebhooksRequest)(nil),         // 93: threatd.plugin.v1.ListWebhooksRequest
+	(*WebhookRequest)(nil),              // 94: threatd.plugin.v1.WebhookRequest
+	(*DeleteWebhookResponse)(nil),       // 95: threatd.plugin.v1.DeleteWebhookResponse
+	(*DueDeliveriesRequest)(nil),        // 96: threatd.plugin.v1.DueDeliveriesRequest
+	(*Delivery)(nil),                    // 97: threatd.plugin.v1.Delivery
+	(*DeliveryAttempt)(nil),             // 98: threatd.plugin.v1.DeliveryAttempt
+	(*AttemptOutcome)(nil),              // 99: threatd.plugin.v1.AttemptOutcome
+	(*RecordAttemptResponse)(nil),       // 100: threatd.plugin.v1.RecordAttemptResponse
+	(*WebhookAttemptsRequest)(nil),      // 101: threatd.plugin.v1.WebhookAttemptsRequest
+	(*WebhookQueueRequest)(nil),         // 102: threatd.plugin.v1.WebhookQueueRequest
+	(*WebhookQueueResponse)(nil),        // 103: threatd.plugin.v1.WebhookQueueResponse
+	(*TrimWebhooksRequest)(nil),         // 104: threatd.plugin.v1.TrimWebhooksRequest
+	(*TrimWebhooksResponse)(nil),        // 105: threatd.plugin.v1.TrimWebhooksResponse
+	nil,                                 // 106: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 107: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 108: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 109: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 110: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 111: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	102, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	107, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	8,   // 2: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
-	8,   // 3: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
-	107, // 4: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	107, // 5: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	107, // 6: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	103, // 7: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	107, // 8: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	107, // 9: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	21,  // 10: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
-	8,   // 11: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
-	35,  // 12: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
-	15,  // 13: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
-	15,  // 14: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
-	8,   // 15: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	107, // 16: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	107, // 17: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	107, // 18: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	107, // 19: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
-	36,  // 20: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	107, // 21: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	107, // 22: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	107, // 23: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	107, // 24: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
-	35,  // 25: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
-	37,  // 26: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	35,  // 27: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	107, // 28: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
-	35,  // 29: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
-	107, // 30: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	107, // 31: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	107, // 32: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
-	50,  // 33: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	107, // 34: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
-	37,  // 35: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	107, // 36: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	107, // 37: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
-	35,  // 38: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
-	53,  // 39: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	107, // 40: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	104, // 41: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	105, // 42: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	107, // 43: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	107, // 44: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	107, // 45: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	64,  // 46: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
-	107, // 47: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	107, // 48: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	107, // 49: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	107, // 50: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	68,  // 51: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
-	35,  // 52: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	107, // 53: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	74,  // 54: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	106, // 55: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	35,  // 56: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	79,  // 57: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	81,  // 58: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	107, // 59: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	107, // 60: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	107, // 61: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
-	107, // 62: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
-	107, // 63: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
-	107, // 64: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
-	107, // 65: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
-	107, // 66: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
-	107, // 67: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
-	87,  // 68: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
-	107, // 69: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
-	94,  // 70: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
-	107, // 71: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
-	107, // 72: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
-	107, // 73: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
-	107, // 74: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 75: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,   // 76: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,   // 77: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,   // 78: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,   // 79: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10,  // 80: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11,  // 81: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	12,  // 82: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
-	13,  // 83: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
-	29,  // 84: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	30,  // 85: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	31,  // 86: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	16,  // 87: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
-	17,  // 88: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
-	18,  // 89: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
-	20,  // 90: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
-	21,  // 91: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
-	23,  // 92: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
-	25,  // 93: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
-	27,  // 94: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
-	38,  // 95: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	40,  // 96: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	41,  // 97: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	43,  // 98: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	45,  // 99: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	46,  // 100: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	48,  // 101: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	49,  // 102: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	52,  // 103: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	55,  // 104: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	56,  // 105: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	57,  // 106: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	58,  // 107: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	59,  // 108: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	61,  // 109: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	61,  // 110: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	66,  // 111: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	63,  // 112: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
-	67,  // 113: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	70,  // 114: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	71,  // 115: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	72,  // 116: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	75,  // 117: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	77,  // 118: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	80,  // 119: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	83,  // 120: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	85,  // 121: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	33,  // 122: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	87,  // 123: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
-	89,  // 124: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
-	90,  // 125: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	90,  // 126: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	92,  // 127: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
-	95,  // 128: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
-	97,  // 129: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
-	98,  // 130: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
-	100, // 131: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
-	1,   // 132: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 133: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 134: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 135: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 136: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 137: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 138: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	8,   // 139: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
-	14,  // 140: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
-	15,  // 141: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	15,  // 142: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	32,  // 143: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	15,  // 144: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	15,  // 145: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	19,  // 146: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 147: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	22,  // 148: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	24,  // 149: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	26,  // 150: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	28,  // 151: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	39,  // 152: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	35,  // 153: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	42,  // 154: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	44,  // 155: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
-	35,  // 156: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	47,  // 157: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	35,  // 158: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	51,  // 159: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	54,  // 160: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	54,  // 161: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	53,  // 162: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	57,  // 163: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	59,  // 164: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	60,  // 165: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	35,  // 166: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	62,  // 167: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
-	35,  // 168: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
-	65,  // 169: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
-	69,  // 170: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	68,  // 171: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	53,  // 172: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	73,  // 173: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	76,  // 174: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	78,  // 175: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	82,  // 176: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	84,  // 177: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	86,  // 178: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	34,  // 179: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	88,  // 180: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
-	87,  // 181: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
-	91,  // 182: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
-	87,  // 183: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
-	93,  // 184: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
-	96,  // 185: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
-	94,  // 186: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
-	99,  // 187: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
-	101, // 188: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
-	132, // [132:189] is the sub-list for method output_type
-	75,  // [75:132] is the sub-list for method input_type
-	75,  // [75:75] is the sub-list for extension type_name
-	75,  // [75:75] is the sub-list for extension extendee
-	0,   // [0:75] is the sub-list for field type_name
+	106, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	111, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	111, // 2: threatd.plugin.v1.User.disabled_at:type_name -> google.protobuf.Timestamp
+	111, // 3: threatd.plugin.v1.User.deleted_at:type_name -> google.protobuf.Timestamp
+	8,   // 4: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
+	8,   // 5: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
+	111, // 6: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	111, // 7: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	111, // 8: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	107, // 9: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	111, // 10: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	111, // 11: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	26,  // 12: threatd.plugin.v1.AccountChange.delete:type_name -> threatd.plugin.v1.AccountDeletion
+	111, // 13: threatd.plugin.v1.AccountChange.at:type_name -> google.protobuf.Timestamp
+	8,   // 14: threatd.plugin.v1.AccountChanged.user:type_name -> threatd.plugin.v1.User
+	21,  // 15: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
+	8,   // 16: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
+	39,  // 17: threatd.plugin.v1.ListSubmissionsResponse.threats:type_name -> threatd.plugin.v1.Threat
+	15,  // 18: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
+	15,  // 19: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
+	8,   // 20: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
+	111, // 21: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	111, // 22: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	111, // 23: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	111, // 24: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	40,  // 25: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
+	111, // 26: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	111, // 27: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	111, // 28: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	111, // 29: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	39,  // 30: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
+	41,  // 31: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	39,  // 32: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
+	111, // 33: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
+	39,  // 34: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
+	111, // 35: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	111, // 36: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	111, // 37: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	54,  // 38: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
+	111, // 39: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	41,  // 40: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	111, // 41: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	111, // 42: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	39,  // 43: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
+	57,  // 44: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	111, // 45: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	108, // 46: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	109, // 47: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	111, // 48: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	111, // 49: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	111, // 50: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	68,  // 51: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
+	111, // 52: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	111, // 53: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	111, // 54: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	111, // 55: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	72,  // 56: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	39,  // 57: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
+	111, // 58: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	78,  // 59: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	110, // 60: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	39,  // 61: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	83,  // 62: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	85,  // 63: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	111, // 64: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	111, // 65: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	111, // 66: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
+	111, // 67: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
+	111, // 68: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
+	111, // 69: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
+	111, // 70: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
+	111, // 71: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
+	111, // 72: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
+	91,  // 73: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
+	111, // 74: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
+	98,  // 75: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
+	111, // 76: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
+	111, // 77: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
+	111, // 78: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
+	111, // 79: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 80: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,   // 81: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,   // 82: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,   // 83: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,   // 84: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10,  // 85: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11,  // 86: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	12,  // 87: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
+	13,  // 88: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
+	33,  // 89: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	34,  // 90: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	35,  // 91: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	16,  // 92: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
+	17,  // 93: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
+	18,  // 94: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
+	20,  // 95: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
+	21,  // 96: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
+	23,  // 97: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
+	29,  // 98: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
+	31,  // 99: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
+	24,  // 100: threatd.plugin.v1.Storage.ListSessions:input_type -> threatd.plugin.v1.ListSessionsRequest
+	25,  // 101: threatd.plugin.v1.Storage.ChangeAccount:input_type -> threatd.plugin.v1.AccountChange
+	42,  // 102: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	44,  // 103: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	45,  // 104: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	47,  // 105: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	49,  // 106: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	50,  // 107: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	52,  // 108: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	53,  // 109: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	56,  // 110: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	59,  // 111: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	60,  // 112: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	61,  // 113: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	62,  // 114: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	63,  // 115: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	65,  // 116: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	65,  // 117: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	70,  // 118: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	67,  // 119: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
+	71,  // 120: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	74,  // 121: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	75,  // 122: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	76,  // 123: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	79,  // 124: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	81,  // 125: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	84,  // 126: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	87,  // 127: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	89,  // 128: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	37,  // 129: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	91,  // 130: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
+	93,  // 131: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
+	94,  // 132: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	94,  // 133: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	96,  // 134: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
+	99,  // 135: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
+	101, // 136: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
+	102, // 137: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
+	104, // 138: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
+	1,   // 139: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 140: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 141: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 142: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 143: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 144: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 145: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 146: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 147: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 148: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 149: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	36,  // 150: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 151: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 152: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 153: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 154: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 155: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	28,  // 156: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	30,  // 157: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	32,  // 158: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	21,  // 159: threatd.plugin.v1.Storage.ListSessions:output_type -> threatd.plugin.v1.Session
+	27,  // 160: threatd.plugin.v1.Storage.ChangeAccount:output_type -> threatd.plugin.v1.AccountChanged
+	43,  // 161: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	39,  // 162: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	46,  // 163: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	48,  // 164: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
+	39,  // 165: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	51,  // 166: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	39,  // 167: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	55,  // 168: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	58,  // 169: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	58,  // 170: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	57,  // 171: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	61,  // 172: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	63,  // 173: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	64,  // 174: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	39,  // 175: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	66,  // 176: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
+	39,  // 177: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
+	69,  // 178: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
+	73,  // 179: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	72,  // 180: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	57,  // 181: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	77,  // 182: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	80,  // 183: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	82,  // 184: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	86,  // 185: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	88,  // 186: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	90,  // 187: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	38,  // 188: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	92,  // 189: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
+	91,  // 190: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
+	95,  // 191: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
+	91,  // 192: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
+	97,  // 193: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
+	100, // 194: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
+	98,  // 195: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
+	103, // 196: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
+	105, // 197: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
+	139, // [139:198] is the sub-list for method output_type
+	80,  // [80:139] is the sub-list for method input_type
+	80,  // [80:80] is the sub-list for extension type_name
+	80,  // [80:80] is the sub-list for extension extendee
+	0,   // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -7014,14 +7367,15 @@ func file_plugins_proto_v1_storage_proto_init() {
 	file_plugins_proto_v1_storage_proto_msgTypes[8].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[11].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[12].OneofWrappers = []any{}
-	file_plugins_proto_v1_storage_proto_msgTypes[36].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[25].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[40].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   107,
+			NumMessages:   111,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -47,6 +47,8 @@ const (
 	Storage_SessionUser_FullMethodName          = "/threatd.plugin.v1.Storage/SessionUser"
 	Storage_DeleteSession_FullMethodName        = "/threatd.plugin.v1.Storage/DeleteSession"
 	Storage_ListSubmissions_FullMethodName      = "/threatd.plugin.v1.Storage/ListSubmissions"
+	Storage_ListSessions_FullMethodName         = "/threatd.plugin.v1.Storage/ListSessions"
+	Storage_ChangeAccount_FullMethodName        = "/threatd.plugin.v1.Storage/ChangeAccount"
 	Storage_CreateThreat_FullMethodName         = "/threatd.plugin.v1.Storage/CreateThreat"
 	Storage_GetThreat_FullMethodName            = "/threatd.plugin.v1.Storage/GetThreat"
 	Storage_GetThreats_FullMethodName           = "/threatd.plugin.v1.Storage/GetThreats"
@@ -115,6 +117,10 @@ type StorageClient interface {
 	SessionUser(ctx context.Context, in *SessionUserRequest, opts ...grpc.CallOption) (*SessionUserResponse, error)
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
 	ListSubmissions(ctx context.Context, in *ListSubmissionsRequest, opts ...grpc.CallOption) (*ListSubmissionsResponse, error)
+	// Accounts (issue 35): a user's sessions, and one change to an account
+	// (name, password, disable or enable, sessions, delete) in one transaction.
+	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Session], error)
+	ChangeAccount(ctx context.Context, in *AccountChange, opts ...grpc.CallOption) (*AccountChanged, error)
 	// CreateThreat stores a pending report and its details in one transaction,
 	// after the new-user cap, the hourly limit and the duplicate key
 	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
@@ -411,6 +417,35 @@ func (c *storageClient) ListSubmissions(ctx context.Context, in *ListSubmissions
 	return out, nil
 }
 
+func (c *storageClient) ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Session], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[1], Storage_ListSessions_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListSessionsRequest, Session]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListSessionsClient = grpc.ServerStreamingClient[Session]
+
+func (c *storageClient) ChangeAccount(ctx context.Context, in *AccountChange, opts ...grpc.CallOption) (*AccountChanged, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AccountChanged)
+	err := c.cc.Invoke(ctx, Storage_ChangeAccount_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) CreateThreat(ctx context.Context, in *CreateThreatRequest, opts ...grpc.CallOption) (*CreateThreatResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateThreatResponse)
@@ -443,7 +478,7 @@ func (c *storageClient) GetThreats(ctx context.Context, in *GetThreatsRequest, o
 
 func (c *storageClient) ListPending(ctx context.Context, in *ListPendingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PendingItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[1], Storage_ListPending_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_ListPending_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +507,7 @@ func (c *storageClient) ReviewThreat(ctx context.Context, in *Review, opts ...gr
 
 func (c *storageClient) ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[2], Storage_ReviewEvents_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[3], Storage_ReviewEvents_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -491,7 +526,7 @@ type Storage_ReviewEventsClient = grpc.ServerStreamingClient[ReviewEvent]
 
 func (c *storageClient) LatestVerified(ctx context.Context, in *LatestRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[3], Storage_LatestVerified_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_LatestVerified_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +545,7 @@ type Storage_LatestVerifiedClient = grpc.ServerStreamingClient[Threat]
 
 func (c *storageClient) VerifiedSummaries(ctx context.Context, in *VerifiedSummariesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SummaryBatch], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_VerifiedSummaries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_VerifiedSummaries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +584,7 @@ func (c *storageClient) DecideRevision(ctx context.Context, in *RevisionDecision
 
 func (c *storageClient) ListPendingRevisions(ctx context.Context, in *ListPendingRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_ListPendingRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_ListPendingRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -578,7 +613,7 @@ func (c *storageClient) SyncRateCounts(ctx context.Context, in *RateCounts, opts
 
 func (c *storageClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RowBatch], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_Export_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_Export_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +632,7 @@ type Storage_ExportClient = grpc.ServerStreamingClient[RowBatch]
 
 func (c *storageClient) Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RowBatch, ImportResult], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_Import_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_Import_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +645,7 @@ type Storage_ImportClient = grpc.ClientStreamingClient[RowBatch, ImportResult]
 
 func (c *storageClient) QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_QueryThreats_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_QueryThreats_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -639,7 +674,7 @@ func (c *storageClient) CountThreats(ctx context.Context, in *ThreatQuery, opts 
 
 func (c *storageClient) ThreatsByKeyPrefix(ctx context.Context, in *ThreatsByKeyPrefixRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -668,7 +703,7 @@ func (c *storageClient) SubmitterRecords(ctx context.Context, in *SubmitterRecor
 
 func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_Feed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_Feed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -697,7 +732,7 @@ func (c *storageClient) LastFeedEvent(ctx context.Context, in *LastFeedEventRequ
 
 func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_ListRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_ListRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -776,7 +811,7 @@ func (c *storageClient) Lease(ctx context.Context, in *LeaseRequest, opts ...grp
 
 func (c *storageClient) Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -805,7 +840,7 @@ func (c *storageClient) CreateWebhook(ctx context.Context, in *Webhook, opts ...
 
 func (c *storageClient) ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_ListWebhooks_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_ListWebhooks_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -844,7 +879,7 @@ func (c *storageClient) EnableWebhook(ctx context.Context, in *WebhookRequest, o
 
 func (c *storageClient) DueDeliveries(ctx context.Context, in *DueDeliveriesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_DueDeliveries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_DueDeliveries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -873,7 +908,7 @@ func (c *storageClient) RecordAttempt(ctx context.Context, in *AttemptOutcome, o
 
 func (c *storageClient) WebhookAttempts(ctx context.Context, in *WebhookAttemptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_WebhookAttempts_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[16], Storage_WebhookAttempts_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -939,6 +974,10 @@ type StorageServer interface {
 	SessionUser(context.Context, *SessionUserRequest) (*SessionUserResponse, error)
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	ListSubmissions(context.Context, *ListSubmissionsRequest) (*ListSubmissionsResponse, error)
+	// Accounts (issue 35): a user's sessions, and one change to an account
+	// (name, password, disable or enable, sessions, delete) in one transaction.
+	ListSessions(*ListSessionsRequest, grpc.ServerStreamingServer[Session]) error
+	ChangeAccount(context.Context, *AccountChange) (*AccountChanged, error)
 	// CreateThreat stores a pending report and its details in one transaction,
 	// after the new-user cap, the hourly limit and the duplicate key
 	// (PERMISSION_DENIED NEW_USER_CAP, RESOURCE_EXHAUSTED HOURLY_LIMIT,
@@ -1085,6 +1124,12 @@ func (UnimplementedStorageServer) DeleteSession(context.Context, *DeleteSessionR
 }
 func (UnimplementedStorageServer) ListSubmissions(context.Context, *ListSubmissionsRequest) (*ListSubmissionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSubmissions not implemented")
+}
+func (UnimplementedStorageServer) ListSessions(*ListSessionsRequest, grpc.ServerStreamingServer[Session]) error {
+	return status.Error(codes.Unimplemented, "method ListSessions not implemented")
+}
+func (UnimplementedStorageServer) ChangeAccount(context.Context, *AccountChange) (*AccountChanged, error) {
+	return nil, status.Error(codes.Unimplemented, "method ChangeAccount not implemented")
 }
 func (UnimplementedStorageServer) CreateThreat(context.Context, *CreateThreatRequest) (*CreateThreatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateThreat not implemented")
@@ -1567,6 +1612,35 @@ func _Storage_ListSubmissions_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StorageServer).ListSubmissions(ctx, req.(*ListSubmissionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListSessions_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListSessionsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListSessions(m, &grpc.GenericServerStream[ListSessionsRequest, Session]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListSessionsServer = grpc.ServerStreamingServer[Session]
+
+func _Storage_ChangeAccount_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AccountChange)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ChangeAccount(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ChangeAccount_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ChangeAccount(ctx, req.(*AccountChange))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -2212,6 +2286,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_ListSubmissions_Handler,
 		},
 		{
+			MethodName: "ChangeAccount",
+			Handler:    _Storage_ChangeAccount_Handler,
+		},
+		{
 			MethodName: "CreateThreat",
 			Handler:    _Storage_CreateThreat_Handler,
 		},
@@ -2304,6 +2382,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ListTokens",
 			Handler:       _Storage_ListTokens_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListSessions",
+			Handler:       _Storage_ListSessions_Handler,
 			ServerStreams: true,
 		},
 		{
