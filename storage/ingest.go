@@ -334,8 +334,9 @@ func (s *Store) importRevision(ctx context.Context, tx *txn, row *threatRow, t c
 	if _, err := tx.NewUpdate().Model(&dr).WherePK().Exec(ctx); err != nil {
 		return err
 	}
-	cols := []string{"revision", "version", "updated_at", "upstream_modified", "all_versions"}
+	cols := []string{"revision", "version", "updated_at", "upstream_modified", "all_versions", "severity_level"}
 	row.Revision, row.UpdatedAt, row.UpstreamModified, row.AllVersions = rev.Number, now, t.UpstreamModified, t.AllVersions
+	row.SeverityLevel = str(string(t.Details.SeverityLevel))
 	row.Version++
 	if row.Source == nil {
 		row.Source, row.UpstreamID = &t.Source, &t.UpstreamID

@@ -140,6 +140,10 @@ type threatRow struct {
 	VerifiedBy         *string    `bun:"verified_by"`
 	UpstreamModified   *time.Time `bun:"upstream_modified"`
 	AllVersions        bool       `bun:"all_versions,notnull"`
+	// SeverityLevel is a copy of the details' severity_level (migration
+	// 0018), kept with every write of the details, so that browsing by
+	// severity is a range of threats_severity_verified_idx.
+	SeverityLevel *string `bun:"severity_level"`
 
 	Details *detailsRow `bun:"rel:has-one,join:id=threat_id"`
 }
@@ -218,6 +222,7 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision, Version: max(t.Version, 1),
 		Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
+		SeverityLevel: str(string(t.Details.SeverityLevel)),
 	}, detailsRow{ThreatID: t.ID, Details: storedDetails(t.Details)}
 }
 

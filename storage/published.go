@@ -29,7 +29,7 @@ func (s *Store) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core
 		q = q.Where("threat_row.registry = ?", f.Registry)
 	}
 	if f.Severity != "" {
-		q = q.Where("details.severity_level = ?", string(f.Severity))
+		q = q.Where("threat_row.severity_level = ?", string(f.Severity))
 	}
 	if err := q.Order("threat_row.verified_at DESC", "threat_row.id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
@@ -236,7 +236,7 @@ func threatFilter(sel *bun.SelectQuery, q core.ThreatQuery) *bun.SelectQuery {
 		sel = sel.Where("threat_row.report_type = ?", string(q.ReportType))
 	}
 	if q.Severity != "" {
-		sel = sel.Where("details.severity_level = ?", string(q.Severity))
+		sel = sel.Where("threat_row.severity_level = ?", string(q.Severity))
 	}
 	if q.Publisher != "" {
 		sel = sel.Where("lower(details.publisher) = lower(?)", q.Publisher)

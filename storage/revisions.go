@@ -33,8 +33,9 @@ func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch
 		return err
 	}
 	row.Details, row.Revision, row.UpdatedAt = &dr, number, at
+	row.SeverityLevel = str(string(merged.Details.SeverityLevel))
 	row.Version++
-	if _, err := tx.NewUpdate().Model(row).Column("revision", "version", "updated_at").WherePK().Exec(ctx); err != nil {
+	if _, err := tx.NewUpdate().Model(row).Column("revision", "version", "updated_at", "severity_level").WherePK().Exec(ctx); err != nil {
 		return err
 	}
 	tx.record(core.EntityThreat, row.ID, "update", at)

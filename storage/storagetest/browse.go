@@ -90,9 +90,10 @@ func testBrowse(t *testing.T, b Backend) {
 		t.Errorf("an unknown indicator found %v", got)
 	}
 	// A revision that changes the payload replaces the report's indicators.
-	payload := "Now posts to 198.51.100.77 only"
+	// (It also lowers the severity: the severity filter follows.)
+	payload, low := "Now posts to 198.51.100.77 only", string(core.SeverityLow)
 	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: ids["react-evil"], AuthorName: "Olga",
-		Patch: core.Patch{Submission: core.Submission{PayloadDescription: &payload}}, At: now()}, noLimits)
+		Patch: core.Patch{Submission: core.Submission{PayloadDescription: &payload, SeverityLevel: &low}}, At: now()}, noLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +105,11 @@ func testBrowse(t *testing.T, b Backend) {
 	}
 	if got := byIndicator(core.IOCIP, "203.0.113.0"); !slices.Equal(got, []string{"lodas", "lodash-evil"}) {
 		t.Errorf("after the revision, 203.0.113.0: %v (react-evil no longer names it)", got)
+	}
+	count(core.ThreatQuery{Severity: core.SeverityCritical}, 3)
+	count(core.ThreatQuery{Severity: core.SeverityLow}, 1)
+	if low, err := s.LatestVerified(c, core.LatestFilter{Severity: core.SeverityLow, Limit: 10}); err != nil || len(low) != 1 || low[0].ID != ids["react-evil"] {
+		t.Errorf("latest low-severity reports after the revision: %d, %v", len(low), err)
 	}
 
 	// The prefix range, in key order, paged by key.
