@@ -49,7 +49,7 @@ func (s *Store) noteImported(ctx context.Context, n int) {
 	if g.added < max(g.base, minAnalyze) {
 		return
 	}
-	if _, err := s.db.ExecContext(ctx, "ANALYZE threats, threat_details, review_events"); err != nil {
+	if _, err := s.db.ExecContext(ctx, "ANALYZE threats, threat_details, review_events, threat_indicators, stix_objects"); err != nil {
 		slog.Warn("ANALYZE after an import batch", "error", err)
 		return
 	}

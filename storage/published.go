@@ -195,7 +195,7 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 		return nil, err
 	}
 	var rows []threatRow
-	sel := threatFilter(s.db.NewSelect().Model(&rows).Relation("Details"), q)
+	sel := threatFilter(s.dialect, s.db.NewSelect().Model(&rows).Relation("Details"), q)
 	dir := "ASC"
 	if q.Descending {
 		dir = "DESC"
@@ -205,8 +205,10 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 		if q.Descending {
 			op = "<"
 		}
-		sel = sel.Where("(threat_row.verified_at "+op+" ? OR (threat_row.verified_at = ? AND threat_row.id "+op+" ?))",
-			q.AfterVerifiedAt, q.AfterVerifiedAt, q.AfterID)
+		// The first term bounds the index range (PostgreSQL does not make
+		// one of the OR: it walked every report before the position).
+		sel = sel.Where("threat_row.verified_at "+op+"= ? AND (threat_row.verified_at "+op+" ? OR (threat_row.verified_at = ? AND threat_row.id "+op+" ?))",
+			q.AfterVerifiedAt, q.AfterVerifiedAt, q.AfterVerifiedAt, q.AfterID)
 	}
 	if err := sel.OrderExpr("threat_row.verified_at " + dir + ", threat_row.id " + dir).Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
@@ -216,11 +218,18 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 
 // threatFilter adds q's filters (not its keyset position) to sel, a
 // select of threat_row with its Details relation.
-func threatFilter(sel *bun.SelectQuery, q core.ThreatQuery) *bun.SelectQuery {
-	if q.Withdrawn {
+func threatFilter(d Dialect, sel *bun.SelectQuery, q core.ThreatQuery) *bun.SelectQuery {
+	switch {
+	case q.Withdrawn:
 		// A withdrawn report is rejected with the verified_at it had.
 		sel = sel.Where("threat_row.status IN (?, ?) AND threat_row.verified_at IS NOT NULL", string(core.StatusVerified), string(core.StatusRejected))
-	} else {
+	case q.IndicatorKey != "" && d == SQLite:
+		// The indicator's few reports are found by primary key from its
+		// rows and then sorted; SQLite's planner (no statistics) walked
+		// every verified report in order instead, probing the indicator
+		// for each. The unary + keeps it from using the status index.
+		sel = sel.Where("+threat_row.status = ?", string(core.StatusVerified))
+	default:
 		sel = sel.Where("threat_row.status = ?", string(core.StatusVerified))
 	}
 	if !q.VerifiedFrom.IsZero() {
@@ -270,7 +279,7 @@ func (s *Store) CountThreats(ctx context.Context, q core.ThreatQuery) (int64, er
 	if q.Severity != "" || q.Publisher != "" {
 		sel = sel.Join("JOIN threat_details AS details ON details.threat_id = threat_row.id")
 	}
-	n, err := threatFilter(sel, q).Count(ctx)
+	n, err := threatFilter(s.dialect, sel, q).Count(ctx)
 	return int64(n), err
 }
 

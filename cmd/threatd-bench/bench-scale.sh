@@ -26,7 +26,8 @@ fi
 make build >/dev/null
 go build -o "$WORK/threatd-bench" ./cmd/threatd-bench
 BIN=$ROOT/bin/threatd
-ARCHIVE=$WORK/bench-$N.zip
+# v2: one record in ten names an exfiltration URL (the indicator search).
+ARCHIVE=$WORK/bench-$N-v2.zip
 [ -f "$ARCHIVE" ] || { echo "generating $N records into $ARCHIVE"; "$WORK/threatd-bench" gen -n "$N" -o "$ARCHIVE"; }
 
 # peak RSS (kB) of every process whose executable is under bin/, sampled
@@ -147,6 +148,34 @@ request = function()
 end
 EOF
 
+# The web site's pages, anonymous (web.lua): BENCH_WEB picks the page.
+#   browse: /threats; browse-deep: /threats from a random keyset position;
+#   browse-pypi: /threats?ecosystem=pypi; browse-severity: ?severity=high;
+#   search-purl: a random report by purl; search-prefix: a name prefix;
+#   search-indicator: a random exfiltration domain; search-miss: a clean
+#   name; threat: a random report's page (ids from BENCH_IDS).
+cat > "$WORK/web.lua" <<'EOF'
+local N, KIND = tonumber(os.getenv("BENCH_N")), os.getenv("BENCH_WEB")
+local T0, T1 = tonumber(os.getenv("BENCH_VT0") or "0"), tonumber(os.getenv("BENCH_VT1") or "0")
+local ids = {}
+if KIND == "threat" then for l in io.lines(os.getenv("BENCH_IDS")) do ids[#ids + 1] = l end end
+math.randomseed(os.time())
+request = function()
+  local i, p = math.random(0, N - 1)
+  if KIND == "home" then p = "/"
+  elseif KIND == "browse" then p = "/threats"
+  elseif KIND == "browse-deep" then p = string.format("/threats?after=%.0f.ffffffff-ffff-7fff-bfff-ffffffffffff", math.random(T0, T1))
+  elseif KIND == "browse-pypi" then p = "/threats?ecosystem=pypi"
+  elseif KIND == "browse-severity" then p = "/threats?severity=high"
+  elseif KIND == "search-purl" then p = string.format("/?q=pkg%%3Anpm%%2Fbench-npm-%07d", i - i % 2)
+  elseif KIND == "search-prefix" then p = string.format("/?q=bench-pypi-%05d", math.random(0, 9999))
+  elseif KIND == "search-indicator" then p = string.format("/?q=c2-%07d.bench-exfil.example", i - i % 10)
+  elseif KIND == "search-miss" then p = string.format("/?q=clean-lib-%d", i)
+  else p = "/threats/" .. ids[math.random(#ids)] end
+  return wrk.format("GET", p, {["Accept"] = "text/html"})
+end
+EOF
+
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 pg_start() {
   PGTMP=$(mktemp -d /tmp/threatd-bench-pg.XXXXXX); chown postgres:postgres "$PGTMP"
@@ -209,6 +238,9 @@ EOF
   reimport=$(python3 -c "print('%.0f' % ($N / ($end - $start)))")
 
   "$BIN" user add --config "$CFG" --email bench@example.com --tier paid >/dev/null
+  # The plans and times of the web pages' statements at this size.
+  explain_dsn="sqlite:$D/data/threatd.db"; [ "$backend" = postgres ] && explain_dsn="postgres:$DSN"
+  THREATD_EXPLAIN_DSN=$explain_dsn go test -count=1 -v -run '^TestExplainAtScale$' ./storage/ > "$D/explain.txt" 2>&1 || echo "EXPLAIN: a page read scans or sorts (see $D/explain.txt)"
   "$BIN" token issue --config "$CFG" --email bench@example.com > "$D/token"
   echo "$rates" > "$D/rates"; echo "$reimport" > "$D/reimport"
   else echo "== $backend: reusing the database of the last run (import figures from it)"; fi
@@ -276,6 +308,18 @@ EOF
   BENCH_PATH=/direct/fw-bench wrk_run "$backend-fwdoc-direct1" 1 http://127.0.0.1:18445 "$WORK/get.lua"
   BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial1" 1 "$T" "$WORK/get.lua"
   BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc1" 1 "$S" "$WORK/get.lua"
+  # The web pages, 8 connections (no session: as a visitor).
+  export BENCH_VT0 BENCH_VT1 BENCH_IDS=$D/ids.txt
+  BENCH_VT0=$(python3 -c "from datetime import datetime, timezone; print(int(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()*1e6))")
+  BENCH_VT1=$(python3 -c "print($BENCH_VT0 + $N * 60 * 1000000)")
+  : > "$BENCH_IDS"
+  for k in $(seq 1 20); do
+    t=$(python3 -c "import random; print(random.randint($BENCH_VT0, $BENCH_VT1))")
+    curl -sk "$S/threats?after=$t.ffffffff-ffff-7fff-bfff-ffffffffffff" | grep -o 'href="/threats/[0-9a-f-]\{36\}"' | cut -d/ -f3 | tr -d '"' >> "$BENCH_IDS"
+  done
+  for page in home browse browse-deep browse-pypi browse-severity search-purl search-prefix search-indicator search-miss threat; do
+    BENCH_WEB=$page wrk_run "$backend-web-$page" 8 "$S" "$WORK/web.lua"
+  done
   kill $trivial $daemon $topper $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
   [ "$backend" = postgres ] && pg_stop
@@ -306,6 +350,20 @@ EOF
       ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / $triv))")
       echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
     done
+    echo
+    echo "| web page (anonymous, HTTPS, 8 connections) | requests/s | p50 | p99 | non-2xx | vs trivial |"
+    echo "|---|---|---|---|---|---|"
+    for row in "home (search box, 20 latest):home" "/threats (browse, first page, total):browse" "/threats from a random keyset position:browse-deep" \
+               "/threats?ecosystem=pypi:browse-pypi" "/threats?severity=high:browse-severity" "search, a purl (hit):search-purl" \
+               "search, a name prefix:search-prefix" "search, an exfiltration domain (indicator):search-indicator" "search, a clean name (miss):search-miss" \
+               "a threat's page (random of $(wc -l < "$D/ids.txt") ids):threat"; do
+      IFS=: read -r label key <<<"$row"
+      read -r rps p50 p99 bad < <(res "$backend-web-$key")
+      ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / $triv))")
+      echo "| $label | $rps | $p50 | $p99 | $bad | $ratio |"
+    done
+    echo
+    echo "EXPLAIN of the web pages' statements: $(grep -c '^### ' "$D/explain.txt" 2>/dev/null || echo 0) statements, $(grep -E '^(ok|FAIL|--- )' "$D/explain.txt" | tail -1) (plans: $D/explain.txt)"
     echo
     echo "| firewall (HTTPS, cached upstream) | conns | requests/s | p50 | p99 | non-2xx | vs the same bytes from the trivial handler |"
     echo "|---|---|---|---|---|---|---|"

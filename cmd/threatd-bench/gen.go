@@ -54,7 +54,8 @@ type osvReference struct {
 }
 
 // genRecord returns generated record i: deterministic, every version
-// affected (introduced 0, no fix), about the size of a real OSV report.
+// affected (introduced 0, no fix), about the size of a real OSV report;
+// one in ten names an exfiltration URL (c2-<i>.bench-exfil.example).
 func genRecord(i int) osvRecord {
 	eco, name := benchName(i)
 	published := genEpoch.Add(time.Duration(i) * time.Minute)
@@ -73,6 +74,11 @@ func genRecord(i int) osvRecord {
 		DatabaseSpecific: map[string]any{"malicious-packages-origins": []map[string]any{{
 			"source": "bench", "id": fmt.Sprintf("BENCH-%d", i), "modified_time": published.Format(time.RFC3339),
 		}}},
+	}
+	if i%10 == 0 {
+		// One report in ten names where it sends what it steals, as real
+		// reports do: a URL on a host of its own (a searchable indicator).
+		r.Details += fmt.Sprintf("It posts them to `https://c2-%07d.bench-exfil.example/collect`.\n", i)
 	}
 	var a osvAffected
 	a.Package.Ecosystem, a.Package.Name = eco, name
