@@ -330,7 +330,11 @@ type ThreatQuery struct {
 	// IndicatorKey selects the reports that list the indicator
 	// IndicatorKey(type, value) among theirs ("" = any).
 	IndicatorKey string
-	Limit        int
+	// Listing asks for the reports as a list shows them: without their
+	// details but for the severity (Details.SeverityLevel), which a store
+	// keeps on the report's row. A page of a list then reads no text.
+	Listing bool
+	Limit   int
 }
 
 // UsageDelta is a number of paid calls to add.

@@ -300,13 +300,13 @@ func summaryFromPB(s *pb.Summary) core.Summary {
 func threatQueryToPB(q core.ThreatQuery) *pb.ThreatQuery {
 	return &pb.ThreatQuery{VerifiedFrom: ts(q.VerifiedFrom), VerifiedTo: ts(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
 		AfterVerifiedAt: ts(q.AfterVerifiedAt), AfterId: q.AfterID, Descending: q.Descending, Limit: int32(q.Limit), UpstreamId: q.UpstreamID, Withdrawn: q.Withdrawn,
-		ReportType: string(q.ReportType), Severity: string(q.Severity), IndicatorKey: q.IndicatorKey}
+		ReportType: string(q.ReportType), Severity: string(q.Severity), IndicatorKey: q.IndicatorKey, Listing: q.Listing}
 }
 
 func threatQueryFromPB(q *pb.ThreatQuery) core.ThreatQuery {
 	return core.ThreatQuery{VerifiedFrom: fromTS(q.VerifiedFrom), VerifiedTo: fromTS(q.VerifiedTo), Registry: q.Registry, Publisher: q.Publisher,
 		AfterVerifiedAt: fromTS(q.AfterVerifiedAt), AfterID: q.AfterId, Descending: q.Descending, Limit: int(q.Limit), UpstreamID: q.UpstreamId, Withdrawn: q.Withdrawn,
-		ReportType: core.ReportType(q.ReportType), Severity: core.Severity(q.Severity), IndicatorKey: q.IndicatorKey}
+		ReportType: core.ReportType(q.ReportType), Severity: core.Severity(q.Severity), IndicatorKey: q.IndicatorKey, Listing: q.Listing}
 }
 
 func feedQueryToPB(q core.FeedQuery) *pb.FeedQuery {

@@ -235,6 +235,8 @@ func (r threatRow) domain() core.Threat {
 	}
 	if r.Details != nil {
 		t.Details = storedDetails(r.Details.Details)
+	} else if r.SeverityLevel != nil {
+		t.Details.SeverityLevel = core.Severity(*r.SeverityLevel) // a listing
 	}
 	return t
 }

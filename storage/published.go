@@ -195,7 +195,11 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 		return nil, err
 	}
 	var rows []threatRow
-	sel := threatFilter(s.dialect, s.db.NewSelect().Model(&rows).Relation("Details"), q)
+	sel := s.db.NewSelect().Model(&rows)
+	if !q.Listing || q.Publisher != "" {
+		sel = sel.Relation("Details")
+	}
+	sel = threatFilter(s.dialect, sel, q)
 	dir := "ASC"
 	if q.Descending {
 		dir = "DESC"

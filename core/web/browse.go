@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/threatd/threatd/core"
 )
@@ -24,6 +26,9 @@ const browsePage = 50
 type browseFilter struct {
 	Type, Ecosystem, Severity, From, To, Sort string
 	query                                     core.ThreatQuery
+	// before: the position is the first report of the page after the one
+	// asked for (a "Previous page" link), not the last of the page before.
+	before bool
 }
 
 // parseBrowse validates /threats' parameters; the error names the one that
@@ -77,11 +82,19 @@ func parseBrowse(qs url.Values) (browseFilter, error) {
 	default:
 		return f, core.Invalid("sort", "must be newest or oldest (got %q)", f.Sort)
 	}
-	if after := qs.Get("after"); after != "" {
-		var ok bool
-		if q.AfterVerifiedAt, q.AfterID, ok = parseCursor(after); !ok {
-			return f, core.Invalid("after", "is not a page of this list: start again from the first page")
+	after, before := qs.Get("after"), qs.Get("before")
+	if after != "" && before != "" {
+		return f, core.Invalid("before", "cannot be given with after: a page follows one report or precedes another")
+	}
+	for name, c := range map[string]string{"after": after, "before": before} {
+		if c == "" {
+			continue
 		}
+		var ok bool
+		if q.AfterVerifiedAt, q.AfterID, ok = parseCursor(c); !ok {
+			return f, core.Invalid(name, "is not a page of this list: start again from the first page")
+		}
+		f.before = name == "before"
 	}
 	return f, nil
 }
@@ -123,6 +136,7 @@ type counts struct {
 	mu      sync.Mutex
 	version int64
 	byQuery map[string]int64
+	flight  singleflight.Group
 }
 
 // maxCachedCounts bounds the totals kept (distinct filters).
@@ -144,16 +158,22 @@ func (s *Site) total(ctx context.Context, q core.ThreatQuery) (int64, error) {
 	if ok {
 		return n, nil
 	}
-	n, err := s.store.CountThreats(ctx, q)
-	if err != nil {
-		return 0, err
-	}
-	s.counts.mu.Lock()
-	if s.counts.version == version {
-		s.counts.byQuery[key] = n
-	}
-	s.counts.mu.Unlock()
-	return n, nil
+	// One count per filter at a time: the visitors who ask for it
+	// meanwhile wait for that one (at a million reports a count of half of
+	// them reads for a fifth of a second; eight at once took 0.7 s each).
+	v, err, _ := s.counts.flight.Do(fmt.Sprintf("%d %s", version, key), func() (any, error) {
+		n, err := s.store.CountThreats(ctx, q)
+		if err != nil {
+			return int64(0), err
+		}
+		s.counts.mu.Lock()
+		if s.counts.version == version {
+			s.counts.byQuery[key] = n
+		}
+		s.counts.mu.Unlock()
+		return n, nil
+	})
+	return v.(int64), err
 }
 
 // browse is /threats: every verified report, filtered, newest or oldest
@@ -170,7 +190,12 @@ func (s *Site) browse(c *echo.Context) error {
 		return s.render(c, http.StatusBadRequest, "threats", data)
 	}
 	q := f.query
-	q.Limit = browsePage + 1
+	q.Limit, q.Listing = browsePage+1, true
+	if f.before {
+		// The page before a report: read backwards from it, then show
+		// in the list's order.
+		q.Descending = !q.Descending
+	}
 	list, err := s.store.QueryThreats(ctx, q)
 	if err != nil {
 		return err
@@ -179,18 +204,33 @@ func (s *Site) browse(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := f.values()
-	if len(list) > browsePage {
+	more := len(list) > browsePage
+	if more {
 		list = list[:browsePage]
-		last := list[len(list)-1]
-		next := url.Values{}
-		for k, x := range v {
-			next[k] = x
-		}
-		next.Set("after", cursor(*last.VerifiedAt, last.ID))
-		data["Next"] = "/threats?" + next.Encode()
 	}
-	if f.query.AfterID != "" {
+	if f.before {
+		slices.Reverse(list)
+	}
+	v := f.values()
+	link := func(param string, t core.Threat) string {
+		u := url.Values{}
+		for k, x := range v {
+			u[k] = x
+		}
+		u.Set(param, cursor(*t.VerifiedAt, t.ID))
+		return "/threats?" + u.Encode()
+	}
+	if len(list) > 0 {
+		// Forward: a next page when more follow; a previous one when the
+		// page started after a report. Backward: the reverse.
+		if more && !f.before || f.before {
+			data["Next"] = link("after", list[len(list)-1])
+		}
+		if more && f.before || !f.before && f.query.AfterID != "" {
+			data["Prev"] = link("before", list[0])
+		}
+	}
+	if data["Prev"] != nil {
 		data["First"] = "/threats?" + v.Encode()
 	}
 	data["Threats"], data["Total"], data["Shown"] = list, total, len(list)

@@ -62,6 +62,16 @@ func testBrowse(t *testing.T, b Backend) {
 	if want := []string{"react-evil", "lodas", "lodash-evil"}; !slices.Equal(got, want) {
 		t.Errorf("critical packages, newest first: %v, want %v", got, want)
 	}
+	// A listing: the same reports, with the severity and without the text.
+	listing, err := s.QueryThreats(c, core.ThreatQuery{Severity: core.SeverityCritical, ReportType: core.TypePackage, Descending: true, Limit: 10, Listing: true})
+	if err != nil || len(listing) != len(page) {
+		t.Fatalf("listing: %d reports, %v; want %d", len(listing), err, len(page))
+	}
+	for i, th := range listing {
+		if th.ID != page[i].ID || th.Details.SeverityLevel != core.SeverityCritical || th.Details.ThreatDescription != "" || th.VerifiedAt == nil {
+			t.Errorf("listing %d: %+v", i, th)
+		}
+	}
 
 	// The indicator look-up: the verified reports that list it.
 	byIndicator := func(typ, value string) []string {

@@ -3995,7 +3995,9 @@ type ThreatQuery struct {
 	ReportType string `protobuf:"bytes,11,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
 	Severity   string `protobuf:"bytes,12,opt,name=severity,proto3" json:"severity,omitempty"`
 	// indicator_key: the reports that list this indicator (core.IndicatorKey).
-	IndicatorKey  string `protobuf:"bytes,13,opt,name=indicator_key,json=indicatorKey,proto3" json:"indicator_key,omitempty"`
+	IndicatorKey string `protobuf:"bytes,13,opt,name=indicator_key,json=indicatorKey,proto3" json:"indicator_key,omitempty"`
+	// listing: the reports without their details but for the severity.
+	Listing       bool `protobuf:"varint,14,opt,name=listing,proto3" json:"listing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4119,6 +4121,13 @@ func (x *ThreatQuery) GetIndicatorKey() string {
 		return x.IndicatorKey
 	}
 	return ""
+}
+
+func (x *ThreatQuery) GetListing() bool {
+	if x != nil {
+		return x.Listing
+	}
+	return false
 }
 
 type CountThreatsResponse struct {
@@ -6769,7 +6778,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\v2+.threatd.plugin.v1.ImportResult.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xff\x03\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x99\x04\n" +
 	"\vThreatQuery\x12?\n" +
 	"\rverified_from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fverifiedFrom\x12;\n" +
 	"\vverified_to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -6789,7 +6798,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\vreport_type\x18\v \x01(\tR\n" +
 	"reportType\x12\x1a\n" +
 	"\bseverity\x18\f \x01(\tR\bseverity\x12#\n" +
-	"\rindicator_key\x18\r \x01(\tR\findicatorKey\",\n" +
+	"\rindicator_key\x18\r \x01(\tR\findicatorKey\x12\x18\n" +
+	"\alisting\x18\x0e \x01(\bR\alisting\",\n" +
 	"\x14CountThreatsResponse\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\"4\n" +
 	"\x17SubmitterRecordsRequest\x12\x19\n" +
