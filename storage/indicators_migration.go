@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/threatd/threatd/core"
@@ -28,11 +29,19 @@ var indicatorsBackfill = migrate.Migration{
 // backfillIndicators works out the indicators of the verified reports, 500
 // at a time in id order (the primary key's).
 func backfillIndicators(ctx context.Context, db *bun.DB) error {
+	// A range of the primary key per batch: SQLite's planner chose the
+	// status index and sorted every verified report after the position
+	// for each batch (quadratic: a third of a million reports in 5
+	// minutes, then slower); the unary + keeps it off that index.
+	status := "threat_row.status = ?"
+	if db.Dialect().Name() == dialect.SQLite {
+		status = "+" + status
+	}
 	after := ""
 	for {
 		var rows []threatRow
 		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details").
-			Where("threat_row.status = ? AND threat_row.id > ?", string(core.StatusVerified), after).
+			Where(status+" AND threat_row.id > ?", string(core.StatusVerified), after).
 			OrderExpr("threat_row.id").Limit(500).Scan(ctx); err != nil {
 			return err
 		}

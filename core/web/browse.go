@@ -142,6 +142,28 @@ type counts struct {
 // maxCachedCounts bounds the totals kept (distinct filters).
 const maxCachedCounts = 1024
 
+// get returns the cached total of key under version (the cache is
+// emptied when the version moves or it is full).
+func (c *counts) get(version int64, key string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byQuery == nil || c.version != version || len(c.byQuery) >= maxCachedCounts {
+		c.version, c.byQuery = version, map[string]int64{}
+	}
+	n, ok := c.byQuery[key]
+	return n, ok
+}
+
+// put caches the total of key counted under version, unless the version
+// has moved meanwhile.
+func (c *counts) put(version int64, key string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version == version && c.byQuery != nil {
+		c.byQuery[key] = n
+	}
+}
+
 func (s *Site) total(ctx context.Context, q core.ThreatQuery) (int64, error) {
 	q.AfterID, q.AfterVerifiedAt, q.Limit, q.Descending = "", time.Time{}, 0, false
 	if q == (core.ThreatQuery{}) && s.indexReady() {
@@ -149,13 +171,7 @@ func (s *Site) total(ctx context.Context, q core.ThreatQuery) (int64, error) {
 	}
 	key := fmt.Sprintf("%+v", q)
 	version := s.index.Version()
-	s.counts.mu.Lock()
-	if s.counts.version != version || len(s.counts.byQuery) >= maxCachedCounts {
-		s.counts.version, s.counts.byQuery = version, map[string]int64{}
-	}
-	n, ok := s.counts.byQuery[key]
-	s.counts.mu.Unlock()
-	if ok {
+	if n, ok := s.counts.get(version, key); ok {
 		return n, nil
 	}
 	// One count per filter at a time: the visitors who ask for it
@@ -163,15 +179,10 @@ func (s *Site) total(ctx context.Context, q core.ThreatQuery) (int64, error) {
 	// them reads for a fifth of a second; eight at once took 0.7 s each).
 	v, err, _ := s.counts.flight.Do(fmt.Sprintf("%d %s", version, key), func() (any, error) {
 		n, err := s.store.CountThreats(ctx, q)
-		if err != nil {
-			return int64(0), err
+		if err == nil {
+			s.counts.put(version, key, n)
 		}
-		s.counts.mu.Lock()
-		if s.counts.version == version {
-			s.counts.byQuery[key] = n
-		}
-		s.counts.mu.Unlock()
-		return n, nil
+		return n, err
 	})
 	return v.(int64), err
 }
