@@ -50,8 +50,8 @@ func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *ch
 	}
 	out.Malicious, out.MatchedAs, out.ThreatCount = true, "indicator", int(n)
 	out.Details = toRecord(latest[0], viewer)
-	out.Message = fmt.Sprintf("%s %q is named as an indicator of compromise in %d verified %s", q.ReportType, q.ResourceIdentifier,
-		n, map[bool]string{true: "report", false: "reports"}[n == 1])
+	out.Message = fmt.Sprintf("%s %q is named as an indicator of compromise in %s", q.ReportType, q.ResourceIdentifier,
+		core.Count(int(n), "verified report", "verified reports"))
 	return nil
 }
 

@@ -43,8 +43,10 @@ func (s *Site) accountPage(c *echo.Context, status int, errs map[string]string) 
 	if n, ok := errs["name_value"]; ok {
 		name = n
 	}
+	// The store lists the newest MaxListSessions: at that many, say so
+	// rather than give a count that may be short.
 	return s.render(c, status, "account", map[string]any{"Title": "Account", "User": v.User, "Name": name,
-		"Sessions": rows, "Others": len(rows) - 1, "Errors": errs})
+		"Sessions": rows, "Others": len(rows) - 1, "Capped": len(rows) >= core.MaxListSessions, "Errors": errs})
 }
 
 // rename is the account page's "Save name".
@@ -64,26 +66,19 @@ func (s *Site) rename(c *echo.Context) error {
 }
 
 // checkAttempt bounds password checks on the account page like log-ins
-// (per account and per address), so that a stolen session cannot be used
-// to guess the password; ok false means the page was rendered.
+// (attempt), so that a stolen session cannot be used to guess the
+// password; ok false means the page was rendered.
 func (s *Site) checkAttempt(c *echo.Context, field string) (undo func(), ok bool, err error) {
-	ipKey, acctKey := "ip:"+c.RealIP(), "account:"+viewerOf(c).User.Email
-	ip := s.logins.Take(ipKey, s.opts.LoginAttemptsIP, 1)
-	acct := s.logins.Take(acctKey, s.opts.LoginAttempts, 1)
-	if !ip.Allowed || !acct.Allowed {
-		s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
-		s.logins.Take(acctKey, s.opts.LoginAttempts, -1)
-		wait := max(ip.ResetSeconds(), acct.ResetSeconds())
+	undo, wait, ok := s.attempt(c, viewerOf(c).User.Email)
+	if !ok {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		return nil, false, s.accountPage(c, http.StatusTooManyRequests, map[string]string{field: fmt.Sprintf("Too many password attempts: try again in %d seconds.", wait)})
 	}
-	return func() {
-		s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
-		s.logins.Take(acctKey, s.opts.LoginAttempts, -1)
-	}, true, nil
+	return undo, true, nil
 }
 
-// boundedPassword keeps an over-long input from being hashed.
+// boundedPassword keeps an over-long input from being hashed (it is
+// checked as "" instead, which no password is).
 func boundedPassword(pw string) string {
 	if len(pw) > 4*core.PasswordMax {
 		return ""

@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/ratelimit"
 )
 
 // safeNext keeps a post-log-in redirect on this site: a local path only.
@@ -118,38 +117,43 @@ func (s *Site) login(c *echo.Context) error {
 	f, _ := c.FormValues()
 	email := strings.ToLower(strings.TrimSpace(f.Get("email")))
 	data := map[string]any{"Title": "Log in", "Next": f.Get("next"), "Email": email}
-	ipKey, acctKey := "ip:"+c.RealIP(), "account:"+email
-	ip := s.logins.Take(ipKey, s.opts.LoginAttemptsIP, 1)
-	var acct ratelimit.Result
-	if ip.Allowed {
-		if acct = s.logins.Take(acctKey, s.opts.LoginAttempts, 1); !acct.Allowed {
-			s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
-		}
-	}
-	if !ip.Allowed || !acct.Allowed {
-		wait := ip.ResetSeconds()
-		if ip.Allowed {
-			wait = acct.ResetSeconds()
-		}
+	undo, wait, ok := s.attempt(c, email)
+	if !ok {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		data["Error"] = fmt.Sprintf("Too many log-in attempts: try again in %d seconds.", wait)
 		return s.render(c, http.StatusTooManyRequests, "login", data)
 	}
-	return s.startSession(c, email, f.Get("password"), safeNext(f.Get("next")), func() {
+	return s.startSession(c, email, f.Get("password"), safeNext(f.Get("next")), undo)
+}
+
+// attempt takes one password attempt from the budgets of the client's
+// address and of the account (both or neither), before the password is
+// hashed, so that concurrent attempts cannot overtake the count; undo gives
+// it back (the password was right). When either budget is spent, ok is
+// false and wait is when it refills, in seconds.
+func (s *Site) attempt(c *echo.Context, email string) (undo func(), wait int, ok bool) {
+	ipKey, acctKey := "ip:"+c.RealIP(), "account:"+email
+	ip := s.logins.Take(ipKey, s.opts.LoginAttemptsIP, 1)
+	if !ip.Allowed {
+		return nil, ip.ResetSeconds(), false
+	}
+	acct := s.logins.Take(acctKey, s.opts.LoginAttempts, 1)
+	if !acct.Allowed {
+		s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
+		return nil, acct.ResetSeconds(), false
+	}
+	return func() {
 		s.logins.Take(ipKey, s.opts.LoginAttemptsIP, -1)
 		s.logins.Take(acctKey, s.opts.LoginAttempts, -1)
-	})
+	}, 0, true
 }
 
 // startSession logs in and sets a new session cookie (a new id at every
 // log-in: a session id planted before log-in is never promoted); succeeded
 // (if not nil) runs when the password was right.
 func (s *Site) startSession(c *echo.Context, email, pw, next string, succeeded func()) error {
-	if len(pw) > 4*core.PasswordMax {
-		pw = "" // never hash an unbounded input
-	}
 	s.hashing <- struct{}{}
-	secret, u, err := s.accounts.LogIn(c.Request().Context(), email, pw, s.opts.SessionTTL)
+	secret, u, err := s.accounts.LogIn(c.Request().Context(), email, boundedPassword(pw), s.opts.SessionTTL)
 	<-s.hashing
 	if errors.Is(err, core.ErrBadCredentials) {
 		return s.render(c, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in", "Email": email, "Next": next,
