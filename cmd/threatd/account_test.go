@@ -3,15 +3,10 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // pkgReport is a minimal package report's JSON.
@@ -186,74 +181,4 @@ func TestUserDisableCLI(t *testing.T) {
 	if r := in.cli("user", "disable", "--email", "nobody@example.com"); r.code == 0 || !strings.Contains(r.stderr, "nobody@example.com") {
 		t.Fatalf("disabling an unknown user: exit %d, %q", r.code, r.stderr)
 	}
-}
-
-// TestWebBrowsePaging: /threats pages forward with Next page and back with
-// Previous page over 120 reports: every report once, the same pages both
-// ways, no Previous or First on the first page and no Next on the last.
-func TestWebBrowsePaging(t *testing.T) {
-	in := newInstance(t, quiet)
-	dir := t.TempDir()
-	for i := range 120 {
-		at := time.Date(2025, 1, 1, 0, i, 0, 0, time.UTC).Format(time.RFC3339)
-		rec := fmt.Sprintf(`{"schema_version":"1.5.0","id":"MAL-PAGE-%03d","published":%q,"modified":%q,"summary":"Malicious code in page-pkg-%03d (npm)",
-"details":"Steals tokens.","affected":[{"package":{"ecosystem":"npm","name":"page-pkg-%03d"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"}]}]}]}`, i, at, at, i, i)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("MAL-PAGE-%03d.json", i)), []byte(rec), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	in.mustCLI("import", "osv", dir)
-	d := in.serve()
-	b := in.browser(d)
-	names := regexp.MustCompile(`>page-pkg-(\d{3})</a>`)
-	link := func(p page, rel string) string {
-		m := regexp.MustCompile(`href="(/threats\?[^"]+)" rel="` + rel + `"`).FindStringSubmatch(p.body)
-		if m == nil {
-			return ""
-		}
-		return html.UnescapeString(m[1])
-	}
-	onPage := func(p page) []string {
-		var out []string
-		for _, m := range names.FindAllStringSubmatch(p.body, -1) {
-			out = append(out, m[1])
-		}
-		return out
-	}
-	var pages [][]string
-	p := b.get("/threats").expect(t, 200, "120 verified threats", "Next page")
-	p.lacks(t, "Previous page", "First page")
-	for {
-		pages = append(pages, onPage(p))
-		next := link(p, "next")
-		if next == "" {
-			break
-		}
-		p = b.get(next).expect(t, 200, "Previous page", "First page")
-	}
-	if len(pages) != 3 || len(pages[0]) != 50 || len(pages[1]) != 50 || len(pages[2]) != 20 || pages[0][0] != "119" || pages[2][19] != "000" {
-		t.Fatalf("pages forward: %v", pages)
-	}
-	seen := map[string]bool{}
-	for _, pg := range pages {
-		for _, n := range pg {
-			if seen[n] {
-				t.Fatalf("report %s on two pages", n)
-			}
-			seen[n] = true
-		}
-	}
-	for i := len(pages) - 2; i >= 0; i-- {
-		prev := link(p, "prev")
-		if prev == "" {
-			t.Fatalf("no Previous page link on page %d:\n%s", i+2, p.body)
-		}
-		p = b.get(prev).expect(t, 200, "Next page")
-		if got := onPage(p); !slices.Equal(got, pages[i]) {
-			t.Fatalf("page %d backward: %v, forward: %v", i+1, got, pages[i])
-		}
-	}
-	p.lacks(t, "Previous page", "First page")
-	b.get("/threats?after=1.00000000-0000-7000-8000-000000000000&before=1.00000000-0000-7000-8000-000000000000").expect(t, 400, "cannot be given with after")
-	b.get("/threats?before=junk").expect(t, 400, "before: is not a page of this list")
 }

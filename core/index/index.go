@@ -67,6 +67,14 @@ func (x *Index) Len() int {
 	return x.byKey.len()
 }
 
+// Count returns the number of verified reports indexed of type typ in
+// registry ("" = any): a few additions, whatever the number of reports.
+func (x *Index) Count(typ core.ReportType, registry string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.byKey.count(string(typ), registry)
+}
+
 // LastSeq is the change-feed position the index reflects.
 func (x *Index) LastSeq() int64 { return x.lastSeq.Load() }
 
@@ -115,7 +123,7 @@ func putSummary(t *table, s core.Summary) (uuid.UUID, error) {
 		flags |= flagVersionsElsewhere
 		versions = ""
 	}
-	t.put(s.CanonicalKey, id, s.VerifiedAt.UnixMicro(), versions, flags)
+	t.put(s.CanonicalKey, id, s.VerifiedAt.UnixMicro(), versions, flags, string(s.ReportType), s.Registry)
 	return id, nil
 }
 

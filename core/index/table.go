@@ -2,6 +2,7 @@ package index
 
 import (
 	"hash/maphash"
+	"strings"
 	"unsafe"
 )
 
@@ -28,6 +29,12 @@ type table struct {
 	garbage int // bytes of chunks no longer referenced
 	// compactions counts rewrites of the chunks (for tests).
 	compactions int
+	// The records per class (report type and registry): classes names
+	// each class once, perClass counts its live records, so that a total
+	// by type or ecosystem costs a few additions, not a count of rows.
+	classes  []string
+	classOf  map[string]uint16
+	perClass []int
 }
 
 // rec is one report's summary: 48 bytes, no pointers.
@@ -39,6 +46,7 @@ type rec struct {
 	keyLen     uint32
 	verLen     uint32
 	flags      uint8
+	class      uint16 // index into table.classes
 }
 
 const (
@@ -120,16 +128,52 @@ func (t *table) store(key, versions string) (chunk, off uint32) {
 	return uint32(last), off
 }
 
-// put sets key's record, replacing any record under the same key.
-func (t *table) put(key string, id [16]byte, verifiedAt int64, versions string, flags uint8) {
+// classKey names the class of a report of type typ in registry.
+func classKey(typ, registry string) string { return typ + "\x00" + registry }
+
+// class returns the index of the class of type typ in registry, adding it
+// when new.
+func (t *table) class(typ, registry string) uint16 {
+	k := classKey(typ, registry)
+	if c, ok := t.classOf[k]; ok {
+		return c
+	}
+	if t.classOf == nil {
+		t.classOf = map[string]uint16{}
+	}
+	c := uint16(len(t.classes))
+	t.classes = append(t.classes, k)
+	t.classOf[k] = c
+	t.perClass = append(t.perClass, 0)
+	return c
+}
+
+// count returns the live records of type typ in registry ("" = any).
+func (t *table) count(typ, registry string) int {
+	n := 0
+	for c, k := range t.classes {
+		ct, cr, _ := strings.Cut(k, "\x00")
+		if (typ == "" || ct == typ) && (registry == "" || cr == registry) {
+			n += t.perClass[c]
+		}
+	}
+	return n
+}
+
+// put sets key's record, replacing any record under the same key; typ and
+// registry are the report's type and registry.
+func (t *table) put(key string, id [16]byte, verifiedAt int64, versions string, flags uint8, typ, registry string) {
 	if (t.used+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
 	c, off := t.store(key, versions)
-	r := rec{id: id, verifiedAt: verifiedAt, chunk: c, off: off, keyLen: uint32(len(key)), verLen: uint32(len(versions)), flags: flags | flagLive}
+	class := t.class(typ, registry)
+	r := rec{id: id, verifiedAt: verifiedAt, chunk: c, off: off, keyLen: uint32(len(key)), verLen: uint32(len(versions)), flags: flags | flagLive, class: class}
+	t.perClass[class]++
 	if i := t.find(key); i >= 0 {
 		old := &t.recs[uint32(t.slots[i])-1]
 		t.drop(old)
+		t.perClass[old.class]--
 		*old = r
 		t.maybeCompact()
 		return
@@ -177,6 +221,7 @@ func (t *table) remove(key string, id [16]byte) bool {
 		return false
 	}
 	t.drop(r)
+	t.perClass[r.class]--
 	*r = rec{}
 	t.free = append(t.free, ri)
 	// Backward-shift deletion: move later members of the probe run into

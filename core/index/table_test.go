@@ -8,14 +8,17 @@ import (
 
 // TestTableAgainstMap drives the table and a map with the same random puts
 // and removes (with growth, slot reuse and compaction along the way) and
-// checks that they agree after every step.
+// checks that they agree after every step, the totals by type and registry
+// too (a replaced report may change its class).
 func TestTableAgainstMap(t *testing.T) {
 	type want struct {
 		id       [16]byte
 		at       int64
 		versions string
 		flags    uint8
+		typ, reg string
 	}
+	types, registries := []string{"package", "url", "container"}, []string{"", "npm", "pypi", "ghcr"}
 	tb := newTable(0)
 	model := map[string]want{}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -27,9 +30,10 @@ func TestTableAgainstMap(t *testing.T) {
 		k := keys[rng.IntN(len(keys))]
 		switch rng.IntN(3) {
 		case 0, 1:
-			w := want{at: int64(step), versions: fmt.Sprintf("1.0.%d, 2.0.%d", step, rng.IntN(9)), flags: uint8(rng.IntN(2))}
+			w := want{at: int64(step), versions: fmt.Sprintf("1.0.%d, 2.0.%d", step, rng.IntN(9)), flags: uint8(rng.IntN(2)),
+				typ: types[rng.IntN(len(types))], reg: registries[rng.IntN(len(registries))]}
 			w.id[0], w.id[1], w.id[2] = byte(step), byte(step>>8), byte(step>>16)
-			tb.put(k, w.id, w.at, w.versions, w.flags)
+			tb.put(k, w.id, w.at, w.versions, w.flags, w.typ, w.reg)
 			model[k] = w
 		case 2:
 			w, ok := model[k]
@@ -67,6 +71,19 @@ func TestTableAgainstMap(t *testing.T) {
 			}
 			if n != len(model) {
 				t.Fatalf("step %d: %d live records, model has %d", step, n, len(model))
+			}
+			for _, typ := range append([]string{""}, types...) {
+				for _, reg := range append(registries, "rubygems") {
+					want := 0
+					for _, w := range model {
+						if (typ == "" || w.typ == typ) && (reg == "" || w.reg == reg) {
+							want++
+						}
+					}
+					if got := tb.count(typ, reg); got != want {
+						t.Fatalf("step %d: count(%q, %q) = %d, model has %d", step, typ, reg, got, want)
+					}
+				}
 			}
 		}
 	}

@@ -166,8 +166,13 @@ func (c *counts) put(version int64, key string, n int64) {
 
 func (s *Site) total(ctx context.Context, q core.ThreatQuery) (int64, error) {
 	q.AfterID, q.AfterVerifiedAt, q.Limit, q.Descending = "", time.Time{}, 0, false
-	if q == (core.ThreatQuery{}) && s.indexReady() {
-		return int64(s.index.Len()), nil
+	if s.indexReady() {
+		// By type and ecosystem alone: the index keeps these totals.
+		byClass := q
+		byClass.ReportType, byClass.Registry = "", ""
+		if byClass == (core.ThreatQuery{}) {
+			return int64(s.index.Count(q.ReportType, q.Registry)), nil
+		}
 	}
 	key := fmt.Sprintf("%+v", q)
 	version := s.index.Version()
