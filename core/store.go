@@ -18,6 +18,10 @@ const MaxListUsers = 1000
 // was asked for. Callers that want more read page after page.
 const MaxPage = 10000
 
+// MaxKeyPrefixes bounds the key ranges of one ThreatsByKeyPrefix call (one
+// per package registry and more).
+const MaxKeyPrefixes = 64
+
 // CheckLimit refuses a page size outside 1..max: the storage side of "no
 // layer quietly shrinks what it was asked for".
 func CheckLimit(limit, max int) error {
@@ -203,9 +207,10 @@ type PublishedStore interface {
 	// keyset position and limit).
 	CountThreats(ctx context.Context, q ThreatQuery) (int64, error)
 	// ThreatsByKeyPrefix returns up to limit (1..MaxPage) verified reports
-	// whose canonical key starts with prefix and sorts after after, in
-	// canonical key order (the package-name prefix search).
-	ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]Threat, error)
+	// whose canonical key starts with one of prefixes (1..MaxKeyPrefixes,
+	// none empty) and sorts after after, in canonical key order: the
+	// package-name prefix search, one range per registry in one call.
+	ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after string, limit int) ([]Threat, error)
 	// Feed returns one page of up to q.Limit (1..MaxPage, else ErrInvalid)
 	// of the published changes q selects, in commit order, each with its
 	// report as it is now.

@@ -386,8 +386,8 @@ func (c *StorageClient) CountThreats(ctx context.Context, q core.ThreatQuery) (i
 }
 
 // ThreatsByKeyPrefix returns verified reports by canonical key prefix.
-func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]core.Threat, error) {
-	stream, err := c.conn().ThreatsByKeyPrefix(ctx, &pb.ThreatsByKeyPrefixRequest{Prefix: prefix, After: after, Limit: int32(limit)})
+func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after string, limit int) ([]core.Threat, error) {
+	stream, err := c.conn().ThreatsByKeyPrefix(ctx, &pb.ThreatsByKeyPrefixRequest{Prefixes: prefixes, After: after, Limit: int32(limit)})
 	return recvAll(stream, err, threatFromPB)
 }
 

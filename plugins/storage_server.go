@@ -410,7 +410,7 @@ func (s *storageServer) CountThreats(ctx context.Context, req *pb.ThreatQuery) (
 
 func (s *storageServer) ThreatsByKeyPrefix(req *pb.ThreatsByKeyPrefixRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
 	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
-		return st.ThreatsByKeyPrefix(stream.Context(), req.Prefix, req.After, int(req.Limit))
+		return st.ThreatsByKeyPrefix(stream.Context(), req.Prefixes, req.After, int(req.Limit))
 	}, threatToPB, stream.Send)
 }
 

@@ -287,29 +287,60 @@ func (s *Store) CountThreats(ctx context.Context, q core.ThreatQuery) (int64, er
 	return int64(n), err
 }
 
-// ThreatsByKeyPrefix reads a range of the verified-key index
+// ThreatsByKeyPrefix reads ranges of the verified-key index
 // (threats_verified_key_idx, in byte order).
-func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefix, after string, limit int) ([]core.Threat, error) {
+func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after string, limit int) ([]core.Threat, error) {
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
 	}
-	if prefix == "" {
-		return nil, core.Invalid("prefix", "must not be empty")
+	if len(prefixes) == 0 || len(prefixes) > core.MaxKeyPrefixes {
+		return nil, core.Invalid("prefixes", "must name 1 to %d prefixes (got %d)", core.MaxKeyPrefixes, len(prefixes))
 	}
-	key := "threat_row.canonical_key " + byteOrder(s.dialect)
-	var rows []threatRow
-	sel := s.db.NewSelect().Model(&rows).Relation("Details").
-		ModelTableExpr(tableUsing(s.dialect, `"threats" AS "threat_row"`, "threats_verified_key_idx")).
-		// Every string that starts with prefix sorts in [prefix, prefix + the
-		// highest code point).
-		Where(key+" >= ? AND "+key+" < ?", prefix, prefix+"\U0010FFFF").
-		Where("threat_row.status = 'verified'")
-	if after != "" {
-		sel = sel.Where(key+" > ?", after)
+	// Each prefix is a range of the index read in key order and cut at
+	// limit; the union of those few rows is sorted and cut again. One
+	// statement whatever the number of ranges, and no range is read past
+	// limit however many keys it holds.
+	key := "t.canonical_key " + byteOrder(s.dialect)
+	parts := make([]string, len(prefixes))
+	args := make([]any, 0, 3*len(prefixes)+1)
+	for i, p := range prefixes {
+		if p == "" {
+			return nil, core.Invalid("prefixes", "must not be empty")
+		}
+		// Every string that starts with p sorts in [p, p + the highest
+		// code point).
+		where := key + " >= ? AND " + key + " < ? AND t.status = 'verified'"
+		args = append(args, p, p+"\U0010FFFF")
+		if after != "" {
+			where += " AND " + key + " > ?"
+			args = append(args, after)
+		}
+		parts[i] = fmt.Sprintf("SELECT * FROM (SELECT t.id, t.canonical_key FROM %s WHERE %s ORDER BY %s LIMIT %d) AS r%d",
+			tableUsing(s.dialect, `"threats" AS "t"`, "threats_verified_key_idx"), where, key, limit, i)
 	}
-	if err := sel.OrderExpr(key).Limit(int64(limit)).Scan(ctx); err != nil {
+	args = append(args, limit)
+	var hits []struct {
+		ID           string `bun:"id"`
+		CanonicalKey string `bun:"canonical_key"`
+	}
+	if err := s.db.NewRaw("SELECT u.id, u.canonical_key FROM ("+strings.Join(parts, " UNION ALL ")+") AS u ORDER BY u.canonical_key "+
+		byteOrder(s.dialect)+" LIMIT ?", args...).Scan(ctx, &hits); err != nil {
 		return nil, err
 	}
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(hits))
+	for _, h := range hits {
+		if !slices.Contains(ids, h.ID) { // overlapping prefixes
+			ids = append(ids, h.ID)
+		}
+	}
+	var rows []threatRow
+	if err := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rows, func(a, b threatRow) int { return strings.Compare(a.CanonicalKey, b.CanonicalKey) })
 	return domains(rows), nil
 }
 
@@ -346,7 +377,7 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 		sel = sel.Where("NOT EXISTS (SELECT 1 FROM feed_events AS l WHERE l.threat_id = feed_event_row.threat_id AND l.seq > feed_event_row.seq)")
 	}
 	if len(q.ObjectIDs) > 0 {
-		sel = sel.Where("feed_event_row.threat_id IN (SELECT o.threat_id FROM stix_objects AS o WHERE o.object_id IN (?))", bun.In(q.ObjectIDs))
+		sel = sel.Where("feed_event_row.threat_id IN (SELECT o.threat_id FROM stix_objects AS o WHERE o.object_id IN (?))", bun.List(q.ObjectIDs))
 	}
 	if q.Published {
 		sel = sel.Where("feed_event_row.kind = ?", core.ChangeVerified).

@@ -8,26 +8,28 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
 // writeOSV writes n OSV records of ecosystem eco (names prefix-000…) into
-// dir, published a minute apart from at.
-func writeOSV(t *testing.T, dir, eco, prefix string, n int, at time.Time) {
+// dir, published a minute apart from at; extra is more members of each
+// record (`"database_specific":…`), or "".
+func writeOSV(t *testing.T, dir, eco, prefix string, n int, at time.Time, extra string) {
 	t.Helper()
 	for i := range n {
 		when := at.Add(time.Duration(i) * time.Minute).Format(time.RFC3339)
 		rec := fmt.Sprintf(`{"schema_version":"1.5.0","id":"MAL-%s-%03d","published":%q,"modified":%q,"summary":"Malicious code in %s-%03d",
-"details":"Steals tokens.","affected":[{"package":{"ecosystem":%q,"name":"%s-%03d"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"}]}]}]}`,
-			prefix, i, when, when, prefix, i, eco, prefix, i)
+"details":"Steals tokens.","affected":[{"package":{"ecosystem":%q,"name":"%s-%03d"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"}]}]}]%s}`,
+			prefix, i, when, when, prefix, i, eco, prefix, i, extra)
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("MAL-%s-%03d.json", prefix, i)), []byte(rec), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-var browseCount = regexp.MustCompile(`<p class="count" role="status">(\d+) verified threats?[.;]`)
+var browseCount = regexp.MustCompile(`<p class="count" role="status">([\d,]+) verified threats?[.;]`)
 
 // browseTotal returns the total a /threats page states.
 func browseTotal(t *testing.T, p page) int {
@@ -37,8 +39,36 @@ func browseTotal(t *testing.T, p page) int {
 	if m == nil {
 		t.Fatalf("%s: no total on the page:\n%s", p.url, p.body)
 	}
-	n, _ := strconv.Atoi(m[1])
+	n, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 	return n
+}
+
+// TestWebSearchIndicatorTotal: the search for an indicator says how many
+// verified reports name it, all of them, when more than the 20 listed do,
+// and when fewer do; the name-prefix list says when it is cut.
+func TestWebSearchIndicatorTotal(t *testing.T) {
+	in := newInstance(t, quiet)
+	dir := t.TempDir()
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	writeOSV(t, dir, "npm", "many-c2", 25, at, `,"database_specific":{"iocs":{"domains":["shared-c2.example"]}}`)
+	writeOSV(t, dir, "PyPI", "few-c2", 3, at, `,"database_specific":{"iocs":{"domains":["few-c2.example"]}}`)
+	in.mustCLI("import", "osv", dir)
+	d := in.serve()
+	b := in.browser(d)
+	p := b.get("/?q=shared-c2.example").expect(t, 200, "25 verified reports name it as an indicator of compromise; the 20 most recent are listed.")
+	if n := strings.Count(p.body, `href="/threats/`); n < 20 {
+		t.Fatalf("%d reports linked, want the 20 most recent", n)
+	}
+	b.get("/?q=few-c2.example").expect(t, 200, "3 verified reports name it as an indicator of compromise.")
+	// The prefix "many-c2-0" names 25 npm packages (and none in the other
+	// registries): the first 20 in name order, and a word that there are more.
+	p = b.get("/?q=many-c2-0").expect(t, 200, "type more of the name")
+	_, list, _ := strings.Cut(p.body, "Packages whose names start with")
+	list, _, _ = strings.Cut(list, "type more of the name")
+	if !strings.Contains(list, ">many-c2-000<") || !strings.Contains(list, ">many-c2-019<") || strings.Contains(list, "many-c2-020") {
+		t.Fatalf("the prefix list is not the first 20 names:\n%s", list)
+	}
+	b.get("/?q=few-c2-0").expect(t, 200, "few-c2-000", "few-c2-002").lacks(t, "type more of the name")
 }
 
 // TestWebBrowseTotals: the totals /threats shows for each type and
@@ -49,8 +79,8 @@ func TestWebBrowseTotals(t *testing.T) {
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	dir := t.TempDir()
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	writeOSV(t, dir, "npm", "tot-npm", 12, at)
-	writeOSV(t, dir, "PyPI", "tot-pypi", 7, at.Add(24*time.Hour))
+	writeOSV(t, dir, "npm", "tot-npm", 12, at, "")
+	writeOSV(t, dir, "PyPI", "tot-pypi", 7, at.Add(24*time.Hour), "")
 	in.mustCLI("import", "osv", dir)
 	tok := in.user("sam@example.com")
 	d := in.serve()

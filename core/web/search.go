@@ -121,7 +121,10 @@ func (s *Site) search(ctx context.Context, input string) (searchResult, error) {
 		if res.Indicators, err = s.store.QueryThreats(ctx, q); err != nil {
 			return res, err
 		}
-		if len(res.Indicators) > 0 {
+		// A list shorter than its limit is the whole of it: counted only
+		// when there may be more.
+		res.IndicatorCount = int64(len(res.Indicators))
+		if len(res.Indicators) == searchIndicatorMax {
 			if res.IndicatorCount, err = s.total(ctx, q); err != nil {
 				return res, err
 			}
@@ -166,26 +169,30 @@ func (s *Site) matches(ctx context.Context, q core.CheckQuery) ([]core.Threat, e
 }
 
 // byPrefix lists up to searchPrefixMax verified packages whose names start
-// with name, in each registry where name is valid, leaving out those in
-// exact; more says there are others (the page asks for more of the name).
+// with name, in each registry where name is valid (one storage call for all
+// of them), in key order, leaving out those in exact; more says there are
+// others (the page asks for more of the name).
 func (s *Site) byPrefix(ctx context.Context, name string, exact []core.Threat) (out []core.Threat, more bool, err error) {
+	var prefixes []string
 	for _, reg := range core.PackageRegistries {
-		c, err := core.CanonicalIdentifier(core.TypePackage, reg, name)
-		if err != nil {
-			continue
+		if c, err := core.CanonicalIdentifier(core.TypePackage, reg, name); err == nil {
+			prefixes = append(prefixes, "package:"+reg+":"+c)
 		}
-		ths, err := s.store.ThreatsByKeyPrefix(ctx, "package:"+reg+":"+c, "", searchPrefixMax+1)
-		if err != nil {
-			return nil, false, err
+	}
+	if len(prefixes) == 0 {
+		return nil, false, nil
+	}
+	ths, err := s.store.ThreatsByKeyPrefix(ctx, prefixes, "", searchPrefixMax+1+len(exact))
+	if err != nil {
+		return nil, false, err
+	}
+	for _, t := range ths {
+		if !slices.ContainsFunc(exact, func(e core.Threat) bool { return e.ID == t.ID }) {
+			out = append(out, t)
 		}
-		for _, t := range ths {
-			if !slices.ContainsFunc(exact, func(e core.Threat) bool { return e.ID == t.ID }) {
-				out = append(out, t)
-			}
-		}
-		if len(out) > searchPrefixMax {
-			return out[:searchPrefixMax], true, nil
-		}
+	}
+	if len(out) > searchPrefixMax {
+		return out[:searchPrefixMax], true, nil
 	}
 	return out, false, nil
 }

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,11 +28,13 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"join":  strings.Join,
-	"get":   func(v url.Values, k string) string { return v.Get(k) },
-	"token": core.TokenDisplay,
-	"eq1":   func(a, b any) bool { return a == b },
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// grouped writes a count with thousands separators: 1,000,000.
+	"grouped": grouped,
+	"join":    strings.Join,
+	"get":     func(v url.Values, k string) string { return v.Get(k) },
+	"token":   core.TokenDisplay,
+	"eq1":     func(a, b any) bool { return a == b },
 	"str": func(v any) string {
 		switch x := v.(type) {
 		case string:
@@ -124,4 +127,22 @@ func fieldLabel(name string) string {
 		return "Evidence references (added)"
 	}
 	return name
+}
+
+// grouped formats n with a comma between groups of three digits.
+func grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -123,9 +124,9 @@ func testBrowse(t *testing.T, b Backend) {
 	}
 
 	// The prefix range, in key order, paged by key.
-	prefix := func(p, after string, limit int) []string {
+	prefix := func(ps []string, after string, limit int) []string {
 		t.Helper()
-		ths, err := s.ThreatsByKeyPrefix(c, p, after, limit)
+		ths, err := s.ThreatsByKeyPrefix(c, ps, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,17 +136,38 @@ func testBrowse(t *testing.T, b Backend) {
 		}
 		return out
 	}
-	if got, want := prefix("package:npm:lodash", "", 10), []string{"lodash-evil", "lodash-evil2", "lodash.x"}; !slices.Equal(got, want) {
+	if got, want := prefix([]string{"package:npm:lodash"}, "", 10), []string{"lodash-evil", "lodash-evil2", "lodash.x"}; !slices.Equal(got, want) {
 		t.Errorf("prefix lodash: %v, want %v", got, want)
 	}
-	if got, want := prefix("package:npm:lodash", "package:npm:lodash-evil", 1), []string{"lodash-evil2"}; !slices.Equal(got, want) {
+	if got, want := prefix([]string{"package:npm:lodash"}, "package:npm:lodash-evil", 1), []string{"lodash-evil2"}; !slices.Equal(got, want) {
 		t.Errorf("prefix lodash after lodash-evil: %v, want %v", got, want)
 	}
-	if got := prefix("package:pypi:lodash", "", 10); len(got) != 0 {
+	if got := prefix([]string{"package:pypi:lodash"}, "", 10); len(got) != 0 {
 		t.Errorf("prefix in another registry: %v", got)
 	}
-	if _, err := s.ThreatsByKeyPrefix(c, "", "", 10); err == nil {
-		t.Error("an empty prefix was accepted")
+	if _, err := s.ThreatsByKeyPrefix(c, []string{""}, "", 10); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("an empty prefix: %v, want ErrInvalid", err)
+	}
+	if _, err := s.ThreatsByKeyPrefix(c, nil, "", 10); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("no prefix: %v, want ErrInvalid", err)
+	}
+	if _, err := s.ThreatsByKeyPrefix(c, make([]string, core.MaxKeyPrefixes+1), "", 10); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("%d prefixes: %v, want ErrInvalid", core.MaxKeyPrefixes+1, err)
+	}
+	// Several ranges in one call: merged in key order, each range cut at
+	// the limit however many keys it holds, overlapping prefixes once.
+	lodashAndReact := []string{"package:npm:react", "package:npm:lodash"}
+	if got, want := prefix(lodashAndReact, "", 10), []string{"lodash-evil", "lodash-evil2", "lodash.x", "react-evil"}; !slices.Equal(got, want) {
+		t.Errorf("prefixes lodash and react: %v, want %v", got, want)
+	}
+	if got, want := prefix(lodashAndReact, "", 2), []string{"lodash-evil", "lodash-evil2"}; !slices.Equal(got, want) {
+		t.Errorf("prefixes lodash and react, 2: %v, want %v", got, want)
+	}
+	if got, want := prefix(lodashAndReact, "package:npm:lodash.x", 10), []string{"react-evil"}; !slices.Equal(got, want) {
+		t.Errorf("prefixes lodash and react after lodash.x: %v, want %v", got, want)
+	}
+	if got, want := prefix([]string{"package:npm:lodash", "package:npm:lodash-e", "package:pypi:lodash"}, "", 10), []string{"lodash-evil", "lodash-evil2", "lodash.x"}; !slices.Equal(got, want) {
+		t.Errorf("overlapping prefixes: %v, want %v", got, want)
 	}
 
 	// A submitter's record: reports by status, for the review queue.

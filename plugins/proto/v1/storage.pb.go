@@ -4339,10 +4339,12 @@ func (x *SubmitterRecordsResponse) GetRecords() []*SubmitterRecord {
 }
 
 type ThreatsByKeyPrefixRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
-	After         string                 `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
-	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One key range per prefix (a single string on the wire is read as a
+	// list of one).
+	Prefixes      []string `protobuf:"bytes,1,rep,name=prefixes,proto3" json:"prefixes,omitempty"`
+	After         string   `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         int32    `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4377,11 +4379,11 @@ func (*ThreatsByKeyPrefixRequest) Descriptor() ([]byte, []int) {
 	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
-func (x *ThreatsByKeyPrefixRequest) GetPrefix() string {
+func (x *ThreatsByKeyPrefixRequest) GetPrefixes() []string {
 	if x != nil {
-		return x.Prefix
+		return x.Prefixes
 	}
-	return ""
+	return nil
 }
 
 func (x *ThreatsByKeyPrefixRequest) GetAfter() string {
@@ -6811,9 +6813,9 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\brejected\x18\x04 \x01(\x03R\brejected\x12\x18\n" +
 	"\apending\x18\x05 \x01(\x03R\apending\"X\n" +
 	"\x18SubmitterRecordsResponse\x12<\n" +
-	"\arecords\x18\x01 \x03(\v2\".threatd.plugin.v1.SubmitterRecordR\arecords\"_\n" +
-	"\x19ThreatsByKeyPrefixRequest\x12\x16\n" +
-	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x14\n" +
+	"\arecords\x18\x01 \x03(\v2\".threatd.plugin.v1.SubmitterRecordR\arecords\"c\n" +
+	"\x19ThreatsByKeyPrefixRequest\x12\x1a\n" +
+	"\bprefixes\x18\x01 \x03(\tR\bprefixes\x12\x14\n" +
 	"\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\xd6\x02\n" +
 	"\tFeedQuery\x12.\n" +
