@@ -1,0 +1,219 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Defaults are the built-in values of docs/configuration.md.
+func Defaults() map[string]any {
+	return map[string]any{
+		"server.listen":                    "127.0.0.1:8443",
+		"server.base_path":                 "/functions/v1",
+		"server.tls.mode":                  TLSSelfSigned,
+		"server.tls.cert_file":             "",
+		"server.tls.key_file":              "",
+		"server.trusted_proxies":           []string{},
+		"server.max_body_bytes":            262144,
+		"data_dir":                         "./data",
+		"plugins.dir":                      "", // beside the executable: DefaultPluginsDir
+		"storage.plugin":                   "sqlite",
+		"storage.dsn":                      "",
+		"storage.settings":                 map[string]any{},
+		"exporters":                        []string{"stix", "anomali", "osv"},
+		"exporter_routes":                  []any{},
+		"sources":                          []any{},
+		"import.max_affected":              1000,
+		"cache.freshness":                  "1s",
+		"cache.records":                    10000,
+		"limits.submissions_per_hour":      10,
+		"limits.submissions_per_hour_paid": 0,
+		"limits.new_user_max_unverified":   3,
+		"limits.new_user_verified_to_lift": 3,
+		"limits.per_ip_per_minute":         300,
+		"limits.per_token_per_minute.free": 60,
+		"limits.per_token_per_minute.paid": 600,
+		"limits.latest_count":              100,
+		"limits.feed_max_window":           "168h",
+		"limits.feed_page_max":             1000,
+		"limits.batch_max":                 1000,
+		"limits.store":                     "memory",
+		"limits.sync_interval":             "250ms",
+		"log.level":                        "info",
+		"log.format":                       "auto",
+		"log.access":                       "info",
+		"log.access_sample":                1,
+		"metrics.listen":                   "127.0.0.1:9464",
+		"web.enabled":                      true,
+		"web.signup":                       "open",
+		"web.session_ttl":                  "168h",
+		"web.login_attempts":               10,
+		"web.login_attempts_per_ip":        50,
+		"web.login_window":                 "15m",
+		"firewall.enabled":                 true,
+		"firewall.npm.upstream":            "https://registry.npmjs.org",
+		"firewall.pypi.upstream":           "https://pypi.org/simple",
+		"firewall.go.upstream":             "https://proxy.golang.org",
+		"firewall.private":                 map[string]any{},
+		"firewall.cache":                   "1GiB",
+		"firewall.per_ip_per_minute":       20000,
+		"firewall.per_token_per_minute":    20000,
+		"scan.max_bytes":                   "8MiB",
+		"webhooks.allow_private":           false,
+		"webhooks.timeout":                 "10s",
+		"webhooks.retry_base":              "10s",
+		"webhooks.retry_max":               "1h",
+		"webhooks.retry_window":            "24h",
+		"webhooks.max_pending":             100000,
+		"webhooks.keep_finished":           "168h",
+		"webhooks.poll":                    "1s",
+		"webhooks.concurrency":             8,
+	}
+}
+
+// EnvPrefix is the prefix of configuration environment variables.
+const EnvPrefix = "THREATD_"
+
+// topLevelKeys are the first segments of valid keys; other THREATD_*
+// variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
+var topLevelKeys = map[string]bool{
+	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true, "webhooks": true,
+}
+
+// envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
+func envKey(name string) string {
+	k := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+	k = strings.ReplaceAll(k, "__", ".")
+	top, _, _ := strings.Cut(k, ".")
+	if !topLevelKeys[top] {
+		return ""
+	}
+	return k
+}
+
+// Load reads the configuration: defaults, then the YAML file (if path is not
+// empty), then the environment, then the flags in fs that carry a config
+// key (see FlagKeys). It returns a validated Config.
+func Load(path string, environ []string, fs *pflag.FlagSet, flagKeys map[string]string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
+		return Config{}, err
+	}
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if environ == nil {
+		environ = os.Environ()
+	}
+	err := k.Load(env.Provider(".", env.Opt{
+		Prefix:        EnvPrefix,
+		EnvironFunc:   func() []string { return environ },
+		TransformFunc: func(name, v string) (string, any) { return envKey(name), v },
+	}), nil)
+	if err != nil {
+		return Config{}, fmt.Errorf("environment: %w", err)
+	}
+	if fs != nil {
+		err := k.Load(posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+			key, ok := flagKeys[f.Name]
+			if !ok || !f.Changed {
+				return "", nil
+			}
+			return key, posflag.FlagVal(fs, f)
+		}), nil)
+		if err != nil {
+			return Config{}, fmt.Errorf("flags: %w", err)
+		}
+	}
+	var c Config
+	err = k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+			mapstructure.TextUnmarshallerHookFunc(),
+		),
+		WeaklyTypedInput: true,
+		ErrorUnused:      true,
+		TagName:          "koanf",
+	}})
+	if err != nil {
+		return Config{}, fmt.Errorf("invalid configuration: %s", describeDecodeError(err))
+	}
+	if c.Plugins.Dir == "" {
+		c.Plugins.Dir = DefaultPluginsDir()
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// DefaultPluginsDir is plugins.dir when the configuration does not set it:
+// the plugin directory that belongs to this executable, found from where it
+// is (links resolved): <dir>/plugins beside it, as make build lays out a
+// checkout (bin/threatd, bin/plugins/), or <prefix>/lib/threatd/plugins
+// for <prefix>/bin/threatd, as make install lays it out. When neither
+// exists it is the first, and a command that starts a plugin says that the
+// plugin is missing there.
+func DefaultPluginsDir() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return filepath.Join("bin", "plugins")
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	dir := filepath.Dir(exe)
+	beside, installed := filepath.Join(dir, "plugins"), filepath.Join(dir, "..", "lib", "threatd", "plugins")
+	for _, d := range []string{beside, installed} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return filepath.Clean(d)
+		}
+	}
+	return beside
+}
+
+// describeDecodeError rewrites mapstructure's messages so that each names
+// the dotted key: "unknown key: server.lisen", "limits.batch_max: cannot parse …".
+func describeDecodeError(err error) string {
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "* "))
+		if line == "" || strings.HasPrefix(line, "decoding failed") {
+			continue
+		}
+		if m := invalidKeys.FindStringSubmatch(line); m != nil {
+			parent := m[1]
+			for _, k := range strings.Split(m[2], ",") {
+				k = strings.TrimSpace(k)
+				if parent != "config.Config" && parent != "" {
+					k = parent + "." + k
+				}
+				out = append(out, "unknown key: "+k)
+			}
+			continue
+		}
+		if m := quotedKey.FindStringSubmatch(line); m != nil {
+			line = m[1] + ": " + m[2]
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,254 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+var (
+	invalidKeys = regexp.MustCompile(`^'([^']*)' has invalid keys: (.*)$`)
+	quotedKey   = regexp.MustCompile(`^'([^']*)' (.*)$`)
+)
+
+// KeyError is a configuration error naming the key.
+type KeyError struct {
+	Key     string
+	Message string
+}
+
+// Error returns "invalid configuration: key: message".
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("invalid configuration: %s: %s", e.Key, e.Message)
+}
+
+func bad(key, format string, args ...any) error {
+	return &KeyError{Key: key, Message: fmt.Sprintf(format, args...)}
+}
+
+var (
+	pluginName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	routePath  = regexp.MustCompile(`^(/[a-z0-9][a-z0-9_-]*)+$`)
+)
+
+// Validate checks every value; the first error names its key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		add(bad("server.listen", "must be host:port (got %q)", c.Server.Listen))
+	}
+	if !strings.HasPrefix(c.Server.BasePath, "/") || strings.HasSuffix(c.Server.BasePath, "/") && c.Server.BasePath != "/" || strings.ContainsAny(c.Server.BasePath, " ?#:") {
+		add(bad("server.base_path", "must start with / and not end with / (got %q)", c.Server.BasePath))
+	}
+	switch c.Server.TLS.Mode {
+	case TLSSelfSigned, TLSOff:
+	case TLSFiles:
+		if c.Server.TLS.CertFile == "" {
+			add(bad("server.tls.cert_file", "is required when server.tls.mode is files"))
+		}
+		if c.Server.TLS.KeyFile == "" {
+			add(bad("server.tls.key_file", "is required when server.tls.mode is files"))
+		}
+	default:
+		add(bad("server.tls.mode", "must be one of self-signed, files, off (got %q)", c.Server.TLS.Mode))
+	}
+	for i, p := range c.Server.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			add(bad(fmt.Sprintf("server.trusted_proxies[%d]", i), "%v", err))
+		}
+	}
+	if c.Server.MaxBodyBytes < 1024 || c.Server.MaxBodyBytes > 64<<20 {
+		add(bad("server.max_body_bytes", "must be between 1024 and 67108864 (got %d)", c.Server.MaxBodyBytes))
+	}
+	if c.DataDir == "" {
+		add(bad("data_dir", "must not be empty"))
+	}
+	for key, up := range map[string]string{"firewall.npm.upstream": c.Firewall.NPM.Upstream,
+		"firewall.pypi.upstream": c.Firewall.PyPI.Upstream, "firewall.go.upstream": c.Firewall.Go.Upstream} {
+		if u, err := url.Parse(up); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			add(bad(key, "must be an http(s) URL such as https://registry.npmjs.org (got %q)", up))
+		}
+	}
+	for reg, globs := range c.Firewall.Private {
+		if reg != "npm" && reg != "pypi" && reg != "go" {
+			add(bad("firewall.private."+reg, "is not a registry the firewall serves (npm, pypi, go)"))
+		}
+		for i, g := range globs {
+			if strings.TrimSpace(g) == "" {
+				add(bad(fmt.Sprintf("firewall.private.%s[%d]", reg, i), "must not be empty"))
+			}
+		}
+	}
+	w := c.Webhooks
+	if w.Timeout < 100*time.Millisecond || w.Timeout > 5*time.Minute {
+		add(bad("webhooks.timeout", "must be between 100ms and 5m (got %s)", w.Timeout))
+	}
+	if w.RetryBase < 10*time.Millisecond || w.RetryMax < w.RetryBase {
+		add(bad("webhooks.retry_base", "must be at least 10ms and at most webhooks.retry_max (got %s and %s)", w.RetryBase, w.RetryMax))
+	}
+	if w.RetryWindow < time.Second {
+		add(bad("webhooks.retry_window", "must be at least 1s (got %s)", w.RetryWindow))
+	}
+	if w.MaxPending < 1 || w.MaxPending > 100_000_000 {
+		add(bad("webhooks.max_pending", "must be from 1 to 100000000 (got %d)", w.MaxPending))
+	}
+	if w.KeepFinished < time.Minute {
+		add(bad("webhooks.keep_finished", "must be at least 1m (got %s)", w.KeepFinished))
+	}
+	if w.Poll < 10*time.Millisecond || w.Poll > time.Minute {
+		add(bad("webhooks.poll", "must be between 10ms and 1m (got %s)", w.Poll))
+	}
+	if w.Concurrency < 1 || w.Concurrency > 256 {
+		add(bad("webhooks.concurrency", "must be from 1 to 256 (got %d)", w.Concurrency))
+	}
+	if c.Scan.MaxBytes < 1024 || c.Scan.MaxBytes > 1<<30 {
+		add(bad("scan.max_bytes", "must be between 1KiB and 1GiB (got %d)", c.Scan.MaxBytes))
+	}
+	if c.Firewall.Cache < 0 {
+		add(bad("firewall.cache", "must not be negative"))
+	}
+	if c.Firewall.PerIPPerMinute < 0 {
+		add(bad("firewall.per_ip_per_minute", "must not be negative (0 = unlimited)"))
+	}
+	if c.Firewall.PerTokenPerMinute < 0 {
+		add(bad("firewall.per_token_per_minute", "must not be negative (0 = unlimited)"))
+	}
+	if c.Plugins.Dir == "" {
+		add(bad("plugins.dir", "must not be empty"))
+	}
+	if !pluginName.MatchString(c.Storage.Plugin) {
+		add(bad("storage.plugin", "must be a plugin name such as sqlite or postgres (got %q)", c.Storage.Plugin))
+	}
+	for i, e := range c.Exporters {
+		if !pluginName.MatchString(e) {
+			add(bad(fmt.Sprintf("exporters[%d]", i), "must be a plugin name (got %q)", e))
+		}
+	}
+	for i, r := range c.ExporterRoutes {
+		key := fmt.Sprintf("exporter_routes[%d]", i)
+		if !routePath.MatchString(r.Path) {
+			add(bad(key+".path", "must be a path like /export/csv: lower-case letters, digits, - _ / (got %q)", r.Path))
+		}
+		if !pluginName.MatchString(r.Exporter) {
+			add(bad(key+".exporter", "must be a plugin name (got %q)", r.Exporter))
+		}
+		if r.Tier != "" && r.Tier != "free" && r.Tier != "paid" {
+			add(bad(key+".tier", "must be free or paid (got %q)", r.Tier))
+		}
+		if r.Select != "" && r.Select != "latest" && r.Select != "window" && r.Select != "all" {
+			add(bad(key+".select", "must be latest, window or all (got %q)", r.Select))
+		}
+	}
+	for i, s := range c.Sources {
+		key := fmt.Sprintf("sources[%d]", i)
+		if s.Name == "" {
+			add(bad(key+".name", "must not be empty"))
+		}
+		if !pluginName.MatchString(s.Plugin) {
+			add(bad(key+".plugin", "must be a plugin name (got %q)", s.Plugin))
+		}
+		if s.Interval < time.Minute {
+			add(bad(key+".interval", "must be at least 1m (got %s)", s.Interval))
+		}
+	}
+	if c.Import.MaxAffected < 1 || c.Import.MaxAffected > 100_000 {
+		add(bad("import.max_affected", "must be between 1 and 100000 (got %d)", c.Import.MaxAffected))
+	}
+	if c.Cache.Freshness <= 0 || c.Cache.Freshness > time.Hour {
+		add(bad("cache.freshness", "must be between 1ns and 1h (got %s)", c.Cache.Freshness))
+	}
+	if c.Cache.Records < 16 || c.Cache.Records > 10_000_000 {
+		add(bad("cache.records", "must be between 16 and 10000000 (got %d)", c.Cache.Records))
+	}
+	l := c.Limits
+	nonNeg := map[string]int{
+		"limits.submissions_per_hour":      l.SubmissionsPerHour,
+		"limits.submissions_per_hour_paid": l.SubmissionsPerHourPaid,
+		"limits.new_user_max_unverified":   l.NewUserMaxUnverified,
+		"limits.new_user_verified_to_lift": l.NewUserVerifiedToLift,
+		"limits.per_ip_per_minute":         l.PerIPPerMinute,
+		"limits.per_token_per_minute.free": l.PerTokenPerMinute.Free,
+		"limits.per_token_per_minute.paid": l.PerTokenPerMinute.Paid,
+	}
+	for _, key := range slices.Sorted(maps.Keys(nonNeg)) {
+		if nonNeg[key] < 0 {
+			add(bad(key, "must not be negative (got %d; 0 means no limit)", nonNeg[key]))
+		}
+	}
+	if l.LatestCount < 1 || l.LatestCount > 1000 {
+		add(bad("limits.latest_count", "must be between 1 and 1000 (got %d)", l.LatestCount))
+	}
+	if l.FeedMaxWindow < time.Hour {
+		add(bad("limits.feed_max_window", "must be at least 1h (got %s)", l.FeedMaxWindow))
+	}
+	if l.FeedPageMax < 1 || l.FeedPageMax > 10000 {
+		add(bad("limits.feed_page_max", "must be between 1 and 10000 (got %d)", l.FeedPageMax))
+	}
+	if l.BatchMax < 1 || l.BatchMax > 10000 {
+		add(bad("limits.batch_max", "must be between 1 and 10000 (got %d)", l.BatchMax))
+	}
+	if l.Store != "memory" && l.Store != "storage" {
+		add(bad("limits.store", "must be memory or storage (got %q)", l.Store))
+	}
+	if l.SyncInterval < 10*time.Millisecond || l.SyncInterval > time.Minute {
+		add(bad("limits.sync_interval", "must be between 10ms and 1m (got %s)", l.SyncInterval))
+	}
+	switch c.Log.Format {
+	case "auto", "json", "text":
+	default:
+		add(bad("log.format", "must be one of auto, json, text (got %q)", c.Log.Format))
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		add(bad("log.level", "must be one of debug, info, warn, error (got %q)", c.Log.Level))
+	}
+	switch strings.ToLower(c.Log.Access) {
+	case "debug", "info", "warn", "off":
+	default:
+		add(bad("log.access", "must be one of debug, info, warn, off (got %q)", c.Log.Access))
+	}
+	if c.Log.AccessSample < 1 || c.Log.AccessSample > 1_000_000 {
+		add(bad("log.access_sample", "must be between 1 and 1000000 (got %d)", c.Log.AccessSample))
+	}
+	if c.Metrics.Listen != "" {
+		if _, port, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			add(bad("metrics.listen", "must be host:port, or \"\" to turn metrics off (got %q)", c.Metrics.Listen))
+		} else if port != "0" && c.Metrics.Listen == c.Server.Listen {
+			add(bad("metrics.listen", "must differ from server.listen (%s)", c.Server.Listen))
+		}
+	}
+	if c.Web.Signup != "open" && c.Web.Signup != "closed" {
+		add(bad("web.signup", "must be open or closed (got %q)", c.Web.Signup))
+	}
+	if c.Web.SessionTTL < time.Minute || c.Web.SessionTTL > 90*24*time.Hour {
+		add(bad("web.session_ttl", "must be between 1m and 2160h (90 days) (got %s)", c.Web.SessionTTL))
+	}
+	if c.Web.LoginAttempts < 1 || c.Web.LoginAttemptsPerIP < 1 {
+		add(bad("web.login_attempts", "web.login_attempts and web.login_attempts_per_ip must be at least 1"))
+	}
+	if c.Web.LoginWindow < time.Second || c.Web.LoginWindow > 24*time.Hour {
+		add(bad("web.login_window", "must be between 1s and 24h (got %s)", c.Web.LoginWindow))
+	}
+	return errors.Join(errs...)
+}
+
+// ParsePrefix parses a CIDR, or a bare IP as a single-address prefix.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR or IP address", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
