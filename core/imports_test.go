@@ -37,9 +37,9 @@ func TestDomainImports(t *testing.T) {
 func TestAdapterImports(t *testing.T) {
 	for pkg, forbidden := range map[string][]string{
 		"github.com/threatd/threatd/core/api": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
-			"github.com/threatd/threatd/osv", "github.com/threatd/threatd/plugins", "github.com/uptrace/bun", "google.golang.org/grpc"},
+			"github.com/threatd/threatd/plugins/osv", "github.com/threatd/threatd/plugins", "github.com/uptrace/bun", "google.golang.org/grpc"},
 		"github.com/threatd/threatd/cmd/threatd": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
-			"github.com/threatd/threatd/osv", "github.com/uptrace/bun", "modernc.org/sqlite"},
+			"github.com/threatd/threatd/plugins/osv", "github.com/uptrace/bun", "modernc.org/sqlite"},
 	} {
 		for _, d := range deps(t, pkg, 20) {
 			for _, f := range forbidden {

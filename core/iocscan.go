@@ -64,21 +64,6 @@ func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-// hasRun reports whether s has at least n bytes in a row that in accepts.
-func hasRun(s string, n int, in func(byte) bool) bool {
-	run := 0
-	for i := 0; i < len(s); i++ {
-		if in(s[i]) {
-			if run++; run >= n {
-				return true
-			}
-		} else {
-			run = 0
-		}
-	}
-	return false
-}
-
 // hasColonPair reports whether s has two colons with at most four hex
 // digits between them: what every IPv6 candidate has ("::", "1:2:").
 func hasColonPair(s string) bool {

@@ -95,7 +95,7 @@ func (s *Store) ImportedVersions(ctx context.Context, source string, ids []strin
 		stamp = "CAST(upstream_modified AS TEXT)"
 	}
 	rows, err := s.db.QueryContext(ctx, "SELECT upstream_id, "+stamp+" FROM "+tableUsing(s.dialect, "threats", "threats_upstream_key")+
-		" WHERE source = ? AND upstream_id IN (?)", source, bun.In(ids))
+		" WHERE source = ? AND upstream_id IN (?)", source, bun.List(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -169,13 +169,13 @@ func (s *Store) existing(ctx context.Context, tx *txn, recs []core.ImportRecord)
 // upstreamLookup restricts q to reports imported from source under ids (the
 // equality implies the NOT NULL of the partial index threats_upstream_key).
 func upstreamLookup(q *bun.SelectQuery, source string, ids []string) *bun.SelectQuery {
-	return q.Where("source = ?", source).Where("upstream_id IN (?)", bun.In(ids))
+	return q.Where("source = ?", source).Where("upstream_id IN (?)", bun.List(ids))
 }
 
 // liveKeyLookup restricts q to live reports under keys, in the terms of the
 // partial index threats_live_key.
 func liveKeyLookup(q *bun.SelectQuery, keys []string) *bun.SelectQuery {
-	return q.Where("canonical_key IN (?)", bun.In(keys)).Where("status IN ('pending', 'verified')")
+	return q.Where("canonical_key IN (?)", bun.List(keys)).Where("status IN ('pending', 'verified')")
 }
 
 // extractAll finds the indicators of compromise of an import batch's

@@ -72,8 +72,9 @@ func (c *corruption) err() error {
 }
 
 // queryHooks is the one bun query hook a Store installs, at Open: bun's
-// AddQueryHook may not run while queries do (the checkpoint loop queries
-// from the start), so later hooks (tests' query logs) are added here.
+// hooks are fixed when the handle is made (WithQueryHook) and the
+// checkpoint loop queries from the start, so later hooks (tests' query
+// logs) are added here.
 type queryHooks struct {
 	mu    sync.RWMutex
 	hooks []bun.QueryHook

@@ -179,10 +179,10 @@ func Open(d Dialect, dsn string, opts Options) (*Store, error) {
 	if d == Postgres {
 		location = "the PostgreSQL database of storage.dsn"
 	}
-	s := &Store{db: db, dialect: d, opts: opts, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+	s := &Store{dialect: d, opts: opts, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		corrupt: &corruption{location: location}}
 	s.hooks.add(corruptionHook{s.corrupt})
-	db.AddQueryHook(&s.hooks)
+	s.db = db.WithQueryHook(&s.hooks)
 	if d == SQLite {
 		s.writer = make(chan struct{}, 1)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -371,7 +371,7 @@ func (s *Store) appendChanges(ctx context.Context, tx *txn) error {
 func (s *Store) writeIndicators(ctx context.Context, tx *txn) error {
 	if len(tx.unmapped) > 0 {
 		var rows []threatRow
-		if err := tx.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.In(tx.unmapped)).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.List(tx.unmapped)).Scan(ctx); err != nil {
 			return err
 		}
 		for _, r := range rows {
@@ -394,7 +394,7 @@ func (s *Store) writeIndicators(ctx context.Context, tx *txn) error {
 		return err
 	}
 	for chunk := range slices.Chunk(replaced, 500) {
-		if _, err := tx.NewDelete().Model((*indicatorRow)(nil)).Where("threat_id IN (?)", bun.In(chunk)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*indicatorRow)(nil)).Where("threat_id IN (?)", bun.List(chunk)).Exec(ctx); err != nil {
 			return fmt.Errorf("indicators: %w", err)
 		}
 	}

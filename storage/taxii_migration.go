@@ -85,7 +85,7 @@ func backfillObjectIDs(ctx context.Context, db *bun.DB) error {
 		}
 		after = ids[len(ids)-1]
 		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details").Where("threat_row.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details").Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 			return err
 		}
 		var objects []stixObjectRow

@@ -167,7 +167,7 @@ func (s *Store) SubmitterRecords(ctx context.Context, userIDs []string) ([]core.
 	if err := s.db.NewSelect().TableExpr("users AS u").ColumnExpr("u.id, u.name").
 		ColumnExpr(count(core.StatusVerified)+" AS verified").ColumnExpr(count(core.StatusRejected)+" AS rejected").
 		ColumnExpr(count(core.StatusPending)+" AS pending").
-		Where("u.id IN (?)", bun.In(userIDs)).Scan(ctx, &rows); err != nil {
+		Where("u.id IN (?)", bun.List(userIDs)).Scan(ctx, &rows); err != nil {
 		return nil, err
 	}
 	out := make([]core.SubmitterRecord, len(rows))

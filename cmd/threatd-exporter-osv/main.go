@@ -14,7 +14,7 @@ import (
 	"iter"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/osv"
+	"github.com/threatd/threatd/plugins/osv"
 	"github.com/threatd/threatd/plugins/sdk"
 )
 

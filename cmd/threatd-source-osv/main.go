@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/threatd/threatd/osv"
 	"github.com/threatd/threatd/plugins"
+	"github.com/threatd/threatd/plugins/osv"
 )
 
 func main() {

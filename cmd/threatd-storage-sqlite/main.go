@@ -98,28 +98,26 @@ func checkPath(path string) error {
 // fight it for the single writer. Administrative commands do not take it.
 func lockDaemon(path string) error {
 	lockPath := path + ".lock"
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	// A raw descriptor, never closed: an *os.File would be closed by its
+	// finalizer once unreferenced, dropping the lock. The process's exit
+	// releases it.
+	fd, err := syscall.Open(lockPath, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("sqlite: daemon lock %s: %w", lockPath, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := ""
 		if b, rerr := os.ReadFile(lockPath); rerr == nil && len(b) > 0 {
 			holder = " (pid " + strings.TrimSpace(string(b)) + ")"
 		}
-		_ = f.Close()
+		_ = syscall.Close(fd)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return fmt.Errorf("sqlite: another threatd daemon%s is serving %s: it holds the lock %s. "+
 				"Run one daemon per SQLite database (several daemons can share PostgreSQL)", holder, path, lockPath)
 		}
 		return fmt.Errorf("sqlite: daemon lock %s: %w", lockPath, err)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getppid())+"\n"), 0)
-	daemonLock = f // open, and locked, until the process exits
+	_ = syscall.Ftruncate(fd, 0)
+	_, _ = syscall.Pwrite(fd, []byte(strconv.Itoa(os.Getppid())+"\n"), 0)
 	return nil
 }
-
-// daemonLock is the open lock file: kept referenced, or its finalizer would
-// close it and drop the lock.
-var daemonLock *os.File

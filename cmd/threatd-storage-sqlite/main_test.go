@@ -11,8 +11,8 @@ import (
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/coretest"
-	"github.com/threatd/threatd/osv"
 	"github.com/threatd/threatd/plugins"
+	"github.com/threatd/threatd/plugins/osv"
 	"github.com/threatd/threatd/storage/storagetest"
 )
 
