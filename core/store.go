@@ -19,8 +19,9 @@ const MaxListUsers = 1000
 const MaxPage = 10000
 
 // MaxKeyPrefixes bounds the key ranges of one ThreatsByKeyPrefix call (one
-// per package registry and more).
-const MaxKeyPrefixes = 64
+// per package registry and more): a call reads at most MaxKeyPrefixes ×
+// limit keys.
+const MaxKeyPrefixes = 16
 
 // CheckLimit refuses a page size outside 1..max: the storage side of "no
 // layer quietly shrinks what it was asked for".
@@ -93,7 +94,8 @@ type AccountStore interface {
 	ListSessions(ctx context.Context, userID string) ([]Session, error)
 	// ChangeAccount applies one change to the account with c.UserID in one
 	// transaction (see AccountChange); ErrNotFound when there is no such
-	// user, ErrConflict when the account was deleted.
+	// user or the account was deleted, ErrConflict when a deletion's
+	// e-mail is taken.
 	ChangeAccount(ctx context.Context, c AccountChange) (AccountChanged, error)
 }
 

@@ -262,13 +262,12 @@ func TestQueryPlansAtScale(t *testing.T) {
 	if got, err := s.ThreatsByKeyPrefix(ctx, []string{key[:len(key)-2], "package:pypi:a", "package:rubygems:a"}, "", 20); err != nil || len(got) == 0 {
 		t.Fatalf("prefix %q: %d, %v", key[:len(key)-2], len(got), err)
 	}
-	// Each range read from the key index in key order and cut at the limit
-	// (no sort inside a co-routine); only the at most 20 keys each range
-	// gives are sorted for the merge.
+	// Each range read from the key index in key order and cut at the limit:
+	// no sort (the at most 20 keys of each range are merged by the store).
 	if qs := log.take(); len(qs) < 1 {
 		t.Fatal("no prefix query")
 	} else if plan := explain(t, s, qs[0]); strings.Count(plan, "threats_verified_key_idx (canonical_key>? AND canonical_key<?)") != 3 ||
-		strings.Count(plan, "SCAN r") != 3 || strings.Count(plan, "TEMP B-TREE") > 3 || strings.Contains(plan, "SCAN t;") {
+		strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN t;") {
 		t.Errorf("prefix search: plan %s", plan)
 	} else {
 		t.Logf("prefix search: plan %s", plan)

@@ -297,9 +297,9 @@ func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after
 		return nil, core.Invalid("prefixes", "must name 1 to %d prefixes (got %d)", core.MaxKeyPrefixes, len(prefixes))
 	}
 	// Each prefix is a range of the index read in key order and cut at
-	// limit; the union of those few rows is sorted and cut again. One
-	// statement whatever the number of ranges, and no range is read past
-	// limit however many keys it holds.
+	// limit, in one statement whatever the number of ranges; no range is
+	// read past limit however many keys it holds, and nothing is sorted
+	// there. The at most limit keys of each range are merged here.
 	key := "t.canonical_key " + byteOrder(s.dialect)
 	parts := make([]string, len(prefixes))
 	args := make([]any, 0, 3*len(prefixes)+1)
@@ -318,30 +318,41 @@ func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after
 		parts[i] = fmt.Sprintf("SELECT * FROM (SELECT t.id, t.canonical_key FROM %s WHERE %s ORDER BY %s LIMIT %d) AS r%d",
 			tableUsing(s.dialect, `"threats" AS "t"`, "threats_verified_key_idx"), where, key, limit, i)
 	}
-	args = append(args, limit)
-	var hits []struct {
+	type hit struct {
 		ID           string `bun:"id"`
 		CanonicalKey string `bun:"canonical_key"`
 	}
-	if err := s.db.NewRaw("SELECT u.id, u.canonical_key FROM ("+strings.Join(parts, " UNION ALL ")+") AS u ORDER BY u.canonical_key "+
-		byteOrder(s.dialect)+" LIMIT ?", args...).Scan(ctx, &hits); err != nil {
+	var hits []hit
+	if err := s.db.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &hits); err != nil {
 		return nil, err
 	}
-	if len(hits) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, 0, len(hits))
-	for _, h := range hits {
-		if !slices.Contains(ids, h.ID) { // overlapping prefixes
+	slices.SortFunc(hits, func(a, b hit) int { return strings.Compare(a.CanonicalKey, b.CanonicalKey) })
+	// Overlapping prefixes give a report twice: next to itself, in key order.
+	ids := make([]string, 0, min(len(hits), limit))
+	for i, h := range hits {
+		if len(ids) == limit {
+			break
+		}
+		if i == 0 || h.ID != hits[i-1].ID {
 			ids = append(ids, h.ID)
 		}
 	}
-	var rows []threatRow
-	if err := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
-		return nil, err
+	// The reports by id (GetThreats' prepared read), in key order; one
+	// withdrawn between the two reads is left out.
+	out := make([]core.Threat, 0, len(ids))
+	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
+		ths, err := s.GetThreats(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ths {
+			if t.Status == core.StatusVerified {
+				out = append(out, t)
+			}
+		}
 	}
-	slices.SortFunc(rows, func(a, b threatRow) int { return strings.Compare(a.CanonicalKey, b.CanonicalKey) })
-	return domains(rows), nil
+	slices.SortFunc(out, func(a, b core.Threat) int { return strings.Compare(a.CanonicalKey, b.CanonicalKey) })
+	return out, nil
 }
 
 // Feed returns one page of published changes in (at, seq) order, each with
