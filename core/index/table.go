@@ -2,7 +2,6 @@ package index
 
 import (
 	"hash/maphash"
-	"strings"
 	"unsafe"
 )
 
@@ -32,10 +31,13 @@ type table struct {
 	// The records per class (report type and registry): classes names
 	// each class once, perClass counts its live records, so that a total
 	// by type or ecosystem costs a few additions, not a count of rows.
-	classes  []string
-	classOf  map[string]uint16
+	classes  []class
+	classOf  map[class]uint16
 	perClass []int
 }
+
+// class is a report type and registry.
+type class struct{ typ, registry string }
 
 // rec is one report's summary: 48 bytes, no pointers.
 type rec struct {
@@ -128,18 +130,15 @@ func (t *table) store(key, versions string) (chunk, off uint32) {
 	return uint32(last), off
 }
 
-// classKey names the class of a report of type typ in registry.
-func classKey(typ, registry string) string { return typ + "\x00" + registry }
-
 // class returns the index of the class of type typ in registry, adding it
 // when new.
 func (t *table) class(typ, registry string) uint16 {
-	k := classKey(typ, registry)
+	k := class{typ, registry}
 	if c, ok := t.classOf[k]; ok {
 		return c
 	}
 	if t.classOf == nil {
-		t.classOf = map[string]uint16{}
+		t.classOf = map[class]uint16{}
 	}
 	c := uint16(len(t.classes))
 	t.classes = append(t.classes, k)
@@ -152,8 +151,7 @@ func (t *table) class(typ, registry string) uint16 {
 func (t *table) count(typ, registry string) int {
 	n := 0
 	for c, k := range t.classes {
-		ct, cr, _ := strings.Cut(k, "\x00")
-		if (typ == "" || ct == typ) && (registry == "" || cr == registry) {
+		if (typ == "" || k.typ == typ) && (registry == "" || k.registry == registry) {
 			n += t.perClass[c]
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestTableAgainstMap drives the table and a map with the same random puts
@@ -92,5 +93,13 @@ func TestTableAgainstMap(t *testing.T) {
 	}
 	if tb.live+tb.garbage > 2*tb.live+8*chunkSize {
 		t.Fatalf("garbage %d not bounded by live %d", tb.garbage, tb.live)
+	}
+}
+
+// TestRecordSize: a report's record stays 48 bytes, its class in what was
+// padding (a million reports are 48 MB of records).
+func TestRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(rec{}); n != 48 {
+		t.Fatalf("rec is %d bytes, want 48", n)
 	}
 }
