@@ -25,7 +25,7 @@ func (a *Accounts) Rename(ctx context.Context, u User, name string) (User, error
 	if name == "" {
 		return User{}, Invalid("name", "is required")
 	}
-	if err := ValidateText("name", name, 100); err != nil {
+	if err := ValidateText("name", name, MaxUserName); err != nil {
 		return User{}, err
 	}
 	c, err := a.store.ChangeAccount(ctx, AccountChange{UserID: u.ID, Name: &name, At: a.now().UTC()})

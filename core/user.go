@@ -84,6 +84,9 @@ func (u User) State() string {
 	return "active"
 }
 
+// MaxUserName bounds a user's public name (characters).
+const MaxUserName = 100
+
 // NewUser is the input of creating a user.
 type NewUser struct {
 	Email string
@@ -113,7 +116,7 @@ func (n NewUser) Normalise() (NewUser, error) {
 	if n.Name == "" {
 		n.Name = n.Email[:strings.IndexByte(n.Email, '@')]
 	}
-	if err := ValidateText("name", n.Name, 100); err != nil {
+	if err := ValidateText("name", n.Name, MaxUserName); err != nil {
 		return n, err
 	}
 	return n, nil

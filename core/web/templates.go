@@ -4,12 +4,13 @@ import (
 	"html/template"
 	"io/fs"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 var funcs = template.FuncMap{
@@ -130,19 +131,6 @@ func fieldLabel(name string) string {
 }
 
 // grouped formats n with a comma between groups of three digits.
-func grouped(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func grouped(n int64) string { return englishNumbers.Sprint(n) }
+
+var englishNumbers = message.NewPrinter(language.English)
