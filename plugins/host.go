@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,45 @@ func (h *Host) pluginPath(kind, name string) (string, error) {
 	return path, nil
 }
 
+// maxProbedVersion is the highest plugin protocol version the handshake
+// offers. Only ProtocolVersion is served; the others are offered so that a
+// plugin of another version completes the handshake and is then refused by
+// its negotiated version, a number, rather than by the wording of
+// go-plugin's error.
+const maxProbedVersion = 32
+
+// probedVersions offers kind under every version up to maxProbedVersion.
+func probedVersions(kind string, impl goplugin.Plugin) map[int]goplugin.PluginSet {
+	m := make(map[int]goplugin.PluginSet, maxProbedVersion)
+	for v := 1; v <= maxProbedVersion; v++ {
+		m[v] = goplugin.PluginSet{kind: impl}
+	}
+	return m
+}
+
+// pluginEnvPassed are the environment variables a plugin process inherits
+// from the daemon: the system's basics, the Go runtime's settings, the
+// test-only fault switch (storage.TestFaultsEnv), and the PostgreSQL
+// driver's defaults.
+var pluginEnvPassed = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LC_ALL",
+	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GORACE", "GOCOVERDIR", "GOTRACEBACK",
+	"THREATD_TEST_FAULTS",
+	// The PostgreSQL driver fills the gaps of a DSN from these.
+	"PGHOST", "PGPORT", "PGUSER", "PGDATABASE"}
+
+// pluginEnv keeps the variables of environ a plugin inherits
+// (pluginEnvPassed).
+func pluginEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(pluginEnvPassed, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // HandshakeTimeout bounds a plugin's start: the process must print its
 // handshake line within it.
 const HandshakeTimeout = 30 * time.Second
@@ -93,10 +133,16 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *plugin, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	binary := BinaryName(kind, name)
+	cmd := pluginCmd(ctx, path)
+	cmd.Env = pluginEnv(os.Environ())
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {kind: impl}},
-		Cmd:              pluginCmd(ctx, path),
+		VersionedPlugins: probedVersions(kind, impl),
+		Cmd:              cmd,
+		// A plugin gets the environment pluginEnv passes, not the
+		// daemon's: secrets the daemon reads from its environment stay
+		// in the daemon.
+		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		// go-plugin's own logger is off: the plugin's stderr is forwarded
 		// line by line into our structured log instead.
@@ -109,10 +155,11 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *plugin, err
 	rpc, err := client.Client()
 	if err != nil {
 		p.kill()
-		if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
-			return nil, nil, fmt.Errorf("%s plugin %q (%s) speaks an incompatible plugin protocol: this daemon speaks version %d (%v)", kind, name, path, ProtocolVersion, err)
-		}
 		return nil, nil, fmt.Errorf("%s plugin %q (%s) failed to start: %w", kind, name, path, err)
+	}
+	if v := client.NegotiatedVersion(); v != ProtocolVersion {
+		p.kill()
+		return nil, nil, fmt.Errorf("%s plugin %q (%s) speaks an incompatible plugin protocol: this daemon speaks version %d, the plugin version %d (build the plugin from the same release as the daemon)", kind, name, path, ProtocolVersion, v)
 	}
 	raw, err := rpc.Dispense(kind)
 	if err != nil {

@@ -193,10 +193,19 @@ func TestWrongProtocolPluginRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := newInstance(t, "")
-	in.env = []string{"THREATD_PLUGINS__DIR=" + dir, "THREATD_STORAGE__PLUGIN=v2"}
+	tmp := t.TempDir()
+	in.env = []string{"THREATD_PLUGINS__DIR=" + dir, "THREATD_STORAGE__PLUGIN=v2", "TMPDIR=" + tmp, "THREATD_TEST_SECRET=hunter2"}
 	r := in.cli("serve", "--listen", "127.0.0.1:0")
-	if r.code == 0 || !strings.Contains(r.stderr, `storage plugin "v2"`) || !strings.Contains(r.stderr, "incompatible plugin protocol: this daemon speaks version 1") {
+	if r.code == 0 || !strings.Contains(r.stderr, `storage plugin "v2"`) || !strings.Contains(r.stderr, "incompatible plugin protocol: this daemon speaks version 1, the plugin version 2") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	// The plugin inherited the passed variables, not the daemon's others.
+	environ, err := os.ReadFile(filepath.Join(tmp, "plugin-environ"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(environ), "TMPDIR="+tmp) || strings.Contains(string(environ), "hunter2") || strings.Contains(string(environ), "THREATD_STORAGE__PLUGIN") {
+		t.Fatalf("the plugin's environment:\n%s", environ)
 	}
 }
 

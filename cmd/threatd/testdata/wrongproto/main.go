@@ -1,9 +1,14 @@
 // Command wrongproto is a test plugin that speaks storage protocol version 2,
 // which this daemon does not: the daemon must refuse it with a clear error.
+// It first writes the environment it was started with to
+// $TMPDIR/plugin-environ, for the test to check what a plugin inherits.
 package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -21,6 +26,9 @@ func (nothing) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientCon
 }
 
 func main() {
+	if dir := os.Getenv("TMPDIR"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "plugin-environ"), []byte(strings.Join(os.Environ(), "\n")), 0o600)
+	}
 	hs := plugins.Handshake
 	hs.ProtocolVersion = 2
 	goplugin.Serve(&goplugin.ServeConfig{
