@@ -3,6 +3,9 @@ package core
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -131,7 +134,47 @@ type ImportProgress struct {
 const (
 	importBatch      = 500
 	importBatchBytes = 1 << 20
+	// importMessageBytes bounds a batch with its derived indicators
+	// (ApproxSize counts them): a batch of text full of distinct
+	// indicators is sent in parts.
+	importMessageBytes = 2 << 20
 )
+
+// DeriveAll derives the indicators of a batch's records (Derive), on every
+// core: it is most of the CPU time of importing a report.
+func DeriveAll(recs []ImportRecord) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(recs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(recs); i = int(next.Add(1)) - 1 {
+				if !recs[i].Withdrawn {
+					recs[i].Threat = Derive(recs[i].Threat)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// splitBySize cuts recs into runs of at most budget bytes (ApproxSize; a
+// record larger than budget is a run of its own).
+func splitBySize(recs []ImportRecord, budget int) [][]ImportRecord {
+	var out [][]ImportRecord
+	start, size := 0, 0
+	for i := range recs {
+		n := recs[i].ApproxSize()
+		if i > start && size+n > budget {
+			out = append(out, recs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(recs) {
+		out = append(out, recs[start:])
+	}
+	return out
+}
 
 // MaxImportRecordBytes bounds one import record's text (as ApproxSize
 // counts it). A record validated by NewThreat stays well below it (its
@@ -173,11 +216,26 @@ func Ingest(ctx context.Context, store ImportStore, src Source, source string, p
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []ImportRecord, 1)
+	derived := make(chan []ImportRecord, 1)
 	written := make(chan error, 1)
 	var skipped []string
 	counts := map[string]int{}
+	// A second goroutine derives each batch's indicators (Derive, on every
+	// core) while the writer stores the batch before it.
 	go func() {
+		defer close(derived)
 		for batch := range batches {
+			if ctx.Err() != nil {
+				continue
+			}
+			DeriveAll(batch)
+			for _, part := range splitBySize(batch, importMessageBytes) {
+				derived <- part
+			}
+		}
+	}()
+	go func() {
+		for batch := range derived {
 			if ctx.Err() != nil {
 				continue // drain after a failure
 			}

@@ -33,6 +33,12 @@ func (t *Threat) ApproxSize() int {
 	for _, s := range d.Contributors {
 		n += len(s) + 2
 	}
+	for _, ioc := range t.IOCs {
+		n += 48 + len(ioc.Value) + len(ioc.Detail)
+		for _, v := range ioc.Versions {
+			n += len(v) + 2
+		}
+	}
 	return n
 }
 

@@ -264,7 +264,7 @@ func (p *Paid) Data(ctx context.Context, who Principal, id string) (ThreatData, 
 	if err != nil {
 		return ThreatData{}, err
 	}
-	return ThreatData{Threat: t, Revisions: revs, Events: events, IOCs: ExtractIOCs(t)}, nil
+	return ThreatData{Threat: t, Revisions: revs, Events: events, IOCs: t.IOCs}, nil
 }
 
 // Usage counts paid calls per token, endpoint and day, flushing to storage

@@ -139,6 +139,12 @@ type Threat struct {
 	// lists (OSV "introduced: 0" with no fix).
 	AllVersions bool
 	Details     Details
+	// IOCs are the report's indicators as Derive worked them out when its
+	// content was last written (submitted, changed, imported). Storage
+	// keeps them with the content; every reader (the index, TAXII, the
+	// exports, MISP, the web pages) reads these instead of working them
+	// out again.
+	IOCs []IOC
 }
 
 // Details are a report's descriptive fields: the one definition of them.

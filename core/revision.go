@@ -43,6 +43,11 @@ type Modification struct {
 	// BaseRevision is the report revision the patch was validated against.
 	BaseRevision int
 	At           time.Time
+	// Version is the content version the change was merged onto, and
+	// IOCs the indicators of the merged content (Derive); storage refuses
+	// the change with ErrStale when the report is no longer at Version.
+	Version int
+	IOCs    []IOC
 }
 
 // RevisionDecision is a reviewer's decision on a pending revision.
@@ -53,6 +58,12 @@ type RevisionDecision struct {
 	ActorID    string
 	ActorName  string
 	At         time.Time
+	// Version and IOCs, for an approval: the content version the
+	// revision was merged onto and the merged content's indicators
+	// (Derive); storage refuses the approval with ErrStale when the report
+	// is no longer at Version.
+	Version int
+	IOCs    []IOC
 }
 
 // Patch is a change to a report (PUT /modify-threat-report, a revision): the
@@ -196,7 +207,8 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 			return Threat{}, Revision{}, &ConflictError{What: "threat", Key: threatID, Message: "This report was rejected and cannot be modified"}
 		}
 		// Identity fields and values first, so an attempt to change them is named.
-		if _, err := ApplyPatch(cur, patch, now); err != nil {
+		merged, err := ApplyPatch(cur, patch, now)
+		if err != nil {
 			return Threat{}, Revision{}, err
 		}
 		if PatchIsEmpty(patch) {
@@ -207,6 +219,7 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 		patch.ReportType, patch.ResourceIdentifier, patch.Registry = nil, nil, nil
 		t, rev, err := r.store.ModifyThreat(ctx, Modification{
 			ThreatID: threatID, AuthorID: p.User.ID, AuthorName: p.User.Name, Patch: patch, BaseRevision: cur.Revision, At: now,
+			Version: cur.Version, IOCs: Derive(merged).IOCs,
 		}, SubmitPolicy{HourlyLimit: r.HourlyLimit(p.User), Now: now})
 		if errors.Is(err, ErrStale) && attempt < 3 {
 			continue // the report changed under us: validate again against the new version
@@ -237,5 +250,27 @@ func (r *Reports) DecideRevision(ctx context.Context, revisionID string, approve
 		}
 		d.ActorID, d.ActorName = actor.ID, actor.Name
 	}
-	return r.store.DecideRevision(ctx, d)
+	for attempt := 0; ; attempt++ {
+		if approve {
+			// The approved change applies to the report as it is now:
+			// its indicators are derived from that merge, and storage
+			// refuses them (ErrStale) if the report changes meanwhile.
+			rev, err := r.store.GetRevision(ctx, revisionID)
+			if err != nil {
+				return Threat{}, Revision{}, err
+			}
+			cur, err := r.store.GetThreat(ctx, rev.ThreatID)
+			if err != nil {
+				return Threat{}, Revision{}, err
+			}
+			if merged, err := ApplyPatch(cur, rev.Patch, d.At); err == nil {
+				d.Version, d.IOCs = cur.Version, Derive(merged).IOCs
+			}
+		}
+		t, rev, err := r.store.DecideRevision(ctx, d)
+		if errors.Is(err, ErrStale) && attempt < 3 {
+			continue
+		}
+		return t, rev, err
+	}
 }

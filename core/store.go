@@ -191,6 +191,8 @@ type ReportStore interface {
 	ListPendingRevisions(ctx context.Context) ([]Revision, error)
 	// ListRevisions returns every revision of a report, oldest first.
 	ListRevisions(ctx context.Context, threatID string) ([]Revision, error)
+	// GetRevision returns one revision (ErrNotFound when there is none).
+	GetRevision(ctx context.Context, id string) (Revision, error)
 }
 
 // PublishedStore reads what is published: the verified reports behind the

@@ -114,6 +114,7 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 	t.SubmitterID = p.User.ID
 	t.CreatedAt, t.UpdatedAt = now, now
 	t.Version = 1
+	t = Derive(t)
 	err = r.store.CreateThreat(ctx, t, SubmitPolicy{
 		MaxUnverified:  r.limits.NewUserMaxUnverified,
 		VerifiedToLift: r.limits.NewUserVerifiedToLift,

@@ -108,8 +108,30 @@ func threatToPB(t core.Threat) *pb.Threat {
 		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision), Version: int32(t.Version),
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), VerifiedAt: tsPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
 		Source: t.Source, UpstreamId: t.UpstreamID, AllVersions: t.AllVersions, UpstreamModified: tsPtr(t.UpstreamModified),
-		Details: detailsToPB(t.Details),
+		Details: detailsToPB(t.Details), Iocs: iocsToPB(t.IOCs),
 	}
+}
+
+func iocsToPB(iocs []core.IOC) []*pb.IOC {
+	if len(iocs) == 0 {
+		return nil
+	}
+	out := make([]*pb.IOC, len(iocs))
+	for i, x := range iocs {
+		out[i] = &pb.IOC{Type: x.Type, Value: x.Value, Detail: x.Detail, Versions: x.Versions, Origin: x.Origin, Confidence: int32(x.Confidence)}
+	}
+	return out
+}
+
+func iocsFromPB(iocs []*pb.IOC) []core.IOC {
+	if len(iocs) == 0 {
+		return nil
+	}
+	out := make([]core.IOC, len(iocs))
+	for i, x := range iocs {
+		out[i] = core.IOC{Type: x.Type, Value: x.Value, Detail: x.Detail, Versions: x.Versions, Origin: x.Origin, Confidence: int(x.Confidence)}
+	}
+	return out
 }
 
 func threatFromPB(t *pb.Threat) core.Threat {
@@ -123,6 +145,7 @@ func threatFromPB(t *pb.Threat) core.Threat {
 		Source: t.Source, UpstreamID: t.UpstreamId, AllVersions: t.AllVersions, UpstreamModified: fromTSPtr(t.UpstreamModified),
 	}
 	out.Details = detailsFromPB(t.Details)
+	out.IOCs = iocsFromPB(t.Iocs)
 	return out
 }
 

@@ -14,8 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
@@ -70,131 +68,6 @@ func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
 	return call(r, err, func(r *pb.StatsResponse) core.Stats {
 		return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}
 	})
-}
-
-// CreateUser stores a user.
-func (c *StorageClient) CreateUser(ctx context.Context, u core.User) (core.User, error) {
-	r, err := c.conn().CreateUser(ctx, &pb.CreateUserRequest{User: userToPB(u)})
-	return call(r, err, userFromPB)
-}
-
-// UserByEmail looks a user up by e-mail.
-func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.User, error) {
-	r, err := c.conn().UserByEmail(ctx, &pb.UserByEmailRequest{Email: email})
-	return call(r, err, userFromPB)
-}
-
-// SetUserLimit sets a user's hourly submission limit.
-func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
-	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
-	return call(r, err, userFromPB)
-}
-
-// SetUserAccess changes a user's tier and role (nil = unchanged).
-func (c *StorageClient) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
-	req := &pb.SetUserAccessRequest{Email: email}
-	if tier != nil {
-		req.Tier = proto.String(string(*tier))
-	}
-	if role != nil {
-		req.Role = proto.String(string(*role))
-	}
-	r, err := c.conn().SetUserAccess(ctx, req)
-	return call(r, err, userFromPB)
-}
-
-// ListUsers returns a page of users in e-mail order.
-func (c *StorageClient) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
-	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: after, Limit: int32(limit)})
-	return call(r, err, func(r *pb.ListUsersResponse) []core.User {
-		out := make([]core.User, len(r.Users))
-		for i, u := range r.Users {
-			out[i] = userFromPB(u)
-		}
-		return out
-	})
-}
-
-// CreateToken stores a token hash.
-func (c *StorageClient) CreateToken(ctx context.Context, t core.Token) (core.Token, error) {
-	r, err := c.conn().CreateToken(ctx, &pb.CreateTokenRequest{Token: tokenToPB(t)})
-	return call(r, err, tokenFromPB)
-}
-
-// RevokeToken revokes a token by hash.
-func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Token, error) {
-	r, err := c.conn().RevokeToken(ctx, &pb.RevokeTokenRequest{Hash: hash})
-	return call(r, err, tokenFromPB)
-}
-
-// Authenticate resolves a token hash to the token and its user.
-func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
-	r, err := c.conn().Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
-	if err != nil {
-		return core.Token{}, core.User{}, fromStatus(err)
-	}
-	return tokenFromPB(r.Token), userFromPB(r.User), nil
-}
-
-// ListTokens returns a user's tokens.
-func (c *StorageClient) ListTokens(ctx context.Context, userID string) ([]core.Token, error) {
-	stream, err := c.conn().ListTokens(ctx, &pb.ListTokensRequest{UserId: userID})
-	return recvAll(stream, err, tokenFromPB)
-}
-
-// RevokeUserToken revokes one of a user's tokens by id.
-func (c *StorageClient) RevokeUserToken(ctx context.Context, userID, tokenID string) (core.Token, error) {
-	r, err := c.conn().RevokeUserToken(ctx, &pb.RevokeUserTokenRequest{UserId: userID, TokenId: tokenID})
-	return call(r, err, tokenFromPB)
-}
-
-// TokensUsed records when tokens were last used.
-func (c *StorageClient) TokensUsed(ctx context.Context, used map[string]time.Time) error {
-	req := &pb.TokensUsedRequest{Used: make(map[string]*timestamppb.Timestamp, len(used))}
-	for id, at := range used {
-		req.Used[id] = ts(at)
-	}
-	_, err := c.conn().TokensUsed(ctx, req)
-	return fromStatus(err)
-}
-
-// SetPassword stores a user's password hash.
-func (c *StorageClient) SetPassword(ctx context.Context, email, hash string) (core.User, error) {
-	r, err := c.conn().SetPassword(ctx, &pb.SetPasswordRequest{Email: email, Hash: hash})
-	return call(r, err, userFromPB)
-}
-
-// CreateSession stores a web session.
-func (c *StorageClient) CreateSession(ctx context.Context, s core.Session) error {
-	_, err := c.conn().CreateSession(ctx, sessionToPB(s))
-	return fromStatus(err)
-}
-
-// SessionUser resolves a session hash to the session and its user.
-func (c *StorageClient) SessionUser(ctx context.Context, hash string) (core.Session, core.User, error) {
-	r, err := c.conn().SessionUser(ctx, &pb.SessionUserRequest{Hash: hash})
-	if err != nil {
-		return core.Session{}, core.User{}, fromStatus(err)
-	}
-	return sessionFromPB(r.Session), userFromPB(r.User), nil
-}
-
-// DeleteSession ends a web session.
-func (c *StorageClient) DeleteSession(ctx context.Context, hash string) error {
-	_, err := c.conn().DeleteSession(ctx, &pb.DeleteSessionRequest{Hash: hash})
-	return fromStatus(err)
-}
-
-// ListSessions returns a user's unexpired sessions.
-func (c *StorageClient) ListSessions(ctx context.Context, userID string) ([]core.Session, error) {
-	stream, err := c.conn().ListSessions(ctx, &pb.ListSessionsRequest{UserId: userID})
-	return recvAll(stream, err, sessionFromPB)
-}
-
-// ChangeAccount applies one change to an account.
-func (c *StorageClient) ChangeAccount(ctx context.Context, ch core.AccountChange) (core.AccountChanged, error) {
-	r, err := c.conn().ChangeAccount(ctx, accountChangeToPB(ch))
-	return call(r, err, accountChangedFromPB)
 }
 
 // ListSubmissions returns one page of a user's reports and their count.
@@ -308,7 +181,8 @@ func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.
 // ModifyThreat stores a change to a report.
 func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
 	r, err := c.conn().ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
-		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p)})
+		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p),
+		Version: int32(m.Version), Iocs: iocsToPB(m.IOCs)})
 	if err != nil {
 		return core.Threat{}, core.Revision{}, fromStatus(err)
 	}
@@ -318,11 +192,17 @@ func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p
 // DecideRevision approves or rejects a pending revision.
 func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
 	r, err := c.conn().DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
-		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At)})
+		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At), Version: int32(d.Version), Iocs: iocsToPB(d.IOCs)})
 	if err != nil {
 		return core.Threat{}, core.Revision{}, fromStatus(err)
 	}
 	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+}
+
+// GetRevision returns one revision.
+func (c *StorageClient) GetRevision(ctx context.Context, id string) (core.Revision, error) {
+	r, err := c.conn().GetRevision(ctx, &pb.GetRevisionRequest{Id: id})
+	return call(r, err, revisionFromPB)
 }
 
 // ListPendingRevisions returns pending revisions, oldest first.
@@ -498,63 +378,6 @@ func (c *StorageClient) Lease(ctx context.Context, name, holder string, ttl time
 func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
 	stream, err := c.conn().Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
 	return recvAll(stream, err, changeFromPB)
-}
-
-// CreateWebhook stores a subscription.
-func (c *StorageClient) CreateWebhook(ctx context.Context, w core.Webhook) error {
-	_, err := c.conn().CreateWebhook(ctx, webhookToPB(w))
-	return fromStatus(err)
-}
-
-// ListWebhooks returns every subscription with its delivery counts.
-func (c *StorageClient) ListWebhooks(ctx context.Context) ([]core.Webhook, error) {
-	stream, err := c.conn().ListWebhooks(ctx, &pb.ListWebhooksRequest{})
-	return recvAll(stream, err, webhookFromPB)
-}
-
-// DeleteWebhook removes a subscription and its queue.
-func (c *StorageClient) DeleteWebhook(ctx context.Context, id string) error {
-	_, err := c.conn().DeleteWebhook(ctx, &pb.WebhookRequest{Id: id})
-	return fromStatus(err)
-}
-
-// EnableWebhook enables a disabled subscription again.
-func (c *StorageClient) EnableWebhook(ctx context.Context, id string) (core.Webhook, error) {
-	r, err := c.conn().EnableWebhook(ctx, &pb.WebhookRequest{Id: id})
-	return call(r, err, webhookFromPB)
-}
-
-// DueDeliveries returns the pending deliveries due at now.
-func (c *StorageClient) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
-	stream, err := c.conn().DueDeliveries(ctx, &pb.DueDeliveriesRequest{Now: ts(now), Limit: int32(limit)})
-	return recvAll(stream, err, deliveryFromPB)
-}
-
-// RecordAttempt applies the outcome of a delivery attempt.
-func (c *StorageClient) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error {
-	_, err := c.conn().RecordAttempt(ctx, &pb.AttemptOutcome{Attempt: attemptToPB(o.Attempt), NextAt: ts(o.NextAt),
-		Payload: o.Payload, HasPayload: o.Payload != nil, Disable: o.Disable})
-	return fromStatus(err)
-}
-
-// WebhookAttempts lists a subscription's attempts, newest first.
-func (c *StorageClient) WebhookAttempts(ctx context.Context, webhookID string, limit int) ([]core.DeliveryAttempt, error) {
-	stream, err := c.conn().WebhookAttempts(ctx, &pb.WebhookAttemptsRequest{WebhookId: webhookID, Limit: int32(limit)})
-	return recvAll(stream, err, attemptFromPB)
-}
-
-// WebhookQueue counts the pending deliveries.
-func (c *StorageClient) WebhookQueue(ctx context.Context) (core.WebhookQueue, error) {
-	r, err := c.conn().WebhookQueue(ctx, &pb.WebhookQueueRequest{})
-	return call(r, err, func(r *pb.WebhookQueueResponse) core.WebhookQueue {
-		return core.WebhookQueue{Pending: r.Pending, Oldest: fromTS(r.Oldest)}
-	})
-}
-
-// TrimWebhooks bounds the delivery queues.
-func (c *StorageClient) TrimWebhooks(ctx context.Context, maxPending int, finishedBefore time.Time) (int64, error) {
-	r, err := c.conn().TrimWebhooks(ctx, &pb.TrimWebhooksRequest{MaxPending: int32(min(maxPending, 1<<31-1)), FinishedBefore: ts(finishedBefore)})
-	return call(r, err, (*pb.TrimWebhooksResponse).GetExpired)
 }
 
 // recvAll collects a server stream into domain values.

@@ -105,138 +105,6 @@ func (s *storageServer) Stats(ctx context.Context, _ *pb.StatsRequest) (*pb.Stat
 	})
 }
 
-func (s *storageServer) CreateUser(ctx context.Context, req *pb.CreateUserRequest) (*pb.User, error) {
-	return withStore(s, func(st core.Store) (*pb.User, error) {
-		u, err := st.CreateUser(ctx, userFromPB(req.User))
-		return userToPB(u), err
-	})
-}
-
-func (s *storageServer) UserByEmail(ctx context.Context, req *pb.UserByEmailRequest) (*pb.User, error) {
-	return withStore(s, func(st core.Store) (*pb.User, error) {
-		u, err := st.UserByEmail(ctx, req.Email)
-		return userToPB(u), err
-	})
-}
-
-func (s *storageServer) SetUserLimit(ctx context.Context, req *pb.SetUserLimitRequest) (*pb.User, error) {
-	return withStore(s, func(st core.Store) (*pb.User, error) {
-		u, err := st.SetUserLimit(ctx, req.Email, int32Ptr(req.SubmissionsPerHour))
-		return userToPB(u), err
-	})
-}
-
-func (s *storageServer) SetUserAccess(ctx context.Context, req *pb.SetUserAccessRequest) (*pb.User, error) {
-	return withStore(s, func(st core.Store) (*pb.User, error) {
-		var tier *core.Tier
-		var role *core.Role
-		if req.Tier != nil {
-			t := core.Tier(*req.Tier)
-			tier = &t
-		}
-		if req.Role != nil {
-			r := core.Role(*req.Role)
-			role = &r
-		}
-		u, err := st.SetUserAccess(ctx, req.Email, tier, role)
-		return userToPB(u), err
-	})
-}
-
-func (s *storageServer) ListUsers(ctx context.Context, req *pb.ListUsersRequest) (*pb.ListUsersResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.ListUsersResponse, error) {
-		us, err := st.ListUsers(ctx, req.After, int(req.Limit))
-		out := &pb.ListUsersResponse{Users: make([]*pb.User, len(us))}
-		for i, u := range us {
-			out.Users[i] = userToPB(u)
-		}
-		return out, err
-	})
-}
-
-func (s *storageServer) CreateToken(ctx context.Context, req *pb.CreateTokenRequest) (*pb.Token, error) {
-	return withStore(s, func(st core.Store) (*pb.Token, error) {
-		t, err := st.CreateToken(ctx, tokenFromPB(req.Token))
-		return tokenToPB(t), err
-	})
-}
-
-func (s *storageServer) RevokeToken(ctx context.Context, req *pb.RevokeTokenRequest) (*pb.Token, error) {
-	return withStore(s, func(st core.Store) (*pb.Token, error) {
-		t, err := st.RevokeToken(ctx, req.Hash)
-		return tokenToPB(t), err
-	})
-}
-
-func (s *storageServer) Authenticate(ctx context.Context, req *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.AuthenticateResponse, error) {
-		t, u, err := st.Authenticate(ctx, req.Hash)
-		return &pb.AuthenticateResponse{Token: tokenToPB(t), User: userToPB(u)}, err
-	})
-}
-
-func (s *storageServer) ListTokens(req *pb.ListTokensRequest, stream grpc.ServerStreamingServer[pb.Token]) error {
-	return streamAll(s, func(st core.Store) ([]core.Token, error) {
-		return st.ListTokens(stream.Context(), req.UserId)
-	}, tokenToPB, stream.Send)
-}
-
-func (s *storageServer) RevokeUserToken(ctx context.Context, req *pb.RevokeUserTokenRequest) (*pb.Token, error) {
-	return withStore(s, func(st core.Store) (*pb.Token, error) {
-		t, err := st.RevokeUserToken(ctx, req.UserId, req.TokenId)
-		return tokenToPB(t), err
-	})
-}
-
-func (s *storageServer) TokensUsed(ctx context.Context, req *pb.TokensUsedRequest) (*pb.TokensUsedResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.TokensUsedResponse, error) {
-		used := make(map[string]time.Time, len(req.Used))
-		for id, at := range req.Used {
-			used[id] = fromTS(at)
-		}
-		return &pb.TokensUsedResponse{}, st.TokensUsed(ctx, used)
-	})
-}
-
-func (s *storageServer) SetPassword(ctx context.Context, req *pb.SetPasswordRequest) (*pb.User, error) {
-	return withStore(s, func(st core.Store) (*pb.User, error) {
-		u, err := st.SetPassword(ctx, req.Email, req.Hash)
-		return userToPB(u), err
-	})
-}
-
-func (s *storageServer) CreateSession(ctx context.Context, req *pb.Session) (*pb.CreateSessionResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.CreateSessionResponse, error) {
-		return &pb.CreateSessionResponse{}, st.CreateSession(ctx, sessionFromPB(req))
-	})
-}
-
-func (s *storageServer) SessionUser(ctx context.Context, req *pb.SessionUserRequest) (*pb.SessionUserResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.SessionUserResponse, error) {
-		ses, u, err := st.SessionUser(ctx, req.Hash)
-		return &pb.SessionUserResponse{Session: sessionToPB(ses), User: userToPB(u)}, err
-	})
-}
-
-func (s *storageServer) DeleteSession(ctx context.Context, req *pb.DeleteSessionRequest) (*pb.DeleteSessionResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.DeleteSessionResponse, error) {
-		return &pb.DeleteSessionResponse{}, st.DeleteSession(ctx, req.Hash)
-	})
-}
-
-func (s *storageServer) ListSessions(req *pb.ListSessionsRequest, stream grpc.ServerStreamingServer[pb.Session]) error {
-	return streamAll(s, func(st core.Store) ([]core.Session, error) {
-		return st.ListSessions(stream.Context(), req.UserId)
-	}, sessionToPB, stream.Send)
-}
-
-func (s *storageServer) ChangeAccount(ctx context.Context, req *pb.AccountChange) (*pb.AccountChanged, error) {
-	return withStore(s, func(st core.Store) (*pb.AccountChanged, error) {
-		c, err := st.ChangeAccount(ctx, accountChangeFromPB(req))
-		return accountChangedToPB(c), err
-	})
-}
-
 func (s *storageServer) ListSubmissions(ctx context.Context, req *pb.ListSubmissionsRequest) (*pb.ListSubmissionsResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ListSubmissionsResponse, error) {
 		ts, total, err := st.ListSubmissions(ctx, req.UserId, int(req.Offset), int(req.Limit))
@@ -338,7 +206,7 @@ func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest)
 			return nil, err
 		}
 		t, r, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
-			Patch: patch, BaseRevision: int(req.BaseRevision), At: fromTS(req.At)}, policyFromPB(req.Policy))
+			Patch: patch, BaseRevision: int(req.BaseRevision), At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs)}, policyFromPB(req.Policy))
 		return modifyResponse(t, r), err
 	})
 }
@@ -346,8 +214,15 @@ func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest)
 func (s *storageServer) DecideRevision(ctx context.Context, req *pb.RevisionDecision) (*pb.ModifyResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
 		t, r, err := st.DecideRevision(ctx, core.RevisionDecision{RevisionID: req.RevisionId, Approve: req.Approve, Note: req.Note,
-			ActorID: req.ActorId, ActorName: req.ActorName, At: fromTS(req.At)})
+			ActorID: req.ActorId, ActorName: req.ActorName, At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs)})
 		return modifyResponse(t, r), err
+	})
+}
+
+func (s *storageServer) GetRevision(ctx context.Context, req *pb.GetRevisionRequest) (*pb.Revision, error) {
+	return withStore(s, func(st core.Store) (*pb.Revision, error) {
+		r, err := st.GetRevision(ctx, req.Id)
+		return revisionToPB(r), err
 	})
 }
 
@@ -506,65 +381,6 @@ func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStream
 	return streamAll(s, func(st core.Store) ([]core.Change, error) {
 		return st.Changes(stream.Context(), req.After, int(req.Limit))
 	}, changeToPB, stream.Send)
-}
-
-func (s *storageServer) CreateWebhook(ctx context.Context, req *pb.Webhook) (*pb.CreateWebhookResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.CreateWebhookResponse, error) {
-		return &pb.CreateWebhookResponse{}, st.CreateWebhook(ctx, webhookFromPB(req))
-	})
-}
-
-func (s *storageServer) ListWebhooks(_ *pb.ListWebhooksRequest, stream grpc.ServerStreamingServer[pb.Webhook]) error {
-	return streamAll(s, func(st core.Store) ([]core.Webhook, error) { return st.ListWebhooks(stream.Context()) }, webhookToPB, stream.Send)
-}
-
-func (s *storageServer) DeleteWebhook(ctx context.Context, req *pb.WebhookRequest) (*pb.DeleteWebhookResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.DeleteWebhookResponse, error) {
-		return &pb.DeleteWebhookResponse{}, st.DeleteWebhook(ctx, req.Id)
-	})
-}
-
-func (s *storageServer) EnableWebhook(ctx context.Context, req *pb.WebhookRequest) (*pb.Webhook, error) {
-	return withStore(s, func(st core.Store) (*pb.Webhook, error) {
-		w, err := st.EnableWebhook(ctx, req.Id)
-		return webhookToPB(w), err
-	})
-}
-
-func (s *storageServer) DueDeliveries(req *pb.DueDeliveriesRequest, stream grpc.ServerStreamingServer[pb.Delivery]) error {
-	return streamAll(s, func(st core.Store) ([]core.Delivery, error) {
-		return st.DueDeliveries(stream.Context(), fromTS(req.Now), int(req.Limit))
-	}, deliveryToPB, stream.Send)
-}
-
-func (s *storageServer) RecordAttempt(ctx context.Context, req *pb.AttemptOutcome) (*pb.RecordAttemptResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.RecordAttemptResponse, error) {
-		o := core.AttemptOutcome{Attempt: attemptFromPB(req.Attempt), NextAt: fromTS(req.NextAt), Disable: req.Disable}
-		if req.HasPayload {
-			o.Payload = req.Payload
-		}
-		return &pb.RecordAttemptResponse{}, st.RecordAttempt(ctx, o)
-	})
-}
-
-func (s *storageServer) WebhookAttempts(req *pb.WebhookAttemptsRequest, stream grpc.ServerStreamingServer[pb.DeliveryAttempt]) error {
-	return streamAll(s, func(st core.Store) ([]core.DeliveryAttempt, error) {
-		return st.WebhookAttempts(stream.Context(), req.WebhookId, int(req.Limit))
-	}, attemptToPB, stream.Send)
-}
-
-func (s *storageServer) WebhookQueue(ctx context.Context, _ *pb.WebhookQueueRequest) (*pb.WebhookQueueResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.WebhookQueueResponse, error) {
-		q, err := st.WebhookQueue(ctx)
-		return &pb.WebhookQueueResponse{Pending: q.Pending, Oldest: ts(q.Oldest)}, err
-	})
-}
-
-func (s *storageServer) TrimWebhooks(ctx context.Context, req *pb.TrimWebhooksRequest) (*pb.TrimWebhooksResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.TrimWebhooksResponse, error) {
-		n, err := st.TrimWebhooks(ctx, int(req.MaxPending), fromTS(req.FinishedBefore))
-		return &pb.TrimWebhooksResponse{Expired: n}, err
-	})
 }
 
 // streamAll sends every item fn returns as one stream message each, so that

@@ -62,8 +62,8 @@ type getStmt struct {
 // getThreatsSQL reads reports and their details by a list of ids (a JSON
 // array on SQLite, a text[] on PostgreSQL), timestamps as text for
 // parseStamp, JSON columns as text; scanned by scanThreat in this order:
-// the report's columns, then d.threat_id and one column per field of
-// core.Details. It is the hot read of a check that hits a report outside
+// the report's columns, then d.threat_id, one column per field of
+// core.Details, and d.iocs. It is the hot read of a check that hits a report outside
 // the record cache: prepared once, one plan for every batch size (bun's IN
 // list was parsed and planned anew per call, and scanned by reflection).
 func getThreatsSQL(d Dialect) string {
@@ -89,6 +89,7 @@ func getThreatsSQL(d Dialect) string {
 		}
 		cols = append(cols, col)
 	}
+	cols = append(cols, "d.iocs")
 	where := "t.id IN (SELECT value FROM json_each(?))"
 	if d != SQLite {
 		where = "t.id = ANY($1::text[])"
@@ -161,6 +162,8 @@ func scanThreat(rows *sql.Rows) (threatRow, error) {
 	for i := range details {
 		dest = append(dest, &details[i])
 	}
+	var iocs sql.RawBytes
+	dest = append(dest, &iocs)
 	if err := rows.Scan(dest...); err != nil {
 		return r, err
 	}
@@ -193,6 +196,11 @@ func scanThreat(rows *sql.Rows) (threatRow, error) {
 	for i, f := range core.DetailFields {
 		if err := scanDetail(out.Field(f.Index), details[i]); err != nil {
 			return r, fmt.Errorf("report %s: %s: %w", r.ID, f.Name, err)
+		}
+	}
+	if len(iocs) > 2 { // not NULL, not []
+		if err := json.Unmarshal(iocs, &d.IOCs); err != nil {
+			return r, fmt.Errorf("report %s: iocs: %w", r.ID, err)
 		}
 	}
 	r.Details = &d

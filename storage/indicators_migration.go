@@ -40,7 +40,7 @@ func backfillIndicators(ctx context.Context, db *bun.DB) error {
 	after := ""
 	for {
 		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details").
+		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", earlyDetails).
 			Where(status+" AND threat_row.id > ?", string(core.StatusVerified), after).
 			OrderExpr("threat_row.id").Limit(500).Scan(ctx); err != nil {
 			return err
@@ -51,7 +51,7 @@ func backfillIndicators(ctx context.Context, db *bun.DB) error {
 		after = rows[len(rows)-1].ID
 		var indicators []indicatorRow
 		for _, r := range rows {
-			indicators = indicatorRows(indicators, r.ID, core.ExtractIOCs(r.domain()))
+			indicators = indicatorRows(indicators, r.ID, core.Derive(r.domain()).IOCs)
 		}
 		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			return insertIndicators(ctx, tx, indicators)

@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,7 +21,6 @@ import (
 //   - else a new report, verified by the source's system reviewer.
 func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
 	out := make([]core.ImportOutcome, len(recs))
-	iocs := extractAll(recs)
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		// Find what already exists for the whole batch in two queries; new
 		// reports are then written with multi-row inserts.
@@ -48,7 +44,7 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 					continue
 				}
 				seenKey[t.CanonicalKey] = true
-				out[i] = pending.add(t, iocs[i], actor, s.now())
+				out[i] = pending.add(t, actor, s.now())
 				continue
 			}
 			// Rare paths (updates, withdrawals, attachments, a key repeated
@@ -56,7 +52,7 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 			if err := pending.flush(ctx, tx); err != nil {
 				return err
 			}
-			o, err := s.importOne(ctx, tx, rec, iocs[i], actor)
+			o, err := s.importOne(ctx, tx, rec, actor)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.UpstreamID, err)
 			}
@@ -178,39 +174,15 @@ func liveKeyLookup(q *bun.SelectQuery, keys []string) *bun.SelectQuery {
 	return q.Where("canonical_key IN (?)", bun.List(keys)).Where("status IN ('pending', 'verified')")
 }
 
-// extractAll finds the indicators of compromise of an import batch's
-// records (for their STIX object ids, stix_objects) in parallel, before
-// the write transaction: the batch's records are new or changed (the
-// import asks ImportedVersions first), and extraction is most of the CPU
-// time of writing a report.
-func extractAll(recs []core.ImportRecord) [][]core.IOC {
-	out := make([][]core.IOC, len(recs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(recs)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(recs); i = int(next.Add(1)) - 1 {
-				if !recs[i].Withdrawn {
-					out[i] = core.ExtractIOCs(recs[i].Threat)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return out
-}
-
 // newReports accumulates new imported reports for multi-row inserts.
 type newReports struct {
 	threats []threatRow
 	details []detailsRow
 	events  []eventRow
-	// iocs are the indicators of each of threats.
-	iocs [][]core.IOC
 }
 
 // add queues a new report with its indicators of compromise.
-func (n *newReports) add(t core.Threat, iocs []core.IOC, actor string, now time.Time) core.ImportOutcome {
+func (n *newReports) add(t core.Threat, actor string, now time.Time) core.ImportOutcome {
 	// Time-ordered ids (UUIDv7): new rows append to the primary-key index
 	// instead of landing at random pages of it.
 	t.ID = uuid.Must(uuid.NewV7()).String()
@@ -223,7 +195,6 @@ func (n *newReports) add(t core.Threat, iocs []core.IOC, actor string, now time.
 	tr, dr := toThreatRow(t)
 	to := string(core.StatusVerified)
 	n.threats, n.details = append(n.threats, tr), append(n.details, dr)
-	n.iocs = append(n.iocs, iocs)
 	n.events = append(n.events, eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to,
 		ActorName: actor, Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now})
 	return core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportCreated, ThreatID: t.ID}
@@ -240,14 +211,14 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 	}
 	for i := range n.threats {
 		tx.record(core.EntityThreat, n.threats[i].ID, "create", n.threats[i].CreatedAt)
-		tx.publishNew(&n.threats[i], core.ChangeVerified, n.iocs[i])
+		tx.publishNew(&n.threats[i], core.ChangeVerified, n.details[i].IOCs)
 	}
-	n.threats, n.details, n.events, n.iocs = n.threats[:0], n.details[:0], n.events[:0], n.iocs[:0]
+	n.threats, n.details, n.events = n.threats[:0], n.details[:0], n.events[:0]
 	return nil
 }
 
-// importOne applies one record; iocs are its indicators (extractAll).
-func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, iocs []core.IOC, actor string) (core.ImportOutcome, error) {
+// importOne applies one record.
+func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, actor string) (core.ImportOutcome, error) {
 	t := rec.Threat
 	now := s.now()
 	var existing threatRow
@@ -282,7 +253,7 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, i
 			return core.ImportOutcome{Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}, nil
 		}
 		var n newReports
-		o := n.add(t, iocs, actor, now)
+		o := n.add(t, actor, now)
 		return o, n.flush(ctx, tx)
 	}
 	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {
@@ -330,10 +301,11 @@ func (s *Store) importRevision(ctx context.Context, tx *txn, row *threatRow, t c
 	if _, err := tx.NewInsert().Model(&rev).Exec(ctx); err != nil {
 		return err
 	}
-	_, dr := toThreatRow(core.Threat{ID: row.ID, Details: t.Details})
+	_, dr := toThreatRow(core.Threat{ID: row.ID, Details: t.Details, IOCs: t.IOCs})
 	if _, err := tx.NewUpdate().Model(&dr).WherePK().Exec(ctx); err != nil {
 		return err
 	}
+	row.Details = &dr
 	cols := []string{"revision", "version", "updated_at", "upstream_modified", "all_versions", "severity_level"}
 	row.Revision, row.UpdatedAt, row.UpstreamModified, row.AllVersions = rev.Number, now, t.UpstreamModified, t.AllVersions
 	row.SeverityLevel = str(string(t.Details.SeverityLevel))

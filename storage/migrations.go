@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
 )
 
@@ -32,6 +33,7 @@ func migrations() (*migrate.Migrations, error) {
 	}
 	ms.Add(taxiiBackfill)
 	ms.Add(indicatorsBackfill)
+	ms.Add(iocsBackfill)
 	return ms, nil
 }
 
@@ -39,6 +41,10 @@ func migrations() (*migrate.Migrations, error) {
 // after the Go migrations that read reports (0012, 0016): those leave them
 // out, since when they run the columns do not exist yet.
 var laterThreatColumns = []string{"severity_level"}
+
+// earlyDetails is the Details relation as those migrations read it:
+// without the columns of detailsRow added after them.
+func earlyDetails(q *bun.SelectQuery) *bun.SelectQuery { return q.ExcludeColumn("iocs") }
 
 // migrator runs ms on this store's database with its dialect's types.
 func (s *Store) migrator(ms *migrate.Migrations) *migrate.Migrator {

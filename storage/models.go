@@ -158,6 +158,10 @@ type detailsRow struct {
 
 	ThreatID string `bun:"threat_id,pk"`
 	core.Details
+	// IOCs are the report's indicators as the daemon derived them from
+	// this content (core.Derive), JSON; NULL only on a database
+	// migration 0020 has not reached yet.
+	IOCs []core.IOC `bun:"iocs"`
 }
 
 // optionalDetails prepares bun's model of detailsRow on db: each field of
@@ -223,7 +227,16 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 		Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
 		SeverityLevel: str(string(t.Details.SeverityLevel)),
-	}, detailsRow{ThreatID: t.ID, Details: storedDetails(t.Details)}
+	}, detailsRow{ThreatID: t.ID, Details: storedDetails(t.Details), IOCs: storedIOCs(t.IOCs)}
+}
+
+// storedIOCs returns iocs as storage writes them: never nil, so that NULL
+// means "not derived yet".
+func storedIOCs(iocs []core.IOC) []core.IOC {
+	if iocs == nil {
+		return []core.IOC{}
+	}
+	return iocs
 }
 
 func (r threatRow) domain() core.Threat {
@@ -235,6 +248,9 @@ func (r threatRow) domain() core.Threat {
 	}
 	if r.Details != nil {
 		t.Details = storedDetails(r.Details.Details)
+		if len(r.Details.IOCs) > 0 {
+			t.IOCs = r.Details.IOCs
+		}
 	} else if r.SeverityLevel != nil {
 		t.Details.SeverityLevel = core.Severity(*r.SeverityLevel) // a listing
 	}

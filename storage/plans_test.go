@@ -6,39 +6,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
 )
-
-// queryLog records the statements a store runs (a bun query hook).
-type queryLog struct {
-	mu      sync.Mutex
-	queries []string
-}
-
-func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
-func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if strings.HasPrefix(e.Query, "PRAGMA wal_checkpoint") {
-		return // the background checkpoints (checkpointLoop), not the statement under test
-	}
-	l.mu.Lock()
-	l.queries = append(l.queries, e.Query)
-	l.mu.Unlock()
-}
-
-func (l *queryLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queries
-	l.queries = nil
-	return q
-}
 
 // planRecords are n imported records as the OSV source makes them.
 func planRecords(n int) []core.ImportRecord {

@@ -22,12 +22,19 @@ func (s *Store) lockThreat(ctx context.Context, tx bun.Tx, id string) (threatRow
 	return row, err
 }
 
-// applyDetails merges patch onto the locked report and writes the details.
-func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Patch, number int, at time.Time) error {
+// applyDetails merges patch onto the locked report and writes the details
+// with iocs, the indicators the daemon derived from the same merge onto
+// content version version (core.Derive): core.ErrStale when the report is
+// no longer at it (0 skips the check, as core.Review's).
+func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Patch, number int, at time.Time, version int, iocs []core.IOC) error {
+	if version != 0 && row.Version != version {
+		return core.ErrStale
+	}
 	merged, err := core.ApplyPatch(row.domain(), patch, at)
 	if err != nil {
 		return err
 	}
+	merged.IOCs = iocs
 	_, dr := toThreatRow(merged)
 	if _, err := tx.NewUpdate().Model(&dr).WherePK().Exec(ctx); err != nil {
 		return err
@@ -76,7 +83,7 @@ func (s *Store) ModifyThreat(ctx context.Context, m core.Modification, p core.Su
 			AuthorName: m.AuthorName, State: core.RevisionPending, Changes: m.Patch, CreatedAt: m.At}
 		action := "propose-revision"
 		if m.AuthorID != "" && deref(row.SubmitterID) == m.AuthorID && row.Status == string(core.StatusPending) {
-			if err := s.applyDetails(ctx, tx, &row, m.Patch, rev.Number, m.At); err != nil {
+			if err := s.applyDetails(ctx, tx, &row, m.Patch, rev.Number, m.At, m.Version, m.IOCs); err != nil {
 				return err
 			}
 			rev.State, action = core.RevisionApplied, "revise"
@@ -121,7 +128,7 @@ func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (co
 			if row.Status == string(core.StatusRejected) {
 				return &core.ConflictError{What: "threat", Key: row.ID, Message: "the report was rejected: its revisions cannot be applied"}
 			}
-			if err := s.applyDetails(ctx, tx, &row, rev.Changes, rev.Number, d.At); err != nil {
+			if err := s.applyDetails(ctx, tx, &row, rev.Changes, rev.Number, d.At, d.Version, d.IOCs); err != nil {
 				return err
 			}
 			rev.State, action = core.RevisionApproved, "approve-revision"
@@ -154,6 +161,22 @@ func (s *Store) ListPendingRevisions(ctx context.Context) ([]core.Revision, erro
 		out[i] = r.domain()
 	}
 	return out, nil
+}
+
+// GetRevision returns one revision.
+func (s *Store) GetRevision(ctx context.Context, id string) (core.Revision, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return core.Revision{}, core.NotFound("revision", id)
+	}
+	var row revisionRow
+	err := s.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Revision{}, core.NotFound("revision", id)
+	}
+	if err != nil {
+		return core.Revision{}, err
+	}
+	return row.domain(), nil
 }
 
 // ListRevisions returns a report's revisions, oldest first.

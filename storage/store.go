@@ -236,9 +236,10 @@ type txn struct {
 	changes []changeRow
 	feed    []feedEventRow
 	// published are the indicators of the reports published in the
-	// transaction (for their STIX object ids and the indicator look-up);
+	// transaction (for their STIX object ids and the indicator look-up),
+	// as the daemon derived and storage stored them (core.Derive);
 	// unmapped names the published reports read without their details,
-	// whose indicators appendChanges works out.
+	// whose stored indicators writeIndicators reads.
 	published []publishedIOCs
 	unmapped  []string
 }
@@ -263,7 +264,7 @@ func (t *txn) publish(row *threatRow, kind string) {
 	case row.Details == nil:
 		t.unmapped = append(t.unmapped, row.ID)
 	default:
-		t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: core.ExtractIOCs(row.domain())})
+		t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: row.Details.IOCs})
 	}
 }
 
@@ -271,11 +272,6 @@ func (t *txn) publish(row *threatRow, kind string) {
 func (t *txn) publishNew(row *threatRow, kind string, iocs []core.IOC) {
 	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 	t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: iocs, fresh: true})
-}
-
-// appendObjectIDs adds the STIX object ids of a report (with its details).
-func appendObjectIDs(rows []stixObjectRow, t core.Threat) []stixObjectRow {
-	return objectRows(rows, t.ID, core.ExtractIOCs(t))
 }
 
 // objectRows adds the STIX object ids of the report threatID with these
@@ -375,7 +371,9 @@ func (s *Store) writeIndicators(ctx context.Context, tx *txn) error {
 			return err
 		}
 		for _, r := range rows {
-			tx.published = append(tx.published, publishedIOCs{threatID: r.ID, iocs: core.ExtractIOCs(r.domain())})
+			if r.Details != nil {
+				tx.published = append(tx.published, publishedIOCs{threatID: r.ID, iocs: r.Details.IOCs})
+			}
 		}
 	}
 	var (

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/threatd/threatd/core"
+
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
@@ -85,12 +87,12 @@ func backfillObjectIDs(ctx context.Context, db *bun.DB) error {
 		}
 		after = ids[len(ids)-1]
 		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details").Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", earlyDetails).Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 			return err
 		}
 		var objects []stixObjectRow
 		for _, r := range rows {
-			objects = appendObjectIDs(objects, r.domain())
+			objects = objectRows(objects, r.ID, core.Derive(r.domain()).IOCs)
 		}
 		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			return insertObjectIDs(ctx, tx, objects)

@@ -94,7 +94,7 @@ func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections
 	req := core.ExportRequest{
 		Endpoint: "/osv/" + core.OSVEcosystems[registry] + "/" + filepath.Base(path), Query: map[string]string{"ecosystem": registry}, Service: "threatd",
 		Each: func(yield func(core.ExportRecord) error) error {
-			return each(func(t core.Threat) error { n++; return yield(core.ExportRecord{Threat: t}) })
+			return each(func(t core.Threat) error { n++; return yield(core.NewExportRecord(t)) })
 		},
 	}
 	if format != "" {

@@ -150,8 +150,7 @@ func TestStoragePluginComesBack(t *testing.T) {
 // a CLI command dies of SIGPIPE (`threatd review list | head -c 1`).
 func TestPluginsDieWithTheirHost(t *testing.T) {
 	in := newInstance(t, "")
-	marker := "TDTEST_MARK_" + strings.ReplaceAll(filepath.Base(in.dir), "-", "_")
-	in.env = append(in.env, marker+"=1")
+	marker := markProcesses(t, in)
 	tok := in.user("x@example.com")
 	d := in.serve()
 	for i := range 50 {
@@ -189,6 +188,18 @@ func TestPluginsDieWithTheirHost(t *testing.T) {
 	}
 }
 
+// markProcesses gives the instance's processes a TMPDIR of their own, which
+// plugin processes inherit too (docs/plugins/storage.md, "Environment"),
+// and returns the mark processesWith looks for.
+func markProcesses(t *testing.T, in *instance) string {
+	dir := filepath.Join(in.dir, "tdtest-mark")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in.env = append(in.env, "TMPDIR="+dir)
+	return "TMPDIR=" + dir + "\x00"
+}
+
 // processesWith lists the processes whose environment holds marker.
 func processesWith(t *testing.T, marker string) []int {
 	t.Helper()
@@ -210,7 +221,7 @@ func processesWith(t *testing.T, marker string) []int {
 		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
 			continue // a zombie is already dead
 		}
-		if strings.Contains(string(env), marker+"=") {
+		if strings.Contains(string(env), marker) {
 			out = append(out, pid)
 		}
 	}
@@ -222,8 +233,7 @@ func processesWith(t *testing.T, marker string) []int {
 // paid-usage counts (flushed every 5 s and at shutdown) reach storage.
 func TestCountersSurviveAStopOfTheWholeGroup(t *testing.T) {
 	in := newInstance(t, quiet)
-	marker := "TDTEST_MARK_" + strings.ReplaceAll(filepath.Base(in.dir), "-", "_")
-	in.env = append(in.env, marker+"=1")
+	marker := markProcesses(t, in)
 	tok := in.user("paid@example.com", "--tier", "paid")
 	d := in.serve()
 	for range 7 {

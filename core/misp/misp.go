@@ -260,7 +260,7 @@ func (f Feed) addObject(e *Event, t core.Threat, withdrawn bool, ts, comment, pa
 		add("affected-version", v, false)
 	}
 	add("analysis", t.Details.ThreatDescription, false)
-	for _, ioc := range core.ExtractIOCs(t) {
+	for _, ioc := range t.IOCs {
 		if ioc.Origin == core.OriginAsset || ioc.Confidence < core.ConfidenceHigh {
 			continue
 		}

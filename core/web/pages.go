@@ -84,7 +84,7 @@ func (s *Site) threat(c *echo.Context) error {
 	data := map[string]any{
 		"Title": fmt.Sprintf("%s %s", t.ReportType, t.ResourceIdentifier), "T": t,
 		"Payload": s.markdown(payload), "Evidence": splitPipes(t.Details.EvidenceReferences),
-		"IOCs": core.ExtractIOCs(t), "Events": events, "Revisions": revisionViews(t, revs),
+		"IOCs": t.IOCs, "Events": events, "Revisions": revisionViews(t, revs),
 		"Owner": owner, "ShowContact": t.Details.ContactEmail != "", "Imported": t.Source == core.OSVSource,
 	}
 	if t.Status == core.StatusVerified {

@@ -87,7 +87,7 @@ func (s *Site) queue(c *echo.Context) error {
 	for i, t := range pending {
 		rec, known := records[t.SubmitterID]
 		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences),
-			"IOCs": core.ExtractIOCs(t), "Versions": core.AffectedVersions(t), "Submitter": rec, "KnownSubmitter": known}
+			"IOCs": t.IOCs, "Versions": core.AffectedVersions(t), "Submitter": rec, "KnownSubmitter": known}
 	}
 	return s.render(c, http.StatusOK, "queue", map[string]any{"Title": "Review queue", "Pending": views, "Revisions": prs,
 		"PendingTotal": total, "NextPage": next, "Paged": q.AfterID != ""})

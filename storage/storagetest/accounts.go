@@ -120,7 +120,7 @@ func testAccountChanges(t *testing.T, b Backend) {
 	create(t, s, kept, gone, theirReport)
 	verify(t, s, kept.ID, now())
 	verify(t, s, theirReport.ID, now())
-	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: theirReport.ID, AuthorID: u.ID, AuthorName: name,
+	_, rev, err := modifyThreat(c, s, core.Modification{ThreatID: theirReport.ID, AuthorID: u.ID, AuthorName: name,
 		Patch: core.Patch{Submission: core.Submission{Publisher: ptr("someone")}}, At: now()}, noLimits)
 	if err != nil || rev.State != core.RevisionPending {
 		t.Fatalf("revision: %+v, %v", rev, err)

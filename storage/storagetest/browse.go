@@ -103,12 +103,12 @@ func testBrowse(t *testing.T, b Backend) {
 	// A revision that changes the payload replaces the report's indicators.
 	// (It also lowers the severity: the severity filter follows.)
 	payload, low := "Now posts to 198.51.100.77 only", string(core.SeverityLow)
-	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: ids["react-evil"], AuthorName: "Olga",
+	_, rev, err := modifyThreat(c, s, core.Modification{ThreatID: ids["react-evil"], AuthorName: "Olga",
 		Patch: core.Patch{Submission: core.Submission{PayloadDescription: &payload, SeverityLevel: &low}}, At: now()}, noLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+	if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
 		t.Fatal(err)
 	}
 	if got := byIndicator(core.IOCIP, "198.51.100.77"); !slices.Equal(got, []string{"react-evil"}) {

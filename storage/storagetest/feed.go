@@ -46,17 +46,17 @@ func testFeed(t *testing.T, b Backend) {
 		}
 	}
 	// An owner's edit of a pending report is not published.
-	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name,
+	if _, _, err := modifyThreat(c, s, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name,
 		Patch: core.Patch{Submission: core.Submission{Publisher: ptr("x")}}, At: now()}, noLimits); err != nil {
 		t.Fatal(err)
 	}
 	verify(t, s, community.ID, now())
-	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: community.ID, AuthorID: "", AuthorName: "Olga",
+	_, rev, err := modifyThreat(c, s, core.Modification{ThreatID: community.ID, AuthorID: "", AuthorName: "Olga",
 		Patch: core.Patch{Submission: core.Submission{SeverityLevel: ptr("high")}}, BaseRevision: 0, At: now()}, noLimits)
 	if err != nil || rev.State != core.RevisionPending {
 		t.Fatalf("proposal: %+v %v", rev, err)
 	}
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+	if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: community.ID, Decision: core.DecisionReject, Note: "false positive", ActorName: "Rita", At: now()}); err != nil {
@@ -140,7 +140,7 @@ func testFeed(t *testing.T, b Backend) {
 	if want := "feed-community withdrawn, feed-imported withdrawn, feed-pending.example.com verified"; strings.Join(got, ", ") != want {
 		t.Fatalf("latest changes: %v, want %s", got, want)
 	}
-	iocs := core.ExtractIOCs(latest[0].Threat)
+	iocs := latest[0].Threat.IOCs
 	if len(iocs) == 0 {
 		t.Fatal("no indicator in the community report")
 	}

@@ -179,7 +179,7 @@ func testListRevisions(t *testing.T, b Backend) {
 	}
 	modify := func(author core.User, base int, patch core.Submission) core.Revision {
 		t.Helper()
-		_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: core.Patch{Submission: patch}, BaseRevision: base, At: now()}, noLimits)
+		_, rev, err := modifyThreat(c, s, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: core.Patch{Submission: patch}, BaseRevision: base, At: now()}, noLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,11 +189,11 @@ func testListRevisions(t *testing.T, b Backend) {
 	verify(t, s, th.ID, now())
 	other := user(t, s, "rev-other@example.com")
 	approved := modify(other, 1, core.Submission{SeverityLevel: ptr("high")})
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: approved.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+	if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: approved.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
 		t.Fatal(err)
 	}
 	refused := modify(other, 2, core.Submission{Tags: []string{"a", "b"}})
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: refused.ID, Note: "no evidence", ActorName: "Rita", At: now()}); err != nil {
+	if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: refused.ID, Note: "no evidence", ActorName: "Rita", At: now()}); err != nil {
 		t.Fatal(err)
 	}
 	waiting := modify(other, 2, core.Submission{Tags: []string{}})

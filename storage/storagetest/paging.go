@@ -91,12 +91,12 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: id, AuthorID: bob.ID, AuthorName: bob.Name,
+		_, rev, err := modifyThreat(c, s, core.Modification{ThreatID: id, AuthorID: bob.ID, AuthorName: bob.Name,
 			Patch: core.Patch{Submission: core.Submission{ThreatDescription: ptr("revised for the paging contract")}}, BaseRevision: th.Revision, At: now()}, noLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+		if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
 			t.Fatal(err)
 		}
 		events = append(events, event{id, core.ChangeRevised})
@@ -325,7 +325,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantObjects = append(wantObjects, core.STIXObjectIDs(id, core.ExtractIOCs(th))...)
+		wantObjects = append(wantObjects, core.STIXObjectIDs(id, th.IOCs)...)
 	}
 	for _, size := range pageSizes {
 		var got []string

@@ -131,7 +131,7 @@ func testEvidenceAdd(t *testing.T, b Backend) {
 	}
 	var revs []core.Revision
 	for _, add := range []string{"https://b.example/2", "https://c.example/3|https://a.example/1"} {
-		_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
+		_, rev, err := modifyThreat(c, s, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
 			Patch: core.Patch{EvidenceReferencesAdd: ptr(add)}, At: now()}, noLimits)
 		if err != nil || rev.State != core.RevisionPending || rev.Patch.EvidenceReferencesAdd == nil || *rev.Patch.EvidenceReferencesAdd != add ||
 			rev.Patch.EvidenceReferences != nil {
@@ -145,7 +145,7 @@ func testEvidenceAdd(t *testing.T, b Backend) {
 	}
 	var got core.Threat
 	for _, r := range revs {
-		if got, _, err = s.DecideRevision(c, core.RevisionDecision{RevisionID: r.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
+		if got, _, err = decideRevision(c, s, core.RevisionDecision{RevisionID: r.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,7 +164,7 @@ func testModify(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	mod := func(author core.User, base int, patch core.Submission) (core.Threat, core.Revision, error) {
-		return s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: core.Patch{Submission: patch}, BaseRevision: base, At: now()}, noLimits)
+		return modifyThreat(c, s, core.Modification{ThreatID: th.ID, AuthorID: author.ID, AuthorName: author.Name, Patch: core.Patch{Submission: patch}, BaseRevision: base, At: now()}, noLimits)
 	}
 	if cur, _ := s.GetThreat(c, th.ID); cur.Version != 1 {
 		t.Fatalf("a new report is at version %d, want 1", cur.Version)
@@ -208,16 +208,16 @@ func testModify(t *testing.T, b Backend) {
 		t.Fatalf("pending revisions: %+v %v", pending, err)
 	}
 	// Approving applies; rejecting keeps the report as it was.
-	approved, r2, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev2.ID, Approve: true, ActorName: "Rita", At: now()})
+	approved, r2, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev2.ID, Approve: true, ActorName: "Rita", At: now()})
 	if err != nil || r2.State != core.RevisionApproved || approved.Details.SeverityLevel != core.SeverityHigh || approved.Revision != 2 ||
 		approved.Details.Publisher != "mallory" || r2.DecidedBy != "Rita" || approved.Version != 3 {
 		t.Fatalf("approve: %+v %+v %v", approved.Details, r2, err)
 	}
-	kept, r3, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev3.ID, Approve: false, Note: "keep tags", ActorName: "Rita", At: now()})
+	kept, r3, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev3.ID, Approve: false, Note: "keep tags", ActorName: "Rita", At: now()})
 	if err != nil || r3.State != core.RevisionRejected || strings.Join(kept.Details.Tags, ",") != "a" || r3.Note != "keep tags" || kept.Version != 3 {
 		t.Fatalf("reject: %+v %+v %v", kept.Details, r3, err)
 	}
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev3.ID, Approve: true, ActorName: "x", At: now()}); !errors.Is(err, core.ErrConflict) {
+	if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev3.ID, Approve: true, ActorName: "x", At: now()}); !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("deciding twice: %v", err)
 	}
 	// A rejected report cannot be modified.
@@ -254,10 +254,10 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 		ids = append(ids, th.ID)
 	}
 	p := core.SubmitPolicy{HourlyLimit: 3, Now: now()}
-	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[0], AuthorID: u.ID, AuthorName: "b", Patch: core.Patch{Submission: core.Submission{Publisher: ptr("p")}}, At: now()}, p); err != nil {
+	if _, _, err := modifyThreat(c, s, core.Modification{ThreatID: ids[0], AuthorID: u.ID, AuthorName: "b", Patch: core.Patch{Submission: core.Submission{Publisher: ptr("p")}}, At: now()}, p); err != nil {
 		t.Fatalf("third action in the hour: %v", err)
 	}
-	_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: ids[1], AuthorID: u.ID, AuthorName: "b", Patch: core.Patch{Submission: core.Submission{Publisher: ptr("p")}}, At: now()}, p)
+	_, _, err := modifyThreat(c, s, core.Modification{ThreatID: ids[1], AuthorID: u.ID, AuthorName: "b", Patch: core.Patch{Submission: core.Submission{Publisher: ptr("p")}}, At: now()}, p)
 	var hl *core.HourlyLimitError
 	if !errors.As(err, &hl) || hl.Limit != 3 {
 		t.Fatalf("fourth action: %v", err)
@@ -283,7 +283,7 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
+			_, _, err := modifyThreat(c, s, core.Modification{ThreatID: th.ID, AuthorID: owner.ID, AuthorName: owner.Name,
 				Patch: core.Patch{Submission: core.Submission{Publisher: ptr("edited")}}, BaseRevision: 0, At: now()}, noLimits)
 			done <- err
 		}()
@@ -310,4 +310,29 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// modifyThreat and decideRevision change a report as the daemon does
+// (core.Reports.Modify and DecideRevision): with the content version the
+// change is merged onto and the merged content's indicators (core.Derive).
+// A change that does not merge is sent without them, for the store to
+// refuse.
+func modifyThreat(c context.Context, s core.Store, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+	if cur, err := s.GetThreat(c, m.ThreatID); err == nil {
+		if merged, err := core.ApplyPatch(cur, m.Patch, m.At); err == nil {
+			m.Version, m.IOCs = cur.Version, core.Derive(merged).IOCs
+		}
+	}
+	return s.ModifyThreat(c, m, p)
+}
+
+func decideRevision(c context.Context, s core.Store, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+	if rev, err := s.GetRevision(c, d.RevisionID); err == nil && d.Approve {
+		if cur, err := s.GetThreat(c, rev.ThreatID); err == nil {
+			if merged, err := core.ApplyPatch(cur, rev.Patch, d.At); err == nil {
+				d.Version, d.IOCs = cur.Version, core.Derive(merged).IOCs
+			}
+		}
+	}
+	return s.DecideRevision(c, d)
 }

@@ -17,7 +17,8 @@ import (
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// report builds a valid pending report the way the submit use case does.
+// report builds a valid pending report the way the submit use case does,
+// with its indicators derived (core.Derive) as the daemon sends them.
 func report(t *testing.T, submitter string, typ core.ReportType, registry, identifier string) core.Threat {
 	t.Helper()
 	s := core.Submission{ReportType: ptr(string(typ)), ResourceIdentifier: &identifier, ThreatDescription: ptr("contract test report")}
@@ -30,7 +31,7 @@ func report(t *testing.T, submitter string, typ core.ReportType, registry, ident
 	}
 	th.ID, th.Status, th.SubmitterID = uuid.NewString(), core.StatusPending, submitter
 	th.CreatedAt, th.UpdatedAt = now(), now()
-	return th
+	return core.Derive(th)
 }
 
 func ptr(s string) *string { return &s }
@@ -39,7 +40,7 @@ func ptr(s string) *string { return &s }
 func create(t *testing.T, s core.Store, ths ...core.Threat) {
 	t.Helper()
 	for _, th := range ths {
-		if err := s.CreateThreat(ctx(t), th, noLimits); err != nil {
+		if err := s.CreateThreat(ctx(t), core.Derive(th), noLimits); err != nil {
 			t.Fatalf("creating %s: %v", th.ResourceIdentifier, err)
 		}
 	}

@@ -261,93 +261,6 @@ func (x *ExportParams) GetService() string {
 	return ""
 }
 
-type IOC struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Type   string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Value  string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Detail string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
-	// versions are the affected versions of a package indicator (empty: all).
-	Versions []string `protobuf:"bytes,4,rep,name=versions,proto3" json:"versions,omitempty"`
-	// origin is where the indicator comes from: asset, osv.iocs or payload.
-	Origin string `protobuf:"bytes,5,opt,name=origin,proto3" json:"origin,omitempty"`
-	// confidence is 0-100 (STIX 2.1's scale).
-	Confidence    int32 `protobuf:"varint,6,opt,name=confidence,proto3" json:"confidence,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *IOC) Reset() {
-	*x = IOC{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *IOC) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*IOC) ProtoMessage() {}
-
-func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use IOC.ProtoReflect.Descriptor instead.
-func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *IOC) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *IOC) GetValue() string {
-	if x != nil {
-		return x.Value
-	}
-	return ""
-}
-
-func (x *IOC) GetDetail() string {
-	if x != nil {
-		return x.Detail
-	}
-	return ""
-}
-
-func (x *IOC) GetVersions() []string {
-	if x != nil {
-		return x.Versions
-	}
-	return nil
-}
-
-func (x *IOC) GetOrigin() string {
-	if x != nil {
-		return x.Origin
-	}
-	return ""
-}
-
-func (x *IOC) GetConfidence() int32 {
-	if x != nil {
-		return x.Confidence
-	}
-	return 0
-}
-
 type ExportRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Threat        *Threat                `protobuf:"bytes,1,opt,name=threat,proto3" json:"threat,omitempty"`
@@ -358,7 +271,7 @@ type ExportRecord struct {
 
 func (x *ExportRecord) Reset() {
 	*x = ExportRecord{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[5]
+	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +283,7 @@ func (x *ExportRecord) String() string {
 func (*ExportRecord) ProtoMessage() {}
 
 func (x *ExportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[5]
+	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +296,7 @@ func (x *ExportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRecord.ProtoReflect.Descriptor instead.
 func (*ExportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{5}
+	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExportRecord) GetThreat() *Threat {
@@ -410,7 +323,7 @@ type DocumentChunk struct {
 
 func (x *DocumentChunk) Reset() {
 	*x = DocumentChunk{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[6]
+	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +335,7 @@ func (x *DocumentChunk) String() string {
 func (*DocumentChunk) ProtoMessage() {}
 
 func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[6]
+	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +348,7 @@ func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentChunk.ProtoReflect.Descriptor instead.
 func (*DocumentChunk) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{6}
+	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DocumentChunk) GetContentType() string {
@@ -472,16 +385,7 @@ const file_plugins_proto_v1_exporter_proto_rawDesc = "" +
 	"\n" +
 	"QueryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9b\x01\n" +
-	"\x03IOC\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x1a\n" +
-	"\bversions\x18\x04 \x03(\tR\bversions\x12\x16\n" +
-	"\x06origin\x18\x05 \x01(\tR\x06origin\x12\x1e\n" +
-	"\n" +
-	"confidence\x18\x06 \x01(\x05R\n" +
-	"confidence\"m\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"m\n" +
 	"\fExportRecord\x121\n" +
 	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x12*\n" +
 	"\x04iocs\x18\x02 \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\"F\n" +
@@ -504,28 +408,28 @@ func file_plugins_proto_v1_exporter_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_exporter_proto_rawDescData
 }
 
-var file_plugins_proto_v1_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_plugins_proto_v1_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_plugins_proto_v1_exporter_proto_goTypes = []any{
 	(*ExporterInfoRequest)(nil), // 0: threatd.plugin.v1.ExporterInfoRequest
 	(*ExporterInfo)(nil),        // 1: threatd.plugin.v1.ExporterInfo
 	(*ExportInput)(nil),         // 2: threatd.plugin.v1.ExportInput
 	(*ExportParams)(nil),        // 3: threatd.plugin.v1.ExportParams
-	(*IOC)(nil),                 // 4: threatd.plugin.v1.IOC
-	(*ExportRecord)(nil),        // 5: threatd.plugin.v1.ExportRecord
-	(*DocumentChunk)(nil),       // 6: threatd.plugin.v1.DocumentChunk
-	nil,                         // 7: threatd.plugin.v1.ExportParams.QueryEntry
-	(*Threat)(nil),              // 8: threatd.plugin.v1.Threat
+	(*ExportRecord)(nil),        // 4: threatd.plugin.v1.ExportRecord
+	(*DocumentChunk)(nil),       // 5: threatd.plugin.v1.DocumentChunk
+	nil,                         // 6: threatd.plugin.v1.ExportParams.QueryEntry
+	(*Threat)(nil),              // 7: threatd.plugin.v1.Threat
+	(*IOC)(nil),                 // 8: threatd.plugin.v1.IOC
 }
 var file_plugins_proto_v1_exporter_proto_depIdxs = []int32{
 	3, // 0: threatd.plugin.v1.ExportInput.params:type_name -> threatd.plugin.v1.ExportParams
-	5, // 1: threatd.plugin.v1.ExportInput.record:type_name -> threatd.plugin.v1.ExportRecord
-	7, // 2: threatd.plugin.v1.ExportParams.query:type_name -> threatd.plugin.v1.ExportParams.QueryEntry
-	8, // 3: threatd.plugin.v1.ExportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	4, // 4: threatd.plugin.v1.ExportRecord.iocs:type_name -> threatd.plugin.v1.IOC
+	4, // 1: threatd.plugin.v1.ExportInput.record:type_name -> threatd.plugin.v1.ExportRecord
+	6, // 2: threatd.plugin.v1.ExportParams.query:type_name -> threatd.plugin.v1.ExportParams.QueryEntry
+	7, // 3: threatd.plugin.v1.ExportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	8, // 4: threatd.plugin.v1.ExportRecord.iocs:type_name -> threatd.plugin.v1.IOC
 	0, // 5: threatd.plugin.v1.Exporter.Info:input_type -> threatd.plugin.v1.ExporterInfoRequest
 	2, // 6: threatd.plugin.v1.Exporter.Export:input_type -> threatd.plugin.v1.ExportInput
 	1, // 7: threatd.plugin.v1.Exporter.Info:output_type -> threatd.plugin.v1.ExporterInfo
-	6, // 8: threatd.plugin.v1.Exporter.Export:output_type -> threatd.plugin.v1.DocumentChunk
+	5, // 8: threatd.plugin.v1.Exporter.Export:output_type -> threatd.plugin.v1.DocumentChunk
 	7, // [7:9] is the sub-list for method output_type
 	5, // [5:7] is the sub-list for method input_type
 	5, // [5:5] is the sub-list for extension type_name
@@ -549,7 +453,7 @@ func file_plugins_proto_v1_exporter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_exporter_proto_rawDesc), len(file_plugins_proto_v1_exporter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

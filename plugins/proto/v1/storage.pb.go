@@ -2199,7 +2199,11 @@ type Threat struct {
 	AllVersions        bool                   `protobuf:"varint,16,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
 	UpstreamModified   *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=upstream_modified,json=upstreamModified,proto3" json:"upstream_modified,omitempty"`
 	// The content version (docs/cli.md, content versions): 1 as submitted, +1 per applied change.
-	Version       int32 `protobuf:"varint,18,opt,name=version,proto3" json:"version,omitempty"`
+	Version int32 `protobuf:"varint,18,opt,name=version,proto3" json:"version,omitempty"`
+	// The report's indicators as the daemon derived them from this content
+	// (core.Derive): the daemon sends them with the content it writes, and
+	// the store returns them with the details.
+	Iocs          []*IOC `protobuf:"bytes,19,rep,name=iocs,proto3" json:"iocs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2360,6 +2364,100 @@ func (x *Threat) GetVersion() int32 {
 	return 0
 }
 
+func (x *Threat) GetIocs() []*IOC {
+	if x != nil {
+		return x.Iocs
+	}
+	return nil
+}
+
+type IOC struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Type   string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Value  string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Detail string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	// versions are the affected versions of a package indicator (empty: all).
+	Versions []string `protobuf:"bytes,4,rep,name=versions,proto3" json:"versions,omitempty"`
+	// origin is where the indicator comes from: asset, osv.iocs or payload.
+	Origin string `protobuf:"bytes,5,opt,name=origin,proto3" json:"origin,omitempty"`
+	// confidence is 0-100 (STIX 2.1's scale).
+	Confidence    int32 `protobuf:"varint,6,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IOC) Reset() {
+	*x = IOC{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IOC) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IOC) ProtoMessage() {}
+
+func (x *IOC) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IOC.ProtoReflect.Descriptor instead.
+func (*IOC) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *IOC) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *IOC) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *IOC) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *IOC) GetVersions() []string {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *IOC) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *IOC) GetConfidence() int32 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
+}
+
 type Details struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	ThreatDescription  string                 `protobuf:"bytes,1,opt,name=threat_description,json=threatDescription,proto3" json:"threat_description,omitempty"`
@@ -2382,7 +2480,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2492,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2505,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -2520,7 +2618,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2630,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2643,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int32 {
@@ -2586,7 +2684,7 @@ type CreateThreatRequest struct {
 
 func (x *CreateThreatRequest) Reset() {
 	*x = CreateThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2696,7 @@ func (x *CreateThreatRequest) String() string {
 func (*CreateThreatRequest) ProtoMessage() {}
 
 func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2709,7 @@ func (x *CreateThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateThreatRequest.ProtoReflect.Descriptor instead.
 func (*CreateThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateThreatRequest) GetThreat() *Threat {
@@ -2636,7 +2734,7 @@ type CreateThreatResponse struct {
 
 func (x *CreateThreatResponse) Reset() {
 	*x = CreateThreatResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2648,7 +2746,7 @@ func (x *CreateThreatResponse) String() string {
 func (*CreateThreatResponse) ProtoMessage() {}
 
 func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2661,7 +2759,7 @@ func (x *CreateThreatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateThreatResponse.ProtoReflect.Descriptor instead.
 func (*CreateThreatResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
 }
 
 type GetThreatRequest struct {
@@ -2673,7 +2771,7 @@ type GetThreatRequest struct {
 
 func (x *GetThreatRequest) Reset() {
 	*x = GetThreatRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2783,7 @@ func (x *GetThreatRequest) String() string {
 func (*GetThreatRequest) ProtoMessage() {}
 
 func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2796,7 @@ func (x *GetThreatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetThreatRequest) GetId() string {
@@ -2717,7 +2815,7 @@ type GetThreatsRequest struct {
 
 func (x *GetThreatsRequest) Reset() {
 	*x = GetThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2827,7 @@ func (x *GetThreatsRequest) String() string {
 func (*GetThreatsRequest) ProtoMessage() {}
 
 func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2840,7 @@ func (x *GetThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreatsRequest.ProtoReflect.Descriptor instead.
 func (*GetThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetThreatsRequest) GetIds() []string {
@@ -2761,7 +2859,7 @@ type ThreatList struct {
 
 func (x *ThreatList) Reset() {
 	*x = ThreatList{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2871,7 @@ func (x *ThreatList) String() string {
 func (*ThreatList) ProtoMessage() {}
 
 func (x *ThreatList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2884,7 @@ func (x *ThreatList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatList.ProtoReflect.Descriptor instead.
 func (*ThreatList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ThreatList) GetThreats() []*Threat {
@@ -2808,7 +2906,7 @@ type ListPendingRequest struct {
 
 func (x *ListPendingRequest) Reset() {
 	*x = ListPendingRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +2918,7 @@ func (x *ListPendingRequest) String() string {
 func (*ListPendingRequest) ProtoMessage() {}
 
 func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +2931,7 @@ func (x *ListPendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListPendingRequest) GetLimit() int32 {
@@ -2867,7 +2965,7 @@ type PendingItem struct {
 
 func (x *PendingItem) Reset() {
 	*x = PendingItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +2977,7 @@ func (x *PendingItem) String() string {
 func (*PendingItem) ProtoMessage() {}
 
 func (x *PendingItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +2990,7 @@ func (x *PendingItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingItem.ProtoReflect.Descriptor instead.
 func (*PendingItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PendingItem) GetTotal() int64 {
@@ -2925,7 +3023,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3035,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3048,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Review) GetThreatId() string {
@@ -3011,7 +3109,7 @@ type ReviewEventsRequest struct {
 
 func (x *ReviewEventsRequest) Reset() {
 	*x = ReviewEventsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3121,7 @@ func (x *ReviewEventsRequest) String() string {
 func (*ReviewEventsRequest) ProtoMessage() {}
 
 func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3134,7 @@ func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReviewEventsRequest) GetThreatId() string {
@@ -3064,7 +3162,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3174,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3187,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReviewEvent) GetId() string {
@@ -3174,7 +3272,7 @@ type LatestRequest struct {
 
 func (x *LatestRequest) Reset() {
 	*x = LatestRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3186,7 +3284,7 @@ func (x *LatestRequest) String() string {
 func (*LatestRequest) ProtoMessage() {}
 
 func (x *LatestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3199,7 +3297,7 @@ func (x *LatestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestRequest.ProtoReflect.Descriptor instead.
 func (*LatestRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LatestRequest) GetReportType() string {
@@ -3238,7 +3336,7 @@ type VerifiedSummariesRequest struct {
 
 func (x *VerifiedSummariesRequest) Reset() {
 	*x = VerifiedSummariesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3348,7 @@ func (x *VerifiedSummariesRequest) String() string {
 func (*VerifiedSummariesRequest) ProtoMessage() {}
 
 func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3361,7 @@ func (x *VerifiedSummariesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifiedSummariesRequest.ProtoReflect.Descriptor instead.
 func (*VerifiedSummariesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
 }
 
 type Summary struct {
@@ -3281,7 +3379,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3391,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3404,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Summary) GetId() string {
@@ -3367,7 +3465,7 @@ type SummaryBatch struct {
 
 func (x *SummaryBatch) Reset() {
 	*x = SummaryBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3379,7 +3477,7 @@ func (x *SummaryBatch) String() string {
 func (*SummaryBatch) ProtoMessage() {}
 
 func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3392,7 +3490,7 @@ func (x *SummaryBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryBatch.ProtoReflect.Descriptor instead.
 func (*SummaryBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SummaryBatch) GetSummaries() []*Summary {
@@ -3408,17 +3506,21 @@ type ModifyRequest struct {
 	AuthorId   string                 `protobuf:"bytes,2,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
 	AuthorName string                 `protobuf:"bytes,3,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
 	// patch_json is the patch as core.Submission's JSON (given fields only).
-	PatchJson     []byte                 `protobuf:"bytes,8,opt,name=patch_json,json=patchJson,proto3" json:"patch_json,omitempty"`
-	BaseRevision  int32                  `protobuf:"varint,5,opt,name=base_revision,json=baseRevision,proto3" json:"base_revision,omitempty"`
-	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
-	Policy        *SubmitPolicy          `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	PatchJson    []byte                 `protobuf:"bytes,8,opt,name=patch_json,json=patchJson,proto3" json:"patch_json,omitempty"`
+	BaseRevision int32                  `protobuf:"varint,5,opt,name=base_revision,json=baseRevision,proto3" json:"base_revision,omitempty"`
+	At           *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	Policy       *SubmitPolicy          `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The content version the patch was merged onto (0: no check) and the
+	// merged content's indicators; STALE when the report is no longer at it.
+	Version       int32  `protobuf:"varint,9,opt,name=version,proto3" json:"version,omitempty"`
+	Iocs          []*IOC `protobuf:"bytes,10,rep,name=iocs,proto3" json:"iocs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3430,7 +3532,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3443,7 +3545,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ModifyRequest) GetThreatId() string {
@@ -3495,6 +3597,20 @@ func (x *ModifyRequest) GetPolicy() *SubmitPolicy {
 	return nil
 }
 
+func (x *ModifyRequest) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ModifyRequest) GetIocs() []*IOC {
+	if x != nil {
+		return x.Iocs
+	}
+	return nil
+}
+
 type Revision struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -3515,7 +3631,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3643,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3656,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Revision) GetId() string {
@@ -3630,7 +3746,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3758,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3771,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ModifyResponse) GetThreat() *Threat {
@@ -3673,20 +3789,25 @@ func (x *ModifyResponse) GetRevision() *Revision {
 }
 
 type RevisionDecision struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RevisionId    string                 `protobuf:"bytes,1,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
-	Approve       bool                   `protobuf:"varint,2,opt,name=approve,proto3" json:"approve,omitempty"`
-	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
-	ActorId       string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
-	ActorName     string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
-	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	RevisionId string                 `protobuf:"bytes,1,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	Approve    bool                   `protobuf:"varint,2,opt,name=approve,proto3" json:"approve,omitempty"`
+	Note       string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	ActorId    string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ActorName  string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	At         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	// For an approval: the content version the revision was merged onto (0:
+	// no check) and the merged content's indicators; STALE when the report is
+	// no longer at it.
+	Version       int32  `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	Iocs          []*IOC `protobuf:"bytes,8,rep,name=iocs,proto3" json:"iocs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3698,7 +3819,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3711,7 +3832,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RevisionDecision) GetRevisionId() string {
@@ -3756,6 +3877,64 @@ func (x *RevisionDecision) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RevisionDecision) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RevisionDecision) GetIocs() []*IOC {
+	if x != nil {
+		return x.Iocs
+	}
+	return nil
+}
+
+type GetRevisionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRevisionRequest) Reset() {
+	*x = GetRevisionRequest{}
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRevisionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRevisionRequest) ProtoMessage() {}
+
+func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRevisionRequest.ProtoReflect.Descriptor instead.
+func (*GetRevisionRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GetRevisionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type ListPendingRevisionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3764,7 +3943,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +3955,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3789,7 +3968,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
 }
 
 type RateCounts struct {
@@ -3802,7 +3981,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +3993,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +4006,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -3852,7 +4031,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3864,7 +4043,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3877,7 +4056,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
 }
 
 type RowBatch struct {
@@ -3891,7 +4070,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4082,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4095,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RowBatch) GetTable() string {
@@ -3942,7 +4121,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4133,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4146,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ImportResult) GetCounts() map[string]int64 {
@@ -4004,7 +4183,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4016,7 +4195,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4029,7 +4208,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -4139,7 +4318,7 @@ type CountThreatsResponse struct {
 
 func (x *CountThreatsResponse) Reset() {
 	*x = CountThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4330,7 @@ func (x *CountThreatsResponse) String() string {
 func (*CountThreatsResponse) ProtoMessage() {}
 
 func (x *CountThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4343,7 @@ func (x *CountThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountThreatsResponse.ProtoReflect.Descriptor instead.
 func (*CountThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CountThreatsResponse) GetCount() int64 {
@@ -4183,7 +4362,7 @@ type SubmitterRecordsRequest struct {
 
 func (x *SubmitterRecordsRequest) Reset() {
 	*x = SubmitterRecordsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4195,7 +4374,7 @@ func (x *SubmitterRecordsRequest) String() string {
 func (*SubmitterRecordsRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4208,7 +4387,7 @@ func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SubmitterRecordsRequest) GetUserIds() []string {
@@ -4231,7 +4410,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4422,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4435,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SubmitterRecord) GetUserId() string {
@@ -4303,7 +4482,7 @@ type SubmitterRecordsResponse struct {
 
 func (x *SubmitterRecordsResponse) Reset() {
 	*x = SubmitterRecordsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4315,7 +4494,7 @@ func (x *SubmitterRecordsResponse) String() string {
 func (*SubmitterRecordsResponse) ProtoMessage() {}
 
 func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4328,7 +4507,7 @@ func (x *SubmitterRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SubmitterRecordsResponse) GetRecords() []*SubmitterRecord {
@@ -4351,7 +4530,7 @@ type ThreatsByKeyPrefixRequest struct {
 
 func (x *ThreatsByKeyPrefixRequest) Reset() {
 	*x = ThreatsByKeyPrefixRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4363,7 +4542,7 @@ func (x *ThreatsByKeyPrefixRequest) String() string {
 func (*ThreatsByKeyPrefixRequest) ProtoMessage() {}
 
 func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4376,7 +4555,7 @@ func (x *ThreatsByKeyPrefixRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatsByKeyPrefixRequest.ProtoReflect.Descriptor instead.
 func (*ThreatsByKeyPrefixRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ThreatsByKeyPrefixRequest) GetPrefixes() []string {
@@ -4420,7 +4599,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4611,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4624,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -4532,7 +4711,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4544,7 +4723,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4557,7 +4736,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -4612,7 +4791,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +4803,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +4816,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -4663,7 +4842,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4675,7 +4854,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4688,7 +4867,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -4707,7 +4886,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4719,7 +4898,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4732,7 +4911,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListRevisionsRequest) GetThreatId() string {
@@ -4751,7 +4930,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4763,7 +4942,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4776,7 +4955,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -4795,7 +4974,7 @@ type SecretResponse struct {
 
 func (x *SecretResponse) Reset() {
 	*x = SecretResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4807,7 +4986,7 @@ func (x *SecretResponse) String() string {
 func (*SecretResponse) ProtoMessage() {}
 
 func (x *SecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4820,7 +4999,7 @@ func (x *SecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretResponse.ProtoReflect.Descriptor instead.
 func (*SecretResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *SecretResponse) GetValue() string {
@@ -4842,7 +5021,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4854,7 +5033,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4867,7 +5046,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -4907,7 +5086,7 @@ type UsageDeltas struct {
 
 func (x *UsageDeltas) Reset() {
 	*x = UsageDeltas{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4919,7 +5098,7 @@ func (x *UsageDeltas) String() string {
 func (*UsageDeltas) ProtoMessage() {}
 
 func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4932,7 +5111,7 @@ func (x *UsageDeltas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDeltas.ProtoReflect.Descriptor instead.
 func (*UsageDeltas) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UsageDeltas) GetDeltas() []*UsageDelta {
@@ -4950,7 +5129,7 @@ type AddUsageResponse struct {
 
 func (x *AddUsageResponse) Reset() {
 	*x = AddUsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4962,7 +5141,7 @@ func (x *AddUsageResponse) String() string {
 func (*AddUsageResponse) ProtoMessage() {}
 
 func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4975,7 +5154,7 @@ func (x *AddUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageResponse.ProtoReflect.Descriptor instead.
 func (*AddUsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
 }
 
 type UsageRequest struct {
@@ -4988,7 +5167,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5000,7 +5179,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5013,7 +5192,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *UsageRequest) GetTokenId() string {
@@ -5039,7 +5218,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5051,7 +5230,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5064,7 +5243,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *UsageResponse) GetCalls() map[string]int64 {
@@ -5084,7 +5263,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5275,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5288,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -5136,7 +5315,7 @@ type ImportThreatsRequest struct {
 
 func (x *ImportThreatsRequest) Reset() {
 	*x = ImportThreatsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5148,7 +5327,7 @@ func (x *ImportThreatsRequest) String() string {
 func (*ImportThreatsRequest) ProtoMessage() {}
 
 func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5161,7 +5340,7 @@ func (x *ImportThreatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsRequest.ProtoReflect.Descriptor instead.
 func (*ImportThreatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ImportThreatsRequest) GetRecords() []*ImportRecord {
@@ -5190,7 +5369,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5202,7 +5381,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5215,7 +5394,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ImportOutcome) GetUpstreamId() string {
@@ -5255,7 +5434,7 @@ type ImportThreatsResponse struct {
 
 func (x *ImportThreatsResponse) Reset() {
 	*x = ImportThreatsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5267,7 +5446,7 @@ func (x *ImportThreatsResponse) String() string {
 func (*ImportThreatsResponse) ProtoMessage() {}
 
 func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5280,7 +5459,7 @@ func (x *ImportThreatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportThreatsResponse.ProtoReflect.Descriptor instead.
 func (*ImportThreatsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ImportThreatsResponse) GetOutcomes() []*ImportOutcome {
@@ -5300,7 +5479,7 @@ type ImportedVersionsRequest struct {
 
 func (x *ImportedVersionsRequest) Reset() {
 	*x = ImportedVersionsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5312,7 +5491,7 @@ func (x *ImportedVersionsRequest) String() string {
 func (*ImportedVersionsRequest) ProtoMessage() {}
 
 func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5325,7 +5504,7 @@ func (x *ImportedVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ImportedVersionsRequest) GetSource() string {
@@ -5353,7 +5532,7 @@ type ImportedVersionsResponse struct {
 
 func (x *ImportedVersionsResponse) Reset() {
 	*x = ImportedVersionsResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5365,7 +5544,7 @@ func (x *ImportedVersionsResponse) String() string {
 func (*ImportedVersionsResponse) ProtoMessage() {}
 
 func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5378,7 +5557,7 @@ func (x *ImportedVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ImportedVersionsResponse) GetUpstreamIds() []string {
@@ -5406,7 +5585,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5418,7 +5597,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5431,7 +5610,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *LeaseRequest) GetName() string {
@@ -5464,7 +5643,7 @@ type LeaseResponse struct {
 
 func (x *LeaseResponse) Reset() {
 	*x = LeaseResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5476,7 +5655,7 @@ func (x *LeaseResponse) String() string {
 func (*LeaseResponse) ProtoMessage() {}
 
 func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5489,7 +5668,7 @@ func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
 func (*LeaseResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LeaseResponse) GetHeld() bool {
@@ -5522,7 +5701,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5534,7 +5713,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5547,7 +5726,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Webhook) GetId() string {
@@ -5663,7 +5842,7 @@ type CreateWebhookResponse struct {
 
 func (x *CreateWebhookResponse) Reset() {
 	*x = CreateWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5675,7 +5854,7 @@ func (x *CreateWebhookResponse) String() string {
 func (*CreateWebhookResponse) ProtoMessage() {}
 
 func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5688,7 +5867,7 @@ func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
 }
 
 type ListWebhooksRequest struct {
@@ -5699,7 +5878,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5711,7 +5890,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5724,7 +5903,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
 }
 
 type WebhookRequest struct {
@@ -5736,7 +5915,7 @@ type WebhookRequest struct {
 
 func (x *WebhookRequest) Reset() {
 	*x = WebhookRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5748,7 +5927,7 @@ func (x *WebhookRequest) String() string {
 func (*WebhookRequest) ProtoMessage() {}
 
 func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5761,7 +5940,7 @@ func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
 func (*WebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *WebhookRequest) GetId() string {
@@ -5779,7 +5958,7 @@ type DeleteWebhookResponse struct {
 
 func (x *DeleteWebhookResponse) Reset() {
 	*x = DeleteWebhookResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5791,7 +5970,7 @@ func (x *DeleteWebhookResponse) String() string {
 func (*DeleteWebhookResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5804,7 +5983,7 @@ func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
 }
 
 type DueDeliveriesRequest struct {
@@ -5817,7 +5996,7 @@ type DueDeliveriesRequest struct {
 
 func (x *DueDeliveriesRequest) Reset() {
 	*x = DueDeliveriesRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5829,7 +6008,7 @@ func (x *DueDeliveriesRequest) String() string {
 func (*DueDeliveriesRequest) ProtoMessage() {}
 
 func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5842,7 +6021,7 @@ func (x *DueDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*DueDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DueDeliveriesRequest) GetNow() *timestamppb.Timestamp {
@@ -5880,7 +6059,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5892,7 +6071,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5905,7 +6084,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Delivery) GetWebhookId() string {
@@ -6016,7 +6195,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6028,7 +6207,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6041,7 +6220,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *DeliveryAttempt) GetWebhookId() string {
@@ -6120,7 +6299,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6132,7 +6311,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6145,7 +6324,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -6191,7 +6370,7 @@ type RecordAttemptResponse struct {
 
 func (x *RecordAttemptResponse) Reset() {
 	*x = RecordAttemptResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6203,7 +6382,7 @@ func (x *RecordAttemptResponse) String() string {
 func (*RecordAttemptResponse) ProtoMessage() {}
 
 func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6216,7 +6395,7 @@ func (x *RecordAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{102}
 }
 
 type WebhookAttemptsRequest struct {
@@ -6229,7 +6408,7 @@ type WebhookAttemptsRequest struct {
 
 func (x *WebhookAttemptsRequest) Reset() {
 	*x = WebhookAttemptsRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6241,7 +6420,7 @@ func (x *WebhookAttemptsRequest) String() string {
 func (*WebhookAttemptsRequest) ProtoMessage() {}
 
 func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6254,7 +6433,7 @@ func (x *WebhookAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*WebhookAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *WebhookAttemptsRequest) GetWebhookId() string {
@@ -6279,7 +6458,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6291,7 +6470,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6304,7 +6483,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{104}
 }
 
 type WebhookQueueResponse struct {
@@ -6317,7 +6496,7 @@ type WebhookQueueResponse struct {
 
 func (x *WebhookQueueResponse) Reset() {
 	*x = WebhookQueueResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6329,7 +6508,7 @@ func (x *WebhookQueueResponse) String() string {
 func (*WebhookQueueResponse) ProtoMessage() {}
 
 func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6342,7 +6521,7 @@ func (x *WebhookQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueResponse.ProtoReflect.Descriptor instead.
 func (*WebhookQueueResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *WebhookQueueResponse) GetPending() int64 {
@@ -6369,7 +6548,7 @@ type TrimWebhooksRequest struct {
 
 func (x *TrimWebhooksRequest) Reset() {
 	*x = TrimWebhooksRequest{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6381,7 +6560,7 @@ func (x *TrimWebhooksRequest) String() string {
 func (*TrimWebhooksRequest) ProtoMessage() {}
 
 func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6394,7 +6573,7 @@ func (x *TrimWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *TrimWebhooksRequest) GetMaxPending() int32 {
@@ -6420,7 +6599,7 @@ type TrimWebhooksResponse struct {
 
 func (x *TrimWebhooksResponse) Reset() {
 	*x = TrimWebhooksResponse{}
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6432,7 +6611,7 @@ func (x *TrimWebhooksResponse) String() string {
 func (*TrimWebhooksResponse) ProtoMessage() {}
 
 func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v1_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6445,7 +6624,7 @@ func (x *TrimWebhooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksResponse.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v1_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *TrimWebhooksResponse) GetExpired() int64 {
@@ -6611,7 +6790,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x1b\n" +
 	"\tentity_id\x18\x03 \x01(\tR\bentityId\x12\x0e\n" +
 	"\x02op\x18\x04 \x01(\tR\x02op\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xcb\x05\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xf7\x05\n" +
 	"\x06Threat\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vreport_type\x18\x02 \x01(\tR\n" +
@@ -6637,7 +6816,17 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\adetails\x18\x0f \x01(\v2\x1a.threatd.plugin.v1.DetailsR\adetails\x12!\n" +
 	"\fall_versions\x18\x10 \x01(\bR\vallVersions\x12G\n" +
 	"\x11upstream_modified\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x10upstreamModified\x12\x18\n" +
-	"\aversion\x18\x12 \x01(\x05R\aversion\"\xdf\x04\n" +
+	"\aversion\x18\x12 \x01(\x05R\aversion\x12*\n" +
+	"\x04iocs\x18\x13 \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\"\x9b\x01\n" +
+	"\x03IOC\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x1a\n" +
+	"\bversions\x18\x04 \x03(\tR\bversions\x12\x16\n" +
+	"\x06origin\x18\x05 \x01(\tR\x06origin\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x06 \x01(\x05R\n" +
+	"confidence\"\xdf\x04\n" +
 	"\aDetails\x12-\n" +
 	"\x12threat_description\x18\x01 \x01(\tR\x11threatDescription\x12/\n" +
 	"\x13payload_description\x18\x02 \x01(\tR\x12payloadDescription\x12!\n" +
@@ -6723,7 +6912,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\fversion_info\x18\a \x01(\tR\vversionInfo\x12!\n" +
 	"\fall_versions\x18\b \x01(\bR\vallVersionsJ\x04\b\x05\x10\x06\"H\n" +
 	"\fSummaryBatch\x128\n" +
-	"\tsummaries\x18\x01 \x03(\v2\x1a.threatd.plugin.v1.SummaryR\tsummaries\"\x99\x02\n" +
+	"\tsummaries\x18\x01 \x03(\v2\x1a.threatd.plugin.v1.SummaryR\tsummaries\"\xdf\x02\n" +
 	"\rModifyRequest\x12\x1b\n" +
 	"\tthreat_id\x18\x01 \x01(\tR\bthreatId\x12\x1b\n" +
 	"\tauthor_id\x18\x02 \x01(\tR\bauthorId\x12\x1f\n" +
@@ -6733,7 +6922,10 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"patch_json\x18\b \x01(\fR\tpatchJson\x12#\n" +
 	"\rbase_revision\x18\x05 \x01(\x05R\fbaseRevision\x12*\n" +
 	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x127\n" +
-	"\x06policy\x18\a \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policyJ\x04\b\x04\x10\x05\"\xf1\x02\n" +
+	"\x06policy\x18\a \x01(\v2\x1f.threatd.plugin.v1.SubmitPolicyR\x06policy\x12\x18\n" +
+	"\aversion\x18\t \x01(\x05R\aversion\x12*\n" +
+	"\x04iocs\x18\n" +
+	" \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocsJ\x04\b\x04\x10\x05\"\xf1\x02\n" +
 	"\bRevision\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tthreat_id\x18\x02 \x01(\tR\bthreatId\x12\x16\n" +
@@ -6754,7 +6946,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"decided_by\x18\v \x01(\tR\tdecidedByJ\x04\b\a\x10\b\"|\n" +
 	"\x0eModifyResponse\x121\n" +
 	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x127\n" +
-	"\brevision\x18\x02 \x01(\v2\x1b.threatd.plugin.v1.RevisionR\brevision\"\xc7\x01\n" +
+	"\brevision\x18\x02 \x01(\v2\x1b.threatd.plugin.v1.RevisionR\brevision\"\x8d\x02\n" +
 	"\x10RevisionDecision\x12\x1f\n" +
 	"\vrevision_id\x18\x01 \x01(\tR\n" +
 	"revisionId\x12\x18\n" +
@@ -6763,7 +6955,11 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\bactor_id\x18\x04 \x01(\tR\aactorId\x12\x1d\n" +
 	"\n" +
 	"actor_name\x18\x05 \x01(\tR\tactorName\x12*\n" +
-	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x1d\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x18\n" +
+	"\aversion\x18\a \x01(\x05R\aversion\x12*\n" +
+	"\x04iocs\x18\b \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\"$\n" +
+	"\x12GetRevisionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x1d\n" +
 	"\x1bListPendingRevisionsRequest\"\xa2\x01\n" +
 	"\n" +
 	"RateCounts\x12\x16\n" +
@@ -6972,7 +7168,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"maxPending\x12C\n" +
 	"\x0ffinished_before\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0efinishedBefore\"0\n" +
 	"\x14TrimWebhooksResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x03R\aexpired2\x88(\n" +
+	"\aexpired\x18\x01 \x01(\x03R\aexpired2\xdb(\n" +
 	"\aStorage\x12V\n" +
 	"\tConfigure\x12#.threatd.plugin.v1.ConfigureRequest\x1a$.threatd.plugin.v1.ConfigureResponse\x12P\n" +
 	"\aMigrate\x12!.threatd.plugin.v1.MigrateRequest\x1a\".threatd.plugin.v1.MigrateResponse\x12M\n" +
@@ -7020,7 +7216,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x10SubmitterRecords\x12*.threatd.plugin.v1.SubmitterRecordsRequest\x1a+.threatd.plugin.v1.SubmitterRecordsResponse\x12C\n" +
 	"\x04Feed\x12\x1c.threatd.plugin.v1.FeedQuery\x1a\x1b.threatd.plugin.v1.FeedItem0\x01\x12V\n" +
 	"\rLastFeedEvent\x12'.threatd.plugin.v1.LastFeedEventRequest\x1a\x1c.threatd.plugin.v1.FeedEvent\x12W\n" +
-	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12M\n" +
+	"\rListRevisions\x12'.threatd.plugin.v1.ListRevisionsRequest\x1a\x1b.threatd.plugin.v1.Revision0\x01\x12Q\n" +
+	"\vGetRevision\x12%.threatd.plugin.v1.GetRevisionRequest\x1a\x1b.threatd.plugin.v1.Revision\x12M\n" +
 	"\x06Secret\x12 .threatd.plugin.v1.SecretRequest\x1a!.threatd.plugin.v1.SecretResponse\x12O\n" +
 	"\bAddUsage\x12\x1e.threatd.plugin.v1.UsageDeltas\x1a#.threatd.plugin.v1.AddUsageResponse\x12J\n" +
 	"\x05Usage\x12\x1f.threatd.plugin.v1.UsageRequest\x1a .threatd.plugin.v1.UsageResponse\x12b\n" +
@@ -7050,7 +7247,7 @@ func file_plugins_proto_v1_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v1_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_plugins_proto_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
 var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),           // 1: threatd.plugin.v1.ConfigureResponse
@@ -7092,94 +7289,96 @@ var file_plugins_proto_v1_storage_proto_goTypes = []any{
 	(*ChangesRequest)(nil),              // 37: threatd.plugin.v1.ChangesRequest
 	(*Change)(nil),                      // 38: threatd.plugin.v1.Change
 	(*Threat)(nil),                      // 39: threatd.plugin.v1.Threat
-	(*Details)(nil),                     // 40: threatd.plugin.v1.Details
-	(*SubmitPolicy)(nil),                // 41: threatd.plugin.v1.SubmitPolicy
-	(*CreateThreatRequest)(nil),         // 42: threatd.plugin.v1.CreateThreatRequest
-	(*CreateThreatResponse)(nil),        // 43: threatd.plugin.v1.CreateThreatResponse
-	(*GetThreatRequest)(nil),            // 44: threatd.plugin.v1.GetThreatRequest
-	(*GetThreatsRequest)(nil),           // 45: threatd.plugin.v1.GetThreatsRequest
-	(*ThreatList)(nil),                  // 46: threatd.plugin.v1.ThreatList
-	(*ListPendingRequest)(nil),          // 47: threatd.plugin.v1.ListPendingRequest
-	(*PendingItem)(nil),                 // 48: threatd.plugin.v1.PendingItem
-	(*Review)(nil),                      // 49: threatd.plugin.v1.Review
-	(*ReviewEventsRequest)(nil),         // 50: threatd.plugin.v1.ReviewEventsRequest
-	(*ReviewEvent)(nil),                 // 51: threatd.plugin.v1.ReviewEvent
-	(*LatestRequest)(nil),               // 52: threatd.plugin.v1.LatestRequest
-	(*VerifiedSummariesRequest)(nil),    // 53: threatd.plugin.v1.VerifiedSummariesRequest
-	(*Summary)(nil),                     // 54: threatd.plugin.v1.Summary
-	(*SummaryBatch)(nil),                // 55: threatd.plugin.v1.SummaryBatch
-	(*ModifyRequest)(nil),               // 56: threatd.plugin.v1.ModifyRequest
-	(*Revision)(nil),                    // 57: threatd.plugin.v1.Revision
-	(*ModifyResponse)(nil),              // 58: threatd.plugin.v1.ModifyResponse
-	(*RevisionDecision)(nil),            // 59: threatd.plugin.v1.RevisionDecision
-	(*ListPendingRevisionsRequest)(nil), // 60: threatd.plugin.v1.ListPendingRevisionsRequest
-	(*RateCounts)(nil),                  // 61: threatd.plugin.v1.RateCounts
-	(*ExportRequest)(nil),               // 62: threatd.plugin.v1.ExportRequest
-	(*RowBatch)(nil),                    // 63: threatd.plugin.v1.RowBatch
-	(*ImportResult)(nil),                // 64: threatd.plugin.v1.ImportResult
-	(*ThreatQuery)(nil),                 // 65: threatd.plugin.v1.ThreatQuery
-	(*CountThreatsResponse)(nil),        // 66: threatd.plugin.v1.CountThreatsResponse
-	(*SubmitterRecordsRequest)(nil),     // 67: threatd.plugin.v1.SubmitterRecordsRequest
-	(*SubmitterRecord)(nil),             // 68: threatd.plugin.v1.SubmitterRecord
-	(*SubmitterRecordsResponse)(nil),    // 69: threatd.plugin.v1.SubmitterRecordsResponse
-	(*ThreatsByKeyPrefixRequest)(nil),   // 70: threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	(*FeedQuery)(nil),                   // 71: threatd.plugin.v1.FeedQuery
-	(*FeedEvent)(nil),                   // 72: threatd.plugin.v1.FeedEvent
-	(*FeedItem)(nil),                    // 73: threatd.plugin.v1.FeedItem
-	(*LastFeedEventRequest)(nil),        // 74: threatd.plugin.v1.LastFeedEventRequest
-	(*ListRevisionsRequest)(nil),        // 75: threatd.plugin.v1.ListRevisionsRequest
-	(*SecretRequest)(nil),               // 76: threatd.plugin.v1.SecretRequest
-	(*SecretResponse)(nil),              // 77: threatd.plugin.v1.SecretResponse
-	(*UsageDelta)(nil),                  // 78: threatd.plugin.v1.UsageDelta
-	(*UsageDeltas)(nil),                 // 79: threatd.plugin.v1.UsageDeltas
-	(*AddUsageResponse)(nil),            // 80: threatd.plugin.v1.AddUsageResponse
-	(*UsageRequest)(nil),                // 81: threatd.plugin.v1.UsageRequest
-	(*UsageResponse)(nil),               // 82: threatd.plugin.v1.UsageResponse
-	(*ImportRecord)(nil),                // 83: threatd.plugin.v1.ImportRecord
-	(*ImportThreatsRequest)(nil),        // 84: threatd.plugin.v1.ImportThreatsRequest
-	(*ImportOutcome)(nil),               // 85: threatd.plugin.v1.ImportOutcome
-	(*ImportThreatsResponse)(nil),       // 86: threatd.plugin.v1.ImportThreatsResponse
-	(*ImportedVersionsRequest)(nil),     // 87: threatd.plugin.v1.ImportedVersionsRequest
-	(*ImportedVersionsResponse)(nil),    // 88: threatd.plugin.v1.ImportedVersionsResponse
-	(*LeaseRequest)(nil),                // 89: threatd.plugin.v1.LeaseRequest
-	(*LeaseResponse)(nil),               // 90: threatd.plugin.v1.LeaseResponse
-	(*Webhook)(nil),                     // 91: threatd.plugin.v1.Webhook
-	(*CreateWebhookResponse)(nil),       // 92: threatd.plugin.v1.CreateWebhookResponse
-	(*ListWebhooksRequest)(nil),         // 93: threatd.plugin.v1.ListWebhooksRequest
-	(*WebhookRequest)(nil),              // 94: threatd.plugin.v1.WebhookRequest
-	(*DeleteWebhookResponse)(nil),       // 95: threatd.plugin.v1.DeleteWebhookResponse
-	(*DueDeliveriesRequest)(nil),        // 96: threatd.plugin.v1.DueDeliveriesRequest
-	(*Delivery)(nil),                    // 97: threatd.plugin.v1.Delivery
-	(*DeliveryAttempt)(nil),             // 98: threatd.plugin.v1.DeliveryAttempt
-	(*AttemptOutcome)(nil),              // 99: threatd.plugin.v1.AttemptOutcome
-	(*RecordAttemptResponse)(nil),       // 100: threatd.plugin.v1.RecordAttemptResponse
-	(*WebhookAttemptsRequest)(nil),      // 101: threatd.plugin.v1.WebhookAttemptsRequest
-	(*WebhookQueueRequest)(nil),         // 102: threatd.plugin.v1.WebhookQueueRequest
-	(*WebhookQueueResponse)(nil),        // 103: threatd.plugin.v1.WebhookQueueResponse
-	(*TrimWebhooksRequest)(nil),         // 104: threatd.plugin.v1.TrimWebhooksRequest
-	(*TrimWebhooksResponse)(nil),        // 105: threatd.plugin.v1.TrimWebhooksResponse
-	nil,                                 // 106: threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                                 // 107: threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	nil,                                 // 108: threatd.plugin.v1.RateCounts.CountsEntry
-	nil,                                 // 109: threatd.plugin.v1.ImportResult.CountsEntry
-	nil,                                 // 110: threatd.plugin.v1.UsageResponse.CallsEntry
-	(*timestamppb.Timestamp)(nil),       // 111: google.protobuf.Timestamp
+	(*IOC)(nil),                         // 40: threatd.plugin.v1.IOC
+	(*Details)(nil),                     // 41: threatd.plugin.v1.Details
+	(*SubmitPolicy)(nil),                // 42: threatd.plugin.v1.SubmitPolicy
+	(*CreateThreatRequest)(nil),         // 43: threatd.plugin.v1.CreateThreatRequest
+	(*CreateThreatResponse)(nil),        // 44: threatd.plugin.v1.CreateThreatResponse
+	(*GetThreatRequest)(nil),            // 45: threatd.plugin.v1.GetThreatRequest
+	(*GetThreatsRequest)(nil),           // 46: threatd.plugin.v1.GetThreatsRequest
+	(*ThreatList)(nil),                  // 47: threatd.plugin.v1.ThreatList
+	(*ListPendingRequest)(nil),          // 48: threatd.plugin.v1.ListPendingRequest
+	(*PendingItem)(nil),                 // 49: threatd.plugin.v1.PendingItem
+	(*Review)(nil),                      // 50: threatd.plugin.v1.Review
+	(*ReviewEventsRequest)(nil),         // 51: threatd.plugin.v1.ReviewEventsRequest
+	(*ReviewEvent)(nil),                 // 52: threatd.plugin.v1.ReviewEvent
+	(*LatestRequest)(nil),               // 53: threatd.plugin.v1.LatestRequest
+	(*VerifiedSummariesRequest)(nil),    // 54: threatd.plugin.v1.VerifiedSummariesRequest
+	(*Summary)(nil),                     // 55: threatd.plugin.v1.Summary
+	(*SummaryBatch)(nil),                // 56: threatd.plugin.v1.SummaryBatch
+	(*ModifyRequest)(nil),               // 57: threatd.plugin.v1.ModifyRequest
+	(*Revision)(nil),                    // 58: threatd.plugin.v1.Revision
+	(*ModifyResponse)(nil),              // 59: threatd.plugin.v1.ModifyResponse
+	(*RevisionDecision)(nil),            // 60: threatd.plugin.v1.RevisionDecision
+	(*GetRevisionRequest)(nil),          // 61: threatd.plugin.v1.GetRevisionRequest
+	(*ListPendingRevisionsRequest)(nil), // 62: threatd.plugin.v1.ListPendingRevisionsRequest
+	(*RateCounts)(nil),                  // 63: threatd.plugin.v1.RateCounts
+	(*ExportRequest)(nil),               // 64: threatd.plugin.v1.ExportRequest
+	(*RowBatch)(nil),                    // 65: threatd.plugin.v1.RowBatch
+	(*ImportResult)(nil),                // 66: threatd.plugin.v1.ImportResult
+	(*ThreatQuery)(nil),                 // 67: threatd.plugin.v1.ThreatQuery
+	(*CountThreatsResponse)(nil),        // 68: threatd.plugin.v1.CountThreatsResponse
+	(*SubmitterRecordsRequest)(nil),     // 69: threatd.plugin.v1.SubmitterRecordsRequest
+	(*SubmitterRecord)(nil),             // 70: threatd.plugin.v1.SubmitterRecord
+	(*SubmitterRecordsResponse)(nil),    // 71: threatd.plugin.v1.SubmitterRecordsResponse
+	(*ThreatsByKeyPrefixRequest)(nil),   // 72: threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	(*FeedQuery)(nil),                   // 73: threatd.plugin.v1.FeedQuery
+	(*FeedEvent)(nil),                   // 74: threatd.plugin.v1.FeedEvent
+	(*FeedItem)(nil),                    // 75: threatd.plugin.v1.FeedItem
+	(*LastFeedEventRequest)(nil),        // 76: threatd.plugin.v1.LastFeedEventRequest
+	(*ListRevisionsRequest)(nil),        // 77: threatd.plugin.v1.ListRevisionsRequest
+	(*SecretRequest)(nil),               // 78: threatd.plugin.v1.SecretRequest
+	(*SecretResponse)(nil),              // 79: threatd.plugin.v1.SecretResponse
+	(*UsageDelta)(nil),                  // 80: threatd.plugin.v1.UsageDelta
+	(*UsageDeltas)(nil),                 // 81: threatd.plugin.v1.UsageDeltas
+	(*AddUsageResponse)(nil),            // 82: threatd.plugin.v1.AddUsageResponse
+	(*UsageRequest)(nil),                // 83: threatd.plugin.v1.UsageRequest
+	(*UsageResponse)(nil),               // 84: threatd.plugin.v1.UsageResponse
+	(*ImportRecord)(nil),                // 85: threatd.plugin.v1.ImportRecord
+	(*ImportThreatsRequest)(nil),        // 86: threatd.plugin.v1.ImportThreatsRequest
+	(*ImportOutcome)(nil),               // 87: threatd.plugin.v1.ImportOutcome
+	(*ImportThreatsResponse)(nil),       // 88: threatd.plugin.v1.ImportThreatsResponse
+	(*ImportedVersionsRequest)(nil),     // 89: threatd.plugin.v1.ImportedVersionsRequest
+	(*ImportedVersionsResponse)(nil),    // 90: threatd.plugin.v1.ImportedVersionsResponse
+	(*LeaseRequest)(nil),                // 91: threatd.plugin.v1.LeaseRequest
+	(*LeaseResponse)(nil),               // 92: threatd.plugin.v1.LeaseResponse
+	(*Webhook)(nil),                     // 93: threatd.plugin.v1.Webhook
+	(*CreateWebhookResponse)(nil),       // 94: threatd.plugin.v1.CreateWebhookResponse
+	(*ListWebhooksRequest)(nil),         // 95: threatd.plugin.v1.ListWebhooksRequest
+	(*WebhookRequest)(nil),              // 96: threatd.plugin.v1.WebhookRequest
+	(*DeleteWebhookResponse)(nil),       // 97: threatd.plugin.v1.DeleteWebhookResponse
+	(*DueDeliveriesRequest)(nil),        // 98: threatd.plugin.v1.DueDeliveriesRequest
+	(*Delivery)(nil),                    // 99: threatd.plugin.v1.Delivery
+	(*DeliveryAttempt)(nil),             // 100: threatd.plugin.v1.DeliveryAttempt
+	(*AttemptOutcome)(nil),              // 101: threatd.plugin.v1.AttemptOutcome
+	(*RecordAttemptResponse)(nil),       // 102: threatd.plugin.v1.RecordAttemptResponse
+	(*WebhookAttemptsRequest)(nil),      // 103: threatd.plugin.v1.WebhookAttemptsRequest
+	(*WebhookQueueRequest)(nil),         // 104: threatd.plugin.v1.WebhookQueueRequest
+	(*WebhookQueueResponse)(nil),        // 105: threatd.plugin.v1.WebhookQueueResponse
+	(*TrimWebhooksRequest)(nil),         // 106: threatd.plugin.v1.TrimWebhooksRequest
+	(*TrimWebhooksResponse)(nil),        // 107: threatd.plugin.v1.TrimWebhooksResponse
+	nil,                                 // 108: threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                                 // 109: threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	nil,                                 // 110: threatd.plugin.v1.RateCounts.CountsEntry
+	nil,                                 // 111: threatd.plugin.v1.ImportResult.CountsEntry
+	nil,                                 // 112: threatd.plugin.v1.UsageResponse.CallsEntry
+	(*timestamppb.Timestamp)(nil),       // 113: google.protobuf.Timestamp
 }
 var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
-	106, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
-	111, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	111, // 2: threatd.plugin.v1.User.disabled_at:type_name -> google.protobuf.Timestamp
-	111, // 3: threatd.plugin.v1.User.deleted_at:type_name -> google.protobuf.Timestamp
+	108, // 0: threatd.plugin.v1.ConfigureRequest.settings:type_name -> threatd.plugin.v1.ConfigureRequest.SettingsEntry
+	113, // 1: threatd.plugin.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	113, // 2: threatd.plugin.v1.User.disabled_at:type_name -> google.protobuf.Timestamp
+	113, // 3: threatd.plugin.v1.User.deleted_at:type_name -> google.protobuf.Timestamp
 	8,   // 4: threatd.plugin.v1.CreateUserRequest.user:type_name -> threatd.plugin.v1.User
 	8,   // 5: threatd.plugin.v1.ListUsersResponse.users:type_name -> threatd.plugin.v1.User
-	111, // 6: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	111, // 7: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	111, // 8: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	107, // 9: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
-	111, // 10: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	111, // 11: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	113, // 6: threatd.plugin.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	113, // 7: threatd.plugin.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	113, // 8: threatd.plugin.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	109, // 9: threatd.plugin.v1.TokensUsedRequest.used:type_name -> threatd.plugin.v1.TokensUsedRequest.UsedEntry
+	113, // 10: threatd.plugin.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	113, // 11: threatd.plugin.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	26,  // 12: threatd.plugin.v1.AccountChange.delete:type_name -> threatd.plugin.v1.AccountDeletion
-	111, // 13: threatd.plugin.v1.AccountChange.at:type_name -> google.protobuf.Timestamp
+	113, // 13: threatd.plugin.v1.AccountChange.at:type_name -> google.protobuf.Timestamp
 	8,   // 14: threatd.plugin.v1.AccountChanged.user:type_name -> threatd.plugin.v1.User
 	21,  // 15: threatd.plugin.v1.SessionUserResponse.session:type_name -> threatd.plugin.v1.Session
 	8,   // 16: threatd.plugin.v1.SessionUserResponse.user:type_name -> threatd.plugin.v1.User
@@ -7187,188 +7386,193 @@ var file_plugins_proto_v1_storage_proto_depIdxs = []int32{
 	15,  // 18: threatd.plugin.v1.CreateTokenRequest.token:type_name -> threatd.plugin.v1.Token
 	15,  // 19: threatd.plugin.v1.AuthenticateResponse.token:type_name -> threatd.plugin.v1.Token
 	8,   // 20: threatd.plugin.v1.AuthenticateResponse.user:type_name -> threatd.plugin.v1.User
-	111, // 21: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
-	111, // 22: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
-	111, // 23: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
-	111, // 24: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
-	40,  // 25: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
-	111, // 26: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
-	111, // 27: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
-	111, // 28: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
-	111, // 29: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
-	39,  // 30: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
-	41,  // 31: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	39,  // 32: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
-	111, // 33: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
-	39,  // 34: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
-	111, // 35: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
-	111, // 36: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
-	111, // 37: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
-	54,  // 38: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
-	111, // 39: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
-	41,  // 40: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
-	111, // 41: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
-	111, // 42: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
-	39,  // 43: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
-	57,  // 44: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
-	111, // 45: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
-	108, // 46: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
-	109, // 47: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
-	111, // 48: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
-	111, // 49: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
-	111, // 50: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
-	68,  // 51: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
-	111, // 52: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
-	111, // 53: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
-	111, // 54: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
-	111, // 55: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
-	72,  // 56: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
-	39,  // 57: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
-	111, // 58: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
-	78,  // 59: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
-	110, // 60: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
-	39,  // 61: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	83,  // 62: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
-	85,  // 63: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
-	111, // 64: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
-	111, // 65: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	111, // 66: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
-	111, // 67: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
-	111, // 68: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
-	111, // 69: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
-	111, // 70: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
-	111, // 71: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
-	111, // 72: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
-	91,  // 73: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
-	111, // 74: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
-	98,  // 75: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
-	111, // 76: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
-	111, // 77: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
-	111, // 78: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
-	111, // 79: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 80: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
-	2,   // 81: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
-	4,   // 82: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
-	6,   // 83: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
-	9,   // 84: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
-	10,  // 85: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
-	11,  // 86: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
-	12,  // 87: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
-	13,  // 88: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
-	33,  // 89: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
-	34,  // 90: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
-	35,  // 91: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
-	16,  // 92: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
-	17,  // 93: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
-	18,  // 94: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
-	20,  // 95: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
-	21,  // 96: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
-	23,  // 97: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
-	29,  // 98: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
-	31,  // 99: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
-	24,  // 100: threatd.plugin.v1.Storage.ListSessions:input_type -> threatd.plugin.v1.ListSessionsRequest
-	25,  // 101: threatd.plugin.v1.Storage.ChangeAccount:input_type -> threatd.plugin.v1.AccountChange
-	42,  // 102: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
-	44,  // 103: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
-	45,  // 104: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
-	47,  // 105: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
-	49,  // 106: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
-	50,  // 107: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
-	52,  // 108: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
-	53,  // 109: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
-	56,  // 110: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
-	59,  // 111: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
-	60,  // 112: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
-	61,  // 113: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
-	62,  // 114: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
-	63,  // 115: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
-	65,  // 116: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	65,  // 117: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
-	70,  // 118: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
-	67,  // 119: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
-	71,  // 120: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
-	74,  // 121: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
-	75,  // 122: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
-	76,  // 123: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
-	79,  // 124: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
-	81,  // 125: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
-	84,  // 126: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
-	87,  // 127: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
-	89,  // 128: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
-	37,  // 129: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
-	91,  // 130: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
-	93,  // 131: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
-	94,  // 132: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	94,  // 133: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
-	96,  // 134: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
-	99,  // 135: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
-	101, // 136: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
-	102, // 137: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
-	104, // 138: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
-	1,   // 139: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
-	3,   // 140: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
-	5,   // 141: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
-	7,   // 142: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
-	8,   // 143: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
-	8,   // 144: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
-	8,   // 145: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
-	8,   // 146: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
-	14,  // 147: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
-	15,  // 148: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
-	15,  // 149: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
-	36,  // 150: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
-	15,  // 151: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
-	15,  // 152: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
-	19,  // 153: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
-	8,   // 154: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
-	22,  // 155: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
-	28,  // 156: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
-	30,  // 157: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
-	32,  // 158: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
-	21,  // 159: threatd.plugin.v1.Storage.ListSessions:output_type -> threatd.plugin.v1.Session
-	27,  // 160: threatd.plugin.v1.Storage.ChangeAccount:output_type -> threatd.plugin.v1.AccountChanged
-	43,  // 161: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
-	39,  // 162: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
-	46,  // 163: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
-	48,  // 164: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
-	39,  // 165: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
-	51,  // 166: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
-	39,  // 167: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
-	55,  // 168: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
-	58,  // 169: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
-	58,  // 170: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
-	57,  // 171: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
-	61,  // 172: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
-	63,  // 173: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
-	64,  // 174: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
-	39,  // 175: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
-	66,  // 176: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
-	39,  // 177: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
-	69,  // 178: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
-	73,  // 179: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
-	72,  // 180: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
-	57,  // 181: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
-	77,  // 182: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
-	80,  // 183: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
-	82,  // 184: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
-	86,  // 185: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
-	88,  // 186: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
-	90,  // 187: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
-	38,  // 188: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
-	92,  // 189: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
-	91,  // 190: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
-	95,  // 191: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
-	91,  // 192: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
-	97,  // 193: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
-	100, // 194: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
-	98,  // 195: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
-	103, // 196: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
-	105, // 197: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
-	139, // [139:198] is the sub-list for method output_type
-	80,  // [80:139] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	113, // 21: threatd.plugin.v1.Change.at:type_name -> google.protobuf.Timestamp
+	113, // 22: threatd.plugin.v1.Threat.created_at:type_name -> google.protobuf.Timestamp
+	113, // 23: threatd.plugin.v1.Threat.updated_at:type_name -> google.protobuf.Timestamp
+	113, // 24: threatd.plugin.v1.Threat.verified_at:type_name -> google.protobuf.Timestamp
+	41,  // 25: threatd.plugin.v1.Threat.details:type_name -> threatd.plugin.v1.Details
+	113, // 26: threatd.plugin.v1.Threat.upstream_modified:type_name -> google.protobuf.Timestamp
+	40,  // 27: threatd.plugin.v1.Threat.iocs:type_name -> threatd.plugin.v1.IOC
+	113, // 28: threatd.plugin.v1.Details.first_seen:type_name -> google.protobuf.Timestamp
+	113, // 29: threatd.plugin.v1.Details.last_seen:type_name -> google.protobuf.Timestamp
+	113, // 30: threatd.plugin.v1.SubmitPolicy.now:type_name -> google.protobuf.Timestamp
+	39,  // 31: threatd.plugin.v1.CreateThreatRequest.threat:type_name -> threatd.plugin.v1.Threat
+	42,  // 32: threatd.plugin.v1.CreateThreatRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	39,  // 33: threatd.plugin.v1.ThreatList.threats:type_name -> threatd.plugin.v1.Threat
+	113, // 34: threatd.plugin.v1.ListPendingRequest.after_created_at:type_name -> google.protobuf.Timestamp
+	39,  // 35: threatd.plugin.v1.PendingItem.threat:type_name -> threatd.plugin.v1.Threat
+	113, // 36: threatd.plugin.v1.Review.at:type_name -> google.protobuf.Timestamp
+	113, // 37: threatd.plugin.v1.ReviewEvent.at:type_name -> google.protobuf.Timestamp
+	113, // 38: threatd.plugin.v1.Summary.verified_at:type_name -> google.protobuf.Timestamp
+	55,  // 39: threatd.plugin.v1.SummaryBatch.summaries:type_name -> threatd.plugin.v1.Summary
+	113, // 40: threatd.plugin.v1.ModifyRequest.at:type_name -> google.protobuf.Timestamp
+	42,  // 41: threatd.plugin.v1.ModifyRequest.policy:type_name -> threatd.plugin.v1.SubmitPolicy
+	40,  // 42: threatd.plugin.v1.ModifyRequest.iocs:type_name -> threatd.plugin.v1.IOC
+	113, // 43: threatd.plugin.v1.Revision.created_at:type_name -> google.protobuf.Timestamp
+	113, // 44: threatd.plugin.v1.Revision.decided_at:type_name -> google.protobuf.Timestamp
+	39,  // 45: threatd.plugin.v1.ModifyResponse.threat:type_name -> threatd.plugin.v1.Threat
+	58,  // 46: threatd.plugin.v1.ModifyResponse.revision:type_name -> threatd.plugin.v1.Revision
+	113, // 47: threatd.plugin.v1.RevisionDecision.at:type_name -> google.protobuf.Timestamp
+	40,  // 48: threatd.plugin.v1.RevisionDecision.iocs:type_name -> threatd.plugin.v1.IOC
+	110, // 49: threatd.plugin.v1.RateCounts.counts:type_name -> threatd.plugin.v1.RateCounts.CountsEntry
+	111, // 50: threatd.plugin.v1.ImportResult.counts:type_name -> threatd.plugin.v1.ImportResult.CountsEntry
+	113, // 51: threatd.plugin.v1.ThreatQuery.verified_from:type_name -> google.protobuf.Timestamp
+	113, // 52: threatd.plugin.v1.ThreatQuery.verified_to:type_name -> google.protobuf.Timestamp
+	113, // 53: threatd.plugin.v1.ThreatQuery.after_verified_at:type_name -> google.protobuf.Timestamp
+	70,  // 54: threatd.plugin.v1.SubmitterRecordsResponse.records:type_name -> threatd.plugin.v1.SubmitterRecord
+	113, // 55: threatd.plugin.v1.FeedQuery.from:type_name -> google.protobuf.Timestamp
+	113, // 56: threatd.plugin.v1.FeedQuery.to:type_name -> google.protobuf.Timestamp
+	113, // 57: threatd.plugin.v1.FeedQuery.after_at:type_name -> google.protobuf.Timestamp
+	113, // 58: threatd.plugin.v1.FeedEvent.at:type_name -> google.protobuf.Timestamp
+	74,  // 59: threatd.plugin.v1.FeedItem.event:type_name -> threatd.plugin.v1.FeedEvent
+	39,  // 60: threatd.plugin.v1.FeedItem.threat:type_name -> threatd.plugin.v1.Threat
+	113, // 61: threatd.plugin.v1.LastFeedEventRequest.to:type_name -> google.protobuf.Timestamp
+	80,  // 62: threatd.plugin.v1.UsageDeltas.deltas:type_name -> threatd.plugin.v1.UsageDelta
+	112, // 63: threatd.plugin.v1.UsageResponse.calls:type_name -> threatd.plugin.v1.UsageResponse.CallsEntry
+	39,  // 64: threatd.plugin.v1.ImportRecord.threat:type_name -> threatd.plugin.v1.Threat
+	85,  // 65: threatd.plugin.v1.ImportThreatsRequest.records:type_name -> threatd.plugin.v1.ImportRecord
+	87,  // 66: threatd.plugin.v1.ImportThreatsResponse.outcomes:type_name -> threatd.plugin.v1.ImportOutcome
+	113, // 67: threatd.plugin.v1.ImportedVersionsResponse.modified:type_name -> google.protobuf.Timestamp
+	113, // 68: threatd.plugin.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	113, // 69: threatd.plugin.v1.Webhook.failing_since:type_name -> google.protobuf.Timestamp
+	113, // 70: threatd.plugin.v1.Webhook.last_success:type_name -> google.protobuf.Timestamp
+	113, // 71: threatd.plugin.v1.Webhook.disabled_at:type_name -> google.protobuf.Timestamp
+	113, // 72: threatd.plugin.v1.DueDeliveriesRequest.now:type_name -> google.protobuf.Timestamp
+	113, // 73: threatd.plugin.v1.Delivery.event_at:type_name -> google.protobuf.Timestamp
+	113, // 74: threatd.plugin.v1.Delivery.next_at:type_name -> google.protobuf.Timestamp
+	113, // 75: threatd.plugin.v1.Delivery.finished_at:type_name -> google.protobuf.Timestamp
+	93,  // 76: threatd.plugin.v1.Delivery.webhook:type_name -> threatd.plugin.v1.Webhook
+	113, // 77: threatd.plugin.v1.DeliveryAttempt.at:type_name -> google.protobuf.Timestamp
+	100, // 78: threatd.plugin.v1.AttemptOutcome.attempt:type_name -> threatd.plugin.v1.DeliveryAttempt
+	113, // 79: threatd.plugin.v1.AttemptOutcome.next_at:type_name -> google.protobuf.Timestamp
+	113, // 80: threatd.plugin.v1.WebhookQueueResponse.oldest:type_name -> google.protobuf.Timestamp
+	113, // 81: threatd.plugin.v1.TrimWebhooksRequest.finished_before:type_name -> google.protobuf.Timestamp
+	113, // 82: threatd.plugin.v1.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 83: threatd.plugin.v1.Storage.Configure:input_type -> threatd.plugin.v1.ConfigureRequest
+	2,   // 84: threatd.plugin.v1.Storage.Migrate:input_type -> threatd.plugin.v1.MigrateRequest
+	4,   // 85: threatd.plugin.v1.Storage.Health:input_type -> threatd.plugin.v1.HealthRequest
+	6,   // 86: threatd.plugin.v1.Storage.Stats:input_type -> threatd.plugin.v1.StatsRequest
+	9,   // 87: threatd.plugin.v1.Storage.CreateUser:input_type -> threatd.plugin.v1.CreateUserRequest
+	10,  // 88: threatd.plugin.v1.Storage.UserByEmail:input_type -> threatd.plugin.v1.UserByEmailRequest
+	11,  // 89: threatd.plugin.v1.Storage.SetUserLimit:input_type -> threatd.plugin.v1.SetUserLimitRequest
+	12,  // 90: threatd.plugin.v1.Storage.SetUserAccess:input_type -> threatd.plugin.v1.SetUserAccessRequest
+	13,  // 91: threatd.plugin.v1.Storage.ListUsers:input_type -> threatd.plugin.v1.ListUsersRequest
+	33,  // 92: threatd.plugin.v1.Storage.CreateToken:input_type -> threatd.plugin.v1.CreateTokenRequest
+	34,  // 93: threatd.plugin.v1.Storage.RevokeToken:input_type -> threatd.plugin.v1.RevokeTokenRequest
+	35,  // 94: threatd.plugin.v1.Storage.Authenticate:input_type -> threatd.plugin.v1.AuthenticateRequest
+	16,  // 95: threatd.plugin.v1.Storage.ListTokens:input_type -> threatd.plugin.v1.ListTokensRequest
+	17,  // 96: threatd.plugin.v1.Storage.RevokeUserToken:input_type -> threatd.plugin.v1.RevokeUserTokenRequest
+	18,  // 97: threatd.plugin.v1.Storage.TokensUsed:input_type -> threatd.plugin.v1.TokensUsedRequest
+	20,  // 98: threatd.plugin.v1.Storage.SetPassword:input_type -> threatd.plugin.v1.SetPasswordRequest
+	21,  // 99: threatd.plugin.v1.Storage.CreateSession:input_type -> threatd.plugin.v1.Session
+	23,  // 100: threatd.plugin.v1.Storage.SessionUser:input_type -> threatd.plugin.v1.SessionUserRequest
+	29,  // 101: threatd.plugin.v1.Storage.DeleteSession:input_type -> threatd.plugin.v1.DeleteSessionRequest
+	31,  // 102: threatd.plugin.v1.Storage.ListSubmissions:input_type -> threatd.plugin.v1.ListSubmissionsRequest
+	24,  // 103: threatd.plugin.v1.Storage.ListSessions:input_type -> threatd.plugin.v1.ListSessionsRequest
+	25,  // 104: threatd.plugin.v1.Storage.ChangeAccount:input_type -> threatd.plugin.v1.AccountChange
+	43,  // 105: threatd.plugin.v1.Storage.CreateThreat:input_type -> threatd.plugin.v1.CreateThreatRequest
+	45,  // 106: threatd.plugin.v1.Storage.GetThreat:input_type -> threatd.plugin.v1.GetThreatRequest
+	46,  // 107: threatd.plugin.v1.Storage.GetThreats:input_type -> threatd.plugin.v1.GetThreatsRequest
+	48,  // 108: threatd.plugin.v1.Storage.ListPending:input_type -> threatd.plugin.v1.ListPendingRequest
+	50,  // 109: threatd.plugin.v1.Storage.ReviewThreat:input_type -> threatd.plugin.v1.Review
+	51,  // 110: threatd.plugin.v1.Storage.ReviewEvents:input_type -> threatd.plugin.v1.ReviewEventsRequest
+	53,  // 111: threatd.plugin.v1.Storage.LatestVerified:input_type -> threatd.plugin.v1.LatestRequest
+	54,  // 112: threatd.plugin.v1.Storage.VerifiedSummaries:input_type -> threatd.plugin.v1.VerifiedSummariesRequest
+	57,  // 113: threatd.plugin.v1.Storage.ModifyThreat:input_type -> threatd.plugin.v1.ModifyRequest
+	60,  // 114: threatd.plugin.v1.Storage.DecideRevision:input_type -> threatd.plugin.v1.RevisionDecision
+	62,  // 115: threatd.plugin.v1.Storage.ListPendingRevisions:input_type -> threatd.plugin.v1.ListPendingRevisionsRequest
+	63,  // 116: threatd.plugin.v1.Storage.SyncRateCounts:input_type -> threatd.plugin.v1.RateCounts
+	64,  // 117: threatd.plugin.v1.Storage.Export:input_type -> threatd.plugin.v1.ExportRequest
+	65,  // 118: threatd.plugin.v1.Storage.Import:input_type -> threatd.plugin.v1.RowBatch
+	67,  // 119: threatd.plugin.v1.Storage.QueryThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	67,  // 120: threatd.plugin.v1.Storage.CountThreats:input_type -> threatd.plugin.v1.ThreatQuery
+	72,  // 121: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v1.ThreatsByKeyPrefixRequest
+	69,  // 122: threatd.plugin.v1.Storage.SubmitterRecords:input_type -> threatd.plugin.v1.SubmitterRecordsRequest
+	73,  // 123: threatd.plugin.v1.Storage.Feed:input_type -> threatd.plugin.v1.FeedQuery
+	76,  // 124: threatd.plugin.v1.Storage.LastFeedEvent:input_type -> threatd.plugin.v1.LastFeedEventRequest
+	77,  // 125: threatd.plugin.v1.Storage.ListRevisions:input_type -> threatd.plugin.v1.ListRevisionsRequest
+	61,  // 126: threatd.plugin.v1.Storage.GetRevision:input_type -> threatd.plugin.v1.GetRevisionRequest
+	78,  // 127: threatd.plugin.v1.Storage.Secret:input_type -> threatd.plugin.v1.SecretRequest
+	81,  // 128: threatd.plugin.v1.Storage.AddUsage:input_type -> threatd.plugin.v1.UsageDeltas
+	83,  // 129: threatd.plugin.v1.Storage.Usage:input_type -> threatd.plugin.v1.UsageRequest
+	86,  // 130: threatd.plugin.v1.Storage.ImportThreats:input_type -> threatd.plugin.v1.ImportThreatsRequest
+	89,  // 131: threatd.plugin.v1.Storage.ImportedVersions:input_type -> threatd.plugin.v1.ImportedVersionsRequest
+	91,  // 132: threatd.plugin.v1.Storage.Lease:input_type -> threatd.plugin.v1.LeaseRequest
+	37,  // 133: threatd.plugin.v1.Storage.Changes:input_type -> threatd.plugin.v1.ChangesRequest
+	93,  // 134: threatd.plugin.v1.Storage.CreateWebhook:input_type -> threatd.plugin.v1.Webhook
+	95,  // 135: threatd.plugin.v1.Storage.ListWebhooks:input_type -> threatd.plugin.v1.ListWebhooksRequest
+	96,  // 136: threatd.plugin.v1.Storage.DeleteWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	96,  // 137: threatd.plugin.v1.Storage.EnableWebhook:input_type -> threatd.plugin.v1.WebhookRequest
+	98,  // 138: threatd.plugin.v1.Storage.DueDeliveries:input_type -> threatd.plugin.v1.DueDeliveriesRequest
+	101, // 139: threatd.plugin.v1.Storage.RecordAttempt:input_type -> threatd.plugin.v1.AttemptOutcome
+	103, // 140: threatd.plugin.v1.Storage.WebhookAttempts:input_type -> threatd.plugin.v1.WebhookAttemptsRequest
+	104, // 141: threatd.plugin.v1.Storage.WebhookQueue:input_type -> threatd.plugin.v1.WebhookQueueRequest
+	106, // 142: threatd.plugin.v1.Storage.TrimWebhooks:input_type -> threatd.plugin.v1.TrimWebhooksRequest
+	1,   // 143: threatd.plugin.v1.Storage.Configure:output_type -> threatd.plugin.v1.ConfigureResponse
+	3,   // 144: threatd.plugin.v1.Storage.Migrate:output_type -> threatd.plugin.v1.MigrateResponse
+	5,   // 145: threatd.plugin.v1.Storage.Health:output_type -> threatd.plugin.v1.HealthResponse
+	7,   // 146: threatd.plugin.v1.Storage.Stats:output_type -> threatd.plugin.v1.StatsResponse
+	8,   // 147: threatd.plugin.v1.Storage.CreateUser:output_type -> threatd.plugin.v1.User
+	8,   // 148: threatd.plugin.v1.Storage.UserByEmail:output_type -> threatd.plugin.v1.User
+	8,   // 149: threatd.plugin.v1.Storage.SetUserLimit:output_type -> threatd.plugin.v1.User
+	8,   // 150: threatd.plugin.v1.Storage.SetUserAccess:output_type -> threatd.plugin.v1.User
+	14,  // 151: threatd.plugin.v1.Storage.ListUsers:output_type -> threatd.plugin.v1.ListUsersResponse
+	15,  // 152: threatd.plugin.v1.Storage.CreateToken:output_type -> threatd.plugin.v1.Token
+	15,  // 153: threatd.plugin.v1.Storage.RevokeToken:output_type -> threatd.plugin.v1.Token
+	36,  // 154: threatd.plugin.v1.Storage.Authenticate:output_type -> threatd.plugin.v1.AuthenticateResponse
+	15,  // 155: threatd.plugin.v1.Storage.ListTokens:output_type -> threatd.plugin.v1.Token
+	15,  // 156: threatd.plugin.v1.Storage.RevokeUserToken:output_type -> threatd.plugin.v1.Token
+	19,  // 157: threatd.plugin.v1.Storage.TokensUsed:output_type -> threatd.plugin.v1.TokensUsedResponse
+	8,   // 158: threatd.plugin.v1.Storage.SetPassword:output_type -> threatd.plugin.v1.User
+	22,  // 159: threatd.plugin.v1.Storage.CreateSession:output_type -> threatd.plugin.v1.CreateSessionResponse
+	28,  // 160: threatd.plugin.v1.Storage.SessionUser:output_type -> threatd.plugin.v1.SessionUserResponse
+	30,  // 161: threatd.plugin.v1.Storage.DeleteSession:output_type -> threatd.plugin.v1.DeleteSessionResponse
+	32,  // 162: threatd.plugin.v1.Storage.ListSubmissions:output_type -> threatd.plugin.v1.ListSubmissionsResponse
+	21,  // 163: threatd.plugin.v1.Storage.ListSessions:output_type -> threatd.plugin.v1.Session
+	27,  // 164: threatd.plugin.v1.Storage.ChangeAccount:output_type -> threatd.plugin.v1.AccountChanged
+	44,  // 165: threatd.plugin.v1.Storage.CreateThreat:output_type -> threatd.plugin.v1.CreateThreatResponse
+	39,  // 166: threatd.plugin.v1.Storage.GetThreat:output_type -> threatd.plugin.v1.Threat
+	47,  // 167: threatd.plugin.v1.Storage.GetThreats:output_type -> threatd.plugin.v1.ThreatList
+	49,  // 168: threatd.plugin.v1.Storage.ListPending:output_type -> threatd.plugin.v1.PendingItem
+	39,  // 169: threatd.plugin.v1.Storage.ReviewThreat:output_type -> threatd.plugin.v1.Threat
+	52,  // 170: threatd.plugin.v1.Storage.ReviewEvents:output_type -> threatd.plugin.v1.ReviewEvent
+	39,  // 171: threatd.plugin.v1.Storage.LatestVerified:output_type -> threatd.plugin.v1.Threat
+	56,  // 172: threatd.plugin.v1.Storage.VerifiedSummaries:output_type -> threatd.plugin.v1.SummaryBatch
+	59,  // 173: threatd.plugin.v1.Storage.ModifyThreat:output_type -> threatd.plugin.v1.ModifyResponse
+	59,  // 174: threatd.plugin.v1.Storage.DecideRevision:output_type -> threatd.plugin.v1.ModifyResponse
+	58,  // 175: threatd.plugin.v1.Storage.ListPendingRevisions:output_type -> threatd.plugin.v1.Revision
+	63,  // 176: threatd.plugin.v1.Storage.SyncRateCounts:output_type -> threatd.plugin.v1.RateCounts
+	65,  // 177: threatd.plugin.v1.Storage.Export:output_type -> threatd.plugin.v1.RowBatch
+	66,  // 178: threatd.plugin.v1.Storage.Import:output_type -> threatd.plugin.v1.ImportResult
+	39,  // 179: threatd.plugin.v1.Storage.QueryThreats:output_type -> threatd.plugin.v1.Threat
+	68,  // 180: threatd.plugin.v1.Storage.CountThreats:output_type -> threatd.plugin.v1.CountThreatsResponse
+	39,  // 181: threatd.plugin.v1.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v1.Threat
+	71,  // 182: threatd.plugin.v1.Storage.SubmitterRecords:output_type -> threatd.plugin.v1.SubmitterRecordsResponse
+	75,  // 183: threatd.plugin.v1.Storage.Feed:output_type -> threatd.plugin.v1.FeedItem
+	74,  // 184: threatd.plugin.v1.Storage.LastFeedEvent:output_type -> threatd.plugin.v1.FeedEvent
+	58,  // 185: threatd.plugin.v1.Storage.ListRevisions:output_type -> threatd.plugin.v1.Revision
+	58,  // 186: threatd.plugin.v1.Storage.GetRevision:output_type -> threatd.plugin.v1.Revision
+	79,  // 187: threatd.plugin.v1.Storage.Secret:output_type -> threatd.plugin.v1.SecretResponse
+	82,  // 188: threatd.plugin.v1.Storage.AddUsage:output_type -> threatd.plugin.v1.AddUsageResponse
+	84,  // 189: threatd.plugin.v1.Storage.Usage:output_type -> threatd.plugin.v1.UsageResponse
+	88,  // 190: threatd.plugin.v1.Storage.ImportThreats:output_type -> threatd.plugin.v1.ImportThreatsResponse
+	90,  // 191: threatd.plugin.v1.Storage.ImportedVersions:output_type -> threatd.plugin.v1.ImportedVersionsResponse
+	92,  // 192: threatd.plugin.v1.Storage.Lease:output_type -> threatd.plugin.v1.LeaseResponse
+	38,  // 193: threatd.plugin.v1.Storage.Changes:output_type -> threatd.plugin.v1.Change
+	94,  // 194: threatd.plugin.v1.Storage.CreateWebhook:output_type -> threatd.plugin.v1.CreateWebhookResponse
+	93,  // 195: threatd.plugin.v1.Storage.ListWebhooks:output_type -> threatd.plugin.v1.Webhook
+	97,  // 196: threatd.plugin.v1.Storage.DeleteWebhook:output_type -> threatd.plugin.v1.DeleteWebhookResponse
+	93,  // 197: threatd.plugin.v1.Storage.EnableWebhook:output_type -> threatd.plugin.v1.Webhook
+	99,  // 198: threatd.plugin.v1.Storage.DueDeliveries:output_type -> threatd.plugin.v1.Delivery
+	102, // 199: threatd.plugin.v1.Storage.RecordAttempt:output_type -> threatd.plugin.v1.RecordAttemptResponse
+	100, // 200: threatd.plugin.v1.Storage.WebhookAttempts:output_type -> threatd.plugin.v1.DeliveryAttempt
+	105, // 201: threatd.plugin.v1.Storage.WebhookQueue:output_type -> threatd.plugin.v1.WebhookQueueResponse
+	107, // 202: threatd.plugin.v1.Storage.TrimWebhooks:output_type -> threatd.plugin.v1.TrimWebhooksResponse
+	143, // [143:203] is the sub-list for method output_type
+	83,  // [83:143] is the sub-list for method input_type
+	83,  // [83:83] is the sub-list for extension type_name
+	83,  // [83:83] is the sub-list for extension extendee
+	0,   // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v1_storage_proto_init() }
@@ -7380,14 +7584,14 @@ func file_plugins_proto_v1_storage_proto_init() {
 	file_plugins_proto_v1_storage_proto_msgTypes[11].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[12].OneofWrappers = []any{}
 	file_plugins_proto_v1_storage_proto_msgTypes[25].OneofWrappers = []any{}
-	file_plugins_proto_v1_storage_proto_msgTypes[40].OneofWrappers = []any{}
+	file_plugins_proto_v1_storage_proto_msgTypes[41].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_storage_proto_rawDesc), len(file_plugins_proto_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   111,
+			NumMessages:   113,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -70,6 +70,7 @@ const (
 	Storage_Feed_FullMethodName                 = "/threatd.plugin.v1.Storage/Feed"
 	Storage_LastFeedEvent_FullMethodName        = "/threatd.plugin.v1.Storage/LastFeedEvent"
 	Storage_ListRevisions_FullMethodName        = "/threatd.plugin.v1.Storage/ListRevisions"
+	Storage_GetRevision_FullMethodName          = "/threatd.plugin.v1.Storage/GetRevision"
 	Storage_Secret_FullMethodName               = "/threatd.plugin.v1.Storage/Secret"
 	Storage_AddUsage_FullMethodName             = "/threatd.plugin.v1.Storage/AddUsage"
 	Storage_Usage_FullMethodName                = "/threatd.plugin.v1.Storage/Usage"
@@ -171,6 +172,8 @@ type StorageClient interface {
 	// LastFeedEvent returns the last published change before a time.
 	LastFeedEvent(ctx context.Context, in *LastFeedEventRequest, opts ...grpc.CallOption) (*FeedEvent, error)
 	ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error)
+	// GetRevision returns one revision (NOT_FOUND when there is none).
+	GetRevision(ctx context.Context, in *GetRevisionRequest, opts ...grpc.CallOption) (*Revision, error)
 	// Secret returns a named service secret, created on first use.
 	Secret(ctx context.Context, in *SecretRequest, opts ...grpc.CallOption) (*SecretResponse, error)
 	AddUsage(ctx context.Context, in *UsageDeltas, opts ...grpc.CallOption) (*AddUsageResponse, error)
@@ -749,6 +752,16 @@ func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequ
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListRevisionsClient = grpc.ServerStreamingClient[Revision]
 
+func (c *storageClient) GetRevision(ctx context.Context, in *GetRevisionRequest, opts ...grpc.CallOption) (*Revision, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Revision)
+	err := c.cc.Invoke(ctx, Storage_GetRevision_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storageClient) Secret(ctx context.Context, in *SecretRequest, opts ...grpc.CallOption) (*SecretResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SecretResponse)
@@ -1028,6 +1041,8 @@ type StorageServer interface {
 	// LastFeedEvent returns the last published change before a time.
 	LastFeedEvent(context.Context, *LastFeedEventRequest) (*FeedEvent, error)
 	ListRevisions(*ListRevisionsRequest, grpc.ServerStreamingServer[Revision]) error
+	// GetRevision returns one revision (NOT_FOUND when there is none).
+	GetRevision(context.Context, *GetRevisionRequest) (*Revision, error)
 	// Secret returns a named service secret, created on first use.
 	Secret(context.Context, *SecretRequest) (*SecretResponse, error)
 	AddUsage(context.Context, *UsageDeltas) (*AddUsageResponse, error)
@@ -1193,6 +1208,9 @@ func (UnimplementedStorageServer) LastFeedEvent(context.Context, *LastFeedEventR
 }
 func (UnimplementedStorageServer) ListRevisions(*ListRevisionsRequest, grpc.ServerStreamingServer[Revision]) error {
 	return status.Error(codes.Unimplemented, "method ListRevisions not implemented")
+}
+func (UnimplementedStorageServer) GetRevision(context.Context, *GetRevisionRequest) (*Revision, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRevision not implemented")
 }
 func (UnimplementedStorageServer) Secret(context.Context, *SecretRequest) (*SecretResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Secret not implemented")
@@ -1942,6 +1960,24 @@ func _Storage_ListRevisions_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListRevisionsServer = grpc.ServerStreamingServer[Revision]
 
+func _Storage_GetRevision_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRevisionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).GetRevision(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_GetRevision_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).GetRevision(ctx, req.(*GetRevisionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Storage_Secret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SecretRequest)
 	if err := dec(in); err != nil {
@@ -2328,6 +2364,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LastFeedEvent",
 			Handler:    _Storage_LastFeedEvent_Handler,
+		},
+		{
+			MethodName: "GetRevision",
+			Handler:    _Storage_GetRevision_Handler,
 		},
 		{
 			MethodName: "Secret",

@@ -1,0 +1,20 @@
+package core
+
+// Derive works out the facts derived from a report's content and sets them
+// on t: its indicators of compromise (Threat.IOCs, ExtractIOCs). It is the
+// one step that does: it runs in the daemon wherever content is written
+// (Reports.Submit, Reports.Modify and Reports.DecideRevision on the merged
+// content, Ingest for each imported record), and storage stores what it
+// gives. What is published is what was derived, so a report's indicators
+// are worked out once per content version, not per read.
+func Derive(t Threat) Threat {
+	t.IOCs = ExtractIOCs(t)
+	return t
+}
+
+// NewExportRecord is the record an exporter receives for a report: the
+// report and its stored indicators. Every export path (TAXII, the export
+// endpoints, the OSV API, `threatd export`) builds its records here.
+func NewExportRecord(t Threat) ExportRecord {
+	return ExportRecord{Threat: t, IOCs: t.IOCs}
+}

@@ -1,0 +1,100 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// taxiiObjects reads the objects of one change. Each has its own
+// date_added: the change's microsecond plus its place among the change's
+// objects in nanoseconds, so that a client that resumes after the last
+// date it saw, in the middle of a change with more objects than its page,
+// misses nothing.
+func taxiiObjects(raw []json.RawMessage, added time.Time) ([]TAXIIObject, error) {
+	out := make([]TAXIIObject, len(raw))
+	for i, r := range raw {
+		var head struct {
+			ID          string `json:"id"`
+			Type        string `json:"type"`
+			SpecVersion string `json:"spec_version"`
+			Created     string `json:"created"`
+			Modified    string `json:"modified"`
+		}
+		if err := json.Unmarshal(r, &head); err != nil {
+			return nil, &ExporterError{Exporter: "stix", Kind: ErrExporterFailed, Cause: err}
+		}
+		v := head.Modified
+		if v == "" {
+			v = head.Created
+		}
+		out[i] = TAXIIObject{ID: head.ID, Type: head.Type, Version: v, SpecVersion: head.SpecVersion,
+			DateAdded: added.UTC().Add(time.Duration(min(i, 999))), JSON: r}
+	}
+	return out, nil
+}
+
+// filter keeps the objects the match filters select. Each object has one
+// version here (the current one), so "first", "last" and "all" keep it and
+// a timestamp keeps it when it is that version.
+func (x *TAXII) filter(objs []TAXIIObject, q TAXIIQuery) []TAXIIObject {
+	if q.AddedAfter.IsZero() && len(q.IDs) == 0 && len(q.Types) == 0 && len(q.Versions) == 0 && len(q.SpecVersions) == 0 {
+		return objs
+	}
+	var out []TAXIIObject
+	for _, o := range objs {
+		if !q.AddedAfter.IsZero() && !o.DateAdded.After(q.AddedAfter) {
+			continue
+		}
+		if len(q.IDs) > 0 && !slices.Contains(q.IDs, o.ID) {
+			continue
+		}
+		if len(q.Types) > 0 && !slices.Contains(q.Types, o.Type) {
+			continue
+		}
+		if len(q.SpecVersions) > 0 && !slices.Contains(q.SpecVersions, o.SpecVersion) {
+			continue
+		}
+		if len(q.Versions) > 0 && !matchVersion(q.Versions, o.Version) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func matchVersion(want []string, version string) bool {
+	v, err := time.Parse(time.RFC3339Nano, version)
+	for _, w := range want {
+		switch w {
+		case "first", "last", "all":
+			return true
+		}
+		if t, perr := time.Parse(time.RFC3339Nano, w); perr == nil && err == nil && t.Equal(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTAXIIVersions checks match[version] values.
+func ParseTAXIIVersions(values []string) error {
+	for _, v := range values {
+		switch v {
+		case "first", "last", "all":
+			continue
+		}
+		if _, err := ParseTAXIITimestamp("match[version]", v); err != nil {
+			return Invalid("match[version]", "must be first, last, all or an RFC 3339 timestamp (got %q)", Shorten(v))
+		}
+	}
+	return nil
+}
+
+// BufferWriter collects an exporter's document in memory (a small one:
+// a page of objects, a few OSV records).
+type BufferWriter struct{ bytes.Buffer }
+
+// Start implements ExportWriter.
+func (*BufferWriter) Start(string) error { return nil }
