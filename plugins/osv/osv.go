@@ -9,12 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -298,104 +294,6 @@ func parallel(n int, f func(int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// walk calls visit for every JSON record under path (a file, a folder or a
-// .zip archive) and skip for what cannot be read; it returns the first error
-// of either, or the context's.
-// Archives opened are handed to keep, to be closed once their entries are read.
-func walk(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer)) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return skip(path, err)
-	}
-	if !fi.IsDir() {
-		if strings.HasSuffix(strings.ToLower(path), ".zip") {
-			return walkZip(ctx, path, visit, skip, keep)
-		}
-		return visit(fileInput(path))
-	}
-	// WalkDir visits each folder's entries in lexical order.
-	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return skip(p, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		switch lower := strings.ToLower(p); {
-		case d.IsDir():
-		case strings.HasSuffix(lower, ".json"):
-			return visit(fileInput(p))
-		case strings.HasSuffix(lower, ".zip"):
-			return walkZip(ctx, p, visit, skip, keep)
-		}
-		return nil
-	})
-}
-
-func fileInput(p string) input {
-	return input{name: p, open: func() (io.ReadCloser, error) { return os.Open(p) }}
-}
-
-// walkZip visits the JSON entries of an archive, in archive order.
-func walkZip(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer)) error {
-	z, err := openZip(path)
-	if err != nil {
-		return skip(path, fmt.Errorf("not a readable zip archive: %w", err))
-	}
-	keep(z)
-	err = z.each(func(e zipEntry) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if strings.HasSuffix(e.name, "/") || !strings.HasSuffix(strings.ToLower(e.name), ".json") {
-			return nil
-		}
-		return visit(input{name: path + "!" + e.name, open: func() (io.ReadCloser, error) { return z.open(e) }})
-	})
-	if err != nil && ctx.Err() == nil {
-		return skip(path, err)
-	}
-	return err
-}
-
-// maxRecordBytes bounds one OSV file.
-const maxRecordBytes = 4 << 20
-
-// readInput reads one input; withHead, it only reads the record's head
-// when it has one, and keeps the bytes for decode.
-func readInput(in input, now time.Time, withHead bool, lim Limits) result {
-	res := result{name: in.name, input: true}
-	data, err := readAll(in)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	if withHead {
-		if h, ok := readHead(data); ok {
-			res.head, res.raw = h, data
-			return res
-		}
-	}
-	res.recs, res.err = decode(data, now, lim)
-	return res
-}
-
-func readAll(in input) ([]byte, error) {
-	r, err := in.open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, maxRecordBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxRecordBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxRecordBytes)
-	}
-	return data, nil
 }
 
 func decode(data []byte, now time.Time, lim Limits) ([]core.ImportRecord, error) {

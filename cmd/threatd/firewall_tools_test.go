@@ -1,0 +1,47 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// npmEnv is the environment of an npm that installs through d's firewall
+// with tok: a user .npmrc with the registry, the token and the daemon's
+// certificate, and a cache of its own.
+func npmEnv(t *testing.T, in *instance, d *daemon, tok string) []string {
+	t.Helper()
+	home := t.TempDir()
+	registry := d.base + base + "/firewall/npm/"
+	npmrc := fmt.Sprintf("registry=%s\n%s:_authToken=%s\ncafile=%s\nfund=false\nupdate-notifier=false\ncache=%s\n",
+		registry, strings.TrimPrefix(registry, "https:"), tok, in.certFile(), filepath.Join(home, "cache"))
+	if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc"), "npm_config_audit=false"}
+}
+
+// pinLockfile writes into dir a package.json depending on name@version and
+// a package-lock.json (v3) that pins it to the tarball tgz at resolved.
+func pinLockfile(t *testing.T, dir, name, version, resolved string, tgz []byte) {
+	t.Helper()
+	deps := map[string]string{name: version}
+	pj, _ := json.Marshal(map[string]any{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": deps})
+	lock, _ := json.MarshalIndent(map[string]any{"name": "consumer", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+		"packages": map[string]any{
+			"":                     map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": deps},
+			"node_modules/" + name: map[string]any{"version": version, "resolved": resolved, "integrity": integrity(tgz)},
+		}}, "", "  ")
+	if os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644) != nil || os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644) != nil {
+		t.Fatal("cannot write the project")
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
