@@ -39,8 +39,14 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	return s.getThreats(ctx, ids, false)
+}
+
+// getThreats is GetThreats, with the reports' stored indicators when iocs
+// is set (the feed's and the prefix search's reads).
+func (s *Store) getThreats(ctx context.Context, ids []string, iocs bool) ([]core.Threat, error) {
 	var rows []threatRow
-	if err := s.getThreatsRaw(ctx, ids, &rows); err != nil {
+	if err := s.getThreatsRaw(ctx, ids, iocs, &rows); err != nil {
 		// A raw statement: bun's hook does not see it.
 		s.corrupt.note(err)
 		return nil, err
@@ -63,10 +69,10 @@ type getStmt struct {
 // array on SQLite, a text[] on PostgreSQL), timestamps as text for
 // parseStamp, JSON columns as text; scanned by scanThreat in this order:
 // the report's columns, then d.threat_id, one column per field of
-// core.Details, and d.iocs. It is the hot read of a check that hits a report outside
+// core.Details, and d.iocs when iocs is set. It is the hot read of a check that hits a report outside
 // the record cache: prepared once, one plan for every batch size (bun's IN
 // list was parsed and planned anew per call, and scanned by reflection).
-func getThreatsSQL(d Dialect) string {
+func getThreatsSQL(d Dialect, iocs bool) string {
 	stamp := func(col string) string {
 		if d == SQLite {
 			return "CAST(" + col + " AS TEXT)"
@@ -89,7 +95,9 @@ func getThreatsSQL(d Dialect) string {
 		}
 		cols = append(cols, col)
 	}
-	cols = append(cols, "d.iocs")
+	if iocs {
+		cols = append(cols, "d.iocs")
+	}
 	where := "t.id IN (SELECT value FROM json_each(?))"
 	if d != SQLite {
 		where = "t.id = ANY($1::text[])"
@@ -116,12 +124,16 @@ func pgTextArray(ids []string) string {
 
 var pgArrayEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
-func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRow) error {
-	s.get.once.Do(func() {
-		s.get.stmt, s.get.err = s.db.DB.PrepareContext(context.Background(), getThreatsSQL(s.dialect))
+func (s *Store) getThreatsRaw(ctx context.Context, ids []string, iocs bool, out *[]threatRow) error {
+	get := &s.get
+	if iocs {
+		get = &s.getFull
+	}
+	get.once.Do(func() {
+		get.stmt, get.err = s.db.DB.PrepareContext(context.Background(), getThreatsSQL(s.dialect, iocs))
 	})
-	if s.get.err != nil {
-		return s.get.err
+	if get.err != nil {
+		return get.err
 	}
 	var arg any
 	if s.dialect == SQLite {
@@ -133,13 +145,13 @@ func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRo
 	} else {
 		arg = pgTextArray(ids)
 	}
-	rows, err := s.get.stmt.QueryContext(ctx, arg)
+	rows, err := get.stmt.QueryContext(ctx, arg)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r, err := scanThreat(rows)
+		r, err := scanThreat(rows, iocs)
 		if err != nil {
 			return err
 		}
@@ -150,7 +162,7 @@ func (s *Store) getThreatsRaw(ctx context.Context, ids []string, out *[]threatRo
 
 // scanThreat reads one row of getThreatsSQL: the report's columns, then
 // the details' by the type of each field.
-func scanThreat(rows *sql.Rows) (threatRow, error) {
+func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
 	var (
 		r                                                  threatRow
 		registry, submitter, source, upstream, verifiedBy  sql.NullString
@@ -163,7 +175,9 @@ func scanThreat(rows *sql.Rows) (threatRow, error) {
 		dest = append(dest, &details[i])
 	}
 	var iocs sql.RawBytes
-	dest = append(dest, &iocs)
+	if withIOCs {
+		dest = append(dest, &iocs)
+	}
 	if err := rows.Scan(dest...); err != nil {
 		return r, err
 	}

@@ -260,7 +260,7 @@ func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after
 	// withdrawn between the two reads is left out.
 	out := make([]core.Threat, 0, len(ids))
 	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
-		ths, err := s.GetThreats(ctx, chunk)
+		ths, err := s.getThreats(ctx, chunk, true)
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +329,7 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 	}
 	byID := make(map[string]core.Threat, len(ids))
 	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
-		threats, err := s.GetThreats(ctx, chunk)
+		threats, err := s.getThreats(ctx, chunk, true)
 		if err != nil {
 			return nil, err
 		}

@@ -24,6 +24,7 @@ type Store struct {
 	opts    Options
 	now     func() time.Time
 	get     getStmt
+	getFull getStmt
 	// writer is held by this process's SQLite write transaction (a
 	// one-slot semaphore, so that waiting respects the context).
 	writer chan struct{}
@@ -199,6 +200,9 @@ func (s *Store) Close() error {
 		s.stopCheckpoints()
 		<-s.checkpointsDone
 		_, _ = s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	}
+	if s.getFull.stmt != nil {
+		_ = s.getFull.stmt.Close()
 	}
 	if s.get.stmt != nil {
 		_ = s.get.stmt.Close()

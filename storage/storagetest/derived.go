@@ -13,7 +13,8 @@ import (
 // testDerivedIndicators: a store keeps the indicators the daemon derived
 // (core.Derive) with the content it writes, returns them with the report,
 // and publishes exactly those (STIX object ids, the indicator look-up); it
-// works none out itself. A change merged onto a content version the report
+// works none out itself; GetThreats, the record cache's read, leaves them
+// out. A change merged onto a content version the report
 // has left is refused with ErrStale. GetRevision reads one revision.
 func testDerivedIndicators(t *testing.T, b Backend) {
 	s := open(t, b, dbName(t))
@@ -35,8 +36,23 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 	}
 	verify(t, s, th.ID, now())
 	domain := core.IndicatorKey(core.IOCDomain, "stage2.derived-evil.example")
-	if list, err := s.QueryThreats(c, core.ThreatQuery{IndicatorKey: domain, Limit: 10}); err != nil || len(list) != 1 || list[0].ID != th.ID {
-		t.Fatalf("indicator look-up: %v %v", list, err)
+	list, err := s.QueryThreats(c, core.ThreatQuery{IndicatorKey: domain, Limit: 10})
+	if err != nil || len(list) != 1 || list[0].ID != th.ID || !reflect.DeepEqual(list[0].IOCs, th.IOCs) {
+		t.Fatalf("indicator look-up: %+v %v", list, err)
+	}
+	// The feed (TAXII, MISP) returns them; GetThreats (the record cache's
+	// read) does not.
+	var fed bool
+	for _, it := range feedAll(t, s, core.FeedQuery{Latest: true}) {
+		if it.Threat.ID == th.ID {
+			fed = reflect.DeepEqual(it.Threat.IOCs, th.IOCs)
+		}
+	}
+	if !fed {
+		t.Fatal("the feed lacks the report or its indicators")
+	}
+	if many, err := s.GetThreats(c, []string{th.ID}); err != nil || len(many) != 1 || many[0].IOCs != nil {
+		t.Fatalf("GetThreats: %+v %v", many, err)
 	}
 
 	// The owner changes it as the daemon would, but with indicators the

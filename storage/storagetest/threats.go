@@ -113,6 +113,9 @@ func testThreatRoundTrip(t *testing.T, b Backend) {
 		if th.ID == bare.ID {
 			want = b2
 		}
+		// GetThreats is the record cache's read: the reports without
+		// their indicators.
+		want.IOCs = nil
 		if !reflect.DeepEqual(th, want) {
 			t.Fatalf("GetThreats %s:\n got %+v\nwant %+v", th.ID, th, want)
 		}
