@@ -1,5 +1,7 @@
 package core
 
+import "time"
+
 // Derive works out the facts derived from a report's content and sets them
 // on t: its indicators of compromise (Threat.IOCs, ExtractIOCs). It is the
 // one step that does: it runs in the daemon wherever content is written
@@ -10,6 +12,17 @@ package core
 func Derive(t Threat) Threat {
 	t.IOCs = ExtractIOCs(t)
 	return t
+}
+
+// Merged is the content a change makes of cur (ApplyPatch), with its
+// derived facts (Derive): what Reports.Modify and Reports.DecideRevision
+// send storage with the version of cur.
+func Merged(cur Threat, patch Patch, at time.Time) (Threat, error) {
+	t, err := ApplyPatch(cur, patch, at)
+	if err != nil {
+		return Threat{}, err
+	}
+	return Derive(t), nil
 }
 
 // NewExportRecord is the record an exporter receives for a report: the

@@ -207,7 +207,7 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 			return Threat{}, Revision{}, &ConflictError{What: "threat", Key: threatID, Message: "This report was rejected and cannot be modified"}
 		}
 		// Identity fields and values first, so an attempt to change them is named.
-		merged, err := ApplyPatch(cur, patch, now)
+		merged, err := Merged(cur, patch, now)
 		if err != nil {
 			return Threat{}, Revision{}, err
 		}
@@ -219,7 +219,7 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 		patch.ReportType, patch.ResourceIdentifier, patch.Registry = nil, nil, nil
 		t, rev, err := r.store.ModifyThreat(ctx, Modification{
 			ThreatID: threatID, AuthorID: p.User.ID, AuthorName: p.User.Name, Patch: patch, BaseRevision: cur.Revision, At: now,
-			Version: cur.Version, IOCs: Derive(merged).IOCs,
+			Version: cur.Version, IOCs: merged.IOCs,
 		}, SubmitPolicy{HourlyLimit: r.HourlyLimit(p.User), Now: now})
 		if errors.Is(err, ErrStale) && attempt < 3 {
 			continue // the report changed under us: validate again against the new version
@@ -263,9 +263,11 @@ func (r *Reports) DecideRevision(ctx context.Context, revisionID string, approve
 			if err != nil {
 				return Threat{}, Revision{}, err
 			}
-			if merged, err := ApplyPatch(cur, rev.Patch, d.At); err == nil {
-				d.Version, d.IOCs = cur.Version, Derive(merged).IOCs
+			merged, err := Merged(cur, rev.Patch, d.At)
+			if err != nil {
+				return Threat{}, Revision{}, err
 			}
+			d.Version, d.IOCs = cur.Version, merged.IOCs
 		}
 		t, rev, err := r.store.DecideRevision(ctx, d)
 		if errors.Is(err, ErrStale) && attempt < 3 {

@@ -319,8 +319,8 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 // refuse.
 func modifyThreat(c context.Context, s core.Store, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
 	if cur, err := s.GetThreat(c, m.ThreatID); err == nil {
-		if merged, err := core.ApplyPatch(cur, m.Patch, m.At); err == nil {
-			m.Version, m.IOCs = cur.Version, core.Derive(merged).IOCs
+		if merged, err := core.Merged(cur, m.Patch, m.At); err == nil {
+			m.Version, m.IOCs = cur.Version, merged.IOCs
 		}
 	}
 	return s.ModifyThreat(c, m, p)
@@ -329,8 +329,8 @@ func modifyThreat(c context.Context, s core.Store, m core.Modification, p core.S
 func decideRevision(c context.Context, s core.Store, d core.RevisionDecision) (core.Threat, core.Revision, error) {
 	if rev, err := s.GetRevision(c, d.RevisionID); err == nil && d.Approve {
 		if cur, err := s.GetThreat(c, rev.ThreatID); err == nil {
-			if merged, err := core.ApplyPatch(cur, rev.Patch, d.At); err == nil {
-				d.Version, d.IOCs = cur.Version, core.Derive(merged).IOCs
+			if merged, err := core.Merged(cur, rev.Patch, d.At); err == nil {
+				d.Version, d.IOCs = cur.Version, merged.IOCs
 			}
 		}
 	}
