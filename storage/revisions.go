@@ -24,10 +24,14 @@ func (s *Store) lockThreat(ctx context.Context, tx bun.Tx, id string) (threatRow
 
 // applyDetails merges patch onto the locked report and writes the details
 // with iocs, the indicators the daemon derived from the same merge onto
-// content version version (core.Derive): core.ErrStale when the report is
-// no longer at it (0 skips the check, as core.Review's).
+// content version version (core.Merged): core.ErrStale when the report is
+// no longer at it. A change without a version is refused: its indicators
+// would be none.
 func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Patch, number int, at time.Time, version int, iocs []core.IOC) error {
-	if version != 0 && row.Version != version {
+	if version == 0 {
+		return core.Invalid("version", "a change that applies must name the content version it was merged onto, with that content's indicators")
+	}
+	if row.Version != version {
 		return core.ErrStale
 	}
 	merged, err := core.ApplyPatch(row.domain(), patch, at)

@@ -15,7 +15,8 @@ import (
 // and publishes exactly those (STIX object ids, the indicator look-up); it
 // works none out itself; GetThreats, the record cache's read, leaves them
 // out. A change merged onto a content version the report
-// has left is refused with ErrStale. GetRevision reads one revision.
+// has left is refused with ErrStale, one without a version with
+// ErrInvalid. GetRevision reads one revision.
 func testDerivedIndicators(t *testing.T, b Backend) {
 	s := open(t, b, dbName(t))
 	c := ctx(t)
@@ -81,6 +82,12 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 		BaseRevision: changed.Revision, At: now(), Version: cur.Version, IOCs: nil}, noLimits)
 	if !errors.Is(err, core.ErrStale) {
 		t.Fatalf("a change merged onto an old version: %v, want ErrStale", err)
+	}
+	// Without a version: refused, not applied with no indicators.
+	_, _, err = s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
+		BaseRevision: changed.Revision, At: now()}, noLimits)
+	if !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("an applied change without a version: %v, want ErrInvalid", err)
 	}
 	if again, err := s.GetThreat(c, pending.ID); err != nil || again.Version != changed.Version || !reflect.DeepEqual(again.IOCs, given) {
 		t.Fatalf("after the refused change: %+v %v", again, err)

@@ -3510,8 +3510,9 @@ type ModifyRequest struct {
 	BaseRevision int32                  `protobuf:"varint,5,opt,name=base_revision,json=baseRevision,proto3" json:"base_revision,omitempty"`
 	At           *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
 	Policy       *SubmitPolicy          `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
-	// The content version the patch was merged onto (0: no check) and the
-	// merged content's indicators; STALE when the report is no longer at it.
+	// The content version the patch was merged onto and the merged content's
+	// indicators (core.Merged); a change that applies without a version is
+	// INVALID_ARGUMENT, one whose report has moved on STALE.
 	Version       int32  `protobuf:"varint,9,opt,name=version,proto3" json:"version,omitempty"`
 	Iocs          []*IOC `protobuf:"bytes,10,rep,name=iocs,proto3" json:"iocs,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3796,9 +3797,9 @@ type RevisionDecision struct {
 	ActorId    string                 `protobuf:"bytes,4,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
 	ActorName  string                 `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
 	At         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
-	// For an approval: the content version the revision was merged onto (0:
-	// no check) and the merged content's indicators; STALE when the report is
-	// no longer at it.
+	// For an approval: the content version the revision was merged onto and
+	// the merged content's indicators (core.Merged); without a version
+	// INVALID_ARGUMENT, STALE when the report has moved on.
 	Version       int32  `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
 	Iocs          []*IOC `protobuf:"bytes,8,rep,name=iocs,proto3" json:"iocs,omitempty"`
 	unknownFields protoimpl.UnknownFields
