@@ -161,8 +161,9 @@ type ReportStore interface {
 	// GetThreats returns the reports with these ids (at most
 	// MaxGetThreats), in no particular order; unknown ids are left out.
 	// It is the read of the record cache and of lists, which show no
-	// indicators: the reports come without them (Threat.IOCs nil).
-	// GetThreat, QueryThreats, ThreatsByKeyPrefix and Feed return them.
+	// indicators: the reports come without them (Threat.IOCs nil), as from
+	// ListSubmissions and ThreatsByKeyPrefix. GetThreat, ListPending,
+	// LatestVerified (its exports), QueryThreats and Feed return them.
 	GetThreats(ctx context.Context, ids []string) ([]Threat, error)
 	// ListSubmissions returns one page of the reports a user submitted,
 	// newest first (limit 1..MaxPage, else ErrInvalid), and how many there

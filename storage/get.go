@@ -43,7 +43,7 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 }
 
 // getThreats is GetThreats, with the reports' stored indicators when iocs
-// is set (the feed's and the prefix search's reads).
+// is set (the feed's read).
 func (s *Store) getThreats(ctx context.Context, ids []string, iocs bool) ([]core.Threat, error) {
 	var rows []threatRow
 	if err := s.getThreatsRaw(ctx, ids, iocs, &rows); err != nil {

@@ -40,7 +40,7 @@ func backfillIndicators(ctx context.Context, db *bun.DB) error {
 	after := ""
 	for {
 		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", earlyDetails).
+		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", detailsWithoutIOCs).
 			Where(status+" AND threat_row.id > ?", string(core.StatusVerified), after).
 			OrderExpr("threat_row.id").Limit(500).Scan(ctx); err != nil {
 			return err

@@ -42,9 +42,10 @@ func migrations() (*migrate.Migrations, error) {
 // out, since when they run the columns do not exist yet.
 var laterThreatColumns = []string{"severity_level"}
 
-// earlyDetails is the Details relation as those migrations read it:
-// without the columns of detailsRow added after them.
-func earlyDetails(q *bun.SelectQuery) *bun.SelectQuery { return q.ExcludeColumn("iocs") }
+// detailsWithoutIOCs is the Details relation without the stored
+// indicators: as the migrations before 0019 read it (the column does not
+// exist yet), and as the reads read it whose callers show none.
+func detailsWithoutIOCs(q *bun.SelectQuery) *bun.SelectQuery { return q.ExcludeColumn("iocs") }
 
 // migrator runs ms on this store's database with its dialect's types.
 func (s *Store) migrator(ms *migrate.Migrations) *migrate.Migrator {

@@ -260,7 +260,7 @@ func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after
 	// withdrawn between the two reads is left out.
 	out := make([]core.Threat, 0, len(ids))
 	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
-		ths, err := s.getThreats(ctx, chunk, true)
+		ths, err := s.getThreats(ctx, chunk, false)
 		if err != nil {
 			return nil, err
 		}

@@ -87,7 +87,7 @@ func backfillObjectIDs(ctx context.Context, db *bun.DB) error {
 		}
 		after = ids[len(ids)-1]
 		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", earlyDetails).Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", detailsWithoutIOCs).Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 			return err
 		}
 		var objects []stixObjectRow

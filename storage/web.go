@@ -132,7 +132,7 @@ func (s *Store) ListSubmissions(ctx context.Context, userID string, offset, limi
 		return nil, 0, err
 	}
 	var rows []threatRow
-	err = s.db.NewSelect().Model(&rows).Relation("Details").
+	err = s.db.NewSelect().Model(&rows).Relation("Details", detailsWithoutIOCs).
 		Where("threat_row.submitter_id = ?", userID).
 		Order("threat_row.created_at DESC", "threat_row.id DESC").Offset(int64(offset)).Limit(int64(limit)).Scan(ctx)
 	if err != nil {
