@@ -1,4 +1,4 @@
-# threatd — see README.md. Targets: build install run test lint proto bench screenshots clean.
+# threatd — see README.md. Targets: build install run test lint proto fields bench screenshots clean.
 GO        ?= go
 BIN       := bin
 PLUGINS   := $(BIN)/plugins
@@ -8,7 +8,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-source-osv
 
-.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check tlds bench bench-scale clean
+.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -148,6 +148,19 @@ lint:
 # core may not).
 tlds:
 	$(GO) run ./cmd/internal/tldgen -in /usr/share/publicsuffix/public_suffix_list.dat -out core/tlds_gen.go
+
+# The code that carries a report's fields through every layer, from the
+# table core/fields.txt (docs/architecture.md, "Adding a report field"):
+# Go files in core, core/api, core/coretest, plugins and storage, and
+# plugins/proto/v1/details.proto; then the protocol code from it.
+fields:
+	$(GO) run ./cmd/internal/fieldgen -table core/fields.txt -root .
+	$(MAKE) proto
+
+# Fails when the committed generated code differs from what `make fields` writes.
+fields-check: fields
+	git diff --exit-code -- core plugins storage
+	@out=$$(git status --porcelain --untracked-files=all -- core plugins storage); if [ -n "$$out" ]; then echo "make fields writes files not committed:"; echo "$$out"; exit 1; fi
 
 proto:
 	protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \

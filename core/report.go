@@ -147,62 +147,6 @@ type Threat struct {
 	IOCs []IOC
 }
 
-// Details are a report's descriptive fields: the one definition of them.
-// Each field's JSON name is its name everywhere: in requests (Submission
-// has a field of the same name), records, revision patches, the storage
-// column and the plugin protocol field; layers that carry every field (the
-// API record, storage rows, the plugin conversion, AsSubmission, Diff) walk
-// this type, so a new field is added here, in Submission, in a migration,
-// in the proto and in the docs (docs/architecture.md, "Adding a report
-// field"). Empty strings and nil pointers mean "not given" (null in
-// records, NULL in storage); every field but threat_description is
-// optional (omitzero). NewThreat validates a field by its type unless it
-// has a rule of its own (fieldRules).
-type Details struct {
-	ThreatDescription  string     `json:"threat_description"`
-	PackageName        string     `json:"package_name,omitzero"`
-	Publisher          string     `json:"publisher,omitzero"`
-	PayloadDescription string     `json:"payload_description,omitzero"`
-	SeverityLevel      Severity   `json:"severity_level,omitzero"`
-	EvidenceReferences string     `json:"evidence_references,omitzero"`
-	ContactEmail       string     `json:"contact_email,omitzero"`
-	Tags               []string   `json:"tags,omitzero"`
-	Contributors       []string   `json:"contributors,omitzero"`
-	VersionInfo        string     `json:"version_info,omitzero"`
-	FirstSeen          *time.Time `json:"first_seen,omitzero"`
-	LastSeen           *time.Time `json:"last_seen,omitzero"`
-	OSVAdvisoryURL     string     `json:"osv_advisory_url,omitzero"`
-	DownloadCount      *int64     `json:"download_count,omitzero"`
-}
-
-// Submission is the request body of the submit operation (spec §2.1): the
-// identity fields, then Details' fields as a client gives them (timestamps
-// as ISO 8601 text), under the same JSON names. The API decodes requests
-// straight into it, revision patches are stored as its JSON, and the
-// storage plugin protocol carries patches as that JSON. Nil pointers and
-// nil slices are fields that were absent (or null); an empty slice is a
-// field given as [] (omitzero keeps it, so a patch that clears tags
-// survives a round trip).
-type Submission struct {
-	ReportType         *string  `json:"report_type,omitzero"`
-	ResourceIdentifier *string  `json:"resource_identifier,omitzero"`
-	ThreatDescription  *string  `json:"threat_description,omitzero"`
-	PackageName        *string  `json:"package_name,omitzero"`
-	Registry           *string  `json:"registry,omitzero"`
-	Publisher          *string  `json:"publisher,omitzero"`
-	PayloadDescription *string  `json:"payload_description,omitzero"`
-	SeverityLevel      *string  `json:"severity_level,omitzero"`
-	EvidenceReferences *string  `json:"evidence_references,omitzero"`
-	ContactEmail       *string  `json:"contact_email,omitzero"`
-	Tags               []string `json:"tags,omitzero"`
-	VersionInfo        *string  `json:"version_info,omitzero"`
-	FirstSeen          *string  `json:"first_seen,omitzero"`
-	LastSeen           *string  `json:"last_seen,omitzero"`
-	OSVAdvisoryURL     *string  `json:"osv_advisory_url,omitzero"`
-	Contributors       []string `json:"contributors,omitzero"`
-	DownloadCount      *int64   `json:"download_count,omitzero"`
-}
-
 // ShowsContactTo says whether viewer may see t's contact e-mail: its
 // submitter and reviewers may, when there is one (docs/api/records.md). Every
 // output (records, exports) follows this one rule.

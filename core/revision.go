@@ -101,10 +101,9 @@ func ApplyPatch(t Threat, patch Patch, now time.Time) (Threat, error) {
 		}
 	}
 	m := t.AsSubmission()
-	for _, f := range submissionFields {
-		if v, given := f.value(&patch.Submission); given && !f.identity {
-			dst, _ := f.value(&m)
-			dst.Set(v)
+	for _, f := range SubmitFields {
+		if !f.Identity && f.Given(&patch.Submission) {
+			f.copyTo(&m, &patch.Submission)
 		}
 	}
 	if patch.EvidenceReferencesAdd != nil {
@@ -132,8 +131,8 @@ func PatchIsEmpty(p Patch) bool {
 	if p.EvidenceReferencesAdd != nil {
 		return false
 	}
-	for _, f := range submissionFields {
-		if _, given := f.value(&p.Submission); given && !f.identity {
+	for _, f := range SubmitFields {
+		if !f.Identity && f.Given(&p.Submission) {
 			return false
 		}
 	}
@@ -144,9 +143,9 @@ func PatchIsEmpty(p Patch) bool {
 // order of Submission, evidence_references_add last ([] when none).
 func PatchFields(p Patch) []string {
 	out := []string{}
-	for _, f := range submissionFields {
-		if _, given := f.value(&p.Submission); given {
-			out = append(out, f.name)
+	for _, f := range SubmitFields {
+		if f.Given(&p.Submission) {
+			out = append(out, f.Name)
 		}
 	}
 	if p.EvidenceReferencesAdd != nil {
@@ -177,14 +176,12 @@ type FieldChange struct {
 func Diff(old, new Details) []FieldChange {
 	a, b := Threat{Details: old}.AsSubmission(), Threat{Details: new}.AsSubmission()
 	var out []FieldChange
-	for _, f := range submissionFields {
-		if f.identity {
+	for _, f := range SubmitFields {
+		if f.Identity {
 			continue
 		}
-		va, _ := f.value(&a)
-		vb, _ := f.value(&b)
-		if o, n := display(va), display(vb); o != n {
-			out = append(out, FieldChange{Field: f.name, Old: o, New: n})
+		if o, n := f.display(&a), f.display(&b); o != n {
+			out = append(out, FieldChange{Field: f.Name, Old: o, New: n})
 		}
 	}
 	return out

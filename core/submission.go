@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,47 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 )
-
-// submissionFields lists Submission's fields by JSON name, in order.
-var submissionFields = func() []submissionField {
-	t := reflect.TypeFor[Submission]()
-	out := make([]submissionField, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		// The identity fields name what a report is about: a patch may
-		// repeat them but never change them.
-		identity := name == "report_type" || name == "resource_identifier" || name == "registry"
-		out[i] = submissionField{name: name, index: i, identity: identity}
-	}
-	return out
-}()
-
-type submissionField struct {
-	name     string
-	index    int
-	identity bool
-}
-
-// value is the field's value in s, and whether it is given.
-func (f submissionField) value(s *Submission) (reflect.Value, bool) {
-	v := reflect.ValueOf(s).Elem().Field(f.index)
-	return v, !v.IsNil()
-}
-
-// display renders a given field's value for diffs: strings as they are,
-// lists joined with ", ", numbers in decimal.
-func display(v reflect.Value) string {
-	if v.IsNil() {
-		return ""
-	}
-	switch v.Kind() {
-	case reflect.Slice:
-		return strings.Join(v.Interface().([]string), ", ")
-	case reflect.Pointer:
-		return fmt.Sprint(v.Elem().Interface())
-	}
-	return ""
-}
 
 // RequiredFieldsError is the 400 of spec §7 for missing required fields; its
 // message names all three, and Missing lists the ones absent.
@@ -162,21 +120,14 @@ func validateSubmission(s Submission, now time.Time, all bool) (Threat, []error)
 			return Threat{}, errs
 		}
 	}
-	in, out := reflect.ValueOf(s), reflect.ValueOf(&t.Details).Elem()
-	for _, f := range DetailFields {
-		if f.Name == "package_name" && !identityOK {
+	for _, c := range detailChecks {
+		if c.name == "package_name" && !identityOK {
 			continue // judged against an identity that is wrong already
 		}
-		if (f.Name == "threat_description") && !present(s.ThreatDescription) {
+		if c.name == "threat_description" && !present(s.ThreatDescription) {
 			continue // named as missing
 		}
-		var err error
-		if rule := fieldRules[f.Name]; rule != nil {
-			err = rule(&s, &t, now)
-		} else {
-			err = checkByType(f, in, out, now)
-		}
-		if err != nil && fail(err) {
+		if err := c.check(&s, &t, now); err != nil && fail(err) {
 			return Threat{}, errs
 		}
 	}
@@ -186,95 +137,102 @@ func validateSubmission(s Submission, now time.Time, all bool) (Threat, []error)
 	return t, nil
 }
 
-// fieldRules validate the fields with rules of their own, given the
-// submission and the report as validated so far (its identity and the
-// fields before, in Details' order), and set them in t.Details. Every other
-// field is checked by its type (checkByType).
-var fieldRules = map[string]func(s *Submission, t *Threat, now time.Time) (err error){
-	"threat_description": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		t.Details.ThreatDescription, err = text("threat_description", *s.ThreatDescription, maxThreatDescription, true)
-		t.Details.ThreatDescription = strings.TrimSpace(t.Details.ThreatDescription)
-		return err
-	},
-	"package_name": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		d := &t.Details
-		if t.ReportType != TypePackage {
-			if present(s.PackageName) {
-				d.PackageName, err = text("package_name", strings.TrimSpace(*s.PackageName), maxShortText, false)
-			}
-			return err
-		}
-		d.PackageName = t.ResourceIdentifier
+// The fields with rules of their own (the rule flag of fields.txt): each
+// is given the submission and the report as validated so far (its identity
+// and the fields before, in Details' order), and sets its field in
+// t.Details. Every other field is checked by its kind (detailChecks).
+func checkThreatDescription(s *Submission, t *Threat, _ time.Time) (err error) {
+	t.Details.ThreatDescription, err = text("threat_description", *s.ThreatDescription, maxThreatDescription, true)
+	t.Details.ThreatDescription = strings.TrimSpace(t.Details.ThreatDescription)
+	return err
+}
+
+func checkPackageName(s *Submission, t *Threat, _ time.Time) (err error) {
+	d := &t.Details
+	if t.ReportType != TypePackage {
 		if present(s.PackageName) {
-			key, err := CanonicalKey(t.ReportType, t.Registry, *s.PackageName)
-			if err != nil {
-				return Invalid("package_name", "%s", err.(*FieldError).Message)
-			}
-			if key != t.CanonicalKey {
-				return Invalid("package_name", "must name the same package as resource_identifier (%q is not %q)", *s.PackageName, t.ResourceIdentifier)
-			}
-			d.PackageName = strings.TrimSpace(*s.PackageName)
-		}
-		return nil
-	},
-	"payload_description": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		if present(s.PayloadDescription) {
-			// Kept exactly as written: Markdown and defanged IOCs included.
-			t.Details.PayloadDescription, err = text("payload_description", *s.PayloadDescription, maxPayloadDescription, true)
+			d.PackageName, err = text("package_name", strings.TrimSpace(*s.PackageName), maxShortText, false)
 		}
 		return err
-	},
-	"severity_level": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		if present(s.SeverityLevel) {
-			t.Details.SeverityLevel, err = ParseSeverity(*s.SeverityLevel)
+	}
+	d.PackageName = t.ResourceIdentifier
+	if present(s.PackageName) {
+		key, err := CanonicalKey(t.ReportType, t.Registry, *s.PackageName)
+		if err != nil {
+			return Invalid("package_name", "%s", err.(*FieldError).Message)
 		}
-		return err
-	},
-	"evidence_references": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		if present(s.EvidenceReferences) {
-			t.Details.EvidenceReferences, err = evidence("evidence_references", *s.EvidenceReferences)
+		if key != t.CanonicalKey {
+			return Invalid("package_name", "must name the same package as resource_identifier (%q is not %q)", *s.PackageName, t.ResourceIdentifier)
 		}
-		return err
-	},
-	"contact_email": func(s *Submission, t *Threat, _ time.Time) error {
-		if present(s.ContactEmail) {
-			e := strings.TrimSpace(*s.ContactEmail)
-			if err := ValidateEmail("contact_email", e); err != nil {
-				return err
-			}
-			t.Details.ContactEmail = e
-		}
-		return nil
-	},
-	"tags": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		t.Details.Tags, err = stringList("tags", s.Tags, maxTags, maxTagLen)
-		return err
-	},
-	"version_info": func(s *Submission, t *Threat, _ time.Time) (err error) {
-		if present(s.VersionInfo) {
-			t.Details.VersionInfo, err = versions(*s.VersionInfo)
-		}
-		return err
-	},
-	"last_seen": func(s *Submission, t *Threat, now time.Time) (err error) {
-		d := &t.Details
-		if d.LastSeen, err = timestamp("last_seen", s.LastSeen, now); err != nil {
+		d.PackageName = strings.TrimSpace(*s.PackageName)
+	}
+	return nil
+}
+
+func checkPayloadDescription(s *Submission, t *Threat, _ time.Time) (err error) {
+	if present(s.PayloadDescription) {
+		// Kept exactly as written: Markdown and defanged IOCs included.
+		t.Details.PayloadDescription, err = text("payload_description", *s.PayloadDescription, maxPayloadDescription, true)
+	}
+	return err
+}
+
+func checkSeverityLevel(s *Submission, t *Threat, _ time.Time) (err error) {
+	if present(s.SeverityLevel) {
+		t.Details.SeverityLevel, err = ParseSeverity(*s.SeverityLevel)
+	}
+	return err
+}
+
+func checkEvidenceReferences(s *Submission, t *Threat, _ time.Time) (err error) {
+	if present(s.EvidenceReferences) {
+		t.Details.EvidenceReferences, err = evidence("evidence_references", *s.EvidenceReferences)
+	}
+	return err
+}
+
+func checkContactEmail(s *Submission, t *Threat, _ time.Time) error {
+	if present(s.ContactEmail) {
+		e := strings.TrimSpace(*s.ContactEmail)
+		if err := ValidateEmail("contact_email", e); err != nil {
 			return err
 		}
-		if d.FirstSeen != nil && d.LastSeen != nil && d.LastSeen.Before(*d.FirstSeen) {
-			return Invalid("last_seen", "must not be before first_seen")
+		t.Details.ContactEmail = e
+	}
+	return nil
+}
+
+func checkTags(s *Submission, t *Threat, _ time.Time) (err error) {
+	t.Details.Tags, err = stringList("tags", s.Tags, maxTags, maxTagLen)
+	return err
+}
+
+func checkVersionInfo(s *Submission, t *Threat, _ time.Time) (err error) {
+	if present(s.VersionInfo) {
+		t.Details.VersionInfo, err = versions(*s.VersionInfo)
+	}
+	return err
+}
+
+func checkLastSeen(s *Submission, t *Threat, now time.Time) (err error) {
+	d := &t.Details
+	if d.LastSeen, err = timestamp("last_seen", s.LastSeen, now); err != nil {
+		return err
+	}
+	if d.FirstSeen != nil && d.LastSeen != nil && d.LastSeen.Before(*d.FirstSeen) {
+		return Invalid("last_seen", "must not be before first_seen")
+	}
+	return nil
+}
+
+func checkOSVAdvisoryURL(s *Submission, t *Threat, _ time.Time) error {
+	if present(s.OSVAdvisoryURL) {
+		if _, err := canonicalHTTPURL("osv_advisory_url", strings.TrimSpace(*s.OSVAdvisoryURL)); err != nil {
+			return err
 		}
-		return nil
-	},
-	"osv_advisory_url": func(s *Submission, t *Threat, _ time.Time) error {
-		if present(s.OSVAdvisoryURL) {
-			if _, err := canonicalHTTPURL("osv_advisory_url", strings.TrimSpace(*s.OSVAdvisoryURL)); err != nil {
-				return err
-			}
-			t.Details.OSVAdvisoryURL = strings.TrimSpace(*s.OSVAdvisoryURL)
-		}
-		return nil
-	},
+		t.Details.OSVAdvisoryURL = strings.TrimSpace(*s.OSVAdvisoryURL)
+	}
+	return nil
 }
 
 // text validates free text: valid UTF-8, at most max characters, no control

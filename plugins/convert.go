@@ -2,11 +2,8 @@ package plugins
 
 import (
 	"encoding/json"
-	"fmt"
-	"reflect"
 	"time"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
@@ -149,92 +146,14 @@ func threatFromPB(t *pb.Threat) core.Threat {
 	return out
 }
 
-// detailsPB pairs each field of core.Details with the pb.Details field of
-// the same name (its JSON name), so the conversion below needs no change
-// when a field is added to both. The Go and proto types must be one of the
-// pairs the conversion knows (TestDetailsCrossThePlugin).
-var detailsPB = func() []protoreflect.FieldDescriptor {
-	md := (&pb.Details{}).ProtoReflect().Descriptor()
-	dt := reflect.TypeFor[core.Details]()
-	out := make([]protoreflect.FieldDescriptor, len(core.DetailFields))
-	for i, f := range core.DetailFields {
-		fd := md.Fields().ByName(protoreflect.Name(f.Name))
-		if fd == nil {
-			panic(fmt.Sprintf("plugins: pb.Details has no field %s", f.Name))
-		}
-		goType, ok := dt.Field(f.Index).Type, false
-		switch {
-		case goType.Kind() == reflect.String:
-			ok = fd.Kind() == protoreflect.StringKind && !fd.IsList()
-		case goType == reflect.TypeFor[[]string]():
-			ok = fd.Kind() == protoreflect.StringKind && fd.IsList()
-		case goType == reflect.TypeFor[*time.Time]():
-			ok = fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Timestamp"
-		case goType == reflect.TypeFor[*int64]():
-			ok = fd.Kind() == protoreflect.Int64Kind && fd.HasPresence()
-		}
-		if !ok {
-			panic(fmt.Sprintf("plugins: core.Details.%s (%s) cannot be carried as pb.Details.%s (%s)", dt.Field(f.Index).Name, goType, f.Name, fd.Kind()))
-		}
-		out[i] = fd
-	}
-	return out
-}()
-
-func detailsToPB(d core.Details) *pb.Details {
-	out := &pb.Details{}
-	m, in := out.ProtoReflect(), reflect.ValueOf(d)
-	for i, f := range core.DetailFields {
-		fd, v := detailsPB[i], in.Field(f.Index)
-		switch {
-		case v.Kind() == reflect.String:
-			if v.Len() > 0 {
-				m.Set(fd, protoreflect.ValueOfString(v.String()))
-			}
-		case v.Kind() == reflect.Slice:
-			list := m.Mutable(fd).List()
-			for _, s := range v.Interface().([]string) {
-				list.Append(protoreflect.ValueOfString(s))
-			}
-		case v.IsNil():
-		case fd.Kind() == protoreflect.MessageKind:
-			m.Set(fd, protoreflect.ValueOfMessage(timestamppb.New(*v.Interface().(*time.Time)).ProtoReflect()))
-		default:
-			m.Set(fd, protoreflect.ValueOfInt64(v.Elem().Int()))
-		}
-	}
-	return out
-}
-
-// detailsFromPB is detailsToPB's inverse; lists are never nil.
-func detailsFromPB(p *pb.Details) core.Details {
-	var d core.Details
+// int64Copy copies an optional number, so the result shares nothing with
+// the message.
+func int64Copy(p *int64) *int64 {
 	if p == nil {
-		return d
+		return nil
 	}
-	m, out := p.ProtoReflect(), reflect.ValueOf(&d).Elem()
-	for i, f := range core.DetailFields {
-		fd, dst := detailsPB[i], out.Field(f.Index)
-		switch {
-		case dst.Kind() == reflect.String:
-			dst.SetString(m.Get(fd).String())
-		case dst.Kind() == reflect.Slice:
-			list := m.Get(fd).List()
-			s := make([]string, list.Len())
-			for j := range s {
-				s[j] = list.Get(j).String()
-			}
-			dst.Set(reflect.ValueOf(s))
-		case !m.Has(fd):
-		case fd.Kind() == protoreflect.MessageKind:
-			t := m.Get(fd).Message().Interface().(*timestamppb.Timestamp).AsTime().UTC()
-			dst.Set(reflect.ValueOf(&t))
-		default:
-			n := m.Get(fd).Int()
-			dst.Set(reflect.ValueOf(&n))
-		}
-	}
-	return d
+	n := *p
+	return &n
 }
 
 func policyToPB(p core.SubmitPolicy) *pb.SubmitPolicy {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -82,13 +81,12 @@ func getThreatsSQL(d Dialect, iocs bool) string {
 	cols := []string{"t.id", "t.report_type", "t.resource_identifier", "t.registry", "t.canonical_key", "t.status",
 		"t.submitter_id", "t.revision", "t.source", "t.upstream_id", stamp("t.created_at"), stamp("t.updated_at"),
 		stamp("t.verified_at"), "t.verified_by", stamp("t.upstream_modified"), "t.all_versions", "t.version", "d.threat_id"}
-	dt := reflect.TypeFor[core.Details]()
 	for _, f := range core.DetailFields {
 		col := "d." + f.Name
-		switch dt.Field(f.Index).Type {
-		case reflect.TypeFor[*time.Time]():
+		switch f.Kind {
+		case core.FieldTime:
 			col = stamp(col)
-		case reflect.TypeFor[[]string]():
+		case core.FieldList:
 			if d != SQLite {
 				col += "::text"
 			}
@@ -206,11 +204,8 @@ func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
 		return r, nil
 	}
 	d := detailsRow{ThreatID: detailsID.String}
-	out := reflect.ValueOf(&d.Details).Elem()
-	for i, f := range core.DetailFields {
-		if err := scanDetail(out.Field(f.Index), details[i]); err != nil {
-			return r, fmt.Errorf("report %s: %s: %w", r.ID, f.Name, err)
-		}
+	if err := scanDetails(&d.Details, details); err != nil {
+		return r, fmt.Errorf("report %s: %w", r.ID, err)
 	}
 	if len(iocs) > 2 { // not NULL, not []
 		if err := json.Unmarshal(iocs, &d.IOCs); err != nil {
@@ -221,48 +216,68 @@ func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
 	return r, nil
 }
 
-// scanDetail sets a field of core.Details from its column as getThreatsSQL
-// reads it: text, JSON text for lists, timestamp text, or a whole number.
-func scanDetail(dst reflect.Value, col sql.Null[any]) error {
+// The scans of a field of core.Details from its column as getThreatsSQL
+// reads it, by kind (scanDetails calls them): text, JSON text for lists,
+// timestamp text, or a whole number. NULL leaves the field empty.
+
+func scanText(dst *string, col sql.Null[any]) error {
+	text, ok, err := columnText(col)
+	if ok {
+		*dst = text
+	}
+	return err
+}
+
+func scanList(dst *[]string, col sql.Null[any]) error {
+	text, ok, err := columnText(col)
+	if !ok || err != nil || text == "" {
+		return err
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(text), &list); err != nil {
+		return err
+	}
+	*dst = list
+	return nil
+}
+
+func scanTime(dst **time.Time, col sql.Null[any]) error {
+	text, ok, err := columnText(col)
+	if !ok || err != nil {
+		return err
+	}
+	t, err := parseStamp(text)
+	if err != nil {
+		return err
+	}
+	*dst = &t
+	return nil
+}
+
+func scanCount(dst **int64, col sql.Null[any]) error {
 	if !col.Valid {
 		return nil
 	}
-	var text string
-	switch v := col.V.(type) {
-	case int64:
-		if dst.Type() != reflect.TypeFor[*int64]() {
-			return fmt.Errorf("unexpected number")
-		}
-		dst.Set(reflect.ValueOf(&v))
-		return nil
-	case string:
-		text = v
-	case []byte:
-		text = string(v)
-	default:
-		return fmt.Errorf("unexpected %T", v)
+	n, ok := col.V.(int64)
+	if !ok {
+		return fmt.Errorf("unexpected %T for a number", col.V)
 	}
-	switch {
-	case dst.Kind() == reflect.String:
-		dst.SetString(text)
-	case dst.Type() == reflect.TypeFor[[]string]():
-		var list []string
-		if text != "" {
-			if err := json.Unmarshal([]byte(text), &list); err != nil {
-				return err
-			}
-		}
-		dst.Set(reflect.ValueOf(list))
-	case dst.Type() == reflect.TypeFor[*time.Time]():
-		t, err := parseStamp(text)
-		if err != nil {
-			return err
-		}
-		dst.Set(reflect.ValueOf(&t))
-	default:
-		return fmt.Errorf("unexpected text for %s", dst.Type())
-	}
+	*dst = &n
 	return nil
+}
+
+// columnText is a text column's value, and whether it is not NULL.
+func columnText(col sql.Null[any]) (string, bool, error) {
+	if !col.Valid {
+		return "", false, nil
+	}
+	switch v := col.V.(type) {
+	case string:
+		return v, true, nil
+	case []byte:
+		return string(v), true, nil
+	}
+	return "", false, fmt.Errorf("unexpected %T for text", col.V)
 }
 
 func nullStr(s sql.NullString) *string {

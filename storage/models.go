@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -171,7 +170,11 @@ type detailsRow struct {
 // from another package, so the model's field is marked here, once, before
 // db runs any query).
 func optionalDetails(db *bun.DB) error {
-	table := db.Table(reflect.TypeFor[detailsRow]())
+	model, ok := db.NewSelect().Model((*detailsRow)(nil)).GetModel().(bun.TableModel)
+	if !ok {
+		return fmt.Errorf("storage: bun has no table model for detailsRow")
+	}
+	table := model.Table()
 	for _, f := range core.DetailFields {
 		col := table.LookupField(f.Name)
 		if col == nil {
@@ -255,23 +258,6 @@ func (r threatRow) domain() core.Threat {
 		t.Details.SeverityLevel = core.Severity(*r.SeverityLevel) // a listing
 	}
 	return t
-}
-
-// storedDetails returns d as storage writes and returns it: lists never
-// nil (their columns are NOT NULL JSON), times in UTC.
-func storedDetails(d core.Details) core.Details {
-	v := reflect.ValueOf(&d).Elem()
-	for _, f := range core.DetailFields {
-		switch fv := v.Field(f.Index); x := fv.Interface().(type) {
-		case []string:
-			if x == nil {
-				fv.Set(reflect.ValueOf([]string{}))
-			}
-		case *time.Time:
-			fv.Set(reflect.ValueOf(utcPtr(x)))
-		}
-	}
-	return d
 }
 
 func (r eventRow) domain() core.ReviewEvent {

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -425,7 +424,7 @@ func insertSorted[T any](ctx context.Context, db bun.IDB, rows []T, order func(a
 		n := min(len(rows), 2000)
 		batch := rows[:n]
 		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (" + key + ") DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
-			return fmt.Errorf("%s: %w", db.Dialect().Tables().Get(reflect.TypeFor[T]()).Name, err)
+			return fmt.Errorf("%T: %w", batch[0], err)
 		}
 		rows = rows[n:]
 	}

@@ -1,3 +1,5 @@
+// Package coretest has helpers for tests of the layers that carry a
+// report's fields.
 package coretest
 
 import (

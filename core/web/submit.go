@@ -13,21 +13,15 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// The submit form's text fields, by their JSON names (spec §2.1).
-var formTextFields = []string{"report_type", "resource_identifier", "threat_description", "package_name", "registry",
-	"publisher", "payload_description", "severity_level", "evidence_references", "contact_email", "version_info",
-	"first_seen", "last_seen", "osv_advisory_url"}
-
-// fieldLabels are the submit form's labels, by JSON name: errors name the
-// field as the form does, not as the API does.
-var fieldLabels = map[string]string{
-	"report_type": "Report type", "resource_identifier": "Resource identifier", "registry": "Registry",
-	"package_name": "Package name", "version_info": "Affected versions", "threat_description": "Threat description",
-	"payload_description": "Payload description", "severity_level": "Severity", "evidence_references": "Evidence references",
-	"tags": "Tags", "publisher": "Publisher", "first_seen": "First seen", "last_seen": "Last seen",
-	"download_count": "Download count", "osv_advisory_url": "OSV advisory URL", "contributors": "Contributors",
-	"contact_email": "Contact e-mail",
-}
+// fieldLabels are the submit form's labels, by JSON name (core/fields.txt):
+// errors name the field as the form does, not as the API does.
+var fieldLabels = func() map[string]string {
+	out := map[string]string{}
+	for _, f := range core.SubmitFields {
+		out[f.Name] = f.Label
+	}
+	return out
+}()
 
 // humanFields rewrites the API's field names in a message as the form's
 // labels ("must not be before first_seen" → "… before First seen").
@@ -104,30 +98,25 @@ var formFieldOrder = []string{"report_type", "resource_identifier", "registry", 
 func formSubmission(f url.Values) (core.Submission, map[string]string) {
 	var sub core.Submission
 	errs := map[string]string{}
-	text := map[string]**string{
-		"report_type": &sub.ReportType, "resource_identifier": &sub.ResourceIdentifier,
-		"threat_description": &sub.ThreatDescription, "package_name": &sub.PackageName, "registry": &sub.Registry,
-		"publisher": &sub.Publisher, "payload_description": &sub.PayloadDescription, "severity_level": &sub.SeverityLevel,
-		"evidence_references": &sub.EvidenceReferences, "contact_email": &sub.ContactEmail, "version_info": &sub.VersionInfo,
-		"first_seen": &sub.FirstSeen, "last_seen": &sub.LastSeen, "osv_advisory_url": &sub.OSVAdvisoryURL,
-	}
-	for _, name := range formTextFields {
-		v := f.Get(name)
-		if name == "payload_description" || name == "threat_description" {
-			v = strings.ReplaceAll(v, "\r\n", "\n") // browsers send CRLF line breaks
-		}
-		if strings.TrimSpace(v) != "" {
-			*text[name] = &v
-		}
-	}
-	sub.Tags = commaList(f.Get("tags"))
-	sub.Contributors = commaList(f.Get("contributors"))
-	if v := strings.TrimSpace(f.Get("download_count")); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs["download_count"] = "Download count must be a whole number."
-		} else {
-			sub.DownloadCount = &n
+	for _, field := range core.SubmitFields {
+		v := f.Get(field.Name)
+		switch field.Kind {
+		case core.FieldList:
+			field.SetList(&sub, commaList(v))
+		case core.FieldCount:
+			if v = strings.TrimSpace(v); v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					errs[field.Name] = field.Label + " must be a whole number."
+				} else {
+					field.SetCount(&sub, &n)
+				}
+			}
+		default:
+			v = strings.ReplaceAll(v, "\r\n", "\n") // browsers send CRLF line breaks in a textarea
+			if strings.TrimSpace(v) != "" {
+				field.SetText(&sub, &v)
+			}
 		}
 	}
 	return sub, errs
