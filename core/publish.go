@@ -31,3 +31,20 @@ func Merged(cur Threat, patch Patch, at time.Time) (Threat, error) {
 func NewExportRecord(t Threat) ExportRecord {
 	return ExportRecord{Threat: t, IOCs: t.IOCs}
 }
+
+// SummaryOf is what the in-memory index keeps of a verified report: the one
+// definition of it. Storage's EachVerifiedSummary reads the same facts
+// from their columns for the start-up load (the contract suite checks that
+// it agrees with SummaryOf for every report); the index applies a change
+// with SummaryOf. The version list is kept only when the report does not
+// affect every version.
+func SummaryOf(t Threat) Summary {
+	s := Summary{ID: t.ID, CanonicalKey: t.CanonicalKey, ReportType: t.ReportType, Registry: t.Registry, AllVersions: t.AllVersions}
+	if t.VerifiedAt != nil {
+		s.VerifiedAt = t.VerifiedAt.UTC()
+	}
+	if !t.AllVersions {
+		s.VersionInfo = t.Details.VersionInfo
+	}
+	return s
+}

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -299,10 +298,5 @@ func (x *Index) applyOne(t core.Threat) error {
 		x.Remove(t.CanonicalKey, t.ID)
 		return nil
 	}
-	var at time.Time
-	if t.VerifiedAt != nil {
-		at = *t.VerifiedAt
-	}
-	return x.Put(core.Summary{ID: t.ID, CanonicalKey: t.CanonicalKey, ReportType: t.ReportType, Registry: t.Registry,
-		VerifiedAt: at, VersionInfo: t.Details.VersionInfo, AllVersions: t.AllVersions})
+	return x.Put(core.SummaryOf(t))
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Browse", testBrowse},
 		{"AccountChanges", testAccountChanges},
 		{"DerivedIndicators", testDerivedIndicators},
+		{"SummaryOf", testSummaryOf},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, backend) })
