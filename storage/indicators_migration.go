@@ -26,8 +26,8 @@ var indicatorsBackfill = migrate.Migration{
 	},
 }
 
-// backfillIndicators works out the indicators of the verified reports, 500
-// at a time in id order (the primary key's).
+// backfillIndicators works out the indicators of the verified reports,
+// backfillBatch at a time in id order (the primary key's).
 func backfillIndicators(ctx context.Context, db *bun.DB) error {
 	// A range of the primary key per batch: SQLite's planner chose the
 	// status index and sorted every verified report after the position
@@ -37,26 +37,17 @@ func backfillIndicators(ctx context.Context, db *bun.DB) error {
 	if db.Dialect().Name() == dialect.SQLite {
 		status = "+" + status
 	}
-	after := ""
-	for {
-		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", detailsWithoutIOCs).
+	next := func(ctx context.Context, after string) (rows []threatRow, err error) {
+		err = db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", detailsWithoutIOCs).
 			Where(status+" AND threat_row.id > ?", string(core.StatusVerified), after).
-			OrderExpr("threat_row.id").Limit(500).Scan(ctx); err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		after = rows[len(rows)-1].ID
+			OrderExpr("threat_row.id").Limit(backfillBatch).Scan(ctx)
+		return rows, err
+	}
+	return backfill(ctx, db, next, threatRowID, func(ctx context.Context, tx bun.Tx, rows []threatRow) error {
 		var indicators []indicatorRow
 		for _, r := range rows {
 			indicators = indicatorRows(indicators, r.ID, core.Derive(r.domain()).IOCs)
 		}
-		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			return insertIndicators(ctx, tx, indicators)
-		}); err != nil {
-			return err
-		}
-	}
+		return insertIndicators(ctx, tx, indicators)
+	})
 }

@@ -31,34 +31,25 @@ var iocsBackfill = migrate.Migration{
 // backfillIOCs derives and writes the indicators of the reports whose
 // iocs column is NULL.
 func backfillIOCs(ctx context.Context, db *bun.DB) error {
-	after := ""
-	for {
-		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).Relation("Details").
+	next := func(ctx context.Context, after string) (rows []threatRow, err error) {
+		err = db.NewSelect().Model(&rows).Relation("Details").
 			Where("threat_row.id > ?", after).Where(`"details"."iocs" IS NULL`).
-			OrderExpr("threat_row.id").Limit(500).Scan(ctx); err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		after = rows[len(rows)-1].ID
-		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			for _, r := range rows {
-				if r.Details == nil {
-					continue
-				}
-				iocs, err := json.Marshal(storedIOCs(core.Derive(r.domain()).IOCs))
-				if err != nil {
-					return err
-				}
-				if _, err := tx.NewUpdate().Table("threat_details").Set("iocs = ?", string(iocs)).Where("threat_id = ?", r.ID).Exec(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
+			OrderExpr("threat_row.id").Limit(backfillBatch).Scan(ctx)
+		return rows, err
 	}
+	return backfill(ctx, db, next, threatRowID, func(ctx context.Context, tx bun.Tx, rows []threatRow) error {
+		for _, r := range rows {
+			if r.Details == nil {
+				continue
+			}
+			iocs, err := json.Marshal(storedIOCs(core.Derive(r.domain()).IOCs))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.NewUpdate().Table("threat_details").Set("iocs = ?", string(iocs)).Where("threat_id = ?", r.ID).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -73,31 +73,22 @@ WHERE f.seq = m.seq AND m.nat <> f.at`)
 }
 
 // backfillObjectIDs records the STIX object ids of every report with a
-// published change, 500 reports at a time.
+// published change, backfillBatch reports at a time.
 func backfillObjectIDs(ctx context.Context, db *bun.DB) error {
-	after := ""
-	for {
-		var ids []string
-		if err := db.NewSelect().Table("feed_events").ColumnExpr("DISTINCT threat_id").Where("threat_id > ?", after).
-			OrderExpr("threat_id").Limit(500).Scan(ctx, &ids); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		after = ids[len(ids)-1]
+	next := func(ctx context.Context, after string) (ids []string, err error) {
+		err = db.NewSelect().Table("feed_events").ColumnExpr("DISTINCT threat_id").Where("threat_id > ?", after).
+			OrderExpr("threat_id").Limit(backfillBatch).Scan(ctx, &ids)
+		return ids, err
+	}
+	return backfill(ctx, db, next, func(id string) string { return id }, func(ctx context.Context, tx bun.Tx, ids []string) error {
 		var rows []threatRow
-		if err := db.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", detailsWithoutIOCs).Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&rows).ExcludeColumn(laterThreatColumns...).Relation("Details", detailsWithoutIOCs).Where("threat_row.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 			return err
 		}
 		var objects []stixObjectRow
 		for _, r := range rows {
 			objects = objectRows(objects, r.ID, core.Derive(r.domain()).IOCs)
 		}
-		if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			return insertObjectIDs(ctx, tx, objects)
-		}); err != nil {
-			return err
-		}
-	}
+		return insertObjectIDs(ctx, tx, objects)
+	})
 }
