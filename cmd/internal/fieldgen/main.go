@@ -63,12 +63,12 @@ func main() {
 	details := slices.DeleteFunc(slices.Clone(fields), func(f field) bool { return f.Identity })
 	slices.SortFunc(details, func(a, b field) int { return a.Record - b.Record })
 	out := map[string][]byte{
-		"core/fields_gen.go":              coreFile(fields, details),
-		"core/api/record_gen.go":          apiFile(details),
-		"plugins/details_gen.go":          pluginsFile(details),
-		"storage/details_gen.go":          storageFile(details),
-		"core/coretest/fill_gen.go":       fillFile(details),
-		"plugins/proto/v1/details.proto":  protoFile(details),
+		"core/fields_gen.go":             coreFile(fields, details),
+		"core/api/record_gen.go":         apiFile(details),
+		"plugins/details_gen.go":         pluginsFile(details),
+		"storage/details_gen.go":         storageFile(details),
+		"core/coretest/fill_gen.go":      fillFile(details),
+		"plugins/proto/v1/details.proto": protoFile(details),
 	}
 	for path, src := range out {
 		if strings.HasSuffix(path, ".go") {
