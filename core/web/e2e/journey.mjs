@@ -131,7 +131,22 @@ async function phoneCheck(page, path) {
 // shot audits the page and saves its screenshot.
 async function shot(page, name) {
   await audit(page, name);
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  await capture(page, `${name}.png`);
+}
+
+// capture saves a full-page screenshot. Chromium on a loaded machine (the
+// race-enabled suite beside it) can fail one with "Unable to capture
+// screenshot" although the page is fine; that is tried again, twice,
+// and any other error is the test's.
+async function capture(page, file) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await page.screenshot({ path: join(SHOTS, file), fullPage: true });
+    } catch (e) {
+      if (attempt >= 3 || !String(e).includes("Unable to capture screenshot")) throw e;
+      await page.waitForTimeout(500);
+    }
+  }
 }
 
 // go loads a path and checks its status.
@@ -417,7 +432,7 @@ try {
   for (const [path, name] of phonePages) {
     await go(phone, path);
     await phoneCheck(phone, path);
-    await phone.screenshot({ path: join(SHOTS, `phone-${name}.png`), fullPage: true });
+    await capture(phone, `phone-${name}.png`);
   }
   // The reviewer's pages on a phone: the queue and a revision's diff.
   const ritaPhone = watch(await (await newContext(browser, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true,
@@ -425,7 +440,7 @@ try {
   for (const [path, name] of [["/review", "review-queue"], ["/me/submissions", "my-submissions"], ["/settings/tokens", "tokens"]]) {
     await go(ritaPhone, path);
     await phoneCheck(ritaPhone, path);
-    await ritaPhone.screenshot({ path: join(SHOTS, `phone-${name}.png`), fullPage: true });
+    await capture(ritaPhone, `phone-${name}.png`);
   }
 
   // Log out: the session ends.
@@ -472,10 +487,10 @@ try {
     storageState: await samCtx.storageState() })).newPage(), "sam-phone");
   await go(samPhone, "/settings/account");
   await phoneCheck(samPhone, "/settings/account");
-  await samPhone.screenshot({ path: join(SHOTS, "phone-account.png"), fullPage: true });
+  await capture(samPhone, "phone-account.png");
   await go(ritaPhone, "/admin/users");
   await phoneCheck(ritaPhone, "/admin/users");
-  await ritaPhone.screenshot({ path: join(SHOTS, "phone-users.png"), fullPage: true });
+  await capture(ritaPhone, "phone-users.png");
 
   // An administrator disables Sam (after a confirmation): Sam's session
   // and token are refused at once and the log-in says why; then enables.
