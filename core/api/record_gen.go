@@ -29,19 +29,19 @@ type recordDetails struct {
 
 func newRecordDetails(d core.Details) recordDetails {
 	return recordDetails{
-		ThreatDescription:  nullable(string(d.ThreatDescription)),
-		PackageName:        nullable(string(d.PackageName)),
-		Publisher:          nullable(string(d.Publisher)),
-		PayloadDescription: nullable(string(d.PayloadDescription)),
+		ThreatDescription:  nullable(d.ThreatDescription),
+		PackageName:        nullable(d.PackageName),
+		Publisher:          nullable(d.Publisher),
+		PayloadDescription: nullable(d.PayloadDescription),
 		SeverityLevel:      nullable(string(d.SeverityLevel)),
-		EvidenceReferences: nullable(string(d.EvidenceReferences)),
-		ContactEmail:       nullable(string(d.ContactEmail)),
+		EvidenceReferences: nullable(d.EvidenceReferences),
+		ContactEmail:       nullable(d.ContactEmail),
 		Tags:               nonNil(d.Tags),
 		Contributors:       nonNil(d.Contributors),
-		VersionInfo:        nullable(string(d.VersionInfo)),
+		VersionInfo:        nullable(d.VersionInfo),
 		FirstSeen:          d.FirstSeen,
 		LastSeen:           d.LastSeen,
-		OSVAdvisoryURL:     nullable(string(d.OSVAdvisoryURL)),
+		OSVAdvisoryURL:     nullable(d.OSVAdvisoryURL),
 		DownloadCount:      d.DownloadCount,
 	}
 }

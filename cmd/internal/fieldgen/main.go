@@ -5,8 +5,8 @@
 // conversion, the storage scan, and a test filler. Each field is handled by
 // typed code for its kind, so a field the table and a layer disagree on is
 // a compile error, not a panic at start-up. Run `make fields` (or `go
-// generate ./core`) after editing the table; `make fields-check` fails when
-// the committed code differs from what it writes.
+// generate ./core`) after editing the table; `make fields-check` (-check) fails
+// when the committed code differs from what it writes.
 package main
 
 import (
@@ -33,6 +33,14 @@ type field struct {
 
 func (f field) optional() bool { return !f.Required }
 
+// text is the field of recv as a string: a severity converted, text as is.
+func (f field) text(recv string) string {
+	if f.Kind == "severity" {
+		return "string(" + recv + "." + f.Go + ")"
+	}
+	return recv + "." + f.Go
+}
+
 // pbName is the Go name protoc-gen-go gives the proto field f.Name.
 func (f field) pbName() string {
 	var b strings.Builder
@@ -55,6 +63,7 @@ var kinds = map[string]struct {
 func main() {
 	table := flag.String("table", "core/fields.txt", "the field table")
 	root := flag.String("root", ".", "the repository's root")
+	check := flag.Bool("check", false, "write nothing; fail naming each file that differs from what would be written")
 	flag.Parse()
 	fields, err := parse(*table)
 	if err != nil {
@@ -70,6 +79,7 @@ func main() {
 		"core/coretest/fill_gen.go":      fillFile(details),
 		"plugins/proto/v1/details.proto": protoFile(details),
 	}
+	var stale []string
 	for path, src := range out {
 		if strings.HasSuffix(path, ".go") {
 			formatted, err := format.Source(src)
@@ -78,9 +88,19 @@ func main() {
 			}
 			src = formatted
 		}
+		if *check {
+			if have, err := os.ReadFile(filepath.Join(*root, path)); err != nil || !bytes.Equal(have, src) {
+				stale = append(stale, path)
+			}
+			continue
+		}
 		if err := os.WriteFile(filepath.Join(*root, path), src, 0o644); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		log.Fatalf("not what %s writes (run make fields): %s", *table, strings.Join(stale, ", "))
 	}
 }
 
@@ -233,10 +253,7 @@ type Submission struct {`)
 	for _, f := range details {
 		switch f.Kind {
 		case "text", "severity":
-			val := "d." + f.Go
-			if f.Kind == "severity" {
-				val = "string(" + val + ")"
-			}
+			val := f.text("d")
 			if f.optional() {
 				w.p("\tif d.%[1]s != \"\" {\n\t\tv := %[2]s\n\t\ts.%[1]s = &v\n\t}", f.Go, val)
 			} else {
@@ -276,7 +293,7 @@ func apiFile(details []field) []byte {
 	for _, f := range details {
 		switch f.Kind {
 		case "text", "severity":
-			w.p("\t\t%[1]s: nullable(string(d.%[1]s)),", f.Go)
+			w.p("\t\t%s: nullable(%s),", f.Go, f.text("d"))
 		case "list":
 			w.p("\t\t%[1]s: nonNil(d.%[1]s),", f.Go)
 		default:
@@ -294,7 +311,7 @@ func pluginsFile(details []field) []byte {
 	for _, f := range details {
 		switch f.Kind {
 		case "severity":
-			w.p("\t\t%s: string(d.%s),", f.pbName(), f.Go)
+			w.p("\t\t%s: %s,", f.pbName(), f.text("d"))
 		case "time":
 			w.p("\t\t%s: tsPtr(d.%s),", f.pbName(), f.Go)
 		default:
