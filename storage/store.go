@@ -423,8 +423,9 @@ func insertSorted[T any](ctx context.Context, db bun.IDB, rows []T, order func(a
 	for len(rows) > 0 {
 		n := min(len(rows), 2000)
 		batch := rows[:n]
-		if _, err := db.NewInsert().Model(&batch).On("CONFLICT (" + key + ") DO NOTHING").Returning("NULL").Exec(ctx); err != nil {
-			return fmt.Errorf("%T: %w", batch[0], err)
+		q := db.NewInsert().Model(&batch).On("CONFLICT (" + key + ") DO NOTHING").Returning("NULL")
+		if _, err := q.Exec(ctx); err != nil {
+			return fmt.Errorf("%s: %w", q.GetTableName(), err)
 		}
 		rows = rows[n:]
 	}
