@@ -127,11 +127,11 @@ reference-data:
 	bash cmd/internal/refdata/fetch.sh "$(REFERENCE)" "$(STIX_SCHEMAS_REV)" "$(OSV_SCHEMA_REV)"
 
 # The fuzz targets: the submit decoder/validator, identifier normalisation,
-# and the indicator patterns' guards (core/iocscan.go).
+# and the indicator patterns' guards (core/ioc/scan.go).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
-	$(GO) test -run '^$$' -fuzz '^FuzzGuards$$' -fuzztime $(FUZZ_GUARDS) ./core/
+	$(GO) test -run '^$$' -fuzz '^FuzzGuards$$' -fuzztime $(FUZZ_GUARDS) ./core/ioc/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_SCAN) ./core/scan/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
@@ -143,11 +143,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 # Regenerate the plugin protocol code (needs Debian's protoc: apt-get install protobuf-compiler).
-# core/tlds_gen.go: the ICANN top-level domains, from Debian's publicsuffix
+# core/ioc/tlds_gen.go: the ICANN top-level domains, from Debian's publicsuffix
 # package (x/net/publicsuffix has them but imports net/http/cookiejar, which
 # core may not).
 tlds:
-	$(GO) run ./cmd/internal/tldgen -in /usr/share/publicsuffix/public_suffix_list.dat -out core/tlds_gen.go
+	$(GO) run ./cmd/internal/tldgen -in /usr/share/publicsuffix/public_suffix_list.dat -out core/ioc/tlds_gen.go
 
 # The code that carries a report's fields through every layer, from the
 # table core/fields.txt (docs/architecture.md, "Adding a report field"):

@@ -1,17 +1,20 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // ExportRecord is one verified threat handed to an exporter.
 type ExportRecord struct {
 	Threat Threat
-	IOCs   []IOC
+	IOCs   []ioc.IOC
 }
 
 // ExportRequest is what an exporter receives.
@@ -107,3 +110,10 @@ type ObjectsDocument struct {
 // OSV exporter for {"vulns": [...]}: the OSV records of the request's
 // reports as JSON (the OSV query API).
 const OSVRecordsFormat = "osv-records"
+
+// BufferWriter collects an exporter's document in memory (a small one:
+// a page of objects, a few OSV records).
+type BufferWriter struct{ bytes.Buffer }
+
+// Start implements ExportWriter.
+func (*BufferWriter) Start(string) error { return nil }

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestDomainImports keeps the domain free of HTTP, SQL and gRPC: core,
-// core/ratelimit and core/index depend on the standard library, uuid, idna
-// and an LRU only.
+// TestDomainImports keeps the domain free of HTTP, SQL and gRPC: core and
+// its domain subpackages depend on the standard library, uuid, idna,
+// packageurl-go and an LRU only.
 func TestDomainImports(t *testing.T) {
 	forbidden := []string{
 		"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc",
@@ -16,7 +16,8 @@ func TestDomainImports(t *testing.T) {
 		"github.com/threatd/threatd/plugins", "github.com/threatd/threatd/storage",
 		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
 	}
-	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index", "github.com/threatd/threatd/core/firewall", "github.com/threatd/threatd/core/scan"} {
+	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/taxii",
+		"github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index", "github.com/threatd/threatd/core/firewall", "github.com/threatd/threatd/core/scan"} {
 		for _, d := range deps(t, pkg, 5) {
 			// uuid brings database/sql/driver (for Scan/Value); database/sql itself is forbidden.
 			if d == "database/sql" {
@@ -27,6 +28,16 @@ func TestDomainImports(t *testing.T) {
 					t.Errorf("%s depends on %s (forbidden in the domain)", pkg, d)
 				}
 			}
+		}
+	}
+}
+
+// TestIOCIsALeaf keeps core/ioc below core: the indicator scanner imports
+// no threatd package, so core (and every format) can build on it.
+func TestIOCIsALeaf(t *testing.T) {
+	for _, d := range deps(t, "github.com/threatd/threatd/core/ioc", 5) {
+		if strings.HasPrefix(d, "github.com/threatd/threatd/") && d != "github.com/threatd/threatd/core/ioc" {
+			t.Errorf("core/ioc depends on %s (it must import no threatd package)", d)
 		}
 	}
 }

@@ -33,9 +33,9 @@ func (t *Threat) ApproxSize() int {
 	for _, s := range d.Contributors {
 		n += len(s) + 2
 	}
-	for _, ioc := range t.IOCs {
-		n += 48 + len(ioc.Value) + len(ioc.Detail)
-		for _, v := range ioc.Versions {
+	for _, ind := range t.IOCs {
+		n += 48 + len(ind.Value) + len(ind.Detail)
+		for _, v := range ind.Versions {
 			n += len(v) + 2
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // FeedLimits are the anti-harvesting caps of the paid endpoints.
@@ -21,12 +22,12 @@ type Paid struct {
 	store  Store
 	limits FeedLimits
 	now    func() time.Time
-	signer signer
+	signer *Signer
 }
 
 // NewPaid returns the paid use cases.
 func NewPaid(store Store, limits FeedLimits) *Paid {
-	return &Paid{store: store, limits: limits, now: time.Now, signer: signer{store: store}}
+	return &Paid{store: store, limits: limits, now: time.Now, signer: NewSigner(store)}
 }
 
 // cursorTTL bounds how long a cursor may be used.
@@ -49,12 +50,12 @@ type cursor struct {
 
 func (p *Paid) encode(ctx context.Context, c cursor) (string, error) {
 	body, _ := json.Marshal(c)
-	return p.signer.sign(ctx, body)
+	return p.signer.Sign(ctx, body)
 }
 
 func (p *Paid) decode(ctx context.Context, s, kind, params, token string) (cursor, error) {
 	bad := Invalid("cursor", "is not a cursor this query issued (a cursor is bound to its query and its token, and expires)")
-	body, ok, err := p.signer.open(ctx, s)
+	body, ok, err := p.signer.Open(ctx, s)
 	if err != nil {
 		return cursor{}, err
 	}
@@ -240,7 +241,7 @@ type ThreatData struct {
 	Threat    Threat
 	Revisions []Revision
 	Events    []ReviewEvent
-	IOCs      []IOC
+	IOCs      []ioc.IOC
 }
 
 // Data returns the full record of a verified report (its submitter and

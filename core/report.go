@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"time"
+
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // ReportType is the kind of asset a threat report is about (spec §2.1).
@@ -144,7 +146,7 @@ type Threat struct {
 	// keeps them with the content; every reader (the index, TAXII, the
 	// exports, MISP, the web pages) reads these instead of working them
 	// out again.
-	IOCs []IOC
+	IOCs []ioc.IOC
 }
 
 // ShowsContactTo says whether viewer may see t's contact e-mail: its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // Revision states.
@@ -47,7 +48,7 @@ type Modification struct {
 	// IOCs the indicators of the merged content (Derive); storage refuses
 	// the change with ErrStale when the report is no longer at Version.
 	Version int
-	IOCs    []IOC
+	IOCs    []ioc.IOC
 }
 
 // RevisionDecision is a reviewer's decision on a pending revision.
@@ -63,7 +64,7 @@ type RevisionDecision struct {
 	// (Derive); storage refuses the approval with ErrStale when the report
 	// is no longer at Version.
 	Version int
-	IOCs    []IOC
+	IOCs    []ioc.IOC
 }
 
 // Patch is a change to a report (PUT /modify-threat-report, a revision): the

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // SearchKind is what a search box input is taken to be.
@@ -86,7 +88,7 @@ func ClassifySearch(input string) (SearchPlan, error) {
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return SearchPlan{}, Invalid("q", "contains a control character")
 	}
-	s = strings.TrimSpace(Refang(s))
+	s = strings.TrimSpace(ioc.Refang(s))
 	p := SearchPlan{Input: s}
 	direct := func(t ReportType) error {
 		c, err := CanonicalIdentifier(t, "", s)
@@ -156,7 +158,7 @@ func ClassifySearch(input string) (SearchPlan, error) {
 		}
 		return p, nil
 	}
-	if !strings.ContainsAny(s, "/:@ ") && strings.Contains(s, ".") && hostRe.FindString(lower) == lower {
+	if !strings.ContainsAny(s, "/:@ ") && strings.Contains(s, ".") && ioc.IsHostText(lower) {
 		if err := direct(TypeDomain); err == nil {
 			p.Kind = SearchDomain
 			// socket.io, lodash.merge: package names as well.
@@ -178,15 +180,15 @@ func ClassifySearch(input string) (SearchPlan, error) {
 func indicatorOf(t ReportType, c string) (typ, value string, ok bool) {
 	switch t {
 	case TypeURL:
-		return IOCURL, c, true
+		return ioc.URL, c, true
 	case TypeDomain:
-		return IOCDomain, c, true
+		return ioc.Domain, c, true
 	case TypeIP:
-		return IOCIP, c, true
+		return ioc.IP, c, true
 	case TypeWallet:
-		return IOCWallet, c, true
+		return ioc.Wallet, c, true
 	case TypeRepository:
-		return IOCURL, "https://" + c, true
+		return ioc.URL, "https://" + c, true
 	}
 	return "", "", false
 }

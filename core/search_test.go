@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/threatd/threatd/core/ioc"
 )
 
 func TestClassifySearch(t *testing.T) {
@@ -16,22 +18,22 @@ func TestClassifySearch(t *testing.T) {
 	}{
 		{"pkg:npm/event-stream@3.3.6", SearchPurl, TypePackage, "", "", ""},
 		{"  pkg:pypi/Requests  ", SearchPurl, TypePackage, "", "", ""},
-		{"https://Evil.Example.com/payload.sh", SearchURL, TypeURL, IOCURL, "https://evil.example.com/payload.sh", ""},
-		{"hxxps://evil[.]example[.]com/x", SearchURL, TypeURL, IOCURL, "https://evil.example.com/x", ""},
-		{"203.0.113.9", SearchIP, TypeIP, IOCIP, "203.0.113.9", ""},
-		{"2001:DB8::1", SearchIP, TypeIP, IOCIP, "2001:db8::1", ""},
-		{"[2001:db8::1]", SearchIP, TypeIP, IOCIP, "2001:db8::1", ""},
-		{"203[.]0[.]113[.]9", SearchIP, TypeIP, IOCIP, "203.0.113.9", ""},
-		{"exfil.example.com", SearchDomain, TypeDomain, IOCDomain, "exfil.example.com", "exfil.example.com"},
-		{"EXFIL.Example.COM", SearchDomain, TypeDomain, IOCDomain, "exfil.example.com", "EXFIL.Example.COM"},
-		{"socket.io", SearchDomain, TypeDomain, IOCDomain, "socket.io", "socket.io"},
-		{"bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", SearchWallet, TypeWallet, IOCWallet, "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", ""},
-		{"0x52908400098527886E0F7030069857D2E4169EE7", SearchWallet, TypeWallet, IOCWallet, "", ""},
-		{"1BoatSLRHtKNngkdXEeobR76b53LETtpyT", SearchWallet, TypeWallet, IOCWallet, "1BoatSLRHtKNngkdXEeobR76b53LETtpyT", ""},
+		{"https://Evil.Example.com/payload.sh", SearchURL, TypeURL, ioc.URL, "https://evil.example.com/payload.sh", ""},
+		{"hxxps://evil[.]example[.]com/x", SearchURL, TypeURL, ioc.URL, "https://evil.example.com/x", ""},
+		{"203.0.113.9", SearchIP, TypeIP, ioc.IP, "203.0.113.9", ""},
+		{"2001:DB8::1", SearchIP, TypeIP, ioc.IP, "2001:db8::1", ""},
+		{"[2001:db8::1]", SearchIP, TypeIP, ioc.IP, "2001:db8::1", ""},
+		{"203[.]0[.]113[.]9", SearchIP, TypeIP, ioc.IP, "203.0.113.9", ""},
+		{"exfil.example.com", SearchDomain, TypeDomain, ioc.Domain, "exfil.example.com", "exfil.example.com"},
+		{"EXFIL.Example.COM", SearchDomain, TypeDomain, ioc.Domain, "exfil.example.com", "EXFIL.Example.COM"},
+		{"socket.io", SearchDomain, TypeDomain, ioc.Domain, "socket.io", "socket.io"},
+		{"bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", SearchWallet, TypeWallet, ioc.Wallet, "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", ""},
+		{"0x52908400098527886E0F7030069857D2E4169EE7", SearchWallet, TypeWallet, ioc.Wallet, "", ""},
+		{"1BoatSLRHtKNngkdXEeobR76b53LETtpyT", SearchWallet, TypeWallet, ioc.Wallet, "1BoatSLRHtKNngkdXEeobR76b53LETtpyT", ""},
 		{"ghcr.io/evil/miner:1.0", SearchContainer, TypeContainer, "", "", ""},
 		{"docker.io/library/nginx@sha256:" + strings.Repeat("ab", 32), SearchContainer, TypeContainer, "", "", ""},
 		{"evil/miner:latest", SearchContainer, TypeContainer, "", "", ""},
-		{"github.com/evil/repo", SearchRepository, TypeRepository, IOCURL, "https://github.com/evil/repo", "github.com/evil/repo"},
+		{"github.com/evil/repo", SearchRepository, TypeRepository, ioc.URL, "https://github.com/evil/repo", "github.com/evil/repo"},
 		{"event-stream", SearchName, "", "", "", "event-stream"},
 		{"@evil/scoped", SearchName, "", "", "", "@evil/scoped"},
 		{"org.evil:artifact", SearchName, "", "", "", "org.evil:artifact"},

@@ -11,19 +11,22 @@ import (
 	"sync"
 )
 
-// signer signs and checks the opaque page positions the service hands out
+// Signer signs and checks the opaque page positions the service hands out
 // (the paid feeds' cursors, TAXII's next) with the "cursor" secret every
 // daemon on the database shares, so that a position cannot be edited or
 // moved to another query.
-type signer struct {
+type Signer struct {
 	store OperationsStore
 
 	mu  sync.Mutex
 	key []byte
 }
 
+// NewSigner returns a Signer keyed by store's "cursor" secret.
+func NewSigner(store OperationsStore) *Signer { return &Signer{store: store} }
+
 // secret returns the signing key; a failure is not cached.
-func (s *signer) secret(ctx context.Context) ([]byte, error) {
+func (s *Signer) secret(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.key != nil {
@@ -41,8 +44,8 @@ func (s *signer) secret(ctx context.Context) ([]byte, error) {
 	return key, nil
 }
 
-// sign returns body and its MAC as "<body>.<mac>", both base64url.
-func (s *signer) sign(ctx context.Context, body []byte) (string, error) {
+// Sign returns body and its MAC as "<body>.<mac>", both base64url.
+func (s *Signer) Sign(ctx context.Context, body []byte) (string, error) {
 	key, err := s.secret(ctx)
 	if err != nil {
 		return "", err
@@ -52,9 +55,9 @@ func (s *signer) sign(ctx context.Context, body []byte) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
-// open returns the body of a value sign gave out; ok is false for anything
+// Open returns the body of a value Sign gave out; ok is false for anything
 // else (edited, truncated, or signed with another key).
-func (s *signer) open(ctx context.Context, v string) (body []byte, ok bool, err error) {
+func (s *Signer) Open(ctx context.Context, v string) (body []byte, ok bool, err error) {
 	body64, sig64, found := strings.Cut(v, ".")
 	// Strict: the unused bits of a last character must be zero, so that no
 	// two spellings of one value are accepted.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // STIXNamespace is the UUIDv5 namespace of every threatd STIX id.
@@ -20,14 +21,14 @@ func STIXMalwareID(threatID string) string { return STIXID("malware", threatID) 
 
 // STIXIndicatorID is the id of the indicator object of one of a report's
 // indicators of compromise.
-func STIXIndicatorID(threatID string, ioc IOC) string {
-	return STIXID("indicator", threatID, ioc.Type, ioc.Value)
+func STIXIndicatorID(threatID string, ind ioc.IOC) string {
+	return STIXID("indicator", threatID, ind.Type, ind.Value)
 }
 
 // STIXRelationshipID is the id of the "indicates" relationship between an
 // indicator and its report's malware object.
-func STIXRelationshipID(threatID string, ioc IOC) string {
-	return STIXID("relationship", threatID, ioc.Type, ioc.Value, "indicates")
+func STIXRelationshipID(threatID string, ind ioc.IOC) string {
+	return STIXID("relationship", threatID, ind.Type, ind.Value, "indicates")
 }
 
 // STIXObjectIDs are the ids of the STIX objects a report with these
@@ -35,11 +36,11 @@ func STIXRelationshipID(threatID string, ioc IOC) string {
 // relationship per indicator): storage keeps them to find a report by the
 // id of any of its objects (TAXII's object endpoints). An indicator the
 // STIX mapping has no pattern for is listed too; it is never found.
-func STIXObjectIDs(threatID string, iocs []IOC) []string {
+func STIXObjectIDs(threatID string, iocs []ioc.IOC) []string {
 	ids := make([]string, 0, 1+2*len(iocs))
 	ids = append(ids, STIXMalwareID(threatID))
-	for _, ioc := range iocs {
-		ids = append(ids, STIXIndicatorID(threatID, ioc), STIXRelationshipID(threatID, ioc))
+	for _, ind := range iocs {
+		ids = append(ids, STIXIndicatorID(threatID, ind), STIXRelationshipID(threatID, ind))
 	}
 	return ids
 }

@@ -341,7 +341,7 @@ type ThreatQuery struct {
 	ReportType ReportType
 	Severity   Severity
 	// IndicatorKey selects the reports that list the indicator
-	// IndicatorKey(type, value) among theirs ("" = any).
+	// ioc.Key(type, value) among theirs ("" = any).
 	IndicatorKey string
 	// Listing asks for the reports as a list shows them: without their
 	// details but for the severity (Details.SeverityLevel), which a store

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
 )
 
@@ -109,7 +110,7 @@ func threatToPB(t core.Threat) *pb.Threat {
 	}
 }
 
-func iocsToPB(iocs []core.IOC) []*pb.IOC {
+func iocsToPB(iocs []ioc.IOC) []*pb.IOC {
 	if len(iocs) == 0 {
 		return nil
 	}
@@ -120,13 +121,13 @@ func iocsToPB(iocs []core.IOC) []*pb.IOC {
 	return out
 }
 
-func iocsFromPB(iocs []*pb.IOC) []core.IOC {
+func iocsFromPB(iocs []*pb.IOC) []ioc.IOC {
 	if len(iocs) == 0 {
 		return nil
 	}
-	out := make([]core.IOC, len(iocs))
+	out := make([]ioc.IOC, len(iocs))
 	for i, x := range iocs {
-		out[i] = core.IOC{Type: x.Type, Value: x.Value, Detail: x.Detail, Versions: x.Versions, Origin: x.Origin, Confidence: int(x.Confidence)}
+		out[i] = ioc.IOC{Type: x.Type, Value: x.Value, Detail: x.Detail, Versions: x.Versions, Origin: x.Origin, Confidence: int(x.Confidence)}
 	}
 	return out
 }

@@ -3,7 +3,7 @@ package stix
 import (
 	"strings"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // Quote renders s as a STIX pattern string literal: single quotes, with
@@ -26,42 +26,42 @@ func Quote(s string) string {
 //	         with the affected versions when the report lists them:
 //	         [… AND software:version IN ('1.0.0', '1.0.1')]
 //	wallet   [cryptocurrency-wallet:value = '…'] (OpenCTI's observable type)
-func Pattern(ioc core.IOC) (string, bool) {
-	v := Quote(ioc.Value)
-	switch ioc.Type {
-	case core.IOCURL:
+func Pattern(ind ioc.IOC) (string, bool) {
+	v := Quote(ind.Value)
+	switch ind.Type {
+	case ioc.URL:
 		return "[url:value = " + v + "]", true
-	case core.IOCDomain:
+	case ioc.Domain:
 		return "[domain-name:value = " + v + "]", true
-	case core.IOCIP:
-		if ioc.Detail == "ipv6" || strings.Contains(ioc.Value, ":") {
+	case ioc.IP:
+		if ind.Detail == "ipv6" || strings.Contains(ind.Value, ":") {
 			return "[ipv6-addr:value = " + v + "]", true
 		}
 		return "[ipv4-addr:value = " + v + "]", true
-	case core.IOCHash:
-		algo := map[string]string{"md5": "MD5", "sha1": "SHA-1", "sha256": "SHA-256"}[ioc.Detail]
+	case ioc.Hash:
+		algo := map[string]string{"md5": "MD5", "sha1": "SHA-1", "sha256": "SHA-256"}[ind.Detail]
 		if algo == "" {
-			algo = map[int]string{32: "MD5", 40: "SHA-1", 64: "SHA-256"}[len(ioc.Value)]
+			algo = map[int]string{32: "MD5", 40: "SHA-1", 64: "SHA-256"}[len(ind.Value)]
 		}
 		if algo == "" {
 			return "", false
 		}
 		return "[file:hashes." + Quote(algo) + " = " + v + "]", true
-	case core.IOCPackage:
-		vendor := ioc.Detail
+	case ioc.Package:
+		vendor := ind.Detail
 		if vendor == "" {
 			vendor = "unknown"
 		}
 		p := "[software:name = " + v + " AND software:vendor = " + Quote(vendor)
-		if len(ioc.Versions) > 0 {
-			quoted := make([]string, len(ioc.Versions))
-			for i, ver := range ioc.Versions {
+		if len(ind.Versions) > 0 {
+			quoted := make([]string, len(ind.Versions))
+			for i, ver := range ind.Versions {
 				quoted[i] = Quote(ver)
 			}
 			p += " AND software:version IN (" + strings.Join(quoted, ", ") + ")"
 		}
 		return p + "]", true
-	case core.IOCWallet:
+	case ioc.Wallet:
 		return "[cryptocurrency-wallet:value = " + v + "]", true
 	}
 	return "", false

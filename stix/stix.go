@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // ContentType is the media type of STIX 2.1 bundles.
@@ -152,31 +153,31 @@ func mapRecord(r Record, identity string) []Object {
 		malware["last_seen"] = stamp(*t.Details.LastSeen)
 	}
 	out := []Object{malware}
-	for _, ioc := range r.IOCs {
-		pattern, ok := Pattern(ioc)
+	for _, x := range r.IOCs {
+		pattern, ok := Pattern(x)
 		if !ok {
 			continue
 		}
 		ind := common("indicator")
-		ind["id"] = core.STIXIndicatorID(t.ID, ioc)
-		ind["name"] = fmt.Sprintf("%s %s of %s", ioc.Type, ioc.Value, name)
-		ind["description"] = indicatorDescription(ioc, name, t.Details.ThreatDescription)
+		ind["id"] = core.STIXIndicatorID(t.ID, x)
+		ind["name"] = fmt.Sprintf("%s %s of %s", x.Type, x.Value, name)
+		ind["description"] = indicatorDescription(x, name, t.Details.ThreatDescription)
 		ind["indicator_types"] = []string{"malicious-activity"}
 		ind["pattern"] = pattern
 		ind["pattern_type"] = "stix"
 		ind["pattern_version"] = "2.1"
 		ind["valid_from"] = stamp(validFrom)
-		if ioc.Confidence > 0 {
-			ind["confidence"] = ioc.Confidence
+		if x.Confidence > 0 {
+			ind["confidence"] = x.Confidence
 		}
-		if ioc.Origin != "" {
-			ind["extensions"] = map[string]any{OriginExtension: map[string]any{"extension_type": "property-extension", "origin": ioc.Origin}}
+		if x.Origin != "" {
+			ind["extensions"] = map[string]any{OriginExtension: map[string]any{"extension_type": "property-extension", "origin": x.Origin}}
 		}
 		if t.Details.SeverityLevel != "" {
 			ind["labels"] = []string{"severity:" + string(t.Details.SeverityLevel)}
 		}
 		rel := common("relationship")
-		rel["id"] = core.STIXRelationshipID(t.ID, ioc)
+		rel["id"] = core.STIXRelationshipID(t.ID, x)
 		rel["relationship_type"] = "indicates"
 		rel["source_ref"] = ind["id"]
 		rel["target_ref"] = malware["id"]
@@ -189,18 +190,18 @@ func mapRecord(r Record, identity string) []Object {
 // validator's SHOULD for indicators): the kind of indicator, the report's
 // subject, and the first line of the report's description, cut to 300
 // characters.
-func indicatorDescription(ioc core.IOC, subject, threat string) string {
-	kind := ioc.Type
-	if ioc.Detail != "" {
-		kind += " (" + ioc.Detail + ")"
+func indicatorDescription(x ioc.IOC, subject, threat string) string {
+	kind := x.Type
+	if x.Detail != "" {
+		kind += " (" + x.Detail + ")"
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(threat), "\n")
 	if r := []rune(first); len(r) > 300 {
 		first = string(r[:299]) + "…"
 	}
 	d := fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s.", kind, subject)
-	if len(ioc.Versions) > 0 {
-		d = fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s, versions %s.", kind, subject, strings.Join(ioc.Versions, ", "))
+	if len(x.Versions) > 0 {
+		d = fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s, versions %s.", kind, subject, strings.Join(x.Versions, ", "))
 	}
 	if first != "" {
 		d += " " + first

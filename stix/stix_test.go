@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/stix/stixtest"
 )
 
@@ -90,21 +91,21 @@ func TestBundleValidatesAndIsDeterministic(t *testing.T) {
 
 func TestPatterns(t *testing.T) {
 	cases := []struct {
-		ioc  core.IOC
+		ioc  ioc.IOC
 		want string
 	}{
-		{core.IOC{Type: "url", Value: "https://evil.example/a?b=1"}, `[url:value = 'https://evil.example/a?b=1']`},
-		{core.IOC{Type: "domain", Value: "evil.example"}, `[domain-name:value = 'evil.example']`},
-		{core.IOC{Type: "ip", Value: "203.0.113.7", Detail: "ipv4"}, `[ipv4-addr:value = '203.0.113.7']`},
-		{core.IOC{Type: "ip", Value: "2001:db8::7", Detail: "ipv6"}, `[ipv6-addr:value = '2001:db8::7']`},
-		{core.IOC{Type: "hash", Value: "d41d8cd98f00b204e9800998ecf8427e", Detail: "md5"}, `[file:hashes.'MD5' = 'd41d8cd98f00b204e9800998ecf8427e']`},
-		{core.IOC{Type: "hash", Value: strings.Repeat("a", 40), Detail: "sha1"}, `[file:hashes.'SHA-1' = '` + strings.Repeat("a", 40) + `']`},
-		{core.IOC{Type: "hash", Value: strings.Repeat("b", 64)}, `[file:hashes.'SHA-256' = '` + strings.Repeat("b", 64) + `']`},
-		{core.IOC{Type: "package", Value: "@scope/evil", Detail: "npm"}, `[software:name = '@scope/evil' AND software:vendor = 'npm']`},
-		{core.IOC{Type: "package", Value: "evil-pkg", Detail: "npm", Versions: []string{"1.0.0", "1.0.1"}},
+		{ioc.IOC{Type: "url", Value: "https://evil.example/a?b=1"}, `[url:value = 'https://evil.example/a?b=1']`},
+		{ioc.IOC{Type: "domain", Value: "evil.example"}, `[domain-name:value = 'evil.example']`},
+		{ioc.IOC{Type: "ip", Value: "203.0.113.7", Detail: "ipv4"}, `[ipv4-addr:value = '203.0.113.7']`},
+		{ioc.IOC{Type: "ip", Value: "2001:db8::7", Detail: "ipv6"}, `[ipv6-addr:value = '2001:db8::7']`},
+		{ioc.IOC{Type: "hash", Value: "d41d8cd98f00b204e9800998ecf8427e", Detail: "md5"}, `[file:hashes.'MD5' = 'd41d8cd98f00b204e9800998ecf8427e']`},
+		{ioc.IOC{Type: "hash", Value: strings.Repeat("a", 40), Detail: "sha1"}, `[file:hashes.'SHA-1' = '` + strings.Repeat("a", 40) + `']`},
+		{ioc.IOC{Type: "hash", Value: strings.Repeat("b", 64)}, `[file:hashes.'SHA-256' = '` + strings.Repeat("b", 64) + `']`},
+		{ioc.IOC{Type: "package", Value: "@scope/evil", Detail: "npm"}, `[software:name = '@scope/evil' AND software:vendor = 'npm']`},
+		{ioc.IOC{Type: "package", Value: "evil-pkg", Detail: "npm", Versions: []string{"1.0.0", "1.0.1"}},
 			`[software:name = 'evil-pkg' AND software:vendor = 'npm' AND software:version IN ('1.0.0', '1.0.1')]`},
-		{core.IOC{Type: "package", Value: "docker.io/evil/img:1", Detail: "container"}, `[software:name = 'docker.io/evil/img:1' AND software:vendor = 'container']`},
-		{core.IOC{Type: "wallet", Value: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"}, `[cryptocurrency-wallet:value = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq']`},
+		{ioc.IOC{Type: "package", Value: "docker.io/evil/img:1", Detail: "container"}, `[software:name = 'docker.io/evil/img:1' AND software:vendor = 'container']`},
+		{ioc.IOC{Type: "wallet", Value: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"}, `[cryptocurrency-wallet:value = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq']`},
 	}
 	for _, c := range cases {
 		if got, ok := Pattern(c.ioc); !ok || got != c.want {
@@ -160,7 +161,7 @@ func TestHostileValuesCannotChangeThePattern(t *testing.T) {
 	}
 	for _, typ := range []string{"url", "domain", "package", "wallet"} {
 		for _, v := range hostile {
-			p, _ := Pattern(core.IOC{Type: typ, Value: v, Detail: "npm"})
+			p, _ := Pattern(ioc.IOC{Type: typ, Value: v, Detail: "npm"})
 			outside, lits := lex(t, p)
 			if lits[0] != v {
 				t.Fatalf("%s %q: literal reads back as %q", typ, v, lits[0])

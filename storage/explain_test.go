@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // TestExplainAtScale prints the plan and the time of every statement the
@@ -91,8 +92,8 @@ func TestExplainAtScale(t *testing.T) {
 			_, err := s.ThreatsByKeyPrefix(ctx, []string{"package:npm:bench-npm-00123", "package:pypi:bench-npm-00123", "package:rubygems:bench-npm-00123"}, "", 21)
 			return err
 		}, true},
-		step{"indicator c2-0000010.bench-exfil.example", query(core.ThreatQuery{IndicatorKey: core.IndicatorKey(core.IOCDomain, "c2-0000010.bench-exfil.example"), Descending: true, Limit: 20}), true},
-		step{"indicator count", count(core.ThreatQuery{IndicatorKey: core.IndicatorKey(core.IOCDomain, "c2-0000010.bench-exfil.example")}), true},
+		step{"indicator c2-0000010.bench-exfil.example", query(core.ThreatQuery{IndicatorKey: ioc.Key(ioc.Domain, "c2-0000010.bench-exfil.example"), Descending: true, Limit: 20}), true},
+		step{"indicator count", count(core.ThreatQuery{IndicatorKey: ioc.Key(ioc.Domain, "c2-0000010.bench-exfil.example")}), true},
 		step{"latest 20 (home page)", func() error {
 			_, err := s.LatestVerified(ctx, core.LatestFilter{Limit: 20})
 			return err

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 type userRow struct {
@@ -94,7 +95,7 @@ type feedEventRow struct {
 }
 
 // indicatorRow says that a report lists an indicator of compromise
-// (migration 0015): Key is core.IndicatorKey of its type and value.
+// (migration 0015): Key is ioc.Key of its type and value.
 type indicatorRow struct {
 	bun.BaseModel `bun:"table:threat_indicators"`
 
@@ -160,7 +161,7 @@ type detailsRow struct {
 	// IOCs are the report's indicators as the daemon derived them from
 	// this content (core.Derive), JSON; NULL only on a database
 	// migration 0020 has not reached yet.
-	IOCs []core.IOC `bun:"iocs"`
+	IOCs []ioc.IOC `bun:"iocs"`
 }
 
 // optionalDetails prepares bun's model of detailsRow on db: each field of
@@ -235,9 +236,9 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 
 // storedIOCs returns iocs as storage writes them: never nil, so that NULL
 // means "not derived yet".
-func storedIOCs(iocs []core.IOC) []core.IOC {
+func storedIOCs(iocs []ioc.IOC) []ioc.IOC {
 	if iocs == nil {
-		return []core.IOC{}
+		return []ioc.IOC{}
 	}
 	return iocs
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // planRecords are n imported records as the OSV source makes them.
@@ -247,7 +248,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 		t.Logf("prefix search: plan %s", plan)
 	}
 	log.take()
-	for _, q := range []core.ThreatQuery{{IndicatorKey: core.IndicatorKey(core.IOCDomain, "exfil.example.net"), Descending: true, Limit: 20}} {
+	for _, q := range []core.ThreatQuery{{IndicatorKey: ioc.Key(ioc.Domain, "exfil.example.net"), Descending: true, Limit: 20}} {
 		if _, err := s.QueryThreats(ctx, q); err != nil {
 			t.Fatal(err)
 		}

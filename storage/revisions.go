@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // lockThreat reads a report with its details, locking it until commit on PostgreSQL.
@@ -27,7 +28,7 @@ func (s *Store) lockThreat(ctx context.Context, tx bun.Tx, id string) (threatRow
 // content version version (core.Merged): core.ErrStale when the report is
 // no longer at it. A change without a version is refused: its indicators
 // would be none.
-func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Patch, number int, at time.Time, version int, iocs []core.IOC) error {
+func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch core.Patch, number int, at time.Time, version int, iocs []ioc.IOC) error {
 	if version == 0 {
 		return core.Invalid("version", "a change that applies must name the content version it was merged onto, with that content's indicators")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // Store is a core.Store on a SQL database.
@@ -251,7 +252,7 @@ type txn struct {
 // fresh when the report is new (it has no indicator rows to replace).
 type publishedIOCs struct {
 	threatID string
-	iocs     []core.IOC
+	iocs     []ioc.IOC
 	fresh    bool
 }
 
@@ -272,14 +273,14 @@ func (t *txn) publish(row *threatRow, kind string) {
 }
 
 // publishNew is publish for a new report whose indicators are known.
-func (t *txn) publishNew(row *threatRow, kind string, iocs []core.IOC) {
+func (t *txn) publishNew(row *threatRow, kind string, iocs []ioc.IOC) {
 	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 	t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: iocs, fresh: true})
 }
 
 // objectRows adds the STIX object ids of the report threatID with these
 // indicators of compromise.
-func objectRows(rows []stixObjectRow, threatID string, iocs []core.IOC) []stixObjectRow {
+func objectRows(rows []stixObjectRow, threatID string, iocs []ioc.IOC) []stixObjectRow {
 	for _, id := range core.STIXObjectIDs(threatID, iocs) {
 		rows = append(rows, stixObjectRow{ObjectID: id, ThreatID: threatID})
 	}
@@ -287,11 +288,11 @@ func objectRows(rows []stixObjectRow, threatID string, iocs []core.IOC) []stixOb
 }
 
 // indicatorRows adds the look-up rows of the report threatID's indicators
-// (core.SearchableIOC ones).
-func indicatorRows(rows []indicatorRow, threatID string, iocs []core.IOC) []indicatorRow {
-	for _, ioc := range iocs {
-		if core.SearchableIOC(ioc) {
-			rows = append(rows, indicatorRow{Key: core.IndicatorKey(ioc.Type, ioc.Value), ThreatID: threatID})
+// (ioc.Searchable ones).
+func indicatorRows(rows []indicatorRow, threatID string, iocs []ioc.IOC) []indicatorRow {
+	for _, ind := range iocs {
+		if ioc.Searchable(ind) {
+			rows = append(rows, indicatorRow{Key: ioc.Key(ind.Type, ind.Value), ThreatID: threatID})
 		}
 	}
 	return rows

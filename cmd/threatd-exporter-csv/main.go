@@ -38,10 +38,10 @@ func export(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], out 
 		if t.VerifiedAt != nil {
 			verified = t.VerifiedAt.Format(time.RFC3339)
 		}
-		for _, ioc := range r.IOCs {
+		for _, ind := range r.IOCs {
 			row := []string{t.ID, string(t.ReportType), t.ResourceIdentifier, t.Registry,
-				string(t.Details.SeverityLevel), verified, ioc.Type, ioc.Value,
-				ioc.Detail, strings.Join(ioc.Versions, " "), ioc.Origin, strconv.Itoa(ioc.Confidence)}
+				string(t.Details.SeverityLevel), verified, ind.Type, ind.Value,
+				ind.Detail, strings.Join(ind.Versions, " "), ind.Origin, strconv.Itoa(ind.Confidence)}
 			for i, cell := range row {
 				row[i] = sdk.CSVCell(cell)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/coretest"
+	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/core/ioctest"
 )
 
@@ -58,7 +59,7 @@ func TestRealReportsThroughTheDaemon(t *testing.T) {
 			EvidenceReferences string `json:"evidence_references"`
 			OSVAdvisoryURL     string `json:"osv_advisory_url"`
 		} `json:"threat"`
-		IOCs []core.IOC `json:"iocs"`
+		IOCs []ioc.IOC `json:"iocs"`
 	}
 	var (
 		mu     sync.Mutex
@@ -147,7 +148,7 @@ func TestRealReportsThroughTheDaemon(t *testing.T) {
 				if u, err := url.Parse(a.Value); err == nil && u.Host != "" {
 					host = u.Hostname()
 				}
-				if core.IsInfrastructure(host) && a.Relation == "ioc-domain" {
+				if ioc.IsInfrastructure(host) && a.Relation == "ioc-domain" {
 					infra++
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // checkResult is spec §4.3's check result.
@@ -39,7 +40,7 @@ func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *ch
 	if !ok {
 		return nil
 	}
-	tq := core.ThreatQuery{IndicatorKey: core.IndicatorKey(typ, value), Descending: true, Limit: 1}
+	tq := core.ThreatQuery{IndicatorKey: ioc.Key(typ, value), Descending: true, Limit: 1}
 	latest, err := s.store.QueryThreats(ctx, tq)
 	if err != nil || len(latest) == 0 {
 		return err

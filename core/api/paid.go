@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // countPaid records every paid call per token (anti-harvesting accounting).
@@ -150,7 +151,7 @@ func (s *Server) threatData(c *echo.Context) error {
 	}
 	iocs := d.IOCs
 	if iocs == nil {
-		iocs = []core.IOC{}
+		iocs = []ioc.IOC{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"threat":         toRecord(d.Threat, principal(c)),

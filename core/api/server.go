@@ -18,6 +18,7 @@ import (
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
+	"github.com/threatd/threatd/core/taxii"
 )
 
 // Options are the API's settings, taken from the configuration.
@@ -84,7 +85,7 @@ type Server struct {
 	tokenLimiter ratelimit.Taker
 	started      time.Time
 	latest       *index.Latest
-	taxii        *core.TAXII
+	taxii        *taxii.Service
 }
 
 // New builds the HTTP handler of the API. idx and principals are the hot
@@ -97,7 +98,7 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		reports:      core.NewReports(store, opts.Limits),
 		paid:         core.NewPaid(store, opts.Feed),
 		selections:   core.NewSelections(store),
-		taxii:        core.NewTAXII(store, exporters, "threatd"),
+		taxii:        taxii.New(store, exporters, "threatd"),
 		usage:        usage,
 		exporters:    exporters,
 		index:        idx,

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/taxii"
 )
 
 // TAXII 2.1 (docs/taxii.md): a read-only server outside the
@@ -151,23 +152,23 @@ func (s *Server) taxiiAPIRoot(c *echo.Context) error {
 	})
 }
 
-func taxiiCollectionJSON(col core.TAXIICollection) map[string]any {
+func taxiiCollectionJSON(col taxii.Collection) map[string]any {
 	return map[string]any{"id": col.ID, "title": col.Title, "description": col.Description, "alias": col.Alias,
 		"can_read": true, "can_write": false, "media_types": []string{stixMediaType}}
 }
 
 func (s *Server) taxiiCollections(c *echo.Context) error {
 	var out []map[string]any
-	for _, col := range core.TAXIICollections() {
+	for _, col := range taxii.Collections() {
 		out = append(out, taxiiCollectionJSON(col))
 	}
 	return taxiiJSON(c, map[string]any{"collections": out})
 }
 
 // collection finds the path's collection (by id or alias): 404 otherwise.
-func collection(c *echo.Context) (core.TAXIICollection, error) {
+func collection(c *echo.Context) (taxii.Collection, error) {
 	key := c.Param("collection")
-	col, ok := core.FindTAXIICollection(key)
+	col, ok := taxii.FindCollection(key)
 	if !ok {
 		return col, &Error{Status: http.StatusNotFound, Message: "Collection not found: " + core.Shorten(key)}
 	}
@@ -194,12 +195,12 @@ func (s *Server) taxiiReadOnly(c *echo.Context) error {
 
 // taxiiQuery reads a request's filters; allowed names the parameters the
 // endpoint takes.
-func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (core.TAXIIQuery, error) {
+func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (taxii.Query, error) {
 	col, err := collection(c)
 	if err != nil {
-		return core.TAXIIQuery{}, err
+		return taxii.Query{}, err
 	}
-	q := core.TAXIIQuery{Collection: col, Limit: min(100, s.pageMax())}
+	q := taxii.Query{Collection: col, Limit: min(100, s.pageMax())}
 	qs, err := queryValues(c)
 	if err != nil {
 		return q, err
@@ -224,7 +225,7 @@ func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (core.TAXIIQuery
 		return out
 	}
 	if v := qs.Get("added_after"); v != "" {
-		if q.AddedAfter, err = core.ParseTAXIITimestamp("added_after", v); err != nil {
+		if q.AddedAfter, err = taxii.ParseTimestamp("added_after", v); err != nil {
 			return q, err
 		}
 	}
@@ -247,7 +248,7 @@ func (s *Server) taxiiQuery(c *echo.Context, allowed ...string) (core.TAXIIQuery
 	if len(q.IDs) > core.MaxGetThreats {
 		return q, core.Invalid("match[id]", "lists more than %d ids", core.MaxGetThreats)
 	}
-	if err := core.ParseTAXIIVersions(q.Versions); err != nil {
+	if err := taxii.ParseVersions(q.Versions); err != nil {
 		return q, err
 	}
 	if id := c.Param("object"); id != "" {
@@ -279,22 +280,22 @@ func (s *Server) pageMax() int {
 var taxiiFilters = []string{"added_after", "limit", "next", "match[id]", "match[type]", "match[version]", "match[spec_version]"}
 
 // page reads one page and sets the X-TAXII-Date-Added-First/Last headers.
-func (s *Server) taxiiPage(c *echo.Context, q core.TAXIIQuery) (core.TAXIIPage, error) {
+func (s *Server) taxiiPage(c *echo.Context, q taxii.Query) (taxii.Page, error) {
 	page, err := s.taxii.Page(c.Request().Context(), q)
 	if err != nil {
 		return page, err
 	}
 	if n := len(page.Objects); n > 0 {
 		h := c.Response().Header()
-		h.Set("X-TAXII-Date-Added-First", core.TAXIITimestamp(page.Objects[0].DateAdded))
-		h.Set("X-TAXII-Date-Added-Last", core.TAXIITimestamp(page.Objects[n-1].DateAdded))
+		h.Set("X-TAXII-Date-Added-First", taxii.Timestamp(page.Objects[0].DateAdded))
+		h.Set("X-TAXII-Date-Added-Last", taxii.Timestamp(page.Objects[n-1].DateAdded))
 	}
 	return page, nil
 }
 
 // envelope is a TAXII envelope (objects) or its manifest and versions
 // forms.
-func envelope(page core.TAXIIPage) map[string]any {
+func envelope(page taxii.Page) map[string]any {
 	out := map[string]any{"more": page.More}
 	if page.Next != "" {
 		out["next"] = page.Next
@@ -306,16 +307,16 @@ func envelope(page core.TAXIIPage) map[string]any {
 // names. For the endpoints of one object (the path names it), an empty
 // first page is 404 unless the collection holds the object and only the
 // filters left it out.
-func (s *Server) taxiiRead(c *echo.Context, allowed ...string) (core.TAXIIPage, error) {
+func (s *Server) taxiiRead(c *echo.Context, allowed ...string) (taxii.Page, error) {
 	q, err := s.taxiiQuery(c, allowed...)
 	if err != nil {
-		return core.TAXIIPage{}, err
+		return taxii.Page{}, err
 	}
 	page, err := s.taxiiPage(c, q)
 	if err != nil || c.Param("object") == "" || len(page.Objects) > 0 || q.Next != "" {
 		return page, err
 	}
-	all, err := s.taxii.Page(c.Request().Context(), core.TAXIIQuery{Collection: q.Collection, IDs: q.IDs, Limit: 1})
+	all, err := s.taxii.Page(c.Request().Context(), taxii.Query{Collection: q.Collection, IDs: q.IDs, Limit: 1})
 	if err != nil {
 		return page, err
 	}
@@ -333,7 +334,7 @@ func (s *Server) taxiiObjects(c *echo.Context) error {
 	return taxiiJSON(c, objectsEnvelope(page))
 }
 
-func objectsEnvelope(page core.TAXIIPage) map[string]any {
+func objectsEnvelope(page taxii.Page) map[string]any {
 	out := envelope(page)
 	if len(page.Objects) > 0 {
 		objs := make([]json.RawMessage, len(page.Objects))
@@ -354,7 +355,7 @@ func (s *Server) taxiiManifest(c *echo.Context) error {
 	if len(page.Objects) > 0 {
 		m := make([]map[string]any, len(page.Objects))
 		for i, o := range page.Objects {
-			m[i] = map[string]any{"id": o.ID, "date_added": core.TAXIITimestamp(o.DateAdded), "version": o.Version, "media_type": stixMediaType}
+			m[i] = map[string]any{"id": o.ID, "date_added": taxii.Timestamp(o.DateAdded), "version": o.Version, "media_type": stixMediaType}
 		}
 		out["objects"] = m
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // Report is what the audit needs of a report: its subject and texts, as
@@ -43,7 +44,7 @@ type Counts struct {
 var sourceLine = regexp.MustCompile(`(?mi)^\s*#+\s*Source:[^\n(]*\(\s*([0-9a-f]{64})\s*\)`)
 
 // Add audits one report's published indicators.
-func (c *Counts) Add(r Report, iocs []core.IOC) {
+func (c *Counts) Add(r Report, iocs []ioc.IOC) {
 	if c.Origins == nil {
 		c.Origins = map[string]int{}
 	}
@@ -68,46 +69,46 @@ func (c *Counts) Add(r Report, iocs []core.IOC) {
 	base := name[strings.LastIndexByte(name, '/')+1:]
 	versions := "," + strings.ReplaceAll(r.VersionInfo, " ", "") + ","
 	published := map[string]bool{}
-	for _, ioc := range iocs {
-		published[ioc.Type+" "+ioc.Value] = true
-		c.Origins[ioc.Origin]++
-		if ioc.Origin == "" || ioc.Confidence < 1 || ioc.Confidence > 100 {
+	for _, ind := range iocs {
+		published[ind.Type+" "+ind.Value] = true
+		c.Origins[ind.Origin]++
+		if ind.Origin == "" || ind.Confidence < 1 || ind.Confidence > 100 {
 			c.Unlabelled++
 		}
-		if ioc.Type == core.IOCURL && ioc.Origin == core.OriginPayload && evidence[ioc.Type+" "+ioc.Value] {
+		if ind.Type == ioc.URL && ind.Origin == ioc.OriginPayload && evidence[ind.Type+" "+ind.Value] {
 			c.RefLinks++
-			falseOne("reference", ioc.Value)
+			falseOne("reference", ind.Value)
 		}
-		if ioc.Origin == core.OriginPayload && (strings.Contains(name, strings.ToLower(ioc.Value)) ||
-			ioc.Type == core.IOCIP && strings.Contains(versions, ","+ioc.Value+",") ||
-			ioc.Type == core.IOCDomain && (ioc.Value == "crates.io" || ioc.Value == "github.com") ||
-			ioc.Type == core.IOCURL && strings.Contains(strings.ToLower(ioc.Value), "/"+base)) {
+		if ind.Origin == ioc.OriginPayload && (strings.Contains(name, strings.ToLower(ind.Value)) ||
+			ind.Type == ioc.IP && strings.Contains(versions, ","+ind.Value+",") ||
+			ind.Type == ioc.Domain && (ind.Value == "crates.io" || ind.Value == "github.com") ||
+			ind.Type == ioc.URL && strings.Contains(strings.ToLower(ind.Value), "/"+base)) {
 			c.OwnNames++
-			falseOne("the package's own", ioc.Value)
+			falseOne("the package's own", ind.Value)
 		}
-		switch ioc.Type {
-		case core.IOCPackage:
-			if ioc.Origin == core.OriginAsset {
+		switch ind.Type {
+		case ioc.Package:
+			if ind.Origin == ioc.OriginAsset {
 				c.Packages++
-				if len(ioc.Versions) > 0 {
+				if len(ind.Versions) > 0 {
 					c.Versioned++
 				}
 			}
-		case core.IOCHash:
+		case ioc.Hash:
 			c.Hashes++
-			if digests[ioc.Value] {
+			if digests[ind.Value] {
 				c.FalseHashes++
-				falseOne("source digest", ioc.Value)
+				falseOne("source digest", ind.Value)
 			}
-		case core.IOCDomain:
+		case ioc.Domain:
 			c.Domains++
-			if !hasPublicTLD(ioc.Value) {
+			if !hasPublicTLD(ind.Value) {
 				c.NoTLD++
-				falseOne("no public TLD", ioc.Value)
+				falseOne("no public TLD", ind.Value)
 			}
-			if core.IsInfrastructure(ioc.Value) && !namesBare(r.PayloadDescription+"\n"+r.ThreatDescription, ioc.Value) {
+			if ioc.IsInfrastructure(ind.Value) && !namesBare(r.PayloadDescription+"\n"+r.ThreatDescription, ind.Value) {
 				c.InfraHosts++
-				falseOne("infrastructure host", ioc.Value)
+				falseOne("infrastructure host", ind.Value)
 			}
 		}
 	}
@@ -154,13 +155,13 @@ func hasPublicTLD(host string) bool {
 // namesBare reports whether text names host as a bare domain (outside a URL).
 func namesBare(text, host string) bool {
 	re := regexp.MustCompile(`(?i)(^|[^/.\w-])` + regexp.QuoteMeta(host) + `($|[^\w.-]|\.\s)`)
-	return re.MatchString(core.Refang(text))
+	return re.MatchString(ioc.Refang(text))
 }
 
 // listedIOCs returns the URLs, domains and IPs of the indicators section
 // the OSV import writes from database_specific.iocs.
 func listedIOCs(payload string) []string {
-	_, section, ok := strings.Cut(payload, core.IOCSection)
+	_, section, ok := strings.Cut(payload, ioc.Section)
 	if !ok {
 		return nil
 	}
@@ -170,7 +171,7 @@ func listedIOCs(payload string) []string {
 		if !ok {
 			continue
 		}
-		v = strings.TrimSpace(core.Refang(v))
+		v = strings.TrimSpace(ioc.Refang(v))
 		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") || ipOrDomain.MatchString(v) {
 			out = append(out, v)
 		}
@@ -183,8 +184,8 @@ var ipOrDomain = regexp.MustCompile(`^(?:\d{1,3}(?:\.\d{1,3}){3}|(?:[a-zA-Z0-9-]
 // publishedAs reports whether the listed value v is among the published
 // indicators, in its canonical form.
 func publishedAs(published map[string]bool, v string) bool {
-	for _, ioc := range core.ExtractText(v) {
-		if published[ioc.Type+" "+ioc.Value] {
+	for _, ind := range core.ExtractText(v) {
+		if published[ind.Type+" "+ind.Value] {
 			return true
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // The malicious-package-report object template this feed follows.
@@ -260,17 +261,17 @@ func (f Feed) addObject(e *Event, t core.Threat, withdrawn bool, ts, comment, pa
 		add("affected-version", v, false)
 	}
 	add("analysis", t.Details.ThreatDescription, false)
-	for _, ioc := range t.IOCs {
-		if ioc.Origin == core.OriginAsset || ioc.Confidence < core.ConfidenceHigh {
+	for _, ind := range t.IOCs {
+		if ind.Origin == ioc.OriginAsset || ind.Confidence < ioc.ConfidenceHigh {
 			continue
 		}
-		switch ioc.Type {
-		case core.IOCDomain:
-			add("ioc-domain", ioc.Value, true)
-		case core.IOCIP:
-			add("ioc-ip", ioc.Value, true)
-		case core.IOCURL:
-			add("ioc-url", ioc.Value, true)
+		switch ind.Type {
+		case ioc.Domain:
+			add("ioc-domain", ind.Value, true)
+		case ioc.IP:
+			add("ioc-ip", ind.Value, true)
+		case ioc.URL:
+			add("ioc-url", ind.Value, true)
 		}
 	}
 	add("reference", page, false)

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/taxii"
 )
 
 func (s *Site) indexReady() bool {
@@ -110,7 +111,7 @@ func (s *Site) threatLinks(t core.Threat) []threatLink {
 	if core.HasOSVRecord(t) {
 		links = append(links, threatLink{Name: "OSV", URL: s.opts.BasePath + "/osv/v1/vulns/" + core.OSVRecordOf(t), Note: "OSV record (API token)"})
 	}
-	all := core.TAXIICollections()[0]
+	all := taxii.Collections()[0]
 	links = append(links, threatLink{Name: "STIX", URL: "/taxii2/api/collections/" + all.ID + "/objects/" + core.STIXMalwareID(t.ID) + "/",
 		Note: "STIX 2.1 objects over TAXII (paid token)"})
 	q := core.CheckQuery{ReportType: t.ReportType, ResourceIdentifier: t.ResourceIdentifier}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // searchPrefixMax bounds the packages listed by name prefix, and
@@ -117,7 +118,7 @@ func (s *Site) search(ctx context.Context, input string) (searchResult, error) {
 		}
 	}
 	if plan.IndicatorType != "" && !res.Malicious() {
-		q := core.ThreatQuery{IndicatorKey: core.IndicatorKey(plan.IndicatorType, plan.IndicatorValue), Descending: true, Limit: searchIndicatorMax}
+		q := core.ThreatQuery{IndicatorKey: ioc.Key(plan.IndicatorType, plan.IndicatorValue), Descending: true, Limit: searchIndicatorMax}
 		if res.Indicators, err = s.store.QueryThreats(ctx, q); err != nil {
 			return res, err
 		}

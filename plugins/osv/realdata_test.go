@@ -8,6 +8,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/coretest"
+	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/core/ioctest"
 )
 
@@ -55,7 +56,7 @@ func TestRealReportsIndicators(t *testing.T) {
 	if c.Listed == 0 || c.Missed != 0 {
 		t.Fatalf("%d of %d indicators listed in osv.iocs not published: %q", c.Missed, c.Listed, c.MissedExamples)
 	}
-	if c.Origins[core.OriginAsset] < c.Reports || c.Origins[core.OriginOSV] == 0 || c.Packages == 0 {
+	if c.Origins[ioc.OriginAsset] < c.Reports || c.Origins[ioc.OriginOSV] == 0 || c.Packages == 0 {
 		t.Fatalf("origins %v for %d reports: every report's asset and the listed indicators must be labelled", c.Origins, c.Reports)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // head is what a record's head read decodes: enough to name its import
@@ -210,12 +211,12 @@ func recordFields(v *Record, published, modified time.Time) core.Submission {
 	payload := truncate(clean(v.Details), maxPayload)
 	if iocs, more := iocList(v.DatabaseSpecific); len(iocs) > 0 {
 		var b strings.Builder
-		b.WriteString("\n\n" + core.IOCSection + "\n\n")
+		b.WriteString("\n\n" + ioc.Section + "\n\n")
 		if more > 0 {
 			fmt.Fprintf(&b, "(the first %d of %d: threatd imports at most %d per record; %d skipped)\n\n", len(iocs), len(iocs)+more, MaxIOCs, more)
 		}
 		for _, i := range iocs {
-			b.WriteString("- " + core.Defang(i) + "\n")
+			b.WriteString("- " + ioc.Defang(i) + "\n")
 		}
 		// The indicators are what a consumer acts on: a long details text
 		// is cut to make room for them, never the other way round.

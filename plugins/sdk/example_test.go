@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/plugins/sdk"
 )
 
@@ -42,10 +43,10 @@ func exportIOCs(_ context.Context, _ sdk.Request, records iter.Seq[sdk.Record], 
 func Example() {
 	records := []sdk.Record{
 		{Threat: sdk.Threat{ID: "t1", Status: sdk.StatusVerified}, IOCs: []sdk.IOC{
-			{Type: core.IOCPackage, Value: "=cmd|' /C calc'!A0", Origin: "asset", Confidence: 85},
-			{Type: core.IOCDomain, Value: "evil.example", Origin: "osv.iocs", Confidence: 85},
+			{Type: ioc.Package, Value: "=cmd|' /C calc'!A0", Origin: "asset", Confidence: 85},
+			{Type: ioc.Domain, Value: "evil.example", Origin: "osv.iocs", Confidence: 85},
 		}},
-		{Threat: sdk.Threat{ID: "t2", Status: core.StatusRejected}, IOCs: []sdk.IOC{{Type: core.IOCDomain, Value: "withdrawn.example"}}},
+		{Threat: sdk.Threat{ID: "t2", Status: core.StatusRejected}, IOCs: []sdk.IOC{{Type: ioc.Domain, Value: "withdrawn.example"}}},
 	}
 	doc, err := sdk.Render(context.Background(), exportIOCs, sdk.Request{Endpoint: "/export/iocs"}, records)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"regexp"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -44,7 +45,7 @@ type Document = plugins.Document
 type (
 	Threat = core.Threat
 	Status = core.Status
-	IOC    = core.IOC
+	IOC    = ioc.IOC
 )
 
 // Writer receives a streaming exporter's document: set ContentType before

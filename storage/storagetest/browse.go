@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // testBrowse is the contract of the web site's browsing reads: counts under
@@ -77,7 +78,7 @@ func testBrowse(t *testing.T, b Backend) {
 	// The indicator look-up: the verified reports that list it.
 	byIndicator := func(typ, value string) []string {
 		t.Helper()
-		q := core.ThreatQuery{IndicatorKey: core.IndicatorKey(typ, value), Descending: true, Limit: 10}
+		q := core.ThreatQuery{IndicatorKey: ioc.Key(typ, value), Descending: true, Limit: 10}
 		ths, err := s.QueryThreats(c, q)
 		if err != nil {
 			t.Fatal(err)
@@ -91,13 +92,13 @@ func testBrowse(t *testing.T, b Backend) {
 		}
 		return out
 	}
-	if got, want := byIndicator(core.IOCIP, "203.0.113.1"), []string{"lodash.x", "lodash-evil2"}; !slices.Equal(got, want) {
+	if got, want := byIndicator(ioc.IP, "203.0.113.1"), []string{"lodash.x", "lodash-evil2"}; !slices.Equal(got, want) {
 		t.Errorf("reports naming 203.0.113.1: %v, want %v (the pending report is not listed)", got, want)
 	}
-	if got := byIndicator(core.IOCDomain, "exfil-0.example.net"); len(got) != 3 {
+	if got := byIndicator(ioc.Domain, "exfil-0.example.net"); len(got) != 3 {
 		t.Errorf("reports naming exfil-0.example.net: %v", got)
 	}
-	if got := byIndicator(core.IOCDomain, "nothing.example.net"); len(got) != 0 {
+	if got := byIndicator(ioc.Domain, "nothing.example.net"); len(got) != 0 {
 		t.Errorf("an unknown indicator found %v", got)
 	}
 	// A revision that changes the payload replaces the report's indicators.
@@ -111,10 +112,10 @@ func testBrowse(t *testing.T, b Backend) {
 	if _, _, err := decideRevision(c, s, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now()}); err != nil {
 		t.Fatal(err)
 	}
-	if got := byIndicator(core.IOCIP, "198.51.100.77"); !slices.Equal(got, []string{"react-evil"}) {
+	if got := byIndicator(ioc.IP, "198.51.100.77"); !slices.Equal(got, []string{"react-evil"}) {
 		t.Errorf("after the revision, 198.51.100.77: %v", got)
 	}
-	if got := byIndicator(core.IOCIP, "203.0.113.0"); !slices.Equal(got, []string{"lodas", "lodash-evil"}) {
+	if got := byIndicator(ioc.IP, "203.0.113.0"); !slices.Equal(got, []string{"lodas", "lodash-evil"}) {
 		t.Errorf("after the revision, 203.0.113.0: %v (react-evil no longer names it)", got)
 	}
 	count(core.ThreatQuery{Severity: core.SeverityCritical}, 3)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // testDerivedIndicators: a store keeps the indicators the daemon derived
@@ -36,7 +37,7 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 		t.Fatalf("stored indicators:\n%+v\nwant\n%+v", got.IOCs, th.IOCs)
 	}
 	verify(t, s, th.ID, now())
-	domain := core.IndicatorKey(core.IOCDomain, "stage2.derived-evil.example")
+	domain := ioc.Key(ioc.Domain, "stage2.derived-evil.example")
 	list, err := s.QueryThreats(c, core.ThreatQuery{IndicatorKey: domain, Limit: 10})
 	if err != nil || len(list) != 1 || list[0].ID != th.ID || !reflect.DeepEqual(list[0].IOCs, th.IOCs) {
 		t.Fatalf("indicator look-up: %+v %v", list, err)
@@ -64,7 +65,7 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	given := []core.IOC{{Type: core.IOCDomain, Value: "given.derived.example", Origin: core.OriginPayload, Confidence: core.ConfidenceMedium}}
+	given := []ioc.IOC{{Type: ioc.Domain, Value: "given.derived.example", Origin: ioc.OriginPayload, Confidence: ioc.ConfidenceMedium}}
 	patch := core.Patch{Submission: core.Submission{Publisher: ptr("someone")}}
 	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
 		BaseRevision: cur.Revision, At: now(), Version: cur.Version, IOCs: given}, noLimits); err != nil {
@@ -122,7 +123,7 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 	if list, err := s.QueryThreats(c, core.ThreatQuery{IndicatorKey: domain, Limit: 10}); err != nil || len(list) != 0 {
 		t.Fatalf("the old indicator after the approval: %v %v", list, err)
 	}
-	if list, err := s.QueryThreats(c, core.ThreatQuery{IndicatorKey: core.IndicatorKey(core.IOCDomain, "given.derived.example"), Limit: 10}); err != nil || len(list) != 1 || list[0].ID != th.ID {
+	if list, err := s.QueryThreats(c, core.ThreatQuery{IndicatorKey: ioc.Key(ioc.Domain, "given.derived.example"), Limit: 10}); err != nil || len(list) != 1 || list[0].ID != th.ID {
 		t.Fatalf("the given indicator after the approval: %v %v", list, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/taxii"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -317,8 +318,8 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 	// TAXII: the collection holds each published report once, at its
 	// latest change (withdrawn ones revoked), after the shared objects;
 	// objects and manifest walked by next at every page size.
-	taxii := core.NewTAXII(s, exporters, "threatd")
-	col, _ := core.FindTAXIICollection(core.TAXIICollectionAll)
+	svc := taxii.New(s, exporters, "threatd")
+	col, _ := taxii.FindCollection(taxii.CollectionAll)
 	var wantObjects []string
 	for _, id := range lastChange {
 		th, err := s.GetThreat(c, id)
@@ -333,7 +334,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		pages := 0
 		if err := walk(func(next string) (string, error) {
 			pages++
-			p, err := taxii.Page(c, core.TAXIIQuery{Collection: col, Limit: size, Next: next})
+			p, err := svc.Page(c, taxii.Query{Collection: col, Limit: size, Next: next})
 			for _, o := range p.Objects {
 				if o.Type == "identity" || o.Type == "marking-definition" || o.Type == "extension-definition" {
 					shared++
@@ -359,7 +360,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 			t.Errorf("TAXII, pages of 1: %d pages for %d objects", pages, len(wantObjects)+shared)
 		}
 	}
-	if err := revokedAreWithdrawn(c, taxii, col, withdrawn); err != nil {
+	if err := revokedAreWithdrawn(c, svc, col, withdrawn); err != nil {
 		t.Error(err)
 	}
 }
@@ -380,10 +381,10 @@ func walk(page func(cursor string) (string, error)) error {
 
 // revokedAreWithdrawn checks that the malware object of each withdrawn
 // report, and only theirs, is revoked.
-func revokedAreWithdrawn(c context.Context, x *core.TAXII, col core.TAXIICollection, withdrawn map[string]bool) error {
+func revokedAreWithdrawn(c context.Context, x *taxii.Service, col taxii.Collection, withdrawn map[string]bool) error {
 	revoked := 0
 	err := walk(func(next string) (string, error) {
-		p, err := x.Page(c, core.TAXIIQuery{Collection: col, Limit: 1000, Types: []string{"malware"}, Next: next})
+		p, err := x.Page(c, taxii.Query{Collection: col, Limit: 1000, Types: []string{"malware"}, Next: next})
 		for _, o := range p.Objects {
 			var m struct {
 				Revoked bool `json:"revoked"`

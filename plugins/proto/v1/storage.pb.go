@@ -4026,7 +4026,7 @@ type ThreatQuery struct {
 	Withdrawn  bool   `protobuf:"varint,10,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
 	ReportType string `protobuf:"bytes,11,opt,name=report_type,json=reportType,proto3" json:"report_type,omitempty"`
 	Severity   string `protobuf:"bytes,12,opt,name=severity,proto3" json:"severity,omitempty"`
-	// indicator_key: the reports that list this indicator (core.IndicatorKey).
+	// indicator_key: the reports that list this indicator (ioc.Key).
 	IndicatorKey string `protobuf:"bytes,13,opt,name=indicator_key,json=indicatorKey,proto3" json:"indicator_key,omitempty"`
 	// listing: the reports without their details but for the severity.
 	Listing       bool `protobuf:"varint,14,opt,name=listing,proto3" json:"listing,omitempty"`

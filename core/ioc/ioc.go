@@ -1,23 +1,29 @@
-package core
+// Package ioc is what an indicator of compromise is and how one is found
+// in text (docs/indicators.md): the types, origins and confidence levels,
+// re-fanging and defanging, the text scanner with its guarded patterns,
+// the shared-infrastructure and reference-site lists, and the ICANN
+// top-level domains. Which indicators a report has (its own subject, an
+// import's listed section, its prose) is core's ExtractIOCs, which runs
+// this scanner.
+package ioc
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 )
 
 // IOC types of docs/indicators.md.
 const (
-	IOCURL     = "url"
-	IOCDomain  = "domain"
-	IOCIP      = "ip"
-	IOCHash    = "hash"
-	IOCWallet  = "wallet"
-	IOCPackage = "package"
+	URL     = "url"
+	Domain  = "domain"
+	IP      = "ip"
+	Hash    = "hash"
+	Wallet  = "wallet"
+	Package = "package"
 )
 
 // Where an indicator comes from (docs/indicators.md).
@@ -26,7 +32,7 @@ const (
 	// address, wallet, repository or image it is about.
 	OriginAsset = "asset"
 	// OriginOSV is an indicator the upstream OSV record lists in
-	// database_specific.iocs (the section the import writes, IOCSection).
+	// database_specific.iocs (the section the import writes, Section).
 	OriginOSV = "osv.iocs"
 	// OriginPayload is an indicator stated in the report's texts.
 	OriginPayload = "payload"
@@ -40,11 +46,11 @@ const (
 	ConfidenceLow    = 15 // a domain of shared infrastructure the report names bare
 )
 
-// IOCSection is the heading under which an import writes the indicators the
+// Section is the heading under which an import writes the indicators the
 // upstream record lists (OSV's database_specific.iocs), defanged, at the end
 // of payload_description. Only an imported report's section counts as
 // OriginOSV: a community report's text is OriginPayload whatever it says.
-const IOCSection = "### Indicators of compromise (defanged)"
+const Section = "### Indicators of compromise (defanged)"
 
 // IOC is one indicator of compromise, re-fanged and normalised.
 type IOC struct {
@@ -99,6 +105,10 @@ var (
 	emailish       = guarded{regexp.MustCompile(`[A-Za-z0-9._%+-]+@`), containsAny("@")}
 )
 
+// IsHostText reports whether s, all of it, is what the scanner takes for a
+// host name in text (labels and a top-level label, ASCII or not).
+func IsHostText(s string) bool { return hostRe.FindString(s) == s }
+
 // fileExtensions are last labels that look like TLDs but name files.
 var fileExtensions = map[string]bool{
 	"js": true, "json": true, "py": true, "sh": true, "exe": true, "dll": true, "txt": true, "md": true,
@@ -111,178 +121,24 @@ var fileExtensions = map[string]bool{
 	"local": true, "internal": true, "example": false,
 }
 
-// ExtractIOCs finds the indicators of a report (docs/indicators.md): its
-// own subject (OriginAsset), the indicators an import lists under
-// IOCSection (OriginOSV), then everything re-fanged from
-// payload_description and threat_description (OriginPayload), where links
-// the report gives as its references or evidence are not indicators.
-// Values are normalised as for duplicate keys and listed once each, with
-// the origin and confidence of their first, strongest source.
-func ExtractIOCs(t Threat) []IOC {
-	seen := map[string]bool{}
-	var out []IOC
-	add := func(ioc IOC) {
-		k := ioc.Type + "\x00" + ioc.Value
-		if ioc.Value == "" || seen[k] {
-			return
-		}
-		seen[k] = true
-		out = append(out, ioc)
-	}
-	versions := AffectedVersions(t)
-	// The report's own resource.
-	if c, err := CanonicalIdentifier(t.ReportType, t.Registry, t.ResourceIdentifier); err == nil {
-		asset := IOC{Origin: OriginAsset, Confidence: ConfidenceHigh}
-		switch t.ReportType {
-		case TypePackage:
-			asset.Type, asset.Value, asset.Detail = IOCPackage, t.ResourceIdentifier, t.Registry
-			asset.Versions = versions
-		case TypeURL:
-			asset.Type, asset.Value = IOCURL, c
-		case TypeDomain:
-			asset.Type, asset.Value = IOCDomain, c
-		case TypeIP:
-			asset.Type, asset.Value, asset.Detail = IOCIP, c, ipKind(c)
-		case TypeWallet:
-			asset.Type, asset.Value = IOCWallet, c
-		case TypeRepository:
-			asset.Type, asset.Value, asset.Detail = IOCURL, "https://"+c, "repository"
-		case TypeContainer:
-			asset.Type, asset.Value, asset.Detail = IOCPackage, c, "container"
-		}
-		add(asset)
-	}
-	text := t.Details.PayloadDescription
-	if t.Source != "" {
-		if before, listed, ok := strings.Cut(text, IOCSection); ok {
-			text = before
-			for _, ioc := range extractText(listed, nil) {
-				ioc.Origin = OriginOSV
-				if ioc.Confidence != ConfidenceLow {
-					ioc.Confidence = ConfidenceHigh
-				}
-				add(ioc)
-			}
-		}
-	}
-	refs := references(t)
-	own := ownHosts(t)
-	var names []string
-	if t.ReportType == TypePackage {
-		// The package's own name is not a host, a hash or an address
-		// (vtex.google-tag-manager, byte-flux-3822a6dd…), wherever the text
-		// names it outside a link.
-		names = []string{t.ResourceIdentifier, t.Details.PackageName}
-	}
-	skip := func(u string) bool { return refs[u] || IsReferenceURL(u) || ownLink(t, own, u) }
-	for _, ioc := range extractText(text+"\n"+t.Details.ThreatDescription, skip, names...) {
-		switch {
-		case ioc.Type == IOCDomain && own[ioc.Value]:
-			continue // the package's own registry or code host ("the crates.io team")
-		case ioc.Type == IOCIP && slices.Contains(versions, ioc.Value):
-			continue // "'discord-react' @ 0.0.0.1": a version, not an address
-		}
-		ioc.Origin = OriginPayload
-		add(ioc)
-	}
-	return out
+// Extractor finds indicators in text, with the canonical forms of URLs
+// and host names its caller defines (the duplicate keys' normalisation).
+type Extractor struct {
+	// CanonicalURL returns the canonical form of an http(s) URL, or an
+	// error for anything that is not one.
+	CanonicalURL func(string) (string, error)
+	// CanonicalHost returns the canonical form of a host name, or an error
+	// for anything that is not one.
+	CanonicalHost func(string) (string, error)
 }
 
-// codeHosts are where a package's own source lives.
-var codeHosts = map[string]bool{"github.com": true, "gitlab.com": true, "bitbucket.org": true, "codeberg.org": true}
-
-// ownLink reports whether the canonical URL u is the package's own page: on
-// its registry, or its repository on a code host (github.com/<owner>/<the
-// package's name>/…), which the report links to as the legitimate source.
-func ownLink(t Threat, own map[string]bool, u string) bool {
-	if t.ReportType != TypePackage {
-		return false
-	}
-	host, path := hostPath(u)
-	if own[host] {
-		return true
-	}
-	if !codeHosts[host] {
-		return false
-	}
-	parts := strings.Split(path, "/")
-	name := strings.ToLower(t.ResourceIdentifier)
-	name = name[strings.LastIndexByte(name, '/')+1:]
-	if i := strings.LastIndexByte(name, ':'); i >= 0 { // maven group:artifact
-		name = name[i+1:]
-	}
-	return len(parts) >= 2 && name != "" && strings.EqualFold(strings.TrimSuffix(parts[1], ".git"), name)
-}
-
-// registryHosts are the hosts of each registry (the registries docs/api/submit.md names): a
-// package report naming its own registry is not naming an indicator.
-var registryHosts = map[string][]string{
-	"npm": {"npmjs.com", "www.npmjs.com", "npmjs.org", "registry.npmjs.org"}, "pypi": {"pypi.org", "files.pythonhosted.org", "pythonhosted.org"},
-	"rubygems": {"rubygems.org"}, "crates.io": {"crates.io", "static.crates.io"}, "go": {"pkg.go.dev", "proxy.golang.org", "go.dev"},
-	"maven": {"repo.maven.apache.org", "maven.org", "search.maven.org", "central.sonatype.com"}, "nuget": {"nuget.org", "www.nuget.org", "api.nuget.org"},
-	"packagist": {"packagist.org", "repo.packagist.org"}, "vscode": {"marketplace.visualstudio.com"}, "openvsx": {"open-vsx.org"},
-	"dockerhub": {"hub.docker.com", "docker.io", "registry-1.docker.io"}, "ghcr": {"ghcr.io"}, "quay": {"quay.io"},
-}
-
-// ownHosts are the hosts a report names as its package's home, not as
-// indicators: the registry's hosts and, for Go modules and repositories,
-// the code host of the path.
-func ownHosts(t Threat) map[string]bool {
-	own := map[string]bool{}
-	for _, h := range registryHosts[t.Registry] {
-		own[h] = true
-	}
-	if t.ReportType == TypePackage && t.Registry == "go" || t.ReportType == TypeRepository {
-		id := strings.ToLower(t.ResourceIdentifier)
-		if host, _ := hostPath(id); host != "" {
-			own[host] = true
-		} else {
-			host, _, _ := strings.Cut(id, "/")
-			own[host] = true
-		}
-	}
-	return own
-}
-
-// AffectedVersions lists the versions a package report names in
-// version_info; nil when every version is affected (an empty list, or an
-// imported record that affects all versions).
-func AffectedVersions(t Threat) []string {
-	if t.AllVersions || strings.TrimSpace(t.Details.VersionInfo) == "" {
-		return nil
-	}
-	var out []string
-	for v := range strings.SplitSeq(t.Details.VersionInfo, ",") {
-		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// references returns a report's own links (evidence_references and the
-// advisory URL) in canonical form: a link the report gives as its source is
-// not an indicator, even where its text repeats it.
-func references(t Threat) map[string]bool {
-	refs := map[string]bool{}
-	for u := range strings.SplitSeq(t.Details.EvidenceReferences+"|"+t.Details.OSVAdvisoryURL, "|") {
-		if c, err := canonicalHTTPURL("", strings.TrimSpace(u)); err == nil {
-			refs[c] = true
-		}
-	}
-	return refs
-}
-
-// ExtractText finds indicators in free text after re-fanging it, with the
+// Text finds the indicators in text after re-fanging it, with the
 // confidence of a report's text (ConfidenceMedium; ConfidenceLow for a
-// domain of shared infrastructure named bare).
-func ExtractText(text string) []IOC { return extractText(text, nil) }
-
-// extractText is ExtractText for a report's own prose: the links skip
-// accepts (canonical URLs: the report's sources, its package's own pages)
-// are not indicators, and neither are their hosts; the names are blanked
-// outside links.
-func extractText(text string, skip func(string) bool, names ...string) []IOC {
+// domain of shared infrastructure named bare). The links skip accepts
+// (canonical URLs: a report's sources, its package's own pages) are not
+// indicators, and neither are their hosts; the names are blanked outside
+// links. skip may be nil.
+func (x Extractor) Text(text string, skip func(string) bool, names ...string) []IOC {
 	s := Refang(text)
 	seen := map[string]bool{}
 	var out []IOC
@@ -291,7 +147,7 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 		if !seen[k] {
 			seen[k] = true
 			conf := ConfidenceMedium
-			if typ == IOCDomain && IsInfrastructure(value) {
+			if typ == Domain && IsInfrastructure(value) {
 				conf = ConfidenceLow
 			}
 			out = append(out, IOC{Type: typ, Value: value, Detail: detail, Confidence: conf})
@@ -301,12 +157,12 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 	urlHosts := map[string]bool{}
 	for _, m := range urlRe.findAll(s) {
 		m = strings.TrimRight(m, ".,;:!?")
-		c, err := canonicalHTTPURL("", m)
+		c, err := x.CanonicalURL(m)
 		if err != nil || skip != nil && skip(c) {
 			continue // not a URL, or a link to the report's sources
 		}
-		add(IOCURL, c, "")
-		host, _ := hostPath(c)
+		add(URL, c, "")
+		host, _ := HostPath(c)
 		if i := strings.LastIndexByte(host, '@'); i >= 0 {
 			host = host[i+1:]
 		}
@@ -316,23 +172,23 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 		}
 		urlHosts[h] = true
 		if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
-			add(IOCIP, a.Unmap().String(), ipKind(a.String()))
+			add(IP, a.Unmap().String(), IPKind(a.String()))
 		} else if !IsInfrastructure(h) && publicTLD(h) {
 			// The host of a URL on shared infrastructure is not an
 			// indicator: the URL is.
-			add(IOCDomain, h, "")
+			add(Domain, h, "")
 		}
 	}
 	// Text outside URLs, for bare domains and addresses.
 	rest := withoutNames(urlRe.replaceAll(s, " "), names...)
 	for _, m := range ipv4Re.findAll(rest) {
 		if a, err := netip.ParseAddr(m); err == nil {
-			add(IOCIP, a.String(), "ipv4")
+			add(IP, a.String(), "ipv4")
 		}
 	}
 	for _, m := range ipv6Candidates(rest) {
 		if a, err := netip.ParseAddr(m[1]); err == nil && a.Is6() && strings.Count(m[1], ":") >= 2 {
-			add(IOCIP, a.String(), "ipv6")
+			add(IP, a.String(), "ipv6")
 		}
 	}
 	var emails [][]int
@@ -348,8 +204,8 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 		if fileExtensions[labels[len(labels)-1]] {
 			continue // evil.js, setup.py: file names, not domains
 		}
-		if c, err := canonicalHost("", m); err == nil && publicTLD(c) {
-			add(IOCDomain, c, "")
+		if c, err := x.CanonicalHost(m); err == nil && publicTLD(c) {
+			add(Domain, c, "")
 		}
 	}
 	// A digest on an OSV "## Source: origin (<sha256>)" line is the digest
@@ -357,22 +213,22 @@ func extractText(text string, skip func(string) bool, names ...string) []IOC {
 	// publishing it as a file-hash indicator would be false (issue 12).
 	hashes, eth, btc := hashesAndWallets(rest)
 	for _, m := range hashes {
-		add(IOCHash, strings.ToLower(m), map[int]string{32: "md5", 40: "sha1", 64: "sha256"}[len(m)])
+		add(Hash, strings.ToLower(m), map[int]string{32: "md5", 40: "sha1", 64: "sha256"}[len(m)])
 	}
 	for _, m := range eth {
-		add(IOCWallet, strings.ToLower(m), "ethereum")
+		add(Wallet, strings.ToLower(m), "ethereum")
 	}
 	for _, m := range btc {
-		add(IOCWallet, m, "bitcoin")
+		add(Wallet, m, "bitcoin")
 	}
 	for _, m := range purlRe.findAll(rest) {
-		add(IOCPackage, strings.TrimRight(m, ".,;:"), "purl")
+		add(Package, strings.TrimRight(m, ".,;:"), "purl")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return iocOrder[out[i].Type] < iocOrder[out[j].Type] })
 	return out
 }
 
-var iocOrder = map[string]int{IOCURL: 0, IOCDomain: 1, IOCIP: 2, IOCHash: 3, IOCWallet: 4, IOCPackage: 5}
+var iocOrder = map[string]int{URL: 0, Domain: 1, IP: 2, Hash: 3, Wallet: 4, Package: 5}
 
 // afterEmail reports whether an e-mail match ends at pos. The matches are in
 // text order, so a binary search keeps a text with thousands of addresses
@@ -382,7 +238,8 @@ func afterEmail(emails [][]int, pos int) bool {
 	return i < len(emails) && emails[i][1] == pos
 }
 
-func ipKind(s string) string {
+// IPKind is "ipv6" for an IPv6 address (bracketed or not), else "ipv4".
+func IPKind(s string) string {
 	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil && a.Is6() {
 		return "ipv6"
 	}
@@ -405,17 +262,17 @@ func Defang(ioc string) string {
 	return out
 }
 
-// SearchableIOC says whether an indicator is kept for look-ups by value
+// Searchable says whether an indicator is kept for look-ups by value
 // (the web site's search, check-malicious?match=indicators): at medium
 // confidence or more, so that a bare domain of shared infrastructure a
 // report mentions (ConfidenceLow) never makes that domain a hit.
-func SearchableIOC(ioc IOC) bool {
+func Searchable(ioc IOC) bool {
 	return ioc.Confidence >= ConfidenceMedium && ioc.Value != ""
 }
 
-// IndicatorKey is the look-up key of an indicator: a hash of its type and
+// Key is the look-up key of an indicator: a hash of its type and
 // normalised value (fixed length, whatever the value's).
-func IndicatorKey(iocType, value string) string {
+func Key(iocType, value string) string {
 	h := sha256.Sum256([]byte(iocType + "\x00" + value))
 	return hex.EncodeToString(h[:16])
 }

@@ -3,33 +3,17 @@ package core
 import (
 	"slices"
 	"testing"
+
+	"github.com/threatd/threatd/core/ioc"
 )
 
-func iocSet(iocs []IOC) []string {
+func iocSet(iocs []ioc.IOC) []string {
 	var out []string
 	for _, i := range iocs {
 		out = append(out, i.Type+":"+i.Value)
 	}
 	slices.Sort(out)
 	return out
-}
-
-func TestRefang(t *testing.T) {
-	cases := map[string]string{
-		"hxxps://evil[.]example[.]com/a":  "https://evil.example.com/a",
-		"hxxp://evil(.)example/x":         "http://evil.example/x",
-		"HXXPS[:]//evil[dot]example/x":    "https://evil.example/x",
-		"https[:]//a[.]b":                 "https://a.b",
-		"203[.]0[.]113[.]7":               "203.0.113.7",
-		"evil{.}example":                  "evil.example",
-		"mail[@]evil[.]example":           "mail@evil.example",
-		"plain text stays as it is. Yes.": "plain text stays as it is. Yes.",
-	}
-	for in, want := range cases {
-		if got := Refang(in); got != want {
-			t.Errorf("Refang(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 func TestExtractText(t *testing.T) {
@@ -123,9 +107,9 @@ func TestSourceDigestIsNotAnIndicator(t *testing.T) {
 		"The crate downloads a payload with sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.\n\n" +
 		"## Source: ossf-package-analysis (A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F90)\n"
 	var hashes []string
-	for _, ioc := range ExtractText(text) {
-		if ioc.Type == IOCHash {
-			hashes = append(hashes, ioc.Value)
+	for _, ind := range ExtractText(text) {
+		if ind.Type == ioc.Hash {
+			hashes = append(hashes, ind.Value)
 		}
 	}
 	if len(hashes) != 1 || hashes[0] != "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
@@ -144,8 +128,8 @@ func TestDomainIndicatorRules(t *testing.T) {
 			"imports com.unity.xr and prettier.config, posts to pastebin.com and to c2.evil-domain.com, see vtex.google.",
 	}}
 	got := map[string]bool{}
-	for _, ioc := range ExtractIOCs(th) {
-		got[ioc.Type+" "+ioc.Value] = true
+	for _, ind := range ExtractIOCs(th) {
+		got[ind.Type+" "+ind.Value] = true
 	}
 	for _, want := range []string{"url https://cdn.discordapp.com/attachments/1/2/payload.exe", "url https://github.com/evil/repo/raw/main/x.sh",
 		"domain pastebin.com", "domain c2.evil-domain.com", "package vtex.google"} {
@@ -158,7 +142,7 @@ func TestDomainIndicatorRules(t *testing.T) {
 			t.Errorf("false indicator %s", bad)
 		}
 	}
-	if !IsInfrastructure("gist.github.com") || !IsInfrastructure("dl.dropbox.com") || IsInfrastructure("github.com.evil.example") || IsInfrastructure("notgithub.com") {
+	if !ioc.IsInfrastructure("gist.github.com") || !ioc.IsInfrastructure("dl.dropbox.com") || ioc.IsInfrastructure("github.com.evil.example") || ioc.IsInfrastructure("notgithub.com") {
 		t.Fatal("IsInfrastructure: subdomains count, look-alikes do not")
 	}
 }
@@ -182,46 +166,46 @@ func TestIndicatorOriginsAndOwnNames(t *testing.T) {
 		{name: "osv section and payload", th: Threat{ReportType: TypePackage, Registry: RegistryPyPI, ResourceIdentifier: "discord-react",
 			Source: "osv", Details: Details{VersionInfo: "0.0.0.1",
 				PayloadDescription: "The OpenSSF Package Analysis project identified 'discord-react' @ 0.0.0.1 (pypi) as malicious.\n" +
-					"It posts to hxxps://c2[.]evil-domain[.]com/x and names pastebin.com.\n\n" + IOCSection + "\n\n- hxxps://grabber[.]evil-domain[.]com/y\n- 203[.]0[.]113[.]7\n"}},
+					"It posts to hxxps://c2[.]evil-domain[.]com/x and names pastebin.com.\n\n" + ioc.Section + "\n\n- hxxps://grabber[.]evil-domain[.]com/y\n- 203[.]0[.]113[.]7\n"}},
 			want: map[string]want{
-				"package discord-react":                 {OriginAsset, ConfidenceHigh},
-				"url https://grabber.evil-domain.com/y": {OriginOSV, ConfidenceHigh},
-				"ip 203.0.113.7":                        {OriginOSV, ConfidenceHigh},
-				"url https://c2.evil-domain.com/x":      {OriginPayload, ConfidenceMedium},
-				"domain pastebin.com":                   {OriginPayload, ConfidenceLow},
-				"domain grabber.evil-domain.com":        {OriginOSV, ConfidenceHigh},
+				"package discord-react":                 {ioc.OriginAsset, ioc.ConfidenceHigh},
+				"url https://grabber.evil-domain.com/y": {ioc.OriginOSV, ioc.ConfidenceHigh},
+				"ip 203.0.113.7":                        {ioc.OriginOSV, ioc.ConfidenceHigh},
+				"url https://c2.evil-domain.com/x":      {ioc.OriginPayload, ioc.ConfidenceMedium},
+				"domain pastebin.com":                   {ioc.OriginPayload, ioc.ConfidenceLow},
+				"domain grabber.evil-domain.com":        {ioc.OriginOSV, ioc.ConfidenceHigh},
 			},
 			not: []string{"ip 0.0.0.1"}},
 		{name: "a community report's copy of the heading is its text", th: Threat{ReportType: TypeDomain, ResourceIdentifier: "evil.example",
-			Details: Details{PayloadDescription: IOCSection + "\n- 198.51.100.9\n"}},
-			want: map[string]want{"domain evil.example": {OriginAsset, ConfidenceHigh}, "ip 198.51.100.9": {OriginPayload, ConfidenceMedium}}},
+			Details: Details{PayloadDescription: ioc.Section + "\n- 198.51.100.9\n"}},
+			want: map[string]want{"domain evil.example": {ioc.OriginAsset, ioc.ConfidenceHigh}, "ip 198.51.100.9": {ioc.OriginPayload, ioc.ConfidenceMedium}}},
 		{name: "references and the package's own pages", th: Threat{ReportType: TypePackage, Registry: RegistryNPM, ResourceIdentifier: "fsevents",
 			Details: Details{EvidenceReferences: "https://github.com/fsevents/fsevents/commit/909af26846834642c81d19f4148afa3b7557b058",
 				PayloadDescription: "[fsevents](https://www.npmjs.com/package/fsevents) v1.0.0 fetched fse.node from hxxps://fsevents-binaries[.]s3-us-west-2[.]amazonaws[.]com/v1.2.9/fse.tgz. " +
 					"The pre-fetch was [removed](https://github.com/fsevents/fsevents/commit/909af26846834642c81d19f4148afa3b7557b058); source at https://github.com/fsevents/fsevents/tree/v1.x; " +
 					"see https://github.com/advisories/GHSA-xv2f-5jw4-v95m and https://osv.dev/vulnerability/MAL-2023-462"}},
-			want: map[string]want{"url https://fsevents-binaries.s3-us-west-2.amazonaws.com/v1.2.9/fse.tgz": {OriginPayload, ConfidenceMedium}},
+			want: map[string]want{"url https://fsevents-binaries.s3-us-west-2.amazonaws.com/v1.2.9/fse.tgz": {ioc.OriginPayload, ioc.ConfidenceMedium}},
 			not: []string{"url https://www.npmjs.com/package/fsevents", "url https://github.com/fsevents/fsevents/tree/v1.x",
 				"url https://github.com/fsevents/fsevents/commit/909af26846834642c81d19f4148afa3b7557b058", "hash 909af26846834642c81d19f4148afa3b7557b058",
 				"url https://github.com/advisories/GHSA-xv2f-5jw4-v95m", "url https://osv.dev/vulnerability/MAL-2023-462", "domain www.npmjs.com"}},
 		{name: "the package's own registry named bare", th: Threat{ReportType: TypePackage, Registry: RegistryCrates, ResourceIdentifier: "rustdecimal",
 			Details: Details{PayloadDescription: "The Rust Security Response WG and the crates.io team were notified of the malicious crate `rustdecimal`; it downloads from api.evil.example."}},
-			want: map[string]want{"domain api.evil.example": {OriginPayload, ConfidenceMedium}},
+			want: map[string]want{"domain api.evil.example": {ioc.OriginPayload, ioc.ConfidenceMedium}},
 			not:  []string{"domain crates.io"}},
 		{name: "names that contain hosts and hashes", th: Threat{ReportType: TypePackage, Registry: RegistryPyPI, ResourceIdentifier: "byte-flux-3822a6dd00d6414daba3ae0de3930a5a",
 			Details: Details{PayloadDescription: "Malicious code in byte-flux-3822a6dd00d6414daba3ae0de3930a5a (PyPI); also Vtex.Google-tag-manager"}},
 			not: []string{"hash 3822a6dd00d6414daba3ae0de3930a5a"}},
 		{name: "a Go module's code host", th: Threat{ReportType: TypePackage, Registry: RegistryGo, ResourceIdentifier: "github.com/boltdb-go/bolt",
 			Details: Details{PayloadDescription: "Malicious code in github.com/boltdb-go/bolt (Go), a typosquat of github.com/boltdb/bolt; it talks to 49.12.198.231"}},
-			want: map[string]want{"ip 49.12.198.231": {OriginPayload, ConfidenceMedium}},
+			want: map[string]want{"ip 49.12.198.231": {ioc.OriginPayload, ioc.ConfidenceMedium}},
 			not:  []string{"domain github.com"}},
 	} {
-		got := map[string]IOC{}
-		for _, ioc := range ExtractIOCs(c.th) {
-			if ioc.Origin == "" || ioc.Confidence == 0 {
-				t.Errorf("%s: %s %s has no origin or confidence", c.name, ioc.Type, ioc.Value)
+		got := map[string]ioc.IOC{}
+		for _, ind := range ExtractIOCs(c.th) {
+			if ind.Origin == "" || ind.Confidence == 0 {
+				t.Errorf("%s: %s %s has no origin or confidence", c.name, ind.Type, ind.Value)
 			}
-			got[ioc.Type+" "+ioc.Value] = ioc
+			got[ind.Type+" "+ind.Value] = ind
 		}
 		for k, w := range c.want {
 			if g, ok := got[k]; !ok || g.Origin != w.origin || g.Confidence != w.confidence {
@@ -250,7 +234,7 @@ func TestPackageIndicatorVersions(t *testing.T) {
 	} {
 		th := Threat{ReportType: TypePackage, Registry: RegistryNPM, ResourceIdentifier: "evil-pkg", AllVersions: c.all, Details: Details{VersionInfo: c.info}}
 		iocs := ExtractIOCs(th)
-		if len(iocs) == 0 || iocs[0].Type != IOCPackage || !slices.Equal(iocs[0].Versions, c.want) {
+		if len(iocs) == 0 || iocs[0].Type != ioc.Package || !slices.Equal(iocs[0].Versions, c.want) {
 			t.Errorf("version_info %q (all %v): %+v, want versions %v", c.info, c.all, iocs, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package core
+package ioc
 
 import (
 	"regexp"
@@ -238,7 +238,7 @@ func isBtcWord(w string) bool {
 
 // hashesAndWallets finds hashRe's, ethRe's and btcRe's matches in s, in
 // text order each, but for the digests of OSV "## Source:" lines (see
-// extractText).
+// Extractor.Text).
 func hashesAndWallets(s string) (hashes, eth, btc []string) {
 	var digests [][]int
 	for _, w := range words(s) {

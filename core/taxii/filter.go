@@ -1,19 +1,20 @@
-package core
+package taxii
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/threatd/threatd/core"
 )
 
-// taxiiObjects reads the objects of one change. Each has its own
+// objects reads the objects of one change. Each has its own
 // date_added: the change's microsecond plus its place among the change's
 // objects in nanoseconds, so that a client that resumes after the last
 // date it saw, in the middle of a change with more objects than its page,
 // misses nothing.
-func taxiiObjects(raw []json.RawMessage, added time.Time) ([]TAXIIObject, error) {
-	out := make([]TAXIIObject, len(raw))
+func objects(raw []json.RawMessage, added time.Time) ([]Object, error) {
+	out := make([]Object, len(raw))
 	for i, r := range raw {
 		var head struct {
 			ID          string `json:"id"`
@@ -23,13 +24,13 @@ func taxiiObjects(raw []json.RawMessage, added time.Time) ([]TAXIIObject, error)
 			Modified    string `json:"modified"`
 		}
 		if err := json.Unmarshal(r, &head); err != nil {
-			return nil, &ExporterError{Exporter: "stix", Kind: ErrExporterFailed, Cause: err}
+			return nil, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: err}
 		}
 		v := head.Modified
 		if v == "" {
 			v = head.Created
 		}
-		out[i] = TAXIIObject{ID: head.ID, Type: head.Type, Version: v, SpecVersion: head.SpecVersion,
+		out[i] = Object{ID: head.ID, Type: head.Type, Version: v, SpecVersion: head.SpecVersion,
 			DateAdded: added.UTC().Add(time.Duration(min(i, 999))), JSON: r}
 	}
 	return out, nil
@@ -38,11 +39,11 @@ func taxiiObjects(raw []json.RawMessage, added time.Time) ([]TAXIIObject, error)
 // filter keeps the objects the match filters select. Each object has one
 // version here (the current one), so "first", "last" and "all" keep it and
 // a timestamp keeps it when it is that version.
-func (x *TAXII) filter(objs []TAXIIObject, q TAXIIQuery) []TAXIIObject {
+func (x *Service) filter(objs []Object, q Query) []Object {
 	if q.AddedAfter.IsZero() && len(q.IDs) == 0 && len(q.Types) == 0 && len(q.Versions) == 0 && len(q.SpecVersions) == 0 {
 		return objs
 	}
-	var out []TAXIIObject
+	var out []Object
 	for _, o := range objs {
 		if !q.AddedAfter.IsZero() && !o.DateAdded.After(q.AddedAfter) {
 			continue
@@ -78,23 +79,16 @@ func matchVersion(want []string, version string) bool {
 	return false
 }
 
-// ParseTAXIIVersions checks match[version] values.
-func ParseTAXIIVersions(values []string) error {
+// ParseVersions checks match[version] values.
+func ParseVersions(values []string) error {
 	for _, v := range values {
 		switch v {
 		case "first", "last", "all":
 			continue
 		}
-		if _, err := ParseTAXIITimestamp("match[version]", v); err != nil {
-			return Invalid("match[version]", "must be first, last, all or an RFC 3339 timestamp (got %q)", Shorten(v))
+		if _, err := ParseTimestamp("match[version]", v); err != nil {
+			return core.Invalid("match[version]", "must be first, last, all or an RFC 3339 timestamp (got %q)", core.Shorten(v))
 		}
 	}
 	return nil
 }
-
-// BufferWriter collects an exporter's document in memory (a small one:
-// a page of objects, a few OSV records).
-type BufferWriter struct{ bytes.Buffer }
-
-// Start implements ExportWriter.
-func (*BufferWriter) Start(string) error { return nil }

@@ -1,4 +1,4 @@
-package core
+package taxii
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threatd/threatd/core"
 )
 
 // TAXII 2.1 collections (docs/taxii.md): "threats" holds
@@ -24,14 +25,14 @@ import (
 // its objects, so that a client resuming after the last date it saw never
 // misses or repeats an object.
 
-// TAXIICollectionAll is the alias of the collection of every report.
-const TAXIICollectionAll = "threats"
+// CollectionAll is the alias of the collection of every report.
+const CollectionAll = "threats"
 
-// taxiiNamespace makes the collections' ids (UUIDv5 of their alias).
-var taxiiNamespace = uuid.MustParse("0b7e3c1e-5d0c-4a7f-9a53-1d8f2f0c6e41")
+// namespace makes the collections' ids (UUIDv5 of their alias).
+var namespace = uuid.MustParse("0b7e3c1e-5d0c-4a7f-9a53-1d8f2f0c6e41")
 
-// TAXIICollection is one collection.
-type TAXIICollection struct {
+// Collection is one collection.
+type Collection struct {
 	ID          string
 	Alias       string
 	Title       string
@@ -40,40 +41,40 @@ type TAXIICollection struct {
 	Registry string
 }
 
-// taxiiCollections are the collections: "threats", then one per package
+// collections are the collections: "threats", then one per package
 // ecosystem (worked out once: their ids are hashes of their aliases).
-var taxiiCollections = func() []TAXIICollection {
-	out := []TAXIICollection{{ID: uuid.NewSHA1(taxiiNamespace, []byte(TAXIICollectionAll)).String(), Alias: TAXIICollectionAll,
+var collections = func() []Collection {
+	out := []Collection{{ID: uuid.NewSHA1(namespace, []byte(CollectionAll)).String(), Alias: CollectionAll,
 		Title: "Verified threats", Description: "Every verified threat report: malicious packages, repositories, URLs, domains, IP addresses, wallets and container images."}}
-	for _, r := range PackageRegistries {
-		out = append(out, TAXIICollection{ID: uuid.NewSHA1(taxiiNamespace, []byte(r)).String(), Alias: r,
+	for _, r := range core.PackageRegistries {
+		out = append(out, Collection{ID: uuid.NewSHA1(namespace, []byte(r)).String(), Alias: r,
 			Title: "Malicious " + r + " packages", Description: "Verified reports of malicious packages in the " + r + " ecosystem.", Registry: r})
 	}
 	return out
 }()
 
-// TAXIICollections lists the collections: "threats", then one per package
+// Collections lists the collections: "threats", then one per package
 // ecosystem.
-func TAXIICollections() []TAXIICollection { return slices.Clone(taxiiCollections) }
+func Collections() []Collection { return slices.Clone(collections) }
 
-// FindTAXIICollection finds a collection by id or alias.
-func FindTAXIICollection(key string) (TAXIICollection, bool) {
-	for _, c := range taxiiCollections {
+// FindCollection finds a collection by id or alias.
+func FindCollection(key string) (Collection, bool) {
+	for _, c := range collections {
 		if c.ID == key || c.Alias == key {
 			return c, true
 		}
 	}
-	return TAXIICollection{}, false
+	return Collection{}, false
 }
 
-// TAXIISharedAdded is the date_added of the objects every record refers to
+// SharedAdded is the date_added of the objects every record refers to
 // (the service's identity, the TLP:WHITE marking): they come first in every
 // collection.
-var TAXIISharedAdded = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var SharedAdded = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// TAXIIQuery is a request for a collection's objects, manifest or versions.
-type TAXIIQuery struct {
-	Collection TAXIICollection
+// Query is a request for a collection's objects, manifest or versions.
+type Query struct {
+	Collection Collection
 	// AddedAfter selects objects added strictly after it (zero: all).
 	AddedAfter time.Time
 	// Next is a position from an earlier page ("" = the start).
@@ -84,8 +85,8 @@ type TAXIIQuery struct {
 	IDs, Types, Versions, SpecVersions []string
 }
 
-// TAXIIObject is one object with its collection metadata.
-type TAXIIObject struct {
+// Object is one object with its collection metadata.
+type Object struct {
 	ID          string
 	Type        string
 	Version     string // modified (created when the object has none)
@@ -94,74 +95,74 @@ type TAXIIObject struct {
 	JSON        json.RawMessage
 }
 
-// TAXIIPage is one page of a collection.
-type TAXIIPage struct {
-	Objects []TAXIIObject
+// Page is one page of a collection.
+type Page struct {
+	Objects []Object
 	More    bool
 	Next    string
 }
 
-// TAXII serves collections from the published changes, rendered by the
+// Service serves collections from the published changes, rendered by the
 // STIX exporter a page at a time.
-type TAXII struct {
-	store     Store
-	exporters Exporters
+type Service struct {
+	store     core.Store
+	exporters core.Exporters
 	service   string
-	signer    signer
+	signer    *core.Signer
 }
 
-// NewTAXII returns the TAXII use cases; service names the STIX identity.
-func NewTAXII(store Store, exporters Exporters, service string) *TAXII {
-	return &TAXII{store: store, exporters: exporters, service: service, signer: signer{store: store}}
+// New returns the TAXII use cases; service names the STIX identity.
+func New(store core.Store, exporters core.Exporters, service string) *Service {
+	return &Service{store: store, exporters: exporters, service: service, signer: core.NewSigner(store)}
 }
 
-// taxiiPosition is where a page ends: after the change (At, Seq), or within
+// position is where a page ends: after the change (At, Seq), or within
 // it after Offset of its objects (a change with more objects than a page).
 // Seq 0 is the shared objects before every change.
-type taxiiPosition struct {
+type position struct {
 	At     time.Time
 	Seq    int64
 	Offset int
 	Set    bool
 }
 
-// encode signs the position bound to the query it pages (taxiiBinding):
+// encode signs the position bound to the query it pages (binding):
 // a next value works only with the collection, added_after and match
 // filters it was given out for, and cannot be edited.
-func (x *TAXII) encode(ctx context.Context, p taxiiPosition, q TAXIIQuery) (string, error) {
-	return x.signer.sign(ctx, fmt.Appendf(nil, "1.%d.%d.%d.%s", p.At.UnixMicro(), p.Seq, p.Offset, taxiiBinding(q)))
+func (x *Service) encode(ctx context.Context, p position, q Query) (string, error) {
+	return x.signer.Sign(ctx, fmt.Appendf(nil, "1.%d.%d.%d.%s", p.At.UnixMicro(), p.Seq, p.Offset, binding(q)))
 }
 
-// errBadTAXIINext answers a next value this server did not give out for
+// errBadNext answers a next value this server did not give out for
 // this query.
-var errBadTAXIINext = Invalid("next", "is not a value this server gave out for this collection and these filters: "+
+var errBadNext = core.Invalid("next", "is not a value this server gave out for this collection and these filters: "+
 	"repeat the request that returned it, or leave next out to start from the first page")
 
-func (x *TAXII) decode(ctx context.Context, s string, q TAXIIQuery) (taxiiPosition, error) {
+func (x *Service) decode(ctx context.Context, s string, q Query) (position, error) {
 	if len(s) > 256 {
-		return taxiiPosition{}, errBadTAXIINext
+		return position{}, errBadNext
 	}
-	b, ok, err := x.signer.open(ctx, s)
+	b, ok, err := x.signer.Open(ctx, s)
 	if err != nil {
-		return taxiiPosition{}, err
+		return position{}, err
 	}
 	parts := strings.Split(string(b), ".")
-	if !ok || len(parts) != 5 || parts[0] != "1" || parts[4] != taxiiBinding(q) {
-		return taxiiPosition{}, errBadTAXIINext
+	if !ok || len(parts) != 5 || parts[0] != "1" || parts[4] != binding(q) {
+		return position{}, errBadNext
 	}
 	var n [3]int64
 	for i, p := range parts[1:4] {
 		if n[i], err = strconv.ParseInt(p, 10, 64); err != nil || n[i] < 0 {
-			return taxiiPosition{}, errBadTAXIINext
+			return position{}, errBadNext
 		}
 	}
-	return taxiiPosition{At: time.UnixMicro(n[0]).UTC(), Seq: n[1], Offset: int(n[2]), Set: true}, nil
+	return position{At: time.UnixMicro(n[0]).UTC(), Seq: n[1], Offset: int(n[2]), Set: true}, nil
 }
 
-// taxiiBinding is a digest of what a next value is bound to: the
+// binding is a digest of what a next value is bound to: the
 // collection, added_after and the match filters (not limit: a client may
 // change its page size while it pages).
-func taxiiBinding(q TAXIIQuery) string {
+func binding(q Query) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00", q.Collection.ID, q.AddedAfter.UnixNano())
 	for _, list := range [][]string{q.IDs, q.Types, q.Versions, q.SpecVersions} {
@@ -172,39 +173,39 @@ func taxiiBinding(q TAXIIQuery) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
-// ParseTAXIITimestamp parses a TAXII timestamp (RFC 3339 in UTC, e.g.
+// ParseTimestamp parses a TAXII timestamp (RFC 3339 in UTC, e.g.
 // added_after, match[version]).
-func ParseTAXIITimestamp(field, s string) (time.Time, error) {
+func ParseTimestamp(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, Invalid(field, "must be an RFC 3339 timestamp such as 2026-01-02T03:04:05.123456Z (got %q)", Shorten(s))
+		return time.Time{}, core.Invalid(field, "must be an RFC 3339 timestamp such as 2026-01-02T03:04:05.123456Z (got %q)", core.Shorten(s))
 	}
 	return t.UTC(), nil
 }
 
-// TAXIITimestamp renders a date_added in UTC: to the microsecond, or to
-// the nanosecond for the later objects of one change (taxiiObjects).
-func TAXIITimestamp(t time.Time) string {
+// Timestamp renders a date_added in UTC: to the microsecond, or to
+// the nanosecond for the later objects of one change (objects).
+func Timestamp(t time.Time) string {
 	if t.Nanosecond()%1000 != 0 {
 		return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
-// taxiiFirstChunk is how many changes the first read of a page asks for.
-const taxiiFirstChunk = 10
+// firstChunk is how many changes the first read of a page asks for.
+const firstChunk = 10
 
-// taxiiScanFactor bounds how many changes one page reads per object it may
+// scanFactor bounds how many changes one page reads per object it may
 // return, when filters leave out most objects.
-const taxiiScanFactor = 10
+const scanFactor = 10
 
 // Page returns one page of a collection's objects, oldest first.
-func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
-	var pos taxiiPosition
+func (x *Service) Page(ctx context.Context, q Query) (Page, error) {
+	var pos position
 	if q.Next != "" {
 		var err error
 		if pos, err = x.decode(ctx, q.Next, q); err != nil {
-			return TAXIIPage{}, err
+			return Page{}, err
 		}
 	}
 	if q.Limit <= 0 {
@@ -224,21 +225,21 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 	}
 	// The shared objects come first: only a page from the start, or one
 	// that resumes inside them, has them.
-	if (pos.Set && (pos.Seq > 0 || pos.Offset == 0)) || (!q.AddedAfter.IsZero() && !q.AddedAfter.Before(TAXIISharedAdded.Add(time.Microsecond))) {
+	if (pos.Set && (pos.Seq > 0 || pos.Offset == 0)) || (!q.AddedAfter.IsZero() && !q.AddedAfter.Before(SharedAdded.Add(time.Microsecond))) {
 		shared = false
 	}
-	var page TAXIIPage
+	var page Page
 	full, bytes := false, 0
-	var last taxiiPosition
+	var last position
 	// add appends the objects of one change (or the shared ones) from
 	// offset; it reports false when the page is full.
-	add := func(objs []TAXIIObject, p taxiiPosition) bool {
+	add := func(objs []Object, p position) bool {
 		objs = x.filter(objs, q)
 		if p.Offset > 0 {
 			objs = objs[min(p.Offset, len(objs)):]
 		}
 		if len(objs) == 0 {
-			last = taxiiPosition{At: p.At, Seq: p.Seq, Set: true}
+			last = position{At: p.At, Seq: p.Seq, Set: true}
 			return true
 		}
 		if full {
@@ -249,18 +250,18 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 		switch {
 		case len(objs) <= room:
 			page.Objects = append(page.Objects, objs...)
-			last = taxiiPosition{At: p.At, Seq: p.Seq, Set: true}
+			last = position{At: p.At, Seq: p.Seq, Set: true}
 			for _, o := range objs {
 				bytes += len(o.JSON)
 			}
 			// Full at the limit, or at PageBytes of objects (never
 			// before the first change's).
-			full = len(page.Objects) == q.Limit || bytes >= PageBytes
+			full = len(page.Objects) == q.Limit || bytes >= core.PageBytes
 			return true
 		case len(page.Objects) == 0:
 			// One change with more objects than a page: cut inside it.
 			page.Objects = append(page.Objects, objs[:room]...)
-			last = taxiiPosition{At: p.At, Seq: p.Seq, Offset: p.Offset + room, Set: true}
+			last = position{At: p.At, Seq: p.Seq, Offset: p.Offset + room, Set: true}
 		}
 		page.More = true
 		return false
@@ -268,9 +269,9 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 	if shared {
 		objs, err := x.render(ctx, nil)
 		if err != nil {
-			return TAXIIPage{}, err
+			return Page{}, err
 		}
-		if !add(objs.shared, taxiiPosition{At: TAXIISharedAdded, Offset: pos.Offset}) {
+		if !add(objs.shared, position{At: SharedAdded, Offset: pos.Offset}) {
 			return x.next(ctx, page, last, q)
 		}
 	}
@@ -284,7 +285,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 	// read hold PageBytes of text (ApproxSize): large reports cost their
 	// indicator extraction and their trip to the exporter whether or not
 	// they yield many objects.
-	fq := FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, taxiiFirstChunk)}
+	fq := core.FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, firstChunk)}
 	changes, text := 0, 0
 	if !q.AddedAfter.IsZero() {
 		// The change of that microsecond may have objects added after it.
@@ -297,10 +298,10 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			fq.AfterAt, fq.AfterSeq = pos.At, pos.Seq-1
 		}
 	}
-	for scanned := 0; scanned < taxiiScanFactor*q.Limit; {
+	for scanned := 0; scanned < scanFactor*q.Limit; {
 		items, err := x.store.Feed(ctx, fq)
 		if err != nil {
-			return TAXIIPage{}, err
+			return Page{}, err
 		}
 		if pos.Offset > 0 && len(items) > 0 && items[0].Event.Seq != pos.Seq {
 			// The change the page stopped in is no longer the report's
@@ -311,14 +312,14 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 		changes += len(items)
 		objs, err := x.render(ctx, items)
 		if err != nil {
-			return TAXIIPage{}, err
+			return Page{}, err
 		}
 		for i, it := range items {
-			p := taxiiPosition{At: it.Event.At, Seq: it.Event.Seq}
+			p := position{At: it.Event.At, Seq: it.Event.Seq}
 			if i == 0 && it.Event.Seq == pos.Seq {
 				p.Offset = pos.Offset
 			}
-			if text >= PageBytes && len(page.Objects) > 0 {
+			if text >= core.PageBytes && len(page.Objects) > 0 {
 				full = true // the reports read so far hold a page's text
 			}
 			text += it.Threat.ApproxSize()
@@ -336,14 +337,14 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 			fq.Limit = 1
 			continue
 		}
-		if text >= taxiiScanFactor*PageBytes {
+		if text >= scanFactor*core.PageBytes {
 			break // filters left out most of a lot of text
 		}
 		perChange := max(len(page.Objects)/max(changes, 1), 1)
 		bytesPerChange := max(bytes/max(changes, 1), 1)
 		textPerChange := max(text/max(changes, 1), 1)
-		fq.Limit = min((q.Limit-len(page.Objects))/perChange+1, max(PageBytes-bytes, 0)/bytesPerChange+1,
-			max(PageBytes-text, 0)/textPerChange+1, MaxGetThreats)
+		fq.Limit = min((q.Limit-len(page.Objects))/perChange+1, max(core.PageBytes-bytes, 0)/bytesPerChange+1,
+			max(core.PageBytes-text, 0)/textPerChange+1, core.MaxGetThreats)
 	}
 	// Filters left out most of what was read: the rest follows with next.
 	page.More = true
@@ -351,7 +352,7 @@ func (x *TAXII) Page(ctx context.Context, q TAXIIQuery) (TAXIIPage, error) {
 }
 
 // next ends a page that more objects follow: its next value resumes at last.
-func (x *TAXII) next(ctx context.Context, page TAXIIPage, last taxiiPosition, q TAXIIQuery) (TAXIIPage, error) {
+func (x *Service) next(ctx context.Context, page Page, last position, q Query) (Page, error) {
 	var err error
 	page.Next, err = x.encode(ctx, last, q)
 	return page, err
@@ -359,36 +360,36 @@ func (x *TAXII) next(ctx context.Context, page TAXIIPage, last taxiiPosition, q 
 
 // rendered is the exporter's objects of a page of changes.
 type rendered struct {
-	shared  []TAXIIObject
-	records [][]TAXIIObject
+	shared  []Object
+	records [][]Object
 }
 
 // render asks the STIX exporter for the objects of items.
-func (x *TAXII) render(ctx context.Context, items []FeedItem) (rendered, error) {
+func (x *Service) render(ctx context.Context, items []core.FeedItem) (rendered, error) {
 	if x.exporters == nil {
-		return rendered{}, &ExporterError{Exporter: "stix", Kind: ErrExporterUnavailable, Cause: errors.New("no exporters configured")}
+		return rendered{}, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterUnavailable, Cause: errors.New("no exporters configured")}
 	}
-	req := ExportRequest{Endpoint: "/taxii2/", Query: map[string]string{"format": ObjectsFormat}, Service: x.service,
-		Records: make([]ExportRecord, len(items))}
+	req := core.ExportRequest{Endpoint: "/taxii2/", Query: map[string]string{"format": core.ObjectsFormat}, Service: x.service,
+		Records: make([]core.ExportRecord, len(items))}
 	for i, it := range items {
-		req.Records[i] = NewExportRecord(it.Threat)
+		req.Records[i] = core.NewExportRecord(it.Threat)
 	}
-	var buf BufferWriter
+	var buf core.BufferWriter
 	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {
 		return rendered{}, err
 	}
-	var doc ObjectsDocument
+	var doc core.ObjectsDocument
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Records) != len(items) {
-		return rendered{}, &ExporterError{Exporter: "stix", Kind: ErrExporterFailed, Cause: fmt.Errorf("objects document: %v (%d records for %d)", err, len(doc.Records), len(items))}
+		return rendered{}, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: fmt.Errorf("objects document: %v (%d records for %d)", err, len(doc.Records), len(items))}
 	}
 	var out rendered
 	var err error
-	if out.shared, err = taxiiObjects(doc.Shared, TAXIISharedAdded); err != nil {
+	if out.shared, err = objects(doc.Shared, SharedAdded); err != nil {
 		return rendered{}, err
 	}
-	out.records = make([][]TAXIIObject, len(items))
+	out.records = make([][]Object, len(items))
 	for i, it := range items {
-		if out.records[i], err = taxiiObjects(doc.Records[i], it.Event.At); err != nil {
+		if out.records[i], err = objects(doc.Records[i], it.Event.At); err != nil {
 			return rendered{}, err
 		}
 	}

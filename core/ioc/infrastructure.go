@@ -1,4 +1,4 @@
-package core
+package ioc
 
 import "strings"
 
@@ -54,7 +54,7 @@ var referencePaths = []string{
 // including a repository's own security advisories
 // (github.com/<owner>/<repo>/security/advisories/…).
 func IsReferenceURL(u string) bool {
-	host, path := hostPath(u)
+	host, path := HostPath(u)
 	if host == "" {
 		return false
 	}
@@ -91,9 +91,9 @@ func setOf(lists ...[]string) map[string]bool {
 	return m
 }
 
-// hostPath splits an http(s) URL into its lower-case host (with any
+// HostPath splits an http(s) URL into its lower-case host (with any
 // user-info and port) and its path; host is "" for anything else.
-func hostPath(u string) (host, path string) {
+func HostPath(u string) (host, path string) {
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok || !strings.EqualFold(scheme, "https") && !strings.EqualFold(scheme, "http") {
 		return "", ""
