@@ -16,7 +16,7 @@ func TestDomainImports(t *testing.T) {
 		"github.com/threatd/threatd/plugins", "github.com/threatd/threatd/storage",
 		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
 	}
-	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/taxii",
+	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/taxii", "github.com/threatd/threatd/core/feed",
 		"github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index", "github.com/threatd/threatd/core/firewall", "github.com/threatd/threatd/core/scan"} {
 		for _, d := range deps(t, pkg, 5) {
 			// uuid brings database/sql/driver (for Scan/Value); database/sql itself is forbidden.

@@ -79,10 +79,10 @@ func fillPage[T any](limit, budget int, size func(T) int, read func(n int) ([]T,
 	}
 }
 
-// feedPage reads one byte-bounded page of up to limit of the published
+// FeedPage reads one byte-bounded page of up to limit of the published
 // changes q selects, from q's position on. A caller that reads on resumes
 // after the page's last item (the reads may have gone past it).
-func feedPage(ctx context.Context, store PublishedStore, q FeedQuery, limit int) ([]FeedItem, bool, error) {
+func FeedPage(ctx context.Context, store PublishedStore, q FeedQuery, limit int) ([]FeedItem, bool, error) {
 	return fillPage(limit, PageBytes, func(it FeedItem) int { return it.Threat.ApproxSize() }, func(n int) ([]FeedItem, error) {
 		q.Limit = n
 		items, err := store.Feed(ctx, q)
@@ -94,9 +94,9 @@ func feedPage(ctx context.Context, store PublishedStore, q FeedQuery, limit int)
 	})
 }
 
-// threatPage reads one byte-bounded page of up to limit of the verified
-// reports q selects, from q's position on (as feedPage).
-func threatPage(ctx context.Context, store PublishedStore, q ThreatQuery, limit int) ([]Threat, bool, error) {
+// ThreatPage reads one byte-bounded page of up to limit of the verified
+// reports q selects, from q's position on (as FeedPage).
+func ThreatPage(ctx context.Context, store PublishedStore, q ThreatQuery, limit int) ([]Threat, bool, error) {
 	return fillPage(limit, PageBytes, func(t Threat) int { return t.ApproxSize() }, func(n int) ([]Threat, error) {
 		q.Limit = n
 		page, err := store.QueryThreats(ctx, q)

@@ -84,7 +84,7 @@ func (x *Selections) Window(ctx context.Context, since, hours, ecosystem string)
 	q := FeedQuery{From: from, To: now.Add(time.Second), Registry: registry}
 	for more := true; more; {
 		var page []FeedItem
-		page, more, err = feedPage(ctx, x.store, q, MaxWindowRecords)
+		page, more, err = FeedPage(ctx, x.store, q, MaxWindowRecords)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (x *Selections) All(ctx context.Context, ecosystem string) (func(yield func
 		for more := true; more; {
 			var page []Threat
 			var err error
-			page, more, err = threatPage(ctx, x.store, q, allPage)
+			page, more, err = ThreatPage(ctx, x.store, q, allPage)
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
@@ -84,7 +85,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
 	}()
 
-	usage := core.NewUsage(e.store)
+	usage := feed.NewUsage(e.store)
 	tokenUse := core.NewTokenUse(e.store)
 	usageDone := make(chan struct{})
 	// Runs before e.close (defers run last-in first-out): the final flush
@@ -180,7 +181,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Limits:            limits(cfg),
 		BatchMax:          cfg.Limits.BatchMax,
 		ScanMaxBytes:      int64(cfg.Scan.MaxBytes),
-		Feed:              core.FeedLimits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
+		Feed:              feed.Limits{MaxWindow: cfg.Limits.FeedMaxWindow, PageMax: cfg.Limits.FeedPageMax},
 		LatestCount:       cfg.Limits.LatestCount,
 		Limiter:           shared,
 		ExportRoutes:      exportRoutes,

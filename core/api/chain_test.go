@@ -17,6 +17,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
@@ -66,8 +67,8 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 			PerTokenPerMinute: map[core.Tier]int{core.TierFree: perToken, core.TierPaid: perToken * 10}},
 		log: slog.New(slog.DiscardHandler), accounts: acc, store: st,
 		exporters: nil,
-		index:     index.New(st, 100), principals: index.NewPrincipals(acc, time.Second), usage: core.NewUsage(st),
-		paid:      core.NewPaid(st, core.FeedLimits{MaxWindow: time.Hour, PageMax: 10}),
+		index:     index.New(st, 100), principals: index.NewPrincipals(acc, time.Second), usage: feed.NewUsage(st),
+		paid:      feed.New(st, feed.Limits{MaxWindow: time.Hour, PageMax: 10}),
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}
 	f.srv.latest = index.NewLatest(f.srv.index, st)

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/ioc"
 )
 
@@ -52,21 +53,21 @@ func (s *Server) threatFeed(c *echo.Context) error {
 	if err := onlyParams(qs, []string{"since", "until", "hours", "ecosystem", "cursor", "limit", "mode"}); err != nil {
 		return err
 	}
-	p, err := s.paid.Feed(c.Request().Context(), principal(c), core.FeedRequest{
+	p, err := s.paid.Feed(c.Request().Context(), principal(c), feed.Request{
 		Since: qs.Get("since"), Until: qs.Get("until"), Hours: qs.Get("hours"),
 		Ecosystem: qs.Get("ecosystem"), Cursor: qs.Get("cursor"), Limit: qs.Get("limit"), Mode: qs.Get("mode"),
 	})
 	if err != nil {
 		return err
 	}
-	if qs.Get("mode") == core.FeedChanges {
+	if qs.Get("mode") == feed.ModeChanges {
 		out := make([]any, len(p.Changes))
 		for i, it := range p.Changes {
 			out[i] = toChangedRecord(it.Threat, principal(c),
 				feedChange{Type: it.Event.Kind, At: it.Event.At.Format(time.RFC3339Nano), Version: it.Event.Version})
 		}
 		return c.JSON(http.StatusOK, map[string]any{
-			"mode":        core.FeedChanges,
+			"mode":        feed.ModeChanges,
 			"threats":     out,
 			"count":       len(out),
 			"next_cursor": nextCursor(p.NextCursor),

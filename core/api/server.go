@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
@@ -32,7 +33,7 @@ type Options struct {
 	BatchMax          int
 	// ScanMaxBytes bounds the file POST /scan reads (scan.max_bytes).
 	ScanMaxBytes int64
-	Feed         core.FeedLimits
+	Feed         feed.Limits
 	LatestCount  int
 	// Limiter counts per-IP and per-token requests; nil = in memory, per
 	// daemon (limits.store: memory).
@@ -74,10 +75,10 @@ type Server struct {
 	log          *slog.Logger
 	accounts     *core.Accounts
 	reports      *core.Reports
-	paid         *core.Paid
+	paid         *feed.Service
 	selections   *core.Selections
 	exporters    core.Exporters
-	usage        *core.Usage
+	usage        *feed.Usage
 	index        *index.Index
 	principals   *index.Principals
 	store        core.Store
@@ -90,13 +91,13 @@ type Server struct {
 
 // New builds the HTTP handler of the API. idx and principals are the hot
 // read path, kept current by an index.Follower the caller runs.
-func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals, usage *core.Usage, exporters core.Exporters) http.Handler {
+func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals, usage *feed.Usage, exporters core.Exporters) http.Handler {
 	s := &Server{
 		opts:         opts,
 		log:          log,
 		accounts:     core.NewAccounts(store),
 		reports:      core.NewReports(store, opts.Limits),
-		paid:         core.NewPaid(store, opts.Feed),
+		paid:         feed.New(store, opts.Feed),
 		selections:   core.NewSelections(store),
 		taxii:        taxii.New(store, exporters, "threatd"),
 		usage:        usage,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/taxii"
 	"github.com/threatd/threatd/plugins"
 )
@@ -153,7 +154,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		t.Errorf("ListUsers above its maximum: %v, want ErrInvalid", err)
 	}
 
-	paid := core.NewPaid(s, core.FeedLimits{MaxWindow: 2 * time.Hour, PageMax: pagingMax})
+	paid := feed.New(s, feed.Limits{MaxWindow: 2 * time.Hour, PageMax: pagingMax})
 	who := core.Principal{User: alice, Token: core.Token{ID: "paging-token", UserID: alice.ID}}
 	same := func(what string, size int, got, want []string) {
 		t.Helper()
@@ -170,7 +171,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		var got []string
 		bytesCut := false
 		err := walk(func(cur string) (string, error) {
-			p, err := paid.Feed(c, who, core.FeedRequest{Hours: "1", Limit: limit, Cursor: cur})
+			p, err := paid.Feed(c, who, feed.Request{Hours: "1", Limit: limit, Cursor: cur})
 			for _, th := range p.Threats {
 				got = append(got, th.ID)
 			}
@@ -201,7 +202,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 			want = append(want, e.id+"/"+e.kind)
 		}
 		if err := walk(func(cur string) (string, error) {
-			p, err := paid.Feed(c, who, core.FeedRequest{Hours: "1", Limit: limit, Cursor: cur, Mode: core.FeedChanges})
+			p, err := paid.Feed(c, who, feed.Request{Hours: "1", Limit: limit, Cursor: cur, Mode: feed.ModeChanges})
 			for _, it := range p.Changes {
 				changes = append(changes, it.Threat.ID+"/"+it.Event.Kind)
 			}

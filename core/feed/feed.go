@@ -1,4 +1,9 @@
-package core
+// Package feed is the paid tier's use cases (docs/api/paid.md): the
+// /threat-feed poll of verified reports or of every published change in a
+// time window, a publisher's reports, a report's full data, with signed
+// cursors bound to their query and token, and the per-token usage counts.
+// Pages are bounded by count and by bytes (core.FeedPage, core.ThreatPage).
+package feed
 
 import (
 	"context"
@@ -8,26 +13,27 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/ioc"
 )
 
-// FeedLimits are the anti-harvesting caps of the paid endpoints.
-type FeedLimits struct {
+// Limits are the anti-harvesting caps of the paid endpoints.
+type Limits struct {
 	MaxWindow time.Duration // longest since/until window
 	PageMax   int           // largest page
 }
 
-// Paid is the use-case layer of the paid endpoints.
-type Paid struct {
-	store  Store
-	limits FeedLimits
+// Service is the use-case layer of the paid endpoints.
+type Service struct {
+	store  core.Store
+	limits Limits
 	now    func() time.Time
-	signer *Signer
+	signer *core.Signer
 }
 
-// NewPaid returns the paid use cases.
-func NewPaid(store Store, limits FeedLimits) *Paid {
-	return &Paid{store: store, limits: limits, now: time.Now, signer: NewSigner(store)}
+// New returns the paid use cases.
+func New(store core.Store, limits Limits) *Service {
+	return &Service{store: store, limits: limits, now: time.Now, signer: core.NewSigner(store)}
 }
 
 // cursorTTL bounds how long a cursor may be used.
@@ -48,13 +54,13 @@ type cursor struct {
 	Exp    int64  `json:"e"`
 }
 
-func (p *Paid) encode(ctx context.Context, c cursor) (string, error) {
+func (p *Service) encode(ctx context.Context, c cursor) (string, error) {
 	body, _ := json.Marshal(c)
 	return p.signer.Sign(ctx, body)
 }
 
-func (p *Paid) decode(ctx context.Context, s, kind, params, token string) (cursor, error) {
-	bad := Invalid("cursor", "is not a cursor this query issued (a cursor is bound to its query and its token, and expires)")
+func (p *Service) decode(ctx context.Context, s, kind, params, token string) (cursor, error) {
+	bad := core.Invalid("cursor", "is not a cursor this query issued (a cursor is bound to its query and its token, and expires)")
 	body, ok, err := p.signer.Open(ctx, s)
 	if err != nil {
 		return cursor{}, err
@@ -64,22 +70,22 @@ func (p *Paid) decode(ctx context.Context, s, kind, params, token string) (curso
 		return cursor{}, bad
 	}
 	if p.now().Unix() > c.Exp {
-		return cursor{}, Invalid("cursor", "has expired: start again without a cursor")
+		return cursor{}, core.Invalid("cursor", "has expired: start again without a cursor")
 	}
 	return c, nil
 }
 
 // Page is one page of a paged endpoint.
 type Page struct {
-	Threats    []Threat
+	Threats    []core.Threat
 	NextCursor string // "" on the last page
 	From, To   time.Time
 	// Changes is the page of a changes-mode feed (Threats is then nil).
-	Changes []FeedItem
+	Changes []core.FeedItem
 }
 
-// FeedRequest is a /threat-feed query as given (strings, to validate here).
-type FeedRequest struct {
+// Request is a /threat-feed query as given (strings, to validate here).
+type Request struct {
 	Since, Until, Hours, Ecosystem, Cursor, Limit string
 	// Mode is "" or "verified" (the reports that became visible in the
 	// window and are still verified) or "changes" (every verification,
@@ -89,15 +95,15 @@ type FeedRequest struct {
 
 // Feed modes.
 const (
-	FeedVerified = "verified"
-	FeedChanges  = "changes"
+	ModeVerified = "verified"
+	ModeChanges  = "changes"
 )
 
-func (p *Paid) pageLimit(s string) (int, error) {
+func (p *Service) pageLimit(s string) (int, error) {
 	if s == "" {
 		return min(100, p.limits.PageMax), nil
 	}
-	return ParseWhole("limit", s, 1, p.limits.PageMax)
+	return core.ParseWhole("limit", s, 1, p.limits.PageMax)
 }
 
 // Feed returns, oldest first and one page at a time, the reports that
@@ -107,20 +113,20 @@ func (p *Paid) pageLimit(s string) (int, error) {
 // ecosystem. Times are when the change happened here, not upstream
 // publication times. A changes-mode feed without until always returns a
 // cursor: polling with it yields every later change exactly once.
-func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, error) {
+func (p *Service) Feed(ctx context.Context, who core.Principal, r Request) (Page, error) {
 	limit, err := p.pageLimit(r.Limit)
 	if err != nil {
 		return Page{}, err
 	}
 	changes := false
 	switch r.Mode {
-	case "", FeedVerified:
-	case FeedChanges:
+	case "", ModeVerified:
+	case ModeChanges:
 		changes = true
 	default:
-		return Page{}, Invalid("mode", "must be %q or %q (got %q)", FeedVerified, FeedChanges, Shorten(r.Mode))
+		return Page{}, core.Invalid("mode", "must be %q or %q (got %q)", ModeVerified, ModeChanges, core.Shorten(r.Mode))
 	}
-	registry, err := ParseEcosystem(r.Ecosystem)
+	registry, err := core.ParseEcosystem(r.Ecosystem)
 	if err != nil {
 		return Page{}, err
 	}
@@ -141,11 +147,11 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 	} else if from, to, err = p.window(r); err != nil {
 		return Page{}, err
 	}
-	q := FeedQuery{From: from, To: to, Registry: registry, Published: !changes}
+	q := core.FeedQuery{From: from, To: to, Registry: registry, Published: !changes}
 	if after.Seq > 0 {
 		q.AfterAt, q.AfterSeq = time.UnixMicro(after.At).UTC(), after.Seq
 	}
-	items, more, err := feedPage(ctx, p.store, q, limit)
+	items, more, err := core.FeedPage(ctx, p.store, q, limit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -179,7 +185,7 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 		out.Changes = items
 		return out, nil
 	}
-	out.Threats = make([]Threat, len(items))
+	out.Threats = make([]core.Threat, len(items))
 	for i, it := range items {
 		out.Threats[i] = it.Threat
 	}
@@ -187,18 +193,18 @@ func (p *Paid) Feed(ctx context.Context, who Principal, r FeedRequest) (Page, er
 }
 
 // window validates the feed's time window.
-func (p *Paid) window(r FeedRequest) (time.Time, time.Time, error) {
-	return Window{Default: time.Hour, Max: p.limits.MaxWindow, Until: true}.Parse(p.now(), r.Since, r.Until, r.Hours)
+func (p *Service) window(r Request) (time.Time, time.Time, error) {
+	return core.Window{Default: time.Hour, Max: p.limits.MaxWindow, Until: true}.Parse(p.now(), r.Since, r.Until, r.Hours)
 }
 
 // ByPublisher returns the verified reports whose publisher is username
 // (case-insensitive, exact), most recently verified first.
-func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, limitStr string) (Page, error) {
+func (p *Service) ByPublisher(ctx context.Context, who core.Principal, username, cur, limitStr string) (Page, error) {
 	username = strings.TrimSpace(username)
 	if username == "" {
-		return Page{}, Invalid("username", "is required")
+		return Page{}, core.Invalid("username", "is required")
 	}
-	if err := ValidateText("username", username, 256); err != nil {
+	if err := core.ValidateText("username", username, 256); err != nil {
 		return Page{}, err
 	}
 	limit, err := p.pageLimit(limitStr)
@@ -206,7 +212,7 @@ func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, li
 		return Page{}, err
 	}
 	params := strings.ToLower(username)
-	q := ThreatQuery{Publisher: username, Descending: true}
+	q := core.ThreatQuery{Publisher: username, Descending: true}
 	if cur != "" {
 		c, err := p.decode(ctx, cur, "publisher", params, who.Token.ID)
 		if err != nil {
@@ -217,8 +223,8 @@ func (p *Paid) ByPublisher(ctx context.Context, who Principal, username, cur, li
 	return p.page(ctx, q, limit, cursor{Kind: "publisher", Params: params, Token: who.Token.ID}, time.Time{}, time.Time{})
 }
 
-func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, from, to time.Time) (Page, error) {
-	threats, more, err := threatPage(ctx, p.store, q, limit)
+func (p *Service) page(ctx context.Context, q core.ThreatQuery, limit int, next cursor, from, to time.Time) (Page, error) {
+	threats, more, err := core.ThreatPage(ctx, p.store, q, limit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -238,24 +244,24 @@ func (p *Paid) page(ctx context.Context, q ThreatQuery, limit int, next cursor, 
 
 // ThreatData is a report with its history and indicators.
 type ThreatData struct {
-	Threat    Threat
-	Revisions []Revision
-	Events    []ReviewEvent
+	Threat    core.Threat
+	Revisions []core.Revision
+	Events    []core.ReviewEvent
 	IOCs      []ioc.IOC
 }
 
 // Data returns the full record of a verified report (its submitter and
 // reviewers also see pending and rejected ones); others get not found.
-func (p *Paid) Data(ctx context.Context, who Principal, id string) (ThreatData, error) {
+func (p *Service) Data(ctx context.Context, who core.Principal, id string) (ThreatData, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return ThreatData{}, Invalid("threat_id", "must be a UUID (got %q)", id)
+		return ThreatData{}, core.Invalid("threat_id", "must be a UUID (got %q)", id)
 	}
 	t, err := p.store.GetThreat(ctx, id)
 	if err != nil {
 		return ThreatData{}, err
 	}
-	if t.Status != StatusVerified && !who.User.Role.CanReview() && (who.User.ID == "" || who.User.ID != t.SubmitterID) {
-		return ThreatData{}, NotFound("threat", id)
+	if t.Status != core.StatusVerified && !who.User.Role.CanReview() && (who.User.ID == "" || who.User.ID != t.SubmitterID) {
+		return ThreatData{}, core.NotFound("threat", id)
 	}
 	revs, err := p.store.ListRevisions(ctx, id)
 	if err != nil {
@@ -271,20 +277,20 @@ func (p *Paid) Data(ctx context.Context, who Principal, id string) (ThreatData, 
 // Usage counts paid calls per token, endpoint and day, flushing to storage
 // in the background so no storage write sits on a request.
 type Usage struct {
-	store   OperationsStore
+	store   core.OperationsStore
 	mu      sync.Mutex
-	pending map[UsageDelta]int64 // Calls field unused in the key
+	pending map[core.UsageDelta]int64 // Calls field unused in the key
 	now     func() time.Time
 }
 
 // NewUsage returns a usage counter over store.
-func NewUsage(store OperationsStore) *Usage {
-	return &Usage{store: store, pending: map[UsageDelta]int64{}, now: time.Now}
+func NewUsage(store core.OperationsStore) *Usage {
+	return &Usage{store: store, pending: map[core.UsageDelta]int64{}, now: time.Now}
 }
 
 // Count records one paid call.
 func (u *Usage) Count(tokenID, endpoint string) {
-	k := UsageDelta{Day: u.now().UTC().Format(time.DateOnly), TokenID: tokenID, Endpoint: endpoint}
+	k := core.UsageDelta{Day: u.now().UTC().Format(time.DateOnly), TokenID: tokenID, Endpoint: endpoint}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.pending[k]++
@@ -294,9 +300,9 @@ func (u *Usage) Count(tokenID, endpoint string) {
 func (u *Usage) Flush(ctx context.Context) error {
 	u.mu.Lock()
 	pending := u.pending
-	u.pending = map[UsageDelta]int64{}
+	u.pending = map[core.UsageDelta]int64{}
 	u.mu.Unlock()
-	var deltas []UsageDelta
+	var deltas []core.UsageDelta
 	for k, n := range pending {
 		k.Calls = n
 		deltas = append(deltas, k)
