@@ -150,7 +150,7 @@ func (s *Server) threatData(c *echo.Context) error {
 		events = append(events, event{Action: e.Action, From: nullable(string(e.From)), To: nullable(string(e.To)),
 			Actor: e.ActorName, At: e.At, Note: nullable(e.Note)})
 	}
-	iocs := d.IOCs
+	iocs := d.Threat.IOCs
 	if iocs == nil {
 		iocs = []ioc.IOC{}
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/ioc"
 )
 
 // Limits are the anti-harvesting caps of the paid endpoints.
@@ -242,12 +242,12 @@ func (p *Service) page(ctx context.Context, q core.ThreatQuery, limit int, next 
 	return out, nil
 }
 
-// ThreatData is a report with its history and indicators.
+// ThreatData is a report (with its stored indicators, Threat.IOCs) and its
+// history.
 type ThreatData struct {
 	Threat    core.Threat
 	Revisions []core.Revision
 	Events    []core.ReviewEvent
-	IOCs      []ioc.IOC
 }
 
 // Data returns the full record of a verified report (its submitter and
@@ -271,7 +271,7 @@ func (p *Service) Data(ctx context.Context, who core.Principal, id string) (Thre
 	if err != nil {
 		return ThreatData{}, err
 	}
-	return ThreatData{Threat: t, Revisions: revs, Events: events, IOCs: t.IOCs}, nil
+	return ThreatData{Threat: t, Revisions: revs, Events: events}, nil
 }
 
 // Usage counts paid calls per token, endpoint and day, flushing to storage
