@@ -57,7 +57,7 @@ func (a *Accounts) SetSubmissionLimit(ctx context.Context, email string, perHour
 	if err != nil {
 		return User{}, err
 	}
-	return a.store.SetUserLimit(ctx, email, &perHour)
+	return a.store.SetUserLimit(ctx, UserLimit{Email: email, PerHour: &perHour})
 }
 
 // SetTier changes a user's tier: the daemons apply it to the user's next
@@ -86,14 +86,14 @@ func (a *Accounts) setAccess(ctx context.Context, email string, tier *Tier, role
 	if err != nil {
 		return User{}, err
 	}
-	return a.store.SetUserAccess(ctx, email, tier, role)
+	return a.store.SetUserAccess(ctx, UserAccess{Email: email, Tier: tier, Role: role})
 }
 
 // Users calls fn with every user in e-mail order, read a page at a time.
 func (a *Accounts) Users(ctx context.Context, fn func(User) error) error {
 	after := ""
 	for {
-		page, err := a.store.ListUsers(ctx, after, MaxListUsers)
+		page, err := a.store.ListUsers(ctx, UserQuery{After: after, Limit: MaxListUsers})
 		if err != nil {
 			return err
 		}
@@ -185,7 +185,8 @@ func (a *Accounts) Authenticate(ctx context.Context, secret string) (Principal, 
 		return Principal{}, ErrUnauthenticated
 	}
 	hash := HashToken(secret)
-	t, u, err := a.store.Authenticate(ctx, hash)
+	owner, err := a.store.Authenticate(ctx, hash)
+	t, u := owner.Token, owner.User
 	if errors.Is(err, ErrNotFound) {
 		return Principal{}, ErrUnauthenticated
 	}

@@ -50,6 +50,8 @@ type Modification struct {
 	// the change with ErrStale when the report is no longer at Version.
 	Version int
 	IOCs    []ioc.IOC
+	// Policy is the hourly limit the author is held to (revisions count).
+	Policy SubmitPolicy
 }
 
 // RevisionDecision is a reviewer's decision on a pending revision.
@@ -216,14 +218,14 @@ func (r *Reports) Modify(ctx context.Context, p Principal, threatID string, patc
 		// The identity fields may be repeated but never change: the
 		// revision keeps what it changes.
 		patch.ReportType, patch.ResourceIdentifier, patch.Registry = nil, nil, nil
-		t, rev, err := r.store.ModifyThreat(ctx, Modification{
+		m, err := r.store.ModifyThreat(ctx, Modification{
 			ThreatID: threatID, AuthorID: p.User.ID, AuthorName: p.User.Name, Patch: patch, BaseRevision: cur.Revision, At: now,
-			Version: cur.Version, IOCs: merged.IOCs,
-		}, SubmitPolicy{HourlyLimit: r.HourlyLimit(p.User), Now: now})
+			Version: cur.Version, IOCs: merged.IOCs, Policy: SubmitPolicy{HourlyLimit: r.HourlyLimit(p.User), Now: now},
+		})
 		if errors.Is(err, ErrStale) && attempt < 3 {
 			continue // the report changed under us: validate again against the new version
 		}
-		return t, rev, err
+		return m.Threat, m.Revision, err
 	}
 }
 
@@ -268,10 +270,10 @@ func (r *Reports) DecideRevision(ctx context.Context, revisionID string, approve
 			}
 			d.Version, d.IOCs = cur.Version, merged.IOCs
 		}
-		t, rev, err := r.store.DecideRevision(ctx, d)
+		m, err := r.store.DecideRevision(ctx, d)
 		if errors.Is(err, ErrStale) && attempt < 3 {
 			continue
 		}
-		return t, rev, err
+		return m.Threat, m.Revision, err
 	}
 }

@@ -47,105 +47,6 @@ type Store interface {
 	WebhookStore
 }
 
-// AccountStore keeps users and their API tokens.
-type AccountStore interface {
-	// CreateUser stores a new user; ErrConflict when the e-mail is taken.
-	CreateUser(ctx context.Context, u User) (User, error)
-	// UserByEmail returns the user with that (normalised) e-mail.
-	UserByEmail(ctx context.Context, email string) (User, error)
-	// SetUserLimit sets (or with nil clears) a user's hourly submission limit.
-	SetUserLimit(ctx context.Context, email string, perHour *int) (User, error)
-	// SetUserAccess changes a user's tier and role (nil = unchanged);
-	// ErrNotFound when no user has that e-mail.
-	SetUserAccess(ctx context.Context, email string, tier *Tier, role *Role) (User, error)
-	// ListUsers returns up to limit users (1..MaxListUsers, else
-	// ErrInvalid) in e-mail order, after the e-mail after ("" = from the
-	// first).
-	ListUsers(ctx context.Context, after string, limit int) ([]User, error)
-
-	// CreateToken stores a token (its hash only) for an existing user.
-	CreateToken(ctx context.Context, t Token) (Token, error)
-	// RevokeToken marks the token with this hash revoked; ErrNotFound if unknown.
-	RevokeToken(ctx context.Context, hash string) (Token, error)
-	// Authenticate returns the live token with this hash and its user;
-	// ErrNotFound when no such token exists or it is revoked.
-	Authenticate(ctx context.Context, hash string) (Token, User, error)
-	// ListTokens returns a user's tokens, revoked ones included, newest first.
-	ListTokens(ctx context.Context, userID string) ([]Token, error)
-	// RevokeUserToken revokes the user's token with this id; ErrNotFound
-	// when the user has no such token.
-	RevokeUserToken(ctx context.Context, userID, tokenID string) (Token, error)
-	// TokensUsed records when tokens (by id) were last used; a time older
-	// than the stored one is ignored.
-	TokensUsed(ctx context.Context, used map[string]time.Time) error
-
-	// SetPassword stores a user's password hash and ends the user's web
-	// sessions; ErrNotFound when no user has that e-mail.
-	SetPassword(ctx context.Context, email, hash string) (User, error)
-	// CreateSession stores a web session (and drops the user's expired ones).
-	CreateSession(ctx context.Context, s Session) error
-	// SessionUser returns the unexpired session with this hash and its
-	// user; ErrNotFound otherwise.
-	SessionUser(ctx context.Context, hash string) (Session, User, error)
-	// DeleteSession ends a web session; ending an unknown one succeeds.
-	DeleteSession(ctx context.Context, hash string) error
-	// ListSessions returns the user's unexpired web sessions, newest first
-	// (at most MaxListSessions).
-	ListSessions(ctx context.Context, userID string) ([]Session, error)
-	// ChangeAccount applies one change to the account with c.UserID in one
-	// transaction (see AccountChange); ErrNotFound when there is no such
-	// user or the account was deleted, ErrConflict when a deletion's
-	// e-mail is taken.
-	ChangeAccount(ctx context.Context, c AccountChange) (AccountChanged, error)
-}
-
-// MaxListSessions bounds the sessions ListSessions returns.
-const MaxListSessions = 100
-
-// AccountChange is a change to one account, applied by the store in one
-// transaction. Nil and zero fields are left as they are; the effects run
-// in this order: name, password, disable or enable, the sessions, delete.
-type AccountChange struct {
-	UserID string
-	// Name is a new public name.
-	Name *string
-	// PasswordHash is a new password hash (HashPassword); setting it ends
-	// every session of the user but KeepSession.
-	PasswordHash *string
-	// Disabled disables (true: every live token is revoked and every
-	// session ended) or enables (false) the account. Enabling brings no
-	// token or session back.
-	Disabled *bool
-	// EndSessions ends the user's sessions but KeepSession (the hash of
-	// the session to keep, "" = none).
-	EndSessions bool
-	KeepSession string
-	// Delete, when set, deletes the account: see AccountDeletion.
-	Delete *AccountDeletion
-	// At is when the change is made.
-	At time.Time
-}
-
-// AccountDeletion is what deleting an account writes. The user's pending
-// reports are withdrawn (rejected, with Note, by ActorName) and their
-// pending revisions rejected; tokens are revoked and sessions ended; the
-// user row stays (verified reports still name it as their submitter) with
-// Email and Name in place of the person's, no password, DeletedAt set;
-// the contact e-mail of the user's reports is removed.
-type AccountDeletion struct {
-	Email, Name     string
-	Note, ActorName string
-}
-
-// AccountChanged is the account after a change and what the change did.
-type AccountChanged struct {
-	User               User
-	TokensRevoked      int
-	SessionsEnded      int
-	ReportsWithdrawn   int
-	RevisionsWithdrawn int
-}
-
 // ReportStore keeps reports through submission, review and revision.
 type ReportStore interface {
 	// CreateThreat stores a new pending report and its details in one
@@ -155,7 +56,7 @@ type ReportStore interface {
 	// Meta id, status, package_name, registry). Storage failures are
 	// *StepError naming the step. The caller sets every field (id,
 	// status, times, Version 1), so nothing comes back.
-	CreateThreat(ctx context.Context, t Threat, p SubmitPolicy) error
+	CreateThreat(ctx context.Context, s SubmittedThreat) error
 	// GetThreat returns a report with its details.
 	GetThreat(ctx context.Context, id string) (Threat, error)
 	// GetThreats returns the reports with these ids (at most
@@ -166,9 +67,9 @@ type ReportStore interface {
 	// LatestVerified (its exports), QueryThreats and Feed return them.
 	GetThreats(ctx context.Context, ids []string) ([]Threat, error)
 	// ListSubmissions returns one page of the reports a user submitted,
-	// newest first (limit 1..MaxPage, else ErrInvalid), and how many there
-	// are in all.
-	ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]Threat, int, error)
+	// newest first (q.Limit 1..MaxPage, else ErrInvalid), and how many
+	// there are in all.
+	ListSubmissions(ctx context.Context, q SubmissionQuery) (ThreatList, error)
 	// SubmitterRecords returns, for each of these users (at most
 	// MaxGetThreats), their public name and how many of their reports are
 	// verified, rejected and pending: what a reviewer weighs a new report
@@ -176,7 +77,7 @@ type ReportStore interface {
 	SubmitterRecords(ctx context.Context, userIDs []string) ([]SubmitterRecord, error)
 	// ListPending returns one keyset page of pending reports, oldest first
 	// (q.Limit 1..MaxPage, else ErrInvalid), and how many are pending in all.
-	ListPending(ctx context.Context, q PendingQuery) ([]Threat, int, error)
+	ListPending(ctx context.Context, q PendingQuery) (ThreatList, error)
 	// ReviewThreat applies a review decision through the state machine and
 	// keeps it as a review event.
 	ReviewThreat(ctx context.Context, r Review) (Threat, error)
@@ -185,12 +86,12 @@ type ReportStore interface {
 
 	// ModifyThreat stores a change: applied at once when the author submitted
 	// the report and it is pending, otherwise kept as a pending revision. It
-	// checks the hourly limit (revisions count), refuses rejected reports
-	// (ErrConflict) and returns ErrStale when the report's revision is no
-	// longer m.BaseRevision.
-	ModifyThreat(ctx context.Context, m Modification, p SubmitPolicy) (Threat, Revision, error)
+	// checks the hourly limit of m.Policy (revisions count), refuses
+	// rejected reports (ErrConflict) and returns ErrStale when the report's
+	// revision is no longer m.BaseRevision.
+	ModifyThreat(ctx context.Context, m Modification) (Modified, error)
 	// DecideRevision approves (applies) or rejects a pending revision.
-	DecideRevision(ctx context.Context, d RevisionDecision) (Threat, Revision, error)
+	DecideRevision(ctx context.Context, d RevisionDecision) (Modified, error)
 	// ListPendingRevisions returns pending revisions, oldest first.
 	ListPendingRevisions(ctx context.Context) ([]Revision, error)
 	// ListRevisions returns every revision of a report, oldest first.
@@ -285,6 +186,34 @@ type Stats struct {
 	Tokens  int64
 	Threats int64
 	LastSeq int64
+}
+
+// SubmittedThreat is a new pending report and the limits its submitter is
+// held to (ReportStore.CreateThreat).
+type SubmittedThreat struct {
+	Threat Threat
+	Policy SubmitPolicy
+}
+
+// SubmissionQuery is one page of the reports a user submitted, newest
+// first (ReportStore.ListSubmissions).
+type SubmissionQuery struct {
+	UserID        string
+	Offset, Limit int
+}
+
+// ThreatList is one page of reports and how many there are in all
+// (ReportStore.ListSubmissions, ReportStore.ListPending).
+type ThreatList struct {
+	Threats []Threat
+	Total   int
+}
+
+// Modified is a report after a change or a decision on a revision, and the
+// revision (ReportStore.ModifyThreat, ReportStore.DecideRevision).
+type Modified struct {
+	Threat   Threat
+	Revision Revision
 }
 
 // PendingQuery is one keyset page of the review queue: the pending reports

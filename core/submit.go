@@ -115,12 +115,12 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 	t.CreatedAt, t.UpdatedAt = now, now
 	t.Version = 1
 	t = Derive(t)
-	err = r.store.CreateThreat(ctx, t, SubmitPolicy{
+	err = r.store.CreateThreat(ctx, SubmittedThreat{Threat: t, Policy: SubmitPolicy{
 		MaxUnverified:  r.limits.NewUserMaxUnverified,
 		VerifiedToLift: r.limits.NewUserVerifiedToLift,
 		HourlyLimit:    r.HourlyLimit(p.User),
 		Now:            now,
-	})
+	}})
 	if err != nil {
 		return Threat{}, err
 	}

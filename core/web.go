@@ -38,7 +38,7 @@ func (a *Accounts) SetPassword(ctx context.Context, email, password string) (Use
 	if err != nil {
 		return User{}, err
 	}
-	return a.store.SetPassword(ctx, email, hash)
+	return a.store.SetPassword(ctx, PasswordReset{Email: email, Hash: hash})
 }
 
 // newPasswordHash validates a new password and hashes it.
@@ -89,7 +89,8 @@ func (a *Accounts) SessionUser(ctx context.Context, secret string) (Session, Use
 	if secret == "" || len(secret) > 100 {
 		return Session{}, User{}, NotFound("session", "")
 	}
-	s, u, err := a.store.SessionUser(ctx, HashSessionSecret(secret))
+	o, err := a.store.SessionUser(ctx, HashSessionSecret(secret))
+	s, u := o.Session, o.User
 	if err == nil && !u.Active() {
 		// Disabling ends the sessions; this holds between the two.
 		return Session{}, User{}, NotFound("session", "")
@@ -127,7 +128,7 @@ func (a *Accounts) RevokeUserToken(ctx context.Context, u User, tokenID string) 
 	if _, err := uuid.Parse(tokenID); err != nil {
 		return Token{}, NotFound("token", tokenID)
 	}
-	return a.store.RevokeUserToken(ctx, u.ID, tokenID)
+	return a.store.RevokeUserToken(ctx, UserToken{UserID: u.ID, TokenID: tokenID})
 }
 
 // TokenDisplay is how a token is shown after it was issued: the fixed

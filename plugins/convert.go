@@ -226,8 +226,12 @@ func revisionFromPB(r *pb.Revision) core.Revision {
 		State: r.State, Patch: patchFromPB(r.PatchJson), Note: r.Note, CreatedAt: fromTS(r.CreatedAt), DecidedAt: fromTSPtr(r.DecidedAt), DecidedBy: r.DecidedBy}
 }
 
-func modifyResponse(t core.Threat, r core.Revision) *pb.ModifyResponse {
-	return &pb.ModifyResponse{Threat: threatToPB(t), Revision: revisionToPB(r)}
+func modifiedToPB(m core.Modified) *pb.ModifyResponse {
+	return &pb.ModifyResponse{Threat: threatToPB(m.Threat), Revision: revisionToPB(m.Revision)}
+}
+
+func modifiedFromPB(r *pb.ModifyResponse) core.Modified {
+	return core.Modified{Threat: threatFromPB(r.Threat), Revision: revisionFromPB(r.Revision)}
 }
 
 func summaryToPB(s core.Summary) *pb.Summary {

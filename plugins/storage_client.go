@@ -71,21 +71,20 @@ func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
 }
 
 // ListSubmissions returns one page of a user's reports and their count.
-func (c *StorageClient) ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]core.Threat, int, error) {
-	r, err := c.conn().ListSubmissions(ctx, &pb.ListSubmissionsRequest{UserId: userID, Offset: int32(offset), Limit: int32(limit)})
-	if err != nil {
-		return nil, 0, fromStatus(err)
-	}
-	out := make([]core.Threat, len(r.Threats))
-	for i, t := range r.Threats {
-		out[i] = threatFromPB(t)
-	}
-	return out, int(r.Total), nil
+func (c *StorageClient) ListSubmissions(ctx context.Context, q core.SubmissionQuery) (core.ThreatList, error) {
+	r, err := c.conn().ListSubmissions(ctx, &pb.ListSubmissionsRequest{UserId: q.UserID, Offset: int32(q.Offset), Limit: int32(q.Limit)})
+	return call(r, err, func(r *pb.ListSubmissionsResponse) core.ThreatList {
+		out := core.ThreatList{Threats: make([]core.Threat, len(r.Threats)), Total: int(r.Total)}
+		for i, t := range r.Threats {
+			out.Threats[i] = threatFromPB(t)
+		}
+		return out
+	})
 }
 
 // CreateThreat stores a pending report under the submit policy.
-func (c *StorageClient) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) error {
-	_, err := c.conn().CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(t), Policy: policyToPB(p)})
+func (c *StorageClient) CreateThreat(ctx context.Context, s core.SubmittedThreat) error {
+	_, err := c.conn().CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(s.Threat), Policy: policyToPB(s.Policy)})
 	return fromStatus(err)
 }
 
@@ -134,23 +133,25 @@ func (c *StorageClient) ReviewThreat(ctx context.Context, rv core.Review) (core.
 
 // ListPending returns one page of pending reports, oldest first, and how
 // many are pending.
-func (c *StorageClient) ListPending(ctx context.Context, q core.PendingQuery) ([]core.Threat, int, error) {
+func (c *StorageClient) ListPending(ctx context.Context, q core.PendingQuery) (core.ThreatList, error) {
 	req := &pb.ListPendingRequest{Limit: int32(q.Limit), AfterId: q.AfterID}
 	if q.AfterID != "" {
 		req.AfterCreatedAt = ts(q.AfterCreatedAt)
 	}
 	stream, err := c.conn().ListPending(ctx, req)
-	total := 0
-	var out []core.Threat
+	var out core.ThreatList
 	err = eachRecv(stream, err, func(it *pb.PendingItem) error {
 		if it.Threat == nil {
-			total = int(it.Total)
+			out.Total = int(it.Total)
 		} else {
-			out = append(out, threatFromPB(it.Threat))
+			out.Threats = append(out.Threats, threatFromPB(it.Threat))
 		}
 		return nil
 	})
-	return out, total, err
+	if err != nil {
+		return core.ThreatList{}, err
+	}
+	return out, nil
 }
 
 // ReviewEvents returns a report's review events.
@@ -179,24 +180,18 @@ func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.
 }
 
 // ModifyThreat stores a change to a report.
-func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification) (core.Modified, error) {
 	r, err := c.conn().ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
-		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(p),
+		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(m.Policy),
 		Version: int32(m.Version), Iocs: iocsToPB(m.IOCs)})
-	if err != nil {
-		return core.Threat{}, core.Revision{}, fromStatus(err)
-	}
-	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+	return call(r, err, modifiedFromPB)
 }
 
 // DecideRevision approves or rejects a pending revision.
-func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Modified, error) {
 	r, err := c.conn().DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
 		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At), Version: int32(d.Version), Iocs: iocsToPB(d.IOCs)})
-	if err != nil {
-		return core.Threat{}, core.Revision{}, fromStatus(err)
-	}
-	return threatFromPB(r.Threat), revisionFromPB(r.Revision), nil
+	return call(r, err, modifiedFromPB)
 }
 
 // GetRevision returns one revision.

@@ -24,27 +24,27 @@ func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.Use
 }
 
 // SetUserLimit sets a user's hourly submission limit.
-func (c *StorageClient) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
-	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: email, SubmissionsPerHour: intPtr32(perHour)})
+func (c *StorageClient) SetUserLimit(ctx context.Context, l core.UserLimit) (core.User, error) {
+	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: l.Email, SubmissionsPerHour: intPtr32(l.PerHour)})
 	return call(r, err, userFromPB)
 }
 
 // SetUserAccess changes a user's tier and role (nil = unchanged).
-func (c *StorageClient) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
-	req := &pb.SetUserAccessRequest{Email: email}
-	if tier != nil {
-		req.Tier = proto.String(string(*tier))
+func (c *StorageClient) SetUserAccess(ctx context.Context, a core.UserAccess) (core.User, error) {
+	req := &pb.SetUserAccessRequest{Email: a.Email}
+	if a.Tier != nil {
+		req.Tier = proto.String(string(*a.Tier))
 	}
-	if role != nil {
-		req.Role = proto.String(string(*role))
+	if a.Role != nil {
+		req.Role = proto.String(string(*a.Role))
 	}
 	r, err := c.conn().SetUserAccess(ctx, req)
 	return call(r, err, userFromPB)
 }
 
 // ListUsers returns a page of users in e-mail order.
-func (c *StorageClient) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
-	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: after, Limit: int32(limit)})
+func (c *StorageClient) ListUsers(ctx context.Context, q core.UserQuery) ([]core.User, error) {
+	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: q.After, Limit: int32(q.Limit)})
 	return call(r, err, func(r *pb.ListUsersResponse) []core.User {
 		out := make([]core.User, len(r.Users))
 		for i, u := range r.Users {
@@ -67,12 +67,11 @@ func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Toke
 }
 
 // Authenticate resolves a token hash to the token and its user.
-func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
+func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.TokenOwner, error) {
 	r, err := c.conn().Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
-	if err != nil {
-		return core.Token{}, core.User{}, fromStatus(err)
-	}
-	return tokenFromPB(r.Token), userFromPB(r.User), nil
+	return call(r, err, func(r *pb.AuthenticateResponse) core.TokenOwner {
+		return core.TokenOwner{Token: tokenFromPB(r.Token), User: userFromPB(r.User)}
+	})
 }
 
 // ListTokens returns a user's tokens.
@@ -82,8 +81,8 @@ func (c *StorageClient) ListTokens(ctx context.Context, userID string) ([]core.T
 }
 
 // RevokeUserToken revokes one of a user's tokens by id.
-func (c *StorageClient) RevokeUserToken(ctx context.Context, userID, tokenID string) (core.Token, error) {
-	r, err := c.conn().RevokeUserToken(ctx, &pb.RevokeUserTokenRequest{UserId: userID, TokenId: tokenID})
+func (c *StorageClient) RevokeUserToken(ctx context.Context, t core.UserToken) (core.Token, error) {
+	r, err := c.conn().RevokeUserToken(ctx, &pb.RevokeUserTokenRequest{UserId: t.UserID, TokenId: t.TokenID})
 	return call(r, err, tokenFromPB)
 }
 
@@ -98,8 +97,8 @@ func (c *StorageClient) TokensUsed(ctx context.Context, used map[string]time.Tim
 }
 
 // SetPassword stores a user's password hash.
-func (c *StorageClient) SetPassword(ctx context.Context, email, hash string) (core.User, error) {
-	r, err := c.conn().SetPassword(ctx, &pb.SetPasswordRequest{Email: email, Hash: hash})
+func (c *StorageClient) SetPassword(ctx context.Context, p core.PasswordReset) (core.User, error) {
+	r, err := c.conn().SetPassword(ctx, &pb.SetPasswordRequest{Email: p.Email, Hash: p.Hash})
 	return call(r, err, userFromPB)
 }
 
@@ -110,12 +109,11 @@ func (c *StorageClient) CreateSession(ctx context.Context, s core.Session) error
 }
 
 // SessionUser resolves a session hash to the session and its user.
-func (c *StorageClient) SessionUser(ctx context.Context, hash string) (core.Session, core.User, error) {
+func (c *StorageClient) SessionUser(ctx context.Context, hash string) (core.SessionOwner, error) {
 	r, err := c.conn().SessionUser(ctx, &pb.SessionUserRequest{Hash: hash})
-	if err != nil {
-		return core.Session{}, core.User{}, fromStatus(err)
-	}
-	return sessionFromPB(r.Session), userFromPB(r.User), nil
+	return call(r, err, func(r *pb.SessionUserResponse) core.SessionOwner {
+		return core.SessionOwner{Session: sessionFromPB(r.Session), User: userFromPB(r.User)}
+	})
 }
 
 // DeleteSession ends a web session.

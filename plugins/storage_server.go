@@ -107,9 +107,9 @@ func (s *storageServer) Stats(ctx context.Context, _ *pb.StatsRequest) (*pb.Stat
 
 func (s *storageServer) ListSubmissions(ctx context.Context, req *pb.ListSubmissionsRequest) (*pb.ListSubmissionsResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ListSubmissionsResponse, error) {
-		ts, total, err := st.ListSubmissions(ctx, req.UserId, int(req.Offset), int(req.Limit))
-		out := &pb.ListSubmissionsResponse{Total: int64(total)}
-		for _, t := range ts {
+		l, err := st.ListSubmissions(ctx, core.SubmissionQuery{UserID: req.UserId, Offset: int(req.Offset), Limit: int(req.Limit)})
+		out := &pb.ListSubmissionsResponse{Total: int64(l.Total)}
+		for _, t := range l.Threats {
 			out.Threats = append(out.Threats, threatToPB(t))
 		}
 		return out, err
@@ -118,7 +118,7 @@ func (s *storageServer) ListSubmissions(ctx context.Context, req *pb.ListSubmiss
 
 func (s *storageServer) CreateThreat(ctx context.Context, req *pb.CreateThreatRequest) (*pb.CreateThreatResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.CreateThreatResponse, error) {
-		return &pb.CreateThreatResponse{}, st.CreateThreat(ctx, threatFromPB(req.Threat), policyFromPB(req.Policy))
+		return &pb.CreateThreatResponse{}, st.CreateThreat(ctx, core.SubmittedThreat{Threat: threatFromPB(req.Threat), Policy: policyFromPB(req.Policy)})
 	})
 }
 
@@ -152,19 +152,16 @@ func (s *storageServer) ListPending(req *pb.ListPendingRequest, stream grpc.Serv
 	if req.AfterId != "" {
 		q.AfterCreatedAt = fromTS(req.AfterCreatedAt)
 	}
-	total := 0
-	page, err := withStore(s, func(st core.Store) ([]core.Threat, error) {
-		page, n, err := st.ListPending(stream.Context(), q)
-		total = n
-		return page, err
+	l, err := withStore(s, func(st core.Store) (core.ThreatList, error) {
+		return st.ListPending(stream.Context(), q)
 	})
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&pb.PendingItem{Total: int64(total)}); err != nil {
+	if err := stream.Send(&pb.PendingItem{Total: int64(l.Total)}); err != nil {
 		return err
 	}
-	for _, t := range page {
+	for _, t := range l.Threats {
 		if err := stream.Send(&pb.PendingItem{Threat: threatToPB(t)}); err != nil {
 			return err
 		}
@@ -205,17 +202,18 @@ func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest)
 		if err != nil {
 			return nil, err
 		}
-		t, r, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
-			Patch: patch, BaseRevision: int(req.BaseRevision), At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs)}, policyFromPB(req.Policy))
-		return modifyResponse(t, r), err
+		m, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
+			Patch: patch, BaseRevision: int(req.BaseRevision), At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs),
+			Policy: policyFromPB(req.Policy)})
+		return modifiedToPB(m), err
 	})
 }
 
 func (s *storageServer) DecideRevision(ctx context.Context, req *pb.RevisionDecision) (*pb.ModifyResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
-		t, r, err := st.DecideRevision(ctx, core.RevisionDecision{RevisionID: req.RevisionId, Approve: req.Approve, Note: req.Note,
+		m, err := st.DecideRevision(ctx, core.RevisionDecision{RevisionID: req.RevisionId, Approve: req.Approve, Note: req.Note,
 			ActorID: req.ActorId, ActorName: req.ActorName, At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs)})
-		return modifyResponse(t, r), err
+		return modifiedToPB(m), err
 	})
 }
 

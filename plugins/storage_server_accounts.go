@@ -26,31 +26,30 @@ func (s *storageServer) UserByEmail(ctx context.Context, req *pb.UserByEmailRequ
 
 func (s *storageServer) SetUserLimit(ctx context.Context, req *pb.SetUserLimitRequest) (*pb.User, error) {
 	return withStore(s, func(st core.Store) (*pb.User, error) {
-		u, err := st.SetUserLimit(ctx, req.Email, int32Ptr(req.SubmissionsPerHour))
+		u, err := st.SetUserLimit(ctx, core.UserLimit{Email: req.Email, PerHour: int32Ptr(req.SubmissionsPerHour)})
 		return userToPB(u), err
 	})
 }
 
 func (s *storageServer) SetUserAccess(ctx context.Context, req *pb.SetUserAccessRequest) (*pb.User, error) {
 	return withStore(s, func(st core.Store) (*pb.User, error) {
-		var tier *core.Tier
-		var role *core.Role
+		a := core.UserAccess{Email: req.Email}
 		if req.Tier != nil {
 			t := core.Tier(*req.Tier)
-			tier = &t
+			a.Tier = &t
 		}
 		if req.Role != nil {
 			r := core.Role(*req.Role)
-			role = &r
+			a.Role = &r
 		}
-		u, err := st.SetUserAccess(ctx, req.Email, tier, role)
+		u, err := st.SetUserAccess(ctx, a)
 		return userToPB(u), err
 	})
 }
 
 func (s *storageServer) ListUsers(ctx context.Context, req *pb.ListUsersRequest) (*pb.ListUsersResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.ListUsersResponse, error) {
-		us, err := st.ListUsers(ctx, req.After, int(req.Limit))
+		us, err := st.ListUsers(ctx, core.UserQuery{After: req.After, Limit: int(req.Limit)})
 		out := &pb.ListUsersResponse{Users: make([]*pb.User, len(us))}
 		for i, u := range us {
 			out.Users[i] = userToPB(u)
@@ -75,8 +74,8 @@ func (s *storageServer) RevokeToken(ctx context.Context, req *pb.RevokeTokenRequ
 
 func (s *storageServer) Authenticate(ctx context.Context, req *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.AuthenticateResponse, error) {
-		t, u, err := st.Authenticate(ctx, req.Hash)
-		return &pb.AuthenticateResponse{Token: tokenToPB(t), User: userToPB(u)}, err
+		o, err := st.Authenticate(ctx, req.Hash)
+		return &pb.AuthenticateResponse{Token: tokenToPB(o.Token), User: userToPB(o.User)}, err
 	})
 }
 
@@ -88,7 +87,7 @@ func (s *storageServer) ListTokens(req *pb.ListTokensRequest, stream grpc.Server
 
 func (s *storageServer) RevokeUserToken(ctx context.Context, req *pb.RevokeUserTokenRequest) (*pb.Token, error) {
 	return withStore(s, func(st core.Store) (*pb.Token, error) {
-		t, err := st.RevokeUserToken(ctx, req.UserId, req.TokenId)
+		t, err := st.RevokeUserToken(ctx, core.UserToken{UserID: req.UserId, TokenID: req.TokenId})
 		return tokenToPB(t), err
 	})
 }
@@ -105,7 +104,7 @@ func (s *storageServer) TokensUsed(ctx context.Context, req *pb.TokensUsedReques
 
 func (s *storageServer) SetPassword(ctx context.Context, req *pb.SetPasswordRequest) (*pb.User, error) {
 	return withStore(s, func(st core.Store) (*pb.User, error) {
-		u, err := st.SetPassword(ctx, req.Email, req.Hash)
+		u, err := st.SetPassword(ctx, core.PasswordReset{Email: req.Email, Hash: req.Hash})
 		return userToPB(u), err
 	})
 }
@@ -118,8 +117,8 @@ func (s *storageServer) CreateSession(ctx context.Context, req *pb.Session) (*pb
 
 func (s *storageServer) SessionUser(ctx context.Context, req *pb.SessionUserRequest) (*pb.SessionUserResponse, error) {
 	return withStore(s, func(st core.Store) (*pb.SessionUserResponse, error) {
-		ses, u, err := st.SessionUser(ctx, req.Hash)
-		return &pb.SessionUserResponse{Session: sessionToPB(ses), User: userToPB(u)}, err
+		o, err := st.SessionUser(ctx, req.Hash)
+		return &pb.SessionUserResponse{Session: sessionToPB(o.Session), User: userToPB(o.User)}, err
 	})
 }
 

@@ -47,9 +47,9 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (core.User, error
 }
 
 // SetUserLimit sets or clears a user's hourly submission limit.
-func (s *Store) SetUserLimit(ctx context.Context, email string, perHour *int) (core.User, error) {
-	return s.updateUser(ctx, email, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-		return q.Set("submissions_per_hour = ?", perHour)
+func (s *Store) SetUserLimit(ctx context.Context, l core.UserLimit) (core.User, error) {
+	return s.updateUser(ctx, l.Email, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("submissions_per_hour = ?", l.PerHour)
 	})
 }
 
@@ -134,30 +134,30 @@ func (s *Store) revoke(ctx context.Context, key, where string, args ...any) (cor
 }
 
 // Authenticate returns the live token with this hash and its user.
-func (s *Store) Authenticate(ctx context.Context, hash string) (core.Token, core.User, error) {
+func (s *Store) Authenticate(ctx context.Context, hash string) (core.TokenOwner, error) {
 	var tok tokenRow
 	err := s.db.NewSelect().Model(&tok).Where("hash = ?", hash).Where("revoked_at IS NULL").Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return core.Token{}, core.User{}, core.NotFound("token", "")
+		return core.TokenOwner{}, core.NotFound("token", "")
 	}
 	if err != nil {
-		return core.Token{}, core.User{}, err
+		return core.TokenOwner{}, err
 	}
 	var u userRow
 	if err := s.db.NewSelect().Model(&u).Where("id = ?", tok.UserID).Scan(ctx); err != nil {
-		return core.Token{}, core.User{}, err
+		return core.TokenOwner{}, err
 	}
-	return tok.domain(), u.domain(), nil
+	return core.TokenOwner{Token: tok.domain(), User: u.domain()}, nil
 }
 
 // SetUserAccess changes a user's tier and role (nil = unchanged).
-func (s *Store) SetUserAccess(ctx context.Context, email string, tier *core.Tier, role *core.Role) (core.User, error) {
-	return s.updateUser(ctx, email, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-		if tier != nil {
-			q = q.Set("tier = ?", string(*tier))
+func (s *Store) SetUserAccess(ctx context.Context, a core.UserAccess) (core.User, error) {
+	return s.updateUser(ctx, a.Email, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		if a.Tier != nil {
+			q = q.Set("tier = ?", string(*a.Tier))
 		}
-		if role != nil {
-			q = q.Set("role = ?", string(*role))
+		if a.Role != nil {
+			q = q.Set("role = ?", string(*a.Role))
 		}
 		return q
 	})
@@ -165,12 +165,12 @@ func (s *Store) SetUserAccess(ctx context.Context, email string, tier *core.Tier
 
 // ListUsers returns a page of users in e-mail order (the unique index on
 // email).
-func (s *Store) ListUsers(ctx context.Context, after string, limit int) ([]core.User, error) {
-	if err := core.CheckLimit(limit, core.MaxListUsers); err != nil {
+func (s *Store) ListUsers(ctx context.Context, q core.UserQuery) ([]core.User, error) {
+	if err := core.CheckLimit(q.Limit, core.MaxListUsers); err != nil {
 		return nil, err
 	}
 	var rows []userRow
-	if err := s.db.NewSelect().Model(&rows).Where("email > ?", after).OrderExpr("email").Limit(int64(limit)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&rows).Where("email > ?", q.After).OrderExpr("email").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]core.User, len(rows))

@@ -30,7 +30,7 @@ func TestPatchMigrationRewritesClearedLists(t *testing.T) {
 			}
 			th.ID, th.SubmitterID, th.Status = uuid.NewString(), u.ID, core.StatusPending
 			th.CreatedAt, th.UpdatedAt = time.Now().UTC(), time.Now().UTC()
-			if err := s.CreateThreat(ctx, th, core.SubmitPolicy{Now: time.Now()}); err != nil {
+			if err := s.CreateThreat(ctx, core.SubmittedThreat{Threat: th, Policy: core.SubmitPolicy{Now: time.Now()}}); err != nil {
 				t.Fatal(err)
 			}
 			legacy := map[string]string{

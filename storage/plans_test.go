@@ -331,10 +331,11 @@ func TestQueryPlansAtScale(t *testing.T) {
 	// The web site, per page: a session by its hash (primary key), and a
 	// page of a user's submissions in (submitter_id, created_at) order.
 	submitter := "0196a1b2-0000-7000-8000-000000000000"
-	if _, _, err := s.SessionUser(ctx, strings.Repeat("a", 64)); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SessionUser(ctx, strings.Repeat("a", 64)); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("SessionUser: %v", err)
 	}
-	page, total, err := s.ListSubmissions(ctx, submitter, 25, 25)
+	sl, err := s.ListSubmissions(ctx, core.SubmissionQuery{UserID: submitter, Offset: 25, Limit: 25})
+	page, total := sl.Threats, sl.Total
 	if err != nil || len(page) != 0 || total != 0 {
 		t.Fatalf("ListSubmissions: %d of %d, %v", len(page), total, err)
 	}
@@ -365,13 +366,14 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 		th.ID, th.Status, th.SubmitterID = uuid.NewString(), core.StatusPending, submitter
 		th.CreatedAt, th.UpdatedAt = pendingAt.Add(time.Duration(i)*time.Millisecond), pendingAt
-		if err := s.CreateThreat(ctx, th, core.SubmitPolicy{}); err != nil {
+		if err := s.CreateThreat(ctx, core.SubmittedThreat{Threat: th, Policy: core.SubmitPolicy{}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	log.take()
 	for _, q := range []core.PendingQuery{{Limit: 50}, {Limit: 50, AfterCreatedAt: pendingAt, AfterID: "0"}} {
-		got, total, err := s.ListPending(ctx, q)
+		pl, err := s.ListPending(ctx, q)
+		got, total := pl.Threats, pl.Total
 		if err != nil || total != 3 || (q.AfterID == "" && len(got) != 3) {
 			t.Fatalf("ListPending %+v: %d of %d, %v", q, len(got), total, err)
 		}

@@ -58,7 +58,7 @@ func (s *Store) applyDetails(ctx context.Context, tx *txn, row *threatRow, patch
 }
 
 // ModifyThreat stores a change as an applied or a pending revision.
-func (s *Store) ModifyThreat(ctx context.Context, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+func (s *Store) ModifyThreat(ctx context.Context, m core.Modification) (core.Modified, error) {
 	var (
 		row threatRow
 		rev revisionRow
@@ -77,7 +77,7 @@ func (s *Store) ModifyThreat(ctx context.Context, m core.Modification, p core.Su
 		if row.Revision != m.BaseRevision {
 			return core.ErrStale
 		}
-		if err := s.checkSubmitLimits(ctx, tx, m.AuthorID, core.SubmitPolicy{HourlyLimit: p.HourlyLimit, Now: p.Now}); err != nil {
+		if err := s.checkSubmitLimits(ctx, tx, m.AuthorID, core.SubmitPolicy{HourlyLimit: m.Policy.HourlyLimit, Now: m.Policy.Now}); err != nil {
 			return err
 		}
 		var last int
@@ -104,13 +104,13 @@ func (s *Store) ModifyThreat(ctx context.Context, m core.Modification, p core.Su
 		return err
 	})
 	if err != nil {
-		return core.Threat{}, core.Revision{}, err
+		return core.Modified{}, err
 	}
-	return row.domain(), rev.domain(), nil
+	return core.Modified{Threat: row.domain(), Revision: rev.domain()}, nil
 }
 
 // DecideRevision approves (and applies) or rejects a pending revision.
-func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Modified, error) {
 	var (
 		row threatRow
 		rev revisionRow
@@ -150,9 +150,9 @@ func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (co
 		return err
 	})
 	if err != nil {
-		return core.Threat{}, core.Revision{}, err
+		return core.Modified{}, err
 	}
-	return row.domain(), rev.domain(), nil
+	return core.Modified{Threat: row.domain(), Revision: rev.domain()}, nil
 }
 
 // ListPendingRevisions returns pending revisions, oldest first.

@@ -18,7 +18,8 @@ var errLiveKeyTaken = errors.New("live key taken")
 
 // CreateThreat stores a pending report and its details in one transaction,
 // checking the new-user cap, the hourly limit and the duplicate key first.
-func (s *Store) CreateThreat(ctx context.Context, t core.Threat, p core.SubmitPolicy) error {
+func (s *Store) CreateThreat(ctx context.Context, n core.SubmittedThreat) error {
+	t, p := n.Threat, n.Policy
 	tr, dr := toThreatRow(t)
 	// The submitter's public name, for the review event: read before the
 	// write, which then holds the writer turn for less.
@@ -162,13 +163,13 @@ func (s *Store) userName(ctx context.Context, db bunDB, id string) string {
 
 // ListPending returns one keyset page of pending reports, oldest first,
 // and how many are pending.
-func (s *Store) ListPending(ctx context.Context, q core.PendingQuery) ([]core.Threat, int, error) {
+func (s *Store) ListPending(ctx context.Context, q core.PendingQuery) (core.ThreatList, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
-		return nil, 0, err
+		return core.ThreatList{}, err
 	}
 	total, err := s.db.NewSelect().Model((*threatRow)(nil)).Where("status = ?", string(core.StatusPending)).Count(ctx)
 	if err != nil {
-		return nil, 0, err
+		return core.ThreatList{}, err
 	}
 	var rows []threatRow
 	sel := s.db.NewSelect().Model(&rows)
@@ -185,13 +186,13 @@ func (s *Store) ListPending(ctx context.Context, q core.PendingQuery) ([]core.Th
 			q.AfterCreatedAt.UTC(), q.AfterCreatedAt.UTC(), q.AfterID)
 	}
 	if err := sel.Order("threat_row.created_at ASC", "threat_row.id ASC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
-		return nil, 0, err
+		return core.ThreatList{}, err
 	}
 	out := make([]core.Threat, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
-	return out, int(total), nil
+	return core.ThreatList{Threats: out, Total: int(total)}, nil
 }
 
 // ReviewThreat applies a review decision and keeps it as an event.

@@ -25,8 +25,8 @@ func (s *Store) ListTokens(ctx context.Context, userID string) ([]core.Token, er
 }
 
 // RevokeUserToken revokes the user's token with this id.
-func (s *Store) RevokeUserToken(ctx context.Context, userID, tokenID string) (core.Token, error) {
-	return s.revoke(ctx, tokenID, "id = ? AND user_id = ?", tokenID, userID)
+func (s *Store) RevokeUserToken(ctx context.Context, t core.UserToken) (core.Token, error) {
+	return s.revoke(ctx, t.TokenID, "id = ? AND user_id = ?", t.TokenID, t.UserID)
 }
 
 // TokensUsed records last-use times; an older time never overwrites a newer.
@@ -47,18 +47,18 @@ func (s *Store) TokensUsed(ctx context.Context, used map[string]time.Time) error
 }
 
 // SetPassword stores a password hash and ends the user's sessions.
-func (s *Store) SetPassword(ctx context.Context, email, hash string) (core.User, error) {
+func (s *Store) SetPassword(ctx context.Context, p core.PasswordReset) (core.User, error) {
 	var row userRow
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		err := tx.NewSelect().Model(&row).Where("email = ?", email).Scan(ctx)
+		err := tx.NewSelect().Model(&row).Where("email = ?", p.Email).Scan(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
-			return core.NotFound("user", email)
+			return core.NotFound("user", p.Email)
 		}
 		if err != nil {
 			return err
 		}
 		now := s.now()
-		row.PasswordHash, row.UpdatedAt = hash, now
+		row.PasswordHash, row.UpdatedAt = p.Hash, now
 		if _, err := tx.NewUpdate().Model(&row).Column("password_hash", "updated_at").WherePK().Exec(ctx); err != nil {
 			return err
 		}
@@ -95,20 +95,23 @@ func (s *Store) CreateSession(ctx context.Context, ses core.Session) error {
 }
 
 // SessionUser returns an unexpired session and its user.
-func (s *Store) SessionUser(ctx context.Context, hash string) (core.Session, core.User, error) {
+func (s *Store) SessionUser(ctx context.Context, hash string) (core.SessionOwner, error) {
 	var ses sessionRow
 	err := s.db.NewSelect().Model(&ses).Where("id_hash = ?", hash).Where("expires_at > ?", s.now()).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, core.User{}, core.NotFound("session", "")
+		return core.SessionOwner{}, core.NotFound("session", "")
 	}
 	if err != nil {
-		return core.Session{}, core.User{}, err
+		return core.SessionOwner{}, err
 	}
 	var u userRow
 	if err := s.db.NewSelect().Model(&u).Where("id = ?", ses.UserID).Scan(ctx); err != nil {
-		return core.Session{}, core.User{}, err
+		return core.SessionOwner{}, err
 	}
-	return core.Session{Hash: ses.IDHash, UserID: ses.UserID, CreatedAt: ses.CreatedAt.UTC(), ExpiresAt: ses.ExpiresAt.UTC()}, u.domain(), nil
+	return core.SessionOwner{
+		Session: core.Session{Hash: ses.IDHash, UserID: ses.UserID, CreatedAt: ses.CreatedAt.UTC(), ExpiresAt: ses.ExpiresAt.UTC()},
+		User:    u.domain(),
+	}, nil
 }
 
 // DeleteSession ends a session.
@@ -120,29 +123,30 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 }
 
 // ListSubmissions returns one page of a user's reports, newest first.
-func (s *Store) ListSubmissions(ctx context.Context, userID string, offset, limit int) ([]core.Threat, int, error) {
+func (s *Store) ListSubmissions(ctx context.Context, q core.SubmissionQuery) (core.ThreatList, error) {
+	userID, offset, limit := q.UserID, q.Offset, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
-		return nil, 0, err
+		return core.ThreatList{}, err
 	}
 	if offset < 0 {
-		return nil, 0, core.Invalid("offset", "must not be negative (got %d)", offset)
+		return core.ThreatList{}, core.Invalid("offset", "must not be negative (got %d)", offset)
 	}
 	total, err := s.db.NewSelect().Model((*threatRow)(nil)).Where("submitter_id = ?", userID).Count(ctx)
 	if err != nil {
-		return nil, 0, err
+		return core.ThreatList{}, err
 	}
 	var rows []threatRow
 	err = s.db.NewSelect().Model(&rows).Relation("Details", detailsWithoutIOCs).
 		Where("threat_row.submitter_id = ?", userID).
 		Order("threat_row.created_at DESC", "threat_row.id DESC").Offset(int64(offset)).Limit(int64(limit)).Scan(ctx)
 	if err != nil {
-		return nil, 0, err
+		return core.ThreatList{}, err
 	}
 	out := make([]core.Threat, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
-	return out, int(total), nil
+	return core.ThreatList{Threats: out, Total: int(total)}, nil
 }
 
 // SubmitterRecords reads the users by primary key and counts each one's

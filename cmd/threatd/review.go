@@ -40,7 +40,8 @@ func reviewCmd() *cobra.Command {
 					if listLimit > 0 {
 						q.Limit = min(reviewListPage, listLimit-shown)
 					}
-					page, n, err := e.store.ListPending(cmd.Context(), q)
+					pl, err := e.store.ListPending(cmd.Context(), q)
+					page, n := pl.Threats, pl.Total
 					if err != nil {
 						return err
 					}

@@ -196,7 +196,7 @@ func (s *Site) users(c *echo.Context) error {
 		}
 	} else {
 		after := c.QueryParam("after")
-		page, err := s.store.ListUsers(ctx, after, usersPage+1)
+		page, err := s.store.ListUsers(ctx, core.UserQuery{After: after, Limit: usersPage + 1})
 		if err != nil {
 			return err
 		}

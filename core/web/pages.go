@@ -27,7 +27,8 @@ func (s *Site) submissions(c *echo.Context) error {
 	page, _ := strconv.Atoi(c.QueryParam("page"))
 	page = max(page, 1)
 	v := viewerOf(c)
-	list, total, err := s.store.ListSubmissions(c.Request().Context(), v.User.ID, (page-1)*pageSize, pageSize)
+	sl, err := s.store.ListSubmissions(c.Request().Context(), core.SubmissionQuery{UserID: v.User.ID, Offset: (page - 1) * pageSize, Limit: pageSize})
+	list, total := sl.Threats, sl.Total
 	if err != nil {
 		return err
 	}

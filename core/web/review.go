@@ -27,7 +27,8 @@ func (s *Site) queue(c *echo.Context) error {
 			return s.errorPage(c, http.StatusBadRequest, "This page of the review queue does not exist: start again from the first page.")
 		}
 	}
-	pending, total, err := s.store.ListPending(ctx, q)
+	pl, err := s.store.ListPending(ctx, q)
+	pending, total := pl.Threats, pl.Total
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func testAccountChanges(t *testing.T, b Backend) {
 		return h
 	}
 	live := func(h string) bool {
-		_, _, err := s.SessionUser(c, h)
+		_, err := s.SessionUser(c, h)
 		if err != nil && !errors.Is(err, core.ErrNotFound) {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func testAccountChanges(t *testing.T, b Backend) {
 	if err != nil || got.User.DisabledAt == nil || got.User.Active() || got.TokensRevoked != 1 || got.SessionsEnded != 1 || live(d) {
 		t.Fatalf("disable: %+v, %v", got, err)
 	}
-	if _, _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a disabled user's token authenticates: %v", err)
 	}
 	changes, err := s.Changes(c, st.LastSeq, 100)
@@ -107,7 +107,7 @@ func testAccountChanges(t *testing.T, b Backend) {
 	if err != nil || got.User.DisabledAt != nil || !got.User.Active() || got.TokensRevoked != 0 {
 		t.Fatalf("enable: %+v, %v", got, err)
 	}
-	if _, _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("enabling brought a revoked token back: %v", err)
 	}
 
@@ -139,7 +139,7 @@ func testAccountChanges(t *testing.T, b Backend) {
 	if live(e) {
 		t.Fatal("a session outlived the account's deletion")
 	}
-	if _, _, err := s.Authenticate(c, tok3.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.Authenticate(c, tok3.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a deleted user's token authenticates: %v", err)
 	}
 	if th, err := s.GetThreat(c, gone.ID); err != nil || th.Status != core.StatusRejected {

@@ -22,7 +22,7 @@ func testChangeFeed(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	n := 5
-	if _, err := s.SetUserLimit(c, u.Email, &n); err != nil {
+	if _, err := s.SetUserLimit(c, core.UserLimit{Email: u.Email, PerHour: &n}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RevokeToken(c, tok.Hash); err != nil {
@@ -170,8 +170,8 @@ func testReopen(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	s2 := open(t, b, db)
-	if _, gotUser, err := s2.Authenticate(c, tok.Hash); err != nil || gotUser.ID != u.ID {
-		t.Fatalf("after reopening: %+v %v", gotUser, err)
+	if o, err := s2.Authenticate(c, tok.Hash); err != nil || o.User.ID != u.ID {
+		t.Fatalf("after reopening: %+v %v", o.User, err)
 	}
 	if st, _ := s2.Stats(c); st.Users != 1 || st.Tokens != 1 || st.LastSeq != 2 {
 		t.Fatalf("after reopening: %+v", st)

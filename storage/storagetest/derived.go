@@ -67,8 +67,8 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 	}
 	given := []ioc.IOC{{Type: ioc.Domain, Value: "given.derived.example", Origin: ioc.OriginPayload, Confidence: ioc.ConfidenceMedium}}
 	patch := core.Patch{Submission: core.Submission{Publisher: ptr("someone")}}
-	if _, _, err := s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
-		BaseRevision: cur.Revision, At: now(), Version: cur.Version, IOCs: given}, noLimits); err != nil {
+	if _, err := s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
+		BaseRevision: cur.Revision, At: now(), Version: cur.Version, IOCs: given, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
 	changed, err := s.GetThreat(c, pending.ID)
@@ -79,14 +79,14 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 		t.Fatalf("after the change: version %d, indicators %+v; want %d, %+v", changed.Version, changed.IOCs, cur.Version+1, given)
 	}
 	// Merged onto the version before: refused, nothing written.
-	_, _, err = s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
-		BaseRevision: changed.Revision, At: now(), Version: cur.Version, IOCs: nil}, noLimits)
+	_, err = s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
+		BaseRevision: changed.Revision, At: now(), Version: cur.Version, IOCs: nil, Policy: noLimits})
 	if !errors.Is(err, core.ErrStale) {
 		t.Fatalf("a change merged onto an old version: %v, want ErrStale", err)
 	}
 	// Without a version: refused, not applied with no indicators.
-	_, _, err = s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
-		BaseRevision: changed.Revision, At: now()}, noLimits)
+	_, err = s.ModifyThreat(c, core.Modification{ThreatID: pending.ID, AuthorID: u.ID, AuthorName: u.Name, Patch: patch,
+		BaseRevision: changed.Revision, At: now(), Policy: noLimits})
 	if !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("an applied change without a version: %v, want ErrInvalid", err)
 	}
@@ -96,8 +96,9 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 
 	// A reviewer's approval merged onto an old version is refused too.
 	other := user(t, s, "derived-other@example.com")
-	_, rev, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: other.ID, AuthorName: other.Name, Patch: patch,
-		BaseRevision: got.Revision, At: now()}, noLimits)
+	mod, err := s.ModifyThreat(c, core.Modification{ThreatID: th.ID, AuthorID: other.ID, AuthorName: other.Name, Patch: patch,
+		BaseRevision: got.Revision, At: now(), Policy: noLimits})
+	rev := mod.Revision
 	if err != nil || rev.State != core.RevisionPending {
 		t.Fatalf("proposal: %+v %v", rev, err)
 	}
@@ -110,11 +111,11 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 			t.Fatalf("GetRevision(%q): %v, want ErrNotFound", id, err)
 		}
 	}
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now(),
+	if _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now(),
 		Version: got.Version + 5, IOCs: given}); !errors.Is(err, core.ErrStale) {
 		t.Fatalf("an approval merged onto another version: %v, want ErrStale", err)
 	}
-	if _, _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now(),
+	if _, err := s.DecideRevision(c, core.RevisionDecision{RevisionID: rev.ID, Approve: true, ActorName: "Rita", At: now(),
 		Version: got.Version, IOCs: given}); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func testFeed(t *testing.T, b Backend) {
 	community := report(t, u.ID, core.TypePackage, core.RegistryNPM, "feed-community")
 	pending := report(t, u.ID, core.TypeDomain, "", "feed-pending.example.com")
 	for _, th := range []core.Threat{community, pending} {
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +185,7 @@ func testFeedConcurrentWriters(t *testing.T, b Backend) {
 	for w := range writers {
 		for i := range each {
 			th := report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("race-%d-%d.example.com", w, i))
-			if err := s.CreateThreat(c, th, noLimits); err != nil {
+			if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 				t.Fatal(err)
 			}
 			ids[w] = append(ids[w], th.ID)

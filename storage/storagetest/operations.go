@@ -378,8 +378,8 @@ func testCopy(t *testing.T, b Backend) {
 			t.Fatalf("copied report:\n %+v\nwant\n %+v (%v)", g, w, err)
 		}
 	}
-	if _, gotUser, err := dst.Authenticate(c, tok.Hash); err != nil || gotUser.ID != u.ID {
-		t.Fatalf("copied token: %+v %v", gotUser, err)
+	if o, err := dst.Authenticate(c, tok.Hash); err != nil || o.User.ID != u.ID {
+		t.Fatalf("copied token: %+v %v", o.User, err)
 	}
 	if got, err := dst.Secret(c, "cursor"); err != nil || got != secret {
 		t.Fatalf("copied secret %q %v", got, err)

@@ -126,10 +126,10 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		if _, err := s.Changes(c, 0, bad); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("Changes limit %d: %v, want ErrInvalid", bad, err)
 		}
-		if _, _, err := s.ListPending(c, core.PendingQuery{Limit: bad}); !errors.Is(err, core.ErrInvalid) {
+		if _, err := s.ListPending(c, core.PendingQuery{Limit: bad}); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("ListPending limit %d: %v, want ErrInvalid", bad, err)
 		}
-		if _, _, err := s.ListSubmissions(c, alice.ID, 0, bad); !errors.Is(err, core.ErrInvalid) {
+		if _, err := s.ListSubmissions(c, core.SubmissionQuery{UserID: alice.ID, Offset: 0, Limit: bad}); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("ListSubmissions limit %d: %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -147,10 +147,10 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 	if got, err := s.LatestVerified(c, core.LatestFilter{Limit: core.MaxPage}); err != nil || len(got) != len(live) {
 		t.Errorf("LatestVerified limit MaxPage: %d rows, %v; want %d", len(got), err, len(live))
 	}
-	if got, total, err := s.ListPending(c, core.PendingQuery{Limit: core.MaxPage}); err != nil || len(got) != waiting || total != waiting {
-		t.Errorf("ListPending limit MaxPage: %d rows of %d, %v; want %d", len(got), total, err, waiting)
+	if l, err := s.ListPending(c, core.PendingQuery{Limit: core.MaxPage}); err != nil || len(l.Threats) != waiting || l.Total != waiting {
+		t.Errorf("ListPending limit MaxPage: %d rows of %d, %v; want %d", len(l.Threats), l.Total, err, waiting)
 	}
-	if _, err := s.ListUsers(c, "", core.MaxListUsers+1); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ListUsers(c, core.UserQuery{After: "", Limit: core.MaxListUsers + 1}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("ListUsers above its maximum: %v, want ErrInvalid", err)
 	}
 
@@ -277,7 +277,8 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		var got []string
 		q := core.PendingQuery{Limit: size}
 		for {
-			page, total, err := s.ListPending(c, q)
+			pl, err := s.ListPending(c, q)
+			page, total := pl.Threats, pl.Total
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +300,8 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		slices.Reverse(want)
 		got = nil
 		for off := 0; ; off += size {
-			page, total, err := s.ListSubmissions(c, alice.ID, off, size)
+			sl, err := s.ListSubmissions(c, core.SubmissionQuery{UserID: alice.ID, Offset: off, Limit: size})
+			page, total := sl.Threats, sl.Total
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@ func testLatestVerified(t *testing.T, b Backend) {
 			th = report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("latest-%d.example.com", i))
 			th.Details.SeverityLevel = core.SeverityHigh
 		}
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, th.ID)
@@ -81,7 +81,7 @@ func testVerifiedSummaries(t *testing.T, b Backend) {
 	for i := range n {
 		th := report(t, u.ID, core.TypeIP, "", fmt.Sprintf("10.%d.%d.%d", i/65536, (i/256)%256, i%256))
 		th.Details.VersionInfo = ""
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 			t.Fatal(err)
 		}
 		if i%7 != 0 { // a few stay pending
@@ -123,7 +123,7 @@ func testEvidenceAdd(t *testing.T, b Backend) {
 	owner := user(t, s, "owner@example.com")
 	th := report(t, owner.ID, core.TypePackage, "npm", "evidence-pkg")
 	th.Details.EvidenceReferences = "https://a.example/1"
-	if err := s.CreateThreat(c, th, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Version: 1, Decision: core.DecisionVerify, ActorName: "Rita", At: now()}); err != nil {
@@ -160,7 +160,7 @@ func testModify(t *testing.T, b Backend) {
 	owner := user(t, s, "owner@example.com")
 	other := user(t, s, "other@example.com")
 	th := report(t, owner.ID, core.TypePackage, "npm", "mod-pkg")
-	if err := s.CreateThreat(c, th, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
 	mod := func(author core.User, base int, patch core.Submission) (core.Threat, core.Revision, error) {
@@ -248,7 +248,7 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 	var ids []string
 	for i := range 2 {
 		th := report(t, u.ID, core.TypeIP, "", fmt.Sprintf("192.0.2.%d", i+1))
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, th.ID)
@@ -262,7 +262,7 @@ func testModifyHourlyLimit(t *testing.T, b Backend) {
 	if !errors.As(err, &hl) || hl.Limit != 3 {
 		t.Fatalf("fourth action: %v", err)
 	}
-	err = s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "192.0.2.9"), p)
+	err = s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeIP, "", "192.0.2.9"), Policy: p})
 	if !errors.As(err, &hl) {
 		t.Fatalf("revisions must count toward the submission limit: %v", err)
 	}
@@ -278,7 +278,7 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 	owner := user(t, s, "racer@example.com")
 	for i := range 10 {
 		th := report(t, owner.ID, core.TypePackage, "npm", fmt.Sprintf("race-pkg-%d", i))
-		if err := s.CreateThreat(c, th, noLimits); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
@@ -323,7 +323,9 @@ func modifyThreat(c context.Context, s core.Store, m core.Modification, p core.S
 			m.Version, m.IOCs = cur.Version, merged.IOCs
 		}
 	}
-	return s.ModifyThreat(c, m, p)
+	m.Policy = p
+	mod, err := s.ModifyThreat(c, m)
+	return mod.Threat, mod.Revision, err
 }
 
 func decideRevision(c context.Context, s core.Store, d core.RevisionDecision) (core.Threat, core.Revision, error) {
@@ -334,5 +336,6 @@ func decideRevision(c context.Context, s core.Store, d core.RevisionDecision) (c
 			}
 		}
 	}
-	return s.DecideRevision(c, d)
+	mod, err := s.DecideRevision(c, d)
+	return mod.Threat, mod.Revision, err
 }

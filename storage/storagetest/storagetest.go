@@ -177,7 +177,7 @@ func testUserLimit(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	n := 250
-	u, err := s.SetUserLimit(c, "bob@example.com", &n)
+	u, err := s.SetUserLimit(c, core.UserLimit{Email: "bob@example.com", PerHour: &n})
 	if err != nil || u.SubmissionsPerHour == nil || *u.SubmissionsPerHour != 250 {
 		t.Fatalf("set limit: %+v %v", u, err)
 	}
@@ -185,13 +185,13 @@ func testUserLimit(t *testing.T, b Backend) {
 		t.Fatalf("limit not stored: %+v", u)
 	}
 	zero := 0
-	if u, err := s.SetUserLimit(c, "bob@example.com", &zero); err != nil || *u.SubmissionsPerHour != 0 {
+	if u, err := s.SetUserLimit(c, core.UserLimit{Email: "bob@example.com", PerHour: &zero}); err != nil || *u.SubmissionsPerHour != 0 {
 		t.Fatalf("limit 0: %+v %v", u, err)
 	}
-	if u, err := s.SetUserLimit(c, "bob@example.com", nil); err != nil || u.SubmissionsPerHour != nil {
+	if u, err := s.SetUserLimit(c, core.UserLimit{Email: "bob@example.com", PerHour: nil}); err != nil || u.SubmissionsPerHour != nil {
 		t.Fatalf("clear limit: %+v %v", u, err)
 	}
-	if _, err := s.SetUserLimit(c, "nobody@example.com", &n); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SetUserLimit(c, core.UserLimit{Email: "nobody@example.com", PerHour: &n}); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown user: got %v, want not found", err)
 	}
 }
@@ -208,17 +208,17 @@ func testUserAccess(t *testing.T, b Backend) {
 		}
 	}
 	n := 5
-	if _, err := s.SetUserLimit(c, "bob@example.com", &n); err != nil {
+	if _, err := s.SetUserLimit(c, core.UserLimit{Email: "bob@example.com", PerHour: &n}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.Stats(c)
 	paid := core.TierPaid
-	u, err := s.SetUserAccess(c, "bob@example.com", &paid, nil)
+	u, err := s.SetUserAccess(c, core.UserAccess{Email: "bob@example.com", Tier: &paid, Role: nil})
 	if err != nil || u.Tier != core.TierPaid || u.Role != core.RoleSubmitter || u.SubmissionsPerHour == nil || *u.SubmissionsPerHour != 5 {
 		t.Fatalf("set tier: %+v %v", u, err)
 	}
 	admin := core.RoleAdmin
-	if u, err = s.SetUserAccess(c, "bob@example.com", nil, &admin); err != nil || u.Tier != core.TierPaid || u.Role != core.RoleAdmin {
+	if u, err = s.SetUserAccess(c, core.UserAccess{Email: "bob@example.com", Tier: nil, Role: &admin}); err != nil || u.Tier != core.TierPaid || u.Role != core.RoleAdmin {
 		t.Fatalf("set role: %+v %v", u, err)
 	}
 	if got, _ := s.UserByEmail(c, "bob@example.com"); got.Tier != core.TierPaid || got.Role != core.RoleAdmin {
@@ -227,18 +227,18 @@ func testUserAccess(t *testing.T, b Backend) {
 	if after, _ := s.Stats(c); after.LastSeq != before.LastSeq+2 {
 		t.Fatalf("change feed: seq %d → %d after two changes", before.LastSeq, after.LastSeq)
 	}
-	if _, err := s.SetUserAccess(c, "nobody@example.com", &paid, nil); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SetUserAccess(c, core.UserAccess{Email: "nobody@example.com", Tier: &paid, Role: nil}); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown user: got %v, want not found", err)
 	}
-	all, err := s.ListUsers(c, "", core.MaxListUsers)
+	all, err := s.ListUsers(c, core.UserQuery{After: "", Limit: core.MaxListUsers})
 	if err != nil || len(all) != 3 || all[0].Email != "bob@example.com" || all[1].Email != "carl@example.com" || all[2].Email != "dora@example.com" || all[0].Tier != core.TierPaid {
 		t.Fatalf("list: %+v %v", all, err)
 	}
-	page, err := s.ListUsers(c, "bob@example.com", 1)
+	page, err := s.ListUsers(c, core.UserQuery{After: "bob@example.com", Limit: 1})
 	if err != nil || len(page) != 1 || page[0].Email != "carl@example.com" {
 		t.Fatalf("page after bob, limit 1: %+v %v", page, err)
 	}
-	if rest, err := s.ListUsers(c, "dora@example.com", 10); err != nil || len(rest) != 0 {
+	if rest, err := s.ListUsers(c, core.UserQuery{After: "dora@example.com", Limit: 10}); err != nil || len(rest) != 0 {
 		t.Fatalf("after the last: %+v %v", rest, err)
 	}
 }
@@ -267,18 +267,19 @@ func testTokens(t *testing.T, b Backend) {
 	if _, err := s.CreateToken(c, dup); !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("same hash twice: got %v, want conflict", err)
 	}
-	gotTok, gotUser, err := s.Authenticate(c, tok.Hash)
+	owner, err := s.Authenticate(c, tok.Hash)
+	gotTok, gotUser := owner.Token, owner.User
 	if err != nil || gotTok.ID != tok.ID || gotUser.ID != u.ID || gotUser.Email != u.Email {
 		t.Fatalf("authenticate: %+v %+v %v", gotTok, gotUser, err)
 	}
-	if _, _, err := s.Authenticate(c, core.HashToken("thd_unknown")); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.Authenticate(c, core.HashToken("thd_unknown")); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown hash: got %v, want not found", err)
 	}
 	revoked, err := s.RevokeToken(c, tok.Hash)
 	if err != nil || !revoked.Revoked() {
 		t.Fatalf("revoke: %+v %v", revoked, err)
 	}
-	if _, _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("revoked token authenticates: %v", err)
 	}
 	again, err := s.RevokeToken(c, tok.Hash)

@@ -40,7 +40,7 @@ func ptr(s string) *string { return &s }
 func create(t *testing.T, s core.Store, ths ...core.Threat) {
 	t.Helper()
 	for _, th := range ths {
-		if err := s.CreateThreat(ctx(t), core.Derive(th), noLimits); err != nil {
+		if err := s.CreateThreat(ctx(t), core.SubmittedThreat{Threat: core.Derive(th), Policy: noLimits}); err != nil {
 			t.Fatalf("creating %s: %v", th.ResourceIdentifier, err)
 		}
 	}
@@ -73,7 +73,7 @@ func testThreatRoundTrip(t *testing.T, b Backend) {
 		Contributors: []string{"alice", "bob"}, DownloadCount: &n,
 	}
 	coretest.Fill(&in.Details) // any field not named above
-	if err := s.CreateThreat(c, in, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: in, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetThreat(c, in.ID)
@@ -92,7 +92,7 @@ func testThreatRoundTrip(t *testing.T, b Backend) {
 	}
 	// Absent optional fields come back absent, arrays empty (never nil).
 	bare := report(t, u.ID, core.TypeURL, "", "https://evil.example/x")
-	if err := s.CreateThreat(c, bare, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: bare, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
 	b2, _ := s.GetThreat(c, bare.ID)
@@ -140,24 +140,24 @@ func testDuplicates(t *testing.T, b Backend) {
 	c := ctx(t)
 	u := user(t, s, "dup@example.com")
 	first := report(t, u.ID, core.TypePackage, "npm", "LoDash")
-	if err := s.CreateThreat(c, first, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: first, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
 	// Pending counts.
-	err := s.CreateThreat(c, report(t, u.ID, core.TypePackage, "npm", "lodash"), noLimits)
+	err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypePackage, "npm", "lodash"), Policy: noLimits})
 	var ce *core.ConflictError
 	if !errors.As(err, &ce) || ce.Meta["id"] != first.ID || ce.Meta["status"] != "pending" || ce.Meta["package_name"] != "LoDash" || ce.Meta["registry"] != "npm" {
 		t.Fatalf("duplicate of a pending report: %v %+v", err, ce)
 	}
 	// Another registry is another package.
-	if err := s.CreateThreat(c, report(t, u.ID, core.TypePackage, "pypi", "lodash"), noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypePackage, "pypi", "lodash"), Policy: noLimits}); err != nil {
 		t.Fatalf("same name, other registry: %v", err)
 	}
 	// Verified counts.
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: first.ID, Decision: core.DecisionVerify, ActorName: "threatd", At: now()}); err != nil {
 		t.Fatal(err)
 	}
-	err = s.CreateThreat(c, report(t, u.ID, core.TypePackage, "npm", "LODASH"), noLimits)
+	err = s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypePackage, "npm", "LODASH"), Policy: noLimits})
 	if !errors.As(err, &ce) || ce.Meta["status"] != "verified" {
 		t.Fatalf("duplicate of a verified report: %v", err)
 	}
@@ -166,15 +166,15 @@ func testDuplicates(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	again := report(t, u.ID, core.TypePackage, "npm", "lodash")
-	if err := s.CreateThreat(c, again, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: again, Policy: noLimits}); err != nil {
 		t.Fatalf("resubmitting after withdrawal: %v", err)
 	}
 	// Non-package duplicates: the canonical identifier is named.
 	d := report(t, u.ID, core.TypeDomain, "", "Evil.Example.com.")
-	if err := s.CreateThreat(c, d, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: d, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
-	err = s.CreateThreat(c, report(t, u.ID, core.TypeDomain, "", "evil.example.com"), noLimits)
+	err = s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeDomain, "", "evil.example.com"), Policy: noLimits})
 	if !errors.As(err, &ce) || ce.Meta["package_name"] != "evil.example.com" || ce.Meta["registry"] != "" || ce.Meta["report_type"] != "domain" {
 		t.Fatalf("domain duplicate: %v %+v", err, ce)
 	}
@@ -188,7 +188,7 @@ func testConcurrentDuplicates(t *testing.T, b Backend) {
 		users = append(users, user(t, s, fmt.Sprintf("c%d@example.com", i)))
 	}
 	ok, confl, other := race(20, func(i int) error {
-		err := s.CreateThreat(c, report(t, users[i].ID, core.TypePackage, "npm", "race-pkg"), noLimits)
+		err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, users[i].ID, core.TypePackage, "npm", "race-pkg"), Policy: noLimits})
 		return err
 	}, core.ErrConflict)
 	if ok != 1 || confl != 19 || len(other) > 0 {
@@ -236,18 +236,18 @@ func testNewUserCap(t *testing.T, b Backend) {
 	var ids []string
 	for i := range 3 {
 		th := report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("d%d.example.com", i))
-		if err := s.CreateThreat(c, th, capPolicy); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: capPolicy}); err != nil {
 			t.Fatalf("report %d: %v", i, err)
 		}
 		ids = append(ids, th.ID)
 	}
-	err := s.CreateThreat(c, report(t, u.ID, core.TypeDomain, "", "d3.example.com"), capPolicy)
+	err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeDomain, "", "d3.example.com"), Policy: capPolicy})
 	var capErr *core.NewUserCapError
 	if !errors.As(err, &capErr) || capErr.Unverified != 3 || capErr.Verified != 0 || capErr.MaxUnverified != 3 {
 		t.Fatalf("4th pending report: %v %+v", err, capErr)
 	}
 	// The cap comes before the duplicate check.
-	err = s.CreateThreat(c, report(t, u.ID, core.TypeDomain, "", "d0.example.com"), capPolicy)
+	err = s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeDomain, "", "d0.example.com"), Policy: capPolicy})
 	if !errors.As(err, &capErr) {
 		t.Fatalf("cap must be checked before duplicates: %v", err)
 	}
@@ -258,7 +258,7 @@ func testNewUserCap(t *testing.T, b Backend) {
 		}
 	}
 	for i := 4; i < 9; i++ {
-		if err := s.CreateThreat(c, report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("d%d.example.com", i)), capPolicy); err != nil {
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("d%d.example.com", i)), Policy: capPolicy}); err != nil {
 			t.Fatalf("after 3 verified, report %d: %v", i, err)
 		}
 	}
@@ -266,7 +266,7 @@ func testNewUserCap(t *testing.T, b Backend) {
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: ids[0], Decision: core.DecisionReject, Note: "withdrawn", ActorName: "threatd", At: now()}); err != nil {
 		t.Fatal(err)
 	}
-	err = s.CreateThreat(c, report(t, u.ID, core.TypeDomain, "", "d10.example.com"), capPolicy)
+	err = s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeDomain, "", "d10.example.com"), Policy: capPolicy})
 	if !errors.As(err, &capErr) || capErr.Verified != 2 || capErr.Unverified != 5 {
 		t.Fatalf("after a withdrawal: %v %+v", err, capErr)
 	}
@@ -277,7 +277,7 @@ func testNewUserCapConcurrent(t *testing.T, b Backend) {
 	c := ctx(t)
 	u := user(t, s, "burst@example.com")
 	ok, capped, other := race(10, func(i int) error {
-		err := s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", fmt.Sprintf("192.0.2.%d", i+1)), capPolicy)
+		err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeIP, "", fmt.Sprintf("192.0.2.%d", i+1)), Policy: capPolicy})
 		return err
 	}, core.ErrForbidden)
 	if ok != 3 || capped != 7 || len(other) > 0 {
@@ -291,25 +291,25 @@ func testHourlyLimitConcurrent(t *testing.T, b Backend) {
 	u := user(t, s, "hourly@example.com")
 	p := core.SubmitPolicy{HourlyLimit: 5, Now: now()}
 	ok, limited, other := race(12, func(i int) error {
-		err := s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", fmt.Sprintf("198.51.100.%d", i+1)), p)
+		err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeIP, "", fmt.Sprintf("198.51.100.%d", i+1)), Policy: p})
 		return err
 	}, core.ErrLimit)
 	if ok != 5 || limited != 7 || len(other) > 0 {
 		t.Fatalf("12 concurrent submissions under an hourly limit of 5: %d created, %d limited, others %v", ok, limited, other)
 	}
-	err := s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "198.51.100.200"), core.SubmitPolicy{HourlyLimit: 5, Now: now()})
+	err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeIP, "", "198.51.100.200"), Policy: core.SubmitPolicy{HourlyLimit: 5, Now: now()}})
 	var hl *core.HourlyLimitError
 	if !errors.As(err, &hl) || hl.Limit != 5 || hl.RetryAfter <= 0 || hl.RetryAfter > time.Hour {
 		t.Fatalf("hourly error: %v %+v", err, hl)
 	}
 	// The window slides: an hour later the same user may submit again.
 	later := core.SubmitPolicy{HourlyLimit: 5, Now: now().Add(time.Hour + time.Second)}
-	if err := s.CreateThreat(c, report(t, u.ID, core.TypeIP, "", "198.51.100.201"), later); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, u.ID, core.TypeIP, "", "198.51.100.201"), Policy: later}); err != nil {
 		t.Fatalf("an hour later: %v", err)
 	}
 	// The limit is per user.
 	other2 := user(t, s, "other@example.com")
-	if err := s.CreateThreat(c, report(t, other2.ID, core.TypeIP, "", "198.51.100.202"), p); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: report(t, other2.ID, core.TypeIP, "", "198.51.100.202"), Policy: p}); err != nil {
 		t.Fatalf("another user: %v", err)
 	}
 }
@@ -329,7 +329,7 @@ func testRollbackOnFailedStep(t *testing.T, b Backend) {
 			u := user(t, s, "f@example.com")
 			before, _ := s.Stats(c)
 			th := report(t, u.ID, core.TypePackage, "npm", "faulty")
-			err = s.CreateThreat(c, th, noLimits)
+			err = s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits})
 			var se *core.StepError
 			if !errors.As(err, &se) || se.Step != step || se.Error() == "" {
 				t.Fatalf("got %v, want a step error in %s", err, step)
@@ -347,7 +347,7 @@ func testRollbackOnFailedStep(t *testing.T, b Backend) {
 			_ = s.Close()
 			// The same database without the fault accepts the report.
 			s2 := open(t, b, db)
-			if err := s2.CreateThreat(c, th, noLimits); err != nil {
+			if err := s2.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 				t.Fatalf("without the fault: %v", err)
 			}
 		})
@@ -371,10 +371,11 @@ func testReview(t *testing.T, b Backend) {
 	c := ctx(t)
 	u := user(t, s, "rev@example.com")
 	th := report(t, u.ID, core.TypeURL, "", "https://evil.example/a")
-	if err := s.CreateThreat(c, th, noLimits); err != nil {
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
 		t.Fatal(err)
 	}
-	pending, total, err := s.ListPending(c, core.PendingQuery{Limit: 10})
+	pl, err := s.ListPending(c, core.PendingQuery{Limit: 10})
+	pending, total := pl.Threats, pl.Total
 	if err != nil || len(pending) != 1 || total != 1 || pending[0].ID != th.ID || pending[0].Details.ThreatDescription == "" {
 		t.Fatalf("pending: %+v %v", pending, err)
 	}
@@ -383,8 +384,8 @@ func testReview(t *testing.T, b Backend) {
 	if err != nil || v.Status != core.StatusVerified || v.VerifiedBy != "Rita" || v.VerifiedAt == nil || !v.VerifiedAt.Equal(at) {
 		t.Fatalf("verify: %+v %v", v, err)
 	}
-	if p, total, _ := s.ListPending(c, core.PendingQuery{Limit: 10}); len(p) != 0 || total != 0 {
-		t.Fatalf("still pending: %+v", p)
+	if l, _ := s.ListPending(c, core.PendingQuery{Limit: 10}); len(l.Threats) != 0 || l.Total != 0 {
+		t.Fatalf("still pending: %+v", l.Threats)
 	}
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Decision: core.DecisionVerify, ActorName: "x", At: now()}); !errors.Is(err, core.ErrConflict) || !strings.Contains(err.Error(), "cannot verify a verified report") {
 		t.Fatalf("verifying twice: %v", err)

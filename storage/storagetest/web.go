@@ -16,14 +16,14 @@ func testSessions(t *testing.T, b Backend) {
 	if u.PasswordHash != "" {
 		t.Fatalf("new user has a password hash %q", u.PasswordHash)
 	}
-	u, err := s.SetPassword(ctx(t), u.Email, "$argon2id$stored")
+	u, err := s.SetPassword(ctx(t), core.PasswordReset{Email: u.Email, Hash: "$argon2id$stored"})
 	if err != nil || u.PasswordHash != "$argon2id$stored" {
 		t.Fatalf("SetPassword: %+v, %v", u, err)
 	}
 	if got, _ := s.UserByEmail(ctx(t), u.Email); got.PasswordHash != "$argon2id$stored" {
 		t.Fatalf("UserByEmail after SetPassword: hash %q", got.PasswordHash)
 	}
-	if _, err := s.SetPassword(ctx(t), "nobody@example.com", "x"); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SetPassword(ctx(t), core.PasswordReset{Email: "nobody@example.com", Hash: "x"}); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("SetPassword of an unknown user: %v, want ErrNotFound", err)
 	}
 
@@ -35,11 +35,12 @@ func testSessions(t *testing.T, b Backend) {
 			t.Fatal(err)
 		}
 	}
-	ses, su, err := s.SessionUser(ctx(t), live.Hash)
+	owner, err := s.SessionUser(ctx(t), live.Hash)
+	ses, su := owner.Session, owner.User
 	if err != nil || su.ID != u.ID || su.Email != u.Email || !ses.ExpiresAt.Equal(live.ExpiresAt) || ses.UserID != u.ID {
 		t.Fatalf("SessionUser: %+v %+v %v", ses, su, err)
 	}
-	if _, _, err := s.SessionUser(ctx(t), expired.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SessionUser(ctx(t), expired.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("an expired session: %v, want ErrNotFound", err)
 	}
 	if err := s.CreateSession(ctx(t), core.Session{Hash: core.HashSessionSecret("c"), UserID: "no-such-user", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}); !errors.Is(err, core.ErrNotFound) {
@@ -48,7 +49,7 @@ func testSessions(t *testing.T, b Backend) {
 	if err := s.DeleteSession(ctx(t), live.Hash); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SessionUser(ctx(t), live.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SessionUser(ctx(t), live.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a deleted session: %v, want ErrNotFound", err)
 	}
 	if err := s.DeleteSession(ctx(t), live.Hash); err != nil {
@@ -59,10 +60,10 @@ func testSessions(t *testing.T, b Backend) {
 	if err := s.CreateSession(ctx(t), other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetPassword(ctx(t), u.Email, "$argon2id$new"); err != nil {
+	if _, err := s.SetPassword(ctx(t), core.PasswordReset{Email: u.Email, Hash: "$argon2id$new"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SessionUser(ctx(t), other.Hash); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.SessionUser(ctx(t), other.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a session after a password change: %v, want ErrNotFound", err)
 	}
 }
@@ -94,13 +95,13 @@ func testUserTokens(t *testing.T, b Backend) {
 			t.Fatalf("token %d: %+v, want %s, newest first, never used", i, tok, ids[2-i])
 		}
 	}
-	if _, err := s.RevokeUserToken(ctx(t), alice.ID, bobs.ID); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.RevokeUserToken(ctx(t), core.UserToken{UserID: alice.ID, TokenID: bobs.ID}); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("revoking another user's token: %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.Authenticate(ctx(t), bobs.Hash); err != nil {
+	if _, err := s.Authenticate(ctx(t), bobs.Hash); err != nil {
 		t.Fatalf("bob's token after alice's attempt: %v", err)
 	}
-	rev, err := s.RevokeUserToken(ctx(t), alice.ID, ids[0])
+	rev, err := s.RevokeUserToken(ctx(t), core.UserToken{UserID: alice.ID, TokenID: ids[0]})
 	if err != nil || !rev.Revoked() {
 		t.Fatalf("RevokeUserToken: %+v, %v", rev, err)
 	}
@@ -141,7 +142,8 @@ func testListSubmissions(t *testing.T, b Backend) {
 	create(t, s, report(t, bob.ID, core.TypeDomain, "", "bob.example"))
 	var got []string
 	for off := 0; off < 6; off += 2 {
-		page, total, err := s.ListSubmissions(ctx(t), alice.ID, off, 2)
+		sl, err := s.ListSubmissions(ctx(t), core.SubmissionQuery{UserID: alice.ID, Offset: off, Limit: 2})
+		page, total := sl.Threats, sl.Total
 		if err != nil || total != 5 {
 			t.Fatalf("ListSubmissions(%d): total %d, %v", off, total, err)
 		}
