@@ -85,7 +85,7 @@ func StoreKnown(store ImportStore) Known {
 			m := map[string]time.Time{}
 			for len(ids) > 0 {
 				n := min(len(ids), MaxImportedVersions)
-				got, err := store.ImportedVersions(ctx, source, ids[:n])
+				got, err := store.ImportedVersions(ctx, VersionQuery{Source: source, IDs: ids[:n]})
 				if err != nil {
 					return nil, err
 				}
@@ -239,7 +239,7 @@ func Ingest(ctx context.Context, store ImportStore, src Source, source string, p
 			if ctx.Err() != nil {
 				continue // drain after a failure
 			}
-			outcomes, err := store.ImportThreats(ctx, batch, SourceReviewer(source))
+			outcomes, err := store.ImportThreats(ctx, ImportBatch{Records: batch, Actor: SourceReviewer(source)})
 			if err != nil {
 				cancel(err)
 				continue

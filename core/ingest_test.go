@@ -80,12 +80,12 @@ type failingStore struct {
 
 var errDiskFull = errors.New("disk full")
 
-func (f *failingStore) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
+func (f *failingStore) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.ImportOutcome, error) {
 	f.calls++
 	if f.calls >= f.failAt {
 		return nil, errDiskFull
 	}
-	return f.Store.ImportThreats(ctx, recs, actor)
+	return f.Store.ImportThreats(ctx, b)
 }
 
 // Batches are written in order by a writer that overlaps the reading; every
@@ -156,7 +156,7 @@ func TestStoreKnown(t *testing.T) {
 		}
 		t.Fatalf("%d answers for %d records", len(got), len(want))
 	}
-	if _, err := st.ImportedVersions(ctx, "gen", make([]string, core.MaxImportedVersions+1)); !errors.Is(err, core.ErrInvalid) {
+	if _, err := st.ImportedVersions(ctx, core.VersionQuery{Source: "gen", IDs: make([]string, core.MaxImportedVersions+1)}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("over the bound: %v", err)
 	}
 }

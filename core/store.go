@@ -115,11 +115,12 @@ type PublishedStore interface {
 	// CountThreats counts the reports q selects (its filters, whatever its
 	// keyset position and limit).
 	CountThreats(ctx context.Context, q ThreatQuery) (int64, error)
-	// ThreatsByKeyPrefix returns up to limit (1..MaxPage) verified reports
-	// whose canonical key starts with one of prefixes (1..MaxKeyPrefixes,
-	// none empty) and sorts after after, in canonical key order: the
-	// package-name prefix search, one range per registry in one call.
-	ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after string, limit int) ([]Threat, error)
+	// ThreatsByKeyPrefix returns up to q.Limit (1..MaxPage) verified
+	// reports whose canonical key starts with one of q.Prefixes
+	// (1..MaxKeyPrefixes, none empty) and sorts after q.After, in canonical
+	// key order: the package-name prefix search, one range per registry in
+	// one call.
+	ThreatsByKeyPrefix(ctx context.Context, q KeyPrefixQuery) ([]Threat, error)
 	// Feed returns one page of up to q.Limit (1..MaxPage, else ErrInvalid)
 	// of the published changes q selects, in commit order, each with its
 	// report as it is now.
@@ -127,23 +128,23 @@ type PublishedStore interface {
 	// LastFeedEvent returns the position of the last change committed
 	// before to (zero when there is none): where a consumer resumes.
 	LastFeedEvent(ctx context.Context, to time.Time) (FeedEvent, error)
-	// Changes returns up to limit (1..MaxPage, else ErrInvalid) changes with
-	// Seq > after, in Seq order (every daemon on the database follows them
-	// to keep its index).
-	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
+	// Changes returns up to q.Limit (1..MaxPage, else ErrInvalid) changes
+	// with Seq > q.After, in Seq order (every daemon on the database
+	// follows them to keep its index).
+	Changes(ctx context.Context, q ChangeQuery) ([]Change, error)
 }
 
 // ImportStore applies records of upstream sources.
 type ImportStore interface {
 	// ImportThreats applies a batch of upstream records in one transaction
 	// and returns one outcome per record, in order.
-	ImportThreats(ctx context.Context, recs []ImportRecord, actor string) ([]ImportOutcome, error)
+	ImportThreats(ctx context.Context, b ImportBatch) ([]ImportOutcome, error)
 	// ImportedVersions returns, for upstream ids of a source (at most
 	// MaxImportedVersions), the upstream modified time of the report
 	// imported under each; ids never imported, or imported without a
 	// modified time, are left out. A re-import asks it before decoding
 	// records in full.
-	ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error)
+	ImportedVersions(ctx context.Context, q VersionQuery) (map[string]time.Time, error)
 }
 
 // OperationsStore is what running the service needs besides the reports:
@@ -159,15 +160,16 @@ type OperationsStore interface {
 	// Secret returns the named service secret, creating it (32 random bytes,
 	// hex) on first use; every daemon on the database gets the same one.
 	Secret(ctx context.Context, name string) (string, error)
-	// Lease takes or renews the named lease for holder until ttl from now;
-	// false when another holder has it.
-	Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// Lease takes or renews the lease l.Name for l.Holder until l.TTL from
+	// now; false when another holder has it.
+	Lease(ctx context.Context, l LeaseClaim) (bool, error)
 	// AddUsage adds paid-call counts; Usage returns a token's counts of a day.
 	AddUsage(ctx context.Context, deltas []UsageDelta) error
-	Usage(ctx context.Context, tokenID, day string) (map[string]int64, error)
-	// SyncRateCounts adds deltas to the shared request counters of a rate
-	// window and returns the window's totals (limits.store: storage).
-	SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error)
+	Usage(ctx context.Context, q UsageQuery) (map[string]int64, error)
+	// SyncRateCounts adds r.Counts to the shared request counters of the
+	// rate window r.Window and returns the window's totals (limits.store:
+	// storage).
+	SyncRateCounts(ctx context.Context, r RateCounts) (map[string]int64, error)
 
 	// Export calls fn with every stored row, table by table in foreign-key
 	// order, as batches of bounded size (copy-storage).
@@ -277,6 +279,53 @@ type ThreatQuery struct {
 	// keeps on the report's row. A page of a list then reads no text.
 	Listing bool
 	Limit   int
+}
+
+// KeyPrefixQuery is one page of verified reports by canonical key prefix
+// (PublishedStore.ThreatsByKeyPrefix).
+type KeyPrefixQuery struct {
+	Prefixes []string
+	After    string // the last canonical key of the previous page
+	Limit    int
+}
+
+// ChangeQuery is one page of the change feed (PublishedStore.Changes).
+type ChangeQuery struct {
+	After int64 // the last Seq seen; 0 = from the first
+	Limit int
+}
+
+// ImportBatch is a batch of upstream records applied in one transaction,
+// and the actor the review events name (ImportStore.ImportThreats).
+type ImportBatch struct {
+	Records []ImportRecord
+	Actor   string
+}
+
+// VersionQuery names upstream records of a source
+// (ImportStore.ImportedVersions).
+type VersionQuery struct {
+	Source string
+	IDs    []string
+}
+
+// LeaseClaim takes or renews a named lease (OperationsStore.Lease).
+type LeaseClaim struct {
+	Name, Holder string
+	TTL          time.Duration
+}
+
+// UsageQuery is a token's paid calls of a day, "2006-01-02"
+// (OperationsStore.Usage).
+type UsageQuery struct {
+	TokenID, Day string
+}
+
+// RateCounts are request counts to add to a rate window's shared counters
+// (OperationsStore.SyncRateCounts).
+type RateCounts struct {
+	Window int64
+	Counts map[string]int64
 }
 
 // UsageDelta is a number of paid calls to add.

@@ -346,21 +346,41 @@ type WebhookStore interface {
 	// events are delivered from the next attempt on; ErrNotFound when
 	// there is none with that id.
 	EnableWebhook(ctx context.Context, id string) (Webhook, error)
-	// DueDeliveries returns up to limit (1..MaxPage, else ErrInvalid)
-	// pending deliveries of enabled subscriptions due at now, the most
+	// DueDeliveries returns up to q.Limit (1..MaxPage, else ErrInvalid)
+	// pending deliveries of enabled subscriptions due at q.Now, the most
 	// overdue first, each with its subscription.
-	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	DueDeliveries(ctx context.Context, q DueQuery) ([]Delivery, error)
 	// RecordAttempt applies the outcome of one delivery attempt.
 	RecordAttempt(ctx context.Context, o AttemptOutcome) error
-	// WebhookAttempts returns up to limit (1..MaxPage, else ErrInvalid)
-	// delivery attempts of a subscription, newest first; ErrNotFound when
-	// there is no such subscription.
-	WebhookAttempts(ctx context.Context, webhookID string, limit int) ([]DeliveryAttempt, error)
+	// WebhookAttempts returns up to q.Limit (1..MaxPage, else ErrInvalid)
+	// delivery attempts of the subscription q.WebhookID, newest first;
+	// ErrNotFound when there is no such subscription.
+	WebhookAttempts(ctx context.Context, q AttemptQuery) ([]DeliveryAttempt, error)
 	// WebhookQueue counts the pending deliveries.
 	WebhookQueue(ctx context.Context) (WebhookQueue, error)
 	// TrimWebhooks bounds the queues: the oldest pending events of disabled
-	// subscriptions beyond maxPending each expire (counted on the
+	// subscriptions beyond t.MaxPending each expire (counted on the
 	// subscription), and finished deliveries (with their attempts) older
-	// than finishedBefore are deleted. It returns how many expired.
-	TrimWebhooks(ctx context.Context, maxPending int, finishedBefore time.Time) (int64, error)
+	// than t.FinishedBefore are deleted. It returns how many expired.
+	TrimWebhooks(ctx context.Context, t WebhookTrim) (int64, error)
+}
+
+// DueQuery is one batch of the deliveries due at Now
+// (WebhookStore.DueDeliveries).
+type DueQuery struct {
+	Now   time.Time
+	Limit int
+}
+
+// AttemptQuery is the latest delivery attempts of one subscription
+// (WebhookStore.WebhookAttempts).
+type AttemptQuery struct {
+	WebhookID string
+	Limit     int
+}
+
+// WebhookTrim bounds the delivery queues (WebhookStore.TrimWebhooks).
+type WebhookTrim struct {
+	MaxPending     int
+	FinishedBefore time.Time
 }

@@ -65,26 +65,18 @@ func (c *StorageClient) Health(ctx context.Context) error {
 // Stats returns the plugin's row counts.
 func (c *StorageClient) Stats(ctx context.Context) (core.Stats, error) {
 	r, err := c.conn().Stats(ctx, &pb.StatsRequest{})
-	return call(r, err, func(r *pb.StatsResponse) core.Stats {
-		return core.Stats{Users: r.Users, Tokens: r.Tokens, Threats: r.Threats, LastSeq: r.LastSeq}
-	})
+	return call(r, err, statsFromPB)
 }
 
 // ListSubmissions returns one page of a user's reports and their count.
 func (c *StorageClient) ListSubmissions(ctx context.Context, q core.SubmissionQuery) (core.ThreatList, error) {
-	r, err := c.conn().ListSubmissions(ctx, &pb.ListSubmissionsRequest{UserId: q.UserID, Offset: int32(q.Offset), Limit: int32(q.Limit)})
-	return call(r, err, func(r *pb.ListSubmissionsResponse) core.ThreatList {
-		out := core.ThreatList{Threats: make([]core.Threat, len(r.Threats)), Total: int(r.Total)}
-		for i, t := range r.Threats {
-			out.Threats[i] = threatFromPB(t)
-		}
-		return out
-	})
+	r, err := c.conn().ListSubmissions(ctx, submissionQueryToPB(q))
+	return call(r, err, threatListFromPB)
 }
 
 // CreateThreat stores a pending report under the submit policy.
 func (c *StorageClient) CreateThreat(ctx context.Context, s core.SubmittedThreat) error {
-	_, err := c.conn().CreateThreat(ctx, &pb.CreateThreatRequest{Threat: threatToPB(s.Threat), Policy: policyToPB(s.Policy)})
+	_, err := c.conn().CreateThreat(ctx, submittedToPB(s))
 	return fromStatus(err)
 }
 
@@ -103,11 +95,7 @@ func (c *StorageClient) GetThreats(ctx context.Context, ids []string) ([]core.Th
 			if err != nil {
 				return nil, fromStatus(err)
 			}
-			out := make([]core.Threat, len(r.Threats))
-			for i, t := range r.Threats {
-				out[i] = threatFromPB(t)
-			}
-			return out, nil
+			return each(r.Threats, threatFromPB), nil
 		}
 		c.noGetThreats.Store(true)
 	}
@@ -134,11 +122,7 @@ func (c *StorageClient) ReviewThreat(ctx context.Context, rv core.Review) (core.
 // ListPending returns one page of pending reports, oldest first, and how
 // many are pending.
 func (c *StorageClient) ListPending(ctx context.Context, q core.PendingQuery) (core.ThreatList, error) {
-	req := &pb.ListPendingRequest{Limit: int32(q.Limit), AfterId: q.AfterID}
-	if q.AfterID != "" {
-		req.AfterCreatedAt = ts(q.AfterCreatedAt)
-	}
-	stream, err := c.conn().ListPending(ctx, req)
+	stream, err := c.conn().ListPending(ctx, pendingQueryToPB(q))
 	var out core.ThreatList
 	err = eachRecv(stream, err, func(it *pb.PendingItem) error {
 		if it.Threat == nil {
@@ -162,35 +146,25 @@ func (c *StorageClient) ReviewEvents(ctx context.Context, threatID string) ([]co
 
 // LatestVerified returns verified reports, most recently verified first.
 func (c *StorageClient) LatestVerified(ctx context.Context, f core.LatestFilter) ([]core.Threat, error) {
-	stream, err := c.conn().LatestVerified(ctx, &pb.LatestRequest{ReportType: string(f.ReportType), Registry: f.Registry,
-		Severity: string(f.Severity), Limit: int32(f.Limit)})
+	stream, err := c.conn().LatestVerified(ctx, latestFilterToPB(f))
 	return recvAll(stream, err, threatFromPB)
 }
 
 // EachVerifiedSummary streams the summaries of every verified report.
 func (c *StorageClient) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary) error) error {
 	stream, err := c.conn().VerifiedSummaries(ctx, &pb.VerifiedSummariesRequest{})
-	return eachRecv(stream, err, func(m *pb.SummaryBatch) error {
-		batch := make([]core.Summary, len(m.Summaries))
-		for i, s := range m.Summaries {
-			batch[i] = summaryFromPB(s)
-		}
-		return fn(batch)
-	})
+	return eachRecv(stream, err, func(m *pb.SummaryBatch) error { return fn(each(m.Summaries, summaryFromPB)) })
 }
 
 // ModifyThreat stores a change to a report.
 func (c *StorageClient) ModifyThreat(ctx context.Context, m core.Modification) (core.Modified, error) {
-	r, err := c.conn().ModifyThreat(ctx, &pb.ModifyRequest{ThreatId: m.ThreatID, AuthorId: m.AuthorID, AuthorName: m.AuthorName,
-		PatchJson: patchToPB(m.Patch), BaseRevision: int32(m.BaseRevision), At: ts(m.At), Policy: policyToPB(m.Policy),
-		Version: int32(m.Version), Iocs: iocsToPB(m.IOCs)})
+	r, err := c.conn().ModifyThreat(ctx, modificationToPB(m))
 	return call(r, err, modifiedFromPB)
 }
 
 // DecideRevision approves or rejects a pending revision.
 func (c *StorageClient) DecideRevision(ctx context.Context, d core.RevisionDecision) (core.Modified, error) {
-	r, err := c.conn().DecideRevision(ctx, &pb.RevisionDecision{RevisionId: d.RevisionID, Approve: d.Approve, Note: d.Note,
-		ActorId: d.ActorID, ActorName: d.ActorName, At: ts(d.At), Version: int32(d.Version), Iocs: iocsToPB(d.IOCs)})
+	r, err := c.conn().DecideRevision(ctx, decisionToPB(d))
 	return call(r, err, modifiedFromPB)
 }
 
@@ -207,8 +181,8 @@ func (c *StorageClient) ListPendingRevisions(ctx context.Context) ([]core.Revisi
 }
 
 // SyncRateCounts adds to the shared counters of a window and returns its totals.
-func (c *StorageClient) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
-	r, err := c.conn().SyncRateCounts(ctx, &pb.RateCounts{Window: window, Counts: deltas})
+func (c *StorageClient) SyncRateCounts(ctx context.Context, rc core.RateCounts) (map[string]int64, error) {
+	r, err := c.conn().SyncRateCounts(ctx, rateCountsToPB(rc))
 	return call(r, err, (*pb.RateCounts).GetCounts)
 }
 
@@ -261,21 +235,15 @@ func (c *StorageClient) CountThreats(ctx context.Context, q core.ThreatQuery) (i
 }
 
 // ThreatsByKeyPrefix returns verified reports by canonical key prefix.
-func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after string, limit int) ([]core.Threat, error) {
-	stream, err := c.conn().ThreatsByKeyPrefix(ctx, &pb.ThreatsByKeyPrefixRequest{Prefixes: prefixes, After: after, Limit: int32(limit)})
+func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, q core.KeyPrefixQuery) ([]core.Threat, error) {
+	stream, err := c.conn().ThreatsByKeyPrefix(ctx, keyPrefixQueryToPB(q))
 	return recvAll(stream, err, threatFromPB)
 }
 
 // SubmitterRecords returns submitters' names and reports by status.
 func (c *StorageClient) SubmitterRecords(ctx context.Context, userIDs []string) ([]core.SubmitterRecord, error) {
 	r, err := c.conn().SubmitterRecords(ctx, &pb.SubmitterRecordsRequest{UserIds: userIDs})
-	return call(r, err, func(r *pb.SubmitterRecordsResponse) []core.SubmitterRecord {
-		out := make([]core.SubmitterRecord, len(r.Records))
-		for i, x := range r.Records {
-			out[i] = core.SubmitterRecord{UserID: x.UserId, Name: x.Name, Verified: x.Verified, Rejected: x.Rejected, Pending: x.Pending}
-		}
-		return out
-	})
+	return call(r, err, submitterRecordsFromPB)
 }
 
 // Feed returns one page of published changes.
@@ -287,10 +255,7 @@ func (c *StorageClient) Feed(ctx context.Context, q core.FeedQuery) ([]core.Feed
 // LastFeedEvent returns the last published change before to.
 func (c *StorageClient) LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error) {
 	r, err := c.conn().LastFeedEvent(ctx, &pb.LastFeedEventRequest{To: ts(to)})
-	if err != nil {
-		return core.FeedEvent{}, fromStatus(err)
-	}
-	return feedEventFromPB(r), nil
+	return call(r, err, feedEventFromPB)
 }
 
 // ListRevisions returns every revision of a report.
@@ -307,46 +272,31 @@ func (c *StorageClient) Secret(ctx context.Context, name string) (string, error)
 
 // AddUsage adds paid-call counts.
 func (c *StorageClient) AddUsage(ctx context.Context, deltas []core.UsageDelta) error {
-	req := &pb.UsageDeltas{Deltas: make([]*pb.UsageDelta, len(deltas))}
-	for i, d := range deltas {
-		req.Deltas[i] = &pb.UsageDelta{Day: d.Day, TokenId: d.TokenID, Endpoint: d.Endpoint, Calls: d.Calls}
-	}
-	_, err := c.conn().AddUsage(ctx, req)
+	_, err := c.conn().AddUsage(ctx, usageDeltasToPB(deltas))
 	return fromStatus(err)
 }
 
 // Usage returns a token's paid calls of a day.
-func (c *StorageClient) Usage(ctx context.Context, tokenID, day string) (map[string]int64, error) {
-	r, err := c.conn().Usage(ctx, &pb.UsageRequest{TokenId: tokenID, Day: day})
+func (c *StorageClient) Usage(ctx context.Context, q core.UsageQuery) (map[string]int64, error) {
+	r, err := c.conn().Usage(ctx, usageQueryToPB(q))
 	return call(r, err, (*pb.UsageResponse).GetCalls)
 }
 
 // ImportThreats applies a batch of upstream records.
-func (c *StorageClient) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
-	req := &pb.ImportThreatsRequest{Actor: actor}
-	for _, r := range recs {
-		req.Records = append(req.Records, importRecordToPB(r))
-	}
-	r, err := c.conn().ImportThreats(ctx, req)
-	if err != nil {
-		return nil, fromStatus(err)
-	}
-	out := make([]core.ImportOutcome, len(r.Outcomes))
-	for i, o := range r.Outcomes {
-		out[i] = core.ImportOutcome{UpstreamID: o.UpstreamId, Result: o.Result, ThreatID: o.ThreatId, Reason: o.Reason}
-	}
-	return out, nil
+func (c *StorageClient) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.ImportOutcome, error) {
+	r, err := c.conn().ImportThreats(ctx, importBatchToPB(b))
+	return call(r, err, outcomesFromPB)
 }
 
 // ImportedVersions returns the upstream modified times of imported
 // reports; a plugin that predates it knows none (every record is then
 // decoded and left to ImportThreats).
-func (c *StorageClient) ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error) {
+func (c *StorageClient) ImportedVersions(ctx context.Context, q core.VersionQuery) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	if c.noImportedVersions.Load() {
 		return out, nil
 	}
-	r, err := c.conn().ImportedVersions(ctx, &pb.ImportedVersionsRequest{Source: source, UpstreamIds: ids})
+	r, err := c.conn().ImportedVersions(ctx, versionQueryToPB(q))
 	if status.Code(err) == codes.Unimplemented {
 		c.noImportedVersions.Store(true)
 		return out, nil
@@ -364,14 +314,14 @@ func (c *StorageClient) ImportedVersions(ctx context.Context, source string, ids
 }
 
 // Lease takes or renews a named lease.
-func (c *StorageClient) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	r, err := c.conn().Lease(ctx, &pb.LeaseRequest{Name: name, Holder: holder, TtlMs: ttl.Milliseconds()})
+func (c *StorageClient) Lease(ctx context.Context, l core.LeaseClaim) (bool, error) {
+	r, err := c.conn().Lease(ctx, leaseClaimToPB(l))
 	return call(r, err, (*pb.LeaseResponse).GetHeld)
 }
 
 // Changes reads the change feed after seq.
-func (c *StorageClient) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
-	stream, err := c.conn().Changes(ctx, &pb.ChangesRequest{After: after, Limit: int32(limit)})
+func (c *StorageClient) Changes(ctx context.Context, q core.ChangeQuery) ([]core.Change, error) {
+	stream, err := c.conn().Changes(ctx, changeQueryToPB(q))
 	return recvAll(stream, err, changeFromPB)
 }
 

@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
 )
@@ -25,33 +22,20 @@ func (c *StorageClient) UserByEmail(ctx context.Context, email string) (core.Use
 
 // SetUserLimit sets a user's hourly submission limit.
 func (c *StorageClient) SetUserLimit(ctx context.Context, l core.UserLimit) (core.User, error) {
-	r, err := c.conn().SetUserLimit(ctx, &pb.SetUserLimitRequest{Email: l.Email, SubmissionsPerHour: intPtr32(l.PerHour)})
+	r, err := c.conn().SetUserLimit(ctx, userLimitToPB(l))
 	return call(r, err, userFromPB)
 }
 
 // SetUserAccess changes a user's tier and role (nil = unchanged).
 func (c *StorageClient) SetUserAccess(ctx context.Context, a core.UserAccess) (core.User, error) {
-	req := &pb.SetUserAccessRequest{Email: a.Email}
-	if a.Tier != nil {
-		req.Tier = proto.String(string(*a.Tier))
-	}
-	if a.Role != nil {
-		req.Role = proto.String(string(*a.Role))
-	}
-	r, err := c.conn().SetUserAccess(ctx, req)
+	r, err := c.conn().SetUserAccess(ctx, userAccessToPB(a))
 	return call(r, err, userFromPB)
 }
 
 // ListUsers returns a page of users in e-mail order.
 func (c *StorageClient) ListUsers(ctx context.Context, q core.UserQuery) ([]core.User, error) {
-	r, err := c.conn().ListUsers(ctx, &pb.ListUsersRequest{After: q.After, Limit: int32(q.Limit)})
-	return call(r, err, func(r *pb.ListUsersResponse) []core.User {
-		out := make([]core.User, len(r.Users))
-		for i, u := range r.Users {
-			out[i] = userFromPB(u)
-		}
-		return out
-	})
+	r, err := c.conn().ListUsers(ctx, userQueryToPB(q))
+	return call(r, err, usersFromPB)
 }
 
 // CreateToken stores a token hash.
@@ -69,9 +53,7 @@ func (c *StorageClient) RevokeToken(ctx context.Context, hash string) (core.Toke
 // Authenticate resolves a token hash to the token and its user.
 func (c *StorageClient) Authenticate(ctx context.Context, hash string) (core.TokenOwner, error) {
 	r, err := c.conn().Authenticate(ctx, &pb.AuthenticateRequest{Hash: hash})
-	return call(r, err, func(r *pb.AuthenticateResponse) core.TokenOwner {
-		return core.TokenOwner{Token: tokenFromPB(r.Token), User: userFromPB(r.User)}
-	})
+	return call(r, err, tokenOwnerFromPB)
 }
 
 // ListTokens returns a user's tokens.
@@ -82,23 +64,19 @@ func (c *StorageClient) ListTokens(ctx context.Context, userID string) ([]core.T
 
 // RevokeUserToken revokes one of a user's tokens by id.
 func (c *StorageClient) RevokeUserToken(ctx context.Context, t core.UserToken) (core.Token, error) {
-	r, err := c.conn().RevokeUserToken(ctx, &pb.RevokeUserTokenRequest{UserId: t.UserID, TokenId: t.TokenID})
+	r, err := c.conn().RevokeUserToken(ctx, userTokenToPB(t))
 	return call(r, err, tokenFromPB)
 }
 
 // TokensUsed records when tokens were last used.
 func (c *StorageClient) TokensUsed(ctx context.Context, used map[string]time.Time) error {
-	req := &pb.TokensUsedRequest{Used: make(map[string]*timestamppb.Timestamp, len(used))}
-	for id, at := range used {
-		req.Used[id] = ts(at)
-	}
-	_, err := c.conn().TokensUsed(ctx, req)
+	_, err := c.conn().TokensUsed(ctx, tokensUsedToPB(used))
 	return fromStatus(err)
 }
 
 // SetPassword stores a user's password hash.
 func (c *StorageClient) SetPassword(ctx context.Context, p core.PasswordReset) (core.User, error) {
-	r, err := c.conn().SetPassword(ctx, &pb.SetPasswordRequest{Email: p.Email, Hash: p.Hash})
+	r, err := c.conn().SetPassword(ctx, passwordResetToPB(p))
 	return call(r, err, userFromPB)
 }
 
@@ -111,9 +89,7 @@ func (c *StorageClient) CreateSession(ctx context.Context, s core.Session) error
 // SessionUser resolves a session hash to the session and its user.
 func (c *StorageClient) SessionUser(ctx context.Context, hash string) (core.SessionOwner, error) {
 	r, err := c.conn().SessionUser(ctx, &pb.SessionUserRequest{Hash: hash})
-	return call(r, err, func(r *pb.SessionUserResponse) core.SessionOwner {
-		return core.SessionOwner{Session: sessionFromPB(r.Session), User: userFromPB(r.User)}
-	})
+	return call(r, err, sessionOwnerFromPB)
 }
 
 // DeleteSession ends a web session.

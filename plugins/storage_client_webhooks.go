@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"time"
 
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
@@ -33,34 +32,31 @@ func (c *StorageClient) EnableWebhook(ctx context.Context, id string) (core.Webh
 }
 
 // DueDeliveries returns the pending deliveries due at now.
-func (c *StorageClient) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
-	stream, err := c.conn().DueDeliveries(ctx, &pb.DueDeliveriesRequest{Now: ts(now), Limit: int32(limit)})
+func (c *StorageClient) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Delivery, error) {
+	stream, err := c.conn().DueDeliveries(ctx, dueQueryToPB(q))
 	return recvAll(stream, err, deliveryFromPB)
 }
 
 // RecordAttempt applies the outcome of a delivery attempt.
 func (c *StorageClient) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error {
-	_, err := c.conn().RecordAttempt(ctx, &pb.AttemptOutcome{Attempt: attemptToPB(o.Attempt), NextAt: ts(o.NextAt),
-		Payload: o.Payload, HasPayload: o.Payload != nil, Disable: o.Disable})
+	_, err := c.conn().RecordAttempt(ctx, attemptOutcomeToPB(o))
 	return fromStatus(err)
 }
 
 // WebhookAttempts lists a subscription's attempts, newest first.
-func (c *StorageClient) WebhookAttempts(ctx context.Context, webhookID string, limit int) ([]core.DeliveryAttempt, error) {
-	stream, err := c.conn().WebhookAttempts(ctx, &pb.WebhookAttemptsRequest{WebhookId: webhookID, Limit: int32(limit)})
+func (c *StorageClient) WebhookAttempts(ctx context.Context, q core.AttemptQuery) ([]core.DeliveryAttempt, error) {
+	stream, err := c.conn().WebhookAttempts(ctx, attemptQueryToPB(q))
 	return recvAll(stream, err, attemptFromPB)
 }
 
 // WebhookQueue counts the pending deliveries.
 func (c *StorageClient) WebhookQueue(ctx context.Context) (core.WebhookQueue, error) {
 	r, err := c.conn().WebhookQueue(ctx, &pb.WebhookQueueRequest{})
-	return call(r, err, func(r *pb.WebhookQueueResponse) core.WebhookQueue {
-		return core.WebhookQueue{Pending: r.Pending, Oldest: fromTS(r.Oldest)}
-	})
+	return call(r, err, webhookQueueFromPB)
 }
 
 // TrimWebhooks bounds the delivery queues.
-func (c *StorageClient) TrimWebhooks(ctx context.Context, maxPending int, finishedBefore time.Time) (int64, error) {
-	r, err := c.conn().TrimWebhooks(ctx, &pb.TrimWebhooksRequest{MaxPending: int32(min(maxPending, 1<<31-1)), FinishedBefore: ts(finishedBefore)})
+func (c *StorageClient) TrimWebhooks(ctx context.Context, t core.WebhookTrim) (int64, error) {
+	r, err := c.conn().TrimWebhooks(ctx, webhookTrimToPB(t))
 	return call(r, err, (*pb.TrimWebhooksResponse).GetExpired)
 }

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/threatd/threatd/core"
 	pb "github.com/threatd/threatd/plugins/proto/v1"
@@ -85,11 +83,48 @@ func classify(st core.Store, err error) error {
 	return err
 }
 
-func (s *storageServer) Migrate(ctx context.Context, _ *pb.MigrateRequest) (*pb.MigrateResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.MigrateResponse, error) {
-		applied, err := st.Migrate(ctx)
-		return &pb.MigrateResponse{Applied: applied}, err
+// unary serves a call of the port's shape (the store, a context and one
+// request in; one reply or an error out), given the request in domain
+// form, the port method as a method expression (core.Store.GetThreat)
+// and the reply's converter.
+func unary[Q, R, P any](s *storageServer, ctx context.Context, q Q, op func(core.Store, context.Context, Q) (R, error), out func(R) P) (P, error) {
+	return withStore(s, func(st core.Store) (P, error) {
+		r, err := op(st, ctx, q)
+		if err != nil {
+			var zero P
+			return zero, err
+		}
+		return out(r), nil
 	})
+}
+
+// run serves a call whose reply is empty (a P).
+func run[P, Q any](s *storageServer, ctx context.Context, q Q, op func(core.Store, context.Context, Q) error) (*P, error) {
+	return withStore(s, func(st core.Store) (*P, error) { return new(P), op(st, ctx, q) })
+}
+
+// list serves a call whose reply is a list, one stream message an item, so
+// that no single message approaches gRPC's 4 MiB limit.
+func list[Q, T, P any](s *storageServer, stream grpc.ServerStreamingServer[P], q Q, op func(core.Store, context.Context, Q) ([]T, error), out func(T) *P) error {
+	items, err := withStore(s, func(st core.Store) ([]T, error) { return op(st, stream.Context(), q) })
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if err := stream.Send(out(it)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// none adapts a port method with no request to the helpers above.
+func none[R any](op func(core.Store, context.Context) (R, error)) func(core.Store, context.Context, struct{}) (R, error) {
+	return func(st core.Store, ctx context.Context, _ struct{}) (R, error) { return op(st, ctx) }
+}
+
+func (s *storageServer) Migrate(ctx context.Context, _ *pb.MigrateRequest) (*pb.MigrateResponse, error) {
+	return unary(s, ctx, struct{}{}, none(core.Store.Migrate), func(a []string) *pb.MigrateResponse { return &pb.MigrateResponse{Applied: a} })
 }
 
 func (s *storageServer) Health(ctx context.Context, _ *pb.HealthRequest) (*pb.HealthResponse, error) {
@@ -99,61 +134,36 @@ func (s *storageServer) Health(ctx context.Context, _ *pb.HealthRequest) (*pb.He
 }
 
 func (s *storageServer) Stats(ctx context.Context, _ *pb.StatsRequest) (*pb.StatsResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.StatsResponse, error) {
-		v, err := st.Stats(ctx)
-		return &pb.StatsResponse{Users: v.Users, Tokens: v.Tokens, Threats: v.Threats, LastSeq: v.LastSeq}, err
-	})
+	return unary(s, ctx, struct{}{}, none(core.Store.Stats), statsToPB)
 }
 
 func (s *storageServer) ListSubmissions(ctx context.Context, req *pb.ListSubmissionsRequest) (*pb.ListSubmissionsResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.ListSubmissionsResponse, error) {
-		l, err := st.ListSubmissions(ctx, core.SubmissionQuery{UserID: req.UserId, Offset: int(req.Offset), Limit: int(req.Limit)})
-		out := &pb.ListSubmissionsResponse{Total: int64(l.Total)}
-		for _, t := range l.Threats {
-			out.Threats = append(out.Threats, threatToPB(t))
-		}
-		return out, err
-	})
+	return unary(s, ctx, submissionQueryFromPB(req), core.Store.ListSubmissions, threatListToPB)
 }
 
 func (s *storageServer) CreateThreat(ctx context.Context, req *pb.CreateThreatRequest) (*pb.CreateThreatResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.CreateThreatResponse, error) {
-		return &pb.CreateThreatResponse{}, st.CreateThreat(ctx, core.SubmittedThreat{Threat: threatFromPB(req.Threat), Policy: policyFromPB(req.Policy)})
-	})
+	return run[pb.CreateThreatResponse](s, ctx, submittedFromPB(req), core.Store.CreateThreat)
 }
 
 func (s *storageServer) GetThreat(ctx context.Context, req *pb.GetThreatRequest) (*pb.Threat, error) {
-	return withStore(s, func(st core.Store) (*pb.Threat, error) {
-		t, err := st.GetThreat(ctx, req.Id)
-		return threatToPB(t), err
-	})
+	return unary(s, ctx, req.Id, core.Store.GetThreat, threatToPB)
 }
 
 func (s *storageServer) GetThreats(ctx context.Context, req *pb.GetThreatsRequest) (*pb.ThreatList, error) {
-	return withStore(s, func(st core.Store) (*pb.ThreatList, error) {
-		ts, err := st.GetThreats(ctx, req.Ids)
-		out := &pb.ThreatList{Threats: make([]*pb.Threat, len(ts))}
-		for i, t := range ts {
-			out.Threats[i] = threatToPB(t)
-		}
-		return out, err
+	return unary(s, ctx, req.Ids, core.Store.GetThreats, func(ts []core.Threat) *pb.ThreatList {
+		return &pb.ThreatList{Threats: each(ts, threatToPB)}
 	})
 }
 
 func (s *storageServer) ReviewThreat(ctx context.Context, req *pb.Review) (*pb.Threat, error) {
-	return withStore(s, func(st core.Store) (*pb.Threat, error) {
-		t, err := st.ReviewThreat(ctx, reviewFromPB(req))
-		return threatToPB(t), err
-	})
+	return unary(s, ctx, reviewFromPB(req), core.Store.ReviewThreat, threatToPB)
 }
 
+// ListPending sends the number of pending reports alone first, then one
+// message a report.
 func (s *storageServer) ListPending(req *pb.ListPendingRequest, stream grpc.ServerStreamingServer[pb.PendingItem]) error {
-	q := core.PendingQuery{Limit: int(req.Limit), AfterID: req.AfterId}
-	if req.AfterId != "" {
-		q.AfterCreatedAt = fromTS(req.AfterCreatedAt)
-	}
 	l, err := withStore(s, func(st core.Store) (core.ThreatList, error) {
-		return st.ListPending(stream.Context(), q)
+		return st.ListPending(stream.Context(), pendingQueryFromPB(req))
 	})
 	if err != nil {
 		return err
@@ -170,16 +180,11 @@ func (s *storageServer) ListPending(req *pb.ListPendingRequest, stream grpc.Serv
 }
 
 func (s *storageServer) ReviewEvents(req *pb.ReviewEventsRequest, stream grpc.ServerStreamingServer[pb.ReviewEvent]) error {
-	return streamAll(s, func(st core.Store) ([]core.ReviewEvent, error) {
-		return st.ReviewEvents(stream.Context(), req.ThreatId)
-	}, eventToPB, stream.Send)
+	return list(s, stream, req.ThreatId, core.Store.ReviewEvents, eventToPB)
 }
 
 func (s *storageServer) LatestVerified(req *pb.LatestRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
-	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
-		return st.LatestVerified(stream.Context(), core.LatestFilter{ReportType: core.ReportType(req.ReportType),
-			Registry: req.Registry, Severity: core.Severity(req.Severity), Limit: int(req.Limit)})
-	}, threatToPB, stream.Send)
+	return list(s, stream, latestFilterFromPB(req), core.Store.LatestVerified, threatToPB)
 }
 
 func (s *storageServer) VerifiedSummaries(_ *pb.VerifiedSummariesRequest, stream grpc.ServerStreamingServer[pb.SummaryBatch]) error {
@@ -188,52 +193,33 @@ func (s *storageServer) VerifiedSummaries(_ *pb.VerifiedSummariesRequest, stream
 		return err
 	}
 	return toStatus(classify(st, st.EachVerifiedSummary(stream.Context(), func(batch []core.Summary) error {
-		msg := &pb.SummaryBatch{Summaries: make([]*pb.Summary, len(batch))}
-		for i, sum := range batch {
-			msg.Summaries[i] = summaryToPB(sum)
-		}
-		return stream.Send(msg)
+		return stream.Send(&pb.SummaryBatch{Summaries: each(batch, summaryToPB)})
 	})))
 }
 
 func (s *storageServer) ModifyThreat(ctx context.Context, req *pb.ModifyRequest) (*pb.ModifyResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
-		patch, err := patchFromWire(req.PatchJson)
-		if err != nil {
-			return nil, err
-		}
-		m, err := st.ModifyThreat(ctx, core.Modification{ThreatID: req.ThreatId, AuthorID: req.AuthorId, AuthorName: req.AuthorName,
-			Patch: patch, BaseRevision: int(req.BaseRevision), At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs),
-			Policy: policyFromPB(req.Policy)})
-		return modifiedToPB(m), err
-	})
+	m, err := modificationFromPB(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return unary(s, ctx, m, core.Store.ModifyThreat, modifiedToPB)
 }
 
 func (s *storageServer) DecideRevision(ctx context.Context, req *pb.RevisionDecision) (*pb.ModifyResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.ModifyResponse, error) {
-		m, err := st.DecideRevision(ctx, core.RevisionDecision{RevisionID: req.RevisionId, Approve: req.Approve, Note: req.Note,
-			ActorID: req.ActorId, ActorName: req.ActorName, At: fromTS(req.At), Version: int(req.Version), IOCs: iocsFromPB(req.Iocs)})
-		return modifiedToPB(m), err
-	})
+	return unary(s, ctx, decisionFromPB(req), core.Store.DecideRevision, modifiedToPB)
 }
 
 func (s *storageServer) GetRevision(ctx context.Context, req *pb.GetRevisionRequest) (*pb.Revision, error) {
-	return withStore(s, func(st core.Store) (*pb.Revision, error) {
-		r, err := st.GetRevision(ctx, req.Id)
-		return revisionToPB(r), err
-	})
+	return unary(s, ctx, req.Id, core.Store.GetRevision, revisionToPB)
 }
 
 func (s *storageServer) ListPendingRevisions(_ *pb.ListPendingRevisionsRequest, stream grpc.ServerStreamingServer[pb.Revision]) error {
-	return streamAll(s, func(st core.Store) ([]core.Revision, error) {
-		return st.ListPendingRevisions(stream.Context())
-	}, revisionToPB, stream.Send)
+	return list(s, stream, struct{}{}, none(core.Store.ListPendingRevisions), revisionToPB)
 }
 
 func (s *storageServer) SyncRateCounts(ctx context.Context, req *pb.RateCounts) (*pb.RateCounts, error) {
-	return withStore(s, func(st core.Store) (*pb.RateCounts, error) {
-		totals, err := st.SyncRateCounts(ctx, req.Window, req.Counts)
-		return &pb.RateCounts{Window: req.Window, Counts: totals}, err
+	return unary(s, ctx, rateCountsFromPB(req), core.Store.SyncRateCounts, func(totals map[string]int64) *pb.RateCounts {
+		return &pb.RateCounts{Window: req.Window, Counts: totals}
 	})
 }
 
@@ -269,129 +255,61 @@ func (s *storageServer) Import(stream grpc.ClientStreamingServer[pb.RowBatch, pb
 }
 
 func (s *storageServer) QueryThreats(req *pb.ThreatQuery, stream grpc.ServerStreamingServer[pb.Threat]) error {
-	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
-		return st.QueryThreats(stream.Context(), threatQueryFromPB(req))
-	}, threatToPB, stream.Send)
+	return list(s, stream, threatQueryFromPB(req), core.Store.QueryThreats, threatToPB)
 }
 
 func (s *storageServer) CountThreats(ctx context.Context, req *pb.ThreatQuery) (*pb.CountThreatsResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.CountThreatsResponse, error) {
-		n, err := st.CountThreats(ctx, threatQueryFromPB(req))
-		return &pb.CountThreatsResponse{Count: n}, err
+	return unary(s, ctx, threatQueryFromPB(req), core.Store.CountThreats, func(n int64) *pb.CountThreatsResponse {
+		return &pb.CountThreatsResponse{Count: n}
 	})
 }
 
 func (s *storageServer) ThreatsByKeyPrefix(req *pb.ThreatsByKeyPrefixRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
-	return streamAll(s, func(st core.Store) ([]core.Threat, error) {
-		return st.ThreatsByKeyPrefix(stream.Context(), req.Prefixes, req.After, int(req.Limit))
-	}, threatToPB, stream.Send)
+	return list(s, stream, keyPrefixQueryFromPB(req), core.Store.ThreatsByKeyPrefix, threatToPB)
 }
 
 func (s *storageServer) SubmitterRecords(ctx context.Context, req *pb.SubmitterRecordsRequest) (*pb.SubmitterRecordsResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.SubmitterRecordsResponse, error) {
-		recs, err := st.SubmitterRecords(ctx, req.UserIds)
-		out := &pb.SubmitterRecordsResponse{}
-		for _, r := range recs {
-			out.Records = append(out.Records, &pb.SubmitterRecord{UserId: r.UserID, Name: r.Name, Verified: r.Verified, Rejected: r.Rejected, Pending: r.Pending})
-		}
-		return out, err
-	})
+	return unary(s, ctx, req.UserIds, core.Store.SubmitterRecords, submitterRecordsToPB)
 }
 
 func (s *storageServer) Feed(req *pb.FeedQuery, stream grpc.ServerStreamingServer[pb.FeedItem]) error {
-	return streamAll(s, func(st core.Store) ([]core.FeedItem, error) {
-		return st.Feed(stream.Context(), feedQueryFromPB(req))
-	}, feedItemToPB, stream.Send)
+	return list(s, stream, feedQueryFromPB(req), core.Store.Feed, feedItemToPB)
 }
 
 func (s *storageServer) LastFeedEvent(ctx context.Context, req *pb.LastFeedEventRequest) (*pb.FeedEvent, error) {
-	return withStore(s, func(st core.Store) (*pb.FeedEvent, error) {
-		e, err := st.LastFeedEvent(ctx, fromTS(req.To))
-		return feedEventToPB(e), err
-	})
+	return unary(s, ctx, fromTS(req.To), core.Store.LastFeedEvent, feedEventToPB)
 }
 
 func (s *storageServer) ListRevisions(req *pb.ListRevisionsRequest, stream grpc.ServerStreamingServer[pb.Revision]) error {
-	return streamAll(s, func(st core.Store) ([]core.Revision, error) {
-		return st.ListRevisions(stream.Context(), req.ThreatId)
-	}, revisionToPB, stream.Send)
+	return list(s, stream, req.ThreatId, core.Store.ListRevisions, revisionToPB)
 }
 
 func (s *storageServer) Secret(ctx context.Context, req *pb.SecretRequest) (*pb.SecretResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.SecretResponse, error) {
-		v, err := st.Secret(ctx, req.Name)
-		return &pb.SecretResponse{Value: v}, err
-	})
+	return unary(s, ctx, req.Name, core.Store.Secret, func(v string) *pb.SecretResponse { return &pb.SecretResponse{Value: v} })
 }
 
 func (s *storageServer) AddUsage(ctx context.Context, req *pb.UsageDeltas) (*pb.AddUsageResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.AddUsageResponse, error) {
-		d := make([]core.UsageDelta, len(req.Deltas))
-		for i, u := range req.Deltas {
-			d[i] = core.UsageDelta{Day: u.Day, TokenID: u.TokenId, Endpoint: u.Endpoint, Calls: u.Calls}
-		}
-		return &pb.AddUsageResponse{}, st.AddUsage(ctx, d)
-	})
+	return run[pb.AddUsageResponse](s, ctx, usageDeltasFromPB(req), core.Store.AddUsage)
 }
 
 func (s *storageServer) Usage(ctx context.Context, req *pb.UsageRequest) (*pb.UsageResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.UsageResponse, error) {
-		u, err := st.Usage(ctx, req.TokenId, req.Day)
-		return &pb.UsageResponse{Calls: u}, err
+	return unary(s, ctx, usageQueryFromPB(req), core.Store.Usage, func(u map[string]int64) *pb.UsageResponse {
+		return &pb.UsageResponse{Calls: u}
 	})
 }
 
 func (s *storageServer) ImportedVersions(ctx context.Context, req *pb.ImportedVersionsRequest) (*pb.ImportedVersionsResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.ImportedVersionsResponse, error) {
-		m, err := st.ImportedVersions(ctx, req.Source, req.UpstreamIds)
-		resp := &pb.ImportedVersionsResponse{UpstreamIds: make([]string, 0, len(m)), Modified: make([]*timestamppb.Timestamp, 0, len(m))}
-		for id, t := range m {
-			resp.UpstreamIds = append(resp.UpstreamIds, id)
-			resp.Modified = append(resp.Modified, ts(t))
-		}
-		return resp, err
-	})
+	return unary(s, ctx, versionQueryFromPB(req), core.Store.ImportedVersions, versionsToPB)
 }
 
 func (s *storageServer) ImportThreats(ctx context.Context, req *pb.ImportThreatsRequest) (*pb.ImportThreatsResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.ImportThreatsResponse, error) {
-		recs := make([]core.ImportRecord, len(req.Records))
-		for i, r := range req.Records {
-			recs[i] = importRecordFromPB(r)
-		}
-		outcomes, err := st.ImportThreats(ctx, recs, req.Actor)
-		resp := &pb.ImportThreatsResponse{}
-		for _, o := range outcomes {
-			resp.Outcomes = append(resp.Outcomes, &pb.ImportOutcome{UpstreamId: o.UpstreamID, Result: o.Result, ThreatId: o.ThreatID, Reason: o.Reason})
-		}
-		return resp, err
-	})
+	return unary(s, ctx, importBatchFromPB(req), core.Store.ImportThreats, outcomesToPB)
 }
 
 func (s *storageServer) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
-	return withStore(s, func(st core.Store) (*pb.LeaseResponse, error) {
-		held, err := st.Lease(ctx, req.Name, req.Holder, time.Duration(req.TtlMs)*time.Millisecond)
-		return &pb.LeaseResponse{Held: held}, err
-	})
+	return unary(s, ctx, leaseClaimFromPB(req), core.Store.Lease, func(held bool) *pb.LeaseResponse { return &pb.LeaseResponse{Held: held} })
 }
 
 func (s *storageServer) Changes(req *pb.ChangesRequest, stream grpc.ServerStreamingServer[pb.Change]) error {
-	return streamAll(s, func(st core.Store) ([]core.Change, error) {
-		return st.Changes(stream.Context(), req.After, int(req.Limit))
-	}, changeToPB, stream.Send)
-}
-
-// streamAll sends every item fn returns as one stream message each, so that
-// no single message approaches gRPC's 4 MiB limit.
-func streamAll[T, P any](s *storageServer, fn func(core.Store) ([]T, error), conv func(T) P, send func(P) error) error {
-	items, err := withStore(s, fn)
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		if err := send(conv(it)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return list(s, stream, changeQueryFromPB(req), core.Store.Changes, changeToPB)
 }

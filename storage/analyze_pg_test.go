@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/threatd/threatd/core"
 )
 
 // An import keeps PostgreSQL's statistics current: after 12,000 records
@@ -16,7 +18,7 @@ func TestPostgresImportKeepsStatistics(t *testing.T) {
 	s := openPG(t)
 	recs := planRecords(12_000)
 	for i := 0; i < len(recs); i += 500 {
-		if _, err := s.ImportThreats(ctx, recs[i:i+500], "osv-import"); err != nil {
+		if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs[i : i+500], Actor: "osv-import"}); err != nil {
 			t.Fatal(err)
 		}
 	}

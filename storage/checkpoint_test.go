@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/core"
 )
 
 // Commits never checkpoint on SQLite (wal_autocheckpoint is off); the
@@ -26,7 +28,7 @@ func TestSQLiteBackgroundCheckpoints(t *testing.T) {
 	recs := planRecords(3000)
 	var written, most int64
 	for i := 0; i < len(recs); i += 100 {
-		if _, err := s.ImportThreats(ctx, recs[i:i+100], "test"); err != nil {
+		if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs[i : i+100], Actor: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(path + "-wal")

@@ -89,7 +89,7 @@ func TestExplainAtScale(t *testing.T) {
 	}
 	steps = append(steps,
 		step{"name prefix bench-npm-00123", func() error {
-			_, err := s.ThreatsByKeyPrefix(ctx, []string{"package:npm:bench-npm-00123", "package:pypi:bench-npm-00123", "package:rubygems:bench-npm-00123"}, "", 21)
+			_, err := s.ThreatsByKeyPrefix(ctx, core.KeyPrefixQuery{Prefixes: []string{"package:npm:bench-npm-00123", "package:pypi:bench-npm-00123", "package:rubygems:bench-npm-00123"}, After: "", Limit: 21})
 			return err
 		}, true},
 		step{"indicator c2-0000010.bench-exfil.example", query(core.ThreatQuery{IndicatorKey: ioc.Key(ioc.Domain, "c2-0000010.bench-exfil.example"), Descending: true, Limit: 20}), true},

@@ -63,7 +63,7 @@ func TestSequenceOrderIsNotCommitOrderWithoutTheLock(t *testing.T) {
 	commitFirst := rawChange(t, st, false) // takes seq 1, not committed
 	commitSecond := rawChange(t, st, false)
 	commitSecond() // seq 2 commits first
-	seen, err := st.Changes(ctx, 0, 10)
+	seen, err := st.Changes(ctx, core.ChangeQuery{After: 0, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSequenceOrderIsNotCommitOrderWithoutTheLock(t *testing.T) {
 	}
 	// A follower now at seq 2 would never read seq 1:
 	commitFirst()
-	if later, _ := st.Changes(ctx, seen[0].Seq, 10); len(later) != 0 {
+	if later, _ := st.Changes(ctx, core.ChangeQuery{After: seen[0].Seq, Limit: 10}); len(later) != 0 {
 		t.Fatalf("unexpected %+v", later)
 	}
 }
@@ -100,12 +100,12 @@ func TestFeedLockMakesCommitOrder(t *testing.T) {
 		t.Fatal("a second writer committed a change while an earlier one held its sequence value")
 	default:
 	}
-	if seen, _ := st.Changes(ctx, 0, 10); len(seen) != 0 {
+	if seen, _ := st.Changes(ctx, core.ChangeQuery{After: 0, Limit: 10}); len(seen) != 0 {
 		t.Fatalf("a follower sees %+v before the earlier writer committed", seen)
 	}
 	commitFirst()
 	u := <-created
-	seen, err := st.Changes(ctx, 0, 10)
+	seen, err := st.Changes(ctx, core.ChangeQuery{After: 0, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

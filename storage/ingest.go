@@ -19,7 +19,8 @@ import (
 //   - else a live report with the same key (a community report): the record
 //     is attached to it as an approved revision with its provenance;
 //   - else a new report, verified by the source's system reviewer.
-func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, actor string) ([]core.ImportOutcome, error) {
+func (s *Store) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.ImportOutcome, error) {
+	recs, actor := b.Records, b.Actor
 	out := make([]core.ImportOutcome, len(recs))
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		// Find what already exists for the whole batch in two queries; new
@@ -78,7 +79,8 @@ func (s *Store) ImportThreats(ctx context.Context, recs []core.ImportRecord, act
 // imported from source under ids: one read of the unique index
 // threats_upstream_key, outside any write transaction, scanned by hand
 // (on SQLite the timestamp is read as text for parseStamp).
-func (s *Store) ImportedVersions(ctx context.Context, source string, ids []string) (map[string]time.Time, error) {
+func (s *Store) ImportedVersions(ctx context.Context, q core.VersionQuery) (map[string]time.Time, error) {
+	source, ids := q.Source, q.IDs
 	if len(ids) > core.MaxImportedVersions {
 		return nil, core.Invalid("ids", "at most %d in one call", core.MaxImportedVersions)
 	}

@@ -33,7 +33,7 @@ func TestIOCsBackfillMigration(t *testing.T) {
 				recs = append(recs, core.ImportRecord{Threat: th}) // not derived: the backfill must
 			}
 			for i := 0; i < len(recs); i += 500 {
-				if _, err := s.ImportThreats(ctx, recs[i:min(i+500, len(recs))], "osv-import"); err != nil {
+				if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs[i:min(i+500, len(recs))], Actor: "osv-import"}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -67,7 +67,8 @@ func (s *Store) AddUsage(ctx context.Context, deltas []core.UsageDelta) error {
 }
 
 // Usage returns a token's paid calls of a day by endpoint.
-func (s *Store) Usage(ctx context.Context, tokenID, day string) (map[string]int64, error) {
+func (s *Store) Usage(ctx context.Context, q core.UsageQuery) (map[string]int64, error) {
+	tokenID, day := q.TokenID, q.Day
 	var rows []usageRow
 	if err := s.db.NewSelect().Model(&rows).Where("token_id = ?", tokenID).Where("day = ?", day).Scan(ctx); err != nil {
 		return nil, err
@@ -89,7 +90,8 @@ type leaseRow struct {
 
 // Lease takes the named lease when it is free or expired, or renews it for
 // its holder.
-func (s *Store) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+func (s *Store) Lease(ctx context.Context, l core.LeaseClaim) (bool, error) {
+	name, holder, ttl := l.Name, l.Holder, l.TTL
 	now := s.now()
 	row := leaseRow{Name: name, Holder: holder, ExpiresAt: now.Add(ttl)}
 	_, err := s.db.NewInsert().Model(&row).

@@ -73,7 +73,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 	}
 	recs := planRecords(n)
 	for i := 0; i < n; i += 500 {
-		if _, err := s.ImportThreats(ctx, recs[i:i+500], "osv-import"); err != nil {
+		if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs[i : i+500], Actor: "osv-import"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 
 	// A second import of a batch: unchanged, decided from one look-up of
 	// the batch's upstream ids and one of its keys; nothing is written.
-	out, err := s.ImportThreats(ctx, recs[20_000:20_500], "osv-import")
+	out, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs[20_000:20_500], Actor: "osv-import"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 	for _, r := range recs[30_000:30_256] {
 		ids = append(ids, r.Threat.UpstreamID)
 	}
-	versions, err := s.ImportedVersions(ctx, "osv", ids)
+	versions, err := s.ImportedVersions(ctx, core.VersionQuery{Source: "osv", IDs: ids})
 	if err != nil || len(versions) != 256 {
 		t.Fatalf("ImportedVersions: %d of 256, %v", len(versions), err)
 	}
@@ -135,7 +135,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 	// multi-row inserts (a bounded number of statements, not one per record),
 	// the published changes last (the last one's time, one insert).
 	fresh := planRecords(n + 500)[n:]
-	if _, err := s.ImportThreats(ctx, fresh, "osv-import"); err != nil {
+	if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: fresh, Actor: "osv-import"}); err != nil {
 		t.Fatal(err)
 	}
 	qs := log.take()
@@ -234,7 +234,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 	}
 	key, _ := core.CanonicalKey(midReport.ReportType, midReport.Registry, midReport.ResourceIdentifier)
-	if got, err := s.ThreatsByKeyPrefix(ctx, []string{key[:len(key)-2], "package:pypi:a", "package:rubygems:a"}, "", 20); err != nil || len(got) == 0 {
+	if got, err := s.ThreatsByKeyPrefix(ctx, core.KeyPrefixQuery{Prefixes: []string{key[:len(key)-2], "package:pypi:a", "package:rubygems:a"}, After: "", Limit: 20}); err != nil || len(got) == 0 {
 		t.Fatalf("prefix %q: %d, %v", key[:len(key)-2], len(got), err)
 	}
 	// Each range read from the key index in key order and cut at the limit:
@@ -400,7 +400,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.take()
-	if _, err := s.ImportThreats(ctx, planRecords(n + 1000)[n+500:], "osv-import"); err != nil {
+	if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: planRecords(n + 1000)[n+500:], Actor: "osv-import"}); err != nil {
 		t.Fatal(err)
 	}
 	queued := 0
@@ -419,7 +419,7 @@ func TestQueryPlansAtScale(t *testing.T) {
 		t.Fatalf("a batch queued its webhook events in %d statements, want 1", queued)
 	}
 	log.take() // the EXPLAINs above
-	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), 100)
+	due, err := s.DueDeliveries(ctx, core.DueQuery{Now: time.Now().Add(time.Hour), Limit: 100})
 	if err != nil || len(due) != 100 {
 		t.Fatalf("DueDeliveries: %d, %v", len(due), err)
 	}

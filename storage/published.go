@@ -208,7 +208,8 @@ func (s *Store) CountThreats(ctx context.Context, q core.ThreatQuery) (int64, er
 
 // ThreatsByKeyPrefix reads ranges of the verified-key index
 // (threats_verified_key_idx, in byte order).
-func (s *Store) ThreatsByKeyPrefix(ctx context.Context, prefixes []string, after string, limit int) ([]core.Threat, error) {
+func (s *Store) ThreatsByKeyPrefix(ctx context.Context, q core.KeyPrefixQuery) ([]core.Threat, error) {
+	prefixes, after, limit := q.Prefixes, q.After, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -363,7 +364,8 @@ func (s *Store) LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent
 }
 
 // Changes returns up to limit change-feed entries after seq.
-func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]core.Change, error) {
+func (s *Store) Changes(ctx context.Context, q core.ChangeQuery) ([]core.Change, error) {
+	after, limit := q.After, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
 	}

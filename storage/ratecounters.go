@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
 )
 
 type rateCounterRow struct {
@@ -16,7 +18,8 @@ type rateCounterRow struct {
 
 // SyncRateCounts adds deltas to window's shared counters, forgets windows
 // older than the previous one, and returns every total of window.
-func (s *Store) SyncRateCounts(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
+func (s *Store) SyncRateCounts(ctx context.Context, r core.RateCounts) (map[string]int64, error) {
+	window, deltas := r.Window, r.Counts
 	unlock, err := s.writeTurn(ctx)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func TestSeverityBackfillMigration(t *testing.T) {
 				th.ID, th.Source, th.UpstreamID, th.VerifiedAt = uuid.NewString(), "osv", fmt.Sprintf("MAL-S-%d", i), &at
 				recs = append(recs, core.ImportRecord{Threat: th})
 			}
-			if _, err := s.ImportThreats(ctx, recs, "osv-import"); err != nil {
+			if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs, Actor: "osv-import"}); err != nil {
 				t.Fatal(err)
 			}
 			// As a database before 0018 has them: no copy on the rows.

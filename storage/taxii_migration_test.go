@@ -30,7 +30,7 @@ func TestTAXIIBackfillMigration(t *testing.T) {
 				th.ID, th.Source, th.UpstreamID, th.UpstreamModified, th.VerifiedAt = uuid.NewString(), "osv", fmt.Sprintf("MAL-B-%d", i), &up, &up
 				recs = append(recs, core.ImportRecord{Threat: th})
 			}
-			if _, err := s.ImportThreats(ctx, recs, "osv-import"); err != nil {
+			if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs, Actor: "osv-import"}); err != nil {
 				t.Fatal(err)
 			}
 			// As a database before this version has them: three batches,

@@ -220,7 +220,8 @@ func (s *Store) EnableWebhook(ctx context.Context, id string) (core.Webhook, err
 
 // DueDeliveries reads the due pending deliveries of enabled subscriptions
 // through the partial index on next_at.
-func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
+func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Delivery, error) {
+	now, limit := q.Now, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -317,7 +318,8 @@ func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error 
 }
 
 // WebhookAttempts lists a subscription's attempts, newest first.
-func (s *Store) WebhookAttempts(ctx context.Context, webhookID string, limit int) ([]core.DeliveryAttempt, error) {
+func (s *Store) WebhookAttempts(ctx context.Context, q core.AttemptQuery) ([]core.DeliveryAttempt, error) {
+	webhookID, limit := q.WebhookID, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -370,7 +372,8 @@ func (s *Store) WebhookQueue(ctx context.Context) (core.WebhookQueue, error) {
 // TrimWebhooks expires the oldest pending events of disabled subscriptions
 // beyond maxPending each, and deletes finished deliveries older than
 // finishedBefore.
-func (s *Store) TrimWebhooks(ctx context.Context, maxPending int, finishedBefore time.Time) (int64, error) {
+func (s *Store) TrimWebhooks(ctx context.Context, t core.WebhookTrim) (int64, error) {
+	maxPending, finishedBefore := t.MaxPending, t.FinishedBefore
 	var expired int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var disabled []string

@@ -59,7 +59,7 @@ func BenchmarkGetThreats(b *testing.B) {
 	st := benchStore(b)
 	batch := slices.Clone(sample[:64])
 	core.DeriveAll(batch)
-	out, err := st.ImportThreats(ctx, batch, "osv-import")
+	out, err := st.ImportThreats(ctx, core.ImportBatch{Records: batch, Actor: "osv-import"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func BenchmarkImportOSV(b *testing.B) {
 			batch = append(batch, r)
 			if len(batch) == 500 {
 				core.DeriveAll(batch)
-				out, err := st.ImportThreats(ctx, batch, "osv-import")
+				out, err := st.ImportThreats(ctx, core.ImportBatch{Records: batch, Actor: "osv-import"})
 				if err != nil || out[0].Result != core.ImportCreated {
 					b.Fatalf("%v %+v", err, out[0])
 				}

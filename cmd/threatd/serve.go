@@ -118,7 +118,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 
 	var shared ratelimit.Taker
 	if cfg.Limits.Store == "storage" {
-		sl := ratelimit.NewShared(time.Minute, e.store.SyncRateCounts)
+		sl := ratelimit.NewShared(time.Minute, func(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
+			return e.store.SyncRateCounts(ctx, core.RateCounts{Window: window, Counts: deltas})
+		})
 		go sl.Run(followCtx, cfg.Limits.SyncInterval, log)
 		shared = sl
 		log.Info("rate limits shared through storage", "sync_interval", cfg.Limits.SyncInterval.String())

@@ -43,7 +43,7 @@ func leaseHolder() string {
 
 func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, src config.Source, holder string, metrics *api.Metrics) {
 	l := log.With("source", src.Name, "plugin", src.Plugin)
-	held, err := store.Lease(ctx, "source:"+src.Name, holder, src.Interval)
+	held, err := store.Lease(ctx, core.LeaseClaim{Name: "source:" + src.Name, Holder: holder, TTL: src.Interval})
 	if err != nil {
 		l.Warn("source: lease failed; skipping this run", "error", err.Error())
 		return

@@ -195,7 +195,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				list, err := e.store.WebhookAttempts(cmd.Context(), args[0], limit)
+				list, err := e.store.WebhookAttempts(cmd.Context(), core.AttemptQuery{WebhookID: args[0], Limit: limit})
 				if err != nil {
 					return hookErr(args[0], err)
 				}

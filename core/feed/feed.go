@@ -321,7 +321,7 @@ func (u *Usage) Flush(ctx context.Context) error {
 // Today returns a token's paid calls today (stored plus pending).
 func (u *Usage) Today(ctx context.Context, tokenID string) (map[string]int64, error) {
 	day := u.now().UTC().Format(time.DateOnly)
-	stored, err := u.store.Usage(ctx, tokenID, day)
+	stored, err := u.store.Usage(ctx, core.UsageQuery{TokenID: tokenID, Day: day})
 	if err != nil {
 		return nil, err
 	}

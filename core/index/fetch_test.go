@@ -62,7 +62,7 @@ func TestRecordLookupsCoalesce(t *testing.T) {
 			CanonicalKey: "package:npm:" + name, Source: "osv", UpstreamID: "MAL-F-" + name, UpstreamModified: &at, VerifiedAt: &at,
 			AllVersions: true, Details: core.Details{ThreatDescription: "Malicious code in " + name, Tags: []string{}}}}
 	}
-	out, err := st.ImportThreats(ctx, recs, "test")
+	out, err := st.ImportThreats(ctx, core.ImportBatch{Records: recs, Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func (f *Follower) Catch(ctx context.Context) error {
 // when threats is set.
 func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) error {
 	for {
-		changes, err := f.Store.Changes(ctx, pos.Load(), 1000)
+		changes, err := f.Store.Changes(ctx, core.ChangeQuery{After: pos.Load(), Limit: 1000})
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	trimEvery := min(time.Minute, 10*d.Poll)
 	var lastTrim, lastGauge time.Time
 	for ctx.Err() == nil {
-		held, err := d.Store.Lease(ctx, LeaseName, d.Holder, ttl)
+		held, err := d.Store.Lease(ctx, core.LeaseClaim{Name: LeaseName, Holder: d.Holder, TTL: ttl})
 		if err != nil && ctx.Err() == nil {
 			d.Log.Warn("webhooks: lease failed; will retry", "error", err.Error())
 		}
@@ -172,7 +172,7 @@ func (d *Dispatcher) gauges(ctx context.Context) {
 }
 
 func (d *Dispatcher) trim(ctx context.Context) {
-	n, err := d.Store.TrimWebhooks(ctx, d.MaxPending, time.Now().Add(-d.KeepFinished))
+	n, err := d.Store.TrimWebhooks(ctx, core.WebhookTrim{MaxPending: d.MaxPending, FinishedBefore: time.Now().Add(-d.KeepFinished)})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.Log.Warn("webhooks: trimming the queues failed", "error", err.Error())
@@ -190,7 +190,7 @@ func (d *Dispatcher) trim(ctx context.Context) {
 // deliverDue sends one batch of due deliveries, renewing the lease while it
 // runs; true when the batch was full (more may be due).
 func (d *Dispatcher) deliverDue(ctx context.Context, ttl time.Duration) bool {
-	due, err := d.Store.DueDeliveries(ctx, time.Now(), batch)
+	due, err := d.Store.DueDeliveries(ctx, core.DueQuery{Now: time.Now(), Limit: batch})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.Log.Warn("webhooks: reading the queue failed", "error", err.Error())
@@ -213,7 +213,7 @@ func (d *Dispatcher) deliverDue(ctx context.Context, ttl time.Duration) bool {
 			case <-bctx.Done():
 				return
 			case <-t.C:
-				ok, err := d.Store.Lease(bctx, LeaseName, d.Holder, ttl)
+				ok, err := d.Store.Lease(bctx, core.LeaseClaim{Name: LeaseName, Holder: d.Holder, TTL: ttl})
 				if err == nil && !ok {
 					held.Store(false)
 					return

@@ -183,7 +183,7 @@ func (s *Site) byPrefix(ctx context.Context, name string, exact []core.Threat) (
 	if len(prefixes) == 0 {
 		return nil, false, nil
 	}
-	ths, err := s.store.ThreatsByKeyPrefix(ctx, prefixes, "", searchPrefixMax+1+len(exact))
+	ths, err := s.store.ThreatsByKeyPrefix(ctx, core.KeyPrefixQuery{Prefixes: prefixes, After: "", Limit: searchPrefixMax + 1 + len(exact)})
 	if err != nil {
 		return nil, false, err
 	}

@@ -84,7 +84,7 @@ func testAccountChanges(t *testing.T, b Backend) {
 	if _, err := s.Authenticate(c, tok.Hash); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a disabled user's token authenticates: %v", err)
 	}
-	changes, err := s.Changes(c, st.LastSeq, 100)
+	changes, err := s.Changes(c, core.ChangeQuery{After: st.LastSeq, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func testBrowse(t *testing.T, b Backend) {
 	// The prefix range, in key order, paged by key.
 	prefix := func(ps []string, after string, limit int) []string {
 		t.Helper()
-		ths, err := s.ThreatsByKeyPrefix(c, ps, after, limit)
+		ths, err := s.ThreatsByKeyPrefix(c, core.KeyPrefixQuery{Prefixes: ps, After: after, Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,13 +146,13 @@ func testBrowse(t *testing.T, b Backend) {
 	if got := prefix([]string{"package:pypi:lodash"}, "", 10); len(got) != 0 {
 		t.Errorf("prefix in another registry: %v", got)
 	}
-	if _, err := s.ThreatsByKeyPrefix(c, []string{""}, "", 10); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ThreatsByKeyPrefix(c, core.KeyPrefixQuery{Prefixes: []string{""}, After: "", Limit: 10}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("an empty prefix: %v, want ErrInvalid", err)
 	}
-	if _, err := s.ThreatsByKeyPrefix(c, nil, "", 10); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ThreatsByKeyPrefix(c, core.KeyPrefixQuery{Prefixes: nil, After: "", Limit: 10}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("no prefix: %v, want ErrInvalid", err)
 	}
-	if _, err := s.ThreatsByKeyPrefix(c, make([]string, core.MaxKeyPrefixes+1), "", 10); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ThreatsByKeyPrefix(c, core.KeyPrefixQuery{Prefixes: make([]string, core.MaxKeyPrefixes+1), After: "", Limit: 10}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("%d prefixes: %v, want ErrInvalid", core.MaxKeyPrefixes+1, err)
 	}
 	// Several ranges in one call: merged in key order, each range cut at

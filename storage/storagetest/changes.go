@@ -30,7 +30,7 @@ func testChangeFeed(t *testing.T, b Backend) {
 	}
 	_, _ = s.RevokeToken(c, tok.Hash)        // no-op: no change
 	_, _ = s.CreateUser(c, newUser(u.Email)) // refused: no change
-	changes, err := s.Changes(c, 0, 100)
+	changes, err := s.Changes(c, core.ChangeQuery{After: 0, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func testChangeFeed(t *testing.T, b Backend) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("feed = %v, want %v", got, want)
 	}
-	tail, err := s.Changes(c, changes[1].Seq, 1)
+	tail, err := s.Changes(c, core.ChangeQuery{After: changes[1].Seq, Limit: 1})
 	if err != nil || len(tail) != 1 || tail[0].Seq != changes[2].Seq {
 		t.Fatalf("paging after %d limit 1: %+v %v", changes[1].Seq, tail, err)
 	}
-	if rest, err := s.Changes(c, changes[3].Seq, 100); err != nil || len(rest) != 0 {
+	if rest, err := s.Changes(c, core.ChangeQuery{After: changes[3].Seq, Limit: 100}); err != nil || len(rest) != 0 {
 		t.Fatalf("after the last change: %+v %v", rest, err)
 	}
 	if st, _ := s.Stats(c); st.LastSeq != changes[3].Seq {
@@ -117,7 +117,7 @@ func testChangeFeedConcurrentWriters(t *testing.T, b Backend) {
 	seen := map[string]bool{}
 	var last int64
 	follow := func() {
-		changes, err := s.Changes(c, last, 1000)
+		changes, err := s.Changes(c, core.ChangeQuery{After: last, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

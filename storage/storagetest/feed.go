@@ -70,7 +70,7 @@ func testFeed(t *testing.T, b Backend) {
 	for i, rec := range []core.ImportRecord{{Threat: imp}, {Threat: imp}, {Threat: imp, Withdrawn: true}} {
 		later := up.Add(time.Duration(i) * time.Hour)
 		rec.Threat.UpstreamModified = &later
-		if out, err := s.ImportThreats(c, []core.ImportRecord{rec}, "osv-import"); err != nil || len(out) != 1 {
+		if out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec}, Actor: "osv-import"}); err != nil || len(out) != 1 {
 			t.Fatalf("import %d: %+v %v", i, out, err)
 		}
 	}
@@ -159,7 +159,7 @@ func testFeed(t *testing.T, b Backend) {
 		r.Source, r.UpstreamID, r.UpstreamModified, r.VerifiedAt = "osv", fmt.Sprintf("MAL-BATCH-%d", i), &up, &up
 		batch = append(batch, core.ImportRecord{Threat: r})
 	}
-	if _, err := s.ImportThreats(c, batch, "osv-import"); err != nil {
+	if _, err := s.ImportThreats(c, core.ImportBatch{Records: batch, Actor: "osv-import"}); err != nil {
 		t.Fatal(err)
 	}
 	npm := feedAll(t, s, core.FeedQuery{Latest: true, Registry: core.RegistryNPM})

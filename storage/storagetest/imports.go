@@ -24,24 +24,24 @@ func testImportedVersions(t *testing.T, b Backend) {
 		}
 		recs = append(recs, core.ImportRecord{Threat: th})
 	}
-	out, err := s.ImportThreats(c, recs, "osv-import")
+	out, err := s.ImportThreats(c, core.ImportBatch{Records: recs, Actor: "osv-import"})
 	if err != nil || len(out) != 3 || out[0].Result != core.ImportCreated {
 		t.Fatalf("import: %+v %v", out, err)
 	}
-	got, err := s.ImportedVersions(c, "osv", []string{"MAL-1", "MAL-2/pypi/b", "MAL-3", "MAL-2/npm/a"})
+	got, err := s.ImportedVersions(c, core.VersionQuery{Source: "osv", IDs: []string{"MAL-1", "MAL-2/pypi/b", "MAL-3", "MAL-2/npm/a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || !got["MAL-1"].Equal(at) || !got["MAL-2/npm/a"].Equal(at) || !got["MAL-2/pypi/b"].Equal(later) {
 		t.Fatalf("ImportedVersions = %v", got)
 	}
-	if other, err := s.ImportedVersions(c, "ghsa", []string{"MAL-1"}); err != nil || len(other) != 0 {
+	if other, err := s.ImportedVersions(c, core.VersionQuery{Source: "ghsa", IDs: []string{"MAL-1"}}); err != nil || len(other) != 0 {
 		t.Fatalf("another source: %v %v", other, err)
 	}
-	if none, err := s.ImportedVersions(c, "osv", nil); err != nil || len(none) != 0 {
+	if none, err := s.ImportedVersions(c, core.VersionQuery{Source: "osv", IDs: nil}); err != nil || len(none) != 0 {
 		t.Fatalf("no ids: %v %v", none, err)
 	}
-	if _, err := s.ImportedVersions(c, "osv", make([]string, core.MaxImportedVersions+1)); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ImportedVersions(c, core.VersionQuery{Source: "osv", IDs: make([]string, core.MaxImportedVersions+1)}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("over the bound: %v", err)
 	}
 }

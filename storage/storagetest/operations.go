@@ -44,7 +44,7 @@ func testLease(t *testing.T, b Backend) {
 	c := ctx(t)
 	take := func(name, holder string, ttl time.Duration, want bool) {
 		t.Helper()
-		if got, err := s.Lease(c, name, holder, ttl); err != nil || got != want {
+		if got, err := s.Lease(c, core.LeaseClaim{Name: name, Holder: holder, TTL: ttl}); err != nil || got != want {
 			t.Fatalf("Lease(%s, %s, %v) = %v %v, want %v", name, holder, ttl, got, err, want)
 		}
 	}
@@ -76,14 +76,14 @@ func testUsage(t *testing.T, b Backend) {
 	if err := s.AddUsage(c, nil); err != nil {
 		t.Fatalf("no deltas: %v", err)
 	}
-	got, err := s.Usage(c, "tok-1", "2026-11-22")
+	got, err := s.Usage(c, core.UsageQuery{TokenID: "tok-1", Day: "2026-11-22"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := map[string]int64{"threat-feed": 6, "threat-data": 2}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage = %v, want %v", got, want)
 	}
-	if none, err := s.Usage(c, "tok-1", "2026-11-23"); err != nil || len(none) != 0 {
+	if none, err := s.Usage(c, core.UsageQuery{TokenID: "tok-1", Day: "2026-11-23"}); err != nil || len(none) != 0 {
 		t.Fatalf("a day without calls: %v %v", none, err)
 	}
 }
@@ -244,7 +244,7 @@ func testImportOutcomes(t *testing.T, b Backend) {
 	}
 	run := func(recs []core.ImportRecord, want ...string) []core.ImportOutcome {
 		t.Helper()
-		out, err := s.ImportThreats(c, recs, "osv-import")
+		out, err := s.ImportThreats(c, core.ImportBatch{Records: recs, Actor: "osv-import"})
 		if err != nil {
 			t.Fatal(err)
 		}

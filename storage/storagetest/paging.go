@@ -123,7 +123,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		if _, err := s.LatestVerified(c, core.LatestFilter{Limit: bad}); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("LatestVerified limit %d: %v, want ErrInvalid", bad, err)
 		}
-		if _, err := s.Changes(c, 0, bad); !errors.Is(err, core.ErrInvalid) {
+		if _, err := s.Changes(c, core.ChangeQuery{After: 0, Limit: bad}); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("Changes limit %d: %v, want ErrInvalid", bad, err)
 		}
 		if _, err := s.ListPending(c, core.PendingQuery{Limit: bad}); !errors.Is(err, core.ErrInvalid) {

@@ -31,7 +31,7 @@ func testSummaryOf(t *testing.T, b Backend) {
 	every.Details.VersionInfo, every.AllVersions, every.Source, every.UpstreamID = "0.1.0", true, "osv", "MAL-SUMMARY-1"
 	some := report(t, "", core.TypePackage, core.RegistryNPM, "summary-some")
 	some.Details.VersionInfo, some.Source, some.UpstreamID = "2.0.0", "osv", "MAL-SUMMARY-2"
-	out, err := s.ImportThreats(c, []core.ImportRecord{{Threat: core.Derive(every)}, {Threat: core.Derive(some)}}, "osv-import")
+	out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{{Threat: core.Derive(every)}, {Threat: core.Derive(some)}}, Actor: "osv-import"})
 	if err != nil || len(out) != 2 {
 		t.Fatalf("import: %+v %v", out, err)
 	}

@@ -417,7 +417,7 @@ func testReview(t *testing.T, b Backend) {
 	if ev[1].ActorName != "Rita" || ev[1].ActorID != u.ID || ev[2].ActorName != "threatd" || ev[2].ActorID != "" {
 		t.Fatalf("actors: %+v", ev)
 	}
-	changes, _ := s.Changes(c, 0, 1000)
+	changes, _ := s.Changes(c, core.ChangeQuery{After: 0, Limit: 1000})
 	var ops []string
 	for _, ch := range changes {
 		if ch.EntityID == th.ID {

@@ -43,7 +43,7 @@ func testWebhooks(t *testing.T, b Backend) {
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: npm.ID, Decision: core.DecisionReject, ActorName: "Rita", Note: "a mistake", At: now()}); err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.DueDeliveries(c, time.Now().Add(time.Second), 100)
+	due, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func testWebhooks(t *testing.T, b Backend) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("queued %v, want %v (pypi subscription %s gets none)", got, want, pypi.ID)
 	}
-	if _, err := s.DueDeliveries(c, time.Now(), 0); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now(), Limit: 0}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("limit 0: %v", err)
 	}
 
@@ -73,13 +73,13 @@ func testWebhooks(t *testing.T, b Backend) {
 		NextAt: at.Add(time.Hour), Payload: []byte(`{"type":"threat.verified"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	later, _ := s.DueDeliveries(c, time.Now().Add(time.Second), 100)
+	later, _ := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100})
 	for _, l := range later {
 		if l.WebhookID == d.WebhookID && l.Seq == d.Seq {
 			t.Fatal("a delivery planned for later is due now")
 		}
 	}
-	later, _ = s.DueDeliveries(c, at.Add(2*time.Hour), 100)
+	later, _ = s.DueDeliveries(c, core.DueQuery{Now: at.Add(2 * time.Hour), Limit: 100})
 	var again core.Delivery
 	for _, l := range later {
 		if l.WebhookID == d.WebhookID && l.Seq == d.Seq {
@@ -97,12 +97,12 @@ func testWebhooks(t *testing.T, b Backend) {
 	if err := s.RecordAttempt(c, ok); err != nil {
 		t.Fatal(err)
 	}
-	attempts, err := s.WebhookAttempts(c, all.ID, 10)
+	attempts, err := s.WebhookAttempts(c, core.AttemptQuery{WebhookID: all.ID, Limit: 10})
 	if err != nil || len(attempts) != 2 || attempts[0].Status != 204 || attempts[0].State != core.DeliveryDelivered ||
 		attempts[1].Status != 500 || attempts[1].Error != "HTTP 500" || attempts[1].Latency != 1500*time.Microsecond || attempts[1].ThreatID != d.ThreatID || attempts[1].Kind != d.Kind {
 		t.Fatalf("attempts %+v %v", attempts, err)
 	}
-	if _, err := s.WebhookAttempts(c, "no-such-hook", 10); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.WebhookAttempts(c, core.AttemptQuery{WebhookID: "no-such-hook", Limit: 10}); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("attempts of an unknown subscription: %v", err)
 	}
 
@@ -116,7 +116,7 @@ func testWebhooks(t *testing.T, b Backend) {
 			}
 		}
 	}
-	later, _ = s.DueDeliveries(c, at.Add(2*time.Hour), 100)
+	later, _ = s.DueDeliveries(c, core.DueQuery{Now: at.Add(2 * time.Hour), Limit: 100})
 	shared := 0
 	for _, l := range later {
 		if l.Kind == core.ChangeWithdrawn && string(l.Payload) == `{"type":"threat.withdrawn"}` {
@@ -133,7 +133,7 @@ func testWebhooks(t *testing.T, b Backend) {
 		NextAt: now(), Disable: "failing for 24h"}); err != nil {
 		t.Fatal(err)
 	}
-	if due, _ := s.DueDeliveries(c, time.Now().Add(time.Hour), 100); len(due) != 1 || due[0].WebhookID != npmWithdrawn.ID {
+	if due, _ := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Hour), Limit: 100}); len(due) != 1 || due[0].WebhookID != npmWithdrawn.ID {
 		t.Fatalf("due with the subscription disabled: %+v", due)
 	}
 	hooks, err := s.ListWebhooks(c)
@@ -141,7 +141,7 @@ func testWebhooks(t *testing.T, b Backend) {
 		hooks[0].Pending != 2 || hooks[0].Delivered != 1 || hooks[1].Pending != 1 || hooks[2].Pending != 0 || hooks[0].Secret == "" {
 		t.Fatalf("list %+v %v", hooks, err)
 	}
-	n, err := s.TrimWebhooks(c, 1, time.Time{})
+	n, err := s.TrimWebhooks(c, core.WebhookTrim{MaxPending: 1, FinishedBefore: time.Time{}})
 	if err != nil || n != 1 {
 		t.Fatalf("trim expired %d %v, want 1", n, err)
 	}
@@ -150,7 +150,7 @@ func testWebhooks(t *testing.T, b Backend) {
 		t.Fatalf("after trim: %+v", hooks[:2])
 	}
 	// Finished rows older than the cut go; the expiry stays counted.
-	if _, err := s.TrimWebhooks(c, 1, time.Now().Add(time.Hour)); err != nil {
+	if _, err := s.TrimWebhooks(c, core.WebhookTrim{MaxPending: 1, FinishedBefore: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	hooks, _ = s.ListWebhooks(c)
@@ -159,14 +159,14 @@ func testWebhooks(t *testing.T, b Backend) {
 	}
 	// The delivery attempted last expired (the oldest pending one): its
 	// attempt went with it; the withdrawal's, still pending, stays.
-	if attempts, _ := s.WebhookAttempts(c, all.ID, 10); len(attempts) != 1 || attempts[0].Status != 502 {
+	if attempts, _ := s.WebhookAttempts(c, core.AttemptQuery{WebhookID: all.ID, Limit: 10}); len(attempts) != 1 || attempts[0].Status != 502 {
 		t.Fatalf("attempts of deleted deliveries remain: %+v", attempts)
 	}
 	w, err := s.EnableWebhook(c, all.ID)
 	if err != nil || w.State() != "active" {
 		t.Fatalf("enable: %+v %v", w, err)
 	}
-	if due, _ := s.DueDeliveries(c, time.Now().Add(time.Second), 100); len(due) != 2 {
+	if due, _ := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100}); len(due) != 2 {
 		t.Fatalf("due after enabling: %+v", due)
 	}
 	if q, err := s.WebhookQueue(c); err != nil || q.Pending != 2 || q.Oldest.IsZero() {
