@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	"github.com/uptrace/bun"
 )
@@ -13,34 +12,42 @@ import (
 type copyTable struct {
 	name  string
 	order string
-	// rows returns a pointer to an empty slice of the table's model.
+	// rows returns a pointer to an empty slice of the table's model, row a
+	// pointer to a new row.
 	rows func() any
+	row  func() any
 	// replace, when set, is the ON CONFLICT … DO UPDATE clause that lets a
 	// copied row replace one the target made itself (bun sets every
 	// column from the copied row).
 	replace string
 }
 
+// table describes the table of model R.
+func table[R any](name, order, replace string) copyTable {
+	return copyTable{name: name, order: order, replace: replace,
+		rows: func() any { return &[]R{} }, row: func() any { return new(R) }}
+}
+
 var copyTables = []copyTable{
-	{"users", "id", func() any { return &[]userRow{} }, ""},
-	{"api_tokens", "id", func() any { return &[]tokenRow{} }, ""},
-	{"threats", "id", func() any { return &[]threatRow{} }, ""},
-	{"threat_details", "threat_id", func() any { return &[]detailsRow{} }, ""},
-	{"threat_revisions", "id", func() any { return &[]revisionRow{} }, ""},
-	{"review_events", "id", func() any { return &[]eventRow{} }, ""},
-	{"changes", "seq", func() any { return &[]changeRow{} }, ""},
-	{"feed_events", "seq", func() any { return &[]feedEventRow{} }, ""},
-	{"stix_objects", "object_id", func() any { return &[]stixObjectRow{} }, ""},
-	{"threat_indicators", "key, threat_id", func() any { return &[]indicatorRow{} }, ""},
+	table[userRow]("users", "id", ""),
+	table[tokenRow]("api_tokens", "id", ""),
+	table[threatRow]("threats", "id", ""),
+	table[detailsRow]("threat_details", "threat_id", ""),
+	table[revisionRow]("threat_revisions", "id", ""),
+	table[eventRow]("review_events", "id", ""),
+	table[changeRow]("changes", "seq", ""),
+	table[feedEventRow]("feed_events", "seq", ""),
+	table[stixObjectRow]("stix_objects", "object_id", ""),
+	table[indicatorRow]("threat_indicators", "key, threat_id", ""),
 	// The secret that signs feed cursors: cursors given out before the
 	// copy keep working after it, even when the target served requests
 	// before and made its own.
-	{"secrets", "name", func() any { return &[]secretRow{} }, "CONFLICT (name) DO UPDATE"},
-	{"paid_usage", "day, token_id, endpoint", func() any { return &[]usageRow{} }, ""},
-	{"webhooks", "id", func() any { return &[]webhookRow{} }, ""},
-	{"webhook_deliveries", "webhook_id, seq", func() any { return &[]deliveryRow{} }, ""},
-	{"webhook_attempts", "id", func() any { return &[]attemptRow{} }, ""},
-	{"webhook_payloads", "seq", func() any { return &[]payloadRow{} }, ""},
+	table[secretRow]("secrets", "name", "CONFLICT (name) DO UPDATE"),
+	table[usageRow]("paid_usage", "day, token_id, endpoint", ""),
+	table[webhookRow]("webhooks", "id", ""),
+	table[deliveryRow]("webhook_deliveries", "webhook_id, seq", ""),
+	table[attemptRow]("webhook_attempts", "id", ""),
+	table[payloadRow]("webhook_payloads", "seq", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below
@@ -66,7 +73,6 @@ func (s *Store) exportTable(ctx context.Context, t copyTable, fn func(string, []
 		return err
 	}
 	defer rows.Close()
-	elem := reflect.TypeOf(t.rows()).Elem().Elem() // *[]row → row
 	var batch []json.RawMessage
 	size := 0
 	flush := func() error {
@@ -81,7 +87,7 @@ func (s *Store) exportTable(ctx context.Context, t copyTable, fn func(string, []
 		return fn(t.name, b)
 	}
 	for rows.Next() {
-		row := reflect.New(elem).Interface()
+		row := t.row()
 		if err := s.db.ScanRow(ctx, rows, row); err != nil {
 			return err
 		}
