@@ -5,6 +5,7 @@
 //	threatd-bench trivial -listen ADDR   serve a constant JSON body over TLS
 //	threatd-bench rss -dir D -out FILE   peak RSS of the processes run from D
 //	threatd-bench upstream -dir D        an npm upstream for the firewall's runs
+//	threatd-bench taxii-pull -url U      pull a TAXII collection by next, timed
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss|upstream [flags]")
+		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss|upstream|taxii-pull [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -32,8 +33,10 @@ func main() {
 		err = rssMain(args)
 	case "upstream":
 		err = upstreamMain(args)
+	case "taxii-pull":
+		err = taxiiMain(args)
 	default:
-		err = fmt.Errorf("unknown command %q (gen, trivial, rss, upstream)", cmd)
+		err = fmt.Errorf("unknown command %q (gen, trivial, rss, upstream, taxii-pull)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "threatd-bench:", err)
