@@ -331,19 +331,40 @@ func (s *Server) taxiiObjects(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return taxiiJSON(c, objectsEnvelope(page))
+	return taxiiObjectsJSON(c, page)
 }
 
-func objectsEnvelope(page taxii.Page) map[string]any {
-	out := envelope(page)
-	if len(page.Objects) > 0 {
-		objs := make([]json.RawMessage, len(page.Objects))
-		for i, o := range page.Objects {
-			objs[i] = o.JSON
-		}
-		out["objects"] = objs
+// taxiiObjectsJSON writes an objects envelope, {"more", "next", "objects"},
+// with each object's JSON as the exporter wrote it. Reading the page parsed
+// every object (taxii.objects), so each is one whole JSON value; encoding
+// them again would only copy and re-check a page's bytes.
+func taxiiObjectsJSON(c *echo.Context, page taxii.Page) error {
+	size := 64 + len(page.Next)
+	for _, o := range page.Objects {
+		size += len(o.JSON) + 1
 	}
-	return out
+	b := make([]byte, 0, size)
+	b = append(b, `{"more":`...)
+	b = strconv.AppendBool(b, page.More)
+	if page.Next != "" {
+		next, err := json.Marshal(page.Next)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, `,"next":`...), next...)
+	}
+	if len(page.Objects) > 0 {
+		b = append(b, `,"objects":[`...)
+		for i, o := range page.Objects {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, o.JSON...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, '}')
+	return c.Blob(http.StatusOK, taxiiMediaType, b)
 }
 
 func (s *Server) taxiiManifest(c *echo.Context) error {
@@ -369,7 +390,7 @@ func (s *Server) taxiiObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return taxiiJSON(c, objectsEnvelope(page))
+	return taxiiObjectsJSON(c, page)
 }
 
 func (s *Server) taxiiVersions(c *echo.Context) error {

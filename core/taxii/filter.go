@@ -5,6 +5,9 @@ import (
 	"slices"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/threatd/threatd/core"
 )
 
@@ -13,7 +16,7 @@ import (
 // objects in nanoseconds, so that a client that resumes after the last
 // date it saw, in the middle of a change with more objects than its page,
 // misses nothing.
-func objects(raw []json.RawMessage, added time.Time) ([]Object, error) {
+func objects(raw []jsontext.Value, added time.Time) ([]Object, error) {
 	out := make([]Object, len(raw))
 	for i, r := range raw {
 		var head struct {
@@ -23,7 +26,7 @@ func objects(raw []json.RawMessage, added time.Time) ([]Object, error) {
 			Created     string `json:"created"`
 			Modified    string `json:"modified"`
 		}
-		if err := json.Unmarshal(r, &head); err != nil {
+		if err := jsonv2.Unmarshal(r, &head); err != nil {
 			return nil, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: err}
 		}
 		v := head.Modified
@@ -31,7 +34,7 @@ func objects(raw []json.RawMessage, added time.Time) ([]Object, error) {
 			v = head.Created
 		}
 		out[i] = Object{ID: head.ID, Type: head.Type, Version: v, SpecVersion: head.SpecVersion,
-			DateAdded: added.UTC().Add(time.Duration(min(i, 999))), JSON: r}
+			DateAdded: added.UTC().Add(time.Duration(min(i, 999))), JSON: json.RawMessage(r)}
 	}
 	return out, nil
 }

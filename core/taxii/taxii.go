@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
@@ -379,8 +381,13 @@ func (x *Service) render(ctx context.Context, items []core.FeedItem) (rendered, 
 	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {
 		return rendered{}, err
 	}
-	var doc core.ObjectsDocument
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Records) != len(items) {
+	// The document (core.ObjectsDocument) is read once, with json v2,
+	// into values it has checked, which objects reads the heads of.
+	var doc struct {
+		Shared  []jsontext.Value   `json:"shared"`
+		Records [][]jsontext.Value `json:"records"`
+	}
+	if err := jsonv2.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Records) != len(items) {
 		return rendered{}, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: fmt.Errorf("objects document: %v (%d records for %d)", err, len(doc.Records), len(items))}
 	}
 	var out rendered
