@@ -80,14 +80,21 @@ func WellFormedToken(s string) bool {
 	}
 	body := s[len(TokenPrefix):]
 	for i := 0; i < len(body); i++ {
-		if strings.IndexByte(base62, body[i]) < 0 {
+		if !isBase62[body[i]] {
 			return false
 		}
 	}
-	random := []byte(body[:tokenRandomLen])
-	want := tokenChecksum(random)
+	want := tokenChecksum([]byte(body[:tokenRandomLen]))
 	return subtle.ConstantTimeCompare([]byte(want), []byte(body[tokenRandomLen:])) == 1
 }
+
+// isBase62 tells the bytes of base62.
+var isBase62 = func() (t [256]bool) {
+	for i := 0; i < len(base62); i++ {
+		t[base62[i]] = true
+	}
+	return t
+}()
 
 // HashToken returns the hex SHA-256 of a token, the only form in which it is stored.
 // Tokens carry ~190 random bits, so a fast hash is sufficient (no password stretching).

@@ -77,3 +77,18 @@ func TestHashToken(t *testing.T) {
 		t.Fatal("hint is not the last four characters")
 	}
 }
+
+// BenchmarkWellFormedToken is the shape check in front of every
+// authenticated request.
+func BenchmarkWellFormedToken(b *testing.B) {
+	tok, err := NewTokenSecret()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !WellFormedToken(tok) {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -70,7 +71,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 		out.Ecosystem = &res.Latest.Registry
 	}
 	if res.Count == 0 {
-		out.Message = fmt.Sprintf("%s %q is not in the threat database", q.ReportType, q.ResourceIdentifier)
+		out.Message = string(q.ReportType) + " " + strconv.Quote(q.ResourceIdentifier) + " is not in the threat database"
 		return out, nil
 	}
 	out.Malicious, out.Details = true, toRecord(res.Latest, viewer)
