@@ -381,8 +381,9 @@ func (x *Service) render(ctx context.Context, items []core.FeedItem) (rendered, 
 	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {
 		return rendered{}, err
 	}
-	// The document (core.ObjectsDocument) is read once, with json v2,
-	// into values it has checked, which objects reads the heads of.
+	// The document (core.ObjectsDocument) is read with json v2, which
+	// checks and splits it in one pass (v1 checks all of it first, then
+	// decodes it); objects then reads each object's head.
 	var doc struct {
 		Shared  []jsontext.Value   `json:"shared"`
 		Records [][]jsontext.Value `json:"records"`
