@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -135,13 +138,21 @@ func (s *Store) ListSubmissions(ctx context.Context, q core.SubmissionQuery) (co
 	if err != nil {
 		return core.ThreatList{}, err
 	}
+	// The page's ids come from the (submitter_id, created_at, id) index
+	// alone; the reports and their details are read for those ids only,
+	// and put in order here (a page at most). With the join in the same
+	// query, every skipped row was joined too, and a deep page cost as
+	// much as all the pages before it.
+	page := s.db.NewSelect().Model((*threatRow)(nil)).Column("id").Where("submitter_id = ?", userID).
+		Order("created_at DESC", "id DESC").Offset(int64(offset)).Limit(int64(limit))
 	var rows []threatRow
-	err = s.db.NewSelect().Model(&rows).Relation("Details", detailsWithoutIOCs).
-		Where("threat_row.submitter_id = ?", userID).
-		Order("threat_row.created_at DESC", "threat_row.id DESC").Offset(int64(offset)).Limit(int64(limit)).Scan(ctx)
+	err = s.db.NewSelect().Model(&rows).Relation("Details", detailsWithoutIOCs).Where("threat_row.id IN (?)", page).Scan(ctx)
 	if err != nil {
 		return core.ThreatList{}, err
 	}
+	slices.SortFunc(rows, func(a, b threatRow) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
 	out := make([]core.Threat, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
