@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func jsonError(err error) error {
 		return syntaxError(syn)
 	}
 	got := kindName(se.JSONKind)
-	if se.JSONKind == '0' && se.GoType != nil && wholeKinds[se.GoType.Kind().String()] {
+	if se.JSONKind == '0' && se.GoType != nil && wholeKinds[se.GoType.Kind()] {
 		// A number that is not a whole one (1.5, 1e30): say which.
 		v := string(se.JSONValue)
 		if strings.HasPrefix(v, "-") {
@@ -92,7 +93,7 @@ func jsonError(err error) error {
 			where += "member " + strconv.Quote(core.Shorten(t)) + " "
 		}
 	}
-	if se.JSONKind == '0' && se.GoType != nil && numberKinds[se.GoType.Kind().String()] {
+	if se.JSONKind == '0' && se.GoType != nil && numberKinds[se.GoType.Kind()] {
 		// A number of the right kind that does not fit (1e400): not a
 		// type mismatch, and "must be a number, got number" helps nobody.
 		return core.Invalid(tokens[0], "%sis a number out of range: %s", where, core.Shorten(string(se.JSONValue)))
@@ -100,14 +101,13 @@ func jsonError(err error) error {
 	return core.Invalid(tokens[0], "%smust be %s, got %s", where, want, got)
 }
 
-// wholeKinds are the Go kinds (by name) a JSON number must be a whole
-// number for.
-var wholeKinds = map[string]bool{"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
-	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true}
+// wholeKinds are the Go kinds a JSON number must be a whole number for.
+var wholeKinds = map[reflect.Kind]bool{reflect.Int: true, reflect.Int8: true, reflect.Int16: true, reflect.Int32: true, reflect.Int64: true,
+	reflect.Uint: true, reflect.Uint8: true, reflect.Uint16: true, reflect.Uint32: true, reflect.Uint64: true}
 
 // numberKinds are the Go kinds a JSON number decodes into when it fits
 // (an interface holds it as a float64).
-var numberKinds = map[string]bool{"float32": true, "float64": true, "interface": true}
+var numberKinds = map[reflect.Kind]bool{reflect.Float32: true, reflect.Float64: true, reflect.Interface: true}
 
 // pointerField writes a JSON pointer as a dotted field path ("" at the top).
 func pointerField(p jsontext.Pointer) string {
