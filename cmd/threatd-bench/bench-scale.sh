@@ -296,6 +296,8 @@ EOF
   BENCH_T1=$(python3 -c "import time; print(int(time.time()*1e6))")
   BENCH_T0="" wrk_run "$backend-taxii-first" 8 "$S" "$WORK/taxii.lua"
   wrk_run "$backend-taxii" 8 "$S" "$WORK/taxii.lua"
+  # TAXII: a first full pull of the collection, by next, pages of 1,000.
+  "$WORK/threatd-bench" taxii-pull -url "$S" -limit 1000 > "$WORK/taxii-pull-$backend.txt" 2>&1 || true
   wrk_run "$backend-osvquery" 32 "$S" "$WORK/osvquery.lua"
   wrk_run "$backend-submit" 16 "$S" "$WORK/submit.lua"
   BENCH_FILE=$WORK/scan-5000.json wrk_run "$backend-scan" 1 "$S" "$WORK/scan.lua"
@@ -336,6 +338,7 @@ EOF
     echo "| re-import (all unchanged) | $reimport records/s |"
     echo "| RSS at import: CLI / source plugin / storage plugin | $(rss_of "$D/rss-import" threatd) / $(rss_of "$D/rss-import" threatd-source-osv) / $(rss_of "$D/rss-import" "threatd-storage-$backend") |"
     echo "| start-up: /healthz answers / check-malicious answers | ${healthz_first:-<0.1} s / $startup s |"
+    echo "| TAXII full pull by next, pages of 1,000 | $(cat "$WORK/taxii-pull-$backend.txt") |"
     echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
     echo
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
