@@ -214,6 +214,7 @@ func TestCheckBatch(t *testing.T) {
 	}
 	// Each 100 queries count as one request toward the per-token limit.
 	remaining := func(r response) int { n, _ := strconv.Atoi(r.hdr.Get("RateLimit-Remaining")); return n }
+	clearOfWindowEdge(t, time.Minute, 10*time.Second)
 	before := remaining(d.do("GET", base+"/account", tok, ""))
 	qs := make([]string, 250)
 	for i := range qs {

@@ -375,3 +375,17 @@ func (d *daemon) raw(method, path, token string) rawResponse {
 	checkOpenAPI(d.t, req, nil, res, b)
 	return rawResponse{code: res.StatusCode, hdr: res.Header, body: b}
 }
+
+// clearOfWindowEdge waits, when less than need is left of the current
+// rate-limit window (the daemon's windows are fixed and aligned to the
+// clock: every minute on the minute, every 15 minutes for log-ins), until
+// the next window begins, so that a test counting against one budget is
+// not split across two windows.
+func clearOfWindowEdge(t *testing.T, window, need time.Duration) {
+	t.Helper()
+	left := window - time.Duration(time.Now().UnixNano()%int64(window))
+	if left < need {
+		t.Logf("waiting %s for the next %s rate-limit window", left.Round(time.Millisecond), window)
+		time.Sleep(left + 100*time.Millisecond)
+	}
+}

@@ -111,9 +111,7 @@ func TestPostgresSharedRateLimits(t *testing.T) {
 	tok := in.user("r@example.com")
 	a, b := in.serve(), in.serve()
 	// Stay clear of a minute boundary, where both windows would reset.
-	if s := time.Now().Second(); s > 50 {
-		time.Sleep(time.Duration(61-s) * time.Second)
-	}
+	clearOfWindowEdge(t, time.Minute, 10*time.Second)
 	allowed := 0
 	for i := range 40 {
 		d := []*daemon{a, b}[i%2]

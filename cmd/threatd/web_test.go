@@ -372,6 +372,7 @@ func TestWebSecurity(t *testing.T) {
 	}
 
 	// Throttling: after 3 failures for one account, even the right password waits.
+	clearOfWindowEdge(t, 15*time.Minute, 30*time.Second)
 	t2 := in.browser(d)
 	for range 3 {
 		t2.get("/login")
