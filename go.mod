@@ -18,6 +18,7 @@ require (
 	github.com/knadh/koanf/providers/posflag v1.0.2
 	github.com/knadh/koanf/v2 v2.4.1
 	github.com/labstack/echo/v5 v5.3.1
+	github.com/lanrat/extsort v1.5.0
 	github.com/microcosm-cc/bluemonday v1.0.27
 	github.com/owenrumney/go-sarif/v2 v2.3.3
 	github.com/package-url/packageurl-go v0.1.7

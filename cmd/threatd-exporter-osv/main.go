@@ -2,9 +2,10 @@
 // records (docs/osv.md) in an ecosystem's all.zip: one <id>.json per
 // record, the layout OSV publishes and osv-scanner reads offline. It
 // streams: each record is written to the archive as it arrives (the
-// reports of a record with several packages upstream are held and merged
-// at the end), so an archive of every verified report takes bounded
-// memory. `threatd export osv DIR` and GET {base}/osv/{ecosystem}/all.zip
+// reports of a record with several packages upstream are sorted on disk
+// and merged at the end), and the archive's directory and the names
+// checked for duplicates are kept in temporary files, so an archive of
+// every verified report takes bounded memory. `threatd export osv DIR` and GET {base}/osv/{ecosystem}/all.zip
 // use it.
 package main
 
@@ -29,6 +30,7 @@ func export(_ context.Context, req sdk.Request, records iter.Seq[sdk.Record], ou
 	case core.OSVModifiedFormat:
 		out.ContentType = "text/csv; charset=utf-8"
 		var m osv.ModifiedIndex
+		defer m.Discard()
 		for r := range records {
 			m.Add(r.Threat)
 		}
@@ -37,6 +39,7 @@ func export(_ context.Context, req sdk.Request, records iter.Seq[sdk.Record], ou
 	}
 	out.ContentType = "application/zip"
 	w := osv.NewArchiveWriter(out)
+	defer w.Discard()
 	for r := range records {
 		if osv.Exportable(r.Threat) {
 			if err := w.Add(r.Threat); err != nil {

@@ -1,13 +1,10 @@
 package osv
 
 import (
-	"archive/zip"
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -195,101 +192,205 @@ func Merge(a *Vuln, b Vuln) {
 }
 
 // ArchiveWriter writes one ecosystem's all.zip: one <id>.json per record,
-// the layout OSV publishes and osv-scanner reads offline. Records of a
-// multi-package upstream record are held until Close and merged; every
-// other record is written as it comes.
+// the layout OSV publishes and osv-scanner reads offline. Every record is
+// written as it comes, but the reports of a multi-package upstream record,
+// which are sorted by id on disk and merged at Close. Memory stays flat
+// whatever the size of the export: the archive's directory is spooled to a
+// temporary file (zipWriter), and the names written are checked for a
+// duplicate by sorting them on disk (spill), not kept in a set.
 type ArchiveWriter struct {
-	z     *zip.Writer
-	held  map[string]*Vuln
-	names map[string]bool // the records written
+	z     *zipWriter
+	err   error
+	held  *spill // the parts of multi-package records: id → the record as JSON
+	names *spill // every name written
+	n     int
 }
 
-// NewArchiveWriter starts an archive on w.
+// NewArchiveWriter starts an archive on w. Close or Discard it.
 func NewArchiveWriter(w io.Writer) *ArchiveWriter {
-	return &ArchiveWriter{z: zip.NewWriter(w), held: map[string]*Vuln{}, names: map[string]bool{}}
+	z, err := newZipWriter(w)
+	return &ArchiveWriter{z: z, err: err, held: newSpill(spillChunk), names: newSpill(spillChunk)}
 }
 
 // Add writes the record of one report (Exportable).
 func (w *ArchiveWriter) Add(t core.Threat) error {
+	if w.err != nil {
+		return w.err
+	}
 	v := Convert(t)
 	if t.Source == SourceName && strings.Contains(t.UpstreamID, "/") {
-		if h, ok := w.held[v.ID]; ok {
-			Merge(h, v)
-		} else {
-			w.held[v.ID] = &v
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
 		}
-		return nil
+		return w.held.add(v.ID, string(b))
 	}
 	return w.write(v)
 }
 
 func (w *ArchiveWriter) write(v Vuln) error {
 	name := v.ID + ".json"
-	if w.names[name] {
-		return fmt.Errorf("osv export: two records named %s", v.ID)
+	if err := w.names.add(name, ""); err != nil {
+		return err
 	}
-	w.names[name] = true
-	f, err := w.z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Unix(0, 0).UTC()})
+	f, err := w.z.create(name)
 	if err != nil {
 		return err
 	}
+	w.n++
 	return json.NewEncoder(f).Encode(v)
 }
 
-// Close writes the held records and the archive's directory; it returns
-// the number of records written.
+// Close writes the held records (merged, in id order) and the archive's
+// directory, once no two records share a name; it returns the number of
+// records written.
 func (w *ArchiveWriter) Close() (int, error) {
-	ids := make([]string, 0, len(w.held))
-	for id := range w.held {
-		ids = append(ids, id)
+	defer w.Discard()
+	if w.err != nil {
+		return w.n, w.err
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if err := w.write(*w.held[id]); err != nil {
-			return len(w.names), err
+	var cur *Vuln
+	flush := func() error {
+		if cur == nil {
+			return nil
 		}
+		err := w.write(*cur)
+		cur = nil
+		return err
 	}
-	return len(w.names), w.z.Close()
+	err := w.held.sorted(func(p pair) error {
+		var v Vuln
+		if err := json.Unmarshal([]byte(p.value), &v); err != nil {
+			return err
+		}
+		if cur != nil && cur.ID == v.ID {
+			Merge(cur, v)
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		cur = &v
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return w.n, err
+	}
+	last := ""
+	if err := w.names.sorted(func(p pair) error {
+		if p.key == last {
+			return fmt.Errorf("osv export: two records named %s", strings.TrimSuffix(p.key, ".json"))
+		}
+		last = p.key
+		return nil
+	}); err != nil {
+		return w.n, err
+	}
+	return w.n, w.z.close()
+}
+
+// Discard releases what an archive that will not be closed holds (its
+// temporary files); after Close it does nothing.
+func (w *ArchiveWriter) Discard() {
+	w.held.discard()
+	w.names.discard()
+	if w.z != nil {
+		w.z.discard()
+	}
 }
 
 // ModifiedIndex collects an ecosystem's modified_id.csv, as OSV's own
 // bucket has it beside each all.zip: one "<modified>,<id>" line per record
 // (the reports of a record with several packages joined, at their latest
-// modified time), newest first.
-type ModifiedIndex struct{ latest map[string]string }
+// modified time), newest first. The lines are sorted on disk (spill), so
+// memory stays flat whatever the number of records. WriteTo or Discard it.
+type ModifiedIndex struct {
+	byID *spill // id → timeKey NUL modified
+	err  error
+}
 
 // Add adds a verified report (others are left out, as from all.zip).
 func (m *ModifiedIndex) Add(t core.Threat) {
-	if !Exportable(t) {
+	if !Exportable(t) || m.err != nil {
 		return
 	}
-	if m.latest == nil {
-		m.latest = map[string]string{}
+	if m.byID == nil {
+		m.byID = newSpill(spillChunk)
 	}
-	id, mod := RecordID(t), Convert(t).Modified
-	if timeKey(mod) > timeKey(m.latest[id]) {
-		m.latest[id] = mod
+	mod := Convert(t).Modified
+	m.err = m.byID.add(RecordID(t), timeKey(mod)+"\x00"+mod)
+}
+
+// WriteTo writes the lines, newest first (the same time: by id).
+func (m *ModifiedIndex) WriteTo(w io.Writer) (int64, error) {
+	defer m.Discard()
+	if m.err != nil {
+		return 0, m.err
+	}
+	cw := &countWriter{w: bufio.NewWriter(w)}
+	if m.byID == nil {
+		return 0, nil
+	}
+	// Each id's latest time (the last of its pairs), newest first: the key
+	// is the time with its bytes inverted, so that ascending is descending.
+	newest := newSpill(spillChunk)
+	defer newest.discard()
+	var id, latest string
+	have := false
+	emit := func() error {
+		if !have {
+			return nil
+		}
+		key, mod, _ := strings.Cut(latest, "\x00")
+		return newest.add(descending(key), id+"\x00"+mod)
+	}
+	err := m.byID.sorted(func(p pair) error {
+		if have && p.key != id {
+			if err := emit(); err != nil {
+				return err
+			}
+		}
+		id, latest, have = p.key, p.value, true
+		return nil
+	})
+	if err == nil {
+		err = emit()
+	}
+	if err != nil {
+		return 0, err
+	}
+	err = newest.sorted(func(p pair) error {
+		i := strings.LastIndexByte(p.value, 0)
+		_, err := fmt.Fprintf(cw, "%s,%s\n", p.value[i+1:], p.value[:i])
+		return err
+	})
+	if err != nil {
+		return cw.n, err
+	}
+	return cw.n, cw.w.Flush()
+}
+
+// Discard releases the temporary files of an index that will not be
+// written.
+func (m *ModifiedIndex) Discard() {
+	if m.byID != nil {
+		m.byID.discard()
 	}
 }
 
-// WriteTo writes the lines, newest first.
-func (m *ModifiedIndex) WriteTo(w io.Writer) (int64, error) {
-	type line struct{ mod, id string }
-	lines := make([]line, 0, len(m.latest))
-	for id, mod := range m.latest {
-		lines = append(lines, line{mod, id})
+// descending maps s to a string whose ascending order is s's descending
+// one: every byte inverted, then 0xff, so that a prefix sorts after the
+// longer strings it begins.
+func descending(s string) string {
+	b := make([]byte, len(s)+1)
+	for i := 0; i < len(s); i++ {
+		b[i] = ^s[i]
 	}
-	slices.SortFunc(lines, func(a, b line) int {
-		if c := strings.Compare(timeKey(b.mod), timeKey(a.mod)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	cw := &countWriter{w: bufio.NewWriter(w)}
-	for _, l := range lines {
-		fmt.Fprintf(cw, "%s,%s\n", l.mod, l.id)
-	}
-	return cw.n, cw.w.Flush()
+	b[len(s)] = 0xff
+	return string(b)
 }
 
 type countWriter struct {
