@@ -9,7 +9,8 @@
 # 100k, overall), re-import it unchanged, start the daemon (seconds until
 # check-malicious answers), then drive load with wrk over HTTPS against
 # threatd and against a trivial echo v5 handler on the same certificate,
-# alternating, and print one table. RSS is each process's peak (VmHWM).
+# alternating, time `export osv` with the daemon stopped, and print one
+# table. RSS is each process's peak (VmHWM).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -324,6 +325,14 @@ EOF
   done
   kill $trivial $daemon $topper $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
+
+  echo "== $backend: export osv"
+  rm -rf "$D/osv" "$D/rss-export" "$D/rss-export.stop"; sample_rss "$D/rss-export" & sampler=$!
+  start=$(date +%s.%N)
+  "$BIN" export osv "$D/osv" --config "$CFG" > "$D/export.out" 2>&1 || echo "export osv failed (see $D/export.out)"
+  end=$(date +%s.%N); touch "$D/rss-export.stop"; wait $sampler
+  export_osv=$(python3 -c "print('%.1f s, %.0f reports/s' % ($end - $start, $N / ($end - $start)))")
+  export_size=$(du -sh "$D/osv" | cut -f1); rm -rf "$D/osv"
   [ "$backend" = postgres ] && pg_stop
 
   read -r r1 r2 r3 <<<"$rates"
@@ -339,6 +348,8 @@ EOF
     echo "| RSS at import: CLI / source plugin / storage plugin | $(rss_of "$D/rss-import" threatd) / $(rss_of "$D/rss-import" threatd-source-osv) / $(rss_of "$D/rss-import" "threatd-storage-$backend") |"
     echo "| start-up: /healthz answers / check-malicious answers | ${healthz_first:-<0.1} s / $startup s |"
     echo "| TAXII full pull by next, pages of 1,000 | $(cat "$WORK/taxii-pull-$backend.txt") |"
+    echo "| export osv (every verified report, $export_size of archives) | $export_osv |"
+    echo "| RSS at export osv: OSV exporter (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-export" threatd-exporter-osv) ($(anon_of "$D/rss-export" threatd-exporter-osv)) / $(rss_of "$D/rss-export" "threatd-storage-$backend") ($(anon_of "$D/rss-export" "threatd-storage-$backend")) |"
     echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
     echo
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
