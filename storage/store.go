@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -66,29 +67,41 @@ var checkpointEvery = time.Second
 // (PASSIVE: it never waits for or blocks readers and writers), so that
 // commits do not; a final checkpoint runs at Close.
 //
-// With Options.IntegrityEvery set (a daemon's store), the same loop runs
+// With Options.IntegrityEvery set (a daemon's store), a goroutine beside it runs
 // SQLite's quick_check at once and then at that interval, so that damage in
 // pages no request has read yet is found and reported (Health: degraded)
-// rather than discovered by the first unlucky query.
+// rather than discovered by the first unlucky query. The check runs at the
+// lowest CPU priority (inBackground): it reads the whole database, and
+// requests come first.
 func (s *Store) checkpointLoop(ctx context.Context, every time.Duration) {
 	defer close(s.checkpointsDone)
+	if s.opts.IntegrityEvery > 0 {
+		// On its own goroutine, so that checkpoints go on while a check
+		// that yields the CPU to requests takes its time.
+		var checks sync.WaitGroup
+		defer checks.Wait()
+		checks.Go(func() {
+			inBackground(func() { s.quickCheck(ctx) })
+			it := time.NewTicker(s.opts.IntegrityEvery)
+			defer it.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-it.C:
+					inBackground(func() { s.quickCheck(ctx) })
+				}
+			}
+		})
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var integrity <-chan time.Time
-	if s.opts.IntegrityEvery > 0 {
-		s.quickCheck(ctx)
-		it := time.NewTicker(s.opts.IntegrityEvery)
-		defer it.Stop()
-		integrity = it.C
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			_, _ = s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-		case <-integrity:
-			s.quickCheck(ctx)
 		}
 	}
 }
