@@ -86,14 +86,20 @@ func openSQLite(path string) (*bun.DB, error) {
 	for _, p := range []string{"busy_timeout(15000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)",
 		// Reads through a memory map of up to 4 GiB (a million reports take
 		// about 2 GB): a page read is a memory access, not a system call and
-		// a copy, shared by every connection. 128 MiB of page cache per
-		// connection on top, as before the map, for the import's B-tree
-		// writes. Random record look-ups at a million reports: 297 µs
-		// without the map, 225 µs with it (82 µs with the prepared statement
-		// of GetThreats); a 200k import ran at 5,543–6,009 records/s with
-		// these settings against 5,259–5,309 without the map and with
-		// checkpoints on commit (one A/B run, docs/performance.md).
-		"cache_size(-131072)", "mmap_size(4294967296)",
+		// a copy, shared by every connection. Random record look-ups at a
+		// million reports: 297 µs without the map, 225 µs with it (82 µs
+		// with the prepared statement of GetThreats); a 200k import ran at
+		// 5,543–6,009 records/s with these settings against 5,259–5,309
+		// without the map and with checkpoints on commit (one A/B run,
+		// docs/performance.md). 32 MiB of page cache per connection on top
+		// (its pages are the plugin's own memory, four connections' worth):
+		// with 128 MiB, the plugin's anonymous memory reached 410–430 MB
+		// during a 200k import and 570–670 MB at start-up at a million
+		// reports (the index load and the integrity check filling two
+		// caches), against 200–220 MB and about 210 MB with 32 MiB, at the
+		// same import speed (2,989/3,750 against 3,280/3,646 records/s,
+		// runs in turn).
+		"cache_size(-32768)", "mmap_size(4294967296)",
 		// No checkpoint on the commit path: a commit that crossed the
 		// 1,000-page mark copied the WAL into a 2 GB file and synced it while
 		// every writer waited (submissions' p99 was 0.5–0.7 s at a million
