@@ -228,7 +228,10 @@ pts = [(float(m.group(1)), int(m.group(2))) for m in (re.match(r'(\S+) progress:
 start, end, n = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 at = lambda k: next(t for t, c in pts if c >= k)
 k = min(100000, n // 10)
-print("%.0f %.0f %.0f" % (k / (at(k) - start), k / (at(n) - at(n - k)), n / (end - start)))
+# Progress lines come about once a second: a small import may have its first
+# and last k records between the same two lines ("-": too few to time).
+rate = lambda a, b: "%.0f" % (k / (b - a)) if b > a else "-"
+print("%s %s %.0f" % (rate(start, at(k)), rate(at(n - k), at(n)), n / (end - start)))
 EOF
 )
   echo "== $backend: re-import"

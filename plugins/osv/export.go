@@ -193,8 +193,8 @@ func Merge(a *Vuln, b Vuln) {
 
 // ArchiveWriter writes one ecosystem's all.zip: one <id>.json per record,
 // the layout OSV publishes and osv-scanner reads offline. Every record is
-// written as it comes, but the reports of a multi-package upstream record,
-// which are sorted by id on disk and merged at Close. Memory stays flat
+// written as it comes, except the reports of a multi-package upstream
+// record: those are sorted by id on disk and merged at Close. Memory stays flat
 // whatever the size of the export: the archive's directory is spooled to a
 // temporary file (zipWriter), and the names written are checked for a
 // duplicate by sorting them on disk (spill), not kept in a set.
