@@ -393,6 +393,7 @@ func descending(s string) string {
 	return string(b)
 }
 
+// countWriter buffers writes to w and counts the bytes written.
 type countWriter struct {
 	w *bufio.Writer
 	n int64

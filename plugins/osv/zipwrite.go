@@ -20,7 +20,7 @@ import (
 // with their CRC-32 and sizes in a data descriptor after the data; zip64
 // records are written where a count or an offset needs them.
 type zipWriter struct {
-	out     *countingWriter
+	out     *countWriter  // the archive, and its bytes so far
 	dir     *os.File      // the central directory so far
 	dirBuf  *bufio.Writer // writes to dir
 	entries uint64
@@ -52,18 +52,7 @@ func newZipWriter(w io.Writer) (*zipWriter, error) {
 	// Unlinked at once: the file goes away with the descriptor, however the
 	// export ends.
 	_ = os.Remove(dir.Name())
-	return &zipWriter{out: &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}, dir: dir, dirBuf: bufio.NewWriterSize(dir, 64<<10)}, nil
-}
-
-type countingWriter struct {
-	w *bufio.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return &zipWriter{out: &countWriter{w: bufio.NewWriterSize(w, 64<<10)}, dir: dir, dirBuf: bufio.NewWriterSize(dir, 64<<10)}, nil
 }
 
 // zipEntryWriter is the content of the entry being written.
