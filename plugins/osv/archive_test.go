@@ -60,7 +60,13 @@ func TestArchiveOfManyRecords(t *testing.T) {
 			m := fmt.Sprintf("MAL-MULTI-%d", (i/1000)%multi)
 			name := fmt.Sprintf("part-%d", i)
 			parts[m] = append(parts[m], name)
-			if err := w.Add(report(m, name, true, at.Add(time.Duration(i)*time.Second))); err != nil {
+			r := report(m, name, true, at.Add(time.Duration(i)*time.Second))
+			if i == 0 {
+				// A part as large as an imported record may be: it is held
+				// on disk, not in the sort.
+				r.Details.ThreatDescription = strings.Repeat("x", 2<<20)
+			}
+			if err := w.Add(r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -90,6 +96,10 @@ func TestArchiveOfManyRecords(t *testing.T) {
 		if !slices.Equal(have, names) {
 			t.Fatalf("%s names %v, want %v", m, have, names)
 		}
+	}
+	var big Vuln
+	if err := json.Unmarshal(got["MAL-MULTI-0"], &big); err != nil || len(big.Summary) != 2<<20 {
+		t.Fatalf("MAL-MULTI-0, whose first part is 2 MiB: %v, summary of %d bytes", err, len(big.Summary))
 	}
 	var v Vuln
 	if err := json.Unmarshal(got["MAL-2026-69999"], &v); err != nil || v.Affected[0].Package.Name != "pkg-69999" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -194,15 +195,18 @@ func Merge(a *Vuln, b Vuln) {
 // ArchiveWriter writes one ecosystem's all.zip: one <id>.json per record,
 // the layout OSV publishes and osv-scanner reads offline. Every record is
 // written as it comes, except the reports of a multi-package upstream
-// record: those are sorted by id on disk and merged at Close. Memory stays flat
+// record: those are kept in a temporary file, their ids and places in it
+// sorted on disk, and merged at Close. Memory stays flat
 // whatever the size of the export: the archive's directory is spooled to a
 // temporary file (zipWriter), and the names written are checked for a
 // duplicate by sorting them on disk (spill), not kept in a set.
 type ArchiveWriter struct {
 	z     *zipWriter
 	err   error
-	held  *spill // the parts of multi-package records: id → the record as JSON
-	names *spill // every name written
+	held  *spill   // the parts of multi-package records: id → their place in parts
+	parts *os.File // those parts as JSON, one after another (unlinked)
+	at    int64    // parts' size
+	names *spill   // every name written
 	n     int
 }
 
@@ -219,13 +223,50 @@ func (w *ArchiveWriter) Add(t core.Threat) error {
 	}
 	v := Convert(t)
 	if t.Source == SourceName && strings.Contains(t.UpstreamID, "/") {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		return w.held.add(v.ID, string(b))
+		return w.hold(v)
 	}
 	return w.write(v)
+}
+
+// hold appends a part of a multi-package record to the parts file, and
+// its id and place to the sort. A part can be as large as an imported
+// record (core.MaxImportRecordBytes), so the sort holds only ids and
+// places, each a few hundred bytes at most.
+func (w *ArchiveWriter) hold(v Vuln) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if w.parts == nil {
+		f, err := os.CreateTemp("", "threatd-osv-parts-*")
+		if err != nil {
+			return fmt.Errorf("osv export: parts of multi-package records: %w", err)
+		}
+		_ = os.Remove(f.Name()) // gone with the descriptor, however the export ends
+		w.parts = f
+	}
+	if _, err := w.parts.Write(b); err != nil {
+		return fmt.Errorf("osv export: parts of multi-package records: %w", err)
+	}
+	// Fixed width: a record's parts sort in the order they came.
+	place := fmt.Sprintf("%016x%08x", w.at, len(b))
+	w.at += int64(len(b))
+	return w.held.add(v.ID, place)
+}
+
+// part reads a held part back from its place.
+func (w *ArchiveWriter) part(place string) (Vuln, error) {
+	var at, n int64
+	if _, err := fmt.Sscanf(place, "%016x%08x", &at, &n); err != nil {
+		return Vuln{}, fmt.Errorf("osv export: a damaged place %q: %w", place, err)
+	}
+	b := make([]byte, n)
+	if _, err := w.parts.ReadAt(b, at); err != nil {
+		return Vuln{}, fmt.Errorf("osv export: parts of multi-package records: %w", err)
+	}
+	var v Vuln
+	err := json.Unmarshal(b, &v)
+	return v, err
 }
 
 func (w *ArchiveWriter) write(v Vuln) error {
@@ -259,8 +300,8 @@ func (w *ArchiveWriter) Close() (int, error) {
 		return err
 	}
 	err := w.held.sorted(func(p pair) error {
-		var v Vuln
-		if err := json.Unmarshal([]byte(p.value), &v); err != nil {
+		v, err := w.part(p.value)
+		if err != nil {
 			return err
 		}
 		if cur != nil && cur.ID == v.ID {
@@ -296,6 +337,10 @@ func (w *ArchiveWriter) Close() (int, error) {
 // temporary files); after Close it does nothing.
 func (w *ArchiveWriter) Discard() {
 	w.held.discard()
+	if w.parts != nil {
+		w.parts.Close()
+		w.parts = nil
+	}
 	w.names.discard()
 	if w.z != nil {
 		w.z.discard()

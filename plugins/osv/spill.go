@@ -35,8 +35,10 @@ func decodePair(b []byte) (pair, error) {
 }
 
 // spillChunk is how many pairs a spill sorts in memory before it writes
-// them to a temporary file: a few chunks are held at once, each a few
-// megabytes for the ids and times the exporter sorts.
+// them to a temporary file. What the exporter sorts is ids (at most
+// core.MaxUpstreamIDBytes, 512 bytes; 20–50 in practice), times and
+// fixed-width places, never records, so a chunk holds at most about 18 MB
+// and a few megabytes in practice; a few chunks are in memory at once.
 var spillChunk = 1 << 15
 
 // spill sorts pairs of any number in bounded memory (an external merge
