@@ -148,6 +148,17 @@ func affected(t core.Threat) VulnAffected {
 	return a
 }
 
+// modifiedOf is the time of a report's record: an imported report is the
+// upstream version it follows (a re-import of the export finds nothing
+// newer; changes made here show in database_specific.version), a community
+// report its last change.
+func modifiedOf(t core.Threat) time.Time {
+	if t.Source == SourceName && t.UpstreamModified != nil {
+		return *t.UpstreamModified
+	}
+	return t.UpdatedAt
+}
+
 // Convert is the OSV record of one verified package report (see
 // Exportable). A record with several packages upstream is several reports
 // here: Merge joins their records again.
@@ -157,14 +168,7 @@ func Convert(t core.Threat) Vuln {
 		Summary: t.Details.ThreatDescription, Details: t.Details.PayloadDescription,
 		Affected: []VulnAffected{affected(t)},
 	}
-	modified := t.UpdatedAt
-	if t.Source == SourceName && t.UpstreamModified != nil {
-		// An imported report is the upstream version it follows: a
-		// re-import of the export finds nothing newer. Changes made
-		// here show in database_specific.version.
-		modified = *t.UpstreamModified
-	}
-	v.Modified = osvTime(modified)
+	v.Modified = osvTime(modifiedOf(t))
 	if t.VerifiedAt != nil {
 		v.Published = osvTime(*t.VerifiedAt)
 	}
@@ -365,8 +369,9 @@ func (m *ModifiedIndex) Add(t core.Threat) {
 	if m.byID == nil {
 		m.byID = newSpill(spillChunk)
 	}
-	mod := Convert(t).Modified
-	m.err = m.byID.add(RecordID(t), timeKey(mod)+"\x00"+mod)
+	// The record's time, without rendering the record.
+	at := modifiedOf(t).UTC()
+	m.err = m.byID.add(RecordID(t), at.Format(timeKeyLayout)+"\x00"+osvTime(at))
 }
 
 // WriteTo writes the lines, newest first (the same time: by id).
@@ -459,5 +464,8 @@ func timeKey(s string) string {
 	if err != nil {
 		return s
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000000000")
+	return t.UTC().Format(timeKeyLayout)
 }
+
+// timeKeyLayout is timeKey's: fixed width, so that byte order is time order.
+const timeKeyLayout = "2006-01-02T15:04:05.000000000"
