@@ -269,3 +269,80 @@ func BenchmarkModifiedIndex(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(reports))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// Entries that start past 4 GiB get zip64 offsets in the directory, and
+// the end records say where the directory is: the archive, written 5 GiB
+// into a sparse file (as after 5 GiB of earlier entries), reads whole with
+// archive/zip and with the importer's reader.
+func TestZipWriterPastFourGiB(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.zip")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = 5 << 30
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	z, err := newZipWriter(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.out.n = start // what the archive holds before these entries
+	want := map[string]string{"a.json": `{"a":1}`, "b.json": strings.Repeat("b", 10_000), "c.json": ""}
+	for _, name := range []string{"a.json", "b.json", "c.json"} {
+		w, err := z.create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, want[name])
+	}
+	if err := z.close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	r, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if len(r.File) != 3 {
+		t.Fatalf("archive/zip reads %d entries, want 3", len(r.File))
+	}
+	for _, e := range r.File {
+		rc, err := e.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || string(b) != want[e.Name] {
+			t.Fatalf("%s: %v, %d bytes, want %d", e.Name, err, len(b), len(want[e.Name]))
+		}
+	}
+	za, err := openZip(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer za.Close()
+	n := 0
+	if err := za.each(func(e zipEntry) error {
+		if e.localHeaderStart < start {
+			return fmt.Errorf("%s: local header at %d, before %d", e.name, e.localHeaderStart, start)
+		}
+		rc, err := za.open(e)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil || string(b) != want[e.name] {
+			return fmt.Errorf("%s: %v, %d bytes", e.name, err, len(b))
+		}
+		n++
+		return nil
+	}); err != nil || n != 3 {
+		t.Fatalf("the streaming reader: %v (%d entries)", err, n)
+	}
+}

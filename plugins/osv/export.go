@@ -455,17 +455,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// timeKey makes RFC 3339 times of varying precision sort as times.
-func timeKey(s string) string {
-	if s == "" {
-		return ""
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(timeKeyLayout)
-}
-
-// timeKeyLayout is timeKey's: fixed width, so that byte order is time order.
+// timeKeyLayout formats modified_id.csv's sort keys: UTC, fixed width, so
+// that byte order is time order.
 const timeKeyLayout = "2006-01-02T15:04:05.000000000"
