@@ -140,7 +140,10 @@ type Threat struct {
 	// AllVersions means every version is affected whatever version_info
 	// lists (OSV "introduced: 0" with no fix).
 	AllVersions bool
-	Details     Details
+	// LegacySTIXIDs marks a report stored before migration 0021: its STIX
+	// objects keep the ids they were first published with (STIXIDs).
+	LegacySTIXIDs bool
+	Details       Details
 	// IOCs are the report's indicators as Derive worked them out when its
 	// content was last written (submitted, changed, imported). Storage
 	// keeps them with the content; every reader (the index, TAXII, the

@@ -105,7 +105,7 @@ func threatToPB(t core.Threat) *pb.Threat {
 		Id: t.ID, ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
 		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterId: t.SubmitterID, Revision: int32(t.Revision), Version: int32(t.Version),
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), VerifiedAt: tsPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
-		Source: t.Source, UpstreamId: t.UpstreamID, AllVersions: t.AllVersions, UpstreamModified: tsPtr(t.UpstreamModified),
+		Source: t.Source, UpstreamId: t.UpstreamID, AllVersions: t.AllVersions, UpstreamModified: tsPtr(t.UpstreamModified), LegacyStixIds: t.LegacySTIXIDs,
 		Details: detailsToPB(t.Details), Iocs: iocsToPB(t.IOCs),
 	}
 }
@@ -140,7 +140,7 @@ func threatFromPB(t *pb.Threat) core.Threat {
 		ID: t.Id, ReportType: core.ReportType(t.ReportType), ResourceIdentifier: t.ResourceIdentifier, Registry: t.Registry,
 		CanonicalKey: t.CanonicalKey, Status: core.Status(t.Status), SubmitterID: t.SubmitterId, Revision: int(t.Revision), Version: int(t.Version),
 		CreatedAt: fromTS(t.CreatedAt), UpdatedAt: fromTS(t.UpdatedAt), VerifiedAt: fromTSPtr(t.VerifiedAt), VerifiedBy: t.VerifiedBy,
-		Source: t.Source, UpstreamID: t.UpstreamId, AllVersions: t.AllVersions, UpstreamModified: fromTSPtr(t.UpstreamModified),
+		Source: t.Source, UpstreamID: t.UpstreamId, AllVersions: t.AllVersions, UpstreamModified: fromTSPtr(t.UpstreamModified), LegacySTIXIDs: t.LegacyStixIds,
 	}
 	out.Details = detailsFromPB(t.Details)
 	out.IOCs = iocsFromPB(t.Iocs)

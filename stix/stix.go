@@ -135,7 +135,8 @@ func mapRecord(r Record, identity string) []Object {
 		return o
 	}
 	malware := common("malware")
-	malware["id"] = core.STIXMalwareID(t.ID)
+	ids := t.STIXIDs()
+	malware["id"] = ids.Malware()
 	malware["name"] = name
 	malware["is_family"] = false
 	malware["malware_types"] = malwareTypes(t.Details.Tags)
@@ -159,7 +160,7 @@ func mapRecord(r Record, identity string) []Object {
 			continue
 		}
 		ind := common("indicator")
-		ind["id"] = core.STIXIndicatorID(t.ID, x)
+		ind["id"] = ids.Indicator(x)
 		ind["name"] = fmt.Sprintf("%s %s of %s", x.Type, x.Value, name)
 		ind["description"] = indicatorDescription(x, name, t.Details.ThreatDescription)
 		ind["indicator_types"] = []string{"malicious-activity"}
@@ -177,7 +178,7 @@ func mapRecord(r Record, identity string) []Object {
 			ind["labels"] = []string{"severity:" + string(t.Details.SeverityLevel)}
 		}
 		rel := common("relationship")
-		rel["id"] = core.STIXRelationshipID(t.ID, x)
+		rel["id"] = ids.Relationship(x)
 		rel["relationship_type"] = "indicates"
 		rel["source_ref"] = ind["id"]
 		rel["target_ref"] = malware["id"]

@@ -89,6 +89,33 @@ func TestBundleValidatesAndIsDeterministic(t *testing.T) {
 	}
 }
 
+// A report stored before derived ids (LegacySTIXIDs) keeps the ids its
+// objects were first published with; a later one has ids that name it.
+func TestObjectIDsFollowTheReportsScheme(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		r := sample()
+		r.Threat.LegacySTIXIDs = legacy
+		objs := RecordObjects(r, "threatd")
+		ids := core.STIXIDsOf(r.Threat.ID, legacy)
+		want := map[string]bool{ids.Malware(): true}
+		for _, x := range r.IOCs {
+			want[ids.Indicator(x)], want[ids.Relationship(x)] = true, true
+		}
+		for _, o := range objs {
+			id := o["id"].(string)
+			if !want[id] {
+				t.Fatalf("legacy %v: object %s is not one of the report's", legacy, id)
+			}
+			if _, u, _ := strings.Cut(id, "--"); strings.HasPrefix(u, r.Threat.ID[:13]) == legacy {
+				t.Fatalf("legacy %v: %s", legacy, id)
+			}
+		}
+		if malware := objs[0]["id"]; legacy && malware != core.STIXID("malware", r.Threat.ID) {
+			t.Fatalf("legacy malware id %s", malware)
+		}
+	}
+}
+
 func TestPatterns(t *testing.T) {
 	cases := []struct {
 		ioc  ioc.IOC

@@ -39,8 +39,12 @@ func migrations() (*migrate.Migrations, error) {
 
 // laterThreatColumns are the columns of threatRow added by migrations
 // after the Go migrations that read reports (0012, 0016): those leave them
-// out, since when they run the columns do not exist yet.
-var laterThreatColumns = []string{"severity_level"}
+// out, since when they run the columns do not exist yet. Migration 0020
+// leaves out legacyColumn, added by 0021.
+var laterThreatColumns = []string{"severity_level", legacyColumn}
+
+// legacyColumn is threatRow.LegacySTIXIDs's column (migration 0021).
+const legacyColumn = "legacy_stix_ids"
 
 // detailsWithoutIOCs is the Details relation without the stored
 // indicators: as the migrations before 0019 read it (the column does not

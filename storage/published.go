@@ -287,6 +287,16 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 	if len(q.ObjectIDs) > core.MaxGetThreats {
 		return nil, core.Invalid("object_ids", "at most %d in one call (got %d)", core.MaxGetThreats, len(q.ObjectIDs))
 	}
+	var objectReports []string
+	if len(q.ObjectIDs) > 0 {
+		var err error
+		if objectReports, err = s.reportsOfObjects(ctx, q.ObjectIDs); err != nil {
+			return nil, err
+		}
+		if len(objectReports) == 0 {
+			return nil, nil
+		}
+	}
 	var rows []feedEventRow
 	sel := s.db.NewSelect().Model(&rows)
 	if q.Registry != "" {
@@ -308,7 +318,7 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 		sel = sel.Where("NOT EXISTS (SELECT 1 FROM feed_events AS l WHERE l.threat_id = feed_event_row.threat_id AND l.seq > feed_event_row.seq)")
 	}
 	if len(q.ObjectIDs) > 0 {
-		sel = sel.Where("feed_event_row.threat_id IN (SELECT o.threat_id FROM stix_objects AS o WHERE o.object_id IN (?))", bun.List(q.ObjectIDs))
+		sel = sel.Where("feed_event_row.threat_id IN (?)", bun.List(objectReports))
 	}
 	if q.Published {
 		sel = sel.Where("feed_event_row.kind = ?", core.ChangeVerified).
@@ -378,4 +388,49 @@ func (s *Store) Changes(ctx context.Context, q core.ChangeQuery) ([]core.Change,
 		out[i] = r.domain()
 	}
 	return out, nil
+}
+
+// reportsOfObjects returns the reports that may be published as one of the
+// STIX objects ids (core.STIXIDs): those stix_objects lists them for (the
+// reports stored before migration 0021), and those in the range of report
+// ids a derived object id names (core.STIXReportRange). A range may hold a
+// report without the object, by chance: the caller renders the reports and
+// keeps the objects asked for.
+func (s *Store) reportsOfObjects(ctx context.Context, ids []string) ([]string, error) {
+	var listed []string
+	if err := s.db.NewSelect().Table("stix_objects").ColumnExpr("DISTINCT threat_id").
+		Where("object_id IN (?)", bun.List(ids)).Scan(ctx, &listed); err != nil {
+		return nil, fmt.Errorf("stix_objects: %w", err)
+	}
+	type span struct{ lo, hi string }
+	var spans []span
+	seen := map[span]bool{}
+	for _, id := range ids {
+		lo, hi, ok := core.STIXReportRange(id)
+		if sp := (span{lo, hi}); ok && !seen[sp] {
+			seen[sp] = true
+			spans = append(spans, sp)
+		}
+	}
+	out := listed
+	// One statement per 100 ranges, each a range of the primary key
+	// (SQLite allows 500 terms in a compound select).
+	for chunk := range slices.Chunk(spans, 100) {
+		var b strings.Builder
+		args := make([]any, 0, 2*len(chunk))
+		for i, sp := range chunk {
+			if i > 0 {
+				b.WriteString(" UNION ALL ")
+			}
+			b.WriteString("SELECT id FROM threats WHERE id >= ? AND id <= ?")
+			args = append(args, sp.lo, sp.hi)
+		}
+		var found []string
+		if err := s.db.NewRaw(b.String(), args...).Scan(ctx, &found); err != nil {
+			return nil, fmt.Errorf("reports of derived object ids: %w", err)
+		}
+		out = append(out, found...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

@@ -267,6 +267,8 @@ type publishedIOCs struct {
 	threatID string
 	iocs     []ioc.IOC
 	fresh    bool
+	// legacy: the report's STIX object ids are listed (core.STIXIDs).
+	legacy bool
 }
 
 // publish queues a published change of a report (core.ChangeVerified, …),
@@ -281,20 +283,25 @@ func (t *txn) publish(row *threatRow, kind string) {
 	case row.Details == nil:
 		t.unmapped = append(t.unmapped, row.ID)
 	default:
-		t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: row.Details.IOCs})
+		t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: row.Details.IOCs, legacy: row.LegacySTIXIDs})
 	}
 }
 
 // publishNew is publish for a new report whose indicators are known.
 func (t *txn) publishNew(row *threatRow, kind string, iocs []ioc.IOC) {
 	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
-	t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: iocs, fresh: true})
+	t.published = append(t.published, publishedIOCs{threatID: row.ID, iocs: iocs, fresh: true, legacy: row.LegacySTIXIDs})
 }
 
 // objectRows adds the STIX object ids of the report threatID with these
-// indicators of compromise.
-func objectRows(rows []stixObjectRow, threatID string, iocs []ioc.IOC) []stixObjectRow {
-	for _, id := range core.STIXObjectIDs(threatID, iocs) {
+// indicators of compromise, when they are listed (core.STIXIDs): derived
+// ids need no row.
+func objectRows(rows []stixObjectRow, threatID string, legacy bool, iocs []ioc.IOC) []stixObjectRow {
+	ids := core.STIXIDsOf(threatID, legacy)
+	if !ids.Listed() {
+		return rows
+	}
+	for _, id := range ids.All(iocs) {
 		rows = append(rows, stixObjectRow{ObjectID: id, ThreatID: threatID})
 	}
 	return rows
@@ -389,7 +396,7 @@ func (s *Store) writeIndicators(ctx context.Context, tx *txn) error {
 		}
 		for _, r := range rows {
 			if r.Details != nil {
-				tx.published = append(tx.published, publishedIOCs{threatID: r.ID, iocs: r.Details.IOCs})
+				tx.published = append(tx.published, publishedIOCs{threatID: r.ID, iocs: r.Details.IOCs, legacy: r.LegacySTIXIDs})
 			}
 		}
 	}
@@ -399,7 +406,7 @@ func (s *Store) writeIndicators(ctx context.Context, tx *txn) error {
 		replaced   []string
 	)
 	for _, p := range tx.published {
-		objects = objectRows(objects, p.threatID, p.iocs)
+		objects = objectRows(objects, p.threatID, p.legacy, p.iocs)
 		indicators = indicatorRows(indicators, p.threatID, p.iocs)
 		if !p.fresh {
 			replaced = append(replaced, p.threatID)

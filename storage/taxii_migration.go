@@ -87,7 +87,9 @@ func backfillObjectIDs(ctx context.Context, db *bun.DB) error {
 		}
 		var objects []stixObjectRow
 		for _, r := range rows {
-			objects = objectRows(objects, r.ID, core.Derive(r.domain()).IOCs)
+			// Every report is stored before migration 0021 here: its ids
+			// are listed.
+			objects = objectRows(objects, r.ID, true, core.Derive(r.domain()).IOCs)
 		}
 		return insertObjectIDs(ctx, tx, objects)
 	})

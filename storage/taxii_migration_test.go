@@ -88,7 +88,7 @@ func TestTAXIIBackfillMigration(t *testing.T) {
 					t.Fatalf("reports: %d %v", len(stored), err)
 				}
 				for _, th := range stored {
-					ids := core.STIXObjectIDs(th.ID, core.ExtractIOCs(th))
+					ids := core.STIXIDsOf(th.ID, true).All(core.ExtractIOCs(th))
 					if len(ids) < 3 {
 						t.Fatalf("%s: %d object ids", th.ResourceIdentifier, len(ids))
 					}

@@ -113,7 +113,7 @@ func (s *Site) threatLinks(t core.Threat) []threatLink {
 		links = append(links, threatLink{Name: "OSV", URL: s.opts.BasePath + "/osv/v1/vulns/" + core.OSVRecordOf(t), Note: "OSV record (API token)"})
 	}
 	all := taxii.Collections()[0]
-	links = append(links, threatLink{Name: "STIX", URL: "/taxii2/api/collections/" + all.ID + "/objects/" + core.STIXMalwareID(t.ID) + "/",
+	links = append(links, threatLink{Name: "STIX", URL: "/taxii2/api/collections/" + all.ID + "/objects/" + t.STIXIDs().Malware() + "/",
 		Note: "STIX 2.1 objects over TAXII (paid token)"})
 	q := core.CheckQuery{ReportType: t.ReportType, ResourceIdentifier: t.ResourceIdentifier}
 	if t.ReportType == core.TypePackage || t.ReportType == core.TypeContainer {

@@ -144,12 +144,12 @@ func testFeed(t *testing.T, b Backend) {
 	if len(iocs) == 0 {
 		t.Fatal("no indicator in the community report")
 	}
-	for _, id := range core.STIXObjectIDs(community.ID, iocs) {
+	for _, id := range latest[0].Threat.STIXIDs().All(iocs) {
 		if by := feedAll(t, s, core.FeedQuery{Latest: true, ObjectIDs: []string{id, "indicator--00000000-0000-5000-8000-000000000000"}}); len(by) != 1 || by[0].Threat.ID != community.ID {
 			t.Fatalf("by object id %s: %+v", id, by)
 		}
 	}
-	if by := feedAll(t, s, core.FeedQuery{Latest: true, ObjectIDs: []string{core.STIXMalwareID(latest[1].Threat.ID), core.STIXMalwareID(pending.ID)}}); len(by) != 2 {
+	if by := feedAll(t, s, core.FeedQuery{Latest: true, ObjectIDs: []string{latest[1].Threat.STIXIDs().Malware(), latest[2].Threat.STIXIDs().Malware()}}); len(by) != 2 {
 		t.Fatalf("by two object ids: %d reports", len(by))
 	}
 	// A batch of reports imported in one transaction: one microsecond each.

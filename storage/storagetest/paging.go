@@ -329,7 +329,7 @@ func RunPaging(t *testing.T, b Backend, host *plugins.Host) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantObjects = append(wantObjects, core.STIXObjectIDs(id, th.IOCs)...)
+		wantObjects = append(wantObjects, th.STIXIDs().All(th.IOCs)...)
 	}
 	for _, size := range pageSizes {
 		var got []string

@@ -2203,7 +2203,10 @@ type Threat struct {
 	// The report's indicators as the daemon derived them from this content
 	// (core.Derive): the daemon sends them with the content it writes, and
 	// the store returns them with the details.
-	Iocs          []*IOC `protobuf:"bytes,19,rep,name=iocs,proto3" json:"iocs,omitempty"`
+	Iocs []*IOC `protobuf:"bytes,19,rep,name=iocs,proto3" json:"iocs,omitempty"`
+	// A report stored before migration 0021 keeps the STIX object ids it was
+	// first published with (core.STIXIDs); false for every later report.
+	LegacyStixIds bool `protobuf:"varint,20,opt,name=legacy_stix_ids,json=legacyStixIds,proto3" json:"legacy_stix_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2369,6 +2372,13 @@ func (x *Threat) GetIocs() []*IOC {
 		return x.Iocs
 	}
 	return nil
+}
+
+func (x *Threat) GetLegacyStixIds() bool {
+	if x != nil {
+		return x.LegacyStixIds
+	}
+	return false
 }
 
 type IOC struct {
@@ -6643,7 +6653,7 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x1b\n" +
 	"\tentity_id\x18\x03 \x01(\tR\bentityId\x12\x0e\n" +
 	"\x02op\x18\x04 \x01(\tR\x02op\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xf7\x05\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x9f\x06\n" +
 	"\x06Threat\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vreport_type\x18\x02 \x01(\tR\n" +
@@ -6670,7 +6680,8 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\fall_versions\x18\x10 \x01(\bR\vallVersions\x12G\n" +
 	"\x11upstream_modified\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x10upstreamModified\x12\x18\n" +
 	"\aversion\x18\x12 \x01(\x05R\aversion\x12*\n" +
-	"\x04iocs\x18\x13 \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\"\x9b\x01\n" +
+	"\x04iocs\x18\x13 \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\x12&\n" +
+	"\x0flegacy_stix_ids\x18\x14 \x01(\bR\rlegacyStixIds\"\x9b\x01\n" +
 	"\x03IOC\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
