@@ -15,16 +15,7 @@ import (
 // Migration 0018's backfill copies each report's severity from its details
 // to its row, on both dialects, and the severity filter then finds them.
 func TestSeverityBackfillMigration(t *testing.T) {
-	body, err := migrationFiles.ReadFile("migrations/0018_severity.tx.up.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var backfill string
-	for _, stmt := range strings.Split(string(body), "--bun:split") {
-		if strings.Contains(stmt, "UPDATE threats") {
-			backfill = stmt
-		}
-	}
+	backfill := migrationStatement(t, "0018_severity.tx.up.sql", "UPDATE threats")
 	for _, d := range []Dialect{SQLite, Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
@@ -63,4 +54,21 @@ func TestSeverityBackfillMigration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// migrationStatement returns the statement of the embedded migration file
+// name that contains text, for a test that runs it alone.
+func migrationStatement(t *testing.T, name, text string) string {
+	t.Helper()
+	body, err := migrationFiles.ReadFile("migrations/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range strings.Split(string(body), "--bun:split") {
+		if strings.Contains(stmt, text) {
+			return stmt
+		}
+	}
+	t.Fatalf("no statement of %s contains %q", name, text)
+	return ""
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,16 +13,7 @@ import (
 // STIX object ids stix_objects lists, and leaves the others to derived ids;
 // a legacy report is then found by its listed ids, on both dialects.
 func TestDerivedSTIXIDsMigration(t *testing.T) {
-	body, err := migrationFiles.ReadFile("migrations/0021_stix_ids.tx.up.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mark string
-	for _, stmt := range strings.Split(string(body), "--bun:split") {
-		if strings.Contains(stmt, "UPDATE threats") {
-			mark = stmt
-		}
-	}
+	mark := migrationStatement(t, "0021_stix_ids.tx.up.sql", "UPDATE threats")
 	for _, d := range []Dialect{SQLite, Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
@@ -95,12 +85,7 @@ func TestDerivedSTIXIDsMigration(t *testing.T) {
 			legacy := ids[0]
 			before := listedCount(t, s, legacy)
 			upd := recs[0]
-			later := upd.Threat.UpstreamModified
-			if later == nil {
-				now := time.Now().UTC()
-				later = &now
-			}
-			next := later.Add(time.Hour)
+			next := time.Now().UTC().Add(time.Hour)
 			upd.Threat.UpstreamModified = &next
 			upd.Threat.Details.ThreatDescription += " and https://stix-ids-new.example/drop"
 			upd.Threat.IOCs = core.Derive(upd.Threat).IOCs
