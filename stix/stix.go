@@ -126,9 +126,13 @@ func mapRecord(r Record, identity string) []Object {
 	// A withdrawn report's objects are published once more, revoked (STIX
 	// 2.1 §3.6): a consumer that holds them must stop using them.
 	revoked := t.Status == core.StatusRejected
+	createdStamp, modifiedStamp := stamp(created), stamp(modified)
 	common := func(kind string) Object {
-		o := Object{"type": kind, "spec_version": "2.1", "created": stamp(created), "modified": stamp(modified),
-			"created_by_ref": identity, "object_marking_refs": []string{TLPWhite}}
+		// Sized for an indicator's properties: a map grown past its first
+		// group was a tenth of the exporter's CPU in a TAXII pull.
+		o := make(Object, 20)
+		o["type"], o["spec_version"], o["created"], o["modified"] = kind, "2.1", createdStamp, modifiedStamp
+		o["created_by_ref"], o["object_marking_refs"] = identity, []string{TLPWhite}
 		if revoked {
 			o["revoked"] = true
 		}

@@ -6,7 +6,6 @@ package stixexport
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins/sdk"
@@ -35,31 +34,35 @@ func objects(req sdk.Request) (sdk.Document, error) {
 	if service == "" {
 		service = "threatd"
 	}
-	raw := func(objs []stix.Object) ([]json.RawMessage, error) {
-		out := make([]json.RawMessage, len(objs))
+	// The document is written as it is rendered: each object by
+	// stix.AppendJSON into one buffer, instead of marshalling each object
+	// and then the document, which compacted every object's bytes again.
+	list := func(b []byte, objs []stix.Object) ([]byte, error) {
+		b = append(b, '[')
+		var err error
 		for i, o := range objs {
-			b, err := json.Marshal(o)
-			if err != nil {
-				return nil, err
+			if i > 0 {
+				b = append(b, ',')
 			}
-			out[i] = b
+			if b, err = stix.AppendJSON(b, o); err != nil {
+				return b, err
+			}
 		}
-		return out, nil
+		return append(b, ']'), nil
 	}
-	var doc core.ObjectsDocument
-	var err error
-	if doc.Shared, err = raw(stix.SharedObjects(service)); err != nil {
-		return sdk.Document{}, err
-	}
-	doc.Records = make([][]json.RawMessage, len(req.Records))
-	for i, r := range req.Records {
-		if doc.Records[i], err = raw(stix.RecordObjects(r, service)); err != nil {
-			return sdk.Document{}, err
-		}
-	}
-	body, err := json.Marshal(doc)
+	body, err := list(append(make([]byte, 0, 2048*(len(req.Records)+1)), `{"shared":`...), stix.SharedObjects(service))
 	if err != nil {
 		return sdk.Document{}, err
 	}
+	body = append(body, `,"records":[`...)
+	for i, r := range req.Records {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		if body, err = list(body, stix.RecordObjects(r, service)); err != nil {
+			return sdk.Document{}, err
+		}
+	}
+	body = append(body, "]}"...)
 	return sdk.Document{ContentType: "application/json", Body: body}, nil
 }

@@ -1,0 +1,112 @@
+package stix
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+)
+
+// MarshalJSON renders an object as encoding/json renders the same map,
+// byte for byte (keys sorted, strings escaped as it escapes them), without
+// its reflection: the TAXII collections render every object of a full pull
+// through it, and encoding/json's map encoding with its sorting and the
+// compaction of each object took 60 % of the exporter's CPU there.
+func (o Object) MarshalJSON() ([]byte, error) { return AppendJSON(nil, map[string]any(o)) }
+
+// AppendJSON appends v as JSON to b, as encoding/json.Marshal renders it,
+// for the values objects hold (strings, booleans, integers, slices and
+// maps of them); anything else goes through encoding/json.
+func AppendJSON(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, v), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case []string:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, s := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
+		}
+		return append(b, ']'), nil
+	case []any:
+		return appendSlice(b, v)
+	case []map[string]any:
+		return appendSlice(b, v)
+	case []Object:
+		return appendSlice(b, v)
+	case Object:
+		return appendMap(b, v)
+	case map[string]any:
+		return appendMap(b, v)
+	}
+	out, err := json.Marshal(v)
+	return append(b, out...), err
+}
+
+func appendSlice[E any](b []byte, v []E) ([]byte, error) {
+	if v == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	var err error
+	for i, e := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = AppendJSON(b, e); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+func appendMap[M ~map[string]any](b []byte, m M) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var buf [24]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendString(b, k), ':')
+		if b, err = AppendJSON(b, m[k]); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendString quotes s as encoding/json does: printable ASCII other than
+// the quote, the backslash and <, > and & (which it escapes for HTML) is
+// copied; a string with anything else is left to encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			out, _ := json.Marshal(s) // a string always marshals
+			return append(b, out...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
