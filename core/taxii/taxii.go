@@ -112,6 +112,7 @@ type Service struct {
 	exporters core.Exporters
 	service   string
 	signer    *core.Signer
+	ahead     readAhead
 }
 
 // New returns the TAXII use cases; service names the STIX identity.
@@ -202,8 +203,47 @@ const firstChunk = 10
 // return, when filters leave out most objects.
 const scanFactor = 10
 
-// Page returns one page of a collection's objects, oldest first.
+// Page returns one page of a collection's objects, oldest first. A page
+// asked for by next, by a client that pages, is taken from the pages read
+// ahead when there is one, and the page after it is read ahead in turn
+// (readAhead); a first page is not (a poll that reads one page and stops
+// would pay for two).
 func (x *Service) Page(ctx context.Context, q Query) (Page, error) {
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	if q.Next == "" {
+		return x.page(ctx, q)
+	}
+	page, ok, err := x.readAhead(ctx, q)
+	if !ok && err == nil {
+		page, err = x.page(ctx, q)
+	}
+	if err == nil && page.Next != "" {
+		following := q
+		following.Next = page.Next
+		x.ahead.start(following, x.page)
+	}
+	return page, err
+}
+
+// readAhead returns the page read ahead for q once it is rendered; ok is
+// false when there is none, or when reading it ahead failed.
+func (x *Service) readAhead(ctx context.Context, q Query) (Page, bool, error) {
+	a := x.ahead.take(q)
+	if a == nil {
+		return Page{}, false, nil
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return Page{}, false, ctx.Err()
+	}
+	return a.page, a.err == nil, nil
+}
+
+// page renders one page of a collection's objects.
+func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 	var pos position
 	if q.Next != "" {
 		var err error
