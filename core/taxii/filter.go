@@ -1,43 +1,11 @@
 package taxii
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/threatd/threatd/core"
 )
-
-// objects reads the objects of one change. Each has its own
-// date_added: the change's microsecond plus its place among the change's
-// objects in nanoseconds, so that a client that resumes after the last
-// date it saw, in the middle of a change with more objects than its page,
-// misses nothing.
-func objects(raw []jsontext.Value, added time.Time) ([]Object, error) {
-	out := make([]Object, len(raw))
-	for i, r := range raw {
-		var head struct {
-			ID          string `json:"id"`
-			Type        string `json:"type"`
-			SpecVersion string `json:"spec_version"`
-			Created     string `json:"created"`
-			Modified    string `json:"modified"`
-		}
-		if err := jsonv2.Unmarshal(r, &head); err != nil {
-			return nil, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: err}
-		}
-		v := head.Modified
-		if v == "" {
-			v = head.Created
-		}
-		out[i] = Object{ID: head.ID, Type: head.Type, Version: v, SpecVersion: head.SpecVersion,
-			DateAdded: added.UTC().Add(time.Duration(min(i, 999))), JSON: json.RawMessage(r)}
-	}
-	return out, nil
-}
 
 // filter keeps the objects the match filters select. Each object has one
 // version here (the current one), so "first", "last" and "all" keep it and

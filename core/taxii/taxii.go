@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
@@ -453,26 +451,11 @@ func (x *Service) renderPart(ctx context.Context, items []core.FeedItem) (render
 	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {
 		return rendered{}, err
 	}
-	// The document (core.ObjectsDocument) is read with json v2, which
-	// checks and splits it in one pass (v1 checks all of it first, then
-	// decodes it); objects then reads each object's head.
-	var doc struct {
-		Shared  []jsontext.Value   `json:"shared"`
-		Records [][]jsontext.Value `json:"records"`
-	}
-	if err := jsonv2.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Records) != len(items) {
-		return rendered{}, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: fmt.Errorf("objects document: %v (%d records for %d)", err, len(doc.Records), len(items))}
-	}
 	var out rendered
 	var err error
-	if out.shared, err = objects(doc.Shared, SharedAdded); err != nil {
-		return rendered{}, err
-	}
-	out.records = make([][]Object, len(items))
-	for i, it := range items {
-		if out.records[i], err = objects(doc.Records[i], it.Event.At); err != nil {
-			return rendered{}, err
-		}
+	out.shared, out.records, err = readDocument(buf.Bytes(), len(items), func(i int) time.Time { return items[i].Event.At })
+	if err != nil {
+		return rendered{}, &core.ExporterError{Exporter: "stix", Kind: core.ErrExporterFailed, Cause: fmt.Errorf("objects document: %w", err)}
 	}
 	return out, nil
 }
