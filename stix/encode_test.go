@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,7 +58,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 // object renders byte for byte as encoding/json renders it: the TAXII
 // collections and the bundles serve these bytes.
 func TestAppendJSONOnRealReports(t *testing.T) {
-	zips := osvArchives(t)
+	zips := coretest.OSVArchives(t)
 	reports, objects, different := 0, 0, 0
 	err := osv.Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record == nil {
@@ -83,16 +82,4 @@ func TestAppendJSONOnRealReports(t *testing.T) {
 	if reports < 29_000 || different > 0 {
 		t.Fatalf("%d reports read (29,604 expected), %d objects rendered differently", reports, different)
 	}
-}
-
-// osvArchives are the real reports as OSV publishes them (reference data
-// osv-malicious-full): one all.zip per ecosystem.
-func osvArchives(t *testing.T) []string {
-	t.Helper()
-	dir := coretest.Reference(t, "osv-malicious-full")
-	zips, _ := filepath.Glob(filepath.Join(dir, "*", "all.zip"))
-	if len(zips) == 0 {
-		t.Fatalf("no all.zip under %s", dir)
-	}
-	return zips
 }

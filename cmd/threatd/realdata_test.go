@@ -27,7 +27,7 @@ import (
 // records as read). Every report's id comes from a streamed export of
 // everything (select: all).
 func TestRealReportsThroughTheDaemon(t *testing.T) {
-	zips, _ := filepath.Glob(filepath.Join(coretest.Reference(t, "osv-malicious-full"), "*", "all.zip"))
+	zips := coretest.OSVArchives(t)
 	if len(zips) < 8 {
 		t.Fatalf("%d archives of real reports, want 8", len(zips))
 	}

@@ -92,3 +92,17 @@ func ModuleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
+
+// OSVArchives returns the all.zip of each ecosystem in osv-malicious-full
+// (the 29,604 real reports as OSV publishes them); when the data set is
+// missing the test is skipped (failed under CI=true), and it fails when
+// the data set holds no archive.
+func OSVArchives(t testing.TB) []string {
+	t.Helper()
+	dir := Reference(t, "osv-malicious-full")
+	zips, _ := filepath.Glob(filepath.Join(dir, "*", "all.zip"))
+	if len(zips) == 0 {
+		t.Fatalf("no all.zip under %s", dir)
+	}
+	return zips
+}

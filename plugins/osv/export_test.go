@@ -67,7 +67,7 @@ func readArchive(t *testing.T, b []byte) map[string][]byte {
 // upstream record names in that ecosystem, with the versions imported;
 // what is wrong is counted, not only what is present.
 func TestExportRealReports(t *testing.T) {
-	zips := realZips(t)
+	zips := coretest.OSVArchives(t)
 	schema := osvSchema(t)
 	now := time.Now().UTC()
 	writers := map[string]*ArchiveWriter{}

@@ -2,7 +2,6 @@ package osv
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,26 +11,13 @@ import (
 	"github.com/threatd/threatd/core/ioctest"
 )
 
-// realZips are the archives of the 29,604 real OSV malicious-package
-// reports as OSV publishes them (one all.zip per ecosystem; reference data
-// osv-malicious-full).
-func realZips(t testing.TB) []string {
-	t.Helper()
-	dir := coretest.Reference(t, "osv-malicious-full")
-	zips, _ := filepath.Glob(filepath.Join(dir, "*", "all.zip"))
-	if len(zips) == 0 {
-		t.Fatalf("no all.zip under %s", dir)
-	}
-	return zips
-}
-
 // On every real report, the indicators follow docs/indicators.md (the
 // audit's rules: core/ioctest), and every URL, domain and IP of
 // database_specific.iocs is published. cmd/threatd's
 // TestRealReportsThroughTheDaemon runs the same audit on the reports
 // imported and read back over HTTPS.
 func TestRealReportsIndicators(t *testing.T) {
-	zips := realZips(t)
+	zips := coretest.OSVArchives(t)
 	var c ioctest.Counts
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record == nil {
@@ -65,7 +51,7 @@ func TestRealReportsIndicators(t *testing.T) {
 // it runs on every published change (storage keeps each report's STIX
 // object ids) and on every STIX, OSV and TAXII rendering.
 func BenchmarkExtractIOCs(b *testing.B) {
-	zips := realZips(b)
+	zips := coretest.OSVArchives(b)
 	var threats []core.Threat
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record != nil {
