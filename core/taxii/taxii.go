@@ -249,9 +249,6 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 			return Page{}, err
 		}
 	}
-	if q.Limit <= 0 {
-		q.Limit = 100
-	}
 	shared, sharedIDs, storeIDs := true, 0, q.IDs
 	if len(q.IDs) > 0 {
 		storeIDs = nil
