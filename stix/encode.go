@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+
+	"github.com/threatd/threatd/core"
 )
 
 // MarshalJSON renders an object as encoding/json renders the same map,
@@ -21,7 +23,7 @@ func AppendJSON(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, v), nil
+		return core.AppendJSONString(b, v), nil
 	case bool:
 		return strconv.AppendBool(b, v), nil
 	case int:
@@ -37,7 +39,7 @@ func AppendJSON(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, s)
+			b = core.AppendJSONString(b, s)
 		}
 		return append(b, ']'), nil
 	case []any:
@@ -88,25 +90,10 @@ func appendMap[M ~map[string]any](b []byte, m M) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(appendString(b, k), ':')
+		b = append(core.AppendJSONString(b, k), ':')
 		if b, err = AppendJSON(b, m[k]); err != nil {
 			return b, err
 		}
 	}
 	return append(b, '}'), nil
-}
-
-// appendString quotes s as encoding/json does: printable ASCII other than
-// the quote, the backslash and <, > and & (which it escapes for HTML) is
-// copied; a string with anything else is left to encoding/json.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			out, _ := json.Marshal(s) // a string always marshals
-			return append(b, out...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
