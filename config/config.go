@@ -128,6 +128,10 @@ type Cache struct {
 	// Records is how many full reports the check path keeps in memory
 	// (the index itself always holds every verified report).
 	Records int `koanf:"records"`
+	// Spill keeps every verified report as a check shows it in a file
+	// under data_dir/cache, so that a check that matches a report outside
+	// Records reads a local file instead of storage.
+	Spill bool `koanf:"spill"`
 }
 
 // PerTier is one number per tier.

@@ -37,6 +37,7 @@ func Defaults() map[string]any {
 		"import.max_affected":              1000,
 		"cache.freshness":                  "1s",
 		"cache.records":                    10000,
+		"cache.spill":                      true,
 		"limits.submissions_per_hour":      10,
 		"limits.submissions_per_hour_paid": 0,
 		"limits.new_user_max_unverified":   3,

@@ -59,6 +59,12 @@ func serve(cmd *cobra.Command, _ []string) error {
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	idx := index.New(e.store, e.cfg.Cache.Records)
+	if cfg.Cache.Spill {
+		if err := idx.EnableSpill(filepath.Join(cfg.DataDir, "cache"), api.RenderRecord); err != nil {
+			return fmt.Errorf("cache.spill: %w (cache.spill: false runs without it)", err)
+		}
+		defer idx.CloseSpill()
+	}
 	principals := index.NewPrincipals(core.NewAccounts(e.store), cfg.Cache.Freshness)
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log}
 	followCtx, stopFollowing := context.WithCancel(ctx)
@@ -84,6 +90,13 @@ func serve(cmd *cobra.Command, _ []string) error {
 		}
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
 	}()
+	if cfg.Cache.Spill {
+		go idx.FillSpill(followCtx, func(err error) {
+			log.Warn("index spill: reading reports failed; will retry", "error", err.Error())
+		}, func(st index.SpillStats) {
+			log.Info("index spill filled", "entries", st.Entries, "bytes", st.Live, "took_ms", st.FirstFillMillis)
+		})
+	}
 
 	usage := feed.NewUsage(e.store)
 	tokenUse := core.NewTokenUse(e.store)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -57,8 +58,29 @@ func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *ch
 	return nil
 }
 
-// check answers one resolved query from the index.
+// check answers one resolved query from the index: with the latest
+// report's record from the index's spill when it holds it and viewer sees
+// the record as everyone does, else with the report itself.
 func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Principal) (checkResult, error) {
+	r, ok, err := s.index.CheckRendered(ctx, q)
+	if err != nil {
+		return checkResult{}, err
+	}
+	if ok && !(r.Contact && (core.Threat{SubmitterID: r.Submitter, Details: core.Details{ContactEmail: "-"}}).ShowsContactTo(viewer)) {
+		out := checkResult{ReportType: string(q.ReportType), ResourceIdentifier: q.ResourceIdentifier, ThreatCount: r.Count}
+		switch {
+		case q.Ecosystem != "":
+			out.Ecosystem = &q.Ecosystem
+		case r.Count > 0 && r.Registry != "":
+			out.Ecosystem = &r.Registry
+		}
+		if r.Count == 0 {
+			out.Message = notInDatabase(q)
+			return out, nil
+		}
+		out.Malicious, out.Details = true, json.RawMessage(r.Body)
+		return out, nil
+	}
 	res, err := s.index.CheckQuery(ctx, q)
 	if err != nil {
 		return checkResult{}, err
@@ -71,12 +93,21 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 		out.Ecosystem = &res.Latest.Registry
 	}
 	if res.Count == 0 {
-		out.Message = string(q.ReportType) + " " + strconv.Quote(q.ResourceIdentifier) + " is not in the threat database"
+		out.Message = notInDatabase(q)
 		return out, nil
 	}
 	out.Malicious, out.Details = true, toRecord(res.Latest, viewer)
 	return out, nil
 }
+
+// notInDatabase is a miss's message.
+func notInDatabase(q core.CheckQuery) string {
+	return string(q.ReportType) + " " + strconv.Quote(q.ResourceIdentifier) + " is not in the threat database"
+}
+
+// RenderRecord writes a report as check-malicious shows it to a viewer who
+// is neither its submitter nor a reviewer: the index's spill entries.
+func RenderRecord(t core.Threat) ([]byte, error) { return json.Marshal(toRecord(t, core.Principal{})) }
 
 var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "version", "purl", "match"}
 
@@ -107,7 +138,59 @@ func (s *Server) checkOne(c *echo.Context) error {
 			return err
 		}
 	}
-	return c.JSON(http.StatusOK, res)
+	b, err := res.appendJSON(make([]byte, 0, 256+len(rawDetails(res.Details))))
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, append(b, '\n'))
+}
+
+// rawDetails is a result's details when they are already JSON.
+func rawDetails(d any) json.RawMessage {
+	raw, _ := d.(json.RawMessage)
+	return raw
+}
+
+// appendJSON writes r as encoding/json writes it, byte for byte (HTML
+// escaping on, as echo's JSON answers), without its reflection; details
+// read from the index's spill are copied as they are (json.Marshal wrote
+// them). A check answer is written for every request of the hot path.
+func (r checkResult) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"malicious":`...)
+	b = strconv.AppendBool(b, r.Malicious)
+	b = append(b, `,"report_type":`...)
+	b = core.AppendJSONString(b, r.ReportType)
+	b = append(b, `,"resource_identifier":`...)
+	b = core.AppendJSONString(b, r.ResourceIdentifier)
+	b = append(b, `,"ecosystem":`...)
+	if r.Ecosystem == nil {
+		b = append(b, "null"...)
+	} else {
+		b = core.AppendJSONString(b, *r.Ecosystem)
+	}
+	b = append(b, `,"threat_count":`...)
+	b = strconv.AppendInt(b, int64(r.ThreatCount), 10)
+	if r.Details != nil {
+		b = append(b, `,"details":`...)
+		if raw := rawDetails(r.Details); raw != nil {
+			b = append(b, raw...)
+		} else {
+			d, err := json.Marshal(r.Details)
+			if err != nil {
+				return b, err
+			}
+			b = append(b, d...)
+		}
+	}
+	if r.Message != "" {
+		b = append(b, `,"message":`...)
+		b = core.AppendJSONString(b, r.Message)
+	}
+	if r.MatchedAs != "" {
+		b = append(b, `,"matched_as":`...)
+		b = core.AppendJSONString(b, r.MatchedAs)
+	}
+	return append(b, '}'), nil
 }
 
 // batchEntry is one result of a batch: a check result or {index, error}.

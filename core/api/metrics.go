@@ -125,6 +125,29 @@ func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
 			return 0
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_index_spill_entries",
+			Help: "Verified reports whose check answer is in the index's spill file (cache.spill); the others are read from storage.",
+		}, func() float64 { return float64(idx.SpillStats().Entries) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "threatd_index_spill_bytes",
+			Help:        "Bytes of the index's spill file: entries in use (kind=live) and replaced ones awaiting a rewrite (kind=garbage).",
+			ConstLabels: prometheus.Labels{"kind": "live"},
+		}, func() float64 { return float64(idx.SpillStats().Live) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "threatd_index_spill_bytes",
+			Help:        "Bytes of the index's spill file: entries in use (kind=live) and replaced ones awaiting a rewrite (kind=garbage).",
+			ConstLabels: prometheus.Labels{"kind": "garbage"},
+		}, func() float64 { return float64(idx.SpillStats().Garbage) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_index_spill_filled",
+			Help: "1 once every verified report loaded at start has a spill entry (cache.spill).",
+		}, func() float64 {
+			if idx.SpillStats().FilledOnce {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "threatd_change_feed_seq",
 			Help: "Position in the storage change feed the index has applied.",
 		}, func() float64 { return float64(idx.LastSeq()) }),

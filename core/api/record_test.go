@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -51,5 +52,38 @@ func TestRecordShape(t *testing.T) {
 	c := decode(toChangedRecord(th, core.Principal{}, feedChange{Type: "verified", At: "t", Version: 2}))
 	if c["id"] != "id1" || !reflect.DeepEqual(c["change"], map[string]any{"type": "verified", "at": "t", "version": float64(2)}) {
 		t.Errorf("changes-mode record: %v", c)
+	}
+}
+
+// TestCheckAnswerIsEncodingJSON: a check answer written by hand is what
+// echo's JSON encoder (encoding/json, HTML escaping on) writes for the same
+// result, with details as a record, as JSON read from the spill, or absent.
+func TestCheckAnswerIsEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	th := core.Threat{ID: "id1", Status: core.StatusVerified, ReportType: core.TypePackage, ResourceIdentifier: "<evil>&\"pkg\"", Registry: "npm",
+		CreatedAt: at, Details: core.Details{ThreatDescription: "steals\ntokens \u2028 é", Tags: []string{"a&b"}}}
+	rendered, err := RenderRecord(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eco := "npm"
+	for _, r := range []checkResult{
+		{ReportType: "package", ResourceIdentifier: `clean "x" <y> \z`, Ecosystem: &eco, Message: `package "clean" is not in the threat database`},
+		{ReportType: "url", ResourceIdentifier: "https://a.example/?q=<1>&r=\u00e9"},
+		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, Ecosystem: &eco, ThreatCount: 3, Details: toRecord(th, core.Principal{})},
+		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, ThreatCount: 1, Details: json.RawMessage(rendered)},
+		{Malicious: true, ReportType: "domain", ResourceIdentifier: "x.example", ThreatCount: 2, Details: json.RawMessage(rendered), Message: "named\tas an indicator", MatchedAs: "indicator"},
+	} {
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got)+"\n" != want.String() {
+			t.Fatalf("\n got %s\nwant %s", got, want.String())
+		}
 	}
 }

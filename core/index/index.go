@@ -41,6 +41,12 @@ type Index struct {
 	// version moves whenever a verified report is added, changed or
 	// removed (not for pending reports, tokens or users).
 	version atomic.Int64
+	// spill, when enabled, holds every verified report as a check shows
+	// it (spill.go); filledOnce is set, and firstFill holds how long it
+	// took, once every report loaded at start has an entry.
+	spill      *spillState
+	filledOnce atomic.Bool
+	firstFill  atomic.Int64
 }
 
 // Version changes whenever the set of verified reports or one of them
@@ -175,6 +181,10 @@ func (x *Index) CheckQuery(ctx context.Context, q core.CheckQuery) (Result, erro
 type hit struct {
 	id         uuid.UUID
 	verifiedAt int64
+	registry   string
+	// The report's spill entry (spillLen 0: none).
+	spillLen uint32
+	spillOff int64
 }
 
 // newestFirst orders hits most recently verified first (ties: the larger
@@ -186,20 +196,25 @@ func newestFirst(a, b hit) int {
 	return bytes.Compare(b.id[:], a.id[:])
 }
 
-// hits returns the verified reports under keys that affect version.
-func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit, error) {
+// hits returns the verified reports under keys that affect version, and
+// the spill file their entries are in.
+func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit, *spill, error) {
 	var (
 		out []hit
 		// elsewhere: package reports whose version list is in the record.
 		elsewhere []hit
+		sp        *spill
 	)
 	x.mu.RLock()
+	if x.spill != nil {
+		sp = x.spill.cur.Load()
+	}
 	for _, k := range keys {
 		r, ok := x.byKey.get(k)
 		if !ok {
 			continue
 		}
-		h := hit{r.id, r.verifiedAt}
+		h := hit{id: r.id, verifiedAt: r.verifiedAt, registry: x.byKey.classes[r.class].registry, spillLen: r.spillLen, spillOff: r.spillOff}
 		switch {
 		case r.flags&flagAllVersions != 0 || !strings.HasPrefix(k, "package:"):
 		case r.flags&flagVersionsElsewhere != 0:
@@ -216,18 +231,63 @@ func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit,
 	for _, h := range elsewhere {
 		t, err := x.Record(ctx, h.id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if core.VersionMatches(t.Details.VersionInfo, version) {
 			out = append(out, h)
 		}
 	}
-	return out, nil
+	return out, sp, nil
+}
+
+// Rendered is a check's answer read from the spill.
+type Rendered struct {
+	// Count is the number of verified reports that match.
+	Count int
+	// Registry is the latest report's registry ("" for other types).
+	Registry string
+	// Body is the latest report as the spill's renderer wrote it (nil
+	// when Count is 0).
+	Body []byte
+	// Contact says the report has a contact e-mail, which Body leaves
+	// out; Submitter is then its submitter's id.
+	Contact   bool
+	Submitter string
+}
+
+// CheckRendered answers a resolved query like CheckQuery, with the latest
+// report read from the spill. ok is false when the spill holds no entry for
+// it (not enabled, not filled yet, or the file rewritten meanwhile): then
+// CheckQuery answers.
+func (x *Index) CheckRendered(ctx context.Context, q core.CheckQuery) (res Rendered, ok bool, err error) {
+	if x.spill == nil {
+		return Rendered{}, false, nil
+	}
+	keys, err := core.CheckKeys(q)
+	if err != nil {
+		return Rendered{}, false, err
+	}
+	hits, sp, err := x.hits(ctx, keys, q.Version)
+	if err != nil {
+		return Rendered{}, false, err
+	}
+	if len(hits) == 0 {
+		return Rendered{}, true, nil
+	}
+	h := slices.MinFunc(hits, newestFirst)
+	if h.spillLen == 0 || sp == nil {
+		return Rendered{}, false, nil
+	}
+	contact, sub, body, rerr := readEntry(sp, h.id, h.spillOff, h.spillLen)
+	if rerr != nil || len(body) == 0 {
+		return Rendered{}, false, nil
+	}
+	return Rendered{Count: len(hits), Registry: h.registry, Body: body, Contact: contact, Submitter: sub}, true, nil
 }
 
 // Check answers a query: the verified reports under keys that affect version.
 func (x *Index) Check(ctx context.Context, keys []string, version string) (Result, error) {
-	hits, err := x.hits(ctx, keys, version)
+	hits, _, err := x.hits(ctx, keys, version)
 	if err != nil || len(hits) == 0 {
 		return Result{}, err
 	}
@@ -241,7 +301,7 @@ func (x *Index) Check(ctx context.Context, keys []string, version string) (Resul
 // Matches returns every verified report under keys that affects version,
 // most recently verified first (the OSV query API).
 func (x *Index) Matches(ctx context.Context, keys []string, version string) ([]core.Threat, error) {
-	hits, err := x.hits(ctx, keys, version)
+	hits, _, err := x.hits(ctx, keys, version)
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +347,7 @@ func (x *Index) applyAll(ctx context.Context, threatIDs []string) error {
 				return err
 			}
 		}
+		x.spillChanged(ts)
 		threatIDs = threatIDs[n:]
 	}
 	return nil

@@ -28,6 +28,14 @@ type table struct {
 	garbage int // bytes of chunks no longer referenced
 	// compactions counts rewrites of the chunks (for tests).
 	compactions int
+	// gen numbers puts: a record's gen is the number of the put that made
+	// it, so that a spill entry read from storage before a change is not
+	// attached to the record the change made (spill.go).
+	gen uint32
+	// The spill entries (spill.go): how many records have one, their
+	// bytes, and the bytes of entries no record points to any more.
+	spillEntries            int
+	spillLive, spillGarbage int64
 	// The records per class (report type and registry): classes names
 	// each class once, perClass counts its live records, so that a total
 	// by type or ecosystem costs a few additions, not a count of rows.
@@ -39,7 +47,7 @@ type table struct {
 // class is a report type and registry.
 type class struct{ typ, registry string }
 
-// rec is one report's summary: 48 bytes, no pointers.
+// rec is one report's summary: 64 bytes, no pointers.
 type rec struct {
 	id         [16]byte
 	verifiedAt int64 // unix microseconds
@@ -49,6 +57,10 @@ type rec struct {
 	verLen     uint32
 	flags      uint8
 	class      uint16 // index into table.classes
+	gen        uint32
+	// The report's spill entry (spillLen 0: none).
+	spillLen uint32
+	spillOff int64
 }
 
 const (
@@ -166,7 +178,8 @@ func (t *table) put(key string, id [16]byte, verifiedAt int64, versions string, 
 	}
 	c, off := t.store(key, versions)
 	class := t.class(typ, registry)
-	r := rec{id: id, verifiedAt: verifiedAt, chunk: c, off: off, keyLen: uint32(len(key)), verLen: uint32(len(versions)), flags: flags | flagLive, class: class}
+	t.gen++
+	r := rec{id: id, verifiedAt: verifiedAt, chunk: c, off: off, keyLen: uint32(len(key)), verLen: uint32(len(versions)), flags: flags | flagLive, class: class, gen: t.gen}
 	t.perClass[class]++
 	if i := t.find(key); i >= 0 {
 		old := &t.recs[uint32(t.slots[i])-1]
@@ -200,11 +213,16 @@ func (t *table) insert(h uint64, ri uint32) {
 	}
 }
 
-// drop counts a record's bytes as garbage.
+// drop counts a record's bytes, and its spill entry's, as garbage.
 func (t *table) drop(r *rec) {
 	n := int(r.keyLen + r.verLen)
 	t.live -= n
 	t.garbage += n
+	if r.spillLen != 0 {
+		t.spillLive -= int64(r.spillLen)
+		t.spillGarbage += int64(r.spillLen)
+		t.spillEntries--
+	}
 }
 
 // remove deletes key's record when its id is id; it reports whether it did.

@@ -1,0 +1,484 @@
+package index
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+)
+
+// The spill is a file of every verified report as a check shows it,
+// written by the daemon itself: a hit on a report that is not in the LRU of
+// full records reads its answer with one positioned read of a local file
+// instead of a storage call (a gRPC round trip and four B-tree look-ups in
+// SQLite). A million reports take about 1 GB of disk there, and none of the
+// daemon's memory but 16 bytes a report in the index: the file's pages are
+// the operating system's page cache.
+//
+// The file is a cache of storage, never a source: it is created empty at
+// start and unlinked at once (nothing to clean up, nothing stale after a
+// restart), filled in the background from storage once the index is loaded,
+// and kept current by the follower, which writes each changed report as it
+// applies it. A report whose entry is not written yet is read from storage
+// as before.
+//
+// Each entry is the report's id (16 bytes); when the report has a contact
+// e-mail (which the rendering leaves out), 1, a length byte and its
+// submitter's id, else 0; then the rendered record. A read checks the id.
+
+// spillBatch bounds the reports of one fill call (one GetThreats call), and
+// spillBatchBytes their size by the entries' mean size (reports of 200 KB
+// come 5 at a time: the fill runs beside the readers just after start, and
+// with 4 MiB batches the daemon and its plugins went past the 512 MB of
+// TestReadAmplificationIsBounded); spillFirstBatch is the first call's,
+// before there is a mean.
+const (
+	spillBatch      = 256
+	spillBatchBytes = 1 << 20
+	spillFirstBatch = 8
+)
+
+// spillFlushBytes is how much of a batch's entries is written at once.
+const spillFlushBytes = 1 << 20
+
+// spillRescan is how often an idle fill looks for reports without an entry.
+const spillRescan = 30 * time.Second
+
+// spillCompactMin is the garbage (bytes of replaced reports) below which
+// the spill is never rewritten.
+const spillCompactMin = 64 << 20
+
+// spill is the open file. Entries are appended under mu; reads are
+// positioned and need no lock.
+type spill struct {
+	f  *os.File
+	mu sync.Mutex
+	// end is where the next entry goes.
+	end int64
+}
+
+// Renderer writes a report as a check shows it to a viewer who may not see
+// its contact e-mail.
+type Renderer func(core.Threat) ([]byte, error)
+
+// spillState is the Index's part of the spill.
+type spillState struct {
+	dir    string
+	render Renderer
+	cur    atomic.Pointer[spill]
+	// wake is signalled when a report is indexed without an entry.
+	wake chan struct{}
+	// written counts entries written (for tests and metrics).
+	written atomic.Int64
+	// meanSize is the running mean of the entries' size.
+	meanSize atomic.Int64
+}
+
+// EnableSpill makes the index keep a spill file in dir, written by render.
+// It is called before Load; FillSpill then fills the file.
+func (x *Index) EnableSpill(dir string, render Renderer) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("index spill: %w", err)
+	}
+	s := &spillState{dir: dir, render: render, wake: make(chan struct{}, 1)}
+	sp, err := s.open()
+	if err != nil {
+		return err
+	}
+	s.cur.Store(sp)
+	x.spill = s
+	return nil
+}
+
+// open creates a new, unlinked spill file.
+func (s *spillState) open() (*spill, error) {
+	f, err := os.CreateTemp(s.dir, "spill-*")
+	if err != nil {
+		return nil, fmt.Errorf("index spill: %w", err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("index spill: %w", err)
+	}
+	return &spill{f: f}, nil
+}
+
+// CloseSpill closes the spill file (checks read storage again).
+func (x *Index) CloseSpill() {
+	if x.spill == nil {
+		return
+	}
+	x.mu.Lock()
+	sp := x.spill.cur.Swap(nil)
+	x.mu.Unlock()
+	if sp != nil {
+		sp.f.Close()
+	}
+}
+
+// SpillStats says how many reports have an entry in the spill, of how many
+// indexed, and the entries' bytes (live, and garbage awaiting a rewrite).
+type SpillStats struct {
+	Enabled         bool
+	Entries, Of     int
+	Live, Garbage   int64
+	Written         int64
+	FilledOnce      bool
+	FirstFillMillis int64
+}
+
+// SpillStats returns the spill's figures.
+func (x *Index) SpillStats() SpillStats {
+	if x.spill == nil {
+		return SpillStats{}
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	t := x.byKey
+	return SpillStats{Enabled: true, Entries: t.spillEntries, Of: t.len(), Live: t.spillLive, Garbage: t.spillGarbage,
+		Written: x.spill.written.Load(), FilledOnce: x.filledOnce.Load(), FirstFillMillis: x.firstFill.Load()}
+}
+
+// appendEntries writes entries and returns where each starts.
+func (sp *spill) appendEntries(buf []byte, sizes []int) ([]int64, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if _, err := sp.f.WriteAt(buf, sp.end); err != nil {
+		return nil, err
+	}
+	offs := make([]int64, len(sizes))
+	at := sp.end
+	for i, n := range sizes {
+		offs[i] = at
+		at += int64(n)
+	}
+	sp.end = at
+	return offs, nil
+}
+
+// entry appends one entry for t to buf.
+func (s *spillState) entry(buf []byte, id uuid.UUID, t core.Threat) ([]byte, error) {
+	body, err := s.render(t)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, id[:]...)
+	if t.Details.ContactEmail == "" {
+		buf = append(buf, 0)
+	} else {
+		sub := t.SubmitterID
+		if len(sub) > 255 {
+			return buf, fmt.Errorf("index spill: submitter id of %d bytes", len(sub))
+		}
+		buf = append(buf, 1, byte(len(sub)))
+		buf = append(buf, sub...)
+	}
+	return append(buf, body...), nil
+}
+
+// pending is a report the fill reads: its key, id and the rec's generation
+// when it was chosen.
+type pending struct {
+	key string
+	id  uuid.UUID
+	gen uint32
+}
+
+// writeEntries renders and appends ts (reports chosen as want) and points
+// their records at the entries, unless a record changed since it was
+// chosen (its generation moved) or already has an entry.
+func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error {
+	s := x.spill
+	sp := s.cur.Load()
+	if sp == nil {
+		return nil
+	}
+	var (
+		buf      []byte
+		sizes    []int
+		ps       []pending
+		offs     []int64
+		firstErr error
+	)
+	// Entries go to the file a MiB at a time: a page of large reports is
+	// not copied into one buffer the size of the page.
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		at, err := sp.appendEntries(buf, sizes[len(offs):])
+		if err != nil {
+			return fmt.Errorf("index spill: %w", err)
+		}
+		offs = append(offs, at...)
+		buf = buf[:0]
+		return nil
+	}
+	for _, t := range ts {
+		id, err := uuid.Parse(t.ID)
+		if err != nil {
+			continue
+		}
+		p, ok := want[id]
+		if !ok || t.Status != core.StatusVerified {
+			continue
+		}
+		n := len(buf)
+		if buf, err = s.entry(buf, id, t); err != nil {
+			buf = buf[:n]
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		sizes = append(sizes, len(buf)-n)
+		ps = append(ps, p)
+		s.noteSize(len(buf) - n)
+		if len(buf) >= spillFlushBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if len(ps) == 0 {
+		return firstErr
+	}
+	s.written.Add(int64(len(ps)))
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if s.cur.Load() != sp {
+		return firstErr // rewritten meanwhile: these entries are in the old file
+	}
+	t := x.byKey
+	for i, p := range ps {
+		r, ok := t.get(p.key)
+		if !ok || r.id != p.id || r.gen != p.gen || r.spillLen != 0 {
+			t.spillGarbage += int64(sizes[i])
+			continue
+		}
+		r.spillOff, r.spillLen = offs[i], uint32(sizes[i])
+		t.spillLive += int64(sizes[i])
+		t.spillEntries++
+	}
+	return firstErr
+}
+
+// noteSize keeps a running mean of the entries' size, by which the fill
+// sizes its batches.
+func (s *spillState) noteSize(n int) {
+	old := s.meanSize.Load()
+	if old == 0 {
+		s.meanSize.Store(int64(n))
+		return
+	}
+	s.meanSize.Store(old + (int64(n)-old)/16)
+}
+
+// batchSize is how many reports the fill asks storage for at once: up to
+// spillBatch, and about spillBatchBytes of them by the entries' mean size
+// (a few at first, until there is one).
+func (s *spillState) batchSize() int {
+	mean := s.meanSize.Load()
+	if mean <= 0 {
+		return spillFirstBatch
+	}
+	return int(max(1, min(spillBatch, spillBatchBytes/mean)))
+}
+
+// spillChanged writes the entries of reports the follower has just indexed
+// (ts, as GetThreats returned them); on failure the fill writes them.
+func (x *Index) spillChanged(ts []core.Threat) {
+	if x.spill == nil {
+		return
+	}
+	want := make(map[uuid.UUID]pending, len(ts))
+	x.mu.RLock()
+	for _, t := range ts {
+		if r, ok := x.byKey.get(t.CanonicalKey); ok && r.spillLen == 0 && uuid.UUID(r.id).String() == t.ID {
+			want[r.id] = pending{key: t.CanonicalKey, id: r.id, gen: r.gen}
+		}
+	}
+	x.mu.RUnlock()
+	if len(want) == 0 {
+		return
+	}
+	if err := x.writeEntries(ts, want); err != nil {
+		x.spill.signal()
+	}
+}
+
+// signal wakes the fill.
+func (s *spillState) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// FillSpill writes an entry for every indexed report that has none, then
+// keeps doing so as reports are indexed, until ctx ends. It waits for
+// Load. A failed storage call is retried after a pause (onErr hears of
+// it); onFilled is called once, when every report loaded has an entry.
+func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(SpillStats)) {
+	if x.spill == nil {
+		return
+	}
+	started := time.Now()
+	for !x.ready.Load() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cursor := 0
+	for {
+		if x.spill.cur.Load() == nil {
+			return // closed
+		}
+		x.maybeRewriteSpill()
+		batch, next, wrapped := x.unspilled(cursor, x.spill.batchSize())
+		cursor = next
+		if len(batch) == 0 && wrapped {
+			if !x.filledOnce.Load() {
+				x.firstFill.Store(time.Since(started).Milliseconds())
+				x.filledOnce.Store(true)
+				if onFilled != nil {
+					onFilled(x.SpillStats())
+				}
+			}
+			// The follower writes the entries of changed reports; a pass
+			// now and then catches any it could not.
+			select {
+			case <-ctx.Done():
+				return
+			case <-x.spill.wake:
+			case <-time.After(spillRescan):
+			}
+			continue
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		ids := make([]string, len(batch))
+		want := make(map[uuid.UUID]pending, len(batch))
+		for i, p := range batch {
+			ids[i] = p.id.String()
+			want[p.id] = p
+		}
+		ts, err := x.store.GetThreats(ctx, ids)
+		if err == nil {
+			err = x.writeEntries(ts, want)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if onErr != nil {
+				onErr(err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// unspilled returns up to n records without an entry, scanning from record
+// index from; next is where to go on, wrapped whether the scan reached the
+// end (and next is 0).
+func (x *Index) unspilled(from, n int) (out []pending, next int, wrapped bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	t := x.byKey
+	// Bound the records scanned under the lock as well as those returned.
+	stop := min(len(t.recs), from+64*n)
+	i := from
+	for ; i < stop && len(out) < n; i++ {
+		r := &t.recs[i]
+		if r.flags&flagLive == 0 || r.spillLen != 0 {
+			continue
+		}
+		out = append(out, pending{key: t.key(r), id: r.id, gen: r.gen})
+	}
+	if i >= len(t.recs) {
+		return out, 0, true
+	}
+	return out, i, false
+}
+
+// maybeRewriteSpill starts a new, empty file once garbage outweighs live
+// entries (and is worth it): every record loses its entry and the fill
+// writes them again.
+func (x *Index) maybeRewriteSpill() {
+	s := x.spill
+	x.mu.RLock()
+	t := x.byKey
+	worth := t.spillGarbage >= spillCompactMin && t.spillGarbage > t.spillLive
+	x.mu.RUnlock()
+	if !worth {
+		return
+	}
+	sp, err := s.open()
+	if err != nil {
+		return // the old file serves on
+	}
+	x.mu.Lock()
+	if s.cur.Load() == nil { // closed meanwhile
+		x.mu.Unlock()
+		sp.f.Close()
+		return
+	}
+	t = x.byKey
+	for i := range t.recs {
+		r := &t.recs[i]
+		r.spillOff, r.spillLen = 0, 0
+	}
+	t.spillLive, t.spillGarbage, t.spillEntries = 0, 0, 0
+	old := s.cur.Swap(sp)
+	x.mu.Unlock()
+	if old != nil {
+		// A read that took its position before the swap fails on the
+		// closed file and falls back to storage.
+		old.f.Close()
+	}
+}
+
+// errSpillEntry is a spill entry that is not the report asked for.
+var errSpillEntry = errors.New("index spill: entry does not match its report")
+
+// readEntry reads the entry of report id at off (n bytes) from sp: whether
+// the report has a contact e-mail, its submitter's id if so, and the
+// rendered record.
+func readEntry(sp *spill, id [16]byte, off int64, n uint32) (contact bool, submitter string, body []byte, err error) {
+	buf := make([]byte, n)
+	if _, err := sp.f.ReadAt(buf, off); err != nil {
+		return false, "", nil, err
+	}
+	if n < 17 || [16]byte(buf[:16]) != id {
+		return false, "", nil, errSpillEntry
+	}
+	rest := buf[17:]
+	switch buf[16] {
+	case 0:
+		return false, "", rest, nil
+	case 1:
+		if len(rest) < 1 || 1+int(rest[0]) > len(rest) {
+			return false, "", nil, errSpillEntry
+		}
+		sl := int(rest[0])
+		return true, string(rest[1 : 1+sl]), rest[1+sl:], nil
+	}
+	return false, "", nil, errSpillEntry
+}

@@ -1,0 +1,126 @@
+package index_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api"
+	"github.com/threatd/threatd/core/index"
+)
+
+// TestSpillFollowsReports drives the spill over a real SQLite store: the
+// fill writes every verified report's check answer as api.RenderRecord
+// writes it, the follower writes changed reports' answers as it applies
+// them (never leaving the old one), and withdrawn reports stop matching.
+func TestSpillFollowsReports(t *testing.T) {
+	ctx := context.Background()
+	sb := newSubmitter(t, "spill@example.com")
+	st, reports, p := sb.st, sb.reports, sb.p
+	submit := func(name, contact string) core.Threat {
+		s := core.Submission{ReportType: ptr("package"), ResourceIdentifier: &name, Registry: ptr("npm"), ThreatDescription: ptr("steals <tokens> & keys")}
+		if contact != "" {
+			s.ContactEmail = &contact
+		}
+		th, err := reports.Submit(ctx, p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th
+	}
+	a, b, c := submit("spill-a", "a@example.org"), submit("spill-b", ""), submit("spill-c", "")
+	for _, th := range []core.Threat{a, b} {
+		if _, err := reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := t.TempDir()
+	idx := index.New(st, 16)
+	if err := idx.EnableSpill(dir, api.RenderRecord); err != nil {
+		t.Fatal(err)
+	}
+	defer idx.CloseSpill()
+	if err := idx.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fillCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	filled := make(chan index.SpillStats, 1)
+	go idx.FillSpill(fillCtx, func(err error) { t.Errorf("fill: %v", err) }, func(s index.SpillStats) { filled <- s })
+	select {
+	case s := <-filled:
+		if s.Entries != 2 || s.Of != 2 || s.Live <= 0 || s.Garbage != 0 {
+			t.Fatalf("filled: %+v", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the spill was not filled")
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("the spill file is left in %s: %v", dir, names)
+	}
+
+	// rendered checks name's answer against the report as stored now.
+	rendered := func(name string, want core.Threat) index.Rendered {
+		t.Helper()
+		r, ok, err := idx.CheckRendered(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm"})
+		if err != nil || !ok {
+			t.Fatalf("%s: ok %v, %v", name, ok, err)
+		}
+		if want.ID == "" {
+			if r.Count != 0 || r.Body != nil {
+				t.Fatalf("%s: %+v, want no match", name, r)
+			}
+			return r
+		}
+		ts, err := st.GetThreats(ctx, []string{want.ID})
+		if err != nil || len(ts) != 1 {
+			t.Fatal(ts, err)
+		}
+		body, _ := api.RenderRecord(ts[0])
+		if r.Count != 1 || r.Registry != "npm" || !bytes.Equal(r.Body, body) {
+			t.Fatalf("%s: count %d registry %q\n got %s\nwant %s", name, r.Count, r.Registry, r.Body, body)
+		}
+		return r
+	}
+	if r := rendered("spill-a", a); !r.Contact || r.Submitter != p.User.ID || bytes.Contains(r.Body, []byte("a@example.org")) {
+		t.Fatalf("a report with a contact e-mail: %+v", r)
+	}
+	if r := rendered("spill-b", b); r.Contact || r.Submitter != "" {
+		t.Fatalf("a report without a contact e-mail: %+v", r)
+	}
+	rendered("spill-c", core.Threat{})
+	rendered("never-reported", core.Threat{})
+
+	// Changes through the follower: a revision, a verification, a
+	// withdrawal.
+	f := &index.Follower{Store: st, Index: idx, Principals: index.NewPrincipals(sb.acc, time.Second), Log: slog.New(slog.DiscardHandler)}
+	_, rev, err := reports.Modify(ctx, p, b.ID, core.Patch{Submission: core.Submission{Publisher: ptr("mallory")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := reports.DecideRevision(ctx, rev.ID, true, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reports.Decide(ctx, c.ID, 0, core.DecisionVerify, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reports.Decide(ctx, a.ID, 0, core.DecisionReject, "withdrawn", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Catch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := rendered("spill-b", b); !bytes.Contains(r.Body, []byte(`"publisher":"mallory"`)) {
+		t.Fatalf("after the revision: %s", r.Body)
+	}
+	rendered("spill-c", c)
+	rendered("spill-a", core.Threat{})
+	if s := idx.SpillStats(); s.Entries != 2 || s.Of != 2 || s.Garbage == 0 {
+		t.Fatalf("after the changes: %+v", s)
+	}
+}
