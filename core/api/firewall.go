@@ -78,7 +78,7 @@ func (s *Server) firewallPath(path string) bool {
 func (s *Server) firewallTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		limit := s.opts.Firewall.PerTokenPerMinute
-		if err := s.charge(c, "firewall:"+principal(c).Token.ID, limit, 1, fmt.Sprintf("the firewall allows %d requests per minute", limit)); err != nil {
+		if err := s.charge(c, "firewall:"+principal(c).Token.ID, limit, 1, func() string { return fmt.Sprintf("the firewall allows %d requests per minute", limit) }); err != nil {
 			return err
 		}
 		return next(c)

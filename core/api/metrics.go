@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,10 +22,14 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	restarts *prometheus.CounterVec
-	imported *prometheus.CounterVec
-	runs     *prometheus.CounterVec
-	blocks   *prometheus.CounterVec
+	// observers holds each (method, route, status)'s counter and
+	// histogram once looked up: every request counts itself, and the
+	// label look-ups hashed three strings twice a request.
+	observers sync.Map // observerKey → *observer
+	restarts  *prometheus.CounterVec
+	imported  *prometheus.CounterVec
+	runs      *prometheus.CounterVec
+	blocks    *prometheus.CounterVec
 
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Histogram
@@ -210,9 +215,28 @@ func (m *Metrics) observe(method, route string, status int, took time.Duration) 
 	if route == "" || route == "/*" || route == "*" {
 		route = "unmatched"
 	}
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(method, route, code).Inc()
-	m.latency.WithLabelValues(method, route, code).Observe(took.Seconds())
+	k := observerKey{method, route, status}
+	o, ok := m.observers.Load(k)
+	if !ok {
+		// Routes are the registered patterns and methods a fixed set, so
+		// the keys are bounded.
+		code := strconv.Itoa(status)
+		o, _ = m.observers.LoadOrStore(k, &observer{m.requests.WithLabelValues(method, route, code), m.latency.WithLabelValues(method, route, code)})
+	}
+	ob := o.(*observer)
+	ob.requests.Inc()
+	ob.latency.Observe(took.Seconds())
+}
+
+// observerKey is one series of the request metrics.
+type observerKey struct {
+	method, route string
+	status        int
+}
+
+type observer struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // Delivery counts a webhook delivery attempt (push.Observer).

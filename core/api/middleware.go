@@ -123,19 +123,20 @@ func (s *Server) perTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) chargeToken(c *echo.Context, cost int, hint string) error {
 	p := principal(c)
 	limit := s.opts.PerTokenPerMinute[p.User.Tier]
-	return s.charge(c, p.Token.ID, limit, cost, fmt.Sprintf("the limit is %d requests per minute%s", limit, hint))
+	return s.charge(c, p.Token.ID, limit, cost, func() string { return fmt.Sprintf("the limit is %d requests per minute%s", limit, hint) })
 }
 
 // charge counts cost requests against the budget key of limit per minute
 // (0 = none), sets the RateLimit-* headers, and refuses with a 429 saying
-// what the limit is past it.
-func (s *Server) charge(c *echo.Context, key string, limit, cost int, what string) error {
+// what the limit is past it (what is only written then: every request of
+// the hot path passes here).
+func (s *Server) charge(c *echo.Context, key string, limit, cost int, what func() string) error {
 	r := s.tokenLimiter.Take(key, limit, cost)
 	if limit > 0 {
 		setRateLimitHeaders(c, r.Limit, r.Remaining, r.ResetSeconds())
 	}
 	if !r.Allowed {
-		return tooManyRequests("Rate limit exceeded for this API token: "+what+"; try again later", r.ResetSeconds())
+		return tooManyRequests("Rate limit exceeded for this API token: "+what()+"; try again later", r.ResetSeconds())
 	}
 	return nil
 }
