@@ -18,7 +18,9 @@ import (
 func TestSpillGuards(t *testing.T) {
 	ctx := context.Background()
 	x := New(nil, 16)
-	render := func(th core.Threat) ([]byte, error) { return []byte(`{"d":"` + th.Details.ThreatDescription + `"}`), nil }
+	render := func(th core.Threat) ([]byte, error) {
+		return []byte(`{"d":"` + th.Details.ThreatDescription + `"}`), nil
+	}
 	if err := x.EnableSpill(t.TempDir(), render); err != nil {
 		t.Fatal(err)
 	}
