@@ -145,7 +145,7 @@ func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
 		}, func() float64 { return float64(idx.SpillStats().Garbage) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "threatd_index_spill_filled",
-			Help: "1 once every verified report loaded at start has a spill entry (cache.spill).",
+			Help: "1 once the first pass of the spill's fill over the reports loaded at start has ended (cache.spill): each has an entry but those changed meanwhile, which the follower writes.",
 		}, func() float64 {
 			if idx.SpillStats().FilledOnce {
 				return 1

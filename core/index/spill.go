@@ -74,10 +74,9 @@ type spillState struct {
 	dir    string
 	render Renderer
 	cur    atomic.Pointer[spill]
-	// wake is signalled when a report is indexed without an entry.
+	// wake is signalled when the follower could not write the entries of
+	// the reports it indexed.
 	wake chan struct{}
-	// written counts entries written (for tests and metrics).
-	written atomic.Int64
 	// meanSize is the running mean of the entries' size.
 	meanSize atomic.Int64
 }
@@ -125,12 +124,12 @@ func (x *Index) CloseSpill() {
 }
 
 // SpillStats says how many reports have an entry in the spill, of how many
-// indexed, and the entries' bytes (live, and garbage awaiting a rewrite).
+// indexed, the entries' bytes (live, and garbage awaiting a rewrite), and
+// whether (and how long after FillSpill started) the first pass over the
+// reports ended.
 type SpillStats struct {
-	Enabled         bool
 	Entries, Of     int
 	Live, Garbage   int64
-	Written         int64
 	FilledOnce      bool
 	FirstFillMillis int64
 }
@@ -143,8 +142,8 @@ func (x *Index) SpillStats() SpillStats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	t := x.byKey
-	return SpillStats{Enabled: true, Entries: t.spillEntries, Of: t.len(), Live: t.spillLive, Garbage: t.spillGarbage,
-		Written: x.spill.written.Load(), FilledOnce: x.filledOnce.Load(), FirstFillMillis: x.firstFill.Load()}
+	return SpillStats{Entries: t.spillEntries, Of: t.len(), Live: t.spillLive, Garbage: t.spillGarbage,
+		FilledOnce: x.filledOnce.Load(), FirstFillMillis: x.firstFill.Load()}
 }
 
 // appendEntries writes entries and returns where each starts.
@@ -234,7 +233,7 @@ func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error
 		n := len(buf)
 		if buf, err = s.entry(buf, id, t); err != nil {
 			buf = buf[:n]
-			firstErr = cmp.Or(firstErr, err)
+			firstErr = cmp.Or(firstErr, error(renderError{t.ID, err}))
 			continue
 		}
 		sizes = append(sizes, len(buf)-n)
@@ -252,7 +251,6 @@ func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error
 	if len(ps) == 0 {
 		return firstErr
 	}
-	s.written.Add(int64(len(ps)))
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if s.cur.Load() != sp {
@@ -271,6 +269,16 @@ func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error
 	}
 	return firstErr
 }
+
+// renderError is a report whose entry could not be written: it is left
+// without one (its checks read storage), and the fill goes on.
+type renderError struct {
+	id  string
+	err error
+}
+
+func (e renderError) Error() string { return fmt.Sprintf("index spill: report %s: %v", e.id, e.err) }
+func (e renderError) Unwrap() error { return e.err }
 
 // noteSize keeps a running mean of the entries' size, by which the fill
 // sizes its batches.
@@ -303,8 +311,12 @@ func (x *Index) spillChanged(ts []core.Threat) {
 	want := make(map[uuid.UUID]pending, len(ts))
 	x.mu.RLock()
 	for _, t := range ts {
-		if r, ok := x.byKey.get(t.CanonicalKey); ok && r.spillLen == 0 && uuid.UUID(r.id).String() == t.ID {
-			want[r.id] = pending{key: t.CanonicalKey, id: r.id, gen: r.gen}
+		id, err := uuid.Parse(t.ID)
+		if err != nil {
+			continue
+		}
+		if r, ok := x.byKey.get(t.CanonicalKey); ok && r.spillLen == 0 && r.id == id {
+			want[id] = pending{key: t.CanonicalKey, id: id, gen: r.gen}
 		}
 	}
 	x.mu.RUnlock()
@@ -324,10 +336,13 @@ func (s *spillState) signal() {
 	}
 }
 
-// FillSpill writes an entry for every indexed report that has none, then
-// keeps doing so as reports are indexed, until ctx ends. It waits for
-// Load. A failed storage call is retried after a pause (onErr hears of
-// it); onFilled is called once, when every report loaded has an entry.
+// FillSpill writes an entry for every indexed report that has none, in
+// passes over the index, until ctx ends. It waits for Load. After a pass
+// it waits for the follower to ask for one, or for spillRescan: a report
+// storage did not return as verified (changed meanwhile) is asked for
+// once a pass, not again and again. A failed storage call is retried
+// after a pause (onErr hears of it); onFilled is called once, when the
+// first pass ends.
 func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(SpillStats)) {
 	if x.spill == nil {
 		return
@@ -347,52 +362,63 @@ func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(
 		}
 		x.maybeRewriteSpill()
 		batch, next, wrapped := x.unspilled(cursor, x.spill.batchSize())
-		cursor = next
-		if len(batch) == 0 && wrapped {
-			if !x.filledOnce.Load() {
-				x.firstFill.Store(time.Since(started).Milliseconds())
-				x.filledOnce.Store(true)
-				if onFilled != nil {
-					onFilled(x.SpillStats())
-				}
-			}
-			// The follower writes the entries of changed reports; a pass
-			// now and then catches any it could not.
-			select {
-			case <-ctx.Done():
-				return
-			case <-x.spill.wake:
-			case <-time.After(spillRescan):
-			}
-			continue
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		ids := make([]string, len(batch))
-		want := make(map[uuid.UUID]pending, len(batch))
-		for i, p := range batch {
-			ids[i] = p.id.String()
-			want[p.id] = p
-		}
-		ts, err := x.store.GetThreats(ctx, ids)
-		if err == nil {
-			err = x.writeEntries(ts, want)
-		}
-		if err != nil {
+		if err := x.fillBatch(ctx, batch); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			if onErr != nil {
 				onErr(err)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
+			// A report that cannot be rendered is left without an entry;
+			// a failed call to storage or write is tried again.
+			var skipped renderError
+			if !errors.As(err, &skipped) {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				continue // the same batch again
 			}
 		}
+		cursor = next
+		if !wrapped {
+			continue
+		}
+		if !x.filledOnce.Load() {
+			x.firstFill.Store(time.Since(started).Milliseconds())
+			x.filledOnce.Store(true)
+			if onFilled != nil {
+				onFilled(x.SpillStats())
+			}
+		}
+		// The follower writes the entries of changed reports; a pass now
+		// and then catches any it could not.
+		select {
+		case <-ctx.Done():
+			return
+		case <-x.spill.wake:
+		case <-time.After(spillRescan):
+		}
 	}
+}
+
+// fillBatch reads batch from storage and writes its entries.
+func (x *Index) fillBatch(ctx context.Context, batch []pending) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	ids := make([]string, len(batch))
+	want := make(map[uuid.UUID]pending, len(batch))
+	for i, p := range batch {
+		ids[i] = p.id.String()
+		want[p.id] = p
+	}
+	ts, err := x.store.GetThreats(ctx, ids)
+	if err != nil {
+		return err
+	}
+	return x.writeEntries(ts, want)
 }
 
 // unspilled returns up to n records without an entry, scanning from record
