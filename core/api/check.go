@@ -62,25 +62,6 @@ func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *ch
 // report's record from the index's spill when it holds it and viewer sees
 // the record as everyone does, else with the report itself.
 func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Principal) (checkResult, error) {
-	r, ok, err := s.index.CheckRendered(ctx, q)
-	if err != nil {
-		return checkResult{}, err
-	}
-	if ok && !(r.Contact && (core.Threat{SubmitterID: r.Submitter, Details: core.Details{ContactEmail: "-"}}).ShowsContactTo(viewer)) {
-		out := checkResult{ReportType: string(q.ReportType), ResourceIdentifier: q.ResourceIdentifier, ThreatCount: r.Count}
-		switch {
-		case q.Ecosystem != "":
-			out.Ecosystem = &q.Ecosystem
-		case r.Count > 0 && r.Registry != "":
-			out.Ecosystem = &r.Registry
-		}
-		if r.Count == 0 {
-			out.Message = notInDatabase(q)
-			return out, nil
-		}
-		out.Malicious, out.Details = true, json.RawMessage(r.Body)
-		return out, nil
-	}
 	res, err := s.index.CheckQuery(ctx, q)
 	if err != nil {
 		return checkResult{}, err
@@ -89,14 +70,26 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 	switch {
 	case q.Ecosystem != "":
 		out.Ecosystem = &q.Ecosystem
-	case res.Count > 0 && res.Latest.Registry != "":
-		out.Ecosystem = &res.Latest.Registry
+	case res.Count > 0 && res.Registry != "":
+		out.Ecosystem = &res.Registry
 	}
 	if res.Count == 0 {
 		out.Message = notInDatabase(q)
 		return out, nil
 	}
-	out.Malicious, out.Details = true, toRecord(res.Latest, viewer)
+	out.Malicious = true
+	if res.Answer != nil && !(res.Contact && (core.Threat{SubmitterID: res.Submitter, Details: core.Details{ContactEmail: "-"}}).ShowsContactTo(viewer)) {
+		out.Details = json.RawMessage(res.Answer)
+		return out, nil
+	}
+	t := res.Latest
+	if res.Answer != nil {
+		// The answer leaves out a contact e-mail this viewer may see.
+		if t, err = s.index.Record(ctx, res.ID); err != nil {
+			return checkResult{}, err
+		}
+	}
+	out.Details = toRecord(t, viewer)
 	return out, nil
 }
 

@@ -163,18 +163,47 @@ func (x *Index) Remove(key, id string) {
 type Result struct {
 	// Count is the number of verified reports that match.
 	Count int
-	// Latest is the most recently verified of them (zero when Count is 0).
+	// Latest is the most recently verified of them (zero when Count is 0,
+	// and when CheckQuery read Answer instead).
 	Latest core.Threat
+	// ID and Registry are Latest's, from the index.
+	ID       uuid.UUID
+	Registry string
+	// Answer is Latest as the spill's renderer wrote it, when CheckQuery
+	// read it from the spill. Contact then says the report has a contact
+	// e-mail, which Answer leaves out, and Submitter is its submitter's id.
+	Answer    []byte
+	Contact   bool
+	Submitter string
 }
 
-// CheckQuery answers a resolved check-malicious query (the API's and the
-// web site's search): its keys (core.CheckKeys), then Check.
+// CheckQuery answers a resolved check-malicious query: its keys
+// (core.CheckKeys), then the verified reports under them, the latest read
+// from the spill when it holds it (Answer), else as a report (Latest).
 func (x *Index) CheckQuery(ctx context.Context, q core.CheckQuery) (Result, error) {
 	keys, err := core.CheckKeys(q)
 	if err != nil {
 		return Result{}, err
 	}
-	return x.Check(ctx, keys, q.Version)
+	hits, sp, err := x.hits(ctx, keys, q.Version)
+	if err != nil || len(hits) == 0 {
+		return Result{}, err
+	}
+	h := slices.MinFunc(hits, newestFirst)
+	res := Result{Count: len(hits), ID: h.id, Registry: h.registry}
+	if sp != nil && h.spillLen != 0 {
+		// An entry that cannot be read (the file rewritten or closed
+		// meanwhile) leaves the answer to storage.
+		contact, sub, body, err := readEntry(sp, h.id, h.spillOff, h.spillLen)
+		if err == nil && len(body) > 0 {
+			res.Answer, res.Contact, res.Submitter = body, contact, sub
+			return res, nil
+		}
+	}
+	if res.Latest, err = x.Record(ctx, h.id); err != nil {
+		return Result{}, err
+	}
+	return res, nil
 }
 
 // hit is a matching report in the index.
@@ -238,64 +267,6 @@ func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit,
 		}
 	}
 	return out, sp, nil
-}
-
-// Rendered is a check's answer read from the spill.
-type Rendered struct {
-	// Count is the number of verified reports that match.
-	Count int
-	// Registry is the latest report's registry ("" for other types).
-	Registry string
-	// Body is the latest report as the spill's renderer wrote it (nil
-	// when Count is 0).
-	Body []byte
-	// Contact says the report has a contact e-mail, which Body leaves
-	// out; Submitter is then its submitter's id.
-	Contact   bool
-	Submitter string
-}
-
-// CheckRendered answers a resolved query like CheckQuery, with the latest
-// report read from the spill. ok is false when the spill holds no entry for
-// it (not enabled, not filled yet, or the file rewritten meanwhile): then
-// CheckQuery answers.
-func (x *Index) CheckRendered(ctx context.Context, q core.CheckQuery) (res Rendered, ok bool, err error) {
-	if x.spill == nil {
-		return Rendered{}, false, nil
-	}
-	keys, err := core.CheckKeys(q)
-	if err != nil {
-		return Rendered{}, false, err
-	}
-	hits, sp, err := x.hits(ctx, keys, q.Version)
-	if err != nil {
-		return Rendered{}, false, err
-	}
-	if len(hits) == 0 {
-		return Rendered{}, true, nil
-	}
-	h := slices.MinFunc(hits, newestFirst)
-	if h.spillLen == 0 || sp == nil {
-		return Rendered{}, false, nil
-	}
-	contact, sub, body, rerr := readEntry(sp, h.id, h.spillOff, h.spillLen)
-	if rerr != nil || len(body) == 0 {
-		return Rendered{}, false, nil
-	}
-	return Rendered{Count: len(hits), Registry: h.registry, Body: body, Contact: contact, Submitter: sub}, true, nil
-}
-
-// Check answers a query: the verified reports under keys that affect version.
-func (x *Index) Check(ctx context.Context, keys []string, version string) (Result, error) {
-	hits, _, err := x.hits(ctx, keys, version)
-	if err != nil || len(hits) == 0 {
-		return Result{}, err
-	}
-	t, err := x.Record(ctx, slices.MinFunc(hits, newestFirst).id)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{Count: len(hits), Latest: t}, nil
 }
 
 // Matches returns every verified report under keys that affects version,

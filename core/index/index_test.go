@@ -70,11 +70,7 @@ func TestFollowerKeepsIndexCurrent(t *testing.T) {
 	principals := index.NewPrincipals(acc, time.Second)
 	f := &index.Follower{Store: st, Index: idx, Principals: principals, Log: slog.New(slog.DiscardHandler)}
 	check := func(name, version string) index.Result {
-		keys, err := core.CheckKeys(core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm", Version: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := idx.Check(ctx, keys, version)
+		r, err := idx.CheckQuery(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm", Version: version})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,11 +166,7 @@ func BenchmarkCheck(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					q := core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: ident(i), Ecosystem: "npm", Version: "1.0.1"}
-					keys, err := core.CheckKeys(q)
-					if err != nil {
-						b.Fatal(err)
-					}
-					r, err := idx.Check(ctx, keys, q.Version)
+					r, err := idx.CheckQuery(ctx, q)
 					if err != nil || (r.Count > 0) != wantHit {
 						b.Fatalf("%s: %+v %v", q.ResourceIdentifier, r, err)
 					}
@@ -231,8 +223,7 @@ func TestFollowerBeforeIndexLoaded(t *testing.T) {
 	if err := f.Catch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := core.CheckKeys(core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: id, Ecosystem: "npm"})
-	if r, err := idx.Check(ctx, keys, ""); err != nil || r.Count != 1 {
+	if r, err := idx.CheckQuery(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: id, Ecosystem: "npm"}); err != nil || r.Count != 1 {
 		t.Fatalf("after load: %+v %v", r, err)
 	}
 }

@@ -47,7 +47,7 @@ func TestSpillGuards(t *testing.T) {
 	if err := x.writeEntries([]core.Threat{th("old")}, map[uuid.UUID]pending{id: chosen[0]}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := x.CheckRendered(ctx, q); ok {
+	if r, _ := x.byKey.get(sum.CanonicalKey); r.spillLen != 0 {
 		t.Fatal("an answer read before a change was attached to the changed record")
 	}
 	if s := x.SpillStats(); s.Entries != 0 || s.Garbage == 0 {
@@ -57,9 +57,9 @@ func TestSpillGuards(t *testing.T) {
 	if err := x.writeEntries([]core.Threat{th("new")}, map[uuid.UUID]pending{id: chosen[0]}); err != nil {
 		t.Fatal(err)
 	}
-	r, ok, err := x.CheckRendered(ctx, q)
-	if err != nil || !ok || string(r.Body) != `{"d":"new"}` || r.Count != 1 {
-		t.Fatalf("fresh entry: %+v %v %v", r, ok, err)
+	r, err := x.CheckQuery(ctx, q)
+	if err != nil || string(r.Answer) != `{"d":"new"}` || r.Count != 1 || r.ID != id {
+		t.Fatalf("fresh entry: %+v %v", r, err)
 	}
 
 	// An entry is read only for its own report.
@@ -77,7 +77,7 @@ func TestSpillGuards(t *testing.T) {
 	// written them again), and the old file closed under late readers.
 	x.byKey.spillGarbage = spillCompactMin
 	x.maybeRewriteSpill()
-	if _, ok, _ := x.CheckRendered(ctx, q); ok {
+	if r, _ := x.byKey.get(sum.CanonicalKey); r.spillLen != 0 {
 		t.Fatal("an entry survived the rewrite")
 	}
 	if s := x.SpillStats(); s.Entries != 0 || s.Live != 0 || s.Garbage != 0 {

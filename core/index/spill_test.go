@@ -70,30 +70,34 @@ func TestSpillFollowsReports(t *testing.T) {
 		t.Fatalf("the spill file is left in %s: %v", dir, names)
 	}
 
-	// rendered checks name's answer against the report as stored now.
-	rendered := func(name string, want core.Threat) index.Rendered {
+	// rendered checks name's answer, read from the spill, against the
+	// report as stored now.
+	rendered := func(name string, want core.Threat) index.Result {
 		t.Helper()
-		r, ok, err := idx.CheckRendered(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm"})
-		if err != nil || !ok {
-			t.Fatalf("%s: ok %v, %v", name, ok, err)
+		r, err := idx.CheckQuery(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
 		if want.ID == "" {
-			if r.Count != 0 || r.Body != nil {
+			if r.Count != 0 || r.Answer != nil {
 				t.Fatalf("%s: %+v, want no match", name, r)
 			}
 			return r
+		}
+		if r.Answer == nil || r.Latest.ID != "" {
+			t.Fatalf("%s: answered from storage, not the spill: %+v", name, r)
 		}
 		ts, err := st.GetThreats(ctx, []string{want.ID})
 		if err != nil || len(ts) != 1 {
 			t.Fatal(ts, err)
 		}
 		body, _ := api.RenderRecord(ts[0])
-		if r.Count != 1 || r.Registry != "npm" || !bytes.Equal(r.Body, body) {
-			t.Fatalf("%s: count %d registry %q\n got %s\nwant %s", name, r.Count, r.Registry, r.Body, body)
+		if r.Count != 1 || r.Registry != "npm" || r.ID.String() != want.ID || !bytes.Equal(r.Answer, body) {
+			t.Fatalf("%s: count %d registry %q id %s\n got %s\nwant %s", name, r.Count, r.Registry, r.ID, r.Answer, body)
 		}
 		return r
 	}
-	if r := rendered("spill-a", a); !r.Contact || r.Submitter != p.User.ID || bytes.Contains(r.Body, []byte("a@example.org")) {
+	if r := rendered("spill-a", a); !r.Contact || r.Submitter != p.User.ID || bytes.Contains(r.Answer, []byte("a@example.org")) {
 		t.Fatalf("a report with a contact e-mail: %+v", r)
 	}
 	if r := rendered("spill-b", b); r.Contact || r.Submitter != "" {
@@ -121,8 +125,8 @@ func TestSpillFollowsReports(t *testing.T) {
 	if err := f.Catch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := rendered("spill-b", b); !bytes.Contains(r.Body, []byte(`"publisher":"mallory"`)) {
-		t.Fatalf("after the revision: %s", r.Body)
+	if r := rendered("spill-b", b); !bytes.Contains(r.Answer, []byte(`"publisher":"mallory"`)) {
+		t.Fatalf("after the revision: %s", r.Answer)
 	}
 	rendered("spill-c", c)
 	rendered("spill-a", core.Threat{})
