@@ -61,18 +61,3 @@ func CheckKeys(q CheckQuery) ([]string, error) {
 	}
 	return keys, nil
 }
-
-// VersionMatches reports whether a report whose version_info is versions
-// affects version: an empty list or an empty version matches everything (a
-// report marked AllVersions matches without consulting the list).
-func VersionMatches(versions, version string) bool {
-	if versions == "" || version == "" {
-		return true
-	}
-	for v := range strings.SplitSeq(versions, ",") {
-		if strings.TrimSpace(v) == version {
-			return true
-		}
-	}
-	return false
-}

@@ -17,7 +17,7 @@ func TestDomainImports(t *testing.T) {
 		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
 	}
 	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/taxii", "github.com/threatd/threatd/core/feed",
-		"github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index", "github.com/threatd/threatd/core/firewall", "github.com/threatd/threatd/core/scan"} {
+		"github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index", "github.com/threatd/threatd/core/firewall", "github.com/threatd/threatd/core/scan", "github.com/threatd/threatd/core/versioning"} {
 		for _, d := range deps(t, pkg, 5) {
 			// uuid brings database/sql/driver (for Scan/Value); database/sql itself is forbidden.
 			if d == "database/sql" {
@@ -32,12 +32,15 @@ func TestDomainImports(t *testing.T) {
 	}
 }
 
-// TestIOCIsALeaf keeps core/ioc below core: the indicator scanner imports
-// no threatd package, so core (and every format) can build on it.
-func TestIOCIsALeaf(t *testing.T) {
-	for _, d := range deps(t, "github.com/threatd/threatd/core/ioc", 5) {
-		if strings.HasPrefix(d, "github.com/threatd/threatd/") && d != "github.com/threatd/threatd/core/ioc" {
-			t.Errorf("core/ioc depends on %s (it must import no threatd package)", d)
+// TestLeavesImportNothingOfOurs keeps core/ioc and core/versioning below
+// core: the indicator scanner and the version rules import no threatd
+// package, so core (and every format) can build on them.
+func TestLeavesImportNothingOfOurs(t *testing.T) {
+	for _, leaf := range []string{"github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/versioning"} {
+		for _, d := range deps(t, leaf, 5) {
+			if strings.HasPrefix(d, "github.com/threatd/threatd/") && d != leaf {
+				t.Errorf("%s depends on %s (it must import no threatd package)", leaf, d)
+			}
 		}
 	}
 }

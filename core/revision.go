@@ -120,12 +120,21 @@ func ApplyPatch(t Threat, patch Patch, now time.Time) (Threat, error) {
 	if patch.ThreatDescription != nil && strings.TrimSpace(*patch.ThreatDescription) == "" {
 		return Threat{}, Invalid("threat_description", "cannot be emptied: it is required")
 	}
+	// A version list the patch leaves alone is not checked again: an
+	// imported list may hold spellings submit would refuse today.
+	keepVersions := patch.VersionInfo == nil
+	if keepVersions {
+		m.VersionInfo = nil
+	}
 	merged, err := NewThreat(m, now)
 	if err != nil {
 		return Threat{}, err
 	}
 	out := t
 	out.Details = merged.Details
+	if keepVersions {
+		out.Details.VersionInfo = t.Details.VersionInfo
+	}
 	return out, nil
 }
 

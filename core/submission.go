@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/threatd/threatd/core/versioning"
 )
 
 // RequiredFieldsError is the 400 of spec §7 for missing required fields; its
@@ -41,7 +43,7 @@ func present(p *string) bool { return p != nil && strings.TrimSpace(*p) != "" }
 // times are left for the caller. now bounds timestamps in the future. The
 // error is the first problem found, in field order (the API's 400).
 func NewThreat(s Submission, now time.Time) (Threat, error) {
-	t, errs := validateSubmission(s, now, false)
+	t, errs := validateSubmission(s, now, false, false)
 	if len(errs) > 0 {
 		return Threat{}, errs[0]
 	}
@@ -53,13 +55,25 @@ func NewThreat(s Submission, now time.Time) (Threat, error) {
 // then a *FieldError per invalid field (the web form shows them all, where
 // the API names the first). Nil means NewThreat accepts it.
 func SubmissionProblems(s Submission, now time.Time) []error {
-	_, errs := validateSubmission(s, now, true)
+	_, errs := validateSubmission(s, now, true, false)
 	return errs
 }
 
+// NewImportedThreat is NewThreat for a record an upstream source
+// publishes: its versions are kept as the upstream names them even where
+// submit would refuse a spelling its registry's client cannot install
+// (the upstream names what its registry served).
+func NewImportedThreat(s Submission, now time.Time) (Threat, error) {
+	t, errs := validateSubmission(s, now, false, true)
+	if len(errs) > 0 {
+		return Threat{}, errs[0]
+	}
+	return t, nil
+}
+
 // validateSubmission is NewThreat; with all, it goes on past a problem to
-// report every field's.
-func validateSubmission(s Submission, now time.Time, all bool) (Threat, []error) {
+// report every field's; imported skips the versions' registry rule.
+func validateSubmission(s Submission, now time.Time, all, imported bool) (Threat, []error) {
 	var errs []error
 	fail := func(err error) bool {
 		errs = append(errs, err)
@@ -127,7 +141,11 @@ func validateSubmission(s Submission, now time.Time, all bool) (Threat, []error)
 		if c.name == "threat_description" && !present(s.ThreatDescription) {
 			continue // named as missing
 		}
-		if err := c.check(&s, &t, now); err != nil && fail(err) {
+		err := c.check(&s, &t, now)
+		if err == nil && c.name == "version_info" && !imported {
+			err = installableVersions(t)
+		}
+		if err != nil && fail(err) {
 			return Threat{}, errs
 		}
 	}
@@ -208,10 +226,26 @@ func checkTags(s *Submission, t *Threat, _ time.Time) (err error) {
 }
 
 func checkVersionInfo(s *Submission, t *Threat, _ time.Time) (err error) {
-	if present(s.VersionInfo) {
-		t.Details.VersionInfo, err = versions(*s.VersionInfo)
+	if !present(s.VersionInfo) {
+		return nil
 	}
+	t.Details.VersionInfo, err = versions(*s.VersionInfo)
 	return err
+}
+
+// installableVersions refuses a package report's version that its
+// registry's client can never select: it would never block or match
+// anything (core/versioning, docs/versions.md).
+func installableVersions(t Threat) error {
+	if t.ReportType != TypePackage || t.Registry == "" || t.Details.VersionInfo == "" {
+		return nil
+	}
+	for v := range strings.SplitSeq(t.Details.VersionInfo, ",") {
+		if err := versioning.Check(t.Registry, v); err != nil {
+			return Invalid("version_info", "%s", err.Error())
+		}
+	}
+	return nil
 }
 
 func checkLastSeen(s *Submission, t *Threat, now time.Time) (err error) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/versioning"
 )
 
 // Registries are the package registries the firewall serves.
@@ -108,6 +109,9 @@ type Verdict struct {
 	// Private is set when the name matches firewall.private.
 	Private bool
 	threats []core.Threat
+	// lists are the threats' version lists in canonical form
+	// (core/versioning), "" for one that affects every version.
+	lists []string
 }
 
 // Lookup returns the verdict for a package. A name the registry would not
@@ -123,8 +127,16 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 	if err != nil {
 		return v, nil
 	}
-	v.threats, err = p.index.Matches(ctx, []string{key}, "")
-	return v, err
+	if v.threats, err = p.index.Matches(ctx, []string{key}, ""); err != nil {
+		return v, err
+	}
+	v.lists = make([]string, len(v.threats))
+	for i, t := range v.threats {
+		if !t.AllVersions {
+			v.lists[i] = versioning.CanonicalList(registry, t.Details.VersionInfo)
+		}
+	}
+	return v, nil
 }
 
 // Clean says whether no report names any version of the package.
@@ -144,13 +156,19 @@ func (v Verdict) Fingerprint() string {
 
 // Blocking returns the reports that block version, newest first: those
 // that affect every version (no version_info, or an OSV range with no
-// fix), and those whose version_info lists it, as check-malicious matches.
-// A Go version is matched with and without its leading "v" (OSV records
-// name Go versions without it).
+// fix), and those whose version_info names it as the registry's client
+// compares versions (core/versioning: npm's v1.0.1 is 1.0.1, PyPI's
+// 1.0.1.0 and 1.0.1+local are 1.0.1, Go's v2.0.0+incompatible is 2.0.0),
+// as check-malicious matches. A version that is "" (one the firewall
+// could not read) is blocked by every report of the package.
 func (v Verdict) Blocking(version string) []core.Threat {
+	if len(v.threats) == 0 {
+		return nil
+	}
 	var out []core.Threat
-	for _, t := range v.threats {
-		if affects(t, v.Registry, version) {
+	q := versioning.NewQuery(v.Registry, version)
+	for i, t := range v.threats {
+		if v.lists[i] == "" || version == "" || q.In(v.lists[i]) {
 			out = append(out, t)
 		}
 	}
@@ -166,19 +184,6 @@ func (v Verdict) BlocksEvery() []core.Threat {
 		}
 	}
 	return out
-}
-
-func affects(t core.Threat, registry, version string) bool {
-	if t.AllVersions || core.VersionMatches(t.Details.VersionInfo, version) {
-		return true
-	}
-	if registry == core.RegistryGo {
-		if bare, ok := strings.CutPrefix(version, "v"); ok {
-			return core.VersionMatches(t.Details.VersionInfo, bare)
-		}
-		return core.VersionMatches(t.Details.VersionInfo, "v"+version)
-	}
-	return false
 }
 
 // Blocked is the refusal of one package version.

@@ -20,6 +20,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/versioning"
 )
 
 // maxInlineVersions bounds the version list kept in an entry; a longer list
@@ -123,7 +124,12 @@ func putSummary(t *table, s core.Summary) (uuid.UUID, error) {
 	if s.AllVersions {
 		flags |= flagAllVersions
 	}
-	versions := s.VersionInfo
+	// The list is kept in canonical form (core/versioning), so that a
+	// check compares each entry with one canonical query.
+	versions := ""
+	if s.ReportType == core.TypePackage {
+		versions = versioning.CanonicalList(s.Registry, s.VersionInfo)
+	}
 	if len(versions) > maxInlineVersions {
 		flags |= flagVersionsElsewhere
 		versions = ""
@@ -234,6 +240,26 @@ func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit,
 		elsewhere []hit
 		sp        *spill
 	)
+	// The version as each registry's client compares it, prepared once
+	// per registry (a check without an ecosystem spans several).
+	var queries [4]struct {
+		registry string
+		q        versioning.Query
+	}
+	nq := 0
+	query := func(registry string) versioning.Query {
+		for i := range nq {
+			if queries[i].registry == registry {
+				return queries[i].q
+			}
+		}
+		q := versioning.NewQuery(registry, version)
+		if nq < len(queries) {
+			queries[nq].registry, queries[nq].q = registry, q
+			nq++
+		}
+		return q
+	}
 	x.mu.RLock()
 	if x.spill != nil {
 		sp = x.spill.cur.Load()
@@ -251,7 +277,9 @@ func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit,
 				elsewhere = append(elsewhere, h)
 				continue
 			}
-		case !core.VersionMatches(x.byKey.versions(r), version):
+		case version == "":
+		case x.byKey.versions(r) == "":
+		case !query(h.registry).In(x.byKey.versions(r)):
 			continue
 		}
 		out = append(out, h)
@@ -262,7 +290,7 @@ func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit,
 		if err != nil {
 			return nil, nil, err
 		}
-		if core.VersionMatches(t.Details.VersionInfo, version) {
+		if versioning.Matches(h.registry, t.Details.VersionInfo, version) {
 			out = append(out, h)
 		}
 	}

@@ -227,3 +227,78 @@ func TestFollowerBeforeIndexLoaded(t *testing.T) {
 		t.Fatalf("after load: %+v %v", r, err)
 	}
 }
+
+// TestVersionsAsTheRegistryCompares: a check matches a report's versions
+// as the registry's own client compares them (core/versioning), for lists
+// kept in the index and for long lists read from the record; a check
+// without an ecosystem compares each registry's way.
+func TestVersionsAsTheRegistryCompares(t *testing.T) {
+	ctx := context.Background()
+	sb := newSubmitter(t, "v@example.com")
+	long := "9.0.0"
+	for i := range 40 {
+		long += fmt.Sprintf(", 9.%d.1", i+1)
+	}
+	for _, r := range []struct{ registry, name, versions string }{
+		{"npm", "ver-npm", "v1.0.1, 2.0.0-rc.1"},
+		{"pypi", "ver-py", "1.0.1, 1.0.0rc1, 2.0"},
+		{"go", "example.com/ver", "2.0.0, v3.1.0"},
+		{"pypi", "ver-long", long + ", 1.0.1"},
+	} {
+		th, err := sb.reports.Submit(ctx, sb.p, core.Submission{ReportType: ptr("package"), ResourceIdentifier: ptr(r.name), Registry: ptr(r.registry),
+			ThreatDescription: ptr("x"), VersionInfo: ptr(r.versions)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sb.reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx := index.New(sb.st, 100)
+	if err := idx.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		registry, name, version string
+		hit                     bool
+	}{
+		{"npm", "ver-npm", "1.0.1", true},
+		{"npm", "ver-npm", "=1.0.1", true},
+		{"npm", "ver-npm", "2.0.0-rc.1", true},
+		{"npm", "ver-npm", "1.0.10", false},
+		{"pypi", "ver-py", "1.0.01", true},
+		{"pypi", "ver-py", "1.0.1.0", true},
+		{"pypi", "ver-py", "v1.0.1", true},
+		{"pypi", "ver-py", "1.0.1+local", true},
+		{"pypi", "ver-py", "1.0.0RC1", true},
+		{"pypi", "ver-py", "1.0.0-rc1", true},
+		{"pypi", "ver-py", "1.0.0c1", true},
+		{"pypi", "ver-py", "2", true},
+		{"pypi", "ver-py", "1.0.1.post1", false},
+		{"go", "example.com/ver", "v2.0.0+incompatible", true},
+		{"go", "example.com/ver", "3.1.0", true},
+		{"go", "example.com/ver", "v2.0.1", false},
+		{"pypi", "ver-long", "1.0.1.0", true},
+		{"pypi", "ver-long", "9.40.1", true},
+		{"pypi", "ver-long", "9.41.1", false},
+		{"", "ver-py", "1.0.1.0", true},   // every registry: PyPI's rule for the PyPI report
+		{"", "ver-npm", "v1.0.1", true},   // npm's for the npm one
+		{"", "ver-npm", "1.0.1.0", false}, // not an npm spelling of 1.0.1
+	} {
+		r, err := idx.CheckQuery(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: c.name, Ecosystem: c.registry, Version: c.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r.Count == 1) != c.hit {
+			t.Errorf("%s %s@%s: %d reports, want a hit: %v", c.registry, c.name, c.version, r.Count, c.hit)
+		}
+	}
+	// Submit refuses what the registry could never install.
+	for reg, bad := range map[string][2]string{"npm": {"ver-bad", "1.0"}, "go": {"example.com/ver-bad", "master"}, "pypi": {"ver-bad", "1.0-foo-bar"}} {
+		_, err := sb.reports.Submit(ctx, sb.p, core.Submission{ReportType: ptr("package"), ResourceIdentifier: ptr(bad[0]), Registry: ptr(reg),
+			ThreatDescription: ptr("x"), VersionInfo: ptr("1.0.0, " + bad[1])})
+		if fe, ok := err.(*core.FieldError); !ok || fe.Field != "version_info" {
+			t.Errorf("%s version %q: %v, want a version_info error", reg, bad, err)
+		}
+	}
+}

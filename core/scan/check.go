@@ -1,10 +1,8 @@
 package scan
 
 import (
-	"cmp"
 	"context"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/threatd/threatd/core"
@@ -94,45 +92,25 @@ func Check(ctx context.Context, m Matcher, files []File) (Result, error) {
 	return out, nil
 }
 
-// match returns the reports that name p.
+// match returns the reports that name p. The index compares versions as
+// p's registry does (core/versioning: Go's v1.0.1 and 1.0.1, Composer's
+// v1.0.1 and 1.0.1.0 are one version).
 func match(ctx context.Context, m Matcher, keys []string, p Package) ([]core.Threat, error) {
 	if p.Type == core.TypeContainer {
 		return m.Matches(ctx, keys, "")
 	}
-	versions := []string{p.Version}
-	if p.Version != "" && (p.Registry == core.RegistryGo || p.Registry == core.RegistryPackagist) {
-		if v, ok := strings.CutPrefix(p.Version, "v"); ok {
-			versions = append(versions, v)
-		} else {
-			versions = append(versions, "v"+p.Version)
-		}
+	ts, err := m.Matches(ctx, keys, p.Version)
+	if err != nil {
+		return nil, err
 	}
-	var out []core.Threat
-	for _, v := range versions {
-		ts, err := m.Matches(ctx, keys, v)
-		if err != nil {
-			return nil, err
+	out := ts[:0:0]
+	for _, t := range ts {
+		if p.Version == "" && !t.AllVersions && t.Details.VersionInfo != "" {
+			continue // a report of some versions; the file pins none
 		}
-		for _, t := range ts {
-			if p.Version == "" && !t.AllVersions && t.Details.VersionInfo != "" {
-				continue // a report of some versions; the file pins none
-			}
-			if !slices.ContainsFunc(out, func(o core.Threat) bool { return o.ID == t.ID }) {
-				out = append(out, t)
-			}
-		}
-	}
-	if len(versions) > 1 {
-		slices.SortStableFunc(out, func(a, b core.Threat) int { return cmp.Compare(verifiedAt(b), verifiedAt(a)) })
+		out = append(out, t)
 	}
 	return out, nil
-}
-
-func verifiedAt(t core.Threat) int64 {
-	if t.VerifiedAt == nil {
-		return 0
-	}
-	return t.VerifiedAt.UnixNano()
 }
 
 // Purl is the package URL of p: the SBOM's own, or one made from the

@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/versioning"
 )
 
 // keyMatcher answers like the index for a few reports: by canonical key,
-// and version through core.VersionMatches (or every version).
+// and version through core/versioning (or every version).
 type keyMatcher map[string][]core.Threat
 
 func (m keyMatcher) Matches(_ context.Context, keys []string, version string) ([]core.Threat, error) {
 	var out []core.Threat
 	for _, k := range keys {
 		for _, t := range m[k] {
-			if t.AllVersions || core.VersionMatches(t.Details.VersionInfo, version) {
+			if t.AllVersions || versioning.Matches(t.Registry, t.Details.VersionInfo, version) {
 				out = append(out, t)
 			}
 		}

@@ -188,7 +188,7 @@ func Map(v *Record, now time.Time) ([]core.ImportRecord, error) {
 			// 10,000 times took seconds).
 			payload, sub.PayloadDescription = out[0].Threat.Details.PayloadDescription, nil
 		}
-		th, err := core.NewThreat(sub, now)
+		th, err := core.NewImportedThreat(sub, now)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", v.ID, err)
 		}
