@@ -17,6 +17,8 @@ FUZZ_SUBMIT ?= 100000x
 FUZZ_KEYS   ?= 300000x
 FUZZ_GUARDS ?= 60000x
 FUZZ_SCAN   ?= 100000x
+FUZZ_FIREWALL ?= 40000x
+FUZZ_VERSIONS ?= 100000x
 
 all: build
 
@@ -127,12 +129,16 @@ reference-data:
 	bash cmd/internal/refdata/fetch.sh "$(REFERENCE)" "$(STIX_SCHEMAS_REV)" "$(OSV_SCHEMA_REV)"
 
 # The fuzz targets: the submit decoder/validator, identifier normalisation,
-# and the indicator patterns' guards (core/ioc/scan.go).
+# the indicator patterns' guards (core/ioc/scan.go), the lockfile parsers,
+# the registry firewall's paths ("a blocked version's bytes are never
+# served") and the version rules of every registry.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuards$$' -fuzztime $(FUZZ_GUARDS) ./core/ioc/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_SCAN) ./core/scan/
+	$(GO) test -run '^$$' -fuzz '^FuzzFirewallPaths$$' -fuzztime $(FUZZ_FIREWALL) ./core/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.

@@ -187,6 +187,14 @@ type Firewall struct {
 	// hundreds of requests.
 	PerIPPerMinute    int `koanf:"per_ip_per_minute"`
 	PerTokenPerMinute int `koanf:"per_token_per_minute"`
+	// AllowPrivate lets upstream and file hosts named by host name resolve
+	// to private, loopback and link-local addresses (an upstream given as
+	// an IP address, and every private_upstream, may always).
+	AllowPrivate bool `koanf:"allow_private"`
+	// UpstreamTimeout bounds fetching a document from an upstream (and
+	// waiting for any answer); DownloadTimeout bounds streaming one file.
+	UpstreamTimeout time.Duration `koanf:"upstream_timeout"`
+	DownloadTimeout time.Duration `koanf:"download_timeout"`
 }
 
 // Scan configures the CI gate, POST /scan (docs/ci.md).
@@ -220,9 +228,16 @@ type Webhooks struct {
 	Concurrency int           `koanf:"concurrency"`
 }
 
-// FirewallUpstream is one registry's upstream.
+// FirewallUpstream is where one registry's packages come from.
 type FirewallUpstream struct {
+	// Upstream is the public registry.
 	Upstream string `koanf:"upstream"`
+	// PrivateUpstream serves the names of firewall.private ("" = such
+	// names are refused, never fetched from the public registry).
+	PrivateUpstream string `koanf:"private_upstream"`
+	// FileHosts are further origins the upstream's documents may link
+	// files to (PyPI's files.pythonhosted.org).
+	FileHosts []string `koanf:"file_hosts"`
 }
 
 // ByteSize is a number of bytes, written as a number or with a unit

@@ -71,11 +71,25 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		add(bad("data_dir", "must not be empty"))
 	}
-	for key, up := range map[string]string{"firewall.npm.upstream": c.Firewall.NPM.Upstream,
-		"firewall.pypi.upstream": c.Firewall.PyPI.Upstream, "firewall.go.upstream": c.Firewall.Go.Upstream} {
-		if u, err := url.Parse(up); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			add(bad(key, "must be an http(s) URL such as https://registry.npmjs.org (got %q)", up))
+	for reg, up := range map[string]FirewallUpstream{"npm": c.Firewall.NPM, "pypi": c.Firewall.PyPI, "go": c.Firewall.Go} {
+		key := "firewall." + reg
+		if !httpURL(up.Upstream) {
+			add(bad(key+".upstream", "must be an http(s) URL such as https://registry.npmjs.org (got %q)", up.Upstream))
 		}
+		if up.PrivateUpstream != "" && !httpURL(up.PrivateUpstream) {
+			add(bad(key+".private_upstream", "must be an http(s) URL of your own registry, or empty (got %q)", up.PrivateUpstream))
+		}
+		for i, h := range up.FileHosts {
+			if u, err := url.Parse(h); err != nil || !httpURL(h) || strings.Trim(u.Path, "/") != "" {
+				add(bad(fmt.Sprintf("%s.file_hosts[%d]", key, i), "must be an http(s) origin such as https://files.pythonhosted.org, without a path (got %q)", h))
+			}
+		}
+	}
+	if c.Firewall.UpstreamTimeout < time.Second || c.Firewall.UpstreamTimeout > time.Hour {
+		add(bad("firewall.upstream_timeout", "must be between 1s and 1h (got %s)", c.Firewall.UpstreamTimeout))
+	}
+	if c.Firewall.DownloadTimeout < time.Second || c.Firewall.DownloadTimeout > 24*time.Hour {
+		add(bad("firewall.download_timeout", "must be between 1s and 24h (got %s)", c.Firewall.DownloadTimeout))
 	}
 	for reg, globs := range c.Firewall.Private {
 		if reg != "npm" && reg != "pypi" && reg != "go" {
@@ -251,4 +265,10 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR or IP address", s)
 	}
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// httpURL says whether s is an absolute http(s) URL without query or fragment.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
 }

@@ -16,11 +16,15 @@ import (
 	"time"
 )
 
-// fwInstance is an instance whose firewall fronts the upstream u, with
-// @acme/* private on npm.
-func fwConfig(u *upstreamRegistry) string {
-	return fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  pypi:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n",
-		u.srv.URL, u.srv.URL+"/simple", u.srv.URL)
+// fwConfig is the firewall of an instance that fronts the upstream u, with
+// @acme/* private on npm, fetched from private when it is given.
+func fwConfig(u *upstreamRegistry, private ...*upstreamRegistry) string {
+	priv := ""
+	if len(private) > 0 {
+		priv = fmt.Sprintf("    private_upstream: %q\n", private[0].srv.URL)
+	}
+	return fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n%s  pypi:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n",
+		u.srv.URL, priv, u.srv.URL+"/simple", u.srv.URL)
 }
 
 // fwReport submits a package report and verifies it; returns its id.
@@ -92,13 +96,18 @@ func TestFirewall(t *testing.T) {
 	u.npmPackage(t, "fw-clean", "1.0.0", "1.0.0")
 	u.npmPackage(t, "fw-evil", "1.0.1", "1.0.0", "1.0.1")
 	u.npmPackage(t, "fw-all", "2.0.0", "1.0.0", "2.0.0")
-	u.npmPackage(t, "@acme/internal", "1.0.0", "1.0.0")
+	// The public registry holds a decoy of the internal package (a newer
+	// version, as dependency-confusion attacks publish); the private one
+	// holds the real package.
+	u.npmPackage(t, "@acme/internal", "9.9.9", "9.9.9")
+	private := newUpstreamRegistry(t)
+	private.npmPackage(t, "@acme/internal", "1.0.0", "1.0.0")
 	u.pypiProject(t, "fw-clean-py", "1.0.0")
 	u.pypiProject(t, "fw-evil-py", "1.0.0", "1.0.1")
 	u.goModule(t, "example.com/fwclean", "v1.0.0")
 	u.goModule(t, "example.com/fwevil", "v1.0.0", "v1.0.1")
 
-	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u, private))
 	tok := in.user("dev@example.com")
 	d := in.serve()
 	fw := base + "/firewall"
@@ -232,7 +241,8 @@ func TestFirewall(t *testing.T) {
 		if ok || !strings.Contains(out, npmAll) {
 			t.Fatalf("npm install fw-all (ok=%v):\n%s", ok, out)
 		}
-		// A private name is never blocked by a public report.
+		// A private name is never blocked by a public report, and comes
+		// from the private upstream, never the public decoy.
 		dir = project()
 		if out, ok := client(t, dir, env, "npm", "install", "@acme/internal"); !ok || installed(dir, "@acme/internal") != "1.0.0" {
 			t.Fatalf("npm install @acme/internal:\n%s", out)

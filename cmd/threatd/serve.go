@@ -271,24 +271,31 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
-	}}
+	ups := map[string]config.FirewallUpstream{core.RegistryNPM: cfg.Firewall.NPM, core.RegistryPyPI: cfg.Firewall.PyPI, core.RegistryGo: cfg.Firewall.Go}
+	upstreams := map[string]api.FirewallUpstream{}
+	var origins []upstream.Origin
+	for reg, up := range ups {
+		upstreams[reg] = api.FirewallUpstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
+		origins = append(origins, upstream.Origin{URL: up.Upstream})
+		if up.PrivateUpstream != "" {
+			origins = append(origins, upstream.Origin{URL: up.PrivateUpstream, Private: true})
+		}
+		for _, h := range up.FileHosts {
+			origins = append(origins, upstream.Origin{URL: h})
+		}
+	}
+	client, err := upstream.NewClient(origins, cfg.Firewall.AllowPrivate)
+	if err != nil {
+		return nil, err
+	}
 	cache, err := upstream.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
 	if err != nil {
 		return nil, err
 	}
 	return &api.FirewallOptions{
-		Upstreams: map[string]string{core.RegistryNPM: cfg.Firewall.NPM.Upstream, core.RegistryPyPI: cfg.Firewall.PyPI.Upstream,
-			core.RegistryGo: cfg.Firewall.Go.Upstream},
-		Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
+		Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
 		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
+		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout,
 	}, nil
 }
 

@@ -82,7 +82,7 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 		t.Fatal(err)
 	}
 	f.srv.opts.Firewall = &FirewallOptions{Policy: policy, Cache: cache,
-		Upstreams: map[string]string{core.RegistryNPM: "http://127.0.0.1:1", core.RegistryPyPI: "http://127.0.0.1:1", core.RegistryGo: "http://127.0.0.1:1"}}
+		Upstreams: map[string]FirewallUpstream{core.RegistryNPM: {URL: "http://127.0.0.1:1"}, core.RegistryPyPI: {URL: "http://127.0.0.1:1"}, core.RegistryGo: {URL: "http://127.0.0.1:1"}}}
 	if err := f.srv.index.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,14 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,10 +22,23 @@ import (
 	"github.com/threatd/threatd/core/firewall"
 )
 
+// FirewallUpstream is where one registry's packages come from.
+type FirewallUpstream struct {
+	// URL is the public upstream (firewall.<registry>.upstream).
+	URL string
+	// Private is the upstream of the names of firewall.private
+	// (firewall.<registry>.private_upstream): "" = such names are refused.
+	Private string
+	// FileHosts are further origins whose files the upstream's documents
+	// may link to (firewall.<registry>.file_hosts: PyPI's
+	// files.pythonhosted.org).
+	FileHosts []string
+}
+
 // FirewallOptions configure the registry firewall (docs/firewall.md).
 type FirewallOptions struct {
-	// Upstreams maps a registry (npm, pypi, go) to its upstream URL.
-	Upstreams map[string]string
+	// Upstreams maps a registry (npm, pypi, go) to its upstreams.
+	Upstreams map[string]FirewallUpstream
 	Policy    *firewall.Policy
 	Cache     *upstream.Cache
 	// Recent keeps the latest refusals for the admin page (nil: not kept).
@@ -30,6 +46,10 @@ type FirewallOptions struct {
 	// Requests per minute allowed to one client IP and to one token; the
 	// firewall's own budgets, because one install makes hundreds of requests.
 	PerIPPerMinute, PerTokenPerMinute int
+	// UpstreamTimeout bounds fetching a document whole from the upstream
+	// (and the wait for any answer); DownloadTimeout bounds streaming a
+	// file (firewall.upstream_timeout, firewall.download_timeout).
+	UpstreamTimeout, DownloadTimeout time.Duration
 }
 
 // maxDocument bounds an upstream document the firewall reads whole to
@@ -42,23 +62,38 @@ const maxAuditBody = 16 << 20
 // proxy is the registry firewall: pull-through proxies for npm, PyPI and Go
 // that leave out, or refuse, the versions verified reports name.
 type proxy struct {
-	s        *Server
-	opts     FirewallOptions
-	log      *slog.Logger
-	rendered *upstream.LRU[rendering] // rewritten documents
-	parsed   *upstream.LRU[any]       // file look-up tables of documents
+	s       *Server
+	opts    FirewallOptions
+	log     *slog.Logger
+	renders *renderings
+	parsed  *upstream.LRU[any] // file look-up tables of documents
+	// origins are, per registry, the origins the firewall fetches from.
+	origins map[string]upstream.Origins
 }
 
 // Bounds of the proxy's in-memory caches.
-const (
-	renderedBytes = 64 << 20
-	parsedBytes   = 32 << 20
-)
+const parsedBytes = 32 << 20
 
 // firewallRoutes mounts the proxies under {base}/firewall.
 func (s *Server) firewallRoutes(e *echo.Echo) {
-	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, rendered: upstream.NewLRU[rendering](renderedBytes), parsed: upstream.NewLRU[any](parsedBytes)}
-	g := e.Group(s.opts.BasePath+"/firewall", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex)
+	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: upstream.NewLRU[any](parsedBytes), origins: map[string]upstream.Origins{}}
+	if p.opts.UpstreamTimeout <= 0 {
+		p.opts.UpstreamTimeout = time.Minute
+	}
+	if p.opts.DownloadTimeout <= 0 {
+		p.opts.DownloadTimeout = 10 * time.Minute
+	}
+	p.renders = newRenderings(p.opts.Cache)
+	for reg, up := range p.opts.Upstreams {
+		o := upstream.Origins{}
+		for _, raw := range append([]string{up.URL, up.Private}, up.FileHosts...) {
+			if u, err := url.Parse(raw); err == nil && raw != "" {
+				o[upstream.OriginOf(u)] = true
+			}
+		}
+		p.origins[reg] = o
+	}
+	g := e.Group(s.opts.BasePath+"/firewall", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex, firewallHeaders)
 	g.GET("/npm/*", p.npm)
 	g.HEAD("/npm/*", p.npm)
 	g.POST("/npm/-/npm/v1/security/advisories/bulk", p.npmAudit)
@@ -66,6 +101,18 @@ func (s *Server) firewallRoutes(e *echo.Echo) {
 	g.HEAD("/pypi/*", p.pypi)
 	g.GET("/go/*", p.golang)
 	g.HEAD("/go/*", p.golang)
+}
+
+// firewallHeaders are on every firewall answer: what it serves comes from
+// an upstream the site's origin does not vouch for, so no browser may
+// sniff it into a page or run it as one (a sandbox without scripts).
+func firewallHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		return next(c)
+	}
 }
 
 // firewallPath says whether a request is for the firewall (its own per-IP budget).
@@ -77,12 +124,19 @@ func (s *Server) firewallPath(path string) bool {
 // (firewall.per_token_per_minute), with the RateLimit-* headers.
 func (s *Server) firewallTokenLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		limit := s.opts.Firewall.PerTokenPerMinute
-		if err := s.charge(c, "firewall:"+principal(c).Token.ID, limit, 1, func() string { return fmt.Sprintf("the firewall allows %d requests per minute", limit) }); err != nil {
+		if err := s.chargeFirewall(c, 1, ""); err != nil {
 			return err
 		}
 		return next(c)
 	}
+}
+
+// chargeFirewall counts cost requests against the token's firewall budget.
+func (s *Server) chargeFirewall(c *echo.Context, cost int, hint string) error {
+	limit := s.opts.Firewall.PerTokenPerMinute
+	return s.charge(c, "firewall:"+principal(c).Token.ID, limit, cost, func() string {
+		return fmt.Sprintf("the firewall allows %d requests per minute%s", limit, hint)
+	})
 }
 
 // tail is the escaped path below prefix ("/firewall/npm/").
@@ -95,14 +149,51 @@ func (p *proxy) base(c *echo.Context, registry string) string {
 	return c.Scheme() + "://" + c.Request().Host + p.s.opts.BasePath + "/firewall/" + registry
 }
 
-// upstream is the configured upstream URL of registry, without a final slash.
-func (p *proxy) upstream(registry string) string {
-	return strings.TrimSuffix(p.opts.Upstreams[registry], "/")
+// upstream is the upstream URL, without a final slash, that v's package
+// comes from: the public upstream, or for a private name the private one.
+// A private name without a private upstream is refused (404 naming the
+// setting): it is never fetched from the public registry, where a decoy
+// of the same name would install.
+func (p *proxy) upstream(registry string, v firewall.Verdict) (string, error) {
+	up := p.opts.Upstreams[registry]
+	if !v.Private {
+		return strings.TrimSuffix(up.URL, "/"), nil
+	}
+	if up.Private == "" {
+		return "", &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(
+			"%s is a private name (firewall.private.%s) and firewall.%s.private_upstream is not set: the firewall never fetches a private name from the public registry, where a decoy of it would install",
+			v.Name, registry, registry)}
+	}
+	return strings.TrimSuffix(up.Private, "/"), nil
 }
 
-// lookup returns the verdict for a package.
+// lookup returns the verdict for a package; a name the firewall cannot
+// judge is refused.
 func (p *proxy) lookup(c *echo.Context, registry, name string) (firewall.Verdict, error) {
 	return p.opts.Policy.Lookup(c.Request().Context(), registry, name)
+}
+
+// cannotJudge is the 400 of a request the firewall cannot judge
+// (*firewall.Unjudgeable): text/plain for plain clients (the go command)
+// unless JSON is asked for.
+func cannotJudge(c *echo.Context, err error, plain bool) error {
+	var u *firewall.Unjudgeable
+	if !errors.As(err, &u) {
+		return err
+	}
+	if plain && !strings.Contains(c.Request().Header.Get("Accept"), "json") {
+		return plainAnswer(c, http.StatusBadRequest, u.Error())
+	}
+	return &Error{Status: http.StatusBadRequest, Message: u.Error()}
+}
+
+// plainAnswer answers status with a text/plain body (none to a HEAD).
+func plainAnswer(c *echo.Context, status int, text string) error {
+	if c.Request().Method == http.MethodHead {
+		c.Response().Header().Set("Content-Type", "text/plain; charset=utf-8")
+		return c.NoContent(status)
+	}
+	return c.String(status, text+"\n")
 }
 
 // refuse answers a blocked version: 403 with the message, the ids of the
@@ -122,7 +213,7 @@ func (p *proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
 		p.opts.Recent.Add(firewall.Event{Time: time.Now(), User: who.User.Email, Registry: b.Registry, Name: b.Name, Version: b.Version, ThreatIDs: ids})
 	}
 	if plain && !strings.Contains(c.Request().Header.Get("Accept"), "json") {
-		return c.String(http.StatusForbidden, b.Message()+"\n")
+		return plainAnswer(c, http.StatusForbidden, b.Message())
 	}
 	return &Error{Status: http.StatusForbidden, Message: b.Message(),
 		Fields: map[string]any{"threat_ids": ids, "details": toRecord(b.Threats[0], who)}}
@@ -131,7 +222,7 @@ func (p *proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
 // refuseWithReason is refuse for clients that print only the status
 // line of a failed download (pip, through requests): over HTTP/1.1 the
 // status line's reason phrase carries the refusal's message. The body is
-// the same JSON.
+// the same JSON (none to a HEAD).
 func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
 	r := c.Request()
 	if r.ProtoMajor != 1 {
@@ -165,15 +256,28 @@ func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
 	h.Set("Connection", "close")
 	fmt.Fprintf(buf, "HTTP/1.1 403 %s\r\n", reason)
 	_ = h.Write(buf)
-	fmt.Fprintf(buf, "\r\n%s", body)
+	buf.WriteString("\r\n")
+	if r.Method != http.MethodHead {
+		buf.Write(body)
+	}
 	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil {
 		resp.Status, resp.Committed = http.StatusForbidden, true
 	}
 	return buf.Flush()
 }
 
-// unreachable is the 502 of an upstream that did not answer.
+// unreachable is the 502 of an upstream that did not answer, or answered
+// too slowly.
 func (p *proxy) unreachable(registry string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Status: http.StatusBadGateway, Cause: err,
+			Message: fmt.Sprintf("The %s upstream registry did not answer in time (firewall.upstream_timeout, firewall.download_timeout); try again later", registry)}
+	}
+	if errors.Is(err, upstream.ErrNotAllowed) {
+		return &Error{Status: http.StatusBadGateway, Cause: err,
+			Message: fmt.Sprintf("The %s upstream pointed the firewall at a host it does not fetch from (%v); only firewall.%s.upstream, private_upstream and file_hosts are fetched",
+				registry, errors.Unwrap(err), registry)}
+	}
 	return &Error{Status: http.StatusBadGateway,
 		Message: fmt.Sprintf("The %s upstream registry did not answer; try again later", registry), Cause: err}
 }
@@ -183,11 +287,21 @@ func (p *proxy) unreadable(registry string, err error) error {
 	return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered a document the firewall cannot read: %v", registry, err)}
 }
 
-// fetch gets url from the upstream through the cache; a failure to reach it is a 502.
-func (p *proxy) fetch(ctx context.Context, registry, url, accept string) (*upstream.Response, error) {
-	res, err := p.opts.Cache.Get(ctx, url, accept)
+// fetch gets rawURL from the upstream through the cache: only from the
+// registry's origins (a document's link to any other host is refused), a
+// failure to reach it is a 502.
+func (p *proxy) fetch(ctx context.Context, registry, rawURL, accept string) (*upstream.Response, error) {
+	o := p.origins[registry]
+	if !o.Allows(rawURL) {
+		host := rawURL
+		if u, err := url.Parse(rawURL); err == nil {
+			host = upstream.OriginOf(u)
+		}
+		return nil, p.unreachable(registry, fmt.Errorf("%w: %s", upstream.ErrNotAllowed, host))
+	}
+	res, err := p.opts.Cache.Get(upstream.WithOrigins(ctx, o), rawURL, accept)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err()
 		}
 		return nil, p.unreachable(registry, err)
@@ -195,17 +309,40 @@ func (p *proxy) fetch(ctx context.Context, registry, url, accept string) (*upstr
 	return res, nil
 }
 
-// passThrough answers with an upstream response unchanged (its status,
-// type and body).
-func passThrough(c *echo.Context, res *upstream.Response) error {
+// Media types the firewall serves upstream answers as; never the
+// upstream's own, which could make a page of the site's origin.
+const (
+	typeFile = "application/octet-stream"
+	typeJSON = "application/json"
+	typeText = "text/plain; charset=utf-8"
+)
+
+// passThrough answers with an upstream answer other than a document the
+// firewall rewrites: its status and body, as contentType ("" = JSON when
+// the upstream says JSON, else plain text), never the upstream's type or
+// Location (redirects are followed by the firewall, only to its origins).
+func passThrough(c *echo.Context, res *upstream.Response, contentType string) error {
 	defer res.Body.Close()
 	h := c.Response().Header()
-	for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified", "Location"} {
+	if contentType == "" {
+		contentType = typeText
+		if mt, _, err := mime.ParseMediaType(res.Header.Get("Content-Type")); err == nil && (strings.HasSuffix(mt, "/json") || strings.HasSuffix(mt, "+json")) {
+			contentType = typeJSON
+		}
+	}
+	h.Set("Content-Type", contentType)
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Last-Modified"} {
 		if v := res.Header.Get(k); v != "" {
 			h.Set(k, v)
 		}
 	}
-	c.Response().WriteHeader(res.Status)
+	status := res.Status
+	if status >= 300 && status < 400 && status != http.StatusNotModified {
+		// A redirect the firewall did not follow (more than 5): never
+		// handed to the client, who would go around the firewall.
+		return &Error{Status: http.StatusBadGateway, Message: "The upstream answered a redirect the firewall did not follow"}
+	}
+	c.Response().WriteHeader(status)
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
@@ -228,65 +365,53 @@ func (p *proxy) readDocument(registry string, res *upstream.Response) ([]byte, e
 	return b, nil
 }
 
-// rendering is a rewritten document.
-type rendering struct {
-	body        []byte
-	contentType string
-}
-
-// document fetches an upstream document and answers it rewritten by
-// render, keeping the rewritten bytes while the upstream body, the
-// verdict and the client's view of the firewall's address stay the same.
-func (p *proxy) document(c *echo.Context, registry, url, accept string, v firewall.Verdict,
-	render func(body []byte, contentType, base string) (rendering, error)) error {
-	res, err := p.fetch(c.Request().Context(), registry, url, accept)
+// fetchDocument fetches and reads a document whole within the upstream
+// timeout; an answer other than 200 is returned unread (res != nil).
+func (p *proxy) fetchDocument(ctx context.Context, registry, rawURL, accept string) ([]byte, *upstream.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, registry, rawURL, accept)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if res.Status != http.StatusOK {
-		return passThrough(c, res)
+		// Read within the timeout too: a trickling error page must not
+		// hold the request.
+		b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		if err != nil {
+			return nil, nil, p.unreachable(registry, err)
+		}
+		res.Body = io.NopCloser(strings.NewReader(string(b)))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil, res, nil
 	}
-	base := p.base(c, registry)
-	key := strings.Join([]string{url, accept, res.Version, v.Fingerprint(), base}, "\x00")
-	if r, ok := p.rendered.Get(key); ok {
-		_ = res.Body.Close()
-		return writeRendering(c, r)
-	}
-	body, err := p.readDocument(registry, res)
+	b, err := p.readDocument(registry, res)
+	return b, nil, err
+}
+
+// stream answers an upstream file (a tarball, wheel or module zip) as
+// bytes of a fixed type, within firewall.download_timeout.
+func (p *proxy) stream(c *echo.Context, registry, rawURL, contentType string) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), p.opts.DownloadTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, registry, rawURL, "")
 	if err != nil {
 		return err
 	}
-	r, err := render(body, res.Header.Get("Content-Type"), base)
-	if err != nil {
-		return p.unreadable(registry, err)
-	}
-	if res.Hit {
-		remember(p.rendered, renderedBytes, key, r, int64(len(r.body)+len(key)))
-	}
-	return writeRendering(c, r)
+	return passThrough(c, res, contentType)
 }
 
-func writeRendering(c *echo.Context, r rendering) error {
-	if c.Request().Method == http.MethodHead {
-		c.Response().Header().Set("Content-Type", r.contentType)
-		c.Response().WriteHeader(http.StatusOK)
-		return nil
-	}
-	return c.Blob(http.StatusOK, r.contentType, r.body)
-}
-
-// stream answers an upstream file (a tarball, wheel or module zip).
-func (p *proxy) stream(c *echo.Context, registry, url string) error {
-	return p.forward(c, registry, url, "")
-}
-
-// forward answers with the upstream's answer to url, unchanged.
-func (p *proxy) forward(c *echo.Context, registry, url, accept string) error {
-	res, err := p.fetch(c.Request().Context(), registry, url, accept)
+// forward answers with the upstream's answer to rawURL as contentType
+// ("" = JSON or text by the upstream's type), within the upstream timeout.
+func (p *proxy) forward(c *echo.Context, registry, rawURL, accept, contentType string) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, registry, rawURL, accept)
 	if err != nil {
 		return err
 	}
-	return passThrough(c, res)
+	return passThrough(c, res, contentType)
 }
 
 // highestRelease is the highest release among versions in semver order

@@ -7,64 +7,59 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v5"
-	"golang.org/x/mod/module"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/goproxy"
 )
 
 // golang serves {base}/firewall/go/, a GOPROXY: @v/list and @latest
 // without blocked versions, and the .info, .mod and .zip of a blocked
 // version refused. Refusals are text/plain unless JSON is asked for: the
 // go command prints a refusal's body only when it is plain text. The
-// checksum database proxy (/sumdb/) passes through.
+// checksum database proxy (/sumdb/) passes through. Every upstream path is
+// rebuilt from the module and version judged (goproxy.Parse).
 func (p *proxy) golang(c *echo.Context) error {
-	tail := p.tail(c, "go")
-	up := p.upstream(core.RegistryGo)
-	if strings.HasPrefix(tail, "sumdb/") {
-		return p.forward(c, core.RegistryGo, up+"/"+tail, "")
-	}
-	escMod, what, ok := strings.Cut(tail, "/@")
-	if !ok {
-		return notFound("%q is not a module proxy path", tail)
-	}
-	mod, err := module.UnescapePath(escMod)
+	r, ok, err := goproxy.Parse(p.tail(c, "go"))
 	if err != nil {
-		return notFound("%q is not a module path: %v", escMod, err)
+		return cannotJudge(c, err, true)
 	}
-	v, err := p.lookup(c, core.RegistryGo, mod)
+	if !ok {
+		return notFound("%q is not a module proxy path", p.tail(c, "go"))
+	}
+	if r.Kind == goproxy.SumDB {
+		return p.forward(c, core.RegistryGo, strings.TrimSuffix(p.opts.Upstreams[core.RegistryGo].URL, "/")+"/"+r.Path, "", typeText)
+	}
+	v, err := p.lookup(c, core.RegistryGo, r.Module)
+	if err != nil {
+		return cannotJudge(c, err, true)
+	}
+	up, err := p.upstream(core.RegistryGo, v)
 	if err != nil {
 		return err
 	}
-	upMod := up + "/" + escMod
-	switch {
-	case what == "v/list":
+	switch r.Kind {
+	case goproxy.List:
 		if every := v.BlocksEvery(); len(every) > 0 {
-			return p.refuse(c, &firewall.Blocked{Registry: core.RegistryGo, Name: mod, Threats: every}, true)
+			return p.refuse(c, &firewall.Blocked{Registry: core.RegistryGo, Name: r.Module, Threats: every}, true)
 		}
-		return p.document(c, core.RegistryGo, upMod+"/@v/list", "", v, func(body []byte, _, _ string) (rendering, error) {
-			return rendering{[]byte(strings.Join(cleanGoVersions(string(body), v), "\n") + "\n"), "text/plain; charset=utf-8"}, nil
+		return p.document(c, core.RegistryGo, up+"/"+r.UpstreamPath(), "", v, func(body []byte, _, _ string) (rendering, error) {
+			return rendering{[]byte(strings.Join(cleanGoVersions(string(body), v), "\n") + "\n"), typeText}, nil
 		})
-	case what == "latest":
-		return p.goLatest(c, v, upMod)
-	case strings.HasPrefix(what, "v/"):
-		file := strings.TrimPrefix(what, "v/")
-		var escVer string
-		for _, ext := range []string{".info", ".mod", ".zip"} {
-			if s, ok := strings.CutSuffix(file, ext); ok {
-				escVer = s
-			}
-		}
-		ver, err := module.UnescapeVersion(escVer)
-		if escVer == "" || err != nil {
-			return notFound("%q is not a module proxy file", file)
-		}
-		if b := v.Check(ver); b != nil {
-			return p.refuse(c, b, true)
-		}
-		return p.stream(c, core.RegistryGo, upMod+"/@v/"+file)
+	case goproxy.Latest:
+		return p.goLatest(c, v, up, r.Module)
 	}
-	return notFound("%q is not a module proxy path", tail)
+	if b := v.Check(r.Version); b != nil {
+		return p.refuse(c, b, true)
+	}
+	contentType := typeFile
+	switch r.Ext {
+	case ".info":
+		contentType = typeJSON
+	case ".mod":
+		contentType = typeText
+	}
+	return p.stream(c, core.RegistryGo, up+"/"+r.UpstreamPath(), contentType)
 }
 
 // cleanGoVersions is a @v/list without blocked versions.
@@ -83,47 +78,35 @@ func cleanGoVersions(list string, v firewall.Verdict) []string {
 // goLatest answers @latest: the upstream's, unless it is blocked; then the
 // .info of the highest clean release in @v/list (pre-release when there
 // is none), or 404 when no version is clean.
-func (p *proxy) goLatest(c *echo.Context, v firewall.Verdict, upMod string) error {
+func (p *proxy) goLatest(c *echo.Context, v firewall.Verdict, up, mod string) error {
 	ctx := c.Request().Context()
-	res, err := p.fetch(ctx, core.RegistryGo, upMod+"/@latest", "")
+	body, res, err := p.fetchDocument(ctx, core.RegistryGo, up+"/"+goproxy.ModulePath(mod)+"/@latest", "")
 	if err != nil {
 		return err
 	}
-	if res.Status != http.StatusOK || v.Clean() {
-		return passThrough(c, res)
-	}
-	body, err := p.readDocument(core.RegistryGo, res)
-	if err != nil {
-		return err
+	if res != nil {
+		return passThrough(c, res, "")
 	}
 	var info struct{ Version string }
-	if json.Unmarshal(body, &info) == nil && v.Check(info.Version) == nil {
-		return c.Blob(http.StatusOK, "application/json", body)
+	if json.Unmarshal(body, &info) == nil && v.Check(info.Version) == nil && info.Version != "" {
+		return c.Blob(http.StatusOK, typeJSON, body)
 	}
-	list, err := p.fetch(ctx, core.RegistryGo, upMod+"/@v/list", "")
+	lb, res, err := p.fetchDocument(ctx, core.RegistryGo, up+"/"+goproxy.ModulePath(mod)+"/@v/list", "")
 	if err != nil {
 		return err
 	}
-	if list.Status != http.StatusOK {
-		return passThrough(c, list)
-	}
-	lb, err := p.readDocument(core.RegistryGo, list)
-	if err != nil {
-		return err
+	if res != nil {
+		return passThrough(c, res, "")
 	}
 	best := highestRelease(slices.Values(cleanGoVersions(string(lb), v)), "")
 	if best == "" {
 		if every := v.BlocksEvery(); len(every) > 0 {
 			return p.refuse(c, &firewall.Blocked{Registry: core.RegistryGo, Name: v.Name, Threats: every}, true)
 		}
-		if b := v.Check(info.Version); b != nil {
+		if b := v.Check(info.Version); b != nil && info.Version != "" {
 			return p.refuse(c, b, true)
 		}
 		return notFound("no clean version of %s", v.Name)
 	}
-	escVer, err := module.EscapeVersion(best)
-	if err != nil {
-		return notFound("no clean version of %s", v.Name)
-	}
-	return p.stream(c, core.RegistryGo, upMod+"/@v/"+escVer+".info")
+	return p.stream(c, core.RegistryGo, up+"/"+goproxy.FilePath(mod, best, ".info"), typeJSON)
 }

@@ -3,13 +3,14 @@ package api
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -17,7 +18,9 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api/upstream"
 	"github.com/threatd/threatd/core/firewall"
+	npmfw "github.com/threatd/threatd/core/firewall/npm"
 )
 
 // npmAccept is the Accept the firewall asks npm upstreams with: the
@@ -30,91 +33,74 @@ func npmAccept(client string) string {
 	return "application/json"
 }
 
-// npmName splits an npm path (unescaped) into the package name and the rest.
-func npmName(p string) (name string, rest []string, ok bool) {
-	segs := strings.Split(p, "/")
-	n := 1
-	if strings.HasPrefix(p, "@") {
-		n = 2
-	}
-	if len(segs) < n || slices.Contains(segs[:n], "") {
-		return "", nil, false
-	}
-	return strings.Join(segs[:n], "/"), segs[n:], true
-}
-
-// npmEscape is a package name as npm registries spell it in a path
-// (@scope%2fname).
-func npmEscape(name string) string {
-	return strings.Replace(url.PathEscape(name), "%2F", "%2f", 1)
-}
-
 // npm serves {base}/firewall/npm/: package documents, version documents
-// and tarballs; other registry endpoints (/-/ping, search) pass through.
+// and tarballs; other registry endpoints (/-/ping, search) pass through
+// once their path is checked. Every upstream URL is built from the name
+// and version judged (npmfw.Parse), never from the client's bytes.
 func (p *proxy) npm(c *echo.Context) error {
 	tail := p.tail(c, "npm")
-	up := p.upstream(core.RegistryNPM)
-	if tail == "" || strings.HasPrefix(tail, "-/") {
-		u := up + "/" + tail
+	r, ok, err := npmfw.Parse(tail)
+	if err != nil {
+		return cannotJudge(c, err, false)
+	}
+	if !ok {
+		return notFound("%q is not an npm registry path", tail)
+	}
+	if r.Kind == npmfw.Endpoint {
+		u := strings.TrimSuffix(p.opts.Upstreams[core.RegistryNPM].URL, "/") + "/" + r.Path
 		if q := c.Request().URL.RawQuery; q != "" {
 			u += "?" + q
 		}
-		return p.forward(c, core.RegistryNPM, u, c.Request().Header.Get("Accept"))
+		return p.forward(c, core.RegistryNPM, u, c.Request().Header.Get("Accept"), "")
 	}
-	unescaped, err := url.PathUnescape(tail)
+	v, err := p.lookup(c, core.RegistryNPM, r.Name)
 	if err != nil {
-		return notFound("%q is not an npm package path", tail)
+		return cannotJudge(c, err, false)
 	}
-	name, rest, ok := npmName(unescaped)
-	if !ok {
-		return notFound("%q is not an npm package path", unescaped)
-	}
-	v, err := p.lookup(c, core.RegistryNPM, name)
+	up, err := p.upstream(core.RegistryNPM, v)
 	if err != nil {
 		return err
 	}
-	docURL := up + "/" + npmEscape(name)
-	switch {
-	case len(rest) == 0:
+	docURL := up + "/" + npmfw.DocumentPath(r.Name)
+	switch r.Kind {
+	case npmfw.Document:
 		if every := v.BlocksEvery(); len(every) > 0 {
-			return p.refuse(c, &firewall.Blocked{Registry: core.RegistryNPM, Name: name, Threats: every}, false)
+			return p.refuse(c, &firewall.Blocked{Registry: core.RegistryNPM, Name: r.Name, Threats: every}, false)
 		}
 		return p.document(c, core.RegistryNPM, docURL, npmAccept(c.Request().Header.Get("Accept")), v,
 			func(body []byte, _, base string) (rendering, error) {
 				out, err := rewriteNPMDocument(body, v, base)
-				return rendering{out, "application/json"}, err
+				return rendering{out, typeJSON}, err
 			})
-	case len(rest) == 2 && rest[0] == "-":
-		return p.npmTarball(c, v, docURL, rest[1])
-	case len(rest) == 1:
-		return p.npmVersionDocument(c, v, docURL, rest[0])
+	case npmfw.Tarball:
+		return p.npmTarball(c, v, docURL, r.File)
 	}
-	return notFound("%q is not an npm registry path", unescaped)
+	return p.npmVersionDocument(c, v, up+"/"+npmfw.VersionPath(r.Name, r.Spec), r.Spec)
 }
 
 // npmVersionDocument answers /{name}/{version or tag}: refused when the
 // version it names (a tag such as latest resolved by the upstream) is
 // blocked, else with its tarball pointed at the firewall.
-func (p *proxy) npmVersionDocument(c *echo.Context, v firewall.Verdict, docURL, spec string) error {
+func (p *proxy) npmVersionDocument(c *echo.Context, v firewall.Verdict, versionURL, spec string) error {
 	if b := v.Check(spec); b != nil {
 		return p.refuse(c, b, false)
 	}
-	res, err := p.fetch(c.Request().Context(), core.RegistryNPM, docURL+"/"+url.PathEscape(spec), "application/json")
+	body, res, err := p.fetchDocument(c.Request().Context(), core.RegistryNPM, versionURL, typeJSON)
 	if err != nil {
 		return err
 	}
-	if res.Status != http.StatusOK {
-		return passThrough(c, res)
-	}
-	body, err := p.readDocument(core.RegistryNPM, res)
-	if err != nil {
-		return err
+	if res != nil {
+		return passThrough(c, res, "")
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return p.unreadable(core.RegistryNPM, err)
 	}
-	if b := v.Check(stringField(m, "version")); b != nil {
+	version := stringField(m, "version")
+	if version == "" && !v.Clean() {
+		return p.unreadable(core.RegistryNPM, fmt.Errorf("the version document of %s@%s names no version", v.Name, spec))
+	}
+	if b := v.Check(version); b != nil {
 		return p.refuse(c, b, false)
 	}
 	if err := rewriteTarballField(m, v.Name, p.base(c, core.RegistryNPM)); err != nil {
@@ -124,21 +110,56 @@ func (p *proxy) npmVersionDocument(c *echo.Context, v firewall.Verdict, docURL, 
 }
 
 // npmTarball answers a tarball: the version is the one whose dist.tarball
-// the package document names file, and the file comes from that URL.
+// the package document names file, and the file comes from that URL (on
+// one of the registry's origins, or refused).
 func (p *proxy) npmTarball(c *echo.Context, v firewall.Verdict, docURL, file string) error {
-	res, err := p.fetch(c.Request().Context(), core.RegistryNPM, docURL, npmAccept("application/vnd.npm.install-v1+json"))
+	table, res, err := p.npmTarballs(c.Request().Context(), docURL)
 	if err != nil {
 		return err
 	}
+	if res != nil {
+		return passThrough(c, res, "")
+	}
+	entry, ok := table[file]
+	if !ok {
+		return notFound("npm package %s has no tarball %s", v.Name, file)
+	}
+	// A document that gives one file name to several versions: the file
+	// is refused when any of them is blocked.
+	for _, ver := range entry.versions {
+		if b := v.Check(ver); b != nil {
+			return p.refuse(c, b, false)
+		}
+	}
+	return p.stream(c, core.RegistryNPM, entry.url, typeFile)
+}
+
+// npmFile is a tarball a package document lists: the versions that name
+// it (one, unless the document is odd) and its upstream URL.
+type npmFile struct {
+	versions []string
+	url      string
+}
+
+// npmTarballs is the table of a package's tarballs by file name, read
+// from its document and kept while the document is.
+func (p *proxy) npmTarballs(ctx context.Context, docURL string) (map[string]npmFile, *upstream.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, core.RegistryNPM, docURL, npmAccept("application/vnd.npm.install-v1+json"))
+	if err != nil {
+		return nil, nil, err
+	}
 	if res.Status != http.StatusOK {
-		return passThrough(c, res)
+		return nil, res, nil
 	}
 	key := "npm-tarballs\x00" + docURL + "\x00" + res.Version
-	var table map[string][2]string // file → version, upstream URL
 	if t, ok := p.parsed.Get(key); ok {
 		_ = res.Body.Close()
-		table = t.(map[string][2]string)
-	} else {
+		return t.(map[string]npmFile), nil, nil
+	}
+	var table map[string]npmFile
+	err = p.renders.withBudget(ctx, contentLength(res), func() error {
 		body, err := p.readDocument(core.RegistryNPM, res)
 		if err != nil {
 			return err
@@ -153,26 +174,31 @@ func (p *proxy) npmTarball(c *echo.Context, v firewall.Verdict, docURL, file str
 		if err := json.Unmarshal(body, &doc); err != nil {
 			return p.unreadable(core.RegistryNPM, err)
 		}
-		table = make(map[string][2]string, len(doc.Versions))
-		size := int64(len(key))
-		for ver, m := range doc.Versions {
-			if m.Dist.Tarball != "" {
-				table[path.Base(m.Dist.Tarball)] = [2]string{ver, m.Dist.Tarball}
-				size += int64(len(ver) + 2*len(m.Dist.Tarball))
+		table = make(map[string]npmFile, len(doc.Versions))
+		for _, ver := range slices.Sorted(maps.Keys(doc.Versions)) {
+			if u := doc.Versions[ver].Dist.Tarball; u != "" {
+				f := table[path.Base(u)]
+				if f.url == "" {
+					f.url = u
+				}
+				f.versions = append(f.versions, ver)
+				table[path.Base(u)] = f
 			}
 		}
-		if res.Hit {
-			remember(p.parsed, parsedBytes, key, any(table), size)
+		return nil
+	})
+	if err != nil {
+		_ = res.Body.Close()
+		return nil, nil, err
+	}
+	if res.Hit {
+		size := int64(len(key))
+		for f, e := range table {
+			size += int64(len(f)+len(e.url)) + 16*int64(len(e.versions)) + 64
 		}
+		remember(p.parsed, parsedBytes, key, any(table), size)
 	}
-	entry, ok := table[file]
-	if !ok {
-		return notFound("npm package %s has no tarball %s", v.Name, file)
-	}
-	if b := v.Check(entry[0]); b != nil {
-		return p.refuse(c, b, false)
-	}
-	return p.stream(c, core.RegistryNPM, entry[1])
+	return table, nil, nil
 }
 
 // rewriteNPMDocument removes blocked versions from an npm package document
@@ -265,7 +291,7 @@ func rewriteTarballField(m map[string]json.RawMessage, name, base string) error 
 	if tarball == "" {
 		return nil
 	}
-	dist["tarball"], _ = json.Marshal(base + "/" + npmEscape(name) + "/-/" + path.Base(tarball))
+	dist["tarball"], _ = json.Marshal(base + "/" + npmfw.Escape(name) + "/-/" + path.Base(tarball))
 	b, err := json.Marshal(dist)
 	m["dist"] = b
 	return err
@@ -302,6 +328,16 @@ func npmSeverity(s core.Severity) string {
 	return "critical"
 }
 
+// The npm audit's costs: one firewall request per auditPerRequest package
+// versions asked about, and, charged before the body is parsed, one per
+// auditBytesPerRequest bytes of it (a lockfile of 1,000 packages is about
+// 40 KB of audit request).
+const (
+	auditPerRequest      = 1000
+	auditBytesPerRequest = 64 << 10
+	auditHint            = " (an npm audit counts one request per 1,000 package versions)"
+)
+
 // npmAudit answers npm's bulk-advisory request ({"name": ["1.0.0", …]},
 // often gzip-compressed) with one advisory per blocked version, so that
 // `npm audit` lists malicious packages.
@@ -322,15 +358,38 @@ func (p *proxy) npmAudit(c *echo.Context) error {
 	if len(body) > maxAuditBody {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The audit request is larger than %d MiB once decompressed", maxAuditBody>>20)}
 	}
+	// Charged by what the request costs, before the work: a request
+	// counted once (the route's), then one more per auditBytesPerRequest
+	// of body before it is parsed, then, once parsed, one per
+	// auditPerRequest package versions asked about in all.
+	pre := len(body) / auditBytesPerRequest
+	if pre > 0 {
+		if err := p.s.chargeFirewall(c, pre, auditHint); err != nil {
+			return err
+		}
+	}
 	var req map[string][]string
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
 		return &Error{Status: http.StatusBadRequest, Message: `The request body must be a JSON object of package names to version lists ({"name": ["1.0.0"]}): ` + err.Error()}
 	}
+	asked := 0
+	for _, versions := range req {
+		asked += max(1, len(versions))
+	}
+	if extra := (asked+auditPerRequest-1)/auditPerRequest - 1 - pre; extra > 0 {
+		if err := p.s.chargeFirewall(c, extra, auditHint); err != nil {
+			return err
+		}
+	}
 	site := c.Scheme() + "://" + c.Request().Host
 	out := map[string][]npmAdvisory{}
 	for name, versions := range req {
 		v, err := p.lookup(c, core.RegistryNPM, name)
+		var unjudgeable *firewall.Unjudgeable
+		if errors.As(err, &unjudgeable) {
+			continue // no report can name it, and nothing is served
+		}
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -17,7 +18,9 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api/upstream"
 	"github.com/threatd/threatd/core/firewall"
+	pypifw "github.com/threatd/threatd/core/firewall/pypi"
 )
 
 const (
@@ -31,39 +34,44 @@ const (
 
 // pypi serves {base}/firewall/pypi/simple/: the index root (passed
 // through), project pages (PEP 503 HTML or PEP 691 JSON, by Accept) and
-// their files.
+// their files. A project or file name the firewall cannot judge is refused
+// (pypifw.Parse); upstream URLs are built from the normalised project.
 func (p *proxy) pypi(c *echo.Context) error {
 	tail := p.tail(c, "pypi")
-	rest, ok := strings.CutPrefix(tail, "simple/")
-	if !ok && tail != "simple" {
+	r, ok, err := pypifw.Parse(tail)
+	if err != nil {
+		return cannotJudge(c, err, false)
+	}
+	if !ok {
 		return notFound("the PyPI firewall serves the simple index at /firewall/pypi/simple/")
 	}
-	up := p.upstream(core.RegistryPyPI)
 	accept := pypiAcceptHTML
 	if strings.Contains(c.Request().Header.Get("Accept"), pypiJSON) {
 		accept = pypiAcceptJSON
 	}
-	if rest == "" {
-		return p.forward(c, core.RegistryPyPI, up+"/", accept)
+	if r.Kind == pypifw.Root {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), p.opts.UpstreamTimeout)
+		defer cancel()
+		res, err := p.fetch(ctx, core.RegistryPyPI, strings.TrimSuffix(p.opts.Upstreams[core.RegistryPyPI].URL, "/")+"/", accept)
+		if err != nil {
+			return err
+		}
+		return passThrough(c, res, pypiType(res.Header.Get("Content-Type")))
 	}
-	unescaped, err := url.PathUnescape(rest)
+	v, err := p.lookup(c, core.RegistryPyPI, r.Project)
 	if err != nil {
-		return notFound("%q is not a PyPI project path", rest)
+		return cannotJudge(c, err, false)
 	}
-	project, file, _ := strings.Cut(unescaped, "/")
-	if project == "" || strings.Contains(file, "/") {
-		return notFound("%q is not a PyPI project path", unescaped)
-	}
-	project = core.NormalizePyPIName(project)
-	v, err := p.lookup(c, core.RegistryPyPI, project)
+	up, err := p.upstream(core.RegistryPyPI, v)
 	if err != nil {
 		return err
 	}
-	pageURL := up + "/" + project + "/"
-	if file != "" {
-		return p.pypiFile(c, v, pageURL, project, file)
+	pageURL := up + "/" + pypifw.ProjectPath(r.Project)
+	if r.Kind == pypifw.File {
+		return p.pypiFile(c, v, pageURL, r)
 	}
 	c.Response().Header().Set("Vary", "Accept")
+	project := r.Project
 	return p.document(c, core.RegistryPyPI, pageURL, accept, v, func(body []byte, contentType, base string) (rendering, error) {
 		links := base + "/simple/" + url.PathEscape(project) + "/"
 		if strings.Contains(contentType, "json") {
@@ -73,6 +81,15 @@ func (p *proxy) pypi(c *echo.Context) error {
 		out, err := rewritePyPIHTML(body, pageURL, links, project, v)
 		return rendering{out, "text/html; charset=utf-8"}, err
 	})
+}
+
+// pypiType is the media type a simple-index page passed through is served
+// as: the simple API's JSON or HTML, never another upstream type.
+func pypiType(upstreamType string) string {
+	if strings.Contains(upstreamType, "json") {
+		return pypiJSON
+	}
+	return "text/html; charset=utf-8"
 }
 
 // pypiLink is one file of a project page.
@@ -86,8 +103,8 @@ type pypiLink struct {
 // yankReason marks a blocked file: pip and other installers never choose
 // a yanked file for a range, and show the reason when a pin selects it
 // (then the file answers 403).
-func yankReason(v firewall.Verdict, project, filename string) string {
-	if b := v.Check(pypiVersion(project, filename)); b != nil {
+func yankReason(v firewall.Verdict, project, filename, rawURL string) string {
+	if b := pypiBlocked(v, project, filename, rawURL); b != nil {
 		return b.Message()
 	}
 	return ""
@@ -114,7 +131,7 @@ func rewritePyPIHTML(body []byte, pageURL, links, project string, v firewall.Ver
 				fmt.Fprintf(&b, " %s=\"%s\"", k, html.EscapeString(f.Attrs[k]))
 			}
 		}
-		if reason := yankReason(v, project, f.Filename); reason != "" {
+		if reason := yankReason(v, project, f.Filename, f.URL); reason != "" {
 			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(reason))
 		} else if y, ok := f.Attrs["data-yanked"]; ok {
 			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(y))
@@ -219,7 +236,7 @@ func rewritePyPIJSON(body []byte, pageURL, links, project string, v firewall.Ver
 			href += "#" + u.Fragment
 		}
 		f["url"], _ = json.Marshal(href)
-		if reason := yankReason(v, project, name); reason != "" {
+		if reason := yankReason(v, project, name, u.String()); reason != "" {
 			f["yanked"], _ = json.Marshal(reason)
 		}
 	}
@@ -256,21 +273,62 @@ func parsePyPIJSON(body []byte, pageURL string) ([]pypiLink, error) {
 
 // pypiFile answers a file of a project (or its PEP 658 metadata, which is
 // served even for a blocked file: pip reads it to resolve, and it runs
-// nothing): the URL is the one the upstream's project page gives.
-func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL, project, file string) error {
-	res, err := p.fetch(c.Request().Context(), core.RegistryPyPI, pageURL, pypiAcceptJSON)
+// nothing): the URL is the one the upstream's project page gives, on one of
+// the registry's origins. The file is judged by the name the page gives it
+// and by the name its URL ends with: refused when either is blocked.
+func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL string, r pypifw.Request) error {
+	table, res, err := p.pypiFiles(c.Request().Context(), pageURL)
 	if err != nil {
 		return err
 	}
+	if res != nil {
+		return passThrough(c, res, "")
+	}
+	u, ok := table[r.File]
+	if !ok {
+		return notFound("PyPI project %s has no file %s", r.Project, r.File)
+	}
+	if r.Metadata {
+		return p.stream(c, core.RegistryPyPI, u+".metadata", typeText)
+	}
+	if b := pypiBlocked(v, r.Project, r.File, u); b != nil {
+		return p.refuseWithReason(c, b)
+	}
+	return p.stream(c, core.RegistryPyPI, u, typeFile)
+}
+
+// pypiBlocked is the refusal of a file named name at rawURL, or nil.
+func pypiBlocked(v firewall.Verdict, project, name, rawURL string) *firewall.Blocked {
+	if b := v.Check(pypifw.Version(project, name)); b != nil {
+		return b
+	}
+	if u, err := url.Parse(rawURL); err == nil {
+		if base := path.Base(u.Path); base != name && base != "/" && base != "." {
+			return v.Check(pypifw.Version(project, base))
+		}
+	}
+	return nil
+}
+
+// pypiFiles is the table of a project's files (file name → upstream URL),
+// read from its page and kept while the page is.
+func (p *proxy) pypiFiles(ctx context.Context, pageURL string) (map[string]string, *upstream.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, core.RegistryPyPI, pageURL, pypiAcceptJSON)
+	if err != nil {
+		return nil, nil, err
+	}
 	if res.Status != http.StatusOK {
-		return passThrough(c, res)
+		return nil, res, nil
 	}
 	key := "pypi-files\x00" + pageURL + "\x00" + res.Version
-	var table map[string]string
 	if t, ok := p.parsed.Get(key); ok {
 		_ = res.Body.Close()
-		table = t.(map[string]string)
-	} else {
+		return t.(map[string]string), nil, nil
+	}
+	var table map[string]string
+	err = p.renders.withBudget(ctx, contentLength(res), func() error {
 		contentType := res.Header.Get("Content-Type")
 		body, err := p.readDocument(core.RegistryPyPI, res)
 		if err != nil {
@@ -286,59 +344,23 @@ func (p *proxy) pypiFile(c *echo.Context, v firewall.Verdict, pageURL, project, 
 			return p.unreadable(core.RegistryPyPI, err)
 		}
 		table = make(map[string]string, len(links))
-		size := int64(len(key))
 		for _, l := range links {
-			table[l.Filename] = l.URL
-			size += int64(len(l.Filename) + len(l.URL))
-		}
-		if res.Hit {
-			remember(p.parsed, parsedBytes, key, any(table), size)
-		}
-	}
-	name, metadata := strings.CutSuffix(file, ".metadata")
-	u, ok := table[name]
-	if !ok {
-		return notFound("PyPI project %s has no file %s", project, name)
-	}
-	if !metadata {
-		if b := v.Check(pypiVersion(project, name)); b != nil {
-			return p.refuseWithReason(c, b)
-		}
-	} else {
-		u += ".metadata"
-	}
-	return p.stream(c, core.RegistryPyPI, u)
-}
-
-// sdistSuffixes are the extensions of source distributions and eggs.
-var sdistSuffixes = []string{".tar.gz", ".tar.bz2", ".tar.xz", ".tar.Z", ".tgz", ".tar", ".zip", ".egg"}
-
-// pypiVersion is the version in a distribution's file name: a wheel's
-// second field, or what follows the project name in a source
-// distribution ("" when the name does not parse).
-func pypiVersion(project, filename string) string {
-	if w, ok := strings.CutSuffix(filename, ".whl"); ok {
-		if parts := strings.Split(w, "-"); len(parts) >= 5 {
-			return parts[1]
-		}
-		return ""
-	}
-	base := filename
-	for _, s := range sdistSuffixes {
-		if b, ok := strings.CutSuffix(base, s); ok {
-			base = b
-			break
-		}
-	}
-	want := core.NormalizePyPIName(project)
-	for i := 0; i < len(base); i++ {
-		if base[i] == '-' && core.NormalizePyPIName(base[:i]) == want {
-			ver := base[i+1:]
-			if strings.HasSuffix(filename, ".egg") {
-				ver, _, _ = strings.Cut(ver, "-")
+			if _, dup := table[l.Filename]; !dup {
+				table[l.Filename] = l.URL
 			}
-			return ver
 		}
+		return nil
+	})
+	if err != nil {
+		_ = res.Body.Close()
+		return nil, nil, err
 	}
-	return ""
+	if res.Hit {
+		size := int64(len(key))
+		for f, u := range table {
+			size += int64(len(f) + len(u))
+		}
+		remember(p.parsed, parsedBytes, key, any(table), size)
+	}
+	return table, nil, nil
 }

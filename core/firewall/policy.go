@@ -115,8 +115,9 @@ type Verdict struct {
 }
 
 // Lookup returns the verdict for a package. A name the registry would not
-// accept is not in any report: its verdict is clean, and the upstream
-// answers for it.
+// accept cannot be judged (no report could name it, but the upstream may
+// still read it as another name): it is an *Unjudgeable, never a clean
+// verdict.
 func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, error) {
 	v := Verdict{Registry: registry, Name: name}
 	if p.Private(registry, name) {
@@ -125,7 +126,11 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 	}
 	key, err := core.CanonicalKey(core.TypePackage, registry, name)
 	if err != nil {
-		return v, nil
+		msg := err.Error()
+		if fe, ok := err.(*core.FieldError); ok {
+			msg = fe.Message
+		}
+		return v, CannotJudge(registry, "package name", name, "%s", msg)
 	}
 	if v.threats, err = p.index.Matches(ctx, []string{key}, ""); err != nil {
 		return v, err

@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -93,8 +94,11 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("go %s: %+v, want %q", ver, b, want)
 		}
 	}
-	if look("npm", "not a name!").Check("1") != nil {
-		t.Fatal("an invalid name has no reports")
+	// A name the registry would not accept cannot be judged: refused, never
+	// a clean verdict (the upstream might read it as another name).
+	var u *Unjudgeable
+	if _, err := p.Lookup(ctx, "npm", "not a name!"); !errors.As(err, &u) || u.Registry != "npm" || u.What != "package name" {
+		t.Fatalf("an invalid name: %v, want an *Unjudgeable", err)
 	}
 	// A revision of the version list changes the fingerprint (cached
 	// renderings are keyed by it), though the report and its verification

@@ -343,3 +343,58 @@ func freshness(h http.Header, now time.Time) (expires time.Time, revalidate, sto
 	}
 	return expires, revalidate, true
 }
+
+// PutDerived stores body, derived from upstream answers (a rewritten
+// document), under key in the same bounded space as the answers: kept
+// while it fits, dropped least recently used first. It reports whether
+// the body was kept (never one larger than a quarter of the bound).
+func (c *Cache) PutDerived(key, contentType string, body []byte) bool {
+	if c.maxBytes <= 0 || int64(len(body)) > c.maxBytes/4 {
+		return false
+	}
+	k := c.keyOf(key, "\x00derived")
+	e := &entry{URL: key, Accept: "\x00derived", Header: http.Header{"Content-Type": {contentType}}, Stored: time.Now(), key: k}
+	if err := os.MkdirAll(filepath.Dir(c.bodyPath(k)), 0o700); err != nil {
+		return false
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.bodyPath(k)), k+"-*.tmp")
+	if err != nil {
+		return false
+	}
+	if _, err := tmp.Write(body); err != nil {
+		tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return false
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return false
+	}
+	c.commit(e, tmp.Name(), int64(len(body)))
+	return true
+}
+
+// Derived is a body PutDerived stored, open for reading.
+type Derived struct {
+	*os.File
+	Size        int64
+	ContentType string
+}
+
+// OpenDerived opens what PutDerived stored under key.
+func (c *Cache) OpenDerived(key string) (Derived, bool) {
+	if c.maxBytes <= 0 {
+		return Derived{}, false
+	}
+	k := c.keyOf(key, "\x00derived")
+	e, ok := c.entries.Get(k)
+	if !ok {
+		return Derived{}, false
+	}
+	f, err := os.Open(c.bodyPath(k))
+	if err != nil {
+		c.drop(k)
+		return Derived{}, false
+	}
+	return Derived{File: f, Size: e.Size, ContentType: e.Header.Get("Content-Type")}, true
+}

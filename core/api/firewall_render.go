@@ -1,0 +1,280 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/firewall"
+)
+
+// baseMark stands for the firewall's own URL in a rendering: a rewritten
+// document is kept without the address the client used (which a client
+// chooses, and which must not make every request a new rendering), and
+// the address is written in where the mark is when the document is served.
+// It is written the same way in JSON and HTML, and no upstream document
+// can make the rewriters write it: they write links only from the base.
+const baseMark = "https://threatd-firewall-base.invalid/.mark"
+
+// Bounds of renderings: kept in memory up to memRendered bytes (each at
+// most an eighth of it), larger ones on disk in the upstream cache; the
+// documents being read and rewritten at once at most renderBudget bytes,
+// so that a few huge package documents cannot take the daemon's memory
+// (a rewrite holds about four times its document).
+const (
+	memRendered  = 64 << 20
+	renderBudget = maxDocument
+)
+
+// rendered is a rewritten document, or an upstream answer other than 200
+// to pass on (status != 200).
+type rendered struct {
+	status      int
+	body        []byte // nil when the rendering is on disk under diskKey
+	diskKey     string
+	size        int64
+	contentType string
+}
+
+// escapeJSON writes s as the inside of a JSON string (encoding/json's
+// escaping, as the rewriters write).
+func escapeJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// escapeFor is how the base is written in a document of contentType.
+func escapeFor(contentType string) func(string) string {
+	switch {
+	case strings.Contains(contentType, "json"):
+		return escapeJSON
+	case strings.Contains(contentType, "html"):
+		return html.EscapeString
+	}
+	return func(s string) string { return s }
+}
+
+// renderings are the firewall's rewritten documents: kept by the upstream
+// body they come from and the reports that decide them, each rendered by
+// one request at a time (concurrent requests for it wait for that one),
+// and only up to renderBudget bytes of documents at once.
+type renderings struct {
+	cache  *upstream.Cache
+	mem    *upstream.LRU[rendered]
+	flight singleflight.Group
+	budget *semaphore.Weighted
+}
+
+func newRenderings(cache *upstream.Cache) *renderings {
+	return &renderings{cache: cache, mem: upstream.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget)}
+}
+
+// withBudget runs fn holding weight bytes of the rendering budget (the
+// size of the document fn reads whole; -1 when unknown), waiting for it
+// within ctx; a wait that ends with ctx is a 503.
+func (r *renderings) withBudget(ctx context.Context, weight int64, fn func() error) error {
+	if weight < 0 || weight > renderBudget {
+		weight = renderBudget
+	}
+	weight = max(weight, 1)
+	if err := r.budget.Acquire(ctx, weight); err != nil {
+		return &Error{Status: http.StatusServiceUnavailable, Cause: err, Headers: map[string]string{"Retry-After": "5"},
+			Message: "The firewall is busy rewriting other large package documents; try again shortly"}
+	}
+	defer r.budget.Release(weight)
+	return fn()
+}
+
+// renderFunc rewrites an upstream document; base is where links point
+// (baseMark while rendering).
+type renderFunc func(body []byte, contentType, base string) (rendering, error)
+
+// rendering is what a renderFunc makes.
+type rendering struct {
+	body        []byte
+	contentType string
+}
+
+// document answers an upstream document rewritten by render: fetched and
+// rewritten once however many requests ask for it at once, kept while the
+// upstream body and the verdict stay the same, and served with the
+// firewall's address as the client reached it.
+func (p *proxy) document(c *echo.Context, registry, rawURL, accept string, v firewall.Verdict, render renderFunc) error {
+	key := strings.Join([]string{registry, rawURL, accept, v.Fingerprint()}, "\x00")
+	// The work outlives the request that started it (others may wait for
+	// it), within the upstream timeout.
+	ch := p.renders.flight.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), p.opts.UpstreamTimeout)
+		defer cancel()
+		return p.render(ctx, registry, key, rawURL, accept, render)
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-c.Request().Context().Done():
+		return c.Request().Context().Err()
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	return p.serveRendered(c, registry, res.Val.(rendered))
+}
+
+// render fetches and rewrites one document (document's shared work).
+func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string, render renderFunc) (rendered, error) {
+	res, err := p.fetch(ctx, registry, rawURL, accept)
+	if err != nil {
+		return rendered{}, err
+	}
+	if res.Status != http.StatusOK {
+		defer res.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		if err != nil {
+			return rendered{}, p.unreachable(registry, err)
+		}
+		ct := typeText
+		if strings.Contains(res.Header.Get("Content-Type"), "json") {
+			ct = typeJSON
+		}
+		return rendered{status: res.Status, body: b, size: int64(len(b)), contentType: ct}, nil
+	}
+	vkey := key + "\x00" + res.Version
+	if d, ok := p.renders.mem.Get(vkey); ok {
+		_ = res.Body.Close()
+		return d, nil
+	}
+	if res.Hit {
+		if f, ok := p.opts.Cache.OpenDerived(vkey); ok {
+			_ = f.Close()
+			_ = res.Body.Close()
+			return rendered{status: http.StatusOK, diskKey: vkey, size: f.Size, contentType: f.ContentType}, nil
+		}
+	}
+	var out rendering
+	err = p.renders.withBudget(ctx, contentLength(res), func() error {
+		body, err := p.readDocument(registry, res)
+		if err != nil {
+			return err
+		}
+		if out, err = render(body, res.Header.Get("Content-Type"), baseMark); err != nil {
+			return p.unreadable(registry, err)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = res.Body.Close()
+		return rendered{}, err
+	}
+	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType}
+	if res.Hit {
+		if d.size <= memRendered/8 {
+			p.renders.mem.Add(vkey, d, d.size+int64(len(vkey)))
+		} else {
+			p.opts.Cache.PutDerived(vkey, out.contentType, out.body)
+		}
+	}
+	return d, nil
+}
+
+// serveRendered writes a rendering with the firewall's address in place
+// of baseMark (no body to a HEAD).
+func (p *proxy) serveRendered(c *echo.Context, registry string, d rendered) error {
+	if d.status != http.StatusOK {
+		c.Response().Header().Set("Content-Type", d.contentType)
+		if c.Request().Method == http.MethodHead {
+			return c.NoContent(d.status)
+		}
+		return c.Blob(d.status, d.contentType, d.body)
+	}
+	var src io.Reader
+	if d.body != nil {
+		src = bytes.NewReader(d.body)
+	} else {
+		f, ok := p.opts.Cache.OpenDerived(d.diskKey)
+		if !ok {
+			return &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"},
+				Message: "The firewall's copy of this document was just dropped from its cache; try again"}
+		}
+		defer f.Close()
+		src, d.size = f, f.Size
+	}
+	base := escapeFor(d.contentType)(p.base(c, registry))
+	h := c.Response().Header()
+	h.Set("Content-Type", d.contentType)
+	if d.body != nil {
+		n := int64(bytes.Count(d.body, []byte(baseMark)))
+		h.Set("Content-Length", strconv.FormatInt(d.size+n*int64(len(base)-len(baseMark)), 10))
+	}
+	c.Response().WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	w := bufio.NewWriterSize(c.Response(), 64<<10)
+	if err := replaceStream(w, src, baseMark, base); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// replaceStream copies src to w with every old replaced by new, reading
+// 256 KiB at a time (an old that spans two reads is found).
+func replaceStream(w io.Writer, src io.Reader, old, new string) error {
+	buf := make([]byte, 256<<10)
+	carry := 0
+	for {
+		n, err := io.ReadFull(src, buf[carry:])
+		n += carry
+		end := err != nil
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return err
+		}
+		chunk := buf[:n]
+		// Keep back what could be the start of old, unless at the end.
+		safe := n
+		if !end {
+			safe = max(0, n-(len(old)-1))
+		}
+		for {
+			i := bytes.Index(chunk[:safe], []byte(old))
+			if i < 0 {
+				break
+			}
+			if _, err := w.Write(chunk[:i]); err != nil {
+				return err
+			}
+			if _, err := io.WriteString(w, new); err != nil {
+				return err
+			}
+			chunk, safe = chunk[i+len(old):], safe-i-len(old)
+		}
+		if end {
+			_, err := w.Write(chunk)
+			return err
+		}
+		if _, err := w.Write(chunk[:safe]); err != nil {
+			return err
+		}
+		carry = copy(buf, chunk[safe:])
+	}
+}
+
+// contentLength is an upstream answer's Content-Length, -1 when unknown.
+func contentLength(res *upstream.Response) int64 {
+	n, err := strconv.ParseInt(res.Header.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,69 @@
+package firewall
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Unjudgeable is a request the firewall refuses because it cannot judge
+// it: a name or version the registry would not accept, or a path whose
+// meaning depends on how the upstream resolves it. What cannot be judged
+// is never passed on (docs/firewall.md, "What the firewall refuses").
+type Unjudgeable struct {
+	Registry string
+	// What names the part that could not be judged ("package name", "path").
+	What   string
+	Value  string
+	Reason string
+}
+
+// Error implements error.
+func (e *Unjudgeable) Error() string {
+	v := e.Value
+	if len(v) > 200 {
+		v = v[:200] + "…"
+	}
+	return fmt.Sprintf("The %s firewall cannot judge the %s %q: %s; it refuses what it cannot judge rather than pass it upstream", e.Registry, e.What, v, e.Reason)
+}
+
+// CannotJudge returns the *Unjudgeable of value, the what of a request to
+// registry's firewall, with the reason (a format and its arguments).
+func CannotJudge(registry, what, value, reason string, args ...any) error {
+	return &Unjudgeable{Registry: registry, What: what, Value: value, Reason: fmt.Sprintf(reason, args...)}
+}
+
+// CleanPath checks an escaped path that is passed upstream as it is (npm's
+// /-/ endpoints, Go's /sumdb/) and returns it re-escaped: every segment,
+// once decoded, must be non-empty, neither "." nor "..", and made of
+// letters, digits and -._~!@$+=:, only (characters a path carries as they
+// are), so that the upstream resolves exactly the path the firewall judged:
+// no %2e%2e, no %2f or \ that a static server reads as a separator, no ;
+// that Java servers strip. The path is returned decoded, which is its one
+// spelling.
+func CleanPath(registry, escaped string) (string, error) {
+	if escaped == "" {
+		return "", nil
+	}
+	segs := strings.Split(escaped, "/")
+	for i, s := range segs {
+		dec, err := url.PathUnescape(s)
+		if err != nil {
+			return "", CannotJudge(registry, "path", escaped, "a segment is not valid percent-encoding")
+		}
+		switch {
+		case dec == "" && i == len(segs)-1 && i > 0:
+			// a trailing slash
+		case dec == "" || dec == "." || dec == "..":
+			return "", CannotJudge(registry, "path", escaped, "it has an empty, . or .. segment")
+		case strings.IndexFunc(dec, func(r rune) bool { return !safePathRune(r) }) >= 0:
+			return "", CannotJudge(registry, "path", escaped, "a segment holds a character other than letters, digits and -._~!@$+=:,")
+		}
+		segs[i] = dec
+	}
+	return strings.Join(segs, "/"), nil
+}
+
+func safePathRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~!@$+=:,", r)
+}
