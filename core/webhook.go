@@ -370,6 +370,10 @@ type WebhookStore interface {
 type DueQuery struct {
 	Now   time.Time
 	Limit int
+	// Except are subscriptions whose deliveries are left out (those the
+	// dispatcher is busy with), so that one slow subscription's queue
+	// cannot fill every batch.
+	Except []string
 }
 
 // AttemptQuery is the latest delivery attempts of one subscription
@@ -383,4 +387,20 @@ type AttemptQuery struct {
 type WebhookTrim struct {
 	MaxPending     int
 	FinishedBefore time.Time
+}
+
+// WebhookURLForLog is a target URL as logs may show it: its scheme and
+// host only. The path and query of a target often are its secret (Slack
+// and Teams incoming-webhook URLs), and logs travel further than the
+// database.
+func WebhookURLForLog(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(not a URL)"
+	}
+	out := u.Scheme + "://" + u.Host
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+		out += "/…"
+	}
+	return out
 }

@@ -304,11 +304,11 @@ func statsFromPB(r *pb.StatsResponse) core.Stats {
 // Webhooks.
 
 func dueQueryToPB(q core.DueQuery) *pb.DueDeliveriesRequest {
-	return &pb.DueDeliveriesRequest{Now: ts(q.Now), Limit: int32(q.Limit)}
+	return &pb.DueDeliveriesRequest{Now: ts(q.Now), Limit: int32(q.Limit), Except: q.Except}
 }
 
 func dueQueryFromPB(r *pb.DueDeliveriesRequest) core.DueQuery {
-	return core.DueQuery{Now: fromTS(r.Now), Limit: int(r.Limit)}
+	return core.DueQuery{Now: fromTS(r.Now), Limit: int(r.Limit), Except: r.Except}
 }
 
 func attemptQueryToPB(q core.AttemptQuery) *pb.WebhookAttemptsRequest {

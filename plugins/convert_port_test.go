@@ -84,7 +84,7 @@ func TestPortStructsCrossThePlugin(t *testing.T) {
 	roundTrip(t, core.RateCounts{Window: 29_000_000, Counts: map[string]int64{"ip:192.0.2.1": 3}}, rateCountsToPB, rateCountsFromPB)
 	roundTrip(t, core.Stats{Users: 1, Tokens: 2, Threats: 3, LastSeq: 4}, statsToPB, statsFromPB)
 
-	roundTrip(t, core.DueQuery{Now: at, Limit: 100}, dueQueryToPB, dueQueryFromPB)
+	roundTrip(t, core.DueQuery{Now: at, Limit: 100, Except: []string{"a", "b"}}, dueQueryToPB, dueQueryFromPB)
 	roundTrip(t, core.AttemptQuery{WebhookID: "w", Limit: 10}, attemptQueryToPB, attemptQueryFromPB)
 	roundTrip(t, core.WebhookTrim{MaxPending: 1000, FinishedBefore: at}, webhookTrimToPB, webhookTrimFromPB)
 	roundTrip(t, core.AttemptOutcome{Attempt: attempt, NextAt: at, Payload: []byte("{}"), Disable: "gone"}, attemptOutcomeToPB, attemptOutcomeFromPB)

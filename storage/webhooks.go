@@ -228,11 +228,17 @@ func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Deli
 	// An ordered read of the due index: the deliveries of a disabled
 	// subscription are parked at parkedAt, past any now, so the read stops
 	// after limit rows however many of them wait.
+	if len(q.Except) > core.MaxPage {
+		return nil, core.Invalid("except", "names more than %d subscriptions", core.MaxPage)
+	}
 	var rows []deliveryRow
-	if err := s.db.NewSelect().Model(&rows).ModelTableExpr(tableUsing(s.dialect, "webhook_deliveries AS delivery_row", "webhook_deliveries_due_idx")).
+	sel := s.db.NewSelect().Model(&rows).ModelTableExpr(tableUsing(s.dialect, "webhook_deliveries AS delivery_row", "webhook_deliveries_due_idx")).
 		Where("state = ? AND next_at <= ?", core.DeliveryPending, now.UTC()).
-		Where("webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)").
-		OrderExpr("next_at").Limit(int64(limit)).Scan(ctx); err != nil {
+		Where("webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)")
+	if len(q.Except) > 0 {
+		sel = sel.Where("webhook_id NOT IN (?)", bun.List(q.Except))
+	}
+	if err := sel.OrderExpr("next_at").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {

@@ -31,12 +31,18 @@ type upstreamRegistry struct {
 	mu    sync.Mutex
 	files map[string]servedFile
 	hits  map[string]int
+	// normalize resolves a request's path as static servers do (decoded,
+	// then cleaned: %2e%2e and %2f reach other files) before looking it up.
+	normalize bool
 }
 
 type servedFile struct {
 	body        []byte
 	contentType string
 	maxAge      int
+	// status (200 when 0) and header are sent as they are.
+	status int
+	header map[string]string
 }
 
 func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
@@ -44,6 +50,9 @@ func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		u.mu.Lock()
+		if u.normalize {
+			p = path.Clean(r.URL.Path)
+		}
 		u.hits[p]++
 		f, ok := u.files[p]
 		u.mu.Unlock()
@@ -55,6 +64,12 @@ func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
 		}
 		w.Header().Set("Content-Type", f.contentType)
 		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", f.maxAge))
+		for k, v := range f.header {
+			w.Header().Set(k, v)
+		}
+		if f.status != 0 {
+			w.WriteHeader(f.status)
+		}
 		_, _ = w.Write(f.body)
 	}))
 	t.Cleanup(u.srv.Close)
@@ -64,7 +79,7 @@ func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
 func (u *upstreamRegistry) put(p, contentType string, maxAge int, body []byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.files[p] = servedFile{body, contentType, maxAge}
+	u.files[p] = servedFile{body: body, contentType: contentType, maxAge: maxAge}
 }
 
 func (u *upstreamRegistry) hitsOf(p string) int {

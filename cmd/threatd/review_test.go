@@ -18,7 +18,7 @@ func TestReviewDecidesOnTheVersionItRead(t *testing.T) {
 	// A payload that would hide its end on a terminal: a carriage return
 	// and a right-to-left override.
 	r := d.do("POST", base+"/submit-threat-report", owner, `{"report_type":"package","resource_identifier":"versioned-pkg","registry":"npm",
-		"threat_description":"Steals tokens","payload_description":"first line\rhidden \u202eevil","version_info":"1.0.0,1.0.1 , 2.0"}`).expect(t, 201, "")
+		"threat_description":"Steals tokens","payload_description":"first line\rhidden \u202eevil","version_info":"1.0.0,1.0.1 , 2.0.0"}`).expect(t, 201, "")
 	id := r.body["threat_id"].(string)
 
 	list := in.mustCLI("review", "list")
@@ -26,7 +26,7 @@ func TestReviewDecidesOnTheVersionItRead(t *testing.T) {
 		t.Fatalf("review list lacks the version:\n%s", list)
 	}
 	show := in.mustCLI("review", "show", id)
-	for _, want := range []string{"VERSION       1", "STATUS        pending", `first line\rhidden <U+202E>evil`, "VERSIONS      1.0.0,1.0.1 , 2.0",
+	for _, want := range []string{"VERSION       1", "STATUS        pending", `first line\rhidden <U+202E>evil`, "VERSIONS      1.0.0,1.0.1 , 2.0.0",
 		"threatd review verify " + id + " --version 1"} {
 		if !strings.Contains(show, want) {
 			t.Fatalf("review show lacks %q:\n%s", want, show)
@@ -52,7 +52,7 @@ func TestReviewDecidesOnTheVersionItRead(t *testing.T) {
 	eventually(t, "the verified report to be served", func() bool {
 		c := d.do("GET", base+"/check-malicious?report_type=package&ecosystem=npm&resource_identifier=versioned-pkg", owner, "")
 		details, _ := c.body["details"].(map[string]any)
-		return c.body["malicious"] == true && details["threat_description"] == "Steals tokens and wallets" && details["version_info"] == "1.0.0,1.0.1 , 2.0"
+		return c.body["malicious"] == true && details["threat_description"] == "Steals tokens and wallets" && details["version_info"] == "1.0.0,1.0.1 , 2.0.0"
 	})
 
 	// Withdrawing names the version too; a bad --version is refused.

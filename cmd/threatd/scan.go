@@ -123,7 +123,7 @@ func runScan(cmd *cobra.Command, args []string) error {
 	}
 	var inputs []scanInput
 	for _, path := range args {
-		in, err := readScanInput(path, maxBytes)
+		in, err := readScanInput(cmd.Context(), path, maxBytes)
 		if err != nil {
 			return err
 		}
@@ -168,16 +168,37 @@ func runScan(cmd *cobra.Command, args []string) error {
 
 // readScanInput reads and recognises one file; its name in the answer is
 // the path as given, relative to the working directory when it is under it
-// (code scanning places results by repository-relative paths).
-func readScanInput(path string, maxBytes int64) (scanInput, error) {
-	f, err := os.Open(path)
+// (code scanning places results by repository-relative paths). A file
+// that blocks (a FIFO nobody writes to, a stalled network mount) gives way
+// to ctx: SIGINT and SIGTERM end the scan (exit status 2).
+func readScanInput(ctx context.Context, path string, maxBytes int64) (scanInput, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			done <- read{nil, err}
+			return
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+		if err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		done <- read{data, err}
+	}()
+	var r read
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return scanInput{}, &exitError{code: 2, err: fmt.Errorf("scan interrupted while reading %s", path)}
+	}
+	data, err := r.data, r.err
 	if err != nil {
 		return scanInput{}, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
-	if err != nil {
-		return scanInput{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if int64(len(data)) > maxBytes {
 		return scanInput{}, fmt.Errorf("%s is larger than %d bytes, the most one scan reads (scan.max_bytes)", path, maxBytes)

@@ -2,12 +2,15 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -365,5 +368,39 @@ func TestScanCountsPackages(t *testing.T) {
 	code, _, body = d.postScan("?file=go.sum", tok, []byte("example.com/m v1.0.0 h1:AAAA=\n"))
 	if code != 429 || !strings.Contains(string(body), "Rate limit exceeded") {
 		t.Fatalf("over the budget: %d %s", code, body)
+	}
+}
+
+// TestScanFIFOInterrupted: `threatd scan` reading a FIFO nobody writes to
+// ends on SIGTERM (and SIGINT) with exit status 2 and says why, instead of
+// waiting for ever.
+func TestScanFIFOInterrupted(t *testing.T) {
+	in := newInstance(t, quiet)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		fifo := filepath.Join(t.TempDir(), "package-lock.json")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		cmd := exec.Command(testbin.Path("threatd"), "scan", "--config", in.config, fifo)
+		cmd.Env = in.environ()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		_ = cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "interrupted") {
+				t.Fatalf("%s: %v, stderr %q; want exit status 2 saying it was interrupted", sig, err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("threatd scan on a FIFO ignored %s", sig)
+		}
 	}
 }

@@ -91,10 +91,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
 	}()
 	if cfg.Cache.Spill {
-		go idx.FillSpill(followCtx, func(err error) {
-			log.Warn("index spill: reading reports failed; will retry", "error", err.Error())
-		}, func(st index.SpillStats) {
-			log.Info("index spill filled", "entries", st.Entries, "bytes", st.Live, "took_ms", st.FirstFillMillis)
+		go idx.FillSpill(followCtx, index.SpillHooks{
+			Failed: func(err error, retryIn time.Duration) {
+				log.Warn("index spill: filling it failed; will retry", "error", err.Error(), "retry_in", retryIn.String())
+			},
+			Recovered: func() { log.Info("index spill: writing its file again") },
+			Filled: func(st index.SpillStats) {
+				log.Info("index spill filled", "entries", st.Entries, "bytes", st.Live, "took_ms", st.FirstFillMillis)
+			},
 		})
 	}
 
@@ -208,7 +212,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Mount:             mount,
 		NotFoundPage:      notFound,
 		Firewall:          fw,
-		MISP:              &misp.Service{Store: e.store, Name: "threatd", Site: localSite(cfg)},
+		MISP:              &misp.Service{Store: e.store, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes")},
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{

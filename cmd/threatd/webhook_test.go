@@ -261,6 +261,11 @@ func TestWebhooks(t *testing.T) {
 	if strings.Contains(d2.logText(), secret) || strings.Contains(d.logText(), secret) {
 		t.Fatal("a signing secret is in the daemon's log")
 	}
+	// A target's path and query (often its secret) never reach the log:
+	// the disabled subscription is logged by scheme and host.
+	if log := d2.logText(); strings.Contains(log, "/closed") || !strings.Contains(log, `"url":"http://127.0.0.1:1/…"`) {
+		t.Fatalf("the disabled target's URL is logged with its path, or not at all:\n%s", log)
+	}
 	// The administrators' page lists them, adds one (secret shown once: the
 	// page escapes a "+" of the base64 secret as &#43;),
 	// enables and removes; a submitter may not see it.

@@ -69,7 +69,7 @@ func (p *proxy) npm(c *echo.Context) error {
 		}
 		return p.document(c, core.RegistryNPM, docURL, npmAccept(c.Request().Header.Get("Accept")), v,
 			func(body []byte, _, base string) (rendering, error) {
-				out, err := rewriteNPMDocument(body, v, base)
+				out, err := npmfw.Rewrite(body, func(ver string) bool { return v.Check(ver) != nil }, v.Name, base)
 				return rendering{out, typeJSON}, err
 			})
 	case npmfw.Tarball:
@@ -191,7 +191,7 @@ func (p *proxy) npmTarballs(ctx context.Context, docURL string) (map[string]npmF
 		_ = res.Body.Close()
 		return nil, nil, err
 	}
-	if res.Hit {
+	if res.Kept() {
 		size := int64(len(key))
 		for f, e := range table {
 			size += int64(len(f)+len(e.url)) + 16*int64(len(e.versions)) + 64
@@ -199,82 +199,6 @@ func (p *proxy) npmTarballs(ctx context.Context, docURL string) (map[string]npmF
 		remember(p.parsed, parsedBytes, key, any(table), size)
 	}
 	return table, nil, nil
-}
-
-// rewriteNPMDocument removes blocked versions from an npm package document
-// (versions, time, dist-tags: a tag on a removed version moves to the
-// highest remaining one, or goes) and points every tarball at the firewall.
-func rewriteNPMDocument(body []byte, v firewall.Verdict, base string) ([]byte, error) {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, err
-	}
-	name := stringField(doc, "name")
-	if name == "" {
-		name = v.Name
-	}
-	var versions map[string]json.RawMessage
-	if raw, ok := doc["versions"]; ok {
-		if err := json.Unmarshal(raw, &versions); err != nil {
-			return nil, fmt.Errorf("versions: %w", err)
-		}
-	}
-	removed := map[string]bool{}
-	for ver, raw := range versions {
-		if v.Check(ver) != nil {
-			removed[ver] = true
-			delete(versions, ver)
-			continue
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("versions[%s]: %w", ver, err)
-		}
-		if err := rewriteTarballField(m, name, base); err != nil {
-			return nil, fmt.Errorf("versions[%s]: %w", ver, err)
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		versions[ver] = b
-	}
-	if versions != nil {
-		b, err := json.Marshal(versions)
-		if err != nil {
-			return nil, err
-		}
-		doc["versions"] = b
-	}
-	if len(removed) > 0 {
-		if raw, ok := doc["time"]; ok {
-			var times map[string]json.RawMessage
-			if json.Unmarshal(raw, &times) == nil {
-				for ver := range removed {
-					delete(times, ver)
-				}
-				doc["time"], _ = json.Marshal(times)
-			}
-		}
-		if raw, ok := doc["dist-tags"]; ok {
-			var tags map[string]string
-			if err := json.Unmarshal(raw, &tags); err != nil {
-				return nil, fmt.Errorf("dist-tags: %w", err)
-			}
-			highest := highestRelease(maps.Keys(versions), "v")
-			for tag, ver := range tags {
-				if removed[ver] {
-					if highest == "" {
-						delete(tags, tag)
-					} else {
-						tags[tag] = highest
-					}
-				}
-			}
-			doc["dist-tags"], _ = json.Marshal(tags)
-		}
-	}
-	return json.Marshal(doc)
 }
 
 // rewriteTarballField points a version document's dist.tarball at the firewall.

@@ -355,7 +355,7 @@ func (p *proxy) pypiFiles(ctx context.Context, pageURL string) (map[string]strin
 		_ = res.Body.Close()
 		return nil, nil, err
 	}
-	if res.Hit {
+	if res.Kept() {
 		size := int64(len(key))
 		for f, u := range table {
 			size += int64(len(f) + len(u))

@@ -46,6 +46,8 @@ type rendered struct {
 	diskKey     string
 	size        int64
 	contentType string
+	// marks counts baseMark in body.
+	marks int
 }
 
 // escapeJSON writes s as the inside of a JSON string (encoding/json's
@@ -177,8 +179,9 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 		_ = res.Body.Close()
 		return rendered{}, err
 	}
-	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType}
-	if res.Hit {
+	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
+		marks: bytes.Count(out.body, []byte(baseMark))}
+	if res.Kept() {
 		if d.size <= memRendered/8 {
 			p.renders.mem.Add(vkey, d, d.size+int64(len(vkey)))
 		} else {
@@ -198,31 +201,45 @@ func (p *proxy) serveRendered(c *echo.Context, registry string, d rendered) erro
 		}
 		return c.Blob(d.status, d.contentType, d.body)
 	}
-	var src io.Reader
-	if d.body != nil {
-		src = bytes.NewReader(d.body)
-	} else {
-		f, ok := p.opts.Cache.OpenDerived(d.diskKey)
-		if !ok {
-			return &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"},
-				Message: "The firewall's copy of this document was just dropped from its cache; try again"}
-		}
-		defer f.Close()
-		src, d.size = f, f.Size
-	}
 	base := escapeFor(d.contentType)(p.base(c, registry))
 	h := c.Response().Header()
 	h.Set("Content-Type", d.contentType)
 	if d.body != nil {
-		n := int64(bytes.Count(d.body, []byte(baseMark)))
-		h.Set("Content-Length", strconv.FormatInt(d.size+n*int64(len(base)-len(baseMark)), 10))
+		// In memory: the pieces between the marks, written as they are.
+		h.Set("Content-Length", strconv.FormatInt(d.size+int64(d.marks)*int64(len(base)-len(baseMark)), 10))
+		c.Response().WriteHeader(http.StatusOK)
+		if c.Request().Method == http.MethodHead {
+			return nil
+		}
+		w := c.Response()
+		rest := d.body
+		for {
+			i := bytes.Index(rest, []byte(baseMark))
+			if i < 0 {
+				_, err := w.Write(rest)
+				return err
+			}
+			if _, err := w.Write(rest[:i]); err != nil {
+				return err
+			}
+			if _, err := io.WriteString(w, base); err != nil {
+				return err
+			}
+			rest = rest[i+len(baseMark):]
+		}
 	}
+	f, ok := p.opts.Cache.OpenDerived(d.diskKey)
+	if !ok {
+		return &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"},
+			Message: "The firewall's copy of this document was just dropped from its cache; try again"}
+	}
+	defer f.Close()
 	c.Response().WriteHeader(http.StatusOK)
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
 	w := bufio.NewWriterSize(c.Response(), 64<<10)
-	if err := replaceStream(w, src, baseMark, base); err != nil {
+	if err := replaceStream(w, f, baseMark, base); err != nil {
 		return err
 	}
 	return w.Flush()

@@ -36,6 +36,14 @@ func (s *Server) healthz(c *echo.Context) error {
 		storage["error"] = "storage is not answering (restarting, or its database is unreachable)"
 		status, code = "degraded", http.StatusServiceUnavailable
 	}
+	if why := s.index.SpillFailure(); why != "" {
+		// The answers stay right (checks read storage); the operator is
+		// told the cache is not being written, and why.
+		index["spill"] = map[string]any{"status": "failing", "error": why}
+		if status == "ok" {
+			status = "warning"
+		}
+	}
 	plugins := map[string]any{"storage": storage}
 	if st, ok := s.exporters.(interface{ States() map[string]string }); ok {
 		exporters := map[string]any{}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -54,7 +55,11 @@ func (s *Server) mispEvent(c *echo.Context) error {
 	}
 	b, err := s.opts.MISP.Event(c.Request().Context(), id)
 	if errors.Is(err, core.ErrNotFound) {
-		return &Error{Status: http.StatusNotFound, Message: "No MISP event " + id + " in this feed (manifest.json lists them)"}
+		shown := id
+		if len(shown) > 64 {
+			shown = shown[:64] + "…"
+		}
+		return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("No MISP event %q in this feed (manifest.json lists them)", shown)}
 	}
 	if err != nil {
 		return err

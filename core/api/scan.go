@@ -35,9 +35,27 @@ func (s *Server) scanFile(c *echo.Context) error {
 	if len(name) > 1024 || strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return core.Invalid("file", "must be a file name of at most 1024 characters, without control characters")
 	}
+	// Charged before the work, by what it costs: one request per
+	// scanBytesPerRequest of file before it is parsed (from its
+	// Content-Length, before it is read, when it has one), then, once
+	// parsed, one per 100 package entries in all (each entry is checked,
+	// copies of one package included), less what was charged already.
+	pre := 0
+	if n := c.Request().ContentLength; n > 0 && n <= s.opts.ScanMaxBytes {
+		pre = int(n / scanBytesPerRequest)
+		if err := s.chargeScan(c, pre); err != nil {
+			return err
+		}
+	}
 	body, err := s.scanBody(c)
 	if err != nil {
 		return err
+	}
+	if pre == 0 {
+		pre = len(body) / scanBytesPerRequest
+		if err := s.chargeScan(c, pre); err != nil {
+			return err
+		}
 	}
 	hint := qs.Get("format")
 	if hint == "" {
@@ -54,11 +72,8 @@ func (s *Server) scanFile(c *echo.Context) error {
 	if err != nil {
 		return core.Invalid("file", "%s", err.Error())
 	}
-	// Charged before the work: each further 100 packages one more request.
-	if extra := (file.Distinct()+99)/100 - 1; extra > 0 {
-		if err := s.chargeToken(c, extra, " (a scan counts one request per 100 packages)"); err != nil {
-			return err
-		}
+	if err := s.chargeScan(c, (len(file.Packages)+99)/100-1-pre); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	res, err := scan.Check(ctx, s.index, []scan.File{file})
@@ -80,6 +95,19 @@ func (s *Server) scanFile(c *echo.Context) error {
 		return c.Blob(http.StatusOK, SARIFMediaType, buf.Bytes())
 	}
 	return c.JSON(http.StatusOK, answer)
+}
+
+// scanBytesPerRequest is the size of file a scan counts as one request
+// before it is parsed (a package-lock.json holds about 300 packages in it).
+const scanBytesPerRequest = 128 << 10
+
+// chargeScan counts cost more requests of a scan against the token's
+// per-minute limit (nothing when cost is not positive).
+func (s *Server) chargeScan(c *echo.Context, cost int) error {
+	if cost <= 0 {
+		return nil
+	}
+	return s.chargeToken(c, cost, " (a scan counts one request per 100 packages, and one per 128 KiB of file before it is read)")
 }
 
 // scanBody reads the request body, at most scan.max_bytes (413 past it).

@@ -48,6 +48,9 @@ type Index struct {
 	spill      *spillState
 	filledOnce atomic.Bool
 	firstFill  atomic.Int64
+	// spillFailure is why the spill file cannot be written now (nil: it
+	// can; spillhealth.go).
+	spillFailure atomic.Pointer[string]
 }
 
 // Version changes whenever the set of verified reports or one of them

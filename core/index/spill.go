@@ -215,7 +215,7 @@ func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error
 		}
 		at, err := sp.appendEntries(buf, sizes[len(offs):])
 		if err != nil {
-			return fmt.Errorf("index spill: %w", err)
+			return spillWriteError{err}
 		}
 		offs = append(offs, at...)
 		buf = buf[:0]
@@ -341,9 +341,9 @@ func (s *spillState) signal() {
 // it waits for the follower to ask for one, or for spillRescan: a report
 // storage did not return as verified (changed meanwhile) is asked for
 // once a pass, not again and again. A failed storage call is retried
-// after a pause (onErr hears of it); onFilled is called once, when the
-// first pass ends.
-func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(SpillStats)) {
+// after a second, a failed write after a pause that doubles up to five
+// minutes (a full disk; spillhealth.go); hooks hear of both.
+func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 	if x.spill == nil {
 		return
 	}
@@ -356,6 +356,7 @@ func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(
 		}
 	}
 	cursor := 0
+	var retry spillRetry
 	for {
 		if x.spill.cur.Load() == nil {
 			return // closed
@@ -366,9 +367,7 @@ func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(
 			if ctx.Err() != nil {
 				return
 			}
-			if onErr != nil {
-				onErr(err)
-			}
+			pause := x.spillFailed(&retry, err, hooks)
 			// A report that cannot be rendered is left without an entry;
 			// a failed call to storage or write is tried again.
 			var skipped renderError
@@ -376,10 +375,12 @@ func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(time.Second):
+				case <-time.After(pause):
 				}
 				continue // the same batch again
 			}
+		} else if len(batch) > 0 {
+			x.spillWrote(&retry, hooks)
 		}
 		cursor = next
 		if !wrapped {
@@ -388,8 +389,8 @@ func (x *Index) FillSpill(ctx context.Context, onErr func(error), onFilled func(
 		if !x.filledOnce.Load() {
 			x.firstFill.Store(time.Since(started).Milliseconds())
 			x.filledOnce.Store(true)
-			if onFilled != nil {
-				onFilled(x.SpillStats())
+			if hooks.Filled != nil {
+				hooks.Filled(x.SpillStats())
 			}
 		}
 		// The follower writes the entries of changed reports; a pass now

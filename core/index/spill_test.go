@@ -57,7 +57,7 @@ func TestSpillFollowsReports(t *testing.T) {
 	fillCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	filled := make(chan index.SpillStats, 1)
-	go idx.FillSpill(fillCtx, func(err error) { t.Errorf("fill: %v", err) }, func(s index.SpillStats) { filled <- s })
+	go idx.FillSpill(fillCtx, index.SpillHooks{Failed: func(err error, _ time.Duration) { t.Errorf("fill: %v", err) }, Filled: func(s index.SpillStats) { filled <- s }})
 	select {
 	case s := <-filled:
 		if s.Entries != 2 || s.Of != 3 || s.Live <= 0 || s.Garbage != 0 {

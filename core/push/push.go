@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -120,22 +119,39 @@ func NewClient(timeout time.Duration, allowPrivate bool, base *http.Transport) *
 	}
 }
 
+// perSubscription bounds the attempts made at once to one subscription:
+// a slow receiver holds at most this many of the dispatcher's
+// Concurrency, and every other subscription is delivered beside it.
+const perSubscription = 2
+
 // Run delivers until ctx ends. Every daemon runs it; only the lease holder
-// delivers.
+// delivers. Attempts run in the background: each subscription has at
+// most perSubscription of them at once and all together at most
+// Concurrency, and a finished attempt makes room for the next at once, so
+// that one slow or dead receiver never holds up the others' events.
 func (d *Dispatcher) Run(ctx context.Context) {
 	d.init()
-	// The holder renews the lease at every read of the queue and every
-	// ttl/3 while a batch is out; another daemon takes over ttl after the
-	// holder stops (killed or cut off).
+	// The holder renews the lease at every turn of the loop (at least
+	// every Poll) while attempts run; another daemon takes over ttl after
+	// the holder stops (killed or cut off).
 	ttl := max(5*time.Second, 10*d.Poll)
 	trimEvery := min(time.Minute, 10*d.Poll)
-	var lastTrim, lastGauge time.Time
+	var lastTrim, lastGauge, leased time.Time
+	held := false
+	l := &lanes{busy: map[string]int{}, inFlight: map[delivery]bool{}, finished: map[delivery]time.Time{}, freed: make(chan struct{}, 1)}
+	defer l.wg.Wait()
 	for ctx.Err() == nil {
-		held, err := d.Store.Lease(ctx, core.LeaseClaim{Name: LeaseName, Holder: d.Holder, TTL: ttl})
-		if err != nil && ctx.Err() == nil {
-			d.Log.Warn("webhooks: lease failed; will retry", "error", err.Error())
+		if !held || time.Since(leased) >= ttl/3 {
+			at := time.Now()
+			var err error
+			held, err = d.Store.Lease(ctx, core.LeaseClaim{Name: LeaseName, Holder: d.Holder, TTL: ttl})
+			if err != nil && ctx.Err() == nil {
+				d.Log.Warn("webhooks: lease failed; will retry", "error", err.Error())
+			}
+			if held {
+				leased = at
+			}
 		}
-		more := false
 		if held {
 			now := time.Now()
 			if now.Sub(lastGauge) >= min(5*time.Second, 5*d.Poll) {
@@ -146,16 +162,119 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				d.trim(ctx)
 				lastTrim = now
 			}
-			more = d.deliverDue(ctx, ttl)
-		}
-		if more {
-			continue
+			d.dispatch(ctx, l)
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(d.Poll):
+		case <-l.freed:
 		}
 	}
+}
+
+// lanes are the attempts in flight, by subscription and by delivery, and
+// the due deliveries read but not started yet.
+type lanes struct {
+	mu       sync.Mutex
+	busy     map[string]int // attempts in flight per subscription
+	inFlight map[delivery]bool
+	total    int
+	wg       sync.WaitGroup
+	// freed is signalled when an attempt ends: there is room again.
+	freed chan struct{}
+	// read are due deliveries read at readAt and not started for want of
+	// room; started from before the queue is read again (within a Poll).
+	read   []core.Delivery
+	readAt time.Time
+	// finished are deliveries whose attempt ended, and when: a read that
+	// began before then may still list one as due, and it must not be
+	// sent again on that read's word. Dropped once a read began after.
+	finished map[delivery]time.Time
+}
+
+// delivery names one delivery: a subscription and an event.
+type delivery struct {
+	webhook string
+	seq     int64
+}
+
+// dispatch starts attempts for the due deliveries while there is room:
+// first those read earlier, then, when none of them can start, a new read
+// that leaves out the subscriptions with no room left.
+func (d *Dispatcher) dispatch(ctx context.Context, l *lanes) {
+	l.mu.Lock()
+	if time.Since(l.readAt) < d.Poll && d.start(ctx, l) {
+		l.mu.Unlock()
+		return
+	}
+	room := d.Concurrency - l.total
+	var full []string
+	for id, n := range l.busy {
+		if n >= perSubscription {
+			full = append(full, id)
+		}
+	}
+	l.mu.Unlock()
+	if room <= 0 || len(full) > core.MaxPage {
+		return
+	}
+	at := time.Now()
+	due, err := d.Store.DueDeliveries(ctx, core.DueQuery{Now: at, Limit: batch, Except: full})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.Log.Warn("webhooks: reading the queue failed", "error", err.Error())
+		}
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.read, l.readAt = due, at
+	for k, f := range l.finished {
+		if f.Before(at) {
+			delete(l.finished, k)
+		}
+	}
+	d.start(ctx, l)
+}
+
+// start begins the attempts of l.read that have room, dropping them from
+// it; it reports whether one began. l.mu is held.
+func (d *Dispatcher) start(ctx context.Context, l *lanes) bool {
+	started := false
+	rest := l.read[:0]
+	for _, dl := range l.read {
+		k := delivery{dl.WebhookID, dl.Seq}
+		if f, ok := l.finished[k]; l.inFlight[k] || ok && !f.Before(l.readAt) {
+			continue
+		}
+		if l.total >= d.Concurrency || l.busy[dl.WebhookID] >= perSubscription {
+			rest = append(rest, dl)
+			continue
+		}
+		started = true
+		l.inFlight[delivery{dl.WebhookID, dl.Seq}] = true
+		l.busy[dl.WebhookID]++
+		l.total++
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			d.attempt(ctx, dl)
+			l.mu.Lock()
+			delete(l.inFlight, delivery{dl.WebhookID, dl.Seq})
+			l.finished[delivery{dl.WebhookID, dl.Seq}] = time.Now()
+			if l.busy[dl.WebhookID]--; l.busy[dl.WebhookID] <= 0 {
+				delete(l.busy, dl.WebhookID)
+			}
+			l.total--
+			l.mu.Unlock()
+			select {
+			case l.freed <- struct{}{}:
+			default:
+			}
+		}()
+	}
+	l.read = rest
+	return started
 }
 
 func (d *Dispatcher) gauges(ctx context.Context) {
@@ -185,66 +304,6 @@ func (d *Dispatcher) trim(ctx context.Context) {
 			d.Observer.Expired(n)
 		}
 	}
-}
-
-// deliverDue sends one batch of due deliveries, renewing the lease while it
-// runs; true when the batch was full (more may be due).
-func (d *Dispatcher) deliverDue(ctx context.Context, ttl time.Duration) bool {
-	due, err := d.Store.DueDeliveries(ctx, core.DueQuery{Now: time.Now(), Limit: batch})
-	if err != nil {
-		if ctx.Err() == nil {
-			d.Log.Warn("webhooks: reading the queue failed", "error", err.Error())
-		}
-		return false
-	}
-	if len(due) == 0 {
-		return false
-	}
-	var held atomic.Bool
-	held.Store(true)
-	bctx, cancel := context.WithCancel(ctx)
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-bctx.Done():
-				return
-			case <-t.C:
-				ok, err := d.Store.Lease(bctx, core.LeaseClaim{Name: LeaseName, Holder: d.Holder, TTL: ttl})
-				if err == nil && !ok {
-					held.Store(false)
-					return
-				}
-			}
-		}
-	}()
-	jobs := make(chan core.Delivery)
-	var wg sync.WaitGroup
-	for range min(d.Concurrency, len(due)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for dl := range jobs {
-				if held.Load() {
-					d.attempt(bctx, dl)
-				}
-			}
-		}()
-	}
-	for _, dl := range due {
-		if bctx.Err() != nil {
-			break
-		}
-		jobs <- dl
-	}
-	close(jobs)
-	wg.Wait()
-	cancel()
-	<-renewed
-	return len(due) == batch && held.Load()
 }
 
 // Envelope is a delivery's body: the Standard Webhooks payload.
@@ -310,7 +369,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
 		d.Observer.Delivery(outcome, took)
 	}
 	if o.Disable != "" {
-		d.Log.Warn("webhooks: subscription disabled", "webhook", dl.WebhookID, "url", dl.Webhook.URL, "reason", o.Disable)
+		d.Log.Warn("webhooks: subscription disabled", "webhook", dl.WebhookID, "url", core.WebhookURLForLog(dl.Webhook.URL), "reason", o.Disable)
 	} else if errText != "" {
 		d.Log.Info("webhooks: delivery failed", "webhook", dl.WebhookID, "seq", dl.Seq, "attempt", dl.Attempts+1, "state", a.State, "error", errText)
 	}

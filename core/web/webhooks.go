@@ -47,7 +47,7 @@ func (s *Site) addWebhook(c *echo.Context) error {
 		}
 		return err
 	}
-	s.log.Info("webhook added", "webhook", w.ID, "url", w.URL, "by", viewerOf(c).User.Email)
+	s.log.Info("webhook added", "webhook", w.ID, "url", core.WebhookURLForLog(w.URL), "by", viewerOf(c).User.Email)
 	return s.renderWebhooks(c, http.StatusOK, w.Secret, "", &w)
 }
 

@@ -64,6 +64,11 @@ func testWebhooks(t *testing.T, b Backend) {
 	if _, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now(), Limit: 0}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("limit 0: %v", err)
 	}
+	// The subscriptions the dispatcher is busy with are left out.
+	rest, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100, Except: []string{all.ID}})
+	if err != nil || len(rest) != 1 || rest[0].WebhookID != npmWithdrawn.ID {
+		t.Fatalf("due except %s: %+v %v", all.ID, rest, err)
+	}
 
 	// First attempt fails: payload kept, next attempt planned, the
 	// subscription failing.

@@ -34,6 +34,14 @@ type Response struct {
 	// Version identifies this body of this URL: it changes whenever a new
 	// body is stored (for caches of what is derived from it).
 	Version string
+	tee     *teeBody
+}
+
+// Kept says whether the body is in the cache under Version: it came from
+// it (Hit), or it was read to its end and stored there. What is derived
+// from it may then be kept under Version too.
+func (r *Response) Kept() bool {
+	return r.Hit || (r.tee != nil && r.tee.stored)
 }
 
 // Cache is an on-disk cache of upstream responses.
@@ -182,7 +190,8 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 	if err != nil {
 		return out, nil
 	}
-	out.Body = &teeBody{c: c, src: res.Body, tmp: tmp, e: ne, want: res.ContentLength}
+	out.tee = &teeBody{c: c, src: res.Body, tmp: tmp, e: ne, want: res.ContentLength}
+	out.Body = out.tee
 	return out, nil
 }
 
@@ -226,15 +235,16 @@ func (c *Cache) writeMeta(e *entry) {
 	}
 }
 
-// commit stores a body read to its end.
-func (c *Cache) commit(e *entry, tmp string, size int64) {
+// commit stores a body read to its end and reports whether it did.
+func (c *Cache) commit(e *entry, tmp string, size int64) bool {
 	e.Size = size
 	if err := os.Rename(tmp, c.bodyPath(e.key)); err != nil {
 		_ = os.Remove(tmp)
-		return
+		return false
 	}
 	c.writeMeta(e)
 	c.removeFiles(c.entries.Add(e.key, e, size))
+	return true
 }
 
 // drop forgets a stored response.
@@ -262,6 +272,8 @@ type teeBody struct {
 	n    int64
 	bad  bool
 	done bool
+	// stored is set once the body is in the cache.
+	stored bool
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
@@ -279,7 +291,7 @@ func (t *teeBody) Read(p []byte) (int, error) {
 		t.done = true
 		name := t.tmp.Name()
 		if t.tmp.Close() == nil {
-			t.c.commit(t.e, name, t.n)
+			t.stored = t.c.commit(t.e, name, t.n)
 		} else {
 			_ = os.Remove(name)
 		}
@@ -370,8 +382,7 @@ func (c *Cache) PutDerived(key, contentType string, body []byte) bool {
 		_ = os.Remove(tmp.Name())
 		return false
 	}
-	c.commit(e, tmp.Name(), int64(len(body)))
-	return true
+	return c.commit(e, tmp.Name(), int64(len(body)))
 }
 
 // Derived is a body PutDerived stored, open for reading.

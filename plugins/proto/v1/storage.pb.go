@@ -5853,6 +5853,7 @@ type DueDeliveriesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Now           *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
 	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Except        []string               `protobuf:"bytes,3,rep,name=except,proto3" json:"except,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5899,6 +5900,13 @@ func (x *DueDeliveriesRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *DueDeliveriesRequest) GetExcept() []string {
+	if x != nil {
+		return x.Except
+	}
+	return nil
 }
 
 type Delivery struct {
@@ -6959,10 +6967,11 @@ const file_plugins_proto_v1_storage_proto_rawDesc = "" +
 	"\x13ListWebhooksRequest\" \n" +
 	"\x0eWebhookRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x17\n" +
-	"\x15DeleteWebhookResponse\"Z\n" +
+	"\x15DeleteWebhookResponse\"r\n" +
 	"\x14DueDeliveriesRequest\x12,\n" +
 	"\x03now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xd2\x03\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06except\x18\x03 \x03(\tR\x06except\"\xd2\x03\n" +
 	"\bDelivery\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x10\n" +
