@@ -159,9 +159,7 @@ func TestFirewallBypasses(t *testing.T) {
 		creds := "https://__token__:" + tok + "@" + host + fw + "/pypi/simple/"
 		pip := func(args ...string) (string, bool, string) {
 			dest := t.TempDir()
-			env := []string{"PIP_CONFIG_FILE=/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1", "PIP_NO_INPUT=1",
-				"PIP_CERT=", "PIP_FIND_LINKS=", "PIP_INDEX_URL=", "PIP_EXTRA_INDEX_URL=", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE="}
-			out, ok := client(t, dest, env, python, append([]string{"-m", "pip", "download", "--no-deps", "--isolated", "-d", dest, "--cert", in.certFile()}, args...)...)
+			out, ok := client(t, dest, pipEnv, python, append([]string{"-m", "pip", "download", "--no-deps", "--isolated", "-d", dest, "--cert", in.certFile()}, args...)...)
 			return out, ok, dest
 		}
 		wheels := func(dir string) []string {
@@ -201,18 +199,8 @@ func TestFirewallBypasses(t *testing.T) {
 		}
 		goBin := needTool(t, "go")
 		home := t.TempDir()
-		host := strings.TrimPrefix(d.base, "https://")
-		_ = os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login threatd password "+tok+"\n"), 0o600)
-		env := func(proxy string) []string {
-			return []string{"HOME=" + home, "NETRC=" + filepath.Join(home, ".netrc"), "GOPROXY=" + proxy, "GOSUMDB=off",
-				"GOFLAGS=-modcacherw", "GOMODCACHE=" + filepath.Join(home, "mod"), "GOPATH=" + filepath.Join(home, "gopath"),
-				"GOTOOLCHAIN=local", "GOPRIVATE=", "GONOPROXY=", "GOAUTH=netrc", "SSL_CERT_FILE=" + in.certFile(), "GO111MODULE=on"}
-		}
-		mod := func() string {
-			dir := t.TempDir()
-			_ = os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/consumer\n\ngo 1.21\n"), 0o644)
-			return dir
-		}
+		env := func(proxy string) []string { return goEnv(t, in, d, tok, home, proxy) }
+		mod := func() string { return goModDir(t) }
 		// GOPROXY set to a path that climbs out of /sumdb/ (the go command
 		// resolves the dot segments itself; either way nothing is served).
 		out, ok := client(t, mod(), env(d.base+fw+"/go/sumdb/%2e%2e"), goBin, "mod", "download", "-json", "example.com/atkevil@v1.0.1")

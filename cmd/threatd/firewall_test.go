@@ -255,10 +255,7 @@ func TestFirewall(t *testing.T) {
 		index := "https://__token__:" + tok + "@" + host + fw + "/pypi/simple/"
 		pip := func(args ...string) (string, bool, string) {
 			target := t.TempDir()
-			// requests lets REQUESTS_CA_BUNDLE override --cert: clear what the machine sets.
-			env := []string{"PIP_CONFIG_FILE=/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1", "PIP_NO_INPUT=1",
-				"PIP_CERT=", "PIP_FIND_LINKS=", "PIP_INDEX_URL=", "PIP_EXTRA_INDEX_URL=", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE="}
-			out, ok := client(t, target, env, python, append([]string{"-m", "pip", "install", "--target", target, "--index-url", index, "--cert", in.certFile()}, args...)...)
+			out, ok := client(t, target, pipEnv, python, append([]string{"-m", "pip", "install", "--target", target, "--index-url", index, "--cert", in.certFile()}, args...)...)
 			return out, ok, target
 		}
 		pyVersion := func(target, pkg string) string {
@@ -301,17 +298,8 @@ func TestFirewall(t *testing.T) {
 
 	t.Run("go", func(t *testing.T) {
 		goBin := needTool(t, "go")
-		home := t.TempDir()
-		host := strings.TrimPrefix(d.base, "https://")
-		_ = os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login threatd password "+tok+"\n"), 0o600)
-		env := []string{"HOME=" + home, "NETRC=" + filepath.Join(home, ".netrc"), "GOPROXY=" + d.base + fw + "/go", "GOSUMDB=off",
-			"GOFLAGS=-modcacherw", "GOMODCACHE=" + filepath.Join(home, "mod"), "GOPATH=" + filepath.Join(home, "gopath"),
-			"GOTOOLCHAIN=local", "GOPRIVATE=", "GONOPROXY=", "GOAUTH=netrc", "SSL_CERT_FILE=" + in.certFile(), "GO111MODULE=on"}
-		mod := func() string {
-			dir := t.TempDir()
-			_ = os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/consumer\n\ngo 1.21\n"), 0o644)
-			return dir
-		}
+		env := goEnv(t, in, d, tok, t.TempDir(), d.base+fw+"/go")
+		mod := func() string { return goModDir(t) }
 		if out, ok := client(t, mod(), env, goBin, "get", "example.com/fwclean@v1.0.0"); !ok {
 			t.Fatalf("go get example.com/fwclean@v1.0.0:\n%s", out)
 		}

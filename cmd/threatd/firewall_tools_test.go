@@ -24,6 +24,33 @@ func npmEnv(t *testing.T, in *instance, d *daemon, tok string) []string {
 	return []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, ".npmrc"), "npm_config_audit=false"}
 }
 
+// pipEnv is the environment of a pip that reads only its command line:
+// requests lets REQUESTS_CA_BUNDLE override --cert, and the machine's
+// pip settings would add indexes.
+var pipEnv = []string{"PIP_CONFIG_FILE=/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1", "PIP_NO_INPUT=1",
+	"PIP_CERT=", "PIP_FIND_LINKS=", "PIP_INDEX_URL=", "PIP_EXTRA_INDEX_URL=", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE="}
+
+// goEnv is the environment of a go command that fetches modules through
+// proxy with the token from a .netrc in home, trusting the instance's
+// certificate.
+func goEnv(t *testing.T, in *instance, d *daemon, tok, home, proxy string) []string {
+	t.Helper()
+	host := strings.TrimPrefix(d.base, "https://")
+	if err := os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login threatd password "+tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"HOME=" + home, "NETRC=" + filepath.Join(home, ".netrc"), "GOPROXY=" + proxy, "GOSUMDB=off",
+		"GOFLAGS=-modcacherw", "GOMODCACHE=" + filepath.Join(home, "mod"), "GOPATH=" + filepath.Join(home, "gopath"),
+		"GOTOOLCHAIN=local", "GOPRIVATE=", "GONOPROXY=", "GOAUTH=netrc", "SSL_CERT_FILE=" + in.certFile(), "GO111MODULE=on"}
+}
+
+// goModDir is a new module directory for a go command to run in.
+func goModDir(t *testing.T) string {
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/consumer\n\ngo 1.21\n"), 0o644)
+	return dir
+}
+
 // pinLockfile writes into dir a package.json depending on name@version and
 // a package-lock.json (v3) that pins it to the tarball tgz at resolved.
 func pinLockfile(t *testing.T, dir, name, version, resolved string, tgz []byte) {

@@ -22,7 +22,7 @@ import (
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
-	"github.com/threatd/threatd/storage"
+	"github.com/threatd/threatd/storage/storagetest"
 )
 
 // blockedMark is in every byte sequence of a blocked version the fuzz
@@ -127,39 +127,14 @@ func newFirewallFixture(t testing.TB) *fwFixture {
 
 func buildFirewallFixture(t testing.TB) (*fwFixture, error) {
 	dir := t.TempDir()
-	st, err := storage.Open(storage.SQLite, filepath.Join(dir, "fw.db"), storage.Options{})
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := storagetest.OpenSQLite(t)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		return nil, err
-	}
 	acc := core.NewAccounts(st)
-	if _, err := acc.AddUser(ctx, core.NewUser{Email: "fw@example.com"}); err != nil {
-		return nil, err
-	}
-	secret, _, err := acc.IssueToken(ctx, "fw@example.com", "")
-	if err != nil {
-		return nil, err
-	}
-	p, err := acc.Authenticate(ctx, secret)
-	if err != nil {
-		return nil, err
-	}
-	reports := core.NewReports(st, core.Limits{})
+	reporter := storagetest.NewReporter(t, st, "fw@example.com")
 	for _, r := range [][3]string{{"npm", "fz-evil", "1.0.1"}, {"pypi", "fz-evil", "1.0.1"}, {"go", "example.com/fzevil", "1.0.1"}} {
-		reg, name, ver := r[0], r[1], r[2]
-		th, err := reports.Submit(ctx, p, core.Submission{ReportType: ptrTo("package"), ResourceIdentifier: &name, Registry: &reg,
-			ThreatDescription: ptrTo("fuzz"), VersionInfo: &ver})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
-			return nil, err
-		}
+		reporter.Verified(t, r[0], r[1], r[2])
 	}
+	secret := reporter.Token
 	f := &fwFixture{token: secret}
 	var files map[string][]byte
 	f.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -196,8 +171,6 @@ func buildFirewallFixture(t testing.TB) (*fwFixture, error) {
 	f.h = srv.echo()
 	return f, nil
 }
-
-func ptrTo(s string) *string { return &s }
 
 // get asks the firewall for raw (the path below {base}/firewall/, as a
 // client writes it, escapes kept); ok is false when no client could send it.

@@ -29,22 +29,8 @@ func TestSpillFullDisk(t *testing.T) {
 
 	ctx := context.Background()
 	st := storagetest.OpenSQLite(t)
-	acc := core.NewAccounts(st)
-	u, _ := acc.AddUser(ctx, core.NewUser{Email: "disk@example.com"})
-	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
-	p, err := acc.Authenticate(ctx, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports := core.NewReports(st, core.Limits{})
-	name, reg, desc := "disk-full-pkg", "npm", "x"
-	th, err := reports.Submit(ctx, p, core.Submission{ReportType: &[]string{"package"}[0], ResourceIdentifier: &name, Registry: &reg, ThreatDescription: &desc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
-		t.Fatal(err)
-	}
+	name, reg := "disk-full-pkg", "npm"
+	th := storagetest.NewReporter(t, st, "disk@example.com").Verified(t, reg, name, "")
 	x := New(st, 16)
 	if err := x.Load(ctx); err != nil {
 		t.Fatal(err)

@@ -30,25 +30,8 @@ func (c *countingStore) QueryThreats(ctx context.Context, q core.ThreatQuery) ([
 func TestHashesFromFiles(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.OpenSQLite(t)
-	acc := core.NewAccounts(st)
-	u, _ := acc.AddUser(ctx, core.NewUser{Email: "hashes@example.com"})
-	secret, _, _ := acc.IssueToken(ctx, u.Email, "")
-	p, err := acc.Authenticate(ctx, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports := core.NewReports(st, core.Limits{})
-	verify := func(name string) {
-		t.Helper()
-		reg, typ, desc := "npm", "package", "Steals tokens"
-		th, err := reports.Submit(ctx, p, core.Submission{ReportType: &typ, ResourceIdentifier: &name, Registry: &reg, ThreatDescription: &desc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := reports.Decide(ctx, th.ID, 0, core.DecisionVerify, "", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reporter := storagetest.NewReporter(t, st, "hashes@example.com")
+	verify := func(name string) { reporter.Verified(t, "npm", name, "") }
 	for _, n := range []string{"hash-a", "hash-b", "hash-c"} {
 		verify(n)
 	}
