@@ -18,6 +18,7 @@ FUZZ_KEYS   ?= 300000x
 FUZZ_GUARDS ?= 60000x
 FUZZ_SCAN   ?= 100000x
 FUZZ_FIREWALL ?= 40000x
+FUZZ_ADAPTERS ?= 50000x
 FUZZ_VERSIONS ?= 100000x
 
 all: build
@@ -138,6 +139,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzGuards$$' -fuzztime $(FUZZ_GUARDS) ./core/ioc/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_SCAN) ./core/scan/
 	$(GO) test -run '^$$' -fuzz '^FuzzFirewallPaths$$' -fuzztime $(FUZZ_FIREWALL) ./core/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/npm/
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/pypi/
+	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/goproxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy

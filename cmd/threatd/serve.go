@@ -19,9 +19,10 @@ import (
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
-	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/push"
@@ -277,27 +278,27 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 	}
 	ups := map[string]config.FirewallUpstream{core.RegistryNPM: cfg.Firewall.NPM, core.RegistryPyPI: cfg.Firewall.PyPI, core.RegistryGo: cfg.Firewall.Go}
 	upstreams := map[string]api.FirewallUpstream{}
-	var origins []upstream.Origin
+	var origins []registrycache.Origin
 	for reg, up := range ups {
 		upstreams[reg] = api.FirewallUpstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
-		origins = append(origins, upstream.Origin{URL: up.Upstream})
+		origins = append(origins, registrycache.Origin{URL: up.Upstream})
 		if up.PrivateUpstream != "" {
-			origins = append(origins, upstream.Origin{URL: up.PrivateUpstream, Private: true})
+			origins = append(origins, registrycache.Origin{URL: up.PrivateUpstream, Private: true})
 		}
 		for _, h := range up.FileHosts {
-			origins = append(origins, upstream.Origin{URL: h})
+			origins = append(origins, registrycache.Origin{URL: h})
 		}
 	}
-	client, err := upstream.NewClient(origins, cfg.Firewall.AllowPrivate)
+	client, err := registrycache.NewClient(origins, cfg.Firewall.AllowPrivate)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := upstream.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
+	cache, err := registrycache.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
 	if err != nil {
 		return nil, err
 	}
 	return &api.FirewallOptions{
-		Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
+		Adapters: registries.All(), Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
 		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
 		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout,
 	}, nil

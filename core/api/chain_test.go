@@ -16,9 +16,10 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/storage"
@@ -77,11 +78,11 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := upstream.Open(t.TempDir(), 0, http.DefaultClient)
+	cache, err := registrycache.Open(t.TempDir(), 0, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv.opts.Firewall = &FirewallOptions{Policy: policy, Cache: cache,
+	f.srv.opts.Firewall = &FirewallOptions{Adapters: registries.All(), Policy: policy, Cache: cache,
 		Upstreams: map[string]FirewallUpstream{core.RegistryNPM: {URL: "http://127.0.0.1:1"}, core.RegistryPyPI: {URL: "http://127.0.0.1:1"}, core.RegistryGo: {URL: "http://127.0.0.1:1"}}}
 	if err := f.srv.index.Load(ctx); err != nil {
 		t.Fatal(err)

@@ -6,19 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
-	"golang.org/x/mod/semver"
 
-	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -37,10 +36,13 @@ type FirewallUpstream struct {
 
 // FirewallOptions configure the registry firewall (docs/firewall.md).
 type FirewallOptions struct {
+	// Adapters are the registries served, one adapter each
+	// (core/firewall/registries.All).
+	Adapters []firewall.Adapter
 	// Upstreams maps a registry (npm, pypi, go) to its upstreams.
 	Upstreams map[string]FirewallUpstream
 	Policy    *firewall.Policy
-	Cache     *upstream.Cache
+	Cache     *registrycache.Cache
 	// Recent keeps the latest refusals for the admin page (nil: not kept).
 	Recent *firewall.Recent
 	// Requests per minute allowed to one client IP and to one token; the
@@ -59,16 +61,18 @@ const maxDocument = 64 << 20
 // maxAuditBody bounds npm's bulk-advisory request once decompressed.
 const maxAuditBody = 16 << 20
 
-// proxy is the registry firewall: pull-through proxies for npm, PyPI and Go
-// that leave out, or refuse, the versions verified reports name.
+// proxy is the registry firewall: one pull-through proxy for every
+// registry adapter, leaving out, or refusing, the versions verified
+// reports name. It knows no registry: what a request asks for and how a
+// document is rewritten are the adapter's (core/firewall/<registry>).
 type proxy struct {
 	s       *Server
 	opts    FirewallOptions
 	log     *slog.Logger
 	renders *renderings
-	parsed  *upstream.LRU[any] // file look-up tables of documents
+	parsed  *registrycache.LRU[any] // file look-up tables of documents
 	// origins are, per registry, the origins the firewall fetches from.
-	origins map[string]upstream.Origins
+	origins map[string]registrycache.Origins
 }
 
 // Bounds of the proxy's in-memory caches.
@@ -76,7 +80,7 @@ const parsedBytes = 32 << 20
 
 // firewallRoutes mounts the proxies under {base}/firewall.
 func (s *Server) firewallRoutes(e *echo.Echo) {
-	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: upstream.NewLRU[any](parsedBytes), origins: map[string]upstream.Origins{}}
+	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: registrycache.NewLRU[any](parsedBytes), origins: map[string]registrycache.Origins{}}
 	if p.opts.UpstreamTimeout <= 0 {
 		p.opts.UpstreamTimeout = time.Minute
 	}
@@ -85,22 +89,23 @@ func (s *Server) firewallRoutes(e *echo.Echo) {
 	}
 	p.renders = newRenderings(p.opts.Cache)
 	for reg, up := range p.opts.Upstreams {
-		o := upstream.Origins{}
+		o := registrycache.Origins{}
 		for _, raw := range append([]string{up.URL, up.Private}, up.FileHosts...) {
 			if u, err := url.Parse(raw); err == nil && raw != "" {
-				o[upstream.OriginOf(u)] = true
+				o[registrycache.OriginOf(u)] = true
 			}
 		}
 		p.origins[reg] = o
 	}
 	g := e.Group(s.opts.BasePath+"/firewall", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex, firewallHeaders)
-	g.GET("/npm/*", p.npm)
-	g.HEAD("/npm/*", p.npm)
-	g.POST("/npm/-/npm/v1/security/advisories/bulk", p.npmAudit)
-	g.GET("/pypi/*", p.pypi)
-	g.HEAD("/pypi/*", p.pypi)
-	g.GET("/go/*", p.golang)
-	g.HEAD("/go/*", p.golang)
+	for _, a := range p.opts.Adapters {
+		h := p.serve(a)
+		g.GET("/"+a.Registry()+"/*", h)
+		g.HEAD("/"+a.Registry()+"/*", h)
+		if au, ok := a.(firewall.Auditor); ok {
+			g.POST("/"+a.Registry()+"/"+au.AuditPath(), p.audit(a, au))
+		}
+	}
 }
 
 // firewallHeaders are on every firewall answer: what it serves comes from
@@ -273,7 +278,7 @@ func (p *proxy) unreachable(registry string, err error) error {
 		return &Error{Status: http.StatusBadGateway, Cause: err,
 			Message: fmt.Sprintf("The %s upstream registry did not answer in time (firewall.upstream_timeout, firewall.download_timeout); try again later", registry)}
 	}
-	if errors.Is(err, upstream.ErrNotAllowed) {
+	if errors.Is(err, registrycache.ErrNotAllowed) {
 		return &Error{Status: http.StatusBadGateway, Cause: err,
 			Message: fmt.Sprintf("The %s upstream pointed the firewall at a host it does not fetch from (%v); only firewall.%s.upstream, private_upstream and file_hosts are fetched",
 				registry, errors.Unwrap(err), registry)}
@@ -290,16 +295,16 @@ func (p *proxy) unreadable(registry string, err error) error {
 // fetch gets rawURL from the upstream through the cache: only from the
 // registry's origins (a document's link to any other host is refused), a
 // failure to reach it is a 502.
-func (p *proxy) fetch(ctx context.Context, registry, rawURL, accept string) (*upstream.Response, error) {
+func (p *proxy) fetch(ctx context.Context, registry, rawURL, accept string) (*registrycache.Response, error) {
 	o := p.origins[registry]
 	if !o.Allows(rawURL) {
 		host := rawURL
 		if u, err := url.Parse(rawURL); err == nil {
-			host = upstream.OriginOf(u)
+			host = registrycache.OriginOf(u)
 		}
-		return nil, p.unreachable(registry, fmt.Errorf("%w: %s", upstream.ErrNotAllowed, host))
+		return nil, p.unreachable(registry, fmt.Errorf("%w: %s", registrycache.ErrNotAllowed, host))
 	}
-	res, err := p.opts.Cache.Get(upstream.WithOrigins(ctx, o), rawURL, accept)
+	res, err := p.opts.Cache.Get(registrycache.WithOrigins(ctx, o), rawURL, accept)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err()
@@ -318,15 +323,21 @@ const (
 )
 
 // passThrough answers with an upstream answer other than a document the
-// firewall rewrites: its status and body, as contentType ("" = JSON when
-// the upstream says JSON, else plain text), never the upstream's type or
-// Location (redirects are followed by the firewall, only to its origins).
-func passThrough(c *echo.Context, res *upstream.Response, contentType string) error {
+// firewall rewrites: its status and body, as contentType ("" = the
+// upstream's type when it is one of keep, else JSON when the upstream says
+// JSON, else plain text), never any other upstream type, nor Location
+// (redirects are followed by the firewall, only to its origins).
+func passThrough(c *echo.Context, res *registrycache.Response, contentType string, keep ...string) error {
 	defer res.Body.Close()
 	h := c.Response().Header()
 	if contentType == "" {
 		contentType = typeText
-		if mt, _, err := mime.ParseMediaType(res.Header.Get("Content-Type")); err == nil && (strings.HasSuffix(mt, "/json") || strings.HasSuffix(mt, "+json")) {
+		mt, _, err := mime.ParseMediaType(res.Header.Get("Content-Type"))
+		switch {
+		case err != nil:
+		case slices.Contains(keep, mt):
+			contentType = res.Header.Get("Content-Type")
+		case strings.HasSuffix(mt, "/json") || strings.HasSuffix(mt, "+json"):
 			contentType = typeJSON
 		}
 	}
@@ -352,7 +363,7 @@ func passThrough(c *echo.Context, res *upstream.Response, contentType string) er
 
 // readDocument reads an upstream document whole, refusing one larger than
 // maxDocument rather than serving part of it.
-func (p *proxy) readDocument(registry string, res *upstream.Response) ([]byte, error) {
+func (p *proxy) readDocument(registry string, res *registrycache.Response) ([]byte, error) {
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, maxDocument+1))
 	if err != nil {
@@ -367,7 +378,7 @@ func (p *proxy) readDocument(registry string, res *upstream.Response) ([]byte, e
 
 // fetchDocument fetches and reads a document whole within the upstream
 // timeout; an answer other than 200 is returned unread (res != nil).
-func (p *proxy) fetchDocument(ctx context.Context, registry, rawURL, accept string) ([]byte, *upstream.Response, error) {
+func (p *proxy) fetchDocument(ctx context.Context, registry, rawURL, accept string) ([]byte, *registrycache.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
 	defer cancel()
 	res, err := p.fetch(ctx, registry, rawURL, accept)
@@ -402,45 +413,21 @@ func (p *proxy) stream(c *echo.Context, registry, rawURL, contentType string) er
 	return passThrough(c, res, contentType)
 }
 
-// forward answers with the upstream's answer to rawURL as contentType
-// ("" = JSON or text by the upstream's type), within the upstream timeout.
-func (p *proxy) forward(c *echo.Context, registry, rawURL, accept, contentType string) error {
+// forward answers with the upstream's answer to rawURL as passThrough
+// types it, within the upstream timeout.
+func (p *proxy) forward(c *echo.Context, registry, rawURL, accept, contentType string, keep ...string) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), p.opts.UpstreamTimeout)
 	defer cancel()
 	res, err := p.fetch(ctx, registry, rawURL, accept)
 	if err != nil {
 		return err
 	}
-	return passThrough(c, res, contentType)
-}
-
-// highestRelease is the highest release among versions in semver order
-// (prefix makes a version semver as golang.org/x/mod reads it: "v" for
-// npm's, "" for Go's), or the highest pre-release when there is no
-// release; "" when none is semver.
-func highestRelease(versions iter.Seq[string], prefix string) string {
-	var best, bestPre string
-	for ver := range versions {
-		sv := prefix + ver
-		switch {
-		case !semver.IsValid(sv):
-		case semver.Prerelease(sv) == "":
-			if best == "" || semver.Compare(sv, prefix+best) > 0 {
-				best = ver
-			}
-		case bestPre == "" || semver.Compare(sv, prefix+bestPre) > 0:
-			bestPre = ver
-		}
-	}
-	if best != "" {
-		return best
-	}
-	return bestPre
+	return passThrough(c, res, contentType, keep...)
 }
 
 // remember keeps v of size bytes in l unless it would take more than an
 // eighth of the bound: one huge document must not empty the cache.
-func remember[V any](l *upstream.LRU[V], max int64, key string, v V, size int64) {
+func remember[V any](l *registrycache.LRU[V], max int64, key string, v V, size int64) {
 	if size <= max/8 {
 		l.Add(key, v, size)
 	}

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/threatd/threatd/core/api/upstream"
+	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -73,14 +73,14 @@ func escapeFor(contentType string) func(string) string {
 // one request at a time (concurrent requests for it wait for that one),
 // and only up to renderBudget bytes of documents at once.
 type renderings struct {
-	cache  *upstream.Cache
-	mem    *upstream.LRU[rendered]
+	cache  *registrycache.Cache
+	mem    *registrycache.LRU[rendered]
 	flight singleflight.Group
 	budget *semaphore.Weighted
 }
 
-func newRenderings(cache *upstream.Cache) *renderings {
-	return &renderings{cache: cache, mem: upstream.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget)}
+func newRenderings(cache *registrycache.Cache) *renderings {
+	return &renderings{cache: cache, mem: registrycache.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget)}
 }
 
 // withBudget runs fn holding weight bytes of the rendering budget (the
@@ -288,7 +288,7 @@ func replaceStream(w io.Writer, src io.Reader, old, new string) error {
 }
 
 // contentLength is an upstream answer's Content-Length, -1 when unknown.
-func contentLength(res *upstream.Response) int64 {
+func contentLength(res *registrycache.Response) int64 {
 	n, err := strconv.ParseInt(res.Header.Get("Content-Length"), 10, 64)
 	if err != nil || n < 0 {
 		return -1

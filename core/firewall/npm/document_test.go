@@ -256,3 +256,19 @@ func BenchmarkRewrite(b *testing.B) {
 		}
 	})
 }
+
+func TestHighestRelease(t *testing.T) {
+	for _, c := range []struct {
+		versions []string
+		want     string
+	}{
+		{[]string{"1.0.0", "1.10.0", "1.9.0", "2.0.0-beta.1"}, "1.10.0"},
+		{[]string{"2.0.0-beta.1", "2.0.0-alpha"}, "2.0.0-beta.1"},
+		{[]string{"latest", "x"}, ""},
+		{nil, ""},
+	} {
+		if got := highestRelease(c.versions); got != c.want {
+			t.Errorf("%v: %q, want %q", c.versions, got, c.want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package upstream
+package registrycache
 
 import (
 	"container/list"

@@ -1,0 +1,312 @@
+package api
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/firewall"
+)
+
+// serve is the firewall for one registry: the adapter reads the request
+// (firewall.Route), the proxy asks the index, picks the upstream (the
+// private one for a private name), and fetches, rewrites, judges and
+// streams as the route says.
+func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
+	reg := a.Registry()
+	return func(c *echo.Context) error {
+		req := c.Request()
+		rt, ok, err := a.Route(firewall.Request{Path: p.tail(c, reg), Query: req.URL.RawQuery, Accept: req.Header.Get("Accept")})
+		plain := rt.Refusal == firewall.RefusePlain
+		if err != nil {
+			return cannotJudge(c, err, plain)
+		}
+		if !ok {
+			return notFound("%q is not a %s registry path the firewall serves", p.tail(c, reg), reg)
+		}
+		if rt.Kind == firewall.PassThrough {
+			u := strings.TrimSuffix(p.opts.Upstreams[reg].URL, "/") + "/" + rt.Upstream
+			if q := req.URL.RawQuery; q != "" {
+				u += "?" + q
+			}
+			return p.forward(c, reg, u, rt.Accept, rt.ContentType, rt.Keep...)
+		}
+		v, err := p.lookup(c, reg, rt.Name)
+		if err != nil {
+			return cannotJudge(c, err, plain)
+		}
+		up, err := p.upstream(reg, v)
+		if err != nil {
+			return err
+		}
+		if rt.Vary != "" {
+			c.Response().Header().Set("Vary", rt.Vary)
+		}
+		switch rt.Kind {
+		case firewall.Metadata:
+			if every := v.BlocksEvery(); rt.RefuseEvery && len(every) > 0 {
+				return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
+			}
+			judge := firewall.JudgeOf(v)
+			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, v, func(body []byte, contentType, base string) (rendering, error) {
+				r, err := a.Rewrite(firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name}, judge, base)
+				return rendering{r.Body, r.ContentType}, err
+			})
+		case firewall.VersionDocument:
+			vd, ok := a.(firewall.VersionDocuments)
+			if !ok {
+				return fmt.Errorf("the %s adapter routes a version document but does not read them", reg)
+			}
+			return p.versionDocument(c, vd, rt, v, up)
+		}
+		return p.artifact(c, a, rt, v, up)
+	}
+}
+
+// refuseAs writes a refusal as the route's registry wants it.
+func (p *proxy) refuseAs(c *echo.Context, rt firewall.Route, b *firewall.Blocked) error {
+	switch rt.Refusal {
+	case firewall.RefusePlain:
+		return p.refuse(c, b, true)
+	case firewall.RefuseReason:
+		return p.refuseWithReason(c, b)
+	}
+	return p.refuse(c, b, false)
+}
+
+// versionDocument answers a document of one version: refused when the
+// version the path names is, else fetched and judged by the version it is
+// of (a tag the upstream resolved); a refused one is answered by the
+// route's fallback, the highest allowed version, when it has one.
+func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, rt firewall.Route, v firewall.Verdict, up string) error {
+	reg := v.Registry
+	if rt.Version != "" {
+		if b := v.Check(rt.Version); b != nil {
+			return p.refuseAs(c, rt, b)
+		}
+	}
+	ctx := c.Request().Context()
+	docURL := up + "/" + rt.Upstream
+	body, res, err := p.fetchDocument(ctx, reg, docURL, rt.Accept)
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return passThrough(c, res, "")
+	}
+	doc := firewall.Document{Body: body, ContentType: typeJSON, URL: docURL, Name: rt.Name}
+	ver, err := vd.VersionOf(doc)
+	if err != nil {
+		return p.unreadable(reg, err)
+	}
+	b := v.Check(ver)
+	if b == nil {
+		out, err := vd.RewriteVersion(doc, rt.Name, p.base(c, reg))
+		if err != nil {
+			return p.unreadable(reg, err)
+		}
+		return c.Blob(http.StatusOK, typeJSON, out)
+	}
+	if rt.Fallback == "" {
+		if ver == "" {
+			return p.unreadable(reg, fmt.Errorf("the version document of %s names no version", rt.Name))
+		}
+		return p.refuseAs(c, rt, b)
+	}
+	lb, res, err := p.fetchDocument(ctx, reg, up+"/"+rt.Fallback, "")
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return passThrough(c, res, "")
+	}
+	listed, err := vd.(firewall.Adapter).Versions(firewall.Document{Body: lb, URL: up + "/" + rt.Fallback, Name: rt.Name})
+	if err != nil {
+		return p.unreadable(reg, err)
+	}
+	var allowed []string
+	for _, l := range listed {
+		if v.Check(l.Version) == nil {
+			allowed = append(allowed, l.Version)
+		}
+	}
+	if best := vd.Highest(allowed); best != "" {
+		return p.stream(c, reg, up+"/"+vd.VersionPath(rt.Name, best), typeJSON)
+	}
+	if every := v.BlocksEvery(); len(every) > 0 {
+		return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
+	}
+	if ver != "" {
+		return p.refuseAs(c, rt, b)
+	}
+	return notFound("no clean version of %s", rt.Name)
+}
+
+// artifact answers a file of one version: judged by the version its path
+// names, or by the versions the metadata document at rt.Index gives the
+// file (refused when any of them is), then streamed from the upstream as
+// rt.ContentType.
+func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) error {
+	reg := a.Registry()
+	if rt.Index == "" {
+		if b := v.Check(rt.Version); b != nil && !rt.Unjudged {
+			return p.refuseAs(c, rt, b)
+		}
+		return p.stream(c, reg, up+"/"+rt.Upstream, rt.ContentType)
+	}
+	fl, ok := a.(firewall.FileLister)
+	if !ok {
+		return fmt.Errorf("the %s adapter routes a file through a document but does not list files", reg)
+	}
+	table, res, err := p.files(c.Request().Context(), fl, reg, up+"/"+rt.Index, rt.Accept, rt.Name)
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return passThrough(c, res, "")
+	}
+	f, ok := table[rt.File]
+	if !ok {
+		return notFound("%s package %s has no file %s", reg, rt.Name, rt.File)
+	}
+	if !rt.Unjudged {
+		for _, ver := range f.Versions {
+			if b := v.Check(ver); b != nil {
+				return p.refuseAs(c, rt, b)
+			}
+		}
+	}
+	return p.stream(c, reg, f.URL+rt.Suffix, rt.ContentType)
+}
+
+// files is the table of the files a metadata document lists, read by the
+// adapter and kept while the document is.
+func (p *proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, accept, name string) (map[string]firewall.File, *registrycache.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, reg, docURL, accept)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Status != http.StatusOK {
+		return nil, res, nil
+	}
+	key := "files\x00" + docURL + "\x00" + accept + "\x00" + res.Version
+	if t, ok := p.parsed.Get(key); ok {
+		_ = res.Body.Close()
+		return t.(map[string]firewall.File), nil, nil
+	}
+	var table map[string]firewall.File
+	err = p.renders.withBudget(ctx, contentLength(res), func() error {
+		contentType := res.Header.Get("Content-Type")
+		body, err := p.readDocument(reg, res)
+		if err != nil {
+			return err
+		}
+		if table, err = fl.Files(firewall.Document{Body: body, ContentType: contentType, URL: docURL, Name: name}); err != nil {
+			return p.unreadable(reg, err)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = res.Body.Close()
+		return nil, nil, err
+	}
+	if res.Kept() {
+		size := int64(len(key))
+		for f, e := range table {
+			size += int64(len(f)+len(e.URL)) + 16*int64(len(e.Versions)) + 64
+		}
+		remember(p.parsed, parsedBytes, key, any(table), size)
+	}
+	return table, nil, nil
+}
+
+// The costs of an audit: one firewall request per auditPerRequest package
+// versions it asks about, and, charged before its body is parsed, one per
+// auditBytesPerRequest bytes of it (a lockfile of 1,000 packages is about
+// 40 KB of npm audit request).
+const (
+	auditPerRequest      = 1000
+	auditBytesPerRequest = 64 << 10
+	auditHint            = " (an audit counts one request per 1,000 package versions)"
+)
+
+// audit answers a registry's bulk-advisory request (npm audit), often
+// gzip-compressed, with the adapter's advisories for every refused
+// version it asks about.
+func (p *proxy) audit(a firewall.Adapter, au firewall.Auditor) echo.HandlerFunc {
+	reg := a.Registry()
+	return func(c *echo.Context) error {
+		var r io.Reader = c.Request().Body
+		if strings.EqualFold(c.Request().Header.Get("Content-Encoding"), "gzip") {
+			zr, err := gzip.NewReader(r)
+			if err != nil {
+				return &Error{Status: http.StatusBadRequest, Message: "The request body is not valid gzip: " + err.Error()}
+			}
+			defer zr.Close()
+			r = zr
+		}
+		body, err := io.ReadAll(io.LimitReader(r, maxAuditBody+1))
+		if err != nil {
+			return &Error{Status: http.StatusBadRequest, Message: "The request body could not be read: " + err.Error()}
+		}
+		if len(body) > maxAuditBody {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The audit request is larger than %d MiB once decompressed", maxAuditBody>>20)}
+		}
+		// Charged by what the request costs, before the work: the
+		// route's one request, one more per auditBytesPerRequest of
+		// body before it is parsed, then, once parsed, one per
+		// auditPerRequest versions asked about in all.
+		pre := len(body) / auditBytesPerRequest
+		if pre > 0 {
+			if err := p.s.chargeFirewall(c, pre, auditHint); err != nil {
+				return err
+			}
+		}
+		asked, err := au.ParseAudit(body)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, versions := range asked {
+			n += max(1, len(versions))
+		}
+		if extra := (n+auditPerRequest-1)/auditPerRequest - 1 - pre; extra > 0 {
+			if err := p.s.chargeFirewall(c, extra, auditHint); err != nil {
+				return err
+			}
+		}
+		var found []firewall.AuditFinding
+		for name, versions := range asked {
+			v, err := p.lookup(c, reg, name)
+			var unjudgeable *firewall.Unjudgeable
+			if errors.As(err, &unjudgeable) {
+				continue // no report can name it, and nothing is served
+			}
+			if err != nil {
+				return err
+			}
+			if v.Clean() {
+				continue
+			}
+			for _, ver := range versions {
+				if b := v.Check(ver); b != nil {
+					found = append(found, firewall.AuditFinding{Name: name, Blocked: b})
+				}
+			}
+		}
+		out, err := au.RenderAudit(found, c.Scheme()+"://"+c.Request().Host)
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, typeJSON, out)
+	}
+}

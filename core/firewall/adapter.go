@@ -1,0 +1,196 @@
+package firewall
+
+import "time"
+
+// Adapter is one registry's protocol as the firewall needs it, written
+// once per registry (core/firewall/npm, pypi, goproxy …) as pure functions
+// over requests and bytes: which requests are metadata and which are
+// artifacts, the name and version an artifact request names, the versions
+// and publish times a metadata document lists, and the rewrite that drops
+// versions and points links back through the firewall. The HTTP side
+// (core/api) is one proxy for every adapter: authentication, rate limits,
+// the upstream cache, verdicts, refusals. Adding a registry is adding an
+// Adapter (and naming it in core/firewall/registries).
+//
+// An adapter may also implement FileLister (artifacts found through a
+// metadata document), VersionDocuments (documents of one version) and
+// Auditor (a bulk-advisory endpoint).
+type Adapter interface {
+	// Registry names the registry as reports do (core.RegistryNPM …):
+	// its routes are {base}/firewall/<Registry>/…, its settings
+	// firewall.<Registry>.*.
+	Registry() string
+	// Route reads a request. ok is false for a path of no known shape
+	// (404); an *Unjudgeable error is a name, version or path the
+	// firewall cannot judge (400): never passed upstream.
+	Route(r Request) (rt Route, ok bool, err error)
+	// Rewrite rewrites a metadata document (a Metadata route's) for
+	// judge: refused versions gone, or marked as the protocol wants;
+	// links pointing at base, the firewall's URL of the registry.
+	Rewrite(doc Document, judge Judge, base string) (Rendering, error)
+	// Versions reads the versions a metadata document lists, with their
+	// publish times where the document gives them.
+	Versions(doc Document) ([]Published, error)
+}
+
+// FileLister is an adapter whose artifact requests name a file that only
+// a metadata document ties to a version and an upstream URL (npm
+// tarballs, PyPI files): Route gives the document (Route.Index) and the
+// file (Route.File).
+type FileLister interface {
+	Files(doc Document) (map[string]File, error)
+}
+
+// VersionDocuments is an adapter with documents of one version (npm's
+// /{name}/{version or tag}, Go's @latest), whose version is known once
+// the upstream answers.
+type VersionDocuments interface {
+	// VersionOf reads the version the document is of.
+	VersionOf(doc Document) (string, error)
+	// RewriteVersion points the document's links at base.
+	RewriteVersion(doc Document, name, base string) ([]byte, error)
+	// Highest is the highest release among versions; VersionPath the
+	// upstream path of a version's document. With them a Route.Fallback
+	// answers, in place of a refused version, the highest one allowed.
+	Highest(versions []string) string
+	VersionPath(name, version string) string
+}
+
+// Auditor is an adapter with a bulk-advisory endpoint (npm audit): POST
+// {base}/firewall/<registry>/<AuditPath>.
+type Auditor interface {
+	AuditPath() string
+	// ParseAudit reads the request body: the versions asked about, by name.
+	ParseAudit(body []byte) (map[string][]string, error)
+	// RenderAudit writes the answer: one advisory per refused version.
+	RenderAudit(found []AuditFinding, site string) ([]byte, error)
+}
+
+// AuditFinding is one refused version an audit asked about.
+type AuditFinding struct {
+	Name    string
+	Blocked *Blocked
+}
+
+// Request is a firewall request as an adapter reads it.
+type Request struct {
+	// Path is the escaped path below {base}/firewall/<registry>/.
+	Path string
+	// Query is the raw query; Accept the client's Accept header.
+	Query, Accept string
+}
+
+// Kind is what a route asks for.
+type Kind int
+
+// The kinds of routes.
+const (
+	// PassThrough is an upstream endpoint the firewall passes on at
+	// Route.Upstream (a checked path): npm's /-/ping, Go's /sumdb/.
+	PassThrough Kind = iota + 1
+	// Metadata is a document that lists versions: fetched, rewritten
+	// (Adapter.Rewrite), kept.
+	Metadata
+	// VersionDocument is a document of one version (VersionDocuments).
+	VersionDocument
+	// Artifact is a file of one version: judged, then streamed.
+	Artifact
+)
+
+// Refusal is how a route's refusals are written.
+type Refusal int
+
+// The ways refusals are written.
+const (
+	// RefuseJSON is the 403 JSON of docs/firewall.md.
+	RefuseJSON Refusal = iota
+	// RefusePlain is text/plain unless JSON is asked for: the go command
+	// prints a refusal's body only when it is plain text.
+	RefusePlain
+	// RefuseReason also carries the message in the HTTP/1.1 reason
+	// phrase: pip prints only the status line of a failed download.
+	RefuseReason
+)
+
+// Route is what a request asks for, as an adapter judged it.
+type Route struct {
+	Kind Kind
+	// Name is the package (none for PassThrough); Version the version the
+	// path names ("" when it names none: a document of a tag, a file
+	// found through Index).
+	Name, Version string
+	// Upstream is the path to fetch below the upstream root (the public
+	// one, or the private one for a private name), built from what was
+	// judged, never copied from the request; for an Artifact found
+	// through Index, "".
+	Upstream string
+	// Index and File: an Artifact the path does not give the version of
+	// is File in the table FileLister.Files reads from the metadata
+	// document at Index; Suffix is added to its URL (PyPI's .metadata).
+	Index, File, Suffix string
+	// Unjudged serves an Artifact without judging it (PyPI's PEP 658
+	// metadata, which runs nothing: pip reads it to resolve).
+	Unjudged bool
+	// Accept is what the upstream is asked with; Vary the answer's Vary.
+	Accept, Vary string
+	// ContentType is the type an Artifact or PassThrough is served as;
+	// "" serves a PassThrough as JSON when the upstream says JSON, else
+	// as plain text, unless its type is one of Keep.
+	ContentType string
+	Keep        []string
+	// RefuseEvery refuses a Metadata route outright when a report names
+	// every version (npm's document, Go's version list).
+	RefuseEvery bool
+	// Fallback, for a VersionDocument whose version is refused: the
+	// metadata document whose allowed versions give the answer instead
+	// (Go's @latest answers the highest allowed version's .info).
+	Fallback string
+	Refusal  Refusal
+}
+
+// Document is an upstream document handed to an adapter.
+type Document struct {
+	Body        []byte
+	ContentType string
+	// URL is where it was fetched (relative links resolve against it);
+	// Name the package it is of, as the route named it.
+	URL, Name string
+}
+
+// Rendering is a rewritten document and the type it is served as.
+type Rendering struct {
+	Body        []byte
+	ContentType string
+}
+
+// Judge says whether version may be served; when not, why is the text a
+// client shows (PyPI marks a refused file yanked with it).
+type Judge func(version string) (refused bool, why string)
+
+// File is an artifact a metadata document lists.
+type File struct {
+	// URL is its upstream URL, absolute.
+	URL string
+	// Versions are the versions it may be (one, unless the document is
+	// odd; "" for one that cannot be read, which every report of the
+	// package refuses): it is refused when any of them is.
+	Versions []string
+}
+
+// Published is a version a metadata document lists and when it was
+// published (zero when the document does not say).
+type Published struct {
+	Version string
+	Time    time.Time
+}
+
+// JudgeOf is the Judge of a verdict: a version is refused when a report
+// blocks it, with the refusal's message.
+func JudgeOf(v Verdict) Judge {
+	return func(version string) (bool, string) {
+		if b := v.Check(version); b != nil {
+			return true, b.Message()
+		}
+		return false, ""
+	}
+}

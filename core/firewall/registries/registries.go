@@ -1,0 +1,15 @@
+// Package registries names the registry adapters the firewall serves: a
+// new registry is a package under core/firewall and a line here.
+package registries
+
+import (
+	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/goproxy"
+	"github.com/threatd/threatd/core/firewall/npm"
+	"github.com/threatd/threatd/core/firewall/pypi"
+)
+
+// All are the adapters, one per registry.
+func All() []firewall.Adapter {
+	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}}
+}
