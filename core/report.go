@@ -152,11 +152,17 @@ type Threat struct {
 	IOCs []ioc.IOC
 }
 
-// ShowsContactTo says whether viewer may see t's contact e-mail: its
-// submitter and reviewers may, when there is one (docs/api/records.md). Every
-// output (records, exports) follows this one rule.
+// ContactVisibleTo is the one rule of who sees a report's contact e-mail
+// (docs/api/records.md): its submitter (submitterID) and reviewers. Every
+// output (records, exports, the check answer kept by the index) follows it.
+func ContactVisibleTo(submitterID string, viewer Principal) bool {
+	return viewer.User.Role.CanReview() || viewer.User.ID != "" && viewer.User.ID == submitterID
+}
+
+// ShowsContactTo says whether viewer may see t's contact e-mail: there is
+// one, and ContactVisibleTo.
 func (t Threat) ShowsContactTo(viewer Principal) bool {
-	return t.Details.ContactEmail != "" && (viewer.User.Role.CanReview() || viewer.User.ID != "" && viewer.User.ID == t.SubmitterID)
+	return t.Details.ContactEmail != "" && ContactVisibleTo(t.SubmitterID, viewer)
 }
 
 // VisibleTo returns t as viewer may see it: without the contact e-mail

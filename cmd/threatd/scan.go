@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/config"
-	"github.com/threatd/threatd/core/api"
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/scan"
 )
@@ -112,7 +112,7 @@ func runScan(cmd *cobra.Command, args []string) error {
 	if token == "" {
 		token = os.Getenv("THREATD_TOKEN")
 	}
-	maxBytes := int64(api.DefaultScanMaxBytes)
+	maxBytes := int64(scan.DefaultMaxBytes)
 	var cfg config.Config
 	if server == "" {
 		var err error
@@ -241,7 +241,7 @@ func scanLocal(cmd *cobra.Command, cfg config.Config, inputs []scanInput) (scan.
 		if err != nil {
 			return err
 		}
-		answer = res.Answer(api.Record, localSite(cfg))
+		answer = res.Answer(core.Principal{}, localSite(cfg))
 		return nil
 	})
 	return answer, localSite(cfg), err

@@ -61,7 +61,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	defer fail(nil)
 	idx := index.New(e.store, e.cfg.Cache.Records)
 	if cfg.Cache.Spill {
-		if err := idx.EnableSpill(filepath.Join(cfg.DataDir, "cache"), api.RenderRecord); err != nil {
+		if err := idx.EnableSpill(filepath.Join(cfg.DataDir, "cache")); err != nil {
 			return fmt.Errorf("cache.spill: %w (cache.spill: false runs without it)", err)
 		}
 		defer idx.CloseSpill()
@@ -181,7 +181,6 @@ func serve(cmd *cobra.Command, _ []string) error {
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
 			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
 			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes, FirewallBlocks: recent, WebhooksAllowPrivate: cfg.Webhooks.AllowPrivate,
-			Record: api.Record,
 		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, latest, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
@@ -386,7 +385,7 @@ func accessLog(l config.Log) api.AccessLog {
 func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *push.Dispatcher {
 	w := cfg.Webhooks
 	return &push.Dispatcher{
-		Store: store, Render: api.Record,
+		Store:   store,
 		Policy:  core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
 		Timeout: w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,
 		Poll: w.Poll, Concurrency: w.Concurrency, Holder: leaseHolder(), UserAgent: "threatd/" + version + " (webhooks)",

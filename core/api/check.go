@@ -78,7 +78,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 		return out, nil
 	}
 	out.Malicious = true
-	if res.Answer != nil && !(res.Contact && (core.Threat{SubmitterID: res.Submitter, Details: core.Details{ContactEmail: "-"}}).ShowsContactTo(viewer)) {
+	if res.Answer != nil && !(res.Contact && core.ContactVisibleTo(res.Submitter, viewer)) {
 		out.Details = json.RawMessage(res.Answer)
 		return out, nil
 	}
@@ -97,10 +97,6 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 func notInDatabase(q core.CheckQuery) string {
 	return string(q.ReportType) + " " + strconv.Quote(q.ResourceIdentifier) + " is not in the threat database"
 }
-
-// RenderRecord writes a report as check-malicious shows it to a viewer who
-// is neither its submitter nor a reviewer: the index's spill entries.
-func RenderRecord(t core.Threat) ([]byte, error) { return json.Marshal(toRecord(t, core.Principal{})) }
 
 var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "version", "purl", "match"}
 

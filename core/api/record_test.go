@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/record"
 )
 
 // TestRecordShape: a record has every field of core.Details under its JSON
@@ -62,7 +63,7 @@ func TestCheckAnswerIsEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	th := core.Threat{ID: "id1", Status: core.StatusVerified, ReportType: core.TypePackage, ResourceIdentifier: "<evil>&\"pkg\"", Registry: "npm",
 		CreatedAt: at, Details: core.Details{ThreatDescription: "steals\ntokens \u2028 é", Tags: []string{"a&b"}}}
-	rendered, err := RenderRecord(th)
+	rendered, err := record.PublicJSON(th)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (s *Server) scanFile(c *echo.Context) error {
 	}
 	viewer := principal(c)
 	site := c.Scheme() + "://" + c.Request().Host
-	answer := res.Answer(func(t core.Threat) any { return toRecord(t, viewer) }, site)
+	answer := res.Answer(viewer, site)
 	if acceptsSARIF(c.Request().Header.Get("Accept")) {
 		log, err := answer.SARIF(s.opts.Version, site)
 		if err != nil {

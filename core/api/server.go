@@ -19,6 +19,7 @@ import (
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
+	"github.com/threatd/threatd/core/scan"
 	"github.com/threatd/threatd/core/taxii"
 )
 
@@ -66,9 +67,6 @@ type Options struct {
 	NotFoundPage func(c *echo.Context) error
 }
 
-// DefaultScanMaxBytes is scan.max_bytes's default, 8 MiB.
-const DefaultScanMaxBytes = 8 << 20
-
 // Server holds what the handlers need.
 type Server struct {
 	opts         Options
@@ -110,7 +108,7 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		started:      time.Now(),
 	}
 	if s.opts.ScanMaxBytes <= 0 {
-		s.opts.ScanMaxBytes = DefaultScanMaxBytes
+		s.opts.ScanMaxBytes = scan.DefaultMaxBytes
 	}
 	s.latest = opts.Latest
 	if s.latest == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/record"
 )
 
 // The spill is a file of every verified report as a check shows it,
@@ -65,14 +66,12 @@ type spill struct {
 	end int64
 }
 
-// Renderer writes a report as a check shows it to a viewer who may not see
-// its contact e-mail.
-type Renderer func(core.Threat) ([]byte, error)
-
 // spillState is the Index's part of the spill.
 type spillState struct {
-	dir    string
-	render Renderer
+	dir string
+	// render writes a report as a check shows it to a viewer who may not
+	// see its contact e-mail: record.PublicJSON (tests set another).
+	render func(core.Threat) ([]byte, error)
 	cur    atomic.Pointer[spill]
 	// wake is signalled when the follower could not write the entries of
 	// the reports it indexed.
@@ -81,13 +80,14 @@ type spillState struct {
 	meanSize atomic.Int64
 }
 
-// EnableSpill makes the index keep a spill file in dir, written by render.
-// It is called before Load; FillSpill then fills the file.
-func (x *Index) EnableSpill(dir string, render Renderer) error {
+// EnableSpill makes the index keep a spill file in dir: each verified
+// report's public record (core/record), as check-malicious answers with
+// it. It is called before Load; FillSpill then fills the file.
+func (x *Index) EnableSpill(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("index spill: %w", err)
 	}
-	s := &spillState{dir: dir, render: render, wake: make(chan struct{}, 1)}
+	s := &spillState{dir: dir, render: record.PublicJSON, wake: make(chan struct{}, 1)}
 	sp, err := s.open()
 	if err != nil {
 		return err

@@ -21,9 +21,10 @@ func TestSpillGuards(t *testing.T) {
 	render := func(th core.Threat) ([]byte, error) {
 		return []byte(`{"d":"` + th.Details.ThreatDescription + `"}`), nil
 	}
-	if err := x.EnableSpill(t.TempDir(), render); err != nil {
+	if err := x.EnableSpill(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+	x.spill.render = render
 	defer x.CloseSpill()
 	id := uuid.New()
 	sum := core.Summary{ID: id.String(), CanonicalKey: "package:npm:g", ReportType: core.TypePackage, Registry: "npm", VerifiedAt: time.Now()}

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/record"
 )
 
 // TestSpillFollowsReports drives the spill over a real SQLite store: the
-// fill writes every verified report's check answer as api.RenderRecord
+// fill writes every verified report's check answer as record.PublicJSON
 // writes it, the follower writes changed reports' answers as it applies
 // them (never leaving the old one), and withdrawn reports stop matching.
 func TestSpillFollowsReports(t *testing.T) {
@@ -41,7 +41,7 @@ func TestSpillFollowsReports(t *testing.T) {
 
 	dir := t.TempDir()
 	idx := index.New(st, 16)
-	if err := idx.EnableSpill(dir, api.RenderRecord); err != nil {
+	if err := idx.EnableSpill(dir); err != nil {
 		t.Fatal(err)
 	}
 	defer idx.CloseSpill()
@@ -91,7 +91,7 @@ func TestSpillFollowsReports(t *testing.T) {
 		if err != nil || len(ts) != 1 {
 			t.Fatal(ts, err)
 		}
-		body, _ := api.RenderRecord(ts[0])
+		body, _ := record.PublicJSON(ts[0])
 		if r.Count != 1 || r.Registry != "npm" || r.ID.String() != want.ID || !bytes.Equal(r.Answer, body) {
 			t.Fatalf("%s: count %d registry %q id %s\n got %s\nwant %s", name, r.Count, r.Registry, r.ID, r.Answer, body)
 		}

@@ -35,7 +35,7 @@ func TestSpillFullDisk(t *testing.T) {
 	if err := x.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.EnableSpill(t.TempDir(), func(core.Threat) ([]byte, error) { return []byte(`{}`), nil }); err != nil {
+	if err := x.EnableSpill(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	defer x.CloseSpill()

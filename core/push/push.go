@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/record"
 )
 
 // LeaseName is the storage lease the delivering daemon holds.
@@ -47,9 +48,7 @@ type Observer interface {
 
 // Dispatcher runs the delivery loop of a daemon.
 type Dispatcher struct {
-	Store core.Store
-	// Render returns a report's record as the API shows it to anybody.
-	Render func(core.Threat) any
+	Store  core.Store
 	Policy core.RetryPolicy
 	// Timeout bounds one attempt: connection, TLS, request and answer.
 	Timeout      time.Duration
@@ -320,7 +319,7 @@ func (d *Dispatcher) body(ctx context.Context, dl core.Delivery) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading report %s: %w", dl.ThreatID, err)
 	}
-	return json.Marshal(Envelope{Type: core.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: d.Render(t.VisibleTo(core.Principal{}))})
+	return json.Marshal(Envelope{Type: core.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: record.Public(t)})
 }
 
 // attempt makes one delivery attempt and records its outcome.

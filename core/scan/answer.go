@@ -11,6 +11,7 @@ import (
 	"github.com/owenrumney/go-sarif/v2/sarif"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/record"
 )
 
 // Answer is a scan's JSON answer (docs/ci.md): the number of packages
@@ -46,9 +47,10 @@ type Malicious struct {
 	description, severity string
 }
 
-// Answer renders r: record renders a report as check-malicious shows it,
-// site is the web site's address (https://host:port) for report pages.
-func (r Result) Answer(record func(core.Threat) any, site string) Answer {
+// Answer renders r for viewer: each report as check-malicious shows it
+// (core/record); site is the web site's address (https://host:port) for
+// report pages.
+func (r Result) Answer(viewer core.Principal, site string) Answer {
 	out := Answer{Packages: r.Packages, Malicious: []Malicious{}, Files: r.Files, Skipped: r.Skipped}
 	if out.Files == nil {
 		out.Files = []FileSummary{}
@@ -58,7 +60,7 @@ func (r Result) Answer(record func(core.Threat) any, site string) Answer {
 	}
 	for _, f := range r.Findings {
 		m := Malicious{Purl: f.PackageURL(), Name: f.Name, Version: f.Version, Ecosystem: f.Registry, File: f.File,
-			URL: strings.TrimSuffix(site, "/") + "/threats/" + f.Threats[0].ID, Details: record(f.Threats[0]),
+			URL: strings.TrimSuffix(site, "/") + "/threats/" + f.Threats[0].ID, Details: record.Of(f.Threats[0], viewer),
 			description: f.Threats[0].Details.ThreatDescription, severity: string(f.Threats[0].Details.SeverityLevel)}
 		if f.Line > 0 {
 			line := f.Line

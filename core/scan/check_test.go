@@ -186,9 +186,7 @@ func TestSARIF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := res.Answer(func(t core.Threat) any {
-			return map[string]any{"id": t.ID, "description": t.Details.ThreatDescription, "severity_level": string(t.Details.SeverityLevel)}
-		}, "https://threatd.test:8443")
+		a := res.Answer(core.Principal{}, "https://threatd.test:8443")
 		if readBack {
 			// As threatd scan --server has it: the answer read from JSON.
 			raw, _ := json.Marshal(a)

@@ -101,6 +101,10 @@ type Skipped struct {
 	Reason string `json:"reason"`
 }
 
+// DefaultMaxBytes is the most one scan reads of a file unless
+// scan.max_bytes says otherwise: 8 MiB.
+const DefaultMaxBytes = 8 << 20
+
 // File is what Parse read from one file.
 type File struct {
 	Name     string
@@ -204,17 +208,6 @@ func newLineIndex(data []byte) lineIndex {
 func (nl lineIndex) line(offset int) int {
 	i, _ := slices.BinarySearch(nl, offset)
 	return i + 1
-}
-
-// Distinct is the number of distinct packages f lists (registry, name and
-// version as written): what a scan of f costs, known before it runs.
-func (f File) Distinct() int {
-	seen := make(map[Package]bool, len(f.Packages))
-	for _, p := range f.Packages {
-		p.Line = 0
-		seen[p] = true
-	}
-	return len(seen)
 }
 
 // lines yields each line of data with its number (from 1), without its

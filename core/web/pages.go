@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/record"
 	"github.com/threatd/threatd/core/taxii"
 )
 
@@ -62,7 +63,7 @@ func (s *Site) threat(c *echo.Context) error {
 		return err
 	}
 	if asJSON {
-		return c.JSON(http.StatusOK, s.opts.Record(t))
+		return c.JSON(http.StatusOK, record.Public(t))
 	}
 	v := viewerOf(c)
 	t = t.VisibleTo(core.Principal{User: v.User})

@@ -76,9 +76,6 @@ type Options struct {
 	// WebhooksAllowPrivate is webhooks.allow_private, for subscriptions
 	// added at /admin/webhooks.
 	WebhooksAllowPrivate bool
-	// Record renders a verified report's public record, as the API does
-	// (/threats/<id>.json).
-	Record func(core.Threat) any
 }
 
 // Site holds what the pages need.
@@ -128,10 +125,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 	}
 	if sync == nil {
 		sync = func(context.Context) error { return nil }
-	}
-	if opts.Record == nil {
-		// Never a default: the stored report holds private fields.
-		return nil, errors.New("web: Options.Record is required")
 	}
 	// The CSRF key is shared by every daemon on the database, so a form
 	// rendered by one daemon is accepted by another behind a load balancer.

@@ -73,7 +73,7 @@ func main() {
 	slices.SortFunc(details, func(a, b field) int { return a.Record - b.Record })
 	out := map[string][]byte{
 		"core/fields_gen.go":             coreFile(fields, details),
-		"core/api/record_gen.go":         apiFile(details),
+		"core/record/details_gen.go":     recordFile(details),
 		"plugins/details_gen.go":         pluginsFile(details),
 		"storage/details_gen.go":         storageFile(details),
 		"core/coretest/fill_gen.go":      fillFile(details),
@@ -271,14 +271,14 @@ type Submission struct {`)
 	return w.Bytes()
 }
 
-func apiFile(details []field) []byte {
+func recordFile(details []field) []byte {
 	var w writer
 	imp := "\"github.com/threatd/threatd/core\""
 	if slices.ContainsFunc(details, func(f field) bool { return f.Kind == "time" }) {
 		imp = "\"time\"\n\n\t" + imp
 	}
-	w.p(header + "package api\n\nimport (\n\t" + imp + "\n)\n")
-	w.p("// recordDetails are a record's core.Details fields: text as null when\n// empty, lists as [] when empty.\ntype recordDetails struct {")
+	w.p(header + "package record\n\nimport (\n\t" + imp + "\n)\n")
+	w.p("// details are a record's core.Details fields: text as null when\n// empty, lists as [] when empty.\ntype details struct {")
 	for _, f := range details {
 		typ, tag := kinds[f.Kind].details, f.Name
 		if f.Kind == "text" || f.Kind == "severity" {
@@ -289,11 +289,11 @@ func apiFile(details []field) []byte {
 		}
 		w.p("\t%s %s `json:\"%s\"`", f.Go, typ, tag)
 	}
-	w.p("}\n\nfunc newRecordDetails(d core.Details) recordDetails {\n\treturn recordDetails{")
+	w.p("}\n\nfunc newDetails(d core.Details) details {\n\treturn details{")
 	for _, f := range details {
 		switch f.Kind {
 		case "text", "severity":
-			w.p("\t\t%s: nullable(%s),", f.Go, f.text("d"))
+			w.p("\t\t%s: Nullable(%s),", f.Go, f.text("d"))
 		case "list":
 			w.p("\t\t%[1]s: nonNil(d.%[1]s),", f.Go)
 		default:
