@@ -25,7 +25,7 @@ import (
 	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
-	"github.com/threatd/threatd/core/push"
+	"github.com/threatd/threatd/core/webhooks"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/web"
 	"github.com/threatd/threatd/plugins"
@@ -382,9 +382,9 @@ func accessLog(l config.Log) api.AccessLog {
 
 // webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
 // every daemon runs it, the holder of the storage lease delivers.
-func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *push.Dispatcher {
+func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *webhooks.Dispatcher {
 	w := cfg.Webhooks
-	return &push.Dispatcher{
+	return &webhooks.Dispatcher{
 		Store:   store,
 		Policy:  core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
 		Timeout: w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,

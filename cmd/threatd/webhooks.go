@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 func webhookCmd() *cobra.Command {
@@ -37,14 +37,8 @@ are refused unless webhooks.allow_private is set.`,
 			events, _ := cmd.Flags().GetStringSlice("events")
 			eco, _ := cmd.Flags().GetString("ecosystem")
 			return withEnv(cmd, func(e *env) error {
-				w, err := core.NewWebhook(u, events, eco, "cli", time.Now(), e.cfg.Webhooks.AllowPrivate)
+				w, err := subscriptions(e).Add(cmd.Context(), webhooks.NewSubscription{URL: u, Events: events, Ecosystem: eco, CreatedBy: "cli"})
 				if err != nil {
-					return friendly(err)
-				}
-				if err := e.store.CreateWebhook(cmd.Context(), w); err != nil {
-					if errors.Is(err, core.ErrLimit) {
-						return fmt.Errorf("at most %d webhook subscriptions: remove one first (threatd webhook list)", core.MaxWebhooks)
-					}
 					return friendly(err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "webhook %s added: %s (events %s, ecosystem %s)\nThe signing secret follows; it is not shown again.\n",
@@ -61,12 +55,9 @@ are refused unless webhooks.allow_private is set.`,
 	return c
 }
 
-// hookErr names the subscription a command could not find.
-func hookErr(id string, err error) error {
-	if errors.Is(err, core.ErrNotFound) {
-		return fmt.Errorf("no webhook subscription %s (threatd webhook list shows them)", id)
-	}
-	return friendly(err)
+// subscriptions are the webhook use cases on e's store.
+func subscriptions(e *env) webhooks.Subscriptions {
+	return webhooks.Subscriptions{Store: e.store, AllowPrivate: e.cfg.Webhooks.AllowPrivate}
 }
 
 // webhookJSON is a subscription as `webhook list --json` prints it (never
@@ -113,7 +104,7 @@ func webhookListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withEnv(cmd, func(e *env) error {
-				hooks, err := e.store.ListWebhooks(cmd.Context())
+				hooks, err := subscriptions(e).List(cmd.Context())
 				if err != nil {
 					return friendly(err)
 				}
@@ -146,8 +137,8 @@ func webhookRemoveCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				if err := e.store.DeleteWebhook(cmd.Context(), args[0]); err != nil {
-					return hookErr(args[0], err)
+				if err := subscriptions(e).Remove(cmd.Context(), args[0]); err != nil {
+					return friendly(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "webhook %s removed\n", args[0])
 				return nil
@@ -163,9 +154,9 @@ func webhookEnableCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				w, err := e.store.EnableWebhook(cmd.Context(), args[0])
+				w, err := subscriptions(e).Enable(cmd.Context(), args[0])
 				if err != nil {
-					return hookErr(args[0], err)
+					return friendly(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "webhook %s enabled: %s\n", w.ID, w.URL)
 				return nil
@@ -195,9 +186,9 @@ func webhookDeliveriesCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				list, err := e.store.WebhookAttempts(cmd.Context(), core.AttemptQuery{WebhookID: args[0], Limit: limit})
+				list, err := subscriptions(e).Attempts(cmd.Context(), args[0], limit)
 				if err != nil {
-					return hookErr(args[0], err)
+					return friendly(err)
 				}
 				out := make([]attemptJSON, len(list))
 				for i, a := range list {

@@ -239,7 +239,7 @@ type observer struct {
 	latency  prometheus.Observer
 }
 
-// Delivery counts a webhook delivery attempt (push.Observer).
+// Delivery counts a webhook delivery attempt (webhooks.Observer).
 func (m *Metrics) Delivery(outcome string, took time.Duration) {
 	m.webhookAttempts.WithLabelValues(outcome).Inc()
 	m.webhookLatency.Observe(took.Seconds())

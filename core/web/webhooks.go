@@ -4,12 +4,17 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/webhooks"
 )
+
+// subscriptions are the webhook use cases on the site's store.
+func (s *Site) subscriptions() webhooks.Subscriptions {
+	return webhooks.Subscriptions{Store: s.store, AllowPrivate: s.opts.WebhooksAllowPrivate}
+}
 
 // webhooks is the administrators' page of push subscriptions
 // (docs/webhooks.md): the list with each one's state, and a form to add
@@ -19,7 +24,7 @@ func (s *Site) webhooks(c *echo.Context) error {
 }
 
 func (s *Site) renderWebhooks(c *echo.Context, status int, secret, formErr string, added *core.Webhook) error {
-	list, err := s.store.ListWebhooks(c.Request().Context())
+	list, err := s.subscriptions().List(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -33,18 +38,15 @@ func (s *Site) addWebhook(c *echo.Context) error {
 	if form, err := c.FormValues(); err == nil {
 		events = form["events"]
 	}
-	w, err := core.NewWebhook(strings.TrimSpace(c.FormValue("url")), events, c.FormValue("ecosystem"), "web:"+viewerOf(c).User.Email, time.Now(), s.opts.WebhooksAllowPrivate)
+	w, err := s.subscriptions().Add(c.Request().Context(), webhooks.NewSubscription{URL: strings.TrimSpace(c.FormValue("url")), Events: events,
+		Ecosystem: c.FormValue("ecosystem"), CreatedBy: "web:" + viewerOf(c).User.Email})
 	var fe *core.FieldError
-	if errors.As(err, &fe) {
+	switch {
+	case errors.As(err, &fe):
 		return s.renderWebhooks(c, http.StatusBadRequest, "", fe.Error(), nil)
-	}
-	if err != nil {
-		return err
-	}
-	if err := s.store.CreateWebhook(c.Request().Context(), w); err != nil {
-		if errors.Is(err, core.ErrLimit) {
-			return s.renderWebhooks(c, http.StatusConflict, "", "At most 100 subscriptions: remove one first.", nil)
-		}
+	case errors.Is(err, core.ErrLimit):
+		return s.renderWebhooks(c, http.StatusConflict, "", err.Error(), nil)
+	case err != nil:
 		return err
 	}
 	s.log.Info("webhook added", "webhook", w.ID, "url", core.WebhookURLForLog(w.URL), "by", viewerOf(c).User.Email)
@@ -52,7 +54,7 @@ func (s *Site) addWebhook(c *echo.Context) error {
 }
 
 func (s *Site) removeWebhook(c *echo.Context) error {
-	if err := s.store.DeleteWebhook(c.Request().Context(), c.Param("id")); errors.Is(err, core.ErrNotFound) {
+	if err := s.subscriptions().Remove(c.Request().Context(), c.Param("id")); errors.Is(err, core.ErrNotFound) {
 		return s.errorPage(c, http.StatusNotFound, "No such webhook subscription.")
 	} else if err != nil {
 		return err
@@ -62,7 +64,7 @@ func (s *Site) removeWebhook(c *echo.Context) error {
 }
 
 func (s *Site) enableWebhook(c *echo.Context) error {
-	if _, err := s.store.EnableWebhook(c.Request().Context(), c.Param("id")); errors.Is(err, core.ErrNotFound) {
+	if _, err := s.subscriptions().Enable(c.Request().Context(), c.Param("id")); errors.Is(err, core.ErrNotFound) {
 		return s.errorPage(c, http.StatusNotFound, "No such webhook subscription.")
 	} else if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package push
+package webhooks
 
 import (
 	"net/http"

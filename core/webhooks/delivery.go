@@ -1,10 +1,12 @@
-// Package push delivers webhook events (docs/webhooks.md): the published
+// Package webhooks is push subscriptions (docs/webhooks.md): the use
+// cases the CLI and the web call to add, list, enable and remove them
+// (subscriptions.go), and their delivery: the published
 // changes the store queued for each subscription, POSTed as Standard
 // Webhooks messages, retried with backoff until a 2xx answer or the end of
 // the retry window. One daemon at a time delivers (a lease in storage), so
 // daemons sharing a database do not send an event twice in the normal case;
 // an event is delivered at least once.
-package push
+package webhooks
 
 import (
 	"bytes"
