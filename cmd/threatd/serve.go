@@ -25,9 +25,9 @@ import (
 	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
-	"github.com/threatd/threatd/core/webhooks"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/web"
+	"github.com/threatd/threatd/core/webhooks"
 	"github.com/threatd/threatd/plugins"
 )
 
