@@ -31,7 +31,7 @@ func Defaults() map[string]any {
 		"storage.plugin":                   "sqlite",
 		"storage.dsn":                      "",
 		"storage.settings":                 map[string]any{},
-		"exporters":                        []string{"stix", "anomali", "osv"},
+		"exporters":                        []string{"stix", "anomali", "osv", "misp"},
 		"exporter_routes":                  []any{},
 		"sources":                          []any{},
 		"import.max_affected":              1000,

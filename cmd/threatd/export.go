@@ -70,7 +70,9 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Name: "threatd", Site: localSite(e.cfg)}, args[0])
+				pool := plugins.NewExporters(&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log})
+				defer pool.Close()
+				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Exporters: pool, Name: "threatd", Site: localSite(e.cfg)}, args[0])
 				if err != nil {
 					return fmt.Errorf("export misp: %w", err)
 				}
@@ -104,27 +106,45 @@ func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections
 	return n, err
 }
 
-// exportMISP writes the MISP feed into dir: an event file per day, then
-// hashes.csv and manifest.json, each through a temporary file (a MISP
-// reading the folder meanwhile sees old or new files, never half-written
-// ones). It returns the events and reports written.
+// exportMISP writes the MISP feed into dir in one pass over the reports:
+// an event file per day (rendered by the MISP exporter plugin), their
+// hashes.csv lines as they come, then manifest.json; each file through a
+// temporary one (a MISP reading the folder meanwhile sees old or new
+// files, never half-written ones). It returns the events and reports
+// written.
 func exportMISP(ctx context.Context, svc *misp.Service, dir string) (events, reports int, err error) {
 	f, err := svc.Feed(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
 	manifest := map[string]misp.ManifestEntry{}
-	err = f.Walk(ctx, svc.Store, time.Time{}, time.Time{}, func(e *misp.Event) error {
-		events++
-		reports += e.Reports()
-		manifest[e.UUID] = e.Manifest()
-		return writeAtomic(filepath.Join(dir, e.UUID+".json"), func(w io.Writer) error {
-			return writeJSONTo(w, misp.File{Event: *e})
+	err = writeAtomic(filepath.Join(dir, "hashes.csv"), func(hashes io.Writer) error {
+		hw := bufio.NewWriter(hashes)
+		err := f.Walk(ctx, svc.Store, svc.Exporters, time.Time{}, time.Time{}, func(e *misp.Event) error {
+			events++
+			reports += e.Reports
+			m, err := e.Manifest()
+			if err != nil {
+				return err
+			}
+			manifest[e.UUID] = m
+			lines, err := e.Hashes()
+			if err != nil {
+				return err
+			}
+			for _, l := range lines {
+				hw.WriteString(l + "\n")
+			}
+			return writeAtomic(filepath.Join(dir, e.UUID+".json"), func(w io.Writer) error {
+				_, err := w.Write(e.File)
+				return err
+			})
 		})
+		if err != nil {
+			return err
+		}
+		return hw.Flush()
 	})
-	if err == nil {
-		err = writeAtomic(filepath.Join(dir, "hashes.csv"), func(w io.Writer) error { return svc.WriteHashes(ctx, w) })
-	}
 	if err == nil {
 		err = writeAtomic(filepath.Join(dir, "manifest.json"), func(w io.Writer) error { return writeJSONTo(w, manifest) })
 	}

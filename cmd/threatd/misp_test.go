@@ -21,7 +21,7 @@ import (
 	"github.com/threatd/threatd/core/coretest"
 )
 
-// mispRules are MISP's published definitions, kept in core/misp/testdata
+// mispRules are MISP's published definitions, kept in plugins/misp/testdata
 // (see its README): describeTypes.json, the malicious-package-report object
 // template and PyMISP's lax event schema.
 type mispRules struct {
@@ -45,7 +45,7 @@ type mispRules struct {
 
 func loadMISPRules(t *testing.T) *mispRules {
 	t.Helper()
-	dir := filepath.Join("..", "..", "core", "misp", "testdata")
+	dir := filepath.Join("..", "..", "plugins", "misp", "testdata")
 	r := &mispRules{types: map[string]bool{}}
 	var dt struct {
 		Result struct {

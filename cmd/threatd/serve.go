@@ -212,7 +212,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Mount:             mount,
 		NotFoundPage:      notFound,
 		Firewall:          fw,
-		MISP:              &misp.Service{Store: e.store, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes")},
+		MISP:              &misp.Service{Store: e.store, Exporters: exporters, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes")},
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{

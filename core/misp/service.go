@@ -22,6 +22,8 @@ import (
 // they are asked for, one day in memory at a time.
 type Service struct {
 	Store core.Store
+	// Exporters renders the events (the exporter plugin Exporter).
+	Exporters core.Exporters
 	// Name is the MISP organisation's name; Site the web site's address.
 	Name, Site string
 	// HashDir, when set, keeps hashes.csv a day at a time in files there,
@@ -93,11 +95,14 @@ func (s *Service) currentLocked(ctx context.Context) error {
 			return fmt.Errorf("misp hashes: %w", err)
 		}
 	}
-	if err := f.Walk(ctx, s.Store, time.Time{}, time.Time{}, func(e *Event) error {
-		manifest[e.UUID] = e.Manifest()
-		day, _ := f.DayOf(e.UUID)
-		days[day] = true
-		return s.writeHashes(day, e)
+	if err := f.Walk(ctx, s.Store, s.Exporters, time.Time{}, time.Time{}, func(e *Event) error {
+		m, err := e.Manifest()
+		if err != nil {
+			return err
+		}
+		manifest[e.UUID] = m
+		days[e.Day] = true
+		return s.writeHashes(e.Day, e)
 	}); err != nil {
 		return err
 	}
@@ -126,8 +131,14 @@ func (s *Service) writeHashes(day time.Time, e *Event) error {
 	if err != nil {
 		return fmt.Errorf("misp hashes: %w", err)
 	}
+	hashes, err := e.Hashes()
+	if err != nil {
+		tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return err
+	}
 	bw := bufio.NewWriter(tmp)
-	for _, h := range e.Hashes() {
+	for _, h := range hashes {
 		bw.WriteString(h)
 		bw.WriteByte('\n')
 	}
@@ -172,8 +183,12 @@ func (s *Service) catchUp(ctx context.Context, f Feed) error {
 		delete(s.manifest, id)
 		delete(s.days, day)
 		var ev *Event
-		if err := f.Walk(ctx, s.Store, day, day.AddDate(0, 0, 1), func(e *Event) error {
-			s.manifest[e.UUID] = e.Manifest()
+		if err := f.Walk(ctx, s.Store, s.Exporters, day, day.AddDate(0, 0, 1), func(e *Event) error {
+			m, err := e.Manifest()
+			if err != nil {
+				return err
+			}
+			s.manifest[e.UUID] = m
 			s.days[day], ev = true, e
 			return nil
 		}); err != nil {
@@ -226,12 +241,13 @@ func (s *Service) WriteHashes(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	bw := bufio.NewWriter(w)
-	if err := f.Walk(ctx, s.Store, time.Time{}, time.Time{}, func(e *Event) error {
-		for _, h := range e.Hashes() {
+	if err := f.Walk(ctx, s.Store, s.Exporters, time.Time{}, time.Time{}, func(e *Event) error {
+		hashes, err := e.Hashes()
+		for _, h := range hashes {
 			bw.WriteString(h)
 			bw.WriteByte('\n')
 		}
-		return nil
+		return err
 	}); err != nil {
 		return err
 	}
@@ -244,9 +260,9 @@ func (s *Service) Event(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := f.EventOf(ctx, s.Store, id)
+	e, err := f.EventOf(ctx, s.Store, s.Exporters, id)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(File{Event: *e})
+	return e.File, nil
 }

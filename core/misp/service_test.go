@@ -9,8 +9,31 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/misp"
+	pmisp "github.com/threatd/threatd/plugins/misp"
 	"github.com/threatd/threatd/storage/storagetest"
 )
+
+// inProcess renders events with the MISP exporter's own code, in this
+// process (the plugin process is the end-to-end tests').
+type inProcess struct{}
+
+func (inProcess) Export(_ context.Context, _ string, req core.ExportRequest, w core.ExportWriter) error {
+	r, err := pmisp.RequestOf(req.Query)
+	if err != nil {
+		return err
+	}
+	if err := w.Start("application/json"); err != nil {
+		return err
+	}
+	return pmisp.Write(w, r, func(yield func(core.ExportRecord) bool) {
+		_ = req.ForEach(func(rec core.ExportRecord) error {
+			if !yield(rec) {
+				return context.Canceled
+			}
+			return nil
+		})
+	})
+}
 
 // countingStore counts the report pages read through it.
 type countingStore struct {
@@ -36,8 +59,8 @@ func TestHashesFromFiles(t *testing.T) {
 		verify(n)
 	}
 	cs := &countingStore{Store: st}
-	svc := &misp.Service{Store: cs, Name: "threatd", Site: "https://threatd.example", HashDir: filepath.Join(t.TempDir(), "hashes")}
-	walked := &misp.Service{Store: st, Name: "threatd", Site: "https://threatd.example"}
+	svc := &misp.Service{Store: cs, Exporters: inProcess{}, Name: "threatd", Site: "https://threatd.example", HashDir: filepath.Join(t.TempDir(), "hashes")}
+	walked := &misp.Service{Store: st, Exporters: inProcess{}, Name: "threatd", Site: "https://threatd.example"}
 	same := func() []byte {
 		t.Helper()
 		var got, want bytes.Buffer
