@@ -8,7 +8,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-exporter-misp threatd-source-osv
 
-.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check tlds bench bench-scale clean
+.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check storage storage-check tlds bench bench-scale clean
 
 # Fuzz budgets inside `make test`, as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
@@ -161,23 +161,35 @@ tlds:
 
 # The code that carries a report's fields through every layer, from the
 # table core/fields.txt (docs/architecture.md, "Adding a report field"):
-# Go files in core, core/api, core/coretest, plugins and storage, and
-# plugins/proto/v1/details.proto; then the protocol code from it.
+# Go files in core, core/record, core/coretest and storage; then the
+# storage boundary, which carries the fields to the plugins (make storage).
 fields:
 	$(GO) run ./cmd/internal/fieldgen -table core/fields.txt -root .
-	$(MAKE) proto
+	$(MAKE) storage
 
 # Fails when the committed generated code differs from what `make fields`
-# writes (the protocol code from details.proto: proto-check).
+# writes.
 fields-check:
 	$(GO) run ./cmd/internal/fieldgen -table core/fields.txt -root . -check
+
+# The storage plugin boundary, from the Go port core.Store
+# (docs/architecture.md, "Adding a storage method"): the protocol
+# plugins/proto/v2/storage.proto, the daemon's client, the plugin's server
+# shims and the converters (plugins/*_gen.go); then the protocol code.
+storage:
+	$(GO) run ./cmd/internal/storagegen -root .
+	$(MAKE) proto
+
+# Fails when the committed boundary differs from what the port generates.
+storage-check:
+	$(GO) run ./cmd/internal/storagegen -root . -check
 
 proto:
 	protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
 	  --go_out=. --go_opt=paths=source_relative \
 	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
-	  plugins/proto/v1/*.proto
+	  plugins/proto/v2/*.proto
 
 # Fails when the committed generated code differs from what `make proto` writes.
 proto-check: proto

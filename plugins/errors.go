@@ -16,7 +16,7 @@ import (
 )
 
 // errorDomain tags the ErrorInfo details that threatd plugins attach.
-const errorDomain = "threatd.plugin.v1"
+const errorDomain = "threatd.plugin.v2"
 
 // Reasons carried in ErrorInfo.Reason.
 const (

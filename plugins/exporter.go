@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/threatd/threatd/core"
-	pb "github.com/threatd/threatd/plugins/proto/v1"
+	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
 // KindExporter is the exporter plugin kind (threatd-exporter-<name>).

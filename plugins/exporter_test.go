@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	pb "github.com/threatd/threatd/plugins/proto/v1"
+	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
 // A streaming exporter's document leaves in chunks of at most 1 MiB, the

@@ -1,5 +1,5 @@
 // Package plugins is threatd's plugin boundary: the versioned gRPC protocols
-// (proto/v1), the go-plugin handshake, the shims that convert between proto
+// (proto/v2), the go-plugin handshake, the shims that convert between proto
 // and core types, and the host that starts, checks and stops plugin
 // processes. Plugin authors never touch proto: a storage backend implements
 // core.Store and calls ServeStorage.
@@ -10,7 +10,7 @@ import (
 )
 
 // ProtocolVersion is the plugin protocol version this build speaks.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Handshake is shared by the daemon and every plugin. It is not a security
 // measure: it only keeps a plugin binary from being run by hand by mistake.

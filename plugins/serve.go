@@ -10,7 +10,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	pb "github.com/threatd/threatd/plugins/proto/v1"
+	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
 // ServeStorage serves a storage backend as a plugin process; call it from

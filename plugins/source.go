@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/threatd/threatd/core"
-	pb "github.com/threatd/threatd/plugins/proto/v1"
+	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
 // KindSource is the source plugin kind (threatd-source-<name>).

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/threatd/threatd/core"
-	pb "github.com/threatd/threatd/plugins/proto/v1"
+	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
 // countingSource yields n records with progress after each. Given known,

@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/threatd/threatd/core"
-	pb "github.com/threatd/threatd/plugins/proto/v1"
+	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
 // StorageConfig is what the daemon tells a storage plugin at Configure.

@@ -198,7 +198,7 @@ func TestWrongProtocolPluginRefused(t *testing.T) {
 	tmp := t.TempDir()
 	in.env = []string{"THREATD_PLUGINS__DIR=" + dir, "THREATD_STORAGE__PLUGIN=v2", "TMPDIR=" + tmp, "THREATD_TEST_SECRET=hunter2"}
 	r := in.cli("serve", "--listen", "127.0.0.1:0")
-	if r.code == 0 || !strings.Contains(r.stderr, `storage plugin "v2"`) || !strings.Contains(r.stderr, "incompatible plugin protocol: this daemon speaks version 1, the plugin version 2") {
+	if r.code == 0 || !strings.Contains(r.stderr, `storage plugin "v2"`) || !strings.Contains(r.stderr, "incompatible plugin protocol: this daemon speaks version 2, the plugin version 3") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	// The plugin inherited the passed variables, not the daemon's others.

@@ -26,7 +26,7 @@ import (
 // field is one line of the table.
 type field struct {
 	Name, Go, Kind, Label string
-	Record, Proto         int // 0 for the identity fields
+	Record                int // 0 for the identity fields
 	Identity, Required    bool
 	Rule, Private         bool
 }
@@ -39,15 +39,6 @@ func (f field) text(recv string) string {
 		return "string(" + recv + "." + f.Go + ")"
 	}
 	return recv + "." + f.Go
-}
-
-// pbName is the Go name protoc-gen-go gives the proto field f.Name.
-func (f field) pbName() string {
-	var b strings.Builder
-	for part := range strings.SplitSeq(f.Name, "_") {
-		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-	}
-	return b.String()
 }
 
 var kinds = map[string]struct {
@@ -72,12 +63,10 @@ func main() {
 	details := slices.DeleteFunc(slices.Clone(fields), func(f field) bool { return f.Identity })
 	slices.SortFunc(details, func(a, b field) int { return a.Record - b.Record })
 	out := map[string][]byte{
-		"core/fields_gen.go":             coreFile(fields, details),
-		"core/record/details_gen.go":     recordFile(details),
-		"plugins/details_gen.go":         pluginsFile(details),
-		"storage/details_gen.go":         storageFile(details),
-		"core/coretest/fill_gen.go":      fillFile(details),
-		"plugins/proto/v1/details.proto": protoFile(details),
+		"core/fields_gen.go":         coreFile(fields, details),
+		"core/record/details_gen.go": recordFile(details),
+		"storage/details_gen.go":     storageFile(details),
+		"core/coretest/fill_gen.go":  fillFile(details),
 	}
 	var stale []string
 	for path, src := range out {
@@ -114,7 +103,7 @@ func parse(path string) ([]field, error) {
 	defer f.Close()
 	var fields []field
 	seen := map[string]bool{}
-	records, protos := map[int]bool{}, map[int]bool{}
+	records := map[int]bool{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -126,8 +115,8 @@ func parse(path string) ([]field, error) {
 		}
 		head, label, ok := strings.Cut(line, `"`)
 		cols := strings.Fields(head)
-		if !ok || len(cols) != 6 || !strings.HasSuffix(label, `"`) {
-			return nil, fail("want: name go kind record proto flags \"label\"")
+		if !ok || len(cols) != 5 || !strings.HasSuffix(label, `"`) {
+			return nil, fail("want: name go kind record flags \"label\"")
 		}
 		fl := field{Name: cols[0], Go: cols[1], Kind: cols[2], Label: strings.TrimSuffix(label, `"`)}
 		if _, ok := kinds[fl.Kind]; !ok {
@@ -137,7 +126,7 @@ func parse(path string) ([]field, error) {
 			return nil, fail("%s given twice", fl.Name)
 		}
 		seen[fl.Name], seen[fl.Go] = true, true
-		for flag := range strings.SplitSeq(cols[5], ",") {
+		for flag := range strings.SplitSeq(cols[4], ",") {
 			switch flag {
 			case "-":
 			case "identity":
@@ -153,17 +142,14 @@ func parse(path string) ([]field, error) {
 			}
 		}
 		if fl.Identity {
-			if cols[3] != "-" || cols[4] != "-" || fl.Kind != "text" {
-				return nil, fail("an identity field is text, with no record place or proto number")
+			if cols[3] != "-" || fl.Kind != "text" {
+				return nil, fail("an identity field is text, with no record place")
 			}
 		} else {
 			if fl.Record, err = strconv.Atoi(cols[3]); err != nil || fl.Record < 1 || records[fl.Record] {
 				return nil, fail("record place %q: want a number not given before", cols[3])
 			}
-			if fl.Proto, err = strconv.Atoi(cols[4]); err != nil || fl.Proto < 1 || protos[fl.Proto] {
-				return nil, fail("proto number %q: want a number not given before", cols[4])
-			}
-			records[fl.Record], protos[fl.Proto] = true, true
+			records[fl.Record] = true
 			if fl.Kind == "severity" && !fl.Rule {
 				return nil, fail("a severity field needs a rule")
 			}
@@ -304,39 +290,6 @@ func recordFile(details []field) []byte {
 	return w.Bytes()
 }
 
-func pluginsFile(details []field) []byte {
-	var w writer
-	w.p(header + "package plugins\n\nimport (\n\t\"github.com/threatd/threatd/core\"\n\tpb \"github.com/threatd/threatd/plugins/proto/v1\"\n)\n")
-	w.p("func detailsToPB(d core.Details) *pb.Details {\n\treturn &pb.Details{")
-	for _, f := range details {
-		switch f.Kind {
-		case "severity":
-			w.p("\t\t%s: %s,", f.pbName(), f.text("d"))
-		case "time":
-			w.p("\t\t%s: tsPtr(d.%s),", f.pbName(), f.Go)
-		default:
-			w.p("\t\t%s: d.%s,", f.pbName(), f.Go)
-		}
-	}
-	w.p("\t}\n}\n\n// detailsFromPB is detailsToPB's inverse; lists are never nil.\nfunc detailsFromPB(p *pb.Details) core.Details {\n\tif p == nil {\n\t\treturn core.Details{}\n\t}\n\treturn core.Details{")
-	for _, f := range details {
-		switch f.Kind {
-		case "severity":
-			w.p("\t\t%s: core.Severity(p.Get%s()),", f.Go, f.pbName())
-		case "list":
-			w.p("\t\t%s: append([]string{}, p.Get%s()...),", f.Go, f.pbName())
-		case "time":
-			w.p("\t\t%s: fromTSPtr(p.Get%s()),", f.Go, f.pbName())
-		case "count":
-			w.p("\t\t%s: int64Copy(p.%s),", f.Go, f.pbName())
-		default:
-			w.p("\t\t%s: p.Get%s(),", f.Go, f.pbName())
-		}
-	}
-	w.p("\t}\n}")
-	return w.Bytes()
-}
-
 func storageFile(details []field) []byte {
 	var w writer
 	w.p(header + "package storage\n\nimport (\n\t\"database/sql\"\n\t\"fmt\"\n\n\t\"github.com/threatd/threatd/core\"\n)\n")
@@ -383,25 +336,6 @@ func Fill(d *core.Details) {
 		case "count":
 			w.p("\tif d.%[1]s == nil {\n\t\td.%[1]s = &n\n\t}", f.Go)
 		}
-	}
-	w.p("}")
-	return w.Bytes()
-}
-
-func protoFile(details []field) []byte {
-	var w writer
-	w.p("// Code generated by cmd/internal/fieldgen from core/fields.txt; DO NOT EDIT.")
-	w.p("// The proto numbers are the table's: a field's number never changes.\n")
-	w.p("syntax = \"proto3\";\n\npackage threatd.plugin.v1;\n")
-	w.p("import \"google/protobuf/timestamp.proto\";\n")
-	w.p("option go_package = \"github.com/threatd/threatd/plugins/proto/v1;pluginv1\";\n")
-	w.p("// Details are a report's descriptive fields (core.Details), by JSON name.\nmessage Details {")
-	byNumber := slices.Clone(details)
-	slices.SortFunc(byNumber, func(a, b field) int { return a.Proto - b.Proto })
-	for _, f := range byNumber {
-		typ := map[string]string{"text": "string", "severity": "string", "list": "repeated string",
-			"time": "google.protobuf.Timestamp", "count": "optional int64"}[f.Kind]
-		w.p("  %s %s = %d;", typ, f.Name, f.Proto)
 	}
 	w.p("}")
 	return w.Bytes()

@@ -17,17 +17,17 @@ func TestTable(t *testing.T) {
 	if len(fields) < 17 || fields[0].Name != "report_type" {
 		t.Fatalf("parsed %d fields, first %+v", len(fields), fields[0])
 	}
-	good := `publisher  Publisher  text  1  4  -  "Publisher"`
+	good := `publisher  Publisher  text  1  -  "Publisher"`
 	for _, tc := range []struct{ table, want string }{
-		{good + "\n" + `tags Tags list 2 4 - "Tags"`, "proto number"},
-		{good + "\n" + `tags Tags list 1 5 - "Tags"`, "record place"},
-		{good + "\n" + `tags Tags set 2 5 - "Tags"`, `unknown kind "set"`},
-		{good + "\n" + `publisher Publisher2 text 2 5 - "P"`, "given twice"},
-		{good + "\n" + `level Level severity 2 5 - "Level"`, "needs a rule"},
-		{good + "\n" + `tags Tags list 3 5 - "Tags"`, "2 is missing"},
-		{good + "\n" + `tags Tags list 2 5 secret "Tags"`, `unknown flag "secret"`},
-		{good + "\n" + `tags Tags list 2 5 -`, "want: name go kind"},
-		{`registry Registry text 1 - identity "Registry"`, "identity field"},
+		{good + "\n" + `tags Tags list 1 - "Tags"`, "record place"},
+		{good + "\n" + `tags Tags set 2 - "Tags"`, `unknown kind "set"`},
+		{good + "\n" + `publisher Publisher2 text 2 - "P"`, "given twice"},
+		{good + "\n" + `level Level severity 2 - "Level"`, "needs a rule"},
+		{good + "\n" + `tags Tags list 3 - "Tags"`, "2 is missing"},
+		{good + "\n" + `tags Tags list 2 secret "Tags"`, `unknown flag "secret"`},
+		{good + "\n" + `tags Tags list 2 -`, "want: name go kind"},
+		{good + "\n" + `tags Tags list 2 5 - "Tags"`, "want: name go kind"},
+		{`registry Registry text 1 identity "Registry"`, "identity field"},
 	} {
 		path := filepath.Join(t.TempDir(), "fields.txt")
 		if err := os.WriteFile(path, []byte(tc.table), 0o644); err != nil {

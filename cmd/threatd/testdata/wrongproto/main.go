@@ -1,4 +1,4 @@
-// Command wrongproto is a test plugin that speaks storage protocol version 2,
+// Command wrongproto is a test plugin that speaks storage protocol version 3,
 // which this daemon does not: the daemon must refuse it with a clear error.
 // It first writes the environment it was started with to
 // $TMPDIR/plugin-environ, for the test to check what a plugin inherits.
@@ -30,10 +30,10 @@ func main() {
 		_ = os.WriteFile(filepath.Join(dir, "plugin-environ"), []byte(strings.Join(os.Environ(), "\n")), 0o600)
 	}
 	hs := plugins.Handshake
-	hs.ProtocolVersion = 2
+	hs.ProtocolVersion = 3
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  hs,
-		VersionedPlugins: map[int]goplugin.PluginSet{2: {plugins.KindStorage: nothing{}}},
+		VersionedPlugins: map[int]goplugin.PluginSet{3: {plugins.KindStorage: nothing{}}},
 		GRPCServer:       goplugin.DefaultGRPCServer,
 	})
 }

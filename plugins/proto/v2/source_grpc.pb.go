@@ -1,4 +1,4 @@
-// The threatd source plugin protocol, version 1: a source reads inputs
+// The threatd source plugin protocol, version 2: a source reads inputs
 // (files, folders, archives, later URLs) and streams threat records, one per
 // message, plus skipped inputs with their reasons and progress.
 
@@ -6,9 +6,9 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: plugins/proto/v1/source.proto
+// source: plugins/proto/v2/source.proto
 
-package pluginv1
+package pluginv2
 
 import (
 	context "context"
@@ -23,9 +23,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Source_Read_FullMethodName        = "/threatd.plugin.v1.Source/Read"
-	Source_ReadBatches_FullMethodName = "/threatd.plugin.v1.Source/ReadBatches"
-	Source_ReadKnown_FullMethodName   = "/threatd.plugin.v1.Source/ReadKnown"
+	Source_Read_FullMethodName        = "/threatd.plugin.v2.Source/Read"
+	Source_ReadBatches_FullMethodName = "/threatd.plugin.v2.Source/ReadBatches"
+	Source_ReadKnown_FullMethodName   = "/threatd.plugin.v2.Source/ReadKnown"
 )
 
 // SourceClient is the client API for Source service.
@@ -198,7 +198,7 @@ type Source_ReadKnownServer = grpc.BidiStreamingServer[SourceUp, SourceDown]
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Source_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "threatd.plugin.v1.Source",
+	ServiceName: "threatd.plugin.v2.Source",
 	HandlerType: (*SourceServer)(nil),
 	Methods:     []grpc.MethodDesc{},
 	Streams: []grpc.StreamDesc{
@@ -219,5 +219,5 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "plugins/proto/v1/source.proto",
+	Metadata: "plugins/proto/v2/source.proto",
 }

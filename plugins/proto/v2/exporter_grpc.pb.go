@@ -1,4 +1,4 @@
-// The threatd exporter plugin protocol, version 1.
+// The threatd exporter plugin protocol, version 2 (with storage.proto).
 //
 // An export is one bidirectional stream: the daemon sends the parameters,
 // then the records one per message, then closes its side; the exporter
@@ -9,9 +9,9 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: plugins/proto/v1/exporter.proto
+// source: plugins/proto/v2/exporter.proto
 
-package pluginv1
+package pluginv2
 
 import (
 	context "context"
@@ -26,8 +26,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Exporter_Info_FullMethodName   = "/threatd.plugin.v1.Exporter/Info"
-	Exporter_Export_FullMethodName = "/threatd.plugin.v1.Exporter/Export"
+	Exporter_Info_FullMethodName   = "/threatd.plugin.v2.Exporter/Info"
+	Exporter_Export_FullMethodName = "/threatd.plugin.v2.Exporter/Export"
 )
 
 // ExporterClient is the client API for Exporter service.
@@ -143,7 +143,7 @@ type Exporter_ExportServer = grpc.BidiStreamingServer[ExportInput, DocumentChunk
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Exporter_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "threatd.plugin.v1.Exporter",
+	ServiceName: "threatd.plugin.v2.Exporter",
 	HandlerType: (*ExporterServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
@@ -159,5 +159,5 @@ var Exporter_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "plugins/proto/v1/exporter.proto",
+	Metadata: "plugins/proto/v2/exporter.proto",
 }

@@ -1,4 +1,4 @@
-// The threatd exporter plugin protocol, version 1.
+// The threatd exporter plugin protocol, version 2 (with storage.proto).
 //
 // An export is one bidirectional stream: the daemon sends the parameters,
 // then the records one per message, then closes its side; the exporter
@@ -9,9 +9,9 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: plugins/proto/v1/exporter.proto
+// source: plugins/proto/v2/exporter.proto
 
-package pluginv1
+package pluginv2
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -36,7 +36,7 @@ type ExporterInfoRequest struct {
 
 func (x *ExporterInfoRequest) Reset() {
 	*x = ExporterInfoRequest{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[0]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +48,7 @@ func (x *ExporterInfoRequest) String() string {
 func (*ExporterInfoRequest) ProtoMessage() {}
 
 func (x *ExporterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[0]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +61,7 @@ func (x *ExporterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExporterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ExporterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{0}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{0}
 }
 
 type ExporterInfo struct {
@@ -74,7 +74,7 @@ type ExporterInfo struct {
 
 func (x *ExporterInfo) Reset() {
 	*x = ExporterInfo{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[1]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -86,7 +86,7 @@ func (x *ExporterInfo) String() string {
 func (*ExporterInfo) ProtoMessage() {}
 
 func (x *ExporterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[1]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -99,7 +99,7 @@ func (x *ExporterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExporterInfo.ProtoReflect.Descriptor instead.
 func (*ExporterInfo) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{1}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ExporterInfo) GetName() string {
@@ -129,7 +129,7 @@ type ExportInput struct {
 
 func (x *ExportInput) Reset() {
 	*x = ExportInput{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[2]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +141,7 @@ func (x *ExportInput) String() string {
 func (*ExportInput) ProtoMessage() {}
 
 func (x *ExportInput) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[2]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +154,7 @@ func (x *ExportInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportInput.ProtoReflect.Descriptor instead.
 func (*ExportInput) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{2}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ExportInput) GetItem() isExportInput_Item {
@@ -212,7 +212,7 @@ type ExportParams struct {
 
 func (x *ExportParams) Reset() {
 	*x = ExportParams{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[3]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +224,7 @@ func (x *ExportParams) String() string {
 func (*ExportParams) ProtoMessage() {}
 
 func (x *ExportParams) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[3]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +237,7 @@ func (x *ExportParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportParams.ProtoReflect.Descriptor instead.
 func (*ExportParams) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{3}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExportParams) GetEndpoint() string {
@@ -271,7 +271,7 @@ type ExportRecord struct {
 
 func (x *ExportRecord) Reset() {
 	*x = ExportRecord{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[4]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +283,7 @@ func (x *ExportRecord) String() string {
 func (*ExportRecord) ProtoMessage() {}
 
 func (x *ExportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[4]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +296,7 @@ func (x *ExportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRecord.ProtoReflect.Descriptor instead.
 func (*ExportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{4}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExportRecord) GetThreat() *Threat {
@@ -323,7 +323,7 @@ type DocumentChunk struct {
 
 func (x *DocumentChunk) Reset() {
 	*x = DocumentChunk{}
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[5]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +335,7 @@ func (x *DocumentChunk) String() string {
 func (*DocumentChunk) ProtoMessage() {}
 
 func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_exporter_proto_msgTypes[5]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +348,7 @@ func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentChunk.ProtoReflect.Descriptor instead.
 func (*DocumentChunk) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_exporter_proto_rawDescGZIP(), []int{5}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DocumentChunk) GetContentType() string {
@@ -365,71 +365,71 @@ func (x *DocumentChunk) GetData() []byte {
 	return nil
 }
 
-var File_plugins_proto_v1_exporter_proto protoreflect.FileDescriptor
+var File_plugins_proto_v2_exporter_proto protoreflect.FileDescriptor
 
-const file_plugins_proto_v1_exporter_proto_rawDesc = "" +
+const file_plugins_proto_v2_exporter_proto_rawDesc = "" +
 	"\n" +
-	"\x1fplugins/proto/v1/exporter.proto\x12\x11threatd.plugin.v1\x1a\x1eplugins/proto/v1/storage.proto\"\x15\n" +
+	"\x1fplugins/proto/v2/exporter.proto\x12\x11threatd.plugin.v2\x1a\x1eplugins/proto/v2/storage.proto\"\x15\n" +
 	"\x13ExporterInfoRequest\"D\n" +
 	"\fExporterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\"\x8b\x01\n" +
 	"\vExportInput\x129\n" +
-	"\x06params\x18\x01 \x01(\v2\x1f.threatd.plugin.v1.ExportParamsH\x00R\x06params\x129\n" +
-	"\x06record\x18\x02 \x01(\v2\x1f.threatd.plugin.v1.ExportRecordH\x00R\x06recordB\x06\n" +
+	"\x06params\x18\x01 \x01(\v2\x1f.threatd.plugin.v2.ExportParamsH\x00R\x06params\x129\n" +
+	"\x06record\x18\x02 \x01(\v2\x1f.threatd.plugin.v2.ExportRecordH\x00R\x06recordB\x06\n" +
 	"\x04item\"\xc0\x01\n" +
 	"\fExportParams\x12\x1a\n" +
 	"\bendpoint\x18\x01 \x01(\tR\bendpoint\x12@\n" +
-	"\x05query\x18\x02 \x03(\v2*.threatd.plugin.v1.ExportParams.QueryEntryR\x05query\x12\x18\n" +
+	"\x05query\x18\x02 \x03(\v2*.threatd.plugin.v2.ExportParams.QueryEntryR\x05query\x12\x18\n" +
 	"\aservice\x18\x03 \x01(\tR\aservice\x1a8\n" +
 	"\n" +
 	"QueryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"m\n" +
 	"\fExportRecord\x121\n" +
-	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v1.ThreatR\x06threat\x12*\n" +
-	"\x04iocs\x18\x02 \x03(\v2\x16.threatd.plugin.v1.IOCR\x04iocs\"F\n" +
+	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v2.ThreatR\x06threat\x12*\n" +
+	"\x04iocs\x18\x02 \x03(\v2\x16.threatd.plugin.v2.IOCR\x04iocs\"F\n" +
 	"\rDocumentChunk\x12!\n" +
 	"\fcontent_type\x18\x01 \x01(\tR\vcontentType\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data2\xab\x01\n" +
 	"\bExporter\x12O\n" +
-	"\x04Info\x12&.threatd.plugin.v1.ExporterInfoRequest\x1a\x1f.threatd.plugin.v1.ExporterInfo\x12N\n" +
-	"\x06Export\x12\x1e.threatd.plugin.v1.ExportInput\x1a .threatd.plugin.v1.DocumentChunk(\x010\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
+	"\x04Info\x12&.threatd.plugin.v2.ExporterInfoRequest\x1a\x1f.threatd.plugin.v2.ExporterInfo\x12N\n" +
+	"\x06Export\x12\x1e.threatd.plugin.v2.ExportInput\x1a .threatd.plugin.v2.DocumentChunk(\x010\x01B6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
 
 var (
-	file_plugins_proto_v1_exporter_proto_rawDescOnce sync.Once
-	file_plugins_proto_v1_exporter_proto_rawDescData []byte
+	file_plugins_proto_v2_exporter_proto_rawDescOnce sync.Once
+	file_plugins_proto_v2_exporter_proto_rawDescData []byte
 )
 
-func file_plugins_proto_v1_exporter_proto_rawDescGZIP() []byte {
-	file_plugins_proto_v1_exporter_proto_rawDescOnce.Do(func() {
-		file_plugins_proto_v1_exporter_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_exporter_proto_rawDesc), len(file_plugins_proto_v1_exporter_proto_rawDesc)))
+func file_plugins_proto_v2_exporter_proto_rawDescGZIP() []byte {
+	file_plugins_proto_v2_exporter_proto_rawDescOnce.Do(func() {
+		file_plugins_proto_v2_exporter_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_exporter_proto_rawDesc), len(file_plugins_proto_v2_exporter_proto_rawDesc)))
 	})
-	return file_plugins_proto_v1_exporter_proto_rawDescData
+	return file_plugins_proto_v2_exporter_proto_rawDescData
 }
 
-var file_plugins_proto_v1_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
-var file_plugins_proto_v1_exporter_proto_goTypes = []any{
-	(*ExporterInfoRequest)(nil), // 0: threatd.plugin.v1.ExporterInfoRequest
-	(*ExporterInfo)(nil),        // 1: threatd.plugin.v1.ExporterInfo
-	(*ExportInput)(nil),         // 2: threatd.plugin.v1.ExportInput
-	(*ExportParams)(nil),        // 3: threatd.plugin.v1.ExportParams
-	(*ExportRecord)(nil),        // 4: threatd.plugin.v1.ExportRecord
-	(*DocumentChunk)(nil),       // 5: threatd.plugin.v1.DocumentChunk
-	nil,                         // 6: threatd.plugin.v1.ExportParams.QueryEntry
-	(*Threat)(nil),              // 7: threatd.plugin.v1.Threat
-	(*IOC)(nil),                 // 8: threatd.plugin.v1.IOC
+var file_plugins_proto_v2_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_plugins_proto_v2_exporter_proto_goTypes = []any{
+	(*ExporterInfoRequest)(nil), // 0: threatd.plugin.v2.ExporterInfoRequest
+	(*ExporterInfo)(nil),        // 1: threatd.plugin.v2.ExporterInfo
+	(*ExportInput)(nil),         // 2: threatd.plugin.v2.ExportInput
+	(*ExportParams)(nil),        // 3: threatd.plugin.v2.ExportParams
+	(*ExportRecord)(nil),        // 4: threatd.plugin.v2.ExportRecord
+	(*DocumentChunk)(nil),       // 5: threatd.plugin.v2.DocumentChunk
+	nil,                         // 6: threatd.plugin.v2.ExportParams.QueryEntry
+	(*Threat)(nil),              // 7: threatd.plugin.v2.Threat
+	(*IOC)(nil),                 // 8: threatd.plugin.v2.IOC
 }
-var file_plugins_proto_v1_exporter_proto_depIdxs = []int32{
-	3, // 0: threatd.plugin.v1.ExportInput.params:type_name -> threatd.plugin.v1.ExportParams
-	4, // 1: threatd.plugin.v1.ExportInput.record:type_name -> threatd.plugin.v1.ExportRecord
-	6, // 2: threatd.plugin.v1.ExportParams.query:type_name -> threatd.plugin.v1.ExportParams.QueryEntry
-	7, // 3: threatd.plugin.v1.ExportRecord.threat:type_name -> threatd.plugin.v1.Threat
-	8, // 4: threatd.plugin.v1.ExportRecord.iocs:type_name -> threatd.plugin.v1.IOC
-	0, // 5: threatd.plugin.v1.Exporter.Info:input_type -> threatd.plugin.v1.ExporterInfoRequest
-	2, // 6: threatd.plugin.v1.Exporter.Export:input_type -> threatd.plugin.v1.ExportInput
-	1, // 7: threatd.plugin.v1.Exporter.Info:output_type -> threatd.plugin.v1.ExporterInfo
-	5, // 8: threatd.plugin.v1.Exporter.Export:output_type -> threatd.plugin.v1.DocumentChunk
+var file_plugins_proto_v2_exporter_proto_depIdxs = []int32{
+	3, // 0: threatd.plugin.v2.ExportInput.params:type_name -> threatd.plugin.v2.ExportParams
+	4, // 1: threatd.plugin.v2.ExportInput.record:type_name -> threatd.plugin.v2.ExportRecord
+	6, // 2: threatd.plugin.v2.ExportParams.query:type_name -> threatd.plugin.v2.ExportParams.QueryEntry
+	7, // 3: threatd.plugin.v2.ExportRecord.threat:type_name -> threatd.plugin.v2.Threat
+	8, // 4: threatd.plugin.v2.ExportRecord.iocs:type_name -> threatd.plugin.v2.IOC
+	0, // 5: threatd.plugin.v2.Exporter.Info:input_type -> threatd.plugin.v2.ExporterInfoRequest
+	2, // 6: threatd.plugin.v2.Exporter.Export:input_type -> threatd.plugin.v2.ExportInput
+	1, // 7: threatd.plugin.v2.Exporter.Info:output_type -> threatd.plugin.v2.ExporterInfo
+	5, // 8: threatd.plugin.v2.Exporter.Export:output_type -> threatd.plugin.v2.DocumentChunk
 	7, // [7:9] is the sub-list for method output_type
 	5, // [5:7] is the sub-list for method input_type
 	5, // [5:5] is the sub-list for extension type_name
@@ -437,13 +437,13 @@ var file_plugins_proto_v1_exporter_proto_depIdxs = []int32{
 	0, // [0:5] is the sub-list for field type_name
 }
 
-func init() { file_plugins_proto_v1_exporter_proto_init() }
-func file_plugins_proto_v1_exporter_proto_init() {
-	if File_plugins_proto_v1_exporter_proto != nil {
+func init() { file_plugins_proto_v2_exporter_proto_init() }
+func file_plugins_proto_v2_exporter_proto_init() {
+	if File_plugins_proto_v2_exporter_proto != nil {
 		return
 	}
-	file_plugins_proto_v1_storage_proto_init()
-	file_plugins_proto_v1_exporter_proto_msgTypes[2].OneofWrappers = []any{
+	file_plugins_proto_v2_storage_proto_init()
+	file_plugins_proto_v2_exporter_proto_msgTypes[2].OneofWrappers = []any{
 		(*ExportInput_Params)(nil),
 		(*ExportInput_Record)(nil),
 	}
@@ -451,17 +451,17 @@ func file_plugins_proto_v1_exporter_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_exporter_proto_rawDesc), len(file_plugins_proto_v1_exporter_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_exporter_proto_rawDesc), len(file_plugins_proto_v2_exporter_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_plugins_proto_v1_exporter_proto_goTypes,
-		DependencyIndexes: file_plugins_proto_v1_exporter_proto_depIdxs,
-		MessageInfos:      file_plugins_proto_v1_exporter_proto_msgTypes,
+		GoTypes:           file_plugins_proto_v2_exporter_proto_goTypes,
+		DependencyIndexes: file_plugins_proto_v2_exporter_proto_depIdxs,
+		MessageInfos:      file_plugins_proto_v2_exporter_proto_msgTypes,
 	}.Build()
-	File_plugins_proto_v1_exporter_proto = out.File
-	file_plugins_proto_v1_exporter_proto_goTypes = nil
-	file_plugins_proto_v1_exporter_proto_depIdxs = nil
+	File_plugins_proto_v2_exporter_proto = out.File
+	file_plugins_proto_v2_exporter_proto_goTypes = nil
+	file_plugins_proto_v2_exporter_proto_depIdxs = nil
 }

@@ -1,4 +1,4 @@
-// The threatd source plugin protocol, version 1: a source reads inputs
+// The threatd source plugin protocol, version 2: a source reads inputs
 // (files, folders, archives, later URLs) and streams threat records, one per
 // message, plus skipped inputs with their reasons and progress.
 
@@ -6,9 +6,9 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: plugins/proto/v1/source.proto
+// source: plugins/proto/v2/source.proto
 
-package pluginv1
+package pluginv2
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -38,7 +38,7 @@ type SourceUp struct {
 
 func (x *SourceUp) Reset() {
 	*x = SourceUp{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -50,7 +50,7 @@ func (x *SourceUp) String() string {
 func (*SourceUp) ProtoMessage() {}
 
 func (x *SourceUp) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[0]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -63,7 +63,7 @@ func (x *SourceUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceUp.ProtoReflect.Descriptor instead.
 func (*SourceUp) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{0}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *SourceUp) GetRequest() *SourceRequest {
@@ -91,7 +91,7 @@ type SourceDown struct {
 
 func (x *SourceDown) Reset() {
 	*x = SourceDown{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -103,7 +103,7 @@ func (x *SourceDown) String() string {
 func (*SourceDown) ProtoMessage() {}
 
 func (x *SourceDown) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[1]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -116,7 +116,7 @@ func (x *SourceDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceDown.ProtoReflect.Descriptor instead.
 func (*SourceDown) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{1}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *SourceDown) GetItems() *SourceItems {
@@ -146,7 +146,7 @@ type UpstreamVersion struct {
 
 func (x *UpstreamVersion) Reset() {
 	*x = UpstreamVersion{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -158,7 +158,7 @@ func (x *UpstreamVersion) String() string {
 func (*UpstreamVersion) ProtoMessage() {}
 
 func (x *UpstreamVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[2]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -171,7 +171,7 @@ func (x *UpstreamVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamVersion.ProtoReflect.Descriptor instead.
 func (*UpstreamVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{2}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UpstreamVersion) GetSource() string {
@@ -204,7 +204,7 @@ type KnownQuery struct {
 
 func (x *KnownQuery) Reset() {
 	*x = KnownQuery{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[3]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +216,7 @@ func (x *KnownQuery) String() string {
 func (*KnownQuery) ProtoMessage() {}
 
 func (x *KnownQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[3]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +229,7 @@ func (x *KnownQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnownQuery.ProtoReflect.Descriptor instead.
 func (*KnownQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{3}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *KnownQuery) GetRecords() []*UpstreamVersion {
@@ -250,7 +250,7 @@ type KnownAnswer struct {
 
 func (x *KnownAnswer) Reset() {
 	*x = KnownAnswer{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[4]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +262,7 @@ func (x *KnownAnswer) String() string {
 func (*KnownAnswer) ProtoMessage() {}
 
 func (x *KnownAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[4]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +275,7 @@ func (x *KnownAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnownAnswer.ProtoReflect.Descriptor instead.
 func (*KnownAnswer) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{4}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *KnownAnswer) GetKnown() []bool {
@@ -294,7 +294,7 @@ type SourceItems struct {
 
 func (x *SourceItems) Reset() {
 	*x = SourceItems{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[5]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -306,7 +306,7 @@ func (x *SourceItems) String() string {
 func (*SourceItems) ProtoMessage() {}
 
 func (x *SourceItems) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[5]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -319,7 +319,7 @@ func (x *SourceItems) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceItems.ProtoReflect.Descriptor instead.
 func (*SourceItems) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{5}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SourceItems) GetItems() []*SourceItem {
@@ -339,7 +339,7 @@ type SourceRequest struct {
 
 func (x *SourceRequest) Reset() {
 	*x = SourceRequest{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[6]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +351,7 @@ func (x *SourceRequest) String() string {
 func (*SourceRequest) ProtoMessage() {}
 
 func (x *SourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[6]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +364,7 @@ func (x *SourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceRequest.ProtoReflect.Descriptor instead.
 func (*SourceRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{6}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SourceRequest) GetPaths() []string {
@@ -397,7 +397,7 @@ type SourceItem struct {
 
 func (x *SourceItem) Reset() {
 	*x = SourceItem{}
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[7]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +409,7 @@ func (x *SourceItem) String() string {
 func (*SourceItem) ProtoMessage() {}
 
 func (x *SourceItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v1_source_proto_msgTypes[7]
+	mi := &file_plugins_proto_v2_source_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +422,7 @@ func (x *SourceItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceItem.ProtoReflect.Descriptor instead.
 func (*SourceItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v1_source_proto_rawDescGZIP(), []int{7}
+	return file_plugins_proto_v2_source_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SourceItem) GetRecord() *ImportRecord {
@@ -467,18 +467,18 @@ func (x *SourceItem) GetUnchanged() int32 {
 	return 0
 }
 
-var File_plugins_proto_v1_source_proto protoreflect.FileDescriptor
+var File_plugins_proto_v2_source_proto protoreflect.FileDescriptor
 
-const file_plugins_proto_v1_source_proto_rawDesc = "" +
+const file_plugins_proto_v2_source_proto_rawDesc = "" +
 	"\n" +
-	"\x1dplugins/proto/v1/source.proto\x12\x11threatd.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1eplugins/proto/v1/storage.proto\"|\n" +
+	"\x1dplugins/proto/v2/source.proto\x12\x11threatd.plugin.v2\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1eplugins/proto/v2/storage.proto\"|\n" +
 	"\bSourceUp\x12:\n" +
-	"\arequest\x18\x01 \x01(\v2 .threatd.plugin.v1.SourceRequestR\arequest\x124\n" +
-	"\x05known\x18\x02 \x01(\v2\x1e.threatd.plugin.v1.KnownAnswerR\x05known\"\x82\x01\n" +
+	"\arequest\x18\x01 \x01(\v2 .threatd.plugin.v2.SourceRequestR\arequest\x124\n" +
+	"\x05known\x18\x02 \x01(\v2\x1e.threatd.plugin.v2.KnownAnswerR\x05known\"\x82\x01\n" +
 	"\n" +
 	"SourceDown\x124\n" +
-	"\x05items\x18\x01 \x01(\v2\x1e.threatd.plugin.v1.SourceItemsR\x05items\x12>\n" +
-	"\vknown_query\x18\x02 \x01(\v2\x1d.threatd.plugin.v1.KnownQueryR\n" +
+	"\x05items\x18\x01 \x01(\v2\x1e.threatd.plugin.v2.SourceItemsR\x05items\x12>\n" +
+	"\vknown_query\x18\x02 \x01(\v2\x1d.threatd.plugin.v2.KnownQueryR\n" +
 	"knownQuery\"\x84\x01\n" +
 	"\x0fUpstreamVersion\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12!\n" +
@@ -486,20 +486,20 @@ const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"\bmodified\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bmodified\"J\n" +
 	"\n" +
 	"KnownQuery\x12<\n" +
-	"\arecords\x18\x01 \x03(\v2\".threatd.plugin.v1.UpstreamVersionR\arecords\"#\n" +
+	"\arecords\x18\x01 \x03(\v2\".threatd.plugin.v2.UpstreamVersionR\arecords\"#\n" +
 	"\vKnownAnswer\x12\x14\n" +
 	"\x05known\x18\x01 \x03(\bR\x05known\"B\n" +
 	"\vSourceItems\x123\n" +
-	"\x05items\x18\x01 \x03(\v2\x1d.threatd.plugin.v1.SourceItemR\x05items\"\xae\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.threatd.plugin.v2.SourceItemR\x05items\"\xae\x01\n" +
 	"\rSourceRequest\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\x12J\n" +
-	"\bsettings\x18\x02 \x03(\v2..threatd.plugin.v1.SourceRequest.SettingsEntryR\bsettings\x1a;\n" +
+	"\bsettings\x18\x02 \x03(\v2..threatd.plugin.v2.SourceRequest.SettingsEntryR\bsettings\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +
 	"\n" +
 	"SourceItem\x127\n" +
-	"\x06record\x18\x01 \x01(\v2\x1f.threatd.plugin.v1.ImportRecordR\x06record\x12\x18\n" +
+	"\x06record\x18\x01 \x01(\v2\x1f.threatd.plugin.v2.ImportRecordR\x06record\x12\x18\n" +
 	"\askipped\x18\x02 \x01(\tR\askipped\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
@@ -508,52 +508,52 @@ const file_plugins_proto_v1_source_proto_rawDesc = "" +
 	"filesTotal\x12\x1c\n" +
 	"\tunchanged\x18\x06 \x01(\x05R\tunchanged2\xf3\x01\n" +
 	"\x06Source\x12I\n" +
-	"\x04Read\x12 .threatd.plugin.v1.SourceRequest\x1a\x1d.threatd.plugin.v1.SourceItem0\x01\x12Q\n" +
-	"\vReadBatches\x12 .threatd.plugin.v1.SourceRequest\x1a\x1e.threatd.plugin.v1.SourceItems0\x01\x12K\n" +
-	"\tReadKnown\x12\x1b.threatd.plugin.v1.SourceUp\x1a\x1d.threatd.plugin.v1.SourceDown(\x010\x01B6Z4github.com/threatd/threatd/plugins/proto/v1;pluginv1b\x06proto3"
+	"\x04Read\x12 .threatd.plugin.v2.SourceRequest\x1a\x1d.threatd.plugin.v2.SourceItem0\x01\x12Q\n" +
+	"\vReadBatches\x12 .threatd.plugin.v2.SourceRequest\x1a\x1e.threatd.plugin.v2.SourceItems0\x01\x12K\n" +
+	"\tReadKnown\x12\x1b.threatd.plugin.v2.SourceUp\x1a\x1d.threatd.plugin.v2.SourceDown(\x010\x01B6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
 
 var (
-	file_plugins_proto_v1_source_proto_rawDescOnce sync.Once
-	file_plugins_proto_v1_source_proto_rawDescData []byte
+	file_plugins_proto_v2_source_proto_rawDescOnce sync.Once
+	file_plugins_proto_v2_source_proto_rawDescData []byte
 )
 
-func file_plugins_proto_v1_source_proto_rawDescGZIP() []byte {
-	file_plugins_proto_v1_source_proto_rawDescOnce.Do(func() {
-		file_plugins_proto_v1_source_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_source_proto_rawDesc), len(file_plugins_proto_v1_source_proto_rawDesc)))
+func file_plugins_proto_v2_source_proto_rawDescGZIP() []byte {
+	file_plugins_proto_v2_source_proto_rawDescOnce.Do(func() {
+		file_plugins_proto_v2_source_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_source_proto_rawDesc), len(file_plugins_proto_v2_source_proto_rawDesc)))
 	})
-	return file_plugins_proto_v1_source_proto_rawDescData
+	return file_plugins_proto_v2_source_proto_rawDescData
 }
 
-var file_plugins_proto_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
-var file_plugins_proto_v1_source_proto_goTypes = []any{
-	(*SourceUp)(nil),              // 0: threatd.plugin.v1.SourceUp
-	(*SourceDown)(nil),            // 1: threatd.plugin.v1.SourceDown
-	(*UpstreamVersion)(nil),       // 2: threatd.plugin.v1.UpstreamVersion
-	(*KnownQuery)(nil),            // 3: threatd.plugin.v1.KnownQuery
-	(*KnownAnswer)(nil),           // 4: threatd.plugin.v1.KnownAnswer
-	(*SourceItems)(nil),           // 5: threatd.plugin.v1.SourceItems
-	(*SourceRequest)(nil),         // 6: threatd.plugin.v1.SourceRequest
-	(*SourceItem)(nil),            // 7: threatd.plugin.v1.SourceItem
-	nil,                           // 8: threatd.plugin.v1.SourceRequest.SettingsEntry
+var file_plugins_proto_v2_source_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_plugins_proto_v2_source_proto_goTypes = []any{
+	(*SourceUp)(nil),              // 0: threatd.plugin.v2.SourceUp
+	(*SourceDown)(nil),            // 1: threatd.plugin.v2.SourceDown
+	(*UpstreamVersion)(nil),       // 2: threatd.plugin.v2.UpstreamVersion
+	(*KnownQuery)(nil),            // 3: threatd.plugin.v2.KnownQuery
+	(*KnownAnswer)(nil),           // 4: threatd.plugin.v2.KnownAnswer
+	(*SourceItems)(nil),           // 5: threatd.plugin.v2.SourceItems
+	(*SourceRequest)(nil),         // 6: threatd.plugin.v2.SourceRequest
+	(*SourceItem)(nil),            // 7: threatd.plugin.v2.SourceItem
+	nil,                           // 8: threatd.plugin.v2.SourceRequest.SettingsEntry
 	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*ImportRecord)(nil),          // 10: threatd.plugin.v1.ImportRecord
+	(*ImportRecord)(nil),          // 10: threatd.plugin.v2.ImportRecord
 }
-var file_plugins_proto_v1_source_proto_depIdxs = []int32{
-	6,  // 0: threatd.plugin.v1.SourceUp.request:type_name -> threatd.plugin.v1.SourceRequest
-	4,  // 1: threatd.plugin.v1.SourceUp.known:type_name -> threatd.plugin.v1.KnownAnswer
-	5,  // 2: threatd.plugin.v1.SourceDown.items:type_name -> threatd.plugin.v1.SourceItems
-	3,  // 3: threatd.plugin.v1.SourceDown.known_query:type_name -> threatd.plugin.v1.KnownQuery
-	9,  // 4: threatd.plugin.v1.UpstreamVersion.modified:type_name -> google.protobuf.Timestamp
-	2,  // 5: threatd.plugin.v1.KnownQuery.records:type_name -> threatd.plugin.v1.UpstreamVersion
-	7,  // 6: threatd.plugin.v1.SourceItems.items:type_name -> threatd.plugin.v1.SourceItem
-	8,  // 7: threatd.plugin.v1.SourceRequest.settings:type_name -> threatd.plugin.v1.SourceRequest.SettingsEntry
-	10, // 8: threatd.plugin.v1.SourceItem.record:type_name -> threatd.plugin.v1.ImportRecord
-	6,  // 9: threatd.plugin.v1.Source.Read:input_type -> threatd.plugin.v1.SourceRequest
-	6,  // 10: threatd.plugin.v1.Source.ReadBatches:input_type -> threatd.plugin.v1.SourceRequest
-	0,  // 11: threatd.plugin.v1.Source.ReadKnown:input_type -> threatd.plugin.v1.SourceUp
-	7,  // 12: threatd.plugin.v1.Source.Read:output_type -> threatd.plugin.v1.SourceItem
-	5,  // 13: threatd.plugin.v1.Source.ReadBatches:output_type -> threatd.plugin.v1.SourceItems
-	1,  // 14: threatd.plugin.v1.Source.ReadKnown:output_type -> threatd.plugin.v1.SourceDown
+var file_plugins_proto_v2_source_proto_depIdxs = []int32{
+	6,  // 0: threatd.plugin.v2.SourceUp.request:type_name -> threatd.plugin.v2.SourceRequest
+	4,  // 1: threatd.plugin.v2.SourceUp.known:type_name -> threatd.plugin.v2.KnownAnswer
+	5,  // 2: threatd.plugin.v2.SourceDown.items:type_name -> threatd.plugin.v2.SourceItems
+	3,  // 3: threatd.plugin.v2.SourceDown.known_query:type_name -> threatd.plugin.v2.KnownQuery
+	9,  // 4: threatd.plugin.v2.UpstreamVersion.modified:type_name -> google.protobuf.Timestamp
+	2,  // 5: threatd.plugin.v2.KnownQuery.records:type_name -> threatd.plugin.v2.UpstreamVersion
+	7,  // 6: threatd.plugin.v2.SourceItems.items:type_name -> threatd.plugin.v2.SourceItem
+	8,  // 7: threatd.plugin.v2.SourceRequest.settings:type_name -> threatd.plugin.v2.SourceRequest.SettingsEntry
+	10, // 8: threatd.plugin.v2.SourceItem.record:type_name -> threatd.plugin.v2.ImportRecord
+	6,  // 9: threatd.plugin.v2.Source.Read:input_type -> threatd.plugin.v2.SourceRequest
+	6,  // 10: threatd.plugin.v2.Source.ReadBatches:input_type -> threatd.plugin.v2.SourceRequest
+	0,  // 11: threatd.plugin.v2.Source.ReadKnown:input_type -> threatd.plugin.v2.SourceUp
+	7,  // 12: threatd.plugin.v2.Source.Read:output_type -> threatd.plugin.v2.SourceItem
+	5,  // 13: threatd.plugin.v2.Source.ReadBatches:output_type -> threatd.plugin.v2.SourceItems
+	1,  // 14: threatd.plugin.v2.Source.ReadKnown:output_type -> threatd.plugin.v2.SourceDown
 	12, // [12:15] is the sub-list for method output_type
 	9,  // [9:12] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
@@ -561,27 +561,27 @@ var file_plugins_proto_v1_source_proto_depIdxs = []int32{
 	0,  // [0:9] is the sub-list for field type_name
 }
 
-func init() { file_plugins_proto_v1_source_proto_init() }
-func file_plugins_proto_v1_source_proto_init() {
-	if File_plugins_proto_v1_source_proto != nil {
+func init() { file_plugins_proto_v2_source_proto_init() }
+func file_plugins_proto_v2_source_proto_init() {
+	if File_plugins_proto_v2_source_proto != nil {
 		return
 	}
-	file_plugins_proto_v1_storage_proto_init()
+	file_plugins_proto_v2_storage_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v1_source_proto_rawDesc), len(file_plugins_proto_v1_source_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_source_proto_rawDesc), len(file_plugins_proto_v2_source_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_plugins_proto_v1_source_proto_goTypes,
-		DependencyIndexes: file_plugins_proto_v1_source_proto_depIdxs,
-		MessageInfos:      file_plugins_proto_v1_source_proto_msgTypes,
+		GoTypes:           file_plugins_proto_v2_source_proto_goTypes,
+		DependencyIndexes: file_plugins_proto_v2_source_proto_depIdxs,
+		MessageInfos:      file_plugins_proto_v2_source_proto_msgTypes,
 	}.Build()
-	File_plugins_proto_v1_source_proto = out.File
-	file_plugins_proto_v1_source_proto_goTypes = nil
-	file_plugins_proto_v1_source_proto_depIdxs = nil
+	File_plugins_proto_v2_source_proto = out.File
+	file_plugins_proto_v2_source_proto_goTypes = nil
+	file_plugins_proto_v2_source_proto_depIdxs = nil
 }
