@@ -202,7 +202,7 @@ func TestScan(t *testing.T) {
 				} `yaml:"steps"`
 			} `yaml:"runs"`
 		}
-		raw, err := os.ReadFile(filepath.Join("..", "..", "action.yml"))
+		raw, err := os.ReadFile("action.yml")
 		if err != nil || yaml.Unmarshal(raw, &action) != nil {
 			t.Fatalf("action.yml: %v", err)
 		}

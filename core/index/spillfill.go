@@ -1,0 +1,118 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// FillSpill writes an entry for every indexed report that has none, in
+// passes over the index, until ctx ends. It waits for Load. After a pass
+// it waits for the follower to ask for one, or for spillRescan: a report
+// storage did not return as verified (changed meanwhile) is asked for
+// once a pass, not again and again. A failed storage call is retried
+// after a second, a failed write after a pause that doubles up to five
+// minutes (a full disk; spillhealth.go); hooks hear of both.
+func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
+	if x.spill == nil {
+		return
+	}
+	started := time.Now()
+	for !x.ready.Load() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cursor := 0
+	var retry spillRetry
+	for {
+		if x.spill.cur.Load() == nil {
+			return // closed
+		}
+		x.maybeRewriteSpill()
+		batch, next, wrapped := x.unspilled(cursor, x.spill.batchSize())
+		if err := x.fillBatch(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			pause := x.spillFailed(&retry, err, hooks)
+			// A report that cannot be rendered is left without an entry;
+			// a failed call to storage or write is tried again.
+			var skipped renderError
+			if !errors.As(err, &skipped) {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(pause):
+				}
+				continue // the same batch again
+			}
+		} else if len(batch) > 0 {
+			x.spillWrote(&retry, hooks)
+		}
+		cursor = next
+		if !wrapped {
+			continue
+		}
+		if !x.filledOnce.Load() {
+			x.firstFill.Store(time.Since(started).Milliseconds())
+			x.filledOnce.Store(true)
+			if hooks.Filled != nil {
+				hooks.Filled(x.SpillStats())
+			}
+		}
+		// The follower writes the entries of changed reports; a pass now
+		// and then catches any it could not.
+		select {
+		case <-ctx.Done():
+			return
+		case <-x.spill.wake:
+		case <-time.After(spillRescan):
+		}
+	}
+}
+
+// fillBatch reads batch from storage and writes its entries.
+func (x *Index) fillBatch(ctx context.Context, batch []pending) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	ids := make([]string, len(batch))
+	want := make(map[uuid.UUID]pending, len(batch))
+	for i, p := range batch {
+		ids[i] = p.id.String()
+		want[p.id] = p
+	}
+	ts, err := x.store.GetThreats(ctx, ids)
+	if err != nil {
+		return err
+	}
+	return x.writeEntries(ts, want)
+}
+
+// unspilled returns up to n records without an entry, scanning from record
+// index from; next is where to go on, wrapped whether the scan reached the
+// end (and next is 0).
+func (x *Index) unspilled(from, n int) (out []pending, next int, wrapped bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	t := x.byKey
+	// Bound the records scanned under the lock as well as those returned.
+	stop := min(len(t.recs), from+64*n)
+	i := from
+	for ; i < stop && len(out) < n; i++ {
+		r := &t.recs[i]
+		if r.flags&flagLive == 0 || r.spillLen != 0 {
+			continue
+		}
+		out = append(out, pending{key: t.key(r), id: r.id, gen: r.gen})
+	}
+	if i >= len(t.recs) {
+		return out, 0, true
+	}
+	return out, i, false
+}
