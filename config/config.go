@@ -173,11 +173,11 @@ type Log struct {
 
 // Firewall configures the registry firewall (docs/firewall.md).
 type Firewall struct {
-	Enabled bool             `koanf:"enabled"`
-	NPM     FirewallUpstream `koanf:"npm"`
-	PyPI    FirewallUpstream `koanf:"pypi"`
-	Go      FirewallUpstream `koanf:"go"`
-	// Private holds name globs per registry (npm, pypi, go) that reports
+	Enabled bool `koanf:"enabled"`
+	// Registries are firewall.<registry>.*, one for each registry the
+	// firewall serves (core/firewall/registries), by its name.
+	Registries map[string]FirewallUpstream `koanf:"-"`
+	// Private holds name globs per registry (npm, pypi, go …) that reports
 	// never block: internal packages.
 	Private map[string][]string `koanf:"private"`
 	// Cache bounds the upstream documents and files kept on disk under

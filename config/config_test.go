@@ -44,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		c.Limits.PerIPPerMinute != 300 || c.Limits.PerTokenPerMinute.Free != 60 || c.Limits.PerTokenPerMinute.Paid != 600 ||
 		c.Limits.LatestCount != 100 || c.Limits.FeedMaxWindow != 168*time.Hour || c.Limits.FeedPageMax != 1000 ||
 		c.Limits.BatchMax != 1000 || c.Limits.Store != "memory" || c.Limits.SyncInterval != 250*time.Millisecond ||
-		strings.Join(c.Exporters, ",") != "stix,anomali,osv" || len(c.Server.TrustedProxies) != 0 {
+		strings.Join(c.Exporters, ",") != "stix,anomali,osv,misp" || len(c.Server.TrustedProxies) != 0 {
 		t.Fatalf("defaults differ from docs/configuration.md: %+v", c)
 	}
 }
@@ -57,8 +57,8 @@ func TestFirewallKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.Firewall
-	if !f.Enabled || f.Cache != 1<<30 || f.NPM.Upstream != "https://registry.npmjs.org" || f.PyPI.Upstream != "https://pypi.org/simple" ||
-		f.Go.Upstream != "https://proxy.golang.org" || len(f.Private) != 0 || f.PerIPPerMinute != 20000 || f.PerTokenPerMinute != 20000 {
+	if !f.Enabled || f.Cache != 1<<30 || f.Registries["npm"].Upstream != "https://registry.npmjs.org" || f.Registries["pypi"].Upstream != "https://pypi.org/simple" ||
+		f.Registries["go"].Upstream != "https://proxy.golang.org" || len(f.Private) != 0 || f.PerIPPerMinute != 20000 || f.PerTokenPerMinute != 20000 {
 		t.Fatalf("firewall defaults: %+v", f)
 	}
 	for in, want := range map[string]ByteSize{"512MiB": 512 << 20, "2 GB": 2e9, "0": 0, "1048576": 1 << 20, "10KiB": 10240} {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +15,49 @@ import (
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+	"github.com/threatd/threatd/core/firewall/registries"
 )
 
-// Defaults are the built-in values of docs/configuration.md.
+// Defaults are the built-in values of docs/configuration.md, with each
+// firewall registry's from its adapter (firewallDefaults).
 func Defaults() map[string]any {
+	d := builtIn()
+	maps.Copy(d, firewallDefaults())
+	return d
+}
+
+// firewallDefaults are firewall.<registry>.* for every registry the
+// firewall serves: a registry's adapter names its public upstream.
+func firewallDefaults() map[string]any {
+	d := map[string]any{}
+	for _, a := range registries.All() {
+		key, up := "firewall."+a.Registry(), a.Defaults()
+		d[key+".upstream"] = up.URL
+		d[key+".private_upstream"] = ""
+		d[key+".file_hosts"] = append([]string{}, up.FileHosts...)
+	}
+	return d
+}
+
+// firewallRegistries takes the settings of each registry the firewall
+// serves (firewall.<registry>.*) out of k, which then holds the others:
+// a registry's settings are the same keys whatever the registry, and an
+// unknown registry stays in k, an unknown key.
+func firewallRegistries(k *koanf.Koanf, conf koanf.UnmarshalConf) (map[string]FirewallUpstream, error) {
+	out := map[string]FirewallUpstream{}
+	for _, name := range registries.Names() {
+		key := "firewall." + name
+		var up FirewallUpstream
+		if err := k.Cut(key).UnmarshalWithConf("", &up, conf); err != nil {
+			return nil, fmt.Errorf("invalid configuration: %s", describeDecodeError(err, key+"."))
+		}
+		k.Delete(key)
+		out[name] = up
+	}
+	return out, nil
+}
+
+func builtIn() map[string]any {
 	return map[string]any{
 		"server.listen":                    "127.0.0.1:8443",
 		"server.base_path":                 "/functions/v1",
@@ -63,15 +103,6 @@ func Defaults() map[string]any {
 		"web.login_attempts_per_ip":        50,
 		"web.login_window":                 "15m",
 		"firewall.enabled":                 true,
-		"firewall.npm.upstream":            "https://registry.npmjs.org",
-		"firewall.pypi.upstream":           "https://pypi.org/simple",
-		"firewall.go.upstream":             "https://proxy.golang.org",
-		"firewall.npm.private_upstream":    "",
-		"firewall.pypi.private_upstream":   "",
-		"firewall.go.private_upstream":     "",
-		"firewall.npm.file_hosts":          []string{},
-		"firewall.pypi.file_hosts":         []string{"https://files.pythonhosted.org"},
-		"firewall.go.file_hosts":           []string{},
 		"firewall.allow_private":           false,
 		"firewall.upstream_timeout":        "60s",
 		"firewall.download_timeout":        "10m",
@@ -152,20 +183,27 @@ func Load(path string, environ []string, fs *pflag.FlagSet, flagKeys map[string]
 			return Config{}, fmt.Errorf("flags: %w", err)
 		}
 	}
-	var c Config
-	err = k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(),
-			mapstructure.StringToSliceHookFunc(","),
-			mapstructure.TextUnmarshallerHookFunc(),
-		),
-		WeaklyTypedInput: true,
-		ErrorUnused:      true,
-		TagName:          "koanf",
-	}})
-	if err != nil {
-		return Config{}, fmt.Errorf("invalid configuration: %s", describeDecodeError(err))
+	conf := func() koanf.UnmarshalConf {
+		return koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				mapstructure.StringToTimeDurationHookFunc(),
+				mapstructure.StringToSliceHookFunc(","),
+				mapstructure.TextUnmarshallerHookFunc(),
+			),
+			WeaklyTypedInput: true,
+			ErrorUnused:      true,
+			TagName:          "koanf",
+		}}
 	}
+	regs, err := firewallRegistries(k, conf())
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := k.UnmarshalWithConf("", &c, conf()); err != nil {
+		return Config{}, fmt.Errorf("invalid configuration: %s", describeDecodeError(err, ""))
+	}
+	c.Firewall.Registries = regs
 	if c.Plugins.Dir == "" {
 		c.Plugins.Dir = DefaultPluginsDir()
 	}
@@ -201,8 +239,9 @@ func DefaultPluginsDir() string {
 }
 
 // describeDecodeError rewrites mapstructure's messages so that each names
-// the dotted key: "unknown key: server.lisen", "limits.batch_max: cannot parse …".
-func describeDecodeError(err error) string {
+// the dotted key: "unknown key: server.lisen", "limits.batch_max: cannot
+// parse …"; prefix is the key of what was decoded ("" for the whole).
+func describeDecodeError(err error, prefix string) string {
 	var out []string
 	for _, line := range strings.Split(err.Error(), "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "* "))
@@ -213,15 +252,15 @@ func describeDecodeError(err error) string {
 			parent := m[1]
 			for _, k := range strings.Split(m[2], ",") {
 				k = strings.TrimSpace(k)
-				if parent != "config.Config" && parent != "" {
+				if parent != "" && !strings.HasPrefix(parent, "config.") {
 					k = parent + "." + k
 				}
-				out = append(out, "unknown key: "+k)
+				out = append(out, "unknown key: "+prefix+k)
 			}
 			continue
 		}
 		if m := quotedKey.FindStringSubmatch(line); m != nil {
-			line = m[1] + ": " + m[2]
+			line = prefix + m[1] + ": " + m[2]
 		}
 		out = append(out, line)
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/threatd/threatd/core/firewall/registries"
 )
 
 var (
@@ -71,7 +73,8 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		add(bad("data_dir", "must not be empty"))
 	}
-	for reg, up := range map[string]FirewallUpstream{"npm": c.Firewall.NPM, "pypi": c.Firewall.PyPI, "go": c.Firewall.Go} {
+	for _, reg := range slices.Sorted(maps.Keys(c.Firewall.Registries)) {
+		up := c.Firewall.Registries[reg]
 		key := "firewall." + reg
 		if !httpURL(up.Upstream) {
 			add(bad(key+".upstream", "must be an http(s) URL such as https://registry.npmjs.org (got %q)", up.Upstream))
@@ -92,8 +95,8 @@ func (c *Config) Validate() error {
 		add(bad("firewall.download_timeout", "must be between 1s and 24h (got %s)", c.Firewall.DownloadTimeout))
 	}
 	for reg, globs := range c.Firewall.Private {
-		if reg != "npm" && reg != "pypi" && reg != "go" {
-			add(bad("firewall.private."+reg, "is not a registry the firewall serves (npm, pypi, go)"))
+		if _, ok := c.Firewall.Registries[reg]; !ok {
+			add(bad("firewall.private."+reg, "is not a registry the firewall serves (%s)", strings.Join(registries.Names(), ", ")))
 		}
 		for i, g := range globs {
 			if strings.TrimSpace(g) == "" {

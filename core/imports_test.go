@@ -2,64 +2,104 @@ package core_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestDomainImports keeps the domain free of HTTP, SQL and gRPC: core and
-// its domain subpackages depend on the standard library, uuid, idna,
-// packageurl-go and an LRU only.
+const mod = "github.com/threatd/threatd/"
+
+// layers places every package under core/ (docs/architecture.md): a
+// package missing from it fails TestEveryCorePackageHasALayer, so a new
+// package is checked from its first commit.
+var layers = map[string]string{
+	// The domain and its use cases: no HTTP, SQL, gRPC or configuration.
+	"core": "domain", "core/feed": "domain", "core/taxii": "domain", "core/index": "domain",
+	"core/ratelimit": "domain", "core/scan": "domain", "core/record": "domain", "core/misp": "domain",
+	"core/webhooks": "domain", "core/firewall": "domain", "core/firewall/npm": "domain",
+	"core/firewall/pypi": "domain", "core/firewall/goproxy": "domain", "core/firewall/registries": "domain",
+	// Leaves: import no threatd package at all.
+	"core/ioc": "leaf", "core/versioning": "leaf",
+	// Outbound HTTP clients of the daemon: net/http, nothing of the
+	// server, storage or plugins.
+	"core/webhooks/delivery": "client", "core/api/registrycache": "client",
+	// The HTTP server: echo, but storage and formats only through plugins.
+	"core/api": "server", "core/web": "server",
+	// Test support, imported by tests only.
+	"core/coretest": "test", "core/ioctest": "test",
+}
+
+// forbidden lists, per layer, the packages (and their subpackages) a
+// package of that layer must not depend on, even indirectly. database/sql
+// is forbidden alone: uuid brings database/sql/driver (for Scan and
+// Value).
+var forbidden = map[string][]string{
+	"domain": {"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc",
+		"google.golang.org/protobuf", "github.com/hashicorp/go-plugin", "net/http", "database/sql", "modernc.org/sqlite",
+		"github.com/knadh/koanf", mod + "plugins", mod + "storage", mod + "stix", mod + "config", mod + "core/api", mod + "core/web"},
+	"leaf": {mod},
+	"client": {"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc", "github.com/hashicorp/go-plugin",
+		"database/sql", "github.com/knadh/koanf", mod + "plugins", mod + "storage", mod + "stix", mod + "config", mod + "core/api", mod + "core/web"},
+	"server": {"github.com/uptrace/bun", "google.golang.org/grpc", "github.com/hashicorp/go-plugin", "modernc.org/sqlite",
+		mod + "plugins", mod + "storage", mod + "stix"},
+	"test": {"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc", mod + "plugins", mod + "storage", mod + "core/api", mod + "core/web"},
+}
+
+// TestEveryCorePackageHasALayer lists the packages under core/ with go
+// list and wants each in layers (and layers to name no package that is
+// gone).
+func TestEveryCorePackageHasALayer(t *testing.T) {
+	out, err := exec.Command("go", "list", mod+"core/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) < 10 {
+		t.Fatalf("go list named too few packages: %v", pkgs)
+	}
+	for _, p := range pkgs {
+		if _, ok := layers[strings.TrimPrefix(p, mod)]; !ok {
+			t.Errorf("%s has no layer in core/imports_test.go: place it (domain, leaf, client, server or test)", p)
+		}
+	}
+	for p := range layers {
+		if !slices.Contains(pkgs, mod+p) {
+			t.Errorf("layers names %s, which go list does not list", p)
+		}
+	}
+}
+
+// TestDomainImports checks every package under core/ against its layer:
+// the domain (core and its use-case packages) depends on the standard
+// library, uuid, idna, packageurl-go and an LRU only, never on HTTP, SQL,
+// gRPC, configuration or the adapters; the leaves (the indicator scanner,
+// the version rules) import no threatd package, so core and every format
+// build on them; the daemon's HTTP clients and server reach storage and
+// formats through plugin processes only.
 func TestDomainImports(t *testing.T) {
-	forbidden := []string{
-		"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc",
-		"google.golang.org/protobuf", "github.com/hashicorp/go-plugin", "net/http", "modernc.org/sqlite", "github.com/knadh/koanf",
-		"github.com/threatd/threatd/plugins", "github.com/threatd/threatd/storage",
-		"github.com/threatd/threatd/config", "github.com/threatd/threatd/core/api",
-	}
-	for _, pkg := range []string{"github.com/threatd/threatd/core", "github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/taxii", "github.com/threatd/threatd/core/feed",
-		"github.com/threatd/threatd/core/ratelimit", "github.com/threatd/threatd/core/index", "github.com/threatd/threatd/core/firewall", "github.com/threatd/threatd/core/scan", "github.com/threatd/threatd/core/versioning"} {
+	for rel, layer := range layers {
+		pkg := mod + rel
 		for _, d := range deps(t, pkg, 5) {
-			// uuid brings database/sql/driver (for Scan/Value); database/sql itself is forbidden.
-			if d == "database/sql" {
-				t.Errorf("%s depends on database/sql (forbidden in the domain)", pkg)
+			if d == pkg {
+				continue
 			}
-			for _, f := range forbidden {
-				if d == f || strings.HasPrefix(d, f+"/") {
-					t.Errorf("%s depends on %s (forbidden in the domain)", pkg, d)
+			for _, f := range forbidden[layer] {
+				if d == f || f != "database/sql" && strings.HasPrefix(d, strings.TrimSuffix(f, "/")+"/") {
+					t.Errorf("%s (%s) depends on %s (forbidden in that layer)", pkg, layer, d)
 				}
 			}
 		}
 	}
 }
 
-// TestLeavesImportNothingOfOurs keeps core/ioc and core/versioning below
-// core: the indicator scanner and the version rules import no threatd
-// package, so core (and every format) can build on them.
-func TestLeavesImportNothingOfOurs(t *testing.T) {
-	for _, leaf := range []string{"github.com/threatd/threatd/core/ioc", "github.com/threatd/threatd/core/versioning"} {
-		for _, d := range deps(t, leaf, 5) {
-			if strings.HasPrefix(d, "github.com/threatd/threatd/") && d != leaf {
-				t.Errorf("%s depends on %s (it must import no threatd package)", leaf, d)
-			}
-		}
-	}
-}
-
-// TestAdapterImports keeps the daemon's HTTP layer and its binary off the
-// storage and format packages: they reach storage and exporters through
-// the plugin processes only (core/api knows no plugins either).
+// TestAdapterImports keeps the daemon's binary off the storage and format
+// packages: it reaches storage and exporters through the plugin processes
+// only.
 func TestAdapterImports(t *testing.T) {
-	for pkg, forbidden := range map[string][]string{
-		"github.com/threatd/threatd/core/api": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
-			"github.com/threatd/threatd/plugins/osv", "github.com/threatd/threatd/plugins", "github.com/uptrace/bun", "google.golang.org/grpc"},
-		"github.com/threatd/threatd/cmd/threatd": {"github.com/threatd/threatd/storage", "github.com/threatd/threatd/stix",
-			"github.com/threatd/threatd/plugins/osv", "github.com/uptrace/bun", "modernc.org/sqlite"},
-	} {
-		for _, d := range deps(t, pkg, 20) {
-			for _, f := range forbidden {
-				if d == f || strings.HasPrefix(d, f+"/") {
-					t.Errorf("%s depends on %s (it must go through a plugin process)", pkg, d)
-				}
+	for _, d := range deps(t, mod+"cmd/threatd", 20) {
+		for _, f := range []string{mod + "storage", mod + "stix", mod + "plugins/osv", mod + "plugins/misp", "github.com/uptrace/bun", "modernc.org/sqlite"} {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("cmd/threatd depends on %s (it must go through a plugin process)", d)
 			}
 		}
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/web"
-	"github.com/threatd/threatd/core/webhooks"
+	"github.com/threatd/threatd/core/webhooks/delivery"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -271,14 +271,14 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 	if !cfg.Firewall.Enabled {
 		return nil, nil
 	}
-	policy, err := firewall.NewPolicy(idx, cfg.Firewall.Private)
+	policy, err := firewall.NewPolicy(idx, cfg.Firewall.Private, registries.Names())
 	if err != nil {
 		return nil, err
 	}
-	ups := map[string]config.FirewallUpstream{core.RegistryNPM: cfg.Firewall.NPM, core.RegistryPyPI: cfg.Firewall.PyPI, core.RegistryGo: cfg.Firewall.Go}
 	upstreams := map[string]api.FirewallUpstream{}
 	var origins []registrycache.Origin
-	for reg, up := range ups {
+	for _, reg := range registries.Names() {
+		up := cfg.Firewall.Registries[reg]
 		upstreams[reg] = api.FirewallUpstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
 		origins = append(origins, registrycache.Origin{URL: up.Upstream})
 		if up.PrivateUpstream != "" {
@@ -382,9 +382,9 @@ func accessLog(l config.Log) api.AccessLog {
 
 // webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
 // every daemon runs it, the holder of the storage lease delivers.
-func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *webhooks.Dispatcher {
+func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *delivery.Dispatcher {
 	w := cfg.Webhooks
-	return &webhooks.Dispatcher{
+	return &delivery.Dispatcher{
 		Store:   store,
 		Policy:  core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
 		Timeout: w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,

@@ -74,7 +74,7 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 	}
 	f.srv.latest = index.NewLatest(f.srv.index, st)
 	// The firewall, in front of an upstream nobody listens on.
-	policy, err := firewall.NewPolicy(f.srv.index, nil)
+	policy, err := firewall.NewPolicy(f.srv.index, nil, registries.Names())
 	if err != nil {
 		t.Fatal(err)
 	}

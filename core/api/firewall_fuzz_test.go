@@ -152,7 +152,7 @@ func buildFirewallFixture(t testing.TB) (*fwFixture, error) {
 		ipLimiter: ratelimit.New(time.Minute), tokenLimiter: ratelimit.New(time.Minute), started: time.Now(),
 	}
 	srv.latest = index.NewLatest(srv.index, st)
-	policy, err := firewall.NewPolicy(srv.index, nil)
+	policy, err := firewall.NewPolicy(srv.index, nil, registries.Names())
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,10 @@ type Adapter interface {
 	// its routes are {base}/firewall/<Registry>/…, its settings
 	// firewall.<Registry>.*.
 	Registry() string
+	// Defaults are the public registry the firewall fronts unless
+	// firewall.<Registry>.upstream says otherwise, and the file hosts its
+	// documents link to (firewall.<Registry>.file_hosts).
+	Defaults() Upstream
 	// Route reads a request. ok is false for a path of no known shape
 	// (404); an *Unjudgeable error is a name, version or path the
 	// firewall cannot judge (400): never passed upstream.
@@ -31,6 +35,14 @@ type Adapter interface {
 	// Versions reads the versions a metadata document lists, with their
 	// publish times where the document gives them.
 	Versions(doc Document) ([]Published, error)
+}
+
+// Upstream is where a registry's packages come from by default.
+type Upstream struct {
+	// URL is the public registry's root.
+	URL string
+	// FileHosts are further origins its documents link files to.
+	FileHosts []string
 }
 
 // FileLister is an adapter whose artifact requests name a file that only

@@ -15,9 +15,6 @@ import (
 	"github.com/threatd/threatd/core/versioning"
 )
 
-// Registries are the package registries the firewall serves.
-var Registries = []string{core.RegistryNPM, core.RegistryPyPI, core.RegistryGo}
-
 // Matcher returns the verified reports under keys that affect version ("" =
 // any version), most recently verified first: the index of check-malicious.
 type Matcher interface {
@@ -32,13 +29,13 @@ type Policy struct {
 }
 
 // NewPolicy returns a policy over index with the private name globs of each
-// registry (firewall.private); a glob's * matches any run of characters,
-// "/" included, and ? one character.
-func NewPolicy(index Matcher, private map[string][]string) (*Policy, error) {
+// registry (firewall.private), which must be one of served; a glob's *
+// matches any run of characters, "/" included, and ? one character.
+func NewPolicy(index Matcher, private map[string][]string, served []string) (*Policy, error) {
 	p := &Policy{index: index, private: map[string][]string{}}
 	for reg, globs := range private {
-		if !slices.Contains(Registries, reg) {
-			return nil, fmt.Errorf("firewall.private: %q is not a registry the firewall serves (%s)", reg, strings.Join(Registries, ", "))
+		if !slices.Contains(served, reg) {
+			return nil, fmt.Errorf("firewall.private: %q is not a registry the firewall serves (%s)", reg, strings.Join(served, ", "))
 		}
 		for _, g := range globs {
 			if strings.TrimSpace(g) == "" {

@@ -10,6 +10,9 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
+// served are the registries the policies of these tests serve.
+var served = []string{core.RegistryNPM, core.RegistryPyPI, core.RegistryGo}
+
 // matcher answers from a fixed map of canonical key → reports.
 type matcher map[string][]core.Threat
 
@@ -43,14 +46,14 @@ func TestGlobs(t *testing.T) {
 			t.Errorf("%q ~ %q = %v, want %v", c.glob, c.name, got, c.want)
 		}
 	}
-	p, err := NewPolicy(matcher{}, map[string][]string{"pypi": {"Corp_Tools"}, "go": {"corp.example/*"}})
+	p, err := NewPolicy(matcher{}, map[string][]string{"pypi": {"Corp_Tools"}, "go": {"corp.example/*"}}, served)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Private("pypi", "corp.tools") || p.Private("pypi", "corp-tool") || !p.Private("go", "corp.example/x/y") || p.Private("go", "Corp.example/x") {
 		t.Fatal("private names are folded per registry (PEP 503 for PyPI, exact for Go)")
 	}
-	if _, err := NewPolicy(matcher{}, map[string][]string{"maven": {"x"}}); err == nil || !strings.Contains(err.Error(), "maven") {
+	if _, err := NewPolicy(matcher{}, map[string][]string{"maven": {"x"}}, served); err == nil || !strings.Contains(err.Error(), "maven") {
 		t.Fatalf("a registry the firewall does not serve: %v", err)
 	}
 }
@@ -63,7 +66,7 @@ func TestVerdicts(t *testing.T) {
 		"package:npm:osv":               {report("d", "0.1.0", true)},
 		"package:go:example.com/module": {report("e", "1.0.1", false), report("f", "v2.0.0", false)},
 	}
-	p, err := NewPolicy(m, map[string][]string{"npm": {"@acme/*"}})
+	p, err := NewPolicy(m, map[string][]string{"npm": {"@acme/*"}}, served)
 	if err != nil {
 		t.Fatal(err)
 	}

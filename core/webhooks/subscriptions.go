@@ -1,3 +1,7 @@
+// Package webhooks is push subscriptions (docs/webhooks.md): the use
+// cases the CLI, the web site and the API call to add, list, enable and
+// remove them, with their rules, limits and messages. Delivering what the
+// store queues for them is core/webhooks/delivery.
 package webhooks
 
 import (

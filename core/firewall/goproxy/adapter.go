@@ -30,6 +30,11 @@ const (
 // Registry is go.
 func (Adapter) Registry() string { return core.RegistryGo }
 
+// Defaults: the Go module mirror.
+func (Adapter) Defaults() firewall.Upstream {
+	return firewall.Upstream{URL: "https://proxy.golang.org"}
+}
+
 // Route reads a request (Parse) into what the firewall fetches.
 func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	req, ok, err := Parse(r.Path)

@@ -29,6 +29,11 @@ var (
 // Registry is npm.
 func (Adapter) Registry() string { return core.RegistryNPM }
 
+// Defaults: the public npm registry, which serves its tarballs itself.
+func (Adapter) Defaults() firewall.Upstream {
+	return firewall.Upstream{URL: "https://registry.npmjs.org"}
+}
+
 // The media types of npm documents: the abbreviated install document npm
 // asks for, and the full one.
 const (

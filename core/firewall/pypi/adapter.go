@@ -36,6 +36,11 @@ const (
 // Registry is pypi.
 func (Adapter) Registry() string { return core.RegistryPyPI }
 
+// Defaults: PyPI's simple index, whose files are on files.pythonhosted.org.
+func (Adapter) Defaults() firewall.Upstream {
+	return firewall.Upstream{URL: "https://pypi.org/simple", FileHosts: []string{"https://files.pythonhosted.org"}}
+}
+
 // Route reads a request (Parse) into what the firewall fetches.
 func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	req, ok, err := Parse(r.Path)

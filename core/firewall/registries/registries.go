@@ -13,3 +13,12 @@ import (
 func All() []firewall.Adapter {
 	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}}
 }
+
+// Names are the registries the firewall serves, as reports name them.
+func Names() []string {
+	var out []string
+	for _, a := range All() {
+		out = append(out, a.Registry())
+	}
+	return out
+}

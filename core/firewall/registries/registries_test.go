@@ -1,20 +1,32 @@
 package registries
 
 import (
+	"net/url"
 	"slices"
 	"testing"
 
-	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core"
 )
 
-// TestAllServed: the adapters are the registries the policy knows, one
-// each.
+// TestAllServed: one adapter per registry, each a package registry that
+// reports name, with defaults a configuration can start from.
 func TestAllServed(t *testing.T) {
-	var names []string
-	for _, a := range All() {
-		names = append(names, a.Registry())
+	names := Names()
+	if len(names) < 3 {
+		t.Fatalf("registries %v", names)
 	}
-	if !slices.Equal(names, firewall.Registries) {
-		t.Fatalf("adapters for %v, policy's registries %v", names, firewall.Registries)
+	seen := map[string]bool{}
+	for _, a := range All() {
+		reg := a.Registry()
+		if seen[reg] || !slices.Contains(core.PackageRegistries, reg) {
+			t.Errorf("adapter for %q: twice, or not a registry reports name (%v)", reg, core.PackageRegistries)
+		}
+		seen[reg] = true
+		d := a.Defaults()
+		for _, origin := range append([]string{d.URL}, d.FileHosts...) {
+			if u, err := url.Parse(origin); err != nil || u.Scheme != "https" || u.Host == "" {
+				t.Errorf("%s: default origin %q is not an https URL", reg, origin)
+			}
+		}
 	}
 }

@@ -1,12 +1,11 @@
-// Package webhooks is push subscriptions (docs/webhooks.md): the use
-// cases the CLI and the web call to add, list, enable and remove them
-// (subscriptions.go), and their delivery: the published
+// Package delivery delivers webhooks (docs/webhooks.md): the published
 // changes the store queued for each subscription, POSTed as Standard
-// Webhooks messages, retried with backoff until a 2xx answer or the end of
-// the retry window. One daemon at a time delivers (a lease in storage), so
+// Webhooks messages, signed, retried with backoff until a 2xx answer or the
+// end of the retry window. The subscriptions themselves are the use case
+// core/webhooks. One daemon at a time delivers (a lease in storage), so
 // daemons sharing a database do not send an event twice in the normal case;
 // an event is delivered at least once.
-package webhooks
+package delivery
 
 import (
 	"bytes"
