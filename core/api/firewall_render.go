@@ -179,6 +179,7 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 		_ = res.Body.Close()
 		return rendered{}, err
 	}
+	p.s.opts.Metrics.firewallRendered(registry)
 	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
 		marks: bytes.Count(out.body, []byte(baseMark))}
 	if res.Kept() {

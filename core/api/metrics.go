@@ -30,6 +30,7 @@ type Metrics struct {
 	imported  *prometheus.CounterVec
 	runs      *prometheus.CounterVec
 	blocks    *prometheus.CounterVec
+	renders   *prometheus.CounterVec
 
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Histogram
@@ -68,6 +69,10 @@ func NewMetrics(version string) *Metrics {
 			Name: "threatd_firewall_blocks_total",
 			Help: "Package versions the registry firewall refused, by registry (npm, pypi, go).",
 		}, []string{"registry"}),
+		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_firewall_renderings_total",
+			Help: "Upstream documents the registry firewall rewrote, by registry: one rendering serves every client asking for the same document under the same verdicts, and is kept.",
+		}, []string{"registry"}),
 		webhookAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "threatd_webhook_deliveries_total",
 			Help: "Webhook delivery attempts, by outcome: delivered (2xx), retry (failed, tried again later), failed (still failing at the end of its retry window).",
@@ -98,7 +103,7 @@ func NewMetrics(version string) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, build,
+		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, build,
 		m.webhookAttempts, m.webhookLatency, m.webhookExpired, m.webhookPending, m.webhookOldest,
 	)
 	return m
@@ -173,6 +178,13 @@ func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
 func (m *Metrics) firewallBlocked(registry string) {
 	if m != nil {
 		m.blocks.WithLabelValues(registry).Inc()
+	}
+}
+
+// firewallRendered counts an upstream document the firewall rewrote.
+func (m *Metrics) firewallRendered(registry string) {
+	if m != nil {
+		m.renders.WithLabelValues(registry).Inc()
 	}
 }
 
