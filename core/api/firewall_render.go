@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v5"
 	"golang.org/x/sync/semaphore"
@@ -46,9 +47,14 @@ type rendered struct {
 	diskKey     string
 	size        int64
 	contentType string
-	// marks counts baseMark in body.
-	marks int
+	// marks are where baseMark is in body (in memory only): a request
+	// writes the pieces around them, with its base, without searching.
+	marks []int
 }
+
+// servedBodies are the buffers a rendering in memory is written from:
+// its pieces and the request's base joined, then one write.
+var servedBodies = sync.Pool{New: func() any { return new([]byte) }}
 
 // escapeJSON writes s as the inside of a JSON string (encoding/json's
 // escaping, as the rewriters write).
@@ -59,6 +65,30 @@ func escapeJSON(s string) string {
 
 // escapeFor is how the base is written in a document of contentType.
 func escapeFor(contentType string) func(string) string {
+	// A URL of printable ASCII without any of these is written as it is
+	// in JSON and in HTML alike (the common case: no escaping to do).
+	plain := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if b := s[i]; b < 0x20 || b >= 0x7f || strings.IndexByte(`"\<>&'`, b) >= 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if strings.Contains(contentType, "json") || strings.Contains(contentType, "html") {
+		slow := escapeSlow(contentType)
+		return func(s string) string {
+			if plain(s) {
+				return s
+			}
+			return slow(s)
+		}
+	}
+	return func(s string) string { return s }
+}
+
+// escapeSlow escapes any base for contentType.
+func escapeSlow(contentType string) func(string) string {
 	switch {
 	case strings.Contains(contentType, "json"):
 		return escapeJSON
@@ -181,10 +211,10 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 	}
 	p.s.opts.Metrics.firewallRendered(registry)
 	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
-		marks: bytes.Count(out.body, []byte(baseMark))}
+		marks: marksIn(out.body)}
 	if res.Kept() {
 		if d.size <= memRendered/8 {
-			p.renders.mem.Add(vkey, d, d.size+int64(len(vkey)))
+			p.renders.mem.Add(vkey, d, d.size+int64(8*len(d.marks)+len(vkey)))
 		} else {
 			p.opts.Cache.PutDerived(vkey, out.contentType, out.body)
 		}
@@ -206,28 +236,40 @@ func (p *proxy) serveRendered(c *echo.Context, registry string, d rendered) erro
 	h := c.Response().Header()
 	h.Set("Content-Type", d.contentType)
 	if d.body != nil {
-		// In memory: the pieces between the marks, written as they are.
-		h.Set("Content-Length", strconv.FormatInt(d.size+int64(d.marks)*int64(len(base)-len(baseMark)), 10))
+		// In memory: the pieces between the marks and the base, joined
+		// in a pooled buffer and written at once (one write: large TLS
+		// records, no per-piece overhead).
+		size := d.size + int64(len(d.marks))*int64(len(base)-len(baseMark))
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
 		c.Response().WriteHeader(http.StatusOK)
 		if c.Request().Method == http.MethodHead {
 			return nil
 		}
-		w := c.Response()
-		rest := d.body
-		for {
-			i := bytes.Index(rest, []byte(baseMark))
-			if i < 0 {
-				_, err := w.Write(rest)
-				return err
+		if size > memRendered/8 {
+			// A document too large to keep in memory (served once, to
+			// the requests that waited for its rendering): its pieces
+			// through a 64 KiB buffer, not a copy of it.
+			w := bufio.NewWriterSize(c.Response(), 64<<10)
+			from := 0
+			for _, at := range d.marks {
+				_, _ = w.Write(d.body[from:at])
+				_, _ = w.WriteString(base)
+				from = at + len(baseMark)
 			}
-			if _, err := w.Write(rest[:i]); err != nil {
-				return err
-			}
-			if _, err := io.WriteString(w, base); err != nil {
-				return err
-			}
-			rest = rest[i+len(baseMark):]
+			_, _ = w.Write(d.body[from:])
+			return w.Flush()
 		}
+		bp := servedBodies.Get().(*[]byte)
+		defer servedBodies.Put(bp)
+		out, from := (*bp)[:0], 0
+		for _, at := range d.marks {
+			out = append(append(out, d.body[from:at]...), base...)
+			from = at + len(baseMark)
+		}
+		out = append(out, d.body[from:]...)
+		*bp = out
+		_, err := c.Response().Write(out)
+		return err
 	}
 	f, ok := p.opts.Cache.OpenDerived(d.diskKey)
 	if !ok {
@@ -295,4 +337,17 @@ func contentLength(res *registrycache.Response) int64 {
 		return -1
 	}
 	return n
+}
+
+// marksIn gives where baseMark is in body, in order.
+func marksIn(body []byte) []int {
+	var at []int
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(baseMark))
+		if j < 0 {
+			return at
+		}
+		at = append(at, i+j)
+		i += j + len(baseMark)
+	}
 }
