@@ -45,6 +45,7 @@ type Store interface {
 	ImportStore
 	OperationsStore
 	WebhookStore
+	FirewallStore
 }
 
 // ReportStore keeps reports through submission, review and revision.

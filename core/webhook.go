@@ -31,7 +31,12 @@ const (
 var WebhookEvents = []string{EventVerified, EventRevised, EventWithdrawn}
 
 // EventType names the webhook event of a published change kind.
-func EventType(kind string) string { return "threat." + kind }
+func EventType(kind string) string {
+	if strings.HasPrefix(kind, "firewall.") {
+		return kind // the firewall's events are stored by their type
+	}
+	return "threat." + kind
+}
 
 // MaxWebhooks bounds the subscriptions of one service: every published
 // change is fanned out to each matching one in the transaction that makes
@@ -105,8 +110,10 @@ func NewWebhook(rawURL string, events []string, ecosystem, createdBy string, now
 			continue
 		}
 		kind := strings.TrimPrefix(e, "threat.")
-		if !slices.Contains(WebhookEvents, EventType(kind)) {
-			return Webhook{}, Invalid("events", "unknown event %q: events are %s", e, strings.Join(WebhookEvents, ", "))
+		if e == EventFirewallBlocked || e == EventFirewallWarned {
+			kind = e
+		} else if !slices.Contains(WebhookEvents, EventType(kind)) {
+			return Webhook{}, Invalid("events", "unknown event %q: events are %s, %s, %s", e, strings.Join(WebhookEvents, ", "), EventFirewallBlocked, EventFirewallWarned)
 		}
 		if !slices.Contains(w.Events, kind) {
 			w.Events = append(w.Events, kind)

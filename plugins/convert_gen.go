@@ -1255,6 +1255,172 @@ func webhookTrimFromPB(m *pb.WebhookTrim) core.WebhookTrim {
 	}
 }
 
+// waiverToPB sends a core.Waiver.
+func waiverToPB(v core.Waiver) *pb.Waiver {
+	return &pb.Waiver{
+		ID:        v.ID,
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+		Rule:      v.Rule,
+		Reason:    v.Reason,
+		CreatedBy: v.CreatedBy,
+		CreatedAt: ts(v.CreatedAt),
+		Until:     ts(v.Until),
+	}
+}
+
+// waiverFromPB reads a core.Waiver (a nil message is the zero value).
+func waiverFromPB(m *pb.Waiver) core.Waiver {
+	if m == nil {
+		return core.Waiver{}
+	}
+	return core.Waiver{
+		ID:        m.ID,
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		Rule:      m.Rule,
+		Reason:    m.Reason,
+		CreatedBy: m.CreatedBy,
+		CreatedAt: fromTS(m.CreatedAt),
+		Until:     fromTS(m.Until),
+	}
+}
+
+// firewallDecisionToPB sends a core.FirewallDecision.
+func firewallDecisionToPB(v core.FirewallDecision) *pb.FirewallDecision {
+	return &pb.FirewallDecision{
+		Seq:          v.Seq,
+		Time:         ts(v.Time),
+		Ecosystem:    v.Ecosystem,
+		Name:         v.Name,
+		Version:      v.Version,
+		Purl:         v.Purl,
+		Rule:         v.Rule,
+		Action:       v.Action,
+		ThreatIDs:    v.ThreatIDs,
+		ThreatIDsNil: v.ThreatIDs == nil,
+		Until:        ts(v.Until),
+		User:         v.User,
+		ClientIP:     v.ClientIP,
+		Event:        v.Event,
+		EventType:    v.EventType,
+	}
+}
+
+// firewallDecisionFromPB reads a core.FirewallDecision (a nil message is the zero value).
+func firewallDecisionFromPB(m *pb.FirewallDecision) core.FirewallDecision {
+	if m == nil {
+		return core.FirewallDecision{}
+	}
+	return core.FirewallDecision{
+		Seq:       m.Seq,
+		Time:      fromTS(m.Time),
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		Purl:      m.Purl,
+		Rule:      m.Rule,
+		Action:    m.Action,
+		ThreatIDs: keepNilSlice(m.ThreatIDsNil, m.ThreatIDs),
+		Until:     fromTS(m.Until),
+		User:      m.User,
+		ClientIP:  m.ClientIP,
+		Event:     m.Event,
+		EventType: m.EventType,
+	}
+}
+
+// firewallDecisionQueryToPB sends a core.FirewallDecisionQuery.
+func firewallDecisionQueryToPB(v core.FirewallDecisionQuery) *pb.FirewallDecisionQuery {
+	return &pb.FirewallDecisionQuery{
+		Since: ts(v.Since),
+		After: v.After,
+		Limit: int64(v.Limit),
+	}
+}
+
+// firewallDecisionQueryFromPB reads a core.FirewallDecisionQuery (a nil message is the zero value).
+func firewallDecisionQueryFromPB(m *pb.FirewallDecisionQuery) core.FirewallDecisionQuery {
+	if m == nil {
+		return core.FirewallDecisionQuery{}
+	}
+	return core.FirewallDecisionQuery{
+		Since: fromTS(m.Since),
+		After: m.After,
+		Limit: int(m.Limit),
+	}
+}
+
+// firewallDecisionListToPB sends a core.FirewallDecisionList.
+func firewallDecisionListToPB(v core.FirewallDecisionList) *pb.FirewallDecisionList {
+	return &pb.FirewallDecisionList{
+		Decisions:    each(v.Decisions, firewallDecisionToPB),
+		DecisionsNil: v.Decisions == nil,
+		More:         v.More,
+	}
+}
+
+// firewallDecisionListFromPB reads a core.FirewallDecisionList (a nil message is the zero value).
+func firewallDecisionListFromPB(m *pb.FirewallDecisionList) core.FirewallDecisionList {
+	if m == nil {
+		return core.FirewallDecisionList{}
+	}
+	return core.FirewallDecisionList{
+		Decisions: keepNilSlice(m.DecisionsNil, each(m.Decisions, firewallDecisionFromPB)),
+		More:      m.More,
+	}
+}
+
+// heldVersionToPB sends a core.HeldVersion.
+func heldVersionToPB(v core.HeldVersion) *pb.HeldVersion {
+	return &pb.HeldVersion{
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+		Published: ts(v.Published),
+		FirstSeen: ts(v.FirstSeen),
+		Until:     ts(v.Until),
+	}
+}
+
+// heldVersionFromPB reads a core.HeldVersion (a nil message is the zero value).
+func heldVersionFromPB(m *pb.HeldVersion) core.HeldVersion {
+	if m == nil {
+		return core.HeldVersion{}
+	}
+	return core.HeldVersion{
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		Published: fromTS(m.Published),
+		FirstSeen: fromTS(m.FirstSeen),
+		Until:     fromTS(m.Until),
+	}
+}
+
+// heldQueryToPB sends a core.HeldQuery.
+func heldQueryToPB(v core.HeldQuery) *pb.HeldQuery {
+	return &pb.HeldQuery{
+		Now:   ts(v.Now),
+		After: v.After,
+		Limit: int64(v.Limit),
+	}
+}
+
+// heldQueryFromPB reads a core.HeldQuery (a nil message is the zero value).
+func heldQueryFromPB(m *pb.HeldQuery) core.HeldQuery {
+	if m == nil {
+		return core.HeldQuery{}
+	}
+	return core.HeldQuery{
+		Now:   fromTS(m.Now),
+		After: m.After,
+		Limit: int(m.Limit),
+	}
+}
+
 // accountDeletionToPB sends a core.AccountDeletion.
 func accountDeletionToPB(v core.AccountDeletion) *pb.AccountDeletion {
 	return &pb.AccountDeletion{

@@ -701,3 +701,91 @@ func (c *StorageClient) TrimWebhooks(ctx context.Context, p core.WebhookTrim) (i
 	}
 	return r.Value, nil
 }
+
+// CreateWaiver is core.Store's, over the plugin protocol.
+func (c *StorageClient) CreateWaiver(ctx context.Context, p core.Waiver) error {
+	r, err := c.conn().CreateWaiver(ctx, waiverToPB(p))
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// ListWaivers is core.Store's, over the plugin protocol.
+func (c *StorageClient) ListWaivers(ctx context.Context, p time.Time) ([]core.Waiver, error) {
+	var out []core.Waiver
+	stream, err := c.conn().ListWaivers(ctx, &pb.ListWaiversRequest{Now: ts(p)})
+	err = eachRecv(stream, err, func(r *pb.Waiver) error {
+		out = append(out, waiverFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteWaiver is core.Store's, over the plugin protocol.
+func (c *StorageClient) DeleteWaiver(ctx context.Context, p string) error {
+	r, err := c.conn().DeleteWaiver(ctx, &pb.DeleteWaiverRequest{Id: p})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// RecordDecisions is core.Store's, over the plugin protocol.
+func (c *StorageClient) RecordDecisions(ctx context.Context, p []core.FirewallDecision) error {
+	r, err := c.conn().RecordDecisions(ctx, &pb.RecordDecisionsRequest{Ds: each(p, firewallDecisionToPB)})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// ListDecisions is core.Store's, over the plugin protocol.
+func (c *StorageClient) ListDecisions(ctx context.Context, p core.FirewallDecisionQuery) (core.FirewallDecisionList, error) {
+	var out core.FirewallDecisionList
+	r, err := c.conn().ListDecisions(ctx, firewallDecisionQueryToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return firewallDecisionListFromPB(r), nil
+}
+
+// TrimDecisions is core.Store's, over the plugin protocol.
+func (c *StorageClient) TrimDecisions(ctx context.Context, p time.Time) (int64, error) {
+	var out int64
+	r, err := c.conn().TrimDecisions(ctx, &pb.TrimDecisionsRequest{Before: ts(p)})
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
+}
+
+// RecordHeld is core.Store's, over the plugin protocol.
+func (c *StorageClient) RecordHeld(ctx context.Context, p []core.HeldVersion) error {
+	r, err := c.conn().RecordHeld(ctx, &pb.RecordHeldRequest{Hs: each(p, heldVersionToPB)})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// ListHeld is core.Store's, over the plugin protocol.
+func (c *StorageClient) ListHeld(ctx context.Context, p core.HeldQuery) ([]core.HeldVersion, error) {
+	var out []core.HeldVersion
+	stream, err := c.conn().ListHeld(ctx, heldQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.HeldVersion) error {
+		out = append(out, heldVersionFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

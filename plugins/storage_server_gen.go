@@ -640,3 +640,75 @@ func (s *storageServer) TrimWebhooks(ctx context.Context, req *pb.WebhookTrim) (
 		return &pb.TrimWebhooksReply{Value: r}, err
 	})
 }
+
+func (s *storageServer) CreateWaiver(ctx context.Context, req *pb.Waiver) (*pb.CreateWaiverReply, error) {
+	return withStore(s, func(st core.Store) (*pb.CreateWaiverReply, error) {
+		return &pb.CreateWaiverReply{}, st.CreateWaiver(ctx, waiverFromPB(req))
+	})
+}
+
+func (s *storageServer) ListWaivers(req *pb.ListWaiversRequest, stream grpc.ServerStreamingServer[pb.Waiver]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.ListWaivers(ctx, fromTS(req.Now))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(waiverToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) DeleteWaiver(ctx context.Context, req *pb.DeleteWaiverRequest) (*pb.DeleteWaiverReply, error) {
+	return withStore(s, func(st core.Store) (*pb.DeleteWaiverReply, error) {
+		return &pb.DeleteWaiverReply{}, st.DeleteWaiver(ctx, req.Id)
+	})
+}
+
+func (s *storageServer) RecordDecisions(ctx context.Context, req *pb.RecordDecisionsRequest) (*pb.RecordDecisionsReply, error) {
+	return withStore(s, func(st core.Store) (*pb.RecordDecisionsReply, error) {
+		return &pb.RecordDecisionsReply{}, st.RecordDecisions(ctx, each(req.Ds, firewallDecisionFromPB))
+	})
+}
+
+func (s *storageServer) ListDecisions(ctx context.Context, req *pb.FirewallDecisionQuery) (*pb.FirewallDecisionList, error) {
+	return withStore(s, func(st core.Store) (*pb.FirewallDecisionList, error) {
+		r, err := st.ListDecisions(ctx, firewallDecisionQueryFromPB(req))
+		return firewallDecisionListToPB(r), err
+	})
+}
+
+func (s *storageServer) TrimDecisions(ctx context.Context, req *pb.TrimDecisionsRequest) (*pb.TrimDecisionsReply, error) {
+	return withStore(s, func(st core.Store) (*pb.TrimDecisionsReply, error) {
+		r, err := st.TrimDecisions(ctx, fromTS(req.Before))
+		return &pb.TrimDecisionsReply{Value: r}, err
+	})
+}
+
+func (s *storageServer) RecordHeld(ctx context.Context, req *pb.RecordHeldRequest) (*pb.RecordHeldReply, error) {
+	return withStore(s, func(st core.Store) (*pb.RecordHeldReply, error) {
+		return &pb.RecordHeldReply{}, st.RecordHeld(ctx, each(req.Hs, heldVersionFromPB))
+	})
+}
+
+func (s *storageServer) ListHeld(req *pb.HeldQuery, stream grpc.ServerStreamingServer[pb.HeldVersion]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.ListHeld(ctx, heldQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(heldVersionToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}

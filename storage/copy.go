@@ -48,6 +48,9 @@ var copyTables = []copyTable{
 	table[deliveryRow]("webhook_deliveries", "webhook_id, seq", ""),
 	table[attemptRow]("webhook_attempts", "id", ""),
 	table[payloadRow]("webhook_payloads", "seq", ""),
+	table[waiverRow]("firewall_waivers", "id", ""),
+	table[decisionRow]("firewall_decisions", "seq", ""),
+	table[heldRow]("firewall_held", "ecosystem, name, version", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

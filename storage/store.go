@@ -4,18 +4,14 @@
 package storage
 
 import (
-	//DELETE_ME
 	"context"
 	"fmt"
-	//DELETE_ME
-	//DELETE_ME
 	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
-	// DELETE_ME
 )
 
 // Store is a core.Store on a SQL database.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	//DELETE_ME
 	"time"
 
 	"github.com/uptrace/bun"

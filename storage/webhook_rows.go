@@ -1,8 +1,6 @@
 package storage
 
 import (
-	//DELETE_ME
-	//DELETE_ME
 	"slices"
 	"time"
 
@@ -20,6 +18,8 @@ type webhookRow struct {
 	OnVerified     bool       `bun:"on_verified,notnull"`
 	OnRevised      bool       `bun:"on_revised,notnull"`
 	OnWithdrawn    bool       `bun:"on_withdrawn,notnull"`
+	OnFwBlocked    bool       `bun:"on_firewall_blocked,notnull"`
+	OnFwWarned     bool       `bun:"on_firewall_warned,notnull"`
 	Ecosystem      *string    `bun:"ecosystem"`
 	CreatedAt      time.Time  `bun:"created_at,notnull"`
 	CreatedBy      string     `bun:"created_by,notnull"`
@@ -36,6 +36,8 @@ func webhookToRow(w core.Webhook) webhookRow {
 		OnVerified:  slices.Contains(w.Events, core.ChangeVerified),
 		OnRevised:   slices.Contains(w.Events, core.ChangeRevised),
 		OnWithdrawn: slices.Contains(w.Events, core.ChangeWithdrawn),
+		OnFwBlocked: slices.Contains(w.Events, core.EventFirewallBlocked),
+		OnFwWarned:  slices.Contains(w.Events, core.EventFirewallWarned),
 		Ecosystem:   optString(w.Ecosystem), CreatedAt: w.CreatedAt.UTC(), CreatedBy: w.CreatedBy,
 		FailingSince: optTime(w.FailingSince), LastSuccessAt: optTime(w.LastSuccess),
 		DisabledAt: optTime(w.DisabledAt), DisabledReason: optString(w.DisabledReason), Expired: w.Expired,
@@ -52,6 +54,12 @@ func (r webhookRow) domain() core.Webhook {
 	slices.SortFunc(w.Events, func(a, b string) int {
 		return slices.Index(core.WebhookEvents, core.EventType(a)) - slices.Index(core.WebhookEvents, core.EventType(b))
 	})
+	if r.OnFwBlocked {
+		w.Events = append(w.Events, core.EventFirewallBlocked)
+	}
+	if r.OnFwWarned {
+		w.Events = append(w.Events, core.EventFirewallWarned)
+	}
 	w.Ecosystem = deref(r.Ecosystem)
 	w.DisabledReason = deref(r.DisabledReason)
 	w.FailingSince, w.LastSuccess, w.DisabledAt = timeOf(r.FailingSince), timeOf(r.LastSuccessAt), timeOf(r.DisabledAt)

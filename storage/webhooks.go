@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	//DELETE_ME
 	"time"
 
 	"github.com/uptrace/bun"

@@ -2,17 +2,9 @@ package taxii
 
 import (
 	"context"
-	//DELETE_ME
-	//DELETE_ME
-	//DELETE_ME
 	"errors"
 	"fmt"
-	//DELETE_ME
-	//DELETE_ME
-	//DELETE_ME
 	"time"
-
-	//DELETE_ME
 
 	"github.com/threatd/threatd/core"
 )

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	//DELETE_ME
 	"fmt"
 	"slices"
 	"strconv"

@@ -66,6 +66,7 @@ func Run(t *testing.T, backend Backend) {
 		{"UserTokens", testUserTokens},
 		{"ListSubmissions", testListSubmissions},
 		{"Webhooks", testWebhooks},
+		{"Firewall", testFirewall},
 		{"Browse", testBrowse},
 		{"AccountChanges", testAccountChanges},
 		{"DerivedIndicators", testDerivedIndicators},

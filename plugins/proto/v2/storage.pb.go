@@ -2298,6 +2298,414 @@ func (x *TrimWebhooksReply) GetValue() int64 {
 	return 0
 }
 
+type CreateWaiverReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWaiverReply) Reset() {
+	*x = CreateWaiverReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWaiverReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWaiverReply) ProtoMessage() {}
+
+func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWaiverReply.ProtoReflect.Descriptor instead.
+func (*CreateWaiverReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
+}
+
+type ListWaiversRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Now           *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=Now,proto3" json:"Now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWaiversRequest) Reset() {
+	*x = ListWaiversRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWaiversRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWaiversRequest) ProtoMessage() {}
+
+func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWaiversRequest.ProtoReflect.Descriptor instead.
+func (*ListWaiversRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListWaiversRequest) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+type DeleteWaiverRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=Id,proto3" json:"Id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWaiverRequest) Reset() {
+	*x = DeleteWaiverRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWaiverRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWaiverRequest) ProtoMessage() {}
+
+func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWaiverRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWaiverRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *DeleteWaiverRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteWaiverReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWaiverReply) Reset() {
+	*x = DeleteWaiverReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWaiverReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWaiverReply) ProtoMessage() {}
+
+func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWaiverReply.ProtoReflect.Descriptor instead.
+func (*DeleteWaiverReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
+}
+
+type RecordDecisionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ds            []*FirewallDecision    `protobuf:"bytes,1,rep,name=Ds,proto3" json:"Ds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDecisionsRequest) Reset() {
+	*x = RecordDecisionsRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDecisionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDecisionsRequest) ProtoMessage() {}
+
+func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDecisionsRequest.ProtoReflect.Descriptor instead.
+func (*RecordDecisionsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *RecordDecisionsRequest) GetDs() []*FirewallDecision {
+	if x != nil {
+		return x.Ds
+	}
+	return nil
+}
+
+type RecordDecisionsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDecisionsReply) Reset() {
+	*x = RecordDecisionsReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDecisionsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDecisionsReply) ProtoMessage() {}
+
+func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDecisionsReply.ProtoReflect.Descriptor instead.
+func (*RecordDecisionsReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
+}
+
+type TrimDecisionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Before        *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=Before,proto3" json:"Before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimDecisionsRequest) Reset() {
+	*x = TrimDecisionsRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimDecisionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimDecisionsRequest) ProtoMessage() {}
+
+func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimDecisionsRequest.ProtoReflect.Descriptor instead.
+func (*TrimDecisionsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *TrimDecisionsRequest) GetBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+type TrimDecisionsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         int64                  `protobuf:"varint,1,opt,name=Value,proto3" json:"Value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimDecisionsReply) Reset() {
+	*x = TrimDecisionsReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimDecisionsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimDecisionsReply) ProtoMessage() {}
+
+func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimDecisionsReply.ProtoReflect.Descriptor instead.
+func (*TrimDecisionsReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *TrimDecisionsReply) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+type RecordHeldRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hs            []*HeldVersion         `protobuf:"bytes,1,rep,name=Hs,proto3" json:"Hs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordHeldRequest) Reset() {
+	*x = RecordHeldRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordHeldRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordHeldRequest) ProtoMessage() {}
+
+func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordHeldRequest.ProtoReflect.Descriptor instead.
+func (*RecordHeldRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *RecordHeldRequest) GetHs() []*HeldVersion {
+	if x != nil {
+		return x.Hs
+	}
+	return nil
+}
+
+type RecordHeldReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordHeldReply) Reset() {
+	*x = RecordHeldReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordHeldReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordHeldReply) ProtoMessage() {}
+
+func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordHeldReply.ProtoReflect.Descriptor instead.
+func (*RecordHeldReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
+}
+
 // User is an account that owns API tokens and submits reports.
 type User struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -2317,7 +2725,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2737,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2750,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *User) GetID() string {
@@ -2427,7 +2835,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2847,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2860,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -2482,7 +2890,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2902,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2915,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -2542,7 +2950,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2962,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2975,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -2601,7 +3009,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +3021,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +3034,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Token) GetID() string {
@@ -2697,7 +3105,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +3117,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +3130,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -2750,7 +3158,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +3170,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +3183,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -2804,7 +3212,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +3224,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +3237,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -2859,7 +3267,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +3279,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3292,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Session) GetHash() string {
@@ -2927,7 +3335,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3347,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3360,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -2988,7 +3396,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3408,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3421,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -3086,7 +3494,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3506,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3519,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -3161,7 +3569,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3581,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3594,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -3234,7 +3642,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3246,7 +3654,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3259,7 +3667,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Threat) GetID() string {
@@ -3422,7 +3830,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3842,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3855,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -3485,7 +3893,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3497,7 +3905,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3510,7 +3918,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -3561,7 +3969,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3573,7 +3981,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3586,7 +3994,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -3626,7 +4034,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3638,7 +4046,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3651,7 +4059,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *Review) GetThreatID() string {
@@ -3722,7 +4130,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +4142,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +4155,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -3839,7 +4247,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +4259,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +4272,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -3949,7 +4357,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3961,7 +4369,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3974,7 +4382,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -4009,7 +4417,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4021,7 +4429,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4034,7 +4442,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -4120,7 +4528,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4132,7 +4540,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4145,7 +4553,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Revision) GetID() string {
@@ -4238,7 +4646,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4250,7 +4658,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4263,7 +4671,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -4310,7 +4718,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4322,7 +4730,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4335,7 +4743,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *Summary) GetID() string {
@@ -4411,7 +4819,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4831,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4844,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -4551,7 +4959,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4563,7 +4971,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4576,7 +4984,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -4628,7 +5036,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4640,7 +5048,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4653,7 +5061,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -4744,7 +5152,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4756,7 +5164,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4769,7 +5177,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -4804,7 +5212,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4816,7 +5224,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4829,7 +5237,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -4885,7 +5293,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4897,7 +5305,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4910,7 +5318,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -4944,7 +5352,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4956,7 +5364,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4969,7 +5377,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -5020,7 +5428,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5032,7 +5440,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5045,7 +5453,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -5082,7 +5490,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5094,7 +5502,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5107,7 +5515,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -5151,7 +5559,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5163,7 +5571,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5176,7 +5584,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -5213,7 +5621,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5225,7 +5633,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5238,7 +5646,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -5281,7 +5689,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5293,7 +5701,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5306,7 +5714,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -5343,7 +5751,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5355,7 +5763,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5368,7 +5776,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -5411,7 +5819,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5423,7 +5831,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5436,7 +5844,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -5466,7 +5874,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5478,7 +5886,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5491,7 +5899,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -5542,7 +5950,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5554,7 +5962,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5567,7 +5975,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *Webhook) GetID() string {
@@ -5696,7 +6104,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5708,7 +6116,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5721,7 +6129,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -5774,7 +6182,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5786,7 +6194,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5799,7 +6207,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -5902,7 +6310,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5914,7 +6322,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5927,7 +6335,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -5970,7 +6378,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5982,7 +6390,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5995,7 +6403,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -6031,7 +6439,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6043,7 +6451,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6056,7 +6464,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -6133,7 +6541,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6145,7 +6553,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6158,7 +6566,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -6186,7 +6594,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6198,7 +6606,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6211,7 +6619,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -6226,6 +6634,547 @@ func (x *WebhookTrim) GetFinishedBefore() *timestamppb.Timestamp {
 		return x.FinishedBefore
 	}
 	return nil
+}
+
+// Waiver lifts one rule for one package version, or every version of the
+// names a glob matches, until it ends.
+type Waiver struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	Ecosystem     string                 `protobuf:"bytes,2,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,4,opt,name=Version,proto3" json:"Version,omitempty"`
+	Rule          string                 `protobuf:"bytes,5,opt,name=Rule,proto3" json:"Rule,omitempty"`
+	Reason        string                 `protobuf:"bytes,6,opt,name=Reason,proto3" json:"Reason,omitempty"`
+	CreatedBy     string                 `protobuf:"bytes,7,opt,name=CreatedBy,proto3" json:"CreatedBy,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=CreatedAt,proto3" json:"CreatedAt,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=Until,proto3" json:"Until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Waiver) Reset() {
+	*x = Waiver{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Waiver) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Waiver) ProtoMessage() {}
+
+func (x *Waiver) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
+func (*Waiver) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *Waiver) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *Waiver) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *Waiver) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Waiver) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Waiver) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *Waiver) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Waiver) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Waiver) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Waiver) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+// FirewallDecision is one firewall decision about one package version: refused,
+// warned of, watched or let through by a waiver.
+type FirewallDecision struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           int64                  `protobuf:"varint,1,opt,name=Seq,proto3" json:"Seq,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=Time,proto3" json:"Time,omitempty"`
+	Ecosystem     string                 `protobuf:"bytes,3,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,5,opt,name=Version,proto3" json:"Version,omitempty"`
+	Purl          string                 `protobuf:"bytes,6,opt,name=Purl,proto3" json:"Purl,omitempty"`
+	Rule          string                 `protobuf:"bytes,7,opt,name=Rule,proto3" json:"Rule,omitempty"`
+	Action        string                 `protobuf:"bytes,8,opt,name=Action,proto3" json:"Action,omitempty"`
+	ThreatIDs     []string               `protobuf:"bytes,9,rep,name=ThreatIDs,proto3" json:"ThreatIDs,omitempty"`
+	ThreatIDsNil  bool                   `protobuf:"varint,10,opt,name=ThreatIDsNil,proto3" json:"ThreatIDsNil,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=Until,proto3" json:"Until,omitempty"`
+	User          string                 `protobuf:"bytes,12,opt,name=User,proto3" json:"User,omitempty"`
+	ClientIP      string                 `protobuf:"bytes,13,opt,name=ClientIP,proto3" json:"ClientIP,omitempty"`
+	Event         []byte                 `protobuf:"bytes,14,opt,name=Event,proto3" json:"Event,omitempty"`
+	EventType     string                 `protobuf:"bytes,15,opt,name=EventType,proto3" json:"EventType,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FirewallDecision) Reset() {
+	*x = FirewallDecision{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FirewallDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FirewallDecision) ProtoMessage() {}
+
+func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
+func (*FirewallDecision) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *FirewallDecision) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *FirewallDecision) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *FirewallDecision) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetPurl() string {
+	if x != nil {
+		return x.Purl
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetThreatIDs() []string {
+	if x != nil {
+		return x.ThreatIDs
+	}
+	return nil
+}
+
+func (x *FirewallDecision) GetThreatIDsNil() bool {
+	if x != nil {
+		return x.ThreatIDsNil
+	}
+	return false
+}
+
+func (x *FirewallDecision) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *FirewallDecision) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetClientIP() string {
+	if x != nil {
+		return x.ClientIP
+	}
+	return ""
+}
+
+func (x *FirewallDecision) GetEvent() []byte {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *FirewallDecision) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+// FirewallDecisionQuery is one page of decisions: those at or after Since, after
+// the cursor After (a Seq), oldest first.
+type FirewallDecisionQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=Since,proto3" json:"Since,omitempty"`
+	After         int64                  `protobuf:"varint,2,opt,name=After,proto3" json:"After,omitempty"`
+	Limit         int64                  `protobuf:"varint,3,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FirewallDecisionQuery) Reset() {
+	*x = FirewallDecisionQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FirewallDecisionQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FirewallDecisionQuery) ProtoMessage() {}
+
+func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
+func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *FirewallDecisionQuery) GetAfter() int64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *FirewallDecisionQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// FirewallDecisionList is a page of decisions; More says whether more follow.
+type FirewallDecisionList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Decisions     []*FirewallDecision    `protobuf:"bytes,1,rep,name=Decisions,proto3" json:"Decisions,omitempty"`
+	DecisionsNil  bool                   `protobuf:"varint,2,opt,name=DecisionsNil,proto3" json:"DecisionsNil,omitempty"`
+	More          bool                   `protobuf:"varint,3,opt,name=More,proto3" json:"More,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FirewallDecisionList) Reset() {
+	*x = FirewallDecisionList{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FirewallDecisionList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FirewallDecisionList) ProtoMessage() {}
+
+func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
+func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
+func (x *FirewallDecisionList) GetDecisionsNil() bool {
+	if x != nil {
+		return x.DecisionsNil
+	}
+	return false
+}
+
+func (x *FirewallDecisionList) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+// HeldVersion is a version in quarantine as a daemon saw it: published (or first
+// seen, when its registry gave no time) and held until.
+type HeldVersion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ecosystem     string                 `protobuf:"bytes,1,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,3,opt,name=Version,proto3" json:"Version,omitempty"`
+	Published     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=Published,proto3" json:"Published,omitempty"`
+	FirstSeen     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=FirstSeen,proto3" json:"FirstSeen,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=Until,proto3" json:"Until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldVersion) Reset() {
+	*x = HeldVersion{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldVersion) ProtoMessage() {}
+
+func (x *HeldVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
+func (*HeldVersion) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *HeldVersion) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *HeldVersion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HeldVersion) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *HeldVersion) GetPublished() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Published
+	}
+	return nil
+}
+
+func (x *HeldVersion) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
+func (x *HeldVersion) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+// HeldQuery is one page of the versions held at Now, by the end of their
+// hold, then ecosystem, name and version; After is the cursor: the last
+// row's until (RFC 3339 with nanoseconds), ecosystem, name and version
+// joined by NUL.
+type HeldQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Now           *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=Now,proto3" json:"Now,omitempty"`
+	After         string                 `protobuf:"bytes,2,opt,name=After,proto3" json:"After,omitempty"`
+	Limit         int64                  `protobuf:"varint,3,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldQuery) Reset() {
+	*x = HeldQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldQuery) ProtoMessage() {}
+
+func (x *HeldQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
+func (*HeldQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *HeldQuery) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *HeldQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
 }
 
 // AccountDeletion is what deleting an account writes. The user's pending
@@ -6246,7 +7195,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6258,7 +7207,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6271,7 +7220,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -6316,7 +7265,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6328,7 +7277,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6341,7 +7290,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -6402,7 +7351,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6414,7 +7363,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6427,7 +7376,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -6557,7 +7506,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6569,7 +7518,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6582,7 +7531,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *IOC) GetType() string {
@@ -6646,7 +7595,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6658,7 +7607,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6671,7 +7620,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -6701,7 +7650,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6713,7 +7662,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6726,7 +7675,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -6778,7 +7727,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6790,7 +7739,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6803,7 +7752,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *Submission) GetReportType() string {
@@ -7066,7 +8015,23 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x12RecordAttemptReply\"\x15\n" +
 	"\x13WebhookQueueRequest\")\n" +
 	"\x11TrimWebhooksReply\x12\x14\n" +
-	"\x05Value\x18\x01 \x01(\x03R\x05Value\"\x88\x03\n" +
+	"\x05Value\x18\x01 \x01(\x03R\x05Value\"\x13\n" +
+	"\x11CreateWaiverReply\"B\n" +
+	"\x12ListWaiversRequest\x12,\n" +
+	"\x03Now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03Now\"%\n" +
+	"\x13DeleteWaiverRequest\x12\x0e\n" +
+	"\x02Id\x18\x01 \x01(\tR\x02Id\"\x13\n" +
+	"\x11DeleteWaiverReply\"M\n" +
+	"\x16RecordDecisionsRequest\x123\n" +
+	"\x02Ds\x18\x01 \x03(\v2#.threatd.plugin.v2.FirewallDecisionR\x02Ds\"\x16\n" +
+	"\x14RecordDecisionsReply\"J\n" +
+	"\x14TrimDecisionsRequest\x122\n" +
+	"\x06Before\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06Before\"*\n" +
+	"\x12TrimDecisionsReply\x12\x14\n" +
+	"\x05Value\x18\x01 \x01(\x03R\x05Value\"C\n" +
+	"\x11RecordHeldRequest\x12.\n" +
+	"\x02Hs\x18\x01 \x03(\v2\x1e.threatd.plugin.v2.HeldVersionR\x02Hs\"\x11\n" +
+	"\x0fRecordHeldReply\"\x88\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x14\n" +
 	"\x05Email\x18\x02 \x01(\tR\x05Email\x12\x12\n" +
@@ -7449,7 +8414,53 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\n" +
 	"MaxPending\x18\x01 \x01(\x03R\n" +
 	"MaxPending\x12B\n" +
-	"\x0eFinishedBefore\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eFinishedBefore\"m\n" +
+	"\x0eFinishedBefore\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eFinishedBefore\"\x9a\x02\n" +
+	"\x06Waiver\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
+	"\tEcosystem\x18\x02 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x03 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x04 \x01(\tR\aVersion\x12\x12\n" +
+	"\x04Rule\x18\x05 \x01(\tR\x04Rule\x12\x16\n" +
+	"\x06Reason\x18\x06 \x01(\tR\x06Reason\x12\x1c\n" +
+	"\tCreatedBy\x18\a \x01(\tR\tCreatedBy\x128\n" +
+	"\tCreatedAt\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tCreatedAt\x120\n" +
+	"\x05Until\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x05Until\"\xb8\x03\n" +
+	"\x10FirewallDecision\x12\x10\n" +
+	"\x03Seq\x18\x01 \x01(\x03R\x03Seq\x12.\n" +
+	"\x04Time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04Time\x12\x1c\n" +
+	"\tEcosystem\x18\x03 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x04 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x05 \x01(\tR\aVersion\x12\x12\n" +
+	"\x04Purl\x18\x06 \x01(\tR\x04Purl\x12\x12\n" +
+	"\x04Rule\x18\a \x01(\tR\x04Rule\x12\x16\n" +
+	"\x06Action\x18\b \x01(\tR\x06Action\x12\x1c\n" +
+	"\tThreatIDs\x18\t \x03(\tR\tThreatIDs\x12\"\n" +
+	"\fThreatIDsNil\x18\n" +
+	" \x01(\bR\fThreatIDsNil\x120\n" +
+	"\x05Until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x05Until\x12\x12\n" +
+	"\x04User\x18\f \x01(\tR\x04User\x12\x1a\n" +
+	"\bClientIP\x18\r \x01(\tR\bClientIP\x12\x14\n" +
+	"\x05Event\x18\x0e \x01(\fR\x05Event\x12\x1c\n" +
+	"\tEventType\x18\x0f \x01(\tR\tEventType\"u\n" +
+	"\x15FirewallDecisionQuery\x120\n" +
+	"\x05Since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05Since\x12\x14\n" +
+	"\x05After\x18\x02 \x01(\x03R\x05After\x12\x14\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"\x91\x01\n" +
+	"\x14FirewallDecisionList\x12A\n" +
+	"\tDecisions\x18\x01 \x03(\v2#.threatd.plugin.v2.FirewallDecisionR\tDecisions\x12\"\n" +
+	"\fDecisionsNil\x18\x02 \x01(\bR\fDecisionsNil\x12\x12\n" +
+	"\x04More\x18\x03 \x01(\bR\x04More\"\xff\x01\n" +
+	"\vHeldVersion\x12\x1c\n" +
+	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x03 \x01(\tR\aVersion\x128\n" +
+	"\tPublished\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tPublished\x128\n" +
+	"\tFirstSeen\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tFirstSeen\x120\n" +
+	"\x05Until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05Until\"e\n" +
+	"\tHeldQuery\x12,\n" +
+	"\x03Now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03Now\x12\x14\n" +
+	"\x05After\x18\x02 \x01(\tR\x05After\x12\x14\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"m\n" +
 	"\x0fAccountDeletion\x12\x14\n" +
 	"\x05Email\x18\x01 \x01(\tR\x05Email\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x12\n" +
@@ -7539,7 +8550,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xf0&\n" +
+	"\x0e_DownloadCount2\xc2,\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -7604,7 +8615,16 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\rRecordAttempt\x12!.threatd.plugin.v2.AttemptOutcome\x1a%.threatd.plugin.v2.RecordAttemptReply\x12X\n" +
 	"\x0fWebhookAttempts\x12\x1f.threatd.plugin.v2.AttemptQuery\x1a\".threatd.plugin.v2.DeliveryAttempt0\x01\x12W\n" +
 	"\fWebhookQueue\x12&.threatd.plugin.v2.WebhookQueueRequest\x1a\x1f.threatd.plugin.v2.WebhookQueue\x12T\n" +
-	"\fTrimWebhooks\x12\x1e.threatd.plugin.v2.WebhookTrim\x1a$.threatd.plugin.v2.TrimWebhooksReplyB6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
+	"\fTrimWebhooks\x12\x1e.threatd.plugin.v2.WebhookTrim\x1a$.threatd.plugin.v2.TrimWebhooksReply\x12O\n" +
+	"\fCreateWaiver\x12\x19.threatd.plugin.v2.Waiver\x1a$.threatd.plugin.v2.CreateWaiverReply\x12Q\n" +
+	"\vListWaivers\x12%.threatd.plugin.v2.ListWaiversRequest\x1a\x19.threatd.plugin.v2.Waiver0\x01\x12\\\n" +
+	"\fDeleteWaiver\x12&.threatd.plugin.v2.DeleteWaiverRequest\x1a$.threatd.plugin.v2.DeleteWaiverReply\x12e\n" +
+	"\x0fRecordDecisions\x12).threatd.plugin.v2.RecordDecisionsRequest\x1a'.threatd.plugin.v2.RecordDecisionsReply\x12b\n" +
+	"\rListDecisions\x12(.threatd.plugin.v2.FirewallDecisionQuery\x1a'.threatd.plugin.v2.FirewallDecisionList\x12_\n" +
+	"\rTrimDecisions\x12'.threatd.plugin.v2.TrimDecisionsRequest\x1a%.threatd.plugin.v2.TrimDecisionsReply\x12V\n" +
+	"\n" +
+	"RecordHeld\x12$.threatd.plugin.v2.RecordHeldRequest\x1a\".threatd.plugin.v2.RecordHeldReply\x12J\n" +
+	"\bListHeld\x12\x1c.threatd.plugin.v2.HeldQuery\x1a\x1e.threatd.plugin.v2.HeldVersion0\x01B6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
 
 var (
 	file_plugins_proto_v2_storage_proto_rawDescOnce sync.Once
@@ -7618,7 +8638,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 115)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 131)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -7673,278 +8693,324 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*RecordAttemptReply)(nil),          // 50: threatd.plugin.v2.RecordAttemptReply
 	(*WebhookQueueRequest)(nil),         // 51: threatd.plugin.v2.WebhookQueueRequest
 	(*TrimWebhooksReply)(nil),           // 52: threatd.plugin.v2.TrimWebhooksReply
-	(*User)(nil),                        // 53: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 54: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 55: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 56: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 57: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 58: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 59: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 60: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 61: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 62: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 63: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 64: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 65: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 66: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 67: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 68: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 69: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 70: threatd.plugin.v2.Review
-	(*ReviewEvent)(nil),                 // 71: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 72: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 73: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 74: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 75: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 76: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 77: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 78: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 79: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 80: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 81: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 82: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 83: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 84: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 85: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 86: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 87: threatd.plugin.v2.VersionQuery
-	(*Stats)(nil),                       // 88: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 89: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 90: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 91: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 92: threatd.plugin.v2.RateCounts
-	(*Webhook)(nil),                     // 93: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 94: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 95: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 96: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 97: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 98: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 99: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 100: threatd.plugin.v2.WebhookTrim
-	(*AccountDeletion)(nil),             // 101: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 102: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 103: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 104: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 105: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 106: threatd.plugin.v2.ImportRecord
-	(*Submission)(nil),                  // 107: threatd.plugin.v2.Submission
-	nil,                                 // 108: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 109: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 110: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 111: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 112: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 113: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 114: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 115: google.protobuf.Timestamp
+	(*CreateWaiverReply)(nil),           // 53: threatd.plugin.v2.CreateWaiverReply
+	(*ListWaiversRequest)(nil),          // 54: threatd.plugin.v2.ListWaiversRequest
+	(*DeleteWaiverRequest)(nil),         // 55: threatd.plugin.v2.DeleteWaiverRequest
+	(*DeleteWaiverReply)(nil),           // 56: threatd.plugin.v2.DeleteWaiverReply
+	(*RecordDecisionsRequest)(nil),      // 57: threatd.plugin.v2.RecordDecisionsRequest
+	(*RecordDecisionsReply)(nil),        // 58: threatd.plugin.v2.RecordDecisionsReply
+	(*TrimDecisionsRequest)(nil),        // 59: threatd.plugin.v2.TrimDecisionsRequest
+	(*TrimDecisionsReply)(nil),          // 60: threatd.plugin.v2.TrimDecisionsReply
+	(*RecordHeldRequest)(nil),           // 61: threatd.plugin.v2.RecordHeldRequest
+	(*RecordHeldReply)(nil),             // 62: threatd.plugin.v2.RecordHeldReply
+	(*User)(nil),                        // 63: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 64: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 65: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 66: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 67: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 68: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 69: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 70: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 71: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 72: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 73: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 74: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 75: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 76: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 77: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 78: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 79: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 80: threatd.plugin.v2.Review
+	(*ReviewEvent)(nil),                 // 81: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 82: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 83: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 84: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 85: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 86: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 87: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 88: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 89: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 90: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 91: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 92: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 93: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 94: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 95: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 96: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 97: threatd.plugin.v2.VersionQuery
+	(*Stats)(nil),                       // 98: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 99: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 100: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 101: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 102: threatd.plugin.v2.RateCounts
+	(*Webhook)(nil),                     // 103: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 104: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 105: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 106: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 107: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 108: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 109: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 110: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 111: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 112: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 113: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 114: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 115: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 116: threatd.plugin.v2.HeldQuery
+	(*AccountDeletion)(nil),             // 117: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 118: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 119: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 120: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 121: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 122: threatd.plugin.v2.ImportRecord
+	(*Submission)(nil),                  // 123: threatd.plugin.v2.Submission
+	nil,                                 // 124: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 125: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 126: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 127: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 128: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 129: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 130: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 131: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	108, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	109, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	66,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	66,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	77,  // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	115, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	110, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	90,  // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	111, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	112, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	113, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	115, // 11: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 12: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	115, // 13: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	115, // 14: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 15: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	115, // 16: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	57,  // 17: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	53,  // 18: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	115, // 19: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 20: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	61,  // 21: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	53,  // 22: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	101, // 23: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	115, // 24: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	53,  // 25: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	66,  // 26: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	102, // 27: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	115, // 28: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 29: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	115, // 30: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	115, // 31: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	103, // 32: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	104, // 33: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	115, // 34: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 35: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	115, // 36: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	105, // 37: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	115, // 38: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	104, // 39: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	102, // 40: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	66,  // 41: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	75,  // 42: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	115, // 43: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	104, // 44: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	105, // 45: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	115, // 46: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 47: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	115, // 48: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	115, // 49: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	115, // 50: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	115, // 51: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	115, // 52: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	115, // 53: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	115, // 54: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	82,  // 55: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	66,  // 56: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	115, // 57: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	115, // 58: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	106, // 59: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	114, // 60: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	115, // 61: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	115, // 62: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	115, // 63: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	115, // 64: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	115, // 65: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	115, // 66: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	115, // 67: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	115, // 68: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	93,  // 69: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	98,  // 70: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	115, // 71: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	115, // 72: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	115, // 73: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	115, // 74: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	115, // 75: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	115, // 76: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	115, // 77: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	107, // 78: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	66,  // 79: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	115, // 80: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	115, // 81: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 82: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	53,  // 83: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 84: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	54,  // 85: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	55,  // 86: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	56,  // 87: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	57,  // 88: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 89: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 90: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 91: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	59,  // 92: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 93: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	60,  // 94: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	61,  // 95: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 96: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 97: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 98: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	63,  // 99: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	65,  // 100: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 101: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 102: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	67,  // 103: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 104: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	69,  // 105: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	70,  // 106: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	19,  // 107: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	72,  // 108: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	74,  // 109: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	20,  // 110: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	21,  // 111: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	22,  // 112: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	76,  // 113: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	24,  // 114: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	78,  // 115: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	78,  // 116: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	79,  // 117: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	80,  // 118: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	26,  // 119: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	83,  // 120: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	85,  // 121: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	87,  // 122: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	28,  // 123: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	30,  // 124: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	32,  // 125: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	33,  // 126: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	89,  // 127: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	36,  // 128: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	91,  // 129: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	92,  // 130: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	41,  // 131: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	42,  // 132: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	93,  // 133: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	46,  // 134: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	47,  // 135: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	49,  // 136: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	94,  // 137: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	96,  // 138: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	97,  // 139: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	51,  // 140: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	100, // 141: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	1,   // 142: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	53,  // 143: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	53,  // 144: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	53,  // 145: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	53,  // 146: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	53,  // 147: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	57,  // 148: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	57,  // 149: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	58,  // 150: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	57,  // 151: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	57,  // 152: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 153: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	53,  // 154: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 155: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	62,  // 156: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 157: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	61,  // 158: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	64,  // 159: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 160: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	66,  // 161: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	66,  // 162: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 163: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	68,  // 164: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 165: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	66,  // 166: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	71,  // 167: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	73,  // 168: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	73,  // 169: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	75,  // 170: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	75,  // 171: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	75,  // 172: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	66,  // 173: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	23,  // 174: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	66,  // 175: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	25,  // 176: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	66,  // 177: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	81,  // 178: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	82,  // 179: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	84,  // 180: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	86,  // 181: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	27,  // 182: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 183: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	31,  // 184: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	88,  // 185: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	34,  // 186: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	35,  // 187: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	37,  // 188: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	38,  // 189: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	39,  // 190: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	40,  // 191: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	44,  // 192: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	45,  // 193: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	93,  // 194: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	48,  // 195: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	93,  // 196: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	95,  // 197: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	50,  // 198: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	98,  // 199: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	99,  // 200: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	52,  // 201: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	142, // [142:202] is the sub-list for method output_type
-	82,  // [82:142] is the sub-list for method input_type
-	82,  // [82:82] is the sub-list for extension type_name
-	82,  // [82:82] is the sub-list for extension extendee
-	0,   // [0:82] is the sub-list for field type_name
+	124, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	125, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	76,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	76,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	87,  // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	131, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	126, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	100, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	127, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	128, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	129, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	131, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	112, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	131, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	115, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	131, // 15: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 16: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	131, // 17: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	131, // 18: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 19: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	131, // 20: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	67,  // 21: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	63,  // 22: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	131, // 23: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 24: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	71,  // 25: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	63,  // 26: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	117, // 27: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	131, // 28: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	63,  // 29: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	76,  // 30: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	118, // 31: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	131, // 32: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 33: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	131, // 34: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	131, // 35: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	119, // 36: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	120, // 37: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	131, // 38: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 39: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	131, // 40: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	121, // 41: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	131, // 42: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	120, // 43: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	118, // 44: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	76,  // 45: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	85,  // 46: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	131, // 47: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	120, // 48: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	121, // 49: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	131, // 50: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 51: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	131, // 52: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	131, // 53: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	131, // 54: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	131, // 55: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	131, // 56: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	131, // 57: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	131, // 58: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	92,  // 59: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	76,  // 60: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	131, // 61: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	131, // 62: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	122, // 63: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	130, // 64: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	131, // 65: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 66: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	131, // 67: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	131, // 68: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	131, // 69: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	131, // 70: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	131, // 71: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	131, // 72: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	103, // 73: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	108, // 74: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	131, // 75: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	131, // 76: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	131, // 77: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	131, // 78: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	131, // 79: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	131, // 80: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	131, // 81: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	131, // 82: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	131, // 83: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	112, // 84: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	131, // 85: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	131, // 86: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	131, // 87: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	131, // 88: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	131, // 89: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	131, // 90: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	131, // 91: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	123, // 92: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	76,  // 93: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	131, // 94: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	131, // 95: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 96: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	63,  // 97: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 98: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	64,  // 99: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	65,  // 100: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	66,  // 101: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	67,  // 102: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 103: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 104: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 105: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	69,  // 106: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 107: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	70,  // 108: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	71,  // 109: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 110: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 111: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 112: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	73,  // 113: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	75,  // 114: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 115: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 116: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	77,  // 117: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 118: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	79,  // 119: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	80,  // 120: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	19,  // 121: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	82,  // 122: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	84,  // 123: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	20,  // 124: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	21,  // 125: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	22,  // 126: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	86,  // 127: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	24,  // 128: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	88,  // 129: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	88,  // 130: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	89,  // 131: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	90,  // 132: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	26,  // 133: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	93,  // 134: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	95,  // 135: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	97,  // 136: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	28,  // 137: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	30,  // 138: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	32,  // 139: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	33,  // 140: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	99,  // 141: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	36,  // 142: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	101, // 143: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	102, // 144: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	41,  // 145: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	42,  // 146: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	103, // 147: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	46,  // 148: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	47,  // 149: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	49,  // 150: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	104, // 151: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	106, // 152: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	107, // 153: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	51,  // 154: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	110, // 155: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	111, // 156: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	54,  // 157: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	55,  // 158: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	57,  // 159: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	113, // 160: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	59,  // 161: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	61,  // 162: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	116, // 163: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	1,   // 164: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	63,  // 165: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	63,  // 166: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	63,  // 167: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	63,  // 168: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	63,  // 169: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	67,  // 170: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	67,  // 171: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	68,  // 172: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	67,  // 173: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	67,  // 174: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 175: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	63,  // 176: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 177: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	72,  // 178: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 179: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	71,  // 180: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	74,  // 181: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 182: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	76,  // 183: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	76,  // 184: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 185: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	78,  // 186: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 187: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	76,  // 188: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	81,  // 189: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	83,  // 190: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	83,  // 191: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	85,  // 192: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	85,  // 193: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	85,  // 194: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	76,  // 195: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	23,  // 196: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	76,  // 197: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	25,  // 198: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	76,  // 199: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	91,  // 200: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	92,  // 201: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	94,  // 202: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	96,  // 203: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	27,  // 204: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 205: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	31,  // 206: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	98,  // 207: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	34,  // 208: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	35,  // 209: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	37,  // 210: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	38,  // 211: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	39,  // 212: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	40,  // 213: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	44,  // 214: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	45,  // 215: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	103, // 216: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	48,  // 217: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	103, // 218: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	105, // 219: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	50,  // 220: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	108, // 221: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	109, // 222: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	52,  // 223: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	53,  // 224: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	111, // 225: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	56,  // 226: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	58,  // 227: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	114, // 228: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	60,  // 229: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	62,  // 230: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	115, // 231: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	164, // [164:232] is the sub-list for method output_type
+	96,  // [96:164] is the sub-list for method input_type
+	96,  // [96:96] is the sub-list for extension type_name
+	96,  // [96:96] is the sub-list for extension extendee
+	0,   // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -7952,20 +9018,20 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[53].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[54].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[55].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[63].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[103].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[105].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[107].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[64].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[65].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[73].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[119].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[121].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[123].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   115,
+			NumMessages:   131,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

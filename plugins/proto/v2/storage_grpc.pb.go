@@ -88,6 +88,14 @@ const (
 	Storage_WebhookAttempts_FullMethodName      = "/threatd.plugin.v2.Storage/WebhookAttempts"
 	Storage_WebhookQueue_FullMethodName         = "/threatd.plugin.v2.Storage/WebhookQueue"
 	Storage_TrimWebhooks_FullMethodName         = "/threatd.plugin.v2.Storage/TrimWebhooks"
+	Storage_CreateWaiver_FullMethodName         = "/threatd.plugin.v2.Storage/CreateWaiver"
+	Storage_ListWaivers_FullMethodName          = "/threatd.plugin.v2.Storage/ListWaivers"
+	Storage_DeleteWaiver_FullMethodName         = "/threatd.plugin.v2.Storage/DeleteWaiver"
+	Storage_RecordDecisions_FullMethodName      = "/threatd.plugin.v2.Storage/RecordDecisions"
+	Storage_ListDecisions_FullMethodName        = "/threatd.plugin.v2.Storage/ListDecisions"
+	Storage_TrimDecisions_FullMethodName        = "/threatd.plugin.v2.Storage/TrimDecisions"
+	Storage_RecordHeld_FullMethodName           = "/threatd.plugin.v2.Storage/RecordHeld"
+	Storage_ListHeld_FullMethodName             = "/threatd.plugin.v2.Storage/ListHeld"
 )
 
 // StorageClient is the client API for Storage service.
@@ -282,6 +290,29 @@ type StorageClient interface {
 	// subscription), and finished deliveries (with their attempts) older
 	// than t.FinishedBefore are deleted. It returns how many expired.
 	TrimWebhooks(ctx context.Context, in *WebhookTrim, opts ...grpc.CallOption) (*TrimWebhooksReply, error)
+	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more
+	// than MaxWaivers in force (ErrLimit).
+	CreateWaiver(ctx context.Context, in *Waiver, opts ...grpc.CallOption) (*CreateWaiverReply, error)
+	// ListWaivers returns the waivers that end after now (every one when
+	// now is zero), newest first, at most MaxWaivers.
+	ListWaivers(ctx context.Context, in *ListWaiversRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Waiver], error)
+	// DeleteWaiver removes a waiver (ErrNotFound when there is none).
+	DeleteWaiver(ctx context.Context, in *DeleteWaiverRequest, opts ...grpc.CallOption) (*DeleteWaiverReply, error)
+	// RecordDecisions stores decisions in one transaction, and queues the
+	// event of each that has one for every subscription that names its
+	// type (and its ecosystem, when the subscription has one).
+	RecordDecisions(ctx context.Context, in *RecordDecisionsRequest, opts ...grpc.CallOption) (*RecordDecisionsReply, error)
+	// ListDecisions returns one page of decisions (q.Limit 1..MaxPage).
+	ListDecisions(ctx context.Context, in *FirewallDecisionQuery, opts ...grpc.CallOption) (*FirewallDecisionList, error)
+	// TrimDecisions removes the decisions made before before and the
+	// holds that ended before it; returns how many decisions went.
+	TrimDecisions(ctx context.Context, in *TrimDecisionsRequest, opts ...grpc.CallOption) (*TrimDecisionsReply, error)
+	// RecordHeld stores versions seen held: a version already stored
+	// keeps its first_seen, and takes the new published and until.
+	RecordHeld(ctx context.Context, in *RecordHeldRequest, opts ...grpc.CallOption) (*RecordHeldReply, error)
+	// ListHeld returns one page of the versions held at q.Now
+	// (q.Limit 1..MaxPage).
+	ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error)
 }
 
 type storageClient struct {
@@ -1084,6 +1115,104 @@ func (c *storageClient) TrimWebhooks(ctx context.Context, in *WebhookTrim, opts 
 	return out, nil
 }
 
+func (c *storageClient) CreateWaiver(ctx context.Context, in *Waiver, opts ...grpc.CallOption) (*CreateWaiverReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateWaiverReply)
+	err := c.cc.Invoke(ctx, Storage_CreateWaiver_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListWaivers(ctx context.Context, in *ListWaiversRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Waiver], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[22], Storage_ListWaivers_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListWaiversRequest, Waiver]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListWaiversClient = grpc.ServerStreamingClient[Waiver]
+
+func (c *storageClient) DeleteWaiver(ctx context.Context, in *DeleteWaiverRequest, opts ...grpc.CallOption) (*DeleteWaiverReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWaiverReply)
+	err := c.cc.Invoke(ctx, Storage_DeleteWaiver_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) RecordDecisions(ctx context.Context, in *RecordDecisionsRequest, opts ...grpc.CallOption) (*RecordDecisionsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordDecisionsReply)
+	err := c.cc.Invoke(ctx, Storage_RecordDecisions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListDecisions(ctx context.Context, in *FirewallDecisionQuery, opts ...grpc.CallOption) (*FirewallDecisionList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FirewallDecisionList)
+	err := c.cc.Invoke(ctx, Storage_ListDecisions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) TrimDecisions(ctx context.Context, in *TrimDecisionsRequest, opts ...grpc.CallOption) (*TrimDecisionsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrimDecisionsReply)
+	err := c.cc.Invoke(ctx, Storage_TrimDecisions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) RecordHeld(ctx context.Context, in *RecordHeldRequest, opts ...grpc.CallOption) (*RecordHeldReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordHeldReply)
+	err := c.cc.Invoke(ctx, Storage_RecordHeld_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[23], Storage_ListHeld_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HeldQuery, HeldVersion]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListHeldClient = grpc.ServerStreamingClient[HeldVersion]
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -1276,6 +1405,29 @@ type StorageServer interface {
 	// subscription), and finished deliveries (with their attempts) older
 	// than t.FinishedBefore are deleted. It returns how many expired.
 	TrimWebhooks(context.Context, *WebhookTrim) (*TrimWebhooksReply, error)
+	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more
+	// than MaxWaivers in force (ErrLimit).
+	CreateWaiver(context.Context, *Waiver) (*CreateWaiverReply, error)
+	// ListWaivers returns the waivers that end after now (every one when
+	// now is zero), newest first, at most MaxWaivers.
+	ListWaivers(*ListWaiversRequest, grpc.ServerStreamingServer[Waiver]) error
+	// DeleteWaiver removes a waiver (ErrNotFound when there is none).
+	DeleteWaiver(context.Context, *DeleteWaiverRequest) (*DeleteWaiverReply, error)
+	// RecordDecisions stores decisions in one transaction, and queues the
+	// event of each that has one for every subscription that names its
+	// type (and its ecosystem, when the subscription has one).
+	RecordDecisions(context.Context, *RecordDecisionsRequest) (*RecordDecisionsReply, error)
+	// ListDecisions returns one page of decisions (q.Limit 1..MaxPage).
+	ListDecisions(context.Context, *FirewallDecisionQuery) (*FirewallDecisionList, error)
+	// TrimDecisions removes the decisions made before before and the
+	// holds that ended before it; returns how many decisions went.
+	TrimDecisions(context.Context, *TrimDecisionsRequest) (*TrimDecisionsReply, error)
+	// RecordHeld stores versions seen held: a version already stored
+	// keeps its first_seen, and takes the new published and until.
+	RecordHeld(context.Context, *RecordHeldRequest) (*RecordHeldReply, error)
+	// ListHeld returns one page of the versions held at q.Now
+	// (q.Limit 1..MaxPage).
+	ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -1465,6 +1617,30 @@ func (UnimplementedStorageServer) WebhookQueue(context.Context, *WebhookQueueReq
 }
 func (UnimplementedStorageServer) TrimWebhooks(context.Context, *WebhookTrim) (*TrimWebhooksReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method TrimWebhooks not implemented")
+}
+func (UnimplementedStorageServer) CreateWaiver(context.Context, *Waiver) (*CreateWaiverReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateWaiver not implemented")
+}
+func (UnimplementedStorageServer) ListWaivers(*ListWaiversRequest, grpc.ServerStreamingServer[Waiver]) error {
+	return status.Error(codes.Unimplemented, "method ListWaivers not implemented")
+}
+func (UnimplementedStorageServer) DeleteWaiver(context.Context, *DeleteWaiverRequest) (*DeleteWaiverReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWaiver not implemented")
+}
+func (UnimplementedStorageServer) RecordDecisions(context.Context, *RecordDecisionsRequest) (*RecordDecisionsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordDecisions not implemented")
+}
+func (UnimplementedStorageServer) ListDecisions(context.Context, *FirewallDecisionQuery) (*FirewallDecisionList, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDecisions not implemented")
+}
+func (UnimplementedStorageServer) TrimDecisions(context.Context, *TrimDecisionsRequest) (*TrimDecisionsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method TrimDecisions not implemented")
+}
+func (UnimplementedStorageServer) RecordHeld(context.Context, *RecordHeldRequest) (*RecordHeldReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordHeld not implemented")
+}
+func (UnimplementedStorageServer) ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error {
+	return status.Error(codes.Unimplemented, "method ListHeld not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -2409,6 +2585,136 @@ func _Storage_TrimWebhooks_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_CreateWaiver_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Waiver)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).CreateWaiver(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_CreateWaiver_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).CreateWaiver(ctx, req.(*Waiver))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListWaivers_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListWaiversRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListWaivers(m, &grpc.GenericServerStream[ListWaiversRequest, Waiver]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListWaiversServer = grpc.ServerStreamingServer[Waiver]
+
+func _Storage_DeleteWaiver_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteWaiverRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).DeleteWaiver(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_DeleteWaiver_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).DeleteWaiver(ctx, req.(*DeleteWaiverRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_RecordDecisions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordDecisionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RecordDecisions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RecordDecisions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RecordDecisions(ctx, req.(*RecordDecisionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListDecisions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FirewallDecisionQuery)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ListDecisions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ListDecisions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ListDecisions(ctx, req.(*FirewallDecisionQuery))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_TrimDecisions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrimDecisionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).TrimDecisions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_TrimDecisions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).TrimDecisions(ctx, req.(*TrimDecisionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_RecordHeld_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordHeldRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RecordHeld(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RecordHeld_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RecordHeld(ctx, req.(*RecordHeldRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListHeld_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(HeldQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListHeld(m, &grpc.GenericServerStream[HeldQuery, HeldVersion]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListHeldServer = grpc.ServerStreamingServer[HeldVersion]
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2568,6 +2874,30 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "TrimWebhooks",
 			Handler:    _Storage_TrimWebhooks_Handler,
 		},
+		{
+			MethodName: "CreateWaiver",
+			Handler:    _Storage_CreateWaiver_Handler,
+		},
+		{
+			MethodName: "DeleteWaiver",
+			Handler:    _Storage_DeleteWaiver_Handler,
+		},
+		{
+			MethodName: "RecordDecisions",
+			Handler:    _Storage_RecordDecisions_Handler,
+		},
+		{
+			MethodName: "ListDecisions",
+			Handler:    _Storage_ListDecisions_Handler,
+		},
+		{
+			MethodName: "TrimDecisions",
+			Handler:    _Storage_TrimDecisions_Handler,
+		},
+		{
+			MethodName: "RecordHeld",
+			Handler:    _Storage_RecordHeld_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -2678,6 +3008,16 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WebhookAttempts",
 			Handler:       _Storage_WebhookAttempts_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListWaivers",
+			Handler:       _Storage_ListWaivers_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListHeld",
+			Handler:       _Storage_ListHeld_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,0 +1,260 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The firewall's rules (docs/firewall.md): why a version is refused,
+// warned of or watched.
+const (
+	RuleMalicious      = "malicious"       // a verified report names the version
+	RuleQuarantine     = "quarantine"      // younger than its quarantine
+	RuleInstallScripts = "install_scripts" // npm: adds an install script
+)
+
+// FirewallRules are the rules, in the order they are judged.
+var FirewallRules = []string{RuleMalicious, RuleQuarantine, RuleInstallScripts}
+
+// The actions of a rule (firewall.rules.<rule>), and "waived": a rule a
+// waiver lifted, recorded each time it is used.
+const (
+	ActionBlock   = "block"
+	ActionWarn    = "warn"
+	ActionMonitor = "monitor"
+	ActionOff     = "off"
+	ActionWaived  = "waived"
+)
+
+// FirewallActions are the actions a rule may be given, strongest first.
+var FirewallActions = []string{ActionBlock, ActionWarn, ActionMonitor, ActionOff}
+
+// FirewallEcosystems are the firewall's names of the registries it serves
+// and will serve: lower case, in configuration, commands, API bodies,
+// decisions and messages.
+var FirewallEcosystems = []string{"npm", "pypi", "go", "maven", "cargo", "rubygems", "nuget", "oci"}
+
+// FirewallEcosystem reads an ecosystem's firewall name in any case.
+func FirewallEcosystem(field, name string) (string, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if !slices.Contains(FirewallEcosystems, n) {
+		return "", Invalid(field, "unknown ecosystem %q: ecosystems are %s", name, strings.Join(FirewallEcosystems, ", "))
+	}
+	return n, nil
+}
+
+// The webhook events of the firewall's decisions (a subscription receives
+// them only when it names them).
+const (
+	EventFirewallBlocked = "firewall.blocked"
+	EventFirewallWarned  = "firewall.warned"
+)
+
+// MaxWaiverReason bounds a waiver's reason; MaxWaiverName its name glob.
+const (
+	MaxWaiverReason = 1000
+	MaxWaiverName   = 512
+	// MaxWaiverFor bounds how long a waiver may last.
+	MaxWaiverFor = 366 * 24 * time.Hour
+	// MaxWaivers bounds the waivers in force: every daemon keeps them all
+	// in memory and judges each request against them.
+	MaxWaivers = 10000
+)
+
+// Waiver lifts one rule for one package version, or every version of the
+// names a glob matches, until it ends.
+type Waiver struct {
+	ID        string
+	Ecosystem string
+	// Name is a package name or a glob (* any run, ? one character).
+	Name string
+	// Version is "" for every version.
+	Version   string
+	Rule      string
+	Reason    string
+	CreatedBy string
+	CreatedAt time.Time
+	Until     time.Time
+}
+
+// WaiverRequest is a waiver as a person asks for it.
+type WaiverRequest struct {
+	Ecosystem, Name, Version, Rule, Reason string
+	// For is how long it lasts ("72h", "7d"); Until an end instead.
+	For   string
+	Until time.Time
+}
+
+// ParseFor reads a waiver's or a quarantine's duration: Go's form ("48h",
+// "90m") or whole days ("7d"), positive.
+func ParseFor(field, s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, Invalid(field, "is required (a duration such as 72h or 7d)")
+	}
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err != nil || fmt.Sprint(days) != n {
+			return 0, Invalid(field, "%q is not a duration (such as 72h or 7d)", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, Invalid(field, "%q is not a duration (such as 72h or 7d)", s)
+		}
+	}
+	if d <= 0 {
+		return 0, Invalid(field, "must be positive (got %q)", s)
+	}
+	return d, nil
+}
+
+// NewWaiver validates a waiver request made by createdBy at now.
+func NewWaiver(r WaiverRequest, createdBy string, now time.Time) (Waiver, error) {
+	now = now.UTC().Truncate(time.Microsecond)
+	w := Waiver{ID: uuid.NewString(), CreatedBy: createdBy, CreatedAt: now}
+	var err error
+	if w.Ecosystem, err = FirewallEcosystem("ecosystem", r.Ecosystem); err != nil {
+		return Waiver{}, err
+	}
+	w.Name = strings.TrimSpace(r.Name)
+	switch {
+	case w.Name == "":
+		return Waiver{}, Invalid("name", "is required (a package name or a glob such as @acme/*)")
+	case len(w.Name) > MaxWaiverName:
+		return Waiver{}, Invalid("name", "is longer than %d bytes", MaxWaiverName)
+	case strings.ContainsAny(w.Name, "\x00\r\n\t "):
+		return Waiver{}, Invalid("name", "contains white space or control characters")
+	}
+	w.Version = strings.TrimSpace(r.Version)
+	if len(w.Version) > 256 || strings.ContainsAny(w.Version, "\x00\r\n\t *") {
+		return Waiver{}, Invalid("version", "must be one version, at most 256 bytes, without spaces or globs (got %q)", w.Version)
+	}
+	if w.Rule = strings.TrimSpace(r.Rule); !slices.Contains(FirewallRules, w.Rule) {
+		if w.Rule == "" {
+			return Waiver{}, Invalid("rule", "is required: rules are %s", strings.Join(FirewallRules, ", "))
+		}
+		return Waiver{}, Invalid("rule", "unknown rule %q: rules are %s", w.Rule, strings.Join(FirewallRules, ", "))
+	}
+	if w.Reason = strings.TrimSpace(r.Reason); w.Reason == "" {
+		return Waiver{}, Invalid("reason", "is required: say why the rule is lifted")
+	} else if len(w.Reason) > MaxWaiverReason {
+		return Waiver{}, Invalid("reason", "is longer than %d bytes", MaxWaiverReason)
+	}
+	switch {
+	case strings.TrimSpace(r.For) != "" && !r.Until.IsZero():
+		return Waiver{}, Invalid("for", "give either for or until, not both")
+	case strings.TrimSpace(r.For) != "":
+		d, err := ParseFor("for", r.For)
+		if err != nil {
+			return Waiver{}, err
+		}
+		if d > MaxWaiverFor {
+			return Waiver{}, Invalid("for", "is longer than %s (366 days): a waiver must end", MaxWaiverFor)
+		}
+		w.Until = now.Add(d)
+	case !r.Until.IsZero():
+		if !r.Until.After(now) {
+			return Waiver{}, Invalid("until", "is in the past (%s)", r.Until.UTC().Format(time.RFC3339))
+		}
+		if r.Until.Sub(now) > MaxWaiverFor {
+			return Waiver{}, Invalid("until", "is more than 366 days away: a waiver must end")
+		}
+		w.Until = r.Until.UTC().Truncate(time.Microsecond)
+	default:
+		return Waiver{}, Invalid("for", "is required: a waiver must end (a duration such as 72h or 7d)")
+	}
+	return w, nil
+}
+
+// FirewallDecision is one firewall decision about one package version: refused,
+// warned of, watched or let through by a waiver.
+type FirewallDecision struct {
+	// Seq orders decisions (assigned by the store).
+	Seq       int64
+	Time      time.Time
+	Ecosystem string
+	Name      string
+	Version   string
+	Purl      string
+	Rule      string
+	Action    string
+	ThreatIDs []string
+	// Until is when a quarantine hold ends (zero otherwise).
+	Until    time.Time
+	User     string
+	ClientIP string
+	// Event is the webhook body of the decision (firewall.blocked or
+	// firewall.warned), nil when it is no event; EventType its type.
+	Event     []byte
+	EventType string
+}
+
+// FirewallDecisionQuery is one page of decisions: those at or after Since, after
+// the cursor After (a Seq), oldest first.
+type FirewallDecisionQuery struct {
+	Since time.Time
+	After int64
+	Limit int
+}
+
+// FirewallDecisionList is a page of decisions; More says whether more follow.
+type FirewallDecisionList struct {
+	Decisions []FirewallDecision
+	More      bool
+}
+
+// HeldVersion is a version in quarantine as a daemon saw it: published (or first
+// seen, when its registry gave no time) and held until.
+type HeldVersion struct {
+	Ecosystem string
+	Name      string
+	Version   string
+	Published time.Time
+	FirstSeen time.Time
+	Until     time.Time
+}
+
+// HeldQuery is one page of the versions held at Now, by the end of their
+// hold, then ecosystem, name and version; After is the cursor: the last
+// row's until (RFC 3339 with nanoseconds), ecosystem, name and version
+// joined by NUL.
+type HeldQuery struct {
+	Now   time.Time
+	After string
+	Limit int
+}
+
+// FirewallStore keeps the firewall's waivers, decisions and held versions.
+type FirewallStore interface {
+	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more
+	// than MaxWaivers in force (ErrLimit).
+	CreateWaiver(ctx context.Context, w Waiver) error
+	// ListWaivers returns the waivers that end after now (every one when
+	// now is zero), newest first, at most MaxWaivers.
+	ListWaivers(ctx context.Context, now time.Time) ([]Waiver, error)
+	// DeleteWaiver removes a waiver (ErrNotFound when there is none).
+	DeleteWaiver(ctx context.Context, id string) error
+	// RecordDecisions stores decisions in one transaction, and queues the
+	// event of each that has one for every subscription that names its
+	// type (and its ecosystem, when the subscription has one).
+	RecordDecisions(ctx context.Context, ds []FirewallDecision) error
+	// ListDecisions returns one page of decisions (q.Limit 1..MaxPage).
+	ListDecisions(ctx context.Context, q FirewallDecisionQuery) (FirewallDecisionList, error)
+	// TrimDecisions removes the decisions made before before and the
+	// holds that ended before it; returns how many decisions went.
+	TrimDecisions(ctx context.Context, before time.Time) (int64, error)
+	// RecordHeld stores versions seen held: a version already stored
+	// keeps its first_seen, and takes the new published and until.
+	RecordHeld(ctx context.Context, hs []HeldVersion) error
+	// ListHeld returns one page of the versions held at q.Now
+	// (q.Limit 1..MaxPage).
+	ListHeld(ctx context.Context, q HeldQuery) ([]HeldVersion, error)
+}

@@ -1,0 +1,146 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// testFirewall: waivers are stored, listed while in force and removed;
+// decisions are stored, paged in order and their events queued for the
+// subscriptions that name them; held versions keep their first sighting.
+func testFirewall(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	at := now()
+
+	w1, err := core.NewWaiver(core.WaiverRequest{Ecosystem: "npm", Name: "left-pad", Version: "1.0.1", Rule: "malicious", Reason: "false positive", For: "1h"}, "rita@example.com", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := core.NewWaiver(core.WaiverRequest{Ecosystem: "pypi", Name: "acme-*", Rule: "quarantine", Reason: "our own", For: "2h"}, "rita@example.com", at.Add(time.Second))
+	for _, w := range []core.Waiver{w1, w2} {
+		if err := s.CreateWaiver(c, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ListWaivers(c, at.Add(90*time.Minute))
+	if err != nil || len(got) != 1 || got[0] != w2 {
+		t.Fatalf("waivers in force after 90 min: %+v %v (want %+v)", got, err, w2)
+	}
+	if got, _ := s.ListWaivers(c, time.Time{}); len(got) != 2 || got[0].ID != w2.ID || got[1] != w1 {
+		t.Fatalf("every waiver, newest first: %+v", got)
+	}
+	if err := s.DeleteWaiver(c, w1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteWaiver(c, w1.ID); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("deleting twice: %v", err)
+	}
+
+	// Decisions: one subscription names firewall.blocked for npm, one
+	// names the report events only.
+	blocked := webhook(t, s, []string{core.EventFirewallBlocked}, "npm")
+	reports := webhook(t, s, nil, "")
+	var ds []core.FirewallDecision
+	for i := range 1203 {
+		d := core.FirewallDecision{Time: at.Add(time.Duration(i%7) * time.Millisecond), Ecosystem: "npm", Name: "evil", Version: fmt.Sprintf("1.0.%d", i),
+			Purl: fmt.Sprintf("pkg:npm/evil@1.0.%d", i), Rule: core.RuleMalicious, Action: core.ActionBlock, ThreatIDs: []string{"t1", "t2"},
+			User: "dev@example.com", ClientIP: "127.0.0.1"}
+		if i%2 == 0 {
+			d.Event, d.EventType = []byte(fmt.Sprintf(`{"type":"firewall.blocked","n":%d}`, i)), core.EventFirewallBlocked
+		}
+		if i == 1 {
+			d.Rule, d.Action, d.Until, d.ThreatIDs = core.RuleQuarantine, core.ActionWarn, at.Add(time.Hour), nil
+			d.Event, d.EventType = []byte(`{"type":"firewall.warned"}`), core.EventFirewallWarned
+		}
+		ds = append(ds, d)
+	}
+	if err := s.RecordDecisions(c, ds); err != nil {
+		t.Fatal(err)
+	}
+	var listed []core.FirewallDecision
+	q := core.FirewallDecisionQuery{Since: at, Limit: 500}
+	for {
+		page, err := s.ListDecisions(c, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, page.Decisions...)
+		if !page.More {
+			break
+		}
+		q.After = page.Decisions[len(page.Decisions)-1].Seq
+	}
+	if len(listed) != len(ds) {
+		t.Fatalf("listed %d decisions of %d", len(listed), len(ds))
+	}
+	seen := map[string]bool{}
+	for i, d := range listed {
+		if seen[d.Version] {
+			t.Fatalf("%s listed twice", d.Version)
+		}
+		seen[d.Version] = true
+		if i > 0 && (d.Time.Before(listed[i-1].Time) || d.Time.Equal(listed[i-1].Time) && d.Seq <= listed[i-1].Seq) {
+			t.Fatalf("out of order at %d", i)
+		}
+		if d.Version == "1.0.1" && (d.Action != core.ActionWarn || !d.Until.Equal(at.Add(time.Hour)) || d.ThreatIDs != nil) {
+			t.Fatalf("warned decision: %+v", d)
+		}
+		if d.Version == "1.0.2" && (d.User != "dev@example.com" || d.ClientIP != "127.0.0.1" || len(d.ThreatIDs) != 2 || d.Purl != "pkg:npm/evil@1.0.2") {
+			t.Fatalf("blocked decision: %+v", d)
+		}
+	}
+	if page, err := s.ListDecisions(c, core.FirewallDecisionQuery{Since: at.Add(6 * time.Millisecond), Limit: 10000}); err != nil || len(page.Decisions) != 1203/7 || page.More {
+		t.Fatalf("since: %d %v", len(page.Decisions), err)
+	}
+	if _, err := s.ListDecisions(c, core.FirewallDecisionQuery{Limit: 0}); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("limit 0: %v", err)
+	}
+	due, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Hour), Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := 0
+	for _, d := range due {
+		if d.WebhookID == reports.ID {
+			t.Fatalf("a subscription without firewall events got %+v", d)
+		}
+		if d.WebhookID == blocked.ID {
+			events++
+			if d.Seq >= 0 || d.Kind != core.EventFirewallBlocked || d.Payload == nil {
+				t.Fatalf("firewall delivery: %+v", d)
+			}
+		}
+	}
+	if events != 602 {
+		t.Fatalf("%d firewall.blocked deliveries, want 602", events)
+	}
+
+	// Held versions keep their first sighting.
+	first := at.Add(-time.Hour)
+	if err := s.RecordHeld(c, []core.HeldVersion{
+		{Ecosystem: "pypi", Name: "fresh", Version: "2.0", FirstSeen: first, Until: at.Add(47 * time.Hour)},
+		{Ecosystem: "npm", Name: "new", Version: "1.0.0", Published: at, FirstSeen: at, Until: at.Add(48 * time.Hour)},
+		{Ecosystem: "go", Name: "example.com/old", Version: "v1.0.0", Published: at.Add(-50 * time.Hour), FirstSeen: at, Until: at.Add(-2 * time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordHeld(c, []core.HeldVersion{{Ecosystem: "pypi", Name: "fresh", Version: "2.0", FirstSeen: at, Until: at.Add(46 * time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.ListHeld(c, core.HeldQuery{Now: at, Limit: 1})
+	if err != nil || len(held) != 1 || held[0].Name != "fresh" || !held[0].FirstSeen.Equal(first) || !held[0].Until.Equal(at.Add(46*time.Hour)) {
+		t.Fatalf("first held: %+v %v", held, err)
+	}
+	after := held[0].Until.Format(time.RFC3339Nano) + "\x00pypi\x00fresh\x002.0"
+	if held, err = s.ListHeld(c, core.HeldQuery{Now: at, After: after, Limit: 10}); err != nil || len(held) != 1 || held[0].Name != "new" || !held[0].Published.Equal(at) {
+		t.Fatalf("next held: %+v %v", held, err)
+	}
+	if n, err := s.TrimDecisions(c, at.Add(3*time.Millisecond)); err != nil || n != int64(1203/7*3+min(1203%7, 3)) {
+		t.Fatalf("trimmed %d: %v", n, err)
+	}
+}
