@@ -194,6 +194,23 @@ type File struct {
 type Published struct {
 	Version string
 	Time    time.Time
+	// NewScripts are the install scripts it declares that the version
+	// before it (Previous) did not (npm's install_scripts rule).
+	NewScripts []string
+	Previous   string
+}
+
+// FactSource is an adapter that says where the facts of a package's
+// versions are (publish times, install scripts: Versions reads them),
+// for the quarantine and install_scripts rules: one document of every
+// version (npm's full document, PyPI's JSON page), or one per version
+// (Go's .info).
+type FactSource interface {
+	// FactsDocument is the upstream path and Accept of the document of
+	// every version of name; path "" when each version has its own.
+	FactsDocument(name string) (path, accept string)
+	// VersionFactsPath is the upstream path of one version's document.
+	VersionFactsPath(name, version string) string
 }
 
 // JudgeOf is the Judge of a verdict: a version is refused when a report

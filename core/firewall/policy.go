@@ -26,6 +26,8 @@ type Policy struct {
 	index Matcher
 	// private holds, per registry, the name globs that reports never block.
 	private map[string][]string
+	// settings are the rules' actions and the quarantine.
+	settings Settings
 }
 
 // NewPolicy returns a policy over index with the private name globs of each
@@ -33,6 +35,7 @@ type Policy struct {
 // matches any run of characters, "/" included, and ? one character.
 func NewPolicy(index Matcher, private map[string][]string, served []string) (*Policy, error) {
 	p := &Policy{index: index, private: map[string][]string{}}
+	p.settings.Actions = DefaultActions
 	for reg, globs := range private {
 		if !slices.Contains(served, reg) {
 			return nil, fmt.Errorf("firewall.private: %q is not a registry the firewall serves (%s)", reg, strings.Join(served, ", "))
@@ -45,6 +48,16 @@ func NewPolicy(index Matcher, private map[string][]string, served []string) (*Po
 		}
 	}
 	return p, nil
+}
+
+// Configure sets the rules' actions and the quarantine (validated against
+// the registries served).
+func (p *Policy) Configure(s Settings, served []string) error {
+	if err := s.check(served); err != nil {
+		return err
+	}
+	p.settings = s
+	return nil
 }
 
 // foldName is the form names and globs are compared in: npm and PyPI names

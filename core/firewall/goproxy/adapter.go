@@ -1,8 +1,10 @@
 package goproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"golang.org/x/mod/semver"
 
@@ -87,6 +89,17 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (f
 // Versions reads a version list (which carries no times: a version's
 // .info does).
 func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
+	if b := bytes.TrimSpace(doc.Body); len(b) > 0 && b[0] == '{' {
+		// A version's .info: its Time is when the origin published it.
+		var info struct {
+			Version string
+			Time    time.Time
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			return nil, err
+		}
+		return []firewall.Published{{Version: info.Version, Time: info.Time}}, nil
+	}
 	var out []firewall.Published
 	for line := range strings.SplitSeq(string(doc.Body), "\n") {
 		if v := strings.TrimSpace(line); v != "" {
@@ -95,6 +108,12 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 	}
 	return out, nil
 }
+
+// FactsDocument is none: each version has its .info.
+func (Adapter) FactsDocument(string) (string, string) { return "", "" }
+
+// VersionFactsPath is a version's .info.
+func (Adapter) VersionFactsPath(mod, version string) string { return FilePath(mod, version, ".info") }
 
 // VersionOf reads an .info document's (@latest's) Version.
 func (Adapter) VersionOf(doc firewall.Document) (string, error) {

@@ -3,6 +3,7 @@ package npm
 import (
 	"encoding/json"
 	"fmt"
+	"golang.org/x/mod/semver"
 	"path"
 	"slices"
 	"strings"
@@ -82,8 +83,10 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, base string)
 // Versions reads a package document's versions and their times.
 func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 	var d struct {
-		Versions map[string]json.RawMessage `json:"versions"`
-		Time     map[string]string          `json:"time"`
+		Versions map[string]struct {
+			Scripts map[string]json.RawMessage `json:"scripts"`
+		} `json:"versions"`
+		Time map[string]string `json:"time"`
 	}
 	if err := json.Unmarshal(doc.Body, &d); err != nil {
 		return nil, err
@@ -96,8 +99,44 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 		}
 		out = append(out, p)
 	}
+	// The install scripts each version adds to the one before it by
+	// semver (versions that are not semver are left out).
+	bySemver := slices.Clone(out)
+	bySemver = slices.DeleteFunc(bySemver, func(p firewall.Published) bool { return !semver.IsValid("v" + p.Version) })
+	slices.SortFunc(bySemver, func(a, b firewall.Published) int { return semver.Compare("v"+a.Version, "v"+b.Version) })
+	at := map[string]int{}
+	for i, p := range out {
+		at[p.Version] = i
+	}
+	for i := 1; i < len(bySemver); i++ {
+		prev, cur := d.Versions[bySemver[i-1].Version].Scripts, d.Versions[bySemver[i].Version].Scripts
+		var added []string
+		for _, k := range InstallScripts {
+			if _, has := cur[k]; has {
+				if _, had := prev[k]; !had {
+					added = append(added, k)
+				}
+			}
+		}
+		if added != nil {
+			o := &out[at[bySemver[i].Version]]
+			o.NewScripts, o.Previous = added, bySemver[i-1].Version
+		}
+	}
 	return out, nil
 }
+
+// InstallScripts are the scripts npm runs when it installs a package.
+var InstallScripts = []string{"preinstall", "install", "postinstall"}
+
+// FactsDocument is the full package document: only it has time and
+// scripts (the abbreviated one npm asks for has neither).
+func (Adapter) FactsDocument(name string) (string, string) {
+	return DocumentPath(name), "application/json"
+}
+
+// VersionFactsPath is unused: the package document has every version.
+func (Adapter) VersionFactsPath(name, version string) string { return VersionPath(name, version) }
 
 // Files reads the tarballs a package document lists: by file name, the
 // versions whose dist.tarball names it (one, unless the document is odd)

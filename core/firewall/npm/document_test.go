@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // referenceRewrite is the firewall's first rewrite of a package document,
@@ -270,5 +273,33 @@ func TestHighestRelease(t *testing.T) {
 		if got := highestRelease(c.versions); got != c.want {
 			t.Errorf("%v: %q, want %q", c.versions, got, c.want)
 		}
+	}
+}
+
+// TestVersionsNewScripts: a version that adds an install script to the
+// one before it by semver (not by publish order) is flagged, once.
+func TestVersionsNewScripts(t *testing.T) {
+	doc := `{"versions":{
+ "1.0.0":{"scripts":{"test":"jest"}},
+ "1.0.1":{"scripts":{"test":"jest","postinstall":"node x.js"}},
+ "1.0.2":{"scripts":{"postinstall":"node x.js"}},
+ "1.0.10":{"scripts":{"postinstall":"node x.js","preinstall":"curl"}},
+ "2.0.0-beta":{}
+},"time":{"1.0.0":"2026-01-01T00:00:00.000Z","1.0.10":"2026-11-25T10:00:00.000Z"}}`
+	got, err := Adapter{}.Versions(firewall.Document{Body: []byte(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := map[string]string{}
+	for _, p := range got {
+		if p.NewScripts != nil {
+			flagged[p.Version] = strings.Join(p.NewScripts, ",") + "<" + p.Previous
+		}
+		if p.Version == "1.0.10" && p.Time.Format(time.RFC3339) != "2026-11-25T10:00:00Z" {
+			t.Fatalf("time of 1.0.10: %s", p.Time)
+		}
+	}
+	if len(flagged) != 2 || flagged["1.0.1"] != "postinstall<1.0.0" || flagged["1.0.10"] != "preinstall<1.0.2" {
+		t.Fatalf("flagged %v", flagged)
 	}
 }

@@ -105,6 +105,13 @@ func (Adapter) Files(doc firewall.Document) (map[string]firewall.File, error) {
 
 // Versions reads the versions of a project's files and, from the JSON
 // form, when each was first uploaded (PEP 700 upload-time).
+// FactsDocument is the project's JSON page (PEP 691), whose files have
+// their PEP 700 upload-time; the HTML page has none.
+func (Adapter) FactsDocument(name string) (string, string) { return ProjectPath(name), TypeJSON }
+
+// VersionFactsPath is unused: the project page has every version.
+func (Adapter) VersionFactsPath(name, _ string) string { return ProjectPath(name) }
+
 func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 	times := map[string]time.Time{}
 	if strings.Contains(doc.ContentType, "json") {
@@ -122,8 +129,10 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 			if v == "" {
 				continue
 			}
+			// A version is as new as its newest file: a file added to an
+			// old release is held like a new release.
 			t, err := time.Parse(time.RFC3339, f.UploadTime)
-			if old, seen := times[v]; !seen || err == nil && (old.IsZero() || t.Before(old)) {
+			if old, seen := times[v]; !seen || err == nil && t.After(old) {
 				times[v] = t
 			}
 		}
