@@ -195,6 +195,36 @@ type Firewall struct {
 	// waiting for any answer); DownloadTimeout bounds streaming one file.
 	UpstreamTimeout time.Duration `koanf:"upstream_timeout"`
 	DownloadTimeout time.Duration `koanf:"download_timeout"`
+	// Rules are firewall.rules.<rule>: each rule's action (malicious,
+	// quarantine, install_scripts: block, warn, monitor or off).
+	Rules map[string]string `koanf:"rules"`
+	// Quarantine holds new versions back (docs/firewall.md).
+	Quarantine FirewallQuarantine `koanf:"quarantine"`
+	// DecisionsKeep is how long decisions are kept.
+	DecisionsKeep time.Duration `koanf:"decisions_keep"`
+}
+
+// FirewallQuarantine is firewall.quarantine.
+type FirewallQuarantine struct {
+	// Default is every ecosystem's window (0 = off).
+	Default time.Duration `koanf:"default"`
+	// Ecosystems override it per ecosystem.
+	Ecosystems map[string]time.Duration `koanf:"ecosystems"`
+	// Packages override both for names a glob matches; the most
+	// specific entry wins.
+	Packages []QuarantinePackage `koanf:"packages"`
+	// Exclude are name globs per ecosystem never quarantined.
+	Exclude map[string][]string `koanf:"exclude"`
+	// MissingTime is hold or allow: what a version without a publish
+	// time gets.
+	MissingTime string `koanf:"missing_time"`
+}
+
+// QuarantinePackage is one firewall.quarantine.packages entry.
+type QuarantinePackage struct {
+	Ecosystem string        `koanf:"ecosystem"`
+	Name      string        `koanf:"name"`
+	Duration  time.Duration `koanf:"duration"`
 }
 
 // Scan configures the CI gate, POST /scan (docs/ci.md).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/registries"
 )
 
@@ -103,6 +104,13 @@ func (c *Config) Validate() error {
 				add(bad(fmt.Sprintf("firewall.private.%s[%d]", reg, i), "must not be empty"))
 			}
 		}
+	}
+	if err := firewall.CheckSettings(c.FirewallSettings()); err != nil {
+		key, msg, _ := strings.Cut(err.Error(), ": ")
+		add(bad(key, "%s", msg))
+	}
+	if c.Firewall.DecisionsKeep < time.Hour {
+		add(bad("firewall.decisions_keep", "must be at least 1h (got %s)", c.Firewall.DecisionsKeep))
 	}
 	w := c.Webhooks
 	if w.Timeout < 100*time.Millisecond || w.Timeout > 5*time.Minute {
@@ -274,4 +282,21 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
+}
+
+// FirewallSettings are the firewall's rules and quarantine as
+// core/firewall takes them.
+func (c Config) FirewallSettings() firewall.Settings {
+	q := c.Firewall.Quarantine
+	s := firewall.Settings{Actions: map[string]string{}, Quarantine: firewall.Quarantine{
+		Default: q.Default, Ecosystems: map[string]time.Duration{}, Exclude: map[string][]string{}, MissingTime: q.MissingTime}}
+	maps.Copy(s.Actions, c.Firewall.Rules)
+	maps.Copy(s.Quarantine.Ecosystems, q.Ecosystems)
+	for eco, globs := range q.Exclude {
+		s.Quarantine.Exclude[eco] = slices.Clone(globs)
+	}
+	for _, p := range q.Packages {
+		s.Quarantine.Packages = append(s.Quarantine.Packages, firewall.PackageWindow{Ecosystem: p.Ecosystem, Name: p.Name, Duration: p.Duration})
+	}
+	return s
 }

@@ -290,7 +290,7 @@ func TestFirewall(t *testing.T) {
 		}
 		// PEP 691 JSON: the file of 1.0.1 is marked yanked with the refusal, links point back.
 		code, _, body := d.fwGet(fw+"/pypi/simple/fw-evil-py/", tok, "Accept", "application/vnd.pypi.simple.v1+json")
-		if code != 200 || !strings.Contains(string(body), d.base+fw+"/pypi/simple/fw-evil-py/fw_evil_py-1.0.0-py3-none-any.whl#sha256=") ||
+		if code != 200 || !strings.Contains(string(body), `"url":"`+d.base+fw+"/pypi/simple/fw-evil-py/fw_evil_py-1.0.0-py3-none-any.whl") ||
 			!strings.Contains(string(body), "Blocked by threatd: pypi fw-evil-py@1.0.1 is malicious") {
 			t.Fatalf("project page: %d %s", code, body)
 		}

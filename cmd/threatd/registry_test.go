@@ -55,6 +55,10 @@ func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
 		}
 		u.hits[p]++
 		f, ok := u.files[p]
+		// A PEP 691 JSON page where one is published, when asked for.
+		if jf, jok := u.files[p+"#json"]; jok && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json") {
+			f, ok = jf, true
+		}
 		u.mu.Unlock()
 		if !ok {
 			w.Header().Set("Content-Type", "application/json")
@@ -99,6 +103,17 @@ func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, version
 // range), in its tarball's package.json and in the package document.
 func (u *upstreamRegistry) npmPackageDeps(t *testing.T, name, latest string, deps map[string]string, versions ...string) {
 	t.Helper()
+	times := make([]time.Time, len(versions))
+	for i := range versions {
+		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
+	}
+	u.npmPackageAt(t, name, latest, deps, versions, times, nil)
+}
+
+// npmPackageAt publishes an npm package whose versions were published at
+// times, version v declaring the scripts scripts[v] (in its document).
+func (u *upstreamRegistry) npmPackageAt(t *testing.T, name, latest string, deps map[string]string, versions []string, at []time.Time, scripts map[string]map[string]string) {
+	t.Helper()
 	docVersions := map[string]any{}
 	times := map[string]string{"created": "2026-01-01T00:00:00.000Z", "modified": "2026-11-01T00:00:00.000Z"}
 	esc := strings.Replace(name, "/", "%2f", 1)
@@ -115,7 +130,10 @@ func (u *upstreamRegistry) npmPackageDeps(t *testing.T, name, latest string, dep
 		if len(deps) > 0 {
 			docVersions[v].(map[string]any)["dependencies"] = deps
 		}
-		times[v] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000Z")
+		if sc := scripts[v]; sc != nil {
+			docVersions[v].(map[string]any)["scripts"] = sc
+		}
+		times[v] = at[i].UTC().Format("2006-01-02T15:04:05.000Z")
 		vdoc, _ := json.Marshal(docVersions[v])
 		u.put("/"+esc+"/"+v, "application/json", 300, vdoc)
 		if v == latest {
@@ -156,17 +174,34 @@ func npmTarball(t *testing.T, name, version string, deps ...map[string]string) [
 // PEP 503 page with its sha256.
 func (u *upstreamRegistry) pypiProject(t *testing.T, project string, versions ...string) {
 	t.Helper()
+	times := make([]time.Time, len(versions))
+	for i := range versions {
+		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
+	}
+	u.pypiProjectAt(t, project, versions, times)
+}
+
+// pypiProjectAt is pypiProject with each version's upload time, given in
+// the project's JSON page (PEP 691, with PEP 700's upload-time) beside
+// the HTML one.
+func (u *upstreamRegistry) pypiProjectAt(t *testing.T, project string, versions []string, times []time.Time) {
+	t.Helper()
+	var jsonFiles []map[string]any
 	var page strings.Builder
 	fmt.Fprintf(&page, "<!DOCTYPE html>\n<html><body><h1>Links for %s</h1>\n", project)
-	for _, v := range versions {
+	for i, v := range versions {
 		whl := wheel(t, project, v)
 		file := strings.ReplaceAll(project, "-", "_") + "-" + v + "-py3-none-any.whl"
 		u.put("/files/"+file, "application/octet-stream", 31536000, whl)
 		sum := sha256.Sum256(whl)
 		fmt.Fprintf(&page, "<a href=\"../../files/%s#sha256=%s\" data-requires-python=\"&gt;=3.7\">%s</a><br/>\n", file, hex.EncodeToString(sum[:]), file)
+		jsonFiles = append(jsonFiles, map[string]any{"filename": file, "url": "../../files/" + file, "hashes": map[string]string{"sha256": hex.EncodeToString(sum[:])},
+			"requires-python": ">=3.7", "upload-time": times[i].UTC().Format("2006-01-02T15:04:05.000000Z")})
 	}
 	page.WriteString("</body></html>\n")
 	u.put("/simple/"+project+"/", "text/html", 600, []byte(page.String()))
+	doc, _ := json.Marshal(map[string]any{"meta": map[string]any{"api-version": "1.1"}, "name": project, "versions": versions, "files": jsonFiles})
+	u.put("/simple/"+project+"/#json", "application/vnd.pypi.simple.v1+json", 600, doc)
 }
 
 // wheel builds a pure-Python wheel of project at version.
@@ -201,12 +236,22 @@ func wheel(t *testing.T, project, version string) []byte {
 // (@v/list, .info, .mod, .zip, @latest).
 func (u *upstreamRegistry) goModule(t *testing.T, mod string, versions ...string) {
 	t.Helper()
+	times := make([]time.Time, len(versions))
+	for i := range versions {
+		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
+	}
+	u.goModuleAt(t, mod, versions, times)
+}
+
+// goModuleAt is goModule with each version's .info Time.
+func (u *upstreamRegistry) goModuleAt(t *testing.T, mod string, versions []string, at []time.Time) {
+	t.Helper()
 	sorted := append([]string(nil), versions...)
 	sort.Strings(sorted)
 	u.put("/"+mod+"/@v/list", "text/plain; charset=utf-8", 60, []byte(strings.Join(sorted, "\n")+"\n"))
 	pkgName := path.Base(mod)
 	for i, v := range versions {
-		info, _ := json.Marshal(map[string]string{"Version": v, "Time": time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)})
+		info, _ := json.Marshal(map[string]string{"Version": v, "Time": at[i].UTC().Format(time.RFC3339)})
 		gomod := "module " + mod + "\n\ngo 1.21\n"
 		u.put("/"+mod+"/@v/"+v+".info", "application/json", 31536000, info)
 		u.put("/"+mod+"/@v/"+v+".mod", "text/plain; charset=utf-8", 31536000, []byte(gomod))

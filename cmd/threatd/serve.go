@@ -168,6 +168,12 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if fw != nil {
+		fw.Recorder = firewall.NewRecorder(ctx, e.store, cfg.Firewall.DecisionsKeep, log)
+		fw.Recorder.Counted = metrics.FirewallDecision
+		defer fw.Recorder.Wait(10 * time.Second)
+		fw.Waivers = firewall.NewWaiverCache(ctx, e.store, cfg.Cache.Freshness, log)
+	}
 	var recent *firewall.Recent
 	if fw != nil {
 		recent = fw.Recent
@@ -272,6 +278,9 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 		return nil, nil
 	}
 	policy, err := firewall.NewPolicy(idx, cfg.Firewall.Private, registries.Names())
+	if err == nil {
+		err = policy.Configure(cfg.FirewallSettings())
+	}
 	if err != nil {
 		return nil, err
 	}

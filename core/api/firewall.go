@@ -45,6 +45,10 @@ type FirewallOptions struct {
 	Cache     *registrycache.Cache
 	// Recent keeps the latest refusals for the admin page (nil: not kept).
 	Recent *firewall.Recent
+	// Recorder records decisions and held versions; Waivers are the
+	// waivers in force (nil: none).
+	Recorder *firewall.Recorder
+	Waivers  *firewall.WaiverCache
 	// Requests per minute allowed to one client IP and to one token; the
 	// firewall's own budgets, because one install makes hundreds of requests.
 	PerIPPerMinute, PerTokenPerMinute int
@@ -229,8 +233,7 @@ func (p *proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
 // status line's reason phrase carries the refusal's message. The body is
 // the same JSON (none to a HEAD).
 func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
-	r := c.Request()
-	if r.ProtoMajor != 1 {
+	if c.Request().ProtoMajor != 1 {
 		return p.refuse(c, b, false)
 	}
 	err := p.refuse(c, b, false)
@@ -238,6 +241,17 @@ func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
 	if !ok {
 		return err
 	}
+	return p.refuseErrorWithReason(c, fe)
+}
+
+// refuseErrorWithReason writes fe with its message as the reason phrase
+// over HTTP/1.1 (refuseWithReason).
+func (p *proxy) refuseErrorWithReason(c *echo.Context, fe *Error) error {
+	r := c.Request()
+	if r.ProtoMajor != 1 {
+		return fe
+	}
+	err := error(fe)
 	body, jerr := json.Marshal(fe.body())
 	if jerr != nil {
 		return err

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/firewall"
 )
@@ -51,13 +53,40 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 		}
 		switch rt.Kind {
 		case firewall.Metadata:
-			if every := v.BlocksEvery(); rt.RefuseEvery && len(every) > 0 {
+			if every := v.BlocksEvery(); rt.RefuseEvery && len(every) > 0 && p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
+				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", core.RuleMalicious, time.Now()) {
 				return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
 			}
-			judge := firewall.JudgeOf(v)
-			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, v, func(body []byte, contentType, base string) (rendering, error) {
-				r, err := a.Rewrite(firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name}, judge, base)
-				return rendering{r.Body, r.ContentType}, err
+			decidedBy := v.Fingerprint()
+			if ws := p.opts.Waivers.Current(); ws.Covers(reg, rt.Name) {
+				decidedBy += "\x00" + ws.Generation
+			}
+			withFacts := p.needsFacts(a, v)
+			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
+				doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name}
+				var facts map[string]firewall.Facts
+				if withFacts {
+					listed, err := a.Versions(doc)
+					if err != nil {
+						return rendering{}, err
+					}
+					versions := make([]string, len(listed))
+					for i, l := range listed {
+						versions[i] = l.Version
+					}
+					var have []firewall.Published
+					if fs, ok := a.(firewall.FactSource); ok {
+						if path, accept := fs.FactsDocument(rt.Name); path == rt.Upstream && accept == rt.Accept {
+							have = listed // the document is its own facts
+						}
+					}
+					if facts, err = p.facts(ctx, a, v, up, versions, have...); err != nil {
+						return rendering{}, err
+					}
+				}
+				var l listing
+				r, err := a.Rewrite(doc, p.judgeOf(v, facts, &l), base)
+				return rendering{body: r.Body, contentType: r.ContentType, expires: l.expires, warnings: l.warnings}, err
 			})
 		case firewall.VersionDocument:
 			vd, ok := a.(firewall.VersionDocuments)
@@ -87,12 +116,17 @@ func (p *proxy) refuseAs(c *echo.Context, rt firewall.Route, b *firewall.Blocked
 // route's fallback, the highest allowed version, when it has one.
 func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := v.Registry
+	ctx := c.Request().Context()
+	a := vd.(firewall.Adapter)
 	if rt.Version != "" {
-		if b := v.Check(rt.Version); b != nil {
-			return p.refuseAs(c, rt, b)
+		facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
+		if err != nil {
+			return err
+		}
+		if r := p.ruling(v, rt.Version, facts); r.Refused() {
+			return p.refuseRuling(c, rt, v, rt.Version, r)
 		}
 	}
-	ctx := c.Request().Context()
 	docURL := up + "/" + rt.Upstream
 	body, res, err := p.fetchDocument(ctx, reg, docURL, rt.Accept)
 	if err != nil {
@@ -106,19 +140,24 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	if err != nil {
 		return p.unreadable(reg, err)
 	}
-	b := v.Check(ver)
-	if b == nil {
+	facts, err := p.versionFacts(ctx, a, v, up, ver)
+	if err != nil {
+		return err
+	}
+	r := p.ruling(v, ver, facts)
+	if !r.Refused() {
 		out, err := vd.RewriteVersion(doc, rt.Name, p.base(c, reg))
 		if err != nil {
 			return p.unreadable(reg, err)
 		}
+		p.decided(c, v, ver, r)
 		return c.Blob(http.StatusOK, typeJSON, out)
 	}
 	if rt.Fallback == "" {
 		if ver == "" {
 			return p.unreadable(reg, fmt.Errorf("the version document of %s names no version", rt.Name))
 		}
-		return p.refuseAs(c, rt, b)
+		return p.refuseRuling(c, rt, v, ver, r)
 	}
 	lb, res, err := p.fetchDocument(ctx, reg, up+"/"+rt.Fallback, "")
 	if err != nil {
@@ -127,13 +166,20 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	if res != nil {
 		return passThrough(c, res, "")
 	}
-	listed, err := vd.(firewall.Adapter).Versions(firewall.Document{Body: lb, URL: up + "/" + rt.Fallback, Name: rt.Name})
+	listed, err := a.Versions(firewall.Document{Body: lb, URL: up + "/" + rt.Fallback, Name: rt.Name})
 	if err != nil {
 		return p.unreadable(reg, err)
 	}
+	versions := make([]string, len(listed))
+	for i, l := range listed {
+		versions[i] = l.Version
+	}
+	if facts, err = p.versionFacts(ctx, a, v, up, versions...); err != nil {
+		return err
+	}
 	var allowed []string
 	for _, l := range listed {
-		if v.Check(l.Version) == nil {
+		if !p.ruling(v, l.Version, facts).Refused() {
 			allowed = append(allowed, l.Version)
 		}
 	}
@@ -144,7 +190,7 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
 	}
 	if ver != "" {
-		return p.refuseAs(c, rt, b)
+		return p.refuseRuling(c, rt, v, ver, r)
 	}
 	return notFound("no clean version of %s", rt.Name)
 }
@@ -155,9 +201,18 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 // rt.ContentType.
 func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := a.Registry()
+	ctx := c.Request().Context()
 	if rt.Index == "" {
-		if b := v.Check(rt.Version); b != nil && !rt.Unjudged {
-			return p.refuseAs(c, rt, b)
+		if !rt.Unjudged {
+			facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
+			if err != nil {
+				return err
+			}
+			r := p.ruling(v, rt.Version, facts)
+			if r.Refused() {
+				return p.refuseRuling(c, rt, v, rt.Version, r)
+			}
+			p.decided(c, v, rt.Version, r)
 		}
 		return p.stream(c, reg, up+"/"+rt.Upstream, rt.ContentType)
 	}
@@ -177,10 +232,20 @@ func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 		return notFound("%s package %s has no file %s", reg, rt.Name, rt.File)
 	}
 	if !rt.Unjudged {
+		facts, err := p.versionFacts(ctx, a, v, up, f.Versions...)
+		if err != nil {
+			return err
+		}
+		var served []firewall.Ruling
 		for _, ver := range f.Versions {
-			if b := v.Check(ver); b != nil {
-				return p.refuseAs(c, rt, b)
+			r := p.ruling(v, ver, facts)
+			if r.Refused() {
+				return p.refuseRuling(c, rt, v, ver, r)
 			}
+			served = append(served, r)
+		}
+		for i, r := range served {
+			p.decided(c, v, f.Versions[i], r)
 		}
 	}
 	return p.stream(c, reg, f.URL+rt.Suffix, rt.ContentType)

@@ -12,13 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v5"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/threatd/threatd/core/api/registrycache"
-	"github.com/threatd/threatd/core/firewall"
 )
 
 // baseMark stands for the firewall's own URL in a rendering: a rewritten
@@ -50,6 +50,11 @@ type rendered struct {
 	// marks are where baseMark is in body (in memory only): a request
 	// writes the pieces around them, with its base, without searching.
 	marks []int
+	// expires is when a version it holds back is released (zero: never):
+	// from then on it is rendered again.
+	expires time.Time
+	// warnings are the X-Threatd-Warning headers it is served with.
+	warnings []string
 }
 
 // servedBodies are the buffers a rendering in memory is written from:
@@ -107,6 +112,9 @@ type renderings struct {
 	mem    *registrycache.LRU[rendered]
 	flight singleflight.Group
 	budget *semaphore.Weighted
+	// expiring are the keys of large renderings that hold versions back
+	// for a time: never kept on disk.
+	expiring sync.Map
 }
 
 func newRenderings(cache *registrycache.Cache) *renderings {
@@ -131,20 +139,25 @@ func (r *renderings) withBudget(ctx context.Context, weight int64, fn func() err
 
 // renderFunc rewrites an upstream document; base is where links point
 // (baseMark while rendering).
-type renderFunc func(body []byte, contentType, base string) (rendering, error)
+type renderFunc func(ctx context.Context, body []byte, contentType, base string) (rendering, error)
 
 // rendering is what a renderFunc makes.
 type rendering struct {
 	body        []byte
 	contentType string
+	expires     time.Time
+	warnings    []string
 }
 
 // document answers an upstream document rewritten by render: fetched and
 // rewritten once however many requests ask for it at once, kept while the
 // upstream body and the verdict stay the same, and served with the
 // firewall's address as the client reached it.
-func (p *proxy) document(c *echo.Context, registry, rawURL, accept string, v firewall.Verdict, render renderFunc) error {
-	key := strings.Join([]string{registry, rawURL, accept, v.Fingerprint()}, "\x00")
+//
+// decidedBy identifies what decides the rendering besides the document:
+// the reports' fingerprint and the waivers of the package.
+func (p *proxy) document(c *echo.Context, registry, rawURL, accept, decidedBy string, render renderFunc) error {
+	key := strings.Join([]string{registry, rawURL, accept, decidedBy}, "\x00")
 	// The work outlives the request that started it (others may wait for
 	// it), within the upstream timeout.
 	ch := p.renders.flight.DoChan(key, func() (any, error) {
@@ -183,11 +196,11 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 		return rendered{status: res.Status, body: b, size: int64(len(b)), contentType: ct}, nil
 	}
 	vkey := key + "\x00" + res.Version
-	if d, ok := p.renders.mem.Get(vkey); ok {
+	if d, ok := p.renders.mem.Get(vkey); ok && (d.expires.IsZero() || time.Now().Before(d.expires)) {
 		_ = res.Body.Close()
 		return d, nil
 	}
-	if res.Hit {
+	if _, held := p.renders.expiring.Load(vkey); res.Hit && !held {
 		if f, ok := p.opts.Cache.OpenDerived(vkey); ok {
 			_ = f.Close()
 			_ = res.Body.Close()
@@ -200,7 +213,11 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 		if err != nil {
 			return err
 		}
-		if out, err = render(body, res.Header.Get("Content-Type"), baseMark); err != nil {
+		if out, err = render(context.WithValue(ctx, renderingKey{}, true), body, res.Header.Get("Content-Type"), baseMark); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return err
+			}
 			return p.unreadable(registry, err)
 		}
 		return nil
@@ -211,12 +228,16 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 	}
 	p.s.opts.Metrics.firewallRendered(registry)
 	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
-		marks: marksIn(out.body)}
+		marks: marksIn(out.body), expires: out.expires, warnings: out.warnings}
 	if res.Kept() {
 		if d.size <= memRendered/8 {
 			p.renders.mem.Add(vkey, d, d.size+int64(8*len(d.marks)+len(vkey)))
-		} else {
+		} else if out.expires.IsZero() {
 			p.opts.Cache.PutDerived(vkey, out.contentType, out.body)
+		} else {
+			// Held back until it expires: never the disk copy, which
+			// does not say when.
+			p.renders.expiring.Store(vkey, true)
 		}
 	}
 	return d, nil
@@ -234,6 +255,9 @@ func (p *proxy) serveRendered(c *echo.Context, registry string, d rendered) erro
 	}
 	base := escapeFor(d.contentType)(p.base(c, registry))
 	h := c.Response().Header()
+	for _, w := range d.warnings {
+		h.Add("X-Threatd-Warning", headerText(w))
+	}
 	h.Set("Content-Type", d.contentType)
 	if d.body != nil {
 		// In memory: the pieces between the marks and the base, joined

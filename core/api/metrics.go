@@ -31,6 +31,7 @@ type Metrics struct {
 	runs      *prometheus.CounterVec
 	blocks    *prometheus.CounterVec
 	renders   *prometheus.CounterVec
+	decisions *prometheus.CounterVec
 
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Histogram
@@ -69,6 +70,10 @@ func NewMetrics(version string) *Metrics {
 			Name: "threatd_firewall_blocks_total",
 			Help: "Package versions the registry firewall refused, by registry (npm, pypi, go).",
 		}, []string{"registry"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "threatd_firewall_decisions_total",
+			Help: "Firewall decisions about one package version (docs/firewall.md), by ecosystem, rule (malicious, quarantine, install_scripts) and action (block, warn, monitor, waived).",
+		}, []string{"ecosystem", "rule", "action"}),
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "threatd_firewall_renderings_total",
 			Help: "Upstream documents the registry firewall rewrote, by registry: one rendering serves every client asking for the same document under the same verdicts, and is kept.",
@@ -103,7 +108,7 @@ func NewMetrics(version string) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, build,
+		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, m.decisions, build,
 		m.webhookAttempts, m.webhookLatency, m.webhookExpired, m.webhookPending, m.webhookOldest,
 	)
 	return m
@@ -178,6 +183,13 @@ func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
 func (m *Metrics) firewallBlocked(registry string) {
 	if m != nil {
 		m.blocks.WithLabelValues(registry).Inc()
+	}
+}
+
+// FirewallDecision counts a firewall decision.
+func (m *Metrics) FirewallDecision(ecosystem, rule, action string) {
+	if m != nil {
+		m.decisions.WithLabelValues(ecosystem, rule, action).Inc()
 	}
 }
 

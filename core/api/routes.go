@@ -37,6 +37,9 @@ func (s *Server) routes(e *echo.Echo) {
 	}
 	s.taxiiRoutes(e)
 	if s.opts.Firewall != nil {
+		for _, r := range s.firewallAdminRoutes() {
+			s.add(api, r)
+		}
 		s.firewallRoutes(e)
 	}
 	if s.opts.Mount != nil {

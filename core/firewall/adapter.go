@@ -211,6 +211,8 @@ type FactSource interface {
 	FactsDocument(name string) (path, accept string)
 	// VersionFactsPath is the upstream path of one version's document.
 	VersionFactsPath(name, version string) string
+	// Scripts says whether Versions reads install scripts.
+	Scripts() bool
 }
 
 // JudgeOf is the Judge of a verdict: a version is refused when a report

@@ -51,9 +51,9 @@ func NewPolicy(index Matcher, private map[string][]string, served []string) (*Po
 }
 
 // Configure sets the rules' actions and the quarantine (validated against
-// the registries served).
-func (p *Policy) Configure(s Settings, served []string) error {
-	if err := s.check(served); err != nil {
+// folded as names are).
+func (p *Policy) Configure(s Settings) error {
+	if err := s.check(); err != nil {
 		return err
 	}
 	p.settings = s

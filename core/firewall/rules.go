@@ -52,8 +52,12 @@ var DefaultActions = map[string]string{
 // DefaultQuarantine is firewall.quarantine.default.
 const DefaultQuarantine = 48 * time.Hour
 
-// check validates settings against the ecosystems served.
-func (s *Settings) check(served []string) error {
+// CheckSettings validates settings: an error starts with the key at fault
+// ("firewall.rules.x: …").
+func CheckSettings(s Settings) error { return s.check() }
+
+// check validates settings and fills in defaults and folded names.
+func (s *Settings) check() error {
 	acts := map[string]string{}
 	for r, a := range DefaultActions {
 		acts[r] = a

@@ -21,7 +21,7 @@ func TestQuarantineWindows(t *testing.T) {
 			{Ecosystem: "go", Name: "example.com/*", Duration: 5 * time.Hour},
 		},
 		Exclude: map[string][]string{"npm": {"lodash"}, "pypi": {"Our_Tools"}},
-	}}, served)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestQuarantineWindows(t *testing.T) {
 		{Quarantine: Quarantine{MissingTime: "maybe"}},
 		{Quarantine: Quarantine{Packages: []PackageWindow{{Ecosystem: "npm"}}}},
 	} {
-		if err := p.Configure(bad, served); err == nil {
+		if err := p.Configure(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -62,7 +62,7 @@ func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	evil := report("t-evil", "1.0.1", false)
 	p, _ := NewPolicy(matcher{"package:npm:evil": {evil}}, nil, served)
-	if err := p.Configure(Settings{Quarantine: Quarantine{Default: 48 * time.Hour}}, served); err != nil {
+	if err := p.Configure(Settings{Quarantine: Quarantine{Default: 48 * time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -117,7 +117,7 @@ func TestDecide(t *testing.T) {
 
 	// Actions: warn and monitor serve; off ignores.
 	for action, want := range map[string]string{"warn": "warn", "monitor": "monitor", "off": ""} {
-		if err := p.Configure(Settings{Actions: map[string]string{"quarantine": action}, Quarantine: Quarantine{Default: 48 * time.Hour}}, served); err != nil {
+		if err := p.Configure(Settings{Actions: map[string]string{"quarantine": action}, Quarantine: Quarantine{Default: 48 * time.Hour}}); err != nil {
 			t.Fatal(err)
 		}
 		r := p.Decide(v, "1.0.2", fresh, now, nil)

@@ -109,6 +109,9 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 	return out, nil
 }
 
+// Scripts says whether Versions reads install scripts.
+func (Adapter) Scripts() bool { return false }
+
 // FactsDocument is none: each version has its .info.
 func (Adapter) FactsDocument(string) (string, string) { return "", "" }
 

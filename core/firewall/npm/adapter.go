@@ -129,6 +129,9 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 // InstallScripts are the scripts npm runs when it installs a package.
 var InstallScripts = []string{"preinstall", "install", "postinstall"}
 
+// Scripts says whether Versions reads install scripts.
+func (Adapter) Scripts() bool { return true }
+
 // FactsDocument is the full package document: only it has time and
 // scripts (the abbreviated one npm asks for has neither).
 func (Adapter) FactsDocument(name string) (string, string) {

@@ -105,6 +105,9 @@ func (Adapter) Files(doc firewall.Document) (map[string]firewall.File, error) {
 
 // Versions reads the versions of a project's files and, from the JSON
 // form, when each was first uploaded (PEP 700 upload-time).
+// Scripts says whether Versions reads install scripts.
+func (Adapter) Scripts() bool { return false }
+
 // FactsDocument is the project's JSON page (PEP 691), whose files have
 // their PEP 700 upload-time; the HTML page has none.
 func (Adapter) FactsDocument(name string) (string, string) { return ProjectPath(name), TypeJSON }

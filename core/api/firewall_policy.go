@@ -1,0 +1,266 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+)
+
+// maxWarnings bounds the X-Threatd-Warning headers of one answer.
+const maxWarnings = 10
+
+// needsFacts says whether a package's versions are judged by more than
+// their reports: a quarantine window, or install scripts the adapter
+// reads.
+func (p *proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
+	fs, ok := a.(firewall.FactSource)
+	if !ok || v.Private {
+		return false
+	}
+	pol := p.opts.Policy
+	if pol.Action(core.RuleQuarantine) != core.ActionOff && pol.Window(v.Registry, v.Name) > 0 {
+		return true
+	}
+	return fs.Scripts() && pol.Action(core.RuleInstallScripts) != core.ActionOff
+}
+
+// facts reads the facts of a package's versions from the upstream
+// (FactSource): one document of them all, or each version's own (only
+// those of versions, then; all of them when versions is nil). Kept while
+// the documents are.
+//
+// have, when not nil, is what the document being rendered lists: used
+// when it is the facts document itself.
+func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions []string, have ...firewall.Published) (map[string]firewall.Facts, error) {
+	fs := a.(firewall.FactSource)
+	reg, name := v.Registry, v.Name
+	now := time.Now()
+	out := map[string]firewall.Facts{}
+	add := func(ps []firewall.Published) {
+		for _, pv := range ps {
+			f := firewall.Facts{Published: pv.Time, NewScripts: pv.NewScripts, Previous: pv.Previous}
+			out[pv.Version] = f
+		}
+	}
+	// unknown: no document said which versions exist (its upstream has
+	// none, or not in a form the adapter reads): the versions asked
+	// about have no time (missing_time decides). Otherwise a version no
+	// document lists is left to the upstream (its 404).
+	unknown := false
+	path, accept := fs.FactsDocument(name)
+	if have != nil {
+		add(have)
+	} else if path != "" {
+		ps, ok, err := p.published(ctx, a, reg, up+"/"+path, accept, name)
+		if err != nil {
+			return nil, err
+		}
+		add(ps)
+		unknown = !ok
+	} else {
+		var mu sync.Mutex
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(8)
+		for _, ver := range versions {
+			g.Go(func() error {
+				ps, _, err := p.published(gctx, a, reg, up+"/"+fs.VersionFactsPath(name, ver), "", name)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, pv := range ps {
+					if pv.Version == ver || len(ps) == 1 {
+						pv.Version = ver
+						add([]firewall.Published{pv})
+					}
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+	}
+	for ver, f := range out {
+		if f.Published.IsZero() {
+			f.FirstSeen = p.opts.Recorder.FirstSeen(reg, name, ver, now)
+			out[ver] = f
+		}
+	}
+	if unknown {
+		for _, ver := range versions {
+			if _, ok := out[ver]; !ok {
+				out[ver] = firewall.Facts{FirstSeen: p.opts.Recorder.FirstSeen(reg, name, ver, now)}
+			}
+		}
+	}
+	return out, nil
+}
+
+// published reads the versions and times of one upstream document, kept
+// while it is. A document the upstream does not have, or that cannot be
+// read, gives none, and ok false.
+func (p *proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, accept, name string) (ps []firewall.Published, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, reg, docURL, accept)
+	if err != nil {
+		return nil, false, err
+	}
+	if res.Status != http.StatusOK {
+		_ = res.Body.Close()
+		return nil, false, nil
+	}
+	key := "facts\x00" + docURL + "\x00" + accept + "\x00" + res.Version
+	if t, ok := p.parsed.Get(key); ok {
+		_ = res.Body.Close()
+		ps = t.([]firewall.Published)
+		return ps, ps != nil, nil
+	}
+	read := func() error {
+		contentType := res.Header.Get("Content-Type")
+		body, err := p.readDocument(reg, res)
+		if err != nil {
+			return err
+		}
+		var perr error
+		if ps, perr = a.Versions(firewall.Document{Body: body, ContentType: contentType, URL: docURL, Name: name}); perr == nil && ps == nil {
+			ps = []firewall.Published{} // read, and lists none
+		}
+		return nil
+	}
+	if ctx.Value(renderingKey{}) != nil {
+		// Read for a rendering that holds its budget already: waiting
+		// for more could wait for itself.
+		err = read()
+	} else {
+		err = p.renders.withBudget(ctx, contentLength(res), read)
+	}
+	if err != nil {
+		_ = res.Body.Close()
+		return nil, false, err
+	}
+	if res.Kept() {
+		size := int64(len(key))
+		for _, pv := range ps {
+			size += int64(len(pv.Version)) + 64
+		}
+		remember(p.parsed, parsedBytes, key, any(ps), size)
+	}
+	return ps, ps != nil, nil
+}
+
+// renderingKey marks the context of a rendering (it holds budget).
+type renderingKey struct{}
+
+// ruling decides one version of v's package (facts nil: by its reports
+// alone) and records a held version.
+func (p *proxy) ruling(v firewall.Verdict, version string, facts map[string]firewall.Facts) firewall.Ruling {
+	now := time.Now()
+	f := facts[version]
+	r := p.opts.Policy.Decide(v, version, f, now, p.opts.Waivers.Current())
+	if r.Rule == core.RuleQuarantine && !r.Until.IsZero() {
+		p.opts.Recorder.Held(core.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: version, Published: f.Published, FirstSeen: f.FirstSeen, Until: r.Until})
+	}
+	return r
+}
+
+// versionFacts reads the facts of one version when its package needs them.
+func (p *proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions ...string) (map[string]firewall.Facts, error) {
+	if !p.needsFacts(a, v) {
+		return nil, nil
+	}
+	return p.facts(ctx, a, v, up, versions)
+}
+
+// decided records a decision about one version (an artifact or a
+// document of it alone) and sets the warning headers of the answer.
+func (p *proxy) decided(c *echo.Context, v firewall.Verdict, version string, r firewall.Ruling) {
+	if !r.Recorded() {
+		return
+	}
+	h := c.Response().Header()
+	for i, w := range r.Warnings {
+		if i < maxWarnings {
+			h.Add("X-Threatd-Warning", headerText(w))
+		}
+	}
+	who := principal(c)
+	d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
+		Until: r.Until, User: who.User.Email, ClientIP: c.RealIP()}
+	if purl := core.PackagePurl(v.Registry, v.Name); purl != "" {
+		d.Purl = purl + "@" + url.PathEscape(version)
+	}
+	if r.Blocked != nil {
+		d.ThreatIDs = r.Blocked.ThreatIDs()
+	}
+	p.opts.Recorder.Decide(d)
+}
+
+// headerText is text as a header value may carry it: printable ASCII.
+func headerText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// refuseRuling answers a refused version: a report's refusal as before,
+// a hold as the 403 of docs/firewall.md with its rule and end.
+func (p *proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verdict, version string, r firewall.Ruling) error {
+	p.decided(c, v, version, r)
+	if r.Rule == core.RuleMalicious && r.Blocked != nil {
+		return p.refuseAs(c, rt, r.Blocked)
+	}
+	fields := map[string]any{"rule": r.Rule}
+	if !r.Until.IsZero() {
+		fields["until"] = r.Until.UTC().Format(time.RFC3339)
+	}
+	p.log.Info("firewall held a package", "user", principal(c).User.Email, "registry", v.Registry, "package", v.Name, "version", version, "rule", r.Rule)
+	err := &Error{Status: http.StatusForbidden, Message: r.Message, Fields: fields}
+	switch rt.Refusal {
+	case firewall.RefusePlain:
+		if !strings.Contains(c.Request().Header.Get("Accept"), "json") {
+			return plainAnswer(c, http.StatusForbidden, r.Message)
+		}
+	case firewall.RefuseReason:
+		return p.refuseErrorWithReason(c, err)
+	}
+	return err
+}
+
+// judgeOf is the Judge of a listing: a version is left out when refused.
+// It collects the warnings of the versions served and the earliest end of
+// a hold (when the listing must be judged again).
+type listing struct {
+	mu       sync.Mutex
+	warnings []string
+	expires  time.Time
+}
+
+func (p *proxy) judgeOf(v firewall.Verdict, facts map[string]firewall.Facts, l *listing) firewall.Judge {
+	return func(version string) (bool, string) {
+		r := p.ruling(v, version, facts)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !r.Until.IsZero() && (l.expires.IsZero() || r.Until.Before(l.expires)) {
+			l.expires = r.Until
+		}
+		if !r.Refused() && len(l.warnings) < maxWarnings {
+			l.warnings = append(l.warnings, r.Warnings...)
+		}
+		return r.Refused(), r.Message
+	}
+}

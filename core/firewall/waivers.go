@@ -1,0 +1,68 @@
+package firewall
+
+import (
+	"context"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// WaiverJSON is a waiver as the API and the CLI show it.
+type WaiverJSON struct {
+	WaiverID  string `json:"waiver_id"`
+	Ecosystem string `json:"ecosystem"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Rule      string `json:"rule"`
+	Reason    string `json:"reason"`
+	CreatedBy string `json:"created_by"`
+	CreatedAt string `json:"created_at"`
+	Until     string `json:"until"`
+}
+
+// ShowWaiver is w as WaiverJSON.
+func ShowWaiver(w core.Waiver) WaiverJSON {
+	return WaiverJSON{WaiverID: w.ID, Ecosystem: w.Ecosystem, Name: w.Name, Version: w.Version, Rule: w.Rule, Reason: w.Reason,
+		CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt.UTC().Format(time.RFC3339), Until: w.Until.UTC().Format(time.RFC3339)}
+}
+
+// WaiverService is the waivers' use case, called by the CLI, the API and
+// the web site: made (validated, then stored), listed, removed.
+type WaiverService struct {
+	Store core.FirewallStore
+	// Cache, when set, is refreshed after a change made here.
+	Cache *WaiverCache
+}
+
+// Waive makes a waiver for createdBy (the e-mail of who asks).
+func (s WaiverService) Waive(ctx context.Context, r core.WaiverRequest, createdBy string) (core.Waiver, error) {
+	w, err := core.NewWaiver(r, createdBy, time.Now())
+	if err != nil {
+		return core.Waiver{}, err
+	}
+	if err := s.Store.CreateWaiver(ctx, w); err != nil {
+		return core.Waiver{}, err
+	}
+	s.refresh(ctx)
+	return w, nil
+}
+
+// InForce lists the waivers in force, newest first.
+func (s WaiverService) InForce(ctx context.Context) ([]core.Waiver, error) {
+	return s.Store.ListWaivers(ctx, time.Now())
+}
+
+// Remove ends a waiver now.
+func (s WaiverService) Remove(ctx context.Context, id string) error {
+	if err := s.Store.DeleteWaiver(ctx, id); err != nil {
+		return err
+	}
+	s.refresh(ctx)
+	return nil
+}
+
+func (s WaiverService) refresh(ctx context.Context) {
+	if s.Cache != nil {
+		s.Cache.Refresh(ctx)
+	}
+}
