@@ -205,7 +205,7 @@ func (s *Store) ListDecisions(ctx context.Context, q core.FirewallDecisionQuery)
 		if err != nil {
 			return core.FirewallDecisionList{}, core.Invalid("cursor", "names no decision kept (they are kept for firewall.decisions_keep)")
 		}
-		sel = sel.Where("(at > ? OR (at = ? AND seq > ?))", at.UTC(), at.UTC(), q.After)
+		sel = sel.Where("(at, seq) > (?, ?)", at.UTC(), q.After)
 	}
 	if !q.Since.IsZero() {
 		sel = sel.Where("at >= ?", q.Since.UTC())

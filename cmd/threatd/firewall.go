@@ -168,6 +168,12 @@ func firewallDecisionsCmd() *cobra.Command {
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s@%s\t%s\t%s\t%s\t%s\n", d.Time.Format(time.RFC3339), d.Ecosystem, d.Name, d.Version, d.Rule, d.Action, orDash(d.User), orDash(extra))
 					}
+					if tw != nil {
+						// Written page by page: a long history is never held whole.
+						if err := tw.Flush(); err != nil {
+							return err
+						}
+					}
 					if !page.More {
 						break
 					}

@@ -174,9 +174,12 @@ func serve(cmd *cobra.Command, _ []string) error {
 		defer fw.Recorder.Wait(10 * time.Second)
 		fw.Waivers = firewall.NewWaiverCache(ctx, e.store, cfg.Cache.Freshness, log)
 	}
-	var recent *firewall.Recent
+	var (
+		recent  *firewall.Recent
+		waivers *firewall.WaiverCache
+	)
 	if fw != nil {
-		recent = fw.Recent
+		recent, waivers = fw.Recent, fw.Waivers
 	}
 	var (
 		mount    func(*echo.Echo)
@@ -186,7 +189,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		site, err := web.New(ctx, web.Options{
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
 			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
-			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes, FirewallBlocks: recent, WebhooksAllowPrivate: cfg.Webhooks.AllowPrivate,
+			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes, FirewallBlocks: recent, FirewallWaivers: waivers, WebhooksAllowPrivate: cfg.Webhooks.AllowPrivate,
 		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, latest, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()

@@ -190,12 +190,3 @@ const queuePage = 50
 
 // markdownHTML marks sanitised HTML as safe for the templates.
 func markdownHTML(s string) template.HTML { return template.HTML(s) } //nolint:gosec // sanitised by bluemonday
-
-// firewallBlocks lists the registry firewall's latest refusals on this daemon.
-func (s *Site) firewallBlocks(c *echo.Context) error {
-	if s.opts.FirewallBlocks == nil {
-		return s.errorPage(c, http.StatusNotFound, "The registry firewall is turned off (firewall.enabled).")
-	}
-	events, total := s.opts.FirewallBlocks.List()
-	return s.render(c, http.StatusOK, "firewall", map[string]any{"Title": "Firewall blocks", "Events": events, "Total": total})
-}

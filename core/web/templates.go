@@ -30,6 +30,8 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// eventType names a webhook event kind as subscriptions list it.
+	"eventType": core.EventType,
 	// grouped writes a count with thousands separators: 1,000,000.
 	"grouped": grouped,
 	"join":    strings.Join,

@@ -73,6 +73,9 @@ type Options struct {
 	// FirewallBlocks are the registry firewall's latest refusals, listed
 	// for administrators at /admin/firewall (nil: the firewall is off).
 	FirewallBlocks *firewall.Recent
+	// FirewallWaivers are the waivers in force (refreshed after a change
+	// made on the page).
+	FirewallWaivers *firewall.WaiverCache
 	// WebhooksAllowPrivate is webhooks.allow_private, for subscriptions
 	// added at /admin/webhooks.
 	WebhooksAllowPrivate bool
@@ -178,7 +181,9 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.GET("/review", s.wrap(s.queue), s.reviewer)
 	g.GET("/admin/users", s.wrap(s.users), s.admin)
 	g.POST("/admin/users/:action", s.wrap(s.setDisabled), s.admin, s.csrf)
-	g.GET("/admin/firewall", s.wrap(s.firewallBlocks), s.admin)
+	g.GET("/admin/firewall", s.wrap(s.firewallPage), s.admin)
+	g.POST("/admin/firewall/waivers", s.wrap(s.addWaiver), s.admin, s.csrf)
+	g.POST("/admin/firewall/waivers/:id/remove", s.wrap(s.removeWaiver), s.admin, s.csrf)
 	g.GET("/admin/webhooks", s.wrap(s.webhooks), s.admin)
 	g.POST("/admin/webhooks", s.wrap(s.addWebhook), s.admin, s.csrf)
 	g.POST("/admin/webhooks/:id/remove", s.wrap(s.removeWebhook), s.admin, s.csrf)

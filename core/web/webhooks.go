@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -29,7 +30,7 @@ func (s *Site) renderWebhooks(c *echo.Context, status int, secret, formErr strin
 		return err
 	}
 	return s.render(c, status, "webhooks", map[string]any{"Title": "Webhooks", "Webhooks": list, "Secret": secret, "Added": added,
-		"FormError": formErr, "Events": core.WebhookEvents, "Registries": core.PackageRegistries,
+		"FormError": formErr, "Events": append(slices.Clone(core.WebhookEvents), core.EventFirewallBlocked, core.EventFirewallWarned), "Registries": core.PackageRegistries,
 		"URL": c.FormValue("url"), "Ecosystem": c.FormValue("ecosystem")})
 }
 
