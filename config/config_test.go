@@ -163,6 +163,13 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "firewall: {npm: {upstream: registry.npmjs.org}}", key: "firewall.npm.upstream"},
 		{yaml: "firewall: {private: {maven: [\"x\"]}}", key: "firewall.private.maven"},
 		{yaml: "firewall: {private: {npm: [\" \"]}}", key: "firewall.private.npm[0]"},
+		{yaml: "firewall: {rules: {typosquat: block}}", key: "firewall.rules.typosquat"},
+		{yaml: "firewall: {rules: {quarantine: deny}}", key: "firewall.rules.quarantine"},
+		{yaml: "firewall: {quarantine: {ecosystems: {cpan: 1h}}}", key: "firewall.quarantine.ecosystems"},
+		{yaml: "firewall: {quarantine: {missing_time: maybe}}", key: "firewall.quarantine.missing_time"},
+		{yaml: "firewall: {quarantine: {default: -1h}}", key: "firewall.quarantine.default"},
+		{yaml: "firewall: {quarantine: {packages: [{ecosystem: npm, duration: 1h}]}}", key: "firewall.quarantine.packages[0].name"},
+		{yaml: "firewall: {decisions_keep: 1m}", key: "firewall.decisions_keep"},
 		{yaml: "firewall: {cache: lots}", key: "firewall.cache"},
 		{yaml: "firewall: {per_token_per_minute: -1}", key: "firewall.per_token_per_minute"},
 	}

@@ -281,8 +281,7 @@ func (s *Store) ListHeld(ctx context.Context, q core.HeldQuery) ([]core.HeldVers
 		if err != nil {
 			return nil, core.Invalid("cursor", "is not a cursor of this list")
 		}
-		sel = sel.Where("(until > ? OR (until = ? AND (ecosystem > ? OR (ecosystem = ? AND (name > ? OR (name = ? AND version > ?))))))",
-			until.UTC(), until.UTC(), parts[1], parts[1], parts[2], parts[2], parts[3])
+		sel = sel.Where("(until, ecosystem, name, version) > (?, ?, ?, ?)", until.UTC(), parts[1], parts[2], parts[3])
 	}
 	if err := sel.OrderExpr("until, ecosystem, name, version").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@
 #   BENCH_N=1000000 BENCH_BACKENDS="sqlite postgres" make bench-scale
 #   BENCH_REUSE=1 make bench-scale   # keep the SQLite database of the last run:
 #                                    # start-up and load only
+#   BENCH_ONLY=firewall              # only the firewall's rows (its policy too)
 #
 # For each backend: import the synthetic archive (rates of the first and last
 # 100k, overall), re-import it unchanged, start the daemon (seconds until
@@ -137,6 +138,13 @@ EOF
 cat > "$WORK/get.lua" <<'EOF'
 local TOKEN, P = os.getenv("BENCH_TOKEN"), os.getenv("BENCH_PATH")
 request = function() return wrk.format("GET", P, {["Authorization"] = "Bearer " .. TOKEN, ["Accept"] = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"}) end
+EOF
+# The firewall's decision list (decisions.lua): a random path of BENCH_PATHS.
+cat > "$WORK/decisions.lua" <<'EOF'
+local TOKEN, paths = os.getenv("BENCH_ADMIN_TOKEN"), {}
+for l in io.lines(os.getenv("BENCH_PATHS")) do paths[#paths + 1] = l end
+math.randomseed(os.time())
+request = function() return wrk.format("GET", paths[math.random(1, #paths)], {["Authorization"] = "Bearer " .. TOKEN}) end
 EOF
 cat > "$WORK/submit.lua" <<'EOF'
 -- Every request a new package (unique per thread and run).
@@ -281,6 +289,8 @@ EOF
   # The first seconds after start-up are measured apart (cold caches: the
   # storage's pages, the record cache, the heap just after the index load),
   # then both servers are warmed up before the side-by-side runs.
+  topper=""
+  if [ "${BENCH_ONLY:-}" != firewall ]; then
   BENCH_HIT=10 wrk_run "$backend-cold" 32 "$S" "$WORK/check.lua"
   # The index's spill (cache.spill) fills in the background after the
   # index loads; until a report's entry is written its hits read storage.
@@ -298,6 +308,11 @@ else:
     print("not filled within 10 minutes")
 PY
 )
+  fi
+  if [ "${BENCH_ONLY:-}" = firewall ]; then
+    # Not measured here, but waited for: its filling takes a core.
+    for _ in $(seq 1 1200); do grep -q '"index spill filled"' "$D/serve.log" && break; sleep 0.5; done
+  else
   BENCH_HIT=50 wrk_run "$backend-warmup" 32 "$S" "$WORK/check.lua"
   wrk_run "$backend-trivial-warmup" 32 "$T" "$WORK/trivial.lua"
   top -b -d 5 -n 12 > "$D/top.txt" 2>/dev/null & topper=$!
@@ -321,6 +336,7 @@ PY
   wrk_run "$backend-osvquery" 32 "$S" "$WORK/osvquery.lua"
   wrk_run "$backend-submit" 16 "$S" "$WORK/submit.lua"
   BENCH_FILE=$WORK/scan-5000.json wrk_run "$backend-scan" 1 "$S" "$WORK/scan.lua"
+  fi
   BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial" 32 "$T" "$WORK/get.lua"
   BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc" 32 "$S" "$WORK/get.lua"
   BENCH_PATH=/files/file.tgz wrk_run "$backend-fwfile-trivial" 4 "$T" "$WORK/get.lua"
@@ -330,6 +346,73 @@ PY
   BENCH_PATH=/direct/fw-bench wrk_run "$backend-fwdoc-direct1" 1 http://127.0.0.1:18445 "$WORK/get.lua"
   BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial1" 1 "$T" "$WORK/get.lua"
   BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc1" 1 "$S" "$WORK/get.lua"
+  # The firewall's policy (docs/firewall.md, "Policy"). The document above
+  # already holds its 3 newest versions back (quarantine, on by default).
+  # Now 2,000 refused requests a second (a held tarball) for 60 s, each a
+  # decision to record, while the document and the same bytes from the
+  # trivial handler are measured side by side; then the decisions recorded
+  # are counted.
+  FWHELD=/functions/v1/firewall/npm/fw-bench/-/fw-bench-1.19.9.tgz
+  held_since=$(date -u +%Y-%m-%dT%H:%M:%SZ); sleep 1
+  "$WORK/threatd-bench" blocked -url "$S$FWHELD" -token "$BENCH_TOKEN" -rate "${BENCH_BLOCKED_RATE:-2000}" -duration 60s > "$WORK/blocked-$backend.txt" & blocker=$!
+  sleep 5
+  BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial-blocked" 32 "$T" "$WORK/get.lua"
+  BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc-blocked" 32 "$S" "$WORK/get.lua"
+  wait $blocker
+  sleep 3   # the recorder writes every 250 ms
+  recorded=$("$BIN" firewall decisions --config "$CFG" --since "$held_since" --json | grep -c '"version":"1.19.9","purl":"pkg:npm/fw-bench@1.19.9","rule":"quarantine","action":"block"' || true)
+  # The decision list at 10 M rows: filled straight into the table over the
+  # last 29 days (4 a second), then pages read from random times and
+  # random cursors, as an admin.
+  echo "== $backend: 10 M firewall decisions"
+  "$BIN" user add --config "$CFG" --email bench-admin@example.com --role admin >/dev/null 2>&1 || true
+  export BENCH_ADMIN_TOKEN; BENCH_ADMIN_TOKEN=$("$BIN" token issue --config "$CFG" --email bench-admin@example.com)
+  t0=$(( $(date +%s) - 29 * 86400 ))
+  fill_start=$(date +%s.%N)
+  if [ "$backend" = postgres ]; then
+    runuser -u postgres -- psql -h "$PGTMP" -p 55439 -U postgres -d threatd_bench -qc "INSERT INTO firewall_decisions (at, ecosystem, name, version, purl, rule, action, threat_ids, until, user_email, client_ip)
+      SELECT to_timestamp($t0 + i * 0.25), 'npm', 'pkg-' || (i % 5000), '1.0.' || (i % 97), 'pkg:npm/pkg-' || (i % 5000) || '@1.0.' || (i % 97),
+        CASE WHEN i % 3 = 0 THEN 'quarantine' ELSE 'malicious' END, 'block', CASE WHEN i % 3 = 0 THEN '' ELSE '01a214f2-af98-7eea-a529-30b6c90d2932' END,
+        NULL, 'ci-' || (i % 50) || '@example.com', '10.0.' || (i % 250) || '.' || (i % 200) FROM generate_series(0, 9999999) AS i" -c "ANALYZE firewall_decisions"
+    maxseq=$(runuser -u postgres -- psql -h "$PGTMP" -p 55439 -U postgres -d threatd_bench -tAc "SELECT max(seq) FROM firewall_decisions")
+    runuser -u postgres -- psql -h "$PGTMP" -p 55439 -U postgres -d threatd_bench -c "EXPLAIN ANALYZE SELECT * FROM firewall_decisions WHERE at >= to_timestamp($t0 + 1234567) ORDER BY at, seq LIMIT 101" \
+      -c "EXPLAIN ANALYZE SELECT * FROM firewall_decisions WHERE (at, seq) > (to_timestamp($t0 + 1234567), 4938271) ORDER BY at, seq LIMIT 101" > "$D/explain-decisions.txt"
+  else
+    python3 - "$D/data/threatd.db" "$t0" > "$D/explain-decisions.txt" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=60)
+t0 = int(sys.argv[2])
+# A reused database has them already.
+if c.execute("SELECT count(*) FROM firewall_decisions").fetchone()[0] < 10000000:
+  c.execute("""WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9999999)
+INSERT INTO firewall_decisions (at, ecosystem, name, version, purl, rule, action, threat_ids, until, user_email, client_ip)
+SELECT strftime('%Y-%m-%d %H:%M:%f', ? + i * 0.25, 'unixepoch') || '+00:00', 'npm', 'pkg-' || (i % 5000), '1.0.' || (i % 97),
+  'pkg:npm/pkg-' || (i % 5000) || '@1.0.' || (i % 97), CASE WHEN i % 3 = 0 THEN 'quarantine' ELSE 'malicious' END, 'block',
+  CASE WHEN i % 3 = 0 THEN '' ELSE '01a214f2-af98-7eea-a529-30b6c90d2932' END, NULL, 'ci-' || (i % 50) || '@example.com',
+  '10.0.' || (i % 250) || '.' || (i % 200) FROM n""", (t0,))
+  c.commit()
+c.execute("ANALYZE firewall_decisions")
+at = c.execute("SELECT strftime('%Y-%m-%d %H:%M:%f', ? + 1234567, 'unixepoch') || '+00:00'", (t0,)).fetchone()[0]
+for q, args in [("SELECT * FROM firewall_decisions WHERE at >= ? ORDER BY at, seq LIMIT 101", (at,)),
+                ("SELECT * FROM firewall_decisions WHERE (at, seq) > (?, ?) ORDER BY at, seq LIMIT 101", (at, 4938271))]:
+    print(q)
+    for row in c.execute("EXPLAIN QUERY PLAN " + q, args):
+        print("  ", row[-1])
+PY
+    maxseq=$(python3 -c "import sqlite3; print(sqlite3.connect('$D/data/threatd.db').execute('SELECT max(seq) FROM firewall_decisions').fetchone()[0])")
+  fi
+  fill=$(python3 -c "import time; print('%.0f s' % (time.time() - $fill_start))")
+  python3 - "$t0" "$maxseq" > "$WORK/decision-paths.txt" <<'PY'
+import base64, random, sys
+from datetime import datetime, timezone
+t0, maxseq = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(500):
+    t = datetime.fromtimestamp(t0 + random.randint(0, 29 * 86400), timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    print("/functions/v1/firewall/decisions?since=%s&limit=100" % t)
+    c = base64.urlsafe_b64encode(b"d:%d" % random.randint(1, maxseq)).decode().rstrip("=")
+    print("/functions/v1/firewall/decisions?cursor=%s&limit=100" % c)
+PY
+  BENCH_PATHS=$WORK/decision-paths.txt wrk_run "$backend-decisions" 8 "$S" "$WORK/decisions.lua"
   # The web pages, 8 connections (no session: as a visitor).
   export BENCH_VT0 BENCH_VT1 BENCH_IDS=$D/ids.txt
   BENCH_VT0=$(python3 -c "from datetime import datetime, timezone; print(int(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()*1e6))")
@@ -342,9 +425,10 @@ PY
   for page in home browse browse-deep browse-pypi browse-severity search-purl search-prefix search-indicator search-miss threat; do
     BENCH_WEB=$page wrk_run "$backend-web-$page" 8 "$S" "$WORK/web.lua"
   done
-  kill $trivial $daemon $topper $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
+  kill $trivial $daemon ${topper:-} $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
 
+  if [ "${BENCH_ONLY:-}" != firewall ]; then
   echo "== $backend: export osv"
   rm -rf "$D/osv" "$D/rss-export" "$D/rss-export.stop"; sample_rss "$D/rss-export" & sampler=$!
   start=$(date +%s.%N)
@@ -352,12 +436,14 @@ PY
   end=$(date +%s.%N); touch "$D/rss-export.stop"; wait $sampler
   export_osv=$(python3 -c "print('%.1f s, %.0f reports/s' % ($end - $start, $N / ($end - $start)))")
   export_size=$(du -sh "$D/osv" | cut -f1); rm -rf "$D/osv"
+  fi
   [ "$backend" = postgres ] && pg_stop
 
   read -r r1 r2 r3 <<<"$rates"
   read -r t1 _ _ _ < <(res "$backend-trivial1"); read -r t2 _ _ _ < <(res "$backend-trivial2")
   triv=$(python3 -c "print('%.0f' % (($t1 + $t2) / 2))")
   {
+    if [ "${BENCH_ONLY:-}" != firewall ]; then
     echo "### $backend, $N verified reports"
     echo
     echo "| measure | value |"
@@ -399,6 +485,7 @@ PY
     echo
     echo "EXPLAIN of the web pages' statements: $(grep -c '^### ' "$D/explain.txt" 2>/dev/null || echo 0) statements, $(grep -E '^(ok|FAIL|--- )' "$D/explain.txt" | tail -1) (plans: $D/explain.txt)"
     echo
+    else echo "### $backend, $N verified reports: the firewall's rows only (BENCH_ONLY=firewall)"; echo; fi
     echo "| firewall (HTTPS, cached upstream) | conns | requests/s | p50 | p99 | non-2xx | vs the same bytes from the trivial handler |"
     echo "|---|---|---|---|---|---|---|"
     for row in "trivial handler, the firewall's 200-version document:fwdoc-trivial:32:" "firewall, 200-version npm document:fwdoc:32:fwdoc-trivial" \
@@ -411,6 +498,24 @@ PY
       echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
     done
     echo
+    read -r dt _ _ _ < <(res "$backend-fwdoc-trivial"); read -r dd _ _ _ < <(res "$backend-fwdoc")
+    read -r bt _ _ _ < <(res "$backend-fwdoc-trivial-blocked"); read -r bd p50 p99 bad < <(res "$backend-fwdoc-blocked")
+    echo "| firewall policy | value |"
+    echo "|---|---|"
+    echo "| 2,000 held-tarball requests/s for 60 s: sent and answered | $(cat "$WORK/blocked-$backend.txt") |"
+    echo "| decisions of them recorded (threatd firewall decisions) | $recorded |"
+    echo "| the document beside that load: firewall / trivial handler | $bd / $bt requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$bd' or 0) / float('$bt' or 1)))") (without the load: $(python3 -c "print('%.0f %%' % (100 * float('$dd' or 0) / float('$dt' or 1)))")); p99 $p99 |"
+    read -r lr lp50 lp99 lbad < <(res "$backend-decisions")
+    echo "| 10 M decisions: filled in | $fill |"
+    echo "| decision list, a page of 100 from a random since or cursor (8 conns) | $lr requests/s, p50 $lp50, p99 $lp99, non-2xx $lbad |"
+    echo
+    echo "Plans of the decision list's statements at 10 M rows:"
+    echo
+    echo '```'
+    cat "$D/explain-decisions.txt"
+    echo '```'
+    echo
   } | tee -a "$WORK/report.md"
+
 done
 echo "report: $WORK/report.md"

@@ -6,6 +6,7 @@
 //	threatd-bench rss -dir D -out FILE   peak RSS of the processes run from D
 //	threatd-bench upstream -dir D        an npm upstream for the firewall's runs
 //	threatd-bench taxii-pull -url U      pull a TAXII collection by next, timed
+//	threatd-bench blocked -url U         GET U at a fixed rate (the firewall's decisions)
 package main
 
 import (
@@ -16,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss|upstream|taxii-pull [flags]")
+		fmt.Fprintln(os.Stderr, "usage: threatd-bench gen|trivial|rss|upstream|taxii-pull|blocked [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -35,8 +36,10 @@ func main() {
 		err = upstreamMain(args)
 	case "taxii-pull":
 		err = taxiiMain(args)
+	case "blocked":
+		err = blockedMain(args)
 	default:
-		err = fmt.Errorf("unknown command %q (gen, trivial, rss, upstream, taxii-pull)", cmd)
+		err = fmt.Errorf("unknown command %q (gen, trivial, rss, upstream, taxii-pull, blocked)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "threatd-bench:", err)

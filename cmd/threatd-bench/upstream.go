@@ -21,6 +21,8 @@ const (
 	fwPackage  = "fw-bench"
 	fwVersions = 200
 	fwFileSize = 16 << 20
+	// fwFresh are the newest versions, published minutes ago: held.
+	fwFresh = 3
 )
 
 // upstreamMain serves, over plain HTTP, an npm upstream for the firewall's
@@ -46,6 +48,10 @@ func upstreamMain(args []string) error {
 				"integrity": "sha512-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="},
 		}
 		times[v] = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour).Format(time.RFC3339)
+		if i >= fwVersions-fwFresh {
+			// Published now: in quarantine (the firewall's default 48 h).
+			times[v] = time.Now().UTC().Add(time.Duration(i-fwVersions) * time.Minute).Format(time.RFC3339)
+		}
 	}
 	doc, err := json.Marshal(map[string]any{"name": fwPackage, "dist-tags": map[string]string{"latest": "1.19.9"}, "versions": versions, "time": times})
 	if err != nil {

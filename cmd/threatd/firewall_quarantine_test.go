@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -282,6 +283,13 @@ snapshots:
 		code, _, _ := d.fwGet(fw+"/npm/q-evil/-/q-evil-1.0.1.tgz", tok)
 		if code != 200 {
 			t.Fatalf("a waiver made on this daemon applies at once: %d", code)
+		}
+		// The real client installs the waived version.
+		if _, err := exec.LookPath("npm"); err == nil {
+			dir := npmProject(t)
+			if out, ok := client(t, dir, npmEnv(t, in, d, tok), "npm", "install", "q-evil@1.0.1"); !ok || npmInstalled(dir, "q-evil") != "1.0.1" {
+				t.Fatalf("npm install q-evil@1.0.1 while waived:\n%s", out)
+			}
 		}
 		if r := d.do("GET", base+"/firewall/waivers", admin, ""); r.code != 200 || r.body["count"] != 1.0 {
 			t.Fatalf("GET waivers: %d %v", r.code, r.body)

@@ -334,7 +334,7 @@ func (ws *Waivers) Lifts(registry, name, version, rule string, now time.Time) bo
 // Covers says whether any waiver in force names the package (a rendering
 // of it depends on the waivers).
 func (ws *Waivers) Covers(registry, name string) bool {
-	if ws == nil {
+	if ws == nil || len(ws.list) == 0 {
 		return false
 	}
 	n := foldName(registry, name)
