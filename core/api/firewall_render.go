@@ -158,6 +158,14 @@ type rendering struct {
 // the reports' fingerprint and the waivers of the package.
 func (p *proxy) document(c *echo.Context, registry, rawURL, accept, decidedBy string, render renderFunc) error {
 	key := strings.Join([]string{registry, rawURL, accept, decidedBy}, "\x00")
+	// The common case: the upstream's answer is fresh in the cache and its
+	// rendering is kept: served at once, without the shared work (no
+	// goroutine, no file opened).
+	if version, ok := p.opts.Cache.Peek(rawURL, accept); ok {
+		if d, ok := p.renders.mem.Get(key + "\x00" + version); ok && (d.expires.IsZero() || time.Now().Before(d.expires)) {
+			return p.serveRendered(c, registry, d)
+		}
+	}
 	// The work outlives the request that started it (others may wait for
 	// it), within the upstream timeout.
 	ch := p.renders.flight.DoChan(key, func() (any, error) {

@@ -196,6 +196,18 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 	return out, nil
 }
 
+// Peek returns the version of a fresh stored answer to url (as Get's
+// Response.Version), without opening it; ok is false when Get would ask
+// the upstream. A caller that keeps what it made of that answer by its
+// version serves it without touching the disk.
+func (c *Cache) Peek(url, accept string) (version string, ok bool) {
+	e, _ := c.entries.Get(c.keyOf(url, accept))
+	if e == nil || e.Revalidate || !time.Now().Before(e.Expires) {
+		return "", false
+	}
+	return strconv.FormatInt(e.Stored.UnixNano(), 36), true
+}
+
 // open answers from a stored entry.
 func (c *Cache) open(e *entry) (*Response, error) {
 	f, err := os.Open(c.bodyPath(e.key))

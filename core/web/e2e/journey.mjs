@@ -515,6 +515,27 @@ try {
   await submitForm(rita, rita.getByRole("row").filter({ hasText: samEmail }).getByRole("button", { name: "Enable", exact: true }));
   await rita.getByText(`${samEmail} is enabled`, { exact: false }).waitFor();
 
+  // The firewall page: a waiver with a duration that does not parse is
+  // refused beside the form (nothing made), then made, listed and removed.
+  await go(rita, "/");
+  await Promise.all([rita.waitForURL("**/admin/firewall"), nav(rita, "link", "Firewall").click()]);
+  await rita.getByLabel("Package name or glob", { exact: true }).fill("left-pad");
+  await rita.getByLabel("Version (empty: every version)", { exact: true }).fill("1.3.0");
+  await rita.getByLabel("Rule lifted", { exact: true }).selectOption("quarantine");
+  await rita.getByLabel("Reason", { exact: true }).fill("a security fix we need today");
+  await rita.getByLabel("For", { exact: true }).fill("soon");
+  expected.push(/status of 400/);
+  await submitForm(rita, role(rita, "button", "Make waiver"), 400);
+  await rita.getByText('for: "soon" is not a duration', { exact: false }).waitFor();
+  check(await rita.getByText("No waivers in force.").count() === 1, "a refused waiver was made");
+  await rita.getByLabel("For", { exact: true }).fill("24h");
+  await submitForm(rita, role(rita, "button", "Make waiver"));
+  const waiverRow = rita.getByRole("row").filter({ hasText: "left-pad" });
+  await waiverRow.getByText("a security fix we need today").waitFor();
+  await shot(rita, "firewall");
+  await submitForm(rita, waiverRow.getByRole("button", { name: "Remove", exact: true }));
+  await rita.getByText("No waivers in force.").waitFor();
+
   // Sam deletes the account: the box and the password are required.
   await logIn(sam, samEmail, "an even longer password");
   await go(sam, "/settings/account");
