@@ -192,14 +192,7 @@ snapshots:
 	})
 
 	t.Run("pip", func(t *testing.T) {
-		python := needTool(t, "python3")
-		host := strings.TrimPrefix(d.base, "https://")
-		index := "https://__token__:" + tok + "@" + host + fw + "/pypi/simple/"
-		pip := func(args ...string) (string, bool, string) {
-			target := t.TempDir()
-			out, ok := client(t, target, pipEnv, python, append([]string{"-m", "pip", "install", "--target", target, "--index-url", index, "--cert", in.certFile()}, args...)...)
-			return out, ok, target
-		}
+		pip := pipInstaller(t, in, d, tok)
 		if out, ok, target := pip("q-py"); !ok || readFile(t, filepath.Join(target, "q_py", "__init__.py")) != "VERSION = \"1.0.0\"\n" {
 			t.Fatalf("pip install q-py:\n%s", out)
 		}

@@ -250,14 +250,7 @@ func TestFirewall(t *testing.T) {
 	})
 
 	t.Run("pip", func(t *testing.T) {
-		python := needTool(t, "python3")
-		host := strings.TrimPrefix(d.base, "https://")
-		index := "https://__token__:" + tok + "@" + host + fw + "/pypi/simple/"
-		pip := func(args ...string) (string, bool, string) {
-			target := t.TempDir()
-			out, ok := client(t, target, pipEnv, python, append([]string{"-m", "pip", "install", "--target", target, "--index-url", index, "--cert", in.certFile()}, args...)...)
-			return out, ok, target
-		}
+		pip := pipInstaller(t, in, d, tok)
 		pyVersion := func(target, pkg string) string {
 			b, _ := os.ReadFile(filepath.Join(target, pkg, "__init__.py"))
 			return strings.TrimSpace(string(b))

@@ -30,6 +30,18 @@ func npmEnv(t *testing.T, in *instance, d *daemon, tok string) []string {
 var pipEnv = []string{"PIP_CONFIG_FILE=/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1", "PIP_NO_INPUT=1",
 	"PIP_CERT=", "PIP_FIND_LINKS=", "PIP_INDEX_URL=", "PIP_EXTRA_INDEX_URL=", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE="}
 
+// pipInstaller returns a pip install through d's firewall with tok into a
+// new target directory: its output, whether it succeeded, the target.
+func pipInstaller(t *testing.T, in *instance, d *daemon, tok string) func(args ...string) (string, bool, string) {
+	python := needTool(t, "python3")
+	index := "https://__token__:" + tok + "@" + strings.TrimPrefix(d.base, "https://") + base + "/firewall/pypi/simple/"
+	return func(args ...string) (string, bool, string) {
+		target := t.TempDir()
+		out, ok := client(t, target, pipEnv, python, append([]string{"-m", "pip", "install", "--target", target, "--index-url", index, "--cert", in.certFile()}, args...)...)
+		return out, ok, target
+	}
+}
+
 // goEnv is the environment of a go command that fetches modules through
 // proxy with the token from a .netrc in home, trusting the instance's
 // certificate.

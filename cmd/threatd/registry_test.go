@@ -103,10 +103,7 @@ func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, version
 // range), in its tarball's package.json and in the package document.
 func (u *upstreamRegistry) npmPackageDeps(t *testing.T, name, latest string, deps map[string]string, versions ...string) {
 	t.Helper()
-	times := make([]time.Time, len(versions))
-	for i := range versions {
-		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
-	}
+	times := oldTimes(len(versions))
 	u.npmPackageAt(t, name, latest, deps, versions, times, nil)
 }
 
@@ -145,6 +142,16 @@ func (u *upstreamRegistry) npmPackageAt(t *testing.T, name, latest string, deps 
 	u.put("/"+esc, "application/json", 300, doc)
 }
 
+// oldTimes are n publish times a day apart from 2026-01-01: versions
+// long past any quarantine.
+func oldTimes(n int) []time.Time {
+	times := make([]time.Time, n)
+	for i := range times {
+		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
+	}
+	return times
+}
+
 // npmTarball is a package tarball: package/package.json and package/index.js.
 func npmTarball(t *testing.T, name, version string, deps ...map[string]string) []byte {
 	t.Helper()
@@ -174,10 +181,7 @@ func npmTarball(t *testing.T, name, version string, deps ...map[string]string) [
 // PEP 503 page with its sha256.
 func (u *upstreamRegistry) pypiProject(t *testing.T, project string, versions ...string) {
 	t.Helper()
-	times := make([]time.Time, len(versions))
-	for i := range versions {
-		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
-	}
+	times := oldTimes(len(versions))
 	u.pypiProjectAt(t, project, versions, times)
 }
 
@@ -236,10 +240,7 @@ func wheel(t *testing.T, project, version string) []byte {
 // (@v/list, .info, .mod, .zip, @latest).
 func (u *upstreamRegistry) goModule(t *testing.T, mod string, versions ...string) {
 	t.Helper()
-	times := make([]time.Time, len(versions))
-	for i := range versions {
-		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
-	}
+	times := oldTimes(len(versions))
 	u.goModuleAt(t, mod, versions, times)
 }
 
