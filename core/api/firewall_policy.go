@@ -111,53 +111,27 @@ func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 // while it is. A document the upstream does not have, or that cannot be
 // read, gives none, and ok false.
 func (p *proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, accept, name string) (ps []firewall.Published, ok bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
-	defer cancel()
-	res, err := p.fetch(ctx, reg, docURL, accept)
-	if err != nil {
-		return nil, false, err
-	}
-	if res.Status != http.StatusOK {
-		_ = res.Body.Close()
-		return nil, false, nil
-	}
-	key := "facts\x00" + docURL + "\x00" + accept + "\x00" + res.Version
-	if t, ok := p.parsed.Get(key); ok {
-		_ = res.Body.Close()
-		ps = t.([]firewall.Published)
-		return ps, ps != nil, nil
-	}
-	read := func() error {
-		contentType := res.Header.Get("Content-Type")
-		body, err := p.readDocument(reg, res)
+	ps, res, err := parsedDocument(ctx, p, reg, docURL, accept, "facts", func(doc firewall.Document) ([]firewall.Published, error) {
+		doc.Name = name
+		ps, err := a.Versions(doc)
 		if err != nil {
-			return err
+			return nil, nil // unreadable: no facts (missing_time decides)
 		}
-		var perr error
-		if ps, perr = a.Versions(firewall.Document{Body: body, ContentType: contentType, URL: docURL, Name: name}); perr == nil && ps == nil {
+		if ps == nil {
 			ps = []firewall.Published{} // read, and lists none
 		}
-		return nil
-	}
-	if ctx.Value(renderingKey{}) != nil {
-		// Read for a rendering that holds its budget already: waiting
-		// for more could wait for itself.
-		err = read()
-	} else {
-		err = p.renders.withBudget(ctx, contentLength(res), read)
-	}
-	if err != nil {
-		_ = res.Body.Close()
-		return nil, false, err
-	}
-	if res.Kept() {
-		size := int64(len(key))
+		return ps, nil
+	}, func(ps []firewall.Published) int64 {
+		var size int64
 		for _, pv := range ps {
 			size += int64(len(pv.Version)) + 64
 		}
-		remember(p.parsed, parsedBytes, key, any(ps), size)
+		return size
+	})
+	if res != nil {
+		_ = res.Body.Close()
 	}
-	return ps, ps != nil, nil
+	return ps, ps != nil, err
 }
 
 // renderingKey marks the context of a rendering (it holds budget).

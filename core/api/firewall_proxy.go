@@ -254,44 +254,67 @@ func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 // files is the table of the files a metadata document lists, read by the
 // adapter and kept while the document is.
 func (p *proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, accept, name string) (map[string]firewall.File, *registrycache.Response, error) {
+	return parsedDocument(ctx, p, reg, docURL, accept, "files", func(doc firewall.Document) (map[string]firewall.File, error) {
+		doc.Name = name
+		table, err := fl.Files(doc)
+		if err != nil {
+			return nil, p.unreadable(reg, err)
+		}
+		return table, nil
+	}, func(table map[string]firewall.File) int64 {
+		var size int64
+		for f, e := range table {
+			size += int64(len(f)+len(e.URL)) + 16*int64(len(e.Versions)) + 64
+		}
+		return size
+	})
+}
+
+// parsedDocument is what parse makes of the upstream document at docURL,
+// kept (as kind, by the document's version) while the document is: read
+// whole within the upstream timeout and the rendering budget, parsed
+// once. An answer other than 200 is returned unread (res != nil).
+func parsedDocument[T any](ctx context.Context, p *proxy, reg, docURL, accept, kind string, parse func(firewall.Document) (T, error), size func(T) int64) (T, *registrycache.Response, error) {
+	var zero T
 	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
 	defer cancel()
 	res, err := p.fetch(ctx, reg, docURL, accept)
 	if err != nil {
-		return nil, nil, err
+		return zero, nil, err
 	}
 	if res.Status != http.StatusOK {
-		return nil, res, nil
+		return zero, res, nil
 	}
-	key := "files\x00" + docURL + "\x00" + accept + "\x00" + res.Version
-	if t, ok := p.parsed.Get(key); ok {
+	key := kind + "\x00" + docURL + "\x00" + accept + "\x00" + res.Version
+	if v, ok := p.parsed.Get(key); ok {
 		_ = res.Body.Close()
-		return t.(map[string]firewall.File), nil, nil
+		return v.(T), nil, nil
 	}
-	var table map[string]firewall.File
-	err = p.renders.withBudget(ctx, contentLength(res), func() error {
+	var out T
+	read := func() error {
 		contentType := res.Header.Get("Content-Type")
 		body, err := p.readDocument(reg, res)
 		if err != nil {
 			return err
 		}
-		if table, err = fl.Files(firewall.Document{Body: body, ContentType: contentType, URL: docURL, Name: name}); err != nil {
-			return p.unreadable(reg, err)
-		}
-		return nil
-	})
+		out, err = parse(firewall.Document{Body: body, ContentType: contentType, URL: docURL})
+		return err
+	}
+	if ctx.Value(renderingKey{}) != nil {
+		// Read for a rendering that holds its budget already: waiting
+		// for more could wait for itself.
+		err = read()
+	} else {
+		err = p.renders.withBudget(ctx, contentLength(res), read)
+	}
 	if err != nil {
 		_ = res.Body.Close()
-		return nil, nil, err
+		return zero, nil, err
 	}
 	if res.Kept() {
-		size := int64(len(key))
-		for f, e := range table {
-			size += int64(len(f)+len(e.URL)) + 16*int64(len(e.Versions)) + 64
-		}
-		remember(p.parsed, parsedBytes, key, any(table), size)
+		remember(p.parsed, parsedBytes, key, any(out), int64(len(key))+size(out))
 	}
-	return table, nil, nil
+	return out, nil, nil
 }
 
 // The costs of an audit: one firewall request per auditPerRequest package
