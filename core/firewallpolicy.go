@@ -237,8 +237,9 @@ type FirewallStore interface {
 	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more
 	// than MaxWaivers in force (ErrLimit).
 	CreateWaiver(ctx context.Context, w Waiver) error
-	// ListWaivers returns the waivers that end after now (every one when
-	// now is zero), newest first, at most MaxWaivers.
+	// ListWaivers returns the waivers that end after now, newest first;
+	// more than MaxWaivers of them is an error (ErrLimit), never a part
+	// of them.
 	ListWaivers(ctx context.Context, now time.Time) ([]Waiver, error)
 	// DeleteWaiver removes a waiver (ErrNotFound when there is none).
 	DeleteWaiver(ctx context.Context, id string) error

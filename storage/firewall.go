@@ -89,15 +89,16 @@ func (s *Store) CreateWaiver(ctx context.Context, w core.Waiver) error {
 	})
 }
 
-// ListWaivers returns the waivers ending after now (all when now is zero).
+// ListWaivers returns the waivers ending after now, refusing more than
+// core.MaxWaivers (concurrent makers can pass CreateWaiver's count).
 func (s *Store) ListWaivers(ctx context.Context, now time.Time) ([]core.Waiver, error) {
 	var rows []waiverRow
-	q := s.db.NewSelect().Model(&rows).OrderExpr("created_at DESC, id").Limit(core.MaxWaivers)
-	if !now.IsZero() {
-		q = q.Where("until > ?", now.UTC())
-	}
-	if err := q.Scan(ctx); err != nil {
+	err := s.db.NewSelect().Model(&rows).Where("until > ?", now.UTC()).OrderExpr("created_at DESC, id").Limit(core.MaxWaivers + 1).Scan(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if len(rows) > core.MaxWaivers {
+		return nil, fmt.Errorf("%w: more than %d waivers in force; remove some", core.ErrLimit, core.MaxWaivers)
 	}
 	out := make([]core.Waiver, len(rows))
 	for i, r := range rows {

@@ -293,8 +293,9 @@ type StorageClient interface {
 	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more
 	// than MaxWaivers in force (ErrLimit).
 	CreateWaiver(ctx context.Context, in *Waiver, opts ...grpc.CallOption) (*CreateWaiverReply, error)
-	// ListWaivers returns the waivers that end after now (every one when
-	// now is zero), newest first, at most MaxWaivers.
+	// ListWaivers returns the waivers that end after now, newest first;
+	// more than MaxWaivers of them is an error (ErrLimit), never a part
+	// of them.
 	ListWaivers(ctx context.Context, in *ListWaiversRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Waiver], error)
 	// DeleteWaiver removes a waiver (ErrNotFound when there is none).
 	DeleteWaiver(ctx context.Context, in *DeleteWaiverRequest, opts ...grpc.CallOption) (*DeleteWaiverReply, error)
@@ -1408,8 +1409,9 @@ type StorageServer interface {
 	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more
 	// than MaxWaivers in force (ErrLimit).
 	CreateWaiver(context.Context, *Waiver) (*CreateWaiverReply, error)
-	// ListWaivers returns the waivers that end after now (every one when
-	// now is zero), newest first, at most MaxWaivers.
+	// ListWaivers returns the waivers that end after now, newest first;
+	// more than MaxWaivers of them is an error (ErrLimit), never a part
+	// of them.
 	ListWaivers(*ListWaiversRequest, grpc.ServerStreamingServer[Waiver]) error
 	// DeleteWaiver removes a waiver (ErrNotFound when there is none).
 	DeleteWaiver(context.Context, *DeleteWaiverRequest) (*DeleteWaiverReply, error)
