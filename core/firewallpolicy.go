@@ -232,6 +232,11 @@ type HeldQuery struct {
 	Limit int
 }
 
+// Cursor is the HeldQuery.After that continues a list after h.
+func (h HeldVersion) Cursor() string {
+	return h.Until.UTC().Format(time.RFC3339Nano) + "\x00" + h.Ecosystem + "\x00" + h.Name + "\x00" + h.Version
+}
+
 // FirewallStore keeps the firewall's waivers, decisions and held versions.
 type FirewallStore interface {
 	// CreateWaiver stores a waiver (NewWaiver made it), refusing one more

@@ -87,7 +87,7 @@ func TestFirewallPlans(t *testing.T) {
 	check("the held versions", "firewall_held_until_idx")
 	l := held[99]
 	if _, err := s.ListHeld(ctx, core.HeldQuery{Now: base.Add(time.Hour), Limit: 100,
-		After: l.Until.Format(time.RFC3339Nano) + "\x00" + l.Ecosystem + "\x00" + l.Name + "\x00" + l.Version}); err != nil {
+		After: l.Cursor()}); err != nil {
 		t.Fatal(err)
 	}
 	check("the held versions after a cursor", "firewall_held_until_idx")

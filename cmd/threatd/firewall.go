@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -199,37 +198,51 @@ func firewallHeldCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withEnv(cmd, func(e *env) error {
-				q := core.HeldQuery{Now: time.Now(), Limit: 1000}
-				var all []core.HeldVersion
+				// Written page by page: the list is never held whole.
+				out := cmd.OutOrStdout()
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				if asJSON {
+					fmt.Fprint(out, "[")
+				} else {
+					fmt.Fprintln(tw, "ECOSYSTEM\tPACKAGE\tPUBLISHED\tUNTIL")
+				}
+				q, n := core.HeldQuery{Now: time.Now(), Limit: 1000}, 0
 				for {
 					page, err := e.store.ListHeld(cmd.Context(), q)
 					if err != nil {
 						return err
 					}
-					all = append(all, page...)
+					for _, h := range page {
+						if asJSON {
+							b, err := json.Marshal(firewall.ShowHeld(h))
+							if err != nil {
+								return err
+							}
+							if n > 0 {
+								fmt.Fprint(out, ",")
+							}
+							_, _ = out.Write(b)
+						} else {
+							pub := "unknown (first seen " + h.FirstSeen.Format(time.RFC3339) + ")"
+							if !h.Published.IsZero() {
+								pub = h.Published.Format(time.RFC3339)
+							}
+							fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\n", h.Ecosystem, h.Name, h.Version, pub, h.Until.Format(time.RFC3339))
+						}
+						n++
+					}
+					if err := tw.Flush(); err != nil {
+						return err
+					}
 					if len(page) < q.Limit {
 						break
 					}
-					l := page[len(page)-1]
-					q.After = l.Until.UTC().Format(time.RFC3339Nano) + "\x00" + l.Ecosystem + "\x00" + l.Name + "\x00" + l.Version
+					q.After = page[len(page)-1].Cursor()
 				}
 				if asJSON {
-					out := make([]api.HeldJSON, len(all))
-					for i, h := range all {
-						out[i] = api.ShowHeld(h)
-					}
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+					fmt.Fprintln(out, "]")
 				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ECOSYSTEM\tPACKAGE\tPUBLISHED\tUNTIL")
-				for _, h := range all {
-					pub := "unknown (first seen " + h.FirstSeen.Format(time.RFC3339) + ")"
-					if !h.Published.IsZero() {
-						pub = h.Published.Format(time.RFC3339)
-					}
-					fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\n", h.Ecosystem, h.Name, h.Version, pub, h.Until.Format(time.RFC3339))
-				}
-				return tw.Flush()
+				return nil
 			})
 		},
 	}

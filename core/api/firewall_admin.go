@@ -160,26 +160,6 @@ func (s *Server) listDecisions(c *echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"decisions": out, "count": len(out), "next_cursor": nextCursor(next)})
 }
 
-// HeldJSON is a held version as the API and the CLI show it.
-type HeldJSON struct {
-	Ecosystem string  `json:"ecosystem"`
-	Name      string  `json:"name"`
-	Version   string  `json:"version"`
-	Published *string `json:"published"`
-	FirstSeen string  `json:"first_seen"`
-	Until     string  `json:"until"`
-}
-
-// ShowHeld is h as HeldJSON.
-func ShowHeld(h core.HeldVersion) HeldJSON {
-	out := HeldJSON{Ecosystem: h.Ecosystem, Name: h.Name, Version: h.Version, FirstSeen: h.FirstSeen.UTC().Format(time.RFC3339), Until: h.Until.UTC().Format(time.RFC3339)}
-	if !h.Published.IsZero() {
-		p := h.Published.UTC().Format(time.RFC3339)
-		out.Published = &p
-	}
-	return out
-}
-
 // listHeld is GET /firewall/held?cursor=&limit=: the versions in
 // quarantine now, the soonest released first.
 func (s *Server) listHeld(c *echo.Context) error {
@@ -203,14 +183,13 @@ func (s *Server) listHeld(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]HeldJSON, len(held))
+	out := make([]firewall.HeldJSON, len(held))
 	for i, h := range held {
-		out[i] = ShowHeld(h)
+		out[i] = firewall.ShowHeld(h)
 	}
 	next := ""
 	if len(held) == q.Limit {
-		l := held[len(held)-1]
-		next = base64.RawURLEncoding.EncodeToString([]byte(l.Until.UTC().Format(time.RFC3339Nano) + "\x00" + l.Ecosystem + "\x00" + l.Name + "\x00" + l.Version))
+		next = base64.RawURLEncoding.EncodeToString([]byte(held[len(held)-1].Cursor()))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"held": out, "count": len(out), "next_cursor": nextCursor(next)})
 }

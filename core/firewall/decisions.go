@@ -128,8 +128,7 @@ func (r *Recorder) load(ctx context.Context) {
 		if len(page) < q.Limit {
 			return
 		}
-		last := page[len(page)-1]
-		q.After = last.Until.UTC().Format(time.RFC3339Nano) + "\x00" + last.Ecosystem + "\x00" + last.Name + "\x00" + last.Version
+		q.After = page[len(page)-1].Cursor()
 	}
 }
 

@@ -66,3 +66,23 @@ func (s WaiverService) refresh(ctx context.Context) {
 		s.Cache.Refresh(ctx)
 	}
 }
+
+// HeldJSON is a held version as the API and the CLI show it.
+type HeldJSON struct {
+	Ecosystem string  `json:"ecosystem"`
+	Name      string  `json:"name"`
+	Version   string  `json:"version"`
+	Published *string `json:"published"`
+	FirstSeen string  `json:"first_seen"`
+	Until     string  `json:"until"`
+}
+
+// ShowHeld is h as HeldJSON.
+func ShowHeld(h core.HeldVersion) HeldJSON {
+	out := HeldJSON{Ecosystem: h.Ecosystem, Name: h.Name, Version: h.Version, FirstSeen: h.FirstSeen.UTC().Format(time.RFC3339), Until: h.Until.UTC().Format(time.RFC3339)}
+	if !h.Published.IsZero() {
+		p := h.Published.UTC().Format(time.RFC3339)
+		out.Published = &p
+	}
+	return out
+}

@@ -136,7 +136,7 @@ func testFirewall(t *testing.T, b Backend) {
 	if err != nil || len(held) != 1 || held[0].Name != "fresh" || !held[0].FirstSeen.Equal(first) || !held[0].Until.Equal(at.Add(46*time.Hour)) {
 		t.Fatalf("first held: %+v %v", held, err)
 	}
-	after := held[0].Until.Format(time.RFC3339Nano) + "\x00pypi\x00fresh\x002.0"
+	after := held[0].Cursor()
 	if held, err = s.ListHeld(c, core.HeldQuery{Now: at, After: after, Limit: 10}); err != nil || len(held) != 1 || held[0].Name != "new" || !held[0].Published.Equal(at) {
 		t.Fatalf("next held: %+v %v", held, err)
 	}
