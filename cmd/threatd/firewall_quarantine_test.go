@@ -216,7 +216,7 @@ snapshots:
 	})
 
 	t.Run("waivers", func(t *testing.T) {
-		evil := fwReport(t, in, d, tok, "npm", "q-evil", "1.0.1")
+		fwReport(t, in, d, tok, "npm", "q-evil", "1.0.1")
 		eventually(t, "q-evil 1.0.1 blocked", func() bool {
 			code, _, _ := d.fwGet(fw+"/npm/q-evil/-/q-evil-1.0.1.tgz", tok)
 			return code == 403
@@ -296,7 +296,6 @@ snapshots:
 		if code, _, _ := d.fwGet(fw+"/npm/q-evil/-/q-evil-1.0.1.tgz", tok); code != 403 {
 			t.Fatalf("after the waiver's removal: %d", code)
 		}
-		_ = evil
 	})
 
 	t.Run("web", func(t *testing.T) {
@@ -430,15 +429,33 @@ snapshots:
 		hooks := in.mustCLI("webhook", "list", "--json")
 		var hs []struct {
 			ID        string
+			Events    []string
 			Delivered int
 		}
-		_ = json.Unmarshal([]byte(hooks), &hs)
+		if err := json.Unmarshal([]byte(hooks), &hs); err != nil {
+			t.Fatalf("webhook list --json: %v\n%s", err, hooks)
+		}
+		found := 0
 		for _, h := range hs {
-			if h.ID == reportsHook && h.Delivered != 1 {
-				t.Fatalf("the reports subscription got %d deliveries (want the one verification)", h.Delivered)
+			switch h.ID {
+			case reportsHook:
+				found++
+				if h.Delivered != 1 {
+					t.Fatalf("the reports subscription got %d deliveries (want the one verification)", h.Delivered)
+				}
+			case hookID:
+				found++
+				if strings.Join(h.Events, ",") != "firewall.blocked,firewall.warned" {
+					t.Fatalf("the firewall subscription's events: %v", h.Events)
+				}
 			}
 		}
-		_ = hookID
+		if found != 2 {
+			t.Fatalf("webhook list --json lacks a subscription: %s", hooks)
+		}
+		if m := d.scrape()["threatd_firewall_decisions_dropped_total"]; m == nil || len(m.Metric) != 1 || m.Metric[0].GetCounter().GetValue() != 0 {
+			t.Fatalf("threatd_firewall_decisions_dropped_total: %v", m)
+		}
 		// Counted in metrics by ecosystem, rule and action.
 		m := d.scrape()["threatd_firewall_decisions_total"]
 		if m == nil {

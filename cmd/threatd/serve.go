@@ -171,6 +171,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if fw != nil {
 		fw.Recorder = firewall.NewRecorder(ctx, e.store, cfg.Firewall.DecisionsKeep, log)
 		fw.Recorder.Counted = metrics.FirewallDecision
+		fw.Recorder.Dropped = metrics.FirewallDecisionDropped
 		defer fw.Recorder.Wait(10 * time.Second)
 		fw.Waivers = firewall.NewWaiverCache(ctx, e.store, cfg.Cache.Freshness, log)
 	}

@@ -32,6 +32,8 @@ type Metrics struct {
 	blocks    *prometheus.CounterVec
 	renders   *prometheus.CounterVec
 	decisions *prometheus.CounterVec
+	// decisionsDropped counts decisions the recorder could not queue.
+	decisionsDropped prometheus.Counter
 
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Histogram
@@ -74,6 +76,10 @@ func NewMetrics(version string) *Metrics {
 			Name: "threatd_firewall_decisions_total",
 			Help: "Firewall decisions about one package version (docs/firewall.md), by ecosystem, rule (malicious, quarantine, install_scripts) and action (block, warn, monitor, waived).",
 		}, []string{"ecosystem", "rule", "action"}),
+		decisionsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "threatd_firewall_decisions_dropped_total",
+			Help: "Firewall decisions not recorded because storage fell behind and the recorder's queue (65,536) was full: the install was never held up for them. Alert on any.",
+		}),
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "threatd_firewall_renderings_total",
 			Help: "Upstream documents the registry firewall rewrote, by registry: one rendering serves every client asking for the same document under the same verdicts, and is kept.",
@@ -108,7 +114,7 @@ func NewMetrics(version string) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, m.decisions, build,
+		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, m.decisions, m.decisionsDropped, build,
 		m.webhookAttempts, m.webhookLatency, m.webhookExpired, m.webhookPending, m.webhookOldest,
 	)
 	return m
@@ -190,6 +196,13 @@ func (m *Metrics) firewallBlocked(registry string) {
 func (m *Metrics) FirewallDecision(ecosystem, rule, action string) {
 	if m != nil {
 		m.decisions.WithLabelValues(ecosystem, rule, action).Inc()
+	}
+}
+
+// FirewallDecisionDropped counts a decision the recorder could not queue.
+func (m *Metrics) FirewallDecisionDropped() {
+	if m != nil {
+		m.decisionsDropped.Inc()
 	}
 }
 

@@ -49,8 +49,10 @@ func ShowDecision(d core.FirewallDecision) DecisionJSON {
 type Recorder struct {
 	store core.FirewallStore
 	log   *slog.Logger
-	// Counted, when set, counts each decision (metrics).
+	// Counted, when set, counts each decision (metrics); Dropped each one
+	// not recorded because the queue was full.
 	Counted func(ecosystem, rule, action string)
+	Dropped func()
 
 	in   chan core.FirewallDecision
 	held chan core.HeldVersion
@@ -107,7 +109,7 @@ const (
 func NewRecorder(ctx context.Context, store core.FirewallStore, keep time.Duration, log *slog.Logger) *Recorder {
 	r := &Recorder{store: store, log: log, keep: keep, in: make(chan core.FirewallDecision, recorderQueue), held: make(chan core.HeldVersion, recorderQueue),
 		firstSeen: map[string]time.Time{}, heldSeen: map[string]time.Time{}, done: make(chan struct{})}
-	r.load(ctx)
+	go r.load(ctx) // off the start-up path: a first sighting made meanwhile keeps the earlier time
 	go r.run(ctx)
 	return r
 }
@@ -121,10 +123,17 @@ func (r *Recorder) load(ctx context.Context) {
 			r.log.Warn("firewall: reading the held versions failed", "error", err.Error())
 			return
 		}
+		r.mu.Lock()
 		for _, h := range page {
 			k := h.Ecosystem + "\x00" + h.Name + "\x00" + h.Version
-			r.firstSeen[k], r.heldSeen[k] = h.FirstSeen, h.Until
+			if t, ok := r.firstSeen[k]; !ok || h.FirstSeen.Before(t) {
+				r.firstSeen[k] = h.FirstSeen
+			}
+			if _, ok := r.heldSeen[k]; !ok {
+				r.heldSeen[k] = h.Until
+			}
 		}
+		r.mu.Unlock()
 		if len(page) < q.Limit {
 			return
 		}
@@ -174,6 +183,9 @@ func (r *Recorder) Decide(d core.FirewallDecision) {
 	default:
 		// Storage is far behind: the decision is counted and logged,
 		// never allowed to hold the install.
+		if r.Dropped != nil {
+			r.Dropped()
+		}
 		if r.dropped.Add(1)%1000 == 1 {
 			r.log.Warn("firewall: decisions are arriving faster than storage takes them; some were not recorded", "dropped", r.dropped.Load())
 		}
@@ -202,20 +214,6 @@ func (r *Recorder) Held(h core.HeldVersion) {
 	}
 }
 
-// Dropped counts the decisions not recorded because the queue was full.
-func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
-
-// Flushed waits until what was handed over before it is written (tests
-// and shutdown).
-func (r *Recorder) Flushed(ctx context.Context) {
-	for len(r.in) > 0 || len(r.held) > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
 
 func (r *Recorder) run(ctx context.Context) {
 	defer close(r.done)
