@@ -61,11 +61,10 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 			if ws := p.opts.Waivers.Current(); ws.Covers(reg, rt.Name) {
 				decidedBy += "\x00" + ws.Generation
 			}
-			withFacts := p.needsFacts(a, v)
 			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
 				doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name}
 				var facts map[string]firewall.Facts
-				if withFacts {
+				if p.needsFacts(a, v) {
 					listed, err := a.Versions(doc)
 					if err != nil {
 						return rendering{}, err
@@ -276,6 +275,13 @@ func (p *proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, 
 // once. An answer other than 200 is returned unread (res != nil).
 func parsedDocument[T any](ctx context.Context, p *proxy, reg, docURL, accept, kind string, parse func(firewall.Document) (T, error), size func(T) int64) (T, *registrycache.Response, error) {
 	var zero T
+	// The common case: the document is fresh in the cache and was parsed
+	// already; nothing to fetch, no file opened.
+	if version, ok := p.opts.Cache.Peek(docURL, accept); ok {
+		if v, ok := p.parsed.Get(kind + "\x00" + docURL + "\x00" + accept + "\x00" + version); ok {
+			return v.(T), nil, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
 	defer cancel()
 	res, err := p.fetch(ctx, reg, docURL, accept)
