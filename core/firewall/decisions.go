@@ -153,10 +153,30 @@ func (r *Recorder) FirstSeen(ecosystem, name, version string, now time.Time) tim
 	if t, ok := r.firstSeen[k]; ok {
 		return t
 	}
-	if len(r.firstSeen) < 1<<20 {
-		r.firstSeen[k] = now
+	if len(r.firstSeen) >= maxSeen {
+		evictHalf(r.firstSeen)
 	}
+	r.firstSeen[k] = now
 	return now
+}
+
+// maxSeen bounds the versions a recorder remembers (first sightings, holds
+// recorded): about 100 MB at most.
+const maxSeen = 1 << 20
+
+// evictHalf forgets about half of m (map order is random). A version
+// forgotten is seen anew: without a publish time it is held from then on
+// (longer, never shorter, than it would have been), and its hold is
+// recorded again (an upsert).
+func evictHalf[V any](m map[string]V) {
+	n := len(m) / 2
+	for k := range m {
+		if n == 0 {
+			return
+		}
+		delete(m, k)
+		n--
+	}
 }
 
 // Decide hands a decision over; it is written within flushEvery.
@@ -203,6 +223,9 @@ func (r *Recorder) Held(h core.HeldVersion) {
 		r.mu.Unlock()
 		return
 	}
+	if len(r.heldSeen) >= maxSeen {
+		evictHalf(r.heldSeen)
+	}
 	r.heldSeen[k] = h.Until
 	if t, ok := r.firstSeen[k]; ok {
 		h.FirstSeen = t
@@ -211,9 +234,12 @@ func (r *Recorder) Held(h core.HeldVersion) {
 	select {
 	case r.held <- h:
 	default:
+		// Storage is far behind: recorded at its next sighting instead.
+		r.mu.Lock()
+		delete(r.heldSeen, k)
+		r.mu.Unlock()
 	}
 }
-
 
 func (r *Recorder) run(ctx context.Context) {
 	defer close(r.done)

@@ -153,3 +153,15 @@ func TestNewWaiver(t *testing.T) {
 		t.Fatalf("%+v %v", w, err)
 	}
 }
+
+func TestEvictHalf(t *testing.T) {
+	m := map[string]int{}
+	for i := range 1000 {
+		m[strings.Repeat("k", i%7)+string(rune('a'+i%26))+time.Duration(i).String()] = i
+	}
+	n := len(m)
+	evictHalf(m)
+	if len(m) != n-n/2 {
+		t.Fatalf("%d left of %d, want %d", len(m), n, n-n/2)
+	}
+}
