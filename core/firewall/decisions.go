@@ -192,11 +192,6 @@ func (r *Recorder) Decide(d core.FirewallDecision) {
 		if d.Action == core.ActionWarn {
 			d.EventType = core.EventFirewallWarned
 		}
-		d.Event, _ = json.Marshal(struct {
-			Type      string       `json:"type"`
-			Timestamp string       `json:"timestamp"`
-			Data      DecisionJSON `json:"data"`
-		}{d.EventType, d.Time.UTC().Format(time.RFC3339Nano), ShowDecision(d)})
 	}
 	select {
 	case r.in <- d:
@@ -253,6 +248,16 @@ func (r *Recorder) run(ctx context.Context) {
 	flush := func() {
 		wctx := context.WithoutCancel(ctx)
 		if len(ds) > 0 {
+			// The events' bodies are made here, off the requests.
+			for i := range ds {
+				if ds[i].EventType != "" {
+					ds[i].Event, _ = json.Marshal(struct {
+						Type      string       `json:"type"`
+						Timestamp string       `json:"timestamp"`
+						Data      DecisionJSON `json:"data"`
+					}{ds[i].EventType, ds[i].Time.UTC().Format(time.RFC3339Nano), ShowDecision(ds[i])})
+				}
+			}
 			if err := r.store.RecordDecisions(wctx, ds); err != nil {
 				r.log.Warn("firewall: recording decisions failed", "count", len(ds), "error", err.Error())
 			}
