@@ -39,6 +39,25 @@ var FirewallActions = []string{ActionBlock, ActionWarn, ActionMonitor, ActionOff
 // decisions and messages.
 var FirewallEcosystems = []string{"npm", "pypi", "go", "maven", "cargo", "rubygems", "nuget", "oci"}
 
+// The firewall's names that differ from the registry reports name.
+const (
+	FirewallCargo = "cargo"
+	FirewallOCI   = "oci"
+)
+
+// RegistryOfFirewall is the registry reports name for a firewall
+// ecosystem (cargo: crates.io), "" for oci, whose reports are container
+// reports of any registry.
+func RegistryOfFirewall(ecosystem string) string {
+	switch ecosystem {
+	case FirewallCargo:
+		return RegistryCrates
+	case FirewallOCI:
+		return ""
+	}
+	return ecosystem
+}
+
 // FirewallEcosystem reads an ecosystem's firewall name in any case.
 func FirewallEcosystem(field, name string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(name))

@@ -172,7 +172,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []core.FirewallDecision)
 				res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
 SELECT w.id, ?, '', ?, 0, ?, 'pending', 0, ? FROM webhooks AS w
 WHERE w.`+column+` AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.ecosystem = ?)`,
-					seq, d.EventType, d.Time.UTC(), q.next, d.Ecosystem)
+					seq, d.EventType, d.Time.UTC(), q.next, core.RegistryOfFirewall(d.Ecosystem))
 				if err != nil {
 					return fmt.Errorf("queue firewall events: %w", err)
 				}

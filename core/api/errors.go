@@ -64,7 +64,7 @@ func tooManyRequests(msg string, retryAfter int) *Error {
 const statusClientClosed = 499
 
 // errorHandler is the one place where errors become HTTP responses.
-func errorHandler(log *slog.Logger, maxBody int64, page func(*echo.Context) bool) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, maxBody int64, page func(*echo.Context) bool, challenged func(path string) bool) echo.HTTPErrorHandler {
 	return func(c *echo.Context, err error) {
 		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 			return
@@ -89,6 +89,10 @@ func errorHandler(log *slog.Logger, maxBody int64, page func(*echo.Context) bool
 		}
 		for k, v := range e.Headers {
 			c.Response().Header().Set(k, v)
+		}
+		if e.Status == http.StatusUnauthorized && challenged != nil && challenged(c.Request().URL.Path) {
+			// Maven, docker and skopeo send credentials only when challenged.
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="threatd"`)
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(e.Status)

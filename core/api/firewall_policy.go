@@ -172,7 +172,7 @@ func (p *proxy) decided(c *echo.Context, v firewall.Verdict, version string, r f
 	who := principal(c)
 	d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
 		Until: r.Until, User: who.User.Email, ClientIP: c.RealIP()}
-	if purl := core.PackagePurl(v.Registry, v.Name); purl != "" {
+	if purl := core.PackagePurl(core.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
 		d.Purl = purl + "@" + url.PathEscape(version)
 	}
 	if r.Blocked != nil {

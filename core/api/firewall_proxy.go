@@ -40,9 +40,11 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 			}
 			return p.forward(c, reg, u, rt.Accept, rt.ContentType, rt.Keep...)
 		}
-		v, err := p.lookup(c, reg, rt.Name)
-		if err != nil {
-			return cannotJudge(c, err, plain)
+		v := firewall.Verdict{Registry: reg}
+		if rt.Kind != firewall.Metadata || rt.Name != "" {
+			if v, err = p.lookup(c, reg, rt.Name); err != nil {
+				return cannotJudge(c, err, plain)
+			}
 		}
 		up, err := p.upstream(reg, v)
 		if err != nil {
@@ -57,14 +59,14 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", core.RuleMalicious, time.Now()) {
 				return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
 			}
-			decidedBy := v.Fingerprint()
+			decidedBy := v.Fingerprint() + "\x00" + rt.Variant
 			if ws := p.opts.Waivers.Current(); ws.Covers(reg, rt.Name) {
 				decidedBy += "\x00" + ws.Generation
 			}
 			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
-				doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name}
+				doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name, Variant: rt.Variant}
 				var facts map[string]firewall.Facts
-				if p.needsFacts(a, v) {
+				if rt.Name != "" && p.needsFacts(a, v) {
 					listed, err := a.Versions(doc)
 					if err != nil {
 						return rendering{}, err
@@ -201,6 +203,9 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := a.Registry()
 	ctx := c.Request().Context()
+	if fl, ok := a.(firewall.FileLocator); ok && rt.Index != "" && rt.File == "" {
+		return p.located(c, a, fl, rt, v, up)
+	}
 	if rt.Index == "" {
 		if !rt.Unjudged {
 			facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
@@ -248,6 +253,40 @@ func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 		}
 	}
 	return p.stream(c, reg, f.URL+rt.Suffix, rt.ContentType)
+}
+
+// located answers a file of the version the path names, at the URL the
+// registry-wide document at rt.Index gives it (firewall.FileLocator).
+func (p *proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLocator, rt firewall.Route, v firewall.Verdict, up string) error {
+	reg := a.Registry()
+	ctx := c.Request().Context()
+	facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
+	if err != nil {
+		return err
+	}
+	r := p.ruling(v, rt.Version, facts)
+	if r.Refused() {
+		return p.refuseRuling(c, rt, v, rt.Version, r)
+	}
+	loc, res, err := parsedDocument(ctx, p, reg, up+"/"+rt.Index, rt.Accept, "locate", func(doc firewall.Document) (firewall.Location, error) {
+		loc, err := fl.Locate(doc)
+		if err != nil {
+			return loc, p.unreadable(reg, err)
+		}
+		return loc, nil
+	}, func(loc firewall.Location) int64 { return int64(len(loc.Template)) + 64 })
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return passThrough(c, res, "")
+	}
+	u, err := fl.FileURL(loc, rt.Name, rt.Version)
+	if err != nil {
+		return p.unreadable(reg, err)
+	}
+	p.decided(c, v, rt.Version, r)
+	return p.stream(c, reg, u, rt.ContentType)
 }
 
 // files is the table of the files a metadata document lists, read by the
@@ -303,7 +342,11 @@ func parsedDocument[T any](ctx context.Context, p *proxy, reg, docURL, accept, k
 		if err != nil {
 			return err
 		}
-		out, err = parse(firewall.Document{Body: body, ContentType: contentType, URL: docURL})
+		doc := firewall.Document{Body: body, ContentType: contentType, URL: docURL}
+		if lm, err := http.ParseTime(res.Header.Get("Last-Modified")); err == nil {
+			doc.LastModified = lm
+		}
+		out, err = parse(doc)
 		return err
 	}
 	if ctx.Value(renderingKey{}) != nil {

@@ -92,6 +92,10 @@ func (s *Server) authenticated(c *echo.Context, basic bool, next echo.HandlerFun
 		if token, ok = basicToken(token); !ok {
 			return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
 		}
+	case !ok && basic:
+		// The token alone, as cargo sends a registry's token
+		// (credentials.toml) to a registry that says auth-required.
+		token = scheme
 	default:
 		return &Error{Status: http.StatusUnauthorized, Message: msgInvalidToken}
 	}

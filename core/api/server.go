@@ -143,7 +143,7 @@ func (s *Server) notFoundPage(c *echo.Context) bool {
 func (s *Server) echo() *echo.Echo {
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           s.log,
-		HTTPErrorHandler: errorHandler(s.log, s.opts.MaxBodyBytes, s.notFoundPage),
+		HTTPErrorHandler: errorHandler(s.log, s.opts.MaxBodyBytes, s.notFoundPage, s.firewallPath),
 		IPExtractor:      ipExtractor(s.opts.TrustedProxies),
 		// Unknown paths answer 404 after the per-IP limit, not via groups.
 		NoGroupAutoRegister404Routes: true,

@@ -53,6 +53,22 @@ type FileLister interface {
 	Files(doc Document) (map[string]File, error)
 }
 
+// FileLocator is an adapter whose artifact requests name the version but
+// whose files are at a URL a registry-wide document says (crates.io's
+// config.json "dl"): Route gives the document (Route.Index) and no File.
+type FileLocator interface {
+	// Locate reads the document into what FileURL needs (kept while the
+	// document is), then FileURL gives a version's file from it.
+	Locate(doc Document) (Location, error)
+	FileURL(loc Location, name, version string) (string, error)
+}
+
+// Location is what a FileLocator reads from its document.
+type Location struct {
+	// Template is the file URL with the adapter's markers.
+	Template string
+}
+
 // VersionDocuments is an adapter with documents of one version (npm's
 // /{name}/{version or tag}, Go's @latest), whose version is known once
 // the upstream answers.
@@ -101,7 +117,9 @@ const (
 	// Route.Upstream (a checked path): npm's /-/ping, Go's /sumdb/.
 	PassThrough Kind = iota + 1
 	// Metadata is a document that lists versions: fetched, rewritten
-	// (Adapter.Rewrite), kept.
+	// (Adapter.Rewrite), kept. A Metadata route without a Name is a
+	// registry-wide document (crates.io's config.json): rewritten with a
+	// Judge that refuses nothing.
 	Metadata
 	// VersionDocument is a document of one version (VersionDocuments).
 	VersionDocument
@@ -153,6 +171,10 @@ type Route struct {
 	// RefuseEvery refuses a Metadata route outright when a report names
 	// every version (npm's document, Go's version list).
 	RefuseEvery bool
+	// Variant is passed to Rewrite as Document.Variant: another rendering
+	// of the same upstream document (Maven's checksum files of
+	// maven-metadata.xml), kept apart from the document's.
+	Variant string
 	// Fallback, for a VersionDocument whose version is refused: the
 	// metadata document whose allowed versions give the answer instead
 	// (Go's @latest answers the highest allowed version's .info).
@@ -167,6 +189,11 @@ type Document struct {
 	// URL is where it was fetched (relative links resolve against it);
 	// Name the package it is of, as the route named it.
 	URL, Name string
+	// Variant is the route's Variant.
+	Variant string
+	// LastModified is the upstream's Last-Modified (zero when it sent
+	// none): Maven's publish time of a version is its .pom's.
+	LastModified time.Time
 }
 
 // Rendering is a rewritten document and the type it is served as.

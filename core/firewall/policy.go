@@ -60,15 +60,18 @@ func (p *Policy) Configure(s Settings) error {
 	return nil
 }
 
-// foldName is the form names and globs are compared in: npm and PyPI names
-// are case-insensitive (PyPI's also treat - _ . alike, PEP 503); Go module
-// paths are case-sensitive.
+// foldName is the form names and globs are compared in: npm and NuGet
+// names are case-insensitive, PyPI's also treat - _ . alike (PEP 503),
+// crates.io's - and _; Go module paths, Maven coordinates and gem names
+// are case-sensitive.
 func foldName(registry, name string) string {
 	switch registry {
-	case core.RegistryNPM:
+	case core.RegistryNPM, core.RegistryNuGet:
 		return strings.ToLower(name)
 	case core.RegistryPyPI:
 		return core.NormalizePyPIName(name)
+	case core.FirewallCargo:
+		return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 	}
 	return name
 }
@@ -115,6 +118,9 @@ func globMatch(glob, s string) bool {
 // Verdict is what verified reports say of one package: the reports under
 // its name, newest first (none for a clean, private or unknown name).
 type Verdict struct {
+	// Registry is the firewall's name of the ecosystem (cargo, not
+	// crates.io: core.FirewallEcosystems); reports names it
+	// core.RegistryOfFirewall(Registry).
 	Registry, Name string
 	// Private is set when the name matches firewall.private.
 	Private bool
@@ -134,7 +140,8 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 		v.Private = true
 		return v, nil
 	}
-	key, err := core.CanonicalKey(core.TypePackage, registry, name)
+	reports := core.RegistryOfFirewall(registry)
+	key, err := core.CanonicalKey(core.TypePackage, reports, name)
 	if err != nil {
 		msg := err.Error()
 		if fe, ok := err.(*core.FieldError); ok {
@@ -148,7 +155,7 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 	v.lists = make([]string, len(v.threats))
 	for i, t := range v.threats {
 		if !t.AllVersions {
-			v.lists[i] = versioning.CanonicalList(registry, t.Details.VersionInfo)
+			v.lists[i] = versioning.CanonicalList(reports, t.Details.VersionInfo)
 		}
 	}
 	return v, nil
@@ -181,7 +188,7 @@ func (v Verdict) Blocking(version string) []core.Threat {
 		return nil
 	}
 	var out []core.Threat
-	q := versioning.NewQuery(v.Registry, version)
+	q := versioning.NewQuery(core.RegistryOfFirewall(v.Registry), version)
 	for i, t := range v.threats {
 		if v.lists[i] == "" || version == "" || q.In(v.lists[i]) {
 			out = append(out, t)

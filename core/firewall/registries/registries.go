@@ -4,14 +4,16 @@ package registries
 
 import (
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cargo"
 	"github.com/threatd/threatd/core/firewall/goproxy"
+	"github.com/threatd/threatd/core/firewall/maven"
 	"github.com/threatd/threatd/core/firewall/npm"
 	"github.com/threatd/threatd/core/firewall/pypi"
 )
 
 // All are the adapters, one per registry.
 func All() []firewall.Adapter {
-	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}}
+	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}}
 }
 
 // Names are the registries the firewall serves, as reports name them.

@@ -18,8 +18,8 @@ func TestAllServed(t *testing.T) {
 	seen := map[string]bool{}
 	for _, a := range All() {
 		reg := a.Registry()
-		if seen[reg] || !slices.Contains(core.PackageRegistries, reg) {
-			t.Errorf("adapter for %q: twice, or not a registry reports name (%v)", reg, core.PackageRegistries)
+		if seen[reg] || !slices.Contains(core.FirewallEcosystems, reg) || !slices.Contains(core.PackageRegistries, core.RegistryOfFirewall(reg)) {
+			t.Errorf("adapter for %q: twice, or not a firewall ecosystem whose registry reports name (%v)", reg, core.FirewallEcosystems)
 		}
 		seen[reg] = true
 		d := a.Defaults()
