@@ -290,8 +290,21 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 	}
 	upstreams := map[string]api.FirewallUpstream{}
 	var origins []registrycache.Origin
-	for _, reg := range registries.Names() {
+	for _, a := range registries.All() {
+		reg := a.Registry()
 		up := cfg.Firewall.Registries[reg]
+		if r, ok := a.(firewall.Rooted); ok {
+			// The setting names a document (NuGet's service index);
+			// the firewall fetches below its root.
+			for _, u := range []*string{&up.Upstream, &up.PrivateUpstream} {
+				if *u == "" {
+					continue
+				}
+				if *u, err = r.Root(*u); err != nil {
+					return nil, fmt.Errorf("firewall.%s: %w", reg, err)
+				}
+			}
+		}
 		upstreams[reg] = api.FirewallUpstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
 		origins = append(origins, registrycache.Origin{URL: up.Upstream})
 		if up.PrivateUpstream != "" {

@@ -69,6 +69,12 @@ type Location struct {
 	Template string
 }
 
+// Rooted is an adapter whose upstream setting is the URL of a document,
+// not the root its paths are below (NuGet's service index).
+type Rooted interface {
+	Root(upstream string) (string, error)
+}
+
 // VersionDocuments is an adapter with documents of one version (npm's
 // /{name}/{version or tag}, Go's @latest), whose version is known once
 // the upstream answers.

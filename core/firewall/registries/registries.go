@@ -8,12 +8,13 @@ import (
 	"github.com/threatd/threatd/core/firewall/goproxy"
 	"github.com/threatd/threatd/core/firewall/maven"
 	"github.com/threatd/threatd/core/firewall/npm"
+	"github.com/threatd/threatd/core/firewall/nuget"
 	"github.com/threatd/threatd/core/firewall/pypi"
 )
 
 // All are the adapters, one per registry.
 func All() []firewall.Adapter {
-	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}}
+	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}, nuget.Adapter{}}
 }
 
 // Names are the registries the firewall serves, as reports name them.
