@@ -72,7 +72,7 @@ func Parse(escaped string) (Request, bool, error) {
 		id, rest := segs[2], segs[3:]
 		switch {
 		case len(rest) == 1 && rest[0] == "index.json",
-			len(rest) == 4 && rest[0] == "page" && strings.HasSuffix(rest[3], ".json"):
+			len(rest) == 3 && rest[0] == "page" && strings.HasSuffix(rest[2], ".json"):
 			return Request{Kind: Registration, ID: id, Path: strings.Join(segs, "/")}, true, nil
 		case len(rest) == 1 && strings.HasSuffix(rest[0], ".json"):
 			return Request{Kind: File, ID: id, Version: strings.TrimSuffix(rest[0], ".json"), Path: strings.Join(segs, "/")}, true, nil
