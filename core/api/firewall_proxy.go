@@ -59,36 +59,8 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", core.RuleMalicious, time.Now()) {
 				return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
 			}
-			decidedBy := v.Fingerprint() + "\x00" + rt.Variant
-			if ws := p.opts.Waivers.Current(); ws.Covers(reg, rt.Name) {
-				decidedBy += "\x00" + ws.Generation
-			}
-			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
-				doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name, Variant: rt.Variant}
-				var facts map[string]firewall.Facts
-				if rt.Name != "" && p.needsFacts(a, v) {
-					listed, err := a.Versions(doc)
-					if err != nil {
-						return rendering{}, err
-					}
-					versions := make([]string, len(listed))
-					for i, l := range listed {
-						versions[i] = l.Version
-					}
-					var have []firewall.Published
-					if fs, ok := a.(firewall.FactSource); ok {
-						if path, accept := fs.FactsDocument(rt.Name); path == rt.Upstream && accept == rt.Accept {
-							have = listed // the document is its own facts
-						}
-					}
-					if facts, err = p.facts(ctx, a, v, up, versions, have...); err != nil {
-						return rendering{}, err
-					}
-				}
-				var l listing
-				r, err := a.Rewrite(doc, p.judgeOf(v, facts, &l), base)
-				return rendering{body: r.Body, contentType: r.ContentType, expires: l.expires, warnings: l.warnings}, err
-			})
+			decidedBy, render := p.metadata(a, rt, v, up)
+			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, render)
 		case firewall.VersionDocument:
 			vd, ok := a.(firewall.VersionDocuments)
 			if !ok {
@@ -98,6 +70,99 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 		}
 		return p.artifact(c, a, rt, v, up)
 	}
+}
+
+// metadata is the rendering of a Metadata route's document, and what
+// decides it besides the document: the reports' fingerprint, the
+// waivers of the package, the route's variant (for a Listing, every
+// report and waiver).
+func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) (string, renderFunc) {
+	reg := a.Registry()
+	if l, ok := a.(firewall.Listing); ok && rt.Listing {
+		decidedBy := fmt.Sprintf("listing\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
+		return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
+			doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream}
+			judges := func(name string) firewall.Judge {
+				pv, err := p.opts.Policy.Lookup(ctx, reg, name)
+				if err != nil || pv.Private || pv.Clean() && !p.opts.Waivers.Current().Covers(reg, name) {
+					return nil // nothing of it is refused by reports
+				}
+				return p.judgeOf(pv, nil, &listing{})
+			}
+			info := func(name string) ([]byte, error) { return p.renderedInfo(ctx, a, l, name) }
+			r, err := l.RewriteListing(doc, judges, info)
+			return rendering{body: r.Body, contentType: r.ContentType}, err
+		}
+	}
+	decidedBy := v.Fingerprint() + "\x00" + rt.Variant
+	if ws := p.opts.Waivers.Current(); ws.Covers(reg, rt.Name) {
+		decidedBy += "\x00" + ws.Generation
+	}
+	return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
+		doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name, Variant: rt.Variant}
+		var facts map[string]firewall.Facts
+		if rt.Name != "" && p.needsFacts(a, v) {
+			listed, err := a.Versions(doc)
+			if err != nil {
+				return rendering{}, err
+			}
+			versions := make([]string, len(listed))
+			for i, l := range listed {
+				versions[i] = l.Version
+			}
+			var have []firewall.Published
+			if fs, ok := a.(firewall.FactSource); ok {
+				if path, accept := fs.FactsDocument(rt.Name); path == rt.Upstream && accept == rt.Accept {
+					have = listed // the document is its own facts
+				}
+			}
+			if facts, err = p.facts(ctx, a, v, up, versions, have...); err != nil {
+				return rendering{}, err
+			}
+		}
+		var l listing
+		r, err := a.Rewrite(doc, p.judgeOf(v, facts, &l), base)
+		return rendering{body: r.Body, contentType: r.ContentType, expires: l.expires, warnings: l.warnings}, err
+	}
+}
+
+// renderedInfo is a package's document of a Listing (RubyGems' /info) as
+// the firewall serves it, rendered (and kept) as a request for it would be.
+func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall.Listing, name string) ([]byte, error) {
+	reg := a.Registry()
+	rt, ok, err := a.Route(firewall.Request{Path: l.InfoPath(name)})
+	if err != nil || !ok || rt.Kind != firewall.Metadata {
+		return nil, fmt.Errorf("the %s listing names %q, whose document the firewall cannot serve: %v", reg, name, err)
+	}
+	v, err := p.opts.Policy.Lookup(ctx, reg, rt.Name)
+	if err != nil {
+		return nil, err
+	}
+	up, err := p.upstream(reg, v)
+	if err != nil {
+		return nil, err
+	}
+	decidedBy, render := p.metadata(a, rt, v, up)
+	docURL := up + "/" + rt.Upstream
+	d, err := p.render(ctx, reg, strings.Join([]string{reg, docURL, rt.Accept, decidedBy}, "\x00"), docURL, rt.Accept, render)
+	if err != nil {
+		return nil, err
+	}
+	if d.status != http.StatusOK {
+		return nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered %d for %s, which its listing names", reg, d.status, rt.Upstream)}
+	}
+	if d.body != nil {
+		if len(d.marks) > 0 {
+			return nil, fmt.Errorf("the %s document of %s links to the firewall: its checksum would depend on the client", reg, name)
+		}
+		return d.body, nil
+	}
+	f, ok := p.opts.Cache.OpenDerived(d.diskKey)
+	if !ok {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"}, Message: "The firewall's copy of a document was just dropped from its cache; try again"}
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxDocument))
 }
 
 // refuseAs writes a refusal as the route's registry wants it.

@@ -125,6 +125,11 @@ func newRenderings(cache *registrycache.Cache) *renderings {
 // size of the document fn reads whole; -1 when unknown), waiting for it
 // within ctx; a wait that ends with ctx is a 503.
 func (r *renderings) withBudget(ctx context.Context, weight int64, fn func() error) error {
+	if ctx.Value(renderingKey{}) != nil {
+		// Within a rendering that holds budget already (a listing that
+		// renders the documents it names): waiting could wait for itself.
+		return fn()
+	}
 	if weight < 0 || weight > renderBudget {
 		weight = renderBudget
 	}

@@ -69,6 +69,17 @@ type Location struct {
 	Template string
 }
 
+// Listing is an adapter with a registry-wide document that lists every
+// package's versions and the checksum of each package's own document
+// (RubyGems' /versions and /info): a Metadata route with Listing set.
+type Listing interface {
+	// RewriteListing rewrites doc: judges gives a package's Judge, nil
+	// when no report names it (nothing of it is refused); info gives a
+	// package's document (InfoPath) as the firewall serves it.
+	RewriteListing(doc Document, judges func(name string) Judge, info func(name string) ([]byte, error)) (Rendering, error)
+	InfoPath(name string) string
+}
+
 // Rooted is an adapter whose upstream setting is the URL of a document,
 // not the root its paths are below (NuGet's service index).
 type Rooted interface {
@@ -177,6 +188,8 @@ type Route struct {
 	// RefuseEvery refuses a Metadata route outright when a report names
 	// every version (npm's document, Go's version list).
 	RefuseEvery bool
+	// Listing marks the registry-wide document of a Listing adapter.
+	Listing bool
 	// Variant is passed to Rewrite as Document.Variant: another rendering
 	// of the same upstream document (Maven's checksum files of
 	// maven-metadata.xml), kept apart from the document's.

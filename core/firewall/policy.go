@@ -50,6 +50,16 @@ func NewPolicy(index Matcher, private map[string][]string, served []string) (*Po
 	return p, nil
 }
 
+// Generation changes whenever the verified reports change (0 when the
+// index does not say): what is judged of every package at once (a
+// registry-wide listing) stays valid while it holds.
+func (p *Policy) Generation() int64 {
+	if g, ok := p.index.(interface{ Version() int64 }); ok {
+		return g.Version()
+	}
+	return 0
+}
+
 // Configure sets the rules' actions and the quarantine (validated against
 // folded as names are).
 func (p *Policy) Configure(s Settings) error {

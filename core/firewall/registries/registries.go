@@ -10,11 +10,12 @@ import (
 	"github.com/threatd/threatd/core/firewall/npm"
 	"github.com/threatd/threatd/core/firewall/nuget"
 	"github.com/threatd/threatd/core/firewall/pypi"
+	"github.com/threatd/threatd/core/firewall/rubygems"
 )
 
 // All are the adapters, one per registry.
 func All() []firewall.Adapter {
-	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}, nuget.Adapter{}}
+	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}, nuget.Adapter{}, rubygems.Adapter{}}
 }
 
 // Names are the registries the firewall serves, as reports name them.
