@@ -202,6 +202,20 @@ type Firewall struct {
 	Quarantine FirewallQuarantine `koanf:"quarantine"`
 	// DecisionsKeep is how long decisions are kept.
 	DecisionsKeep time.Duration `koanf:"decisions_keep"`
+	// OCI is the container image registry (firewall.oci.*).
+	OCI FirewallOCI `koanf:"oci"`
+}
+
+// FirewallOCI is firewall.oci: an OCI distribution registry on a
+// listener of its own, in front of one upstream registry.
+type FirewallOCI struct {
+	// Listen is its host:port ("" = off); TLS as the API's.
+	Listen string `koanf:"listen"`
+	// Upstream is the registry it fronts.
+	Upstream string `koanf:"upstream"`
+	// FileHosts are the further origins it fetches from: the upstream's
+	// token service and the storage its blobs redirect to.
+	FileHosts []string `koanf:"file_hosts"`
 }
 
 // FirewallQuarantine is firewall.quarantine.

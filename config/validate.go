@@ -89,6 +89,21 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if oc := c.Firewall.OCI; oc.Listen != "" {
+		if _, port, err := net.SplitHostPort(oc.Listen); err != nil {
+			add(bad("firewall.oci.listen", "must be host:port, or \"\" to turn the image registry off (got %q)", oc.Listen))
+		} else if port != "0" && (oc.Listen == c.Server.Listen || oc.Listen == c.Metrics.Listen) {
+			add(bad("firewall.oci.listen", "must differ from server.listen and metrics.listen (got %q)", oc.Listen))
+		}
+	}
+	if !httpURL(c.Firewall.OCI.Upstream) {
+		add(bad("firewall.oci.upstream", "must be an http(s) URL such as https://registry-1.docker.io (got %q)", c.Firewall.OCI.Upstream))
+	}
+	for i, h := range c.Firewall.OCI.FileHosts {
+		if u, err := url.Parse(h); err != nil || !httpURL(h) || strings.Trim(u.Path, "/") != "" {
+			add(bad(fmt.Sprintf("firewall.oci.file_hosts[%d]", i), "must be an http(s) origin such as https://auth.docker.io, without a path (got %q)", h))
+		}
+	}
 	if c.Firewall.UpstreamTimeout < time.Second || c.Firewall.UpstreamTimeout > time.Hour {
 		add(bad("firewall.upstream_timeout", "must be between 1s and 1h (got %s)", c.Firewall.UpstreamTimeout))
 	}

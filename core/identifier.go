@@ -396,6 +396,29 @@ func canonicalContainer(s string) (string, error) {
 	return out, nil
 }
 
+// ContainerRepository splits a canonical image reference
+// ("docker.io/library/nginx:1.25@sha256:…", without "container:") into its
+// repository path without the registry host ("library/nginx"), its tag
+// and its digest ("" when it has none).
+func ContainerRepository(canonical string) (path, tag, digest string) {
+	ref, digest, _ := strings.Cut(canonical, "@")
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref, tag = ref[:i], ref[i+1:]
+	}
+	_, path, _ = strings.Cut(ref, "/")
+	return path, tag, digest
+}
+
+// ImagePath is a repository path as a client asks a registry for it,
+// with Docker Hub's official images under library/ ("nginx" is
+// "library/nginx"): the form reports of images are matched in.
+func ImagePath(path string) string {
+	if path != "" && !strings.Contains(path, "/") {
+		return "library/" + path
+	}
+	return path
+}
+
 // ContainerRegistryOf returns the ecosystem of a canonical image reference
 // (dockerhub, ghcr, quay), or "" for other hosts.
 func ContainerRegistryOf(canonical string) string {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -242,6 +244,26 @@ func serve(cmd *cobra.Command, _ []string) error {
 			return nil
 		},
 	}
+	certFile, keyFile := cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile
+	if cfg.Server.TLS.Mode != config.TLSOff && cfg.Server.TLS.Mode != config.TLSFiles {
+		host, _, _ := net.SplitHostPort(cfg.Server.Listen)
+		var created bool
+		var cerr error
+		certFile, keyFile, created, cerr = api.SelfSignedCert(filepath.Join(cfg.DataDir, "tls"), []string{host})
+		if cerr != nil {
+			return fmt.Errorf("self-signed TLS certificate: %w", cerr)
+		}
+		if created {
+			log.Info("generated a self-signed TLS certificate", "cert_file", certFile)
+		}
+	}
+	if fw != nil && fw.OCI != nil {
+		stop, err := serveOCI(cfg, fw.OCI.Handler, certFile, keyFile, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	switch cfg.Server.TLS.Mode {
 	case config.TLSOff:
 		log.Warn("TLS IS OFF: the API is served over plain HTTP and tokens cross the network in clear text; run this only behind a TLS-terminating proxy",
@@ -250,14 +272,6 @@ func serve(cmd *cobra.Command, _ []string) error {
 	case config.TLSFiles:
 		err = startTLS(ctx, sc, handler, cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile)
 	default:
-		host, _, _ := net.SplitHostPort(cfg.Server.Listen)
-		certFile, keyFile, created, cerr := api.SelfSignedCert(filepath.Join(cfg.DataDir, "tls"), []string{host})
-		if cerr != nil {
-			return fmt.Errorf("self-signed TLS certificate: %w", cerr)
-		}
-		if created {
-			log.Info("generated a self-signed TLS certificate", "cert_file", certFile)
-		}
 		err = startTLS(ctx, sc, handler, certFile, keyFile)
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -322,10 +336,56 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 	if err != nil {
 		return nil, err
 	}
+	var ociOpts *api.OCIOptions
+	if oc := cfg.Firewall.OCI; oc.Listen != "" {
+		ociOrigins := []registrycache.Origin{{URL: oc.Upstream}}
+		allowed := registrycache.Origins{}
+		for _, raw := range append([]string{oc.Upstream}, oc.FileHosts...) {
+			ociOrigins = append(ociOrigins, registrycache.Origin{URL: raw})
+			if u, err := url.Parse(raw); err == nil {
+				allowed[registrycache.OriginOf(u)] = true
+			}
+		}
+		ociClient, err := registrycache.NewClient(ociOrigins, cfg.Firewall.AllowPrivate)
+		if err != nil {
+			return nil, fmt.Errorf("firewall.oci: %w", err)
+		}
+		ociOpts = &api.OCIOptions{Upstream: oc.Upstream, Client: ociClient, Origins: allowed}
+	}
 	return &api.FirewallOptions{
+		OCI:      ociOpts,
 		Adapters: registries.All(), Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
 		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
 		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout,
+	}, nil
+}
+
+// serveOCI serves the firewall's image registry on firewall.oci.listen,
+// with the API's TLS, until stop is called. A port that cannot be bound
+// stops the start.
+func serveOCI(cfg config.Config, handler http.Handler, certFile, keyFile string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", cfg.Firewall.OCI.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("firewall.oci.listen: %w (set firewall.oci.listen to another address, or \"\" to turn the image registry off)", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		MaxHeaderBytes: api.ServerHeaderBytes, ErrorLog: serverErrorLog(log)}
+	tlsOn := cfg.Server.TLS.Mode != config.TLSOff
+	if tlsOn {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("firewall.oci: TLS: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}, Certificates: []tls.Certificate{cert}}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("firewall oci listening", "address", ln.Addr().String(), "tls", tlsOn, "upstream", cfg.Firewall.OCI.Upstream)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
 	}, nil
 }
 

@@ -52,6 +52,8 @@ type FirewallOptions struct {
 	// Requests per minute allowed to one client IP and to one token; the
 	// firewall's own budgets, because one install makes hundreds of requests.
 	PerIPPerMinute, PerTokenPerMinute int
+	// OCI is the container image registry on its own listener (nil: off).
+	OCI *OCIOptions
 	// UpstreamTimeout bounds fetching a document whole from the upstream
 	// (and the wait for any answer); DownloadTimeout bounds streaming a
 	// file (firewall.upstream_timeout, firewall.download_timeout).
@@ -92,6 +94,9 @@ func (s *Server) firewallRoutes(e *echo.Echo) {
 		p.opts.DownloadTimeout = 10 * time.Minute
 	}
 	p.renders = newRenderings(p.opts.Cache)
+	if p.opts.OCI != nil {
+		p.opts.OCI.Handler = s.ociEcho(p)
+	}
 	for reg, up := range p.opts.Upstreams {
 		o := registrycache.Origins{}
 		for _, raw := range append([]string{up.URL, up.Private}, up.FileHosts...) {

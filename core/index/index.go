@@ -300,6 +300,15 @@ func (x *Index) hits(ctx context.Context, keys []string, version string) ([]hit,
 	return out, sp, nil
 }
 
+// ImageKeys are the keys of the verified container reports of the
+// repository path path ("library/nginx"), whatever registry host they
+// name.
+func (x *Index) ImageKeys(path string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return slices.Clone(x.byKey.images[path])
+}
+
 // Matches returns every verified report under keys that affects version,
 // most recently verified first (the OSV query API).
 func (x *Index) Matches(ctx context.Context, keys []string, version string) ([]core.Threat, error) {

@@ -2,7 +2,11 @@ package index
 
 import (
 	"hash/maphash"
+	"slices"
+	"strings"
 	"unsafe"
+
+	"github.com/threatd/threatd/core"
 )
 
 // table maps canonical keys to report summaries without a single Go pointer
@@ -42,6 +46,48 @@ type table struct {
 	classes  []class
 	classOf  map[class]uint16
 	perClass []int
+	// images maps the repository path of container reports, without
+	// their registry host ("library/nginx"), to their keys: an image is
+	// matched by the path a client asks a registry for, whatever host the
+	// report names.
+	images map[string][]string
+}
+
+// imagePath is the path a container key is matched by ("" for a key of
+// another type).
+func imagePath(key string) string {
+	ref, ok := strings.CutPrefix(key, "container:")
+	if !ok {
+		return ""
+	}
+	p, _, _ := core.ContainerRepository(ref)
+	return core.ImagePath(p)
+}
+
+// addImage notes a container report's key under its path.
+func (t *table) addImage(key string) {
+	p := imagePath(key)
+	if p == "" || slices.Contains(t.images[p], key) {
+		return
+	}
+	if t.images == nil {
+		t.images = map[string][]string{}
+	}
+	t.images[p] = append(t.images[p], key)
+}
+
+// dropImage forgets a container report's key.
+func (t *table) dropImage(key string) {
+	p := imagePath(key)
+	if p == "" {
+		return
+	}
+	keys := slices.DeleteFunc(t.images[p], func(k string) bool { return k == key })
+	if len(keys) == 0 {
+		delete(t.images, p)
+	} else {
+		t.images[p] = keys
+	}
 }
 
 // class is a report type and registry.
@@ -181,6 +227,7 @@ func (t *table) put(key string, id [16]byte, verifiedAt int64, versions string, 
 	t.gen++
 	r := rec{id: id, verifiedAt: verifiedAt, chunk: c, off: off, keyLen: uint32(len(key)), verLen: uint32(len(versions)), flags: flags | flagLive, class: class, gen: t.gen}
 	t.perClass[class]++
+	t.addImage(key)
 	if i := t.find(key); i >= 0 {
 		old := &t.recs[uint32(t.slots[i])-1]
 		t.drop(old)
@@ -238,6 +285,7 @@ func (t *table) remove(key string, id [16]byte) bool {
 	}
 	t.drop(r)
 	t.perClass[r.class]--
+	t.dropImage(key)
 	*r = rec{}
 	t.free = append(t.free, ri)
 	// Backward-shift deletion: move later members of the probe run into

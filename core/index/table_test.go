@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -102,5 +103,21 @@ func TestTableAgainstMap(t *testing.T) {
 func TestRecordSize(t *testing.T) {
 	if n := unsafe.Sizeof(rec{}); n != 64 {
 		t.Fatalf("rec is %d bytes, want 64", n)
+	}
+}
+
+func TestImagePaths(t *testing.T) {
+	tb := newTable(0)
+	a, b := [16]byte{1}, [16]byte{2}
+	tb.put("container:docker.io/library/nginx:1.25", a, 1, "", 0, "container", "dockerhub")
+	tb.put("container:ghcr.io/nginx@sha256:"+strings.Repeat("a", 64), b, 1, "", 0, "container", "ghcr")
+	tb.put("package:npm/x", [16]byte{3}, 1, "", 0, "package", "npm")
+	if got := tb.images["library/nginx"]; len(got) != 2 || len(tb.images) != 1 {
+		t.Fatalf("images %v", tb.images)
+	}
+	tb.remove("container:docker.io/library/nginx:1.25", a)
+	tb.remove("container:ghcr.io/nginx@sha256:"+strings.Repeat("a", 64), b)
+	if len(tb.images) != 0 {
+		t.Fatalf("after removal: %v", tb.images)
 	}
 }

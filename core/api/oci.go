@@ -1,0 +1,577 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/oci"
+)
+
+// OCIOptions configure the firewall's OCI distribution registry
+// (docs/firewall.md, "Container images"), served on a listener of its own.
+type OCIOptions struct {
+	// Upstream is the registry it fronts (firewall.oci.upstream).
+	Upstream string
+	// Client fetches from Origins only: the upstream, its token service
+	// and the hosts its blobs redirect to (firewall.oci.file_hosts).
+	Client  *http.Client
+	Origins registrycache.Origins
+	// Handler is set by New: the registry, to serve on firewall.oci.listen.
+	Handler http.Handler
+}
+
+// Bounds of what the OCI firewall reads whole.
+const (
+	maxManifest = 4 << 20  // the distribution spec's recommended manifest limit
+	maxTagList  = 16 << 20 // a page of tags
+	maxToken    = 1 << 20
+)
+
+// ociProxy is the OCI registry in front of the upstream: manifests of
+// reported images refused, reported tags left out of tag lists, blobs
+// streamed, the upstream's token challenge answered.
+type ociProxy struct {
+	s    *Server
+	p    *proxy
+	opts *OCIOptions
+	// tokens are the upstream's bearer tokens by repository; resolved
+	// what a tag or an index resolves to, kept a short while.
+	mu       sync.Mutex
+	tokens   map[string]ociToken
+	resolved map[string]ociResolved
+}
+
+type ociToken struct {
+	token string
+	until time.Time
+}
+
+type ociResolved struct {
+	digests []string
+	until   time.Time
+}
+
+// Bounds of the OCI proxy's memory.
+const (
+	maxOCITokens   = 10000
+	maxOCIResolved = 10000
+	resolvedFor    = time.Minute
+)
+
+// ociEcho is the OCI registry's own server: /v2/ with the firewall's
+// authentication (Basic with the token as the password, as docker login
+// and skopeo --creds send it), budgets and fail-closed start.
+func (s *Server) ociEcho(p *proxy) *echo.Echo {
+	o := &ociProxy{s: s, p: p, opts: s.opts.Firewall.OCI, tokens: map[string]ociToken{}, resolved: map[string]ociResolved{}}
+	e := echo.NewWithConfig(echo.Config{
+		Logger:                       s.log,
+		HTTPErrorHandler:             ociErrorHandler(s.log),
+		IPExtractor:                  ipExtractor(s.opts.TrustedProxies),
+		NoGroupAutoRegister404Routes: true,
+	})
+	e.Pre(
+		middleware.RequestID(),
+		requestLog(s.log, s.opts.AccessLog, s.opts.Metrics),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
+		headerLimit,
+	)
+	e.Use(firewallHeaders, ociHeaders, s.ociIPLimit)
+	g := e.Group("/v2", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex)
+	g.GET("", o.serve)
+	g.HEAD("", o.serve)
+	g.GET("/*", o.serve)
+	g.HEAD("/*", o.serve)
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		e.Add(m, "/v2/*", func(c *echo.Context) error {
+			return &Error{Status: http.StatusMethodNotAllowed, Message: "The firewall's registry is read-only: push to the upstream registry"}
+		})
+	}
+	return e
+}
+
+// ociHeaders: every answer says it is a distribution registry.
+func ociHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		c.Response().Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		return next(c)
+	}
+}
+
+// ociIPLimit is the per-IP limit of the firewall (firewall.per_ip_per_minute).
+func (s *Server) ociIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := s.ipLimiter.Take("firewall:"+c.RealIP(), s.opts.Firewall.PerIPPerMinute, 1)
+		if !r.Allowed {
+			return tooManyRequests("Rate limit exceeded for your IP address: try again later", r.ResetSeconds())
+		}
+		return next(c)
+	}
+}
+
+// ociErrorHandler writes errors in the distribution spec's shape
+// ({"errors": [{"code", "message", "detail"}]}); a 401 carries the Basic
+// challenge docker and skopeo answer with credentials.
+func ociErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(c *echo.Context, err error) {
+		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
+			return
+		}
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			err = &Error{Status: http.StatusBadRequest, Message: u.Error()}
+		}
+		e := toHTTPError(err, 0)
+		if e.Status >= 500 {
+			log.Error("request failed", "status", e.Status, "error", err.Error(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		}
+		for k, v := range e.Headers {
+			c.Response().Header().Set(k, v)
+		}
+		code := map[int]string{http.StatusUnauthorized: "UNAUTHORIZED", http.StatusForbidden: "DENIED", http.StatusNotFound: "NAME_UNKNOWN",
+			http.StatusBadRequest: "NAME_INVALID", http.StatusTooManyRequests: "TOOMANYREQUESTS", http.StatusMethodNotAllowed: "UNSUPPORTED"}[e.Status]
+		if code == "" {
+			code = "UNAVAILABLE"
+			if e.Status < 500 {
+				code = "UNSUPPORTED"
+			}
+		}
+		if e.Status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="threatd"`)
+		}
+		var detail any
+		if ids, ok := e.Fields["threat_ids"]; ok {
+			detail = map[string]any{"threat_ids": ids}
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(e.Status)
+			return
+		}
+		_ = c.Blob(e.Status, typeJSON, oci.ErrorBody(code, e.Message, detail))
+	}
+}
+
+// serve answers one request below /v2/.
+func (o *ociProxy) serve(c *echo.Context) error {
+	tail := strings.TrimPrefix(strings.TrimPrefix(c.Request().URL.EscapedPath(), "/v2"), "/")
+	req, ok, err := oci.Parse(tail)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound("%q is not a registry path the firewall serves", tail)
+	}
+	switch req.Kind {
+	case oci.Base:
+		return c.JSONBlob(http.StatusOK, []byte("{}"))
+	case oci.Blob:
+		return o.blob(c, req)
+	case oci.Tags:
+		return o.tags(c, req)
+	}
+	return o.manifest(c, req)
+}
+
+// reported is what verified reports say of a repository, matched by its
+// path whatever registry host they name.
+func (o *ociProxy) reported(ctx context.Context, name string) (oci.Reported, error) {
+	keys := o.s.index.ImageKeys(core.ImagePath(name))
+	if len(keys) == 0 {
+		return oci.Reported{}, nil
+	}
+	threats, err := o.s.index.Matches(ctx, keys, "")
+	if err != nil {
+		return oci.Reported{}, err
+	}
+	return oci.ReportedOf(threats), nil
+}
+
+// upstreamName is the repository as the upstream names it: Docker Hub's
+// official images are under library/.
+func (o *ociProxy) upstreamName(name string) string {
+	u, err := url.Parse(o.opts.Upstream)
+	if err == nil && (u.Host == "registry-1.docker.io" || u.Host == "index.docker.io") {
+		return core.ImagePath(name)
+	}
+	return name
+}
+
+// do sends a request upstream for repository name, answering its bearer
+// challenge with a token from its token service (kept until it expires).
+func (o *ociProxy) do(ctx context.Context, method, path, name string, header http.Header) (*http.Response, error) {
+	ctx = registrycache.WithOrigins(ctx, o.opts.Origins)
+	send := func(token string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(o.opts.Upstream, "/")+"/v2/"+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		for k, vs := range header {
+			req.Header[k] = vs
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := o.opts.Client.Do(req)
+		if err != nil {
+			return nil, o.p.unreachable(core.FirewallOCI, err)
+		}
+		return res, nil
+	}
+	res, err := send(o.token(name))
+	if err != nil || res.StatusCode != http.StatusUnauthorized {
+		return res, err
+	}
+	ch, ok := oci.ParseChallenge(res.Header.Get("WWW-Authenticate"))
+	if !ok {
+		return res, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+	res.Body.Close()
+	tok, err := o.fetchToken(ctx, ch, name)
+	if err != nil {
+		return nil, err
+	}
+	return send(tok)
+}
+
+// token is a kept token for name's repository ("" when none is).
+func (o *ociProxy) token(name string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t, ok := o.tokens[name]; ok && time.Now().Before(t.until) {
+		return t.token
+	}
+	return ""
+}
+
+// fetchToken asks the upstream's token service for a pull token.
+func (o *ociProxy) fetchToken(ctx context.Context, ch oci.Challenge, name string) (string, error) {
+	if !o.opts.Origins.Allows(ch.Realm) {
+		return "", &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf(
+			"The OCI upstream's token service %s is not a host the firewall fetches from: add it to firewall.oci.file_hosts", ch.Realm)}
+	}
+	q := url.Values{"scope": {"repository:" + name + ":pull"}}
+	if ch.Service != "" {
+		q.Set("service", ch.Service)
+	}
+	sep := "?"
+	if strings.Contains(ch.Realm, "?") {
+		sep = "&"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ch.Realm+sep+q.Encode(), nil)
+	if err != nil {
+		return "", &Error{Status: http.StatusBadGateway, Message: "The OCI upstream's token service is not a URL: " + err.Error()}
+	}
+	res, err := o.opts.Client.Do(req)
+	if err != nil {
+		return "", o.p.unreachable(core.FirewallOCI, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxToken))
+	var t struct {
+		Token       string `json:"token"`
+		AccessToken string `json:"access_token"`
+		ExpiresIn   int    `json:"expires_in"`
+	}
+	if err != nil || res.StatusCode != http.StatusOK || json.Unmarshal(body, &t) != nil || t.Token+t.AccessToken == "" {
+		return "", &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The OCI upstream's token service %s gave no token (status %d)", ch.Realm, res.StatusCode)}
+	}
+	tok := t.Token
+	if tok == "" {
+		tok = t.AccessToken
+	}
+	life := time.Duration(max(t.ExpiresIn, 60)) * time.Second
+	o.mu.Lock()
+	if len(o.tokens) >= maxOCITokens {
+		clear(o.tokens)
+	}
+	o.tokens[name] = ociToken{token: tok, until: time.Now().Add(life - 10*time.Second)}
+	o.mu.Unlock()
+	return tok, nil
+}
+
+// manifestAccept is what a manifest is asked for with when the client
+// says nothing: every manifest type a client may pull.
+const manifestAccept = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"
+
+// fetchManifest reads a manifest whole, with its digest.
+func (o *ociProxy) fetchManifest(ctx context.Context, name, ref string, accept []string) (body []byte, digest, contentType string, res *http.Response, err error) {
+	if len(accept) == 0 {
+		accept = []string{manifestAccept}
+	}
+	res, err = o.do(ctx, http.MethodGet, o.upstreamName(name)+"/manifests/"+ref, o.upstreamName(name), http.Header{"Accept": accept})
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, "", "", res, nil
+	}
+	defer res.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(res.Body, maxManifest+1))
+	if err != nil {
+		return nil, "", "", nil, o.p.unreachable(core.FirewallOCI, err)
+	}
+	if len(body) > maxManifest {
+		return nil, "", "", nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The OCI upstream's manifest of %s:%s is larger than the firewall reads (%d MiB)", name, ref, maxManifest>>20)}
+	}
+	sum := sha256.Sum256(body)
+	digest = "sha256:" + hex.EncodeToString(sum[:])
+	return body, digest, res.Header.Get("Content-Type"), nil, nil
+}
+
+// resolve is what a tag or a digest resolves to now: the manifest's
+// digest and, for an image index, its platforms' manifests (kept a minute).
+func (o *ociProxy) resolve(ctx context.Context, name, ref string) ([]string, error) {
+	key := name + "\x00" + ref
+	o.mu.Lock()
+	r, ok := o.resolved[key]
+	o.mu.Unlock()
+	if ok && time.Now().Before(r.until) {
+		return r.digests, nil
+	}
+	body, digest, _, res, err := o.fetchManifest(ctx, name, ref, nil)
+	if err != nil {
+		return nil, err
+	}
+	if res != nil {
+		res.Body.Close()
+		return nil, nil // the upstream has no such tag now
+	}
+	digests := append([]string{digest}, oci.Children(body)...)
+	o.mu.Lock()
+	if len(o.resolved) >= maxOCIResolved {
+		clear(o.resolved)
+	}
+	o.resolved[key] = ociResolved{digests: digests, until: time.Now().Add(resolvedFor)}
+	o.mu.Unlock()
+	return digests, nil
+}
+
+// blocking are the reports that block a manifest request: by its tag, by
+// the digest asked for or served, by the digest a reported tag or a
+// reported index resolves to.
+func (o *ociProxy) blocking(ctx context.Context, name, ref, served string, rep oci.Reported) ([]core.Threat, error) {
+	if ts := rep.Tags[ref]; len(ts) > 0 {
+		return ts, nil
+	}
+	for _, d := range []string{ref, served} {
+		if ts := rep.Digests[d]; len(ts) > 0 {
+			return ts, nil
+		}
+	}
+	if !strings.Contains(ref, ":") && served == "" {
+		return nil, nil
+	}
+	for _, group := range []map[string][]core.Threat{rep.Tags, rep.Digests} {
+		for r, ts := range group {
+			ds, err := o.resolve(ctx, name, r)
+			if err != nil {
+				return nil, err
+			}
+			if slices.Contains(ds, ref) || served != "" && slices.Contains(ds, served) {
+				return ts, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// manifest answers a manifest: refused when a report blocks it, else as
+// the upstream sent it.
+func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
+	ctx := c.Request().Context()
+	rep, err := o.reported(ctx, req.Name)
+	if err != nil {
+		return err
+	}
+	if rep.Any() {
+		ts, err := o.blocking(ctx, req.Name, req.Reference, "", rep)
+		if err != nil {
+			return err
+		}
+		if len(ts) > 0 && o.refused(c, req, ts) {
+			return o.deny(c, req, ts)
+		}
+	}
+	body, digest, contentType, res, err := o.fetchManifest(ctx, req.Name, req.Reference, c.Request().Header.Values("Accept"))
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return passUpstream(c, res)
+	}
+	if rep.Any() {
+		ts, err := o.blocking(ctx, req.Name, req.Reference, digest, rep)
+		if err != nil {
+			return err
+		}
+		if len(ts) > 0 && o.refused(c, req, ts) {
+			return o.deny(c, req, ts)
+		}
+	}
+	h := c.Response().Header()
+	h.Set("Docker-Content-Digest", digest)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Type", contentType)
+	c.Response().WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	_, err = c.Response().Write(body)
+	return err
+}
+
+// refused applies the malicious rule's action to a reported image (a
+// waiver lifts it): true when it is refused. Quarantine never applies to
+// images.
+func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) bool {
+	pol := o.p.opts.Policy
+	b := firewall.Blocked{Registry: core.FirewallOCI, Name: req.Name, Version: req.Reference, Threats: ts}
+	action := pol.Action(core.RuleMalicious)
+	if o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, req.Name, req.Reference, core.RuleMalicious, time.Now()) {
+		action = core.ActionWaived
+	}
+	if action != core.ActionOff {
+		who := principal(c)
+		d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: core.FirewallOCI, Name: req.Name, Version: req.Reference,
+			Rule: core.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: who.User.Email, ClientIP: c.RealIP()}
+		o.p.opts.Recorder.Decide(d)
+	}
+	if action == core.ActionWarn {
+		c.Response().Header().Add("X-Threatd-Warning", headerText(core.RuleMalicious+": "+b.Message()))
+	}
+	return action == core.ActionBlock
+}
+
+// deny is the 403 DENIED of a reported image.
+func (o *ociProxy) deny(c *echo.Context, req oci.Request, ts []core.Threat) error {
+	b := &firewall.Blocked{Registry: core.FirewallOCI, Name: req.Name, Version: req.Reference, Threats: ts}
+	err := o.p.refuse(c, b, false)
+	var e *Error
+	if errors.As(err, &e) {
+		delete(e.Fields, "details")
+	}
+	return err
+}
+
+// passUpstream passes an upstream answer other than 200 on, its body
+// bounded.
+func passUpstream(c *echo.Context, res *http.Response) error {
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	ct := res.Header.Get("Content-Type")
+	if !strings.Contains(ct, "json") {
+		ct = typeText
+	}
+	if c.Request().Method == http.MethodHead {
+		return c.NoContent(res.StatusCode)
+	}
+	return c.Blob(res.StatusCode, ct, body)
+}
+
+// tags answers a tag list without reported tags.
+func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
+	ctx := c.Request().Context()
+	path := o.upstreamName(req.Name) + "/tags/list"
+	if q := c.Request().URL.Query(); len(q) > 0 {
+		path += "?" + url.Values{"n": q["n"], "last": q["last"]}.Encode()
+	}
+	res, err := o.do(ctx, http.MethodGet, path, o.upstreamName(req.Name), nil)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return passUpstream(c, res)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxTagList+1))
+	if err != nil {
+		return o.p.unreachable(core.FirewallOCI, err)
+	}
+	var list struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}
+	if len(body) > maxTagList || json.Unmarshal(body, &list) != nil {
+		return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The OCI upstream's tag list of %s is not JSON the firewall reads (at most %d MiB)", req.Name, maxTagList>>20)}
+	}
+	rep, err := o.reported(ctx, req.Name)
+	if err != nil {
+		return err
+	}
+	kept := make([]string, 0, len(list.Tags))
+	for _, t := range list.Tags {
+		if len(rep.Tags[t]) == 0 || !o.refusedQuietly(req.Name, t) {
+			kept = append(kept, t)
+		}
+	}
+	if l := res.Header.Get("Link"); l != "" {
+		c.Response().Header().Set("Link", l)
+	}
+	out, _ := json.Marshal(map[string]any{"name": req.Name, "tags": kept})
+	return c.Blob(http.StatusOK, typeJSON, out)
+}
+
+// refusedQuietly says whether a reported tag is refused, without
+// recording a decision (a listing is not one).
+func (o *ociProxy) refusedQuietly(name, tag string) bool {
+	return o.p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
+		!o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, name, tag, core.RuleMalicious, time.Now())
+}
+
+// blob streams a blob from the upstream (and the storage it redirects
+// to), never holding more than a buffer of it.
+func (o *ociProxy) blob(c *echo.Context, req oci.Request) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), o.p.opts.DownloadTimeout)
+	defer cancel()
+	var header http.Header
+	if r := c.Request().Header.Get("Range"); r != "" {
+		header = http.Header{"Range": {r}}
+	}
+	res, err := o.do(ctx, c.Request().Method, o.upstreamName(req.Name)+"/blobs/"+req.Reference, o.upstreamName(req.Name), header)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusPartialContent {
+		return passUpstream(c, res)
+	}
+	h := c.Response().Header()
+	for _, k := range []string{"Content-Type", "Content-Length", "Content-Range", "Accept-Ranges", "Docker-Content-Digest", "Etag"} {
+		if v := res.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/octet-stream")
+	}
+	c.Response().WriteHeader(res.StatusCode)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	_, err = io.CopyBuffer(c.Response(), res.Body, *buf)
+	return err
+}
+
+// copyBuffers are the buffers blobs are streamed through.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}

@@ -1,0 +1,56 @@
+package oci
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+)
+
+func TestParse(t *testing.T) {
+	d := "sha256:" + strings.Repeat("ab", 32)
+	for path, want := range map[string]Request{
+		"":                             {Kind: Base},
+		"library/nginx/manifests/1.25": {Kind: Manifest, Name: "library/nginx", Reference: "1.25"},
+		"a/b/c/manifests/" + d:         {Kind: Manifest, Name: "a/b/c", Reference: d},
+		"nginx/blobs/" + d:             {Kind: Blob, Name: "nginx", Reference: d},
+		"org/app/tags/list":            {Kind: Tags, Name: "org/app"},
+		"manifests/x/manifests/1":      {Kind: Manifest, Name: "manifests/x", Reference: "1"},
+	} {
+		got, ok, err := Parse(path)
+		if err != nil || !ok || got != want {
+			t.Errorf("Parse(%q) = %+v %v %v, want %+v", path, got, ok, err, want)
+		}
+	}
+	for _, path := range []string{"nginx", "nginx/uploads/", "_catalog"} {
+		if _, ok, err := Parse(path); ok || err != nil {
+			t.Errorf("Parse(%q): %v %v, want an unknown path", path, ok, err)
+		}
+	}
+	for _, path := range []string{"Nginx/manifests/1", "a//b/manifests/1", "a/../b/manifests/1", "a/blobs/1.0", "a/manifests/-x", "a%2fb/manifests/1"} {
+		var u *firewall.Unjudgeable
+		if _, _, err := Parse(path); !errors.As(err, &u) {
+			t.Errorf("Parse(%q): %v, want unjudgeable", path, err)
+		}
+	}
+}
+
+func TestChallengeAndReports(t *testing.T) {
+	c, ok := ParseChallenge(`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/nginx:pull"`)
+	if !ok || c.Realm != "https://auth.docker.io/token" || c.Service != "registry.docker.io" {
+		t.Fatalf("%+v %v", c, ok)
+	}
+	if _, ok := ParseChallenge(`Basic realm="x"`); ok {
+		t.Fatal("a Basic challenge is not a bearer one")
+	}
+	d := "sha256:" + strings.Repeat("cd", 32)
+	r := ReportedOf([]core.Threat{{CanonicalKey: "container:docker.io/library/nginx:1.25"}, {CanonicalKey: "container:ghcr.io/library/nginx@" + d}})
+	if len(r.Tags["1.25"]) != 1 || len(r.Digests[d]) != 1 || !r.Any() {
+		t.Fatalf("%+v", r)
+	}
+	if got := Children([]byte(`{"manifests":[{"digest":"` + d + `"},{"digest":"bad"}]}`)); len(got) != 1 || got[0] != d {
+		t.Fatalf("children %v", got)
+	}
+}
