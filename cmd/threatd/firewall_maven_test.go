@@ -174,6 +174,7 @@ func TestFirewallMaven(t *testing.T) {
 		if ok || !strings.Contains(out, "Blocked by threatd: maven com.example:fw-evil@1.0.1 is malicious") || !strings.Contains(out, evil) {
 			t.Fatalf("mvn with a pinned dependency on the reported version:\n%s", out)
 		}
+		t.Logf("mvn with a pinned dependency on the reported version:\n%s", out)
 		fresh, fargs := mavenProject(t, in, d, tok, "com.example:ext-fresh:1.0.0")
 		out, ok = client(t, fresh, nil, mvn, fargs...)
 		if ok || !strings.Contains(out, "Held by threatd: maven com.example:fw-fresh@1.1.0 was published 10m ago") {

@@ -252,6 +252,7 @@ func TestFirewallOCI(t *testing.T) {
 			if ok || !strings.Contains(out, "Blocked by threatd: oci ") || !strings.Contains(out, id) {
 				t.Errorf("copy of %s:\n%s", ref, out)
 			}
+			t.Logf("skopeo copy of %s:\n%s", ref, out)
 		}
 		out, ok = skopeo(t, in, "list-tags", "--cert-dir=CERTDIR", "--creds=threatd:"+tok, src("library/app"))
 		var tags struct{ Tags []string }

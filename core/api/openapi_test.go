@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/threatd/threatd/core/firewall/registries"
 )
 
 // The OpenAPI document is a valid OpenAPI 3.1 document (kin-openapi's
@@ -52,7 +54,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		add(http.MethodGet, taxiiPrefix+p)
 	}
 	add(http.MethodPost, taxiiPrefix+"/api/collections/:collection/objects/")
-	for _, reg := range []string{"npm", "pypi", "go"} {
+	for _, reg := range registries.Names() {
 		add(http.MethodGet, DefaultBasePath+"/firewall/"+reg+"/{path}")
 		add(http.MethodHead, DefaultBasePath+"/firewall/"+reg+"/{path}")
 	}

@@ -239,7 +239,11 @@ func (b Blocked) Message() string {
 	for i, id := range ids {
 		ids[i] = "threat_id_" + id
 	}
-	return fmt.Sprintf("Blocked by threatd: %s %s@%s is malicious (%s)", b.Registry, b.Name, version, strings.Join(ids, ", "))
+	sep := "@"
+	if b.Registry == core.FirewallOCI && !strings.Contains(version, ":") {
+		sep = ":" // an image by its tag, as people write it
+	}
+	return fmt.Sprintf("Blocked by threatd: %s %s%s%s is malicious (%s)", b.Registry, b.Name, sep, version, strings.Join(ids, ", "))
 }
 
 // Error implements error.
