@@ -214,6 +214,11 @@ exporters: [stix, osv]
 log: {access_sample: 100}
 firewall:
   npm: {upstream: "http://127.0.0.1:18445"}
+  maven: {upstream: "http://127.0.0.1:18445/maven2"}
+  cargo: {upstream: "http://127.0.0.1:18445/cargo"}
+  rubygems: {upstream: "http://127.0.0.1:18445/rubygems"}
+  nuget: {upstream: "http://127.0.0.1:18445/v3/index.json"}
+  oci: {listen: "127.0.0.1:18446", upstream: "http://127.0.0.1:18445", file_hosts: []}
   per_ip_per_minute: 0
   per_token_per_minute: 0
 limits:
@@ -281,6 +286,19 @@ EOF
   # Fill the firewall's cache, and keep its answer for the trivial handler.
   curl -sk -H "Authorization: Bearer $BENCH_TOKEN" -H "Accept: application/vnd.npm.install-v1+json" "https://127.0.0.1:18443$FWDOC" -o "$D/fw/rendered.json"
   curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18443$FWFILE" -o /dev/null
+  # The other ecosystems: each one's metadata document (kept as served,
+  # for the trivial handler) and its 1.0.0 file, the same 16 MiB, cached.
+  ECOS="maven cargo rubygems nuget"
+  declare -A ECODOC=([maven]=/functions/v1/firewall/maven/com/example/fw-bench/maven-metadata.xml [cargo]=/functions/v1/firewall/cargo/fw/-b/fw-bench
+    [rubygems]=/functions/v1/firewall/rubygems/info/fw-bench [nuget]=/functions/v1/firewall/nuget/v3-flatcontainer/fw-bench/index.json)
+  declare -A ECOFILE=([maven]=/functions/v1/firewall/maven/com/example/fw-bench/1.0.0/fw-bench-1.0.0.jar [cargo]=/functions/v1/firewall/cargo/crates/fw-bench/1.0.0/download
+    [rubygems]=/functions/v1/firewall/rubygems/gems/fw-bench-1.0.0.gem [nuget]=/functions/v1/firewall/nuget/v3-flatcontainer/fw-bench/1.0.0/fw-bench.1.0.0.nupkg)
+  for eco in $ECOS; do
+    curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18443${ECODOC[$eco]}" -o "$D/fw/$eco.doc"
+    curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18443${ECOFILE[$eco]}" -o /dev/null
+  done
+  OCIBLOB=/v2/library/fw-bench/blobs/$(cat "$D/fw/oci.digest")
+  curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18446/v2/library/fw-bench/manifests/1.0" -o /dev/null
   "$WORK/threatd-bench" trivial -listen 127.0.0.1:18444 -cert "$D/data/tls/cert.pem" -key "$D/data/tls/key.pem" -files "$D/fw" & trivial=$!
   sleep 1
 
@@ -341,6 +359,20 @@ PY
   BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc" 32 "$S" "$WORK/get.lua"
   BENCH_PATH=/files/file.tgz wrk_run "$backend-fwfile-trivial" 4 "$T" "$WORK/get.lua"
   BENCH_PATH=$FWFILE wrk_run "$backend-fwfile" 4 "$S" "$WORK/get.lua"
+  for eco in $ECOS; do
+    BENCH_PATH=/files/$eco.doc wrk_run "$backend-$eco-doc-trivial" 32 "$T" "$WORK/get.lua"
+    BENCH_PATH=${ECODOC[$eco]} wrk_run "$backend-$eco-doc" 32 "$S" "$WORK/get.lua"
+    BENCH_PATH=${ECOFILE[$eco]} wrk_run "$backend-$eco-file" 4 "$S" "$WORK/get.lua"
+  done
+  # An image layer of 256 MiB through the image registry, against the same
+  # bytes from the trivial handler, with the daemon's resident memory
+  # sampled as it streams (it must stay flat: a buffer, not the layer).
+  rss_before=$(awk '/^VmRSS/{print $2}' /proc/$daemon/status)
+  ( peak=0; while [ ! -f "$D/oci-rss.stop" ]; do r=$(awk '/^VmRSS/{print $2}' /proc/$daemon/status 2>/dev/null || echo 0); [ "${r:-0}" -gt "$peak" ] && peak=$r; sleep 0.2; done; echo "$peak" > "$D/oci-rss" ) & ocisampler=$!
+  BENCH_PATH=/files/oci.blob wrk_run "$backend-oci-blob-trivial" 2 "$T" "$WORK/get.lua"
+  BENCH_PATH=$OCIBLOB wrk_run "$backend-oci-blob" 2 https://127.0.0.1:18446 "$WORK/get.lua"
+  touch "$D/oci-rss.stop"; wait $ocisampler; rm -f "$D/oci-rss.stop"
+  oci_rss="$((rss_before / 1024)) MB before, $(( $(cat "$D/oci-rss") / 1024 )) MB at most while streaming"
   # Latency, one connection: the upstream's own answer fetched directly
   # (plain HTTP, as the firewall reaches it) and through the firewall.
   BENCH_PATH=/direct/fw-bench wrk_run "$backend-fwdoc-direct1" 1 http://127.0.0.1:18445 "$WORK/get.lua"
@@ -499,6 +531,19 @@ PY
       if [ -n "$ref" ]; then read -r rrps _ _ _ < <(res "$backend-$ref"); ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / float('$rrps' or 1)))"); fi
       echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
     done
+    for eco in $ECOS; do
+      for row in "trivial handler, the $eco document:$eco-doc-trivial:32:" "firewall, $eco metadata document (200 versions):$eco-doc:32:$eco-doc-trivial" \
+                 "firewall, $eco 16 MiB file:$eco-file:4:fwfile-trivial"; do
+        IFS=: read -r label key conns ref <<<"$row"
+        read -r rps p50 p99 bad < <(res "$backend-$key")
+        ratio=""
+        if [ -n "$ref" ]; then read -r rrps _ _ _ < <(res "$backend-$ref"); ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / float('$rrps' or 1)))"); fi
+        echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
+      done
+    done
+    read -r ot _ _ _ < <(res "$backend-oci-blob-trivial"); read -r orps op50 op99 obad < <(res "$backend-oci-blob")
+    echo "| trivial handler, a 256 MiB file | 2 | $ot | | | | |"
+    echo "| image registry, a 256 MiB layer ($oci_rss) | 2 | $orps | $op50 | $op99 | $obad | $(python3 -c "print('%.0f %%' % (100 * float('$orps' or 0) / float('$ot' or 1)))") |"
     echo
     read -r dt _ _ _ < <(res "$backend-fwdoc-trivial"); read -r dd _ _ _ < <(res "$backend-fwdoc")
     read -r bt _ _ _ < <(res "$backend-fwdoc-trivial-blocked"); read -r bd p50 p99 bad < <(res "$backend-fwdoc-blocked")

@@ -77,6 +77,9 @@ func upstreamMain(args []string) error {
 	mux.Handle("GET /"+fwPackage+"/-/"+fwPackage+"-1.0.0.tgz", serve(file, "application/octet-stream"))
 	// The latency reference: the upstream's own answer, fetched directly.
 	mux.Handle("GET /direct/"+fwPackage, serve(doc, "application/json"))
+	if err := ecosystemRoutes(mux, base, *dir, file); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
