@@ -142,6 +142,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/npm/
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/pypi/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/goproxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzRoutes$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/registries/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/oci/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy

@@ -74,7 +74,7 @@ func Parse(escaped string) (Request, bool, error) {
 		case len(rest) == 1 && rest[0] == "index.json",
 			len(rest) == 3 && rest[0] == "page" && strings.HasSuffix(rest[2], ".json"):
 			return Request{Kind: Registration, ID: id, Path: strings.Join(segs, "/")}, true, nil
-		case len(rest) == 1 && strings.HasSuffix(rest[0], ".json"):
+		case len(rest) == 1 && strings.HasSuffix(rest[0], ".json") && rest[0] != ".json":
 			return Request{Kind: File, ID: id, Version: strings.TrimSuffix(rest[0], ".json"), Path: strings.Join(segs, "/")}, true, nil
 		}
 	}

@@ -54,3 +54,22 @@ func TestChallengeAndReports(t *testing.T) {
 		t.Fatalf("children %v", got)
 	}
 }
+
+// FuzzParse: a request the firewall serves names a repository and a
+// reference the distribution grammar accepts, never one that climbs.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"", "library/nginx/manifests/1.25", "a/blobs/sha256:" + strings.Repeat("0", 64), "a/tags/list", "a/../b/manifests/1", "a%2fb/manifests/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		r, ok, err := Parse(p)
+		if err != nil || !ok || r.Kind == Base {
+			return
+		}
+		for _, bad := range []string{"..", "//", "%", "?", "#", "\\"} {
+			if strings.Contains(r.Name, bad) || strings.Contains(r.Reference, bad) {
+				t.Fatalf("%q: %+v", p, r)
+			}
+		}
+	})
+}
