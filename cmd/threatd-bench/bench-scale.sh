@@ -279,8 +279,10 @@ EOF
   done
   startup=$(python3 -c "import time; print('%.1f' % (time.time() - $start))")
   mkdir -p "$D/fw"
+  rm -f "$D/fw/oci.digest"
   "$WORK/threatd-bench" upstream -listen 127.0.0.1:18445 -dir "$D/fw" & upstream=$!
-  sleep 1
+  # It makes its files first (the image layer is 256 MiB), then listens.
+  for _ in $(seq 1 120); do [ -f "$D/fw/oci.digest" ] && curl -s -o /dev/null http://127.0.0.1:18445/v2/ && break; sleep 0.5; done
   FWDOC=/functions/v1/firewall/npm/fw-bench
   FWFILE=/functions/v1/firewall/npm/fw-bench/-/fw-bench-1.0.0.tgz
   # Fill the firewall's cache, and keep its answer for the trivial handler.

@@ -116,7 +116,7 @@ func TestFirewallMaven(t *testing.T) {
 	// Maven adds plexus-utils 1.1 to a build extension that does not depend on it.
 	u.mavenArtifact(t, "org.codehaus.plexus", "plexus-utils", []string{"1.1"}, old[:1])
 	u.mavenArtifact(t, "com.example", "ext-fresh", []string{"1.0.0"}, old[:1], "com.example:fw-fresh:1.1.0")
-	cfg := fmt.Sprintf("firewall:\n  maven:\n    upstream: %q\n", u.srv.URL+"/maven2")
+	cfg := fmt.Sprintf("firewall:\n  maven:\n    upstream: %q\n  private:\n    maven: [\"com.acme:*\"]\n", u.srv.URL+"/maven2")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -147,6 +147,10 @@ func TestFirewallMaven(t *testing.T) {
 		}
 		if code, _, body := d.fwGet(fw+"/fw-evil/1.0.0/fw-evil-1.0.0.jar", tok); code != 200 {
 			t.Errorf("clean jar: %d %s", code, body)
+		}
+		// A private name is never fetched from the public upstream.
+		if code, _, body := d.fwGet(base+"/firewall/maven/com/acme/internal/maven-metadata.xml", tok); code != 404 || !strings.Contains(string(body), "firewall.maven.private_upstream") {
+			t.Errorf("private name: %d %s", code, body)
 		}
 		for _, p := range []string{"/fw-evil/..%2f..%2fx/maven-metadata.xml", "/fw-evil/1.0.0/%2e%2e/fw-evil-1.0.0.jar"} {
 			if code, _, body := d.fwGet(fw+p, tok); code != 400 {

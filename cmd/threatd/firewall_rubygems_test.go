@@ -108,7 +108,7 @@ func TestFirewallRubyGems(t *testing.T) {
 	u.rubyGem(t, "fw-clean-rb", []string{"1.0.0"}, old[:1])
 	u.rubyGem(t, "fw-evil-rb", []string{"1.0.0", "1.0.1"}, old)
 	u.rubyGem(t, "fw-fresh-rb", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
-	cfg := fmt.Sprintf("firewall:\n  rubygems:\n    upstream: %q\n", u.srv.URL+"/rubygems")
+	cfg := fmt.Sprintf("firewall:\n  rubygems:\n    upstream: %q\n  private:\n    rubygems: [\"acme-*\"]\n", u.srv.URL+"/rubygems")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -134,6 +134,9 @@ func TestFirewallRubyGems(t *testing.T) {
 			if code != 403 || !strings.Contains(string(body), "Blocked by threatd: rubygems fw-evil-rb@1.0.1 is malicious (threat_id_"+evil) {
 				t.Errorf("%s: %d %s", p, code, body)
 			}
+		}
+		if code, _, body := d.fwGet(fw+"/info/acme-internal", tok); code != 404 || !strings.Contains(string(body), "firewall.rubygems.private_upstream") {
+			t.Errorf("private name: %d %s", code, body)
 		}
 		if code, _, _ := d.fwGet(fw+"/names", tok); code != 200 {
 			t.Errorf("/names: %d", code)

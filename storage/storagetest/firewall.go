@@ -119,6 +119,23 @@ func testFirewall(t *testing.T, b Backend) {
 	if events != 602 {
 		t.Fatalf("%d firewall.blocked deliveries, want 602", events)
 	}
+	// A subscription names registries as reports do: crates.io receives
+	// the firewall's cargo decisions, npm's does not.
+	crates := webhook(t, s, []string{core.EventFirewallBlocked}, "crates.io")
+	if err := s.RecordDecisions(c, []core.FirewallDecision{{Time: at, Ecosystem: core.FirewallCargo, Name: "evil", Version: "1.0.0", Purl: "pkg:cargo/evil@1.0.0",
+		Rule: core.RuleMalicious, Action: core.ActionBlock, Event: []byte(`{"type":"firewall.blocked"}`), EventType: core.EventFirewallBlocked}}); err != nil {
+		t.Fatal(err)
+	}
+	if due, err = s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Hour), Limit: 10000}); err != nil {
+		t.Fatal(err)
+	}
+	perHook := map[string]int{}
+	for _, d := range due {
+		perHook[d.WebhookID]++
+	}
+	if perHook[crates.ID] != 1 || perHook[blocked.ID] != 602 {
+		t.Fatalf("after a cargo decision: %d deliveries to the crates.io subscription (want 1), %d to npm's (want 602)", perHook[crates.ID], perHook[blocked.ID])
+	}
 
 	// Held versions keep their first sighting.
 	first := at.Add(-time.Hour)
@@ -140,7 +157,7 @@ func testFirewall(t *testing.T, b Backend) {
 	if held, err = s.ListHeld(c, core.HeldQuery{Now: at, After: after, Limit: 10}); err != nil || len(held) != 1 || held[0].Name != "new" || !held[0].Published.Equal(at) {
 		t.Fatalf("next held: %+v %v", held, err)
 	}
-	if n, err := s.TrimDecisions(c, at.Add(3*time.Millisecond)); err != nil || n != int64(1203/7*3+min(1203%7, 3)) {
+	if n, err := s.TrimDecisions(c, at.Add(3*time.Millisecond)); err != nil || n != int64(1203/7*3+min(1203%7, 3))+1 { // and the cargo decision
 		t.Fatalf("trimmed %d: %v", n, err)
 	}
 }
