@@ -262,6 +262,11 @@ func TestFirewallOCI(t *testing.T) {
 		if !ok || strings.Join(tags.Tags, ",") != "1.0,pinned" {
 			t.Fatalf("list-tags: %s", out)
 		}
+		// Each refusal is a decision of the ecosystem oci.
+		eventually(t, "the image decisions recorded", func() bool {
+			cli := in.mustCLI("firewall", "decisions", "--json")
+			return strings.Contains(cli, `"ecosystem":"oci","name":"library/app","version":"evil","purl":"pkg:docker/library/app@evil"`) && strings.Contains(cli, `"version":"`+pinned+`"`)
+		})
 		in.mustCLI("review", "reject", evil, "--note", "false positive")
 		eventually(t, "app:evil unblocked", func() bool {
 			_, ok := skopeo(t, in, "inspect", "--cert-dir=CERTDIR", "--creds=threatd:"+tok, "--raw", src("library/app:evil"))

@@ -452,6 +452,7 @@ func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) b
 	if action != core.ActionOff {
 		who := principal(c)
 		d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: core.FirewallOCI, Name: req.Name, Version: req.Reference,
+			Purl: "pkg:docker/" + core.ImagePath(req.Name) + "@" + url.PathEscape(req.Reference),
 			Rule: core.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: who.User.Email, ClientIP: c.RealIP()}
 		o.p.opts.Recorder.Decide(d)
 	}
