@@ -67,3 +67,20 @@ func CleanPath(registry, escaped string) (string, error) {
 func safePathRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~!@$+=:,", r)
 }
+
+// NamePart says whether s is one part of a package path that the firewall
+// passes on as it is: 1 to 255 letters, digits and the characters of
+// extra, neither "." nor ".." (Maven's and NuGet's parts: ".-_+";
+// RubyGems' names and files: ".-_").
+func NamePart(s, extra string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -51,7 +51,7 @@ const metadataFile = "maven-metadata.xml"
 func Parse(escaped string) (Request, bool, error) {
 	segs := strings.Split(escaped, "/")
 	for _, s := range segs {
-		if !partChars(s) {
+		if !firewall.NamePart(s, ".-_+") {
 			return Request{}, false, firewall.CannotJudge(core.RegistryMaven, "path", escaped,
 				"each part of a Maven path is letters, digits and .-_+ (no empty, . or .. part, nothing escaped)")
 		}
@@ -89,21 +89,6 @@ func splitChecksum(name string) (string, string) {
 		}
 	}
 	return name, ""
-}
-
-// partChars says whether a path part is one the firewall passes on as it
-// is: letters, digits and .-_+, not empty, not . or ...
-func partChars(s string) bool {
-	if s == "" || s == "." || s == ".." || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == '+') {
-			return false
-		}
-	}
-	return true
 }
 
 // PomPath is the upstream path of a version's .pom.

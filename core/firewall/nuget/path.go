@@ -53,7 +53,7 @@ func Parse(escaped string) (Request, bool, error) {
 	segs := strings.Split(escaped, "/")
 	for i, s := range segs {
 		u, err := url.PathUnescape(s)
-		if err != nil || !partChars(u) {
+		if err != nil || !firewall.NamePart(u, ".-_+") {
 			return Request{}, false, firewall.CannotJudge(core.RegistryNuGet, "path", escaped,
 				"each part of a NuGet path is letters, digits and .-_+ (no empty, . or .. part)")
 		}
@@ -79,18 +79,4 @@ func Parse(escaped string) (Request, bool, error) {
 		}
 	}
 	return Request{}, false, nil
-}
-
-// partChars says whether a path part is one the firewall passes on.
-func partChars(s string) bool {
-	if s == "" || s == "." || s == ".." || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == '+') {
-			return false
-		}
-	}
-	return true
 }

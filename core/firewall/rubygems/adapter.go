@@ -63,14 +63,7 @@ func lineVersion(entry string) string {
 func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (firewall.Rendering, error) {
 	var out bytes.Buffer
 	out.Grow(len(doc.Body))
-	body := doc.Body
-	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i+1], body[i+1:]
-		} else {
-			body = nil
-		}
+	for line := range bytes.Lines(doc.Body) {
 		s := strings.TrimRight(string(line), "\n")
 		if s != "---" && s != "" && !strings.HasPrefix(s, "created_at:") {
 			if r, _ := judge(lineVersion(s)); r {
@@ -90,14 +83,7 @@ func (Adapter) RewriteListing(doc firewall.Document, judges func(name string) fi
 	out.Grow(len(doc.Body))
 	header := true
 	sums := map[string]string{}
-	body := doc.Body
-	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i+1], body[i+1:]
-		} else {
-			body = nil
-		}
+	for line := range bytes.Lines(doc.Body) {
 		if header {
 			out.Write(line)
 			header = string(bytes.TrimSpace(line)) != "---"

@@ -56,7 +56,7 @@ func Parse(escaped string) (Request, bool, error) {
 		return Request{}, false, nil
 	}
 	f, err := url.PathUnescape(file)
-	if err != nil || !nameChars(f) {
+	if err != nil || !firewall.NamePart(f, ".-_") {
 		return Request{}, false, firewall.CannotJudge(core.RegistryRubyGems, "path", escaped, "a gem file or name is letters, digits and .-_")
 	}
 	switch {
@@ -98,18 +98,4 @@ func SplitFull(full string) (name, version string, ok bool) {
 		}
 	}
 	return "", "", false
-}
-
-// nameChars says whether s is made of what gem names and files are.
-func nameChars(s string) bool {
-	if s == "" || s == "." || s == ".." || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
