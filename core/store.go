@@ -46,6 +46,7 @@ type Store interface {
 	OperationsStore
 	WebhookStore
 	FirewallStore
+	SightingStore
 }
 
 // ReportStore keeps reports through submission, review and revision.

@@ -1421,6 +1421,130 @@ func heldQueryFromPB(m *pb.HeldQuery) core.HeldQuery {
 	}
 }
 
+// sightingToPB sends a core.Sighting.
+func sightingToPB(v core.Sighting) *pb.Sighting {
+	return &pb.Sighting{
+		ID:         v.ID,
+		ThreatID:   v.ThreatID,
+		Type:       v.Type,
+		Source:     v.Source,
+		ObservedAt: ts(v.ObservedAt),
+		Count:      v.Count,
+		Note:       v.Note,
+		UserID:     v.UserID,
+		Auto:       v.Auto,
+		CreatedAt:  ts(v.CreatedAt),
+	}
+}
+
+// sightingFromPB reads a core.Sighting (a nil message is the zero value).
+func sightingFromPB(m *pb.Sighting) core.Sighting {
+	if m == nil {
+		return core.Sighting{}
+	}
+	return core.Sighting{
+		ID:         m.ID,
+		ThreatID:   m.ThreatID,
+		Type:       m.Type,
+		Source:     m.Source,
+		ObservedAt: fromTS(m.ObservedAt),
+		Count:      m.Count,
+		Note:       m.Note,
+		UserID:     m.UserID,
+		Auto:       m.Auto,
+		CreatedAt:  fromTS(m.CreatedAt),
+	}
+}
+
+// seenCountToPB sends a core.SeenCount.
+func seenCountToPB(v core.SeenCount) *pb.SeenCount {
+	return &pb.SeenCount{
+		ThreatID: v.ThreatID,
+		Source:   v.Source,
+		Count:    v.Count,
+		At:       ts(v.At),
+	}
+}
+
+// seenCountFromPB reads a core.SeenCount (a nil message is the zero value).
+func seenCountFromPB(m *pb.SeenCount) core.SeenCount {
+	if m == nil {
+		return core.SeenCount{}
+	}
+	return core.SeenCount{
+		ThreatID: m.ThreatID,
+		Source:   m.Source,
+		Count:    m.Count,
+		At:       fromTS(m.At),
+	}
+}
+
+// sightingQueryToPB sends a core.SightingQuery.
+func sightingQueryToPB(v core.SightingQuery) *pb.SightingQuery {
+	return &pb.SightingQuery{
+		ThreatID: v.ThreatID,
+		Cursor:   v.Cursor,
+		Limit:    int64(v.Limit),
+	}
+}
+
+// sightingQueryFromPB reads a core.SightingQuery (a nil message is the zero value).
+func sightingQueryFromPB(m *pb.SightingQuery) core.SightingQuery {
+	if m == nil {
+		return core.SightingQuery{}
+	}
+	return core.SightingQuery{
+		ThreatID: m.ThreatID,
+		Cursor:   m.Cursor,
+		Limit:    int(m.Limit),
+	}
+}
+
+// sightingListToPB sends a core.SightingList.
+func sightingListToPB(v core.SightingList) *pb.SightingList {
+	return &pb.SightingList{
+		Sightings:    each(v.Sightings, sightingToPB),
+		SightingsNil: v.Sightings == nil,
+		Next:         v.Next,
+	}
+}
+
+// sightingListFromPB reads a core.SightingList (a nil message is the zero value).
+func sightingListFromPB(m *pb.SightingList) core.SightingList {
+	if m == nil {
+		return core.SightingList{}
+	}
+	return core.SightingList{
+		Sightings: keepNilSlice(m.SightingsNil, each(m.Sightings, sightingFromPB)),
+		Next:      m.Next,
+	}
+}
+
+// sightingCountsToPB sends a core.SightingCounts.
+func sightingCountsToPB(v core.SightingCounts) *pb.SightingCounts {
+	return &pb.SightingCounts{
+		ThreatID:      v.ThreatID,
+		Seen:          v.Seen,
+		FalsePositive: v.FalsePositive,
+		Expired:       v.Expired,
+		LastSeen:      ts(v.LastSeen),
+	}
+}
+
+// sightingCountsFromPB reads a core.SightingCounts (a nil message is the zero value).
+func sightingCountsFromPB(m *pb.SightingCounts) core.SightingCounts {
+	if m == nil {
+		return core.SightingCounts{}
+	}
+	return core.SightingCounts{
+		ThreatID:      m.ThreatID,
+		Seen:          m.Seen,
+		FalsePositive: m.FalsePositive,
+		Expired:       m.Expired,
+		LastSeen:      fromTS(m.LastSeen),
+	}
+}
+
 // accountDeletionToPB sends a core.AccountDeletion.
 func accountDeletionToPB(v core.AccountDeletion) *pb.AccountDeletion {
 	return &pb.AccountDeletion{

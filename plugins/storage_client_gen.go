@@ -789,3 +789,47 @@ func (c *StorageClient) ListHeld(ctx context.Context, p core.HeldQuery) ([]core.
 	}
 	return out, nil
 }
+
+// AddSighting is core.Store's, over the plugin protocol.
+func (c *StorageClient) AddSighting(ctx context.Context, p core.Sighting) error {
+	r, err := c.conn().AddSighting(ctx, sightingToPB(p))
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// AddSeen is core.Store's, over the plugin protocol.
+func (c *StorageClient) AddSeen(ctx context.Context, p []core.SeenCount) error {
+	r, err := c.conn().AddSeen(ctx, &pb.AddSeenRequest{Seen: each(p, seenCountToPB)})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// ListSightings is core.Store's, over the plugin protocol.
+func (c *StorageClient) ListSightings(ctx context.Context, p core.SightingQuery) (core.SightingList, error) {
+	var out core.SightingList
+	r, err := c.conn().ListSightings(ctx, sightingQueryToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return sightingListFromPB(r), nil
+}
+
+// CountSightings is core.Store's, over the plugin protocol.
+func (c *StorageClient) CountSightings(ctx context.Context, p []string) ([]core.SightingCounts, error) {
+	var out []core.SightingCounts
+	stream, err := c.conn().CountSightings(ctx, &pb.CountSightingsRequest{ThreatIDs: p})
+	err = eachRecv(stream, err, func(r *pb.SightingCounts) error {
+		out = append(out, sightingCountsFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -712,3 +712,39 @@ func (s *storageServer) ListHeld(req *pb.HeldQuery, stream grpc.ServerStreamingS
 	})
 	return err
 }
+
+func (s *storageServer) AddSighting(ctx context.Context, req *pb.Sighting) (*pb.AddSightingReply, error) {
+	return withStore(s, func(st core.Store) (*pb.AddSightingReply, error) {
+		return &pb.AddSightingReply{}, st.AddSighting(ctx, sightingFromPB(req))
+	})
+}
+
+func (s *storageServer) AddSeen(ctx context.Context, req *pb.AddSeenRequest) (*pb.AddSeenReply, error) {
+	return withStore(s, func(st core.Store) (*pb.AddSeenReply, error) {
+		return &pb.AddSeenReply{}, st.AddSeen(ctx, each(req.Seen, seenCountFromPB))
+	})
+}
+
+func (s *storageServer) ListSightings(ctx context.Context, req *pb.SightingQuery) (*pb.SightingList, error) {
+	return withStore(s, func(st core.Store) (*pb.SightingList, error) {
+		r, err := st.ListSightings(ctx, sightingQueryFromPB(req))
+		return sightingListToPB(r), err
+	})
+}
+
+func (s *storageServer) CountSightings(req *pb.CountSightingsRequest, stream grpc.ServerStreamingServer[pb.SightingCounts]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.CountSightings(ctx, req.ThreatIDs)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(sightingCountsToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}

@@ -51,6 +51,8 @@ var copyTables = []copyTable{
 	table[waiverRow]("firewall_waivers", "id", ""),
 	table[decisionRow]("firewall_decisions", "seq", ""),
 	table[heldRow]("firewall_held", "ecosystem, name, version", ""),
+	table[sightingRow]("sightings", "id", ""),
+	table[sightingCountRow]("sighting_counts", "threat_id", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -67,6 +67,7 @@ func Run(t *testing.T, backend Backend) {
 		{"ListSubmissions", testListSubmissions},
 		{"Webhooks", testWebhooks},
 		{"Firewall", testFirewall},
+		{"Sightings", testSightings},
 		{"Browse", testBrowse},
 		{"AccountChanges", testAccountChanges},
 		{"DerivedIndicators", testDerivedIndicators},

@@ -96,6 +96,10 @@ const (
 	Storage_TrimDecisions_FullMethodName        = "/threatd.plugin.v2.Storage/TrimDecisions"
 	Storage_RecordHeld_FullMethodName           = "/threatd.plugin.v2.Storage/RecordHeld"
 	Storage_ListHeld_FullMethodName             = "/threatd.plugin.v2.Storage/ListHeld"
+	Storage_AddSighting_FullMethodName          = "/threatd.plugin.v2.Storage/AddSighting"
+	Storage_AddSeen_FullMethodName              = "/threatd.plugin.v2.Storage/AddSeen"
+	Storage_ListSightings_FullMethodName        = "/threatd.plugin.v2.Storage/ListSightings"
+	Storage_CountSightings_FullMethodName       = "/threatd.plugin.v2.Storage/CountSightings"
 )
 
 // StorageClient is the client API for Storage service.
@@ -314,6 +318,19 @@ type StorageClient interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error)
+	// AddSighting stores a person's sighting of a verified report
+	// (ErrNotFound for a report that is not verified); a second
+	// false_positive from the same user on the same report is ErrConflict.
+	AddSighting(ctx context.Context, in *Sighting, opts ...grpc.CallOption) (*AddSightingReply, error)
+	// AddSeen adds the daemon's own seen sightings: per report, source
+	// and UTC day one row, whose count grows. Reports that are no longer
+	// verified are skipped.
+	AddSeen(ctx context.Context, in *AddSeenRequest, opts ...grpc.CallOption) (*AddSeenReply, error)
+	// ListSightings returns one page of a report's sightings, newest
+	// first (q.Limit 1..MaxPage).
+	ListSightings(ctx context.Context, in *SightingQuery, opts ...grpc.CallOption) (*SightingList, error)
+	// CountSightings returns the counts of the reports that have any.
+	CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error)
 }
 
 type storageClient struct {
@@ -1214,6 +1231,55 @@ func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldClient = grpc.ServerStreamingClient[HeldVersion]
 
+func (c *storageClient) AddSighting(ctx context.Context, in *Sighting, opts ...grpc.CallOption) (*AddSightingReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddSightingReply)
+	err := c.cc.Invoke(ctx, Storage_AddSighting_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) AddSeen(ctx context.Context, in *AddSeenRequest, opts ...grpc.CallOption) (*AddSeenReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddSeenReply)
+	err := c.cc.Invoke(ctx, Storage_AddSeen_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListSightings(ctx context.Context, in *SightingQuery, opts ...grpc.CallOption) (*SightingList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SightingList)
+	err := c.cc.Invoke(ctx, Storage_ListSightings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_CountSightings_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CountSightingsRequest, SightingCounts]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_CountSightingsClient = grpc.ServerStreamingClient[SightingCounts]
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -1430,6 +1496,19 @@ type StorageServer interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error
+	// AddSighting stores a person's sighting of a verified report
+	// (ErrNotFound for a report that is not verified); a second
+	// false_positive from the same user on the same report is ErrConflict.
+	AddSighting(context.Context, *Sighting) (*AddSightingReply, error)
+	// AddSeen adds the daemon's own seen sightings: per report, source
+	// and UTC day one row, whose count grows. Reports that are no longer
+	// verified are skipped.
+	AddSeen(context.Context, *AddSeenRequest) (*AddSeenReply, error)
+	// ListSightings returns one page of a report's sightings, newest
+	// first (q.Limit 1..MaxPage).
+	ListSightings(context.Context, *SightingQuery) (*SightingList, error)
+	// CountSightings returns the counts of the reports that have any.
+	CountSightings(*CountSightingsRequest, grpc.ServerStreamingServer[SightingCounts]) error
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -1643,6 +1722,18 @@ func (UnimplementedStorageServer) RecordHeld(context.Context, *RecordHeldRequest
 }
 func (UnimplementedStorageServer) ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error {
 	return status.Error(codes.Unimplemented, "method ListHeld not implemented")
+}
+func (UnimplementedStorageServer) AddSighting(context.Context, *Sighting) (*AddSightingReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddSighting not implemented")
+}
+func (UnimplementedStorageServer) AddSeen(context.Context, *AddSeenRequest) (*AddSeenReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddSeen not implemented")
+}
+func (UnimplementedStorageServer) ListSightings(context.Context, *SightingQuery) (*SightingList, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSightings not implemented")
+}
+func (UnimplementedStorageServer) CountSightings(*CountSightingsRequest, grpc.ServerStreamingServer[SightingCounts]) error {
+	return status.Error(codes.Unimplemented, "method CountSightings not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -2717,6 +2808,71 @@ func _Storage_ListHeld_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldServer = grpc.ServerStreamingServer[HeldVersion]
 
+func _Storage_AddSighting_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Sighting)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).AddSighting(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_AddSighting_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).AddSighting(ctx, req.(*Sighting))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_AddSeen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddSeenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).AddSeen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_AddSeen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).AddSeen(ctx, req.(*AddSeenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListSightings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SightingQuery)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ListSightings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ListSightings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ListSightings(ctx, req.(*SightingQuery))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_CountSightings_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CountSightingsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).CountSightings(m, &grpc.GenericServerStream[CountSightingsRequest, SightingCounts]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_CountSightingsServer = grpc.ServerStreamingServer[SightingCounts]
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2900,6 +3056,18 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "RecordHeld",
 			Handler:    _Storage_RecordHeld_Handler,
 		},
+		{
+			MethodName: "AddSighting",
+			Handler:    _Storage_AddSighting_Handler,
+		},
+		{
+			MethodName: "AddSeen",
+			Handler:    _Storage_AddSeen_Handler,
+		},
+		{
+			MethodName: "ListSightings",
+			Handler:    _Storage_ListSightings_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -3020,6 +3188,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ListHeld",
 			Handler:       _Storage_ListHeld_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "CountSightings",
+			Handler:       _Storage_CountSightings_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,0 +1,156 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// The types of sighting (MISP's three): a report's resource was seen, the
+// report is a false positive, the resource no longer does harm.
+const (
+	SightingSeen          = "seen"
+	SightingFalsePositive = "false_positive"
+	SightingExpired       = "expired"
+)
+
+// SightingTypes are the types of sighting.
+var SightingTypes = []string{SightingSeen, SightingFalsePositive, SightingExpired}
+
+// The sources of the sightings the daemon adds by itself.
+const (
+	SightingSourceFirewall = "firewall"
+	SightingSourceScan     = "scan"
+)
+
+// Bounds of a sighting.
+const (
+	MaxSightingSource = 100
+	MaxSightingNote   = 2000
+	MaxSightingCount  = 1_000_000
+)
+
+// Sighting is one sighting of a verified report: one a person reported,
+// or the daemon's own count of a day (firewall blocks, scan findings:
+// Auto, one per report, source and UTC day, whose Count grows).
+type Sighting struct {
+	ID       string
+	ThreatID string
+	Type     string
+	Source   string
+	// ObservedAt is when it was seen (for an automatic one, its day's
+	// latest sighting).
+	ObservedAt time.Time
+	Count      int64
+	Note       string
+	// UserID is who reported it ("" for the daemon's own).
+	UserID    string
+	Auto      bool
+	CreatedAt time.Time
+}
+
+// SightingRequest is a sighting as a person sends it (POST /sightings).
+type SightingRequest struct {
+	Type, Source, Note string
+	// ObservedAt is "" for now; Count 0 for 1.
+	ObservedAt string
+	Count      int64
+}
+
+// NewSighting validates a person's sighting of threatID, field by field.
+func NewSighting(r SightingRequest, threatID, userID string, now time.Time) (Sighting, error) {
+	s := Sighting{ID: uuid.NewString(), ThreatID: threatID, UserID: userID, CreatedAt: now.UTC(), ObservedAt: now.UTC(), Count: 1}
+	switch r.Type {
+	case SightingSeen, SightingFalsePositive, SightingExpired:
+		s.Type = r.Type
+	case "":
+		return s, Invalid("type", "is required: one of %s", strings.Join(SightingTypes, ", "))
+	default:
+		return s, Invalid("type", "must be one of %s (got %q)", strings.Join(SightingTypes, ", "), r.Type)
+	}
+	s.Source = strings.TrimSpace(r.Source)
+	if !utf8.ValidString(s.Source) || utf8.RuneCountInString(s.Source) > MaxSightingSource {
+		return s, Invalid("source", "is at most %d characters of UTF-8", MaxSightingSource)
+	}
+	if s.Source == SightingSourceFirewall || s.Source == SightingSourceScan {
+		return s, Invalid("source", "%q is the daemon's own source: name yours otherwise", s.Source)
+	}
+	if !utf8.ValidString(r.Note) || utf8.RuneCountInString(r.Note) > MaxSightingNote {
+		return s, Invalid("note", "is at most %d characters of UTF-8", MaxSightingNote)
+	}
+	s.Note = r.Note
+	if r.ObservedAt != "" {
+		t, err := time.Parse(time.RFC3339, r.ObservedAt)
+		if err != nil {
+			return s, Invalid("observed_at", "must be an RFC 3339 time such as 2026-01-02T15:04:05Z (got %q)", r.ObservedAt)
+		}
+		if t.After(now.Add(time.Minute)) {
+			return s, Invalid("observed_at", "is in the future (%s)", t.UTC().Format(time.RFC3339))
+		}
+		s.ObservedAt = t.UTC()
+	}
+	switch {
+	case r.Count == 0:
+	case r.Count < 1 || r.Count > MaxSightingCount:
+		return s, Invalid("count", "must be between 1 and %d (got %d)", MaxSightingCount, r.Count)
+	default:
+		s.Count = r.Count
+	}
+	return s, nil
+}
+
+// SeenCount is what the daemon saw of one report from one source: Count
+// more sightings, the latest at At (its UTC day is the row it adds to).
+type SeenCount struct {
+	ThreatID, Source string
+	Count            int64
+	At               time.Time
+}
+
+// SightingCounts are a report's sightings summed by type, with the latest
+// seen one.
+type SightingCounts struct {
+	ThreatID                     string
+	Seen, FalsePositive, Expired int64
+	LastSeen                     time.Time
+}
+
+// SightingQuery asks for one page of a report's sightings, newest first.
+type SightingQuery struct {
+	ThreatID string
+	// Cursor is where the last page ended ("" for the first).
+	Cursor string
+	Limit  int
+}
+
+// SightingList is a page of sightings.
+type SightingList struct {
+	Sightings []Sighting
+	// Next is the cursor of the next page ("" when this is the last).
+	Next string
+}
+
+// Cursor is where a page that ends at s goes on.
+func (s Sighting) Cursor() string {
+	return s.ObservedAt.UTC().Format(time.RFC3339Nano) + "\x00" + s.ID
+}
+
+// SightingStore keeps sightings and their counts per report.
+type SightingStore interface {
+	// AddSighting stores a person's sighting of a verified report
+	// (ErrNotFound for a report that is not verified); a second
+	// false_positive from the same user on the same report is ErrConflict.
+	AddSighting(ctx context.Context, s Sighting) error
+	// AddSeen adds the daemon's own seen sightings: per report, source
+	// and UTC day one row, whose count grows. Reports that are no longer
+	// verified are skipped.
+	AddSeen(ctx context.Context, seen []SeenCount) error
+	// ListSightings returns one page of a report's sightings, newest
+	// first (q.Limit 1..MaxPage).
+	ListSightings(ctx context.Context, q SightingQuery) (SightingList, error)
+	// CountSightings returns the counts of the reports that have any.
+	CountSightings(ctx context.Context, threatIDs []string) ([]SightingCounts, error)
+}

@@ -1,0 +1,130 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// testSightings: a person's sightings of a verified report are stored and
+// counted; one of a report that is not verified is not found; a second
+// false-positive vote of the same user conflicts; the daemon's own are one
+// row per report, source and day however many are added, concurrently
+// too; the list pages newest first; the counts add up.
+func testSightings(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	u := user(t, s, "sight@example.com")
+	v := user(t, s, "voter@example.com")
+	at := now().Add(-time.Hour).Truncate(time.Millisecond)
+	var ids []string
+	for i := range 2 {
+		th := report(t, u.ID, core.TypePackage, "npm", fmt.Sprintf("sighted-%d", i))
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th, Policy: noLimits}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+	verify(t, s, ids[0], at)
+	add := func(threat, typ, userID string, n int64, when time.Time) error {
+		sg, err := core.NewSighting(core.SightingRequest{Type: typ, Count: n, ObservedAt: when.Format(time.RFC3339Nano), Note: "seen in **CI**"}, threat, userID, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.AddSighting(c, sg)
+	}
+	if err := add(ids[1], core.SightingSeen, u.ID, 1, at); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("a sighting of a pending report: %v", err)
+	}
+	for i := range 5 {
+		if err := add(ids[0], core.SightingSeen, u.ID, int64(i+1), at.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := add(ids[0], core.SightingFalsePositive, v.ID, 1, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(ids[0], core.SightingFalsePositive, v.ID, 1, at); !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("a second vote: %v", err)
+	}
+	if err := add(ids[0], core.SightingExpired, v.ID, 2, at); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's own, from 8 writers at once: two days, two sources.
+	day1, day2 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 23, 59, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			var batch []core.SeenCount
+			for i := range 50 {
+				when := day1.Add(time.Duration(i) * time.Minute)
+				if w%2 == 1 {
+					when = day2
+				}
+				batch = append(batch, core.SeenCount{ThreatID: ids[0], Source: core.SightingSourceFirewall, Count: 1, At: when},
+					core.SeenCount{ThreatID: ids[1], Source: core.SightingSourceFirewall, Count: 1, At: when})
+			}
+			batch = append(batch, core.SeenCount{ThreatID: ids[0], Source: core.SightingSourceScan, Count: 3, At: day1})
+			errs <- s.AddSeen(c, batch)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []core.Sighting
+	q := core.SightingQuery{ThreatID: ids[0], Limit: 3}
+	for {
+		page, err := s.ListSightings(c, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page.Sightings...)
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	// 5 seen + 1 vote + 1 expired + firewall on two days + scan on one.
+	if len(all) != 10 {
+		t.Fatalf("%d sightings listed, want 10: %+v", len(all), all)
+	}
+	var auto, autoCount int64
+	for i, sg := range all {
+		if i > 0 && sg.ObservedAt.After(all[i-1].ObservedAt) {
+			t.Fatalf("not newest first at %d", i)
+		}
+		if sg.Auto {
+			auto++
+			autoCount += sg.Count
+			if sg.UserID != "" || sg.Type != core.SightingSeen {
+				t.Fatalf("an automatic sighting: %+v", sg)
+			}
+		}
+		if sg.Type == core.SightingFalsePositive && (sg.UserID != v.ID || sg.Note != "seen in **CI**") {
+			t.Fatalf("the vote: %+v", sg)
+		}
+	}
+	if auto != 3 || autoCount != 8*50+8*3 {
+		t.Fatalf("%d automatic rows counting %d, want 3 rows counting %d", auto, autoCount, 8*50+8*3)
+	}
+	counts, err := s.CountSightings(c, []string{ids[0], ids[1]})
+	if err != nil || len(counts) != 1 {
+		t.Fatalf("counts: %+v %v", counts, err)
+	}
+	got := counts[0]
+	if got.ThreatID != ids[0] || got.Seen != 15+8*50+8*3 || got.FalsePositive != 1 || got.Expired != 2 || !got.LastSeen.Equal(at.Add(4*time.Minute)) {
+		t.Fatalf("counts: %+v", got)
+	}
+	if _, err := s.ListSightings(c, core.SightingQuery{ThreatID: ids[0], Limit: 10, Cursor: "nonsense"}); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("a bad cursor: %v", err)
+	}
+}
