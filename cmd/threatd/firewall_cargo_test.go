@@ -137,6 +137,11 @@ func TestFirewallCargo(t *testing.T) {
 		if code != 403 || !strings.Contains(string(body), "Blocked by threatd: cargo fw_evil_rs@1.0.1 is malicious (threat_id_"+evil) {
 			t.Fatalf(".crate of the reported version: %d %s", code, body)
 		}
+		// The block is a seen sighting of the report, counted by the daemon.
+		eventually(t, "the firewall's sighting", func() bool {
+			r := d.do("GET", base+"/threats/"+evil+"/sightings", tok, "")
+			return strings.Contains(r.raw, `"source":"firewall"`) && strings.Contains(r.raw, `"automatic":true`)
+		})
 		// cargo sends the token bare; Bearer works too; none is 401.
 		code, _, _ = d.fwGet(fw+"/crates/fw_evil_rs/1.0.0/download", "", "Authorization", tok)
 		if code != 200 {

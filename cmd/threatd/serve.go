@@ -28,6 +28,7 @@ import (
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
+	"github.com/threatd/threatd/core/sightings"
 	"github.com/threatd/threatd/core/web"
 	"github.com/threatd/threatd/core/webhooks/delivery"
 	"github.com/threatd/threatd/plugins"
@@ -170,8 +171,13 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// The daemon's own sightings (firewall blocks, scan findings), counted
+	// and written in batches.
+	seen := sightings.New(ctx, e.store, log)
+	defer seen.Wait(10 * time.Second)
 	if fw != nil {
 		fw.Recorder = firewall.NewRecorder(ctx, e.store, cfg.Firewall.DecisionsKeep, log)
+		fw.Recorder.Seen = seen
 		fw.Recorder.Counted = metrics.FirewallDecision
 		fw.Recorder.Dropped = metrics.FirewallDecisionDropped
 		defer fw.Recorder.Wait(10 * time.Second)
@@ -224,6 +230,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Mount:             mount,
 		NotFoundPage:      notFound,
 		Firewall:          fw,
+		Seen:              seen,
 		MISP:              &misp.Service{Store: e.store, Exporters: exporters, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes")},
 	}, log, e.store, idx, principals, usage, exporters)
 

@@ -114,4 +114,23 @@ func TestSightings(t *testing.T) {
 			t.Errorf("a bad cursor: %d", r.code)
 		}
 	})
+
+	t.Run("scans add seen sightings, one row a day", func(t *testing.T) {
+		lock := `{"name":"app","lockfileVersion":3,"requires":true,"packages":{"":{"name":"app"},"node_modules/sighted-pkg":{"version":"1.0.0"}}}`
+		for range 5 {
+			if r := d.do("POST", base+"/scan?format=package-lock.json", tok, lock); r.code != 200 || r.body["count"] != 1.0 {
+				t.Fatalf("scan: %d %s", r.code, r.raw)
+			}
+		}
+		eventually(t, "the scan's sightings written", func() bool {
+			r := d.do("GET", base+"/threats/"+id+"/sightings", tok, "")
+			for _, s := range r.body["sightings"].([]any) {
+				m := s.(map[string]any)
+				if m["source"] == "scan" && m["automatic"] == true && m["count"] == 5.0 {
+					return true
+				}
+			}
+			return false
+		})
+	})
 }

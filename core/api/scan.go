@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/labstack/echo/v5"
@@ -83,6 +84,12 @@ func (s *Server) scanFile(c *echo.Context) error {
 	viewer := principal(c)
 	site := c.Scheme() + "://" + c.Request().Host
 	answer := res.Answer(viewer, site)
+	// Each report a scan finds is a seen sighting (counted, written in batches).
+	var found []string
+	for _, m := range answer.Malicious {
+		found = append(found, m.ThreatIDs...)
+	}
+	s.opts.Seen.Add(found, core.SightingSourceScan, time.Now())
 	if acceptsSARIF(c.Request().Header.Get("Accept")) {
 		log, err := answer.SARIF(s.opts.Version, site)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/scan"
+	"github.com/threatd/threatd/core/sightings"
 	"github.com/threatd/threatd/core/taxii"
 )
 
@@ -53,6 +54,8 @@ type Options struct {
 	// Latest is the cache of latest selections, shared with the web site
 	// (nil: the API makes its own).
 	Latest *index.Latest
+	// Seen counts the daemon's own sightings (scan findings; nil: none).
+	Seen *sightings.Seen
 	// Firewall configures the registry firewall (nil: not served).
 	Firewall *FirewallOptions
 	// MISP serves the MISP feed under {base}/misp/ (nil: not served).

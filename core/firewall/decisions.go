@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/sightings"
 )
 
 // DecisionJSON is a decision as the API, the CLI and webhook events show
@@ -60,6 +61,10 @@ type Recorder struct {
 	mu        sync.Mutex
 	firstSeen map[string]time.Time
 	heldSeen  map[string]time.Time // the until last recorded, per version
+
+	// Seen counts the reports of malicious decisions as seen sightings
+	// (nil: not counted).
+	Seen *sightings.Seen
 
 	keep    time.Duration
 	dropped atomic.Int64
@@ -186,6 +191,10 @@ func (r *Recorder) Decide(d core.FirewallDecision) {
 	}
 	if r.Counted != nil {
 		r.Counted(d.Ecosystem, d.Rule, d.Action)
+	}
+	if d.Rule == core.RuleMalicious && d.Action != core.ActionWaived {
+		// A reported version met at the firewall is a seen sighting.
+		r.Seen.Add(d.ThreatIDs, core.SightingSourceFirewall, d.Time)
 	}
 	if d.Action == core.ActionBlock || d.Action == core.ActionWarn {
 		d.EventType = core.EventFirewallBlocked

@@ -1,0 +1,126 @@
+// Package sightings counts what the daemon itself sees of verified
+// reports (firewall blocks, scan findings) as seen sightings: counted in
+// memory and written in batches, one storage call a second at most,
+// whatever the number of requests (docs/api/sightings.md).
+package sightings
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Store is where the counts go.
+type Store interface {
+	AddSeen(ctx context.Context, seen []core.SeenCount) error
+}
+
+// Bounds of a Seen: distinct report, source and day keys counted between
+// two writes (past it, more of them wait for the next write), and how
+// often it writes.
+const (
+	maxPending = 1 << 16
+	flushEvery = time.Second
+)
+
+// Seen counts seen sightings and writes them.
+type Seen struct {
+	store   Store
+	log     *slog.Logger
+	mu      sync.Mutex
+	pending map[key]core.SeenCount
+	dropped int64
+	done    chan struct{}
+	// wrote is signalled after each write (tests).
+	wrote chan struct{}
+}
+
+type key struct{ threat, source, day string }
+
+// New starts counting into store until ctx ends (what is counted then is
+// written before it stops).
+func New(ctx context.Context, store Store, log *slog.Logger) *Seen {
+	s := &Seen{store: store, log: log, pending: map[key]core.SeenCount{}, done: make(chan struct{}), wrote: make(chan struct{}, 1)}
+	go s.run(ctx)
+	return s
+}
+
+// Add counts one sighting of each report from source at at. It never
+// blocks on storage.
+func (s *Seen) Add(threatIDs []string, source string, at time.Time) {
+	if s == nil || len(threatIDs) == 0 {
+		return
+	}
+	day := at.UTC().Format(time.DateOnly)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range threatIDs {
+		k := key{id, source, day}
+		c, ok := s.pending[k]
+		if !ok && len(s.pending) >= maxPending {
+			s.dropped++
+			continue
+		}
+		c.ThreatID, c.Source = id, source
+		c.Count++
+		if at.After(c.At) {
+			c.At = at
+		}
+		s.pending[k] = c
+	}
+}
+
+// Wait waits, up to limit, until what was counted before ctx ended is written.
+func (s *Seen) Wait(limit time.Duration) {
+	if s == nil {
+		return
+	}
+	select {
+	case <-s.done:
+	case <-time.After(limit):
+	}
+}
+
+func (s *Seen) flush(ctx context.Context) {
+	s.mu.Lock()
+	if len(s.pending) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	batch := make([]core.SeenCount, 0, len(s.pending))
+	for _, c := range s.pending {
+		batch = append(batch, c)
+	}
+	clear(s.pending)
+	dropped := s.dropped
+	s.dropped = 0
+	s.mu.Unlock()
+	if dropped > 0 {
+		s.log.Warn("sightings: more distinct reports were seen in a second than are counted; some sightings were not counted", "dropped", dropped)
+	}
+	if err := s.store.AddSeen(ctx, batch); err != nil {
+		s.log.Warn("sightings: writing seen sightings failed", "count", len(batch), "error", err.Error())
+	}
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Seen) run(ctx context.Context) {
+	defer close(s.done)
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.flush(context.WithoutCancel(ctx))
+			return
+		case <-tick.C:
+			s.flush(ctx)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package sightings
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+type countingStore struct {
+	mu     sync.Mutex
+	calls  int
+	counts map[string]int64
+}
+
+func (c *countingStore) AddSeen(_ context.Context, seen []core.SeenCount) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	for _, s := range seen {
+		c.counts[s.ThreatID+"/"+s.Source] += s.Count
+	}
+	return nil
+}
+
+// TestBatched: 10,000 sightings from 8 goroutines are one write, with
+// their sums.
+func TestBatched(t *testing.T) {
+	st := &countingStore{counts: map[string]int64{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := New(ctx, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var wg sync.WaitGroup
+	now := time.Now()
+	for range 8 {
+		wg.Go(func() {
+			for range 1250 {
+				s.Add([]string{"a", "b"}, core.SightingSourceFirewall, now)
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	s.Wait(5 * time.Second)
+	if st.calls > 2 || st.counts["a/firewall"] != 10000 || st.counts["b/firewall"] != 10000 {
+		t.Fatalf("%d writes, counts %v", st.calls, st.counts)
+	}
+}
