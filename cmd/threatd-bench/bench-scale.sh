@@ -340,6 +340,14 @@ PY
   BENCH_HIT=10 wrk_run "$backend-check10" 32 "$S" "$WORK/check.lua"
   wrk_run "$backend-trivial2" 32 "$T" "$WORK/trivial.lua"
   BENCH_HIT=50 wrk_run "$backend-check50" 32 "$S" "$WORK/check.lua"
+  # Sightings (docs/api/sightings.md): POST /sightings at 2,000 a second,
+  # an open loop, each naming a random report by what it names, while
+  # check-malicious is measured beside it.
+  "$WORK/threatd-bench" blocked -url "$S/functions/v1/sightings" -token "$BENCH_TOKEN" -rate "${BENCH_SIGHTINGS_RATE:-2000}" -duration "$((${DUR%s} + 8))s" -n "$N" \
+    -body '{"report_type":"package","resource_identifier":"bench-npm-%d","ecosystem":"npm","type":"seen","source":"bench"}' > "$WORK/sightings-$backend.txt" & sighter=$!
+  sleep 4
+  BENCH_HIT=10 wrk_run "$backend-check10-sightings" 32 "$S" "$WORK/check.lua"
+  wait $sighter
   wrk_run "$backend-latest" 8 "$S" "$WORK/latest.lua"
   BENCH_QUERY="?ecosystem=pypi" wrk_run "$backend-latest-pypi" 8 "$S" "$WORK/latest.lua"
   wrk_run "$backend-batch" 1 "$S" "$WORK/batch.lua"
@@ -489,6 +497,7 @@ PY
     echo "| RSS at import: CLI / source plugin / storage plugin | $(rss_of "$D/rss-import" threatd) / $(rss_of "$D/rss-import" threatd-source-osv) / $(rss_of "$D/rss-import" "threatd-storage-$backend") |"
     echo "| start-up: /healthz answers / check-malicious answers | ${healthz_first:-<0.1} s / $startup s |"
     echo "| index spill (cache.spill) filled | $spill |"
+    echo "| POST /sightings, 2,000 a second beside the check run | $(cat "$WORK/sightings-$backend.txt") |"
     echo "| TAXII full pull by next, pages of 1,000 | $(cat "$WORK/taxii-pull-$backend.txt") |"
     echo "| export osv (every verified report, $export_size of archives) | $export_osv |"
     echo "| RSS at export osv: OSV exporter (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-export" threatd-exporter-osv) ($(anon_of "$D/rss-export" threatd-exporter-osv)) / $(rss_of "$D/rss-export" "threatd-storage-$backend") ($(anon_of "$D/rss-export" "threatd-storage-$backend")) |"
@@ -497,6 +506,7 @@ PY
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
     echo "|---|---|---|---|---|---|---|"
     for row in "trivial echo handler (mean of 2 runs):trivial1:32" "check, 10 % hits, first 10 s after start-up (cold):cold:32" "check, 10 % hits:check10:32" "check, 50 % hits (harsh):check50:32" \
+               "check, 10 % hits, beside POST /sightings at 2,000/s:check10-sightings:32" \
                "query-latest:latest:8" "query-latest?ecosystem=pypi:latest-pypi:8" "POST check, 1,000 queries:batch:1" "TAXII objects, first page of 100:taxii-first:8" \
                "TAXII objects, 100 from a random added_after:taxii:8" "OSV query, 50 % hits:osvquery:32" "submit (new reports):submit:16" \
                "POST /scan, a 5,000-package package-lock.json:scan:1"; do

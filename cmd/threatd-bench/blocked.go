@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +17,9 @@ import (
 // (an open loop: a request is sent on its tick whether or not the ones
 // before it were answered, up to -workers at once), and prints how many
 // were sent and what was answered: the firewall's "2,000 blocked
-// requests a second, every one recorded" run.
+// requests a second, every one recorded" run. With -body it POSTs the
+// body instead, each %d in it replaced by an even number below -n (the
+// benchmark's reports: POST /sightings at a rate).
 func blockedMain(args []string) error {
 	fs := flag.NewFlagSet("blocked", flag.ExitOnError)
 	target := fs.String("url", "", "the URL to request")
@@ -23,6 +27,8 @@ func blockedMain(args []string) error {
 	rate := fs.Int("rate", 2000, "requests a second")
 	duration := fs.Duration("duration", 60*time.Second, "how long")
 	workers := fs.Int("workers", 64, "requests in flight at most")
+	body := fs.String("body", "", "a JSON body to POST (each %d: an even number below -n)")
+	n := fs.Int("n", 1000000, "the range of %d in -body")
 	_ = fs.Parse(args)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: *workers, MaxConnsPerHost: *workers} //nolint:gosec // a benchmark against the local self-signed daemon
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -37,6 +43,10 @@ func blockedMain(args []string) error {
 			defer wg.Done()
 			for range jobs {
 				req, _ := http.NewRequest(http.MethodGet, *target, nil)
+				if *body != "" {
+					i := rand.IntN(max(*n/2, 1)) * 2
+					req, _ = http.NewRequest(http.MethodPost, *target, strings.NewReader(strings.ReplaceAll(*body, "%d", fmt.Sprintf("%07d", i))))
+				}
 				req.Header.Set("Authorization", "Bearer "+*token)
 				code := 0
 				if res, err := client.Do(req); err == nil {
