@@ -17,6 +17,16 @@ const (
 	SightingExpired       = "expired"
 )
 
+// What became of a sighting a person reported (SightingStore.AddSightings).
+const (
+	SightingAdded    = "added"
+	SightingNotFound = "not_found"
+	SightingConflict = "conflict"
+)
+
+// MaxSightingBatch bounds the sightings stored in one transaction.
+const MaxSightingBatch = 1000
+
 // SightingTypes are the types of sighting.
 var SightingTypes = []string{SightingSeen, SightingFalsePositive, SightingExpired}
 
@@ -140,10 +150,11 @@ func (s Sighting) Cursor() string {
 
 // SightingStore keeps sightings and their counts per report.
 type SightingStore interface {
-	// AddSighting stores a person's sighting of a verified report
-	// (ErrNotFound for a report that is not verified); a second
-	// false_positive from the same user on the same report is ErrConflict.
-	AddSighting(ctx context.Context, s Sighting) error
+	// AddSightings stores people's sightings in one transaction and
+	// says what became of each, in order: SightingAdded, SightingNotFound
+	// (the report is not verified) or SightingConflict (a second
+	// false_positive from the same user on the same report).
+	AddSightings(ctx context.Context, ss []Sighting) ([]string, error)
 	// AddSeen adds the daemon's own seen sightings: per report, source
 	// and UTC day one row, whose count grows. Reports that are no longer
 	// verified are skipped.

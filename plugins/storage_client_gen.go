@@ -790,14 +790,14 @@ func (c *StorageClient) ListHeld(ctx context.Context, p core.HeldQuery) ([]core.
 	return out, nil
 }
 
-// AddSighting is core.Store's, over the plugin protocol.
-func (c *StorageClient) AddSighting(ctx context.Context, p core.Sighting) error {
-	r, err := c.conn().AddSighting(ctx, sightingToPB(p))
+// AddSightings is core.Store's, over the plugin protocol.
+func (c *StorageClient) AddSightings(ctx context.Context, p []core.Sighting) ([]string, error) {
+	var out []string
+	r, err := c.conn().AddSightings(ctx, &pb.AddSightingsRequest{Ss: each(p, sightingToPB)})
 	if err != nil {
-		return fromStatus(err)
+		return out, fromStatus(err)
 	}
-	_ = r
-	return nil
+	return r.Value, nil
 }
 
 // AddSeen is core.Store's, over the plugin protocol.

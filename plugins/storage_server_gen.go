@@ -713,9 +713,10 @@ func (s *storageServer) ListHeld(req *pb.HeldQuery, stream grpc.ServerStreamingS
 	return err
 }
 
-func (s *storageServer) AddSighting(ctx context.Context, req *pb.Sighting) (*pb.AddSightingReply, error) {
-	return withStore(s, func(st core.Store) (*pb.AddSightingReply, error) {
-		return &pb.AddSightingReply{}, st.AddSighting(ctx, sightingFromPB(req))
+func (s *storageServer) AddSightings(ctx context.Context, req *pb.AddSightingsRequest) (*pb.AddSightingsReply, error) {
+	return withStore(s, func(st core.Store) (*pb.AddSightingsReply, error) {
+		r, err := st.AddSightings(ctx, each(req.Ss, sightingFromPB))
+		return &pb.AddSightingsReply{Value: r}, err
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -77,30 +76,58 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, s
 	return err
 }
 
-// AddSighting stores a person's sighting of a verified report and adds it
-// to the report's counts, in one transaction.
-func (s *Store) AddSighting(ctx context.Context, sg core.Sighting) error {
-	row := sightingRow{ID: sg.ID, ThreatID: sg.ThreatID, Type: sg.Type, Source: sg.Source, ObservedAt: sg.ObservedAt.UTC(), Count: sg.Count,
-		Note: sg.Note, CreatedAt: sg.CreatedAt.UTC()}
-	if sg.UserID != "" {
-		row.UserID = &sg.UserID
+// AddSightings stores people's sightings of verified reports and adds
+// them to the reports' counts, in one transaction: a report not verified
+// is not found, a second false-positive vote a conflict (the vote index
+// keeps the first, so the transaction goes on).
+func (s *Store) AddSightings(ctx context.Context, ss []core.Sighting) ([]string, error) {
+	if len(ss) > core.MaxSightingBatch {
+		return nil, core.Invalid("sightings", "at most %d at once", core.MaxSightingBatch)
 	}
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ok, err := verified(ctx, tx, sg.ThreatID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: no verified report %s", core.ErrNotFound, sg.ThreatID)
-		}
-		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("%w: you have already reported %s as a false positive", core.ErrConflict, sg.ThreatID)
+	out := make([]string, len(ss))
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		isVerified := map[string]bool{}
+		for i, sg := range ss {
+			ok, seen := isVerified[sg.ThreatID]
+			if !seen {
+				var err error
+				if ok, err = verified(ctx, tx, sg.ThreatID); err != nil {
+					return err
+				}
+				isVerified[sg.ThreatID] = ok
 			}
-			return err
+			if !ok {
+				out[i] = core.SightingNotFound
+				continue
+			}
+			row := sightingRow{ID: sg.ID, ThreatID: sg.ThreatID, Type: sg.Type, Source: sg.Source, ObservedAt: sg.ObservedAt.UTC(), Count: sg.Count,
+				Note: sg.Note, CreatedAt: sg.CreatedAt.UTC()}
+			if sg.UserID != "" {
+				row.UserID = &sg.UserID
+			}
+			q := tx.NewInsert().Model(&row)
+			if sg.Type == core.SightingFalsePositive && sg.UserID != "" {
+				q = q.On("CONFLICT (threat_id, user_id) WHERE type = 'false_positive' AND user_id IS NOT NULL DO NOTHING")
+			}
+			res, err := q.Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				out[i] = core.SightingConflict
+				continue
+			}
+			if err := addCounts(ctx, tx, sg.ThreatID, sg.Type, sg.Count, sg.ObservedAt); err != nil {
+				return err
+			}
+			out[i] = core.SightingAdded
 		}
-		return addCounts(ctx, tx, sg.ThreatID, sg.Type, sg.Count, sg.ObservedAt)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // AddSeen adds the daemon's own seen sightings, one row per report,

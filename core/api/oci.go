@@ -443,6 +443,7 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 // waiver lifts it): true when it is refused. Quarantine never applies to
 // images.
 func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) bool {
+	req.Name = core.ImagePath(req.Name) // "app" is "library/app" for waivers and decisions
 	pol := o.p.opts.Policy
 	b := firewall.Blocked{Registry: core.FirewallOCI, Name: req.Name, Version: req.Reference, Threats: ts}
 	action := pol.Action(core.RuleMalicious)
@@ -452,7 +453,7 @@ func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) b
 	if action != core.ActionOff {
 		who := principal(c)
 		d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: core.FirewallOCI, Name: req.Name, Version: req.Reference,
-			Purl: "pkg:docker/" + core.ImagePath(req.Name) + "@" + url.PathEscape(req.Reference),
+			Purl: "pkg:docker/" + req.Name + "@" + url.PathEscape(req.Reference),
 			Rule: core.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: who.User.Email, ClientIP: c.RealIP()}
 		o.p.opts.Recorder.Decide(d)
 	}
@@ -464,6 +465,7 @@ func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) b
 
 // deny is the 403 DENIED of a reported image.
 func (o *ociProxy) deny(c *echo.Context, req oci.Request, ts []core.Threat) error {
+	req.Name = core.ImagePath(req.Name)
 	b := &firewall.Blocked{Registry: core.FirewallOCI, Name: req.Name, Version: req.Reference, Threats: ts}
 	err := o.p.refuse(c, b, false)
 	var e *Error
@@ -535,7 +537,7 @@ func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
 // recording a decision (a listing is not one).
 func (o *ociProxy) refusedQuietly(name, tag string) bool {
 	return o.p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
-		!o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, name, tag, core.RuleMalicious, time.Now())
+		!o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, core.ImagePath(name), tag, core.RuleMalicious, time.Now())
 }
 
 // blob streams a blob from the upstream (and the storage it redirects

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -72,15 +73,17 @@ type Options struct {
 
 // Server holds what the handlers need.
 type Server struct {
-	opts         Options
-	log          *slog.Logger
-	accounts     *core.Accounts
-	reports      *core.Reports
-	paid         *feed.Service
-	selections   *core.Selections
-	exporters    core.Exporters
-	usage        *feed.Usage
-	index        *index.Index
+	opts       Options
+	log        *slog.Logger
+	accounts   *core.Accounts
+	reports    *core.Reports
+	paid       *feed.Service
+	selections *core.Selections
+	exporters  core.Exporters
+	usage      *feed.Usage
+	index      *index.Index
+	// sightings stores people's sightings in group commits.
+	sightings    *sightings.Writer
 	principals   *index.Principals
 	store        core.Store
 	ipLimiter    ratelimit.Taker
@@ -113,6 +116,7 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 	if s.opts.ScanMaxBytes <= 0 {
 		s.opts.ScanMaxBytes = scan.DefaultMaxBytes
 	}
+	s.sightings = sightings.NewWriter(context.Background(), store)
 	s.latest = opts.Latest
 	if s.latest == nil {
 		s.latest = index.NewLatest(idx, store)

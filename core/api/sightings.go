@@ -76,7 +76,7 @@ func (s *Server) addSighting(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.AddSighting(ctx, sg); err != nil {
+	if err := s.sightings.Add(ctx, sg); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, map[string]any{"sighting_id": sg.ID, "threat_id": threatID})

@@ -1,11 +1,13 @@
-// Package sightings counts what the daemon itself sees of verified
-// reports (firewall blocks, scan findings) as seen sightings: counted in
-// memory and written in batches, one storage call a second at most,
-// whatever the number of requests (docs/api/sightings.md).
+// Package sightings writes sightings in batches (docs/api/sightings.md):
+// what the daemon itself sees of verified reports (firewall blocks, scan
+// findings), counted in memory and written once a second at most whatever
+// the number of requests (Seen), and people's sightings, stored in group
+// commits (Writer).
 package sightings
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -121,6 +123,87 @@ func (s *Seen) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			s.flush(ctx)
+		}
+	}
+}
+
+// BatchStore is where people's sightings go.
+type BatchStore interface {
+	AddSightings(ctx context.Context, ss []core.Sighting) ([]string, error)
+}
+
+// Writer stores people's sightings in group commits: a request waits for
+// the transaction that carries its sighting with the others that arrived
+// meanwhile (up to core.MaxSightingBatch), and gets its own outcome.
+type Writer struct {
+	store BatchStore
+	in    chan pendingSighting
+}
+
+type pendingSighting struct {
+	s    core.Sighting
+	done chan error
+}
+
+// NewWriter starts a writer until ctx ends.
+func NewWriter(ctx context.Context, store BatchStore) *Writer {
+	w := &Writer{store: store, in: make(chan pendingSighting, core.MaxSightingBatch)}
+	go w.run(ctx)
+	return w
+}
+
+// Add stores s, waiting for its transaction: core.ErrNotFound when its
+// report is not verified, core.ErrConflict for a second vote.
+func (w *Writer) Add(ctx context.Context, s core.Sighting) error {
+	p := pendingSighting{s: s, done: make(chan error, 1)}
+	select {
+	case w.in <- p:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) run(ctx context.Context) {
+	for {
+		var batch []pendingSighting
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-w.in:
+			batch = append(batch, p)
+		}
+		// Whatever else is waiting joins this transaction.
+	more:
+		for len(batch) < core.MaxSightingBatch {
+			select {
+			case p := <-w.in:
+				batch = append(batch, p)
+			default:
+				break more
+			}
+		}
+		ss := make([]core.Sighting, len(batch))
+		for i, p := range batch {
+			ss[i] = p.s
+		}
+		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), ss)
+		for i, p := range batch {
+			switch {
+			case err != nil:
+				p.done <- err
+			case outcomes[i] == core.SightingNotFound:
+				p.done <- fmt.Errorf("%w: no verified report %s", core.ErrNotFound, p.s.ThreatID)
+			case outcomes[i] == core.SightingConflict:
+				p.done <- fmt.Errorf("%w: you have already reported %s as a false positive", core.ErrConflict, p.s.ThreatID)
+			default:
+				p.done <- nil
+			}
 		}
 	}
 }

@@ -35,7 +35,16 @@ func testSightings(t *testing.T, b Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.AddSighting(c, sg)
+		out, err := s.AddSightings(c, []core.Sighting{sg})
+		switch {
+		case err != nil:
+			return err
+		case out[0] == core.SightingNotFound:
+			return core.ErrNotFound
+		case out[0] == core.SightingConflict:
+			return core.ErrConflict
+		}
+		return nil
 	}
 	if err := add(ids[1], core.SightingSeen, u.ID, 1, at); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a sighting of a pending report: %v", err)
@@ -53,6 +62,21 @@ func testSightings(t *testing.T, b Backend) {
 	}
 	if err := add(ids[0], core.SightingExpired, v.ID, 2, at); err != nil {
 		t.Fatal(err)
+	}
+	// One batch: what becomes of each, in order; a vote twice in the
+	// same batch is a conflict the second time.
+	var batch []core.Sighting
+	for _, r := range []struct{ threat, typ, user string }{{ids[0], core.SightingSeen, u.ID}, {ids[1], core.SightingSeen, u.ID},
+		{ids[0], core.SightingFalsePositive, u.ID}, {ids[0], core.SightingFalsePositive, u.ID}} {
+		sg, err := core.NewSighting(core.SightingRequest{Type: r.typ, ObservedAt: at.Format(time.RFC3339)}, r.threat, r.user, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, sg)
+	}
+	out, err := s.AddSightings(c, batch)
+	if err != nil || fmt.Sprint(out) != fmt.Sprint([]string{core.SightingAdded, core.SightingNotFound, core.SightingAdded, core.SightingConflict}) {
+		t.Fatalf("a batch: %v %v", out, err)
 	}
 	// The daemon's own, from 8 writers at once: two days, two sources.
 	day1, day2 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 23, 59, 0, 0, time.UTC)
@@ -93,9 +117,10 @@ func testSightings(t *testing.T, b Backend) {
 		}
 		q.Cursor = page.Next
 	}
-	// 5 seen + 1 vote + 1 expired + firewall on two days + scan on one.
-	if len(all) != 10 {
-		t.Fatalf("%d sightings listed, want 10: %+v", len(all), all)
+	// 5 seen + 1 vote + 1 expired + the batch's seen and vote + firewall
+	// on two days + scan on one.
+	if len(all) != 12 {
+		t.Fatalf("%d sightings listed, want 12: %+v", len(all), all)
 	}
 	var auto, autoCount int64
 	for i, sg := range all {
@@ -109,7 +134,7 @@ func testSightings(t *testing.T, b Backend) {
 				t.Fatalf("an automatic sighting: %+v", sg)
 			}
 		}
-		if sg.Type == core.SightingFalsePositive && (sg.UserID != v.ID || sg.Note != "seen in **CI**") {
+		if sg.Type == core.SightingFalsePositive && sg.UserID == v.ID && sg.Note != "seen in **CI**" {
 			t.Fatalf("the vote: %+v", sg)
 		}
 	}
@@ -121,7 +146,7 @@ func testSightings(t *testing.T, b Backend) {
 		t.Fatalf("counts: %+v %v", counts, err)
 	}
 	got := counts[0]
-	if got.ThreatID != ids[0] || got.Seen != 15+8*50+8*3 || got.FalsePositive != 1 || got.Expired != 2 || !got.LastSeen.Equal(at.Add(4*time.Minute)) {
+	if got.ThreatID != ids[0] || got.Seen != 16+8*50+8*3 || got.FalsePositive != 2 || got.Expired != 2 || !got.LastSeen.Equal(at.Add(4*time.Minute)) {
 		t.Fatalf("counts: %+v", got)
 	}
 	if _, err := s.ListSightings(c, core.SightingQuery{ThreatID: ids[0], Limit: 10, Cursor: "nonsense"}); !errors.Is(err, core.ErrInvalid) {

@@ -96,7 +96,7 @@ const (
 	Storage_TrimDecisions_FullMethodName        = "/threatd.plugin.v2.Storage/TrimDecisions"
 	Storage_RecordHeld_FullMethodName           = "/threatd.plugin.v2.Storage/RecordHeld"
 	Storage_ListHeld_FullMethodName             = "/threatd.plugin.v2.Storage/ListHeld"
-	Storage_AddSighting_FullMethodName          = "/threatd.plugin.v2.Storage/AddSighting"
+	Storage_AddSightings_FullMethodName         = "/threatd.plugin.v2.Storage/AddSightings"
 	Storage_AddSeen_FullMethodName              = "/threatd.plugin.v2.Storage/AddSeen"
 	Storage_ListSightings_FullMethodName        = "/threatd.plugin.v2.Storage/ListSightings"
 	Storage_CountSightings_FullMethodName       = "/threatd.plugin.v2.Storage/CountSightings"
@@ -318,10 +318,11 @@ type StorageClient interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error)
-	// AddSighting stores a person's sighting of a verified report
-	// (ErrNotFound for a report that is not verified); a second
-	// false_positive from the same user on the same report is ErrConflict.
-	AddSighting(ctx context.Context, in *Sighting, opts ...grpc.CallOption) (*AddSightingReply, error)
+	// AddSightings stores people's sightings in one transaction and
+	// says what became of each, in order: SightingAdded, SightingNotFound
+	// (the report is not verified) or SightingConflict (a second
+	// false_positive from the same user on the same report).
+	AddSightings(ctx context.Context, in *AddSightingsRequest, opts ...grpc.CallOption) (*AddSightingsReply, error)
 	// AddSeen adds the daemon's own seen sightings: per report, source
 	// and UTC day one row, whose count grows. Reports that are no longer
 	// verified are skipped.
@@ -1231,10 +1232,10 @@ func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldClient = grpc.ServerStreamingClient[HeldVersion]
 
-func (c *storageClient) AddSighting(ctx context.Context, in *Sighting, opts ...grpc.CallOption) (*AddSightingReply, error) {
+func (c *storageClient) AddSightings(ctx context.Context, in *AddSightingsRequest, opts ...grpc.CallOption) (*AddSightingsReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(AddSightingReply)
-	err := c.cc.Invoke(ctx, Storage_AddSighting_FullMethodName, in, out, cOpts...)
+	out := new(AddSightingsReply)
+	err := c.cc.Invoke(ctx, Storage_AddSightings_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1496,10 +1497,11 @@ type StorageServer interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error
-	// AddSighting stores a person's sighting of a verified report
-	// (ErrNotFound for a report that is not verified); a second
-	// false_positive from the same user on the same report is ErrConflict.
-	AddSighting(context.Context, *Sighting) (*AddSightingReply, error)
+	// AddSightings stores people's sightings in one transaction and
+	// says what became of each, in order: SightingAdded, SightingNotFound
+	// (the report is not verified) or SightingConflict (a second
+	// false_positive from the same user on the same report).
+	AddSightings(context.Context, *AddSightingsRequest) (*AddSightingsReply, error)
 	// AddSeen adds the daemon's own seen sightings: per report, source
 	// and UTC day one row, whose count grows. Reports that are no longer
 	// verified are skipped.
@@ -1723,8 +1725,8 @@ func (UnimplementedStorageServer) RecordHeld(context.Context, *RecordHeldRequest
 func (UnimplementedStorageServer) ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error {
 	return status.Error(codes.Unimplemented, "method ListHeld not implemented")
 }
-func (UnimplementedStorageServer) AddSighting(context.Context, *Sighting) (*AddSightingReply, error) {
-	return nil, status.Error(codes.Unimplemented, "method AddSighting not implemented")
+func (UnimplementedStorageServer) AddSightings(context.Context, *AddSightingsRequest) (*AddSightingsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddSightings not implemented")
 }
 func (UnimplementedStorageServer) AddSeen(context.Context, *AddSeenRequest) (*AddSeenReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddSeen not implemented")
@@ -2808,20 +2810,20 @@ func _Storage_ListHeld_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldServer = grpc.ServerStreamingServer[HeldVersion]
 
-func _Storage_AddSighting_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Sighting)
+func _Storage_AddSightings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddSightingsRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(StorageServer).AddSighting(ctx, in)
+		return srv.(StorageServer).AddSightings(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Storage_AddSighting_FullMethodName,
+		FullMethod: Storage_AddSightings_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(StorageServer).AddSighting(ctx, req.(*Sighting))
+		return srv.(StorageServer).AddSightings(ctx, req.(*AddSightingsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -3057,8 +3059,8 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_RecordHeld_Handler,
 		},
 		{
-			MethodName: "AddSighting",
-			Handler:    _Storage_AddSighting_Handler,
+			MethodName: "AddSightings",
+			Handler:    _Storage_AddSightings_Handler,
 		},
 		{
 			MethodName: "AddSeen",
