@@ -7,7 +7,6 @@ package sightings
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -198,9 +197,10 @@ func (w *Writer) run(ctx context.Context) {
 			case err != nil:
 				p.done <- err
 			case outcomes[i] == core.SightingNotFound:
-				p.done <- fmt.Errorf("%w: no verified report %s", core.ErrNotFound, p.s.ThreatID)
+				p.done <- core.NotFound("verified report", p.s.ThreatID)
 			case outcomes[i] == core.SightingConflict:
-				p.done <- fmt.Errorf("%w: you have already reported %s as a false positive", core.ErrConflict, p.s.ThreatID)
+				p.done <- &core.ConflictError{What: "false-positive vote", Key: p.s.ThreatID,
+					Message: "you have already reported " + p.s.ThreatID + " as a false positive"}
 			default:
 				p.done <- nil
 			}

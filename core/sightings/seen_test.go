@@ -2,6 +2,7 @@ package sightings
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -47,5 +48,28 @@ func TestBatched(t *testing.T) {
 	s.Wait(5 * time.Second)
 	if st.calls > 2 || st.counts["a/firewall"] != 10000 || st.counts["b/firewall"] != 10000 {
 		t.Fatalf("%d writes, counts %v", st.calls, st.counts)
+	}
+}
+
+type outcomeStore struct{ outcomes []string }
+
+func (o outcomeStore) AddSightings(_ context.Context, ss []core.Sighting) ([]string, error) {
+	return o.outcomes[:len(ss)], nil
+}
+
+// TestWriterOutcomes: each request gets its own outcome, as the typed
+// errors the API answers 404 and 409 for.
+func TestWriterOutcomes(t *testing.T) {
+	for outcome, check := range map[string]func(error) bool{
+		core.SightingAdded:    func(err error) bool { return err == nil },
+		core.SightingNotFound: func(err error) bool { var ne *core.NotFoundError; return errors.As(err, &ne) },
+		core.SightingConflict: func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) },
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := NewWriter(ctx, outcomeStore{[]string{outcome}})
+		if err := w.Add(ctx, core.Sighting{ThreatID: "t"}); !check(err) {
+			t.Errorf("%s: %v", outcome, err)
+		}
+		cancel()
 	}
 }
