@@ -82,8 +82,16 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 		decidedBy := fmt.Sprintf("listing\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
 		return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
 			doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream}
+			// A name no report can name is listed as it is (its own
+			// document is refused); any other failure to judge fails
+			// the listing: it never lists what it could not judge.
+			var lookupErr error
 			judges := func(name string) firewall.Judge {
 				pv, err := p.opts.Policy.Lookup(ctx, reg, name)
+				var u *firewall.Unjudgeable
+				if err != nil && !errors.As(err, &u) && lookupErr == nil {
+					lookupErr = err
+				}
 				if err != nil || pv.Private || pv.Clean() && !p.opts.Waivers.Current().Covers(reg, name) {
 					return nil // nothing of it is refused by reports
 				}
@@ -91,6 +99,9 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 			}
 			info := func(name string) ([]byte, error) { return p.renderedInfo(ctx, a, l, name) }
 			r, err := l.RewriteListing(doc, judges, info)
+			if err == nil {
+				err = lookupErr
+			}
 			return rendering{body: r.Body, contentType: r.ContentType}, err
 		}
 	}
