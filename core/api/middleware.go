@@ -47,11 +47,18 @@ func methodGate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// perIPLimit limits every request by client IP, before authentication.
+// perIPLimit limits every request by client IP, before authentication:
+// the firewall's by its own budget.
 func (s *Server) perIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.ipLimit(s.firewallPath, next)
+}
+
+// ipLimit is the per-IP limit; firewall says which paths take the
+// firewall's budget (firewall.per_ip_per_minute).
+func (s *Server) ipLimit(firewall func(path string) bool, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		key, limit := c.RealIP(), s.opts.PerIPPerMinute
-		if s.firewallPath(c.Request().URL.Path) {
+		if firewall(c.Request().URL.Path) {
 			key, limit = "firewall:"+key, s.opts.Firewall.PerIPPerMinute
 		}
 		r := s.ipLimiter.Take(key, limit, 1)

@@ -116,15 +116,10 @@ func ociHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// ociIPLimit is the per-IP limit of the firewall (firewall.per_ip_per_minute).
+// ociIPLimit is the per-IP limit of the firewall (firewall.per_ip_per_minute):
+// every path of the image registry is the firewall's.
 func (s *Server) ociIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		r := s.ipLimiter.Take("firewall:"+c.RealIP(), s.opts.Firewall.PerIPPerMinute, 1)
-		if !r.Allowed {
-			return tooManyRequests("Rate limit exceeded for your IP address: try again later", r.ResetSeconds())
-		}
-		return next(c)
-	}
+	return s.ipLimit(func(string) bool { return true }, next)
 }
 
 // ociErrorHandler writes errors in the distribution spec's shape
