@@ -189,8 +189,13 @@ func TestFirewallOCI(t *testing.T) {
 	creds := "--src-creds=threatd:" + tok
 	src := func(ref string) string { return "docker://" + host + "/" + ref }
 	eventually(t, "the reports in the index", func() bool {
-		out, ok := skopeo(t, in, "inspect", "--cert-dir=CERTDIR", "--creds=threatd:"+tok, "--raw", src("library/app:evil"))
-		return !ok && strings.Contains(out, "Blocked by threatd")
+		for _, ref := range []string{"library/app:evil", "library/app@" + pinned} {
+			out, ok := skopeo(t, in, "inspect", "--cert-dir=CERTDIR", "--creds=threatd:"+tok, "--raw", src(ref))
+			if ok || !strings.Contains(out, "Blocked by threatd") {
+				return false
+			}
+		}
+		return true
 	})
 
 	t.Run("http", func(t *testing.T) {
