@@ -31,6 +31,14 @@ type Config struct {
 	Firewall       Firewall        `koanf:"firewall"`
 	Scan           Scan            `koanf:"scan"`
 	Webhooks       Webhooks        `koanf:"webhooks"`
+	Community      Community       `koanf:"community"`
+}
+
+// Community configures the community signals (docs/api/sightings.md).
+type Community struct {
+	// DisputeVotes is how many distinct users' false-positive votes put a
+	// verified report back in review (0: votes never do).
+	DisputeVotes int `koanf:"dispute_votes"`
 }
 
 // Import bounds what one upstream record may become (threatd import and
@@ -142,18 +150,21 @@ type PerTier struct {
 
 // Limits are the service's quotas and rate limits.
 type Limits struct {
-	SubmissionsPerHour     int           `koanf:"submissions_per_hour"`
-	SubmissionsPerHourPaid int           `koanf:"submissions_per_hour_paid"`
-	NewUserMaxUnverified   int           `koanf:"new_user_max_unverified"`
-	NewUserVerifiedToLift  int           `koanf:"new_user_verified_to_lift"`
-	PerIPPerMinute         int           `koanf:"per_ip_per_minute"`
-	PerTokenPerMinute      PerTier       `koanf:"per_token_per_minute"`
-	LatestCount            int           `koanf:"latest_count"`
-	FeedMaxWindow          time.Duration `koanf:"feed_max_window"`
-	FeedPageMax            int           `koanf:"feed_page_max"`
-	BatchMax               int           `koanf:"batch_max"`
-	Store                  string        `koanf:"store"`
-	SyncInterval           time.Duration `koanf:"sync_interval"`
+	SubmissionsPerHour     int     `koanf:"submissions_per_hour"`
+	SubmissionsPerHourPaid int     `koanf:"submissions_per_hour_paid"`
+	NewUserMaxUnverified   int     `koanf:"new_user_max_unverified"`
+	NewUserVerifiedToLift  int     `koanf:"new_user_verified_to_lift"`
+	PerIPPerMinute         int     `koanf:"per_ip_per_minute"`
+	PerTokenPerMinute      PerTier `koanf:"per_token_per_minute"`
+	// SightingsPerHour bounds the sightings (false-positive votes
+	// included) one user sends an hour, by tier (0: no limit).
+	SightingsPerHour PerTier       `koanf:"sightings_per_hour"`
+	LatestCount      int           `koanf:"latest_count"`
+	FeedMaxWindow    time.Duration `koanf:"feed_max_window"`
+	FeedPageMax      int           `koanf:"feed_page_max"`
+	BatchMax         int           `koanf:"batch_max"`
+	Store            string        `koanf:"store"`
+	SyncInterval     time.Duration `koanf:"sync_interval"`
 }
 
 // Log configures the daemon's structured log (stderr, JSON).

@@ -149,6 +149,12 @@ func (c *Config) Validate() error {
 	if w.Concurrency < 1 || w.Concurrency > 256 {
 		add(bad("webhooks.concurrency", "must be from 1 to 256 (got %d)", w.Concurrency))
 	}
+	if c.Limits.SightingsPerHour.Free < 0 || c.Limits.SightingsPerHour.Paid < 0 {
+		add(bad("limits.sightings_per_hour", "must be 0 (no limit) or more (got free %d, paid %d)", c.Limits.SightingsPerHour.Free, c.Limits.SightingsPerHour.Paid))
+	}
+	if c.Community.DisputeVotes < 0 || c.Community.DisputeVotes > 1000 {
+		add(bad("community.dispute_votes", "must be between 0 (votes never dispute a report) and 1000 (got %d)", c.Community.DisputeVotes))
+	}
 	if c.Scan.MaxBytes < 1024 || c.Scan.MaxBytes > 1<<30 {
 		add(bad("scan.max_bytes", "must be between 1KiB and 1GiB (got %d)", c.Scan.MaxBytes))
 	}

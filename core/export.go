@@ -15,6 +15,9 @@ import (
 type ExportRecord struct {
 	Threat Threat
 	IOCs   []ioc.IOC
+	// Community is what the community says of the report as it is
+	// exported: sightings, confidence, dispute, campaigns.
+	Community Community
 }
 
 // ExportRequest is what an exporter receives.

@@ -14,6 +14,11 @@ const (
 	// ChangeWithdrawn: a verified report was rejected (withdrawn), by a
 	// reviewer or upstream.
 	ChangeWithdrawn = "withdrawn"
+	// ChangeDisputed: false-positive votes put a verified report back in
+	// review (it stays published; its confidence drops).
+	ChangeDisputed = "disputed"
+	// ChangeKept: a reviewer kept a disputed report, closing the dispute.
+	ChangeKept = "kept"
 )
 
 // FeedEvent is one change to what the service publishes. Seq is assigned in
@@ -25,7 +30,7 @@ type FeedEvent struct {
 	At       time.Time
 	ThreatID string
 	Registry string
-	Kind     string // ChangeVerified, ChangeRevised, ChangeWithdrawn
+	Kind     string // ChangeVerified, ChangeRevised, ChangeWithdrawn, ChangeDisputed, ChangeKept
 	Version  int    // the report's content version after the change
 }
 

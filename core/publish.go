@@ -26,10 +26,11 @@ func Merged(cur Threat, patch Patch, at time.Time) (Threat, error) {
 }
 
 // NewExportRecord is the record an exporter receives for a report: the
-// report and its stored indicators. Every export path (TAXII, the export
-// endpoints, the OSV API, `threatd export`) builds its records here.
-func NewExportRecord(t Threat) ExportRecord {
-	return ExportRecord{Threat: t, IOCs: t.IOCs}
+// report, its stored indicators and what the community says of it. Every
+// export path (TAXII, the export endpoints, the OSV API, `threatd export`)
+// builds its records here.
+func NewExportRecord(t Threat, c Community) ExportRecord {
+	return ExportRecord{Threat: t, IOCs: t.IOCs, Community: c}
 }
 
 // SummaryOf is what the in-memory index keeps of a verified report: the one

@@ -132,6 +132,11 @@ type Threat struct {
 	VerifiedAt *time.Time
 	// VerifiedBy is the public name of the reviewer who verified it.
 	VerifiedBy string
+	// DisputedAt is when false-positive votes put the verified report back
+	// in review (nil: no open dispute); KeptAt when a reviewer last kept it
+	// after one. Votes count from the later of KeptAt and VerifiedAt.
+	DisputedAt *time.Time
+	KeptAt     *time.Time
 	// Source and UpstreamID record provenance of imported reports.
 	Source     string
 	UpstreamID string

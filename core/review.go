@@ -38,6 +38,9 @@ type Decision string
 const (
 	DecisionVerify Decision = "verify"
 	DecisionReject Decision = "reject"
+	// DecisionKeep keeps a disputed report published and closes its
+	// dispute (docs/api/sightings.md, "Disputes").
+	DecisionKeep Decision = "keep"
 )
 
 // Transition returns the state that decision d leads to from s, or an error when
@@ -46,9 +49,15 @@ const (
 //	pending  --verify--> verified
 //	pending  --reject--> rejected   (note required)
 //	verified --reject--> rejected   (withdrawn; note required)
+//	verified --keep-->   verified   (a disputed one; note required)
 func Transition(from Status, d Decision, note string) (Status, error) {
 	switch {
 	case from == StatusPending && d == DecisionVerify:
+		return StatusVerified, nil
+	case from == StatusVerified && d == DecisionKeep:
+		if strings.TrimSpace(note) == "" {
+			return "", Invalid("note", "a note is required to keep a disputed report: say why it stands")
+		}
 		return StatusVerified, nil
 	case (from == StatusPending || from == StatusVerified) && d == DecisionReject:
 		if strings.TrimSpace(note) == "" {
@@ -58,6 +67,10 @@ func Transition(from Status, d Decision, note string) (Status, error) {
 	}
 	return "", &ConflictError{What: "review", Key: string(from), Message: fmt.Sprintf("cannot %s a %s report", d, from)}
 }
+
+// ActionDispute is the review event of a report that false-positive votes
+// put back in review (its actor is SystemReviewer).
+const ActionDispute = "dispute"
 
 // SystemReviewer is the actor of reviews done without --as.
 const SystemReviewer = "threatd"
@@ -97,6 +110,9 @@ func (r *Reports) Decide(ctx context.Context, threatID string, version int, d De
 	}
 	if d == DecisionReject && len(note) == 0 {
 		return Threat{}, Invalid("note", "a note is required to reject a report")
+	}
+	if d == DecisionKeep && strings.TrimSpace(note) == "" {
+		return Threat{}, Invalid("note", "a note is required to keep a disputed report: say why it stands")
 	}
 	if err := ValidateText("note", note, 2000); err != nil {
 		return Threat{}, err

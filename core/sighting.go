@@ -27,6 +27,9 @@ const (
 // MaxSightingBatch bounds the sightings stored in one transaction.
 const MaxSightingBatch = 1000
 
+// MaxDisputeVotes bounds the votes a dispute lists (the oldest first).
+const MaxDisputeVotes = 1000
+
 // SightingTypes are the types of sighting.
 var SightingTypes = []string{SightingSeen, SightingFalsePositive, SightingExpired}
 
@@ -126,6 +129,45 @@ type SightingCounts struct {
 	ThreatID                     string
 	Seen, FalsePositive, Expired int64
 	LastSeen                     time.Time
+	// UpdatedAt is when the counts last changed (zero when unknown: rows
+	// older than the column).
+	UpdatedAt time.Time
+	// Votes counts the false-positive votes since the report's last
+	// review decision, its submitter's own left out; Disputed is set
+	// while they have put it back in review.
+	Votes    int64
+	Disputed bool
+}
+
+// Any says whether there is any sighting.
+func (c SightingCounts) Any() bool { return c.Seen > 0 || c.FalsePositive > 0 || c.Expired > 0 }
+
+// SightingCountsQuery asks for one page of reports' counts: every
+// report's in threat id order (Since zero; After the last id of the
+// previous page), or those changed at Since or later in order of change
+// (UpdatedAt, then threat id; the next page starts after the last row's
+// UpdatedAt as Since and its id as After).
+type SightingCountsQuery struct {
+	Since time.Time
+	// After is the last threat id of the previous page ("" for the first).
+	After string
+	Limit int
+}
+
+// SightingBatch is people's sightings stored in one transaction.
+type SightingBatch struct {
+	Sightings []Sighting
+	// DisputeVotes is community.dispute_votes: the counted false-positive
+	// votes that put a verified report back in review (0: never).
+	DisputeVotes int
+}
+
+// DisputeQuery is one keyset page of the disputed reports, oldest dispute
+// first.
+type DisputeQuery struct {
+	AfterDisputedAt time.Time
+	AfterID         string // "" = from the oldest
+	Limit           int
 }
 
 // SightingQuery asks for one page of a report's sightings, newest first.
@@ -153,8 +195,19 @@ type SightingStore interface {
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
-	// false_positive from the same user on the same report).
-	AddSightings(ctx context.Context, ss []Sighting) ([]string, error)
+	// false_positive from the same user on the same report). A
+	// false-positive vote counts toward a dispute unless its user
+	// submitted the report, from the report's last decision on (the later
+	// of VerifiedAt and KeptAt); the vote that brings the count to
+	// b.DisputeVotes puts the report in dispute (Threat.DisputedAt), with a
+	// review event "dispute" and a published change ChangeDisputed.
+	AddSightings(ctx context.Context, b SightingBatch) ([]string, error)
+	// ListDisputed returns one keyset page of the reports in dispute,
+	// oldest dispute first, with their number.
+	ListDisputed(ctx context.Context, q DisputeQuery) (ThreatList, error)
+	// DisputeVotes returns the false-positive votes counted toward a
+	// report's dispute now, oldest first, at most MaxDisputeVotes.
+	DisputeVotes(ctx context.Context, threatID string) ([]Sighting, error)
 	// AddSeen adds the daemon's own seen sightings: per report, source
 	// and UTC day one row, whose count grows. Reports that are no longer
 	// verified are skipped.
@@ -164,4 +217,7 @@ type SightingStore interface {
 	ListSightings(ctx context.Context, q SightingQuery) (SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
 	CountSightings(ctx context.Context, threatIDs []string) ([]SightingCounts, error)
+	// SightingCountsPage returns one page of counts (q.Limit 1..MaxPage):
+	// all of them, or those changed since q.Since (SightingCountsQuery).
+	SightingCountsPage(ctx context.Context, q SightingCountsQuery) ([]SightingCounts, error)
 }

@@ -20,15 +20,18 @@ import (
 )
 
 // The webhook event types (docs/webhooks.md): one per kind of published
-// change (ChangeVerified, ChangeRevised, ChangeWithdrawn).
+// change (ChangeVerified, ChangeRevised, ChangeWithdrawn, ChangeDisputed,
+// ChangeKept).
 const (
 	EventVerified  = "threat.verified"
 	EventRevised   = "threat.revised"
 	EventWithdrawn = "threat.withdrawn"
+	EventDisputed  = "threat.disputed"
+	EventKept      = "threat.kept"
 )
 
 // WebhookEvents are the event types, in the order of their change kinds.
-var WebhookEvents = []string{EventVerified, EventRevised, EventWithdrawn}
+var WebhookEvents = []string{EventVerified, EventRevised, EventWithdrawn, EventDisputed, EventKept}
 
 // EventType names the webhook event of a published change kind.
 func EventType(kind string) string {

@@ -330,6 +330,8 @@ func threatToPB(v core.Threat) *pb.Threat {
 		UpdatedAt:          ts(v.UpdatedAt),
 		VerifiedAt:         tsPtr(v.VerifiedAt),
 		VerifiedBy:         v.VerifiedBy,
+		DisputedAt:         tsPtr(v.DisputedAt),
+		KeptAt:             tsPtr(v.KeptAt),
 		Source:             v.Source,
 		UpstreamID:         v.UpstreamID,
 		UpstreamModified:   tsPtr(v.UpstreamModified),
@@ -360,6 +362,8 @@ func threatFromPB(m *pb.Threat) core.Threat {
 		UpdatedAt:          fromTS(m.UpdatedAt),
 		VerifiedAt:         fromTSPtr(m.VerifiedAt),
 		VerifiedBy:         m.VerifiedBy,
+		DisputedAt:         fromTSPtr(m.DisputedAt),
+		KeptAt:             fromTSPtr(m.KeptAt),
 		Source:             m.Source,
 		UpstreamID:         m.UpstreamID,
 		UpstreamModified:   fromTSPtr(m.UpstreamModified),
@@ -1421,6 +1425,47 @@ func heldQueryFromPB(m *pb.HeldQuery) core.HeldQuery {
 	}
 }
 
+// sightingBatchToPB sends a core.SightingBatch.
+func sightingBatchToPB(v core.SightingBatch) *pb.SightingBatch {
+	return &pb.SightingBatch{
+		Sightings:    each(v.Sightings, sightingToPB),
+		SightingsNil: v.Sightings == nil,
+		DisputeVotes: int64(v.DisputeVotes),
+	}
+}
+
+// sightingBatchFromPB reads a core.SightingBatch (a nil message is the zero value).
+func sightingBatchFromPB(m *pb.SightingBatch) core.SightingBatch {
+	if m == nil {
+		return core.SightingBatch{}
+	}
+	return core.SightingBatch{
+		Sightings:    keepNilSlice(m.SightingsNil, each(m.Sightings, sightingFromPB)),
+		DisputeVotes: int(m.DisputeVotes),
+	}
+}
+
+// disputeQueryToPB sends a core.DisputeQuery.
+func disputeQueryToPB(v core.DisputeQuery) *pb.DisputeQuery {
+	return &pb.DisputeQuery{
+		AfterDisputedAt: ts(v.AfterDisputedAt),
+		AfterID:         v.AfterID,
+		Limit:           int64(v.Limit),
+	}
+}
+
+// disputeQueryFromPB reads a core.DisputeQuery (a nil message is the zero value).
+func disputeQueryFromPB(m *pb.DisputeQuery) core.DisputeQuery {
+	if m == nil {
+		return core.DisputeQuery{}
+	}
+	return core.DisputeQuery{
+		AfterDisputedAt: fromTS(m.AfterDisputedAt),
+		AfterID:         m.AfterID,
+		Limit:           int(m.Limit),
+	}
+}
+
 // sightingToPB sends a core.Sighting.
 func sightingToPB(v core.Sighting) *pb.Sighting {
 	return &pb.Sighting{
@@ -1528,6 +1573,9 @@ func sightingCountsToPB(v core.SightingCounts) *pb.SightingCounts {
 		FalsePositive: v.FalsePositive,
 		Expired:       v.Expired,
 		LastSeen:      ts(v.LastSeen),
+		UpdatedAt:     ts(v.UpdatedAt),
+		Votes:         v.Votes,
+		Disputed:      v.Disputed,
 	}
 }
 
@@ -1542,6 +1590,30 @@ func sightingCountsFromPB(m *pb.SightingCounts) core.SightingCounts {
 		FalsePositive: m.FalsePositive,
 		Expired:       m.Expired,
 		LastSeen:      fromTS(m.LastSeen),
+		UpdatedAt:     fromTS(m.UpdatedAt),
+		Votes:         m.Votes,
+		Disputed:      m.Disputed,
+	}
+}
+
+// sightingCountsQueryToPB sends a core.SightingCountsQuery.
+func sightingCountsQueryToPB(v core.SightingCountsQuery) *pb.SightingCountsQuery {
+	return &pb.SightingCountsQuery{
+		Since: ts(v.Since),
+		After: v.After,
+		Limit: int64(v.Limit),
+	}
+}
+
+// sightingCountsQueryFromPB reads a core.SightingCountsQuery (a nil message is the zero value).
+func sightingCountsQueryFromPB(m *pb.SightingCountsQuery) core.SightingCountsQuery {
+	if m == nil {
+		return core.SightingCountsQuery{}
+	}
+	return core.SightingCountsQuery{
+		Since: fromTS(m.Since),
+		After: m.After,
+		Limit: int(m.Limit),
 	}
 }
 

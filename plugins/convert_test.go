@@ -25,3 +25,15 @@ func TestDetailsCrossThePlugin(t *testing.T) {
 		}
 	}
 }
+
+// What the community says of a record crosses to an exporter whole.
+func TestCommunityCrossesThePlugin(t *testing.T) {
+	at := time.Date(2026, 11, 26, 4, 5, 6, 789000000, time.UTC)
+	c := core.Community{Confidence: 73, Disputed: true, ChangedAt: at,
+		Sightings: core.SightingCounts{ThreatID: "t1", Seen: 5, FalsePositive: 2, Expired: 1, LastSeen: at.Add(-time.Hour), UpdatedAt: at},
+		Campaigns: []core.CampaignRef{{ID: "c1", Name: "Shai-Hulud"}, {ID: "c2", Name: "é"}}}
+	got := recordFromPB(recordToPB(core.ExportRecord{Threat: core.Threat{ID: "t1"}, Community: c})).Community
+	if !reflect.DeepEqual(got, c) {
+		t.Fatalf("\n got %+v\nwant %+v", got, c)
+	}
+}

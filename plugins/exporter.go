@@ -220,15 +220,34 @@ func (s *exporterServer) Export(stream grpc.BidiStreamingServer[pb.ExportInput, 
 // record's iocs: the report's own (Threat.iocs) are left empty on the wire
 // and set again from them.
 func recordFromPB(r *pb.ExportRecord) ExportRecord {
-	rec := ExportRecord{Threat: threatFromPB(r.Threat), IOCs: iocsFromPB(r.Iocs)}
+	rec := ExportRecord{Threat: threatFromPB(r.Threat), IOCs: iocsFromPB(r.Iocs), Community: communityFromPB(r.Community)}
 	rec.Threat.IOCs = rec.IOCs
 	return rec
+}
+
+func communityToPB(c core.Community) *pb.Community {
+	m := &pb.Community{Sightings: sightingCountsToPB(c.Sightings), Confidence: int32(c.Confidence), Disputed: c.Disputed, ChangedAt: ts(c.ChangedAt)}
+	for _, ref := range c.Campaigns {
+		m.Campaigns = append(m.Campaigns, &pb.CampaignRef{Id: ref.ID, Name: ref.Name})
+	}
+	return m
+}
+
+func communityFromPB(m *pb.Community) core.Community {
+	if m == nil {
+		return core.Community{}
+	}
+	c := core.Community{Sightings: sightingCountsFromPB(m.Sightings), Confidence: int(m.Confidence), Disputed: m.Disputed, ChangedAt: fromTS(m.ChangedAt)}
+	for _, ref := range m.Campaigns {
+		c.Campaigns = append(c.Campaigns, core.CampaignRef{ID: ref.Id, Name: ref.Name})
+	}
+	return c
 }
 
 func recordToPB(r ExportRecord) *pb.ExportRecord {
 	t := r.Threat
 	t.IOCs = nil
-	return &pb.ExportRecord{Threat: threatToPB(t), Iocs: iocsToPB(r.IOCs)}
+	return &pb.ExportRecord{Threat: threatToPB(t), Iocs: iocsToPB(r.IOCs), Community: communityToPB(r.Community)}
 }
 
 // ExporterClient is the daemon's side of an exporter plugin.

@@ -791,13 +791,47 @@ func (c *StorageClient) ListHeld(ctx context.Context, p core.HeldQuery) ([]core.
 }
 
 // AddSightings is core.Store's, over the plugin protocol.
-func (c *StorageClient) AddSightings(ctx context.Context, p []core.Sighting) ([]string, error) {
+func (c *StorageClient) AddSightings(ctx context.Context, p core.SightingBatch) ([]string, error) {
 	var out []string
-	r, err := c.conn().AddSightings(ctx, &pb.AddSightingsRequest{Ss: each(p, sightingToPB)})
+	r, err := c.conn().AddSightings(ctx, sightingBatchToPB(p))
 	if err != nil {
 		return out, fromStatus(err)
 	}
 	return r.Value, nil
+}
+
+// ListDisputed is core.Store's, over the plugin protocol.
+func (c *StorageClient) ListDisputed(ctx context.Context, p core.DisputeQuery) (core.ThreatList, error) {
+	var out core.ThreatList
+	stream, err := c.conn().ListDisputed(ctx, disputeQueryToPB(p))
+	first := true
+	err = eachRecv(stream, err, func(r *pb.ListDisputedPart) error {
+		if first {
+			first = false
+			out.Total = int(r.Total)
+			return nil
+		}
+		out.Threats = append(out.Threats, threatFromPB(r.Item))
+		return nil
+	})
+	if err != nil {
+		return core.ThreatList{}, err
+	}
+	return out, nil
+}
+
+// DisputeVotes is core.Store's, over the plugin protocol.
+func (c *StorageClient) DisputeVotes(ctx context.Context, p string) ([]core.Sighting, error) {
+	var out []core.Sighting
+	stream, err := c.conn().DisputeVotes(ctx, &pb.DisputeVotesRequest{ThreatID: p})
+	err = eachRecv(stream, err, func(r *pb.Sighting) error {
+		out = append(out, sightingFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // AddSeen is core.Store's, over the plugin protocol.
@@ -824,6 +858,20 @@ func (c *StorageClient) ListSightings(ctx context.Context, p core.SightingQuery)
 func (c *StorageClient) CountSightings(ctx context.Context, p []string) ([]core.SightingCounts, error) {
 	var out []core.SightingCounts
 	stream, err := c.conn().CountSightings(ctx, &pb.CountSightingsRequest{ThreatIDs: p})
+	err = eachRecv(stream, err, func(r *pb.SightingCounts) error {
+		out = append(out, sightingCountsFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SightingCountsPage is core.Store's, over the plugin protocol.
+func (c *StorageClient) SightingCountsPage(ctx context.Context, p core.SightingCountsQuery) ([]core.SightingCounts, error) {
+	var out []core.SightingCounts
+	stream, err := c.conn().SightingCountsPage(ctx, sightingCountsQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.SightingCounts) error {
 		out = append(out, sightingCountsFromPB(r))
 		return nil

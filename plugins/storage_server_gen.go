@@ -713,11 +713,48 @@ func (s *storageServer) ListHeld(req *pb.HeldQuery, stream grpc.ServerStreamingS
 	return err
 }
 
-func (s *storageServer) AddSightings(ctx context.Context, req *pb.AddSightingsRequest) (*pb.AddSightingsReply, error) {
+func (s *storageServer) AddSightings(ctx context.Context, req *pb.SightingBatch) (*pb.AddSightingsReply, error) {
 	return withStore(s, func(st core.Store) (*pb.AddSightingsReply, error) {
-		r, err := st.AddSightings(ctx, each(req.Ss, sightingFromPB))
+		r, err := st.AddSightings(ctx, sightingBatchFromPB(req))
 		return &pb.AddSightingsReply{Value: r}, err
 	})
+}
+
+func (s *storageServer) ListDisputed(req *pb.DisputeQuery, stream grpc.ServerStreamingServer[pb.ListDisputedPart]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.ListDisputed(ctx, disputeQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := stream.Send(&pb.ListDisputedPart{Total: int64(r.Total)}); err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r.Threats {
+			if err := stream.Send(&pb.ListDisputedPart{Item: threatToPB(it)}); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) DisputeVotes(req *pb.DisputeVotesRequest, stream grpc.ServerStreamingServer[pb.Sighting]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.DisputeVotes(ctx, req.ThreatID)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(sightingToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
 }
 
 func (s *storageServer) AddSeen(ctx context.Context, req *pb.AddSeenRequest) (*pb.AddSeenReply, error) {
@@ -737,6 +774,23 @@ func (s *storageServer) CountSightings(req *pb.CountSightingsRequest, stream grp
 	ctx := stream.Context()
 	_, err := withStore(s, func(st core.Store) (struct{}, error) {
 		r, err := st.CountSightings(ctx, req.ThreatIDs)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(sightingCountsToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) SightingCountsPage(req *pb.SightingCountsQuery, stream grpc.ServerStreamingServer[pb.SightingCounts]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.SightingCountsPage(ctx, sightingCountsQueryFromPB(req))
 		if err != nil {
 			return struct{}{}, err
 		}

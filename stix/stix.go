@@ -81,9 +81,16 @@ func NewBundle(records []Record, o Options) Bundle {
 // OASIS validator warns on every one).
 var OriginExtension = id("extension-definition", "threatd-indicator-origin")
 
+// SightingExtension is the id of the extension definition of threatd's
+// sighting properties: false_positive and expired count the sightings of
+// those types, disputed says whether false-positive votes have put the
+// report back in review.
+var SightingExtension = id("extension-definition", "threatd-sighting-types")
+
 // SharedObjects are the objects every record refers to: the service's
 // identity (created_by_ref), the TLP:WHITE marking definition, and the
-// extension definition of the indicators' origin.
+// extension definitions of the indicators' origin and of the sightings'
+// types.
 func SharedObjects(service string) []Object {
 	identity := IdentityID(service)
 	return []Object{
@@ -98,6 +105,14 @@ func SharedObjects(service string) []Object {
 			"schema": "A property extension of indicator with one property, origin (string): where the indicator's value was found. " +
 				"asset: the report's subject itself (its package, URL, domain, IP address, wallet or image); " +
 				"osv.iocs: listed by an imported OSV record; payload: found in the report's texts (payload_description, threat_description)."},
+		{"type": "extension-definition", "spec_version": "2.1", "id": SightingExtension, "created": stamp(epoch), "modified": stamp(epoch),
+			"created_by_ref": identity, "object_marking_refs": []string{TLPWhite},
+			"name": "threatd sighting types", "version": "1.0", "extension_types": []string{"property-extension"},
+			"description": "The sightings of a threatd report other than seen ones (MISP's sighting types).",
+			"schema": "A property extension of sighting with three properties: false_positive (integer), how many times people " +
+				"reported the threat a false positive; expired (integer), how many times they reported it no longer active; " +
+				"disputed (boolean), whether false-positive votes have put the report back in review. The sighting's count is " +
+				"its seen sightings."},
 	}
 }
 
@@ -158,6 +173,9 @@ func mapRecord(r Record, identity string) []Object {
 		malware["last_seen"] = stamp(*t.Details.LastSeen)
 	}
 	out := []Object{malware}
+	if !revoked {
+		out = communityObjects(out, r, malware, identity)
+	}
 	for _, x := range r.IOCs {
 		pattern, ok := Pattern(x)
 		if !ok {
@@ -189,6 +207,50 @@ func mapRecord(r Record, identity string) []Object {
 		out = append(out, ind, rel)
 	}
 	return out
+}
+
+// communityObjects adds what the community says of a published report:
+// its confidence on the malware object (whose modified moves with it) and,
+// once anyone reported a sighting of it, a sighting of the malware: count
+// its seen sightings, and its false-positive and expired ones, with
+// whether a dispute is open, in the SightingExtension. (STIX's opinion
+// object would say "disagree", but the OASIS bundle schema does not list
+// it, so a bundle carrying one fails validation.)
+func communityObjects(out []Object, r Record, malware Object, identity string) []Object {
+	c, t := r.Community, r.Threat
+	malware["confidence"] = max(0, min(100, c.Confidence))
+	if !c.ChangedAt.IsZero() && stamp(c.ChangedAt) > malware["modified"].(string) {
+		malware["modified"] = stamp(c.ChangedAt)
+	}
+	s := c.Sightings
+	if !s.Any() {
+		return out
+	}
+	created := malware["created"].(string)
+	changed := created
+	if !s.UpdatedAt.IsZero() && stamp(s.UpdatedAt) > changed {
+		changed = stamp(s.UpdatedAt)
+	}
+	o := Object{"type": "sighting", "spec_version": "2.1", "id": id("sighting", t.ID), "created": created, "modified": changed,
+		"created_by_ref": identity, "object_marking_refs": []string{TLPWhite},
+		"sighting_of_ref": malware["id"], "count": min(s.Seen, 999_999_999), "where_sighted_refs": []string{identity},
+		"description": fmt.Sprintf("Sightings of %s reported to threatd: seen %s (firewall blocks, scan findings and people's reports), "+
+			"reported a false positive %s, no longer active %s.", malware["name"], times(s.Seen), times(s.FalsePositive), times(s.Expired)),
+		"extensions": map[string]any{SightingExtension: map[string]any{"extension_type": "property-extension",
+			"false_positive": s.FalsePositive, "expired": s.Expired, "disputed": c.Disputed}},
+	}
+	if !s.LastSeen.IsZero() {
+		o["last_seen"] = stamp(s.LastSeen)
+	}
+	return append(out, o)
+}
+
+// times says how often: "once", "3 times".
+func times(n int64) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // indicatorDescription says what an indicator is evidence of (the OASIS

@@ -41,7 +41,65 @@ func sample() Record {
 			FirstSeen: at("2026-10-30T00:00:00Z"),
 		},
 	}
-	return Record{Threat: th, IOCs: core.ExtractIOCs(th)}
+	return core.NewExportRecord(core.Derive(th), core.BaseCommunity(th))
+}
+
+// What the community says goes in as the malware's confidence, a sighting
+// of it and an opinion: valid STIX, the malware modified when it changed,
+// the same objects for the same signals, none for a withdrawn report.
+func TestCommunityObjects(t *testing.T) {
+	v := stixtest.Optional(t)
+	r := sample()
+	changed := *at("2026-11-20T08:00:00Z")
+	r.Community = core.Community{Confidence: 37, Disputed: true, ChangedAt: changed,
+		Sightings: core.SightingCounts{Seen: 1234, FalsePositive: 3, Expired: 1, LastSeen: *at("2026-11-19T23:59:00Z"), UpdatedAt: changed}}
+	b, err := NewBundle([]Record{r}, Options{BundleKey: "test"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Validate(t, b)
+	byType := map[string]Object{}
+	for _, o := range RecordObjects(r, "threatd") {
+		byType[o["type"].(string)] = o
+	}
+	m, s := byType["malware"], byType["sighting"]
+	if m["confidence"] != 37 || m["modified"] != "2026-11-20T08:00:00.000Z" {
+		t.Errorf("malware confidence %v modified %v", m["confidence"], m["modified"])
+	}
+	if s == nil || s["sighting_of_ref"] != m["id"] || s["count"] != int64(1234) || s["last_seen"] != "2026-11-19T23:59:00.000Z" ||
+		s["modified"] != "2026-11-20T08:00:00.000Z" || s["created"] != m["created"] {
+		t.Errorf("sighting %v", s)
+	}
+	ext, _ := s["extensions"].(map[string]any)[SightingExtension].(map[string]any)
+	if ext["false_positive"] != int64(3) || ext["expired"] != int64(1) || ext["disputed"] != true ||
+		!strings.Contains(s["description"].(string), "a false positive 3 times, no longer active once") {
+		t.Errorf("sighting types %v: %s", ext, s["description"])
+	}
+	again := RecordObjects(r, "threatd")
+	if a, _ := json.Marshal(again); !bytes.Equal(a, mustJSON(t, RecordObjects(r, "threatd"))) {
+		t.Error("the same signals gave different objects")
+	}
+	r.Community.Sightings = core.SightingCounts{}
+	for _, o := range RecordObjects(r, "threatd") {
+		if o["type"] == "sighting" {
+			t.Errorf("a sighting without sightings: %v", o)
+		}
+	}
+	r.Threat.Status = core.StatusRejected
+	for _, o := range RecordObjects(r, "threatd") {
+		if o["type"] == "sighting" || o["confidence"] != nil && o["type"] == "malware" {
+			t.Errorf("a withdrawn report's %s carries community signals: %v", o["type"], o)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestBundleValidatesAndIsDeterministic(t *testing.T) {

@@ -80,7 +80,8 @@ func getThreatsSQL(d Dialect, iocs bool) string {
 	}
 	cols := []string{"t.id", "t.report_type", "t.resource_identifier", "t.registry", "t.canonical_key", "t.status",
 		"t.submitter_id", "t.revision", "t.source", "t.upstream_id", stamp("t.created_at"), stamp("t.updated_at"),
-		stamp("t.verified_at"), "t.verified_by", stamp("t.upstream_modified"), "t.all_versions", "t.version", "t.legacy_stix_ids", "d.threat_id"}
+		stamp("t.verified_at"), "t.verified_by", stamp("t.upstream_modified"), "t.all_versions", "t.version", "t.legacy_stix_ids",
+		stamp("t.disputed_at"), stamp("t.kept_at"), "d.threat_id"}
 	for _, f := range core.DetailFields {
 		col := "d." + f.Name
 		switch f.Kind {
@@ -165,9 +166,11 @@ func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
 		r                                                  threatRow
 		registry, submitter, source, upstream, verifiedBy  sql.NullString
 		created, updated, verified, upstreamMod, detailsID sql.NullString
+		disputed, kept                                     sql.NullString
 	)
 	dest := []any{&r.ID, &r.ReportType, &r.ResourceIdentifier, &registry, &r.CanonicalKey, &r.Status,
-		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions, &r.Version, &r.LegacySTIXIDs, &detailsID}
+		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions, &r.Version, &r.LegacySTIXIDs,
+		&disputed, &kept, &detailsID}
 	details := make([]sql.Null[any], len(core.DetailFields))
 	for i := range details {
 		dest = append(dest, &details[i])
@@ -190,7 +193,7 @@ func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
 	for _, f := range []struct {
 		src sql.NullString
 		dst **time.Time
-	}{{verified, &r.VerifiedAt}, {upstreamMod, &r.UpstreamModified}} {
+	}{{verified, &r.VerifiedAt}, {upstreamMod, &r.UpstreamModified}, {disputed, &r.DisputedAt}, {kept, &r.KeptAt}} {
 		if !f.src.Valid {
 			continue
 		}

@@ -32,7 +32,7 @@ var iocsBackfill = migrate.Migration{
 // iocs column is NULL.
 func backfillIOCs(ctx context.Context, db *bun.DB) error {
 	next := func(ctx context.Context, after string) (rows []threatRow, err error) {
-		err = db.NewSelect().Model(&rows).ExcludeColumn(legacyColumn).Relation("Details").
+		err = db.NewSelect().Model(&rows).ExcludeColumn(append([]string{legacyColumn}, disputeColumns...)...).Relation("Details").
 			Where("threat_row.id > ?", after).Where(`"details"."iocs" IS NULL`).
 			OrderExpr("threat_row.id").Limit(backfillBatch).Scan(ctx)
 		return rows, err

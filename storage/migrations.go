@@ -34,14 +34,19 @@ func migrations() (*migrate.Migrations, error) {
 	ms.Add(taxiiBackfill)
 	ms.Add(indicatorsBackfill)
 	ms.Add(iocsBackfill)
+	ms.Add(feedKinds)
 	return ms, nil
 }
 
 // laterThreatColumns are the columns of threatRow added by migrations
 // after the Go migrations that read reports (0012, 0016): those leave them
 // out, since when they run the columns do not exist yet. Migration 0020
-// leaves out legacyColumn, added by 0021.
-var laterThreatColumns = []string{"severity_level", legacyColumn}
+// leaves out legacyColumn, added by 0021, and every migration before 0024
+// its disputeColumns.
+var laterThreatColumns = []string{"severity_level", legacyColumn, "disputed_at", "kept_at"}
+
+// disputeColumns are threatRow's DisputedAt and KeptAt (migration 0024).
+var disputeColumns = []string{"disputed_at", "kept_at"}
 
 // legacyColumn is threatRow.LegacySTIXIDs's column (migration 0021).
 const legacyColumn = "legacy_stix_ids"

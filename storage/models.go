@@ -147,6 +147,9 @@ type threatRow struct {
 	// LegacySTIXIDs is core.Threat's (migration 0021): true for the
 	// reports stored before, whose STIX object ids stix_objects lists.
 	LegacySTIXIDs bool `bun:"legacy_stix_ids,notnull"`
+	// DisputedAt and KeptAt are core.Threat's (migration 0024).
+	DisputedAt *time.Time `bun:"disputed_at"`
+	KeptAt     *time.Time `bun:"kept_at"`
 
 	Details *detailsRow `bun:"rel:has-one,join:id=threat_id"`
 }
@@ -233,7 +236,7 @@ func toThreatRow(t core.Threat) (threatRow, detailsRow) {
 		CanonicalKey: t.CanonicalKey, Status: string(t.Status), SubmitterID: str(t.SubmitterID), Revision: t.Revision, Version: max(t.Version, 1),
 		Source: str(t.Source), UpstreamID: str(t.UpstreamID), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		VerifiedAt: t.VerifiedAt, VerifiedBy: str(t.VerifiedBy), UpstreamModified: t.UpstreamModified, AllVersions: t.AllVersions,
-		SeverityLevel: str(string(t.Details.SeverityLevel)), LegacySTIXIDs: t.LegacySTIXIDs,
+		SeverityLevel: str(string(t.Details.SeverityLevel)), LegacySTIXIDs: t.LegacySTIXIDs, DisputedAt: t.DisputedAt, KeptAt: t.KeptAt,
 	}, detailsRow{ThreatID: t.ID, Details: storedDetails(t.Details), IOCs: storedIOCs(t.IOCs)}
 }
 
@@ -252,7 +255,7 @@ func (r threatRow) domain() core.Threat {
 		CanonicalKey: r.CanonicalKey, Status: core.Status(r.Status), SubmitterID: deref(r.SubmitterID), Revision: r.Revision, Version: r.Version,
 		Source: deref(r.Source), UpstreamID: deref(r.UpstreamID), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		VerifiedAt: utcPtr(r.VerifiedAt), VerifiedBy: deref(r.VerifiedBy), UpstreamModified: utcPtr(r.UpstreamModified), AllVersions: r.AllVersions,
-		LegacySTIXIDs: r.LegacySTIXIDs,
+		LegacySTIXIDs: r.LegacySTIXIDs, DisputedAt: utcPtr(r.DisputedAt), KeptAt: utcPtr(r.KeptAt),
 	}
 	if r.Details != nil {
 		t.Details = storedDetails(r.Details.Details)

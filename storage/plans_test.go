@@ -448,3 +448,45 @@ func TestQueryPlansAtScale(t *testing.T) {
 		}
 	}
 }
+
+// Every daemon re-reads the sighting counts changed in the last seconds
+// once a poll: at 100,000 sighted reports that is a range of the index on
+// updated_at (a few rows), never a scan of the counts.
+func TestSightingCountsPlan(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(SQLite, filepath.Join(t.TempDir(), "counts.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100_000
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rows := make([]sightingCountRow, 0, 1000)
+	for i := range n {
+		at := base.Add(time.Duration(i) * time.Minute)
+		rows = append(rows, sightingCountRow{ThreatID: uuid.NewString(), Seen: int64(i), LastSeen: &at, UpdatedAt: &at})
+		if len(rows) == cap(rows) {
+			if _, err := s.db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows = rows[:0]
+		}
+	}
+	log := &queryLog{}
+	s.hooks.add(log)
+	since := base.Add((n - 10) * time.Minute)
+	got, err := s.SightingCountsPage(ctx, core.SightingCountsQuery{Since: since, Limit: 5000})
+	if err != nil || len(got) != 10 {
+		t.Fatalf("changed since: %d rows, %v", len(got), err)
+	}
+	q := log.take()
+	if len(q) != 1 {
+		t.Fatalf("%d statements", len(q))
+	}
+	if plan := explain(t, s, q[0]); !strings.Contains(plan, "sighting_counts_updated_idx (updated_at>?)") || strings.Contains(plan, "SCAN") {
+		t.Errorf("changed counts: plan %s", plan)
+	}
+}

@@ -16,8 +16,17 @@ type rateCounterRow struct {
 	Count int64  `bun:"count,notnull"`
 }
 
+// sameLength bounds how far back a sync forgets windows (100,000 minutes
+// is 69 days; the hour windows of now are 29 million minutes behind).
+const sameLength = 100_000
+
 // SyncRateCounts adds deltas to window's shared counters, forgets windows
 // older than the previous one, and returns every total of window.
+//
+// Limiters of different window lengths share the table (the API's per
+// minute, the sightings' per hour): their window numbers (Unix time over
+// the length) are millions apart, so a sync forgets only the older
+// windows of its own length, those less than sameLength before it.
 func (s *Store) SyncRateCounts(ctx context.Context, r core.RateCounts) (map[string]int64, error) {
 	window, deltas := r.Window, r.Counts
 	unlock, err := s.writeTurn(ctx)
@@ -38,7 +47,7 @@ func (s *Store) SyncRateCounts(ctx context.Context, r core.RateCounts) (map[stri
 				return err
 			}
 		}
-		_, err := tx.NewDelete().Model((*rateCounterRow)(nil)).Where("win < ?", window-1).Exec(ctx)
+		_, err := tx.NewDelete().Model((*rateCounterRow)(nil)).Where("win < ? AND win > ?", window-1, window-sameLength).Exec(ctx)
 		return err
 	})
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
@@ -36,6 +38,14 @@ type sightingCountRow struct {
 	FalsePositive int64      `bun:"false_positive,notnull"`
 	Expired       int64      `bun:"expired,notnull"`
 	LastSeen      *time.Time `bun:"last_seen"`
+	UpdatedAt     *time.Time `bun:"updated_at"`
+	Votes         int64      `bun:"votes,notnull"`
+	Disputed      bool       `bun:"disputed,notnull"`
+}
+
+func (r sightingCountRow) domain() core.SightingCounts {
+	return core.SightingCounts{ThreatID: r.ThreatID, Seen: r.Seen, FalsePositive: r.FalsePositive, Expired: r.Expired,
+		LastSeen: timeOf(r.LastSeen), UpdatedAt: timeOf(r.UpdatedAt), Votes: r.Votes, Disputed: r.Disputed}
 }
 
 func (r sightingRow) domain() core.Sighting {
@@ -53,9 +63,11 @@ func verified(ctx context.Context, tx bun.IDB, id string) (bool, error) {
 	return n > 0, err
 }
 
-// addCounts adds to a report's counts (its row made when it has none).
-func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, seenAt time.Time) error {
-	row := sightingCountRow{ThreatID: threatID}
+// addCounts adds to a report's counts (its row made when it has none),
+// changed at now.
+func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, seenAt, now time.Time) error {
+	now = now.UTC()
+	row := sightingCountRow{ThreatID: threatID, UpdatedAt: &now}
 	var column string
 	switch typ {
 	case core.SightingSeen:
@@ -68,7 +80,7 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, s
 		row.Expired, column = n, "expired"
 	}
 	q := tx.NewInsert().Model(&row).On("CONFLICT (threat_id) DO UPDATE").
-		Set(column + " = sc." + column + " + EXCLUDED." + column)
+		Set(column + " = sc." + column + " + EXCLUDED." + column).Set("updated_at = EXCLUDED.updated_at")
 	if typ == core.SightingSeen {
 		q = q.Set("last_seen = CASE WHEN sc.last_seen IS NULL OR sc.last_seen < EXCLUDED.last_seen THEN EXCLUDED.last_seen ELSE sc.last_seen END")
 	}
@@ -80,12 +92,15 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, s
 // them to the reports' counts, in one transaction: a report not verified
 // is not found, a second false-positive vote a conflict (the vote index
 // keeps the first, so the transaction goes on).
-func (s *Store) AddSightings(ctx context.Context, ss []core.Sighting) ([]string, error) {
+func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]string, error) {
+	ss := b.Sightings
 	if len(ss) > core.MaxSightingBatch {
 		return nil, core.Invalid("sightings", "at most %d at once", core.MaxSightingBatch)
 	}
 	out := make([]string, len(ss))
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		clear(out)
 		isVerified := map[string]bool{}
 		for i, sg := range ss {
 			ok, seen := isVerified[sg.ThreatID]
@@ -117,8 +132,13 @@ func (s *Store) AddSightings(ctx context.Context, ss []core.Sighting) ([]string,
 				out[i] = core.SightingConflict
 				continue
 			}
-			if err := addCounts(ctx, tx, sg.ThreatID, sg.Type, sg.Count, sg.ObservedAt); err != nil {
+			if err := addCounts(ctx, tx, sg.ThreatID, sg.Type, sg.Count, sg.ObservedAt, now); err != nil {
 				return err
+			}
+			if sg.Type == core.SightingFalsePositive && sg.UserID != "" {
+				if err := s.countVotes(ctx, tx, sg.ThreatID, b.DisputeVotes, now); err != nil {
+					return err
+				}
 			}
 			out[i] = core.SightingAdded
 		}
@@ -178,12 +198,135 @@ func (s *Store) AddSeen(ctx context.Context, seen []core.SeenCount) error {
 				Exec(ctx); err != nil {
 				return err
 			}
-			if err := addCounts(ctx, tx, sc.ThreatID, core.SightingSeen, sc.Count, sc.At); err != nil {
+			if err := addCounts(ctx, tx, sc.ThreatID, core.SightingSeen, sc.Count, sc.At, now); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// voteSince is when a report's votes start to count: its last decision
+// (the later of its verification and its last keep).
+func voteSince(row threatRow) time.Time {
+	var since time.Time
+	if row.VerifiedAt != nil {
+		since = *row.VerifiedAt
+	}
+	if row.KeptAt != nil && row.KeptAt.After(since) {
+		since = *row.KeptAt
+	}
+	return since.UTC()
+}
+
+// votesQuery selects the votes counted toward a report's dispute: people's
+// false-positive sightings since its last decision, its submitter's own
+// left out (through sightings_vote_idx).
+func votesQuery(q *bun.SelectQuery, row threatRow) *bun.SelectQuery {
+	q = q.Where("threat_id = ? AND type = ? AND user_id IS NOT NULL AND created_at > ?", row.ID, core.SightingFalsePositive, voteSince(row))
+	if row.SubmitterID != nil {
+		q = q.Where("user_id <> ?", *row.SubmitterID)
+	}
+	return q
+}
+
+// countVotes counts a report's votes after a new one (within tx), keeps
+// the number with its counts, and puts the report in dispute when they
+// reach threshold (0: never) and it is not in dispute already.
+func (s *Store) countVotes(ctx context.Context, tx *txn, threatID string, threshold int, now time.Time) error {
+	var row threatRow
+	if err := lockRow(s.dialect, tx.NewSelect().Model(&row).Where("id = ?", threatID), "threat_row").Scan(ctx); err != nil {
+		return err
+	}
+	n, err := votesQuery(tx.NewSelect().Model((*sightingRow)(nil)), row).Count(ctx)
+	if err != nil {
+		return err
+	}
+	opens := threshold > 0 && n >= int64(threshold) && row.DisputedAt == nil
+	q := tx.NewUpdate().Table("sighting_counts").Set("votes = ?", n).Set("updated_at = ?", now).Where("threat_id = ?", threatID)
+	if opens {
+		q = q.Set("disputed = ?", true)
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return err
+	}
+	if !opens {
+		return nil
+	}
+	row.DisputedAt = &now
+	if _, err := tx.NewUpdate().Model(&row).Column("disputed_at").WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	st := string(core.StatusVerified)
+	note := fmt.Sprintf("%d false-positive votes put the report back in review", n)
+	ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Action: core.ActionDispute, FromStatus: &st, ToStatus: &st,
+		ActorName: core.SystemReviewer, Note: &note, At: now}
+	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+		return err
+	}
+	tx.record(core.EntityThreat, row.ID, core.ActionDispute, now)
+	tx.publish(&row, core.ChangeDisputed)
+	return nil
+}
+
+// closeDispute ends a report's dispute (a reviewer kept or withdrew it):
+// its votes start again from zero.
+func closeDispute(ctx context.Context, tx *txn, row *threatRow, at time.Time) error {
+	row.DisputedAt = nil
+	if _, err := tx.NewUpdate().Model(row).Column("disputed_at").WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	_, err := tx.NewUpdate().Table("sighting_counts").Set("votes = 0").Set("disputed = ?", false).Set("updated_at = ?", at.UTC()).
+		Where("threat_id = ?", row.ID).Exec(ctx)
+	return err
+}
+
+// ListDisputed reads a keyset page of the reports in dispute through
+// threats_disputed_idx, oldest dispute first.
+func (s *Store) ListDisputed(ctx context.Context, q core.DisputeQuery) (core.ThreatList, error) {
+	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
+		return core.ThreatList{}, err
+	}
+	total, err := s.db.NewSelect().Model((*threatRow)(nil)).Where("disputed_at IS NOT NULL").Count(ctx)
+	if err != nil {
+		return core.ThreatList{}, err
+	}
+	var rows []threatRow
+	sel := s.db.NewSelect().Model(&rows).Relation("Details").Where("threat_row.disputed_at IS NOT NULL")
+	if q.AfterID != "" {
+		at := q.AfterDisputedAt.UTC()
+		sel = sel.Where("(threat_row.disputed_at > ? OR (threat_row.disputed_at = ? AND threat_row.id > ?))", at, at, q.AfterID)
+	}
+	if err := sel.OrderExpr("threat_row.disputed_at, threat_row.id").Limit(int64(q.Limit)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return core.ThreatList{}, err
+	}
+	out := core.ThreatList{Total: int(total), Threats: make([]core.Threat, len(rows))}
+	for i, r := range rows {
+		out.Threats[i] = r.domain()
+	}
+	return out, nil
+}
+
+// DisputeVotes reads the votes counted toward a report's dispute now.
+func (s *Store) DisputeVotes(ctx context.Context, threatID string) ([]core.Sighting, error) {
+	if _, err := uuid.Parse(threatID); err != nil {
+		return nil, core.NotFound("threat", threatID)
+	}
+	var row threatRow
+	if err := s.db.NewSelect().Model(&row).Where("id = ?", threatID).Scan(ctx); errors.Is(err, sql.ErrNoRows) {
+		return nil, core.NotFound("threat", threatID)
+	} else if err != nil {
+		return nil, err
+	}
+	var rows []sightingRow
+	if err := votesQuery(s.db.NewSelect().Model(&rows), row).OrderExpr("created_at, id").Limit(core.MaxDisputeVotes).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	out := make([]core.Sighting, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
 }
 
 // autoSightingID is the id of the daemon's row of a report, source and
@@ -234,9 +377,41 @@ func (s *Store) CountSightings(ctx context.Context, threatIDs []string) ([]core.
 	if err := s.db.NewSelect().Model(&rows).Where("threat_id IN (?)", bun.List(threatIDs)).OrderExpr("threat_id").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
+	return countsOf(rows), nil
+}
+
+func countsOf(rows []sightingCountRow) []core.SightingCounts {
 	out := make([]core.SightingCounts, len(rows))
 	for i, r := range rows {
-		out[i] = core.SightingCounts{ThreatID: r.ThreatID, Seen: r.Seen, FalsePositive: r.FalsePositive, Expired: r.Expired, LastSeen: timeOf(r.LastSeen)}
+		out[i] = r.domain()
 	}
-	return out, nil
+	return out
+}
+
+// SightingCountsPage reads a page of counts: all of them in threat id
+// order through the primary key, or those changed since q.Since in order
+// of change through the index on updated_at (a few: what changed in the
+// last seconds).
+func (s *Store) SightingCountsPage(ctx context.Context, q core.SightingCountsQuery) ([]core.SightingCounts, error) {
+	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	var rows []sightingCountRow
+	sel := s.db.NewSelect().Model(&rows)
+	switch {
+	case q.Since.IsZero():
+		if q.After != "" {
+			sel = sel.Where("threat_id > ?", q.After)
+		}
+		sel = sel.OrderExpr("threat_id")
+	case q.After != "":
+		since := q.Since.UTC()
+		sel = sel.Where("updated_at >= ? AND (updated_at > ? OR threat_id > ?)", since, since, q.After).OrderExpr("updated_at, threat_id")
+	default:
+		sel = sel.Where("updated_at >= ?", q.Since.UTC()).OrderExpr("updated_at, threat_id")
+	}
+	if err := sel.Limit(int64(q.Limit)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return countsOf(rows), nil
 }

@@ -214,6 +214,15 @@ func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, e
 		if err != nil {
 			return err
 		}
+		if r.Decision == core.DecisionKeep {
+			return s.keep(ctx, tx, &row, r)
+		}
+		if row.DisputedAt != nil {
+			// A withdrawal decides the dispute.
+			if err := closeDispute(ctx, tx, &row, r.At); err != nil {
+				return err
+			}
+		}
 		row.Status, row.UpdatedAt = string(to), r.At
 		cols := []string{"status", "updated_at"}
 		if to == core.StatusVerified {
@@ -245,6 +254,31 @@ func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, e
 		return core.Threat{}, err
 	}
 	return row.domain(), nil
+}
+
+// keep keeps a disputed report (within tx): the dispute closes, its votes
+// count again from now; the content and the verification stay.
+func (s *Store) keep(ctx context.Context, tx *txn, row *threatRow, r core.Review) error {
+	if row.DisputedAt == nil {
+		return &core.ConflictError{What: "review", Key: string(core.StatusVerified),
+			Message: "this report is not disputed: only a report that false-positive votes put back in review can be kept"}
+	}
+	if err := closeDispute(ctx, tx, row, r.At); err != nil {
+		return err
+	}
+	row.KeptAt = &r.At
+	if _, err := tx.NewUpdate().Model(row).Column("kept_at").WherePK().Exec(ctx); err != nil {
+		return err
+	}
+	st := string(core.StatusVerified)
+	ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Action: string(core.DecisionKeep), FromStatus: &st, ToStatus: &st,
+		ActorID: str(r.ActorID), ActorName: r.ActorName, Note: str(r.Note), At: r.At}
+	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+		return err
+	}
+	tx.record(core.EntityThreat, row.ID, string(core.DecisionKeep), r.At)
+	tx.publish(row, core.ChangeKept)
+	return nil
 }
 
 // ReviewEvents returns a report's events, oldest first.

@@ -41,13 +41,13 @@ type publishedIOCs struct {
 
 // publish queues a published change of a report (core.ChangeVerified, …),
 // written at the end of the transaction with the change feed. A withdrawal
-// changes no content: the report's STIX object ids and indicators were
+// (like a dispute and its end) changes no content: the report's STIX object ids and indicators were
 // recorded when it was published, so they are not worked out again (the
 // look-ups read verified reports only).
 func (t *txn) publish(row *threatRow, kind string) {
 	t.feed = append(t.feed, feedEventRow{ThreatID: row.ID, Registry: row.Registry, Kind: kind, Version: row.Version})
 	switch {
-	case kind == core.ChangeWithdrawn:
+	case kind == core.ChangeWithdrawn || kind == core.ChangeDisputed || kind == core.ChangeKept:
 	case row.Details == nil:
 		t.unmapped = append(t.unmapped, row.ID)
 	default:

@@ -18,6 +18,8 @@ type webhookRow struct {
 	OnVerified     bool       `bun:"on_verified,notnull"`
 	OnRevised      bool       `bun:"on_revised,notnull"`
 	OnWithdrawn    bool       `bun:"on_withdrawn,notnull"`
+	OnDisputed     bool       `bun:"on_disputed,notnull"`
+	OnKept         bool       `bun:"on_kept,notnull"`
 	OnFwBlocked    bool       `bun:"on_firewall_blocked,notnull"`
 	OnFwWarned     bool       `bun:"on_firewall_warned,notnull"`
 	Ecosystem      *string    `bun:"ecosystem"`
@@ -36,6 +38,8 @@ func webhookToRow(w core.Webhook) webhookRow {
 		OnVerified:  slices.Contains(w.Events, core.ChangeVerified),
 		OnRevised:   slices.Contains(w.Events, core.ChangeRevised),
 		OnWithdrawn: slices.Contains(w.Events, core.ChangeWithdrawn),
+		OnDisputed:  slices.Contains(w.Events, core.ChangeDisputed),
+		OnKept:      slices.Contains(w.Events, core.ChangeKept),
 		OnFwBlocked: slices.Contains(w.Events, core.EventFirewallBlocked),
 		OnFwWarned:  slices.Contains(w.Events, core.EventFirewallWarned),
 		Ecosystem:   optString(w.Ecosystem), CreatedAt: w.CreatedAt.UTC(), CreatedBy: w.CreatedBy,
@@ -46,7 +50,8 @@ func webhookToRow(w core.Webhook) webhookRow {
 
 func (r webhookRow) domain() core.Webhook {
 	w := core.Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, Expired: r.Expired}
-	for kind, on := range map[string]bool{core.ChangeVerified: r.OnVerified, core.ChangeRevised: r.OnRevised, core.ChangeWithdrawn: r.OnWithdrawn} {
+	for kind, on := range map[string]bool{core.ChangeVerified: r.OnVerified, core.ChangeRevised: r.OnRevised, core.ChangeWithdrawn: r.OnWithdrawn,
+		core.ChangeDisputed: r.OnDisputed, core.ChangeKept: r.OnKept} {
 		if on {
 			w.Events = append(w.Events, kind)
 		}

@@ -333,7 +333,8 @@ func queueWebhookEvents(ctx context.Context, tx bun.Tx, first time.Time) error {
 SELECT w.id, f.seq, f.threat_id, f.kind, f.version, f.at, 'pending', 0, CASE WHEN w.disabled_at IS NULL THEN f.at ELSE ? END
 FROM webhooks AS w JOIN feed_events AS f ON f.at >= ?
 WHERE (w.ecosystem IS NULL OR w.ecosystem = f.registry)
-  AND ((f.kind = 'verified' AND w.on_verified) OR (f.kind = 'revised' AND w.on_revised) OR (f.kind = 'withdrawn' AND w.on_withdrawn))`, parkedAt, first)
+  AND ((f.kind = 'verified' AND w.on_verified) OR (f.kind = 'revised' AND w.on_revised) OR (f.kind = 'withdrawn' AND w.on_withdrawn)
+    OR (f.kind = 'disputed' AND w.on_disputed) OR (f.kind = 'kept' AND w.on_kept))`, parkedAt, first)
 	if err != nil {
 		return fmt.Errorf("queue webhook events: %w", err)
 	}

@@ -226,6 +226,7 @@ limits:
   per_token_per_minute: {free: 0, paid: 0}
   new_user_max_unverified: 0
   submissions_per_hour: 0
+  sightings_per_hour: {free: 0, paid: 0}
   batch_max: 1000
 EOF
   if [ -z "$reuse" ]; then

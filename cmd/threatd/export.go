@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/plugins"
 )
@@ -41,14 +42,18 @@ rendered by the exporter plugin threatd-exporter-osv.`,
 				pool := plugins.NewExporters(&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log})
 				defer pool.Close()
 				sel := core.NewSelections(e.store)
+				signals, err := loadCommunity(cmd.Context(), e)
+				if err != nil {
+					return err
+				}
 				for _, registry := range core.OSVRegistries {
 					eco := core.OSVEcosystems[registry]
-					n, err := exportOSV(cmd, pool, sel, registry, filepath.Join(dir, eco, "all.zip"), "")
+					n, err := exportOSV(cmd, pool, sel, signals, registry, filepath.Join(dir, eco, "all.zip"), "")
 					if err != nil {
 						return fmt.Errorf("export osv %s: %w", eco, err)
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: %d reports → %s\n", eco, n, filepath.Join(dir, eco, "all.zip"))
-					if _, err := exportOSV(cmd, pool, sel, registry, filepath.Join(dir, eco, "modified_id.csv"), core.OSVModifiedFormat); err != nil {
+					if _, err := exportOSV(cmd, pool, sel, signals, registry, filepath.Join(dir, eco, "modified_id.csv"), core.OSVModifiedFormat); err != nil {
 						return fmt.Errorf("export osv %s modified_id.csv: %w", eco, err)
 					}
 				}
@@ -72,7 +77,11 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 			return withEnv(cmd, func(e *env) error {
 				pool := plugins.NewExporters(&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log})
 				defer pool.Close()
-				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Exporters: pool, Name: "threatd", Site: localSite(e.cfg)}, args[0])
+				signals, err := loadCommunity(cmd.Context(), e)
+				if err != nil {
+					return err
+				}
+				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Exporters: pool, Name: "threatd", Site: localSite(e.cfg), Community: signals}, args[0])
 				if err != nil {
 					return fmt.Errorf("export misp: %w", err)
 				}
@@ -84,10 +93,20 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 	return export
 }
 
+// loadCommunity reads the community signals (sighting counts) once, for
+// a command that exports records.
+func loadCommunity(ctx context.Context, e *env) (*community.View, error) {
+	v := community.New(e.store, e.log)
+	if err := v.Catch(ctx); err != nil {
+		return nil, fmt.Errorf("reading the sighting counts: %w", err)
+	}
+	return v, nil
+}
+
 // exportOSV writes one ecosystem's archive (or with format, another of its
 // files) through a temporary file, and returns the number of reports given
 // to the exporter.
-func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections, registry, path, format string) (int, error) {
+func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections, signals *community.View, registry, path, format string) (int, error) {
 	each, err := sel.All(cmd.Context(), registry)
 	if err != nil {
 		return 0, err
@@ -96,7 +115,7 @@ func exportOSV(cmd *cobra.Command, pool *plugins.Exporters, sel *core.Selections
 	req := core.ExportRequest{
 		Endpoint: "/osv/" + core.OSVEcosystems[registry] + "/" + filepath.Base(path), Query: map[string]string{"ecosystem": registry}, Service: "threatd",
 		Each: func(yield func(core.ExportRecord) error) error {
-			return each(func(t core.Threat) error { n++; return yield(core.NewExportRecord(t)) })
+			return each(func(t core.Threat) error { n++; return yield(core.NewExportRecord(t, signals.OfThreat(t))) })
 		},
 	}
 	if format != "" {

@@ -61,6 +61,10 @@ func reviewCmd() *cobra.Command {
 				if err := w.Flush(); err != nil {
 					return err
 				}
+				disputed, err := listDisputed(cmd, e)
+				if err != nil {
+					return err
+				}
 				revs, err := e.store.ListPendingRevisions(cmd.Context())
 				if err != nil {
 					return err
@@ -86,9 +90,9 @@ func reviewCmd() *cobra.Command {
 				}
 				if shown < total {
 					// Reports submitted while the list was read come on the next run.
-					fmt.Fprintf(cmd.ErrOrStderr(), "showing %d of %d pending report(s) (--limit 0 lists them all), %d pending revision(s)\n", shown, total, len(revs))
+					fmt.Fprintf(cmd.ErrOrStderr(), "showing %d of %d pending report(s) (--limit 0 lists them all), %d disputed report(s), %d pending revision(s)\n", shown, total, disputed, len(revs))
 				} else {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%d pending report(s), %d pending revision(s)\n", shown, len(revs))
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d pending report(s), %d disputed report(s), %d pending revision(s)\n", shown, disputed, len(revs))
 				}
 				return nil
 			})
@@ -146,8 +150,59 @@ func reviewCmd() *cobra.Command {
 		return c
 	}
 
-	review.AddCommand(list, showCmd(), decide(core.DecisionVerify), decide(core.DecisionReject), decideRevision(true), decideRevision(false))
+	keep := reviewCommand("keep ID... --note T [--as EMAIL]", "Keep disputed reports published: the dispute closes, votes count again from now",
+		cobra.MinimumNArgs(1), func(cmd *cobra.Command, r *core.Reports, actor *core.User, note string, args []string) error {
+			who := core.SystemReviewer
+			if actor != nil {
+				who = actor.Name
+			}
+			for _, id := range args {
+				t, err := r.Decide(cmd.Context(), id, 0, core.DecisionKeep, note, actor)
+				if err != nil {
+					return fmt.Errorf("%s: %w", id, friendly(err))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s stays %s; its dispute is closed (by %s)\n", t, t.Status, who)
+			}
+			return nil
+		})
+
+	review.AddCommand(list, showCmd(), decide(core.DecisionVerify), decide(core.DecisionReject), keep, decideRevision(true), decideRevision(false))
 	return review
+}
+
+// listDisputed prints the disputed reports of the queue, oldest dispute
+// first, with their counted votes, and returns how many there are.
+func listDisputed(cmd *cobra.Command, e *env) (int, error) {
+	q := core.DisputeQuery{Limit: reviewListPage}
+	n := 0
+	for {
+		pl, err := e.store.ListDisputed(cmd.Context(), q)
+		if err != nil {
+			return n, err
+		}
+		if n == 0 && len(pl.Threats) > 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), "\nDISPUTED (still published; keep with review keep ID --note T, withdraw with review reject ID --note T)")
+		}
+		for _, t := range pl.Threats {
+			votes, err := e.store.DisputeVotes(cmd.Context(), t.ID)
+			if err != nil {
+				return n, err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s  %s %s, %s, disputed %s by %s\n", t.ID, t.ReportType, oneLine(t.ResourceIdentifier, 60),
+				orDash(t.Registry), t.DisputedAt.UTC().Format(time.RFC3339), core.Count(len(votes), "vote", "votes"))
+			for _, v := range votes {
+				if v.Note != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "    %s\n", oneLine(visible(v.Note), 120))
+				}
+			}
+		}
+		n += len(pl.Threats)
+		if len(pl.Threats) < q.Limit {
+			return n, nil
+		}
+		last := pl.Threats[len(pl.Threats)-1]
+		q.AfterDisputedAt, q.AfterID = *last.DisputedAt, last.ID
+	}
 }
 
 func orDash(s string) string {
@@ -219,7 +274,23 @@ func showCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeReport(cmd.OutOrStdout(), t, events)
+				if err := writeReport(cmd.OutOrStdout(), t, events); err != nil {
+					return err
+				}
+				if t.DisputedAt == nil {
+					return nil
+				}
+				votes, err := e.store.DisputeVotes(cmd.Context(), t.ID)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "\nDISPUTED since %s: %s\n", t.DisputedAt.UTC().Format(time.RFC3339), core.Count(len(votes), "false-positive vote", "false-positive votes"))
+				for _, v := range votes {
+					fmt.Fprintf(out, "  %s  %s\n", v.CreatedAt.UTC().Format(time.RFC3339), orDash(oneLine(visible(v.Note), 200)))
+				}
+				_, err = fmt.Fprintf(out, "Keep it with: threatd review keep %s --note …  (or withdraw: review reject %s --version %d --note …)\n", t.ID, t.ID, max(t.Version, 1))
+				return err
 			})
 		},
 	}

@@ -241,7 +241,11 @@ func scanLocal(cmd *cobra.Command, cfg config.Config, inputs []scanInput) (scan.
 		if err != nil {
 			return err
 		}
-		answer = res.Answer(core.Principal{}, localSite(cfg))
+		signals, err := loadCommunity(cmd.Context(), e)
+		if err != nil {
+			return err
+		}
+		answer = res.Answer(core.Principal{}, localSite(cfg), signals)
 		return nil
 	})
 	return answer, localSite(cfg), err

@@ -22,6 +22,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/registries"
@@ -76,6 +77,10 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// The follower runs from the start: token and user changes apply to the
 	// principal cache while the index loads; threat changes once it is loaded.
 	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	// The community signals (sighting counts) every record carries, read
+	// as often as the change feed.
+	signals := community.New(e.store, log)
+	go signals.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
 	metrics.Watch(idx, follower.Lag)
 	if cfg.Metrics.Listen != "" {
 		stop, err := serveMetrics(cfg.Metrics.Listen, metrics, log)
@@ -137,8 +142,13 @@ func serve(cmd *cobra.Command, _ []string) error {
 		}
 	}()
 
-	var shared ratelimit.Taker
+	var shared, hourly ratelimit.Taker
 	if cfg.Limits.Store == "storage" {
+		hl := ratelimit.NewShared(time.Hour, func(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
+			return e.store.SyncRateCounts(ctx, core.RateCounts{Window: window, Counts: deltas})
+		})
+		go hl.Run(followCtx, cfg.Limits.SyncInterval, log)
+		hourly = hl
 		sl := ratelimit.NewShared(time.Minute, func(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
 			return e.store.SyncRateCounts(ctx, core.RateCounts{Window: window, Counts: deltas})
 		})
@@ -148,7 +158,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 
 	runSources(followCtx, cfg, e.store, log, metrics)
-	go webhookDispatcher(cfg, e.store, log, metrics).Run(followCtx)
+	go webhookDispatcher(cfg, e.store, log, metrics, signals).Run(followCtx)
 
 	// Exporter plugins: the configured ones start in the background (the API
 	// serves at once); a missing one makes only its endpoints answer 503.
@@ -199,6 +209,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
 			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
 			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes, FirewallBlocks: recent, FirewallWaivers: waivers, WebhooksAllowPrivate: cfg.Webhooks.AllowPrivate,
+			Community: signals,
 		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, latest, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
@@ -231,7 +242,12 @@ func serve(cmd *cobra.Command, _ []string) error {
 		NotFoundPage:      notFound,
 		Firewall:          fw,
 		Seen:              seen,
-		MISP:              &misp.Service{Store: e.store, Exporters: exporters, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes")},
+		Community:         signals,
+		DisputeVotes:      cfg.Community.DisputeVotes,
+		SightingsPerHour:  map[core.Tier]int{core.TierFree: cfg.Limits.SightingsPerHour.Free, core.TierPaid: cfg.Limits.SightingsPerHour.Paid},
+		HourLimiter:       hourly,
+		MISP: &misp.Service{Store: e.store, Exporters: exporters, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes"),
+			Community: signals},
 	}, log, e.store, idx, principals, usage, exporters)
 
 	sc := echo.StartConfig{
@@ -475,12 +491,13 @@ func accessLog(l config.Log) api.AccessLog {
 
 // webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
 // every daemon runs it, the holder of the storage lease delivers.
-func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) *delivery.Dispatcher {
+func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics, signals *community.View) *delivery.Dispatcher {
 	w := cfg.Webhooks
 	return &delivery.Dispatcher{
-		Store:   store,
-		Policy:  core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
-		Timeout: w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,
+		Store:     store,
+		Community: signals,
+		Policy:    core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
+		Timeout:   w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,
 		Poll: w.Poll, Concurrency: w.Concurrency, Holder: leaseHolder(), UserAgent: "threatd/" + version + " (webhooks)",
 		Log: log, Observer: metrics,
 	}

@@ -1,10 +1,15 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/stix"
+	"github.com/threatd/threatd/stix/stixtest"
 )
 
 // TestSightings: over real HTTPS, a sighting names a verified report by
@@ -16,6 +21,7 @@ func TestSightings(t *testing.T) {
 	tok := in.user("dev@example.com")
 	voter := in.user("voter@example.com")
 	reviewer := in.user("rita@example.com", "--role", "reviewer")
+	paid := in.user("paid@example.com", "--tier", "paid")
 	d := in.serve()
 	body := `{"report_type":"package","resource_identifier":"sighted-pkg","registry":"npm","threat_description":"Steals tokens at install time","severity_level":"high"}`
 	id := d.submit(tok, body)
@@ -133,4 +139,140 @@ func TestSightings(t *testing.T) {
 			return false
 		})
 	})
+
+	t.Run("counts in every record and format", func(t *testing.T) {
+		// 1+2+3 seen by people and 5 by scans; one false-positive vote.
+		wantConfidence := float64(core.Confidence(core.ConfidenceInput{Seen: 11, Votes: 1}))
+		counts := func(where string, rec map[string]any) bool {
+			s, _ := rec["sightings"].(map[string]any)
+			if s == nil || s["seen"] != 11.0 || s["false_positive"] != 1.0 || s["expired"] != 0.0 || s["last_seen"] == nil {
+				return false
+			}
+			if rec["confidence"] != wantConfidence || rec["disputed"] != false || rec["campaigns"] == nil {
+				t.Fatalf("%s: confidence %v (want %v), disputed %v, campaigns %v", where, rec["confidence"], wantConfidence, rec["disputed"], rec["campaigns"])
+			}
+			return true
+		}
+		check := "/check-malicious?report_type=package&resource_identifier=sighted-pkg&ecosystem=npm"
+		eventually(t, "the counts in check-malicious", func() bool {
+			details, _ := d.do("GET", base+check, paid, "").body["details"].(map[string]any)
+			return counts("check", details)
+		})
+		// The reviewer's record is rendered from the report, not the index's copy.
+		if details, _ := d.do("GET", base+check, reviewer, "").body["details"].(map[string]any); !counts("check as a reviewer", details) {
+			t.Errorf("a reviewer's check: %v", details)
+		}
+		r := d.do("POST", base+"/check-malicious", paid, `{"queries":[{"report_type":"package","resource_identifier":"sighted-pkg","ecosystem":"npm"}]}`)
+		if res, _ := r.body["results"].([]any); len(res) != 1 || !counts("batch", res[0].(map[string]any)["details"].(map[string]any)) {
+			t.Errorf("batch check: %s", r.raw)
+		}
+		if r := d.do("GET", "/threats/"+id+".json", "", ""); r.code != 200 || !counts("public JSON", r.body) {
+			t.Errorf("public JSON: %d %s", r.code, r.raw)
+		}
+		if r := d.do("GET", base+"/query-latest", paid, ""); r.code != 200 || !counts("query-latest", r.body["threats"].([]any)[0].(map[string]any)) {
+			t.Errorf("query-latest: %d %.300s", r.code, r.raw)
+		}
+
+		// STIX: the malware's confidence and a sighting of it, valid.
+		v := stixtest.Optional(t)
+		res := d.raw("GET", base+"/query-latest-stix", paid)
+		if res.code != 200 {
+			t.Fatalf("STIX: %d %s", res.code, res.body)
+		}
+		v.Validate(t, res.body)
+		var bundle struct{ Objects []map[string]any }
+		if err := json.Unmarshal(res.body, &bundle); err != nil {
+			t.Fatal(err)
+		}
+		var malware, sighting map[string]any
+		for _, o := range bundle.Objects {
+			switch o["type"] {
+			case "malware":
+				malware = o
+			case "sighting":
+				sighting = o
+			}
+		}
+		if malware == nil || malware["confidence"] != wantConfidence || sighting == nil || sighting["sighting_of_ref"] != malware["id"] ||
+			sighting["count"] != 11.0 || sighting["last_seen"] == nil {
+			t.Fatalf("STIX malware %v\nsighting %v", malware, sighting)
+		}
+		ext := sighting["extensions"].(map[string]any)[stix.SightingExtension].(map[string]any)
+		if ext["false_positive"] != 1.0 || ext["expired"] != 0.0 || ext["disputed"] != false {
+			t.Errorf("STIX sighting types: %v", ext)
+		}
+
+		// MISP: a Sighting of each type the report has, on its package-name.
+		res = d.raw("GET", base+"/misp/manifest.json", paid)
+		var manifest map[string]any
+		if res.code != 200 || json.Unmarshal(res.body, &manifest) != nil || len(manifest) != 1 {
+			t.Fatalf("MISP manifest: %d %s", res.code, res.body)
+		}
+		for event := range manifest {
+			raw := d.raw("GET", base+"/misp/"+event+".json", paid)
+			loadMISPRules(t).check(t, raw.body, &mispStats{types: map[string]int{}})
+			var f struct {
+				Event struct {
+					Object []struct {
+						Attribute []struct {
+							ObjectRelation string `json:"object_relation"`
+							Sighting       []map[string]any
+						}
+					}
+				}
+			}
+			if err := json.Unmarshal(raw.body, &f); err != nil || len(f.Event.Object) != 1 {
+				t.Fatalf("MISP event: %v %s", err, raw.body)
+			}
+			types := map[string]string{}
+			for _, a := range f.Event.Object[0].Attribute {
+				for _, s := range a.Sighting {
+					if a.ObjectRelation != "package-name" {
+						t.Errorf("a sighting on %s", a.ObjectRelation)
+					}
+					types[s["type"].(string)] = s["source"].(string)
+				}
+			}
+			if len(types) != 2 || types["0"] != "threatd: seen 11 times" || types["1"] != "threatd: false positive 1 times" {
+				t.Errorf("MISP sightings: %v", types)
+			}
+		}
+	})
+}
+
+// TestSightingHourLimit: each user's sightings of the hour are bounded by
+// tier (limits.sightings_per_hour), whatever the token: past it a 429
+// says the limit with Retry-After; another user is not affected.
+func TestSightingHourLimit(t *testing.T) {
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  sightings_per_hour: {free: 3, paid: 0}\n")
+	tok := in.user("dev@example.com")
+	other := in.user("other@example.com")
+	paid := in.user("paid@example.com", "--tier", "paid")
+	d := in.serve()
+	id := d.submit(tok, `{"report_type":"domain","resource_identifier":"limited.example","threat_description":"C2 server"}`)
+	in.mustCLI("review", "verify", id)
+	body := `{"threat_id":"` + id + `","type":"seen"}`
+	eventually(t, "the report verified", func() bool { return d.do("POST", base+"/sightings", paid, body).code == 201 })
+	second := strings.TrimSpace(in.mustCLI("token", "issue", "--email", "dev@example.com"))
+	for i := range 3 {
+		token := tok
+		if i == 2 {
+			token = second // another token of the same user
+		}
+		if r := d.do("POST", base+"/sightings", token, body); r.code != 201 {
+			t.Fatalf("sighting %d: %d %s", i, r.code, r.raw)
+		}
+	}
+	r := d.do("POST", base+"/sightings", second, body)
+	if r.code != 429 || r.hdr.Get("Retry-After") == "" || !strings.Contains(r.raw, "at most 3 sightings an hour per user") {
+		t.Fatalf("past the limit: %d %q %s", r.code, r.hdr.Get("Retry-After"), r.raw)
+	}
+	if r := d.do("POST", base+"/sightings", other, body); r.code != 201 {
+		t.Fatalf("another user: %d %s", r.code, r.raw)
+	}
+	for range 5 {
+		if r := d.do("POST", base+"/sightings", paid, body); r.code != 201 {
+			t.Fatalf("no limit for paid: %d %s", r.code, r.raw)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/ioc"
+	"github.com/threatd/threatd/core/record"
 )
 
 // checkResult is spec §4.3's check result.
@@ -52,7 +53,7 @@ func (s *Server) checkIndicators(ctx context.Context, q core.CheckQuery, out *ch
 		return err
 	}
 	out.Malicious, out.MatchedAs, out.ThreatCount = true, "indicator", int(n)
-	out.Details = toRecord(latest[0], viewer)
+	out.Details = s.toRecord(latest[0], viewer)
 	out.Message = fmt.Sprintf("%s %q is named as an indicator of compromise in %s", q.ReportType, q.ResourceIdentifier,
 		core.Count(int(n), "verified report", "verified reports"))
 	return nil
@@ -79,7 +80,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 	}
 	out.Malicious = true
 	if res.Answer != nil && !(res.Contact && core.ContactVisibleTo(res.Submitter, viewer)) {
-		out.Details = json.RawMessage(res.Answer)
+		out.Details = json.RawMessage(record.Splice(res.Answer, s.opts.Community.Of(res.ID)))
 		return out, nil
 	}
 	t := res.Latest
@@ -89,7 +90,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 			return checkResult{}, err
 		}
 	}
-	out.Details = toRecord(t, viewer)
+	out.Details = s.toRecord(t, viewer)
 	return out, nil
 }
 

@@ -47,7 +47,7 @@ func (s *Server) exportHandler(r ExportRoute) echo.HandlerFunc {
 		viewer := principal(c)
 		record := func(t core.Threat) core.ExportRecord {
 			t = t.VisibleTo(viewer)
-			return core.NewExportRecord(t)
+			return core.NewExportRecord(t, s.opts.Community.OfThreat(t))
 		}
 		req := core.ExportRequest{Endpoint: r.Path, Query: map[string]string{}, Service: "threatd"}
 		for k := range qs {

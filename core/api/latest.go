@@ -19,9 +19,9 @@ func (s *Server) queryLatest(c *echo.Context) error {
 	}
 	viewer := principal(c)
 	if seesContacts(e.Threats, viewer) {
-		return c.JSON(http.StatusOK, latestBody(e.Threats, viewer))
+		return c.JSON(http.StatusOK, s.latestBody(e.Threats, viewer))
 	}
-	body, err := e.Rendered(publicLatestBody)
+	body, err := e.Rendered(s.opts.Community.Generation(), s.publicLatestBody)
 	if err != nil {
 		return err
 	}

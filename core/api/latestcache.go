@@ -12,15 +12,15 @@ import (
 // not see a contact e-mail (not a reviewer, not the submitter of one of the
 // reports), as c.JSON writes it: json.Encoder, HTML escaped, a final
 // newline. index.LatestEntry keeps it once rendered.
-func publicLatestBody(threats []core.Threat) ([]byte, error) {
+func (s *Server) publicLatestBody(threats []core.Threat) ([]byte, error) {
 	var b bytes.Buffer
-	err := json.NewEncoder(&b).Encode(latestBody(threats, core.Principal{}))
+	err := json.NewEncoder(&b).Encode(s.latestBody(threats, core.Principal{}))
 	return b.Bytes(), err
 }
 
 // latestBody is the query-latest response for viewer.
-func latestBody(threats []core.Threat, viewer core.Principal) map[string]any {
-	return map[string]any{"threats": records(threats, viewer), "count": len(threats)}
+func (s *Server) latestBody(threats []core.Threat, viewer core.Principal) map[string]any {
+	return map[string]any{"threats": s.records(threats, viewer), "count": len(threats)}
 }
 
 // seesContacts says whether viewer sees a contact e-mail of threats.

@@ -175,7 +175,7 @@ func (s *Server) osvRender(ctx context.Context, threats []core.Threat) ([]map[st
 	}
 	req := core.ExportRequest{Endpoint: "/osv/v1/", Query: map[string]string{"format": core.OSVRecordsFormat}, Service: "threatd"}
 	for _, t := range threats {
-		req.Records = append(req.Records, core.NewExportRecord(t))
+		req.Records = append(req.Records, core.NewExportRecord(t, s.opts.Community.OfThreat(t)))
 	}
 	var buf core.BufferWriter
 	if err := s.exporters.Export(ctx, "osv", req, &buf); err != nil {

@@ -21,10 +21,10 @@ func (s *Server) countPaid(endpoint string) echo.MiddlewareFunc {
 	}
 }
 
-func records(threats []core.Threat, viewer core.Principal) []any {
+func (s *Server) records(threats []core.Threat, viewer core.Principal) []any {
 	out := make([]any, len(threats))
 	for i, t := range threats {
-		out[i] = toRecord(t, viewer)
+		out[i] = s.toRecord(t, viewer)
 	}
 	return out
 }
@@ -63,7 +63,7 @@ func (s *Server) threatFeed(c *echo.Context) error {
 	if qs.Get("mode") == feed.ModeChanges {
 		out := make([]any, len(p.Changes))
 		for i, it := range p.Changes {
-			out[i] = toChangedRecord(it.Threat, principal(c),
+			out[i] = s.toChangedRecord(it.Threat, principal(c),
 				feedChange{Type: it.Event.Kind, At: it.Event.At.Format(time.RFC3339Nano), Version: it.Event.Version})
 		}
 		return c.JSON(http.StatusOK, map[string]any{
@@ -76,7 +76,7 @@ func (s *Server) threatFeed(c *echo.Context) error {
 		})
 	}
 	return c.JSON(http.StatusOK, map[string]any{
-		"threats":     records(p.Threats, principal(c)),
+		"threats":     s.records(p.Threats, principal(c)),
 		"count":       len(p.Threats),
 		"next_cursor": nextCursor(p.NextCursor),
 		"since":       p.From.Format(time.RFC3339Nano),
@@ -99,7 +99,7 @@ func (s *Server) queryByUsername(c *echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"username":    qs.Get("username"),
-		"threats":     records(p.Threats, principal(c)),
+		"threats":     s.records(p.Threats, principal(c)),
 		"count":       len(p.Threats),
 		"next_cursor": nextCursor(p.NextCursor),
 	})
@@ -155,7 +155,7 @@ func (s *Server) threatData(c *echo.Context) error {
 		iocs = []ioc.IOC{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{
-		"threat":         toRecord(d.Threat, principal(c)),
+		"threat":         s.toRecord(d.Threat, principal(c)),
 		"revisions":      revs,
 		"review_history": events,
 		"iocs":           iocs,

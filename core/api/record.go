@@ -11,13 +11,16 @@ type changedRecord struct {
 	Change feedChange `json:"change"`
 }
 
-// toRecord renders a report for viewer (core/record): the contact e-mail
-// only for its submitter and for reviewers.
-func toRecord(t core.Threat, viewer core.Principal) any { return record.Of(t, viewer) }
+// toRecord renders a report for viewer (core/record) with what the
+// community says of it: the contact e-mail only for its submitter and for
+// reviewers.
+func (s *Server) toRecord(t core.Threat, viewer core.Principal) any {
+	return record.Of(t, viewer, s.opts.Community.OfThreat(t))
+}
 
 // toChangedRecord renders a report of a changes-mode feed with its change.
-func toChangedRecord(t core.Threat, viewer core.Principal, ch feedChange) any {
-	return changedRecord{Record: record.Of(t, viewer), Change: ch}
+func (s *Server) toChangedRecord(t core.Threat, viewer core.Principal, ch feedChange) any {
+	return changedRecord{Record: record.Of(t, viewer, s.opts.Community.OfThreat(t)), Change: ch}
 }
 
 // nullable is a text as an answer shows it: null when empty.

@@ -29,7 +29,8 @@ func TestRecordShape(t *testing.T) {
 		}
 		return m
 	}
-	m := decode(toRecord(th, core.Principal{}))
+	srv := &Server{}
+	m := decode(srv.toRecord(th, core.Principal{}))
 	for _, f := range core.DetailFields {
 		if _, ok := m[f.Name]; !ok && f.Name != "contact_email" {
 			t.Errorf("record lacks %s: %v", f.Name, m)
@@ -38,7 +39,9 @@ func TestRecordShape(t *testing.T) {
 	want := map[string]any{"id": "id1", "status": "verified", "report_type": "ip", "resource_identifier": "192.0.2.1", "registry": nil,
 		"description": "C2", "threat_description": "C2", "publisher": "x", "payload_description": nil, "severity_level": nil,
 		"tags": []any{}, "contributors": []any{}, "download_count": nil, "first_seen": nil, "created_at": "2026-11-01T00:00:00Z",
-		"verified_at": nil, "verified_by": nil, "revision": float64(0)}
+		"verified_at": nil, "verified_by": nil, "revision": float64(0),
+		"sightings":  map[string]any{"seen": float64(0), "false_positive": float64(0), "expired": float64(0), "last_seen": nil},
+		"confidence": float64(50), "disputed": false, "campaigns": []any{}}
 	for k, v := range want {
 		if !reflect.DeepEqual(m[k], v) {
 			t.Errorf("%s = %#v, want %#v", k, m[k], v)
@@ -47,10 +50,10 @@ func TestRecordShape(t *testing.T) {
 	if _, ok := m["contact_email"]; ok {
 		t.Errorf("contact_email shown to an anonymous reader")
 	}
-	if got := decode(toRecord(th, core.Principal{User: core.User{ID: "u1"}}))["contact_email"]; got != "r@example.org" {
+	if got := decode(srv.toRecord(th, core.Principal{User: core.User{ID: "u1"}}))["contact_email"]; got != "r@example.org" {
 		t.Errorf("contact_email for its submitter = %v", got)
 	}
-	c := decode(toChangedRecord(th, core.Principal{}, feedChange{Type: "verified", At: "t", Version: 2}))
+	c := decode(srv.toChangedRecord(th, core.Principal{}, feedChange{Type: "verified", At: "t", Version: 2}))
 	if c["id"] != "id1" || !reflect.DeepEqual(c["change"], map[string]any{"type": "verified", "at": "t", "version": float64(2)}) {
 		t.Errorf("changes-mode record: %v", c)
 	}
@@ -71,7 +74,7 @@ func TestCheckAnswerIsEncodingJSON(t *testing.T) {
 	for _, r := range []checkResult{
 		{ReportType: "package", ResourceIdentifier: `clean "x" <y> \z`, Ecosystem: &eco, Message: `package "clean" is not in the threat database`},
 		{ReportType: "url", ResourceIdentifier: "https://a.example/?q=<1>&r=\u00e9"},
-		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, Ecosystem: &eco, ThreatCount: 3, Details: toRecord(th, core.Principal{})},
+		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, Ecosystem: &eco, ThreatCount: 3, Details: (&Server{}).toRecord(th, core.Principal{})},
 		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, ThreatCount: 1, Details: json.RawMessage(rendered)},
 		{Malicious: true, ReportType: "domain", ResourceIdentifier: "x.example", ThreatCount: 2, Details: json.RawMessage(rendered), Message: "named\tas an indicator", MatchedAs: "indicator"},
 	} {

@@ -83,7 +83,7 @@ func (s *Server) scanFile(c *echo.Context) error {
 	}
 	viewer := principal(c)
 	site := c.Scheme() + "://" + c.Request().Host
-	answer := res.Answer(viewer, site)
+	answer := res.Answer(viewer, site, s.opts.Community)
 	// Each report a scan finds is a seen sighting (counted, written in batches).
 	var found []string
 	for _, m := range answer.Malicious {

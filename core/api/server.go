@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
@@ -57,6 +58,17 @@ type Options struct {
 	Latest *index.Latest
 	// Seen counts the daemon's own sightings (scan findings; nil: none).
 	Seen *sightings.Seen
+	// Community is the daemon's copy of the community signals, added to
+	// every record (nil: none, the base confidence).
+	Community *community.View
+	// DisputeVotes is community.dispute_votes: the counted false-positive
+	// votes that put a verified report back in review (0: never).
+	DisputeVotes int
+	// SightingsPerHour bounds the sightings one user sends an hour, by
+	// tier (0: no limit); HourLimiter counts them (nil: this daemon
+	// alone, in memory).
+	SightingsPerHour map[core.Tier]int
+	HourLimiter      ratelimit.Taker
 	// Firewall configures the registry firewall (nil: not served).
 	Firewall *FirewallOptions
 	// MISP serves the MISP feed under {base}/misp/ (nil: not served).
@@ -88,9 +100,11 @@ type Server struct {
 	store        core.Store
 	ipLimiter    ratelimit.Taker
 	tokenLimiter ratelimit.Taker
-	started      time.Time
-	latest       *index.Latest
-	taxii        *taxii.Service
+	// hourLimiter counts each user's sightings of the hour.
+	hourLimiter ratelimit.Taker
+	started     time.Time
+	latest      *index.Latest
+	taxii       *taxii.Service
 }
 
 // New builds the HTTP handler of the API. idx and principals are the hot
@@ -111,15 +125,20 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		store:        store,
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),
+		hourLimiter:  ratelimit.New(time.Hour),
 		started:      time.Now(),
 	}
 	if s.opts.ScanMaxBytes <= 0 {
 		s.opts.ScanMaxBytes = scan.DefaultMaxBytes
 	}
-	s.sightings = sightings.NewWriter(context.Background(), store)
+	s.sightings = sightings.NewWriter(context.Background(), store, opts.DisputeVotes)
+	s.taxii.Community = opts.Community
 	s.latest = opts.Latest
 	if s.latest == nil {
 		s.latest = index.NewLatest(idx, store)
+	}
+	if opts.HourLimiter != nil {
+		s.hourLimiter = prefixed{opts.HourLimiter, "sightings:"}
 	}
 	if opts.Limiter != nil {
 		s.ipLimiter, s.tokenLimiter = prefixed{opts.Limiter, "ip:"}, prefixed{opts.Limiter, "token:"}

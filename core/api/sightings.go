@@ -72,9 +72,17 @@ func (s *Server) addSighting(c *echo.Context) error {
 		}
 		r.Count = *req.Count
 	}
-	sg, err := core.NewSighting(r, threatID, principal(c).User.ID, time.Now())
+	who := principal(c).User
+	sg, err := core.NewSighting(r, threatID, who.ID, time.Now())
 	if err != nil {
 		return err
+	}
+	// Each user's sightings of the hour, votes included, whatever their
+	// tokens: counted before storage, so refused votes count too.
+	if limit := s.opts.SightingsPerHour[who.Tier]; limit > 0 {
+		if res := s.hourLimiter.Take(who.ID, limit, 1); !res.Allowed {
+			return tooManyRequests(fmt.Sprintf("Sighting limit exceeded: at most %d sightings an hour per user; try again later", limit), res.ResetSeconds())
+		}
 	}
 	if err := s.sightings.Add(ctx, sg); err != nil {
 		return err

@@ -35,15 +35,25 @@ func NewLatest(idx *Index, store core.PublishedStore) *Latest {
 // requests a second, encoding 100 records each time was most of the cost).
 type LatestEntry struct {
 	Threats []core.Threat
-	once    sync.Once
-	body    []byte
-	err     error
+	mu      sync.Mutex
+	// gen is the generation of what else the rendering depends on (the
+	// community signals) when body was rendered.
+	gen      uint64
+	rendered bool
+	body     []byte
+	err      error
 }
 
-// Rendered returns render(e.Threats), computed once per entry: one
-// rendering per entry, so every caller must pass the same render.
-func (e *LatestEntry) Rendered(render func([]core.Threat) ([]byte, error)) ([]byte, error) {
-	e.once.Do(func() { e.body, e.err = render(e.Threats) })
+// Rendered returns render(e.Threats), computed once per entry and
+// generation gen of whatever else render reads (the community signals: a
+// new generation renders again): every caller must pass the same render.
+func (e *LatestEntry) Rendered(gen uint64, render func([]core.Threat) ([]byte, error)) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.rendered || e.gen != gen {
+		e.body, e.err = render(e.Threats)
+		e.gen, e.rendered = gen, true
+	}
 	return e.body, e.err
 }
 

@@ -55,6 +55,9 @@ type Feed struct {
 	Org Org
 	// Site is the web site's address: a report's page is Site/threats/<id>.
 	Site string
+	// Community says what the community says of each report (nil:
+	// nothing): its sightings and campaigns go in the events.
+	Community core.Communities
 }
 
 // NewFeed returns the feed of the service whose MISP organisation is named
@@ -178,7 +181,7 @@ func (f Feed) render(ctx context.Context, x core.Exporters, day time.Time, repor
 	id := f.EventUUID(day)
 	records := make([]core.ExportRecord, len(reports))
 	for i, t := range reports {
-		records[i] = core.NewExportRecord(t)
+		records[i] = core.NewExportRecord(t, core.CommunityOf(f.Community, t))
 	}
 	req := core.ExportRequest{Endpoint: "/misp/" + id + ".json", Service: "threatd", Records: records,
 		Query: map[string]string{"date": day.Format("2006-01-02"), "event_uuid": id, "org_name": f.Org.Name, "org_uuid": f.Org.UUID, "site": f.Site}}

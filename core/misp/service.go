@@ -30,6 +30,8 @@ type Service struct {
 	// written with the manifest and brought up to date with it, so that a
 	// request for hashes.csv reads those files instead of every report.
 	HashDir string
+	// Community says what the community says of each report (nil: nothing).
+	Community core.Communities
 
 	mu       sync.Mutex
 	feed     *Feed
@@ -57,6 +59,7 @@ func (s *Service) feedLocked(ctx context.Context) (Feed, error) {
 		return Feed{}, fmt.Errorf("misp feed secret: %w", err)
 	}
 	f := NewFeed(s.Name, secret, s.Site)
+	f.Community = s.Community
 	s.feed = &f
 	return f, nil
 }

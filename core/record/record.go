@@ -8,6 +8,7 @@ package record
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -15,14 +16,57 @@ import (
 
 // Record is a threat record: every field present, absent values null,
 // arrays never null; existing OpenSourceMalware clients read these names.
-// It is written as its identity (head), every field of core.Details under
-// its JSON name (details, generated from core/fields.txt), then its review
-// state (tail): encoding/json writes embedded structs' fields in place, in
-// that order.
+// It is its Base, then what the community says of the report (community:
+// sightings, confidence, dispute, campaigns), which changes without the
+// report changing: the index keeps the Base's JSON and Splice adds the
+// rest as a check is answered.
 type Record struct {
+	Base
+	community
+}
+
+// Base is a record without its community signals: its identity (head),
+// every field of core.Details under its JSON name (details, generated from
+// core/fields.txt), then its review state (tail). encoding/json writes
+// embedded structs' fields in place, in that order.
+type Base struct {
 	head
 	details
 	tail
+}
+
+// community are a record's community signals (docs/api/records.md,
+// "Community signals"), last.
+type community struct {
+	Sightings  sightings  `json:"sightings"`
+	Confidence int        `json:"confidence"`
+	Disputed   bool       `json:"disputed"`
+	Campaigns  []campaign `json:"campaigns"`
+}
+
+type sightings struct {
+	Seen          int64      `json:"seen"`
+	FalsePositive int64      `json:"false_positive"`
+	Expired       int64      `json:"expired"`
+	LastSeen      *time.Time `json:"last_seen"`
+}
+
+type campaign struct {
+	ID   string `json:"campaign_id"`
+	Name string `json:"name"`
+}
+
+func newCommunity(c core.Community) community {
+	out := community{Sightings: sightings{Seen: c.Sightings.Seen, FalsePositive: c.Sightings.FalsePositive, Expired: c.Sightings.Expired},
+		Confidence: c.Confidence, Disputed: c.Disputed, Campaigns: make([]campaign, len(c.Campaigns))}
+	if !c.Sightings.LastSeen.IsZero() {
+		at := c.Sightings.LastSeen.UTC()
+		out.Sightings.LastSeen = &at
+	}
+	for i, ref := range c.Campaigns {
+		out.Campaigns[i] = campaign{ID: ref.ID, Name: ref.Name}
+	}
+	return out
 }
 
 type head struct {
@@ -42,11 +86,17 @@ type tail struct {
 	Revision   int        `json:"revision"`
 }
 
-// Of is t's record as viewer may see it: the contact e-mail only for its
-// submitter and for reviewers (core.Threat.VisibleTo).
-func Of(t core.Threat, viewer core.Principal) Record {
+// Of is t's record as viewer may see it, with what the community says of
+// it (c): the contact e-mail only for its submitter and for reviewers
+// (core.Threat.VisibleTo).
+func Of(t core.Threat, viewer core.Principal, c core.Community) Record {
+	return Record{Base: BaseOf(t, viewer), community: newCommunity(c)}
+}
+
+// BaseOf is t's record without its community signals.
+func BaseOf(t core.Threat, viewer core.Principal) Base {
 	t = t.VisibleTo(viewer)
-	return Record{
+	return Base{
 		head: head{
 			ID: t.ID, Status: string(t.Status), ReportType: string(t.ReportType), ResourceIdentifier: t.ResourceIdentifier,
 			Registry: Nullable(t.Registry), Description: t.Details.ThreatDescription,
@@ -58,11 +108,62 @@ func Of(t core.Threat, viewer core.Principal) Record {
 
 // Public is t's record as anybody sees it (no contact e-mail): webhook
 // deliveries, the web's public JSON, threatd scan without a server.
-func Public(t core.Threat) Record { return Of(t, core.Principal{}) }
+func Public(t core.Threat, c core.Community) Record { return Of(t, core.Principal{}, c) }
 
-// PublicJSON is Public's JSON, as check-malicious writes it: what the
-// index spill keeps for each verified report.
-func PublicJSON(t core.Threat) ([]byte, error) { return json.Marshal(Public(t)) }
+// PublicJSON is the JSON of the public record's Base, as check-malicious
+// writes it before Splice: what the index spill keeps for each verified
+// report.
+func PublicJSON(t core.Threat) ([]byte, error) { return json.Marshal(BaseOf(t, core.Principal{})) }
+
+// Splice is the record whose Base's JSON is base (PublicJSON), with c: the
+// bytes json.Marshal writes for the whole Record, without its reflection
+// (a check answer is written for every request of the hot path).
+func Splice(base []byte, c core.Community) []byte {
+	if len(base) < 2 || base[len(base)-1] != '}' {
+		return base
+	}
+	b := make([]byte, 0, len(base)+160+len(c.Campaigns)*80)
+	b = append(b, base[:len(base)-1]...)
+	if len(base) > 2 {
+		b = append(b, ',')
+	}
+	return appendCommunity(b, c)
+}
+
+// appendCommunity writes c's fields and the closing brace, as json.Marshal
+// writes community.
+func appendCommunity(b []byte, c core.Community) []byte {
+	b = append(b, `"sightings":{"seen":`...)
+	b = strconv.AppendInt(b, c.Sightings.Seen, 10)
+	b = append(b, `,"false_positive":`...)
+	b = strconv.AppendInt(b, c.Sightings.FalsePositive, 10)
+	b = append(b, `,"expired":`...)
+	b = strconv.AppendInt(b, c.Sightings.Expired, 10)
+	b = append(b, `,"last_seen":`...)
+	if c.Sightings.LastSeen.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = c.Sightings.LastSeen.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, `},"confidence":`...)
+	b = strconv.AppendInt(b, int64(c.Confidence), 10)
+	b = append(b, `,"disputed":`...)
+	b = strconv.AppendBool(b, c.Disputed)
+	b = append(b, `,"campaigns":[`...)
+	for i, ref := range c.Campaigns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"campaign_id":`...)
+		b = core.AppendJSONString(b, ref.ID)
+		b = append(b, `,"name":`...)
+		b = core.AppendJSONString(b, ref.Name)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
 
 // Nullable is a text as a record shows it: null when empty.
 func Nullable(s string) *string {

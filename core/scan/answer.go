@@ -50,7 +50,7 @@ type Malicious struct {
 // Answer renders r for viewer: each report as check-malicious shows it
 // (core/record); site is the web site's address (https://host:port) for
 // report pages.
-func (r Result) Answer(viewer core.Principal, site string) Answer {
+func (r Result) Answer(viewer core.Principal, site string, community core.Communities) Answer {
 	out := Answer{Packages: r.Packages, Malicious: []Malicious{}, Files: r.Files, Skipped: r.Skipped}
 	if out.Files == nil {
 		out.Files = []FileSummary{}
@@ -60,7 +60,7 @@ func (r Result) Answer(viewer core.Principal, site string) Answer {
 	}
 	for _, f := range r.Findings {
 		m := Malicious{Purl: f.PackageURL(), Name: f.Name, Version: f.Version, Ecosystem: f.Registry, File: f.File,
-			URL: strings.TrimSuffix(site, "/") + "/threats/" + f.Threats[0].ID, Details: record.Of(f.Threats[0], viewer),
+			URL: strings.TrimSuffix(site, "/") + "/threats/" + f.Threats[0].ID, Details: record.Of(f.Threats[0], viewer, core.CommunityOf(community, f.Threats[0])),
 			description: f.Threats[0].Details.ThreatDescription, severity: string(f.Threats[0].Details.SeverityLevel)}
 		if f.Line > 0 {
 			line := f.Line

@@ -186,7 +186,7 @@ func TestSARIF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := res.Answer(core.Principal{}, "https://threatd.test:8443")
+		a := res.Answer(core.Principal{}, "https://threatd.test:8443", nil)
 		if readBack {
 			// As threatd scan --server has it: the answer read from JSON.
 			raw, _ := json.Marshal(a)

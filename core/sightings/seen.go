@@ -128,7 +128,7 @@ func (s *Seen) run(ctx context.Context) {
 
 // BatchStore is where people's sightings go.
 type BatchStore interface {
-	AddSightings(ctx context.Context, ss []core.Sighting) ([]string, error)
+	AddSightings(ctx context.Context, b core.SightingBatch) ([]string, error)
 }
 
 // Writer stores people's sightings in group commits: a request waits for
@@ -137,6 +137,8 @@ type BatchStore interface {
 type Writer struct {
 	store BatchStore
 	in    chan pendingSighting
+	// disputeVotes is community.dispute_votes.
+	disputeVotes int
 }
 
 type pendingSighting struct {
@@ -144,9 +146,10 @@ type pendingSighting struct {
 	done chan error
 }
 
-// NewWriter starts a writer until ctx ends.
-func NewWriter(ctx context.Context, store BatchStore) *Writer {
-	w := &Writer{store: store, in: make(chan pendingSighting, core.MaxSightingBatch)}
+// NewWriter starts a writer until ctx ends; disputeVotes counted
+// false-positive votes put a verified report in dispute (0: never).
+func NewWriter(ctx context.Context, store BatchStore, disputeVotes int) *Writer {
+	w := &Writer{store: store, in: make(chan pendingSighting, core.MaxSightingBatch), disputeVotes: disputeVotes}
 	go w.run(ctx)
 	return w
 }
@@ -191,7 +194,7 @@ func (w *Writer) run(ctx context.Context) {
 		for i, p := range batch {
 			ss[i] = p.s
 		}
-		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), ss)
+		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), core.SightingBatch{Sightings: ss, DisputeVotes: w.disputeVotes})
 		for i, p := range batch {
 			switch {
 			case err != nil:

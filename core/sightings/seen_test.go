@@ -53,8 +53,8 @@ func TestBatched(t *testing.T) {
 
 type outcomeStore struct{ outcomes []string }
 
-func (o outcomeStore) AddSightings(_ context.Context, ss []core.Sighting) ([]string, error) {
-	return o.outcomes[:len(ss)], nil
+func (o outcomeStore) AddSightings(_ context.Context, b core.SightingBatch) ([]string, error) {
+	return o.outcomes[:len(b.Sightings)], nil
 }
 
 // TestWriterOutcomes: each request gets its own outcome, as the typed
@@ -66,7 +66,7 @@ func TestWriterOutcomes(t *testing.T) {
 		core.SightingConflict: func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) },
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
-		w := NewWriter(ctx, outcomeStore{[]string{outcome}})
+		w := NewWriter(ctx, outcomeStore{[]string{outcome}}, 3)
 		if err := w.Add(ctx, core.Sighting{ThreatID: "t"}); !check(err) {
 			t.Errorf("%s: %v", outcome, err)
 		}

@@ -55,7 +55,7 @@ func (x *Service) renderPart(ctx context.Context, items []core.FeedItem) (render
 	req := core.ExportRequest{Endpoint: "/taxii2/", Query: map[string]string{"format": core.ObjectsFormat}, Service: x.service,
 		Records: make([]core.ExportRecord, len(items))}
 	for i, it := range items {
-		req.Records[i] = core.NewExportRecord(it.Threat)
+		req.Records[i] = core.NewExportRecord(it.Threat, core.CommunityOf(x.Community, it.Threat))
 	}
 	var buf core.BufferWriter
 	if err := x.exporters.Export(ctx, "stix", req, &buf); err != nil {

@@ -110,6 +110,9 @@ type Service struct {
 	service   string
 	signer    *core.Signer
 	ahead     readAhead
+	// Community says what the community says of each report rendered
+	// (nil: nothing).
+	Community core.Communities
 }
 
 // New returns the TAXII use cases; service names the STIX identity.

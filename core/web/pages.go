@@ -63,7 +63,7 @@ func (s *Site) threat(c *echo.Context) error {
 		return err
 	}
 	if asJSON {
-		return c.JSON(http.StatusOK, record.Public(t))
+		return c.JSON(http.StatusOK, record.Public(t, core.CommunityOf(s.opts.Community, t)))
 	}
 	v := viewerOf(c)
 	t = t.VisibleTo(core.Principal{User: v.User})
@@ -92,6 +92,7 @@ func (s *Site) threat(c *echo.Context) error {
 	}
 	if t.Status == core.StatusVerified {
 		data["Links"] = s.threatLinks(t)
+		data["Community"] = core.CommunityOf(s.opts.Community, t)
 	}
 	return s.render(c, http.StatusOK, "threat", data)
 }

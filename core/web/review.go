@@ -90,8 +90,21 @@ func (s *Site) queue(c *echo.Context) error {
 		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences),
 			"IOCs": t.IOCs, "Versions": core.AffectedVersions(t), "Submitter": rec, "KnownSubmitter": known}
 	}
+	// The oldest disputes, with the votes counted in each.
+	dl, err := s.store.ListDisputed(ctx, core.DisputeQuery{Limit: queuePage})
+	if err != nil {
+		return err
+	}
+	disputed := make([]map[string]any, len(dl.Threats))
+	for i, t := range dl.Threats {
+		votes, err := s.store.DisputeVotes(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		disputed[i] = map[string]any{"T": t, "Votes": votes}
+	}
 	return s.render(c, http.StatusOK, "queue", map[string]any{"Title": "Review queue", "Pending": views, "Revisions": prs,
-		"PendingTotal": total, "NextPage": next, "Paged": q.AfterID != ""})
+		"PendingTotal": total, "NextPage": next, "Paged": q.AfterID != "", "Disputed": disputed, "DisputedTotal": dl.Total})
 }
 
 // decide is Verify or Reject on a pending (or, to withdraw, verified)
@@ -105,8 +118,10 @@ func (s *Site) decide(c *echo.Context) error {
 		d = core.DecisionVerify
 	case "reject":
 		d = core.DecisionReject
+	case "keep":
+		d = core.DecisionKeep
 	default:
-		return s.errorPage(c, http.StatusBadRequest, "decision: must be verify or reject")
+		return s.errorPage(c, http.StatusBadRequest, "decision: must be verify, reject or keep")
 	}
 	version, err := strconv.Atoi(f.Get("version"))
 	if err != nil || version < 1 {

@@ -53,6 +53,8 @@ const (
 
 // Options are the site's settings (configuration keys web.*).
 type Options struct {
+	// Community says what the community says of reports (nil: nothing).
+	Community core.Communities
 	// Signup is SignupOpen (anyone may create an account) or SignupClosed
 	// (accounts come from the CLI; threatd user set-password gives a
 	// password).

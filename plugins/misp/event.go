@@ -11,6 +11,7 @@
 package misp
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,6 +58,19 @@ type Attribute struct {
 	DisableCorrelation bool   `json:"disable_correlation"`
 	ObjectRelation     string `json:"object_relation,omitempty"`
 	Tag                []Tag  `json:"Tag,omitempty"`
+	// Sighting is on the attribute that names the report's subject.
+	Sighting []Sighting `json:"Sighting,omitempty"`
+}
+
+// Sighting is a MISP sighting of an attribute. MISP sightings have no
+// count: the feed gives one per type the report has, dated by the latest
+// (seen) or by the last change of the counts, with its count in source.
+type Sighting struct {
+	UUID         string `json:"uuid"`
+	Type         string `json:"type"` // "0" seen, "1" false positive, "2" expired
+	DateSighting string `json:"date_sighting"`
+	Source       string `json:"source"`
+	Organisation Org    `json:"Organisation"`
 }
 
 // Object is a MISP object.
@@ -113,8 +127,31 @@ func (f Feed) NewEvent(day time.Time, id string) *Event {
 	}
 }
 
-// Add adds a report (verified, or withdrawn after it was verified).
-func (f Feed) Add(e *Event, t core.Threat) {
+// sightings are a report's counts as MISP sightings.
+func (f Feed) sightings(c core.Community, id func(...string) string) []Sighting {
+	s := c.Sightings
+	var out []Sighting
+	for _, k := range []struct {
+		typ, name string
+		n         int64
+		at        time.Time
+	}{{"0", "seen", s.Seen, s.LastSeen}, {"1", "false positive", s.FalsePositive, s.UpdatedAt}, {"2", "expired", s.Expired, s.UpdatedAt}} {
+		if k.n == 0 {
+			continue
+		}
+		at := k.at
+		if at.IsZero() {
+			at = s.UpdatedAt
+		}
+		out = append(out, Sighting{UUID: id("sighting", k.typ), Type: k.typ, DateSighting: strconv.FormatInt(at.Unix(), 10),
+			Source: fmt.Sprintf("threatd: %s %d times", k.name, k.n), Organisation: f.Org})
+	}
+	return out
+}
+
+// Add adds a report (verified, or withdrawn after it was verified) with
+// what the community says of it (its sightings).
+func (f Feed) Add(e *Event, t core.Threat, c core.Community) {
 	withdrawn := t.Status != core.StatusVerified
 	changed := t.UpdatedAt
 	if t.VerifiedAt != nil && t.VerifiedAt.After(changed) {
@@ -148,9 +185,13 @@ func (f Feed) Add(e *Event, t core.Threat) {
 	if canon == "" {
 		canon = t.ResourceIdentifier
 	}
+	var sightings []Sighting
+	if !withdrawn {
+		sightings = f.sightings(c, id)
+	}
 	attr := func(typ, value string) {
 		e.Attribute = append(e.Attribute, Attribute{UUID: id(typ, value), Type: typ, Category: categories[typ], Value: value,
-			ToIDs: !withdrawn, Timestamp: ts, Comment: comment, Tag: tags})
+			ToIDs: !withdrawn, Timestamp: ts, Comment: comment, Tag: tags, Sighting: sightings})
 	}
 	switch t.ReportType {
 	case core.TypeURL:
@@ -164,11 +205,11 @@ func (f Feed) Add(e *Event, t core.Threat) {
 	case core.TypeWallet:
 		attr(walletType(canon), canon)
 	default: // packages and container images
-		f.addObject(e, t, withdrawn, ts, comment, page, id, tags)
+		f.addObject(e, t, withdrawn, ts, comment, page, id, tags, sightings)
 	}
 }
 
-func (f Feed) addObject(e *Event, t core.Threat, withdrawn bool, ts, comment, page string, id func(...string) string, tags []Tag) {
+func (f Feed) addObject(e *Event, t core.Threat, withdrawn bool, ts, comment, page string, id func(...string) string, tags []Tag, sightings []Sighting) {
 	o := Object{Name: TemplateName, MetaCategory: "misc", Description: templateDesc, TemplateUUID: TemplateUUID,
 		TemplateVersion: TemplateVersion, UUID: id("object"), Timestamp: ts, Comment: comment}
 	add := func(relation, value string, toIDs bool) {
@@ -187,6 +228,9 @@ func (f Feed) addObject(e *Event, t core.Threat, withdrawn bool, ts, comment, pa
 	}
 	add("report-id", core.OSVRecordOf(t), false)
 	add("package-name", t.ResourceIdentifier, true)
+	if len(o.Attribute) > 0 && len(sightings) > 0 {
+		o.Attribute[len(o.Attribute)-1].Sighting = sightings
+	}
 	eco := core.OSVEcosystems[t.Registry]
 	if eco == "" {
 		eco = t.Registry

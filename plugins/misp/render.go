@@ -47,7 +47,7 @@ func Write(w io.Writer, r EventRequest, records iter.Seq[core.ExportRecord]) err
 	for rec := range records {
 		t := rec.Threat
 		t.IOCs = rec.IOCs
-		r.Feed.Add(e, t)
+		r.Feed.Add(e, t, rec.Community)
 	}
 	b, err := json.Marshal(File{Event: *e})
 	if err != nil {

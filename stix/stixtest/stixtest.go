@@ -80,7 +80,7 @@ func NewValidator(t testing.TB, schemaDir string) *Validator {
 	v := &Validator{schemas: map[string]*jsonschema.Schema{}, defined: map[string]map[string]bool{}}
 	for kind, file := range map[string]string{"bundle": "common/bundle.json", "identity": "sdos/identity.json", "malware": "sdos/malware.json",
 		"indicator": "sdos/indicator.json", "relationship": "sros/relationship.json", "marking-definition": "common/marking-definition.json",
-		"extension-definition": "common/extension-definition.json"} {
+		"extension-definition": "common/extension-definition.json", "sighting": "sros/sighting.json", "campaign": "sdos/campaign.json"} {
 		s, err := c.Compile(ids[file])
 		if err != nil {
 			t.Fatalf("compiling %s: %v", file, err)

@@ -34,4 +34,17 @@ func testRateCounters(t *testing.T, b Backend) {
 	if old, _ := s.SyncRateCounts(c, core.RateCounts{Window: w, Counts: nil}); len(old) != 0 {
 		t.Fatalf("old window kept: %v", old)
 	}
+	// An hourly limiter's windows (the sightings') live beside the
+	// minutes': neither forgets the other's.
+	const h = 494_000
+	if totals, _ := s.SyncRateCounts(c, core.RateCounts{Window: h, Counts: map[string]int64{"sightings:u1": 5}}); totals["sightings:u1"] != 5 {
+		t.Fatalf("hour window: %v", totals)
+	}
+	s.SyncRateCounts(c, core.RateCounts{Window: w + 3, Counts: map[string]int64{"token:a": 1}})
+	if totals, _ := s.SyncRateCounts(c, core.RateCounts{Window: h, Counts: map[string]int64{"sightings:u1": 1}}); totals["sightings:u1"] != 6 {
+		t.Fatalf("a minute sync forgot the hour window: %v", totals)
+	}
+	if totals, _ := s.SyncRateCounts(c, core.RateCounts{Window: w + 3, Counts: nil}); totals["token:a"] != 1 {
+		t.Fatalf("an hour sync forgot the minute window: %v", totals)
+	}
 }

@@ -35,7 +35,7 @@ func testSightings(t *testing.T, b Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.AddSightings(c, []core.Sighting{sg})
+		out, err := s.AddSightings(c, core.SightingBatch{Sightings: []core.Sighting{sg}})
 		switch {
 		case err != nil:
 			return err
@@ -74,7 +74,7 @@ func testSightings(t *testing.T, b Backend) {
 		}
 		batch = append(batch, sg)
 	}
-	out, err := s.AddSightings(c, batch)
+	out, err := s.AddSightings(c, core.SightingBatch{Sightings: batch})
 	if err != nil || fmt.Sprint(out) != fmt.Sprint([]string{core.SightingAdded, core.SightingNotFound, core.SightingAdded, core.SightingConflict}) {
 		t.Fatalf("a batch: %v %v", out, err)
 	}
@@ -151,5 +151,37 @@ func testSightings(t *testing.T, b Backend) {
 	}
 	if _, err := s.ListSightings(c, core.SightingQuery{ThreatID: ids[0], Limit: 10, Cursor: "nonsense"}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("a bad cursor: %v", err)
+	}
+	// Counts by page, all or changed since a time (what every daemon's
+	// copy of the counts re-reads).
+	page, err := s.SightingCountsPage(c, core.SightingCountsQuery{Limit: 10})
+	if err != nil || len(page) != 1 || page[0].ThreatID != ids[0] || page[0].Seen != got.Seen || page[0].UpdatedAt.IsZero() ||
+		page[0].UpdatedAt.Before(now().Add(-time.Minute)) || page[0].UpdatedAt.After(now().Add(time.Minute)) {
+		t.Fatalf("all counts: %+v %v", page, err)
+	}
+	changed := page[0].UpdatedAt
+	for _, q := range []struct {
+		q    core.SightingCountsQuery
+		want int
+	}{
+		{core.SightingCountsQuery{Since: changed, Limit: 10}, 1},
+		{core.SightingCountsQuery{Since: changed.Add(time.Second), Limit: 10}, 0},
+		{core.SightingCountsQuery{After: ids[0], Limit: 10}, 0},
+		{core.SightingCountsQuery{Since: changed.Add(-time.Hour), After: "", Limit: 1}, 1},
+	} {
+		if rows, err := s.SightingCountsPage(c, q.q); err != nil || len(rows) != q.want {
+			t.Fatalf("counts %+v: %+v %v", q.q, rows, err)
+		}
+	}
+	if _, err := s.SightingCountsPage(c, core.SightingCountsQuery{}); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("counts without a limit: %v", err)
+	}
+	// A later sighting moves the change time.
+	time.Sleep(5 * time.Millisecond)
+	if err := s.AddSeen(c, []core.SeenCount{{ThreatID: ids[0], Source: core.SightingSourceFirewall, Count: 1, At: now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := s.SightingCountsPage(c, core.SightingCountsQuery{Since: changed.Add(time.Millisecond), Limit: 10}); err != nil || len(rows) != 1 || rows[0].Seen != got.Seen+1 {
+		t.Fatalf("counts changed since: %+v %v", rows, err)
 	}
 }

@@ -68,6 +68,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Webhooks", testWebhooks},
 		{"Firewall", testFirewall},
 		{"Sightings", testSightings},
+		{"Disputes", testDisputes},
 		{"Browse", testBrowse},
 		{"AccountChanges", testAccountChanges},
 		{"DerivedIndicators", testDerivedIndicators},

@@ -49,8 +49,11 @@ type Observer interface {
 
 // Dispatcher runs the delivery loop of a daemon.
 type Dispatcher struct {
-	Store  core.Store
-	Policy core.RetryPolicy
+	Store core.Store
+	// Community says what the community says of a report as its event is
+	// delivered (nil: nothing).
+	Community core.Communities
+	Policy    core.RetryPolicy
 	// Timeout bounds one attempt: connection, TLS, request and answer.
 	Timeout      time.Duration
 	AllowPrivate bool
@@ -320,7 +323,7 @@ func (d *Dispatcher) body(ctx context.Context, dl core.Delivery) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading report %s: %w", dl.ThreatID, err)
 	}
-	return json.Marshal(Envelope{Type: core.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: record.Public(t)})
+	return json.Marshal(Envelope{Type: core.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: record.Public(t, core.CommunityOf(d.Community, t))})
 }
 
 // attempt makes one delivery attempt and records its outcome.

@@ -16,6 +16,7 @@ package pluginv2
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -262,9 +263,11 @@ func (x *ExportParams) GetService() string {
 }
 
 type ExportRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Threat        *Threat                `protobuf:"bytes,1,opt,name=threat,proto3" json:"threat,omitempty"`
-	Iocs          []*IOC                 `protobuf:"bytes,2,rep,name=iocs,proto3" json:"iocs,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Threat *Threat                `protobuf:"bytes,1,opt,name=threat,proto3" json:"threat,omitempty"`
+	Iocs   []*IOC                 `protobuf:"bytes,2,rep,name=iocs,proto3" json:"iocs,omitempty"`
+	// What the community says of the report as it is exported.
+	Community     *Community `protobuf:"bytes,3,opt,name=community,proto3" json:"community,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -313,6 +316,142 @@ func (x *ExportRecord) GetIocs() []*IOC {
 	return nil
 }
 
+func (x *ExportRecord) GetCommunity() *Community {
+	if x != nil {
+		return x.Community
+	}
+	return nil
+}
+
+// A report's community signals (core.Community).
+type Community struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sightings     *SightingCounts        `protobuf:"bytes,1,opt,name=sightings,proto3" json:"sightings,omitempty"`
+	Confidence    int32                  `protobuf:"varint,2,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	Disputed      bool                   `protobuf:"varint,3,opt,name=disputed,proto3" json:"disputed,omitempty"`
+	Campaigns     []*CampaignRef         `protobuf:"bytes,4,rep,name=campaigns,proto3" json:"campaigns,omitempty"`
+	ChangedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=changed_at,json=changedAt,proto3" json:"changed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Community) Reset() {
+	*x = Community{}
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Community) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Community) ProtoMessage() {}
+
+func (x *Community) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Community.ProtoReflect.Descriptor instead.
+func (*Community) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Community) GetSightings() *SightingCounts {
+	if x != nil {
+		return x.Sightings
+	}
+	return nil
+}
+
+func (x *Community) GetConfidence() int32 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
+}
+
+func (x *Community) GetDisputed() bool {
+	if x != nil {
+		return x.Disputed
+	}
+	return false
+}
+
+func (x *Community) GetCampaigns() []*CampaignRef {
+	if x != nil {
+		return x.Campaigns
+	}
+	return nil
+}
+
+func (x *Community) GetChangedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ChangedAt
+	}
+	return nil
+}
+
+type CampaignRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignRef) Reset() {
+	*x = CampaignRef{}
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignRef) ProtoMessage() {}
+
+func (x *CampaignRef) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
+func (*CampaignRef) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CampaignRef) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CampaignRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type DocumentChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ContentType   string                 `protobuf:"bytes,1,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
@@ -323,7 +462,7 @@ type DocumentChunk struct {
 
 func (x *DocumentChunk) Reset() {
 	*x = DocumentChunk{}
-	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[5]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +474,7 @@ func (x *DocumentChunk) String() string {
 func (*DocumentChunk) ProtoMessage() {}
 
 func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[5]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +487,7 @@ func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentChunk.ProtoReflect.Descriptor instead.
 func (*DocumentChunk) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{5}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DocumentChunk) GetContentType() string {
@@ -369,7 +508,7 @@ var File_plugins_proto_v2_exporter_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v2_exporter_proto_rawDesc = "" +
 	"\n" +
-	"\x1fplugins/proto/v2/exporter.proto\x12\x11threatd.plugin.v2\x1a\x1eplugins/proto/v2/storage.proto\"\x15\n" +
+	"\x1fplugins/proto/v2/exporter.proto\x12\x11threatd.plugin.v2\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1eplugins/proto/v2/storage.proto\"\x15\n" +
 	"\x13ExporterInfoRequest\"D\n" +
 	"\fExporterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
@@ -385,10 +524,23 @@ const file_plugins_proto_v2_exporter_proto_rawDesc = "" +
 	"\n" +
 	"QueryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"m\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa9\x01\n" +
 	"\fExportRecord\x121\n" +
 	"\x06threat\x18\x01 \x01(\v2\x19.threatd.plugin.v2.ThreatR\x06threat\x12*\n" +
-	"\x04iocs\x18\x02 \x03(\v2\x16.threatd.plugin.v2.IOCR\x04iocs\"F\n" +
+	"\x04iocs\x18\x02 \x03(\v2\x16.threatd.plugin.v2.IOCR\x04iocs\x12:\n" +
+	"\tcommunity\x18\x03 \x01(\v2\x1c.threatd.plugin.v2.CommunityR\tcommunity\"\x81\x02\n" +
+	"\tCommunity\x12?\n" +
+	"\tsightings\x18\x01 \x01(\v2!.threatd.plugin.v2.SightingCountsR\tsightings\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x02 \x01(\x05R\n" +
+	"confidence\x12\x1a\n" +
+	"\bdisputed\x18\x03 \x01(\bR\bdisputed\x12<\n" +
+	"\tcampaigns\x18\x04 \x03(\v2\x1e.threatd.plugin.v2.CampaignRefR\tcampaigns\x129\n" +
+	"\n" +
+	"changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tchangedAt\"1\n" +
+	"\vCampaignRef\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"F\n" +
 	"\rDocumentChunk\x12!\n" +
 	"\fcontent_type\x18\x01 \x01(\tR\vcontentType\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data2\xab\x01\n" +
@@ -408,33 +560,41 @@ func file_plugins_proto_v2_exporter_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_exporter_proto_rawDescData
 }
 
-var file_plugins_proto_v2_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_plugins_proto_v2_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_plugins_proto_v2_exporter_proto_goTypes = []any{
-	(*ExporterInfoRequest)(nil), // 0: threatd.plugin.v2.ExporterInfoRequest
-	(*ExporterInfo)(nil),        // 1: threatd.plugin.v2.ExporterInfo
-	(*ExportInput)(nil),         // 2: threatd.plugin.v2.ExportInput
-	(*ExportParams)(nil),        // 3: threatd.plugin.v2.ExportParams
-	(*ExportRecord)(nil),        // 4: threatd.plugin.v2.ExportRecord
-	(*DocumentChunk)(nil),       // 5: threatd.plugin.v2.DocumentChunk
-	nil,                         // 6: threatd.plugin.v2.ExportParams.QueryEntry
-	(*Threat)(nil),              // 7: threatd.plugin.v2.Threat
-	(*IOC)(nil),                 // 8: threatd.plugin.v2.IOC
+	(*ExporterInfoRequest)(nil),   // 0: threatd.plugin.v2.ExporterInfoRequest
+	(*ExporterInfo)(nil),          // 1: threatd.plugin.v2.ExporterInfo
+	(*ExportInput)(nil),           // 2: threatd.plugin.v2.ExportInput
+	(*ExportParams)(nil),          // 3: threatd.plugin.v2.ExportParams
+	(*ExportRecord)(nil),          // 4: threatd.plugin.v2.ExportRecord
+	(*Community)(nil),             // 5: threatd.plugin.v2.Community
+	(*CampaignRef)(nil),           // 6: threatd.plugin.v2.CampaignRef
+	(*DocumentChunk)(nil),         // 7: threatd.plugin.v2.DocumentChunk
+	nil,                           // 8: threatd.plugin.v2.ExportParams.QueryEntry
+	(*Threat)(nil),                // 9: threatd.plugin.v2.Threat
+	(*IOC)(nil),                   // 10: threatd.plugin.v2.IOC
+	(*SightingCounts)(nil),        // 11: threatd.plugin.v2.SightingCounts
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_exporter_proto_depIdxs = []int32{
-	3, // 0: threatd.plugin.v2.ExportInput.params:type_name -> threatd.plugin.v2.ExportParams
-	4, // 1: threatd.plugin.v2.ExportInput.record:type_name -> threatd.plugin.v2.ExportRecord
-	6, // 2: threatd.plugin.v2.ExportParams.query:type_name -> threatd.plugin.v2.ExportParams.QueryEntry
-	7, // 3: threatd.plugin.v2.ExportRecord.threat:type_name -> threatd.plugin.v2.Threat
-	8, // 4: threatd.plugin.v2.ExportRecord.iocs:type_name -> threatd.plugin.v2.IOC
-	0, // 5: threatd.plugin.v2.Exporter.Info:input_type -> threatd.plugin.v2.ExporterInfoRequest
-	2, // 6: threatd.plugin.v2.Exporter.Export:input_type -> threatd.plugin.v2.ExportInput
-	1, // 7: threatd.plugin.v2.Exporter.Info:output_type -> threatd.plugin.v2.ExporterInfo
-	5, // 8: threatd.plugin.v2.Exporter.Export:output_type -> threatd.plugin.v2.DocumentChunk
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	3,  // 0: threatd.plugin.v2.ExportInput.params:type_name -> threatd.plugin.v2.ExportParams
+	4,  // 1: threatd.plugin.v2.ExportInput.record:type_name -> threatd.plugin.v2.ExportRecord
+	8,  // 2: threatd.plugin.v2.ExportParams.query:type_name -> threatd.plugin.v2.ExportParams.QueryEntry
+	9,  // 3: threatd.plugin.v2.ExportRecord.threat:type_name -> threatd.plugin.v2.Threat
+	10, // 4: threatd.plugin.v2.ExportRecord.iocs:type_name -> threatd.plugin.v2.IOC
+	5,  // 5: threatd.plugin.v2.ExportRecord.community:type_name -> threatd.plugin.v2.Community
+	11, // 6: threatd.plugin.v2.Community.sightings:type_name -> threatd.plugin.v2.SightingCounts
+	6,  // 7: threatd.plugin.v2.Community.campaigns:type_name -> threatd.plugin.v2.CampaignRef
+	12, // 8: threatd.plugin.v2.Community.changed_at:type_name -> google.protobuf.Timestamp
+	0,  // 9: threatd.plugin.v2.Exporter.Info:input_type -> threatd.plugin.v2.ExporterInfoRequest
+	2,  // 10: threatd.plugin.v2.Exporter.Export:input_type -> threatd.plugin.v2.ExportInput
+	1,  // 11: threatd.plugin.v2.Exporter.Info:output_type -> threatd.plugin.v2.ExporterInfo
+	7,  // 12: threatd.plugin.v2.Exporter.Export:output_type -> threatd.plugin.v2.DocumentChunk
+	11, // [11:13] is the sub-list for method output_type
+	9,  // [9:11] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_exporter_proto_init() }
@@ -453,7 +613,7 @@ func file_plugins_proto_v2_exporter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_exporter_proto_rawDesc), len(file_plugins_proto_v2_exporter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -97,9 +97,12 @@ const (
 	Storage_RecordHeld_FullMethodName           = "/threatd.plugin.v2.Storage/RecordHeld"
 	Storage_ListHeld_FullMethodName             = "/threatd.plugin.v2.Storage/ListHeld"
 	Storage_AddSightings_FullMethodName         = "/threatd.plugin.v2.Storage/AddSightings"
+	Storage_ListDisputed_FullMethodName         = "/threatd.plugin.v2.Storage/ListDisputed"
+	Storage_DisputeVotes_FullMethodName         = "/threatd.plugin.v2.Storage/DisputeVotes"
 	Storage_AddSeen_FullMethodName              = "/threatd.plugin.v2.Storage/AddSeen"
 	Storage_ListSightings_FullMethodName        = "/threatd.plugin.v2.Storage/ListSightings"
 	Storage_CountSightings_FullMethodName       = "/threatd.plugin.v2.Storage/CountSightings"
+	Storage_SightingCountsPage_FullMethodName   = "/threatd.plugin.v2.Storage/SightingCountsPage"
 )
 
 // StorageClient is the client API for Storage service.
@@ -321,8 +324,19 @@ type StorageClient interface {
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
-	// false_positive from the same user on the same report).
-	AddSightings(ctx context.Context, in *AddSightingsRequest, opts ...grpc.CallOption) (*AddSightingsReply, error)
+	// false_positive from the same user on the same report). A
+	// false-positive vote counts toward a dispute unless its user
+	// submitted the report, from the report's last decision on (the later
+	// of VerifiedAt and KeptAt); the vote that brings the count to
+	// b.DisputeVotes puts the report in dispute (Threat.DisputedAt), with a
+	// review event "dispute" and a published change ChangeDisputed.
+	AddSightings(ctx context.Context, in *SightingBatch, opts ...grpc.CallOption) (*AddSightingsReply, error)
+	// ListDisputed returns one keyset page of the reports in dispute,
+	// oldest dispute first, with their number.
+	ListDisputed(ctx context.Context, in *DisputeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListDisputedPart], error)
+	// DisputeVotes returns the false-positive votes counted toward a
+	// report's dispute now, oldest first, at most MaxDisputeVotes.
+	DisputeVotes(ctx context.Context, in *DisputeVotesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Sighting], error)
 	// AddSeen adds the daemon's own seen sightings: per report, source
 	// and UTC day one row, whose count grows. Reports that are no longer
 	// verified are skipped.
@@ -332,6 +346,9 @@ type StorageClient interface {
 	ListSightings(ctx context.Context, in *SightingQuery, opts ...grpc.CallOption) (*SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
 	CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error)
+	// SightingCountsPage returns one page of counts (q.Limit 1..MaxPage):
+	// all of them, or those changed since q.Since (SightingCountsQuery).
+	SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error)
 }
 
 type storageClient struct {
@@ -1232,7 +1249,7 @@ func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldClient = grpc.ServerStreamingClient[HeldVersion]
 
-func (c *storageClient) AddSightings(ctx context.Context, in *AddSightingsRequest, opts ...grpc.CallOption) (*AddSightingsReply, error) {
+func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opts ...grpc.CallOption) (*AddSightingsReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AddSightingsReply)
 	err := c.cc.Invoke(ctx, Storage_AddSightings_FullMethodName, in, out, cOpts...)
@@ -1241,6 +1258,44 @@ func (c *storageClient) AddSightings(ctx context.Context, in *AddSightingsReques
 	}
 	return out, nil
 }
+
+func (c *storageClient) ListDisputed(ctx context.Context, in *DisputeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListDisputedPart], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_ListDisputed_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DisputeQuery, ListDisputedPart]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListDisputedClient = grpc.ServerStreamingClient[ListDisputedPart]
+
+func (c *storageClient) DisputeVotes(ctx context.Context, in *DisputeVotesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Sighting], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_DisputeVotes_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DisputeVotesRequest, Sighting]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_DisputeVotesClient = grpc.ServerStreamingClient[Sighting]
 
 func (c *storageClient) AddSeen(ctx context.Context, in *AddSeenRequest, opts ...grpc.CallOption) (*AddSeenReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -1264,7 +1319,7 @@ func (c *storageClient) ListSightings(ctx context.Context, in *SightingQuery, op
 
 func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_CountSightings_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_CountSightings_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1280,6 +1335,25 @@ func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRe
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_CountSightingsClient = grpc.ServerStreamingClient[SightingCounts]
+
+func (c *storageClient) SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_SightingCountsPage_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SightingCountsQuery, SightingCounts]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_SightingCountsPageClient = grpc.ServerStreamingClient[SightingCounts]
 
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
@@ -1500,8 +1574,19 @@ type StorageServer interface {
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
-	// false_positive from the same user on the same report).
-	AddSightings(context.Context, *AddSightingsRequest) (*AddSightingsReply, error)
+	// false_positive from the same user on the same report). A
+	// false-positive vote counts toward a dispute unless its user
+	// submitted the report, from the report's last decision on (the later
+	// of VerifiedAt and KeptAt); the vote that brings the count to
+	// b.DisputeVotes puts the report in dispute (Threat.DisputedAt), with a
+	// review event "dispute" and a published change ChangeDisputed.
+	AddSightings(context.Context, *SightingBatch) (*AddSightingsReply, error)
+	// ListDisputed returns one keyset page of the reports in dispute,
+	// oldest dispute first, with their number.
+	ListDisputed(*DisputeQuery, grpc.ServerStreamingServer[ListDisputedPart]) error
+	// DisputeVotes returns the false-positive votes counted toward a
+	// report's dispute now, oldest first, at most MaxDisputeVotes.
+	DisputeVotes(*DisputeVotesRequest, grpc.ServerStreamingServer[Sighting]) error
 	// AddSeen adds the daemon's own seen sightings: per report, source
 	// and UTC day one row, whose count grows. Reports that are no longer
 	// verified are skipped.
@@ -1511,6 +1596,9 @@ type StorageServer interface {
 	ListSightings(context.Context, *SightingQuery) (*SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
 	CountSightings(*CountSightingsRequest, grpc.ServerStreamingServer[SightingCounts]) error
+	// SightingCountsPage returns one page of counts (q.Limit 1..MaxPage):
+	// all of them, or those changed since q.Since (SightingCountsQuery).
+	SightingCountsPage(*SightingCountsQuery, grpc.ServerStreamingServer[SightingCounts]) error
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -1725,8 +1813,14 @@ func (UnimplementedStorageServer) RecordHeld(context.Context, *RecordHeldRequest
 func (UnimplementedStorageServer) ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error {
 	return status.Error(codes.Unimplemented, "method ListHeld not implemented")
 }
-func (UnimplementedStorageServer) AddSightings(context.Context, *AddSightingsRequest) (*AddSightingsReply, error) {
+func (UnimplementedStorageServer) AddSightings(context.Context, *SightingBatch) (*AddSightingsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddSightings not implemented")
+}
+func (UnimplementedStorageServer) ListDisputed(*DisputeQuery, grpc.ServerStreamingServer[ListDisputedPart]) error {
+	return status.Error(codes.Unimplemented, "method ListDisputed not implemented")
+}
+func (UnimplementedStorageServer) DisputeVotes(*DisputeVotesRequest, grpc.ServerStreamingServer[Sighting]) error {
+	return status.Error(codes.Unimplemented, "method DisputeVotes not implemented")
 }
 func (UnimplementedStorageServer) AddSeen(context.Context, *AddSeenRequest) (*AddSeenReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddSeen not implemented")
@@ -1736,6 +1830,9 @@ func (UnimplementedStorageServer) ListSightings(context.Context, *SightingQuery)
 }
 func (UnimplementedStorageServer) CountSightings(*CountSightingsRequest, grpc.ServerStreamingServer[SightingCounts]) error {
 	return status.Error(codes.Unimplemented, "method CountSightings not implemented")
+}
+func (UnimplementedStorageServer) SightingCountsPage(*SightingCountsQuery, grpc.ServerStreamingServer[SightingCounts]) error {
+	return status.Error(codes.Unimplemented, "method SightingCountsPage not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -2811,7 +2908,7 @@ func _Storage_ListHeld_Handler(srv interface{}, stream grpc.ServerStream) error 
 type Storage_ListHeldServer = grpc.ServerStreamingServer[HeldVersion]
 
 func _Storage_AddSightings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(AddSightingsRequest)
+	in := new(SightingBatch)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -2823,10 +2920,32 @@ func _Storage_AddSightings_Handler(srv interface{}, ctx context.Context, dec fun
 		FullMethod: Storage_AddSightings_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(StorageServer).AddSightings(ctx, req.(*AddSightingsRequest))
+		return srv.(StorageServer).AddSightings(ctx, req.(*SightingBatch))
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Storage_ListDisputed_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DisputeQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListDisputed(m, &grpc.GenericServerStream[DisputeQuery, ListDisputedPart]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListDisputedServer = grpc.ServerStreamingServer[ListDisputedPart]
+
+func _Storage_DisputeVotes_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DisputeVotesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).DisputeVotes(m, &grpc.GenericServerStream[DisputeVotesRequest, Sighting]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_DisputeVotesServer = grpc.ServerStreamingServer[Sighting]
 
 func _Storage_AddSeen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AddSeenRequest)
@@ -2874,6 +2993,17 @@ func _Storage_CountSightings_Handler(srv interface{}, stream grpc.ServerStream) 
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_CountSightingsServer = grpc.ServerStreamingServer[SightingCounts]
+
+func _Storage_SightingCountsPage_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SightingCountsQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).SightingCountsPage(m, &grpc.GenericServerStream[SightingCountsQuery, SightingCounts]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_SightingCountsPageServer = grpc.ServerStreamingServer[SightingCounts]
 
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -3193,8 +3323,23 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 		},
 		{
+			StreamName:    "ListDisputed",
+			Handler:       _Storage_ListDisputed_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "DisputeVotes",
+			Handler:       _Storage_DisputeVotes_Handler,
+			ServerStreams: true,
+		},
+		{
 			StreamName:    "CountSightings",
 			Handler:       _Storage_CountSightings_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SightingCountsPage",
+			Handler:       _Storage_SightingCountsPage_Handler,
 			ServerStreams: true,
 		},
 	},
