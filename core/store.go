@@ -47,6 +47,8 @@ type Store interface {
 	WebhookStore
 	FirewallStore
 	SightingStore
+	ReputationStore
+	CampaignStore
 }
 
 // ReportStore keeps reports through submission, review and revision.
@@ -83,6 +85,9 @@ type ReportStore interface {
 	// ReviewThreat applies a review decision through the state machine and
 	// keeps it as a review event.
 	ReviewThreat(ctx context.Context, r Review) (Threat, error)
+	// RecordDuplicate counts a submission refused as a duplicate on its
+	// submitter's record (a reputation event of 0 points).
+	RecordDuplicate(ctx context.Context, d Duplicate) error
 	// ReviewEvents returns a report's review events, oldest first.
 	ReviewEvents(ctx context.Context, threatID string) ([]ReviewEvent, error)
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -121,6 +122,14 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 		HourlyLimit:    r.HourlyLimit(p.User),
 		Now:            now,
 	}})
+	var dup *ConflictError
+	if errors.As(err, &dup) && dup.What == "threat" && dup.Meta["id"] != "" {
+		// A duplicate earns nothing and is counted on the submitter's
+		// record (docs/community.md); the 409 stands whatever happens here.
+		if rerr := r.store.RecordDuplicate(ctx, Duplicate{UserID: p.User.ID, ThreatID: dup.Meta["id"], At: now}); rerr != nil {
+			return Threat{}, fmt.Errorf("%w (and counting it failed: %v)", err, rerr)
+		}
+	}
 	if err != nil {
 		return Threat{}, err
 	}

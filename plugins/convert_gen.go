@@ -470,6 +470,27 @@ func reviewFromPB(m *pb.Review) core.Review {
 	}
 }
 
+// duplicateToPB sends a core.Duplicate.
+func duplicateToPB(v core.Duplicate) *pb.Duplicate {
+	return &pb.Duplicate{
+		UserID:   v.UserID,
+		ThreatID: v.ThreatID,
+		At:       ts(v.At),
+	}
+}
+
+// duplicateFromPB reads a core.Duplicate (a nil message is the zero value).
+func duplicateFromPB(m *pb.Duplicate) core.Duplicate {
+	if m == nil {
+		return core.Duplicate{}
+	}
+	return core.Duplicate{
+		UserID:   m.UserID,
+		ThreatID: m.ThreatID,
+		At:       fromTS(m.At),
+	}
+}
+
 // reviewEventToPB sends a core.ReviewEvent.
 func reviewEventToPB(v core.ReviewEvent) *pb.ReviewEvent {
 	return &pb.ReviewEvent{
@@ -1617,6 +1638,297 @@ func sightingCountsQueryFromPB(m *pb.SightingCountsQuery) core.SightingCountsQue
 	}
 }
 
+// reputationToPB sends a core.Reputation.
+func reputationToPB(v core.Reputation) *pb.Reputation {
+	return &pb.Reputation{
+		UserID:     v.UserID,
+		Name:       v.Name,
+		Points:     v.Points,
+		Verified:   v.Verified,
+		Rejected:   v.Rejected,
+		Pending:    v.Pending,
+		Duplicates: v.Duplicates,
+	}
+}
+
+// reputationFromPB reads a core.Reputation (a nil message is the zero value).
+func reputationFromPB(m *pb.Reputation) core.Reputation {
+	if m == nil {
+		return core.Reputation{}
+	}
+	return core.Reputation{
+		UserID:     m.UserID,
+		Name:       m.Name,
+		Points:     m.Points,
+		Verified:   m.Verified,
+		Rejected:   m.Rejected,
+		Pending:    m.Pending,
+		Duplicates: m.Duplicates,
+	}
+}
+
+// leaderboardQueryToPB sends a core.LeaderboardQuery.
+func leaderboardQueryToPB(v core.LeaderboardQuery) *pb.LeaderboardQuery {
+	return &pb.LeaderboardQuery{
+		Since: ts(v.Since),
+		Limit: int64(v.Limit),
+	}
+}
+
+// leaderboardQueryFromPB reads a core.LeaderboardQuery (a nil message is the zero value).
+func leaderboardQueryFromPB(m *pb.LeaderboardQuery) core.LeaderboardQuery {
+	if m == nil {
+		return core.LeaderboardQuery{}
+	}
+	return core.LeaderboardQuery{
+		Since: fromTS(m.Since),
+		Limit: int(m.Limit),
+	}
+}
+
+// leaderboardEntryToPB sends a core.LeaderboardEntry.
+func leaderboardEntryToPB(v core.LeaderboardEntry) *pb.LeaderboardEntry {
+	return &pb.LeaderboardEntry{
+		UserID:   v.UserID,
+		Name:     v.Name,
+		Points:   v.Points,
+		Verified: v.Verified,
+	}
+}
+
+// leaderboardEntryFromPB reads a core.LeaderboardEntry (a nil message is the zero value).
+func leaderboardEntryFromPB(m *pb.LeaderboardEntry) core.LeaderboardEntry {
+	if m == nil {
+		return core.LeaderboardEntry{}
+	}
+	return core.LeaderboardEntry{
+		UserID:   m.UserID,
+		Name:     m.Name,
+		Points:   m.Points,
+		Verified: m.Verified,
+	}
+}
+
+// historyQueryToPB sends a core.HistoryQuery.
+func historyQueryToPB(v core.HistoryQuery) *pb.HistoryQuery {
+	return &pb.HistoryQuery{
+		UserID: v.UserID,
+		Limit:  int64(v.Limit),
+	}
+}
+
+// historyQueryFromPB reads a core.HistoryQuery (a nil message is the zero value).
+func historyQueryFromPB(m *pb.HistoryQuery) core.HistoryQuery {
+	if m == nil {
+		return core.HistoryQuery{}
+	}
+	return core.HistoryQuery{
+		UserID: m.UserID,
+		Limit:  int(m.Limit),
+	}
+}
+
+// reputationEventToPB sends a core.ReputationEvent.
+func reputationEventToPB(v core.ReputationEvent) *pb.ReputationEvent {
+	return &pb.ReputationEvent{
+		Kind:     v.Kind,
+		ThreatID: v.ThreatID,
+		Points:   int64(v.Points),
+		At:       ts(v.At),
+	}
+}
+
+// reputationEventFromPB reads a core.ReputationEvent (a nil message is the zero value).
+func reputationEventFromPB(m *pb.ReputationEvent) core.ReputationEvent {
+	if m == nil {
+		return core.ReputationEvent{}
+	}
+	return core.ReputationEvent{
+		Kind:     m.Kind,
+		ThreatID: m.ThreatID,
+		Points:   int(m.Points),
+		At:       fromTS(m.At),
+	}
+}
+
+// campaignToPB sends a core.Campaign.
+func campaignToPB(v core.Campaign) *pb.Campaign {
+	return &pb.Campaign{
+		ID:           v.ID,
+		Name:         v.Name,
+		Description:  v.Description,
+		Tags:         v.Tags,
+		TagsNil:      v.Tags == nil,
+		ThreatIDs:    v.ThreatIDs,
+		ThreatIDsNil: v.ThreatIDs == nil,
+		FirstSeen:    tsPtr(v.FirstSeen),
+		LastSeen:     tsPtr(v.LastSeen),
+		CreatedAt:    ts(v.CreatedAt),
+		UpdatedAt:    ts(v.UpdatedAt),
+		CreatedBy:    v.CreatedBy,
+	}
+}
+
+// campaignFromPB reads a core.Campaign (a nil message is the zero value).
+func campaignFromPB(m *pb.Campaign) core.Campaign {
+	if m == nil {
+		return core.Campaign{}
+	}
+	return core.Campaign{
+		ID:          m.ID,
+		Name:        m.Name,
+		Description: m.Description,
+		Tags:        keepNilSlice(m.TagsNil, m.Tags),
+		ThreatIDs:   keepNilSlice(m.ThreatIDsNil, m.ThreatIDs),
+		FirstSeen:   fromTSPtr(m.FirstSeen),
+		LastSeen:    fromTSPtr(m.LastSeen),
+		CreatedAt:   fromTS(m.CreatedAt),
+		UpdatedAt:   fromTS(m.UpdatedAt),
+		CreatedBy:   m.CreatedBy,
+	}
+}
+
+// campaignChangeToPB sends a core.CampaignChange.
+func campaignChangeToPB(v core.CampaignChange) *pb.CampaignChange {
+	return &pb.CampaignChange{
+		ID:          v.ID,
+		Name:        optTo(v.Name, func(v string) string { return v }),
+		Description: optTo(v.Description, func(v string) string { return v }),
+		Tags:        v.Tags,
+		TagsNil:     v.Tags == nil,
+		SetTags:     v.SetTags,
+		Add:         v.Add,
+		AddNil:      v.Add == nil,
+		Remove:      v.Remove,
+		RemoveNil:   v.Remove == nil,
+		At:          ts(v.At),
+	}
+}
+
+// campaignChangeFromPB reads a core.CampaignChange (a nil message is the zero value).
+func campaignChangeFromPB(m *pb.CampaignChange) core.CampaignChange {
+	if m == nil {
+		return core.CampaignChange{}
+	}
+	return core.CampaignChange{
+		ID:          m.ID,
+		Name:        optFrom(m.Name, func(v string) string { return v }),
+		Description: optFrom(m.Description, func(v string) string { return v }),
+		Tags:        keepNilSlice(m.TagsNil, m.Tags),
+		SetTags:     m.SetTags,
+		Add:         keepNilSlice(m.AddNil, m.Add),
+		Remove:      keepNilSlice(m.RemoveNil, m.Remove),
+		At:          fromTS(m.At),
+	}
+}
+
+// campaignQueryToPB sends a core.CampaignQuery.
+func campaignQueryToPB(v core.CampaignQuery) *pb.CampaignQuery {
+	return &pb.CampaignQuery{
+		AfterName: v.AfterName,
+		AfterID:   v.AfterID,
+		Limit:     int64(v.Limit),
+	}
+}
+
+// campaignQueryFromPB reads a core.CampaignQuery (a nil message is the zero value).
+func campaignQueryFromPB(m *pb.CampaignQuery) core.CampaignQuery {
+	if m == nil {
+		return core.CampaignQuery{}
+	}
+	return core.CampaignQuery{
+		AfterName: m.AfterName,
+		AfterID:   m.AfterID,
+		Limit:     int(m.Limit),
+	}
+}
+
+// campaignMemberToPB sends a core.CampaignMember.
+func campaignMemberToPB(v core.CampaignMember) *pb.CampaignMember {
+	return &pb.CampaignMember{
+		ThreatID: v.ThreatID,
+		Ref:      campaignRefToPB(v.Ref),
+	}
+}
+
+// campaignMemberFromPB reads a core.CampaignMember (a nil message is the zero value).
+func campaignMemberFromPB(m *pb.CampaignMember) core.CampaignMember {
+	if m == nil {
+		return core.CampaignMember{}
+	}
+	return core.CampaignMember{
+		ThreatID: m.ThreatID,
+		Ref:      campaignRefFromPB(m.Ref),
+	}
+}
+
+// indicatorGroupQueryToPB sends a core.IndicatorGroupQuery.
+func indicatorGroupQueryToPB(v core.IndicatorGroupQuery) *pb.IndicatorGroupQuery {
+	return &pb.IndicatorGroupQuery{
+		MinSize: int64(v.MinSize),
+		MaxSize: int64(v.MaxSize),
+		Limit:   int64(v.Limit),
+	}
+}
+
+// indicatorGroupQueryFromPB reads a core.IndicatorGroupQuery (a nil message is the zero value).
+func indicatorGroupQueryFromPB(m *pb.IndicatorGroupQuery) core.IndicatorGroupQuery {
+	if m == nil {
+		return core.IndicatorGroupQuery{}
+	}
+	return core.IndicatorGroupQuery{
+		MinSize: int(m.MinSize),
+		MaxSize: int(m.MaxSize),
+		Limit:   int(m.Limit),
+	}
+}
+
+// indicatorGroupToPB sends a core.IndicatorGroup.
+func indicatorGroupToPB(v core.IndicatorGroup) *pb.IndicatorGroup {
+	return &pb.IndicatorGroup{
+		Key:          v.Key,
+		ThreatIDs:    v.ThreatIDs,
+		ThreatIDsNil: v.ThreatIDs == nil,
+	}
+}
+
+// indicatorGroupFromPB reads a core.IndicatorGroup (a nil message is the zero value).
+func indicatorGroupFromPB(m *pb.IndicatorGroup) core.IndicatorGroup {
+	if m == nil {
+		return core.IndicatorGroup{}
+	}
+	return core.IndicatorGroup{
+		Key:       m.Key,
+		ThreatIDs: keepNilSlice(m.ThreatIDsNil, m.ThreatIDs),
+	}
+}
+
+// reportTextToPB sends a core.ReportText.
+func reportTextToPB(v core.ReportText) *pb.ReportText {
+	return &pb.ReportText{
+		ID:                 v.ID,
+		ResourceIdentifier: v.ResourceIdentifier,
+		Tags:               v.Tags,
+		TagsNil:            v.Tags == nil,
+		ThreatDescription:  v.ThreatDescription,
+		PayloadDescription: v.PayloadDescription,
+	}
+}
+
+// reportTextFromPB reads a core.ReportText (a nil message is the zero value).
+func reportTextFromPB(m *pb.ReportText) core.ReportText {
+	if m == nil {
+		return core.ReportText{}
+	}
+	return core.ReportText{
+		ID:                 m.ID,
+		ResourceIdentifier: m.ResourceIdentifier,
+		Tags:               keepNilSlice(m.TagsNil, m.Tags),
+		ThreatDescription:  m.ThreatDescription,
+		PayloadDescription: m.PayloadDescription,
+	}
+}
+
 // accountDeletionToPB sends a core.AccountDeletion.
 func accountDeletionToPB(v core.AccountDeletion) *pb.AccountDeletion {
 	return &pb.AccountDeletion{
@@ -1771,6 +2083,31 @@ func importRecordFromPB(m *pb.ImportRecord) core.ImportRecord {
 	return core.ImportRecord{
 		Threat:    threatFromPB(m.Threat),
 		Withdrawn: m.Withdrawn,
+	}
+}
+
+// campaignRefToPB sends a core.CampaignRef.
+func campaignRefToPB(v core.CampaignRef) *pb.CampaignRef {
+	return &pb.CampaignRef{
+		ID:          v.ID,
+		Name:        v.Name,
+		Description: v.Description,
+		CreatedAt:   ts(v.CreatedAt),
+		UpdatedAt:   ts(v.UpdatedAt),
+	}
+}
+
+// campaignRefFromPB reads a core.CampaignRef (a nil message is the zero value).
+func campaignRefFromPB(m *pb.CampaignRef) core.CampaignRef {
+	if m == nil {
+		return core.CampaignRef{}
+	}
+	return core.CampaignRef{
+		ID:          m.ID,
+		Name:        m.Name,
+		Description: m.Description,
+		CreatedAt:   fromTS(m.CreatedAt),
+		UpdatedAt:   fromTS(m.UpdatedAt),
 	}
 }
 

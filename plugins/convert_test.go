@@ -31,7 +31,7 @@ func TestCommunityCrossesThePlugin(t *testing.T) {
 	at := time.Date(2026, 11, 26, 4, 5, 6, 789000000, time.UTC)
 	c := core.Community{Confidence: 73, Disputed: true, ChangedAt: at,
 		Sightings: core.SightingCounts{ThreatID: "t1", Seen: 5, FalsePositive: 2, Expired: 1, LastSeen: at.Add(-time.Hour), UpdatedAt: at},
-		Campaigns: []core.CampaignRef{{ID: "c1", Name: "Shai-Hulud"}, {ID: "c2", Name: "é"}}}
+		Campaigns: []core.CampaignRef{{ID: "c1", Name: "Shai-Hulud", Description: "npm worm", CreatedAt: at.Add(-time.Hour), UpdatedAt: at}, {ID: "c2", Name: "é", CreatedAt: at, UpdatedAt: at}}}
 	got := recordFromPB(recordToPB(core.ExportRecord{Threat: core.Threat{ID: "t1"}, Community: c})).Community
 	if !reflect.DeepEqual(got, c) {
 		t.Fatalf("\n got %+v\nwant %+v", got, c)

@@ -228,7 +228,7 @@ func recordFromPB(r *pb.ExportRecord) ExportRecord {
 func communityToPB(c core.Community) *pb.Community {
 	m := &pb.Community{Sightings: sightingCountsToPB(c.Sightings), Confidence: int32(c.Confidence), Disputed: c.Disputed, ChangedAt: ts(c.ChangedAt)}
 	for _, ref := range c.Campaigns {
-		m.Campaigns = append(m.Campaigns, &pb.CampaignRef{Id: ref.ID, Name: ref.Name})
+		m.Campaigns = append(m.Campaigns, campaignRefToPB(ref))
 	}
 	return m
 }
@@ -239,7 +239,7 @@ func communityFromPB(m *pb.Community) core.Community {
 	}
 	c := core.Community{Sightings: sightingCountsFromPB(m.Sightings), Confidence: int(m.Confidence), Disputed: m.Disputed, ChangedAt: fromTS(m.ChangedAt)}
 	for _, ref := range m.Campaigns {
-		c.Campaigns = append(c.Campaigns, core.CampaignRef{ID: ref.Id, Name: ref.Name})
+		c.Campaigns = append(c.Campaigns, campaignRefFromPB(ref))
 	}
 	return c
 }

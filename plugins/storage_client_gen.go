@@ -292,6 +292,16 @@ func (c *StorageClient) ReviewThreat(ctx context.Context, p core.Review) (core.T
 	return threatFromPB(r), nil
 }
 
+// RecordDuplicate is core.Store's, over the plugin protocol.
+func (c *StorageClient) RecordDuplicate(ctx context.Context, p core.Duplicate) error {
+	r, err := c.conn().RecordDuplicate(ctx, duplicateToPB(p))
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
 // ReviewEvents is core.Store's, over the plugin protocol.
 func (c *StorageClient) ReviewEvents(ctx context.Context, p string) ([]core.ReviewEvent, error) {
 	var out []core.ReviewEvent
@@ -880,4 +890,152 @@ func (c *StorageClient) SightingCountsPage(ctx context.Context, p core.SightingC
 		return nil, err
 	}
 	return out, nil
+}
+
+// Reputations is core.Store's, over the plugin protocol.
+func (c *StorageClient) Reputations(ctx context.Context, p []string) ([]core.Reputation, error) {
+	var out []core.Reputation
+	stream, err := c.conn().Reputations(ctx, &pb.ReputationsRequest{UserIDs: p})
+	err = eachRecv(stream, err, func(r *pb.Reputation) error {
+		out = append(out, reputationFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Leaderboard is core.Store's, over the plugin protocol.
+func (c *StorageClient) Leaderboard(ctx context.Context, p core.LeaderboardQuery) ([]core.LeaderboardEntry, error) {
+	var out []core.LeaderboardEntry
+	stream, err := c.conn().Leaderboard(ctx, leaderboardQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.LeaderboardEntry) error {
+		out = append(out, leaderboardEntryFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReputationHistory is core.Store's, over the plugin protocol.
+func (c *StorageClient) ReputationHistory(ctx context.Context, p core.HistoryQuery) ([]core.ReputationEvent, error) {
+	var out []core.ReputationEvent
+	stream, err := c.conn().ReputationHistory(ctx, historyQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.ReputationEvent) error {
+		out = append(out, reputationEventFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UsersByName is core.Store's, over the plugin protocol.
+func (c *StorageClient) UsersByName(ctx context.Context, p string) ([]core.User, error) {
+	var out []core.User
+	stream, err := c.conn().UsersByName(ctx, &pb.UsersByNameRequest{Name: p})
+	err = eachRecv(stream, err, func(r *pb.User) error {
+		out = append(out, userFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SubmitterRecordsAll is core.Store's, over the plugin protocol.
+func (c *StorageClient) SubmitterRecordsAll(ctx context.Context) ([]core.SubmitterRecord, error) {
+	var out []core.SubmitterRecord
+	stream, err := c.conn().SubmitterRecordsAll(ctx, &pb.SubmitterRecordsAllRequest{})
+	err = eachRecv(stream, err, func(r *pb.SubmitterRecord) error {
+		out = append(out, submitterRecordFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CreateCampaign is core.Store's, over the plugin protocol.
+func (c *StorageClient) CreateCampaign(ctx context.Context, p core.Campaign) error {
+	r, err := c.conn().CreateCampaign(ctx, campaignToPB(p))
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// UpdateCampaign is core.Store's, over the plugin protocol.
+func (c *StorageClient) UpdateCampaign(ctx context.Context, p core.CampaignChange) (core.Campaign, error) {
+	var out core.Campaign
+	r, err := c.conn().UpdateCampaign(ctx, campaignChangeToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return campaignFromPB(r), nil
+}
+
+// GetCampaign is core.Store's, over the plugin protocol.
+func (c *StorageClient) GetCampaign(ctx context.Context, p string) (core.Campaign, error) {
+	var out core.Campaign
+	r, err := c.conn().GetCampaign(ctx, &pb.GetCampaignRequest{Id: p})
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return campaignFromPB(r), nil
+}
+
+// ListCampaigns is core.Store's, over the plugin protocol.
+func (c *StorageClient) ListCampaigns(ctx context.Context, p core.CampaignQuery) ([]core.Campaign, error) {
+	var out []core.Campaign
+	stream, err := c.conn().ListCampaigns(ctx, campaignQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.Campaign) error {
+		out = append(out, campaignFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CampaignMembers is core.Store's, over the plugin protocol.
+func (c *StorageClient) CampaignMembers(ctx context.Context) ([]core.CampaignMember, error) {
+	var out []core.CampaignMember
+	stream, err := c.conn().CampaignMembers(ctx, &pb.CampaignMembersRequest{})
+	err = eachRecv(stream, err, func(r *pb.CampaignMember) error {
+		out = append(out, campaignMemberFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SharedIndicatorGroups is core.Store's, over the plugin protocol.
+func (c *StorageClient) SharedIndicatorGroups(ctx context.Context, p core.IndicatorGroupQuery) ([]core.IndicatorGroup, error) {
+	var out []core.IndicatorGroup
+	stream, err := c.conn().SharedIndicatorGroups(ctx, indicatorGroupQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.IndicatorGroup) error {
+		out = append(out, indicatorGroupFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachVerifiedText is core.Store's, over the plugin protocol.
+func (c *StorageClient) EachVerifiedText(ctx context.Context, p func([]core.ReportText) error) error {
+	stream, err := c.conn().EachVerifiedText(ctx, &pb.EachVerifiedTextRequest{})
+	return eachRecv(stream, err, func(r *pb.EachVerifiedTextItem) error { return p(each(r.Value, reportTextFromPB)) })
 }

@@ -259,6 +259,12 @@ func (s *storageServer) ReviewThreat(ctx context.Context, req *pb.Review) (*pb.T
 	})
 }
 
+func (s *storageServer) RecordDuplicate(ctx context.Context, req *pb.Duplicate) (*pb.RecordDuplicateReply, error) {
+	return withStore(s, func(st core.Store) (*pb.RecordDuplicateReply, error) {
+		return &pb.RecordDuplicateReply{}, st.RecordDuplicate(ctx, duplicateFromPB(req))
+	})
+}
+
 func (s *storageServer) ReviewEvents(req *pb.ReviewEventsRequest, stream grpc.ServerStreamingServer[pb.ReviewEvent]) error {
 	ctx := stream.Context()
 	_, err := withStore(s, func(st core.Store) (struct{}, error) {
@@ -800,6 +806,172 @@ func (s *storageServer) SightingCountsPage(req *pb.SightingCountsQuery, stream g
 			}
 		}
 		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) Reputations(req *pb.ReputationsRequest, stream grpc.ServerStreamingServer[pb.Reputation]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.Reputations(ctx, req.UserIDs)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(reputationToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) Leaderboard(req *pb.LeaderboardQuery, stream grpc.ServerStreamingServer[pb.LeaderboardEntry]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.Leaderboard(ctx, leaderboardQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(leaderboardEntryToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) ReputationHistory(req *pb.HistoryQuery, stream grpc.ServerStreamingServer[pb.ReputationEvent]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.ReputationHistory(ctx, historyQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(reputationEventToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) UsersByName(req *pb.UsersByNameRequest, stream grpc.ServerStreamingServer[pb.User]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.UsersByName(ctx, req.Name)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(userToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) SubmitterRecordsAll(req *pb.SubmitterRecordsAllRequest, stream grpc.ServerStreamingServer[pb.SubmitterRecord]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.SubmitterRecordsAll(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(submitterRecordToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) CreateCampaign(ctx context.Context, req *pb.Campaign) (*pb.CreateCampaignReply, error) {
+	return withStore(s, func(st core.Store) (*pb.CreateCampaignReply, error) {
+		return &pb.CreateCampaignReply{}, st.CreateCampaign(ctx, campaignFromPB(req))
+	})
+}
+
+func (s *storageServer) UpdateCampaign(ctx context.Context, req *pb.CampaignChange) (*pb.Campaign, error) {
+	return withStore(s, func(st core.Store) (*pb.Campaign, error) {
+		r, err := st.UpdateCampaign(ctx, campaignChangeFromPB(req))
+		return campaignToPB(r), err
+	})
+}
+
+func (s *storageServer) GetCampaign(ctx context.Context, req *pb.GetCampaignRequest) (*pb.Campaign, error) {
+	return withStore(s, func(st core.Store) (*pb.Campaign, error) {
+		r, err := st.GetCampaign(ctx, req.Id)
+		return campaignToPB(r), err
+	})
+}
+
+func (s *storageServer) ListCampaigns(req *pb.CampaignQuery, stream grpc.ServerStreamingServer[pb.Campaign]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.ListCampaigns(ctx, campaignQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(campaignToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) CampaignMembers(req *pb.CampaignMembersRequest, stream grpc.ServerStreamingServer[pb.CampaignMember]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.CampaignMembers(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(campaignMemberToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) SharedIndicatorGroups(req *pb.IndicatorGroupQuery, stream grpc.ServerStreamingServer[pb.IndicatorGroup]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.SharedIndicatorGroups(ctx, indicatorGroupQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(indicatorGroupToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) EachVerifiedText(req *pb.EachVerifiedTextRequest, stream grpc.ServerStreamingServer[pb.EachVerifiedTextItem]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		return struct{}{}, st.EachVerifiedText(ctx, func(a0 []core.ReportText) error {
+			return stream.Send(&pb.EachVerifiedTextItem{Value: each(a0, reportTextToPB)})
+		})
 	})
 	return err
 }

@@ -66,8 +66,19 @@ func NewBundle(records []Record, o Options) Bundle {
 	}
 	objects := SharedObjects(o.Service)
 	var keys []string
+	// A campaign's object comes once, however many of its reports the
+	// bundle holds.
+	campaigns := map[string]bool{}
 	for _, r := range records {
-		objects = append(objects, RecordObjects(r, o.Service)...)
+		for _, obj := range RecordObjects(r, o.Service) {
+			if obj["type"] == "campaign" {
+				if campaigns[obj["id"].(string)] {
+					continue
+				}
+				campaigns[obj["id"].(string)] = true
+			}
+			objects = append(objects, obj)
+		}
 		keys = append(keys, r.Threat.ID+"@"+fmt.Sprint(r.Threat.Revision))
 	}
 	sort.Strings(keys)
@@ -175,6 +186,7 @@ func mapRecord(r Record, identity string) []Object {
 	out := []Object{malware}
 	if !revoked {
 		out = communityObjects(out, r, malware, identity)
+		out = campaignObjects(out, r, malware, identity)
 	}
 	for _, x := range r.IOCs {
 		pattern, ok := Pattern(x)
@@ -243,6 +255,29 @@ func communityObjects(out []Object, r Record, malware Object, identity string) [
 		o["last_seen"] = stamp(s.LastSeen)
 	}
 	return append(out, o)
+}
+
+// campaignObjects adds each campaign of a published report (a campaign
+// object, the same in every record that names it) and the malware's
+// attributed-to relationship to it.
+func campaignObjects(out []Object, r Record, malware Object, identity string) []Object {
+	for _, c := range r.Community.Campaigns {
+		cid := id("campaign", c.ID)
+		created, modified := stamp(c.CreatedAt), stamp(c.UpdatedAt)
+		if modified < created {
+			modified = created
+		}
+		camp := Object{"type": "campaign", "spec_version": "2.1", "id": cid, "created": created, "modified": modified,
+			"created_by_ref": identity, "object_marking_refs": []string{TLPWhite}, "name": c.Name}
+		if c.Description != "" {
+			camp["description"] = c.Description
+		}
+		rel := Object{"type": "relationship", "spec_version": "2.1", "id": id("relationship", malware["id"].(string), "attributed-to", cid),
+			"created": created, "modified": modified, "created_by_ref": identity, "object_marking_refs": []string{TLPWhite},
+			"relationship_type": "attributed-to", "source_ref": malware["id"], "target_ref": cid}
+		out = append(out, camp, rel)
+	}
+	return out
 }
 
 // times says how often: "once", "3 times".

@@ -85,9 +85,37 @@ func TestCommunityObjects(t *testing.T) {
 			t.Errorf("a sighting without sightings: %v", o)
 		}
 	}
+	// Campaigns: a campaign object and the malware attributed to it, the
+	// campaign once in a bundle of two of its reports.
+	r.Community.Campaigns = []core.CampaignRef{{ID: "8d1c4f7e-0a3b-4c5d-9e6f-7a8b9c0d1e2f", Name: "Shai-Hulud", Description: "An npm worm",
+		CreatedAt: *at("2026-09-15T00:00:00Z"), UpdatedAt: *at("2026-09-16T00:00:00Z")}}
+	other := r
+	other.Threat.ID = "7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+	b, err = NewBundle([]Record{r, other}, Options{BundleKey: "campaign"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Validate(t, b)
+	var bundle Bundle
+	json.Unmarshal(b, &bundle)
+	camps, rels := 0, 0
+	for _, o := range bundle.Objects {
+		switch {
+		case o["type"] == "campaign":
+			camps++
+			if o["name"] != "Shai-Hulud" || o["modified"] != "2026-09-16T00:00:00.000Z" {
+				t.Errorf("campaign %v", o)
+			}
+		case o["relationship_type"] == "attributed-to":
+			rels++
+		}
+	}
+	if camps != 1 || rels != 2 {
+		t.Errorf("%d campaign objects and %d attributed-to relationships, want 1 and 2", camps, rels)
+	}
 	r.Threat.Status = core.StatusRejected
 	for _, o := range RecordObjects(r, "threatd") {
-		if o["type"] == "sighting" || o["confidence"] != nil && o["type"] == "malware" {
+		if o["type"] == "sighting" || o["type"] == "campaign" || o["confidence"] != nil && o["type"] == "malware" {
 			t.Errorf("a withdrawn report's %s carries community signals: %v", o["type"], o)
 		}
 	}

@@ -53,6 +53,9 @@ var copyTables = []copyTable{
 	table[heldRow]("firewall_held", "ecosystem, name, version", ""),
 	table[sightingRow]("sightings", "id", ""),
 	table[sightingCountRow]("sighting_counts", "threat_id", ""),
+	table[reputationRow]("reputation_events", "id", ""),
+	table[campaignRow]("campaigns", "id", ""),
+	table[campaignThreatRow]("campaign_threats", "campaign_id, threat_id", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

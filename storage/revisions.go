@@ -137,6 +137,11 @@ func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (co
 				return err
 			}
 			rev.State, action = core.RevisionApproved, "approve-revision"
+			if rev.AuthorID != nil {
+				if err := earn(ctx, tx, "revision:"+rev.ID, *rev.AuthorID, row.ID, core.ReputationRevision, core.PointsRevision, d.At); err != nil {
+					return err
+				}
+			}
 		} else {
 			rev.State = core.RevisionRejected
 		}

@@ -217,7 +217,8 @@ func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, e
 		if r.Decision == core.DecisionKeep {
 			return s.keep(ctx, tx, &row, r)
 		}
-		if row.DisputedAt != nil {
+		wasDisputed := row.DisputedAt != nil
+		if wasDisputed {
 			// A withdrawal decides the dispute.
 			if err := closeDispute(ctx, tx, &row, r.At); err != nil {
 				return err
@@ -239,6 +240,9 @@ func (s *Store) ReviewThreat(ctx context.Context, r core.Review) (core.Threat, e
 		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Action: string(r.Decision), FromStatus: &fs, ToStatus: &ts,
 			ActorID: str(r.ActorID), ActorName: r.ActorName, Note: str(r.Note), At: r.At}
 		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+			return err
+		}
+		if err := reviewPoints(ctx, tx, row, from, to, wasDisputed, r.At); err != nil {
 			return err
 		}
 		tx.record(core.EntityThreat, row.ID, string(r.Decision), r.At)

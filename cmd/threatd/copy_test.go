@@ -6,13 +6,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun/driver/pgdriver"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/storage/pgtest"
 )
 
-var copiedTables = []string{"users", "api_tokens", "threats", "threat_details", "threat_revisions", "review_events", "changes"}
+var copiedTables = []string{"users", "api_tokens", "threats", "threat_details", "threat_revisions", "review_events", "changes", "reputation_events"}
 
 func TestCopyStorageSQLiteToPostgres(t *testing.T) {
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
@@ -25,7 +27,13 @@ func TestCopyStorageSQLiteToPostgres(t *testing.T) {
 	d.do("PUT", base+"/modify-threat-report", other, fmt.Sprintf(`{"threat_id":%q,"publisher":"mallory"}`, verified)).expect(t, 200, "")
 	q := checkPath("purl", "pkg:npm/copy-me@1.0.0")
 	var before response
-	eventually(t, "verified", func() bool { before = d.do("GET", q, tok, ""); return before.body["malicious"] == true })
+	// Verified, and its submitter's record counted in its confidence.
+	confidence := float64(core.Confidence(core.ConfidenceInput{Record: core.SubmitterRecord{Verified: 1}.Score()}))
+	waitFor(t, "verified", 10*time.Second, func() bool {
+		before = d.do("GET", q, tok, "")
+		det, _ := before.body["details"].(map[string]any)
+		return before.body["malicious"] == true && det["confidence"] == confidence
+	})
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}

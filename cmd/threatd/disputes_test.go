@@ -37,8 +37,14 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 		m, _ := d.do("GET", check, voters[0], "").body["details"].(map[string]any)
 		return m
 	}
+	// Its submitter's record (one verified report) counts in its
+	// confidence once each daemon has read it.
+	record := core.SubmitterRecord{Verified: 1}.Score()
 	for _, d := range []*daemon{a, b} {
-		eventually(t, "the report verified", func() bool { return details(d) != nil })
+		waitFor(t, "the report verified, its submitter's record read", 10*time.Second, func() bool {
+			m := details(d)
+			return m != nil && m["confidence"] == float64(core.Confidence(core.ConfidenceInput{Record: record}))
+		})
 	}
 	vote := func(d *daemon, tok, note string) response {
 		return d.do("POST", base+"/sightings", tok, fmt.Sprintf(`{"threat_id":%q,"type":"false_positive","note":%q}`, id, note))
@@ -61,7 +67,7 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 	if r := vote(b, voters[2], "a **false** positive"); r.code != 201 {
 		t.Fatalf("third counted vote: %d %s", r.code, r.raw)
 	}
-	disputed := float64(core.Confidence(core.ConfidenceInput{Votes: 3, Disputed: true}))
+	disputed := float64(core.Confidence(core.ConfidenceInput{Votes: 3, Disputed: true, Record: record}))
 	for name, d := range map[string]*daemon{"a": a, "b": b} {
 		eventually(t, "daemon "+name+" shows the dispute", func() bool {
 			m := details(d)
@@ -84,7 +90,7 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 		t.Fatalf("keep without a note: %d %s", r.code, r.stderr)
 	}
 	in.mustCLI("review", "keep", id, "--note", "the payload is real: see the evidence")
-	base50 := float64(core.Confidence(core.ConfidenceInput{}))
+	base50 := float64(core.Confidence(core.ConfidenceInput{Record: record}))
 	for name, d := range map[string]*daemon{"a": a, "b": b} {
 		eventually(t, "daemon "+name+" shows the dispute closed", func() bool {
 			m := details(d)
@@ -108,7 +114,7 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 		t.Fatalf("a new voter: %d", r.code)
 	}
 	time.Sleep(2 * freshness)
-	if m := details(b); m["disputed"] != false || m["confidence"] != float64(core.Confidence(core.ConfidenceInput{Votes: 1})) {
+	if m := details(b); m["disputed"] != false || m["confidence"] != float64(core.Confidence(core.ConfidenceInput{Votes: 1, Record: record})) {
 		t.Fatalf("after one new vote: disputed %v confidence %v", m["disputed"], m["confidence"])
 	}
 	if list := in.mustCLI("review", "list"); strings.Contains(list, "DISPUTED") {

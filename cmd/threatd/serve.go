@@ -71,15 +71,16 @@ func serve(cmd *cobra.Command, _ []string) error {
 		defer idx.CloseSpill()
 	}
 	principals := index.NewPrincipals(core.NewAccounts(e.store), cfg.Cache.Freshness)
-	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log}
+	// The community signals every record carries (sighting counts,
+	// disputes, submitters' records, campaigns), read as often as the
+	// change feed, whose review decisions move submitters' records.
+	signals := community.New(e.store, log)
+	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, OnThreats: signals.ReportsChanged}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	// The follower runs from the start: token and user changes apply to the
 	// principal cache while the index loads; threat changes once it is loaded.
 	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
-	// The community signals (sighting counts) every record carries, read
-	// as often as the change feed.
-	signals := community.New(e.store, log)
 	go signals.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
 	metrics.Watch(idx, follower.Lag)
 	if cfg.Metrics.Listen != "" {
@@ -186,6 +187,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	seen := sightings.New(ctx, e.store, log)
 	defer seen.Wait(10 * time.Second)
 	if fw != nil {
+		fw.Policy.SetCommunity(signals) // refusals name the reports' campaigns
 		fw.Recorder = firewall.NewRecorder(ctx, e.store, cfg.Firewall.DecisionsKeep, log)
 		fw.Recorder.Seen = seen
 		fw.Recorder.Counted = metrics.FirewallDecision

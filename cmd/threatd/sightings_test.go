@@ -141,8 +141,9 @@ func TestSightings(t *testing.T) {
 	})
 
 	t.Run("counts in every record and format", func(t *testing.T) {
-		// 1+2+3 seen by people and 5 by scans; one false-positive vote.
-		wantConfidence := float64(core.Confidence(core.ConfidenceInput{Seen: 11, Votes: 1}))
+		// 1+2+3 seen by people and 5 by scans; one false-positive vote; a
+		// submitter with one verified report.
+		wantConfidence := float64(core.Confidence(core.ConfidenceInput{Seen: 11, Votes: 1, Record: core.SubmitterRecord{Verified: 1}.Score()}))
 		counts := func(where string, rec map[string]any) bool {
 			s, _ := rec["sightings"].(map[string]any)
 			if s == nil || s["seen"] != 11.0 || s["false_positive"] != 1.0 || s["expired"] != 0.0 || s["last_seen"] == nil {
@@ -154,9 +155,11 @@ func TestSightings(t *testing.T) {
 			return true
 		}
 		check := "/check-malicious?report_type=package&resource_identifier=sighted-pkg&ecosystem=npm"
-		eventually(t, "the counts in check-malicious", func() bool {
+		// Counted at once by the daemon that stored them; the submitter's
+		// record within the records' refresh.
+		waitFor(t, "the counts and confidence in check-malicious", 10*time.Second, func() bool {
 			details, _ := d.do("GET", base+check, paid, "").body["details"].(map[string]any)
-			return counts("check", details)
+			return details != nil && details["confidence"] == wantConfidence && counts("check", details)
 		})
 		// The reviewer's record is rendered from the report, not the index's copy.
 		if details, _ := d.do("GET", base+check, reviewer, "").body["details"].(map[string]any); !counts("check as a reviewer", details) {

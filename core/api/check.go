@@ -80,7 +80,7 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 	}
 	out.Malicious = true
 	if res.Answer != nil && !(res.Contact && core.ContactVisibleTo(res.Submitter, viewer)) {
-		out.Details = json.RawMessage(record.Splice(res.Answer, s.opts.Community.Of(res.ID)))
+		out.Details = json.RawMessage(record.Splice(res.Answer, s.opts.Community.Of(res.ID, res.Submitter)))
 		return out, nil
 	}
 	t := res.Latest

@@ -57,7 +57,7 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 		case firewall.Metadata:
 			if every := v.BlocksEvery(); rt.RefuseEvery && len(every) > 0 && p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
 				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", core.RuleMalicious, time.Now()) {
-				return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
+				return p.refuseAs(c, rt, p.opts.Policy.Blocked(reg, rt.Name, "", every))
 			}
 			decidedBy, render := p.metadata(a, rt, v, up)
 			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, render)
@@ -264,7 +264,7 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		return p.stream(c, reg, up+"/"+vd.VersionPath(rt.Name, best), typeJSON)
 	}
 	if every := v.BlocksEvery(); len(every) > 0 {
-		return p.refuseAs(c, rt, &firewall.Blocked{Registry: reg, Name: rt.Name, Threats: every})
+		return p.refuseAs(c, rt, p.opts.Policy.Blocked(reg, rt.Name, "", every))
 	}
 	if ver != "" {
 		return p.refuseRuling(c, rt, v, ver, r)

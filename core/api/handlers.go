@@ -110,7 +110,21 @@ func (s *Server) account(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	rep := core.Reputation{}
+	if p.User.ID != "" {
+		reps, err := s.store.Reputations(c.Request().Context(), []string{p.User.ID})
+		if err != nil {
+			return err
+		}
+		if len(reps) == 1 {
+			rep = reps[0]
+		}
+	}
 	return c.JSON(http.StatusOK, map[string]any{
+		"points":           rep.Points,
+		"verified":         rep.Verified,
+		"rejected":         rep.Rejected,
+		"duplicates":       rep.Duplicates,
 		"paid_calls_today": usage,
 		"email":            p.User.Email,
 		"name":             p.User.Name,

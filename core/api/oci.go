@@ -440,7 +440,7 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) bool {
 	req.Name = core.ImagePath(req.Name) // "app" is "library/app" for waivers and decisions
 	pol := o.p.opts.Policy
-	b := firewall.Blocked{Registry: core.FirewallOCI, Name: req.Name, Version: req.Reference, Threats: ts}
+	b := pol.Blocked(core.FirewallOCI, req.Name, req.Reference, ts)
 	action := pol.Action(core.RuleMalicious)
 	if o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, req.Name, req.Reference, core.RuleMalicious, time.Now()) {
 		action = core.ActionWaived
@@ -461,7 +461,7 @@ func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) b
 // deny is the 403 DENIED of a reported image.
 func (o *ociProxy) deny(c *echo.Context, req oci.Request, ts []core.Threat) error {
 	req.Name = core.ImagePath(req.Name)
-	b := &firewall.Blocked{Registry: core.FirewallOCI, Name: req.Name, Version: req.Reference, Threats: ts}
+	b := o.p.opts.Policy.Blocked(core.FirewallOCI, req.Name, req.Reference, ts)
 	err := o.p.refuse(c, b, false)
 	var e *Error
 	if errors.As(err, &e) {

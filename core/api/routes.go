@@ -75,6 +75,12 @@ func (s *Server) apiRoutes() []route {
 		// Community signals (docs/api/sightings.md).
 		{method: http.MethodPost, path: "/sightings", tier: core.TierFree, body: true, index: true, handler: s.addSighting},
 		{method: http.MethodGet, path: "/threats/:id/sightings", tier: core.TierFree, index: true, handler: s.listSightings},
+		// Campaigns (docs/api/campaigns.md).
+		{method: http.MethodPost, path: "/campaigns", tier: core.TierFree, body: true, handler: s.createCampaign},
+		{method: http.MethodGet, path: "/campaigns", tier: core.TierFree, handler: s.listCampaigns},
+		{method: http.MethodGet, path: "/campaigns/suggestions", tier: core.TierFree, handler: s.campaignSuggestions},
+		{method: http.MethodGet, path: "/campaigns/:id", tier: core.TierFree, handler: s.getCampaign},
+		{method: http.MethodPatch, path: "/campaigns/:id", tier: core.TierFree, body: true, handler: s.updateCampaign},
 	}
 }
 

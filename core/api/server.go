@@ -102,6 +102,8 @@ type Server struct {
 	tokenLimiter ratelimit.Taker
 	// hourLimiter counts each user's sightings of the hour.
 	hourLimiter ratelimit.Taker
+	// suggestions are the last campaign suggestions.
+	suggestions suggestionCache
 	started     time.Time
 	latest      *index.Latest
 	taxii       *taxii.Service

@@ -13,6 +13,8 @@ package community
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +28,15 @@ import (
 type Store interface {
 	SightingCountsPage(ctx context.Context, q core.SightingCountsQuery) ([]core.SightingCounts, error)
 	CountSightings(ctx context.Context, threatIDs []string) ([]core.SightingCounts, error)
+	SubmitterRecordsAll(ctx context.Context) ([]core.SubmitterRecord, error)
+	CampaignMembers(ctx context.Context) ([]core.CampaignMember, error)
 }
+
+// RecordsEvery is at most how often a view reads the submitters' records
+// again (their part of the confidence moves with each of their reports'
+// decisions): every 10 looks, at least a second and at most a minute
+// apart.
+const RecordsEvery = time.Minute
 
 // Overlap is how far back a look re-reads before the latest change it has
 // seen: a change committed up to this long after its time (a slow
@@ -56,6 +66,29 @@ type View struct {
 	loaded bool
 	// gen counts the changes applied (renderings cached by it are redone).
 	gen atomic.Uint64
+	// scores are the submitters' records as confidence counts them
+	// (core.SubmitterRecord.Score), those not 0; recordsAt when read.
+	scores       map[string]int
+	recordsAt    time.Time
+	recordsEvery time.Duration
+	// campaigns are the verified reports' campaigns, read with the
+	// records and after each change this daemon makes.
+	campaigns map[uuid.UUID][]core.CampaignRef
+	// stale: reports changed since the records were read (a decision
+	// moves a submitter's record): they are read again at the next look
+	// at least RecordsSoonest after the last read.
+	stale atomic.Bool
+}
+
+// RecordsSoonest spaces the reads of the records that changes ask for.
+const RecordsSoonest = 2 * time.Second
+
+// ReportsChanged says that reports changed (a review decision may have
+// moved their submitters' records); the change feed's follower calls it.
+func (v *View) ReportsChanged([]string) {
+	if v != nil {
+		v.stale.Store(true)
+	}
 }
 
 // Generation grows with every change of the view (0 for a nil view).
@@ -68,12 +101,15 @@ func (v *View) Generation() uint64 {
 
 // New is an empty view over store: Run (or Load) fills it.
 func New(store Store, log *slog.Logger) *View {
-	return &View{store: store, log: log, counts: map[uuid.UUID]counts{}}
+	return &View{store: store, log: log, counts: map[uuid.UUID]counts{}, scores: map[string]int{}, recordsEvery: RecordsEvery}
 }
 
 // Run loads the view, then looks for changes every interval until ctx
 // ends; a failed look is logged and tried again at the next.
 func (v *View) Run(ctx context.Context, interval time.Duration) {
+	v.mu.Lock()
+	v.recordsEvery = min(RecordsEvery, max(time.Second, 10*interval))
+	v.mu.Unlock()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -89,8 +125,74 @@ func (v *View) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Catch reads every report's counts the first time, then those changed
-// since the latest change it read, less Overlap.
+// since the latest change it read, less Overlap; and the submitters'
+// records every RecordsEvery.
 func (v *View) Catch(ctx context.Context) error {
+	if err := v.catchCounts(ctx); err != nil {
+		return err
+	}
+	v.mu.RLock()
+	since := time.Since(v.recordsAt)
+	due := since >= v.recordsEvery || v.stale.Load() && since >= RecordsSoonest
+	v.mu.RUnlock()
+	if due {
+		v.stale.Store(false)
+		return v.RefreshRecords(ctx)
+	}
+	return nil
+}
+
+// RefreshCampaigns reads every report's campaigns now (after this daemon
+// changed a campaign).
+func (v *View) RefreshCampaigns(ctx context.Context) error {
+	if v == nil {
+		return nil
+	}
+	members, err := v.store.CampaignMembers(ctx)
+	if err != nil {
+		return err
+	}
+	byThreat := map[uuid.UUID][]core.CampaignRef{}
+	for _, m := range members {
+		if id, err := uuid.Parse(m.ThreatID); err == nil {
+			byThreat[id] = append(byThreat[id], m.Ref)
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !maps.EqualFunc(byThreat, v.campaigns, slices.Equal) {
+		v.gen.Add(1)
+	}
+	v.campaigns = byThreat
+	return nil
+}
+
+// RefreshRecords reads every submitter's record and every report's
+// campaigns now.
+func (v *View) RefreshRecords(ctx context.Context) error {
+	if err := v.RefreshCampaigns(ctx); err != nil {
+		return err
+	}
+	recs, err := v.store.SubmitterRecordsAll(ctx)
+	if err != nil {
+		return err
+	}
+	scores := make(map[string]int, len(recs))
+	for _, r := range recs {
+		if sc := r.Score(); sc != 0 {
+			scores[r.UserID] = sc
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !maps.Equal(scores, v.scores) {
+		v.gen.Add(1)
+	}
+	v.scores, v.recordsAt = scores, time.Now()
+	return nil
+}
+
+func (v *View) catchCounts(ctx context.Context) error {
 	v.mu.RLock()
 	since, loaded := v.latest, v.loaded
 	v.mu.RUnlock()
@@ -175,13 +277,22 @@ func (v *View) set(rows []core.SightingCounts) {
 	}
 }
 
-// Of is what the community says of the verified report id now (a nil view
-// says nothing: no sightings, the base confidence).
-func (v *View) Of(id uuid.UUID) core.Community {
-	var c counts
+// Of is what the community says of the verified report id, submitted by
+// submitter ("" for an import), now (a nil view says nothing: no
+// sightings, the base confidence).
+func (v *View) Of(id uuid.UUID, submitter string) core.Community {
+	var (
+		c         counts
+		score     int
+		campaigns []core.CampaignRef
+	)
 	if v != nil {
 		v.mu.RLock()
 		c = v.counts[id]
+		if submitter != "" {
+			score = v.scores[submitter]
+		}
+		campaigns = v.campaigns[id]
 		v.mu.RUnlock()
 	}
 	out := core.Community{
@@ -189,8 +300,9 @@ func (v *View) Of(id uuid.UUID) core.Community {
 			LastSeen: c.lastSeen, UpdatedAt: c.updatedAt, Votes: c.votes, Disputed: c.disputed},
 		Disputed:  c.disputed,
 		ChangedAt: c.updatedAt,
+		Campaigns: campaigns,
 	}
-	out.Confidence = core.Confidence(core.ConfidenceInput{Seen: c.seen, Votes: int(c.votes), Disputed: c.disputed})
+	out.Confidence = core.Confidence(core.ConfidenceInput{Seen: c.seen, Votes: int(c.votes), Disputed: c.disputed, Record: score})
 	return out
 }
 
@@ -200,7 +312,7 @@ func (v *View) OfThreat(t core.Threat) core.Community {
 	if err != nil {
 		v = nil
 	}
-	c := v.Of(id)
+	c := v.Of(id, t.SubmitterID)
 	c.Sightings.ThreatID = t.ID
 	return c
 }

@@ -24,6 +24,8 @@ type Matcher interface {
 // Policy decides which package versions are blocked.
 type Policy struct {
 	index Matcher
+	// community names the campaigns of blocking reports (nil: none).
+	community core.Communities
 	// private holds, per registry, the name globs that reports never block.
 	private map[string][]string
 	// settings are the rules' actions and the quarantine.
@@ -138,6 +140,8 @@ type Verdict struct {
 	// lists are the threats' version lists in canonical form
 	// (core/versioning), "" for one that affects every version.
 	lists []string
+	// community names the campaigns of the blocking reports.
+	community core.Communities
 }
 
 // Lookup returns the verdict for a package. A name the registry would not
@@ -145,7 +149,7 @@ type Verdict struct {
 // still read it as another name): it is an *Unjudgeable, never a clean
 // verdict.
 func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, error) {
-	v := Verdict{Registry: registry, Name: name}
+	v := Verdict{Registry: registry, Name: name, community: p.community}
 	if p.Private(registry, name) {
 		v.Private = true
 		return v, nil
@@ -223,6 +227,33 @@ type Blocked struct {
 	Registry, Name, Version string
 	// Threats are the verified reports that block it, newest first.
 	Threats []core.Threat
+	// Campaigns name the campaigns of those reports, each once.
+	Campaigns []string
+}
+
+// SetCommunity makes refusals name the campaigns of their reports, as c
+// knows them.
+func (p *Policy) SetCommunity(c core.Communities) { p.community = c }
+
+// Blocked is the refusal of a version (any version: "") by these reports,
+// naming their campaigns.
+func (p *Policy) Blocked(registry, name, version string, ts []core.Threat) *Blocked {
+	return newBlocked(p.community, registry, name, version, ts)
+}
+
+func newBlocked(c core.Communities, registry, name, version string, ts []core.Threat) *Blocked {
+	b := &Blocked{Registry: registry, Name: name, Version: version, Threats: ts}
+	if c == nil {
+		return b
+	}
+	for _, t := range ts {
+		for _, camp := range c.OfThreat(t).Campaigns {
+			if !slices.Contains(b.Campaigns, camp.Name) {
+				b.Campaigns = append(b.Campaigns, camp.Name)
+			}
+		}
+	}
+	return b
 }
 
 // Message is the refusal's text: "Blocked by threatd: npm evil@1.0.1 is
@@ -243,7 +274,11 @@ func (b Blocked) Message() string {
 	if b.Registry == core.FirewallOCI && !strings.Contains(version, ":") {
 		sep = ":" // an image by its tag, as people write it
 	}
-	return fmt.Sprintf("Blocked by threatd: %s %s%s%s is malicious (%s)", b.Registry, b.Name, sep, version, strings.Join(ids, ", "))
+	msg := fmt.Sprintf("Blocked by threatd: %s %s%s%s is malicious (%s)", b.Registry, b.Name, sep, version, strings.Join(ids, ", "))
+	if len(b.Campaigns) > 0 {
+		msg += "; campaign: " + strings.Join(b.Campaigns, ", ")
+	}
+	return msg
 }
 
 // Error implements error.
@@ -261,7 +296,7 @@ func (b Blocked) ThreatIDs() []string {
 // Check returns the refusal of version, or nil when it may pass.
 func (v Verdict) Check(version string) *Blocked {
 	if ts := v.Blocking(version); len(ts) > 0 {
-		return &Blocked{Registry: v.Registry, Name: v.Name, Version: version, Threats: ts}
+		return newBlocked(v.community, v.Registry, v.Name, version, ts)
 	}
 	return nil
 }

@@ -127,3 +127,28 @@ func TestRecent(t *testing.T) {
 		t.Fatalf("%d %+v", total, got)
 	}
 }
+
+// campaigns says what the community says of reports: their campaigns.
+type campaigns map[string][]core.CampaignRef
+
+func (c campaigns) OfThreat(t core.Threat) core.Community {
+	return core.Community{Campaigns: c[t.ID]}
+}
+
+// A refusal names the campaigns of its reports, each once, after their ids.
+func TestRefusalNamesCampaigns(t *testing.T) {
+	p, err := NewPolicy(matcher{}, nil, served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worm := core.CampaignRef{ID: "c1", Name: "Shai-Hulud"}
+	p.SetCommunity(campaigns{"a": {worm}, "b": {worm, {ID: "c2", Name: "Second wave"}}})
+	b := p.Blocked(core.RegistryNPM, "evil", "1.0.1", []core.Threat{{ID: "a"}, {ID: "b"}, {ID: "c"}})
+	want := "Blocked by threatd: npm evil@1.0.1 is malicious (threat_id_a, threat_id_b, threat_id_c); campaign: Shai-Hulud, Second wave"
+	if msg := b.Message(); msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+	if msg := p.Blocked(core.RegistryNPM, "evil", "1.0.1", []core.Threat{{ID: "c"}}).Message(); strings.Contains(msg, "campaign") {
+		t.Fatalf("a report in no campaign: %q", msg)
+	}
+}

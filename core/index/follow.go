@@ -17,6 +17,9 @@ type Follower struct {
 	Index      *Index
 	Principals *Principals
 	Log        *slog.Logger
+	// OnThreats, when set, is told of the reports each catch-up applied
+	// (the community signals read their submitters' records again).
+	OnThreats func(ids []string)
 
 	// early is the feed position of the principal cache while the index
 	// loads (taken at the first Catch, when earlySet): token and user
@@ -137,6 +140,9 @@ func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) e
 			}
 			if err := f.Index.applyAll(ctx, ids); err != nil {
 				return err
+			}
+			if f.OnThreats != nil && len(ids) > 0 {
+				f.OnThreats(ids)
 			}
 		}
 		for _, ch := range changes {

@@ -180,7 +180,8 @@ type Result struct {
 	Registry string
 	// Answer is Latest as the spill's renderer wrote it, when CheckQuery
 	// read it from the spill. Contact then says the report has a contact
-	// e-mail, which Answer leaves out, and Submitter is its submitter's id.
+	// e-mail, which Answer leaves out, and Submitter is its submitter's id
+	// ("" for an import).
 	Answer    []byte
 	Contact   bool
 	Submitter string

@@ -30,9 +30,11 @@ import (
 // applies it. A report whose entry is not written yet is read from storage
 // as before.
 //
-// Each entry is the report's id (16 bytes); when the report has a contact
-// e-mail (which the rendering leaves out), 1, a length byte and its
-// submitter's id, else 0; then the rendered record. A read checks the id.
+// Each entry is the report's id (16 bytes); then 1 when the report has a
+// contact e-mail (which the rendering leaves out), 2 when it has none but
+// a submitter (whose record counts in its confidence), each followed by a
+// length byte and the submitter's id, else 0; then the rendered record. A
+// read checks the id.
 
 // spillBatch bounds the reports of one fill call (one GetThreats call), and
 // spillBatchBytes their size by the entries' mean size (reports of 200 KB
@@ -169,15 +171,18 @@ func (s *spillState) entry(buf []byte, id uuid.UUID, t core.Threat) ([]byte, err
 		return buf, err
 	}
 	buf = append(buf, id[:]...)
-	if t.Details.ContactEmail == "" {
-		buf = append(buf, 0)
-	} else {
-		sub := t.SubmitterID
-		if len(sub) > 255 {
-			return buf, fmt.Errorf("index spill: submitter id of %d bytes", len(sub))
-		}
+	sub := t.SubmitterID
+	switch {
+	case len(sub) > 255:
+		return buf, fmt.Errorf("index spill: submitter id of %d bytes", len(sub))
+	case t.Details.ContactEmail != "":
 		buf = append(buf, 1, byte(len(sub)))
 		buf = append(buf, sub...)
+	case sub != "":
+		buf = append(buf, 2, byte(len(sub)))
+		buf = append(buf, sub...)
+	default:
+		buf = append(buf, 0)
 	}
 	return append(buf, body...), nil
 }
@@ -376,8 +381,8 @@ func (x *Index) maybeRewriteSpill() {
 var errSpillEntry = errors.New("index spill: entry does not match its report")
 
 // readEntry reads the entry of report id at off (n bytes) from sp: whether
-// the report has a contact e-mail, its submitter's id if so, and the
-// rendered record.
+// the report has a contact e-mail, its submitter's id, and the rendered
+// record.
 func readEntry(sp *spill, id [16]byte, off int64, n uint32) (contact bool, submitter string, body []byte, err error) {
 	buf := make([]byte, n)
 	if _, err := sp.f.ReadAt(buf, off); err != nil {
@@ -390,12 +395,12 @@ func readEntry(sp *spill, id [16]byte, off int64, n uint32) (contact bool, submi
 	switch buf[16] {
 	case 0:
 		return false, "", rest, nil
-	case 1:
+	case 1, 2:
 		if len(rest) < 1 || 1+int(rest[0]) > len(rest) {
 			return false, "", nil, errSpillEntry
 		}
 		sl := int(rest[0])
-		return true, string(rest[1 : 1+sl]), rest[1+sl:], nil
+		return buf[16] == 1, string(rest[1 : 1+sl]), rest[1+sl:], nil
 	}
 	return false, "", nil, errSpillEntry
 }

@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 	"eventType": core.EventType,
 	// grouped writes a count with thousands separators: 1,000,000.
 	"grouped": grouped,
+	"inc":     func(i int) int { return i + 1 },
 	"join":    strings.Join,
 	"get":     func(v url.Values, k string) string { return v.Get(k) },
 	"token":   core.TokenDisplay,

@@ -86,6 +86,7 @@ type Options struct {
 // Site holds what the pages need.
 type Site struct {
 	opts     Options
+	boards   leaderboards
 	log      *slog.Logger
 	store    core.Store
 	accounts *core.Accounts
@@ -168,6 +169,9 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.POST("/logout", s.wrap(s.logout), s.csrf)
 	g.GET("/threats", s.wrap(s.browse))
 	g.GET("/threats/:id", s.wrap(s.threat))
+	g.GET("/users/:name", s.wrap(s.profile))
+	g.GET("/leaderboard", s.wrap(s.leaderboard))
+	g.GET("/campaigns/:id", s.wrap(s.campaignPage))
 	g.GET("/me/submissions", s.wrap(s.submissions), s.loggedIn)
 	g.GET("/settings", func(c *echo.Context) error { return c.Redirect(http.StatusSeeOther, "/settings/account") }, s.loggedIn)
 	g.GET("/settings/account", s.wrap(s.account), s.loggedIn)

@@ -13,6 +13,7 @@ package misp
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,11 @@ const (
 
 // TagWithdrawn marks the attributes of a withdrawn report.
 const TagWithdrawn = "withdrawn"
+
+// CampaignTag is the machine tag of a campaign: threatd:campaign="name".
+func CampaignTag(name string) string {
+	return `threatd:campaign="` + strings.ReplaceAll(name, `"`, `'`) + `"`
+}
 
 // Org is the organisation that creates the events (Orgc).
 type Org struct {
@@ -180,6 +186,15 @@ func (f Feed) Add(e *Event, t core.Threat, c core.Community) {
 	var tags []Tag
 	if withdrawn {
 		tags = []Tag{{Name: TagWithdrawn}}
+	} else {
+		// A report's campaigns tag its attributes and its day's event.
+		for _, camp := range c.Campaigns {
+			tag := Tag{Name: CampaignTag(camp.Name)}
+			tags = append(tags, tag)
+			if !slices.Contains(e.Tag, tag) {
+				e.Tag = append(e.Tag, tag)
+			}
+		}
 	}
 	canon, _ := core.CanonicalIdentifier(t.ReportType, t.Registry, t.ResourceIdentifier)
 	if canon == "" {

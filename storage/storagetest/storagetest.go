@@ -69,6 +69,8 @@ func Run(t *testing.T, backend Backend) {
 		{"Firewall", testFirewall},
 		{"Sightings", testSightings},
 		{"Disputes", testDisputes},
+		{"Reputation", testReputation},
+		{"Campaigns", testCampaigns},
 		{"Browse", testBrowse},
 		{"AccountChanges", testAccountChanges},
 		{"DerivedIndicators", testDerivedIndicators},

@@ -400,58 +400,6 @@ func (x *Community) GetChangedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-type CampaignRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CampaignRef) Reset() {
-	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CampaignRef) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CampaignRef) ProtoMessage() {}
-
-func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
-func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *CampaignRef) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *CampaignRef) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
 type DocumentChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ContentType   string                 `protobuf:"bytes,1,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
@@ -462,7 +410,7 @@ type DocumentChunk struct {
 
 func (x *DocumentChunk) Reset() {
 	*x = DocumentChunk{}
-	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[7]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +422,7 @@ func (x *DocumentChunk) String() string {
 func (*DocumentChunk) ProtoMessage() {}
 
 func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[7]
+	mi := &file_plugins_proto_v2_exporter_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +435,7 @@ func (x *DocumentChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentChunk.ProtoReflect.Descriptor instead.
 func (*DocumentChunk) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{7}
+	return file_plugins_proto_v2_exporter_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DocumentChunk) GetContentType() string {
@@ -537,10 +485,7 @@ const file_plugins_proto_v2_exporter_proto_rawDesc = "" +
 	"\bdisputed\x18\x03 \x01(\bR\bdisputed\x12<\n" +
 	"\tcampaigns\x18\x04 \x03(\v2\x1e.threatd.plugin.v2.CampaignRefR\tcampaigns\x129\n" +
 	"\n" +
-	"changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tchangedAt\"1\n" +
-	"\vCampaignRef\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"F\n" +
+	"changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tchangedAt\"F\n" +
 	"\rDocumentChunk\x12!\n" +
 	"\fcontent_type\x18\x01 \x01(\tR\vcontentType\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data2\xab\x01\n" +
@@ -560,7 +505,7 @@ func file_plugins_proto_v2_exporter_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_exporter_proto_rawDescData
 }
 
-var file_plugins_proto_v2_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_plugins_proto_v2_exporter_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_plugins_proto_v2_exporter_proto_goTypes = []any{
 	(*ExporterInfoRequest)(nil),   // 0: threatd.plugin.v2.ExporterInfoRequest
 	(*ExporterInfo)(nil),          // 1: threatd.plugin.v2.ExporterInfo
@@ -568,28 +513,28 @@ var file_plugins_proto_v2_exporter_proto_goTypes = []any{
 	(*ExportParams)(nil),          // 3: threatd.plugin.v2.ExportParams
 	(*ExportRecord)(nil),          // 4: threatd.plugin.v2.ExportRecord
 	(*Community)(nil),             // 5: threatd.plugin.v2.Community
-	(*CampaignRef)(nil),           // 6: threatd.plugin.v2.CampaignRef
-	(*DocumentChunk)(nil),         // 7: threatd.plugin.v2.DocumentChunk
-	nil,                           // 8: threatd.plugin.v2.ExportParams.QueryEntry
-	(*Threat)(nil),                // 9: threatd.plugin.v2.Threat
-	(*IOC)(nil),                   // 10: threatd.plugin.v2.IOC
-	(*SightingCounts)(nil),        // 11: threatd.plugin.v2.SightingCounts
+	(*DocumentChunk)(nil),         // 6: threatd.plugin.v2.DocumentChunk
+	nil,                           // 7: threatd.plugin.v2.ExportParams.QueryEntry
+	(*Threat)(nil),                // 8: threatd.plugin.v2.Threat
+	(*IOC)(nil),                   // 9: threatd.plugin.v2.IOC
+	(*SightingCounts)(nil),        // 10: threatd.plugin.v2.SightingCounts
+	(*CampaignRef)(nil),           // 11: threatd.plugin.v2.CampaignRef
 	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_exporter_proto_depIdxs = []int32{
 	3,  // 0: threatd.plugin.v2.ExportInput.params:type_name -> threatd.plugin.v2.ExportParams
 	4,  // 1: threatd.plugin.v2.ExportInput.record:type_name -> threatd.plugin.v2.ExportRecord
-	8,  // 2: threatd.plugin.v2.ExportParams.query:type_name -> threatd.plugin.v2.ExportParams.QueryEntry
-	9,  // 3: threatd.plugin.v2.ExportRecord.threat:type_name -> threatd.plugin.v2.Threat
-	10, // 4: threatd.plugin.v2.ExportRecord.iocs:type_name -> threatd.plugin.v2.IOC
+	7,  // 2: threatd.plugin.v2.ExportParams.query:type_name -> threatd.plugin.v2.ExportParams.QueryEntry
+	8,  // 3: threatd.plugin.v2.ExportRecord.threat:type_name -> threatd.plugin.v2.Threat
+	9,  // 4: threatd.plugin.v2.ExportRecord.iocs:type_name -> threatd.plugin.v2.IOC
 	5,  // 5: threatd.plugin.v2.ExportRecord.community:type_name -> threatd.plugin.v2.Community
-	11, // 6: threatd.plugin.v2.Community.sightings:type_name -> threatd.plugin.v2.SightingCounts
-	6,  // 7: threatd.plugin.v2.Community.campaigns:type_name -> threatd.plugin.v2.CampaignRef
+	10, // 6: threatd.plugin.v2.Community.sightings:type_name -> threatd.plugin.v2.SightingCounts
+	11, // 7: threatd.plugin.v2.Community.campaigns:type_name -> threatd.plugin.v2.CampaignRef
 	12, // 8: threatd.plugin.v2.Community.changed_at:type_name -> google.protobuf.Timestamp
 	0,  // 9: threatd.plugin.v2.Exporter.Info:input_type -> threatd.plugin.v2.ExporterInfoRequest
 	2,  // 10: threatd.plugin.v2.Exporter.Export:input_type -> threatd.plugin.v2.ExportInput
 	1,  // 11: threatd.plugin.v2.Exporter.Info:output_type -> threatd.plugin.v2.ExporterInfo
-	7,  // 12: threatd.plugin.v2.Exporter.Export:output_type -> threatd.plugin.v2.DocumentChunk
+	6,  // 12: threatd.plugin.v2.Exporter.Export:output_type -> threatd.plugin.v2.DocumentChunk
 	11, // [11:13] is the sub-list for method output_type
 	9,  // [9:11] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
@@ -613,7 +558,7 @@ func file_plugins_proto_v2_exporter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_exporter_proto_rawDesc), len(file_plugins_proto_v2_exporter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

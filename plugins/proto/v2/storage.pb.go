@@ -895,6 +895,42 @@ func (x *ListPendingPart) GetItem() *Threat {
 	return nil
 }
 
+type RecordDuplicateReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDuplicateReply) Reset() {
+	*x = RecordDuplicateReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDuplicateReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDuplicateReply) ProtoMessage() {}
+
+func (x *RecordDuplicateReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDuplicateReply.ProtoReflect.Descriptor instead.
+func (*RecordDuplicateReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{19}
+}
+
 type ReviewEventsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ThreatID      string                 `protobuf:"bytes,1,opt,name=ThreatID,proto3" json:"ThreatID,omitempty"`
@@ -904,7 +940,7 @@ type ReviewEventsRequest struct {
 
 func (x *ReviewEventsRequest) Reset() {
 	*x = ReviewEventsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +952,7 @@ func (x *ReviewEventsRequest) String() string {
 func (*ReviewEventsRequest) ProtoMessage() {}
 
 func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +965,7 @@ func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{19}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReviewEventsRequest) GetThreatID() string {
@@ -947,7 +983,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +995,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1008,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{20}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{21}
 }
 
 type ListRevisionsRequest struct {
@@ -984,7 +1020,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1032,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1045,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{21}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListRevisionsRequest) GetThreatID() string {
@@ -1028,7 +1064,7 @@ type GetRevisionRequest struct {
 
 func (x *GetRevisionRequest) Reset() {
 	*x = GetRevisionRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1076,7 @@ func (x *GetRevisionRequest) String() string {
 func (*GetRevisionRequest) ProtoMessage() {}
 
 func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1089,7 @@ func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRevisionRequest.ProtoReflect.Descriptor instead.
 func (*GetRevisionRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{22}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetRevisionRequest) GetId() string {
@@ -1073,7 +1109,7 @@ type EachVerifiedSummaryItem struct {
 
 func (x *EachVerifiedSummaryItem) Reset() {
 	*x = EachVerifiedSummaryItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1121,7 @@ func (x *EachVerifiedSummaryItem) String() string {
 func (*EachVerifiedSummaryItem) ProtoMessage() {}
 
 func (x *EachVerifiedSummaryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1134,7 @@ func (x *EachVerifiedSummaryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedSummaryItem.ProtoReflect.Descriptor instead.
 func (*EachVerifiedSummaryItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{23}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EachVerifiedSummaryItem) GetValue() []*Summary {
@@ -1116,7 +1152,7 @@ type EachVerifiedSummaryRequest struct {
 
 func (x *EachVerifiedSummaryRequest) Reset() {
 	*x = EachVerifiedSummaryRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1164,7 @@ func (x *EachVerifiedSummaryRequest) String() string {
 func (*EachVerifiedSummaryRequest) ProtoMessage() {}
 
 func (x *EachVerifiedSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1177,7 @@ func (x *EachVerifiedSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedSummaryRequest.ProtoReflect.Descriptor instead.
 func (*EachVerifiedSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{24}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{25}
 }
 
 type CountThreatsReply struct {
@@ -1153,7 +1189,7 @@ type CountThreatsReply struct {
 
 func (x *CountThreatsReply) Reset() {
 	*x = CountThreatsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1201,7 @@ func (x *CountThreatsReply) String() string {
 func (*CountThreatsReply) ProtoMessage() {}
 
 func (x *CountThreatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1214,7 @@ func (x *CountThreatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountThreatsReply.ProtoReflect.Descriptor instead.
 func (*CountThreatsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{25}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CountThreatsReply) GetValue() int64 {
@@ -1197,7 +1233,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1245,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1258,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{26}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -1241,7 +1277,7 @@ type ImportedVersionsReply struct {
 
 func (x *ImportedVersionsReply) Reset() {
 	*x = ImportedVersionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1289,7 @@ func (x *ImportedVersionsReply) String() string {
 func (*ImportedVersionsReply) ProtoMessage() {}
 
 func (x *ImportedVersionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1302,7 @@ func (x *ImportedVersionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsReply.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{27}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ImportedVersionsReply) GetValue() map[string]*timestamppb.Timestamp {
@@ -1284,7 +1320,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1332,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1345,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{28}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{29}
 }
 
 type MigrateReply struct {
@@ -1321,7 +1357,7 @@ type MigrateReply struct {
 
 func (x *MigrateReply) Reset() {
 	*x = MigrateReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1369,7 @@ func (x *MigrateReply) String() string {
 func (*MigrateReply) ProtoMessage() {}
 
 func (x *MigrateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1382,7 @@ func (x *MigrateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateReply.ProtoReflect.Descriptor instead.
 func (*MigrateReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MigrateReply) GetValue() []string {
@@ -1364,7 +1400,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1412,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1425,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{31}
 }
 
 type HealthReply struct {
@@ -1400,7 +1436,7 @@ type HealthReply struct {
 
 func (x *HealthReply) Reset() {
 	*x = HealthReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1448,7 @@ func (x *HealthReply) String() string {
 func (*HealthReply) ProtoMessage() {}
 
 func (x *HealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1461,7 @@ func (x *HealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthReply.ProtoReflect.Descriptor instead.
 func (*HealthReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{32}
 }
 
 type StatsRequest struct {
@@ -1436,7 +1472,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1484,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1497,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{33}
 }
 
 type SecretRequest struct {
@@ -1473,7 +1509,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1521,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1534,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -1517,7 +1553,7 @@ type SecretReply struct {
 
 func (x *SecretReply) Reset() {
 	*x = SecretReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1565,7 @@ func (x *SecretReply) String() string {
 func (*SecretReply) ProtoMessage() {}
 
 func (x *SecretReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1578,7 @@ func (x *SecretReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretReply.ProtoReflect.Descriptor instead.
 func (*SecretReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SecretReply) GetValue() string {
@@ -1561,7 +1597,7 @@ type LeaseReply struct {
 
 func (x *LeaseReply) Reset() {
 	*x = LeaseReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1609,7 @@ func (x *LeaseReply) String() string {
 func (*LeaseReply) ProtoMessage() {}
 
 func (x *LeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1622,7 @@ func (x *LeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReply.ProtoReflect.Descriptor instead.
 func (*LeaseReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LeaseReply) GetValue() bool {
@@ -1605,7 +1641,7 @@ type AddUsageRequest struct {
 
 func (x *AddUsageRequest) Reset() {
 	*x = AddUsageRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1653,7 @@ func (x *AddUsageRequest) String() string {
 func (*AddUsageRequest) ProtoMessage() {}
 
 func (x *AddUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1666,7 @@ func (x *AddUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageRequest.ProtoReflect.Descriptor instead.
 func (*AddUsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AddUsageRequest) GetDeltas() []*UsageDelta {
@@ -1648,7 +1684,7 @@ type AddUsageReply struct {
 
 func (x *AddUsageReply) Reset() {
 	*x = AddUsageReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1696,7 @@ func (x *AddUsageReply) String() string {
 func (*AddUsageReply) ProtoMessage() {}
 
 func (x *AddUsageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1709,7 @@ func (x *AddUsageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageReply.ProtoReflect.Descriptor instead.
 func (*AddUsageReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{38}
 }
 
 type UsageReply struct {
@@ -1685,7 +1721,7 @@ type UsageReply struct {
 
 func (x *UsageReply) Reset() {
 	*x = UsageReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1733,7 @@ func (x *UsageReply) String() string {
 func (*UsageReply) ProtoMessage() {}
 
 func (x *UsageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1746,7 @@ func (x *UsageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReply.ProtoReflect.Descriptor instead.
 func (*UsageReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UsageReply) GetValue() map[string]int64 {
@@ -1729,7 +1765,7 @@ type SyncRateCountsReply struct {
 
 func (x *SyncRateCountsReply) Reset() {
 	*x = SyncRateCountsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1777,7 @@ func (x *SyncRateCountsReply) String() string {
 func (*SyncRateCountsReply) ProtoMessage() {}
 
 func (x *SyncRateCountsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1790,7 @@ func (x *SyncRateCountsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRateCountsReply.ProtoReflect.Descriptor instead.
 func (*SyncRateCountsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SyncRateCountsReply) GetValue() map[string]int64 {
@@ -1775,7 +1811,7 @@ type ExportItem struct {
 
 func (x *ExportItem) Reset() {
 	*x = ExportItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1823,7 @@ func (x *ExportItem) String() string {
 func (*ExportItem) ProtoMessage() {}
 
 func (x *ExportItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1836,7 @@ func (x *ExportItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportItem.ProtoReflect.Descriptor instead.
 func (*ExportItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExportItem) GetTable() string {
@@ -1825,7 +1861,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1873,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1886,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{42}
 }
 
 // ImportItem is one item of Import's stream.
@@ -1864,7 +1900,7 @@ type ImportItem struct {
 
 func (x *ImportItem) Reset() {
 	*x = ImportItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1912,7 @@ func (x *ImportItem) String() string {
 func (*ImportItem) ProtoMessage() {}
 
 func (x *ImportItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +1925,7 @@ func (x *ImportItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportItem.ProtoReflect.Descriptor instead.
 func (*ImportItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ImportItem) GetTable() string {
@@ -1914,7 +1950,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +1962,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +1975,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{44}
 }
 
 type ImportReply struct {
@@ -1951,7 +1987,7 @@ type ImportReply struct {
 
 func (x *ImportReply) Reset() {
 	*x = ImportReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +1999,7 @@ func (x *ImportReply) String() string {
 func (*ImportReply) ProtoMessage() {}
 
 func (x *ImportReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2012,7 @@ func (x *ImportReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportReply.ProtoReflect.Descriptor instead.
 func (*ImportReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ImportReply) GetValue() map[string]int64 {
@@ -1994,7 +2030,7 @@ type CreateWebhookReply struct {
 
 func (x *CreateWebhookReply) Reset() {
 	*x = CreateWebhookReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2042,7 @@ func (x *CreateWebhookReply) String() string {
 func (*CreateWebhookReply) ProtoMessage() {}
 
 func (x *CreateWebhookReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2055,7 @@ func (x *CreateWebhookReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookReply.ProtoReflect.Descriptor instead.
 func (*CreateWebhookReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{46}
 }
 
 type ListWebhooksRequest struct {
@@ -2030,7 +2066,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2078,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2091,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{47}
 }
 
 type DeleteWebhookRequest struct {
@@ -2067,7 +2103,7 @@ type DeleteWebhookRequest struct {
 
 func (x *DeleteWebhookRequest) Reset() {
 	*x = DeleteWebhookRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2115,7 @@ func (x *DeleteWebhookRequest) String() string {
 func (*DeleteWebhookRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2128,7 @@ func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeleteWebhookRequest) GetId() string {
@@ -2110,7 +2146,7 @@ type DeleteWebhookReply struct {
 
 func (x *DeleteWebhookReply) Reset() {
 	*x = DeleteWebhookReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2122,7 +2158,7 @@ func (x *DeleteWebhookReply) String() string {
 func (*DeleteWebhookReply) ProtoMessage() {}
 
 func (x *DeleteWebhookReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2135,7 +2171,7 @@ func (x *DeleteWebhookReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookReply.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{49}
 }
 
 type EnableWebhookRequest struct {
@@ -2147,7 +2183,7 @@ type EnableWebhookRequest struct {
 
 func (x *EnableWebhookRequest) Reset() {
 	*x = EnableWebhookRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2195,7 @@ func (x *EnableWebhookRequest) String() string {
 func (*EnableWebhookRequest) ProtoMessage() {}
 
 func (x *EnableWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2208,7 @@ func (x *EnableWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnableWebhookRequest.ProtoReflect.Descriptor instead.
 func (*EnableWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *EnableWebhookRequest) GetId() string {
@@ -2190,7 +2226,7 @@ type RecordAttemptReply struct {
 
 func (x *RecordAttemptReply) Reset() {
 	*x = RecordAttemptReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2238,7 @@ func (x *RecordAttemptReply) String() string {
 func (*RecordAttemptReply) ProtoMessage() {}
 
 func (x *RecordAttemptReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2251,7 @@ func (x *RecordAttemptReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptReply.ProtoReflect.Descriptor instead.
 func (*RecordAttemptReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{51}
 }
 
 type WebhookQueueRequest struct {
@@ -2226,7 +2262,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2274,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2287,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{52}
 }
 
 type TrimWebhooksReply struct {
@@ -2263,7 +2299,7 @@ type TrimWebhooksReply struct {
 
 func (x *TrimWebhooksReply) Reset() {
 	*x = TrimWebhooksReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2311,7 @@ func (x *TrimWebhooksReply) String() string {
 func (*TrimWebhooksReply) ProtoMessage() {}
 
 func (x *TrimWebhooksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2324,7 @@ func (x *TrimWebhooksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksReply.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TrimWebhooksReply) GetValue() int64 {
@@ -2306,7 +2342,7 @@ type CreateWaiverReply struct {
 
 func (x *CreateWaiverReply) Reset() {
 	*x = CreateWaiverReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2354,7 @@ func (x *CreateWaiverReply) String() string {
 func (*CreateWaiverReply) ProtoMessage() {}
 
 func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2367,7 @@ func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWaiverReply.ProtoReflect.Descriptor instead.
 func (*CreateWaiverReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
 }
 
 type ListWaiversRequest struct {
@@ -2343,7 +2379,7 @@ type ListWaiversRequest struct {
 
 func (x *ListWaiversRequest) Reset() {
 	*x = ListWaiversRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2391,7 @@ func (x *ListWaiversRequest) String() string {
 func (*ListWaiversRequest) ProtoMessage() {}
 
 func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2404,7 @@ func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWaiversRequest.ProtoReflect.Descriptor instead.
 func (*ListWaiversRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListWaiversRequest) GetNow() *timestamppb.Timestamp {
@@ -2387,7 +2423,7 @@ type DeleteWaiverRequest struct {
 
 func (x *DeleteWaiverRequest) Reset() {
 	*x = DeleteWaiverRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2435,7 @@ func (x *DeleteWaiverRequest) String() string {
 func (*DeleteWaiverRequest) ProtoMessage() {}
 
 func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2448,7 @@ func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWaiverRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWaiverRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DeleteWaiverRequest) GetId() string {
@@ -2430,7 +2466,7 @@ type DeleteWaiverReply struct {
 
 func (x *DeleteWaiverReply) Reset() {
 	*x = DeleteWaiverReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2478,7 @@ func (x *DeleteWaiverReply) String() string {
 func (*DeleteWaiverReply) ProtoMessage() {}
 
 func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2491,7 @@ func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWaiverReply.ProtoReflect.Descriptor instead.
 func (*DeleteWaiverReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
 }
 
 type RecordDecisionsRequest struct {
@@ -2467,7 +2503,7 @@ type RecordDecisionsRequest struct {
 
 func (x *RecordDecisionsRequest) Reset() {
 	*x = RecordDecisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2515,7 @@ func (x *RecordDecisionsRequest) String() string {
 func (*RecordDecisionsRequest) ProtoMessage() {}
 
 func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2528,7 @@ func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*RecordDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RecordDecisionsRequest) GetDs() []*FirewallDecision {
@@ -2510,7 +2546,7 @@ type RecordDecisionsReply struct {
 
 func (x *RecordDecisionsReply) Reset() {
 	*x = RecordDecisionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2558,7 @@ func (x *RecordDecisionsReply) String() string {
 func (*RecordDecisionsReply) ProtoMessage() {}
 
 func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2571,7 @@ func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionsReply.ProtoReflect.Descriptor instead.
 func (*RecordDecisionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
 }
 
 type TrimDecisionsRequest struct {
@@ -2547,7 +2583,7 @@ type TrimDecisionsRequest struct {
 
 func (x *TrimDecisionsRequest) Reset() {
 	*x = TrimDecisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2595,7 @@ func (x *TrimDecisionsRequest) String() string {
 func (*TrimDecisionsRequest) ProtoMessage() {}
 
 func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2608,7 @@ func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*TrimDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TrimDecisionsRequest) GetBefore() *timestamppb.Timestamp {
@@ -2591,7 +2627,7 @@ type TrimDecisionsReply struct {
 
 func (x *TrimDecisionsReply) Reset() {
 	*x = TrimDecisionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2639,7 @@ func (x *TrimDecisionsReply) String() string {
 func (*TrimDecisionsReply) ProtoMessage() {}
 
 func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2652,7 @@ func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimDecisionsReply.ProtoReflect.Descriptor instead.
 func (*TrimDecisionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TrimDecisionsReply) GetValue() int64 {
@@ -2635,7 +2671,7 @@ type RecordHeldRequest struct {
 
 func (x *RecordHeldRequest) Reset() {
 	*x = RecordHeldRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2683,7 @@ func (x *RecordHeldRequest) String() string {
 func (*RecordHeldRequest) ProtoMessage() {}
 
 func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2696,7 @@ func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeldRequest.ProtoReflect.Descriptor instead.
 func (*RecordHeldRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RecordHeldRequest) GetHs() []*HeldVersion {
@@ -2678,7 +2714,7 @@ type RecordHeldReply struct {
 
 func (x *RecordHeldReply) Reset() {
 	*x = RecordHeldReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2726,7 @@ func (x *RecordHeldReply) String() string {
 func (*RecordHeldReply) ProtoMessage() {}
 
 func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2739,7 @@ func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeldReply.ProtoReflect.Descriptor instead.
 func (*RecordHeldReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
 }
 
 type AddSightingsReply struct {
@@ -2715,7 +2751,7 @@ type AddSightingsReply struct {
 
 func (x *AddSightingsReply) Reset() {
 	*x = AddSightingsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2763,7 @@ func (x *AddSightingsReply) String() string {
 func (*AddSightingsReply) ProtoMessage() {}
 
 func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2776,7 @@ func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSightingsReply.ProtoReflect.Descriptor instead.
 func (*AddSightingsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AddSightingsReply) GetValue() []string {
@@ -2761,7 +2797,7 @@ type ListDisputedPart struct {
 
 func (x *ListDisputedPart) Reset() {
 	*x = ListDisputedPart{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2809,7 @@ func (x *ListDisputedPart) String() string {
 func (*ListDisputedPart) ProtoMessage() {}
 
 func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2822,7 @@ func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDisputedPart.ProtoReflect.Descriptor instead.
 func (*ListDisputedPart) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListDisputedPart) GetTotal() int64 {
@@ -2812,7 +2848,7 @@ type DisputeVotesRequest struct {
 
 func (x *DisputeVotesRequest) Reset() {
 	*x = DisputeVotesRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +2860,7 @@ func (x *DisputeVotesRequest) String() string {
 func (*DisputeVotesRequest) ProtoMessage() {}
 
 func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +2873,7 @@ func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeVotesRequest.ProtoReflect.Descriptor instead.
 func (*DisputeVotesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DisputeVotesRequest) GetThreatID() string {
@@ -2856,7 +2892,7 @@ type AddSeenRequest struct {
 
 func (x *AddSeenRequest) Reset() {
 	*x = AddSeenRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2904,7 @@ func (x *AddSeenRequest) String() string {
 func (*AddSeenRequest) ProtoMessage() {}
 
 func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2917,7 @@ func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenRequest.ProtoReflect.Descriptor instead.
 func (*AddSeenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AddSeenRequest) GetSeen() []*SeenCount {
@@ -2899,7 +2935,7 @@ type AddSeenReply struct {
 
 func (x *AddSeenReply) Reset() {
 	*x = AddSeenReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2911,7 +2947,7 @@ func (x *AddSeenReply) String() string {
 func (*AddSeenReply) ProtoMessage() {}
 
 func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2924,7 +2960,7 @@ func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenReply.ProtoReflect.Descriptor instead.
 func (*AddSeenReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
 }
 
 type CountSightingsRequest struct {
@@ -2936,7 +2972,7 @@ type CountSightingsRequest struct {
 
 func (x *CountSightingsRequest) Reset() {
 	*x = CountSightingsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +2984,7 @@ func (x *CountSightingsRequest) String() string {
 func (*CountSightingsRequest) ProtoMessage() {}
 
 func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +2997,7 @@ func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountSightingsRequest.ProtoReflect.Descriptor instead.
 func (*CountSightingsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CountSightingsRequest) GetThreatIDs() []string {
@@ -2969,6 +3005,327 @@ func (x *CountSightingsRequest) GetThreatIDs() []string {
 		return x.ThreatIDs
 	}
 	return nil
+}
+
+type ReputationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserIDs       []string               `protobuf:"bytes,1,rep,name=UserIDs,proto3" json:"UserIDs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReputationsRequest) Reset() {
+	*x = ReputationsRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReputationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReputationsRequest) ProtoMessage() {}
+
+func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReputationsRequest.ProtoReflect.Descriptor instead.
+func (*ReputationsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ReputationsRequest) GetUserIDs() []string {
+	if x != nil {
+		return x.UserIDs
+	}
+	return nil
+}
+
+type UsersByNameRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=Name,proto3" json:"Name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsersByNameRequest) Reset() {
+	*x = UsersByNameRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsersByNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsersByNameRequest) ProtoMessage() {}
+
+func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsersByNameRequest.ProtoReflect.Descriptor instead.
+func (*UsersByNameRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *UsersByNameRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type SubmitterRecordsAllRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitterRecordsAllRequest) Reset() {
+	*x = SubmitterRecordsAllRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitterRecordsAllRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitterRecordsAllRequest) ProtoMessage() {}
+
+func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitterRecordsAllRequest.ProtoReflect.Descriptor instead.
+func (*SubmitterRecordsAllRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
+}
+
+type CreateCampaignReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCampaignReply) Reset() {
+	*x = CreateCampaignReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCampaignReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCampaignReply) ProtoMessage() {}
+
+func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCampaignReply.ProtoReflect.Descriptor instead.
+func (*CreateCampaignReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
+}
+
+type GetCampaignRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=Id,proto3" json:"Id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCampaignRequest) Reset() {
+	*x = GetCampaignRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCampaignRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCampaignRequest) ProtoMessage() {}
+
+func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCampaignRequest.ProtoReflect.Descriptor instead.
+func (*GetCampaignRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *GetCampaignRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CampaignMembersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignMembersRequest) Reset() {
+	*x = CampaignMembersRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignMembersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignMembersRequest) ProtoMessage() {}
+
+func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignMembersRequest.ProtoReflect.Descriptor instead.
+func (*CampaignMembersRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
+}
+
+// EachVerifiedTextItem is one item of EachVerifiedText's stream.
+type EachVerifiedTextItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         []*ReportText          `protobuf:"bytes,1,rep,name=Value,proto3" json:"Value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EachVerifiedTextItem) Reset() {
+	*x = EachVerifiedTextItem{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EachVerifiedTextItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EachVerifiedTextItem) ProtoMessage() {}
+
+func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EachVerifiedTextItem.ProtoReflect.Descriptor instead.
+func (*EachVerifiedTextItem) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *EachVerifiedTextItem) GetValue() []*ReportText {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type EachVerifiedTextRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EachVerifiedTextRequest) Reset() {
+	*x = EachVerifiedTextRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EachVerifiedTextRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EachVerifiedTextRequest) ProtoMessage() {}
+
+func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EachVerifiedTextRequest.ProtoReflect.Descriptor instead.
+func (*EachVerifiedTextRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
 }
 
 // User is an account that owns API tokens and submits reports.
@@ -2990,7 +3347,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3359,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3372,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *User) GetID() string {
@@ -3100,7 +3457,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3469,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3482,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -3155,7 +3512,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3524,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3537,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -3215,7 +3572,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3227,7 +3584,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3240,7 +3597,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -3274,7 +3631,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3286,7 +3643,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3299,7 +3656,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Token) GetID() string {
@@ -3370,7 +3727,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3739,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3752,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -3423,7 +3780,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3435,7 +3792,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3448,7 +3805,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -3477,7 +3834,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +3846,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +3859,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -3532,7 +3889,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3544,7 +3901,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3557,7 +3914,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *Session) GetHash() string {
@@ -3600,7 +3957,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3612,7 +3969,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3625,7 +3982,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -3661,7 +4018,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3673,7 +4030,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3686,7 +4043,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -3759,7 +4116,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3771,7 +4128,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3784,7 +4141,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -3834,7 +4191,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +4203,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +4216,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -3909,7 +4266,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3921,7 +4278,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3934,7 +4291,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *Threat) GetID() string {
@@ -4111,7 +4468,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4123,7 +4480,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4136,7 +4493,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -4174,7 +4531,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4543,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4556,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -4250,7 +4607,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4262,7 +4619,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4275,7 +4632,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -4315,7 +4672,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4327,7 +4684,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4340,7 +4697,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Review) GetThreatID() string {
@@ -4392,6 +4749,68 @@ func (x *Review) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Duplicate is a submission refused as a duplicate of ThreatID, counted
+// on its submitter's record.
+type Duplicate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserID        string                 `protobuf:"bytes,1,opt,name=UserID,proto3" json:"UserID,omitempty"`
+	ThreatID      string                 `protobuf:"bytes,2,opt,name=ThreatID,proto3" json:"ThreatID,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=At,proto3" json:"At,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Duplicate) Reset() {
+	*x = Duplicate{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Duplicate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Duplicate) ProtoMessage() {}
+
+func (x *Duplicate) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
+func (*Duplicate) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *Duplicate) GetUserID() string {
+	if x != nil {
+		return x.UserID
+	}
+	return ""
+}
+
+func (x *Duplicate) GetThreatID() string {
+	if x != nil {
+		return x.ThreatID
+	}
+	return ""
+}
+
+func (x *Duplicate) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 // ReviewEvent is one kept transition of a report: who, when, why.
 type ReviewEvent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4411,7 +4830,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4842,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4855,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -4528,7 +4947,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4540,7 +4959,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4553,7 +4972,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -4638,7 +5057,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +5069,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +5082,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -4698,7 +5117,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4710,7 +5129,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4723,7 +5142,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -4809,7 +5228,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4821,7 +5240,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4834,7 +5253,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *Revision) GetID() string {
@@ -4927,7 +5346,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4939,7 +5358,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4952,7 +5371,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -4999,7 +5418,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5011,7 +5430,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5024,7 +5443,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *Summary) GetID() string {
@@ -5100,7 +5519,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5112,7 +5531,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5125,7 +5544,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -5240,7 +5659,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5252,7 +5671,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5265,7 +5684,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -5317,7 +5736,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5329,7 +5748,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5342,7 +5761,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -5433,7 +5852,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5445,7 +5864,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5458,7 +5877,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -5493,7 +5912,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5505,7 +5924,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5518,7 +5937,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -5574,7 +5993,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5586,7 +6005,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5599,7 +6018,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -5633,7 +6052,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5645,7 +6064,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5658,7 +6077,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -5709,7 +6128,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5721,7 +6140,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5734,7 +6153,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -5771,7 +6190,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5783,7 +6202,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5796,7 +6215,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -5840,7 +6259,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5852,7 +6271,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5865,7 +6284,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -5902,7 +6321,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5914,7 +6333,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5927,7 +6346,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -5970,7 +6389,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5982,7 +6401,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5995,7 +6414,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -6032,7 +6451,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6044,7 +6463,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6057,7 +6476,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -6100,7 +6519,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6112,7 +6531,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6125,7 +6544,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -6155,7 +6574,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6167,7 +6586,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6180,7 +6599,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -6231,7 +6650,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6243,7 +6662,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6256,7 +6675,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *Webhook) GetID() string {
@@ -6385,7 +6804,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6397,7 +6816,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6410,7 +6829,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -6463,7 +6882,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6475,7 +6894,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6488,7 +6907,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -6591,7 +7010,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6603,7 +7022,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6616,7 +7035,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -6659,7 +7078,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6671,7 +7090,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6684,7 +7103,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -6720,7 +7139,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6732,7 +7151,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6745,7 +7164,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -6822,7 +7241,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6834,7 +7253,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6847,7 +7266,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -6875,7 +7294,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6887,7 +7306,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6900,7 +7319,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -6936,7 +7355,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6948,7 +7367,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6961,7 +7380,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *Waiver) GetID() string {
@@ -7052,7 +7471,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7064,7 +7483,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7077,7 +7496,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -7198,7 +7617,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7210,7 +7629,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7223,7 +7642,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -7259,7 +7678,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7271,7 +7690,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7284,7 +7703,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -7324,7 +7743,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7336,7 +7755,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7349,7 +7768,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -7409,7 +7828,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7421,7 +7840,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7434,7 +7853,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -7470,7 +7889,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7482,7 +7901,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7495,7 +7914,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -7532,7 +7951,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7544,7 +7963,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7557,7 +7976,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -7602,7 +8021,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7614,7 +8033,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7627,7 +8046,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *Sighting) GetID() string {
@@ -7714,7 +8133,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7726,7 +8145,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7739,7 +8158,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -7782,7 +8201,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7794,7 +8213,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7807,7 +8226,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -7843,7 +8262,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7855,7 +8274,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7868,7 +8287,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -7910,7 +8329,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7922,7 +8341,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7935,7 +8354,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -8010,7 +8429,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8022,7 +8441,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8035,7 +8454,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -8059,6 +8478,929 @@ func (x *SightingCountsQuery) GetLimit() int64 {
 	return 0
 }
 
+// Reputation is a user's record: points and counts.
+type Reputation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserID        string                 `protobuf:"bytes,1,opt,name=UserID,proto3" json:"UserID,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Points        int64                  `protobuf:"varint,3,opt,name=Points,proto3" json:"Points,omitempty"`
+	Verified      int64                  `protobuf:"varint,4,opt,name=Verified,proto3" json:"Verified,omitempty"`
+	Rejected      int64                  `protobuf:"varint,5,opt,name=Rejected,proto3" json:"Rejected,omitempty"`
+	Pending       int64                  `protobuf:"varint,6,opt,name=Pending,proto3" json:"Pending,omitempty"`
+	Duplicates    int64                  `protobuf:"varint,7,opt,name=Duplicates,proto3" json:"Duplicates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reputation) Reset() {
+	*x = Reputation{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reputation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reputation) ProtoMessage() {}
+
+func (x *Reputation) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
+func (*Reputation) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+}
+
+func (x *Reputation) GetUserID() string {
+	if x != nil {
+		return x.UserID
+	}
+	return ""
+}
+
+func (x *Reputation) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Reputation) GetPoints() int64 {
+	if x != nil {
+		return x.Points
+	}
+	return 0
+}
+
+func (x *Reputation) GetVerified() int64 {
+	if x != nil {
+		return x.Verified
+	}
+	return 0
+}
+
+func (x *Reputation) GetRejected() int64 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
+}
+
+func (x *Reputation) GetPending() int64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *Reputation) GetDuplicates() int64 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
+// LeaderboardQuery asks for the users with the most points earned since
+// Since (zero: ever).
+type LeaderboardQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=Since,proto3" json:"Since,omitempty"`
+	Limit         int64                  `protobuf:"varint,2,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderboardQuery) Reset() {
+	*x = LeaderboardQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderboardQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderboardQuery) ProtoMessage() {}
+
+func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
+func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+}
+
+func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *LeaderboardQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// LeaderboardEntry is one user of the leaderboard: points earned in the
+// period and reports verified in it.
+type LeaderboardEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserID        string                 `protobuf:"bytes,1,opt,name=UserID,proto3" json:"UserID,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Points        int64                  `protobuf:"varint,3,opt,name=Points,proto3" json:"Points,omitempty"`
+	Verified      int64                  `protobuf:"varint,4,opt,name=Verified,proto3" json:"Verified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderboardEntry) Reset() {
+	*x = LeaderboardEntry{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderboardEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderboardEntry) ProtoMessage() {}
+
+func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
+func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+}
+
+func (x *LeaderboardEntry) GetUserID() string {
+	if x != nil {
+		return x.UserID
+	}
+	return ""
+}
+
+func (x *LeaderboardEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LeaderboardEntry) GetPoints() int64 {
+	if x != nil {
+		return x.Points
+	}
+	return 0
+}
+
+func (x *LeaderboardEntry) GetVerified() int64 {
+	if x != nil {
+		return x.Verified
+	}
+	return 0
+}
+
+// HistoryQuery asks for a user's latest reputation events.
+type HistoryQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserID        string                 `protobuf:"bytes,1,opt,name=UserID,proto3" json:"UserID,omitempty"`
+	Limit         int64                  `protobuf:"varint,2,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryQuery) Reset() {
+	*x = HistoryQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryQuery) ProtoMessage() {}
+
+func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
+func (*HistoryQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+}
+
+func (x *HistoryQuery) GetUserID() string {
+	if x != nil {
+		return x.UserID
+	}
+	return ""
+}
+
+func (x *HistoryQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ReputationEvent is one event that earned or cost a user points.
+type ReputationEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=Kind,proto3" json:"Kind,omitempty"`
+	ThreatID      string                 `protobuf:"bytes,2,opt,name=ThreatID,proto3" json:"ThreatID,omitempty"`
+	Points        int64                  `protobuf:"varint,3,opt,name=Points,proto3" json:"Points,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=At,proto3" json:"At,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReputationEvent) Reset() {
+	*x = ReputationEvent{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReputationEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReputationEvent) ProtoMessage() {}
+
+func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
+func (*ReputationEvent) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+}
+
+func (x *ReputationEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReputationEvent) GetThreatID() string {
+	if x != nil {
+		return x.ThreatID
+	}
+	return ""
+}
+
+func (x *ReputationEvent) GetPoints() int64 {
+	if x != nil {
+		return x.Points
+	}
+	return 0
+}
+
+func (x *ReputationEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// Campaign is a named group of related verified reports (docs/campaigns.md).
+// FirstSeen and LastSeen are worked out from its reports: the earliest of
+// their first_seen (their verification when they have none), the latest
+// of their last_seen (likewise).
+type Campaign struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Description   string                 `protobuf:"bytes,3,opt,name=Description,proto3" json:"Description,omitempty"`
+	Tags          []string               `protobuf:"bytes,4,rep,name=Tags,proto3" json:"Tags,omitempty"`
+	TagsNil       bool                   `protobuf:"varint,5,opt,name=TagsNil,proto3" json:"TagsNil,omitempty"`
+	ThreatIDs     []string               `protobuf:"bytes,6,rep,name=ThreatIDs,proto3" json:"ThreatIDs,omitempty"`
+	ThreatIDsNil  bool                   `protobuf:"varint,7,opt,name=ThreatIDsNil,proto3" json:"ThreatIDsNil,omitempty"`
+	FirstSeen     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=FirstSeen,proto3" json:"FirstSeen,omitempty"`
+	LastSeen      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=LastSeen,proto3" json:"LastSeen,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=CreatedAt,proto3" json:"CreatedAt,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=UpdatedAt,proto3" json:"UpdatedAt,omitempty"`
+	CreatedBy     string                 `protobuf:"bytes,12,opt,name=CreatedBy,proto3" json:"CreatedBy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Campaign) Reset() {
+	*x = Campaign{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Campaign) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Campaign) ProtoMessage() {}
+
+func (x *Campaign) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
+func (*Campaign) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+}
+
+func (x *Campaign) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *Campaign) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Campaign) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Campaign) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *Campaign) GetTagsNil() bool {
+	if x != nil {
+		return x.TagsNil
+	}
+	return false
+}
+
+func (x *Campaign) GetThreatIDs() []string {
+	if x != nil {
+		return x.ThreatIDs
+	}
+	return nil
+}
+
+func (x *Campaign) GetThreatIDsNil() bool {
+	if x != nil {
+		return x.ThreatIDsNil
+	}
+	return false
+}
+
+func (x *Campaign) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
+func (x *Campaign) GetLastSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSeen
+	}
+	return nil
+}
+
+func (x *Campaign) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Campaign) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Campaign) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+// CampaignChange is a validated change of campaign ID: Tags replace its
+// tags when SetTags.
+type CampaignChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	Name          *string                `protobuf:"bytes,2,opt,name=Name,proto3,oneof" json:"Name,omitempty"`
+	Description   *string                `protobuf:"bytes,3,opt,name=Description,proto3,oneof" json:"Description,omitempty"`
+	Tags          []string               `protobuf:"bytes,4,rep,name=Tags,proto3" json:"Tags,omitempty"`
+	TagsNil       bool                   `protobuf:"varint,5,opt,name=TagsNil,proto3" json:"TagsNil,omitempty"`
+	SetTags       bool                   `protobuf:"varint,6,opt,name=SetTags,proto3" json:"SetTags,omitempty"`
+	Add           []string               `protobuf:"bytes,7,rep,name=Add,proto3" json:"Add,omitempty"`
+	AddNil        bool                   `protobuf:"varint,8,opt,name=AddNil,proto3" json:"AddNil,omitempty"`
+	Remove        []string               `protobuf:"bytes,9,rep,name=Remove,proto3" json:"Remove,omitempty"`
+	RemoveNil     bool                   `protobuf:"varint,10,opt,name=RemoveNil,proto3" json:"RemoveNil,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=At,proto3" json:"At,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignChange) Reset() {
+	*x = CampaignChange{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignChange) ProtoMessage() {}
+
+func (x *CampaignChange) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
+func (*CampaignChange) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+}
+
+func (x *CampaignChange) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *CampaignChange) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *CampaignChange) GetDescription() string {
+	if x != nil && x.Description != nil {
+		return *x.Description
+	}
+	return ""
+}
+
+func (x *CampaignChange) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *CampaignChange) GetTagsNil() bool {
+	if x != nil {
+		return x.TagsNil
+	}
+	return false
+}
+
+func (x *CampaignChange) GetSetTags() bool {
+	if x != nil {
+		return x.SetTags
+	}
+	return false
+}
+
+func (x *CampaignChange) GetAdd() []string {
+	if x != nil {
+		return x.Add
+	}
+	return nil
+}
+
+func (x *CampaignChange) GetAddNil() bool {
+	if x != nil {
+		return x.AddNil
+	}
+	return false
+}
+
+func (x *CampaignChange) GetRemove() []string {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
+func (x *CampaignChange) GetRemoveNil() bool {
+	if x != nil {
+		return x.RemoveNil
+	}
+	return false
+}
+
+func (x *CampaignChange) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// CampaignQuery is one keyset page of campaigns, by name then id.
+type CampaignQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AfterName     string                 `protobuf:"bytes,1,opt,name=AfterName,proto3" json:"AfterName,omitempty"`
+	AfterID       string                 `protobuf:"bytes,2,opt,name=AfterID,proto3" json:"AfterID,omitempty"`
+	Limit         int64                  `protobuf:"varint,3,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignQuery) Reset() {
+	*x = CampaignQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignQuery) ProtoMessage() {}
+
+func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
+func (*CampaignQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+}
+
+func (x *CampaignQuery) GetAfterName() string {
+	if x != nil {
+		return x.AfterName
+	}
+	return ""
+}
+
+func (x *CampaignQuery) GetAfterID() string {
+	if x != nil {
+		return x.AfterID
+	}
+	return ""
+}
+
+func (x *CampaignQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// CampaignMember is a verified report of a campaign (for the records).
+type CampaignMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ThreatID      string                 `protobuf:"bytes,1,opt,name=ThreatID,proto3" json:"ThreatID,omitempty"`
+	Ref           *CampaignRef           `protobuf:"bytes,2,opt,name=Ref,proto3" json:"Ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignMember) Reset() {
+	*x = CampaignMember{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignMember) ProtoMessage() {}
+
+func (x *CampaignMember) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
+func (*CampaignMember) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+}
+
+func (x *CampaignMember) GetThreatID() string {
+	if x != nil {
+		return x.ThreatID
+	}
+	return ""
+}
+
+func (x *CampaignMember) GetRef() *CampaignRef {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
+// IndicatorGroupQuery bounds the shared-indicator groups asked for.
+type IndicatorGroupQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MinSize       int64                  `protobuf:"varint,1,opt,name=MinSize,proto3" json:"MinSize,omitempty"`
+	MaxSize       int64                  `protobuf:"varint,2,opt,name=MaxSize,proto3" json:"MaxSize,omitempty"`
+	Limit         int64                  `protobuf:"varint,3,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndicatorGroupQuery) Reset() {
+	*x = IndicatorGroupQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndicatorGroupQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndicatorGroupQuery) ProtoMessage() {}
+
+func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
+func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+}
+
+func (x *IndicatorGroupQuery) GetMinSize() int64 {
+	if x != nil {
+		return x.MinSize
+	}
+	return 0
+}
+
+func (x *IndicatorGroupQuery) GetMaxSize() int64 {
+	if x != nil {
+		return x.MaxSize
+	}
+	return 0
+}
+
+func (x *IndicatorGroupQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// IndicatorGroup is an indicator of compromise several verified reports
+// name.
+type IndicatorGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=Key,proto3" json:"Key,omitempty"`
+	ThreatIDs     []string               `protobuf:"bytes,2,rep,name=ThreatIDs,proto3" json:"ThreatIDs,omitempty"`
+	ThreatIDsNil  bool                   `protobuf:"varint,3,opt,name=ThreatIDsNil,proto3" json:"ThreatIDsNil,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndicatorGroup) Reset() {
+	*x = IndicatorGroup{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndicatorGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndicatorGroup) ProtoMessage() {}
+
+func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
+func (*IndicatorGroup) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+}
+
+func (x *IndicatorGroup) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *IndicatorGroup) GetThreatIDs() []string {
+	if x != nil {
+		return x.ThreatIDs
+	}
+	return nil
+}
+
+func (x *IndicatorGroup) GetThreatIDsNil() bool {
+	if x != nil {
+		return x.ThreatIDsNil
+	}
+	return false
+}
+
+// ReportText is what campaign suggestions read of a verified report.
+type ReportText struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ID                 string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	ResourceIdentifier string                 `protobuf:"bytes,2,opt,name=ResourceIdentifier,proto3" json:"ResourceIdentifier,omitempty"`
+	Tags               []string               `protobuf:"bytes,3,rep,name=Tags,proto3" json:"Tags,omitempty"`
+	TagsNil            bool                   `protobuf:"varint,4,opt,name=TagsNil,proto3" json:"TagsNil,omitempty"`
+	ThreatDescription  string                 `protobuf:"bytes,5,opt,name=ThreatDescription,proto3" json:"ThreatDescription,omitempty"`
+	PayloadDescription string                 `protobuf:"bytes,6,opt,name=PayloadDescription,proto3" json:"PayloadDescription,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ReportText) Reset() {
+	*x = ReportText{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportText) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportText) ProtoMessage() {}
+
+func (x *ReportText) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
+func (*ReportText) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+}
+
+func (x *ReportText) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *ReportText) GetResourceIdentifier() string {
+	if x != nil {
+		return x.ResourceIdentifier
+	}
+	return ""
+}
+
+func (x *ReportText) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *ReportText) GetTagsNil() bool {
+	if x != nil {
+		return x.TagsNil
+	}
+	return false
+}
+
+func (x *ReportText) GetThreatDescription() string {
+	if x != nil {
+		return x.ThreatDescription
+	}
+	return ""
+}
+
+func (x *ReportText) GetPayloadDescription() string {
+	if x != nil {
+		return x.PayloadDescription
+	}
+	return ""
+}
+
 // AccountDeletion is what deleting an account writes. The user's pending
 // reports are withdrawn (rejected, with Note, by ActorName) and their
 // pending revisions rejected; tokens are revoked and sessions ended; the
@@ -8077,7 +9419,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8089,7 +9431,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8102,7 +9444,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -8147,7 +9489,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8159,7 +9501,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8172,7 +9514,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -8233,7 +9575,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8245,7 +9587,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8258,7 +9600,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -8388,7 +9730,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8400,7 +9742,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8413,7 +9755,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *IOC) GetType() string {
@@ -8477,7 +9819,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8489,7 +9831,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8502,7 +9844,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -8532,7 +9874,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8544,7 +9886,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8557,7 +9899,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -8572,6 +9914,84 @@ func (x *ImportRecord) GetWithdrawn() bool {
 		return x.Withdrawn
 	}
 	return false
+}
+
+// CampaignRef names a campaign a report belongs to, as its record shows it
+// (STIX also gets its description and times).
+type CampaignRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Description   string                 `protobuf:"bytes,3,opt,name=Description,proto3" json:"Description,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=CreatedAt,proto3" json:"CreatedAt,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=UpdatedAt,proto3" json:"UpdatedAt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignRef) Reset() {
+	*x = CampaignRef{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignRef) ProtoMessage() {}
+
+func (x *CampaignRef) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
+func (*CampaignRef) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+}
+
+func (x *CampaignRef) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *CampaignRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CampaignRef) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CampaignRef) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *CampaignRef) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
 }
 
 // Submission is the request body of the submit operation (spec §2.1): the
@@ -8609,7 +10029,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8621,7 +10041,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8634,7 +10054,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *Submission) GetReportType() string {
@@ -8821,7 +10241,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\aUserIDs\x18\x01 \x03(\tR\aUserIDs\"V\n" +
 	"\x0fListPendingPart\x12\x14\n" +
 	"\x05Total\x18\x01 \x01(\x03R\x05Total\x12-\n" +
-	"\x04Item\x18\x02 \x01(\v2\x19.threatd.plugin.v2.ThreatR\x04Item\"1\n" +
+	"\x04Item\x18\x02 \x01(\v2\x19.threatd.plugin.v2.ThreatR\x04Item\"\x16\n" +
+	"\x14RecordDuplicateReply\"1\n" +
 	"\x13ReviewEventsRequest\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\"\x1d\n" +
 	"\x1bListPendingRevisionsRequest\"2\n" +
@@ -8925,7 +10346,19 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x04Seen\x18\x01 \x03(\v2\x1c.threatd.plugin.v2.SeenCountR\x04Seen\"\x0e\n" +
 	"\fAddSeenReply\"5\n" +
 	"\x15CountSightingsRequest\x12\x1c\n" +
-	"\tThreatIDs\x18\x01 \x03(\tR\tThreatIDs\"\x88\x03\n" +
+	"\tThreatIDs\x18\x01 \x03(\tR\tThreatIDs\".\n" +
+	"\x12ReputationsRequest\x12\x18\n" +
+	"\aUserIDs\x18\x01 \x03(\tR\aUserIDs\"(\n" +
+	"\x12UsersByNameRequest\x12\x12\n" +
+	"\x04Name\x18\x01 \x01(\tR\x04Name\"\x1c\n" +
+	"\x1aSubmitterRecordsAllRequest\"\x15\n" +
+	"\x13CreateCampaignReply\"$\n" +
+	"\x12GetCampaignRequest\x12\x0e\n" +
+	"\x02Id\x18\x01 \x01(\tR\x02Id\"\x18\n" +
+	"\x16CampaignMembersRequest\"K\n" +
+	"\x14EachVerifiedTextItem\x123\n" +
+	"\x05Value\x18\x01 \x03(\v2\x1d.threatd.plugin.v2.ReportTextR\x05Value\"\x19\n" +
+	"\x17EachVerifiedTextRequest\"\x88\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x14\n" +
 	"\x05Email\x18\x02 \x01(\tR\x05Email\x12\x12\n" +
@@ -9062,7 +10495,11 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x04Note\x18\x04 \x01(\tR\x04Note\x12\x18\n" +
 	"\aActorID\x18\x05 \x01(\tR\aActorID\x12\x1c\n" +
 	"\tActorName\x18\x06 \x01(\tR\tActorName\x12*\n" +
-	"\x02At\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"\x8d\x02\n" +
+	"\x02At\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"k\n" +
+	"\tDuplicate\x12\x16\n" +
+	"\x06UserID\x18\x01 \x01(\tR\x06UserID\x12\x1a\n" +
+	"\bThreatID\x18\x02 \x01(\tR\bThreatID\x12*\n" +
+	"\x02At\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"\x8d\x02\n" +
 	"\vReviewEvent\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1a\n" +
 	"\bThreatID\x18\x02 \x01(\tR\bThreatID\x12\x1e\n" +
@@ -9406,7 +10843,86 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x13SightingCountsQuery\x120\n" +
 	"\x05Since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05Since\x12\x14\n" +
 	"\x05After\x18\x02 \x01(\tR\x05After\x12\x14\n" +
-	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"m\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"\xc2\x01\n" +
+	"\n" +
+	"Reputation\x12\x16\n" +
+	"\x06UserID\x18\x01 \x01(\tR\x06UserID\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x16\n" +
+	"\x06Points\x18\x03 \x01(\x03R\x06Points\x12\x1a\n" +
+	"\bVerified\x18\x04 \x01(\x03R\bVerified\x12\x1a\n" +
+	"\bRejected\x18\x05 \x01(\x03R\bRejected\x12\x18\n" +
+	"\aPending\x18\x06 \x01(\x03R\aPending\x12\x1e\n" +
+	"\n" +
+	"Duplicates\x18\a \x01(\x03R\n" +
+	"Duplicates\"Z\n" +
+	"\x10LeaderboardQuery\x120\n" +
+	"\x05Since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05Since\x12\x14\n" +
+	"\x05Limit\x18\x02 \x01(\x03R\x05Limit\"r\n" +
+	"\x10LeaderboardEntry\x12\x16\n" +
+	"\x06UserID\x18\x01 \x01(\tR\x06UserID\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x16\n" +
+	"\x06Points\x18\x03 \x01(\x03R\x06Points\x12\x1a\n" +
+	"\bVerified\x18\x04 \x01(\x03R\bVerified\"<\n" +
+	"\fHistoryQuery\x12\x16\n" +
+	"\x06UserID\x18\x01 \x01(\tR\x06UserID\x12\x14\n" +
+	"\x05Limit\x18\x02 \x01(\x03R\x05Limit\"\x85\x01\n" +
+	"\x0fReputationEvent\x12\x12\n" +
+	"\x04Kind\x18\x01 \x01(\tR\x04Kind\x12\x1a\n" +
+	"\bThreatID\x18\x02 \x01(\tR\bThreatID\x12\x16\n" +
+	"\x06Points\x18\x03 \x01(\x03R\x06Points\x12*\n" +
+	"\x02At\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"\xc4\x03\n" +
+	"\bCampaign\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12 \n" +
+	"\vDescription\x18\x03 \x01(\tR\vDescription\x12\x12\n" +
+	"\x04Tags\x18\x04 \x03(\tR\x04Tags\x12\x18\n" +
+	"\aTagsNil\x18\x05 \x01(\bR\aTagsNil\x12\x1c\n" +
+	"\tThreatIDs\x18\x06 \x03(\tR\tThreatIDs\x12\"\n" +
+	"\fThreatIDsNil\x18\a \x01(\bR\fThreatIDsNil\x128\n" +
+	"\tFirstSeen\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tFirstSeen\x126\n" +
+	"\bLastSeen\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bLastSeen\x128\n" +
+	"\tCreatedAt\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tCreatedAt\x128\n" +
+	"\tUpdatedAt\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tUpdatedAt\x12\x1c\n" +
+	"\tCreatedBy\x18\f \x01(\tR\tCreatedBy\"\xcd\x02\n" +
+	"\x0eCampaignChange\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x17\n" +
+	"\x04Name\x18\x02 \x01(\tH\x00R\x04Name\x88\x01\x01\x12%\n" +
+	"\vDescription\x18\x03 \x01(\tH\x01R\vDescription\x88\x01\x01\x12\x12\n" +
+	"\x04Tags\x18\x04 \x03(\tR\x04Tags\x12\x18\n" +
+	"\aTagsNil\x18\x05 \x01(\bR\aTagsNil\x12\x18\n" +
+	"\aSetTags\x18\x06 \x01(\bR\aSetTags\x12\x10\n" +
+	"\x03Add\x18\a \x03(\tR\x03Add\x12\x16\n" +
+	"\x06AddNil\x18\b \x01(\bR\x06AddNil\x12\x16\n" +
+	"\x06Remove\x18\t \x03(\tR\x06Remove\x12\x1c\n" +
+	"\tRemoveNil\x18\n" +
+	" \x01(\bR\tRemoveNil\x12*\n" +
+	"\x02At\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x02AtB\a\n" +
+	"\x05_NameB\x0e\n" +
+	"\f_Description\"]\n" +
+	"\rCampaignQuery\x12\x1c\n" +
+	"\tAfterName\x18\x01 \x01(\tR\tAfterName\x12\x18\n" +
+	"\aAfterID\x18\x02 \x01(\tR\aAfterID\x12\x14\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"^\n" +
+	"\x0eCampaignMember\x12\x1a\n" +
+	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x120\n" +
+	"\x03Ref\x18\x02 \x01(\v2\x1e.threatd.plugin.v2.CampaignRefR\x03Ref\"_\n" +
+	"\x13IndicatorGroupQuery\x12\x18\n" +
+	"\aMinSize\x18\x01 \x01(\x03R\aMinSize\x12\x18\n" +
+	"\aMaxSize\x18\x02 \x01(\x03R\aMaxSize\x12\x14\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"d\n" +
+	"\x0eIndicatorGroup\x12\x10\n" +
+	"\x03Key\x18\x01 \x01(\tR\x03Key\x12\x1c\n" +
+	"\tThreatIDs\x18\x02 \x03(\tR\tThreatIDs\x12\"\n" +
+	"\fThreatIDsNil\x18\x03 \x01(\bR\fThreatIDsNil\"\xd8\x01\n" +
+	"\n" +
+	"ReportText\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12.\n" +
+	"\x12ResourceIdentifier\x18\x02 \x01(\tR\x12ResourceIdentifier\x12\x12\n" +
+	"\x04Tags\x18\x03 \x03(\tR\x04Tags\x12\x18\n" +
+	"\aTagsNil\x18\x04 \x01(\bR\aTagsNil\x12,\n" +
+	"\x11ThreatDescription\x18\x05 \x01(\tR\x11ThreatDescription\x12.\n" +
+	"\x12PayloadDescription\x18\x06 \x01(\tR\x12PayloadDescription\"m\n" +
 	"\x0fAccountDeletion\x12\x14\n" +
 	"\x05Email\x18\x01 \x01(\tR\x05Email\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x12\n" +
@@ -9454,7 +10970,13 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x16_EvidenceReferencesAdd\"_\n" +
 	"\fImportRecord\x121\n" +
 	"\x06Threat\x18\x01 \x01(\v2\x19.threatd.plugin.v2.ThreatR\x06Threat\x12\x1c\n" +
-	"\tWithdrawn\x18\x02 \x01(\bR\tWithdrawn\"\x89\b\n" +
+	"\tWithdrawn\x18\x02 \x01(\bR\tWithdrawn\"\xc7\x01\n" +
+	"\vCampaignRef\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12 \n" +
+	"\vDescription\x18\x03 \x01(\tR\vDescription\x128\n" +
+	"\tCreatedAt\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tCreatedAt\x128\n" +
+	"\tUpdatedAt\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tUpdatedAt\"\x89\b\n" +
 	"\n" +
 	"Submission\x12#\n" +
 	"\n" +
@@ -9496,7 +11018,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xb01\n" +
+	"\x0e_DownloadCount2\xd7:\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -9527,6 +11049,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x10SubmitterRecords\x12*.threatd.plugin.v2.SubmitterRecordsRequest\x1a\".threatd.plugin.v2.SubmitterRecord0\x01\x12T\n" +
 	"\vListPending\x12\x1f.threatd.plugin.v2.PendingQuery\x1a\".threatd.plugin.v2.ListPendingPart0\x01\x12D\n" +
 	"\fReviewThreat\x12\x19.threatd.plugin.v2.Review\x1a\x19.threatd.plugin.v2.Threat\x12X\n" +
+	"\x0fRecordDuplicate\x12\x1c.threatd.plugin.v2.Duplicate\x1a'.threatd.plugin.v2.RecordDuplicateReply\x12X\n" +
 	"\fReviewEvents\x12&.threatd.plugin.v2.ReviewEventsRequest\x1a\x1e.threatd.plugin.v2.ReviewEvent0\x01\x12L\n" +
 	"\fModifyThreat\x12\x1f.threatd.plugin.v2.Modification\x1a\x1b.threatd.plugin.v2.Modified\x12R\n" +
 	"\x0eDecideRevision\x12#.threatd.plugin.v2.RevisionDecision\x1a\x1b.threatd.plugin.v2.Modified\x12e\n" +
@@ -9577,7 +11100,19 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\aAddSeen\x12!.threatd.plugin.v2.AddSeenRequest\x1a\x1f.threatd.plugin.v2.AddSeenReply\x12R\n" +
 	"\rListSightings\x12 .threatd.plugin.v2.SightingQuery\x1a\x1f.threatd.plugin.v2.SightingList\x12_\n" +
 	"\x0eCountSightings\x12(.threatd.plugin.v2.CountSightingsRequest\x1a!.threatd.plugin.v2.SightingCounts0\x01\x12a\n" +
-	"\x12SightingCountsPage\x12&.threatd.plugin.v2.SightingCountsQuery\x1a!.threatd.plugin.v2.SightingCounts0\x01B6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
+	"\x12SightingCountsPage\x12&.threatd.plugin.v2.SightingCountsQuery\x1a!.threatd.plugin.v2.SightingCounts0\x01\x12U\n" +
+	"\vReputations\x12%.threatd.plugin.v2.ReputationsRequest\x1a\x1d.threatd.plugin.v2.Reputation0\x01\x12Y\n" +
+	"\vLeaderboard\x12#.threatd.plugin.v2.LeaderboardQuery\x1a#.threatd.plugin.v2.LeaderboardEntry0\x01\x12Z\n" +
+	"\x11ReputationHistory\x12\x1f.threatd.plugin.v2.HistoryQuery\x1a\".threatd.plugin.v2.ReputationEvent0\x01\x12O\n" +
+	"\vUsersByName\x12%.threatd.plugin.v2.UsersByNameRequest\x1a\x17.threatd.plugin.v2.User0\x01\x12j\n" +
+	"\x13SubmitterRecordsAll\x12-.threatd.plugin.v2.SubmitterRecordsAllRequest\x1a\".threatd.plugin.v2.SubmitterRecord0\x01\x12U\n" +
+	"\x0eCreateCampaign\x12\x1b.threatd.plugin.v2.Campaign\x1a&.threatd.plugin.v2.CreateCampaignReply\x12P\n" +
+	"\x0eUpdateCampaign\x12!.threatd.plugin.v2.CampaignChange\x1a\x1b.threatd.plugin.v2.Campaign\x12Q\n" +
+	"\vGetCampaign\x12%.threatd.plugin.v2.GetCampaignRequest\x1a\x1b.threatd.plugin.v2.Campaign\x12P\n" +
+	"\rListCampaigns\x12 .threatd.plugin.v2.CampaignQuery\x1a\x1b.threatd.plugin.v2.Campaign0\x01\x12a\n" +
+	"\x0fCampaignMembers\x12).threatd.plugin.v2.CampaignMembersRequest\x1a!.threatd.plugin.v2.CampaignMember0\x01\x12d\n" +
+	"\x15SharedIndicatorGroups\x12&.threatd.plugin.v2.IndicatorGroupQuery\x1a!.threatd.plugin.v2.IndicatorGroup0\x01\x12i\n" +
+	"\x10EachVerifiedText\x12*.threatd.plugin.v2.EachVerifiedTextRequest\x1a'.threatd.plugin.v2.EachVerifiedTextItem0\x01B6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
 
 var (
 	file_plugins_proto_v2_storage_proto_rawDescOnce sync.Once
@@ -9591,7 +11126,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 145)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 168)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -9612,399 +11147,460 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ListSubmissionsPart)(nil),         // 16: threatd.plugin.v2.ListSubmissionsPart
 	(*SubmitterRecordsRequest)(nil),     // 17: threatd.plugin.v2.SubmitterRecordsRequest
 	(*ListPendingPart)(nil),             // 18: threatd.plugin.v2.ListPendingPart
-	(*ReviewEventsRequest)(nil),         // 19: threatd.plugin.v2.ReviewEventsRequest
-	(*ListPendingRevisionsRequest)(nil), // 20: threatd.plugin.v2.ListPendingRevisionsRequest
-	(*ListRevisionsRequest)(nil),        // 21: threatd.plugin.v2.ListRevisionsRequest
-	(*GetRevisionRequest)(nil),          // 22: threatd.plugin.v2.GetRevisionRequest
-	(*EachVerifiedSummaryItem)(nil),     // 23: threatd.plugin.v2.EachVerifiedSummaryItem
-	(*EachVerifiedSummaryRequest)(nil),  // 24: threatd.plugin.v2.EachVerifiedSummaryRequest
-	(*CountThreatsReply)(nil),           // 25: threatd.plugin.v2.CountThreatsReply
-	(*LastFeedEventRequest)(nil),        // 26: threatd.plugin.v2.LastFeedEventRequest
-	(*ImportedVersionsReply)(nil),       // 27: threatd.plugin.v2.ImportedVersionsReply
-	(*MigrateRequest)(nil),              // 28: threatd.plugin.v2.MigrateRequest
-	(*MigrateReply)(nil),                // 29: threatd.plugin.v2.MigrateReply
-	(*HealthRequest)(nil),               // 30: threatd.plugin.v2.HealthRequest
-	(*HealthReply)(nil),                 // 31: threatd.plugin.v2.HealthReply
-	(*StatsRequest)(nil),                // 32: threatd.plugin.v2.StatsRequest
-	(*SecretRequest)(nil),               // 33: threatd.plugin.v2.SecretRequest
-	(*SecretReply)(nil),                 // 34: threatd.plugin.v2.SecretReply
-	(*LeaseReply)(nil),                  // 35: threatd.plugin.v2.LeaseReply
-	(*AddUsageRequest)(nil),             // 36: threatd.plugin.v2.AddUsageRequest
-	(*AddUsageReply)(nil),               // 37: threatd.plugin.v2.AddUsageReply
-	(*UsageReply)(nil),                  // 38: threatd.plugin.v2.UsageReply
-	(*SyncRateCountsReply)(nil),         // 39: threatd.plugin.v2.SyncRateCountsReply
-	(*ExportItem)(nil),                  // 40: threatd.plugin.v2.ExportItem
-	(*ExportRequest)(nil),               // 41: threatd.plugin.v2.ExportRequest
-	(*ImportItem)(nil),                  // 42: threatd.plugin.v2.ImportItem
-	(*ImportRequest)(nil),               // 43: threatd.plugin.v2.ImportRequest
-	(*ImportReply)(nil),                 // 44: threatd.plugin.v2.ImportReply
-	(*CreateWebhookReply)(nil),          // 45: threatd.plugin.v2.CreateWebhookReply
-	(*ListWebhooksRequest)(nil),         // 46: threatd.plugin.v2.ListWebhooksRequest
-	(*DeleteWebhookRequest)(nil),        // 47: threatd.plugin.v2.DeleteWebhookRequest
-	(*DeleteWebhookReply)(nil),          // 48: threatd.plugin.v2.DeleteWebhookReply
-	(*EnableWebhookRequest)(nil),        // 49: threatd.plugin.v2.EnableWebhookRequest
-	(*RecordAttemptReply)(nil),          // 50: threatd.plugin.v2.RecordAttemptReply
-	(*WebhookQueueRequest)(nil),         // 51: threatd.plugin.v2.WebhookQueueRequest
-	(*TrimWebhooksReply)(nil),           // 52: threatd.plugin.v2.TrimWebhooksReply
-	(*CreateWaiverReply)(nil),           // 53: threatd.plugin.v2.CreateWaiverReply
-	(*ListWaiversRequest)(nil),          // 54: threatd.plugin.v2.ListWaiversRequest
-	(*DeleteWaiverRequest)(nil),         // 55: threatd.plugin.v2.DeleteWaiverRequest
-	(*DeleteWaiverReply)(nil),           // 56: threatd.plugin.v2.DeleteWaiverReply
-	(*RecordDecisionsRequest)(nil),      // 57: threatd.plugin.v2.RecordDecisionsRequest
-	(*RecordDecisionsReply)(nil),        // 58: threatd.plugin.v2.RecordDecisionsReply
-	(*TrimDecisionsRequest)(nil),        // 59: threatd.plugin.v2.TrimDecisionsRequest
-	(*TrimDecisionsReply)(nil),          // 60: threatd.plugin.v2.TrimDecisionsReply
-	(*RecordHeldRequest)(nil),           // 61: threatd.plugin.v2.RecordHeldRequest
-	(*RecordHeldReply)(nil),             // 62: threatd.plugin.v2.RecordHeldReply
-	(*AddSightingsReply)(nil),           // 63: threatd.plugin.v2.AddSightingsReply
-	(*ListDisputedPart)(nil),            // 64: threatd.plugin.v2.ListDisputedPart
-	(*DisputeVotesRequest)(nil),         // 65: threatd.plugin.v2.DisputeVotesRequest
-	(*AddSeenRequest)(nil),              // 66: threatd.plugin.v2.AddSeenRequest
-	(*AddSeenReply)(nil),                // 67: threatd.plugin.v2.AddSeenReply
-	(*CountSightingsRequest)(nil),       // 68: threatd.plugin.v2.CountSightingsRequest
-	(*User)(nil),                        // 69: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 70: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 71: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 72: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 73: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 74: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 75: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 76: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 77: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 78: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 79: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 80: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 81: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 82: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 83: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 84: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 85: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 86: threatd.plugin.v2.Review
-	(*ReviewEvent)(nil),                 // 87: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 88: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 89: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 90: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 91: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 92: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 93: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 94: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 95: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 96: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 97: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 98: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 99: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 100: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 101: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 102: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 103: threatd.plugin.v2.VersionQuery
-	(*Stats)(nil),                       // 104: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 105: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 106: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 107: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 108: threatd.plugin.v2.RateCounts
-	(*Webhook)(nil),                     // 109: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 110: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 111: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 112: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 113: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 114: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 115: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 116: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 117: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 118: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 119: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 120: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 121: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 122: threatd.plugin.v2.HeldQuery
-	(*SightingBatch)(nil),               // 123: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 124: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 125: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 126: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 127: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 128: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 129: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 130: threatd.plugin.v2.SightingCountsQuery
-	(*AccountDeletion)(nil),             // 131: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 132: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 133: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 134: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 135: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 136: threatd.plugin.v2.ImportRecord
-	(*Submission)(nil),                  // 137: threatd.plugin.v2.Submission
-	nil,                                 // 138: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 139: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 140: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 141: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 142: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 143: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 144: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 145: google.protobuf.Timestamp
+	(*RecordDuplicateReply)(nil),        // 19: threatd.plugin.v2.RecordDuplicateReply
+	(*ReviewEventsRequest)(nil),         // 20: threatd.plugin.v2.ReviewEventsRequest
+	(*ListPendingRevisionsRequest)(nil), // 21: threatd.plugin.v2.ListPendingRevisionsRequest
+	(*ListRevisionsRequest)(nil),        // 22: threatd.plugin.v2.ListRevisionsRequest
+	(*GetRevisionRequest)(nil),          // 23: threatd.plugin.v2.GetRevisionRequest
+	(*EachVerifiedSummaryItem)(nil),     // 24: threatd.plugin.v2.EachVerifiedSummaryItem
+	(*EachVerifiedSummaryRequest)(nil),  // 25: threatd.plugin.v2.EachVerifiedSummaryRequest
+	(*CountThreatsReply)(nil),           // 26: threatd.plugin.v2.CountThreatsReply
+	(*LastFeedEventRequest)(nil),        // 27: threatd.plugin.v2.LastFeedEventRequest
+	(*ImportedVersionsReply)(nil),       // 28: threatd.plugin.v2.ImportedVersionsReply
+	(*MigrateRequest)(nil),              // 29: threatd.plugin.v2.MigrateRequest
+	(*MigrateReply)(nil),                // 30: threatd.plugin.v2.MigrateReply
+	(*HealthRequest)(nil),               // 31: threatd.plugin.v2.HealthRequest
+	(*HealthReply)(nil),                 // 32: threatd.plugin.v2.HealthReply
+	(*StatsRequest)(nil),                // 33: threatd.plugin.v2.StatsRequest
+	(*SecretRequest)(nil),               // 34: threatd.plugin.v2.SecretRequest
+	(*SecretReply)(nil),                 // 35: threatd.plugin.v2.SecretReply
+	(*LeaseReply)(nil),                  // 36: threatd.plugin.v2.LeaseReply
+	(*AddUsageRequest)(nil),             // 37: threatd.plugin.v2.AddUsageRequest
+	(*AddUsageReply)(nil),               // 38: threatd.plugin.v2.AddUsageReply
+	(*UsageReply)(nil),                  // 39: threatd.plugin.v2.UsageReply
+	(*SyncRateCountsReply)(nil),         // 40: threatd.plugin.v2.SyncRateCountsReply
+	(*ExportItem)(nil),                  // 41: threatd.plugin.v2.ExportItem
+	(*ExportRequest)(nil),               // 42: threatd.plugin.v2.ExportRequest
+	(*ImportItem)(nil),                  // 43: threatd.plugin.v2.ImportItem
+	(*ImportRequest)(nil),               // 44: threatd.plugin.v2.ImportRequest
+	(*ImportReply)(nil),                 // 45: threatd.plugin.v2.ImportReply
+	(*CreateWebhookReply)(nil),          // 46: threatd.plugin.v2.CreateWebhookReply
+	(*ListWebhooksRequest)(nil),         // 47: threatd.plugin.v2.ListWebhooksRequest
+	(*DeleteWebhookRequest)(nil),        // 48: threatd.plugin.v2.DeleteWebhookRequest
+	(*DeleteWebhookReply)(nil),          // 49: threatd.plugin.v2.DeleteWebhookReply
+	(*EnableWebhookRequest)(nil),        // 50: threatd.plugin.v2.EnableWebhookRequest
+	(*RecordAttemptReply)(nil),          // 51: threatd.plugin.v2.RecordAttemptReply
+	(*WebhookQueueRequest)(nil),         // 52: threatd.plugin.v2.WebhookQueueRequest
+	(*TrimWebhooksReply)(nil),           // 53: threatd.plugin.v2.TrimWebhooksReply
+	(*CreateWaiverReply)(nil),           // 54: threatd.plugin.v2.CreateWaiverReply
+	(*ListWaiversRequest)(nil),          // 55: threatd.plugin.v2.ListWaiversRequest
+	(*DeleteWaiverRequest)(nil),         // 56: threatd.plugin.v2.DeleteWaiverRequest
+	(*DeleteWaiverReply)(nil),           // 57: threatd.plugin.v2.DeleteWaiverReply
+	(*RecordDecisionsRequest)(nil),      // 58: threatd.plugin.v2.RecordDecisionsRequest
+	(*RecordDecisionsReply)(nil),        // 59: threatd.plugin.v2.RecordDecisionsReply
+	(*TrimDecisionsRequest)(nil),        // 60: threatd.plugin.v2.TrimDecisionsRequest
+	(*TrimDecisionsReply)(nil),          // 61: threatd.plugin.v2.TrimDecisionsReply
+	(*RecordHeldRequest)(nil),           // 62: threatd.plugin.v2.RecordHeldRequest
+	(*RecordHeldReply)(nil),             // 63: threatd.plugin.v2.RecordHeldReply
+	(*AddSightingsReply)(nil),           // 64: threatd.plugin.v2.AddSightingsReply
+	(*ListDisputedPart)(nil),            // 65: threatd.plugin.v2.ListDisputedPart
+	(*DisputeVotesRequest)(nil),         // 66: threatd.plugin.v2.DisputeVotesRequest
+	(*AddSeenRequest)(nil),              // 67: threatd.plugin.v2.AddSeenRequest
+	(*AddSeenReply)(nil),                // 68: threatd.plugin.v2.AddSeenReply
+	(*CountSightingsRequest)(nil),       // 69: threatd.plugin.v2.CountSightingsRequest
+	(*ReputationsRequest)(nil),          // 70: threatd.plugin.v2.ReputationsRequest
+	(*UsersByNameRequest)(nil),          // 71: threatd.plugin.v2.UsersByNameRequest
+	(*SubmitterRecordsAllRequest)(nil),  // 72: threatd.plugin.v2.SubmitterRecordsAllRequest
+	(*CreateCampaignReply)(nil),         // 73: threatd.plugin.v2.CreateCampaignReply
+	(*GetCampaignRequest)(nil),          // 74: threatd.plugin.v2.GetCampaignRequest
+	(*CampaignMembersRequest)(nil),      // 75: threatd.plugin.v2.CampaignMembersRequest
+	(*EachVerifiedTextItem)(nil),        // 76: threatd.plugin.v2.EachVerifiedTextItem
+	(*EachVerifiedTextRequest)(nil),     // 77: threatd.plugin.v2.EachVerifiedTextRequest
+	(*User)(nil),                        // 78: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 79: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 80: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 81: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 82: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 83: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 84: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 85: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 86: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 87: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 88: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 89: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 90: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 91: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 92: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 93: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 94: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 95: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 96: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 97: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 98: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 99: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 100: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 101: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 102: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 103: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 104: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 105: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 106: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 107: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 108: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 109: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 110: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 111: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 112: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 113: threatd.plugin.v2.VersionQuery
+	(*Stats)(nil),                       // 114: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 115: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 116: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 117: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 118: threatd.plugin.v2.RateCounts
+	(*Webhook)(nil),                     // 119: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 120: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 121: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 122: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 123: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 124: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 125: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 126: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 127: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 128: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 129: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 130: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 131: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 132: threatd.plugin.v2.HeldQuery
+	(*SightingBatch)(nil),               // 133: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 134: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 135: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 136: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 137: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 138: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 139: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 140: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 141: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 142: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 143: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 144: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 145: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 146: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 147: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 148: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 149: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 150: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 151: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 152: threatd.plugin.v2.ReportText
+	(*AccountDeletion)(nil),             // 153: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 154: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 155: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 156: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 157: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 158: threatd.plugin.v2.ImportRecord
+	(*CampaignRef)(nil),                 // 159: threatd.plugin.v2.CampaignRef
+	(*Submission)(nil),                  // 160: threatd.plugin.v2.Submission
+	nil,                                 // 161: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 162: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 163: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 164: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 165: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 166: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 167: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 168: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	138, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	139, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	82,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	82,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	93,  // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	145, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	140, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	106, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	141, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	142, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	143, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	145, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	118, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	145, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	121, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	82,  // 15: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	126, // 16: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	145, // 17: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 18: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	145, // 19: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	145, // 20: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 21: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	145, // 22: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	73,  // 23: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	69,  // 24: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	145, // 25: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 26: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	77,  // 27: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	69,  // 28: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	131, // 29: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	145, // 30: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	69,  // 31: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	82,  // 32: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	132, // 33: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	145, // 34: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 35: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	145, // 36: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	145, // 37: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	145, // 38: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	145, // 39: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	133, // 40: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	134, // 41: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	145, // 42: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 43: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	145, // 44: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	135, // 45: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	145, // 46: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	134, // 47: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	132, // 48: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	82,  // 49: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	91,  // 50: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	145, // 51: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	134, // 52: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	135, // 53: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	145, // 54: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 55: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	145, // 56: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	145, // 57: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	145, // 58: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	145, // 59: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	145, // 60: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	145, // 61: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	145, // 62: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	98,  // 63: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	82,  // 64: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	145, // 65: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	145, // 66: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	136, // 67: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	144, // 68: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	145, // 69: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 70: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	145, // 71: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	145, // 72: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	145, // 73: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	145, // 74: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	145, // 75: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	145, // 76: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	109, // 77: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	114, // 78: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	145, // 79: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	145, // 80: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	145, // 81: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	145, // 82: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	145, // 83: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 84: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	145, // 85: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	145, // 86: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	145, // 87: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	118, // 88: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	145, // 89: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	145, // 90: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	145, // 91: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	145, // 92: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	125, // 93: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	145, // 94: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	145, // 95: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	145, // 96: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	145, // 97: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	125, // 98: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	145, // 99: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	145, // 100: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	145, // 101: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	145, // 102: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	145, // 103: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	145, // 104: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	137, // 105: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	82,  // 106: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	145, // 107: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	145, // 108: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 109: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	69,  // 110: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 111: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	70,  // 112: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	71,  // 113: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	72,  // 114: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	73,  // 115: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 116: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 117: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 118: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	75,  // 119: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 120: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	76,  // 121: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	77,  // 122: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 123: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 124: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 125: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	79,  // 126: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	81,  // 127: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 128: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 129: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	83,  // 130: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 131: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	85,  // 132: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	86,  // 133: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	19,  // 134: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	88,  // 135: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	90,  // 136: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	20,  // 137: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	21,  // 138: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	22,  // 139: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	92,  // 140: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	24,  // 141: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	94,  // 142: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	94,  // 143: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	95,  // 144: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	96,  // 145: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	26,  // 146: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	99,  // 147: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	101, // 148: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	103, // 149: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	28,  // 150: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	30,  // 151: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	32,  // 152: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	33,  // 153: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	105, // 154: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	36,  // 155: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	107, // 156: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	108, // 157: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	41,  // 158: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	42,  // 159: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	109, // 160: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	46,  // 161: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	47,  // 162: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	49,  // 163: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	110, // 164: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	112, // 165: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	113, // 166: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	51,  // 167: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	116, // 168: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	117, // 169: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	54,  // 170: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	55,  // 171: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	57,  // 172: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	119, // 173: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	59,  // 174: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	61,  // 175: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	122, // 176: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	123, // 177: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	124, // 178: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	65,  // 179: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	66,  // 180: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	127, // 181: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	68,  // 182: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	130, // 183: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	1,   // 184: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	69,  // 185: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	69,  // 186: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	69,  // 187: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	69,  // 188: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	69,  // 189: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	73,  // 190: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	73,  // 191: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	74,  // 192: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	73,  // 193: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	73,  // 194: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 195: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	69,  // 196: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 197: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	78,  // 198: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 199: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	77,  // 200: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	80,  // 201: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 202: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	82,  // 203: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	82,  // 204: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 205: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	84,  // 206: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 207: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	82,  // 208: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	87,  // 209: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	89,  // 210: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	89,  // 211: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	91,  // 212: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	91,  // 213: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	91,  // 214: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	82,  // 215: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	23,  // 216: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	82,  // 217: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	25,  // 218: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	82,  // 219: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	97,  // 220: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	98,  // 221: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	100, // 222: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	102, // 223: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	27,  // 224: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 225: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	31,  // 226: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	104, // 227: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	34,  // 228: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	35,  // 229: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	37,  // 230: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	38,  // 231: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	39,  // 232: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	40,  // 233: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	44,  // 234: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	45,  // 235: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	109, // 236: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	48,  // 237: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	109, // 238: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	111, // 239: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	50,  // 240: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	114, // 241: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	115, // 242: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	52,  // 243: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	53,  // 244: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	117, // 245: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	56,  // 246: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	58,  // 247: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	120, // 248: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	60,  // 249: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	62,  // 250: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	121, // 251: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	63,  // 252: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	64,  // 253: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	125, // 254: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	67,  // 255: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	128, // 256: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	129, // 257: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	129, // 258: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	184, // [184:259] is the sub-list for method output_type
-	109, // [109:184] is the sub-list for method input_type
-	109, // [109:109] is the sub-list for extension type_name
-	109, // [109:109] is the sub-list for extension extendee
-	0,   // [0:109] is the sub-list for field type_name
+	161, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	162, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	91,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	91,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	103, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	168, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	163, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	116, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	164, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	165, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	166, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	168, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	128, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	168, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	131, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	91,  // 15: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	136, // 16: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	152, // 17: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	168, // 18: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 19: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	168, // 20: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	168, // 21: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 22: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	168, // 23: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	82,  // 24: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	78,  // 25: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	168, // 26: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 27: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	86,  // 28: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	78,  // 29: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	153, // 30: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	168, // 31: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	78,  // 32: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	91,  // 33: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	154, // 34: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	168, // 35: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 36: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	168, // 37: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	168, // 38: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	168, // 39: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	168, // 40: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	155, // 41: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	156, // 42: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	168, // 43: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 44: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	168, // 45: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	168, // 46: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	157, // 47: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	168, // 48: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	156, // 49: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	154, // 50: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	91,  // 51: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	101, // 52: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	168, // 53: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	156, // 54: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	157, // 55: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	168, // 56: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 57: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	168, // 58: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	168, // 59: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	168, // 60: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	168, // 61: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	168, // 62: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	168, // 63: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	168, // 64: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	108, // 65: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	91,  // 66: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	168, // 67: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	168, // 68: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	158, // 69: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	167, // 70: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	168, // 71: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 72: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	168, // 73: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	168, // 74: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	168, // 75: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	168, // 76: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	168, // 77: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	168, // 78: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	119, // 79: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	124, // 80: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	168, // 81: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	168, // 82: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	168, // 83: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	168, // 84: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	168, // 85: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 86: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	168, // 87: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	168, // 88: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	168, // 89: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	128, // 90: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	168, // 91: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	168, // 92: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	168, // 93: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	168, // 94: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	135, // 95: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	168, // 96: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	168, // 97: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	168, // 98: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 99: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	135, // 100: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	168, // 101: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	168, // 102: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	168, // 103: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	168, // 104: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	168, // 105: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	168, // 106: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	168, // 107: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	168, // 108: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 109: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	168, // 110: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	159, // 111: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	168, // 112: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	168, // 113: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	168, // 114: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	160, // 115: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	91,  // 116: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	168, // 117: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	168, // 118: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	168, // 119: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	168, // 120: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 121: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	78,  // 122: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 123: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	79,  // 124: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	80,  // 125: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	81,  // 126: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	82,  // 127: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 128: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 129: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 130: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	84,  // 131: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 132: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	85,  // 133: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	86,  // 134: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 135: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 136: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 137: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	88,  // 138: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	90,  // 139: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 140: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 141: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	92,  // 142: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 143: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	94,  // 144: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	95,  // 145: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	96,  // 146: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 147: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	98,  // 148: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	100, // 149: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 150: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 151: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 152: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	102, // 153: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 154: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	104, // 155: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	104, // 156: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	105, // 157: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	106, // 158: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 159: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	109, // 160: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	111, // 161: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	113, // 162: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	29,  // 163: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	31,  // 164: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	33,  // 165: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	34,  // 166: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	115, // 167: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	37,  // 168: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	117, // 169: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	118, // 170: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	42,  // 171: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	43,  // 172: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	119, // 173: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	47,  // 174: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	48,  // 175: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	50,  // 176: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	120, // 177: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	122, // 178: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	123, // 179: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	52,  // 180: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	126, // 181: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	127, // 182: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	55,  // 183: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	56,  // 184: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	58,  // 185: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	129, // 186: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	60,  // 187: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	62,  // 188: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	132, // 189: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	133, // 190: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	134, // 191: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	66,  // 192: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	67,  // 193: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	137, // 194: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	69,  // 195: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	140, // 196: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	70,  // 197: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	142, // 198: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	144, // 199: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	71,  // 200: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	72,  // 201: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	146, // 202: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	147, // 203: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	74,  // 204: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	148, // 205: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	75,  // 206: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	150, // 207: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	77,  // 208: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	1,   // 209: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	78,  // 210: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	78,  // 211: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	78,  // 212: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	78,  // 213: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	78,  // 214: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	82,  // 215: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	82,  // 216: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	83,  // 217: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	82,  // 218: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	82,  // 219: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 220: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	78,  // 221: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 222: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	87,  // 223: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 224: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	86,  // 225: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	89,  // 226: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 227: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	91,  // 228: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	91,  // 229: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 230: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	93,  // 231: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 232: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	91,  // 233: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 234: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	97,  // 235: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	99,  // 236: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	99,  // 237: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	101, // 238: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	101, // 239: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	101, // 240: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	91,  // 241: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 242: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	91,  // 243: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 244: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	91,  // 245: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	107, // 246: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	108, // 247: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	110, // 248: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	112, // 249: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 250: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	30,  // 251: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	32,  // 252: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	114, // 253: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	35,  // 254: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	36,  // 255: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	38,  // 256: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	39,  // 257: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	40,  // 258: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	41,  // 259: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	45,  // 260: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	46,  // 261: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	119, // 262: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	49,  // 263: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	119, // 264: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	121, // 265: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	51,  // 266: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	124, // 267: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	125, // 268: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	53,  // 269: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	54,  // 270: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	127, // 271: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	57,  // 272: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	59,  // 273: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	130, // 274: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	61,  // 275: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	63,  // 276: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	131, // 277: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	64,  // 278: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	65,  // 279: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	135, // 280: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	68,  // 281: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	138, // 282: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	139, // 283: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	139, // 284: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	141, // 285: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	143, // 286: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	145, // 287: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	78,  // 288: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	93,  // 289: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	73,  // 290: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	146, // 291: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	146, // 292: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	146, // 293: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	149, // 294: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	151, // 295: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	76,  // 296: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	209, // [209:297] is the sub-list for method output_type
+	121, // [121:209] is the sub-list for method input_type
+	121, // [121:121] is the sub-list for extension type_name
+	121, // [121:121] is the sub-list for extension extendee
+	0,   // [0:121] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -10012,20 +11608,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[69].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[70].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[71].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[78].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[79].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[133].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[135].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[137].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[80].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[88].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[147].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[155].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[157].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[160].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   145,
+			NumMessages:   168,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,81 +28,94 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Storage_Configure_FullMethodName            = "/threatd.plugin.v2.Storage/Configure"
-	Storage_CreateUser_FullMethodName           = "/threatd.plugin.v2.Storage/CreateUser"
-	Storage_UserByEmail_FullMethodName          = "/threatd.plugin.v2.Storage/UserByEmail"
-	Storage_SetUserLimit_FullMethodName         = "/threatd.plugin.v2.Storage/SetUserLimit"
-	Storage_SetUserAccess_FullMethodName        = "/threatd.plugin.v2.Storage/SetUserAccess"
-	Storage_ListUsers_FullMethodName            = "/threatd.plugin.v2.Storage/ListUsers"
-	Storage_CreateToken_FullMethodName          = "/threatd.plugin.v2.Storage/CreateToken"
-	Storage_RevokeToken_FullMethodName          = "/threatd.plugin.v2.Storage/RevokeToken"
-	Storage_Authenticate_FullMethodName         = "/threatd.plugin.v2.Storage/Authenticate"
-	Storage_ListTokens_FullMethodName           = "/threatd.plugin.v2.Storage/ListTokens"
-	Storage_RevokeUserToken_FullMethodName      = "/threatd.plugin.v2.Storage/RevokeUserToken"
-	Storage_TokensUsed_FullMethodName           = "/threatd.plugin.v2.Storage/TokensUsed"
-	Storage_SetPassword_FullMethodName          = "/threatd.plugin.v2.Storage/SetPassword"
-	Storage_CreateSession_FullMethodName        = "/threatd.plugin.v2.Storage/CreateSession"
-	Storage_SessionUser_FullMethodName          = "/threatd.plugin.v2.Storage/SessionUser"
-	Storage_DeleteSession_FullMethodName        = "/threatd.plugin.v2.Storage/DeleteSession"
-	Storage_ListSessions_FullMethodName         = "/threatd.plugin.v2.Storage/ListSessions"
-	Storage_ChangeAccount_FullMethodName        = "/threatd.plugin.v2.Storage/ChangeAccount"
-	Storage_CreateThreat_FullMethodName         = "/threatd.plugin.v2.Storage/CreateThreat"
-	Storage_GetThreat_FullMethodName            = "/threatd.plugin.v2.Storage/GetThreat"
-	Storage_GetThreats_FullMethodName           = "/threatd.plugin.v2.Storage/GetThreats"
-	Storage_ListSubmissions_FullMethodName      = "/threatd.plugin.v2.Storage/ListSubmissions"
-	Storage_SubmitterRecords_FullMethodName     = "/threatd.plugin.v2.Storage/SubmitterRecords"
-	Storage_ListPending_FullMethodName          = "/threatd.plugin.v2.Storage/ListPending"
-	Storage_ReviewThreat_FullMethodName         = "/threatd.plugin.v2.Storage/ReviewThreat"
-	Storage_ReviewEvents_FullMethodName         = "/threatd.plugin.v2.Storage/ReviewEvents"
-	Storage_ModifyThreat_FullMethodName         = "/threatd.plugin.v2.Storage/ModifyThreat"
-	Storage_DecideRevision_FullMethodName       = "/threatd.plugin.v2.Storage/DecideRevision"
-	Storage_ListPendingRevisions_FullMethodName = "/threatd.plugin.v2.Storage/ListPendingRevisions"
-	Storage_ListRevisions_FullMethodName        = "/threatd.plugin.v2.Storage/ListRevisions"
-	Storage_GetRevision_FullMethodName          = "/threatd.plugin.v2.Storage/GetRevision"
-	Storage_LatestVerified_FullMethodName       = "/threatd.plugin.v2.Storage/LatestVerified"
-	Storage_EachVerifiedSummary_FullMethodName  = "/threatd.plugin.v2.Storage/EachVerifiedSummary"
-	Storage_QueryThreats_FullMethodName         = "/threatd.plugin.v2.Storage/QueryThreats"
-	Storage_CountThreats_FullMethodName         = "/threatd.plugin.v2.Storage/CountThreats"
-	Storage_ThreatsByKeyPrefix_FullMethodName   = "/threatd.plugin.v2.Storage/ThreatsByKeyPrefix"
-	Storage_Feed_FullMethodName                 = "/threatd.plugin.v2.Storage/Feed"
-	Storage_LastFeedEvent_FullMethodName        = "/threatd.plugin.v2.Storage/LastFeedEvent"
-	Storage_Changes_FullMethodName              = "/threatd.plugin.v2.Storage/Changes"
-	Storage_ImportThreats_FullMethodName        = "/threatd.plugin.v2.Storage/ImportThreats"
-	Storage_ImportedVersions_FullMethodName     = "/threatd.plugin.v2.Storage/ImportedVersions"
-	Storage_Migrate_FullMethodName              = "/threatd.plugin.v2.Storage/Migrate"
-	Storage_Health_FullMethodName               = "/threatd.plugin.v2.Storage/Health"
-	Storage_Stats_FullMethodName                = "/threatd.plugin.v2.Storage/Stats"
-	Storage_Secret_FullMethodName               = "/threatd.plugin.v2.Storage/Secret"
-	Storage_Lease_FullMethodName                = "/threatd.plugin.v2.Storage/Lease"
-	Storage_AddUsage_FullMethodName             = "/threatd.plugin.v2.Storage/AddUsage"
-	Storage_Usage_FullMethodName                = "/threatd.plugin.v2.Storage/Usage"
-	Storage_SyncRateCounts_FullMethodName       = "/threatd.plugin.v2.Storage/SyncRateCounts"
-	Storage_Export_FullMethodName               = "/threatd.plugin.v2.Storage/Export"
-	Storage_Import_FullMethodName               = "/threatd.plugin.v2.Storage/Import"
-	Storage_CreateWebhook_FullMethodName        = "/threatd.plugin.v2.Storage/CreateWebhook"
-	Storage_ListWebhooks_FullMethodName         = "/threatd.plugin.v2.Storage/ListWebhooks"
-	Storage_DeleteWebhook_FullMethodName        = "/threatd.plugin.v2.Storage/DeleteWebhook"
-	Storage_EnableWebhook_FullMethodName        = "/threatd.plugin.v2.Storage/EnableWebhook"
-	Storage_DueDeliveries_FullMethodName        = "/threatd.plugin.v2.Storage/DueDeliveries"
-	Storage_RecordAttempt_FullMethodName        = "/threatd.plugin.v2.Storage/RecordAttempt"
-	Storage_WebhookAttempts_FullMethodName      = "/threatd.plugin.v2.Storage/WebhookAttempts"
-	Storage_WebhookQueue_FullMethodName         = "/threatd.plugin.v2.Storage/WebhookQueue"
-	Storage_TrimWebhooks_FullMethodName         = "/threatd.plugin.v2.Storage/TrimWebhooks"
-	Storage_CreateWaiver_FullMethodName         = "/threatd.plugin.v2.Storage/CreateWaiver"
-	Storage_ListWaivers_FullMethodName          = "/threatd.plugin.v2.Storage/ListWaivers"
-	Storage_DeleteWaiver_FullMethodName         = "/threatd.plugin.v2.Storage/DeleteWaiver"
-	Storage_RecordDecisions_FullMethodName      = "/threatd.plugin.v2.Storage/RecordDecisions"
-	Storage_ListDecisions_FullMethodName        = "/threatd.plugin.v2.Storage/ListDecisions"
-	Storage_TrimDecisions_FullMethodName        = "/threatd.plugin.v2.Storage/TrimDecisions"
-	Storage_RecordHeld_FullMethodName           = "/threatd.plugin.v2.Storage/RecordHeld"
-	Storage_ListHeld_FullMethodName             = "/threatd.plugin.v2.Storage/ListHeld"
-	Storage_AddSightings_FullMethodName         = "/threatd.plugin.v2.Storage/AddSightings"
-	Storage_ListDisputed_FullMethodName         = "/threatd.plugin.v2.Storage/ListDisputed"
-	Storage_DisputeVotes_FullMethodName         = "/threatd.plugin.v2.Storage/DisputeVotes"
-	Storage_AddSeen_FullMethodName              = "/threatd.plugin.v2.Storage/AddSeen"
-	Storage_ListSightings_FullMethodName        = "/threatd.plugin.v2.Storage/ListSightings"
-	Storage_CountSightings_FullMethodName       = "/threatd.plugin.v2.Storage/CountSightings"
-	Storage_SightingCountsPage_FullMethodName   = "/threatd.plugin.v2.Storage/SightingCountsPage"
+	Storage_Configure_FullMethodName             = "/threatd.plugin.v2.Storage/Configure"
+	Storage_CreateUser_FullMethodName            = "/threatd.plugin.v2.Storage/CreateUser"
+	Storage_UserByEmail_FullMethodName           = "/threatd.plugin.v2.Storage/UserByEmail"
+	Storage_SetUserLimit_FullMethodName          = "/threatd.plugin.v2.Storage/SetUserLimit"
+	Storage_SetUserAccess_FullMethodName         = "/threatd.plugin.v2.Storage/SetUserAccess"
+	Storage_ListUsers_FullMethodName             = "/threatd.plugin.v2.Storage/ListUsers"
+	Storage_CreateToken_FullMethodName           = "/threatd.plugin.v2.Storage/CreateToken"
+	Storage_RevokeToken_FullMethodName           = "/threatd.plugin.v2.Storage/RevokeToken"
+	Storage_Authenticate_FullMethodName          = "/threatd.plugin.v2.Storage/Authenticate"
+	Storage_ListTokens_FullMethodName            = "/threatd.plugin.v2.Storage/ListTokens"
+	Storage_RevokeUserToken_FullMethodName       = "/threatd.plugin.v2.Storage/RevokeUserToken"
+	Storage_TokensUsed_FullMethodName            = "/threatd.plugin.v2.Storage/TokensUsed"
+	Storage_SetPassword_FullMethodName           = "/threatd.plugin.v2.Storage/SetPassword"
+	Storage_CreateSession_FullMethodName         = "/threatd.plugin.v2.Storage/CreateSession"
+	Storage_SessionUser_FullMethodName           = "/threatd.plugin.v2.Storage/SessionUser"
+	Storage_DeleteSession_FullMethodName         = "/threatd.plugin.v2.Storage/DeleteSession"
+	Storage_ListSessions_FullMethodName          = "/threatd.plugin.v2.Storage/ListSessions"
+	Storage_ChangeAccount_FullMethodName         = "/threatd.plugin.v2.Storage/ChangeAccount"
+	Storage_CreateThreat_FullMethodName          = "/threatd.plugin.v2.Storage/CreateThreat"
+	Storage_GetThreat_FullMethodName             = "/threatd.plugin.v2.Storage/GetThreat"
+	Storage_GetThreats_FullMethodName            = "/threatd.plugin.v2.Storage/GetThreats"
+	Storage_ListSubmissions_FullMethodName       = "/threatd.plugin.v2.Storage/ListSubmissions"
+	Storage_SubmitterRecords_FullMethodName      = "/threatd.plugin.v2.Storage/SubmitterRecords"
+	Storage_ListPending_FullMethodName           = "/threatd.plugin.v2.Storage/ListPending"
+	Storage_ReviewThreat_FullMethodName          = "/threatd.plugin.v2.Storage/ReviewThreat"
+	Storage_RecordDuplicate_FullMethodName       = "/threatd.plugin.v2.Storage/RecordDuplicate"
+	Storage_ReviewEvents_FullMethodName          = "/threatd.plugin.v2.Storage/ReviewEvents"
+	Storage_ModifyThreat_FullMethodName          = "/threatd.plugin.v2.Storage/ModifyThreat"
+	Storage_DecideRevision_FullMethodName        = "/threatd.plugin.v2.Storage/DecideRevision"
+	Storage_ListPendingRevisions_FullMethodName  = "/threatd.plugin.v2.Storage/ListPendingRevisions"
+	Storage_ListRevisions_FullMethodName         = "/threatd.plugin.v2.Storage/ListRevisions"
+	Storage_GetRevision_FullMethodName           = "/threatd.plugin.v2.Storage/GetRevision"
+	Storage_LatestVerified_FullMethodName        = "/threatd.plugin.v2.Storage/LatestVerified"
+	Storage_EachVerifiedSummary_FullMethodName   = "/threatd.plugin.v2.Storage/EachVerifiedSummary"
+	Storage_QueryThreats_FullMethodName          = "/threatd.plugin.v2.Storage/QueryThreats"
+	Storage_CountThreats_FullMethodName          = "/threatd.plugin.v2.Storage/CountThreats"
+	Storage_ThreatsByKeyPrefix_FullMethodName    = "/threatd.plugin.v2.Storage/ThreatsByKeyPrefix"
+	Storage_Feed_FullMethodName                  = "/threatd.plugin.v2.Storage/Feed"
+	Storage_LastFeedEvent_FullMethodName         = "/threatd.plugin.v2.Storage/LastFeedEvent"
+	Storage_Changes_FullMethodName               = "/threatd.plugin.v2.Storage/Changes"
+	Storage_ImportThreats_FullMethodName         = "/threatd.plugin.v2.Storage/ImportThreats"
+	Storage_ImportedVersions_FullMethodName      = "/threatd.plugin.v2.Storage/ImportedVersions"
+	Storage_Migrate_FullMethodName               = "/threatd.plugin.v2.Storage/Migrate"
+	Storage_Health_FullMethodName                = "/threatd.plugin.v2.Storage/Health"
+	Storage_Stats_FullMethodName                 = "/threatd.plugin.v2.Storage/Stats"
+	Storage_Secret_FullMethodName                = "/threatd.plugin.v2.Storage/Secret"
+	Storage_Lease_FullMethodName                 = "/threatd.plugin.v2.Storage/Lease"
+	Storage_AddUsage_FullMethodName              = "/threatd.plugin.v2.Storage/AddUsage"
+	Storage_Usage_FullMethodName                 = "/threatd.plugin.v2.Storage/Usage"
+	Storage_SyncRateCounts_FullMethodName        = "/threatd.plugin.v2.Storage/SyncRateCounts"
+	Storage_Export_FullMethodName                = "/threatd.plugin.v2.Storage/Export"
+	Storage_Import_FullMethodName                = "/threatd.plugin.v2.Storage/Import"
+	Storage_CreateWebhook_FullMethodName         = "/threatd.plugin.v2.Storage/CreateWebhook"
+	Storage_ListWebhooks_FullMethodName          = "/threatd.plugin.v2.Storage/ListWebhooks"
+	Storage_DeleteWebhook_FullMethodName         = "/threatd.plugin.v2.Storage/DeleteWebhook"
+	Storage_EnableWebhook_FullMethodName         = "/threatd.plugin.v2.Storage/EnableWebhook"
+	Storage_DueDeliveries_FullMethodName         = "/threatd.plugin.v2.Storage/DueDeliveries"
+	Storage_RecordAttempt_FullMethodName         = "/threatd.plugin.v2.Storage/RecordAttempt"
+	Storage_WebhookAttempts_FullMethodName       = "/threatd.plugin.v2.Storage/WebhookAttempts"
+	Storage_WebhookQueue_FullMethodName          = "/threatd.plugin.v2.Storage/WebhookQueue"
+	Storage_TrimWebhooks_FullMethodName          = "/threatd.plugin.v2.Storage/TrimWebhooks"
+	Storage_CreateWaiver_FullMethodName          = "/threatd.plugin.v2.Storage/CreateWaiver"
+	Storage_ListWaivers_FullMethodName           = "/threatd.plugin.v2.Storage/ListWaivers"
+	Storage_DeleteWaiver_FullMethodName          = "/threatd.plugin.v2.Storage/DeleteWaiver"
+	Storage_RecordDecisions_FullMethodName       = "/threatd.plugin.v2.Storage/RecordDecisions"
+	Storage_ListDecisions_FullMethodName         = "/threatd.plugin.v2.Storage/ListDecisions"
+	Storage_TrimDecisions_FullMethodName         = "/threatd.plugin.v2.Storage/TrimDecisions"
+	Storage_RecordHeld_FullMethodName            = "/threatd.plugin.v2.Storage/RecordHeld"
+	Storage_ListHeld_FullMethodName              = "/threatd.plugin.v2.Storage/ListHeld"
+	Storage_AddSightings_FullMethodName          = "/threatd.plugin.v2.Storage/AddSightings"
+	Storage_ListDisputed_FullMethodName          = "/threatd.plugin.v2.Storage/ListDisputed"
+	Storage_DisputeVotes_FullMethodName          = "/threatd.plugin.v2.Storage/DisputeVotes"
+	Storage_AddSeen_FullMethodName               = "/threatd.plugin.v2.Storage/AddSeen"
+	Storage_ListSightings_FullMethodName         = "/threatd.plugin.v2.Storage/ListSightings"
+	Storage_CountSightings_FullMethodName        = "/threatd.plugin.v2.Storage/CountSightings"
+	Storage_SightingCountsPage_FullMethodName    = "/threatd.plugin.v2.Storage/SightingCountsPage"
+	Storage_Reputations_FullMethodName           = "/threatd.plugin.v2.Storage/Reputations"
+	Storage_Leaderboard_FullMethodName           = "/threatd.plugin.v2.Storage/Leaderboard"
+	Storage_ReputationHistory_FullMethodName     = "/threatd.plugin.v2.Storage/ReputationHistory"
+	Storage_UsersByName_FullMethodName           = "/threatd.plugin.v2.Storage/UsersByName"
+	Storage_SubmitterRecordsAll_FullMethodName   = "/threatd.plugin.v2.Storage/SubmitterRecordsAll"
+	Storage_CreateCampaign_FullMethodName        = "/threatd.plugin.v2.Storage/CreateCampaign"
+	Storage_UpdateCampaign_FullMethodName        = "/threatd.plugin.v2.Storage/UpdateCampaign"
+	Storage_GetCampaign_FullMethodName           = "/threatd.plugin.v2.Storage/GetCampaign"
+	Storage_ListCampaigns_FullMethodName         = "/threatd.plugin.v2.Storage/ListCampaigns"
+	Storage_CampaignMembers_FullMethodName       = "/threatd.plugin.v2.Storage/CampaignMembers"
+	Storage_SharedIndicatorGroups_FullMethodName = "/threatd.plugin.v2.Storage/SharedIndicatorGroups"
+	Storage_EachVerifiedText_FullMethodName      = "/threatd.plugin.v2.Storage/EachVerifiedText"
 )
 
 // StorageClient is the client API for Storage service.
@@ -189,6 +202,9 @@ type StorageClient interface {
 	// ReviewThreat applies a review decision through the state machine and
 	// keeps it as a review event.
 	ReviewThreat(ctx context.Context, in *Review, opts ...grpc.CallOption) (*Threat, error)
+	// RecordDuplicate counts a submission refused as a duplicate on its
+	// submitter's record (a reputation event of 0 points).
+	RecordDuplicate(ctx context.Context, in *Duplicate, opts ...grpc.CallOption) (*RecordDuplicateReply, error)
 	// ReviewEvents returns a report's review events, oldest first.
 	ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error)
 	// ModifyThreat stores a change: applied at once when the author submitted
@@ -349,6 +365,47 @@ type StorageClient interface {
 	// SightingCountsPage returns one page of counts (q.Limit 1..MaxPage):
 	// all of them, or those changed since q.Since (SightingCountsQuery).
 	SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error)
+	// Reputations returns the records of these users (at most
+	// MaxGetThreats), deleted accounts left out.
+	Reputations(ctx context.Context, in *ReputationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Reputation], error)
+	// Leaderboard returns the users with the most points earned in the
+	// period, most first (q.Limit 1..MaxLeaderboard), deleted and disabled
+	// accounts left out, users with no points in it too.
+	Leaderboard(ctx context.Context, in *LeaderboardQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderboardEntry], error)
+	// ReputationHistory returns a user's latest reputation events, newest
+	// first (q.Limit 1..MaxPage).
+	ReputationHistory(ctx context.Context, in *HistoryQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReputationEvent], error)
+	// UsersByName returns the active users with this public name (at
+	// most 10), oldest first.
+	UsersByName(ctx context.Context, in *UsersByNameRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[User], error)
+	// SubmitterRecordsAll returns every user with a report's record, for
+	// the confidence of their reports (the daemon reads it once a minute).
+	SubmitterRecordsAll(ctx context.Context, in *SubmitterRecordsAllRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error)
+	// CreateCampaign stores a new campaign with its reports: each must be
+	// verified (a NotFoundError naming the first that is not).
+	CreateCampaign(ctx context.Context, in *Campaign, opts ...grpc.CallOption) (*CreateCampaignReply, error)
+	// UpdateCampaign applies a change and returns the campaign after it:
+	// NotFound for an unknown campaign or an added report that is not
+	// verified; adding a report already in it or removing one that is not
+	// changes nothing; Invalid past MaxCampaignReports.
+	UpdateCampaign(ctx context.Context, in *CampaignChange, opts ...grpc.CallOption) (*Campaign, error)
+	// GetCampaign returns a campaign with its reports (verified ones only)
+	// and its first and last seen.
+	GetCampaign(ctx context.Context, in *GetCampaignRequest, opts ...grpc.CallOption) (*Campaign, error)
+	// ListCampaigns returns one page of campaigns by name (q.Limit
+	// 1..MaxPage), each with its reports.
+	ListCampaigns(ctx context.Context, in *CampaignQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Campaign], error)
+	// CampaignMembers returns every verified report's campaigns (for the
+	// records; the daemon reads them at start and after each change).
+	CampaignMembers(ctx context.Context, in *CampaignMembersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CampaignMember], error)
+	// SharedIndicatorGroups returns the indicators (a key of
+	// threat_indicators) that between q.MinSize and q.MaxSize verified
+	// reports name, largest first, at most q.Limit (1..MaxPage), each with
+	// its reports.
+	SharedIndicatorGroups(ctx context.Context, in *IndicatorGroupQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[IndicatorGroup], error)
+	// EachVerifiedText calls fn with batches of every verified report's
+	// texts (campaign suggestions read them once).
+	EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error)
 }
 
 type storageClient struct {
@@ -666,6 +723,16 @@ func (c *storageClient) ReviewThreat(ctx context.Context, in *Review, opts ...gr
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Threat)
 	err := c.cc.Invoke(ctx, Storage_ReviewThreat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) RecordDuplicate(ctx context.Context, in *Duplicate, opts ...grpc.CallOption) (*RecordDuplicateReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordDuplicateReply)
+	err := c.cc.Invoke(ctx, Storage_RecordDuplicate_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1355,6 +1422,207 @@ func (c *storageClient) SightingCountsPage(ctx context.Context, in *SightingCoun
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_SightingCountsPageClient = grpc.ServerStreamingClient[SightingCounts]
 
+func (c *storageClient) Reputations(ctx context.Context, in *ReputationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Reputation], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_Reputations_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReputationsRequest, Reputation]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ReputationsClient = grpc.ServerStreamingClient[Reputation]
+
+func (c *storageClient) Leaderboard(ctx context.Context, in *LeaderboardQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderboardEntry], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_Leaderboard_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LeaderboardQuery, LeaderboardEntry]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_LeaderboardClient = grpc.ServerStreamingClient[LeaderboardEntry]
+
+func (c *storageClient) ReputationHistory(ctx context.Context, in *HistoryQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReputationEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_ReputationHistory_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HistoryQuery, ReputationEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ReputationHistoryClient = grpc.ServerStreamingClient[ReputationEvent]
+
+func (c *storageClient) UsersByName(ctx context.Context, in *UsersByNameRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[User], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_UsersByName_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[UsersByNameRequest, User]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_UsersByNameClient = grpc.ServerStreamingClient[User]
+
+func (c *storageClient) SubmitterRecordsAll(ctx context.Context, in *SubmitterRecordsAllRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SubmitterRecordsAllRequest, SubmitterRecord]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_SubmitterRecordsAllClient = grpc.ServerStreamingClient[SubmitterRecord]
+
+func (c *storageClient) CreateCampaign(ctx context.Context, in *Campaign, opts ...grpc.CallOption) (*CreateCampaignReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCampaignReply)
+	err := c.cc.Invoke(ctx, Storage_CreateCampaign_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) UpdateCampaign(ctx context.Context, in *CampaignChange, opts ...grpc.CallOption) (*Campaign, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Campaign)
+	err := c.cc.Invoke(ctx, Storage_UpdateCampaign_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) GetCampaign(ctx context.Context, in *GetCampaignRequest, opts ...grpc.CallOption) (*Campaign, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Campaign)
+	err := c.cc.Invoke(ctx, Storage_GetCampaign_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListCampaigns(ctx context.Context, in *CampaignQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Campaign], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_ListCampaigns_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CampaignQuery, Campaign]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListCampaignsClient = grpc.ServerStreamingClient[Campaign]
+
+func (c *storageClient) CampaignMembers(ctx context.Context, in *CampaignMembersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CampaignMember], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_CampaignMembers_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CampaignMembersRequest, CampaignMember]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_CampaignMembersClient = grpc.ServerStreamingClient[CampaignMember]
+
+func (c *storageClient) SharedIndicatorGroups(ctx context.Context, in *IndicatorGroupQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[IndicatorGroup], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[IndicatorGroupQuery, IndicatorGroup]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_SharedIndicatorGroupsClient = grpc.ServerStreamingClient[IndicatorGroup]
+
+func (c *storageClient) EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_EachVerifiedText_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[EachVerifiedTextRequest, EachVerifiedTextItem]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_EachVerifiedTextClient = grpc.ServerStreamingClient[EachVerifiedTextItem]
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -1439,6 +1707,9 @@ type StorageServer interface {
 	// ReviewThreat applies a review decision through the state machine and
 	// keeps it as a review event.
 	ReviewThreat(context.Context, *Review) (*Threat, error)
+	// RecordDuplicate counts a submission refused as a duplicate on its
+	// submitter's record (a reputation event of 0 points).
+	RecordDuplicate(context.Context, *Duplicate) (*RecordDuplicateReply, error)
 	// ReviewEvents returns a report's review events, oldest first.
 	ReviewEvents(*ReviewEventsRequest, grpc.ServerStreamingServer[ReviewEvent]) error
 	// ModifyThreat stores a change: applied at once when the author submitted
@@ -1599,6 +1870,47 @@ type StorageServer interface {
 	// SightingCountsPage returns one page of counts (q.Limit 1..MaxPage):
 	// all of them, or those changed since q.Since (SightingCountsQuery).
 	SightingCountsPage(*SightingCountsQuery, grpc.ServerStreamingServer[SightingCounts]) error
+	// Reputations returns the records of these users (at most
+	// MaxGetThreats), deleted accounts left out.
+	Reputations(*ReputationsRequest, grpc.ServerStreamingServer[Reputation]) error
+	// Leaderboard returns the users with the most points earned in the
+	// period, most first (q.Limit 1..MaxLeaderboard), deleted and disabled
+	// accounts left out, users with no points in it too.
+	Leaderboard(*LeaderboardQuery, grpc.ServerStreamingServer[LeaderboardEntry]) error
+	// ReputationHistory returns a user's latest reputation events, newest
+	// first (q.Limit 1..MaxPage).
+	ReputationHistory(*HistoryQuery, grpc.ServerStreamingServer[ReputationEvent]) error
+	// UsersByName returns the active users with this public name (at
+	// most 10), oldest first.
+	UsersByName(*UsersByNameRequest, grpc.ServerStreamingServer[User]) error
+	// SubmitterRecordsAll returns every user with a report's record, for
+	// the confidence of their reports (the daemon reads it once a minute).
+	SubmitterRecordsAll(*SubmitterRecordsAllRequest, grpc.ServerStreamingServer[SubmitterRecord]) error
+	// CreateCampaign stores a new campaign with its reports: each must be
+	// verified (a NotFoundError naming the first that is not).
+	CreateCampaign(context.Context, *Campaign) (*CreateCampaignReply, error)
+	// UpdateCampaign applies a change and returns the campaign after it:
+	// NotFound for an unknown campaign or an added report that is not
+	// verified; adding a report already in it or removing one that is not
+	// changes nothing; Invalid past MaxCampaignReports.
+	UpdateCampaign(context.Context, *CampaignChange) (*Campaign, error)
+	// GetCampaign returns a campaign with its reports (verified ones only)
+	// and its first and last seen.
+	GetCampaign(context.Context, *GetCampaignRequest) (*Campaign, error)
+	// ListCampaigns returns one page of campaigns by name (q.Limit
+	// 1..MaxPage), each with its reports.
+	ListCampaigns(*CampaignQuery, grpc.ServerStreamingServer[Campaign]) error
+	// CampaignMembers returns every verified report's campaigns (for the
+	// records; the daemon reads them at start and after each change).
+	CampaignMembers(*CampaignMembersRequest, grpc.ServerStreamingServer[CampaignMember]) error
+	// SharedIndicatorGroups returns the indicators (a key of
+	// threat_indicators) that between q.MinSize and q.MaxSize verified
+	// reports name, largest first, at most q.Limit (1..MaxPage), each with
+	// its reports.
+	SharedIndicatorGroups(*IndicatorGroupQuery, grpc.ServerStreamingServer[IndicatorGroup]) error
+	// EachVerifiedText calls fn with batches of every verified report's
+	// texts (campaign suggestions read them once).
+	EachVerifiedText(*EachVerifiedTextRequest, grpc.ServerStreamingServer[EachVerifiedTextItem]) error
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -1683,6 +1995,9 @@ func (UnimplementedStorageServer) ListPending(*PendingQuery, grpc.ServerStreamin
 }
 func (UnimplementedStorageServer) ReviewThreat(context.Context, *Review) (*Threat, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReviewThreat not implemented")
+}
+func (UnimplementedStorageServer) RecordDuplicate(context.Context, *Duplicate) (*RecordDuplicateReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordDuplicate not implemented")
 }
 func (UnimplementedStorageServer) ReviewEvents(*ReviewEventsRequest, grpc.ServerStreamingServer[ReviewEvent]) error {
 	return status.Error(codes.Unimplemented, "method ReviewEvents not implemented")
@@ -1833,6 +2148,42 @@ func (UnimplementedStorageServer) CountSightings(*CountSightingsRequest, grpc.Se
 }
 func (UnimplementedStorageServer) SightingCountsPage(*SightingCountsQuery, grpc.ServerStreamingServer[SightingCounts]) error {
 	return status.Error(codes.Unimplemented, "method SightingCountsPage not implemented")
+}
+func (UnimplementedStorageServer) Reputations(*ReputationsRequest, grpc.ServerStreamingServer[Reputation]) error {
+	return status.Error(codes.Unimplemented, "method Reputations not implemented")
+}
+func (UnimplementedStorageServer) Leaderboard(*LeaderboardQuery, grpc.ServerStreamingServer[LeaderboardEntry]) error {
+	return status.Error(codes.Unimplemented, "method Leaderboard not implemented")
+}
+func (UnimplementedStorageServer) ReputationHistory(*HistoryQuery, grpc.ServerStreamingServer[ReputationEvent]) error {
+	return status.Error(codes.Unimplemented, "method ReputationHistory not implemented")
+}
+func (UnimplementedStorageServer) UsersByName(*UsersByNameRequest, grpc.ServerStreamingServer[User]) error {
+	return status.Error(codes.Unimplemented, "method UsersByName not implemented")
+}
+func (UnimplementedStorageServer) SubmitterRecordsAll(*SubmitterRecordsAllRequest, grpc.ServerStreamingServer[SubmitterRecord]) error {
+	return status.Error(codes.Unimplemented, "method SubmitterRecordsAll not implemented")
+}
+func (UnimplementedStorageServer) CreateCampaign(context.Context, *Campaign) (*CreateCampaignReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCampaign not implemented")
+}
+func (UnimplementedStorageServer) UpdateCampaign(context.Context, *CampaignChange) (*Campaign, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateCampaign not implemented")
+}
+func (UnimplementedStorageServer) GetCampaign(context.Context, *GetCampaignRequest) (*Campaign, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCampaign not implemented")
+}
+func (UnimplementedStorageServer) ListCampaigns(*CampaignQuery, grpc.ServerStreamingServer[Campaign]) error {
+	return status.Error(codes.Unimplemented, "method ListCampaigns not implemented")
+}
+func (UnimplementedStorageServer) CampaignMembers(*CampaignMembersRequest, grpc.ServerStreamingServer[CampaignMember]) error {
+	return status.Error(codes.Unimplemented, "method CampaignMembers not implemented")
+}
+func (UnimplementedStorageServer) SharedIndicatorGroups(*IndicatorGroupQuery, grpc.ServerStreamingServer[IndicatorGroup]) error {
+	return status.Error(codes.Unimplemented, "method SharedIndicatorGroups not implemented")
+}
+func (UnimplementedStorageServer) EachVerifiedText(*EachVerifiedTextRequest, grpc.ServerStreamingServer[EachVerifiedTextItem]) error {
+	return status.Error(codes.Unimplemented, "method EachVerifiedText not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -2252,6 +2603,24 @@ func _Storage_ReviewThreat_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StorageServer).ReviewThreat(ctx, req.(*Review))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_RecordDuplicate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Duplicate)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RecordDuplicate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RecordDuplicate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RecordDuplicate(ctx, req.(*Duplicate))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -3005,6 +3374,159 @@ func _Storage_SightingCountsPage_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_SightingCountsPageServer = grpc.ServerStreamingServer[SightingCounts]
 
+func _Storage_Reputations_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReputationsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).Reputations(m, &grpc.GenericServerStream[ReputationsRequest, Reputation]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ReputationsServer = grpc.ServerStreamingServer[Reputation]
+
+func _Storage_Leaderboard_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(LeaderboardQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).Leaderboard(m, &grpc.GenericServerStream[LeaderboardQuery, LeaderboardEntry]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_LeaderboardServer = grpc.ServerStreamingServer[LeaderboardEntry]
+
+func _Storage_ReputationHistory_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(HistoryQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ReputationHistory(m, &grpc.GenericServerStream[HistoryQuery, ReputationEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ReputationHistoryServer = grpc.ServerStreamingServer[ReputationEvent]
+
+func _Storage_UsersByName_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(UsersByNameRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).UsersByName(m, &grpc.GenericServerStream[UsersByNameRequest, User]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_UsersByNameServer = grpc.ServerStreamingServer[User]
+
+func _Storage_SubmitterRecordsAll_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SubmitterRecordsAllRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).SubmitterRecordsAll(m, &grpc.GenericServerStream[SubmitterRecordsAllRequest, SubmitterRecord]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_SubmitterRecordsAllServer = grpc.ServerStreamingServer[SubmitterRecord]
+
+func _Storage_CreateCampaign_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Campaign)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).CreateCampaign(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_CreateCampaign_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).CreateCampaign(ctx, req.(*Campaign))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_UpdateCampaign_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CampaignChange)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).UpdateCampaign(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_UpdateCampaign_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).UpdateCampaign(ctx, req.(*CampaignChange))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_GetCampaign_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCampaignRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).GetCampaign(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_GetCampaign_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).GetCampaign(ctx, req.(*GetCampaignRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListCampaigns_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CampaignQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListCampaigns(m, &grpc.GenericServerStream[CampaignQuery, Campaign]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListCampaignsServer = grpc.ServerStreamingServer[Campaign]
+
+func _Storage_CampaignMembers_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CampaignMembersRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).CampaignMembers(m, &grpc.GenericServerStream[CampaignMembersRequest, CampaignMember]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_CampaignMembersServer = grpc.ServerStreamingServer[CampaignMember]
+
+func _Storage_SharedIndicatorGroups_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(IndicatorGroupQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).SharedIndicatorGroups(m, &grpc.GenericServerStream[IndicatorGroupQuery, IndicatorGroup]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_SharedIndicatorGroupsServer = grpc.ServerStreamingServer[IndicatorGroup]
+
+func _Storage_EachVerifiedText_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(EachVerifiedTextRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).EachVerifiedText(m, &grpc.GenericServerStream[EachVerifiedTextRequest, EachVerifiedTextItem]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_EachVerifiedTextServer = grpc.ServerStreamingServer[EachVerifiedTextItem]
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -3083,6 +3605,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReviewThreat",
 			Handler:    _Storage_ReviewThreat_Handler,
+		},
+		{
+			MethodName: "RecordDuplicate",
+			Handler:    _Storage_RecordDuplicate_Handler,
 		},
 		{
 			MethodName: "ModifyThreat",
@@ -3199,6 +3725,18 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSightings",
 			Handler:    _Storage_ListSightings_Handler,
+		},
+		{
+			MethodName: "CreateCampaign",
+			Handler:    _Storage_CreateCampaign_Handler,
+		},
+		{
+			MethodName: "UpdateCampaign",
+			Handler:    _Storage_UpdateCampaign_Handler,
+		},
+		{
+			MethodName: "GetCampaign",
+			Handler:    _Storage_GetCampaign_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -3340,6 +3878,51 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "SightingCountsPage",
 			Handler:       _Storage_SightingCountsPage_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Reputations",
+			Handler:       _Storage_Reputations_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Leaderboard",
+			Handler:       _Storage_Leaderboard_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReputationHistory",
+			Handler:       _Storage_ReputationHistory_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "UsersByName",
+			Handler:       _Storage_UsersByName_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SubmitterRecordsAll",
+			Handler:       _Storage_SubmitterRecordsAll_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListCampaigns",
+			Handler:       _Storage_ListCampaigns_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "CampaignMembers",
+			Handler:       _Storage_CampaignMembers_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SharedIndicatorGroups",
+			Handler:       _Storage_SharedIndicatorGroups_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "EachVerifiedText",
+			Handler:       _Storage_EachVerifiedText_Handler,
 			ServerStreams: true,
 		},
 	},

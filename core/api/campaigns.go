@@ -1,0 +1,254 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/campaigns"
+)
+
+// campaignJSON is a campaign as the API shows it (docs/api/campaigns.md).
+type campaignJSON struct {
+	ID          string     `json:"campaign_id"`
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	FirstSeen   *time.Time `json:"first_seen"`
+	LastSeen    *time.Time `json:"last_seen"`
+	ThreatIDs   []string   `json:"threat_ids"`
+	Tags        []string   `json:"tags"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+func campaignOf(c core.Campaign) campaignJSON {
+	out := campaignJSON{ID: c.ID, Name: c.Name, Description: c.Description, FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
+		ThreatIDs: c.ThreatIDs, Tags: c.Tags, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	if out.ThreatIDs == nil {
+		out.ThreatIDs = []string{}
+	}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	return out
+}
+
+// campaignBody is POST and PATCH /campaigns: a new campaign's fields
+// (threat_ids its first reports), or a change.
+type campaignBody struct {
+	Name        *string   `json:"name"`
+	Description *string   `json:"description"`
+	Tags        *[]string `json:"tags"`
+	ThreatIDs   []string  `json:"threat_ids"`
+	Add         []string  `json:"add_threat_ids"`
+	Remove      []string  `json:"remove_threat_ids"`
+}
+
+// reviewerOnly refuses callers who may not change campaigns.
+func reviewerOnly(c *echo.Context) error {
+	if !principal(c).User.Role.CanReview() {
+		return &Error{Status: http.StatusForbidden, Message: "Only reviewers and administrators may change campaigns"}
+	}
+	return nil
+}
+
+// createCampaign is POST /campaigns (reviewers): 201 with the campaign.
+func (s *Server) createCampaign(c *echo.Context) error {
+	if err := reviewerOnly(c); err != nil {
+		return err
+	}
+	var b campaignBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if len(b.Add) > 0 || len(b.Remove) > 0 {
+		return core.Invalid("threat_ids", "a new campaign's reports are threat_ids (add_threat_ids and remove_threat_ids change one)")
+	}
+	camp, err := core.NewCampaign(core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.ThreatIDs},
+		principal(c).User.Name, time.Now())
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.store.CreateCampaign(ctx, camp); err != nil {
+		return err
+	}
+	s.campaignsChanged(c)
+	got, err := s.store.GetCampaign(ctx, camp.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, campaignOf(got))
+}
+
+// updateCampaign is PATCH /campaigns/{id} (reviewers).
+func (s *Server) updateCampaign(c *echo.Context) error {
+	if err := reviewerOnly(c); err != nil {
+		return err
+	}
+	var b campaignBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if len(b.ThreatIDs) > 0 {
+		return core.Invalid("threat_ids", "change a campaign's reports with add_threat_ids and remove_threat_ids")
+	}
+	ch, err := core.NewCampaignChange(c.Param("id"), core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags,
+		Add: b.Add, Remove: b.Remove}, time.Now())
+	if err != nil {
+		return err
+	}
+	got, err := s.store.UpdateCampaign(c.Request().Context(), ch)
+	if err != nil {
+		return err
+	}
+	s.campaignsChanged(c)
+	return c.JSON(http.StatusOK, campaignOf(got))
+}
+
+// campaignsChanged makes this daemon's records name the campaigns as they
+// are now (the others read them within a minute).
+func (s *Server) campaignsChanged(c *echo.Context) {
+	if err := s.opts.Community.RefreshCampaigns(c.Request().Context()); err != nil {
+		s.log.Warn("campaigns: reading them again failed; records show the change at the next look", "error", err.Error())
+	}
+}
+
+// getCampaign is GET /campaigns/{id}, any token.
+func (s *Server) getCampaign(c *echo.Context) error {
+	got, err := s.store.GetCampaign(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, campaignOf(got))
+}
+
+// campaignPageBytes bounds a page of campaigns (with their report ids).
+const campaignPageBytes = 1 << 20
+
+// listCampaigns is GET /campaigns?cursor=&limit=, any token: campaigns by
+// name, paged by count (limit 1..200, default 50) and by bytes (1 MiB, at
+// least one campaign a page).
+func (s *Server) listCampaigns(c *echo.Context) error {
+	qs := c.QueryParams()
+	if err := onlyParams(qs, []string{"cursor", "limit"}); err != nil {
+		return err
+	}
+	limit := 50
+	if l := qs.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 200 {
+			return core.Invalid("limit", "must be between 1 and 200 (got %q)", l)
+		}
+		limit = n
+	}
+	q := core.CampaignQuery{Limit: limit}
+	if cur := qs.Get("cursor"); cur != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cur)
+		name, id, ok := strings.Cut(string(raw), "\x00")
+		if err != nil || !ok || id == "" {
+			return core.Invalid("cursor", "is not a cursor this list gave")
+		}
+		q.AfterName, q.AfterID = name, id
+	}
+	page, err := s.store.ListCampaigns(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := make([]campaignJSON, 0, len(page))
+	size := 0
+	for _, camp := range page {
+		j := campaignOf(camp)
+		b, _ := json.Marshal(j)
+		if len(out) > 0 && size+len(b) > campaignPageBytes {
+			break
+		}
+		size += len(b)
+		out = append(out, j)
+	}
+	var next any
+	if len(out) < len(page) || len(page) == limit {
+		last := out[len(out)-1]
+		next = base64.RawURLEncoding.EncodeToString([]byte(last.Name + "\x00" + last.ID))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"campaigns": out, "count": len(out), "next_cursor": next})
+}
+
+// suggestionsTTL is how long computed suggestions are served again: at a
+// million reports a pass takes tens of seconds.
+const suggestionsTTL = 5 * time.Minute
+
+// suggestionCache holds the last suggestions; one computation at a time.
+type suggestionCache struct {
+	mu  sync.Mutex
+	at  time.Time
+	res campaigns.Result
+}
+
+// suggestionJSON is one suggestion as the API shows it.
+type suggestionJSON struct {
+	Reason     string   `json:"reason"`
+	Detail     string   `json:"detail"`
+	Size       int      `json:"size"`
+	Similarity *float64 `json:"similarity,omitempty"`
+	ThreatIDs  []string `json:"threat_ids"`
+}
+
+// campaignSuggestions is GET /campaigns/suggestions?limit=&refresh=
+// (reviewers): groups of verified reports that may be campaigns, largest
+// first, each with its reason (docs/api/campaigns.md).
+func (s *Server) campaignSuggestions(c *echo.Context) error {
+	if !principal(c).User.Role.CanReview() {
+		return &Error{Status: http.StatusForbidden, Message: "Only reviewers and administrators may read campaign suggestions"}
+	}
+	qs := c.QueryParams()
+	if err := onlyParams(qs, []string{"limit", "refresh"}); err != nil {
+		return err
+	}
+	limit := 100
+	if l := qs.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return core.Invalid("limit", "must be between 1 and 1000 (got %q)", l)
+		}
+		limit = n
+	}
+	refresh := qs.Get("refresh")
+	if refresh != "" && refresh != "true" && refresh != "false" {
+		return core.Invalid("refresh", "must be true or false (got %q)", refresh)
+	}
+	sc := &s.suggestions
+	sc.mu.Lock()
+	if refresh == "true" || sc.at.IsZero() || time.Since(sc.at) > suggestionsTTL {
+		res, err := campaigns.Suggest(c.Request().Context(), s.store)
+		if err != nil {
+			sc.mu.Unlock()
+			return err
+		}
+		sc.res, sc.at = res, time.Now().UTC()
+	}
+	res, at := sc.res, sc.at
+	sc.mu.Unlock()
+	out := make([]suggestionJSON, 0, min(limit, len(res.Suggestions)))
+	for _, sg := range res.Suggestions[:min(limit, len(res.Suggestions))] {
+		j := suggestionJSON{Reason: sg.Reason, Detail: sg.Detail, Size: len(sg.ThreatIDs), ThreatIDs: sg.ThreatIDs}
+		if sg.Reason == campaigns.ReasonText {
+			sim := sg.Similarity
+			j.Similarity = &sim
+		}
+		out = append(out, j)
+	}
+	tooLarge := make([]map[string]any, len(res.TooLarge))
+	for i, tl := range res.TooLarge {
+		tooLarge[i] = map[string]any{"reason": tl.Reason, "detail": tl.Detail, "size": tl.Size}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"suggestions": out, "count": len(out), "total": len(res.Suggestions),
+		"too_large": tooLarge, "covered": res.Covered, "reports_read": res.Reports, "computed_at": at, "took_ms": res.Took.Milliseconds()})
+}

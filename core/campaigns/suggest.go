@@ -1,0 +1,448 @@
+// Package campaigns proposes groups of verified reports that may be one
+// campaign (docs/campaigns.md, "Suggestions"): reports that name the same
+// indicator of compromise, that carry the same campaign tag, or whose
+// texts are nearly the same. No pair of reports is ever compared blindly:
+// indicators are grouped by storage, tags by a map, and texts through
+// MinHash signatures of their word shingles, whose bands put similar
+// texts in the same bucket (locality-sensitive hashing); only reports
+// sharing a bucket are compared.
+package campaigns
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Store is what suggestions read.
+type Store interface {
+	SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error)
+	EachVerifiedText(ctx context.Context, fn func([]core.ReportText) error) error
+	CampaignMembers(ctx context.Context) ([]core.CampaignMember, error)
+}
+
+// The reasons of a suggestion.
+const (
+	ReasonIndicator = "shared_indicator"
+	ReasonTag       = "campaign_tag"
+	ReasonText      = "near_duplicate_text"
+)
+
+// Bounds and thresholds.
+const (
+	// MaxGroup is the most reports a suggestion holds: a larger group
+	// (a generic indicator, a scanner's boilerplate text) is counted in
+	// Result.TooLarge, not suggested.
+	MaxGroup = 1000
+	// Shingle is the words of a shingle; MinShingles the fewest shingles
+	// a text needs to be compared (shorter ones say too little).
+	Shingle     = 5
+	MinShingles = 8
+	// Hashes is a MinHash signature's length, in Bands bands of
+	// Hashes/Bands rows: texts whose estimated similarity is about
+	// (1/Bands)^(Bands/Hashes) or more share a band's bucket.
+	Hashes = 16
+	Bands  = 4
+	// Similar is the least estimated Jaccard similarity of two texts'
+	// shingles (matching signature positions out of Hashes) that makes
+	// them near-duplicates: 12 of 16.
+	Similar = 12
+)
+
+// Suggestion is a group of reports that may be one campaign, and why.
+type Suggestion struct {
+	Reason string
+	// Detail says what they share: the indicator ("domain evil.example"),
+	// the tag, or the least similarity between the texts joined.
+	Detail    string
+	ThreatIDs []string
+	// Similarity is, for near-duplicate texts, the least estimated
+	// similarity of a joined pair (0..1).
+	Similarity float64
+}
+
+// TooLarge is a group left out for its size.
+type TooLarge struct {
+	Reason, Detail string
+	Size           int
+}
+
+// Result is every suggestion, largest first, and what was read.
+type Result struct {
+	Suggestions []Suggestion
+	TooLarge    []TooLarge
+	Reports     int
+	// Covered counts groups left out because one campaign already holds
+	// all their reports.
+	Covered int
+	Took    time.Duration
+}
+
+// Suggest reads the verified reports once and proposes groups.
+func Suggest(ctx context.Context, st Store) (Result, error) {
+	start := time.Now()
+	var out Result
+	members, err := st.CampaignMembers(ctx)
+	if err != nil {
+		return out, err
+	}
+	inCampaign := map[string][]string{} // report → campaigns
+	for _, m := range members {
+		inCampaign[m.ThreatID] = append(inCampaign[m.ThreatID], m.Ref.ID)
+	}
+	add := func(s Suggestion) {
+		if len(s.ThreatIDs) > MaxGroup {
+			out.TooLarge = append(out.TooLarge, TooLarge{Reason: s.Reason, Detail: s.Detail, Size: len(s.ThreatIDs)})
+			return
+		}
+		if covered(s.ThreatIDs, inCampaign) {
+			out.Covered++
+			return
+		}
+		slices.Sort(s.ThreatIDs)
+		out.Suggestions = append(out.Suggestions, s)
+	}
+
+	groups, err := st.SharedIndicatorGroups(ctx, core.IndicatorGroupQuery{MinSize: 2, MaxSize: MaxGroup, Limit: core.MaxPage})
+	if err != nil {
+		return out, err
+	}
+	for _, g := range groups {
+		add(Suggestion{Reason: ReasonIndicator, Detail: strings.Replace(g.Key, ":", " ", 1), ThreatIDs: g.ThreatIDs})
+	}
+
+	// One pass over the texts: campaign tags grouped, signatures kept.
+	tagged := map[string][]string{}
+	var (
+		ids  []string
+		sigs [][Hashes]uint32
+		// The start of each compared text, for the suggestion to show what
+		// its reports say: one arena, not a string each.
+		arena []byte
+		ends  []uint32
+	)
+	err = st.EachVerifiedText(ctx, func(batch []core.ReportText) error {
+		for _, r := range batch {
+			out.Reports++
+			for _, tag := range r.Tags {
+				if name, ok := CampaignTag(tag); ok {
+					if l := tagged[name]; !slices.Contains(l, r.ID) {
+						tagged[name] = append(l, r.ID)
+					}
+				}
+			}
+			if sig, ok := Signature(r); ok {
+				ids, sigs = append(ids, r.ID), append(sigs, sig)
+				arena = append(arena, Excerpt(r, ExcerptRunes)...)
+				ends = append(ends, uint32(len(arena)))
+			}
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, name := range sortedKeys(tagged) {
+		if l := tagged[name]; len(l) >= 2 {
+			add(Suggestion{Reason: ReasonTag, Detail: name, ThreatIDs: l})
+		}
+	}
+	for _, g := range nearDuplicates(sigs) {
+		s := Suggestion{Reason: ReasonText, Similarity: g.least, ThreatIDs: make([]string, len(g.members))}
+		for i, m := range g.members {
+			s.ThreatIDs[i] = ids[m]
+		}
+		first := g.members[0]
+		start := uint32(0)
+		if first > 0 {
+			start = ends[first-1]
+		}
+		s.Detail = fmt.Sprintf("texts at least %.0f%% alike (estimated Jaccard similarity of their %d-word shingles), such as “%s”",
+			100*g.least, Shingle, arena[start:ends[first]])
+		add(s)
+	}
+	slices.SortStableFunc(out.Suggestions, func(a, b Suggestion) int {
+		return cmp.Or(len(b.ThreatIDs)-len(a.ThreatIDs), strings.Compare(a.Reason, b.Reason), strings.Compare(a.Detail, b.Detail))
+	})
+	out.Took = time.Since(start)
+	return out, nil
+}
+
+// covered says whether one campaign already holds every report of ids.
+func covered(ids []string, inCampaign map[string][]string) bool {
+	first := inCampaign[ids[0]]
+	for _, c := range first {
+		all := true
+		for _, id := range ids[1:] {
+			if !slices.Contains(inCampaign[id], c) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// CampaignTag reads a campaign tag: "campaign:NAME", "campaign=NAME",
+// "campaign-NAME" or "campaign_NAME" (any case), the name lowercased.
+func CampaignTag(tag string) (string, bool) {
+	t := strings.ToLower(strings.TrimSpace(tag))
+	rest, ok := strings.CutPrefix(t, "campaign")
+	if !ok || len(rest) < 2 || !strings.ContainsRune(":=-_", rune(rest[0])) {
+		return "", false
+	}
+	name := strings.TrimSpace(rest[1:])
+	return name, name != ""
+}
+
+// Signature is the MinHash signature of a report's texts (its threat and
+// payload descriptions, less what every imported OSV record says:
+// Text): the words, lowercased, less those of the reported resource's own
+// name and long runs of digits or hex (hashes, versions, addresses differ
+// between copies of one payload), in shingles of Shingle words. ok is
+// false for a text of fewer than MinShingles shingles.
+func Signature(r core.ReportText) (sig [Hashes]uint32, ok bool) {
+	ws := Words(r)
+	n := len(ws) - Shingle + 1
+	if n < MinShingles {
+		return sig, false
+	}
+	for i := range sig {
+		sig[i] = ^uint32(0)
+	}
+	for i := 0; i < n; i++ {
+		// FNV-1a of the shingle's words, each ended by a 0: the same
+		// signature on every run and every daemon.
+		x := uint64(14695981039346656037)
+		for _, w := range ws[i : i+Shingle] {
+			for j := 0; j < len(w); j++ {
+				x = (x ^ uint64(w[j])) * 1099511628211
+			}
+			x *= 1099511628211
+		}
+		for j := range sig {
+			// Hashes independent enough for MinHash: the shingle's hash
+			// mixed with the position's constant.
+			v := uint32(mix(x ^ (uint64(j+1) * 0x9e3779b97f4a7c15)))
+			if v < sig[j] {
+				sig[j] = v
+			}
+		}
+	}
+	return sig, true
+}
+
+// Words are the words of a report's text that suggestions compare.
+func Words(r core.ReportText) []string {
+	own := map[string]bool{}
+	for _, w := range words(r.ResourceIdentifier) {
+		own[w] = true
+	}
+	var ws []string
+	for _, w := range words(Text(r)) {
+		if !own[w] && !noise(w) {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// osvFrame matches what OSV's malicious-packages records put around their
+// sources' texts: the separator, the editors' line and each source's
+// heading with its hash. Alike in thousands of records, they say nothing
+// of the payload.
+var osvFrame = regexp.MustCompile(`(?m)^[ \t]*(?:---|_?-= Per source details\. Do not edit below this line\.=-_?|## Source: \S+(?: \([0-9a-fA-F]+\))?)[ \t]*$`)
+
+// ossfAnalysis matches the generic text of the OpenSSF Package Analysis
+// source in those records: the identification line, "It is considered
+// malicious because:" and its bullets ("- The package communicates with a
+// domain associated with malicious activity."), a handful of sentences
+// shared by thousands of unrelated reports.
+var ossfAnalysis = regexp.MustCompile(`(?m)^[ \t]*(?:The OpenSSF Package Analysis project identified .*|It is considered malicious because:|- The package .*)[ \t]*$`)
+
+// ghsaAdvice matches the GitHub advisory database's standard advice on a
+// malicious package ("Any computer that has this package installed or
+// running should be considered fully compromised. …"), to the end of its
+// paragraph: the text of some fifteen thousand records.
+var ghsaAdvice = regexp.MustCompile(`(?s)Any computer that has this package installed or running should be considered fully compromised\..*?(?:\n[ \t]*\n|$)`)
+
+// osvSummary matches the summary OSV's records and threatd's import give a
+// report without one: "Malicious code in NAME (ECOSYSTEM)", "Malicious npm
+// package NAME".
+var osvSummary = regexp.MustCompile(`^(?:Malicious code in \S+ \([^)]*\)|Malicious \S+ package \S+)$`)
+
+// Text is what suggestions read of a report: its threat description
+// (unless it is only the generic summary of an import) and its payload
+// description, less OSV's frame, the OpenSSF analysis' generic text and
+// the GitHub advisories' standard advice.
+func Text(r core.ReportText) string {
+	desc := strings.TrimSpace(r.ThreatDescription)
+	if osvSummary.MatchString(desc) {
+		desc = ""
+	}
+	payload := osvFrame.ReplaceAllString(r.PayloadDescription, "")
+	if strings.Contains(payload, "The OpenSSF Package Analysis project identified") {
+		payload = ossfAnalysis.ReplaceAllString(payload, "")
+	}
+	if strings.Contains(payload, "should be considered fully compromised") {
+		payload = ghsaAdvice.ReplaceAllString(payload, "\n")
+	}
+	return desc + "\n" + payload
+}
+
+// ExcerptRunes is the length of the excerpt a near-duplicate suggestion
+// shows.
+const ExcerptRunes = 100
+
+// Excerpt is the start of a report's text as suggestions show it.
+func Excerpt(r core.ReportText, n int) string {
+	t := strings.Join(strings.Fields(Text(r)), " ")
+	if rs := []rune(t); len(rs) > n {
+		return string(rs[:n-1]) + "…"
+	}
+	return t
+}
+
+// mix is splitmix64's finaliser.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// words splits text into lowercase runs of letters and digits.
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// noise says whether a word is a number, a version or a hash: six or more
+// characters of digits and hex letters with a digit among them.
+func noise(w string) bool {
+	if len(w) < 6 {
+		return false
+	}
+	digit := false
+	for _, r := range w {
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case r >= 'a' && r <= 'f':
+		default:
+			return false
+		}
+	}
+	return digit
+}
+
+// group is a set of near-duplicate texts (indexes of the signatures) and
+// the least similarity of the pairs that joined them.
+type group struct {
+	members []int32
+	least   float64
+}
+
+// nearDuplicates groups the signatures whose estimated similarity is at
+// least Similar/Hashes: each band's values are hashed into a bucket key,
+// the keys sorted, and only signatures sharing a key compared; a pair that
+// is alike enough joins their groups.
+func nearDuplicates(sigs [][Hashes]uint32) []group {
+	n := len(sigs)
+	parent := make([]int32, n)
+	least := make([]float64, n)
+	for i := range parent {
+		parent[i], least[i] = int32(i), 1
+	}
+	find := func(i int32) int32 {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	type bucket struct {
+		key uint64
+		i   int32
+	}
+	rows := Hashes / Bands
+	keys := make([]bucket, n)
+	for b := range Bands {
+		for i, s := range sigs {
+			k := uint64(b)
+			for r := range rows {
+				k = mix(k ^ uint64(s[b*rows+r]))
+			}
+			keys[i] = bucket{k, int32(i)}
+		}
+		slices.SortFunc(keys, func(x, y bucket) int { return cmp.Compare(x.key, y.key) })
+		start := 0
+		for j := 1; j < n; j++ {
+			if keys[j].key != keys[j-1].key {
+				start = j
+				continue
+			}
+			// Compare with the first of the bucket: a bucket of one payload
+			// copied a thousand times costs a thousand comparisons, not a
+			// million.
+			a, c := keys[start].i, keys[j].i
+			same := alike(&sigs[a], &sigs[c])
+			if same < Similar {
+				continue
+			}
+			ra, rc := find(a), find(c)
+			sim := float64(same) / Hashes
+			if ra != rc {
+				parent[rc] = ra
+				least[ra] = min(least[ra], least[rc], sim)
+			} else {
+				least[ra] = min(least[ra], sim)
+			}
+		}
+	}
+	members := map[int32][]int32{}
+	for i := range n {
+		r := find(int32(i))
+		members[r] = append(members[r], int32(i))
+	}
+	var out []group
+	for r, m := range members {
+		if len(m) >= 2 {
+			out = append(out, group{members: m, least: least[r]})
+		}
+	}
+	slices.SortFunc(out, func(a, b group) int {
+		return cmp.Or(len(b.members)-len(a.members), cmp.Compare(a.members[0], b.members[0]))
+	})
+	return out
+}
+
+// alike counts the positions where two signatures agree.
+func alike(a, b *[Hashes]uint32) int {
+	n := 0
+	for i := range a {
+		if a[i] == b[i] {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,341 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+)
+
+type campaignRow struct {
+	bun.BaseModel `bun:"table:campaigns,alias:cp"`
+
+	ID          string    `bun:"id,pk"`
+	Name        string    `bun:"name,notnull"`
+	Description string    `bun:"description,notnull"`
+	Tags        []string  `bun:"tags,notnull,type:jsonb"`
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+	UpdatedAt   time.Time `bun:"updated_at,notnull"`
+	CreatedBy   string    `bun:"created_by,notnull"`
+}
+
+type campaignThreatRow struct {
+	bun.BaseModel `bun:"table:campaign_threats,alias:ct"`
+
+	CampaignID string    `bun:"campaign_id,pk"`
+	ThreatID   string    `bun:"threat_id,pk"`
+	AddedAt    time.Time `bun:"added_at,notnull"`
+}
+
+func (r campaignRow) domain() core.Campaign {
+	tags := r.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return core.Campaign{ID: r.ID, Name: r.Name, Description: r.Description, Tags: tags, ThreatIDs: []string{},
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), CreatedBy: r.CreatedBy}
+}
+
+// addMembers adds verified reports to campaign id (within tx): the first
+// that is not verified is not found; one already in it stays.
+func addMembers(ctx context.Context, tx bun.IDB, id string, threatIDs []string, at time.Time) error {
+	if len(threatIDs) == 0 {
+		return nil
+	}
+	var found []string
+	if err := tx.NewSelect().Table("threats").Column("id").Where("id IN (?) AND status = ?", bun.List(threatIDs), core.StatusVerified).
+		Scan(ctx, &found); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	for _, tid := range threatIDs {
+		if !slices.Contains(found, tid) {
+			return core.NotFound("verified report", tid)
+		}
+	}
+	rows := make([]campaignThreatRow, len(threatIDs))
+	for i, tid := range threatIDs {
+		rows[i] = campaignThreatRow{CampaignID: id, ThreatID: tid, AddedAt: at.UTC()}
+	}
+	_, err := tx.NewInsert().Model(&rows).On("CONFLICT (campaign_id, threat_id) DO NOTHING").Exec(ctx)
+	return err
+}
+
+// CreateCampaign stores a new campaign and its reports.
+func (s *Store) CreateCampaign(ctx context.Context, c core.Campaign) error {
+	if len(c.ThreatIDs) > core.MaxCampaignChange {
+		return core.Invalid("threat_ids", "at most %d reports at once", core.MaxCampaignChange)
+	}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		row := campaignRow{ID: c.ID, Name: c.Name, Description: c.Description, Tags: c.Tags, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(), CreatedBy: c.CreatedBy}
+		if row.Tags == nil {
+			row.Tags = []string{}
+		}
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			return err
+		}
+		return addMembers(ctx, tx, c.ID, c.ThreatIDs, c.CreatedAt)
+	})
+}
+
+// UpdateCampaign applies a change to a campaign.
+func (s *Store) UpdateCampaign(ctx context.Context, ch core.CampaignChange) (core.Campaign, error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		var row campaignRow
+		if err := lockRow(s.dialect, tx.NewSelect().Model(&row).Where("id = ?", ch.ID), "cp").Scan(ctx); errors.Is(err, sql.ErrNoRows) {
+			return core.NotFound("campaign", ch.ID)
+		} else if err != nil {
+			return err
+		}
+		cols := []string{"updated_at"}
+		row.UpdatedAt = ch.At
+		if ch.Name != nil {
+			row.Name, cols = *ch.Name, append(cols, "name")
+		}
+		if ch.Description != nil {
+			row.Description, cols = *ch.Description, append(cols, "description")
+		}
+		if ch.SetTags {
+			row.Tags, cols = ch.Tags, append(cols, "tags")
+			if row.Tags == nil {
+				row.Tags = []string{}
+			}
+		}
+		if _, err := tx.NewUpdate().Model(&row).Column(cols...).WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if len(ch.Remove) > 0 {
+			if _, err := tx.NewDelete().Model((*campaignThreatRow)(nil)).Where("campaign_id = ? AND threat_id IN (?)", ch.ID, bun.List(ch.Remove)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		if err := addMembers(ctx, tx, ch.ID, ch.Add, ch.At); err != nil {
+			return err
+		}
+		n, err := tx.NewSelect().Model((*campaignThreatRow)(nil)).Where("campaign_id = ?", ch.ID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n > core.MaxCampaignReports {
+			return core.Invalid("add_threat_ids", "a campaign holds at most %d reports", core.MaxCampaignReports)
+		}
+		return nil
+	})
+	if err != nil {
+		return core.Campaign{}, err
+	}
+	return s.GetCampaign(ctx, ch.ID)
+}
+
+// GetCampaign reads a campaign with its verified reports.
+func (s *Store) GetCampaign(ctx context.Context, id string) (core.Campaign, error) {
+	var row campaignRow
+	if err := s.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); errors.Is(err, sql.ErrNoRows) {
+		return core.Campaign{}, core.NotFound("campaign", id)
+	} else if err != nil {
+		return core.Campaign{}, err
+	}
+	out := []core.Campaign{row.domain()}
+	if err := s.members(ctx, out); err != nil {
+		return core.Campaign{}, err
+	}
+	return out[0], nil
+}
+
+// members fills in the campaigns' verified reports (in verification
+// order) and their first and last seen.
+func (s *Store) members(ctx context.Context, cs []core.Campaign) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(cs))
+	at := map[string]int{}
+	for i, c := range cs {
+		ids[i], at[c.ID] = c.ID, i
+	}
+	var rows []struct {
+		CampaignID string     `bun:"campaign_id"`
+		ThreatID   string     `bun:"threat_id"`
+		VerifiedAt *time.Time `bun:"verified_at"`
+		FirstSeen  *time.Time `bun:"first_seen"`
+		LastSeen   *time.Time `bun:"last_seen"`
+	}
+	if err := s.db.NewSelect().TableExpr("campaign_threats AS ct").
+		Join("JOIN threats AS t ON t.id = ct.threat_id").Join("JOIN threat_details AS d ON d.threat_id = ct.threat_id").
+		ColumnExpr("ct.campaign_id, ct.threat_id, t.verified_at, d.first_seen, d.last_seen").
+		Where("ct.campaign_id IN (?) AND t.status = ?", bun.List(ids), core.StatusVerified).
+		OrderExpr("ct.campaign_id, t.verified_at, ct.threat_id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	for _, r := range rows {
+		c := &cs[at[r.CampaignID]]
+		c.ThreatIDs = append(c.ThreatIDs, r.ThreatID)
+		first, last := r.FirstSeen, r.LastSeen
+		if first == nil {
+			first = r.VerifiedAt
+		}
+		if last == nil {
+			last = r.VerifiedAt
+		}
+		if first != nil && (c.FirstSeen == nil || first.Before(*c.FirstSeen)) {
+			f := first.UTC()
+			c.FirstSeen = &f
+		}
+		if last != nil && (c.LastSeen == nil || last.After(*c.LastSeen)) {
+			l := last.UTC()
+			c.LastSeen = &l
+		}
+	}
+	return nil
+}
+
+// ListCampaigns reads a page of campaigns by name through campaigns_name_idx.
+func (s *Store) ListCampaigns(ctx context.Context, q core.CampaignQuery) ([]core.Campaign, error) {
+	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	var rows []campaignRow
+	sel := s.db.NewSelect().Model(&rows)
+	if q.AfterID != "" {
+		sel = sel.Where("(name > ? OR (name = ? AND id > ?))", q.AfterName, q.AfterName, q.AfterID)
+	}
+	if err := sel.OrderExpr("name, id").Limit(int64(q.Limit)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	out := make([]core.Campaign, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	for chunk := range slices.Chunk(out, 100) {
+		if err := s.members(ctx, chunk); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CampaignMembers reads every verified report's campaigns.
+func (s *Store) CampaignMembers(ctx context.Context) ([]core.CampaignMember, error) {
+	var rows []struct {
+		ThreatID    string    `bun:"threat_id"`
+		ID          string    `bun:"id"`
+		Name        string    `bun:"name"`
+		Description string    `bun:"description"`
+		CreatedAt   time.Time `bun:"created_at"`
+		UpdatedAt   time.Time `bun:"updated_at"`
+	}
+	if err := s.db.NewSelect().TableExpr("campaign_threats AS ct").Join("JOIN campaigns AS cp ON cp.id = ct.campaign_id").
+		Join("JOIN threats AS t ON t.id = ct.threat_id").
+		ColumnExpr("ct.threat_id, cp.id, cp.name, cp.description, cp.created_at, cp.updated_at").
+		Where("t.status = ?", core.StatusVerified).OrderExpr("ct.threat_id, cp.name, cp.id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	out := make([]core.CampaignMember, len(rows))
+	for i, r := range rows {
+		out[i] = core.CampaignMember{ThreatID: r.ThreatID, Ref: core.CampaignRef{ID: r.ID, Name: r.Name, Description: r.Description,
+			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}}
+	}
+	return out, nil
+}
+
+// SharedIndicatorGroups groups the verified reports' indicators by key:
+// one pass over threat_indicators in key order, then the reports of the
+// groups kept.
+func (s *Store) SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error) {
+	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
+		return nil, err
+	}
+	if q.MinSize < 2 || q.MaxSize < q.MinSize {
+		return nil, core.Invalid("size", "groups have 2 or more reports, at most MaxSize (got %d..%d)", q.MinSize, q.MaxSize)
+	}
+	var keys []struct {
+		Key string `bun:"key"`
+		N   int    `bun:"n"`
+	}
+	if err := s.db.NewSelect().TableExpr("threat_indicators AS ti").Join("JOIN threats AS t ON t.id = ti.threat_id").
+		ColumnExpr("ti.key, COUNT(*) AS n").Where("t.status = ?", core.StatusVerified).Group("ti.key").
+		Having("COUNT(*) BETWEEN ? AND ?", q.MinSize, q.MaxSize).OrderExpr("n DESC, ti.key").Limit(int64(q.Limit)).
+		Scan(ctx, &keys); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	out := make([]core.IndicatorGroup, len(keys))
+	at := map[string]int{}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		out[i], at[k.Key], names[i] = core.IndicatorGroup{Key: k.Key}, i, k.Key
+	}
+	for chunk := range slices.Chunk(names, 500) {
+		var rows []struct {
+			Key      string `bun:"key"`
+			ThreatID string `bun:"threat_id"`
+		}
+		if err := s.db.NewSelect().TableExpr("threat_indicators AS ti").Join("JOIN threats AS t ON t.id = ti.threat_id").
+			ColumnExpr("ti.key, ti.threat_id").Where("ti.key IN (?) AND t.status = ?", bun.List(chunk), core.StatusVerified).
+			OrderExpr("ti.key, ti.threat_id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		for _, r := range rows {
+			g := &out[at[r.Key]]
+			g.ThreatIDs = append(g.ThreatIDs, r.ThreatID)
+		}
+	}
+	return out, nil
+}
+
+// textBatch bounds the texts handed over at once.
+const textBatch = 500
+
+// EachVerifiedText streams every verified report's texts in one query.
+func (s *Store) EachVerifiedText(ctx context.Context, fn func([]core.ReportText) error) error {
+	q := `SELECT t.id, t.resource_identifier, d.tags, d.threat_description, d.payload_description
+FROM threats AS t JOIN threat_details AS d ON d.threat_id = t.id WHERE t.status = ?`
+	if s.dialect == Postgres {
+		q = strings.Replace(q, "d.tags", "d.tags::text", 1)
+	} else {
+		// One pass over threats in storage order, not a row look-up per
+		// report through the status index (as the index load).
+		q = strings.Replace(q, "WHERE t.status", "WHERE +t.status", 1)
+	}
+	rows, err := s.db.QueryContext(ctx, q, string(core.StatusVerified))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	batch := make([]core.ReportText, 0, textBatch)
+	for rows.Next() {
+		var (
+			r       core.ReportText
+			tags    sql.NullString
+			payload sql.NullString
+		)
+		if err := rows.Scan(&r.ID, &r.ResourceIdentifier, &tags, &r.ThreatDescription, &payload); err != nil {
+			return err
+		}
+		r.PayloadDescription = payload.String
+		if tags.Valid && tags.String != "" && tags.String != "[]" {
+			if err := json.Unmarshal([]byte(tags.String), &r.Tags); err != nil {
+				return fmt.Errorf("report %s: tags: %w", r.ID, err)
+			}
+		}
+		if batch = append(batch, r); len(batch) == textBatch {
+			if err := fn(batch); err != nil {
+				return err
+			}
+			batch = make([]core.ReportText, 0, textBatch)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		return fn(batch)
+	}
+	return nil
+}
