@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -245,9 +246,10 @@ func (s *Store) CampaignMembers(ctx context.Context) ([]core.CampaignMember, err
 	return out, nil
 }
 
-// SharedIndicatorGroups groups the verified reports' indicators by key:
-// one pass over threat_indicators in key order, then the reports of the
-// groups kept.
+// SharedIndicatorGroups reads threat_indicators once in key order (its
+// primary key: no sort, no grouping table, whatever its size), each row's
+// report checked verified by its primary key, and keeps the q.Limit
+// largest groups of q.MinSize..q.MaxSize reports.
 func (s *Store) SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return nil, err
@@ -255,38 +257,54 @@ func (s *Store) SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroup
 	if q.MinSize < 2 || q.MaxSize < q.MinSize {
 		return nil, core.Invalid("size", "groups have 2 or more reports, at most MaxSize (got %d..%d)", q.MinSize, q.MaxSize)
 	}
-	var keys []struct {
-		Key string `bun:"key"`
-		N   int    `bun:"n"`
-	}
-	if err := s.db.NewSelect().TableExpr("threat_indicators AS ti").Join("JOIN threats AS t ON t.id = ti.threat_id").
-		ColumnExpr("ti.key, COUNT(*) AS n").Where("t.status = ?", core.StatusVerified).Group("ti.key").
-		Having("COUNT(*) BETWEEN ? AND ?", q.MinSize, q.MaxSize).OrderExpr("n DESC, ti.key").Limit(int64(q.Limit)).
-		Scan(ctx, &keys); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	rows, err := s.db.QueryContext(ctx, `SELECT ti.key, ti.threat_id FROM threat_indicators AS ti
+WHERE EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ti.threat_id AND t.status = ?) ORDER BY ti.key, ti.threat_id`, string(core.StatusVerified))
+	if err != nil {
 		return nil, err
 	}
-	out := make([]core.IndicatorGroup, len(keys))
-	at := map[string]int{}
-	names := make([]string, len(keys))
-	for i, k := range keys {
-		out[i], at[k.Key], names[i] = core.IndicatorGroup{Key: k.Key}, i, k.Key
-	}
-	for chunk := range slices.Chunk(names, 500) {
-		var rows []struct {
-			Key      string `bun:"key"`
-			ThreatID string `bun:"threat_id"`
+	defer rows.Close()
+	var (
+		out  []core.IndicatorGroup
+		cur  core.IndicatorGroup
+		over bool // the current key has more than MaxSize reports
+	)
+	flush := func() {
+		if over || len(cur.ThreatIDs) < q.MinSize {
+			return
 		}
-		if err := s.db.NewSelect().TableExpr("threat_indicators AS ti").Join("JOIN threats AS t ON t.id = ti.threat_id").
-			ColumnExpr("ti.key, ti.threat_id").Where("ti.key IN (?) AND t.status = ?", bun.List(chunk), core.StatusVerified).
-			OrderExpr("ti.key, ti.threat_id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		out = append(out, cur)
+		if len(out) > 2*q.Limit {
+			// Keep the largest; the smaller half goes.
+			slices.SortStableFunc(out, func(a, b core.IndicatorGroup) int { return len(b.ThreatIDs) - len(a.ThreatIDs) })
+			out = slices.Clip(out[:q.Limit])
+		}
+	}
+	for rows.Next() {
+		var key, id string
+		if err := rows.Scan(&key, &id); err != nil {
 			return nil, err
 		}
-		for _, r := range rows {
-			g := &out[at[r.Key]]
-			g.ThreatIDs = append(g.ThreatIDs, r.ThreatID)
+		if key != cur.Key {
+			flush()
+			cur, over = core.IndicatorGroup{Key: key}, false
 		}
+		if over {
+			continue
+		}
+		if len(cur.ThreatIDs) == q.MaxSize {
+			over, cur.ThreatIDs = true, nil
+			continue
+		}
+		cur.ThreatIDs = append(cur.ThreatIDs, id)
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	flush()
+	slices.SortStableFunc(out, func(a, b core.IndicatorGroup) int {
+		return cmp.Or(len(b.ThreatIDs)-len(a.ThreatIDs), strings.Compare(a.Key, b.Key))
+	})
+	return out[:min(len(out), q.Limit)], nil
 }
 
 // textBatch bounds the texts handed over at once.

@@ -481,6 +481,14 @@ PY
   end=$(date +%s.%N); touch "$D/rss-export.stop"; wait $sampler
   export_osv=$(python3 -c "print('%.1f s, %.0f reports/s' % ($end - $start, $N / ($end - $start)))")
   export_size=$(du -sh "$D/osv" | cut -f1); rm -rf "$D/osv"
+  # Campaign suggestions (docs/campaigns.md): one pass over every
+  # verified report's texts and the indicators.
+  echo "== $backend: campaign suggestions"
+  rm -f "$D/rss-suggest" "$D/rss-suggest.stop"; sample_rss "$D/rss-suggest" & sampler=$!
+  start=$(date +%s.%N)
+  "$BIN" campaign suggestions --limit 5 --config "$CFG" > "$D/suggest.out" 2> "$D/suggest.err" || echo "campaign suggestions failed (see $D/suggest.err)"
+  end=$(date +%s.%N); touch "$D/rss-suggest.stop"; wait $sampler
+  suggest=$(python3 -c "print('%.1f s' % ($end - $start))")
   fi
   [ "$backend" = postgres ] && pg_stop
 
@@ -505,6 +513,8 @@ PY
     echo "| check, 10 % hits, vs the trivial handler, both beside those sightings | $(python3 -c "print('%.0f %%' % (100 * float('$sc' or 0) / float('$st' or 1)))") |"
     echo "| TAXII full pull by next, pages of 1,000 | $(cat "$WORK/taxii-pull-$backend.txt") |"
     echo "| export osv (every verified report, $export_size of archives) | $export_osv |"
+    echo "| campaign suggestions over every verified report ($(tail -1 "$D/suggest.err" | cut -d';' -f1)) | $suggest |"
+    echo "| RSS at campaign suggestions: CLI (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-suggest" threatd) ($(anon_of "$D/rss-suggest" threatd)) / $(rss_of "$D/rss-suggest" "threatd-storage-$backend") ($(anon_of "$D/rss-suggest" "threatd-storage-$backend")) |"
     echo "| RSS at export osv: OSV exporter (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-export" threatd-exporter-osv) ($(anon_of "$D/rss-export" threatd-exporter-osv)) / $(rss_of "$D/rss-export" "threatd-storage-$backend") ($(anon_of "$D/rss-export" "threatd-storage-$backend")) |"
     echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
     echo

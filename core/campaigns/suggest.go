@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/google/uuid"
+
 	"github.com/threatd/threatd/core"
 )
 
@@ -26,6 +28,7 @@ type Store interface {
 	SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error)
 	EachVerifiedText(ctx context.Context, fn func([]core.ReportText) error) error
 	CampaignMembers(ctx context.Context) ([]core.CampaignMember, error)
+	GetThreats(ctx context.Context, ids []string) ([]core.Threat, error)
 }
 
 // The reasons of a suggestion.
@@ -121,12 +124,11 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 	// One pass over the texts: campaign tags grouped, signatures kept.
 	tagged := map[string][]string{}
 	var (
-		ids  []string
+		// The compared reports' ids, as 16 bytes when they are UUIDs
+		// (storage's are; others are kept in odd).
+		ids  []uuid.UUID
+		odd  = map[int]string{}
 		sigs [][Hashes]uint32
-		// The start of each compared text, for the suggestion to show what
-		// its reports say: one arena, not a string each.
-		arena []byte
-		ends  []uint32
 	)
 	err = st.EachVerifiedText(ctx, func(batch []core.ReportText) error {
 		for _, r := range batch {
@@ -139,9 +141,11 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 				}
 			}
 			if sig, ok := Signature(r); ok {
-				ids, sigs = append(ids, r.ID), append(sigs, sig)
-				arena = append(arena, Excerpt(r, ExcerptRunes)...)
-				ends = append(ends, uint32(len(arena)))
+				id, err := uuid.Parse(r.ID)
+				if err != nil {
+					odd[len(ids)] = r.ID
+				}
+				ids, sigs = append(ids, id), append(sigs, sig)
 			}
 		}
 		return ctx.Err()
@@ -154,18 +158,32 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 			add(Suggestion{Reason: ReasonTag, Detail: name, ThreatIDs: l})
 		}
 	}
-	for _, g := range nearDuplicates(sigs) {
-		s := Suggestion{Reason: ReasonText, Similarity: g.least, ThreatIDs: make([]string, len(g.members))}
-		for i, m := range g.members {
-			s.ThreatIDs[i] = ids[m]
+	groups2 := nearDuplicates(sigs)
+	sigs = nil
+	// What each group's first report says, read again for the groups
+	// only: the pass keeps no text.
+	leaders := make([]string, len(groups2))
+	for i, g := range groups2 {
+		leaders[i] = idOf(ids, odd, g.members[0])
+	}
+	excerpts := map[string]string{}
+	for chunk := range slices.Chunk(leaders, core.MaxGetThreats) {
+		ts, err := st.GetThreats(ctx, chunk)
+		if err != nil {
+			return out, err
 		}
-		first := g.members[0]
-		start := uint32(0)
-		if first > 0 {
-			start = ends[first-1]
+		for _, t := range ts {
+			excerpts[t.ID] = Excerpt(core.ReportText{ID: t.ID, ResourceIdentifier: t.ResourceIdentifier, ThreatDescription: t.Details.ThreatDescription,
+				PayloadDescription: t.Details.PayloadDescription}, ExcerptRunes)
+		}
+	}
+	for i, g := range groups2 {
+		s := Suggestion{Reason: ReasonText, Similarity: g.least, ThreatIDs: make([]string, len(g.members))}
+		for j, m := range g.members {
+			s.ThreatIDs[j] = idOf(ids, odd, m)
 		}
 		s.Detail = fmt.Sprintf("texts at least %.0f%% alike (estimated Jaccard similarity of their %d-word shingles), such as “%s”",
-			100*g.least, Shingle, arena[start:ends[first]])
+			100*g.least, Shingle, excerpts[leaders[i]])
 		add(s)
 	}
 	slices.SortStableFunc(out.Suggestions, func(a, b Suggestion) int {
@@ -312,6 +330,14 @@ func Text(r core.ReportText) string {
 // ExcerptRunes is the length of the excerpt a near-duplicate suggestion
 // shows.
 const ExcerptRunes = 100
+
+// idOf is the id of the i-th compared report.
+func idOf(ids []uuid.UUID, odd map[int]string, i int32) string {
+	if id, ok := odd[int(i)]; ok {
+		return id
+	}
+	return ids[i].String()
+}
 
 // Excerpt is the start of a report's text as suggestions show it.
 func Excerpt(r core.ReportText, n int) string {

@@ -39,6 +39,17 @@ func (s store) EachVerifiedText(_ context.Context, fn func([]core.ReportText) er
 
 func (s store) CampaignMembers(context.Context) ([]core.CampaignMember, error) { return s.members, nil }
 
+func (s store) GetThreats(_ context.Context, ids []string) ([]core.Threat, error) {
+	var out []core.Threat
+	for _, r := range s.texts {
+		if slices.Contains(ids, r.ID) {
+			out = append(out, core.Threat{ID: r.ID, ResourceIdentifier: r.ResourceIdentifier,
+				Details: core.Details{ThreatDescription: r.ThreatDescription, PayloadDescription: r.PayloadDescription}})
+		}
+	}
+	return out, nil
+}
+
 const wormText = `The package runs a postinstall script that reads the npm token from ~/.npmrc and the GitHub token
 from the environment, publishes itself to every package the token can write with a bumped patch version, and
 posts the collected secrets to a webhook. It then creates a public repository named after the victim.`
