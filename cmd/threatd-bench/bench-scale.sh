@@ -180,6 +180,10 @@ request = function()
   elseif KIND == "search-prefix" then p = string.format("/?q=bench-pypi-%05d", math.random(0, 9999))
   elseif KIND == "search-indicator" then p = string.format("/?q=c2-%07d.bench-exfil.example", i - i % 10)
   elseif KIND == "search-miss" then p = string.format("/?q=clean-lib-%d", i)
+  elseif KIND == "leaderboard" then p = "/leaderboard?period=all"
+  elseif KIND == "leaderboard-30d" then p = "/leaderboard?period=30d"
+  elseif KIND == "profile" then p = string.format("/users/bench-user-%03d", math.random(1, tonumber(os.getenv("BENCH_USERS") or "1")))
+  elseif KIND == "campaign" then p = "/campaigns/" .. os.getenv("BENCH_CAMPAIGN")
   else p = "/threats/" .. ids[math.random(#ids)] end
   return wrk.format("GET", p, {["Accept"] = "text/html"})
 end
@@ -470,6 +474,45 @@ PY
   for page in home browse browse-deep browse-pypi browse-severity search-purl search-prefix search-indicator search-miss threat; do
     BENCH_WEB=$page wrk_run "$backend-web-$page" 8 "$S" "$WORK/web.lua"
   done
+  # The community's pages (docs/community.md): 100 contributors with 20
+  # verified reports each (2,000 reputation events), and a campaign of the
+  # reports whose ids the pages above collected.
+  export BENCH_CAMPAIGN BENCH_USERS=100
+  run=$(date +%s)
+  for u in $(seq -w 1 $BENCH_USERS); do
+    "$BIN" user add --config "$CFG" --email "bench-user-$u@example.com" --name "bench-user-$u" >/dev/null 2>&1 || true
+    "$BIN" token issue --config "$CFG" --email "bench-user-$u@example.com"
+  done > "$D/user-tokens"
+  python3 - "$D/user-tokens" "$run" > "$D/community-ids" <<'PY'
+import json, ssl, sys, urllib.request, concurrent.futures
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+tokens = open(sys.argv[1]).read().split()
+def submit(job):
+    u, k = job
+    body = json.dumps({"report_type": "package", "resource_identifier": "community-%s-%d-%d" % (sys.argv[2], u, k), "registry": "npm",
+                       "threat_description": "Steals tokens at install time", "severity_level": ["critical", "high", "medium", "low"][k % 4]}).encode()
+    req = urllib.request.Request("https://127.0.0.1:18443/functions/v1/submit-threat-report", body,
+                                 {"Authorization": "Bearer " + tokens[u], "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, context=ctx) as r:
+        return json.load(r)["threat_id"]
+with concurrent.futures.ThreadPoolExecutor(16) as ex:
+    for tid in ex.map(submit, [(u, k) for u in range(len(tokens)) for k in range(20)]):
+        print(tid)
+PY
+  xargs -n 500 "$BIN" review verify --config "$CFG" < "$D/community-ids" > /dev/null
+  BENCH_CAMPAIGN=$(python3 - "$BENCH_IDS" <<'PY'
+import json, os, ssl, sys, urllib.request
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+ids = sorted(set(open(sys.argv[1]).read().split()))[:1000]
+req = urllib.request.Request("https://127.0.0.1:18443/functions/v1/campaigns", json.dumps({"name": "bench campaign", "description": "The **bench** reports.", "threat_ids": ids}).encode(),
+                             {"Authorization": "Bearer " + os.environ["BENCH_ADMIN_TOKEN"], "Content-Type": "application/json"})
+with urllib.request.urlopen(req, context=ctx) as r:
+    print(json.load(r)["campaign_id"])
+PY
+)
+  for page in leaderboard leaderboard-30d profile campaign; do
+    BENCH_WEB=$page wrk_run "$backend-web-$page" 8 "$S" "$WORK/web.lua"
+  done
   kill $trivial $daemon ${topper:-} $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
 
@@ -537,7 +580,9 @@ PY
     for row in "home (search box, 20 latest):home" "/threats (browse, first page, total):browse" "/threats from a random keyset position:browse-deep" \
                "/threats?ecosystem=pypi:browse-pypi" "/threats?severity=high:browse-severity" "search, a purl (hit):search-purl" \
                "search, a name prefix:search-prefix" "search, an exfiltration domain (indicator):search-indicator" "search, a clean name (miss):search-miss" \
-               "a threat's page (random of $(wc -l < "$D/ids.txt") ids):threat"; do
+               "a threat's page (random of $(wc -l < "$D/ids.txt") ids):threat" \
+               "/leaderboard?period=all (100 contributors, 2,000 events):leaderboard" "/leaderboard?period=30d:leaderboard-30d" \
+               "a contributor's profile (random of 100):profile" "a campaign's page ($(sort -u "$D/ids.txt" | head -1000 | wc -l) reports):campaign"; do
       IFS=: read -r label key <<<"$row"
       read -r rps p50 p99 bad < <(res "$backend-web-$key")
       ratio=$(python3 -c "print('%.0f %%' % (100 * float('$rps' or 0) / $triv))")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -23,7 +24,10 @@ const e2eDir = "../../core/web/e2e"
 // report is 404 to a visitor, a form without its CSRF token is refused, a
 // reviewer verifies in the queue, check-malicious says malicious at once,
 // the public page renders the Markdown with its hostile parts inert, the
-// home page's search, a phone-sized screen, log out. Each page is checked
+// home page's search, a phone-sized screen, log out; three users' votes
+// dispute the report and the reviewer keeps it in the queue, a campaign
+// holds it, the campaign page, the leaderboard and the profile, on a
+// phone too. Each page is checked
 // for console errors, CSP violations, unlabelled inputs and the names of
 // docs/web.md by role. The test then checks what the browser did
 // through the API, independently of the script.
@@ -65,8 +69,12 @@ func TestWebBrowser(t *testing.T) {
 	// requests from one address would pass the per-IP limit.
 	in := newInstance(t, "cache:\n  freshness: 60s\nlimits:\n  per_ip_per_minute: 0\n")
 	// Rita administers as well as reviews (the users page).
-	in.user("rita@example.com", "--role", "admin", "--name", "Rita")
+	ritaToken := in.user("rita@example.com", "--role", "admin", "--name", "Rita")
 	checker := in.user("checker@example.com")
+	var voters []string
+	for i := range 3 {
+		voters = append(voters, in.user(fmt.Sprintf("voter%d@example.com", i)))
+	}
 	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
 	d := in.serve()
 
@@ -77,7 +85,8 @@ func TestWebBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"THREATD_URL="+d.base, "THREATD_API_BASE="+base,
 		"REVIEWER_EMAIL=rita@example.com", "REVIEWER_PASSWORD=correct horse battery",
-		"SCREENSHOT_DIR="+shots, "CHROMIUM="+chromium)
+		"SCREENSHOT_DIR="+shots, "CHROMIUM="+chromium,
+		"VOTER_TOKENS="+strings.Join(voters, ","), "REVIEWER_TOKEN="+ritaToken)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -89,6 +98,7 @@ func TestWebBrowser(t *testing.T) {
 		Token        string `json:"token"`
 		FormThreatID string `json:"form_threat_id"`
 		FormPackage  string `json:"form_package"`
+		CampaignID   string `json:"campaign_id"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &got); err != nil || got.Token == "" {
 		t.Fatalf("the journey's summary %q: %v", stdout.String(), err)
@@ -130,12 +140,22 @@ func TestWebBrowser(t *testing.T) {
 	rita.get("/login")
 	rita.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}}).expect(t, 200)
 	rita.get("/threats/"+got.FormThreatID).expect(t, 200, "Typosquat that opens a reverse shell", "0.1.0", "typosquat", "https://blog.example/b")
-	rita.get("/threats/"+got.APIThreatID).expect(t, 200, "verified", "Confirmed: the postinstall script posts ~/.npmrc")
+	rita.get("/threats/"+got.APIThreatID).expect(t, 200, "verified", "Confirmed: the postinstall script posts ~/.npmrc",
+		"dispute by threatd", "keep by Rita", "The postinstall script does post ~/.npmrc: it stands")
+	// The dispute the browser kept is closed, its votes counted; the
+	// campaign it made names the report.
+	det, _ := d.do("GET", checkPath("purl", "pkg:npm/"+got.Package), checker, "").body["details"].(map[string]any)
+	camps, _ := det["campaigns"].([]any)
+	if det["disputed"] != false || det["sightings"].(map[string]any)["false_positive"] != 3.0 || len(camps) != 1 ||
+		camps[0].(map[string]any)["campaign_id"] != got.CampaignID {
+		t.Errorf("the kept, campaigned report's record: disputed %v, sightings %v, campaigns %v", det["disputed"], det["sightings"], camps)
+	}
 
 	// A screenshot of each main page, as PNG.
 	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "search-indicator",
 		"browse", "revoke-confirm", "phone-home", "phone-threat", "phone-browse", "phone-search", "phone-search-indicator", "phone-review-queue", "phone-my-submissions",
-		"account", "phone-account", "phone-users", "disable-confirm", "users", "account-deleted"} {
+		"account", "phone-account", "phone-users", "disable-confirm", "users", "account-deleted",
+		"review-disputed", "threat-community", "campaign", "leaderboard", "profile", "phone-campaign", "phone-leaderboard", "phone-profile", "phone-threat-community"} {
 		b, err := os.ReadFile(filepath.Join(shots, name+".png"))
 		if err != nil || len(b) < 5000 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("screenshot %s: %d bytes, %v", name, len(b), err)

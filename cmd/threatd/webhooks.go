@@ -27,7 +27,8 @@ now on (by a reviewer, an import or a scheduled source) is POSTed to the URL
 as a Standard Webhooks message, signed with the secret printed here.
 
   --events     threat.verified,threat.revised,threat.withdrawn (default: these
-               three); firewall.blocked,firewall.warned for the firewall's
+               three); threat.disputed,threat.kept for disputes (only when
+               named); firewall.blocked,firewall.warned for the firewall's
                decisions (only when named)
   --ecosystem  only package reports of this registry (npm, pypi, go, …)
 

@@ -83,11 +83,22 @@ type View struct {
 // RecordsSoonest spaces the reads of the records that changes ask for.
 const RecordsSoonest = 2 * time.Second
 
-// ReportsChanged says that reports changed (a review decision may have
-// moved their submitters' records); the change feed's follower calls it.
-func (v *View) ReportsChanged([]string) {
-	if v != nil {
-		v.stale.Store(true)
+// ReportsChanged says that reports changed; the change feed's follower
+// calls it as it applies their changes. Their counts are read again at
+// once (a dispute opened or closed anywhere, a decision this daemon's web
+// site just made), and their submitters' records at the next look.
+func (v *View) ReportsChanged(ids []string) {
+	if v == nil {
+		return
+	}
+	v.stale.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
+		if err := v.Refresh(ctx, chunk...); err != nil {
+			v.log.Warn("community signals: reading changed reports' counts failed; they show at the next look", "error", err.Error())
+			return
+		}
 	}
 }
 

@@ -33,6 +33,10 @@ const BASE = env("THREATD_URL");
 const API = BASE + env("THREATD_API_BASE", "/functions/v1");
 const REVIEWER = { email: env("REVIEWER_EMAIL"), password: env("REVIEWER_PASSWORD") };
 const SHOTS = env("SCREENSHOT_DIR");
+// Three other users' tokens (false-positive votes) and the reviewer's
+// (a campaign through the API).
+const VOTERS = env("VOTER_TOKENS").split(",");
+const REVIEWER_TOKEN = env("REVIEWER_TOKEN");
 mkdirSync(SHOTS, { recursive: true });
 
 function check(cond, msg) {
@@ -535,6 +539,56 @@ try {
   await shot(rita, "firewall");
   await submitForm(rita, waiverRow.getByRole("button", { name: "Remove", exact: true }));
   await rita.getByText("No waivers in force.").waitFor();
+
+  // Community: three other users vote the API's report a false positive,
+  // which puts it back in the queue as disputed, still published; the
+  // reviewer reads the votes and keeps it.
+  for (const v of VOTERS) {
+    r = await api.post(`${API}/sightings`, { headers: { Authorization: `Bearer ${v}` },
+      data: { threat_id: apiID, type: "false_positive", note: "an internal package of ours" } });
+    check(r.status() === 201, `a false-positive vote: ${r.status()} ${await r.text()}`);
+  }
+  await go(rita, "/review");
+  const disputed = rita.locator("article.disputed").filter({ hasText: apiPkg });
+  await disputed.waitFor();
+  check((await disputed.getByText("an internal package of ours").count()) === 3, "the disputed report's votes are not listed");
+  await shot(rita, "review-disputed");
+  await disputed.getByLabel("Note", { exact: true }).fill("The postinstall script does post ~/.npmrc: it stands");
+  await submitForm(rita, disputed.getByRole("button", { name: "Keep", exact: true }));
+  await rita.getByText(`Done: package ${apiPkg} is verified.`).waitFor();
+  await rita.getByText("No disputed reports.").waitFor();
+  // Its page: the community's part, then a campaign that holds it.
+  r = await api.post(`${API}/campaigns`, { headers: { Authorization: `Bearer ${REVIEWER_TOKEN}` },
+    data: { name: "Token thieves", description: "Packages that post **npm tokens** to their authors.", threat_ids: [apiID] } });
+  check(r.status() === 201, `a campaign: ${r.status()} ${await r.text()}`);
+  const campaignID = (await r.json()).campaign_id;
+  out.campaign_id = campaignID;
+  await go(anon, `/threats/${apiID}`);
+  const community = anon.getByRole("region", { name: "Community" });
+  await community.getByText("false positive 3").waitFor();
+  await community.getByRole("link", { name: "Token thieves" }).waitFor();
+  await shot(anon, "threat-community");
+  await Promise.all([anon.waitForURL(`**/campaigns/${campaignID}`), community.getByRole("link", { name: "Token thieves" }).click()]);
+  await role(anon, "heading", "Campaign: Token thieves").waitFor();
+  await anon.getByRole("link", { name: apiPkg }).waitFor();
+  check((await anon.locator(".markdown strong").textContent()) === "npm tokens", "the campaign's description is not rendered");
+  await shot(anon, "campaign");
+  // The leaderboard, and Sam's public profile from it: no e-mail address.
+  await go(anon, "/leaderboard?period=all");
+  const samOnBoard = anon.getByRole("row").filter({ hasText: "Sam Smith" });
+  await samOnBoard.waitFor();
+  await shot(anon, "leaderboard");
+  await Promise.all([anon.waitForURL("**/users/**"), samOnBoard.getByRole("link", { name: "Sam Smith" }).click()]);
+  await role(anon, "heading", "Sam Smith").waitFor();
+  await anon.getByRole("link", { name: `package ${apiPkg}` }).waitFor();
+  check(!(await anon.content()).includes("@example.com"), "the public profile shows an e-mail address");
+  await shot(anon, "profile");
+  for (const [path, name] of [[`/campaigns/${campaignID}`, "campaign"], ["/leaderboard?period=all", "leaderboard"],
+    ["/users/Sam%20Smith", "profile"], [`/threats/${apiID}`, "threat-community"]]) {
+    await go(phone, path);
+    await phoneCheck(phone, path);
+    await capture(phone, `phone-${name}.png`);
+  }
 
   // Sam deletes the account: the box and the password are required.
   await logIn(sam, samEmail, "an even longer password");
