@@ -155,7 +155,7 @@ func TestWebBrowser(t *testing.T) {
 	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "search-indicator",
 		"browse", "revoke-confirm", "phone-home", "phone-threat", "phone-browse", "phone-search", "phone-search-indicator", "phone-review-queue", "phone-my-submissions",
 		"account", "phone-account", "phone-users", "disable-confirm", "users", "account-deleted",
-		"review-disputed", "threat-community", "campaign", "leaderboard", "profile", "phone-campaign", "phone-leaderboard", "phone-profile", "phone-threat-community"} {
+		"review-disputed", "threat-community", "campaign", "review-campaigns", "leaderboard", "profile", "phone-campaign", "phone-leaderboard", "phone-profile", "phone-threat-community"} {
 		b, err := os.ReadFile(filepath.Join(shots, name+".png"))
 		if err != nil || len(b) < 5000 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("screenshot %s: %d bytes, %v", name, len(b), err)

@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -122,6 +123,18 @@ func TestCampaigns(t *testing.T) {
 	web.get("/campaigns/"+campID).expect(t, 200, "Campaign: Wormy", "wormy-0", "wormy-2", "<strong>worm</strong>")
 	web.get("/threats/"+ids[0]).expect(t, 200, `href="/campaigns/`+campID+`"`, "Confidence")
 	web.get("/campaigns/6b1e5b47-0000-4000-8000-000000000000").expect(t, 404)
+	// The reviewers' forms: a refused report named beside the form,
+	// nothing made; then made; a visitor is sent to log in.
+	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
+	rb := in.browser(d)
+	rb.get("/login")
+	rb.post("/login", url.Values{"email": {"rita@example.com"}, "password": {"correct horse battery"}}).expect(t, 200)
+	rb.get("/review/campaigns").expect(t, 200, "Wormy", "Find suggestions", "Not worked out yet.")
+	rb.post("/review/campaigns", url.Values{"name": {"Web one"}, "threat_ids": {pending}}).expect(t, 400, "threat_ids:", "Web one")
+	rb.post("/review/campaigns", url.Values{"name": {"Web one"}, "threat_ids": {ids[0] + "\n" + ids[1]}}).expect(t, 200, "Campaign “Web one” made with 2 reports.")
+	if p := web.get("/review/campaigns"); !strings.Contains(p.url, "/login") {
+		t.Fatalf("a visitor reached the reviewers' campaigns page: %s", p.url)
+	}
 
 	// The CLI.
 	created := strings.TrimSpace(in.mustCLI("campaign", "create", "--name", "From the CLI", "--description", "made here"))
@@ -130,7 +143,7 @@ func TestCampaigns(t *testing.T) {
 	}
 	in.mustCLI("campaign", "add", created, ids[1])
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(in.mustCLI("campaign", "list", "--json")), &list); err != nil || len(list) != 3 {
+	if err := json.Unmarshal([]byte(in.mustCLI("campaign", "list", "--json")), &list); err != nil || len(list) != 4 {
 		t.Fatalf("campaign list --json: %v %v", list, err)
 	}
 	if !strings.Contains(in.mustCLI("campaign", "list"), "From the CLI") {

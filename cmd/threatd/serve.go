@@ -22,6 +22,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
@@ -75,6 +76,8 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// disputes, submitters' records, campaigns), read as often as the
 	// change feed, whose review decisions move submitters' records.
 	signals := community.New(e.store, log)
+	// Campaign suggestions, shared by the API and the web site.
+	suggestions := &campaigns.Cache{}
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, OnThreats: signals.ReportsChanged}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
@@ -211,7 +214,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 			Signup: cfg.Web.Signup, SessionTTL: cfg.Web.SessionTTL,
 			LoginAttempts: cfg.Web.LoginAttempts, LoginAttemptsIP: cfg.Web.LoginAttemptsPerIP, LoginWindow: cfg.Web.LoginWindow,
 			BasePath: cfg.Server.BasePath, MaxBodyBytes: cfg.Server.MaxBodyBytes, FirewallBlocks: recent, FirewallWaivers: waivers, WebhooksAllowPrivate: cfg.Webhooks.AllowPrivate,
-			Community: signals,
+			Community: signals, Suggestions: suggestions,
 		}, log, e.store, core.NewReports(e.store, limits(cfg)), idx, latest, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
@@ -246,6 +249,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Seen:              seen,
 		Community:         signals,
 		DisputeVotes:      cfg.Community.DisputeVotes,
+		Suggestions:       suggestions,
 		SightingsPerHour:  map[core.Tier]int{core.TierFree: cfg.Limits.SightingsPerHour.Free, core.TierPaid: cfg.Limits.SightingsPerHour.Paid},
 		HourLimiter:       hourly,
 		MISP: &misp.Service{Store: e.store, Exporters: exporters, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes"),

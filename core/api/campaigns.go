@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -181,17 +180,6 @@ func (s *Server) listCampaigns(c *echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"campaigns": out, "count": len(out), "next_cursor": next})
 }
 
-// suggestionsTTL is how long computed suggestions are served again: at a
-// million reports a pass takes tens of seconds.
-const suggestionsTTL = 5 * time.Minute
-
-// suggestionCache holds the last suggestions; one computation at a time.
-type suggestionCache struct {
-	mu  sync.Mutex
-	at  time.Time
-	res campaigns.Result
-}
-
 // suggestionJSON is one suggestion as the API shows it.
 type suggestionJSON struct {
 	Reason     string   `json:"reason"`
@@ -224,18 +212,10 @@ func (s *Server) campaignSuggestions(c *echo.Context) error {
 	if refresh != "" && refresh != "true" && refresh != "false" {
 		return core.Invalid("refresh", "must be true or false (got %q)", refresh)
 	}
-	sc := &s.suggestions
-	sc.mu.Lock()
-	if refresh == "true" || sc.at.IsZero() || time.Since(sc.at) > suggestionsTTL {
-		res, err := campaigns.Suggest(c.Request().Context(), s.store)
-		if err != nil {
-			sc.mu.Unlock()
-			return err
-		}
-		sc.res, sc.at = res, time.Now().UTC()
+	res, at, err := s.suggestions.Get(c.Request().Context(), s.store, refresh == "true")
+	if err != nil {
+		return err
 	}
-	res, at := sc.res, sc.at
-	sc.mu.Unlock()
 	out := make([]suggestionJSON, 0, min(limit, len(res.Suggestions)))
 	for _, sg := range res.Suggestions[:min(limit, len(res.Suggestions))] {
 		j := suggestionJSON{Reason: sg.Reason, Detail: sg.Detail, Size: len(sg.ThreatIDs), ThreatIDs: sg.ThreatIDs}

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/index"
@@ -61,6 +62,9 @@ type Options struct {
 	// Community is the daemon's copy of the community signals, added to
 	// every record (nil: none, the base confidence).
 	Community *community.View
+	// Suggestions keeps the campaign suggestions, shared with the web
+	// site (nil: the API keeps its own).
+	Suggestions *campaigns.Cache
 	// DisputeVotes is community.dispute_votes: the counted false-positive
 	// votes that put a verified report back in review (0: never).
 	DisputeVotes int
@@ -103,7 +107,7 @@ type Server struct {
 	// hourLimiter counts each user's sightings of the hour.
 	hourLimiter ratelimit.Taker
 	// suggestions are the last campaign suggestions.
-	suggestions suggestionCache
+	suggestions *campaigns.Cache
 	started     time.Time
 	latest      *index.Latest
 	taxii       *taxii.Service
@@ -135,6 +139,10 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 	}
 	s.sightings = sightings.NewWriter(context.Background(), store, opts.DisputeVotes)
 	s.taxii.Community = opts.Community
+	s.suggestions = opts.Suggestions
+	if s.suggestions == nil {
+		s.suggestions = &campaigns.Cache{}
+	}
 	s.latest = opts.Latest
 	if s.latest == nil {
 		s.latest = index.NewLatest(idx, store)

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -471,4 +472,40 @@ func alike(a, b *[Hashes]uint32) int {
 		}
 	}
 	return n
+}
+
+// TTL is how long computed suggestions are served again: at a million
+// reports a pass takes tens of seconds.
+const TTL = 5 * time.Minute
+
+// Cache keeps the last suggestions for the API and the web site: one pass
+// at a time, reused for TTL.
+type Cache struct {
+	mu  sync.Mutex
+	at  time.Time
+	res Result
+}
+
+// Get returns the suggestions and when they were worked out, working them
+// out first when refresh is set, when there are none yet, or when they are
+// older than TTL.
+func (c *Cache) Get(ctx context.Context, st Store, refresh bool) (Result, time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if refresh || c.at.IsZero() || time.Since(c.at) > TTL {
+		res, err := Suggest(ctx, st)
+		if err != nil {
+			return Result{}, time.Time{}, err
+		}
+		c.res, c.at = res, time.Now().UTC()
+	}
+	return c.res, c.at, nil
+}
+
+// Last returns the suggestions last worked out, if any, without a pass
+// (waiting for one under way).
+func (c *Cache) Last() (Result, time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.res, c.at, !c.at.IsZero()
 }

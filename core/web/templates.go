@@ -35,10 +35,12 @@ var funcs = template.FuncMap{
 	// grouped writes a count with thousands separators: 1,000,000.
 	"grouped": grouped,
 	"inc":     func(i int) int { return i + 1 },
-	"join":    strings.Join,
-	"get":     func(v url.Values, k string) string { return v.Get(k) },
-	"token":   core.TokenDisplay,
-	"eq1":     func(a, b any) bool { return a == b },
+	// suggestionName is the name a campaign suggestion's form proposes.
+	"suggestionName": suggestionName,
+	"join":           strings.Join,
+	"get":            func(v url.Values, k string) string { return v.Get(k) },
+	"token":          core.TokenDisplay,
+	"eq1":            func(a, b any) bool { return a == b },
 	"str": func(v any) string {
 		switch x := v.(type) {
 		case string:

@@ -9,6 +9,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
@@ -53,6 +55,9 @@ const (
 
 // Options are the site's settings (configuration keys web.*).
 type Options struct {
+	// Suggestions keeps the campaign suggestions, shared with the API
+	// (nil: the site keeps its own).
+	Suggestions *campaigns.Cache
 	// Community says what the community says of reports (nil: nothing).
 	Community core.Communities
 	// Signup is SignupOpen (anyone may create an account) or SignupClosed
@@ -85,14 +90,17 @@ type Options struct {
 
 // Site holds what the pages need.
 type Site struct {
-	opts     Options
-	boards   leaderboards
-	log      *slog.Logger
-	store    core.Store
-	accounts *core.Accounts
-	reports  *core.Reports
-	index    *index.Index
-	latest   *index.Latest
+	opts   Options
+	boards leaderboards
+	// suggestions are the campaign suggestions (Options.Suggestions, or
+	// the site's own).
+	suggestions *campaigns.Cache
+	log         *slog.Logger
+	store       core.Store
+	accounts    *core.Accounts
+	reports     *core.Reports
+	index       *index.Index
+	latest      *index.Latest
 	// sync makes a change this daemon committed visible to its own index
 	// and principal cache at once (index.Follower.Sync).
 	sync     func(context.Context) error
@@ -145,12 +153,13 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 	return &Site{
 		opts: opts, log: log, store: store,
 		accounts: core.NewAccounts(store), reports: reports, index: idx, latest: latest, sync: sync,
-		pages:    pages,
-		logins:   ratelimit.New(opts.LoginWindow),
-		hashing:  make(chan struct{}, 4),
-		csrfKey:  []byte(secret),
-		cop:      http.NewCrossOriginProtection(),
-		markdown: renderMarkdown,
+		pages:       pages,
+		logins:      ratelimit.New(opts.LoginWindow),
+		hashing:     make(chan struct{}, 4),
+		csrfKey:     []byte(secret),
+		cop:         http.NewCrossOriginProtection(),
+		markdown:    renderMarkdown,
+		suggestions: cmp.Or(opts.Suggestions, &campaigns.Cache{}),
 	}, nil
 }
 
@@ -185,6 +194,10 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.GET("/submit", s.wrap(s.submitForm), s.loggedIn)
 	g.POST("/submit", s.wrap(s.submit), s.loggedIn, s.csrf)
 	g.GET("/review", s.wrap(s.queue), s.reviewer)
+	g.GET("/review/campaigns", s.wrap(s.reviewCampaigns), s.reviewer)
+	g.POST("/review/campaigns", s.wrap(s.createCampaign), s.reviewer, s.csrf)
+	g.POST("/review/campaigns/suggestions", s.wrap(s.findSuggestions), s.reviewer, s.csrf)
+	g.POST("/review/campaigns/:id", s.wrap(s.changeCampaign), s.reviewer, s.csrf)
 	g.GET("/admin/users", s.wrap(s.users), s.admin)
 	g.POST("/admin/users/:action", s.wrap(s.setDisabled), s.admin, s.csrf)
 	g.GET("/admin/firewall", s.wrap(s.firewallPage), s.admin)

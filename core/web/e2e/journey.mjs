@@ -573,6 +573,21 @@ try {
   await anon.getByRole("link", { name: apiPkg }).waitFor();
   check((await anon.locator(".markdown strong").textContent()) === "npm tokens", "the campaign's description is not rendered");
   await shot(anon, "campaign");
+  // The reviewers' campaigns page: the campaign listed, suggestions worked
+  // out on demand; on the campaign's page its reports removed and added.
+  await go(rita, "/");
+  await Promise.all([rita.waitForURL("**/review/campaigns"), nav(rita, "link", "Campaigns").click()]);
+  await rita.getByRole("link", { name: "Token thieves" }).waitFor();
+  await submitForm(rita, role(rita, "button", "Find suggestions"));
+  await rita.getByText(/\d+ suggestions? from \d+ verified reports? in/).waitFor();
+  await shot(rita, "review-campaigns");
+  await go(rita, `/campaigns/${campaignID}`);
+  await rita.getByLabel("Reports to remove", { exact: true }).fill(apiID);
+  await submitForm(rita, role(rita, "button", "Remove reports"));
+  await rita.getByText("Campaign “Token thieves” has 0 reports.").waitFor();
+  await rita.getByLabel("Reports to add", { exact: true }).fill(apiID);
+  await submitForm(rita, role(rita, "button", "Add reports"));
+  await rita.getByText("Campaign “Token thieves” has 1 report.").waitFor();
   // The leaderboard, and Sam's public profile from it: no e-mail address.
   await go(anon, "/leaderboard?period=all");
   const samOnBoard = anon.getByRole("row").filter({ hasText: "Sam Smith" });
