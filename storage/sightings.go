@@ -102,7 +102,16 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		clear(out)
 		isVerified := map[string]bool{}
-		for i, sg := range ss {
+		// In report order (each outcome in its place): concurrent writers
+		// (daemons sharing a PostgreSQL database) lock reports' rows in
+		// the same order, so that none waits for another in a cycle.
+		order := make([]int, len(ss))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return ss[order[a]].ThreatID < ss[order[b]].ThreatID })
+		for _, i := range order {
+			sg := ss[i]
 			ok, seen := isVerified[sg.ThreatID]
 			if !seen {
 				var err error
