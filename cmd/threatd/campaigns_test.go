@@ -123,6 +123,8 @@ func TestCampaigns(t *testing.T) {
 	web.get("/campaigns/"+campID).expect(t, 200, "Campaign: Wormy", "wormy-0", "wormy-2", "<strong>worm</strong>")
 	web.get("/threats/"+ids[0]).expect(t, 200, `href="/campaigns/`+campID+`"`, "Confidence")
 	web.get("/campaigns/6b1e5b47-0000-4000-8000-000000000000").expect(t, 404)
+	web.get("/campaigns/"+campID+"?page=2").expect(t, 404, "This campaign's reports fill 1 page.")
+	web.get("/campaigns/"+campID+"?page=x").expect(t, 404)
 	// The reviewers' forms: a refused report named beside the form,
 	// nothing made; then made; a visitor is sent to log in.
 	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")

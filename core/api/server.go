@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,7 +138,16 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 	if s.opts.ScanMaxBytes <= 0 {
 		s.opts.ScanMaxBytes = scan.DefaultMaxBytes
 	}
-	s.sightings = sightings.NewWriter(context.Background(), store, opts.DisputeVotes)
+	// This daemon's answers count a batch's sightings as soon as it is
+	// stored (the others at their next look).
+	s.sightings = sightings.NewWriter(context.Background(), store, opts.DisputeVotes, func(ctx context.Context, ids []string) {
+		for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
+			if err := s.opts.Community.Refresh(ctx, chunk...); err != nil {
+				s.log.Warn("community signals: reading the counts of new sightings failed; they show at the next look", "error", err.Error())
+				return
+			}
+		}
+	})
 	s.taxii.Community = opts.Community
 	s.suggestions = opts.Suggestions
 	if s.suggestions == nil {

@@ -87,10 +87,7 @@ func (s *Server) addSighting(c *echo.Context) error {
 	if err := s.sightings.Add(ctx, sg); err != nil {
 		return err
 	}
-	// This daemon's answers count it at once (the others at their next look).
-	if err := s.opts.Community.Refresh(ctx, threatID); err != nil {
-		s.log.Warn("community signals: reading the counts of a new sighting failed; they show at the next look", "threat_id", threatID, "error", err.Error())
-	}
+
 	return c.JSON(http.StatusCreated, map[string]any{"sighting_id": sg.ID, "threat_id": threatID})
 }
 

@@ -8,6 +8,7 @@ package sightings
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -139,6 +140,10 @@ type Writer struct {
 	in    chan pendingSighting
 	// disputeVotes is community.dispute_votes.
 	disputeVotes int
+	// stored, when set, is told of the reports of each stored batch
+	// before its requests are answered (the daemon's copy of the counts
+	// reads theirs again: one read a batch, not one a request).
+	stored func(ctx context.Context, threatIDs []string)
 }
 
 type pendingSighting struct {
@@ -147,9 +152,10 @@ type pendingSighting struct {
 }
 
 // NewWriter starts a writer until ctx ends; disputeVotes counted
-// false-positive votes put a verified report in dispute (0: never).
-func NewWriter(ctx context.Context, store BatchStore, disputeVotes int) *Writer {
-	w := &Writer{store: store, in: make(chan pendingSighting, core.MaxSightingBatch), disputeVotes: disputeVotes}
+// false-positive votes put a verified report in dispute (0: never);
+// stored (nil: nothing) hears of each batch's reports once it is stored.
+func NewWriter(ctx context.Context, store BatchStore, disputeVotes int, stored func(ctx context.Context, threatIDs []string)) *Writer {
+	w := &Writer{store: store, in: make(chan pendingSighting, core.MaxSightingBatch), disputeVotes: disputeVotes, stored: stored}
 	go w.run(ctx)
 	return w
 }
@@ -195,6 +201,17 @@ func (w *Writer) run(ctx context.Context) {
 			ss[i] = p.s
 		}
 		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), core.SightingBatch{Sightings: ss, DisputeVotes: w.disputeVotes})
+		if err == nil && w.stored != nil {
+			var ids []string
+			for i, o := range outcomes {
+				if o == core.SightingAdded && !slices.Contains(ids, ss[i].ThreatID) {
+					ids = append(ids, ss[i].ThreatID)
+				}
+			}
+			if len(ids) > 0 {
+				w.stored(context.WithoutCancel(ctx), ids)
+			}
+		}
 		for i, p := range batch {
 			switch {
 			case err != nil:

@@ -66,7 +66,7 @@ func TestWriterOutcomes(t *testing.T) {
 		core.SightingConflict: func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) },
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
-		w := NewWriter(ctx, outcomeStore{[]string{outcome}}, 3)
+		w := NewWriter(ctx, outcomeStore{[]string{outcome}}, 3, nil)
 		if err := w.Add(ctx, core.Sighting{ThreatID: "t"}); !check(err) {
 			t.Errorf("%s: %v", outcome, err)
 		}

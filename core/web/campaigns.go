@@ -125,6 +125,7 @@ func (s *Site) changeCampaign(c *echo.Context) error {
 	var camp core.Campaign
 	if err == nil {
 		camp, err = s.store.UpdateCampaign(ctx, ch)
+		s.forgetCampaign(c.Param("id"))
 	}
 	var fe *core.FieldError
 	var nf *core.NotFoundError

@@ -1,9 +1,12 @@
 package web
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -137,35 +140,94 @@ func (s *Site) profile(c *echo.Context) error {
 	return s.render(c, http.StatusOK, "profile", map[string]any{"Title": users[0].Name, "Profiles": views})
 }
 
-// campaignPageReports bounds the reports a campaign page lists.
-const campaignPageReports = 500
+// campaignTTL is how long a campaign read for its page is used again: the
+// page is public, and reading a campaign works out its first and last
+// seen from every report of it. A change made on this site is shown at
+// once; one made elsewhere within campaignTTL.
+const campaignTTL = 10 * time.Second
 
-// campaignPage is /campaigns/<id>: a campaign and its reports, for anyone.
+// campaignCache holds the campaigns read for their pages (at most 1,000).
+type campaignCache struct {
+	mu sync.Mutex
+	m  map[string]cachedCampaign
+}
+
+type cachedCampaign struct {
+	at time.Time
+	c  core.Campaign
+}
+
+// campaign reads campaign id, through the cache.
+func (s *Site) campaign(ctx context.Context, id string) (core.Campaign, error) {
+	s.camps.mu.Lock()
+	e, ok := s.camps.m[id]
+	s.camps.mu.Unlock()
+	if ok && time.Since(e.at) < campaignTTL {
+		return e.c, nil
+	}
+	c, err := s.store.GetCampaign(ctx, id)
+	if err != nil {
+		return c, err
+	}
+	s.camps.mu.Lock()
+	if s.camps.m == nil || len(s.camps.m) >= 1000 {
+		s.camps.m = map[string]cachedCampaign{}
+	}
+	s.camps.m[id] = cachedCampaign{at: time.Now(), c: c}
+	s.camps.mu.Unlock()
+	return c, nil
+}
+
+// forgetCampaign drops a changed campaign from the cache.
+func (s *Site) forgetCampaign(id string) {
+	s.camps.mu.Lock()
+	delete(s.camps.m, id)
+	s.camps.mu.Unlock()
+}
+
+// campaignPageReports is the reports a campaign page lists at once.
+const campaignPageReports = 50
+
+// campaignPage is /campaigns/<id>?page=N: a campaign and a page of its
+// reports, the most recently verified first, for anyone.
 func (s *Site) campaignPage(c *echo.Context) error {
 	ctx := c.Request().Context()
-	camp, err := s.store.GetCampaign(ctx, c.Param("id"))
+	camp, err := s.campaign(ctx, c.Param("id"))
 	if errors.Is(err, core.ErrNotFound) {
 		return s.errorPage(c, http.StatusNotFound, "No campaign has this id.")
 	}
 	if err != nil {
 		return err
 	}
-	ids := camp.ThreatIDs[:min(len(camp.ThreatIDs), campaignPageReports)]
-	var reports []core.Threat
-	for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
-		ts, err := s.store.GetThreats(ctx, chunk)
-		if err != nil {
-			return err
+	total := len(camp.ThreatIDs)
+	pages := max(1, (total+campaignPageReports-1)/campaignPageReports)
+	page := 1
+	if p := c.QueryParam("page"); p != "" {
+		if page, err = strconv.Atoi(p); err != nil || page < 1 || page > pages {
+			return s.errorPage(c, http.StatusNotFound, fmt.Sprintf("This campaign's reports fill %s.", core.Count(pages, "page", "pages")))
 		}
-		reports = append(reports, ts...)
 	}
-	// Newest verification first.
-	slices.SortFunc(reports, func(a, b core.Threat) int {
-		if a.VerifiedAt == nil || b.VerifiedAt == nil {
-			return 0
-		}
-		return b.VerifiedAt.Compare(*a.VerifiedAt)
-	})
-	return s.render(c, http.StatusOK, "campaign", map[string]any{"Title": camp.Name, "C": camp, "Description": s.markdown(camp.Description),
-		"Reports": reports, "Total": int64(len(camp.ThreatIDs)), "Cut": len(camp.ThreatIDs) > len(ids)})
+	// ThreatIDs come oldest verification first: the page counts from the end.
+	end := total - (page-1)*campaignPageReports
+	ids := slices.Clone(camp.ThreatIDs[max(0, end-campaignPageReports):end])
+	slices.Reverse(ids)
+	reports, err := s.store.GetThreats(ctx, ids)
+	if err != nil {
+		return err
+	}
+	at := map[string]int{}
+	for i, id := range ids {
+		at[id] = i
+	}
+	slices.SortFunc(reports, func(a, b core.Threat) int { return at[a.ID] - at[b.ID] })
+	data := map[string]any{"Title": camp.Name, "C": camp, "Description": s.markdown(camp.Description),
+		"Reports": reports, "Total": int64(total), "Page": page, "Pages": pages, "First": (page-1)*campaignPageReports + 1,
+		"Last": (page-1)*campaignPageReports + len(ids)}
+	if page > 1 {
+		data["Prev"] = page - 1
+	}
+	if page < pages {
+		data["Next"] = page + 1
+	}
+	return s.render(c, http.StatusOK, "campaign", data)
 }

@@ -92,6 +92,7 @@ type Options struct {
 type Site struct {
 	opts   Options
 	boards leaderboards
+	camps  campaignCache
 	// suggestions are the campaign suggestions (Options.Suggestions, or
 	// the site's own).
 	suggestions *campaigns.Cache
