@@ -325,35 +325,20 @@ FROM threats AS t JOIN threat_details AS d ON d.threat_id = t.id WHERE t.status 
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	batch := make([]core.ReportText, 0, textBatch)
-	for rows.Next() {
+	return eachBatch(rows, textBatch, func(rows *sql.Rows) (core.ReportText, error) {
 		var (
-			r       core.ReportText
-			tags    sql.NullString
-			payload sql.NullString
+			r             core.ReportText
+			tags, payload sql.NullString
 		)
 		if err := rows.Scan(&r.ID, &r.ResourceIdentifier, &tags, &r.ThreatDescription, &payload); err != nil {
-			return err
+			return r, err
 		}
 		r.PayloadDescription = payload.String
 		if tags.Valid && tags.String != "" && tags.String != "[]" {
 			if err := json.Unmarshal([]byte(tags.String), &r.Tags); err != nil {
-				return fmt.Errorf("report %s: tags: %w", r.ID, err)
+				return r, fmt.Errorf("report %s: tags: %w", r.ID, err)
 			}
 		}
-		if batch = append(batch, r); len(batch) == textBatch {
-			if err := fn(batch); err != nil {
-				return err
-			}
-			batch = make([]core.ReportText, 0, textBatch)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(batch) > 0 {
-		return fn(batch)
-	}
-	return nil
+		return r, nil
+	}, fn)
 }

@@ -62,9 +62,7 @@ func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	batch := make([]core.Summary, 0, summaryBatch)
-	for rows.Next() {
+	return eachBatch(rows, summaryBatch, func(rows *sql.Rows) (core.Summary, error) {
 		var (
 			sum                core.Summary
 			rtype              string
@@ -72,17 +70,31 @@ func (s *Store) EachVerifiedSummary(ctx context.Context, fn func([]core.Summary)
 			stamp              any
 		)
 		if err := rows.Scan(&sum.ID, &sum.CanonicalKey, &rtype, &registry, &stamp, &sum.AllVersions, &versions); err != nil {
-			return err
+			return sum, err
 		}
 		sum.ReportType, sum.Registry, sum.VersionInfo = core.ReportType(rtype), registry.String, versions.String
 		if sum.VerifiedAt, err = stampValue(stamp); err != nil {
-			return fmt.Errorf("report %s: verified_at: %w", sum.ID, err)
+			return sum, fmt.Errorf("report %s: verified_at: %w", sum.ID, err)
 		}
-		if batch = append(batch, sum); len(batch) == summaryBatch {
+		return sum, nil
+	}, fn)
+}
+
+// eachBatch reads every row of rows (and closes them) with scan, handing
+// fn batches of n: a streamed read of any size holds one batch.
+func eachBatch[T any](rows *sql.Rows, n int, scan func(*sql.Rows) (T, error), fn func([]T) error) error {
+	defer rows.Close()
+	batch := make([]T, 0, n)
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		if batch = append(batch, v); len(batch) == n {
 			if err := fn(batch); err != nil {
 				return err
 			}
-			batch = make([]core.Summary, 0, summaryBatch)
+			batch = make([]T, 0, n)
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/campaigns"
 )
 
@@ -107,18 +108,9 @@ func campaignListCmd() *cobra.Command {
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
-					type campaignOut struct {
-						ID          string     `json:"campaign_id"`
-						Name        string     `json:"name"`
-						Description string     `json:"description"`
-						FirstSeen   *time.Time `json:"first_seen"`
-						LastSeen    *time.Time `json:"last_seen"`
-						ThreatIDs   []string   `json:"threat_ids"`
-						Tags        []string   `json:"tags"`
-					}
-					list := make([]campaignOut, len(all))
+					list := make([]api.CampaignJSON, len(all))
 					for i, c := range all {
-						list[i] = campaignOut{c.ID, c.Name, c.Description, c.FirstSeen, c.LastSeen, c.ThreatIDs, c.Tags}
+						list[i] = api.CampaignOf(c)
 					}
 					enc := json.NewEncoder(out)
 					enc.SetIndent("", "  ")

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 	"github.com/threatd/threatd/core/campaigns"
 )
 
-// campaignJSON is a campaign as the API shows it (docs/api/campaigns.md).
-type campaignJSON struct {
+// CampaignJSON is a campaign as the API (and threatd campaign list
+// --json) shows it (docs/api/campaigns.md).
+type CampaignJSON struct {
 	ID          string     `json:"campaign_id"`
 	Name        string     `json:"name"`
 	Description string     `json:"description"`
@@ -27,8 +27,9 @@ type campaignJSON struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
-func campaignOf(c core.Campaign) campaignJSON {
-	out := campaignJSON{ID: c.ID, Name: c.Name, Description: c.Description, FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
+// CampaignOf is c as the API shows it.
+func CampaignOf(c core.Campaign) CampaignJSON {
+	out := CampaignJSON{ID: c.ID, Name: c.Name, Description: c.Description, FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
 		ThreatIDs: c.ThreatIDs, Tags: c.Tags, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	if out.ThreatIDs == nil {
 		out.ThreatIDs = []string{}
@@ -84,7 +85,7 @@ func (s *Server) createCampaign(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, campaignOf(got))
+	return c.JSON(http.StatusCreated, CampaignOf(got))
 }
 
 // updateCampaign is PATCH /campaigns/{id} (reviewers).
@@ -109,7 +110,7 @@ func (s *Server) updateCampaign(c *echo.Context) error {
 		return err
 	}
 	s.campaignsChanged(c)
-	return c.JSON(http.StatusOK, campaignOf(got))
+	return c.JSON(http.StatusOK, CampaignOf(got))
 }
 
 // campaignsChanged makes this daemon's records name the campaigns as they
@@ -126,7 +127,7 @@ func (s *Server) getCampaign(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, campaignOf(got))
+	return c.JSON(http.StatusOK, CampaignOf(got))
 }
 
 // campaignPageBytes bounds a page of campaigns (with their report ids).
@@ -140,13 +141,9 @@ func (s *Server) listCampaigns(c *echo.Context) error {
 	if err := onlyParams(qs, []string{"cursor", "limit"}); err != nil {
 		return err
 	}
-	limit := 50
-	if l := qs.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 200 {
-			return core.Invalid("limit", "must be between 1 and 200 (got %q)", l)
-		}
-		limit = n
+	limit, err := pageLimitOr(qs.Get("limit"), 50, 200)
+	if err != nil {
+		return err
 	}
 	q := core.CampaignQuery{Limit: limit}
 	if cur := qs.Get("cursor"); cur != "" {
@@ -161,10 +158,10 @@ func (s *Server) listCampaigns(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]campaignJSON, 0, len(page))
+	out := make([]CampaignJSON, 0, len(page))
 	size := 0
 	for _, camp := range page {
-		j := campaignOf(camp)
+		j := CampaignOf(camp)
 		b, _ := json.Marshal(j)
 		if len(out) > 0 && size+len(b) > campaignPageBytes {
 			break
@@ -200,13 +197,9 @@ func (s *Server) campaignSuggestions(c *echo.Context) error {
 	if err := onlyParams(qs, []string{"limit", "refresh"}); err != nil {
 		return err
 	}
-	limit := 100
-	if l := qs.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			return core.Invalid("limit", "must be between 1 and 1000 (got %q)", l)
-		}
-		limit = n
+	limit, err := pageLimit(qs.Get("limit"), 1000)
+	if err != nil {
+		return err
 	}
 	refresh := qs.Get("refresh")
 	if refresh != "" && refresh != "true" && refresh != "false" {

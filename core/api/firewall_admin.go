@@ -110,9 +110,12 @@ func (s *Server) deleteWaiver(c *echo.Context) error {
 }
 
 // pageLimit reads limit (default 100, at most max).
-func pageLimit(raw string, max int) (int, error) {
+func pageLimit(raw string, max int) (int, error) { return pageLimitOr(raw, 100, max) }
+
+// pageLimitOr reads limit (default def, at most max).
+func pageLimitOr(raw string, def, max int) (int, error) {
 	if raw == "" {
-		return 100, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > max {
