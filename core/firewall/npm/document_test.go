@@ -172,13 +172,18 @@ func FuzzRewrite(f *testing.F) {
 			}
 			return
 		}
-		var v struct {
-			Versions map[string]json.RawMessage `json:"versions"`
+		// Keys as npm reads them (JavaScript's JSON.parse): exactly
+		// "versions", not encoding/json's case-insensitive match of a
+		// struct field ("versionS" is another key, which npm ignores).
+		var top map[string]json.RawMessage
+		if json.Unmarshal(got, &top) != nil {
+			t.Fatalf("not a JSON object: %s", got)
 		}
-		if json.Unmarshal(got, &v) != nil {
-			t.Fatalf("not JSON: %s", got)
+		var versions map[string]json.RawMessage
+		if raw, ok := top["versions"]; ok && json.Unmarshal(raw, &versions) != nil {
+			t.Fatalf("versions is not an object: %s", got)
 		}
-		for ver := range v.Versions {
+		for ver := range versions {
 			if blocked(ver) {
 				t.Fatalf("blocked %s kept: %s", ver, got)
 			}
