@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]core.Reput
 	}
 	out := make([]core.Reputation, 0, len(records))
 	for _, r := range records {
-		if containsString(deleted, r.UserID) {
+		if slices.Contains(deleted, r.UserID) {
 			continue
 		}
 		rep := core.Reputation{UserID: r.UserID, Name: r.Name, Verified: r.Verified, Rejected: r.Rejected, Pending: r.Pending}
@@ -103,15 +104,6 @@ func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]core.Reput
 		out = append(out, rep)
 	}
 	return out, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Leaderboard sums the points of the period by user: a range of

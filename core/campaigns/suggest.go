@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -154,7 +155,7 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 	if err != nil {
 		return out, err
 	}
-	for _, name := range sortedKeys(tagged) {
+	for _, name := range slices.Sorted(maps.Keys(tagged)) {
 		if l := tagged[name]; len(l) >= 2 {
 			add(Suggestion{Reason: ReasonTag, Detail: name, ThreatIDs: l})
 		}
@@ -210,15 +211,6 @@ func covered(ids []string, inCampaign map[string][]string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys(m map[string][]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // CampaignTag reads a campaign tag: "campaign:NAME", "campaign=NAME",

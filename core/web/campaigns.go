@@ -14,6 +14,9 @@ import (
 	"github.com/threatd/threatd/core/campaigns"
 )
 
+// campaignsShown bounds the campaigns the reviewers' page lists.
+const campaignsShown = 200
+
 // suggestionsShown bounds the suggestions the reviewers' page lists.
 const suggestionsShown = 50
 
@@ -40,11 +43,15 @@ func (s *Site) reviewCampaigns(c *echo.Context) error {
 }
 
 func (s *Site) renderCampaigns(c *echo.Context, status int, formErr, formField string) error {
-	list, err := s.store.ListCampaigns(c.Request().Context(), core.CampaignQuery{Limit: 200})
+	// The first campaignsShown by name; past them the page says so (the
+	// API and threatd campaign list page through every one).
+	list, err := s.store.ListCampaigns(c.Request().Context(), core.CampaignQuery{Limit: campaignsShown + 1})
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Title": "Campaigns", "Campaigns": list, "FormError": formErr, "FormField": formField}
+	more := len(list) > campaignsShown
+	list = list[:min(len(list), campaignsShown)]
+	data := map[string]any{"Title": "Campaigns", "Campaigns": list, "MoreCampaigns": more, "FormError": formErr, "FormField": formField}
 	if res, at, ok := s.suggestions.Last(); ok {
 		shown := res.Suggestions[:min(len(res.Suggestions), suggestionsShown)]
 		data["Suggestions"], data["SuggestedAt"], data["SuggestionsTotal"], data["TooLarge"] = shown, at, len(res.Suggestions), res.TooLarge
