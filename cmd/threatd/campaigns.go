@@ -162,6 +162,9 @@ func campaignSuggestionsCmd() *cobra.Command {
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d suggestion(s) from %d verified reports in %s; %d group(s) too large to suggest, %d already in a campaign\n",
 					len(res.Suggestions), res.Reports, res.Took.Round(time.Millisecond), len(res.TooLarge), res.Covered)
+				if res.IndicatorsCapped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "only the %d largest shared-indicator groups were read; smaller ones are not suggested\n", core.MaxPage)
+				}
 				return nil
 			})
 		},

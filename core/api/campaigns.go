@@ -223,5 +223,5 @@ func (s *Server) campaignSuggestions(c *echo.Context) error {
 		tooLarge[i] = map[string]any{"reason": tl.Reason, "detail": tl.Detail, "size": tl.Size}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"suggestions": out, "count": len(out), "total": len(res.Suggestions),
-		"too_large": tooLarge, "covered": res.Covered, "reports_read": res.Reports, "computed_at": at, "took_ms": res.Took.Milliseconds()})
+		"too_large": tooLarge, "covered": res.Covered, "indicators_capped": res.IndicatorsCapped, "reports_read": res.Reports, "computed_at": at, "took_ms": res.Took.Milliseconds()})
 }

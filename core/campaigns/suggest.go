@@ -87,7 +87,10 @@ type Result struct {
 	// Covered counts groups left out because one campaign already holds
 	// all their reports.
 	Covered int
-	Took    time.Duration
+	// IndicatorsCapped: more indicators are shared than one read returns
+	// (core.MaxPage groups, the largest): the smaller ones were not read.
+	IndicatorsCapped bool
+	Took             time.Duration
 }
 
 // Suggest reads the verified reports once and proposes groups.
@@ -119,6 +122,7 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 	if err != nil {
 		return out, err
 	}
+	out.IndicatorsCapped = len(groups) == core.MaxPage
 	for _, g := range groups {
 		add(Suggestion{Reason: ReasonIndicator, Detail: strings.Replace(g.Key, ":", " ", 1), ThreatIDs: g.ThreatIDs})
 	}

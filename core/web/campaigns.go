@@ -55,7 +55,7 @@ func (s *Site) renderCampaigns(c *echo.Context, status int, formErr, formField s
 	if res, at, ok := s.suggestions.Last(); ok {
 		shown := res.Suggestions[:min(len(res.Suggestions), suggestionsShown)]
 		data["Suggestions"], data["SuggestedAt"], data["SuggestionsTotal"], data["TooLarge"] = shown, at, len(res.Suggestions), res.TooLarge
-		data["Covered"], data["ReportsRead"] = res.Covered, int64(res.Reports)
+		data["Covered"], data["ReportsRead"], data["IndicatorsCapped"] = res.Covered, int64(res.Reports), res.IndicatorsCapped
 	}
 	if f, _ := c.FormValues(); f != nil {
 		data["Form"] = f
