@@ -75,7 +75,9 @@ type SightingRequest struct {
 
 // NewSighting validates a person's sighting of threatID, field by field.
 func NewSighting(r SightingRequest, threatID, userID string, now time.Time) (Sighting, error) {
-	s := Sighting{ID: uuid.NewString(), ThreatID: threatID, UserID: userID, CreatedAt: now.UTC(), ObservedAt: now.UTC(), Count: 1}
+	// A time-ordered id (version 7): the sightings' primary key grows at
+	// its end, not at a random page a sighting.
+	s := Sighting{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: threatID, UserID: userID, CreatedAt: now.UTC(), ObservedAt: now.UTC(), Count: 1}
 	switch r.Type {
 	case SightingSeen, SightingFalsePositive, SightingExpired:
 		s.Type = r.Type

@@ -51,13 +51,22 @@ func addMembers(ctx context.Context, tx bun.IDB, id string, threatIDs []string, 
 	if len(threatIDs) == 0 {
 		return nil
 	}
-	var found []string
-	if err := tx.NewSelect().Table("threats").Column("id").Where("id IN (?) AND status = ?", bun.List(threatIDs), core.StatusVerified).
-		Scan(ctx, &found); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	// By their keys, the status read (with "AND status = ?" SQLite reads
+	// every verified report through their status index).
+	var rows0 []struct {
+		ID     string `bun:"id"`
+		Status string `bun:"status"`
+	}
+	if err := tx.NewSelect().Table("threats").Column("id", "status").Where("id IN (?)", bun.List(threatIDs)).
+		Scan(ctx, &rows0); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
+	found := map[string]bool{}
+	for _, r := range rows0 {
+		found[r.ID] = r.Status == string(core.StatusVerified)
+	}
 	for _, tid := range threatIDs {
-		if !slices.Contains(found, tid) {
+		if !found[tid] {
 			return core.NotFound("verified report", tid)
 		}
 	}
@@ -168,10 +177,13 @@ func (s *Store) members(ctx context.Context, cs []core.Campaign) error {
 		FirstSeen  *time.Time `bun:"first_seen"`
 		LastSeen   *time.Time `bun:"last_seen"`
 	}
+	// CROSS JOIN: SQLite starts from the members (with a plain join it may
+	// start from threats' status index, every verified report);
+	// PostgreSQL plans it as the join it is.
 	if err := s.db.NewSelect().TableExpr("campaign_threats AS ct").
-		Join("JOIN threats AS t ON t.id = ct.threat_id").Join("JOIN threat_details AS d ON d.threat_id = ct.threat_id").
+		Join("CROSS JOIN threats AS t").Join("JOIN threat_details AS d ON d.threat_id = ct.threat_id").
 		ColumnExpr("ct.campaign_id, ct.threat_id, t.verified_at, d.first_seen, d.last_seen").
-		Where("ct.campaign_id IN (?) AND t.status = ?", bun.List(ids), core.StatusVerified).
+		Where("t.id = ct.threat_id AND ct.campaign_id IN (?) AND t.status = ?", bun.List(ids), core.StatusVerified).
 		OrderExpr("ct.campaign_id, t.verified_at, ct.threat_id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
@@ -232,10 +244,11 @@ func (s *Store) CampaignMembers(ctx context.Context) ([]core.CampaignMember, err
 		CreatedAt   time.Time `bun:"created_at"`
 		UpdatedAt   time.Time `bun:"updated_at"`
 	}
+	// From the members, each report checked verified by its key: a join
+	// SQLite may start from threats reads every verified report.
 	if err := s.db.NewSelect().TableExpr("campaign_threats AS ct").Join("JOIN campaigns AS cp ON cp.id = ct.campaign_id").
-		Join("JOIN threats AS t ON t.id = ct.threat_id").
 		ColumnExpr("ct.threat_id, cp.id, cp.name, cp.description, cp.created_at, cp.updated_at").
-		Where("t.status = ?", core.StatusVerified).OrderExpr("ct.threat_id, cp.name, cp.id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		Where("EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ct.threat_id AND t.status = ?)", core.StatusVerified).OrderExpr("ct.threat_id, cp.name, cp.id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	out := make([]core.CampaignMember, len(rows))

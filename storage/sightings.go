@@ -89,38 +89,56 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, s
 }
 
 // AddSightings stores people's sightings of verified reports and adds
-// them to the reports' counts, in one transaction: a report not verified
-// is not found, a second false-positive vote a conflict (the vote index
-// keeps the first, so the transaction goes on).
+// them to the reports' counts, in one transaction and a bounded number of
+// statements whatever the batch's size (which reports are verified, the
+// sightings, the counts: one statement each; the votes, one count per
+// report voted on): a report not verified is not found, a second
+// false-positive vote a conflict (the vote index keeps the first, so the
+// transaction goes on).
 func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]string, error) {
 	ss := b.Sightings
 	if len(ss) > core.MaxSightingBatch {
 		return nil, core.Invalid("sightings", "at most %d at once", core.MaxSightingBatch)
 	}
 	out := make([]string, len(ss))
+	if len(ss) == 0 {
+		return out, nil
+	}
 	now := s.now().UTC().Truncate(time.Microsecond)
+	// In report order (each outcome in its place): concurrent writers
+	// (daemons sharing a PostgreSQL database) lock reports' rows in the
+	// same order, so that none waits for another in a cycle.
+	order := make([]int, len(ss))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return ss[order[a]].ThreatID < ss[order[b]].ThreatID })
+	ids := make([]string, 0, len(ss))
+	for _, i := range order {
+		if len(ids) == 0 || ids[len(ids)-1] != ss[i].ThreatID {
+			ids = append(ids, ss[i].ThreatID)
+		}
+	}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		clear(out)
-		isVerified := map[string]bool{}
-		// In report order (each outcome in its place): concurrent writers
-		// (daemons sharing a PostgreSQL database) lock reports' rows in
-		// the same order, so that none waits for another in a cycle.
-		order := make([]int, len(ss))
-		for i := range order {
-			order[i] = i
+		// By their keys, the status read (with "AND status = ?" SQLite
+		// reads the million verified reports through their status index).
+		var found []struct {
+			ID     string `bun:"id"`
+			Status string `bun:"status"`
 		}
-		sort.SliceStable(order, func(a, b int) bool { return ss[order[a]].ThreatID < ss[order[b]].ThreatID })
+		if err := tx.NewSelect().Table("threats").Column("id", "status").Where("id IN (?)", bun.List(ids)).
+			Scan(ctx, &found); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		isVerified := make(map[string]bool, len(found))
+		for _, f := range found {
+			isVerified[f.ID] = f.Status == string(core.StatusVerified)
+		}
+		rows := make([]sightingRow, 0, len(ss))
 		for _, i := range order {
 			sg := ss[i]
-			ok, seen := isVerified[sg.ThreatID]
-			if !seen {
-				var err error
-				if ok, err = verified(ctx, tx, sg.ThreatID); err != nil {
-					return err
-				}
-				isVerified[sg.ThreatID] = ok
-			}
-			if !ok {
+			if !isVerified[sg.ThreatID] {
 				out[i] = core.SightingNotFound
 				continue
 			}
@@ -129,27 +147,64 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 			if sg.UserID != "" {
 				row.UserID = &sg.UserID
 			}
-			q := tx.NewInsert().Model(&row)
-			if sg.Type == core.SightingFalsePositive && sg.UserID != "" {
-				q = q.On("CONFLICT (threat_id, user_id) WHERE type = 'false_positive' AND user_id IS NOT NULL DO NOTHING")
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		// The vote index keeps a person's first false-positive vote on a
+		// report (an earlier one, or the first in this batch); the others
+		// are not inserted, and not returned.
+		var added []string
+		if err := tx.NewInsert().Model(&rows).
+			On("CONFLICT (threat_id, user_id) WHERE type = 'false_positive' AND user_id IS NOT NULL DO NOTHING").
+			Returning("id").Scan(ctx, &added); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		isAdded := make(map[string]bool, len(added))
+		for _, id := range added {
+			isAdded[id] = true
+		}
+		var (
+			sums  []sightingCountRow
+			votes []string
+		)
+		for _, i := range order {
+			sg := ss[i]
+			if out[i] == core.SightingNotFound {
+				continue
 			}
-			res, err := q.Exec(ctx)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
+			if !isAdded[sg.ID] {
 				out[i] = core.SightingConflict
 				continue
 			}
-			if err := addCounts(ctx, tx, sg.ThreatID, sg.Type, sg.Count, sg.ObservedAt, now); err != nil {
+			out[i] = core.SightingAdded
+			if len(sums) == 0 || sums[len(sums)-1].ThreatID != sg.ThreatID {
+				sums = append(sums, sightingCountRow{ThreatID: sg.ThreatID, UpdatedAt: &now})
+			}
+			c := &sums[len(sums)-1]
+			switch sg.Type {
+			case core.SightingSeen:
+				c.Seen += sg.Count
+				if at := sg.ObservedAt.UTC(); c.LastSeen == nil || at.After(*c.LastSeen) {
+					c.LastSeen = &at
+				}
+			case core.SightingFalsePositive:
+				c.FalsePositive += sg.Count
+				if sg.UserID != "" && (len(votes) == 0 || votes[len(votes)-1] != sg.ThreatID) {
+					votes = append(votes, sg.ThreatID)
+				}
+			default:
+				c.Expired += sg.Count
+			}
+		}
+		if err := addCountRows(ctx, tx, sums); err != nil {
+			return err
+		}
+		for _, id := range votes {
+			if err := s.countVotes(ctx, tx, id, b.DisputeVotes, now); err != nil {
 				return err
 			}
-			if sg.Type == core.SightingFalsePositive && sg.UserID != "" {
-				if err := s.countVotes(ctx, tx, sg.ThreatID, b.DisputeVotes, now); err != nil {
-					return err
-				}
-			}
-			out[i] = core.SightingAdded
 		}
 		return nil
 	})
@@ -157,6 +212,23 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 		return nil, err
 	}
 	return out, nil
+}
+
+// addCountRows adds each row's counts to its report's (a row made for a
+// report that has none), in one statement; the rows are one a report, in
+// report order.
+func addCountRows(ctx context.Context, tx bun.IDB, rows []sightingCountRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := tx.NewInsert().Model(&rows).On("CONFLICT (threat_id) DO UPDATE").
+		Set("seen = sc.seen + EXCLUDED.seen").
+		Set("false_positive = sc.false_positive + EXCLUDED.false_positive").
+		Set("expired = sc.expired + EXCLUDED.expired").
+		Set("last_seen = CASE WHEN EXCLUDED.last_seen IS NOT NULL AND (sc.last_seen IS NULL OR sc.last_seen < EXCLUDED.last_seen) THEN EXCLUDED.last_seen ELSE sc.last_seen END").
+		Set("updated_at = EXCLUDED.updated_at").
+		Exec(ctx)
+	return err
 }
 
 // AddSeen adds the daemon's own seen sightings, one row per report,

@@ -4,10 +4,15 @@
 // Records are rendered with it as they are answered, so that a sighting
 // never rewrites a report or the index's copy of its record.
 //
-// A View loads every report's counts once, then re-reads those changed
-// since its last look (storage keeps when each report's counts changed),
-// so that the daemons sharing a database see each other's sightings within
-// a poll. It holds the reports that have sightings only.
+// A View loads every report's counts once, then reads those changed since
+// its last look (storage keeps when each report's counts changed), so that
+// the daemons sharing a database see each other's sightings within a
+// poll. Each look reads only what changed after the last change it read;
+// every Overlap a sweep reads again from Overlap before the latest change
+// the previous sweep had seen, for the changes committed late (a slow
+// transaction, a daemon whose clock runs behind). So a change is read
+// about three times whatever the poll interval, and not once per look
+// through the overlap. It holds the reports that have sightings only.
 package community
 
 import (
@@ -38,9 +43,10 @@ type Store interface {
 // apart.
 const RecordsEvery = time.Minute
 
-// Overlap is how far back a look re-reads before the latest change it has
-// seen: a change committed up to this long after its time (a slow
-// transaction, another daemon's clock running behind) is still found.
+// Overlap is how far back a sweep re-reads before the latest change the
+// previous sweep had seen, and how often sweeps run: a change committed up
+// to this long after its time (a slow transaction, another daemon's clock
+// running behind) is still found, at most two sweeps later.
 const Overlap = 10 * time.Second
 
 // page bounds the counts read at once.
@@ -60,10 +66,17 @@ type View struct {
 
 	mu     sync.RWMutex
 	counts map[uuid.UUID]counts
-	// latest is the latest change time read (the next look starts
-	// Overlap before it); loaded is set once every report's were read.
-	latest time.Time
-	loaded bool
+	// latest and latestID are the latest change read by a look (the
+	// next starts after it); loaded is set once every report's were read.
+	// swept is when the last sweep ran and sweepMark the latest change
+	// read before it (the next sweep starts Overlap before it).
+	latest    time.Time
+	latestID  string
+	loaded    bool
+	swept     time.Time
+	sweepMark time.Time
+	// now is the clock (tests set it).
+	now func() time.Time
 	// gen counts the changes applied (renderings cached by it are redone).
 	gen atomic.Uint64
 	// scores are the submitters' records as confidence counts them
@@ -112,7 +125,7 @@ func (v *View) Generation() uint64 {
 
 // New is an empty view over store: Run (or Load) fills it.
 func New(store Store, log *slog.Logger) *View {
-	return &View{store: store, log: log, counts: map[uuid.UUID]counts{}, scores: map[string]int{}, recordsEvery: RecordsEvery}
+	return &View{store: store, log: log, counts: map[uuid.UUID]counts{}, scores: map[string]int{}, recordsEvery: RecordsEvery, now: time.Now}
 }
 
 // Run loads the view, then looks for changes every interval until ctx
@@ -136,8 +149,9 @@ func (v *View) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Catch reads every report's counts the first time, then those changed
-// since the latest change it read, less Overlap; and the submitters'
-// records every RecordsEvery.
+// after the latest change it read (every Overlap, a sweep from Overlap
+// before the previous sweep's latest change); and the submitters' records
+// every RecordsEvery.
 func (v *View) Catch(ctx context.Context) error {
 	if err := v.catchCounts(ctx); err != nil {
 		return err
@@ -204,24 +218,32 @@ func (v *View) RefreshRecords(ctx context.Context) error {
 }
 
 func (v *View) catchCounts(ctx context.Context) error {
+	now := v.now()
 	v.mu.RLock()
-	since, loaded := v.latest, v.loaded
+	q := core.SightingCountsQuery{Since: v.latest, After: v.latestID, Limit: page}
+	loaded, sweep := v.loaded, now.Sub(v.swept) >= Overlap
+	mark := v.sweepMark
 	v.mu.RUnlock()
 	switch {
 	case !loaded:
-		since = time.Time{}
-	case since.IsZero():
-		since = time.Unix(0, 0)
-	default:
-		since = since.Add(-Overlap)
+		// Every report's, in id order (the cursor is set from the
+		// latest change among them).
+		q = core.SightingCountsQuery{Limit: page}
+	case sweep:
+		q = core.SightingCountsQuery{Since: mark.Add(-Overlap), Limit: page}
+		if mark.IsZero() {
+			q.Since = time.Unix(0, 0)
+		}
+	case q.Since.IsZero():
+		q.Since = time.Unix(0, 0)
 	}
-	q := core.SightingCountsQuery{Since: since, Limit: page}
+	started := v.latestRead()
 	for {
 		rows, err := v.store.SightingCountsPage(ctx, q)
 		if err != nil {
 			return err
 		}
-		v.set(rows)
+		v.set(rows, true)
 		if len(rows) < page {
 			break
 		}
@@ -232,9 +254,26 @@ func (v *View) catchCounts(ctx context.Context) error {
 		}
 	}
 	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.loaded || sweep {
+		// The next sweep starts Overlap before the latest change read
+		// before this one began; after the first read (in id order, so
+		// a change committed meanwhile may be behind it), Overlap before
+		// it began.
+		v.swept, v.sweepMark = now, started
+		if !v.loaded {
+			v.sweepMark = now
+		}
+	}
 	v.loaded = true
-	v.mu.Unlock()
 	return nil
+}
+
+// latestRead is the latest change a look has read.
+func (v *View) latestRead() time.Time {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.latest
 }
 
 // Refresh reads the counts of these reports now (after this daemon has
@@ -247,19 +286,23 @@ func (v *View) Refresh(ctx context.Context, threatIDs ...string) error {
 	if err != nil {
 		return err
 	}
-	v.set(rows)
+	// Not a look: the cursor stays (another daemon's changes committed
+	// meanwhile with earlier times are read by the next look).
+	v.set(rows, false)
 	return nil
 }
 
-func (v *View) set(rows []core.SightingCounts) {
+// set applies rows; a look's (cursor) move the cursor to the latest of
+// them in (updated_at, threat id) order.
+func (v *View) set(rows []core.SightingCounts, cursor bool) {
 	if len(rows) == 0 {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, r := range rows {
-		if r.UpdatedAt.After(v.latest) {
-			v.latest = r.UpdatedAt
+		if cursor && (r.UpdatedAt.After(v.latest) || r.UpdatedAt.Equal(v.latest) && r.ThreatID > v.latestID) {
+			v.latest, v.latestID = r.UpdatedAt, r.ThreatID
 		}
 		id, err := uuid.Parse(r.ThreatID)
 		if err != nil {

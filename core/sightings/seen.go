@@ -8,7 +8,6 @@ package sightings
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -177,7 +176,16 @@ func (w *Writer) Add(ctx context.Context, s core.Sighting) error {
 	}
 }
 
+// Linger is how long, under load (a batch stored less than 10 Lingers
+// before), a sighting waits for others to share its transaction: at 2,000
+// a second, batches of about ten instead of one, each a storage
+// transaction and a read of its reports' counts.
+const Linger = 5 * time.Millisecond
+
 func (w *Writer) run(ctx context.Context) {
+	var last time.Time
+	linger := time.NewTimer(Linger)
+	linger.Stop()
 	for {
 		var batch []pendingSighting
 		select {
@@ -186,9 +194,24 @@ func (w *Writer) run(ctx context.Context) {
 		case p := <-w.in:
 			batch = append(batch, p)
 		}
-		// Whatever else is waiting joins this transaction.
+		// Whatever else is waiting joins this transaction; under load,
+		// what comes within Linger too.
+		wait := time.Since(last) < 10*Linger
+		if wait {
+			linger.Reset(Linger)
+		}
 	more:
 		for len(batch) < core.MaxSightingBatch {
+			if wait {
+				select {
+				case p := <-w.in:
+					batch = append(batch, p)
+				case <-linger.C:
+					wait = false
+					break more
+				}
+				continue
+			}
 			select {
 			case p := <-w.in:
 				batch = append(batch, p)
@@ -196,6 +219,10 @@ func (w *Writer) run(ctx context.Context) {
 				break more
 			}
 		}
+		// (Go 1.23 timers: a stopped or reset timer delivers no stale
+		// tick.)
+		linger.Stop()
+		last = time.Now()
 		ss := make([]core.Sighting, len(batch))
 		for i, p := range batch {
 			ss[i] = p.s
@@ -203,8 +230,10 @@ func (w *Writer) run(ctx context.Context) {
 		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), core.SightingBatch{Sightings: ss, DisputeVotes: w.disputeVotes})
 		if err == nil && w.stored != nil {
 			var ids []string
+			had := map[string]bool{}
 			for i, o := range outcomes {
-				if o == core.SightingAdded && !slices.Contains(ids, ss[i].ThreatID) {
+				if o == core.SightingAdded && !had[ss[i].ThreatID] {
+					had[ss[i].ThreatID] = true
 					ids = append(ids, ss[i].ThreatID)
 				}
 			}

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -183,5 +184,50 @@ func testSightings(t *testing.T, b Backend) {
 	}
 	if rows, err := s.SightingCountsPage(c, core.SightingCountsQuery{Since: changed.Add(time.Millisecond), Limit: 10}); err != nil || len(rows) != 1 || rows[0].Seen != got.Seen+1 {
 		t.Fatalf("counts changed since: %+v %v", rows, err)
+	}
+	// One batch over two reports, their sightings interleaved and out of
+	// time order: each report's counts add up, its last seen is the latest
+	// of its seen sightings, and an expired one leaves it.
+	third := report(t, u.ID, core.TypePackage, "npm", "sighted-2")
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: third, Policy: noLimits}); err != nil {
+		t.Fatal(err)
+	}
+	verify(t, s, third.ID, at)
+	before, err := s.CountSightings(c, []string{ids[0]})
+	if err != nil || len(before) != 1 {
+		t.Fatalf("counts: %+v %v", before, err)
+	}
+	batch = batch[:0]
+	for _, r := range []struct {
+		threat, typ string
+		n           int64
+		when        time.Time
+	}{{third.ID, core.SightingSeen, 2, at.Add(time.Minute)}, {ids[0], core.SightingExpired, 3, at.Add(time.Hour)},
+		{third.ID, core.SightingSeen, 1, at.Add(10 * time.Minute)}, {third.ID, core.SightingExpired, 5, at.Add(time.Hour)},
+		{third.ID, core.SightingSeen, 4, at.Add(5 * time.Minute)}} {
+		sg, err := core.NewSighting(core.SightingRequest{Type: r.typ, Count: r.n, ObservedAt: r.when.Format(time.RFC3339)}, r.threat, v.ID, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, sg)
+	}
+	if out, err := s.AddSightings(c, core.SightingBatch{Sightings: batch}); err != nil || fmt.Sprint(out) != fmt.Sprint(slices.Repeat([]string{core.SightingAdded}, 5)) {
+		t.Fatalf("a batch over two reports: %v %v", out, err)
+	}
+	counts, err = s.CountSightings(c, []string{ids[0], third.ID})
+	if err != nil || len(counts) != 2 {
+		t.Fatalf("counts: %+v %v", counts, err)
+	}
+	for _, got := range counts {
+		switch got.ThreatID {
+		case ids[0]:
+			if got.Expired != 2+3 || got.Seen != before[0].Seen || !got.LastSeen.Equal(before[0].LastSeen) {
+				t.Fatalf("the first report after the batch: %+v", got)
+			}
+		case third.ID:
+			if got.Seen != 7 || got.Expired != 5 || got.FalsePositive != 0 || !got.LastSeen.Equal(at.Add(10*time.Minute).Truncate(time.Second)) {
+				t.Fatalf("the third report after the batch: %+v", got)
+			}
+		}
 	}
 }
