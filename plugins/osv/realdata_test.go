@@ -1,11 +1,17 @@
 package osv
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/coretest"
 	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/core/ioctest"
@@ -66,5 +72,50 @@ func BenchmarkExtractIOCs(b *testing.B) {
 	for b.Loop() {
 		core.ExtractIOCs(threats[i%len(threats)])
 		i++
+	}
+}
+
+// On every real report, what the block lists take (core/blocklist): no
+// shared infrastructure, no package's own name, nothing a resolver cannot
+// hold, no local address; and the lists are not empty.
+func TestRealReportsBlockLists(t *testing.T) {
+	zips := coretest.OSVArchives(t)
+	domains, ips := map[string]int{}, map[string]int{}
+	reports, listing := 0, 0
+	var wrong []string
+	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
+		if it.Record == nil {
+			return nil
+		}
+		th := core.Derive(it.Record.Threat)
+		reports++
+		h := blocklist.Of(th)
+		if !h.Empty() {
+			listing++
+		}
+		for _, d := range h.Domains {
+			domains[d]++
+			if ioc.IsInfrastructure(d) || !blocklist.IsName(d) || strings.EqualFold(d, th.ResourceIdentifier) || strings.EqualFold(d, th.Details.PackageName) {
+				wrong = append(wrong, th.UpstreamID+": "+d)
+			}
+		}
+		for _, a := range h.IPs {
+			ips[a]++
+			if addr := netip.MustParseAddr(a); addr.IsPrivate() || addr.IsLoopback() || addr.IsUnspecified() {
+				wrong = append(wrong, th.UpstreamID+": "+a)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := slices.SortedFunc(maps.Keys(domains), func(a, b string) int { return cmp.Or(domains[b]-domains[a], strings.Compare(a, b)) })
+	t.Logf("%d reports, %d put something on the lists: %d domains, %d addresses; most named: %v", reports, listing, len(domains), len(ips), top[:min(15, len(top))])
+	if reports < 29_000 || len(domains) == 0 || len(ips) == 0 {
+		t.Fatalf("%d reports, %d domains, %d addresses: the sample is not what this test expects", reports, len(domains), len(ips))
+	}
+	if len(wrong) > 0 {
+		t.Fatalf("%d wrong entries: %q", len(wrong), wrong[:min(20, len(wrong))])
 	}
 }

@@ -1,0 +1,184 @@
+package blocklist
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/threatd/threatd/core"
+)
+
+// The formats (docs/blocklists.md).
+const (
+	RPZ       = "rpz"
+	HostsFile = "hosts"
+	Domains   = "domains"
+	Dnsmasq   = "dnsmasq"
+	Unbound   = "unbound"
+	AdGuard   = "adguard"
+	IPs       = "ips"
+)
+
+// Formats are the formats, in the order the documentation lists them.
+var Formats = []string{RPZ, HostsFile, Domains, Dnsmasq, Unbound, AdGuard, IPs}
+
+// DefaultZone is blocklists.rpz_zone's default.
+const DefaultZone = "rpz.threatd."
+
+// Meta is what a rendering says beside the entries.
+type Meta struct {
+	// Zone is the RPZ zone's name, ending in a dot.
+	Zone string
+	// Serial is the RPZ zone's SOA serial: it must grow whenever the
+	// content changes (resolvers that transfer the zone compare it).
+	Serial uint32
+}
+
+// ContentType is the media type a format is served as.
+func ContentType(format string) string {
+	if format == RPZ {
+		return "text/dns; charset=utf-8"
+	}
+	return "text/plain; charset=utf-8"
+}
+
+// CheckFormat refuses a format that is not one of Formats.
+func CheckFormat(format string) error {
+	if !slices.Contains(Formats, format) {
+		return core.Invalid("format", "must be one of %s (got %q)", strings.Join(Formats, ", "), format)
+	}
+	return nil
+}
+
+// Render writes one format of the lists: domains (in SortDomains order)
+// and addresses (in SortIPs order), as Snapshot gives them. The same
+// entries and meta give the same bytes.
+func Render(w io.Writer, format string, domains, ips []string, m Meta) error {
+	if err := CheckFormat(format); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	n := len(domains)
+	if format == IPs {
+		n = len(ips)
+	}
+	what := core.Count(n, "domain", "domains")
+	if format == IPs {
+		what = core.Count(n, "address", "addresses")
+	}
+	switch format {
+	case RPZ:
+		zone := m.Zone
+		if zone == "" {
+			zone = DefaultZone
+		}
+		// A name is at most 255 bytes on the wire (254 written with its
+		// final dot): "*." + name + "." + zone must fit.
+		fits := func(d string) bool { return len(d)+2+1+len(zone) <= 254 }
+		long := 0
+		for _, d := range domains {
+			if !fits(d) {
+				long++
+			}
+		}
+		what = core.Count(len(domains)-long, "domain", "domains")
+		fmt.Fprintf(bw, "; threatd block list (RPZ): %s named by verified reports\n", what)
+		if long > 0 {
+			fmt.Fprintf(bw, "; %d left out: too long under the zone's name %s\n", long, zone)
+		}
+		fmt.Fprintf(bw, "$ORIGIN %s\n$TTL 300\n", zone)
+		fmt.Fprintf(bw, "@ IN SOA localhost. hostmaster.localhost. %d 3600 600 604800 300\n", m.Serial)
+		bw.WriteString("@ IN NS localhost.\n")
+		for _, d := range domains {
+			if !fits(d) {
+				continue
+			}
+			bw.WriteString(d)
+			bw.WriteString(" CNAME .\n*.")
+			bw.WriteString(d)
+			bw.WriteString(" CNAME .\n")
+		}
+	case HostsFile:
+		fmt.Fprintf(bw, "# threatd block list (hosts): %s named by verified reports\n", what)
+		for _, d := range domains {
+			bw.WriteString("0.0.0.0 ")
+			bw.WriteString(d)
+			bw.WriteByte('\n')
+		}
+	case Domains:
+		fmt.Fprintf(bw, "# threatd block list: %s named by verified reports\n", what)
+		for _, d := range domains {
+			bw.WriteString(d)
+			bw.WriteByte('\n')
+		}
+	case Dnsmasq:
+		fmt.Fprintf(bw, "# threatd block list (dnsmasq): %s named by verified reports\n", what)
+		for _, d := range domains {
+			bw.WriteString("address=/")
+			bw.WriteString(d)
+			bw.WriteString("/\n")
+		}
+	case Unbound:
+		fmt.Fprintf(bw, "# threatd block list (Unbound): %s named by verified reports\nserver:\n", what)
+		for _, d := range domains {
+			bw.WriteString("local-zone: \"")
+			bw.WriteString(d)
+			bw.WriteString(".\" always_nxdomain\n")
+		}
+	case AdGuard:
+		fmt.Fprintf(bw, "! Title: threatd block list\n! %s named by verified reports\n", what)
+		for _, d := range domains {
+			bw.WriteString("||")
+			bw.WriteString(d)
+			bw.WriteString("^\n")
+		}
+	case IPs:
+		fmt.Fprintf(bw, "# threatd block list: %s named by verified reports\n", what)
+		for _, a := range ips {
+			bw.WriteString(a)
+			bw.WriteByte('\n')
+		}
+	}
+	return bw.Flush()
+}
+
+// SortDomains sorts names by their labels from the right (example.com,
+// then a.example.com, then b.example.com, then example.net): a zone's
+// names in the order DNS tools list them, the same whatever order they
+// came in.
+func SortDomains(ds []string) {
+	slices.SortFunc(ds, func(a, b string) int {
+		for {
+			ai, bi := strings.LastIndexByte(a, '.'), strings.LastIndexByte(b, '.')
+			al, bl := a[ai+1:], b[bi+1:]
+			if c := strings.Compare(al, bl); c != 0 {
+				return c
+			}
+			switch {
+			case ai < 0 && bi < 0:
+				return 0
+			case ai < 0:
+				return -1
+			case bi < 0:
+				return 1
+			}
+			a, b = a[:ai], b[:bi]
+		}
+	})
+}
+
+// SortIPs sorts addresses (as Of writes them) in address order, IPv4
+// first.
+func SortIPs(ips []string) {
+	addrs := make([]netip.Addr, len(ips))
+	for i, s := range ips {
+		addrs[i] = netip.MustParseAddr(s)
+	}
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	for i, a := range addrs {
+		ips[i] = a.String()
+	}
+}
