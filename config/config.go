@@ -32,6 +32,13 @@ type Config struct {
 	Scan           Scan            `koanf:"scan"`
 	Webhooks       Webhooks        `koanf:"webhooks"`
 	Community      Community       `koanf:"community"`
+	Blocklists     Blocklists      `koanf:"blocklists"`
+}
+
+// Blocklists configures the block lists (docs/blocklists.md).
+type Blocklists struct {
+	// RPZZone is the RPZ zone's name (ending in a dot).
+	RPZZone string `koanf:"rpz_zone"`
 }
 
 // Community configures the community signals (docs/api/sightings.md).

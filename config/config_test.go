@@ -148,6 +148,8 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "limits: {per_ip_per_minute: -1}", key: "limits.per_ip_per_minute"},
 		{yaml: "limits: {store: redis}", key: "limits.store"},
 		{yaml: "cache: {freshness: 0s}", key: "cache.freshness"},
+		{yaml: "blocklists: {rpz_zone: rpz.threatd}", key: "blocklists.rpz_zone"},
+		{yaml: "blocklists: {rpz_zone: \"bad zone.\"}", key: "blocklists.rpz_zone"},
 		{yaml: "cache: {records: 3}", key: "cache.records"},
 		{yaml: "limits: {feed_max_window: soon}", key: "feed_max_window"},
 		{yaml: "limtis: {store: memory}", key: "limtis"},

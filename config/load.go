@@ -123,6 +123,7 @@ func builtIn() map[string]any {
 		"firewall.oci.file_hosts":          []string{"https://auth.docker.io", "https://production.cloudflare.docker.com"},
 		"scan.max_bytes":                   "8MiB",
 		"community.dispute_votes":          3,
+		"blocklists.rpz_zone":              "rpz.threatd.",
 		"webhooks.allow_private":           false,
 		"webhooks.timeout":                 "10s",
 		"webhooks.retry_base":              "10s",

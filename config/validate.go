@@ -155,6 +155,9 @@ func (c *Config) Validate() error {
 	if c.Community.DisputeVotes < 0 || c.Community.DisputeVotes > 1000 {
 		add(bad("community.dispute_votes", "must be between 0 (votes never dispute a report) and 1000 (got %d)", c.Community.DisputeVotes))
 	}
+	if z := c.Blocklists.RPZZone; !strings.HasSuffix(z, ".") || !blocklistZone(strings.TrimSuffix(z, ".")) {
+		add(bad("blocklists.rpz_zone", "must be a domain name ending in a dot, such as rpz.threatd. (got %q)", z))
+	}
 	if c.Scan.MaxBytes < 1024 || c.Scan.MaxBytes > 1<<30 {
 		add(bad("scan.max_bytes", "must be between 1KiB and 1GiB (got %d)", c.Scan.MaxBytes))
 	}
@@ -320,4 +323,24 @@ func (c Config) FirewallSettings() firewall.Settings {
 		s.Quarantine.Packages = append(s.Quarantine.Packages, firewall.PackageWindow{Ecosystem: p.Ecosystem, Name: p.Name, Duration: p.Duration})
 	}
 	return s
+}
+
+// blocklistZone says whether z (without its final dot) can name the RPZ
+// zone: labels of letters, digits, '-' and '_', at most 63 bytes each,
+// 200 in all (the names listed under it need the rest).
+func blocklistZone(z string) bool {
+	if z == "" || len(z) > 200 {
+		return false
+	}
+	for _, label := range strings.Split(z, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -361,11 +361,15 @@ type rawResponse struct {
 	body []byte
 }
 
-// raw sends a GET and returns the body as bytes (for non-JSON documents).
-func (d *daemon) raw(method, path, token string) rawResponse {
+// raw sends a request without a body, with headers (name, value, …), and
+// returns the body as bytes (for non-JSON documents).
+func (d *daemon) raw(method, path, token string, headers ...string) rawResponse {
 	d.t.Helper()
 	req, _ := http.NewRequest(method, d.base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	res, err := d.client.Do(req)
 	if err != nil {
 		d.t.Fatalf("%s %s: %v", method, path, err)

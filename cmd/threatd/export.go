@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/plugins"
@@ -90,6 +92,42 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 			})
 		},
 	})
+	var format, out string
+	blocklistCmd := &cobra.Command{
+		Use:   "blocklist --format F [--out FILE]",
+		Short: "Write a block list of the domains and addresses verified reports name (rpz, hosts, domains, dnsmasq, unbound, adguard, ips)",
+		Long: `Writes one block list (docs/blocklists.md) of the domains, URL hosts and
+IP addresses verified reports name, the same bytes the daemon serves at
+{base}/blocklists/<format>: to standard output, or with --out to FILE
+(through a temporary file: a resolver reloading it meanwhile reads the
+old list or the new one, never half of one).
+
+  threatd export blocklist --format rpz --out /etc/unbound/threatd.rpz`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := blocklist.CheckFormat(format); err != nil {
+				return err
+			}
+			return withEnv(cmd, func(e *env) error {
+				body, err := blocklist.Export(cmd.Context(), e.store, e.cfg.Blocklists.RPZZone, format)
+				if err != nil {
+					return fmt.Errorf("export blocklist: %w", err)
+				}
+				if out == "" {
+					_, err = cmd.OutOrStdout().Write(body)
+					return err
+				}
+				return writeAtomic(out, func(w io.Writer) error {
+					_, err := w.Write(body)
+					return err
+				})
+			})
+		},
+	}
+	blocklistCmd.Flags().StringVar(&format, "format", "", "one of "+strings.Join(blocklist.Formats, ", "))
+	blocklistCmd.Flags().StringVar(&out, "out", "", "write to FILE instead of standard output")
+	_ = blocklistCmd.MarkFlagRequired("format")
+	export.AddCommand(blocklistCmd)
 	return export
 }
 

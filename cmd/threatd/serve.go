@@ -22,6 +22,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
@@ -78,6 +79,10 @@ func serve(cmd *cobra.Command, _ []string) error {
 	signals := community.New(e.store, log)
 	// Campaign suggestions, shared by the API and the web site.
 	suggestions := &campaigns.Cache{}
+	// The block lists: every verified report read once in the background,
+	// then each report the change feed brings.
+	lists := blocklist.NewService(e.store, cfg.Blocklists.RPZZone)
+	idx.Applied = lists.Apply
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, OnThreats: signals.ReportsChanged}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
@@ -93,6 +98,26 @@ func serve(cmd *cobra.Command, _ []string) error {
 		}
 		defer stop()
 	}
+	go func() {
+		started := time.Now()
+		for {
+			err := lists.Fill(followCtx)
+			if err == nil {
+				domains, ips := lists.Len()
+				log.Info("block lists built", "domains", domains, "addresses", ips, "took_ms", time.Since(started).Milliseconds())
+				return
+			}
+			if followCtx.Err() != nil {
+				return
+			}
+			log.Warn("block lists: reading the verified reports failed; retrying in 5 s", "error", err.Error())
+			select {
+			case <-followCtx.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}()
 	go func() {
 		started := time.Now()
 		if err := idx.Load(followCtx); err != nil {
@@ -248,6 +273,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Firewall:          fw,
 		Seen:              seen,
 		Community:         signals,
+		Blocklists:        lists,
 		DisputeVotes:      cfg.Community.DisputeVotes,
 		Suggestions:       suggestions,
 		SightingsPerHour:  map[core.Tier]int{core.TierFree: cfg.Limits.SightingsPerHour.Free, core.TierPaid: cfg.Limits.SightingsPerHour.Paid},

@@ -72,6 +72,8 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/misp/hashes.csv", tier: core.TierPaid, handler: s.mispHashes},
 		{method: http.MethodGet, path: "/misp/:event", tier: core.TierPaid, handler: s.mispEvent},
 		{method: http.MethodGet, path: "/osv/ecosystems.txt", tier: core.TierPaid, handler: s.osvEcosystems},
+		// The block lists (docs/blocklists.md).
+		{method: http.MethodGet, path: "/blocklists/:format", tier: core.TierFree, handler: s.blocklist},
 		// Community signals (docs/api/sightings.md).
 		{method: http.MethodPost, path: "/sightings", tier: core.TierFree, body: true, index: true, handler: s.addSighting},
 		{method: http.MethodGet, path: "/threats/:id/sightings", tier: core.TierFree, index: true, handler: s.listSightings},

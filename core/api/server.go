@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
@@ -63,6 +64,8 @@ type Options struct {
 	// Community is the daemon's copy of the community signals, added to
 	// every record (nil: none, the base confidence).
 	Community *community.View
+	// Blocklists serves the block lists (docs/blocklists.md); nil: 503.
+	Blocklists *blocklist.Service
 	// Suggestions keeps the campaign suggestions, shared with the web
 	// site (nil: the API keeps its own).
 	Suggestions *campaigns.Cache

@@ -37,13 +37,10 @@ type Meta struct {
 	Serial uint32
 }
 
-// ContentType is the media type a format is served as.
-func ContentType(format string) string {
-	if format == RPZ {
-		return "text/dns; charset=utf-8"
-	}
-	return "text/plain; charset=utf-8"
-}
+// ContentType is the media type a format is served as: text/plain for
+// every one (RPZ's zone file too: resolvers that fetch it over HTTPS,
+// Unbound's "url:", read the body whatever its type).
+func ContentType(format string) string { return "text/plain; charset=utf-8" }
 
 // CheckFormat refuses a format that is not one of Formats.
 func CheckFormat(format string) error {
