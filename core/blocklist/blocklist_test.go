@@ -186,3 +186,90 @@ func TestRealConsumersLoadTheLists(t *testing.T) {
 		t.Fatalf("unbound-checkconf: %v\n%s", err, out)
 	}
 }
+
+// store is a verified reports' table as the service reads it.
+type store struct {
+	threats []core.Threat
+	// during is called after the first page is read (a change the
+	// follower applies while the first read goes on).
+	during func()
+	reads  int
+}
+
+func (s *store) QueryThreats(_ context.Context, q core.ThreatQuery) ([]core.Threat, error) {
+	s.reads++
+	var out []core.Threat
+	for _, t := range s.threats {
+		if !q.AfterVerifiedAt.IsZero() && (t.VerifiedAt.Before(q.AfterVerifiedAt) || t.VerifiedAt.Equal(q.AfterVerifiedAt) && t.ID <= q.AfterID) {
+			continue
+		}
+		out = append(out, t)
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	if s.reads == 1 && s.during != nil {
+		s.during()
+	}
+	return out, nil
+}
+
+func (s *store) LastFeedEvent(context.Context, time.Time) (core.FeedEvent, error) {
+	return core.FeedEvent{At: time.Unix(1_790_000_000, 0)}, nil
+}
+
+func domainReport(i, version int, status core.Status) core.Threat {
+	at := time.Unix(1_700_000_000+int64(i), 0)
+	name := fmt.Sprintf("c2-%04d.evil.example", i)
+	return core.Threat{ID: fmt.Sprintf("%08d", i), Status: status, Version: version, VerifiedAt: &at,
+		IOCs: []ioc.IOC{ind(ioc.Domain, name, ioc.ConfidenceHigh)}}
+}
+
+// The first read pages through every verified report; a change the
+// follower applies meanwhile is not undone by the older copy the first
+// read gets later; a list is not served before the read is complete;
+// the ETag moves with the content only.
+func TestServiceFillAndApply(t *testing.T) {
+	st := &store{}
+	for i := range 2500 {
+		st.threats = append(st.threats, domainReport(i, 1, core.StatusVerified))
+	}
+	s := NewService(st, "")
+	if _, _, err := s.List(context.Background(), Domains); err != ErrFilling {
+		t.Fatalf("before the first read: %v", err)
+	}
+	// While the first page is read, report 2000 (on a later page) is
+	// withdrawn and report 10 revised to name nothing.
+	st.during = func() {
+		w := domainReport(2000, 2, core.StatusRejected)
+		r := domainReport(10, 2, core.StatusVerified)
+		r.IOCs = nil
+		r.ReportType = core.TypePackage
+		s.Apply([]core.Threat{w, r})
+	}
+	if err := s.Fill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st.reads != 3 {
+		t.Errorf("%d pages read for 2,500 reports, want 3", st.reads)
+	}
+	body, etag, err := s.List(context.Background(), Domains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(body)
+	if strings.Contains(text, "c2-2000.evil.example") || strings.Contains(text, "c2-0010.evil.example") || !strings.Contains(text, "c2-2001.evil.example") ||
+		!strings.Contains(text, "2498 domains") {
+		t.Fatalf("after the first read: %.200s", text)
+	}
+	if _, again, _ := s.List(context.Background(), Domains); again != etag {
+		t.Error("the ETag moved without a change")
+	}
+	s.Apply([]core.Threat{domainReport(2000, 3, core.StatusVerified)})
+	if body, again, _ := s.List(context.Background(), Domains); again == etag || !strings.Contains(string(body), "c2-2000.evil.example") {
+		t.Errorf("after a verification: ETag %s (was %s)", again, etag)
+	}
+	if rpz, _, _ := s.List(context.Background(), RPZ); !strings.Contains(string(rpz), " 1790000000 3600 ") {
+		t.Errorf("the RPZ serial is not the latest published change's time: %.300s", rpz)
+	}
+}
