@@ -518,6 +518,35 @@ PY
   for page in leaderboard leaderboard-30d profile campaign; do
     BENCH_WEB=$page wrk_run "$backend-web-$page" 8 "$S" "$WORK/web.lua"
   done
+  # The block lists (docs/blocklists.md), once built: each format beside
+  # the trivial handler serving the same bytes; then how long one
+  # verification takes to reach the list.
+  for _ in $(seq 1 1200); do grep -q '"block lists built"' "$D/serve.log" && break; sleep 0.5; done
+  blbuilt=$(python3 - "$D/serve.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if '"block lists built"' in line:
+        r = json.loads(line)
+        print("%.1f s after start-up, %d domains, %d addresses" % (r["took_ms"] / 1000, r["domains"], r["addresses"]))
+        break
+else:
+    print("not built within 10 minutes")
+PY
+)
+  for f in domains rpz; do
+    curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S/functions/v1/blocklists/$f" -o "$D/fw/blocklist-$f"
+    BENCH_PATH=/files/blocklist-$f wrk_run "$backend-blocklist-$f-trivial" 8 "$T" "$WORK/get.lua"
+    BENCH_PATH=/functions/v1/blocklists/$f wrk_run "$backend-blocklist-$f" 8 "$S" "$WORK/get.lua"
+  done
+  blname="bench-update-$(date +%s).evil-updates.example"
+  blid=$(curl -sk -H "Authorization: Bearer $BENCH_TOKEN" -H 'Content-Type: application/json' \
+    -d "{\"report_type\":\"domain\",\"resource_identifier\":\"$blname\",\"threat_description\":\"bench\"}" \
+    "$S/functions/v1/submit-threat-report" | python3 -c 'import json,sys; print(json.load(sys.stdin)["threat_id"])')
+  "$BIN" review verify --config "$CFG" "$blid" > /dev/null
+  start=$(date +%s.%N)
+  for _ in $(seq 1 500); do curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S/functions/v1/blocklists/domains" | grep -q "$blname" && break; sleep 0.02; done
+  end=$(date +%s.%N)
+  blupdate=$(python3 -c "print('%.2f s' % ($end - $start))")
   kill $trivial $daemon ${topper:-} $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
 
@@ -564,6 +593,12 @@ PY
     echo "| campaign suggestions over every verified report ($(tail -1 "$D/suggest.err" | cut -d';' -f1)) | $suggest |"
     echo "| RSS at campaign suggestions: CLI (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-suggest" threatd) ($(anon_of "$D/rss-suggest" threatd)) / $(rss_of "$D/rss-suggest" "threatd-storage-$backend") ($(anon_of "$D/rss-suggest" "threatd-storage-$backend")) |"
     echo "| RSS at export osv: OSV exporter (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-export" threatd-exporter-osv) ($(anon_of "$D/rss-export" threatd-exporter-osv)) / $(rss_of "$D/rss-export" "threatd-storage-$backend") ($(anon_of "$D/rss-export" "threatd-storage-$backend")) |"
+    echo "| block lists built (every verified report read once, beside the index's load) | ${blbuilt:-not measured} |"
+    for f in domains rpz; do
+      read -r brps _ bp99 bbad < <(res "$backend-blocklist-$f"); read -r trps _ _ _ < <(res "$backend-blocklist-$f-trivial")
+      echo "| block list \`$f\` ($(stat -c %s "$D/fw/blocklist-$f" 2>/dev/null || echo 0) bytes), 8 conns: served / the same bytes from the trivial handler | $brps / $trps requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$brps' or 0) / float('$trps' or 1)))"); p99 $bp99; non-2xx $bbad |"
+    done
+    echo "| one verification: on the \`domains\` list after | ${blupdate:-not measured} |"
     echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
     echo
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
