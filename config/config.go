@@ -33,6 +33,23 @@ type Config struct {
 	Webhooks       Webhooks        `koanf:"webhooks"`
 	Community      Community       `koanf:"community"`
 	Blocklists     Blocklists      `koanf:"blocklists"`
+	SIEM           SIEM            `koanf:"siem"`
+}
+
+// SIEM configures the syslog messages to a SIEM (docs/siem.md).
+type SIEM struct {
+	Syslog Syslog `koanf:"syslog"`
+}
+
+// Syslog is one syslog receiver.
+type Syslog struct {
+	// Address is udp://, tcp:// or tls://host:port ("" = off).
+	Address string `koanf:"address"`
+	// Format is cef or json.
+	Format string `koanf:"format"`
+	// CAFile is a PEM file of the certificates a tls:// receiver's is
+	// checked against ("" = the system's).
+	CAFile string `koanf:"ca_file"`
 }
 
 // Blocklists configures the block lists (docs/blocklists.md).

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/threatd/threatd/core/siem"
 	"maps"
 	"net"
 	"net/netip"
@@ -157,6 +158,17 @@ func (c *Config) Validate() error {
 	}
 	if z := c.Blocklists.RPZZone; !strings.HasSuffix(z, ".") || !blocklistZone(strings.TrimSuffix(z, ".")) {
 		add(bad("blocklists.rpz_zone", "must be a domain name ending in a dot, such as rpz.threatd. (got %q)", z))
+	}
+	if a := c.SIEM.Syslog.Address; a != "" {
+		if _, _, err := siem.ParseAddress(a); err != nil {
+			add(bad("siem.syslog.address", "%s", err.Error()))
+		}
+	}
+	if f := c.SIEM.Syslog.Format; f != siem.FormatCEF && f != siem.FormatJSON {
+		add(bad("siem.syslog.format", "must be cef or json (got %q)", f))
+	}
+	if c.SIEM.Syslog.CAFile != "" && !strings.HasPrefix(c.SIEM.Syslog.Address, "tls://") {
+		add(bad("siem.syslog.ca_file", "is for a tls:// siem.syslog.address (got %q)", c.SIEM.Syslog.Address))
 	}
 	if c.Scan.MaxBytes < 1024 || c.Scan.MaxBytes > 1<<30 {
 		add(bad("scan.max_bytes", "must be between 1KiB and 1GiB (got %d)", c.Scan.MaxBytes))

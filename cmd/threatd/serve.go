@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +33,7 @@ import (
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
+	"github.com/threatd/threatd/core/siem"
 	"github.com/threatd/threatd/core/sightings"
 	"github.com/threatd/threatd/core/web"
 	"github.com/threatd/threatd/core/webhooks/delivery"
@@ -214,12 +217,32 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// and written in batches.
 	seen := sightings.New(ctx, e.store, log)
 	defer seen.Wait(10 * time.Second)
+	// The SIEM's syslog messages (siem.syslog.address): firewall decisions
+	// and the change feed's verifications, revisions and withdrawals.
+	var toSIEM *siem.Service
+	if cfg.SIEM.Syslog.Address != "" {
+		tlsConfig, err := siemTLS(cfg.SIEM.Syslog.CAFile)
+		if err != nil {
+			return err
+		}
+		sender, err := siem.NewSender(cfg.SIEM.Syslog.Address, tlsConfig, log)
+		if err != nil {
+			return fmt.Errorf("siem.syslog.address: %w", err)
+		}
+		sender.Dropped = metrics.SIEMDropped
+		go sender.Run(ctx)
+		toSIEM = &siem.Service{Sender: sender, Format: cfg.SIEM.Syslog.Format, Version: version, Community: signals, Log: log}
+		go toSIEM.Follow(ctx, e.store, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	}
 	if fw != nil {
 		fw.Policy.SetCommunity(signals) // refusals name the reports' campaigns
 		fw.Recorder = firewall.NewRecorder(ctx, e.store, cfg.Firewall.DecisionsKeep, log)
 		fw.Recorder.Seen = seen
 		fw.Recorder.Counted = metrics.FirewallDecision
 		fw.Recorder.Dropped = metrics.FirewallDecisionDropped
+		if toSIEM != nil {
+			fw.Recorder.Sink = toSIEM.Decision
+		}
 		defer fw.Recorder.Wait(10 * time.Second)
 		fw.Waivers = firewall.NewWaiverCache(ctx, e.store, cfg.Cache.Freshness, log)
 	}
@@ -533,4 +556,21 @@ func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, me
 		Poll: w.Poll, Concurrency: w.Concurrency, Holder: leaseHolder(), UserAgent: "threatd/" + version + " (webhooks)",
 		Log: log, Observer: metrics,
 	}
+}
+
+// siemTLS is the TLS configuration of a tls:// syslog receiver: its
+// certificate checked against caFile's ("" = the system's roots).
+func siemTLS(caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("siem.syslog.ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("siem.syslog.ca_file: %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{RootCAs: pool}, nil
 }

@@ -34,6 +34,8 @@ type Metrics struct {
 	decisions *prometheus.CounterVec
 	// decisionsDropped counts decisions the recorder could not queue.
 	decisionsDropped prometheus.Counter
+	// siemDropped counts syslog messages the SIEM's queue could not take.
+	siemDropped prometheus.Counter
 
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Histogram
@@ -80,6 +82,10 @@ func NewMetrics(version string) *Metrics {
 			Name: "threatd_firewall_decisions_dropped_total",
 			Help: "Firewall decisions not recorded because storage fell behind and the recorder's queue (65,536) was full: the install was never held up for them. Alert on any.",
 		}),
+		siemDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "threatd_siem_messages_dropped_total",
+			Help: "Syslog messages to the SIEM (siem.syslog.address) dropped: the receiver was down or slow and the queue (10,000) was full, or a UDP message was longer than a datagram. Alert on any.",
+		}),
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "threatd_firewall_renderings_total",
 			Help: "Upstream documents the registry firewall rewrote, by registry: one rendering serves every client asking for the same document under the same verdicts, and is kept.",
@@ -114,7 +120,7 @@ func NewMetrics(version string) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, m.decisions, m.decisionsDropped, build,
+		m.requests, m.latency, m.restarts, m.imported, m.runs, m.blocks, m.renders, m.decisions, m.decisionsDropped, m.siemDropped, build,
 		m.webhookAttempts, m.webhookLatency, m.webhookExpired, m.webhookPending, m.webhookOldest,
 	)
 	return m
@@ -203,6 +209,13 @@ func (m *Metrics) FirewallDecision(ecosystem, rule, action string) {
 func (m *Metrics) FirewallDecisionDropped() {
 	if m != nil {
 		m.decisionsDropped.Inc()
+	}
+}
+
+// SIEMDropped counts a syslog message the SIEM's queue could not take.
+func (m *Metrics) SIEMDropped() {
+	if m != nil {
+		m.siemDropped.Inc()
 	}
 }
 

@@ -54,6 +54,10 @@ type Recorder struct {
 	// not recorded because the queue was full.
 	Counted func(ecosystem, rule, action string)
 	Dropped func()
+	// Sink, when set (before the first decision), is handed each decision
+	// as it is written, its event body made (the SIEM's messages); it must
+	// not wait.
+	Sink func(core.FirewallDecision)
 
 	in   chan core.FirewallDecision
 	held chan core.HeldVersion
@@ -265,6 +269,11 @@ func (r *Recorder) run(ctx context.Context) {
 						Timestamp string       `json:"timestamp"`
 						Data      DecisionJSON `json:"data"`
 					}{ds[i].EventType, ds[i].Time.UTC().Format(time.RFC3339Nano), ShowDecision(ds[i])})
+				}
+			}
+			if r.Sink != nil {
+				for _, d := range ds {
+					r.Sink(d)
 				}
 			}
 			if err := r.store.RecordDecisions(wctx, ds); err != nil {

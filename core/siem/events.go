@@ -1,0 +1,163 @@
+package siem
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/record"
+)
+
+// envelope is the webhook body (docs/webhooks.md).
+type envelope struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
+	Data      any    `json:"data"`
+}
+
+// DecisionEvent is a firewall decision as an event: firewall.<action>
+// (blocked and warned as the webhooks name them), its webhook body when it
+// has one.
+func DecisionEvent(d core.FirewallDecision) Event {
+	kind := d.EventType
+	if kind == "" {
+		kind = "firewall." + d.Action
+	}
+	body := d.Event
+	if body == nil {
+		body, _ = json.Marshal(envelope{Type: kind, Timestamp: d.Time.UTC().Format(time.RFC3339Nano), Data: firewall.ShowDecision(d)})
+	}
+	severity := ""
+	if d.Rule == core.RuleMalicious && d.Action != core.ActionWaived {
+		severity = "high" // a reported version met at the firewall
+	}
+	return Event{Kind: kind, At: d.Time, Severity: severity,
+		Name: fmt.Sprintf("%s %s %s@%s (%s)", d.Action, d.Ecosystem, d.Name, d.Version, d.Rule),
+		Ext: labelled([]KV{{"act", d.Action}, {"cs1Label", "rule"}, {"cs1", d.Rule}, {"cs2Label", "ecosystem"}, {"cs2", d.Ecosystem},
+			{"cs3Label", "threatIds"}, {"cs3", strings.Join(d.ThreatIDs, ",")}, {"request", d.Purl}, {"suser", d.User}, {"src", d.ClientIP}}),
+		JSON: body}
+}
+
+// ThreatEvent is a published change of a report as an event:
+// threat.verified, threat.revised or threat.withdrawn, with the report's
+// public record (and its community signals) as the webhook body.
+func ThreatEvent(ev core.FeedEvent, t core.Threat, c core.Community) Event {
+	kind := core.EventType(ev.Kind)
+	body, _ := json.Marshal(envelope{Type: kind, Timestamp: ev.At.UTC().Format(time.RFC3339Nano), Data: record.Public(t, c)})
+	severity := string(t.Details.SeverityLevel)
+	return Event{Kind: kind, At: ev.At, Severity: severity,
+		Name: fmt.Sprintf("%s %s %s", ev.Kind, t.ReportType, t.ResourceIdentifier),
+		Ext: labelled([]KV{{"act", ev.Kind}, {"cs1Label", "threatId"}, {"cs1", t.ID}, {"cs2Label", "reportType"}, {"cs2", string(t.ReportType)},
+			{"cs3Label", "ecosystem"}, {"cs3", t.Registry}, {"request", t.ResourceIdentifier}, {"cn1Label", "version"},
+			{"cn1", fmt.Sprint(ev.Version)}, {"msg", t.Details.ThreatDescription}}),
+		JSON: body}
+}
+
+// labelled drops the label of a custom field (csNLabel, cnNLabel) whose
+// value is empty, with the value.
+func labelled(ext []KV) []KV {
+	out := ext[:0:0]
+	for i := 0; i < len(ext); i++ {
+		if strings.HasSuffix(ext[i].Key, "Label") && i+1 < len(ext) && ext[i+1].Value == "" {
+			i++
+			continue
+		}
+		out = append(out, ext[i])
+	}
+	return out
+}
+
+// Feed is what the change feed is read from.
+type Feed interface {
+	Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error)
+	LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error)
+}
+
+// Service turns events into messages for one receiver.
+type Service struct {
+	Sender    *Sender
+	Format    string
+	Version   string
+	Community core.Communities
+	Log       *slog.Logger
+
+	hostname string
+	pid      int
+}
+
+// Decision sends a firewall decision (the recorder's hook: never waits).
+func (s *Service) Decision(d core.FirewallDecision) {
+	if s == nil {
+		return
+	}
+	s.send(DecisionEvent(d))
+}
+
+func (s *Service) send(e Event) {
+	if s.hostname == "" {
+		s.hostname, _ = os.Hostname()
+		s.pid = os.Getpid()
+	}
+	s.Sender.Send(Message(e, s.Format, s.Version, s.hostname, s.pid))
+}
+
+// feedPage is how many published changes one read takes.
+const feedPage = 1000
+
+// Follow sends every verification, revision and withdrawal published
+// after it starts (by any process on the database), polling every
+// interval until ctx ends.
+func (s *Service) Follow(ctx context.Context, feed Feed, interval time.Duration) {
+	if s.hostname == "" {
+		s.hostname, _ = os.Hostname()
+		s.pid = os.Getpid()
+	}
+	var pos core.FeedEvent
+	for {
+		var err error
+		if pos, err = feed.LastFeedEvent(ctx, time.Now().Add(24*time.Hour)); err == nil {
+			break
+		}
+		s.Log.Warn("siem: reading the change feed's position failed; retrying", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			q := core.FeedQuery{AfterAt: pos.At, AfterSeq: pos.Seq, Limit: feedPage}
+			items, err := feed.Feed(ctx, q)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.Log.Warn("siem: reading the change feed failed; retrying", "error", err.Error())
+				}
+				break
+			}
+			for _, it := range items {
+				pos = it.Event
+				switch it.Event.Kind {
+				case core.ChangeVerified, core.ChangeRevised, core.ChangeWithdrawn:
+					s.send(ThreatEvent(it.Event, it.Threat, core.CommunityOf(s.Community, it.Threat)))
+				}
+			}
+			if len(items) < feedPage {
+				break
+			}
+		}
+	}
+}
