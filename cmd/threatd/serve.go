@@ -101,7 +101,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 		}
 		defer stop()
 	}
-	go func() {
+	// The block lists' first read, once the index is loaded (both read
+	// every verified report: one after the other, checks answer sooner).
+	fillLists := func() {
 		started := time.Now()
 		for {
 			err := lists.Fill(followCtx)
@@ -120,9 +122,17 @@ func serve(cmd *cobra.Command, _ []string) error {
 			case <-time.After(5 * time.Second):
 			}
 		}
-	}()
+	}
 	go func() {
 		started := time.Now()
+		// The community signals are read first: every answer carries
+		// them (confidence, sightings, campaigns), and checks answer only
+		// once the index is loaded, so none shows the base confidence of
+		// a view not read yet. A failure is logged; the view's own loop
+		// tries again.
+		if err := signals.Catch(followCtx); err != nil && followCtx.Err() == nil {
+			log.Warn("community signals: the first read failed; answers show them once it succeeds", "error", err.Error())
+		}
 		if err := idx.Load(followCtx); err != nil {
 			if followCtx.Err() == nil {
 				fail(fmt.Errorf("loading the index of verified reports: %w", err))
@@ -130,6 +140,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 			return
 		}
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
+		fillLists()
 	}()
 	if cfg.Cache.Spill {
 		go idx.FillSpill(followCtx, index.SpillHooks{

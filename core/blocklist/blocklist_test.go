@@ -250,8 +250,8 @@ func TestServiceFillAndApply(t *testing.T) {
 	if err := s.Fill(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if st.reads != 3 {
-		t.Errorf("%d pages read for 2,500 reports, want 3", st.reads)
+	if st.reads != 2500/fillPage+1 {
+		t.Errorf("%d pages read for 2,500 reports, want %d", st.reads, 2500/fillPage+1)
 	}
 	body, etag, err := s.List(context.Background(), Domains)
 	if err != nil {

@@ -21,7 +21,7 @@ type Store interface {
 }
 
 // fillPage is how many verified reports the first read takes at once.
-const fillPage = 1000
+const fillPage = 100
 
 // ErrFilling: the lists are not complete yet (the first read of every
 // verified report is under way); a partial list is never served.
