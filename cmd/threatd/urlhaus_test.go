@@ -59,3 +59,94 @@ func TestImportURLhaus(t *testing.T) {
 		return strings.Contains(string(dl.body), "drop.urlhaus-bad.example\n") && strings.Contains(string(il.body), "203.0.113.9\n")
 	})
 }
+
+// TestImportThreatFox: `threatd import threatfox` of the JSON export makes
+// verified domain, url and ip reports (a hash is skipped with its reason),
+// which check-malicious finds and the block lists carry; a second import
+// changes nothing; a file that is not an export is refused whole.
+func TestImportThreatFox(t *testing.T) {
+	in := newInstance(t, quiet)
+	tok := in.user("dev@example.com")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "full.json")
+	text := `{
+    "1401001": [
+        {
+            "ioc_value": "c2.tf-bad.example",
+            "ioc_type": "domain",
+            "threat_type": "botnet_cc",
+            "malware": "win.cobalt_strike",
+            "malware_alias": "Agentemis,BEACON,CobaltStrike,cobeacon",
+            "malware_printable": "Cobalt Strike",
+            "first_seen_utc": "2026-11-24 08:00:01",
+            "last_seen_utc": null,
+            "confidence_level": 100,
+            "reference": null,
+            "tags": "CobaltStrike,c2",
+            "anonymous": "0",
+            "reporter": "abuse_ch"
+        }
+    ],
+    "1401002": [
+        {
+            "ioc_value": "198.51.100.44:8443",
+            "ioc_type": "ip:port",
+            "threat_type": "botnet_cc",
+            "malware": "elf.mirai",
+            "malware_alias": null,
+            "malware_printable": "Mirai",
+            "first_seen_utc": "2026-11-24 09:00:00",
+            "last_seen_utc": "2026-11-25 09:00:00",
+            "confidence_level": 75,
+            "reference": null,
+            "tags": null,
+            "anonymous": "0",
+            "reporter": "someone"
+        }
+    ],
+    "1401004": [
+        {
+            "ioc_value": "d41d8cd98f00b204e9800998ecf8427e",
+            "ioc_type": "md5_hash",
+            "threat_type": "payload",
+            "malware": "win.agent_tesla",
+            "malware_alias": null,
+            "malware_printable": "Agent Tesla",
+            "first_seen_utc": "2026-11-24 11:00:00",
+            "last_seen_utc": null,
+            "confidence_level": 50,
+            "reference": null,
+            "tags": null,
+            "anonymous": "0",
+            "reporter": "x"
+        }
+    ]
+}
+`
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := in.mustCLI("import", "threatfox", file)
+	if !strings.Contains(out, "imported   2") || !strings.Contains(out, "skipped    1") || !strings.Contains(out, "md5_hash") {
+		t.Fatalf("first import:\n%s", out)
+	}
+	if out := in.mustCLI("import", "threatfox", file); !strings.Contains(out, "unchanged  2") || !strings.Contains(out, "imported   0") {
+		t.Fatalf("second import:\n%s", out)
+	}
+	broken := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(broken, []byte("["+text+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := in.cli("import", "threatfox", broken); r.code == 0 || !strings.Contains(r.stderr, "not a ThreatFox JSON export") {
+		t.Fatalf("a file that is not an export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	d := in.serve()
+	r := d.do("GET", base+"/check-malicious?report_type=domain&resource_identifier=c2.tf-bad.example", tok, "")
+	if det, _ := r.body["details"].(map[string]any); r.body["malicious"] != true || det == nil || det["threat_description"] != "ThreatFox: botnet cc (Cobalt Strike)" {
+		t.Fatalf("check: %s", r.raw)
+	}
+	eventually(t, "the imported hosts on the block lists", func() bool {
+		dl, il := d.raw("GET", base+"/blocklists/domains", tok), d.raw("GET", base+"/blocklists/ips", tok)
+		return strings.Contains(string(dl.body), "c2.tf-bad.example\n") && strings.Contains(string(il.body), "198.51.100.44\n")
+	})
+}
