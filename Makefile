@@ -6,7 +6,7 @@ PLUGINS   := $(BIN)/plugins
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
-PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-exporter-misp threatd-source-osv threatd-source-urlhaus threatd-source-threatfox
+PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-exporter-misp threatd-source-osv threatd-source-urlhaus threatd-source-threatfox threatd-source-datadog
 
 .PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check storage storage-check tlds bench bench-scale clean
 
@@ -114,7 +114,7 @@ screenshots: build browser
 	  $(GO) test -count=1 -run '^TestWebBrowser$$' ./cmd/threatd
 
 # The unit tier: no daemon, no plugin process, no PostgreSQL, no browser.
-UNIT_PKGS := ./config/... ./core/... ./stix/... ./plugins/osv/... ./plugins/urlhaus/... ./plugins/threatfox/...
+UNIT_PKGS := ./config/... ./core/... ./stix/... ./plugins/osv/... ./plugins/urlhaus/... ./plugins/threatfox/... ./plugins/datadog/...
 test-unit:
 	$(GO) test -count=1 $(GOTESTFLAGS) $(UNIT_PKGS)
 

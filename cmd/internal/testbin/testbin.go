@@ -22,7 +22,7 @@ var (
 )
 
 // Commands are the binaries under cmd/ that tests use.
-var Commands = []string{"threatd", "threatd-storage-sqlite", "threatd-storage-postgres", "threatd-exporter-stix", "threatd-exporter-anomali", "threatd-exporter-csv", "threatd-exporter-osv", "threatd-exporter-misp", "threatd-source-osv", "threatd-source-urlhaus", "threatd-source-threatfox"}
+var Commands = []string{"threatd", "threatd-storage-sqlite", "threatd-storage-postgres", "threatd-exporter-stix", "threatd-exporter-anomali", "threatd-exporter-csv", "threatd-exporter-osv", "threatd-exporter-misp", "threatd-source-osv", "threatd-source-urlhaus", "threatd-source-threatfox", "threatd-source-datadog"}
 
 // Dir returns a directory holding threatd and plugins/ with every plugin.
 func Dir(t testing.TB) string {

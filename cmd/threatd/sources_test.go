@@ -150,3 +150,38 @@ func TestImportThreatFox(t *testing.T) {
 		return strings.Contains(string(dl.body), "c2.tf-bad.example\n") && strings.Contains(string(il.body), "198.51.100.44\n")
 	})
 }
+
+// TestImportDatadog: `threatd import datadog samples/` of the dataset's
+// manifests makes verified package reports (every version for null, the
+// listed ones otherwise) that check-malicious finds; a second import
+// changes nothing.
+func TestImportDatadog(t *testing.T) {
+	in := newInstance(t, quiet)
+	tok := in.user("dev@example.com")
+	root := filepath.Join(t.TempDir(), "samples")
+	for eco, text := range map[string]string{"npm": `{"dd-evil": ["1.0.0"], "dd-all": null}`, "pypi": `{"dd-py": null}`} {
+		if err := os.MkdirAll(filepath.Join(root, eco), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, eco, "manifest.json"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := in.mustCLI("import", "datadog", root); !strings.Contains(out, "imported   3") {
+		t.Fatalf("first import:\n%s", out)
+	}
+	if out := in.mustCLI("import", "datadog", root); !strings.Contains(out, "unchanged  3") {
+		t.Fatalf("second import:\n%s", out)
+	}
+	d := in.serve()
+	for q, want := range map[string]bool{
+		"report_type=package&resource_identifier=dd-evil&ecosystem=npm&version=1.0.0": true,
+		"report_type=package&resource_identifier=dd-evil&ecosystem=npm&version=2.0.0": false,
+		"report_type=package&resource_identifier=dd-all&ecosystem=npm&version=9.9.9":  true,
+		"report_type=package&resource_identifier=dd-py&ecosystem=pypi":                true,
+	} {
+		if r := d.do("GET", base+"/check-malicious?"+q, tok, ""); r.body["malicious"] != want {
+			t.Errorf("%s: %s", q, r.raw)
+		}
+	}
+}
