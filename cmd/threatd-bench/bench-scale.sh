@@ -566,6 +566,47 @@ PY
   "$BIN" campaign suggestions --limit 5 --config "$CFG" > "$D/suggest.out" 2> "$D/suggest.err" || echo "campaign suggestions failed (see $D/suggest.err)"
   end=$(date +%s.%N); touch "$D/rss-suggest.stop"; wait $sampler
   suggest=$(python3 -c "print('%.1f s' % ($end - $start))")
+  # The other sources (docs/ingestion.md): a generated file of
+  # $BENCH_SOURCE_N records each, as the source publishes it, into a
+  # database of its own (SQLite only), imported and then imported again.
+  sources=""
+  if [ "$backend" = sqlite ]; then
+    SN=${BENCH_SOURCE_N:-1000000}
+    echo "== $backend: urlhaus, threatfox and datadog imports ($SN records each)"
+    python3 - "$WORK/sources" "$SN" <<'PY'
+import json, os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(root + "/samples/npm", exist_ok=True)
+with open(root + "/urlhaus.csv", "w") as f:
+    f.write("################################################################\n# abuse.ch URLhaus Database Dump (CSV)                         #\n"
+            "################################################################\n#\n# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n")
+    for i in range(n):
+        f.write('"%d","2026-11-%02d %02d:%02d:%02d","http://bench-%d.urlhaus-bench.example/x/%d.exe","online","","malware_download","exe,bench","https://urlhaus.abuse.ch/url/%d/","bench"\n'
+                % (5000000 + i, 1 + i % 25, i % 24, i % 60, i % 60, i % 5000, i, 5000000 + i))
+with open(root + "/threatfox.json", "w") as f:
+    f.write("{\n")
+    for i in range(n):
+        ioc = {"ioc_value": "c2-%d.threatfox-bench.example" % i, "ioc_type": "domain", "threat_type": "botnet_cc", "malware": "win.bench",
+               "malware_alias": None, "malware_printable": "Bench", "first_seen_utc": "2026-11-%02d 10:00:00" % (1 + i % 25), "last_seen_utc": None,
+               "confidence_level": 75, "reference": None, "tags": "bench", "anonymous": "0", "reporter": "bench"}
+        f.write('    "%d": [\n        %s\n    ]%s\n' % (2000000 + i, json.dumps(ioc), "," if i < n - 1 else ""))
+    f.write("}\n")
+with open(root + "/samples/npm/manifest.json", "w") as f:
+    f.write("{\n" + ",\n".join('  "datadog-bench-%d": %s' % (i, "null" if i % 3 == 0 else '["1.0.%d"]' % (i % 10)) for i in range(n)) + "\n}\n")
+PY
+    for src in urlhaus threatfox datadog; do
+      SD="$WORK/sources/db-$src"; rm -rf "$SD"; mkdir -p "$SD"
+      printf 'data_dir: %s\nplugins: {dir: %s}\nstorage: {plugin: sqlite}\n' "$SD/data" "$ROOT/bin/plugins" > "$SD/threatd.yaml"
+      "$BIN" migrate --config "$SD/threatd.yaml" > /dev/null 2>&1
+      case $src in urlhaus) in=$WORK/sources/urlhaus.csv ;; threatfox) in=$WORK/sources/threatfox.json ;; datadog) in=$WORK/sources/samples ;; esac
+      start=$(date +%s.%N); "$BIN" import $src "$in" --config "$SD/threatd.yaml" > "$SD/import1.out" 2>&1 || echo "import $src failed (see $SD/import1.out)"
+      mid=$(date +%s.%N); "$BIN" import $src "$in" --config "$SD/threatd.yaml" > "$SD/import2.out" 2>&1 || echo "re-import $src failed (see $SD/import2.out)"
+      end=$(date +%s.%N)
+      sources="$sources| $src: import / re-import of $SN records | $(python3 -c "print('%.0f / %.0f records/s' % ($SN / ($mid - $start), $SN / ($end - $mid)))") ($(awk '/^imported/{i=$2} /^unchanged/{u=$2} END{print i+0 " imported"}' "$SD/import1.out"), $(awk '/^unchanged/{print $2+0 " unchanged"}' "$SD/import2.out")) |
+"
+    done
+    rm -rf "$WORK/sources"
+  fi
   fi
   [ "$backend" = postgres ] && pg_stop
 
@@ -593,7 +634,8 @@ PY
     echo "| campaign suggestions over every verified report ($(tail -1 "$D/suggest.err" | cut -d';' -f1)) | $suggest |"
     echo "| RSS at campaign suggestions: CLI (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-suggest" threatd) ($(anon_of "$D/rss-suggest" threatd)) / $(rss_of "$D/rss-suggest" "threatd-storage-$backend") ($(anon_of "$D/rss-suggest" "threatd-storage-$backend")) |"
     echo "| RSS at export osv: OSV exporter (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-export" threatd-exporter-osv) ($(anon_of "$D/rss-export" threatd-exporter-osv)) / $(rss_of "$D/rss-export" "threatd-storage-$backend") ($(anon_of "$D/rss-export" "threatd-storage-$backend")) |"
-    echo "| block lists built (every verified report read once, beside the index's load) | ${blbuilt:-not measured} |"
+    printf '%s' "$sources"
+    echo "| block lists built (every verified report read once, after the index's load) | ${blbuilt:-not measured} |"
     for f in domains rpz; do
       read -r brps _ bp99 bbad < <(res "$backend-blocklist-$f"); read -r trps _ _ _ < <(res "$backend-blocklist-$f-trivial")
       echo "| block list \`$f\` ($(stat -c %s "$D/fw/blocklist-$f" 2>/dev/null || echo 0) bytes), 8 conns: served / the same bytes from the trivial handler | $brps / $trps requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$brps' or 0) / float('$trps' or 1)))"); p99 $bp99; non-2xx $bbad |"
