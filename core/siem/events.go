@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -87,8 +88,18 @@ type Service struct {
 	Community core.Communities
 	Log       *slog.Logger
 
+	once     sync.Once
 	hostname string
 	pid      int
+}
+
+// host is the message's HOSTNAME and PROCID, read once.
+func (s *Service) host() (string, int) {
+	s.once.Do(func() {
+		s.hostname, _ = os.Hostname()
+		s.pid = os.Getpid()
+	})
+	return s.hostname, s.pid
 }
 
 // Decision sends a firewall decision (the recorder's hook: never waits).
@@ -100,11 +111,8 @@ func (s *Service) Decision(d core.FirewallDecision) {
 }
 
 func (s *Service) send(e Event) {
-	if s.hostname == "" {
-		s.hostname, _ = os.Hostname()
-		s.pid = os.Getpid()
-	}
-	s.Sender.Send(Message(e, s.Format, s.Version, s.hostname, s.pid))
+	host, pid := s.host()
+	s.Sender.Send(Message(e, s.Format, s.Version, host, pid))
 }
 
 // feedPage is how many published changes one read takes.
@@ -114,10 +122,6 @@ const feedPage = 1000
 // after it starts (by any process on the database), polling every
 // interval until ctx ends.
 func (s *Service) Follow(ctx context.Context, feed Feed, interval time.Duration) {
-	if s.hostname == "" {
-		s.hostname, _ = os.Hostname()
-		s.pid = os.Getpid()
-	}
 	var pos core.FeedEvent
 	for {
 		var err error

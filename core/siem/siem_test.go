@@ -148,3 +148,79 @@ func TestEvents(t *testing.T) {
 		t.Errorf("threat JSON: %s", te.JSON)
 	}
 }
+
+// feed is a change feed: a position at start, then the changes after it.
+type feed struct {
+	start core.FeedEvent
+	items []core.FeedItem
+}
+
+func (f *feed) LastFeedEvent(context.Context, time.Time) (core.FeedEvent, error) { return f.start, nil }
+
+func (f *feed) Feed(_ context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
+	var out []core.FeedItem
+	for _, it := range f.items {
+		if it.Event.At.After(q.AfterAt) || it.Event.At.Equal(q.AfterAt) && it.Event.Seq > q.AfterSeq {
+			out = append(out, it)
+		}
+	}
+	return out[:min(len(out), q.Limit)], nil
+}
+
+// Follow sends the verifications, revisions and withdrawals published
+// after it starts (not a dispute, nothing from before), in order, while
+// firewall decisions are sent from other goroutines.
+func TestServiceFollow(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s, err := NewSender("tcp://"+l.Addr().String(), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	th := core.Threat{ID: "t1", ReportType: core.TypeDomain, ResourceIdentifier: "c2.example"}
+	f := &feed{start: core.FeedEvent{Seq: 2, At: at.Add(time.Millisecond)}}
+	for i, kind := range []string{core.ChangeVerified, core.ChangeVerified, core.ChangeVerified, core.ChangeDisputed, core.ChangeRevised, core.ChangeWithdrawn} {
+		f.items = append(f.items, core.FeedItem{Event: core.FeedEvent{Seq: int64(i + 1), At: at.Add(time.Duration(i) * time.Millisecond), Kind: kind, ThreatID: "t1"}, Threat: th})
+	}
+	svc := &Service{Sender: s, Format: FormatCEF, Version: "1", Log: quiet}
+	go svc.Follow(ctx, f, 10*time.Millisecond)
+	for range 3 {
+		go svc.Decision(core.FirewallDecision{Time: at, Ecosystem: "npm", Name: "x", Version: "1", Rule: core.RuleMalicious, Action: core.ActionBlock})
+	}
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	var kinds []string
+	for len(kinds) < 6 {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := r.ReadString(' ')
+		if err != nil {
+			t.Fatalf("after %v: %v", kinds, err)
+		}
+		size, _ := strconv.Atoi(strings.TrimSpace(n))
+		msg := make([]byte, size)
+		if _, err := io.ReadFull(r, msg); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, strings.Fields(string(msg))[5])
+	}
+	var threats []string
+	for _, k := range kinds {
+		if strings.HasPrefix(k, "threat.") {
+			threats = append(threats, k)
+		}
+	}
+	if strings.Join(threats, " ") != "threat.verified threat.revised threat.withdrawn" {
+		t.Errorf("the changes sent: %v (all: %v)", threats, kinds)
+	}
+}
