@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins/sourcekit"
 )
 
 // SourceName is the provenance recorded on imported reports.
@@ -37,9 +38,6 @@ const MaxEntry = 256 << 10
 // MaxVersions bounds the versions kept of one package (the rest are
 // counted in the report's text).
 const MaxVersions = 500
-
-// window is how many names are asked of Known at once.
-const window = 1000
 
 // registries are the dataset's ecosystem folders and threatd's registries.
 var registries = map[string]string{"npm": core.RegistryNPM, "pypi": core.RegistryPyPI}
@@ -85,10 +83,8 @@ func manifests(paths []string) ([]string, error) {
 
 // Read checks every manifest whole, then yields its packages.
 func (s Source) Read(ctx context.Context, paths []string, settings map[string]string, known core.Known, fn func(core.SourceItem) error) error {
-	for k := range settings {
-		if k != "max_affected" { // the OSV source's; nothing here
-			return fmt.Errorf("datadog source: unknown setting %q", k)
-		}
+	if err := sourcekit.CheckSettings(SourceName, settings); err != nil {
+		return err
 	}
 	now := time.Now
 	if s.Now != nil {
@@ -112,59 +108,13 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 			}
 			continue
 		}
-		type entry struct {
-			name     string
-			versions []string
-			all      bool
-		}
-		var batch []entry
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			defer func() { batch = batch[:0] }()
-			skip := make([]bool, len(batch))
-			if known != nil {
-				vs := make([]core.UpstreamVersion, len(batch))
-				for j, e := range batch {
-					vs[j] = core.UpstreamVersion{Source: SourceName, IDs: []string{eco + "/" + e.name}, Modified: version(e.versions, e.all)}
-				}
-				var err error
-				if skip, err = known(ctx, vs); err != nil {
-					return err
-				}
-			}
-			unchanged := 0
-			for j, e := range batch {
-				if skip[j] {
-					unchanged++
-					continue
-				}
-				rec, err := record(eco, registry, e.name, e.versions, e.all, now())
-				if err != nil {
-					if err := fn(core.SourceItem{Skipped: fmt.Sprintf("%s %q", p, e.name), Reason: err.Error()}); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := fn(core.SourceItem{Record: &rec}); err != nil {
-					return err
-				}
-			}
-			if unchanged > 0 {
-				return fn(core.SourceItem{Unchanged: unchanged})
-			}
-			return nil
-		}
+		b := &sourcekit.Batch{Source: SourceName, Known: known, Yield: fn}
 		err := each(ctx, p, func(name string, versions []string, all bool) error {
-			batch = append(batch, entry{name, versions, all})
-			if len(batch) == window {
-				return flush()
-			}
-			return nil
+			return b.Add(ctx, sourcekit.Pending{ID: eco + "/" + name, Modified: version(versions, all), Label: fmt.Sprintf("%s %q", p, name),
+				Map: func() (core.ImportRecord, error) { return record(eco, registry, name, versions, all, now()) }})
 		})
 		if err == nil {
-			err = flush()
+			err = b.Flush(ctx)
 		}
 		if err != nil {
 			return err
@@ -186,23 +136,6 @@ func version(versions []string, all bool) time.Time {
 	return time.Unix(int64(len(versions)), 0).UTC()
 }
 
-// capped counts the bytes read since mark and refuses more than MaxEntry
-// (plus the decoder's read-ahead) for one value.
-type capped struct {
-	r    io.Reader
-	n    int64
-	mark int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	if c.n-c.mark > MaxEntry+64<<10 {
-		return 0, fmt.Errorf("a package's entry is longer than %d bytes (nothing was imported)", MaxEntry)
-	}
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // each reads a manifest, checks its shape, and calls fn with each name
 // and its versions (all: null, every version), in file order.
 func each(ctx context.Context, path string, fn func(name string, versions []string, all bool) error) error {
@@ -211,7 +144,7 @@ func each(ctx context.Context, path string, fn func(name string, versions []stri
 		return err
 	}
 	defer f.Close()
-	cr := &capped{r: f}
+	cr := &sourcekit.Capped{R: f, Max: MaxEntry, What: "a package's entry"}
 	dec := json.NewDecoder(cr)
 	notManifest := func(what string) error {
 		return fmt.Errorf("%s: not a dataset manifest (an object of package names, each a list of versions or null): %s (nothing was imported)", path, what)
@@ -229,7 +162,7 @@ func each(ctx context.Context, path string, fn func(name string, versions []stri
 			return ctx.Err()
 		}
 		n++
-		cr.mark = cr.n
+		cr.Mark()
 		tok, err := dec.Token()
 		if err != nil {
 			return notManifest(fmt.Sprintf("after %d packages: %v", n-1, err))
@@ -240,7 +173,7 @@ func each(ctx context.Context, path string, fn func(name string, versions []stri
 		if err := dec.Decode(&raw); err != nil {
 			return notManifest(fmt.Sprintf("package %q: %v", name, err))
 		}
-		if cr.n-cr.mark > MaxEntry+64<<10 {
+		if cr.Over() {
 			return fmt.Errorf("%s: package %q: longer than %d bytes (nothing was imported)", path, name, MaxEntry)
 		}
 		all := string(raw) == "null"

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins/sourcekit"
 )
 
 // SourceName is the provenance recorded on imported reports.
@@ -33,9 +34,6 @@ const SourceName = "threatfox"
 // MaxEntry bounds one IOC's list in the file: ThreatFox's are well under a
 // kilobyte; a larger one is a broken or hostile file.
 const MaxEntry = 64 << 10
-
-// window is how many IOCs are asked of Known at once.
-const window = 1000
 
 // IOC is one entry as the export writes it.
 type IOC struct {
@@ -60,10 +58,8 @@ type Source struct {
 
 // Read checks every path whole, then yields its IOCs.
 func (s Source) Read(ctx context.Context, paths []string, settings map[string]string, known core.Known, fn func(core.SourceItem) error) error {
-	for k := range settings {
-		if k != "max_affected" { // the OSV source's; nothing here
-			return fmt.Errorf("threatfox source: unknown setting %q", k)
-		}
+	if err := sourcekit.CheckSettings(SourceName, settings); err != nil {
+		return err
 	}
 	now := time.Now
 	if s.Now != nil {
@@ -75,63 +71,17 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 		}
 	}
 	for i, p := range paths {
-		type entry struct {
-			id       string
-			ioc      IOC
-			modified time.Time
-		}
-		var batch []entry
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			defer func() { batch = batch[:0] }()
-			skip := make([]bool, len(batch))
-			if known != nil {
-				vs := make([]core.UpstreamVersion, len(batch))
-				for j, e := range batch {
-					vs[j] = core.UpstreamVersion{Source: SourceName, IDs: []string{e.id}, Modified: e.modified}
-				}
-				var err error
-				if skip, err = known(ctx, vs); err != nil {
-					return err
-				}
-			}
-			unchanged := 0
-			for j, e := range batch {
-				if skip[j] {
-					unchanged++
-					continue
-				}
-				rec, err := record(e.id, e.ioc, now())
-				if err != nil {
-					if err := fn(core.SourceItem{Skipped: fmt.Sprintf("%s IOC %s", p, e.id), Reason: err.Error()}); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := fn(core.SourceItem{Record: &rec}); err != nil {
-					return err
-				}
-			}
-			if unchanged > 0 {
-				return fn(core.SourceItem{Unchanged: unchanged})
-			}
-			return nil
-		}
+		b := &sourcekit.Batch{Source: SourceName, Known: known, Yield: fn}
 		err := each(ctx, p, func(id string, ioc IOC) error {
+			label := fmt.Sprintf("%s IOC %s", p, id)
 			_, modified, err := times(ioc)
 			if err != nil {
-				return fn(core.SourceItem{Skipped: fmt.Sprintf("%s IOC %s", p, id), Reason: err.Error()})
+				return fn(core.SourceItem{Skipped: label, Reason: err.Error()})
 			}
-			batch = append(batch, entry{id, ioc, modified})
-			if len(batch) == window {
-				return flush()
-			}
-			return nil
+			return b.Add(ctx, sourcekit.Pending{ID: id, Modified: modified, Label: label, Map: func() (core.ImportRecord, error) { return record(id, ioc, now()) }})
 		})
 		if err == nil {
-			err = flush()
+			err = b.Flush(ctx)
 		}
 		if err != nil {
 			return err
@@ -143,23 +93,6 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 	return nil
 }
 
-// capped counts the bytes read since mark and refuses more than MaxEntry
-// (plus the decoder's read-ahead) for one value.
-type capped struct {
-	r    io.Reader
-	n    int64
-	mark int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	if c.n-c.mark > MaxEntry+64<<10 {
-		return 0, fmt.Errorf("an IOC's entry is longer than %d bytes (nothing was imported)", MaxEntry)
-	}
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // each reads the file at path, checks its shape, and calls fn with each
 // IOC and its id, in file order.
 func each(ctx context.Context, path string, fn func(id string, ioc IOC) error) error {
@@ -168,7 +101,7 @@ func each(ctx context.Context, path string, fn func(id string, ioc IOC) error) e
 		return err
 	}
 	defer f.Close()
-	cr := &capped{r: f}
+	cr := &sourcekit.Capped{R: f, Max: MaxEntry, What: "an IOC's entry"}
 	dec := json.NewDecoder(cr)
 	notExport := func(what string) error {
 		return fmt.Errorf("%s: not a ThreatFox JSON export (an object of IOC ids, each a list of IOCs): %s (nothing was imported)", path, what)
@@ -186,7 +119,7 @@ func each(ctx context.Context, path string, fn func(id string, ioc IOC) error) e
 			return ctx.Err()
 		}
 		n++
-		cr.mark = cr.n
+		cr.Mark()
 		tok, err := dec.Token()
 		if err != nil {
 			return notExport(fmt.Sprintf("after %d IOCs: %v", n-1, err))
@@ -199,7 +132,7 @@ func each(ctx context.Context, path string, fn func(id string, ioc IOC) error) e
 		if err := dec.Decode(&list); err != nil {
 			return notExport(fmt.Sprintf("IOC %s: %v", id, err))
 		}
-		if cr.n-cr.mark > MaxEntry+64<<10 {
+		if cr.Over() {
 			return fmt.Errorf("%s: IOC %s: longer than %d bytes (nothing was imported)", path, id, MaxEntry)
 		}
 		if len(list) != 1 {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/plugins/sourcekit"
 )
 
 // SourceName is the provenance recorded on imported reports.
@@ -35,9 +36,6 @@ var Columns = []string{"id", "dateadded", "url", "url_status", "last_online", "t
 // bytes; a longer line is a broken or hostile file.
 const MaxLine = 64 << 10
 
-// window is how many rows are asked of Known at once.
-const window = 1000
-
 // Source implements core.Source for URLhaus's CSV export.
 type Source struct {
 	// Now is the clock (time.Now when nil).
@@ -46,10 +44,8 @@ type Source struct {
 
 // Read checks every path whole, then yields its rows.
 func (s Source) Read(ctx context.Context, paths []string, settings map[string]string, known core.Known, fn func(core.SourceItem) error) error {
-	for k := range settings {
-		if k != "max_affected" { // the OSV source's; nothing here
-			return fmt.Errorf("urlhaus source: unknown setting %q", k)
-		}
+	if err := sourcekit.CheckSettings(SourceName, settings); err != nil {
+		return err
 	}
 	now := time.Now
 	if s.Now != nil {
@@ -61,61 +57,17 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 		}
 	}
 	for i, p := range paths {
-		var (
-			batch []row
-			lines []int
-		)
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			defer func() { batch, lines = batch[:0], lines[:0] }()
-			skip := make([]bool, len(batch))
-			if known != nil {
-				vs := make([]core.UpstreamVersion, len(batch))
-				for j, r := range batch {
-					vs[j] = core.UpstreamVersion{Source: SourceName, IDs: []string{r.id}, Modified: r.modified}
-				}
-				var err error
-				if skip, err = known(ctx, vs); err != nil {
-					return err
-				}
-			}
-			unchanged := 0
-			for j, r := range batch {
-				if skip[j] {
-					unchanged++
-					continue
-				}
-				rec, err := r.record(now())
-				if err != nil {
-					if err := fn(core.SourceItem{Skipped: fmt.Sprintf("%s line %d (id %s)", p, lines[j], r.id), Reason: err.Error()}); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := fn(core.SourceItem{Record: &rec}); err != nil {
-					return err
-				}
-			}
-			if unchanged > 0 {
-				return fn(core.SourceItem{Unchanged: unchanged})
-			}
-			return nil
-		}
+		b := &sourcekit.Batch{Source: SourceName, Known: known, Yield: fn}
 		_, err := each(ctx, p, func(f []string, line int) error {
+			label := fmt.Sprintf("%s line %d (id %s)", p, line, f[0])
 			r, err := parseRow(f)
 			if err != nil {
-				return fn(core.SourceItem{Skipped: fmt.Sprintf("%s line %d (id %s)", p, line, f[0]), Reason: err.Error()})
+				return fn(core.SourceItem{Skipped: label, Reason: err.Error()})
 			}
-			batch, lines = append(batch, r), append(lines, line)
-			if len(batch) == window {
-				return flush()
-			}
-			return nil
+			return b.Add(ctx, sourcekit.Pending{ID: r.id, Modified: r.modified, Label: label, Map: func() (core.ImportRecord, error) { return r.record(now()) }})
 		})
 		if err == nil {
-			err = flush()
+			err = b.Flush(ctx)
 		}
 		if err != nil {
 			return err
