@@ -56,6 +56,8 @@ type Syslog struct {
 type Blocklists struct {
 	// RPZZone is the RPZ zone's name (ending in a dot).
 	RPZZone string `koanf:"rpz_zone"`
+	// SuricataSIDBase is the first sid of the Suricata rules.
+	SuricataSIDBase int64 `koanf:"suricata_sid_base"`
 }
 
 // Community configures the community signals (docs/api/sightings.md).

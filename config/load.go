@@ -124,6 +124,7 @@ func builtIn() map[string]any {
 		"scan.max_bytes":                   "8MiB",
 		"community.dispute_votes":          3,
 		"blocklists.rpz_zone":              "rpz.threatd.",
+		"blocklists.suricata_sid_base":     4_100_000,
 		"siem.syslog.address":              "",
 		"siem.syslog.format":               "cef",
 		"siem.syslog.ca_file":              "",

@@ -159,6 +159,9 @@ func (c *Config) Validate() error {
 	if z := c.Blocklists.RPZZone; !strings.HasSuffix(z, ".") || !blocklistZone(strings.TrimSuffix(z, ".")) {
 		add(bad("blocklists.rpz_zone", "must be a domain name ending in a dot, such as rpz.threatd. (got %q)", z))
 	}
+	if b := c.Blocklists.SuricataSIDBase; b < 1 || b > 2_000_000_000 {
+		add(bad("blocklists.suricata_sid_base", "must be between 1 and 2000000000 (got %d)", b))
+	}
 	if a := c.SIEM.Syslog.Address; a != "" {
 		if _, _, err := siem.ParseAddress(a); err != nil {
 			add(bad("siem.syslog.address", "%s", err.Error()))

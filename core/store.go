@@ -177,6 +177,13 @@ type OperationsStore interface {
 	// rate window r.Window and returns the window's totals (limits.store:
 	// storage).
 	SyncRateCounts(ctx context.Context, r RateCounts) (map[string]int64, error)
+	// RuleIDs gives each of q.Rules (at most MaxRuleIDs, indicators
+	// listed once) its rule number and revision, shared by every daemon
+	// on the database: an indicator keeps the number it was first given
+	// (numbers start at 1 and are never reused); its revision starts at 1
+	// and grows by one each time it is asked with another Basis than the
+	// one stored. Results are in q.Rules' order.
+	RuleIDs(ctx context.Context, q RuleIDQuery) ([]RuleID, error)
 
 	// Export calls fn with every stored row, table by table in foreign-key
 	// order, as batches of bounded size (copy-storage).
@@ -314,6 +321,28 @@ type ImportBatch struct {
 type VersionQuery struct {
 	Source string
 	IDs    []string
+}
+
+// MaxRuleIDs bounds one OperationsStore.RuleIDs call.
+const MaxRuleIDs = 1000
+
+// RuleIDQuery asks the rule numbers of indicators (OperationsStore.RuleIDs).
+type RuleIDQuery struct {
+	Rules []RuleBasis
+}
+
+// RuleBasis is an indicator ("domain:evil.example", "ip:203.0.113.9") and
+// what its rules are made from now ("<threat id>:<version>"): when it
+// changes, the rules' revision moves.
+type RuleBasis struct {
+	Indicator, Basis string
+}
+
+// RuleID is an indicator's rule number and revision.
+type RuleID struct {
+	Indicator string
+	Number    int64
+	Rev       int
 }
 
 // LeaseClaim takes or renews a named lease (OperationsStore.Lease).

@@ -1060,6 +1060,45 @@ func rateCountsFromPB(m *pb.RateCounts) core.RateCounts {
 	}
 }
 
+// ruleIDQueryToPB sends a core.RuleIDQuery.
+func ruleIDQueryToPB(v core.RuleIDQuery) *pb.RuleIDQuery {
+	return &pb.RuleIDQuery{
+		Rules:    each(v.Rules, ruleBasisToPB),
+		RulesNil: v.Rules == nil,
+	}
+}
+
+// ruleIDQueryFromPB reads a core.RuleIDQuery (a nil message is the zero value).
+func ruleIDQueryFromPB(m *pb.RuleIDQuery) core.RuleIDQuery {
+	if m == nil {
+		return core.RuleIDQuery{}
+	}
+	return core.RuleIDQuery{
+		Rules: keepNilSlice(m.RulesNil, each(m.Rules, ruleBasisFromPB)),
+	}
+}
+
+// ruleIDToPB sends a core.RuleID.
+func ruleIDToPB(v core.RuleID) *pb.RuleID {
+	return &pb.RuleID{
+		Indicator: v.Indicator,
+		Number:    v.Number,
+		Rev:       int64(v.Rev),
+	}
+}
+
+// ruleIDFromPB reads a core.RuleID (a nil message is the zero value).
+func ruleIDFromPB(m *pb.RuleID) core.RuleID {
+	if m == nil {
+		return core.RuleID{}
+	}
+	return core.RuleID{
+		Indicator: m.Indicator,
+		Number:    m.Number,
+		Rev:       int(m.Rev),
+	}
+}
+
 // webhookToPB sends a core.Webhook.
 func webhookToPB(v core.Webhook) *pb.Webhook {
 	return &pb.Webhook{
@@ -2083,6 +2122,25 @@ func importRecordFromPB(m *pb.ImportRecord) core.ImportRecord {
 	return core.ImportRecord{
 		Threat:    threatFromPB(m.Threat),
 		Withdrawn: m.Withdrawn,
+	}
+}
+
+// ruleBasisToPB sends a core.RuleBasis.
+func ruleBasisToPB(v core.RuleBasis) *pb.RuleBasis {
+	return &pb.RuleBasis{
+		Indicator: v.Indicator,
+		Basis:     v.Basis,
+	}
+}
+
+// ruleBasisFromPB reads a core.RuleBasis (a nil message is the zero value).
+func ruleBasisFromPB(m *pb.RuleBasis) core.RuleBasis {
+	if m == nil {
+		return core.RuleBasis{}
+	}
+	return core.RuleBasis{
+		Indicator: m.Indicator,
+		Basis:     m.Basis,
 	}
 }
 

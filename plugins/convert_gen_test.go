@@ -55,6 +55,8 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[core.UsageDelta](t), usageDeltaToPB, usageDeltaFromPB)
 	roundTrip(t, fill[core.UsageQuery](t), usageQueryToPB, usageQueryFromPB)
 	roundTrip(t, fill[core.RateCounts](t), rateCountsToPB, rateCountsFromPB)
+	roundTrip(t, fill[core.RuleIDQuery](t), ruleIDQueryToPB, ruleIDQueryFromPB)
+	roundTrip(t, fill[core.RuleID](t), ruleIDToPB, ruleIDFromPB)
 	roundTrip(t, fill[core.Webhook](t), webhookToPB, webhookFromPB)
 	roundTrip(t, fill[core.DueQuery](t), dueQueryToPB, dueQueryFromPB)
 	roundTrip(t, fill[core.Delivery](t), deliveryToPB, deliveryFromPB)
@@ -95,6 +97,7 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[ioc.IOC](t), iocToPB, iocFromPB)
 	roundTrip(t, fill[core.Patch](t), patchToPB, patchFromPB)
 	roundTrip(t, fill[core.ImportRecord](t), importRecordToPB, importRecordFromPB)
+	roundTrip(t, fill[core.RuleBasis](t), ruleBasisToPB, ruleBasisFromPB)
 	roundTrip(t, fill[core.CampaignRef](t), campaignRefToPB, campaignRefFromPB)
 	roundTrip(t, fill[core.Submission](t), submissionToPB, submissionFromPB)
 }

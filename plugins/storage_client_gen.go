@@ -574,6 +574,20 @@ func (c *StorageClient) SyncRateCounts(ctx context.Context, p core.RateCounts) (
 	return r.Value, nil
 }
 
+// RuleIDs is core.Store's, over the plugin protocol.
+func (c *StorageClient) RuleIDs(ctx context.Context, p core.RuleIDQuery) ([]core.RuleID, error) {
+	var out []core.RuleID
+	stream, err := c.conn().RuleIDs(ctx, ruleIDQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.RuleID) error {
+		out = append(out, ruleIDFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Export is core.Store's, over the plugin protocol.
 func (c *StorageClient) Export(ctx context.Context, p func(table string, rows []byte) error) error {
 	stream, err := c.conn().Export(ctx, &pb.ExportRequest{})

@@ -524,6 +524,23 @@ func (s *storageServer) SyncRateCounts(ctx context.Context, req *pb.RateCounts) 
 	})
 }
 
+func (s *storageServer) RuleIDs(req *pb.RuleIDQuery, stream grpc.ServerStreamingServer[pb.RuleID]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.RuleIDs(ctx, ruleIDQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(ruleIDToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
 func (s *storageServer) Export(req *pb.ExportRequest, stream grpc.ServerStreamingServer[pb.ExportItem]) error {
 	ctx := stream.Context()
 	_, err := withStore(s, func(st core.Store) (struct{}, error) {

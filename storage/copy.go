@@ -56,6 +56,7 @@ var copyTables = []copyTable{
 	table[reputationRow]("reputation_events", "id", ""),
 	table[campaignRow]("campaigns", "id", ""),
 	table[campaignThreatRow]("campaign_threats", "campaign_id, threat_id", ""),
+	table[ruleIDRow]("rule_ids", "number", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -230,8 +230,10 @@ func resetFeedSequence(ctx context.Context, d Dialect, tx bun.Tx) error {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('webhook_attempts', 'id'), coalesce((SELECT max(id) FROM webhook_attempts), 0) + 1, false)`); err != nil {
-		return err
+	for _, c := range [][2]string{{"webhook_attempts", "id"}, {"rule_ids", "number"}} {
+		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+c[0]+`', '`+c[1]+`'), coalesce((SELECT max(`+c[1]+`) FROM `+c[0]+`), 0) + 1, false)`); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -233,3 +233,88 @@ rpz:
 		return rc, addrs
 	}
 }
+
+// TestSuricataRules: over real HTTPS, the Suricata rules carry an alert
+// dns, tls and http rule per reported domain and an alert ip rule per
+// address, their sids from blocklists.suricata_sid_base and their
+// messages naming the report; an approved revision of the report moves
+// its rules' rev and not their sids; a restarted daemon serves the same
+// bytes; threatd export suricata writes them too.
+func TestSuricataRules(t *testing.T) {
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\nblocklists: {suricata_sid_base: 5000000}\n")
+	tok := in.user("dev@example.com")
+	d := in.serve()
+	rules := func(headers ...string) rawResponse {
+		t.Helper()
+		var r rawResponse
+		eventually(t, "the rules built", func() bool {
+			r = d.raw("GET", base+"/rules/suricata.rules", tok, headers...)
+			return r.code != 503
+		})
+		return r
+	}
+	domainID := d.submit(tok, `{"report_type":"domain","resource_identifier":"c2.evil-updates.example","threat_description":"Command and control"}`)
+	ipID := d.submit(tok, `{"report_type":"ip","resource_identifier":"203.0.113.50","threat_description":"Scanner"}`)
+	for _, id := range []string{domainID, ipID} {
+		in.mustCLI("review", "verify", id)
+	}
+	eventually(t, "both reports in the rules", func() bool {
+		b := string(rules().body)
+		return strings.Contains(b, domainID) && strings.Contains(b, ipID)
+	})
+	first := rules()
+	body := string(first.body)
+	if first.code != 200 || first.hdr.Get("Content-Type") != "text/plain; charset=utf-8" || first.hdr.Get("ETag") == "" {
+		t.Fatalf("rules: %d %v\n%s", first.code, first.hdr, body)
+	}
+	// The domain's three rules take the first three sids, the address the
+	// next (in the order the rules were first given numbers: domains first).
+	for _, want := range []string{
+		`alert dns any any -> any any (msg:"threatd: DNS query for reported domain c2.evil-updates.example (threat ` + domainID + `)"; dns.query; dotprefix; content:".c2.evil-updates.example"; nocase; endswith; classtype:trojan-activity; sid:5000000; rev:1; metadata:threatd_threat ` + domainID + ";)\n",
+		`alert tls any any -> any any (msg:"threatd: TLS SNI of reported domain c2.evil-updates.example (threat ` + domainID + `)"; tls.sni; dotprefix; content:".c2.evil-updates.example"; nocase; endswith; classtype:trojan-activity; sid:5000001; rev:1;`,
+		`alert http any any -> any any (msg:"threatd: HTTP Host of reported domain c2.evil-updates.example (threat ` + domainID + `)"; http.host; dotprefix; content:".c2.evil-updates.example"; nocase; endswith; classtype:trojan-activity; sid:5000002; rev:1;`,
+		`alert ip any any <> 203.0.113.50 any (msg:"threatd: traffic with reported address 203.0.113.50 (threat ` + ipID + `)"; classtype:trojan-activity; sid:5000003; rev:1; metadata:threatd_threat ` + ipID + ";)\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the rules lack\n%s\n%s", want, body)
+		}
+	}
+	if r := rules("If-None-Match", first.hdr.Get("ETag")); r.code != 304 || len(r.body) != 0 {
+		t.Errorf("If-None-Match with the ETag: %d %q", r.code, r.body)
+	}
+	if out := in.mustCLI("export", "suricata"); out != body {
+		t.Errorf("threatd export suricata wrote\n%s\nthe daemon served\n%s", out, body)
+	}
+	if r := d.raw("GET", base+"/rules/suricata.rules", ""); r.code != 401 {
+		t.Errorf("without a token: %d %s", r.code, r.body)
+	}
+
+	// An approved revision of the domain's report: rev 2, the same sids.
+	d.do("PUT", base+"/modify-threat-report", tok, fmt.Sprintf(`{"threat_id":%q,"threat_description":"Command and control of a stealer"}`, domainID)).expect(t, 200, "")
+	m := revLine.FindStringSubmatch(in.mustCLI("review", "list"))
+	if m == nil {
+		t.Fatal("no pending revision listed")
+	}
+	in.mustCLI("review", "approve-revision", m[1])
+	eventually(t, "the revision in the rules", func() bool { return strings.Contains(string(rules().body), "sid:5000000; rev:2;") })
+	revised := string(rules().body)
+	for _, want := range []string{"sid:5000001; rev:2;", "sid:5000002; rev:2;", "sid:5000003; rev:1;"} {
+		if !strings.Contains(revised, want) {
+			t.Errorf("after the revision the rules lack %q:\n%s", want, revised)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "threatd.rules")
+	in.mustCLI("export", "suricata", "--out", out)
+	if b, err := os.ReadFile(out); err != nil || string(b) != revised {
+		t.Fatalf("--out: %v\n%s", err, b)
+	}
+
+	// A restart: the same sids and revs.
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	d = in.serve()
+	if again := string(rules().body); again != revised {
+		t.Errorf("after a restart:\n%s\nbefore:\n%s", again, revised)
+	}
+}

@@ -128,6 +128,38 @@ old list or the new one, never half of one).
 	blocklistCmd.Flags().StringVar(&out, "out", "", "write to FILE instead of standard output")
 	_ = blocklistCmd.MarkFlagRequired("format")
 	export.AddCommand(blocklistCmd)
+	var rulesOut string
+	suricataCmd := &cobra.Command{
+		Use:   "suricata [--out FILE]",
+		Short: "Write Suricata rules for the domains and addresses verified reports name",
+		Long: `Writes the Suricata rules (docs/blocklists.md): per domain an alert dns
+(dns.query), an alert tls (tls.sni) and an alert http (http.host) rule,
+per address an alert ip rule, the same bytes the daemon serves at
+{base}/rules/suricata.rules: to standard output, or with --out to FILE
+(through a temporary file). Each indicator's sids are kept in the
+database, the same for every daemon and every export.
+
+  threatd export suricata --out /var/lib/suricata/rules/threatd.rules`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(cmd, func(e *env) error {
+				body, err := blocklist.ExportSuricata(cmd.Context(), e.store, e.cfg.Blocklists.SuricataSIDBase)
+				if err != nil {
+					return fmt.Errorf("export suricata: %w", err)
+				}
+				if rulesOut == "" {
+					_, err = cmd.OutOrStdout().Write(body)
+					return err
+				}
+				return writeAtomic(rulesOut, func(w io.Writer) error {
+					_, err := w.Write(body)
+					return err
+				})
+			})
+		},
+	}
+	suricataCmd.Flags().StringVar(&rulesOut, "out", "", "write to FILE instead of standard output")
+	export.AddCommand(suricataCmd)
 	return export
 }
 

@@ -85,6 +85,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// The block lists: every verified report read once in the background,
 	// then each report the change feed brings.
 	lists := blocklist.NewService(e.store, cfg.Blocklists.RPZZone)
+	lists.SetSIDBase(cfg.Blocklists.SuricataSIDBase)
 	idx.Applied = lists.Apply
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, OnThreats: signals.ReportsChanged}
 	followCtx, stopFollowing := context.WithCancel(ctx)

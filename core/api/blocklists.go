@@ -27,6 +27,22 @@ func (s *Server) blocklist(c *echo.Context) error {
 		return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("No block list %q: the formats are %s", shown, strings.Join(blocklist.Formats, ", "))}
 	}
 	body, etag, err := s.opts.Blocklists.List(c.Request().Context(), format)
+	return s.serveList(c, body, etag, err)
+}
+
+// suricataRules serves the Suricata rules (docs/blocklists.md), with
+// their ETag.
+func (s *Server) suricataRules(c *echo.Context) error {
+	if s.opts.Blocklists == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the Suricata rules are not served by this daemon"}
+	}
+	body, etag, err := s.opts.Blocklists.Suricata(c.Request().Context())
+	return s.serveList(c, body, etag, err)
+}
+
+// serveList answers with a list or rules file and its ETag (304 to a
+// client that has it), or 503 while the lists are first built.
+func (s *Server) serveList(c *echo.Context, body []byte, etag string, err error) error {
 	if errors.Is(err, blocklist.ErrFilling) {
 		_, read := s.opts.Blocklists.Filled()
 		return &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "5"},
@@ -41,7 +57,7 @@ func (s *Server) blocklist(c *echo.Context) error {
 	if match := c.Request().Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return c.Blob(http.StatusOK, blocklist.ContentType(format), body)
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", body)
 }
 
 // etagMatches says whether an If-None-Match header names etag (or is *).

@@ -74,6 +74,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/osv/ecosystems.txt", tier: core.TierPaid, handler: s.osvEcosystems},
 		// The block lists (docs/blocklists.md).
 		{method: http.MethodGet, path: "/blocklists/:format", tier: core.TierFree, handler: s.blocklist},
+		{method: http.MethodGet, path: "/rules/suricata.rules", tier: core.TierFree, handler: s.suricataRules},
 		// Community signals (docs/api/sightings.md).
 		{method: http.MethodPost, path: "/sightings", tier: core.TierFree, body: true, index: true, handler: s.addSighting},
 		{method: http.MethodGet, path: "/threats/:id/sightings", tier: core.TierFree, index: true, handler: s.listSightings},

@@ -77,10 +77,10 @@ func TestIsName(t *testing.T) {
 // address joins or leaves.
 func TestSet(t *testing.T) {
 	s := NewSet()
-	s.Put("a", Hosts{Domains: []string{"b.evil.com", "evil.com"}, IPs: []string{"203.0.113.7"}})
-	s.Put("b", Hosts{Domains: []string{"evil.com"}})
+	s.Put("a", 1, Hosts{Domains: []string{"b.evil.com", "evil.com"}, IPs: []string{"203.0.113.7"}})
+	s.Put("b", 1, Hosts{Domains: []string{"evil.com"}})
 	g := s.Generation()
-	s.Put("b", Hosts{Domains: []string{"evil.com"}}) // unchanged
+	s.Put("b", 1, Hosts{Domains: []string{"evil.com"}}) // unchanged
 	if s.Generation() != g {
 		t.Error("an unchanged report moved the generation")
 	}
@@ -89,7 +89,7 @@ func TestSet(t *testing.T) {
 	if !slices.Equal(d, []string{"evil.com"}) || len(ips) != 0 || g2 == g {
 		t.Fatalf("after a removal: %q %q gen %d (was %d)", d, ips, g2, g)
 	}
-	s.Put("b", Hosts{})
+	s.Put("b", 1, Hosts{})
 	if d, ips, _ := s.Snapshot(); len(d)+len(ips) != 0 {
 		t.Fatalf("after the last report left: %q %q", d, ips)
 	}
@@ -136,9 +136,9 @@ func needTool(t *testing.T, name string) string {
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (CI requires it: Debian bind9-utils, unbound)", name)
+			t.Fatalf("%s is not installed (CI requires it: Debian bind9-utils, unbound, suricata-update)", name)
 		}
-		t.Skipf("%s is not installed: Debian bind9-utils and unbound have it", name)
+		t.Skipf("%s is not installed: Debian bind9-utils, unbound and suricata-update have it", name)
 	}
 	return p
 }
@@ -194,6 +194,11 @@ type store struct {
 	// follower applies while the first read goes on).
 	during func()
 	reads  int
+	// RuleIDs' numbers and bases, and how often it was called.
+	ids       map[string]*core.RuleID
+	bases     map[string]string
+	next      int64
+	ruleCalls int
 }
 
 func (s *store) QueryThreats(_ context.Context, q core.ThreatQuery) ([]core.Threat, error) {

@@ -37,11 +37,6 @@ type Meta struct {
 	Serial uint32
 }
 
-// ContentType is the media type a format is served as: text/plain for
-// every one (RPZ's zone file too: resolvers that fetch it over HTTPS,
-// Unbound's "url:", read the body whatever its type).
-func ContentType(format string) string { return "text/plain; charset=utf-8" }
-
 // CheckFormat refuses a format that is not one of Formats.
 func CheckFormat(format string) error {
 	if !slices.Contains(Formats, format) {

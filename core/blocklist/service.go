@@ -18,6 +18,7 @@ import (
 type Store interface {
 	QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Threat, error)
 	LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error)
+	RuleIDs(ctx context.Context, q core.RuleIDQuery) ([]core.RuleID, error)
 }
 
 // fillPage is how many verified reports the first read takes at once.
@@ -43,6 +44,11 @@ type Service struct {
 	applied map[string]int
 
 	cache sync.Map // format → *rendering
+
+	// The Suricata rules, rendered when asked for after a change.
+	sidBase   int64
+	rules     sync.Mutex
+	ruleState ruleState
 }
 
 // rendering is one format as last rendered.
@@ -60,7 +66,15 @@ func NewService(store Store, zone string) *Service {
 	if zone == "" {
 		zone = DefaultZone
 	}
-	return &Service{store: store, zone: zone, set: NewSet(), applied: map[string]int{}}
+	return &Service{store: store, zone: zone, set: NewSet(), applied: map[string]int{}, sidBase: DefaultSIDBase}
+}
+
+// SetSIDBase sets the Suricata rules' first sid (DefaultSIDBase unless
+// set), before the service is used.
+func (s *Service) SetSIDBase(base int64) {
+	if base > 0 {
+		s.sidBase = base
+	}
 }
 
 // Fill reads every verified report once, in verification order.
@@ -76,7 +90,7 @@ func (s *Service) Fill(ctx context.Context) error {
 			if v, ok := s.applied[t.ID]; ok && v >= t.Version {
 				continue
 			}
-			s.set.Put(t.ID, Of(t))
+			s.set.Put(t.ID, t.Version, Of(t))
 		}
 		s.mu.Unlock()
 		s.read.Add(int64(len(page)))
@@ -120,7 +134,7 @@ func (s *Service) Apply(ts []core.Threat) {
 			// read): worked out again, as storage did when it stored it.
 			t.IOCs = core.ExtractIOCs(t)
 		}
-		s.set.Put(t.ID, Of(t))
+		s.set.Put(t.ID, t.Version, Of(t))
 	}
 }
 

@@ -1,11 +1,13 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -390,5 +392,92 @@ func testCopy(t *testing.T, b Backend) {
 	}
 	if got, _ := dst.Stats(c); got != want {
 		t.Fatalf("a refused copy changed the store: %+v", got)
+	}
+}
+
+// RuleIDs: an indicator keeps its first number, on every call and after a
+// reopen; numbers are not shared; rev moves by one when the basis changes
+// and only then; daemons asking at once get the same numbers; a bad query
+// is refused whole.
+func testRuleIDs(t *testing.T, b Backend) {
+	db := dbName(t)
+	s := open(t, b, db)
+	c := ctx(t)
+	ask := func(s core.Store, rules ...core.RuleBasis) []core.RuleID {
+		t.Helper()
+		got, err := s.RuleIDs(c, core.RuleIDQuery{Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(rules) {
+			t.Fatalf("%d results for %d rules", len(got), len(rules))
+		}
+		for i, g := range got {
+			if g.Indicator != rules[i].Indicator || g.Number < 1 || g.Rev < 1 {
+				t.Fatalf("result %d = %+v for %+v", i, g, rules[i])
+			}
+		}
+		return got
+	}
+	a := core.RuleBasis{Indicator: "domain:evil.example", Basis: "t1:1"}
+	ip := core.RuleBasis{Indicator: "ip:203.0.113.9", Basis: "t2:1"}
+	first := ask(s, a, ip)
+	if first[0].Number == first[1].Number || first[0].Rev != 1 || first[1].Rev != 1 {
+		t.Fatalf("first numbers: %+v", first)
+	}
+	if again := ask(s, ip, a); again[0] != first[1] || again[1] != first[0] {
+		t.Fatalf("asked again: %+v, first %+v", again, first)
+	}
+	a.Basis = "t1:2"
+	moved := ask(s, a, ip)
+	if moved[0].Number != first[0].Number || moved[0].Rev != 2 || moved[1] != first[1] {
+		t.Fatalf("after a's basis changed: %+v (first %+v)", moved, first)
+	}
+	if same := ask(s, a); same[0].Rev != 2 {
+		t.Fatalf("the same basis again moved rev: %+v", same)
+	}
+	// Concurrent callers (two daemons) asking new indicators at once.
+	var wg sync.WaitGroup
+	results := make([][]core.RuleID, 4)
+	for i := range results {
+		wg.Go(func() {
+			got, err := s.RuleIDs(c, core.RuleIDQuery{Rules: []core.RuleBasis{
+				{Indicator: "domain:c1.example", Basis: "t3:1"}, {Indicator: "domain:c2.example", Basis: "t3:1"}}})
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = got
+		})
+	}
+	wg.Wait()
+	for _, r := range results[1:] {
+		if !reflect.DeepEqual(r, results[0]) {
+			t.Fatalf("concurrent callers got %+v and %+v", results[0], r)
+		}
+	}
+	numbers := map[int64]bool{first[0].Number: true, first[1].Number: true}
+	for _, r := range results[0] {
+		if numbers[r.Number] {
+			t.Fatalf("number %d given twice", r.Number)
+		}
+		numbers[r.Number] = true
+	}
+	_ = s.Close()
+	s = open(t, b, db)
+	if reopened := ask(s, a, ip); reopened[0] != moved[0] || reopened[1] != moved[1] {
+		t.Fatalf("after a reopen: %+v, before %+v", reopened, moved)
+	}
+	// Refused whole: a repeated indicator, an empty basis, too many.
+	for _, q := range []core.RuleIDQuery{
+		{Rules: []core.RuleBasis{a, a}},
+		{Rules: []core.RuleBasis{{Indicator: "domain:x.example"}}},
+		{Rules: make([]core.RuleBasis, core.MaxRuleIDs+1)},
+	} {
+		if _, err := s.RuleIDs(c, q); !errors.Is(err, core.ErrInvalid) {
+			t.Fatalf("RuleIDs(%d rules) = %v, want invalid", len(q.Rules), err)
+		}
+	}
+	if got := ask(s, core.RuleBasis{Indicator: "domain:x.example", Basis: "t9:1"}); numbers[got[0].Number] {
+		t.Fatalf("a new indicator got a number already given: %+v", got)
 	}
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, backend Backend) {
 		{"FeedConcurrentWriters", testFeedConcurrentWriters},
 		{"Secret", testSecret},
 		{"Lease", testLease},
+		{"RuleIDs", testRuleIDs},
 		{"Usage", testUsage},
 		{"QueryThreats", testQueryThreats},
 		{"ListRevisions", testListRevisions},

@@ -6623,6 +6623,120 @@ func (x *RateCounts) GetCountsNil() bool {
 	return false
 }
 
+// RuleIDQuery asks the rule numbers of indicators (OperationsStore.RuleIDs).
+type RuleIDQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rules         []*RuleBasis           `protobuf:"bytes,1,rep,name=Rules,proto3" json:"Rules,omitempty"`
+	RulesNil      bool                   `protobuf:"varint,2,opt,name=RulesNil,proto3" json:"RulesNil,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuleIDQuery) Reset() {
+	*x = RuleIDQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuleIDQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuleIDQuery) ProtoMessage() {}
+
+func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
+func (*RuleIDQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *RuleIDQuery) GetRules() []*RuleBasis {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *RuleIDQuery) GetRulesNil() bool {
+	if x != nil {
+		return x.RulesNil
+	}
+	return false
+}
+
+// RuleID is an indicator's rule number and revision.
+type RuleID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Indicator     string                 `protobuf:"bytes,1,opt,name=Indicator,proto3" json:"Indicator,omitempty"`
+	Number        int64                  `protobuf:"varint,2,opt,name=Number,proto3" json:"Number,omitempty"`
+	Rev           int64                  `protobuf:"varint,3,opt,name=Rev,proto3" json:"Rev,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuleID) Reset() {
+	*x = RuleID{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuleID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuleID) ProtoMessage() {}
+
+func (x *RuleID) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
+func (*RuleID) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *RuleID) GetIndicator() string {
+	if x != nil {
+		return x.Indicator
+	}
+	return ""
+}
+
+func (x *RuleID) GetNumber() int64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *RuleID) GetRev() int64 {
+	if x != nil {
+		return x.Rev
+	}
+	return 0
+}
+
 // Webhook is a push subscription: every published change of the kinds in
 // Events (about a report of Ecosystem, when set) is delivered to URL,
 // signed with Secret.
@@ -6650,7 +6764,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6662,7 +6776,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6675,7 +6789,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *Webhook) GetID() string {
@@ -6804,7 +6918,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6816,7 +6930,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6829,7 +6943,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -6882,7 +6996,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6894,7 +7008,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6907,7 +7021,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -7010,7 +7124,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7022,7 +7136,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7035,7 +7149,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -7078,7 +7192,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7090,7 +7204,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7103,7 +7217,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -7139,7 +7253,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7151,7 +7265,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7164,7 +7278,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -7241,7 +7355,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7253,7 +7367,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7266,7 +7380,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -7294,7 +7408,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7306,7 +7420,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7319,7 +7433,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -7355,7 +7469,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7367,7 +7481,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7380,7 +7494,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *Waiver) GetID() string {
@@ -7471,7 +7585,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7483,7 +7597,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7496,7 +7610,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -7617,7 +7731,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7629,7 +7743,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7642,7 +7756,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -7678,7 +7792,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7690,7 +7804,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7703,7 +7817,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -7743,7 +7857,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7755,7 +7869,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7768,7 +7882,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -7828,7 +7942,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7840,7 +7954,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7853,7 +7967,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -7889,7 +8003,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7901,7 +8015,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7914,7 +8028,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -7951,7 +8065,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7963,7 +8077,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7976,7 +8090,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -8021,7 +8135,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8033,7 +8147,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8046,7 +8160,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *Sighting) GetID() string {
@@ -8133,7 +8247,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8145,7 +8259,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8158,7 +8272,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -8201,7 +8315,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8213,7 +8327,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8226,7 +8340,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -8262,7 +8376,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8274,7 +8388,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8287,7 +8401,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -8329,7 +8443,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8341,7 +8455,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8354,7 +8468,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -8429,7 +8543,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8441,7 +8555,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8454,7 +8568,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -8494,7 +8608,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8506,7 +8620,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8519,7 +8633,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -8583,7 +8697,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8595,7 +8709,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8608,7 +8722,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -8639,7 +8753,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8651,7 +8765,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8664,7 +8778,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -8706,7 +8820,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8718,7 +8832,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8731,7 +8845,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -8761,7 +8875,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8773,7 +8887,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8786,7 +8900,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -8841,7 +8955,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8853,7 +8967,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8866,7 +8980,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *Campaign) GetID() string {
@@ -8974,7 +9088,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8986,7 +9100,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8999,7 +9113,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -9091,7 +9205,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9103,7 +9217,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9116,7 +9230,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -9151,7 +9265,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9163,7 +9277,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9176,7 +9290,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -9205,7 +9319,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9217,7 +9331,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9230,7 +9344,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -9267,7 +9381,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9279,7 +9393,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9292,7 +9406,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -9331,7 +9445,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9343,7 +9457,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9356,7 +9470,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *ReportText) GetID() string {
@@ -9419,7 +9533,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9431,7 +9545,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9444,7 +9558,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -9489,7 +9603,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9501,7 +9615,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9514,7 +9628,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -9575,7 +9689,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9587,7 +9701,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9600,7 +9714,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -9730,7 +9844,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9742,7 +9856,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9755,7 +9869,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *IOC) GetType() string {
@@ -9819,7 +9933,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9831,7 +9945,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9844,7 +9958,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -9874,7 +9988,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9886,7 +10000,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9899,7 +10013,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -9914,6 +10028,61 @@ func (x *ImportRecord) GetWithdrawn() bool {
 		return x.Withdrawn
 	}
 	return false
+}
+
+// RuleBasis is an indicator ("domain:evil.example", "ip:203.0.113.9") and
+// what its rules are made from now ("<threat id>:<version>"): when it
+// changes, the rules' revision moves.
+type RuleBasis struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Indicator     string                 `protobuf:"bytes,1,opt,name=Indicator,proto3" json:"Indicator,omitempty"`
+	Basis         string                 `protobuf:"bytes,2,opt,name=Basis,proto3" json:"Basis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuleBasis) Reset() {
+	*x = RuleBasis{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuleBasis) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuleBasis) ProtoMessage() {}
+
+func (x *RuleBasis) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
+func (*RuleBasis) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+}
+
+func (x *RuleBasis) GetIndicator() string {
+	if x != nil {
+		return x.Indicator
+	}
+	return ""
+}
+
+func (x *RuleBasis) GetBasis() string {
+	if x != nil {
+		return x.Basis
+	}
+	return ""
 }
 
 // CampaignRef names a campaign a report belongs to, as its record shows it
@@ -9931,7 +10100,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9943,7 +10112,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9956,7 +10125,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -10029,7 +10198,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10041,7 +10210,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10054,7 +10223,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *Submission) GetReportType() string {
@@ -10682,7 +10851,14 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\tCountsNil\x18\x03 \x01(\bR\tCountsNil\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xbb\x04\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"]\n" +
+	"\vRuleIDQuery\x122\n" +
+	"\x05Rules\x18\x01 \x03(\v2\x1c.threatd.plugin.v2.RuleBasisR\x05Rules\x12\x1a\n" +
+	"\bRulesNil\x18\x02 \x01(\bR\bRulesNil\"P\n" +
+	"\x06RuleID\x12\x1c\n" +
+	"\tIndicator\x18\x01 \x01(\tR\tIndicator\x12\x16\n" +
+	"\x06Number\x18\x02 \x01(\x03R\x06Number\x12\x10\n" +
+	"\x03Rev\x18\x03 \x01(\x03R\x03Rev\"\xbb\x04\n" +
 	"\aWebhook\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x10\n" +
 	"\x03URL\x18\x02 \x01(\tR\x03URL\x12\x16\n" +
@@ -10970,7 +11146,10 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x16_EvidenceReferencesAdd\"_\n" +
 	"\fImportRecord\x121\n" +
 	"\x06Threat\x18\x01 \x01(\v2\x19.threatd.plugin.v2.ThreatR\x06Threat\x12\x1c\n" +
-	"\tWithdrawn\x18\x02 \x01(\bR\tWithdrawn\"\xc7\x01\n" +
+	"\tWithdrawn\x18\x02 \x01(\bR\tWithdrawn\"?\n" +
+	"\tRuleBasis\x12\x1c\n" +
+	"\tIndicator\x18\x01 \x01(\tR\tIndicator\x12\x14\n" +
+	"\x05Basis\x18\x02 \x01(\tR\x05Basis\"\xc7\x01\n" +
 	"\vCampaignRef\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12 \n" +
@@ -11018,7 +11197,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xd7:\n" +
+	"\x0e_DownloadCount2\x9f;\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -11073,7 +11252,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x05Lease\x12\x1d.threatd.plugin.v2.LeaseClaim\x1a\x1d.threatd.plugin.v2.LeaseReply\x12P\n" +
 	"\bAddUsage\x12\".threatd.plugin.v2.AddUsageRequest\x1a .threatd.plugin.v2.AddUsageReply\x12E\n" +
 	"\x05Usage\x12\x1d.threatd.plugin.v2.UsageQuery\x1a\x1d.threatd.plugin.v2.UsageReply\x12W\n" +
-	"\x0eSyncRateCounts\x12\x1d.threatd.plugin.v2.RateCounts\x1a&.threatd.plugin.v2.SyncRateCountsReply\x12K\n" +
+	"\x0eSyncRateCounts\x12\x1d.threatd.plugin.v2.RateCounts\x1a&.threatd.plugin.v2.SyncRateCountsReply\x12F\n" +
+	"\aRuleIDs\x12\x1e.threatd.plugin.v2.RuleIDQuery\x1a\x19.threatd.plugin.v2.RuleID0\x01\x12K\n" +
 	"\x06Export\x12 .threatd.plugin.v2.ExportRequest\x1a\x1d.threatd.plugin.v2.ExportItem0\x01\x12I\n" +
 	"\x06Import\x12\x1d.threatd.plugin.v2.ImportItem\x1a\x1e.threatd.plugin.v2.ImportReply(\x01\x12R\n" +
 	"\rCreateWebhook\x12\x1a.threatd.plugin.v2.Webhook\x1a%.threatd.plugin.v2.CreateWebhookReply\x12T\n" +
@@ -11126,7 +11306,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 168)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 171)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -11247,360 +11427,366 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*UsageDelta)(nil),                  // 116: threatd.plugin.v2.UsageDelta
 	(*UsageQuery)(nil),                  // 117: threatd.plugin.v2.UsageQuery
 	(*RateCounts)(nil),                  // 118: threatd.plugin.v2.RateCounts
-	(*Webhook)(nil),                     // 119: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 120: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 121: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 122: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 123: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 124: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 125: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 126: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 127: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 128: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 129: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 130: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 131: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 132: threatd.plugin.v2.HeldQuery
-	(*SightingBatch)(nil),               // 133: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 134: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 135: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 136: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 137: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 138: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 139: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 140: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 141: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 142: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 143: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 144: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 145: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 146: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 147: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 148: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 149: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 150: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 151: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 152: threatd.plugin.v2.ReportText
-	(*AccountDeletion)(nil),             // 153: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 154: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 155: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 156: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 157: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 158: threatd.plugin.v2.ImportRecord
-	(*CampaignRef)(nil),                 // 159: threatd.plugin.v2.CampaignRef
-	(*Submission)(nil),                  // 160: threatd.plugin.v2.Submission
-	nil,                                 // 161: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 162: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 163: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 164: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 165: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 166: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 167: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 168: google.protobuf.Timestamp
+	(*RuleIDQuery)(nil),                 // 119: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 120: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 121: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 122: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 123: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 124: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 125: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 126: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 127: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 128: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 129: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 130: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 131: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 132: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 133: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 134: threatd.plugin.v2.HeldQuery
+	(*SightingBatch)(nil),               // 135: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 136: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 137: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 138: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 139: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 140: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 141: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 142: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 143: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 144: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 145: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 146: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 147: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 148: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 149: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 150: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 151: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 152: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 153: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 154: threatd.plugin.v2.ReportText
+	(*AccountDeletion)(nil),             // 155: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 156: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 157: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 158: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 159: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 160: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 161: threatd.plugin.v2.RuleBasis
+	(*CampaignRef)(nil),                 // 162: threatd.plugin.v2.CampaignRef
+	(*Submission)(nil),                  // 163: threatd.plugin.v2.Submission
+	nil,                                 // 164: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 165: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 166: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 167: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 168: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 169: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 170: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 171: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	161, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	162, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	164, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	165, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
 	91,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
 	91,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
 	103, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	168, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	163, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	171, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	166, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
 	116, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	164, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	165, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	166, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	168, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	128, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	168, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	131, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	167, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	168, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	169, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	171, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	130, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	171, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	133, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
 	91,  // 15: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	136, // 16: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	152, // 17: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	168, // 18: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 19: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	168, // 20: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	168, // 21: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 22: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	168, // 23: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	138, // 16: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	154, // 17: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	171, // 18: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 19: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	171, // 20: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	171, // 21: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 22: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	171, // 23: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
 	82,  // 24: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
 	78,  // 25: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	168, // 26: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 27: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	171, // 26: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 27: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
 	86,  // 28: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
 	78,  // 29: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	153, // 30: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	168, // 31: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	155, // 30: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	171, // 31: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
 	78,  // 32: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
 	91,  // 33: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	154, // 34: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	168, // 35: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 36: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	168, // 37: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	168, // 38: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	168, // 39: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	168, // 40: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	155, // 41: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	156, // 42: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	168, // 43: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 44: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	168, // 45: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	168, // 46: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	157, // 47: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	168, // 48: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	156, // 49: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	154, // 50: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	156, // 34: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	171, // 35: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 36: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	171, // 37: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	171, // 38: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	171, // 39: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	171, // 40: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	157, // 41: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	158, // 42: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	171, // 43: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 44: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	171, // 45: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	171, // 46: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	159, // 47: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	171, // 48: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	158, // 49: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	156, // 50: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
 	91,  // 51: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
 	101, // 52: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	168, // 53: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	156, // 54: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	157, // 55: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	168, // 56: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 57: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	168, // 58: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	168, // 59: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	168, // 60: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	168, // 61: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	168, // 62: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	168, // 63: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	168, // 64: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	171, // 53: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	158, // 54: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	159, // 55: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	171, // 56: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 57: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	171, // 58: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	171, // 59: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	171, // 60: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	171, // 61: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	171, // 62: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	171, // 63: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	171, // 64: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
 	108, // 65: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
 	91,  // 66: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	168, // 67: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	168, // 68: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	158, // 69: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	167, // 70: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	168, // 71: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 72: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	168, // 73: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	168, // 74: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	168, // 75: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	168, // 76: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	168, // 77: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	168, // 78: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	119, // 79: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	124, // 80: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	168, // 81: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	168, // 82: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	168, // 83: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	168, // 84: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	168, // 85: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 86: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	168, // 87: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	168, // 88: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	168, // 89: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	128, // 90: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	168, // 91: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	168, // 92: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	168, // 93: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	168, // 94: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	135, // 95: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	168, // 96: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	168, // 97: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	168, // 98: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 99: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	135, // 100: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	168, // 101: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	168, // 102: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	168, // 103: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	168, // 104: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	168, // 105: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	168, // 106: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	168, // 107: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	168, // 108: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 109: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	168, // 110: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	159, // 111: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	168, // 112: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	168, // 113: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	168, // 114: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	160, // 115: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	91,  // 116: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	168, // 117: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	168, // 118: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	168, // 119: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	168, // 120: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 121: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	78,  // 122: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 123: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	79,  // 124: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	80,  // 125: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	81,  // 126: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	82,  // 127: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 128: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 129: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 130: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	84,  // 131: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 132: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	85,  // 133: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	86,  // 134: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 135: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 136: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 137: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	88,  // 138: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	90,  // 139: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 140: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 141: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	92,  // 142: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 143: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	94,  // 144: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	95,  // 145: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	96,  // 146: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 147: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	98,  // 148: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	100, // 149: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 150: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 151: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 152: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	102, // 153: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 154: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	104, // 155: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	104, // 156: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	105, // 157: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	106, // 158: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 159: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	109, // 160: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	111, // 161: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	113, // 162: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	29,  // 163: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	31,  // 164: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	33,  // 165: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	34,  // 166: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	115, // 167: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	37,  // 168: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	117, // 169: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	118, // 170: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	42,  // 171: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	43,  // 172: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	119, // 173: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	47,  // 174: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	48,  // 175: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	50,  // 176: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	120, // 177: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	122, // 178: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	123, // 179: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	52,  // 180: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	126, // 181: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	127, // 182: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	55,  // 183: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	56,  // 184: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	58,  // 185: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	129, // 186: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	60,  // 187: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	62,  // 188: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	132, // 189: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	133, // 190: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	134, // 191: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	66,  // 192: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	67,  // 193: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	137, // 194: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	69,  // 195: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	140, // 196: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	70,  // 197: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	142, // 198: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	144, // 199: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	71,  // 200: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	72,  // 201: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	146, // 202: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	147, // 203: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	74,  // 204: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	148, // 205: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	75,  // 206: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	150, // 207: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	77,  // 208: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	1,   // 209: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	78,  // 210: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	78,  // 211: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	78,  // 212: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	78,  // 213: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	78,  // 214: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	82,  // 215: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	82,  // 216: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	83,  // 217: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	82,  // 218: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	82,  // 219: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 220: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	78,  // 221: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 222: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	87,  // 223: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 224: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	86,  // 225: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	89,  // 226: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 227: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	91,  // 228: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	91,  // 229: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 230: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	93,  // 231: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 232: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	91,  // 233: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 234: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	97,  // 235: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	99,  // 236: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	99,  // 237: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	101, // 238: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	101, // 239: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	101, // 240: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	91,  // 241: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 242: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	91,  // 243: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 244: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	91,  // 245: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	107, // 246: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	108, // 247: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	110, // 248: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	112, // 249: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 250: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	30,  // 251: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	32,  // 252: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	114, // 253: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	35,  // 254: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	36,  // 255: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	38,  // 256: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	39,  // 257: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	40,  // 258: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	41,  // 259: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	45,  // 260: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	46,  // 261: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	119, // 262: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	49,  // 263: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	119, // 264: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	121, // 265: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	51,  // 266: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	124, // 267: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	125, // 268: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	53,  // 269: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	54,  // 270: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	127, // 271: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	57,  // 272: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	59,  // 273: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	130, // 274: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	61,  // 275: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	63,  // 276: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	131, // 277: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	64,  // 278: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	65,  // 279: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	135, // 280: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	68,  // 281: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	138, // 282: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	139, // 283: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	139, // 284: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	141, // 285: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	143, // 286: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	145, // 287: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	78,  // 288: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	93,  // 289: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	73,  // 290: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	146, // 291: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	146, // 292: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	146, // 293: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	149, // 294: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	151, // 295: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	76,  // 296: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	209, // [209:297] is the sub-list for method output_type
-	121, // [121:209] is the sub-list for method input_type
-	121, // [121:121] is the sub-list for extension type_name
-	121, // [121:121] is the sub-list for extension extendee
-	0,   // [0:121] is the sub-list for field type_name
+	171, // 67: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	171, // 68: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	160, // 69: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	170, // 70: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	161, // 71: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	171, // 72: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 73: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	171, // 74: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	171, // 75: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	171, // 76: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	171, // 77: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	171, // 78: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	171, // 79: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	121, // 80: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	126, // 81: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	171, // 82: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	171, // 83: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	171, // 84: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	171, // 85: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	171, // 86: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 87: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	171, // 88: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	171, // 89: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	171, // 90: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	130, // 91: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	171, // 92: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	171, // 93: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	171, // 94: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	171, // 95: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	137, // 96: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	171, // 97: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	171, // 98: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	171, // 99: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 100: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	137, // 101: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	171, // 102: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	171, // 103: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	171, // 104: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	171, // 105: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	171, // 106: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	171, // 107: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	171, // 108: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	171, // 109: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 110: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	171, // 111: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	162, // 112: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	171, // 113: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	171, // 114: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	171, // 115: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	163, // 116: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	91,  // 117: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	171, // 118: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	171, // 119: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	171, // 120: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	171, // 121: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 122: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	78,  // 123: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 124: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	79,  // 125: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	80,  // 126: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	81,  // 127: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	82,  // 128: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 129: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 130: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 131: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	84,  // 132: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 133: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	85,  // 134: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	86,  // 135: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 136: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 137: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 138: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	88,  // 139: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	90,  // 140: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 141: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 142: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	92,  // 143: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 144: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	94,  // 145: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	95,  // 146: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	96,  // 147: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 148: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	98,  // 149: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	100, // 150: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 151: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 152: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 153: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	102, // 154: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 155: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	104, // 156: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	104, // 157: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	105, // 158: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	106, // 159: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 160: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	109, // 161: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	111, // 162: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	113, // 163: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	29,  // 164: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	31,  // 165: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	33,  // 166: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	34,  // 167: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	115, // 168: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	37,  // 169: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	117, // 170: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	118, // 171: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	119, // 172: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	42,  // 173: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	43,  // 174: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	121, // 175: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	47,  // 176: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	48,  // 177: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	50,  // 178: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	122, // 179: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	124, // 180: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	125, // 181: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	52,  // 182: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	128, // 183: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	129, // 184: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	55,  // 185: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	56,  // 186: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	58,  // 187: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	131, // 188: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	60,  // 189: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	62,  // 190: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	134, // 191: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	135, // 192: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	136, // 193: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	66,  // 194: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	67,  // 195: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	139, // 196: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	69,  // 197: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	142, // 198: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	70,  // 199: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	144, // 200: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	146, // 201: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	71,  // 202: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	72,  // 203: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	148, // 204: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	149, // 205: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	74,  // 206: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	150, // 207: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	75,  // 208: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	152, // 209: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	77,  // 210: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	1,   // 211: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	78,  // 212: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	78,  // 213: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	78,  // 214: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	78,  // 215: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	78,  // 216: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	82,  // 217: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	82,  // 218: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	83,  // 219: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	82,  // 220: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	82,  // 221: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 222: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	78,  // 223: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 224: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	87,  // 225: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 226: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	86,  // 227: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	89,  // 228: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 229: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	91,  // 230: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	91,  // 231: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 232: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	93,  // 233: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 234: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	91,  // 235: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 236: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	97,  // 237: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	99,  // 238: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	99,  // 239: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	101, // 240: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	101, // 241: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	101, // 242: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	91,  // 243: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 244: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	91,  // 245: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 246: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	91,  // 247: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	107, // 248: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	108, // 249: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	110, // 250: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	112, // 251: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 252: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	30,  // 253: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	32,  // 254: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	114, // 255: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	35,  // 256: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	36,  // 257: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	38,  // 258: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	39,  // 259: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	40,  // 260: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	120, // 261: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	41,  // 262: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	45,  // 263: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	46,  // 264: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	121, // 265: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	49,  // 266: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	121, // 267: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	123, // 268: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	51,  // 269: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	126, // 270: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	127, // 271: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	53,  // 272: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	54,  // 273: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	129, // 274: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	57,  // 275: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	59,  // 276: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	132, // 277: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	61,  // 278: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	63,  // 279: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	133, // 280: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	64,  // 281: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	65,  // 282: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	137, // 283: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	68,  // 284: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	140, // 285: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	141, // 286: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	141, // 287: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	143, // 288: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	145, // 289: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	147, // 290: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	78,  // 291: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	93,  // 292: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	73,  // 293: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	148, // 294: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	148, // 295: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	148, // 296: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	151, // 297: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	153, // 298: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	76,  // 299: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	211, // [211:300] is the sub-list for method output_type
+	122, // [122:211] is the sub-list for method input_type
+	122, // [122:122] is the sub-list for extension type_name
+	122, // [122:122] is the sub-list for extension extendee
+	0,   // [0:122] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -11612,17 +11798,17 @@ func file_plugins_proto_v2_storage_proto_init() {
 	file_plugins_proto_v2_storage_proto_msgTypes[79].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[80].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[88].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[147].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[155].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[149].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[157].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[160].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[159].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[163].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   168,
+			NumMessages:   171,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -78,6 +78,7 @@ const (
 	Storage_AddUsage_FullMethodName              = "/threatd.plugin.v2.Storage/AddUsage"
 	Storage_Usage_FullMethodName                 = "/threatd.plugin.v2.Storage/Usage"
 	Storage_SyncRateCounts_FullMethodName        = "/threatd.plugin.v2.Storage/SyncRateCounts"
+	Storage_RuleIDs_FullMethodName               = "/threatd.plugin.v2.Storage/RuleIDs"
 	Storage_Export_FullMethodName                = "/threatd.plugin.v2.Storage/Export"
 	Storage_Import_FullMethodName                = "/threatd.plugin.v2.Storage/Import"
 	Storage_CreateWebhook_FullMethodName         = "/threatd.plugin.v2.Storage/CreateWebhook"
@@ -278,6 +279,13 @@ type StorageClient interface {
 	// rate window r.Window and returns the window's totals (limits.store:
 	// storage).
 	SyncRateCounts(ctx context.Context, in *RateCounts, opts ...grpc.CallOption) (*SyncRateCountsReply, error)
+	// RuleIDs gives each of q.Rules (at most MaxRuleIDs, indicators
+	// listed once) its rule number and revision, shared by every daemon
+	// on the database: an indicator keeps the number it was first given
+	// (numbers start at 1 and are never reused); its revision starts at 1
+	// and grows by one each time it is asked with another Basis than the
+	// one stored. Results are in q.Rules' order.
+	RuleIDs(ctx context.Context, in *RuleIDQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RuleID], error)
 	// Export calls fn with every stored row, table by table in foreign-key
 	// order, as batches of bounded size (copy-storage).
 	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportItem], error)
@@ -1069,9 +1077,28 @@ func (c *storageClient) SyncRateCounts(ctx context.Context, in *RateCounts, opts
 	return out, nil
 }
 
+func (c *storageClient) RuleIDs(ctx context.Context, in *RuleIDQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RuleID], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[17], Storage_RuleIDs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RuleIDQuery, RuleID]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_RuleIDsClient = grpc.ServerStreamingClient[RuleID]
+
 func (c *storageClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[17], Storage_Export_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[18], Storage_Export_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1090,7 +1117,7 @@ type Storage_ExportClient = grpc.ServerStreamingClient[ExportItem]
 
 func (c *storageClient) Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportItem, ImportReply], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[18], Storage_Import_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[19], Storage_Import_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1113,7 +1140,7 @@ func (c *storageClient) CreateWebhook(ctx context.Context, in *Webhook, opts ...
 
 func (c *storageClient) ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[19], Storage_ListWebhooks_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[20], Storage_ListWebhooks_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1152,7 +1179,7 @@ func (c *storageClient) EnableWebhook(ctx context.Context, in *EnableWebhookRequ
 
 func (c *storageClient) DueDeliveries(ctx context.Context, in *DueQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[20], Storage_DueDeliveries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[21], Storage_DueDeliveries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1181,7 +1208,7 @@ func (c *storageClient) RecordAttempt(ctx context.Context, in *AttemptOutcome, o
 
 func (c *storageClient) WebhookAttempts(ctx context.Context, in *AttemptQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[21], Storage_WebhookAttempts_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[22], Storage_WebhookAttempts_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1230,7 +1257,7 @@ func (c *storageClient) CreateWaiver(ctx context.Context, in *Waiver, opts ...gr
 
 func (c *storageClient) ListWaivers(ctx context.Context, in *ListWaiversRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Waiver], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[22], Storage_ListWaivers_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[23], Storage_ListWaivers_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1299,7 +1326,7 @@ func (c *storageClient) RecordHeld(ctx context.Context, in *RecordHeldRequest, o
 
 func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[23], Storage_ListHeld_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_ListHeld_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1328,7 +1355,7 @@ func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opt
 
 func (c *storageClient) ListDisputed(ctx context.Context, in *DisputeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListDisputedPart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_ListDisputed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_ListDisputed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1347,7 +1374,7 @@ type Storage_ListDisputedClient = grpc.ServerStreamingClient[ListDisputedPart]
 
 func (c *storageClient) DisputeVotes(ctx context.Context, in *DisputeVotesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Sighting], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_DisputeVotes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_DisputeVotes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1386,7 +1413,7 @@ func (c *storageClient) ListSightings(ctx context.Context, in *SightingQuery, op
 
 func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_CountSightings_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_CountSightings_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1405,7 +1432,7 @@ type Storage_CountSightingsClient = grpc.ServerStreamingClient[SightingCounts]
 
 func (c *storageClient) SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_SightingCountsPage_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_SightingCountsPage_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1424,7 +1451,7 @@ type Storage_SightingCountsPageClient = grpc.ServerStreamingClient[SightingCount
 
 func (c *storageClient) Reputations(ctx context.Context, in *ReputationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Reputation], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_Reputations_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_Reputations_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1443,7 +1470,7 @@ type Storage_ReputationsClient = grpc.ServerStreamingClient[Reputation]
 
 func (c *storageClient) Leaderboard(ctx context.Context, in *LeaderboardQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderboardEntry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_Leaderboard_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_Leaderboard_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1462,7 +1489,7 @@ type Storage_LeaderboardClient = grpc.ServerStreamingClient[LeaderboardEntry]
 
 func (c *storageClient) ReputationHistory(ctx context.Context, in *HistoryQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReputationEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_ReputationHistory_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_ReputationHistory_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1481,7 +1508,7 @@ type Storage_ReputationHistoryClient = grpc.ServerStreamingClient[ReputationEven
 
 func (c *storageClient) UsersByName(ctx context.Context, in *UsersByNameRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[User], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_UsersByName_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_UsersByName_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1500,7 +1527,7 @@ type Storage_UsersByNameClient = grpc.ServerStreamingClient[User]
 
 func (c *storageClient) SubmitterRecordsAll(ctx context.Context, in *SubmitterRecordsAllRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1549,7 +1576,7 @@ func (c *storageClient) GetCampaign(ctx context.Context, in *GetCampaignRequest,
 
 func (c *storageClient) ListCampaigns(ctx context.Context, in *CampaignQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Campaign], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_ListCampaigns_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_ListCampaigns_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1568,7 +1595,7 @@ type Storage_ListCampaignsClient = grpc.ServerStreamingClient[Campaign]
 
 func (c *storageClient) CampaignMembers(ctx context.Context, in *CampaignMembersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CampaignMember], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_CampaignMembers_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_CampaignMembers_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1587,7 +1614,7 @@ type Storage_CampaignMembersClient = grpc.ServerStreamingClient[CampaignMember]
 
 func (c *storageClient) SharedIndicatorGroups(ctx context.Context, in *IndicatorGroupQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[IndicatorGroup], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1606,7 +1633,7 @@ type Storage_SharedIndicatorGroupsClient = grpc.ServerStreamingClient[IndicatorG
 
 func (c *storageClient) EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_EachVerifiedText_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_EachVerifiedText_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1783,6 +1810,13 @@ type StorageServer interface {
 	// rate window r.Window and returns the window's totals (limits.store:
 	// storage).
 	SyncRateCounts(context.Context, *RateCounts) (*SyncRateCountsReply, error)
+	// RuleIDs gives each of q.Rules (at most MaxRuleIDs, indicators
+	// listed once) its rule number and revision, shared by every daemon
+	// on the database: an indicator keeps the number it was first given
+	// (numbers start at 1 and are never reused); its revision starts at 1
+	// and grows by one each time it is asked with another Basis than the
+	// one stored. Results are in q.Rules' order.
+	RuleIDs(*RuleIDQuery, grpc.ServerStreamingServer[RuleID]) error
 	// Export calls fn with every stored row, table by table in foreign-key
 	// order, as batches of bounded size (copy-storage).
 	Export(*ExportRequest, grpc.ServerStreamingServer[ExportItem]) error
@@ -2070,6 +2104,9 @@ func (UnimplementedStorageServer) Usage(context.Context, *UsageQuery) (*UsageRep
 }
 func (UnimplementedStorageServer) SyncRateCounts(context.Context, *RateCounts) (*SyncRateCountsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method SyncRateCounts not implemented")
+}
+func (UnimplementedStorageServer) RuleIDs(*RuleIDQuery, grpc.ServerStreamingServer[RuleID]) error {
+	return status.Error(codes.Unimplemented, "method RuleIDs not implemented")
 }
 func (UnimplementedStorageServer) Export(*ExportRequest, grpc.ServerStreamingServer[ExportItem]) error {
 	return status.Error(codes.Unimplemented, "method Export not implemented")
@@ -2987,6 +3024,17 @@ func _Storage_SyncRateCounts_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_RuleIDs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RuleIDQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).RuleIDs(m, &grpc.GenericServerStream[RuleIDQuery, RuleID]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_RuleIDsServer = grpc.ServerStreamingServer[RuleID]
+
 func _Storage_Export_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ExportRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -3823,6 +3871,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ImportThreats",
 			Handler:       _Storage_ImportThreats_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RuleIDs",
+			Handler:       _Storage_RuleIDs_Handler,
 			ServerStreams: true,
 		},
 		{
