@@ -154,6 +154,10 @@ type Source struct {
 	Plugin   string        `koanf:"plugin"`
 	Paths    []string      `koanf:"paths"`
 	Interval time.Duration `koanf:"interval"`
+	// Full: the paths are the source's whole list (threatd import --full).
+	Full bool `koanf:"full"`
+	// Trust is verified (the default) or pending (threatd import --trust).
+	Trust string `koanf:"trust"`
 }
 
 // Cache bounds how stale in-memory caches may be across daemons.

@@ -151,6 +151,7 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "blocklists: {rpz_zone: rpz.threatd}", key: "blocklists.rpz_zone"},
 		{yaml: "blocklists: {rpz_zone: \"bad zone.\"}", key: "blocklists.rpz_zone"},
 		{yaml: "blocklists: {suricata_sid_base: 0}", key: "blocklists.suricata_sid_base"},
+		{yaml: "sources: [{name: u, plugin: urlhaus, interval: 1h, trust: maybe}]", key: "sources[0].trust"},
 		{yaml: "blocklists: {suricata_sid_base: 4294967295}", key: "blocklists.suricata_sid_base"},
 		{yaml: "cache: {records: 3}", key: "cache.records"},
 		{yaml: "limits: {feed_max_window: soon}", key: "feed_max_window"},

@@ -222,6 +222,9 @@ func (c *Config) Validate() error {
 		if s.Interval < time.Minute {
 			add(bad(key+".interval", "must be at least 1m (got %s)", s.Interval))
 		}
+		if s.Trust != "" && s.Trust != "verified" && s.Trust != "pending" {
+			add(bad(key+".trust", "must be verified or pending (got %q)", s.Trust))
+		}
 	}
 	if c.Import.MaxAffected < 1 || c.Import.MaxAffected > 100_000 {
 		add(bad("import.max_affected", "must be between 1 and 100000 (got %d)", c.Import.MaxAffected))

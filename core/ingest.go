@@ -44,6 +44,9 @@ type SourceItem struct {
 	Unchanged int
 	// Skipped names an input (file, record) that could not be mapped, and why.
 	Skipped, Reason string
+	// UpstreamID is a skipped record's upstream id when the source read
+	// it: an import with --full counts the record as listed.
+	UpstreamID string
 	// FilesDone/FilesTotal report progress when non-zero.
 	FilesDone, FilesTotal int
 }
@@ -119,6 +122,9 @@ type ImportSummary struct {
 	Counts map[string]int // by result: imported, updated, unchanged, withdrawn, attached, skipped
 	// Skipped lists "input or record: reason" for everything skipped.
 	Skipped []string
+	// FullRefused says why an import with --full withdrew nothing ("" when
+	// it did what it was asked).
+	FullRefused string
 }
 
 // ImportProgress is reported as the run advances.
@@ -204,11 +210,77 @@ func CheckImportRecord(r *ImportRecord) (size int, problem string) {
 	return size, problem
 }
 
+// Trust levels of an import (ImportOptions.Trust).
+const (
+	TrustVerified = "verified"
+	TrustPending  = "pending"
+)
+
+// ImportOptions are an import's choices (threatd import, sources:).
+type ImportOptions struct {
+	// Settings are the source plugin's settings.
+	Settings map[string]string
+	// Full withdraws the source's live reports the files no longer list,
+	// once every file was read and written.
+	Full bool
+	// Trust is TrustVerified ("" too) or TrustPending: new reports wait
+	// for review.
+	Trust string
+}
+
+// CheckTrust refuses a trust level that is not verified or pending.
+func CheckTrust(field, trust string) error {
+	switch trust {
+	case "", TrustVerified, TrustPending:
+		return nil
+	}
+	return Invalid(field, "must be verified or pending (got %q)", trust)
+}
+
+// IngestStore is what an import needs of a store: the import methods and
+// its source user.
+type IngestStore interface {
+	ImportStore
+	SourceUsers
+}
+
 // Ingest reads src for paths and applies its records to store in batches,
-// as the system reviewer <source>-import. progress may be nil.
-func Ingest(ctx context.Context, store ImportStore, src Source, source string, paths []string, settings map[string]string, progress func(ImportProgress)) (ImportSummary, error) {
+// as the system reviewer <source>-import, attributed to the source user
+// named source (SourceUser); with opts.Full, it then withdraws the
+// source's reports no file listed (withdrawUnlisted). progress may be nil.
+func Ingest(ctx context.Context, store IngestStore, src Source, source string, paths []string, opts ImportOptions, progress func(ImportProgress)) (ImportSummary, error) {
+	if err := CheckTrust("trust", opts.Trust); err != nil {
+		return ImportSummary{}, err
+	}
+	user, err := SourceUser(ctx, store, source)
+	if err != nil {
+		return ImportSummary{}, fmt.Errorf("the source user %s: %w", source, err)
+	}
+	// With Full: every upstream id the files list (asked of Known, read
+	// as a record, or skipped with its id), and how many skipped inputs
+	// had no id (then what the files list is not known).
+	var listed *listing
+	known := StoreKnown(store)
+	if opts.Full {
+		listed = &listing{ids: map[string]struct{}{}}
+		inner := known
+		known = func(ctx context.Context, recs []UpstreamVersion) ([]bool, error) {
+			listed.mu.Lock()
+			for _, r := range recs {
+				for _, id := range r.IDs {
+					listed.ids[id] = struct{}{}
+				}
+			}
+			listed.mu.Unlock()
+			return inner(ctx, recs)
+		}
+	}
+	batchOf := func(recs []ImportRecord) ImportBatch {
+		return ImportBatch{Records: recs, Actor: SourceReviewer(source), SubmitterID: user.ID, Pending: opts.Trust == TrustPending}
+	}
 	sum := ImportSummary{Counts: map[string]int{}}
 	var p ImportProgress
+	settings := opts.Settings
 	// One goroutine writes batches, in order, while the next one is read:
 	// the source's reading and decoding overlaps the storage transaction
 	// instead of waiting for it. Outcomes are counted by the writer; sum
@@ -239,7 +311,7 @@ func Ingest(ctx context.Context, store ImportStore, src Source, source string, p
 			if ctx.Err() != nil {
 				continue // drain after a failure
 			}
-			outcomes, err := store.ImportThreats(ctx, ImportBatch{Records: batch, Actor: SourceReviewer(source)})
+			outcomes, err := store.ImportThreats(ctx, batchOf(batch))
 			if err != nil {
 				cancel(err)
 				continue
@@ -267,7 +339,10 @@ func Ingest(ctx context.Context, store ImportStore, src Source, source string, p
 		batch, size = make([]ImportRecord, 0, importBatch), 0
 		return nil
 	}
-	err := src.Read(ctx, paths, settings, StoreKnown(store), func(it SourceItem) error {
+	err = src.Read(ctx, paths, settings, known, func(it SourceItem) error {
+		if listed != nil {
+			listed.note(it)
+		}
 		switch {
 		case it.Unchanged > 0:
 			// Counted here, in order with the records around it.
@@ -313,5 +388,85 @@ func Ingest(ctx context.Context, store ImportStore, src Source, source string, p
 		sum.Counts[k] += n
 	}
 	sum.Skipped = append(sum.Skipped, skipped...)
+	if err != nil || listed == nil {
+		return sum, err
+	}
+	err = withdrawUnlisted(ctx, store, source, listed, batchOf, &sum)
 	return sum, err
+}
+
+// listing is what an import with --full saw the files list.
+type listing struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+	// unnamed counts skipped inputs without an upstream id.
+	unnamed int
+}
+
+// note adds what an item says is listed.
+func (l *listing) note(it SourceItem) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case it.Record != nil:
+		l.ids[it.Record.Threat.UpstreamID] = struct{}{}
+	case it.Skipped != "" && it.UpstreamID != "" && len(it.UpstreamID) <= MaxUpstreamIDBytes:
+		l.ids[it.UpstreamID] = struct{}{}
+	case it.Skipped != "":
+		l.unnamed++
+	}
+}
+
+// withdrawUnlisted withdraws, after a whole run, the source's live reports
+// (pending or verified) whose upstream id no file listed: read a page of
+// MaxImportedVersions ids at a time, withdrawn in batches. When a skipped
+// input had no upstream id, what the files list is not known and nothing
+// is withdrawn (sum.Unlisted says why).
+func withdrawUnlisted(ctx context.Context, store IngestStore, source string, l *listing, batchOf func([]ImportRecord) ImportBatch, sum *ImportSummary) error {
+	if l.unnamed > 0 {
+		sum.FullRefused = fmt.Sprintf("--full withdrew nothing: %s skipped without an upstream id, so which reports the files no longer list is not known (mend or remove them and import again)",
+			Count(l.unnamed, "input was", "inputs were"))
+		return nil
+	}
+	after := ""
+	var gone []ImportRecord
+	flush := func() error {
+		if len(gone) == 0 {
+			return nil
+		}
+		out, err := store.ImportThreats(ctx, batchOf(gone))
+		if err != nil {
+			return err
+		}
+		for _, o := range out {
+			sum.Counts[o.Result]++
+			if o.Result == ImportSkipped {
+				sum.Skipped = append(sum.Skipped, o.UpstreamID+": "+o.Reason)
+			}
+		}
+		gone = gone[:0]
+		return nil
+	}
+	for {
+		ids, err := store.ImportedIDs(ctx, ImportedIDQuery{Source: source, After: after, Limit: MaxImportedVersions})
+		if err != nil {
+			return fmt.Errorf("--full: reading the imported reports: %w", err)
+		}
+		for _, id := range ids {
+			if _, ok := l.ids[id]; !ok {
+				gone = append(gone, ImportRecord{Threat: Threat{Source: source, UpstreamID: id}, Withdrawn: true})
+			}
+		}
+		// Withdrawn after the page is read: the next page starts after
+		// its last id whatever became of them.
+		if len(gone) >= importBatch || len(ids) < MaxImportedVersions {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if len(ids) < MaxImportedVersions {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
 }

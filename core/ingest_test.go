@@ -22,16 +22,22 @@ import (
 type genSource struct {
 	n          int
 	ask, newer bool
-	produced   atomic.Int64
+	// from is the first record's number; clean leaves the skipped input
+	// out.
+	from     int
+	clean    bool
+	produced atomic.Int64
 }
 
 func (g *genSource) Read(ctx context.Context, _ []string, _ map[string]string, known core.Known, fn func(core.SourceItem) error) error {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := fn(core.SourceItem{Skipped: "broken.json", Reason: "not JSON"}); err != nil {
-		return err
+	if !g.clean {
+		if err := fn(core.SourceItem{Skipped: "broken.json", Reason: "not JSON"}); err != nil {
+			return err
+		}
 	}
 	var unchanged []bool
-	for i := range g.n {
+	for i := g.from; i < g.from+g.n; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -40,9 +46,9 @@ func (g *genSource) Read(ctx context.Context, _ []string, _ map[string]string, k
 		if g.newer && i%2 == 1 {
 			modified = at.Add(24 * time.Hour)
 		}
-		if g.ask && i%250 == 0 {
+		if g.ask && (i-g.from)%250 == 0 {
 			var heads []core.UpstreamVersion
-			for j := i; j < min(i+250, g.n); j++ {
+			for j := i; j < min(i+250, g.from+g.n); j++ {
 				m := at
 				if g.newer && j%2 == 1 {
 					m = at.Add(24 * time.Hour)
@@ -54,7 +60,7 @@ func (g *genSource) Read(ctx context.Context, _ []string, _ map[string]string, k
 				return err
 			}
 		}
-		if g.ask && unchanged[i%250] {
+		if g.ask && unchanged[(i-g.from)%250] {
 			if err := fn(core.SourceItem{Unchanged: 1}); err != nil {
 				return err
 			}
@@ -94,11 +100,11 @@ func TestIngestCountsEveryOutcome(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.OpenSQLite(t)
 	src := &genSource{n: 1234}
-	sum, err := core.Ingest(ctx, st, src, "gen", nil, nil, nil)
+	sum, err := core.Ingest(ctx, st, src, "gen", nil, core.ImportOptions{}, nil)
 	if err != nil || sum.Counts[core.ImportCreated] != 1234 || sum.Counts[core.ImportSkipped] != 1 || len(sum.Skipped) != 1 {
 		t.Fatalf("first run: %+v %v", sum.Counts, err)
 	}
-	sum, err = core.Ingest(ctx, st, &genSource{n: 1234}, "gen", nil, nil, nil)
+	sum, err = core.Ingest(ctx, st, &genSource{n: 1234}, "gen", nil, core.ImportOptions{}, nil)
 	if err != nil || sum.Counts[core.ImportUnchanged] != 1234 || sum.Counts[core.ImportCreated] != 0 {
 		t.Fatalf("second run: %+v %v", sum.Counts, err)
 	}
@@ -109,12 +115,12 @@ func TestIngestCountsEveryOutcome(t *testing.T) {
 	// A source that asks the store first: what is known at its version is
 	// never handed over, what is newer is, and is applied.
 	ask := &genSource{n: 1234, ask: true}
-	sum, err = core.Ingest(ctx, st, ask, "gen", nil, nil, nil)
+	sum, err = core.Ingest(ctx, st, ask, "gen", nil, core.ImportOptions{}, nil)
 	if err != nil || sum.Counts[core.ImportUnchanged] != 1234 || ask.produced.Load() != 0 {
 		t.Fatalf("asking run: %+v %v, %d records handed over", sum.Counts, err, ask.produced.Load())
 	}
 	newer := &genSource{n: 1234, ask: true, newer: true}
-	sum, err = core.Ingest(ctx, st, newer, "gen", nil, nil, nil)
+	sum, err = core.Ingest(ctx, st, newer, "gen", nil, core.ImportOptions{}, nil)
 	if err != nil || sum.Counts[core.ImportUnchanged] != 617 || sum.Counts[core.ImportUpdated] != 617 || newer.produced.Load() != 617 {
 		t.Fatalf("newer run: %+v %v, %d records handed over", sum.Counts, err, newer.produced.Load())
 	}
@@ -127,7 +133,7 @@ func TestStoreKnown(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.OpenSQLite(t)
 	const n = 2500
-	if _, err := core.Ingest(ctx, st, &genSource{n: n}, "gen", nil, nil, nil); err != nil {
+	if _, err := core.Ingest(ctx, st, &genSource{n: n}, "gen", nil, core.ImportOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -167,7 +173,7 @@ func TestIngestStopsOnStorageFailure(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.OpenSQLite(t)
 	src := &genSource{n: 100_000}
-	_, err := core.Ingest(ctx, &failingStore{Store: st, failAt: 3}, src, "gen", nil, nil, nil)
+	_, err := core.Ingest(ctx, &failingStore{Store: st, failAt: 3}, src, "gen", nil, core.ImportOptions{}, nil)
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("err = %v, want the storage failure", err)
 	}
@@ -187,7 +193,7 @@ func TestWindowSelectionRefusesRatherThanCuts(t *testing.T) {
 	ctx := context.Background()
 	st := storagetest.OpenSQLite(t)
 	n := core.MaxWindowRecords + 1
-	if sum, err := core.Ingest(ctx, st, &genSource{n: n}, "gen", nil, nil, nil); err != nil || sum.Counts[core.ImportCreated] != n {
+	if sum, err := core.Ingest(ctx, st, &genSource{n: n}, "gen", nil, core.ImportOptions{}, nil); err != nil || sum.Counts[core.ImportCreated] != n {
 		t.Fatalf("import: %+v %v", sum.Counts, err)
 	}
 	sel := core.NewSelections(st)
@@ -203,5 +209,65 @@ func TestWindowSelectionRefusesRatherThanCuts(t *testing.T) {
 	}
 	if err := run(func(core.Threat) error { all++; return nil }); err != nil || all != n {
 		t.Fatalf("the all selection: %d reports, %v; want %d", all, err, n)
+	}
+}
+
+// Every report is attributed to the source user, verified or pending by
+// trust; --full withdraws the source's live reports the files did not
+// list (asked of Known or read), in pages, and nothing when an input was
+// skipped without an upstream id; a second --full run withdraws nothing.
+func TestIngestTrustAndFull(t *testing.T) {
+	ctx := context.Background()
+	st := storagetest.OpenSQLite(t)
+	if _, err := core.Ingest(ctx, st, &genSource{n: 2600, clean: true}, "gen", nil, core.ImportOptions{Trust: "maybe"}, nil); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("trust maybe: %v", err)
+	}
+	sum, err := core.Ingest(ctx, st, &genSource{n: 2600, clean: true}, "gen", nil, core.ImportOptions{}, nil)
+	if err != nil || sum.Counts[core.ImportCreated] != 2600 {
+		t.Fatalf("first run: %+v %v", sum.Counts, err)
+	}
+	user, err := st.UserByEmail(ctx, core.SourceUserEmail("gen"))
+	if err != nil || user.Name != "gen" || user.PasswordHash != "" {
+		t.Fatalf("the source user: %+v %v", user, err)
+	}
+	pending, err := core.Ingest(ctx, st, &genSource{n: 10, from: 5000, clean: true}, "gen", nil, core.ImportOptions{Trust: core.TrustPending}, nil)
+	if err != nil || pending.Counts[core.ImportCreated] != 10 {
+		t.Fatalf("pending run: %+v %v", pending.Counts, err)
+	}
+	if l, err := st.ListPending(ctx, core.PendingQuery{Limit: 20}); err != nil || l.Total != 10 || l.Threats[0].SubmitterID != user.ID {
+		t.Fatalf("the review queue after a pending import: %+v %v", l.Total, err)
+	}
+	live := func() int {
+		n := 0
+		for after := ""; ; {
+			ids, err := st.ImportedIDs(ctx, core.ImportedIDQuery{Source: "gen", After: after, Limit: core.MaxImportedVersions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(ids)
+			if len(ids) < core.MaxImportedVersions {
+				return n
+			}
+			after = ids[len(ids)-1]
+		}
+	}
+	// An input skipped without an id: nothing withdrawn, and why.
+	sum, err = core.Ingest(ctx, st, &genSource{n: 100, ask: true}, "gen", nil, core.ImportOptions{Full: true}, nil)
+	if err != nil || sum.Counts[core.ImportWithdrawn] != 0 || !strings.Contains(sum.FullRefused, "1 input was skipped without an upstream id") || live() != 2610 {
+		t.Fatalf("full run with a skipped input: %+v %q %v", sum.Counts, sum.FullRefused, err)
+	}
+	// Records 300..2299 listed (asked of Known: unchanged), the rest not:
+	// 300 + 300 + the 10 pending withdrawn.
+	sum, err = core.Ingest(ctx, st, &genSource{n: 2000, from: 300, ask: true, clean: true}, "gen", nil, core.ImportOptions{Full: true}, nil)
+	if err != nil || sum.Counts[core.ImportWithdrawn] != 610 || sum.Counts[core.ImportUnchanged] != 2000 || sum.FullRefused != "" || live() != 2000 {
+		t.Fatalf("full run: %+v %q %v, %d live", sum.Counts, sum.FullRefused, err, live())
+	}
+	sum, err = core.Ingest(ctx, st, &genSource{n: 2000, from: 300, ask: true, clean: true}, "gen", nil, core.ImportOptions{Full: true}, nil)
+	if err != nil || sum.Counts[core.ImportWithdrawn] != 0 || sum.Counts[core.ImportUnchanged] != 2000 {
+		t.Fatalf("second full run: %+v %v", sum.Counts, err)
+	}
+	// Another source's reports are not this source's to withdraw.
+	if _, err := core.Ingest(ctx, st, &genSource{n: 0, clean: true}, "other", nil, core.ImportOptions{Full: true}, nil); err != nil || live() != 2000 {
+		t.Fatalf("a full run of another source: %v, %d live", err, live())
 	}
 }

@@ -152,6 +152,18 @@ type ImportStore interface {
 	// modified time, are left out. A re-import asks it before decoding
 	// records in full.
 	ImportedVersions(ctx context.Context, q VersionQuery) (map[string]time.Time, error)
+	// ImportedIDs returns one page of up to q.Limit (1..MaxImportedVersions)
+	// upstream ids of q.Source's live reports (pending or verified), in
+	// upstream id order after q.After: what an import with --full
+	// compares with the ids its files list.
+	ImportedIDs(ctx context.Context, q ImportedIDQuery) ([]string, error)
+}
+
+// ImportedIDQuery is one page of a source's live upstream ids
+// (ImportStore.ImportedIDs).
+type ImportedIDQuery struct {
+	Source, After string
+	Limit         int
 }
 
 // OperationsStore is what running the service needs besides the reports:
@@ -314,6 +326,12 @@ type ChangeQuery struct {
 type ImportBatch struct {
 	Records []ImportRecord
 	Actor   string
+	// SubmitterID is the user new reports are attributed to (the
+	// source's user; "" = none).
+	SubmitterID string
+	// Pending stores new reports pending review instead of verified by
+	// Actor (an import with --trust pending).
+	Pending bool
 }
 
 // VersionQuery names upstream records of a source

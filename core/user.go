@@ -102,6 +102,9 @@ func (n NewUser) Normalise() (NewUser, error) {
 	if err := ValidateEmail("email", n.Email); err != nil {
 		return n, err
 	}
+	if IsSourceUserEmail(n.Email) {
+		return n, Invalid("email", "is reserved for the users sources' reports are attributed to (@%s)", SourceUserDomain)
+	}
 	if n.Tier == "" {
 		n.Tier = TierFree
 	} else if _, err := ParseTier(string(n.Tier)); err != nil {

@@ -894,9 +894,11 @@ func changeFromPB(m *pb.Change) core.Change {
 // importBatchToPB sends a core.ImportBatch.
 func importBatchToPB(v core.ImportBatch) *pb.ImportBatch {
 	return &pb.ImportBatch{
-		Records:    each(v.Records, importRecordToPB),
-		RecordsNil: v.Records == nil,
-		Actor:      v.Actor,
+		Records:     each(v.Records, importRecordToPB),
+		RecordsNil:  v.Records == nil,
+		Actor:       v.Actor,
+		SubmitterID: v.SubmitterID,
+		Pending:     v.Pending,
 	}
 }
 
@@ -906,8 +908,10 @@ func importBatchFromPB(m *pb.ImportBatch) core.ImportBatch {
 		return core.ImportBatch{}
 	}
 	return core.ImportBatch{
-		Records: keepNilSlice(m.RecordsNil, each(m.Records, importRecordFromPB)),
-		Actor:   m.Actor,
+		Records:     keepNilSlice(m.RecordsNil, each(m.Records, importRecordFromPB)),
+		Actor:       m.Actor,
+		SubmitterID: m.SubmitterID,
+		Pending:     m.Pending,
 	}
 }
 
@@ -951,6 +955,27 @@ func versionQueryFromPB(m *pb.VersionQuery) core.VersionQuery {
 	return core.VersionQuery{
 		Source: m.Source,
 		IDs:    keepNilSlice(m.IDsNil, m.IDs),
+	}
+}
+
+// importedIDQueryToPB sends a core.ImportedIDQuery.
+func importedIDQueryToPB(v core.ImportedIDQuery) *pb.ImportedIDQuery {
+	return &pb.ImportedIDQuery{
+		Source: v.Source,
+		After:  v.After,
+		Limit:  int64(v.Limit),
+	}
+}
+
+// importedIDQueryFromPB reads a core.ImportedIDQuery (a nil message is the zero value).
+func importedIDQueryFromPB(m *pb.ImportedIDQuery) core.ImportedIDQuery {
+	if m == nil {
+		return core.ImportedIDQuery{}
+	}
+	return core.ImportedIDQuery{
+		Source: m.Source,
+		After:  m.After,
+		Limit:  int(m.Limit),
 	}
 }
 

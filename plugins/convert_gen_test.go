@@ -50,6 +50,7 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[core.ImportBatch](t), importBatchToPB, importBatchFromPB)
 	roundTrip(t, fill[core.ImportOutcome](t), importOutcomeToPB, importOutcomeFromPB)
 	roundTrip(t, fill[core.VersionQuery](t), versionQueryToPB, versionQueryFromPB)
+	roundTrip(t, fill[core.ImportedIDQuery](t), importedIDQueryToPB, importedIDQueryFromPB)
 	roundTrip(t, fill[core.Stats](t), statsToPB, statsFromPB)
 	roundTrip(t, fill[core.LeaseClaim](t), leaseClaimToPB, leaseClaimFromPB)
 	roundTrip(t, fill[core.UsageDelta](t), usageDeltaToPB, usageDeltaFromPB)

@@ -69,7 +69,7 @@ func (b *itemBatcher) add(it core.SourceItem) error {
 		if _, why := core.CheckImportRecord(it.Record); why != "" {
 			// Too large for one message (or for storage): skipped with its
 			// reason, and the run goes on.
-			it = core.SourceItem{Skipped: core.Shorten(it.Record.Threat.UpstreamID), Reason: why}
+			it = core.SourceItem{Skipped: core.Shorten(it.Record.Threat.UpstreamID), Reason: why, UpstreamID: it.Record.Threat.UpstreamID}
 		}
 	}
 	n := approxSize(it)
@@ -148,7 +148,7 @@ func (s *sourceServer) ReadKnown(stream grpc.BidiStreamingServer[pb.SourceUp, pb
 // approxSize bounds a batch's bytes without marshalling twice: the long
 // fields of a record plus room for the short ones.
 func approxSize(it core.SourceItem) int {
-	n := 512 + len(it.Skipped) + len(it.Reason)
+	n := 512 + len(it.Skipped) + len(it.Reason) + len(it.UpstreamID)
 	if r := it.Record; r != nil {
 		n += r.ApproxSize()
 	}
@@ -156,7 +156,7 @@ func approxSize(it core.SourceItem) int {
 }
 
 func sourceItemToPB(it core.SourceItem) *pb.SourceItem {
-	msg := &pb.SourceItem{Skipped: it.Skipped, Reason: it.Reason, FilesDone: int32(it.FilesDone), FilesTotal: int32(it.FilesTotal), Unchanged: int32(it.Unchanged)}
+	msg := &pb.SourceItem{Skipped: it.Skipped, Reason: it.Reason, FilesDone: int32(it.FilesDone), FilesTotal: int32(it.FilesTotal), Unchanged: int32(it.Unchanged), UpstreamId: it.UpstreamID}
 	if it.Record != nil {
 		msg.Record = importRecordToPB(*it.Record)
 	}
@@ -164,7 +164,7 @@ func sourceItemToPB(it core.SourceItem) *pb.SourceItem {
 }
 
 func sourceItemFromPB(m *pb.SourceItem) core.SourceItem {
-	it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal), Unchanged: max(int(m.Unchanged), 0)}
+	it := core.SourceItem{Skipped: m.Skipped, Reason: m.Reason, FilesDone: int(m.FilesDone), FilesTotal: int(m.FilesTotal), Unchanged: max(int(m.Unchanged), 0), UpstreamID: m.UpstreamId}
 	if m.Record != nil {
 		r := importRecordFromPB(m.Record)
 		it.Record = &r

@@ -494,6 +494,16 @@ func (c *StorageClient) ImportedVersions(ctx context.Context, p core.VersionQuer
 	return mapOf(r.Value, fromTS), nil
 }
 
+// ImportedIDs is core.Store's, over the plugin protocol.
+func (c *StorageClient) ImportedIDs(ctx context.Context, p core.ImportedIDQuery) ([]string, error) {
+	var out []string
+	r, err := c.conn().ImportedIDs(ctx, importedIDQueryToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
+}
+
 // Migrate is core.Store's, over the plugin protocol.
 func (c *StorageClient) Migrate(ctx context.Context) ([]string, error) {
 	var out []string

@@ -470,6 +470,13 @@ func (s *storageServer) ImportedVersions(ctx context.Context, req *pb.VersionQue
 	})
 }
 
+func (s *storageServer) ImportedIDs(ctx context.Context, req *pb.ImportedIDQuery) (*pb.ImportedIDsReply, error) {
+	return withStore(s, func(st core.Store) (*pb.ImportedIDsReply, error) {
+		r, err := st.ImportedIDs(ctx, importedIDQueryFromPB(req))
+		return &pb.ImportedIDsReply{Value: r}, err
+	})
+}
+
 func (s *storageServer) Migrate(ctx context.Context, req *pb.MigrateRequest) (*pb.MigrateReply, error) {
 	return withStore(s, func(st core.Store) (*pb.MigrateReply, error) {
 		r, err := st.Migrate(ctx)

@@ -21,6 +21,7 @@ import (
 //   - else a new report, verified by the source's system reviewer.
 func (s *Store) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.ImportOutcome, error) {
 	recs, actor := b.Records, b.Actor
+	how := newHow{actor: actor, submitter: b.SubmitterID, pending: b.Pending}
 	out := make([]core.ImportOutcome, len(recs))
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		// Find what already exists for the whole batch in two queries; new
@@ -45,7 +46,7 @@ func (s *Store) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.I
 					continue
 				}
 				seenKey[t.CanonicalKey] = true
-				out[i] = pending.add(t, actor, s.now())
+				out[i] = pending.add(t, how, s.now())
 				continue
 			}
 			// Rare paths (updates, withdrawals, attachments, a key repeated
@@ -53,7 +54,7 @@ func (s *Store) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.I
 			if err := pending.flush(ctx, tx); err != nil {
 				return err
 			}
-			o, err := s.importOne(ctx, tx, rec, actor)
+			o, err := s.importOne(ctx, tx, rec, how)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.UpstreamID, err)
 			}
@@ -113,6 +114,26 @@ func (s *Store) ImportedVersions(ctx context.Context, q core.VersionQuery) (map[
 		}
 	}
 	return out, rows.Err()
+}
+
+// ImportedIDs pages through the upstream ids of a source's live reports,
+// on the unique index threats_upstream_key (source, upstream_id).
+func (s *Store) ImportedIDs(ctx context.Context, q core.ImportedIDQuery) ([]string, error) {
+	if q.Limit < 1 || q.Limit > core.MaxImportedVersions {
+		return nil, core.Invalid("limit", "must be between 1 and %d (got %d)", core.MaxImportedVersions, q.Limit)
+	}
+	if q.Source == "" {
+		return nil, core.Invalid("source", "is required")
+	}
+	var ids []string
+	err := s.db.NewSelect().TableExpr(tableUsing(s.dialect, "threats", "threats_upstream_key")).Column("upstream_id").
+		Where("source = ?", q.Source).Where("upstream_id > ?", q.After).
+		Where("status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)).
+		OrderExpr("upstream_id").Limit(int64(q.Limit)).Scan(ctx, &ids)
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, err
 }
 
 // knownRow is what the batch look-up reads of an already imported report.
@@ -176,6 +197,13 @@ func liveKeyLookup(q *bun.SelectQuery, keys []string) *bun.SelectQuery {
 	return q.Where("canonical_key IN (?)", bun.List(keys)).Where("status IN ('pending', 'verified')")
 }
 
+// newHow is how an import stores its new reports: verified by actor, or
+// pending review; attributed to submitter (a user id; "" = none).
+type newHow struct {
+	actor, submitter string
+	pending          bool
+}
+
 // newReports accumulates new imported reports for multi-row inserts.
 type newReports struct {
 	threats []threatRow
@@ -184,18 +212,24 @@ type newReports struct {
 }
 
 // add queues a new report with its indicators of compromise.
-func (n *newReports) add(t core.Threat, actor string, now time.Time) core.ImportOutcome {
+func (n *newReports) add(t core.Threat, how newHow, now time.Time) core.ImportOutcome {
 	// Time-ordered ids (UUIDv7): new rows append to the primary-key index
 	// instead of landing at random pages of it.
 	t.ID = uuid.Must(uuid.NewV7()).String()
 	t.Status = core.StatusVerified
 	t.CreatedAt, t.UpdatedAt = now, now
-	if t.VerifiedAt == nil {
-		t.VerifiedAt = &now
+	t.SubmitterID = how.submitter
+	actor := how.actor
+	if how.pending {
+		t.Status, t.VerifiedAt = core.StatusPending, nil
+	} else {
+		if t.VerifiedAt == nil {
+			t.VerifiedAt = &now
+		}
+		t.VerifiedBy = actor
 	}
-	t.VerifiedBy = actor
 	tr, dr := toThreatRow(t)
-	to := string(core.StatusVerified)
+	to := string(t.Status)
 	n.threats, n.details = append(n.threats, tr), append(n.details, dr)
 	n.events = append(n.events, eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: t.ID, Action: "import", ToStatus: &to,
 		ActorName: actor, Note: str("imported from " + t.Source + " " + t.UpstreamID), At: now})
@@ -213,15 +247,17 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 	}
 	for i := range n.threats {
 		tx.record(core.EntityThreat, n.threats[i].ID, "create", n.threats[i].CreatedAt)
-		tx.publishNew(&n.threats[i], core.ChangeVerified, n.details[i].IOCs)
+		if n.threats[i].Status == string(core.StatusVerified) {
+			tx.publishNew(&n.threats[i], core.ChangeVerified, n.details[i].IOCs)
+		}
 	}
 	n.threats, n.details, n.events = n.threats[:0], n.details[:0], n.events[:0]
 	return nil
 }
 
 // importOne applies one record.
-func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, actor string) (core.ImportOutcome, error) {
-	t := rec.Threat
+func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, how newHow) (core.ImportOutcome, error) {
+	t, actor := rec.Threat, how.actor
 	now := s.now()
 	var existing threatRow
 	err := lockRow(s.dialect, tx.NewSelect().Model(&existing).Relation("Details").
@@ -255,7 +291,7 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 			return core.ImportOutcome{Result: core.ImportSkipped, Reason: "withdrawn upstream and never imported"}, nil
 		}
 		var n newReports
-		o := n.add(t, actor, now)
+		o := n.add(t, how, now)
 		return o, n.flush(ctx, tx)
 	}
 	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {
@@ -266,13 +302,21 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, a
 			return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
 		}
 		from := existing.Status
-		existing.Status, existing.UpdatedAt, existing.UpstreamModified = string(core.StatusRejected), now, t.UpstreamModified
+		existing.Status, existing.UpdatedAt = string(core.StatusRejected), now
+		if t.UpstreamModified != nil {
+			// (A --full import's withdrawal has no upstream version.)
+			existing.UpstreamModified = t.UpstreamModified
+		}
 		if _, err := tx.NewUpdate().Model(&existing).Column("status", "updated_at", "upstream_modified").WherePK().Exec(ctx); err != nil {
 			return core.ImportOutcome{}, err
 		}
 		to := string(core.StatusRejected)
+		note := "withdrawn upstream (" + t.UpstreamID + ")"
+		if t.UpstreamModified == nil {
+			note = "no longer listed by " + t.Source + " (" + t.UpstreamID + "; an import with --full)"
+		}
 		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: existing.ID, Action: "withdraw", FromStatus: &from, ToStatus: &to,
-			ActorName: actor, Note: str("withdrawn upstream (" + t.UpstreamID + ")"), At: now}
+			ActorName: actor, Note: str(note), At: now}
 		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
 			return core.ImportOutcome{}, err
 		}

@@ -35,9 +35,11 @@ func earn(ctx context.Context, tx bun.IDB, id, userID, threatID, kind string, po
 
 // reviewPoints records what a review decision on row earns or costs its
 // submitter: a verification by severity, a rejection while pending, a
-// withdrawal of a disputed report (imports have no submitter).
+// withdrawal of a disputed report. A source's report imported pending
+// earns or costs its source user the same when a reviewer decides it (an
+// import verified by its source is no review decision and earns nothing).
 func reviewPoints(ctx context.Context, tx bun.IDB, row threatRow, from, to core.Status, wasDisputed bool, at time.Time) error {
-	if row.SubmitterID == nil || row.Source != nil {
+	if row.SubmitterID == nil {
 		return nil
 	}
 	user := *row.SubmitterID
@@ -172,20 +174,41 @@ func (s *Store) UsersByName(ctx context.Context, name string) ([]core.User, erro
 }
 
 // SubmitterRecordsAll reads every submitter's reports by state, in one
-// pass over the community reports (threats_submitter_status_idx).
+// pass over the community reports (threats_submitter_status_idx). Source
+// users (core.SourceUserDomain), whose imported reports may number a
+// million, are left out: the pass reads the index around their ranges
+// (imported reports' confidence takes no record).
 func (s *Store) SubmitterRecordsAll(ctx context.Context) ([]core.SubmitterRecord, error) {
-	var rows []struct {
+	var sources []string
+	if err := s.db.NewSelect().Table("users").Column("id").Where("email LIKE ?", "%@"+core.SourceUserDomain).
+		OrderExpr("id").Scan(ctx, &sources); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	type record struct {
 		UserID   string `bun:"submitter_id"`
 		Verified int64  `bun:"verified"`
 		Rejected int64  `bun:"rejected"`
 		Pending  int64  `bun:"pending"`
 	}
-	if err := s.db.NewSelect().Model((*threatRow)(nil)).ColumnExpr("submitter_id").
-		ColumnExpr("COUNT(CASE WHEN status = ? THEN 1 END) AS verified", core.StatusVerified).
-		ColumnExpr("COUNT(CASE WHEN status = ? THEN 1 END) AS rejected", core.StatusRejected).
-		ColumnExpr("COUNT(CASE WHEN status = ? THEN 1 END) AS pending", core.StatusPending).
-		Where("submitter_id IS NOT NULL").Group("submitter_id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, err
+	var rows []record
+	// The ranges of submitter ids between the source users' ids.
+	for i := 0; i <= len(sources); i++ {
+		var part []record
+		q := s.db.NewSelect().Model((*threatRow)(nil)).ColumnExpr("submitter_id").
+			ColumnExpr("COUNT(CASE WHEN status = ? THEN 1 END) AS verified", core.StatusVerified).
+			ColumnExpr("COUNT(CASE WHEN status = ? THEN 1 END) AS rejected", core.StatusRejected).
+			ColumnExpr("COUNT(CASE WHEN status = ? THEN 1 END) AS pending", core.StatusPending).
+			Where("submitter_id IS NOT NULL")
+		if i > 0 {
+			q = q.Where("submitter_id > ?", sources[i-1])
+		}
+		if i < len(sources) {
+			q = q.Where("submitter_id < ?", sources[i])
+		}
+		if err := q.Group("submitter_id").Scan(ctx, &part); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		rows = append(rows, part...)
 	}
 	out := make([]core.SubmitterRecord, len(rows))
 	for i, r := range rows {

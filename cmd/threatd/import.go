@@ -17,15 +17,20 @@ import (
 )
 
 func importCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "import SOURCE PATH...",
+	var full bool
+	var trust string
+	cmd := &cobra.Command{
+		Use:   "import SOURCE [--full] [--trust verified|pending] PATH...",
 		Short: "Ingest reports once with a source plugin (e.g. `threatd import osv ./osv-data all.zip`)",
 		Long: `Runs the source plugin threatd-source-SOURCE over files, folders or archives
-and applies its records as verified reports of the system reviewer
-SOURCE-import: new records are imported, newer upstream versions update
+and applies its records as reports attributed to the source user SOURCE,
+verified by the system reviewer SOURCE-import (or, with --trust pending,
+pending review): new records are imported, newer upstream versions update
 ours as revisions, withdrawn ones withdraw ours, known ones are unchanged,
-and records that match a live community report are attached to it.
-Works with no sources configured.`,
+and records that match a live community report are attached to it. With
+--full the files are the source's whole list: its reports they no longer
+list are withdrawn once every file is read. Works with no sources
+configured.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch len(args) {
 			case 0:
@@ -37,6 +42,9 @@ Works with no sources configured.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			source, paths := args[0], args[1:]
+			if err := core.CheckTrust("--trust", trust); err != nil {
+				return err
+			}
 			// A path that is not there is a mistake, not a record to skip:
 			// refused before anything is written.
 			for i, p := range paths {
@@ -55,7 +63,8 @@ Works with no sources configured.`,
 				defer src.Close()
 				report := progressReporter(cmd)
 				start := time.Now()
-				sum, err := core.Ingest(cmd.Context(), e.store, src, source, paths, e.cfg.Import.Settings(), report)
+				opts := core.ImportOptions{Settings: e.cfg.Import.Settings(), Full: full, Trust: trust}
+				sum, err := core.Ingest(cmd.Context(), e.store, src, source, paths, opts, report)
 				report(core.ImportProgress{FilesTotal: -1})
 				if err != nil {
 					return fmt.Errorf("import %s: %w (batches already written stay; the run can be repeated safely)", source, err)
@@ -65,6 +74,9 @@ Works with no sources configured.`,
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&full, "full", false, "the files are the source's whole list: withdraw its reports they no longer list")
+	cmd.Flags().StringVar(&trust, "trust", core.TrustVerified, "verified (new reports are published) or pending (they wait for review)")
+	return cmd
 }
 
 // progressReporter draws a bar on a terminal and plain lines otherwise.
@@ -108,6 +120,9 @@ func printSummary(cmd *cobra.Command, sum core.ImportSummary, took time.Duration
 	sort.Strings(sum.Skipped)
 	for _, s := range sum.Skipped {
 		fmt.Fprintf(out, "  skipped %s\n", strings.ReplaceAll(s, "\n", " "))
+	}
+	if sum.FullRefused != "" {
+		fmt.Fprintln(out, sum.FullRefused)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%d records in %s\n", total, took.Round(time.Millisecond))
 }

@@ -60,7 +60,7 @@ func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log
 	}
 	defer plugin.Close()
 	start := time.Now()
-	sum, err := core.Ingest(ctx, store, plugin, src.Plugin, src.Paths, cfg.Import.Settings(), nil)
+	sum, err := core.Ingest(ctx, store, plugin, src.Plugin, src.Paths, core.ImportOptions{Settings: cfg.Import.Settings(), Full: src.Full, Trust: src.Trust}, nil)
 	metrics.SourceRun(src.Name, sum.Counts, err)
 	if err != nil {
 		l.Error("source run failed", "error", err.Error())
@@ -73,5 +73,8 @@ func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log
 	l.Info("source run", attrs...)
 	for _, s := range sum.Skipped {
 		l.Warn("source: skipped", "what", s)
+	}
+	if sum.FullRefused != "" {
+		l.Warn("source: " + sum.FullRefused)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -183,5 +184,80 @@ func TestImportDatadog(t *testing.T) {
 		if r := d.do("GET", base+"/check-malicious?"+q, tok, ""); r.body["malicious"] != want {
 			t.Errorf("%s: %s", q, r.raw)
 		}
+	}
+}
+
+// TestImportTrustAndFull: an import is attributed to the source user
+// named after the source; with --trust pending its reports wait in the
+// review queue, unpublished, and a reviewer's verification counts on the
+// source user's public profile; with --full the source's reports the file
+// no longer lists are withdrawn (and leave check-malicious), unless a row
+// without a readable id makes what the file lists unknown.
+func TestImportTrustAndFull(t *testing.T) {
+	in := newInstance(t, quiet)
+	tok := in.user("dev@example.com")
+	dir := t.TempDir()
+	head := "# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n"
+	row := func(id, u string) string {
+		return `"` + id + `","2026-11-25 10:04:10","` + u + `","online","","malware_download","exe","https://urlhaus.abuse.ch/url/` + id + `/","abuse_ch"` + "\n"
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	all := write("all.csv", head+row("501", "https://one.trust-test.example/a.exe")+row("502", "https://two.trust-test.example/b.exe")+row("503", "not a url"))
+	if r := in.cli("import", "urlhaus", "--trust", "maybe", all); r.code == 0 || !strings.Contains(r.stderr, `--trust: must be verified or pending (got "maybe")`) {
+		t.Fatalf("--trust maybe: exit %d %s", r.code, r.stderr)
+	}
+	if out := in.mustCLI("import", "urlhaus", "--trust", "pending", all); !strings.Contains(out, "imported   2") || !strings.Contains(out, "skipped    1") {
+		t.Fatalf("pending import:\n%s", out)
+	}
+	list := in.mustCLI("review", "list")
+	ids := regexp.MustCompile(`(?m)^([0-9a-f-]{36})  1 `).FindAllStringSubmatch(list, -1)
+	if len(ids) != 2 || !strings.Contains(list, "one.trust-test.example") {
+		t.Fatalf("review list after a pending import:\n%s", list)
+	}
+	d := in.serve()
+	check := func(u string) bool {
+		return d.do("GET", base+"/check-malicious?report_type=url&resource_identifier="+url.QueryEscape(u), tok, "").body["malicious"] == true
+	}
+	if check("https://one.trust-test.example/a.exe") {
+		t.Fatal("a pending imported report is published")
+	}
+	for _, m := range ids {
+		in.mustCLI("review", "verify", m[1])
+	}
+	eventually(t, "the verified reports published", func() bool {
+		return check("https://one.trust-test.example/a.exe") && check("https://two.trust-test.example/b.exe")
+	})
+	// The source user: a public profile with the verifications' points.
+	prof := d.raw("GET", "/users/urlhaus", "")
+	text := strings.Join(strings.Fields(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(string(prof.body), " ")), " ")
+	if prof.code != 200 || !strings.Contains(text, "Points 20 Verified reports 2") || strings.Contains(text, "sources.threatd.invalid") {
+		t.Fatalf("the source user's profile: %d\n%.3000s", prof.code, text)
+	}
+	if r := in.cli("user", "add", "--email", "urlhaus@sources.threatd.invalid"); r.code == 0 || !strings.Contains(r.stderr, "reserved") {
+		t.Fatalf("a person taking a source user's e-mail: exit %d %s", r.code, r.stderr)
+	}
+
+	// A row whose id cannot be read: --full withdraws nothing, and says why.
+	bad := write("bad.csv", head+row("501", "https://one.trust-test.example/a.exe")+row("x9", "https://three.trust-test.example/c"))
+	if out := in.mustCLI("import", "urlhaus", "--full", bad); !strings.Contains(out, "withdrawn  0") || !strings.Contains(out, "--full withdrew nothing: 1 input was skipped without an upstream id") {
+		t.Fatalf("--full with an unreadable id:\n%s", out)
+	}
+	// 502 no longer listed: withdrawn; 503 (listed, skipped) and 501 stay.
+	less := write("less.csv", head+row("501", "https://one.trust-test.example/a.exe")+row("503", "not a url"))
+	if out := in.mustCLI("import", "urlhaus", "--full", less); !strings.Contains(out, "withdrawn  1") || !strings.Contains(out, "unchanged  1") {
+		t.Fatalf("--full:\n%s", out)
+	}
+	eventually(t, "the withdrawn report unpublished", func() bool { return !check("https://two.trust-test.example/b.exe") })
+	if !check("https://one.trust-test.example/a.exe") {
+		t.Fatal("--full withdrew a report the file lists")
+	}
+	if out := in.mustCLI("import", "urlhaus", "--full", less); !strings.Contains(out, "withdrawn  0") {
+		t.Fatalf("--full again:\n%s", out)
 	}
 }

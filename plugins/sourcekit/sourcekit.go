@@ -109,7 +109,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		}
 		rec, err := p.Map()
 		if err != nil {
-			if err := b.Yield(core.SourceItem{Skipped: p.Label, Reason: err.Error()}); err != nil {
+			if err := b.Yield(core.SourceItem{Skipped: p.Label, Reason: err.Error(), UpstreamID: p.ID}); err != nil {
 				return err
 			}
 			continue

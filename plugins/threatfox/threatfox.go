@@ -76,7 +76,7 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 			label := fmt.Sprintf("%s IOC %s", p, id)
 			_, modified, err := times(ioc)
 			if err != nil {
-				return fn(core.SourceItem{Skipped: label, Reason: err.Error()})
+				return fn(core.SourceItem{Skipped: label, Reason: err.Error(), UpstreamID: id})
 			}
 			return b.Add(ctx, sourcekit.Pending{ID: id, Modified: modified, Label: label, Map: func() (core.ImportRecord, error) { return record(id, ioc, now()) }})
 		})

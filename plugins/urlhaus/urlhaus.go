@@ -62,7 +62,12 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 			label := fmt.Sprintf("%s line %d (id %s)", p, line, f[0])
 			r, err := parseRow(f)
 			if err != nil {
-				return fn(core.SourceItem{Skipped: label, Reason: err.Error()})
+				// The id, when it is one, names the record (--full).
+				it := core.SourceItem{Skipped: label, Reason: err.Error()}
+				if id := strings.TrimSpace(f[0]); id != "" && strings.Trim(id, "0123456789") == "" && len(id) <= 20 {
+					it.UpstreamID = id
+				}
+				return fn(it)
 			}
 			return b.Add(ctx, sourcekit.Pending{ID: r.id, Modified: r.modified, Label: label, Map: func() (core.ImportRecord, error) { return r.record(now()) }})
 		})

@@ -2,6 +2,9 @@ package storagetest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +46,104 @@ func testImportedVersions(t *testing.T, b Backend) {
 	}
 	if _, err := s.ImportedVersions(c, core.VersionQuery{Source: "osv", IDs: make([]string, core.MaxImportedVersions+1)}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("over the bound: %v", err)
+	}
+}
+
+// An import attributed to a source user, verified or pending by trust; a
+// source's live upstream ids paged in order (ImportedIDs); a withdrawal
+// with no upstream version (--full) keeps the stored one; a source user's
+// reports stay out of SubmitterRecordsAll, a person's around them do not.
+func testImportTrust(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	src, err := core.SourceUser(c, s, "feedx")
+	if err != nil || src.Email != "feedx@"+core.SourceUserDomain || src.Name != "feedx" {
+		t.Fatalf("source user: %+v %v", src, err)
+	}
+	if again, err := core.SourceUser(c, s, "feedx"); err != nil || again.ID != src.ID {
+		t.Fatalf("source user again: %+v %v", again, err)
+	}
+	// People whose ids sort before and after the source user's.
+	before, after := newUser("before@example.com"), newUser("after@example.com")
+	before.ID, after.ID = "00000000-0000-7000-8000-000000000001", "ffffffff-ffff-7fff-bfff-ffffffffffff"
+	for _, u := range []core.User{before, after} {
+		if _, err := s.CreateUser(c, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	rec := func(id string) core.ImportRecord {
+		th := report(t, "", core.TypeDomain, "", id+".feedx.example")
+		th.Source, th.UpstreamID, th.UpstreamModified = "feedx", id, &at
+		return core.ImportRecord{Threat: th}
+	}
+	out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("1"), rec("2")}, Actor: "feedx-import", SubmitterID: src.ID})
+	if err != nil || out[0].Result != core.ImportCreated || out[1].Result != core.ImportCreated {
+		t.Fatalf("verified import: %+v %v", out, err)
+	}
+	out2, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("3"), rec("4")}, Actor: "feedx-import", SubmitterID: src.ID, Pending: true})
+	if err != nil || out2[0].Result != core.ImportCreated {
+		t.Fatalf("pending import: %+v %v", out2, err)
+	}
+	v, err := s.GetThreat(c, out[0].ThreatID)
+	if err != nil || v.Status != core.StatusVerified || v.SubmitterID != src.ID || v.VerifiedBy != "feedx-import" || v.VerifiedAt == nil {
+		t.Fatalf("verified import stored as %+v %v", v, err)
+	}
+	p, err := s.GetThreat(c, out2[0].ThreatID)
+	if err != nil || p.Status != core.StatusPending || p.SubmitterID != src.ID || p.VerifiedBy != "" || p.VerifiedAt != nil {
+		t.Fatalf("pending import stored as %+v %v", p, err)
+	}
+	if l, err := s.ListPending(c, core.PendingQuery{Limit: 10}); err != nil || l.Total != 2 {
+		t.Fatalf("the review queue: %+v %v", l, err)
+	}
+	if got, err := s.LatestVerified(c, core.LatestFilter{Limit: 10}); err != nil || len(got) != 2 {
+		t.Fatalf("published: %d %v", len(got), err)
+	}
+	// A person's reports on both sides of the source user's id.
+	for i, u := range []core.User{before, after} {
+		th := report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("person-%d.example", i))
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: th}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := s.SubmitterRecordsAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int64{}
+	for _, r := range recs {
+		seen[r.UserID] = r.Pending + r.Verified
+	}
+	if _, ok := seen[src.ID]; ok || seen[before.ID] != 1 || seen[after.ID] != 1 {
+		t.Fatalf("SubmitterRecordsAll: %+v (source user %s)", recs, src.ID)
+	}
+
+	// ImportedIDs: live ones, in order, paged.
+	page1, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", Limit: 3})
+	if err != nil || !slices.Equal(page1, []string{"1", "2", "3"}) {
+		t.Fatalf("ImportedIDs page 1: %q %v", page1, err)
+	}
+	if page2, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", After: "3", Limit: 3}); err != nil || !slices.Equal(page2, []string{"4"}) {
+		t.Fatalf("ImportedIDs page 2: %q %v", page2, err)
+	}
+	for _, q := range []core.ImportedIDQuery{{Source: "feedx"}, {Source: "feedx", Limit: core.MaxImportedVersions + 1}, {Limit: 5}} {
+		if _, err := s.ImportedIDs(c, q); !errors.Is(err, core.ErrInvalid) {
+			t.Fatalf("ImportedIDs(%+v) = %v, want invalid", q, err)
+		}
+	}
+	// A --full withdrawal: no upstream version; the stored one stays, and
+	// the same record read again later is unchanged (not revived).
+	gone := core.ImportRecord{Threat: core.Threat{Source: "feedx", UpstreamID: "2"}, Withdrawn: true}
+	if out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{gone}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil || out[0].Result != core.ImportWithdrawn {
+		t.Fatalf("full withdrawal: %+v %v", out, err)
+	}
+	if w, err := s.GetThreat(c, out[1].ThreatID); err != nil || w.Status != core.StatusRejected || w.UpstreamModified == nil || !w.UpstreamModified.Equal(at) {
+		t.Fatalf("after a full withdrawal: %+v %v", w, err)
+	}
+	if ids, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", Limit: 10}); err != nil || !slices.Equal(ids, []string{"1", "3", "4"}) {
+		t.Fatalf("ImportedIDs after the withdrawal: %q %v", ids, err)
+	}
+	if ev, err := s.ReviewEvents(c, out[1].ThreatID); err != nil || !strings.Contains(ev[len(ev)-1].Note, "no longer listed by feedx") {
+		t.Fatalf("the withdrawal's event: %+v %v", ev, err)
 	}
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, backend Backend) {
 		{"ModifyHourlyLimit", testModifyHourlyLimit},
 		{"RateCounters", testRateCounters},
 		{"ImportedVersions", testImportedVersions},
+		{"ImportTrust", testImportTrust},
 		{"Feed", testFeed},
 		{"FeedConcurrentWriters", testFeedConcurrentWriters},
 		{"Secret", testSecret},

@@ -390,7 +390,10 @@ type SourceItem struct {
 	FilesTotal int32                  `protobuf:"varint,5,opt,name=files_total,json=filesTotal,proto3" json:"files_total,omitempty"`
 	// unchanged counts import records the source did not decode because the
 	// host said they are already imported at their upstream version.
-	Unchanged     int32 `protobuf:"varint,6,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Unchanged int32 `protobuf:"varint,6,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// upstream_id is a skipped record's upstream id, when the source read it
+	// (an import with --full counts it as listed).
+	UpstreamId    string `protobuf:"bytes,7,opt,name=upstream_id,json=upstreamId,proto3" json:"upstream_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -467,6 +470,13 @@ func (x *SourceItem) GetUnchanged() int32 {
 	return 0
 }
 
+func (x *SourceItem) GetUpstreamId() string {
+	if x != nil {
+		return x.UpstreamId
+	}
+	return ""
+}
+
 var File_plugins_proto_v2_source_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_v2_source_proto_rawDesc = "" +
@@ -496,7 +506,7 @@ const file_plugins_proto_v2_source_proto_rawDesc = "" +
 	"\bsettings\x18\x02 \x03(\v2..threatd.plugin.v2.SourceRequest.SettingsEntryR\bsettings\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x01\n" +
 	"\n" +
 	"SourceItem\x127\n" +
 	"\x06record\x18\x01 \x01(\v2\x1f.threatd.plugin.v2.ImportRecordR\x06record\x12\x18\n" +
@@ -506,7 +516,9 @@ const file_plugins_proto_v2_source_proto_rawDesc = "" +
 	"files_done\x18\x04 \x01(\x05R\tfilesDone\x12\x1f\n" +
 	"\vfiles_total\x18\x05 \x01(\x05R\n" +
 	"filesTotal\x12\x1c\n" +
-	"\tunchanged\x18\x06 \x01(\x05R\tunchanged2\xf3\x01\n" +
+	"\tunchanged\x18\x06 \x01(\x05R\tunchanged\x12\x1f\n" +
+	"\vupstream_id\x18\a \x01(\tR\n" +
+	"upstreamId2\xf3\x01\n" +
 	"\x06Source\x12I\n" +
 	"\x04Read\x12 .threatd.plugin.v2.SourceRequest\x1a\x1d.threatd.plugin.v2.SourceItem0\x01\x12Q\n" +
 	"\vReadBatches\x12 .threatd.plugin.v2.SourceRequest\x1a\x1e.threatd.plugin.v2.SourceItems0\x01\x12K\n" +

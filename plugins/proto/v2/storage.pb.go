@@ -1312,6 +1312,50 @@ func (x *ImportedVersionsReply) GetValue() map[string]*timestamppb.Timestamp {
 	return nil
 }
 
+type ImportedIDsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         []string               `protobuf:"bytes,1,rep,name=Value,proto3" json:"Value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportedIDsReply) Reset() {
+	*x = ImportedIDsReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportedIDsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportedIDsReply) ProtoMessage() {}
+
+func (x *ImportedIDsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportedIDsReply.ProtoReflect.Descriptor instead.
+func (*ImportedIDsReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ImportedIDsReply) GetValue() []string {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 type MigrateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1320,7 +1364,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1376,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1389,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{30}
 }
 
 type MigrateReply struct {
@@ -1357,7 +1401,7 @@ type MigrateReply struct {
 
 func (x *MigrateReply) Reset() {
 	*x = MigrateReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1413,7 @@ func (x *MigrateReply) String() string {
 func (*MigrateReply) ProtoMessage() {}
 
 func (x *MigrateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1426,7 @@ func (x *MigrateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateReply.ProtoReflect.Descriptor instead.
 func (*MigrateReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MigrateReply) GetValue() []string {
@@ -1400,7 +1444,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1456,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1469,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{32}
 }
 
 type HealthReply struct {
@@ -1436,7 +1480,7 @@ type HealthReply struct {
 
 func (x *HealthReply) Reset() {
 	*x = HealthReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1492,7 @@ func (x *HealthReply) String() string {
 func (*HealthReply) ProtoMessage() {}
 
 func (x *HealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1505,7 @@ func (x *HealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthReply.ProtoReflect.Descriptor instead.
 func (*HealthReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{33}
 }
 
 type StatsRequest struct {
@@ -1472,7 +1516,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1528,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1541,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{34}
 }
 
 type SecretRequest struct {
@@ -1509,7 +1553,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1565,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1578,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -1553,7 +1597,7 @@ type SecretReply struct {
 
 func (x *SecretReply) Reset() {
 	*x = SecretReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1609,7 @@ func (x *SecretReply) String() string {
 func (*SecretReply) ProtoMessage() {}
 
 func (x *SecretReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1622,7 @@ func (x *SecretReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretReply.ProtoReflect.Descriptor instead.
 func (*SecretReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SecretReply) GetValue() string {
@@ -1597,7 +1641,7 @@ type LeaseReply struct {
 
 func (x *LeaseReply) Reset() {
 	*x = LeaseReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1653,7 @@ func (x *LeaseReply) String() string {
 func (*LeaseReply) ProtoMessage() {}
 
 func (x *LeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1666,7 @@ func (x *LeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReply.ProtoReflect.Descriptor instead.
 func (*LeaseReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LeaseReply) GetValue() bool {
@@ -1641,7 +1685,7 @@ type AddUsageRequest struct {
 
 func (x *AddUsageRequest) Reset() {
 	*x = AddUsageRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1697,7 @@ func (x *AddUsageRequest) String() string {
 func (*AddUsageRequest) ProtoMessage() {}
 
 func (x *AddUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1710,7 @@ func (x *AddUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageRequest.ProtoReflect.Descriptor instead.
 func (*AddUsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AddUsageRequest) GetDeltas() []*UsageDelta {
@@ -1684,7 +1728,7 @@ type AddUsageReply struct {
 
 func (x *AddUsageReply) Reset() {
 	*x = AddUsageReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1740,7 @@ func (x *AddUsageReply) String() string {
 func (*AddUsageReply) ProtoMessage() {}
 
 func (x *AddUsageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1753,7 @@ func (x *AddUsageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageReply.ProtoReflect.Descriptor instead.
 func (*AddUsageReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{39}
 }
 
 type UsageReply struct {
@@ -1721,7 +1765,7 @@ type UsageReply struct {
 
 func (x *UsageReply) Reset() {
 	*x = UsageReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +1777,7 @@ func (x *UsageReply) String() string {
 func (*UsageReply) ProtoMessage() {}
 
 func (x *UsageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +1790,7 @@ func (x *UsageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReply.ProtoReflect.Descriptor instead.
 func (*UsageReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UsageReply) GetValue() map[string]int64 {
@@ -1765,7 +1809,7 @@ type SyncRateCountsReply struct {
 
 func (x *SyncRateCountsReply) Reset() {
 	*x = SyncRateCountsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1821,7 @@ func (x *SyncRateCountsReply) String() string {
 func (*SyncRateCountsReply) ProtoMessage() {}
 
 func (x *SyncRateCountsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1834,7 @@ func (x *SyncRateCountsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRateCountsReply.ProtoReflect.Descriptor instead.
 func (*SyncRateCountsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SyncRateCountsReply) GetValue() map[string]int64 {
@@ -1811,7 +1855,7 @@ type ExportItem struct {
 
 func (x *ExportItem) Reset() {
 	*x = ExportItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1867,7 @@ func (x *ExportItem) String() string {
 func (*ExportItem) ProtoMessage() {}
 
 func (x *ExportItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1880,7 @@ func (x *ExportItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportItem.ProtoReflect.Descriptor instead.
 func (*ExportItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExportItem) GetTable() string {
@@ -1861,7 +1905,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1917,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +1930,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{43}
 }
 
 // ImportItem is one item of Import's stream.
@@ -1900,7 +1944,7 @@ type ImportItem struct {
 
 func (x *ImportItem) Reset() {
 	*x = ImportItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +1956,7 @@ func (x *ImportItem) String() string {
 func (*ImportItem) ProtoMessage() {}
 
 func (x *ImportItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +1969,7 @@ func (x *ImportItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportItem.ProtoReflect.Descriptor instead.
 func (*ImportItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ImportItem) GetTable() string {
@@ -1950,7 +1994,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2006,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2019,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{45}
 }
 
 type ImportReply struct {
@@ -1987,7 +2031,7 @@ type ImportReply struct {
 
 func (x *ImportReply) Reset() {
 	*x = ImportReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2043,7 @@ func (x *ImportReply) String() string {
 func (*ImportReply) ProtoMessage() {}
 
 func (x *ImportReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2056,7 @@ func (x *ImportReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportReply.ProtoReflect.Descriptor instead.
 func (*ImportReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ImportReply) GetValue() map[string]int64 {
@@ -2030,7 +2074,7 @@ type CreateWebhookReply struct {
 
 func (x *CreateWebhookReply) Reset() {
 	*x = CreateWebhookReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2086,7 @@ func (x *CreateWebhookReply) String() string {
 func (*CreateWebhookReply) ProtoMessage() {}
 
 func (x *CreateWebhookReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2099,7 @@ func (x *CreateWebhookReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookReply.ProtoReflect.Descriptor instead.
 func (*CreateWebhookReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{47}
 }
 
 type ListWebhooksRequest struct {
@@ -2066,7 +2110,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2122,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2135,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{48}
 }
 
 type DeleteWebhookRequest struct {
@@ -2103,7 +2147,7 @@ type DeleteWebhookRequest struct {
 
 func (x *DeleteWebhookRequest) Reset() {
 	*x = DeleteWebhookRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2159,7 @@ func (x *DeleteWebhookRequest) String() string {
 func (*DeleteWebhookRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2172,7 @@ func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DeleteWebhookRequest) GetId() string {
@@ -2146,7 +2190,7 @@ type DeleteWebhookReply struct {
 
 func (x *DeleteWebhookReply) Reset() {
 	*x = DeleteWebhookReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2202,7 @@ func (x *DeleteWebhookReply) String() string {
 func (*DeleteWebhookReply) ProtoMessage() {}
 
 func (x *DeleteWebhookReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2215,7 @@ func (x *DeleteWebhookReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookReply.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{50}
 }
 
 type EnableWebhookRequest struct {
@@ -2183,7 +2227,7 @@ type EnableWebhookRequest struct {
 
 func (x *EnableWebhookRequest) Reset() {
 	*x = EnableWebhookRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2239,7 @@ func (x *EnableWebhookRequest) String() string {
 func (*EnableWebhookRequest) ProtoMessage() {}
 
 func (x *EnableWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2252,7 @@ func (x *EnableWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnableWebhookRequest.ProtoReflect.Descriptor instead.
 func (*EnableWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *EnableWebhookRequest) GetId() string {
@@ -2226,7 +2270,7 @@ type RecordAttemptReply struct {
 
 func (x *RecordAttemptReply) Reset() {
 	*x = RecordAttemptReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2282,7 @@ func (x *RecordAttemptReply) String() string {
 func (*RecordAttemptReply) ProtoMessage() {}
 
 func (x *RecordAttemptReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2295,7 @@ func (x *RecordAttemptReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptReply.ProtoReflect.Descriptor instead.
 func (*RecordAttemptReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{52}
 }
 
 type WebhookQueueRequest struct {
@@ -2262,7 +2306,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2274,7 +2318,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2287,7 +2331,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
 }
 
 type TrimWebhooksReply struct {
@@ -2299,7 +2343,7 @@ type TrimWebhooksReply struct {
 
 func (x *TrimWebhooksReply) Reset() {
 	*x = TrimWebhooksReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2355,7 @@ func (x *TrimWebhooksReply) String() string {
 func (*TrimWebhooksReply) ProtoMessage() {}
 
 func (x *TrimWebhooksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2368,7 @@ func (x *TrimWebhooksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksReply.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TrimWebhooksReply) GetValue() int64 {
@@ -2342,7 +2386,7 @@ type CreateWaiverReply struct {
 
 func (x *CreateWaiverReply) Reset() {
 	*x = CreateWaiverReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2398,7 @@ func (x *CreateWaiverReply) String() string {
 func (*CreateWaiverReply) ProtoMessage() {}
 
 func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2411,7 @@ func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWaiverReply.ProtoReflect.Descriptor instead.
 func (*CreateWaiverReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
 }
 
 type ListWaiversRequest struct {
@@ -2379,7 +2423,7 @@ type ListWaiversRequest struct {
 
 func (x *ListWaiversRequest) Reset() {
 	*x = ListWaiversRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2435,7 @@ func (x *ListWaiversRequest) String() string {
 func (*ListWaiversRequest) ProtoMessage() {}
 
 func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2448,7 @@ func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWaiversRequest.ProtoReflect.Descriptor instead.
 func (*ListWaiversRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListWaiversRequest) GetNow() *timestamppb.Timestamp {
@@ -2423,7 +2467,7 @@ type DeleteWaiverRequest struct {
 
 func (x *DeleteWaiverRequest) Reset() {
 	*x = DeleteWaiverRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2479,7 @@ func (x *DeleteWaiverRequest) String() string {
 func (*DeleteWaiverRequest) ProtoMessage() {}
 
 func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2492,7 @@ func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWaiverRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWaiverRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DeleteWaiverRequest) GetId() string {
@@ -2466,7 +2510,7 @@ type DeleteWaiverReply struct {
 
 func (x *DeleteWaiverReply) Reset() {
 	*x = DeleteWaiverReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2522,7 @@ func (x *DeleteWaiverReply) String() string {
 func (*DeleteWaiverReply) ProtoMessage() {}
 
 func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2535,7 @@ func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWaiverReply.ProtoReflect.Descriptor instead.
 func (*DeleteWaiverReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
 }
 
 type RecordDecisionsRequest struct {
@@ -2503,7 +2547,7 @@ type RecordDecisionsRequest struct {
 
 func (x *RecordDecisionsRequest) Reset() {
 	*x = RecordDecisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2559,7 @@ func (x *RecordDecisionsRequest) String() string {
 func (*RecordDecisionsRequest) ProtoMessage() {}
 
 func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2572,7 @@ func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*RecordDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RecordDecisionsRequest) GetDs() []*FirewallDecision {
@@ -2546,7 +2590,7 @@ type RecordDecisionsReply struct {
 
 func (x *RecordDecisionsReply) Reset() {
 	*x = RecordDecisionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2602,7 @@ func (x *RecordDecisionsReply) String() string {
 func (*RecordDecisionsReply) ProtoMessage() {}
 
 func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2615,7 @@ func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionsReply.ProtoReflect.Descriptor instead.
 func (*RecordDecisionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
 }
 
 type TrimDecisionsRequest struct {
@@ -2583,7 +2627,7 @@ type TrimDecisionsRequest struct {
 
 func (x *TrimDecisionsRequest) Reset() {
 	*x = TrimDecisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2639,7 @@ func (x *TrimDecisionsRequest) String() string {
 func (*TrimDecisionsRequest) ProtoMessage() {}
 
 func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2652,7 @@ func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*TrimDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TrimDecisionsRequest) GetBefore() *timestamppb.Timestamp {
@@ -2627,7 +2671,7 @@ type TrimDecisionsReply struct {
 
 func (x *TrimDecisionsReply) Reset() {
 	*x = TrimDecisionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2683,7 @@ func (x *TrimDecisionsReply) String() string {
 func (*TrimDecisionsReply) ProtoMessage() {}
 
 func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2696,7 @@ func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimDecisionsReply.ProtoReflect.Descriptor instead.
 func (*TrimDecisionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TrimDecisionsReply) GetValue() int64 {
@@ -2671,7 +2715,7 @@ type RecordHeldRequest struct {
 
 func (x *RecordHeldRequest) Reset() {
 	*x = RecordHeldRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +2727,7 @@ func (x *RecordHeldRequest) String() string {
 func (*RecordHeldRequest) ProtoMessage() {}
 
 func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +2740,7 @@ func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeldRequest.ProtoReflect.Descriptor instead.
 func (*RecordHeldRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RecordHeldRequest) GetHs() []*HeldVersion {
@@ -2714,7 +2758,7 @@ type RecordHeldReply struct {
 
 func (x *RecordHeldReply) Reset() {
 	*x = RecordHeldReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2770,7 @@ func (x *RecordHeldReply) String() string {
 func (*RecordHeldReply) ProtoMessage() {}
 
 func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2783,7 @@ func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeldReply.ProtoReflect.Descriptor instead.
 func (*RecordHeldReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
 }
 
 type AddSightingsReply struct {
@@ -2751,7 +2795,7 @@ type AddSightingsReply struct {
 
 func (x *AddSightingsReply) Reset() {
 	*x = AddSightingsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +2807,7 @@ func (x *AddSightingsReply) String() string {
 func (*AddSightingsReply) ProtoMessage() {}
 
 func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +2820,7 @@ func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSightingsReply.ProtoReflect.Descriptor instead.
 func (*AddSightingsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AddSightingsReply) GetValue() []string {
@@ -2797,7 +2841,7 @@ type ListDisputedPart struct {
 
 func (x *ListDisputedPart) Reset() {
 	*x = ListDisputedPart{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2853,7 @@ func (x *ListDisputedPart) String() string {
 func (*ListDisputedPart) ProtoMessage() {}
 
 func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2866,7 @@ func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDisputedPart.ProtoReflect.Descriptor instead.
 func (*ListDisputedPart) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListDisputedPart) GetTotal() int64 {
@@ -2848,7 +2892,7 @@ type DisputeVotesRequest struct {
 
 func (x *DisputeVotesRequest) Reset() {
 	*x = DisputeVotesRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +2904,7 @@ func (x *DisputeVotesRequest) String() string {
 func (*DisputeVotesRequest) ProtoMessage() {}
 
 func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +2917,7 @@ func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeVotesRequest.ProtoReflect.Descriptor instead.
 func (*DisputeVotesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DisputeVotesRequest) GetThreatID() string {
@@ -2892,7 +2936,7 @@ type AddSeenRequest struct {
 
 func (x *AddSeenRequest) Reset() {
 	*x = AddSeenRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +2948,7 @@ func (x *AddSeenRequest) String() string {
 func (*AddSeenRequest) ProtoMessage() {}
 
 func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +2961,7 @@ func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenRequest.ProtoReflect.Descriptor instead.
 func (*AddSeenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AddSeenRequest) GetSeen() []*SeenCount {
@@ -2935,7 +2979,7 @@ type AddSeenReply struct {
 
 func (x *AddSeenReply) Reset() {
 	*x = AddSeenReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +2991,7 @@ func (x *AddSeenReply) String() string {
 func (*AddSeenReply) ProtoMessage() {}
 
 func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3004,7 @@ func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenReply.ProtoReflect.Descriptor instead.
 func (*AddSeenReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
 }
 
 type CountSightingsRequest struct {
@@ -2972,7 +3016,7 @@ type CountSightingsRequest struct {
 
 func (x *CountSightingsRequest) Reset() {
 	*x = CountSightingsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3028,7 @@ func (x *CountSightingsRequest) String() string {
 func (*CountSightingsRequest) ProtoMessage() {}
 
 func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3041,7 @@ func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountSightingsRequest.ProtoReflect.Descriptor instead.
 func (*CountSightingsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CountSightingsRequest) GetThreatIDs() []string {
@@ -3016,7 +3060,7 @@ type ReputationsRequest struct {
 
 func (x *ReputationsRequest) Reset() {
 	*x = ReputationsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3072,7 @@ func (x *ReputationsRequest) String() string {
 func (*ReputationsRequest) ProtoMessage() {}
 
 func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3085,7 @@ func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationsRequest.ProtoReflect.Descriptor instead.
 func (*ReputationsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReputationsRequest) GetUserIDs() []string {
@@ -3060,7 +3104,7 @@ type UsersByNameRequest struct {
 
 func (x *UsersByNameRequest) Reset() {
 	*x = UsersByNameRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3116,7 @@ func (x *UsersByNameRequest) String() string {
 func (*UsersByNameRequest) ProtoMessage() {}
 
 func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3129,7 @@ func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsersByNameRequest.ProtoReflect.Descriptor instead.
 func (*UsersByNameRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UsersByNameRequest) GetName() string {
@@ -3103,7 +3147,7 @@ type SubmitterRecordsAllRequest struct {
 
 func (x *SubmitterRecordsAllRequest) Reset() {
 	*x = SubmitterRecordsAllRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3159,7 @@ func (x *SubmitterRecordsAllRequest) String() string {
 func (*SubmitterRecordsAllRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3172,7 @@ func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsAllRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsAllRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
 }
 
 type CreateCampaignReply struct {
@@ -3139,7 +3183,7 @@ type CreateCampaignReply struct {
 
 func (x *CreateCampaignReply) Reset() {
 	*x = CreateCampaignReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3195,7 @@ func (x *CreateCampaignReply) String() string {
 func (*CreateCampaignReply) ProtoMessage() {}
 
 func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3208,7 @@ func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCampaignReply.ProtoReflect.Descriptor instead.
 func (*CreateCampaignReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
 }
 
 type GetCampaignRequest struct {
@@ -3176,7 +3220,7 @@ type GetCampaignRequest struct {
 
 func (x *GetCampaignRequest) Reset() {
 	*x = GetCampaignRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +3232,7 @@ func (x *GetCampaignRequest) String() string {
 func (*GetCampaignRequest) ProtoMessage() {}
 
 func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +3245,7 @@ func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCampaignRequest.ProtoReflect.Descriptor instead.
 func (*GetCampaignRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetCampaignRequest) GetId() string {
@@ -3219,7 +3263,7 @@ type CampaignMembersRequest struct {
 
 func (x *CampaignMembersRequest) Reset() {
 	*x = CampaignMembersRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3231,7 +3275,7 @@ func (x *CampaignMembersRequest) String() string {
 func (*CampaignMembersRequest) ProtoMessage() {}
 
 func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3244,7 +3288,7 @@ func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMembersRequest.ProtoReflect.Descriptor instead.
 func (*CampaignMembersRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
 }
 
 // EachVerifiedTextItem is one item of EachVerifiedText's stream.
@@ -3257,7 +3301,7 @@ type EachVerifiedTextItem struct {
 
 func (x *EachVerifiedTextItem) Reset() {
 	*x = EachVerifiedTextItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +3313,7 @@ func (x *EachVerifiedTextItem) String() string {
 func (*EachVerifiedTextItem) ProtoMessage() {}
 
 func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +3326,7 @@ func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedTextItem.ProtoReflect.Descriptor instead.
 func (*EachVerifiedTextItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *EachVerifiedTextItem) GetValue() []*ReportText {
@@ -3300,7 +3344,7 @@ type EachVerifiedTextRequest struct {
 
 func (x *EachVerifiedTextRequest) Reset() {
 	*x = EachVerifiedTextRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3356,7 @@ func (x *EachVerifiedTextRequest) String() string {
 func (*EachVerifiedTextRequest) ProtoMessage() {}
 
 func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3369,7 @@ func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedTextRequest.ProtoReflect.Descriptor instead.
 func (*EachVerifiedTextRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
 }
 
 // User is an account that owns API tokens and submits reports.
@@ -3347,7 +3391,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3359,7 +3403,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3372,7 +3416,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *User) GetID() string {
@@ -3457,7 +3501,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3513,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3526,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -3512,7 +3556,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3524,7 +3568,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3537,7 +3581,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -3572,7 +3616,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +3628,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +3641,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -3631,7 +3675,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3643,7 +3687,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3700,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Token) GetID() string {
@@ -3727,7 +3771,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3739,7 +3783,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3752,7 +3796,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -3780,7 +3824,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3792,7 +3836,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3805,7 +3849,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -3834,7 +3878,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3890,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3903,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -3889,7 +3933,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3901,7 +3945,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3914,7 +3958,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *Session) GetHash() string {
@@ -3957,7 +4001,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3969,7 +4013,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3982,7 +4026,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -4018,7 +4062,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4074,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4087,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -4116,7 +4160,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4172,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4185,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -4191,7 +4235,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4247,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4260,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -4266,7 +4310,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4278,7 +4322,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4291,7 +4335,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Threat) GetID() string {
@@ -4468,7 +4512,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4524,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4537,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -4531,7 +4575,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4543,7 +4587,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4556,7 +4600,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -4607,7 +4651,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4663,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4676,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -4672,7 +4716,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4684,7 +4728,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4697,7 +4741,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Review) GetThreatID() string {
@@ -4762,7 +4806,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4818,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +4831,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Duplicate) GetUserID() string {
@@ -4830,7 +4874,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4842,7 +4886,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4855,7 +4899,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -4947,7 +4991,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4959,7 +5003,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4972,7 +5016,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -5057,7 +5101,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5069,7 +5113,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5082,7 +5126,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -5117,7 +5161,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5129,7 +5173,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5142,7 +5186,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -5228,7 +5272,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5284,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5297,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *Revision) GetID() string {
@@ -5346,7 +5390,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5358,7 +5402,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5371,7 +5415,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -5418,7 +5462,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5430,7 +5474,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5443,7 +5487,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *Summary) GetID() string {
@@ -5519,7 +5563,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5531,7 +5575,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5544,7 +5588,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -5659,7 +5703,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5671,7 +5715,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5684,7 +5728,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -5736,7 +5780,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5748,7 +5792,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5761,7 +5805,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -5852,7 +5896,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5864,7 +5908,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5877,7 +5921,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -5912,7 +5956,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5924,7 +5968,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5937,7 +5981,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -5993,7 +6037,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6005,7 +6049,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6018,7 +6062,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -6052,7 +6096,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6108,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6121,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -6122,13 +6166,15 @@ type ImportBatch struct {
 	Records       []*ImportRecord        `protobuf:"bytes,1,rep,name=Records,proto3" json:"Records,omitempty"`
 	RecordsNil    bool                   `protobuf:"varint,3,opt,name=RecordsNil,proto3" json:"RecordsNil,omitempty"`
 	Actor         string                 `protobuf:"bytes,2,opt,name=Actor,proto3" json:"Actor,omitempty"`
+	SubmitterID   string                 `protobuf:"bytes,4,opt,name=SubmitterID,proto3" json:"SubmitterID,omitempty"`
+	Pending       bool                   `protobuf:"varint,5,opt,name=Pending,proto3" json:"Pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6140,7 +6186,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6153,7 +6199,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -6177,6 +6223,20 @@ func (x *ImportBatch) GetActor() string {
 	return ""
 }
 
+func (x *ImportBatch) GetSubmitterID() string {
+	if x != nil {
+		return x.SubmitterID
+	}
+	return ""
+}
+
+func (x *ImportBatch) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
 // ImportOutcome is what became of one ImportRecord.
 type ImportOutcome struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6190,7 +6250,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6202,7 +6262,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6215,7 +6275,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -6259,7 +6319,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6271,7 +6331,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6284,7 +6344,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -6308,6 +6368,68 @@ func (x *VersionQuery) GetIDsNil() bool {
 	return false
 }
 
+// ImportedIDQuery is one page of a source's live upstream ids
+// (ImportStore.ImportedIDs).
+type ImportedIDQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        string                 `protobuf:"bytes,1,opt,name=Source,proto3" json:"Source,omitempty"`
+	After         string                 `protobuf:"bytes,2,opt,name=After,proto3" json:"After,omitempty"`
+	Limit         int64                  `protobuf:"varint,3,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportedIDQuery) Reset() {
+	*x = ImportedIDQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportedIDQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportedIDQuery) ProtoMessage() {}
+
+func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportedIDQuery.ProtoReflect.Descriptor instead.
+func (*ImportedIDQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *ImportedIDQuery) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ImportedIDQuery) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ImportedIDQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 // Stats are row counts of a store.
 type Stats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6321,7 +6443,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6333,7 +6455,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6346,7 +6468,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -6389,7 +6511,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6401,7 +6523,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6414,7 +6536,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -6451,7 +6573,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6463,7 +6585,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6476,7 +6598,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -6519,7 +6641,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6531,7 +6653,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6544,7 +6666,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -6574,7 +6696,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6586,7 +6708,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6599,7 +6721,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -6634,7 +6756,7 @@ type RuleIDQuery struct {
 
 func (x *RuleIDQuery) Reset() {
 	*x = RuleIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6646,7 +6768,7 @@ func (x *RuleIDQuery) String() string {
 func (*RuleIDQuery) ProtoMessage() {}
 
 func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6659,7 +6781,7 @@ func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
 func (*RuleIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RuleIDQuery) GetRules() []*RuleBasis {
@@ -6688,7 +6810,7 @@ type RuleID struct {
 
 func (x *RuleID) Reset() {
 	*x = RuleID{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6700,7 +6822,7 @@ func (x *RuleID) String() string {
 func (*RuleID) ProtoMessage() {}
 
 func (x *RuleID) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6713,7 +6835,7 @@ func (x *RuleID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
 func (*RuleID) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RuleID) GetIndicator() string {
@@ -6764,7 +6886,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6776,7 +6898,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6789,7 +6911,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *Webhook) GetID() string {
@@ -6918,7 +7040,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6930,7 +7052,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6943,7 +7065,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -6996,7 +7118,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7008,7 +7130,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7021,7 +7143,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -7124,7 +7246,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7136,7 +7258,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7149,7 +7271,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -7192,7 +7314,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7204,7 +7326,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7217,7 +7339,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -7253,7 +7375,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7265,7 +7387,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7278,7 +7400,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -7355,7 +7477,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7367,7 +7489,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7380,7 +7502,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -7408,7 +7530,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7420,7 +7542,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7433,7 +7555,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -7469,7 +7591,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7481,7 +7603,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7494,7 +7616,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *Waiver) GetID() string {
@@ -7585,7 +7707,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7597,7 +7719,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7610,7 +7732,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -7731,7 +7853,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7743,7 +7865,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7756,7 +7878,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -7792,7 +7914,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7804,7 +7926,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7817,7 +7939,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -7857,7 +7979,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7869,7 +7991,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7882,7 +8004,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -7942,7 +8064,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7954,7 +8076,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7967,7 +8089,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -8003,7 +8125,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8015,7 +8137,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8028,7 +8150,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -8065,7 +8187,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8077,7 +8199,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8090,7 +8212,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -8135,7 +8257,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8147,7 +8269,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8160,7 +8282,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *Sighting) GetID() string {
@@ -8247,7 +8369,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8259,7 +8381,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8272,7 +8394,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -8315,7 +8437,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8327,7 +8449,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8340,7 +8462,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -8376,7 +8498,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8388,7 +8510,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8401,7 +8523,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -8443,7 +8565,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8455,7 +8577,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8468,7 +8590,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -8543,7 +8665,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8555,7 +8677,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8568,7 +8690,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -8608,7 +8730,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8620,7 +8742,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8633,7 +8755,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -8697,7 +8819,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8709,7 +8831,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8722,7 +8844,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -8753,7 +8875,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8765,7 +8887,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8778,7 +8900,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -8820,7 +8942,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8832,7 +8954,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8845,7 +8967,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -8875,7 +8997,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8887,7 +9009,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8900,7 +9022,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -8955,7 +9077,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8967,7 +9089,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8980,7 +9102,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *Campaign) GetID() string {
@@ -9088,7 +9210,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9100,7 +9222,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9113,7 +9235,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -9205,7 +9327,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9217,7 +9339,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9230,7 +9352,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -9265,7 +9387,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9277,7 +9399,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9290,7 +9412,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -9319,7 +9441,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9331,7 +9453,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9344,7 +9466,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -9381,7 +9503,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9393,7 +9515,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9406,7 +9528,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -9445,7 +9567,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9457,7 +9579,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9470,7 +9592,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *ReportText) GetID() string {
@@ -9533,7 +9655,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9545,7 +9667,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9558,7 +9680,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -9603,7 +9725,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9615,7 +9737,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9628,7 +9750,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -9689,7 +9811,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9701,7 +9823,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9714,7 +9836,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -9844,7 +9966,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9856,7 +9978,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9869,7 +9991,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *IOC) GetType() string {
@@ -9933,7 +10055,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9945,7 +10067,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9958,7 +10080,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -9988,7 +10110,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10000,7 +10122,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10013,7 +10135,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -10043,7 +10165,7 @@ type RuleBasis struct {
 
 func (x *RuleBasis) Reset() {
 	*x = RuleBasis{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10055,7 +10177,7 @@ func (x *RuleBasis) String() string {
 func (*RuleBasis) ProtoMessage() {}
 
 func (x *RuleBasis) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10068,7 +10190,7 @@ func (x *RuleBasis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
 func (*RuleBasis) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *RuleBasis) GetIndicator() string {
@@ -10100,7 +10222,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10112,7 +10234,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10125,7 +10247,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -10198,7 +10320,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10210,7 +10332,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10223,7 +10345,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *Submission) GetReportType() string {
@@ -10431,7 +10553,9 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\n" +
 	"ValueEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\x10\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"(\n" +
+	"\x10ImportedIDsReply\x12\x14\n" +
+	"\x05Value\x18\x01 \x03(\tR\x05Value\"\x10\n" +
 	"\x0eMigrateRequest\"$\n" +
 	"\fMigrateReply\x12\x14\n" +
 	"\x05Value\x18\x01 \x03(\tR\x05Value\"\x0f\n" +
@@ -10806,13 +10930,15 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x06Entity\x18\x02 \x01(\tR\x06Entity\x12\x1a\n" +
 	"\bEntityID\x18\x03 \x01(\tR\bEntityID\x12\x0e\n" +
 	"\x02Op\x18\x04 \x01(\tR\x02Op\x12*\n" +
-	"\x02At\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"~\n" +
+	"\x02At\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"\xba\x01\n" +
 	"\vImportBatch\x129\n" +
 	"\aRecords\x18\x01 \x03(\v2\x1f.threatd.plugin.v2.ImportRecordR\aRecords\x12\x1e\n" +
 	"\n" +
 	"RecordsNil\x18\x03 \x01(\bR\n" +
 	"RecordsNil\x12\x14\n" +
-	"\x05Actor\x18\x02 \x01(\tR\x05Actor\"{\n" +
+	"\x05Actor\x18\x02 \x01(\tR\x05Actor\x12 \n" +
+	"\vSubmitterID\x18\x04 \x01(\tR\vSubmitterID\x12\x18\n" +
+	"\aPending\x18\x05 \x01(\bR\aPending\"{\n" +
 	"\rImportOutcome\x12\x1e\n" +
 	"\n" +
 	"UpstreamID\x18\x01 \x01(\tR\n" +
@@ -10823,7 +10949,11 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\fVersionQuery\x12\x16\n" +
 	"\x06Source\x18\x01 \x01(\tR\x06Source\x12\x10\n" +
 	"\x03IDs\x18\x02 \x03(\tR\x03IDs\x12\x16\n" +
-	"\x06IDsNil\x18\x03 \x01(\bR\x06IDsNil\"i\n" +
+	"\x06IDsNil\x18\x03 \x01(\bR\x06IDsNil\"U\n" +
+	"\x0fImportedIDQuery\x12\x16\n" +
+	"\x06Source\x18\x01 \x01(\tR\x06Source\x12\x14\n" +
+	"\x05After\x18\x02 \x01(\tR\x05After\x12\x14\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"i\n" +
 	"\x05Stats\x12\x14\n" +
 	"\x05Users\x18\x01 \x01(\x03R\x05Users\x12\x16\n" +
 	"\x06Tokens\x18\x02 \x01(\x03R\x06Tokens\x12\x18\n" +
@@ -11197,7 +11327,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\x9f;\n" +
+	"\x0e_DownloadCount2\xf7;\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -11244,7 +11374,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\rLastFeedEvent\x12'.threatd.plugin.v2.LastFeedEventRequest\x1a\x1c.threatd.plugin.v2.FeedEvent\x12F\n" +
 	"\aChanges\x12\x1e.threatd.plugin.v2.ChangeQuery\x1a\x19.threatd.plugin.v2.Change0\x01\x12S\n" +
 	"\rImportThreats\x12\x1e.threatd.plugin.v2.ImportBatch\x1a .threatd.plugin.v2.ImportOutcome0\x01\x12]\n" +
-	"\x10ImportedVersions\x12\x1f.threatd.plugin.v2.VersionQuery\x1a(.threatd.plugin.v2.ImportedVersionsReply\x12M\n" +
+	"\x10ImportedVersions\x12\x1f.threatd.plugin.v2.VersionQuery\x1a(.threatd.plugin.v2.ImportedVersionsReply\x12V\n" +
+	"\vImportedIDs\x12\".threatd.plugin.v2.ImportedIDQuery\x1a#.threatd.plugin.v2.ImportedIDsReply\x12M\n" +
 	"\aMigrate\x12!.threatd.plugin.v2.MigrateRequest\x1a\x1f.threatd.plugin.v2.MigrateReply\x12J\n" +
 	"\x06Health\x12 .threatd.plugin.v2.HealthRequest\x1a\x1e.threatd.plugin.v2.HealthReply\x12B\n" +
 	"\x05Stats\x12\x1f.threatd.plugin.v2.StatsRequest\x1a\x18.threatd.plugin.v2.Stats\x12J\n" +
@@ -11306,7 +11437,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 171)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 173)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -11337,453 +11468,457 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*CountThreatsReply)(nil),           // 26: threatd.plugin.v2.CountThreatsReply
 	(*LastFeedEventRequest)(nil),        // 27: threatd.plugin.v2.LastFeedEventRequest
 	(*ImportedVersionsReply)(nil),       // 28: threatd.plugin.v2.ImportedVersionsReply
-	(*MigrateRequest)(nil),              // 29: threatd.plugin.v2.MigrateRequest
-	(*MigrateReply)(nil),                // 30: threatd.plugin.v2.MigrateReply
-	(*HealthRequest)(nil),               // 31: threatd.plugin.v2.HealthRequest
-	(*HealthReply)(nil),                 // 32: threatd.plugin.v2.HealthReply
-	(*StatsRequest)(nil),                // 33: threatd.plugin.v2.StatsRequest
-	(*SecretRequest)(nil),               // 34: threatd.plugin.v2.SecretRequest
-	(*SecretReply)(nil),                 // 35: threatd.plugin.v2.SecretReply
-	(*LeaseReply)(nil),                  // 36: threatd.plugin.v2.LeaseReply
-	(*AddUsageRequest)(nil),             // 37: threatd.plugin.v2.AddUsageRequest
-	(*AddUsageReply)(nil),               // 38: threatd.plugin.v2.AddUsageReply
-	(*UsageReply)(nil),                  // 39: threatd.plugin.v2.UsageReply
-	(*SyncRateCountsReply)(nil),         // 40: threatd.plugin.v2.SyncRateCountsReply
-	(*ExportItem)(nil),                  // 41: threatd.plugin.v2.ExportItem
-	(*ExportRequest)(nil),               // 42: threatd.plugin.v2.ExportRequest
-	(*ImportItem)(nil),                  // 43: threatd.plugin.v2.ImportItem
-	(*ImportRequest)(nil),               // 44: threatd.plugin.v2.ImportRequest
-	(*ImportReply)(nil),                 // 45: threatd.plugin.v2.ImportReply
-	(*CreateWebhookReply)(nil),          // 46: threatd.plugin.v2.CreateWebhookReply
-	(*ListWebhooksRequest)(nil),         // 47: threatd.plugin.v2.ListWebhooksRequest
-	(*DeleteWebhookRequest)(nil),        // 48: threatd.plugin.v2.DeleteWebhookRequest
-	(*DeleteWebhookReply)(nil),          // 49: threatd.plugin.v2.DeleteWebhookReply
-	(*EnableWebhookRequest)(nil),        // 50: threatd.plugin.v2.EnableWebhookRequest
-	(*RecordAttemptReply)(nil),          // 51: threatd.plugin.v2.RecordAttemptReply
-	(*WebhookQueueRequest)(nil),         // 52: threatd.plugin.v2.WebhookQueueRequest
-	(*TrimWebhooksReply)(nil),           // 53: threatd.plugin.v2.TrimWebhooksReply
-	(*CreateWaiverReply)(nil),           // 54: threatd.plugin.v2.CreateWaiverReply
-	(*ListWaiversRequest)(nil),          // 55: threatd.plugin.v2.ListWaiversRequest
-	(*DeleteWaiverRequest)(nil),         // 56: threatd.plugin.v2.DeleteWaiverRequest
-	(*DeleteWaiverReply)(nil),           // 57: threatd.plugin.v2.DeleteWaiverReply
-	(*RecordDecisionsRequest)(nil),      // 58: threatd.plugin.v2.RecordDecisionsRequest
-	(*RecordDecisionsReply)(nil),        // 59: threatd.plugin.v2.RecordDecisionsReply
-	(*TrimDecisionsRequest)(nil),        // 60: threatd.plugin.v2.TrimDecisionsRequest
-	(*TrimDecisionsReply)(nil),          // 61: threatd.plugin.v2.TrimDecisionsReply
-	(*RecordHeldRequest)(nil),           // 62: threatd.plugin.v2.RecordHeldRequest
-	(*RecordHeldReply)(nil),             // 63: threatd.plugin.v2.RecordHeldReply
-	(*AddSightingsReply)(nil),           // 64: threatd.plugin.v2.AddSightingsReply
-	(*ListDisputedPart)(nil),            // 65: threatd.plugin.v2.ListDisputedPart
-	(*DisputeVotesRequest)(nil),         // 66: threatd.plugin.v2.DisputeVotesRequest
-	(*AddSeenRequest)(nil),              // 67: threatd.plugin.v2.AddSeenRequest
-	(*AddSeenReply)(nil),                // 68: threatd.plugin.v2.AddSeenReply
-	(*CountSightingsRequest)(nil),       // 69: threatd.plugin.v2.CountSightingsRequest
-	(*ReputationsRequest)(nil),          // 70: threatd.plugin.v2.ReputationsRequest
-	(*UsersByNameRequest)(nil),          // 71: threatd.plugin.v2.UsersByNameRequest
-	(*SubmitterRecordsAllRequest)(nil),  // 72: threatd.plugin.v2.SubmitterRecordsAllRequest
-	(*CreateCampaignReply)(nil),         // 73: threatd.plugin.v2.CreateCampaignReply
-	(*GetCampaignRequest)(nil),          // 74: threatd.plugin.v2.GetCampaignRequest
-	(*CampaignMembersRequest)(nil),      // 75: threatd.plugin.v2.CampaignMembersRequest
-	(*EachVerifiedTextItem)(nil),        // 76: threatd.plugin.v2.EachVerifiedTextItem
-	(*EachVerifiedTextRequest)(nil),     // 77: threatd.plugin.v2.EachVerifiedTextRequest
-	(*User)(nil),                        // 78: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 79: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 80: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 81: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 82: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 83: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 84: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 85: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 86: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 87: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 88: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 89: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 90: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 91: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 92: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 93: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 94: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 95: threatd.plugin.v2.Review
-	(*Duplicate)(nil),                   // 96: threatd.plugin.v2.Duplicate
-	(*ReviewEvent)(nil),                 // 97: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 98: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 99: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 100: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 101: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 102: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 103: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 104: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 105: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 106: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 107: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 108: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 109: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 110: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 111: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 112: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 113: threatd.plugin.v2.VersionQuery
-	(*Stats)(nil),                       // 114: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 115: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 116: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 117: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 118: threatd.plugin.v2.RateCounts
-	(*RuleIDQuery)(nil),                 // 119: threatd.plugin.v2.RuleIDQuery
-	(*RuleID)(nil),                      // 120: threatd.plugin.v2.RuleID
-	(*Webhook)(nil),                     // 121: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 122: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 123: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 124: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 125: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 126: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 127: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 128: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 129: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 130: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 131: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 132: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 133: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 134: threatd.plugin.v2.HeldQuery
-	(*SightingBatch)(nil),               // 135: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 136: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 137: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 138: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 139: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 140: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 141: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 142: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 143: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 144: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 145: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 146: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 147: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 148: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 149: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 150: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 151: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 152: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 153: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 154: threatd.plugin.v2.ReportText
-	(*AccountDeletion)(nil),             // 155: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 156: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 157: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 158: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 159: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 160: threatd.plugin.v2.ImportRecord
-	(*RuleBasis)(nil),                   // 161: threatd.plugin.v2.RuleBasis
-	(*CampaignRef)(nil),                 // 162: threatd.plugin.v2.CampaignRef
-	(*Submission)(nil),                  // 163: threatd.plugin.v2.Submission
-	nil,                                 // 164: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 165: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 166: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 167: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 168: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 169: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 170: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 171: google.protobuf.Timestamp
+	(*ImportedIDsReply)(nil),            // 29: threatd.plugin.v2.ImportedIDsReply
+	(*MigrateRequest)(nil),              // 30: threatd.plugin.v2.MigrateRequest
+	(*MigrateReply)(nil),                // 31: threatd.plugin.v2.MigrateReply
+	(*HealthRequest)(nil),               // 32: threatd.plugin.v2.HealthRequest
+	(*HealthReply)(nil),                 // 33: threatd.plugin.v2.HealthReply
+	(*StatsRequest)(nil),                // 34: threatd.plugin.v2.StatsRequest
+	(*SecretRequest)(nil),               // 35: threatd.plugin.v2.SecretRequest
+	(*SecretReply)(nil),                 // 36: threatd.plugin.v2.SecretReply
+	(*LeaseReply)(nil),                  // 37: threatd.plugin.v2.LeaseReply
+	(*AddUsageRequest)(nil),             // 38: threatd.plugin.v2.AddUsageRequest
+	(*AddUsageReply)(nil),               // 39: threatd.plugin.v2.AddUsageReply
+	(*UsageReply)(nil),                  // 40: threatd.plugin.v2.UsageReply
+	(*SyncRateCountsReply)(nil),         // 41: threatd.plugin.v2.SyncRateCountsReply
+	(*ExportItem)(nil),                  // 42: threatd.plugin.v2.ExportItem
+	(*ExportRequest)(nil),               // 43: threatd.plugin.v2.ExportRequest
+	(*ImportItem)(nil),                  // 44: threatd.plugin.v2.ImportItem
+	(*ImportRequest)(nil),               // 45: threatd.plugin.v2.ImportRequest
+	(*ImportReply)(nil),                 // 46: threatd.plugin.v2.ImportReply
+	(*CreateWebhookReply)(nil),          // 47: threatd.plugin.v2.CreateWebhookReply
+	(*ListWebhooksRequest)(nil),         // 48: threatd.plugin.v2.ListWebhooksRequest
+	(*DeleteWebhookRequest)(nil),        // 49: threatd.plugin.v2.DeleteWebhookRequest
+	(*DeleteWebhookReply)(nil),          // 50: threatd.plugin.v2.DeleteWebhookReply
+	(*EnableWebhookRequest)(nil),        // 51: threatd.plugin.v2.EnableWebhookRequest
+	(*RecordAttemptReply)(nil),          // 52: threatd.plugin.v2.RecordAttemptReply
+	(*WebhookQueueRequest)(nil),         // 53: threatd.plugin.v2.WebhookQueueRequest
+	(*TrimWebhooksReply)(nil),           // 54: threatd.plugin.v2.TrimWebhooksReply
+	(*CreateWaiverReply)(nil),           // 55: threatd.plugin.v2.CreateWaiverReply
+	(*ListWaiversRequest)(nil),          // 56: threatd.plugin.v2.ListWaiversRequest
+	(*DeleteWaiverRequest)(nil),         // 57: threatd.plugin.v2.DeleteWaiverRequest
+	(*DeleteWaiverReply)(nil),           // 58: threatd.plugin.v2.DeleteWaiverReply
+	(*RecordDecisionsRequest)(nil),      // 59: threatd.plugin.v2.RecordDecisionsRequest
+	(*RecordDecisionsReply)(nil),        // 60: threatd.plugin.v2.RecordDecisionsReply
+	(*TrimDecisionsRequest)(nil),        // 61: threatd.plugin.v2.TrimDecisionsRequest
+	(*TrimDecisionsReply)(nil),          // 62: threatd.plugin.v2.TrimDecisionsReply
+	(*RecordHeldRequest)(nil),           // 63: threatd.plugin.v2.RecordHeldRequest
+	(*RecordHeldReply)(nil),             // 64: threatd.plugin.v2.RecordHeldReply
+	(*AddSightingsReply)(nil),           // 65: threatd.plugin.v2.AddSightingsReply
+	(*ListDisputedPart)(nil),            // 66: threatd.plugin.v2.ListDisputedPart
+	(*DisputeVotesRequest)(nil),         // 67: threatd.plugin.v2.DisputeVotesRequest
+	(*AddSeenRequest)(nil),              // 68: threatd.plugin.v2.AddSeenRequest
+	(*AddSeenReply)(nil),                // 69: threatd.plugin.v2.AddSeenReply
+	(*CountSightingsRequest)(nil),       // 70: threatd.plugin.v2.CountSightingsRequest
+	(*ReputationsRequest)(nil),          // 71: threatd.plugin.v2.ReputationsRequest
+	(*UsersByNameRequest)(nil),          // 72: threatd.plugin.v2.UsersByNameRequest
+	(*SubmitterRecordsAllRequest)(nil),  // 73: threatd.plugin.v2.SubmitterRecordsAllRequest
+	(*CreateCampaignReply)(nil),         // 74: threatd.plugin.v2.CreateCampaignReply
+	(*GetCampaignRequest)(nil),          // 75: threatd.plugin.v2.GetCampaignRequest
+	(*CampaignMembersRequest)(nil),      // 76: threatd.plugin.v2.CampaignMembersRequest
+	(*EachVerifiedTextItem)(nil),        // 77: threatd.plugin.v2.EachVerifiedTextItem
+	(*EachVerifiedTextRequest)(nil),     // 78: threatd.plugin.v2.EachVerifiedTextRequest
+	(*User)(nil),                        // 79: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 80: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 81: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 82: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 83: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 84: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 85: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 86: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 87: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 88: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 89: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 90: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 91: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 92: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 93: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 94: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 95: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 96: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 97: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 98: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 99: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 100: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 101: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 102: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 103: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 104: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 105: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 106: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 107: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 108: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 109: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 110: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 111: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 112: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 113: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 114: threatd.plugin.v2.VersionQuery
+	(*ImportedIDQuery)(nil),             // 115: threatd.plugin.v2.ImportedIDQuery
+	(*Stats)(nil),                       // 116: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 117: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 118: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 119: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 120: threatd.plugin.v2.RateCounts
+	(*RuleIDQuery)(nil),                 // 121: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 122: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 123: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 124: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 125: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 126: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 127: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 128: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 129: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 130: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 131: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 132: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 133: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 134: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 135: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 136: threatd.plugin.v2.HeldQuery
+	(*SightingBatch)(nil),               // 137: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 138: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 139: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 140: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 141: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 142: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 143: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 144: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 145: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 146: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 147: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 148: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 149: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 150: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 151: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 152: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 153: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 154: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 155: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 156: threatd.plugin.v2.ReportText
+	(*AccountDeletion)(nil),             // 157: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 158: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 159: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 160: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 161: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 162: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 163: threatd.plugin.v2.RuleBasis
+	(*CampaignRef)(nil),                 // 164: threatd.plugin.v2.CampaignRef
+	(*Submission)(nil),                  // 165: threatd.plugin.v2.Submission
+	nil,                                 // 166: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 167: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 168: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 169: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 170: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 171: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 172: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 173: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	164, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	165, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	91,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	91,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	103, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	171, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	166, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	116, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	167, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	168, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	169, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	171, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	130, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	171, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	133, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	91,  // 15: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	138, // 16: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	154, // 17: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	171, // 18: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 19: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	171, // 20: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	171, // 21: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 22: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	171, // 23: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	82,  // 24: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	78,  // 25: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	171, // 26: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 27: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	86,  // 28: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	78,  // 29: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	155, // 30: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	171, // 31: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	78,  // 32: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	91,  // 33: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	156, // 34: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	171, // 35: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 36: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	171, // 37: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	171, // 38: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	171, // 39: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	171, // 40: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	157, // 41: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	158, // 42: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	171, // 43: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 44: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	171, // 45: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	171, // 46: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	159, // 47: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	171, // 48: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	158, // 49: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	156, // 50: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	91,  // 51: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	101, // 52: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	171, // 53: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	158, // 54: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	159, // 55: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	171, // 56: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 57: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	171, // 58: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	171, // 59: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	171, // 60: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	171, // 61: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	171, // 62: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	171, // 63: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	171, // 64: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	108, // 65: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	91,  // 66: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	171, // 67: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	171, // 68: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	160, // 69: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	170, // 70: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	161, // 71: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
-	171, // 72: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 73: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	171, // 74: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	171, // 75: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	171, // 76: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	171, // 77: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	171, // 78: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	171, // 79: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	121, // 80: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	126, // 81: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	171, // 82: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	171, // 83: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	171, // 84: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	171, // 85: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	171, // 86: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 87: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	171, // 88: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	171, // 89: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	171, // 90: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	130, // 91: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	171, // 92: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	171, // 93: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	171, // 94: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	171, // 95: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	137, // 96: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	171, // 97: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	171, // 98: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	171, // 99: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 100: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	137, // 101: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	171, // 102: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	171, // 103: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	171, // 104: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	171, // 105: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	171, // 106: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	171, // 107: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	171, // 108: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	171, // 109: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 110: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	171, // 111: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	162, // 112: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	171, // 113: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	171, // 114: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	171, // 115: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	163, // 116: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	91,  // 117: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	171, // 118: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	171, // 119: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	171, // 120: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	171, // 121: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	166, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	167, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	92,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	92,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	104, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	173, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	168, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	118, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	169, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	170, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	171, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	173, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	132, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	173, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	135, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	92,  // 15: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	140, // 16: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	156, // 17: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	173, // 18: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 19: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	173, // 20: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	173, // 21: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 22: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	173, // 23: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	83,  // 24: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	79,  // 25: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	173, // 26: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 27: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	87,  // 28: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	79,  // 29: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	157, // 30: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	173, // 31: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	79,  // 32: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	92,  // 33: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	158, // 34: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	173, // 35: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 36: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	173, // 37: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	173, // 38: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	173, // 39: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	173, // 40: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	159, // 41: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	160, // 42: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	173, // 43: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 44: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	173, // 45: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	173, // 46: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	161, // 47: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	173, // 48: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	160, // 49: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	158, // 50: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	92,  // 51: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	102, // 52: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	173, // 53: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	160, // 54: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	161, // 55: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	173, // 56: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 57: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	173, // 58: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	173, // 59: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	173, // 60: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	173, // 61: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	173, // 62: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	173, // 63: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	173, // 64: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	109, // 65: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	92,  // 66: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	173, // 67: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	173, // 68: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	162, // 69: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	172, // 70: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	163, // 71: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	173, // 72: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 73: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	173, // 74: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	173, // 75: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	173, // 76: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	173, // 77: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	173, // 78: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	173, // 79: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	123, // 80: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	128, // 81: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	173, // 82: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	173, // 83: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	173, // 84: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	173, // 85: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	173, // 86: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 87: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	173, // 88: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	173, // 89: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	173, // 90: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	132, // 91: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	173, // 92: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	173, // 93: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	173, // 94: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	173, // 95: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	139, // 96: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	173, // 97: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	173, // 98: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	173, // 99: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 100: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	139, // 101: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	173, // 102: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	173, // 103: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	173, // 104: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	173, // 105: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	173, // 106: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	173, // 107: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	173, // 108: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	173, // 109: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 110: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	173, // 111: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	164, // 112: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	173, // 113: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	173, // 114: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	173, // 115: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	165, // 116: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	92,  // 117: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	173, // 118: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	173, // 119: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	173, // 120: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	173, // 121: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
 	0,   // 122: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	78,  // 123: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	79,  // 123: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
 	2,   // 124: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	79,  // 125: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	80,  // 126: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	81,  // 127: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	82,  // 128: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	80,  // 125: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	81,  // 126: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	82,  // 127: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	83,  // 128: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
 	3,   // 129: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
 	4,   // 130: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
 	5,   // 131: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	84,  // 132: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	85,  // 132: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
 	6,   // 133: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	85,  // 134: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	86,  // 135: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	86,  // 134: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	87,  // 135: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
 	9,   // 136: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
 	10,  // 137: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
 	12,  // 138: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	88,  // 139: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	90,  // 140: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	89,  // 139: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	91,  // 140: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
 	14,  // 141: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
 	15,  // 142: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	92,  // 143: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	93,  // 143: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
 	17,  // 144: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	94,  // 145: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	95,  // 146: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	96,  // 147: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	95,  // 145: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	96,  // 146: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	97,  // 147: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
 	20,  // 148: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	98,  // 149: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	100, // 150: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	99,  // 149: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	101, // 150: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
 	21,  // 151: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
 	22,  // 152: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
 	23,  // 153: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	102, // 154: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	103, // 154: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
 	25,  // 155: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	104, // 156: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	104, // 157: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	105, // 158: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	106, // 159: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	105, // 156: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	105, // 157: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	106, // 158: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	107, // 159: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
 	27,  // 160: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	109, // 161: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	111, // 162: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	113, // 163: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	29,  // 164: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	31,  // 165: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	33,  // 166: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	34,  // 167: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	115, // 168: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	37,  // 169: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	117, // 170: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	118, // 171: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	119, // 172: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	42,  // 173: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	43,  // 174: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	121, // 175: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	47,  // 176: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	48,  // 177: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	50,  // 178: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	122, // 179: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	124, // 180: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	125, // 181: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	52,  // 182: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	128, // 183: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	129, // 184: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	55,  // 185: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	56,  // 186: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	58,  // 187: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	131, // 188: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	60,  // 189: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	62,  // 190: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	134, // 191: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	135, // 192: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	136, // 193: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	66,  // 194: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	67,  // 195: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	139, // 196: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	69,  // 197: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	142, // 198: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	70,  // 199: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	144, // 200: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	146, // 201: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	71,  // 202: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	72,  // 203: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	148, // 204: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	149, // 205: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	74,  // 206: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	150, // 207: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	75,  // 208: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	152, // 209: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	77,  // 210: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	1,   // 211: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	78,  // 212: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	78,  // 213: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	78,  // 214: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	78,  // 215: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	78,  // 216: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	82,  // 217: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	82,  // 218: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	83,  // 219: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	82,  // 220: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	82,  // 221: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 222: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	78,  // 223: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 224: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	87,  // 225: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 226: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	86,  // 227: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	89,  // 228: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 229: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	91,  // 230: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	91,  // 231: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 232: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	93,  // 233: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 234: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	91,  // 235: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 236: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	97,  // 237: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	99,  // 238: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	99,  // 239: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	101, // 240: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	101, // 241: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	101, // 242: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	91,  // 243: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 244: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	91,  // 245: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 246: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	91,  // 247: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	107, // 248: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	108, // 249: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	110, // 250: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	112, // 251: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 252: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	30,  // 253: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	32,  // 254: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	114, // 255: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	35,  // 256: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	36,  // 257: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	38,  // 258: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	39,  // 259: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	40,  // 260: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	120, // 261: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	41,  // 262: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	45,  // 263: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	46,  // 264: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	121, // 265: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	49,  // 266: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	121, // 267: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	123, // 268: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	51,  // 269: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	126, // 270: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	127, // 271: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	53,  // 272: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	54,  // 273: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	129, // 274: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	57,  // 275: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	59,  // 276: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	132, // 277: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	61,  // 278: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	63,  // 279: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	133, // 280: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	64,  // 281: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	65,  // 282: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	137, // 283: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	68,  // 284: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	140, // 285: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	141, // 286: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	141, // 287: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	143, // 288: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	145, // 289: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	147, // 290: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	78,  // 291: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	93,  // 292: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	73,  // 293: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	148, // 294: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	148, // 295: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	148, // 296: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	151, // 297: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	153, // 298: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	76,  // 299: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	211, // [211:300] is the sub-list for method output_type
-	122, // [122:211] is the sub-list for method input_type
+	110, // 161: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	112, // 162: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	114, // 163: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	115, // 164: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	30,  // 165: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	32,  // 166: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	34,  // 167: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	35,  // 168: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	117, // 169: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	38,  // 170: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	119, // 171: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	120, // 172: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	121, // 173: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	43,  // 174: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	44,  // 175: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	123, // 176: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	48,  // 177: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	49,  // 178: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	51,  // 179: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	124, // 180: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	126, // 181: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	127, // 182: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	53,  // 183: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	130, // 184: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	131, // 185: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	56,  // 186: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	57,  // 187: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	59,  // 188: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	133, // 189: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	61,  // 190: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	63,  // 191: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	136, // 192: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	137, // 193: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	138, // 194: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	67,  // 195: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	68,  // 196: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	141, // 197: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	70,  // 198: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	144, // 199: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	71,  // 200: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	146, // 201: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	148, // 202: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	72,  // 203: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	73,  // 204: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	150, // 205: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	151, // 206: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	75,  // 207: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	152, // 208: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	76,  // 209: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	154, // 210: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	78,  // 211: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	1,   // 212: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	79,  // 213: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	79,  // 214: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	79,  // 215: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	79,  // 216: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	79,  // 217: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	83,  // 218: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	83,  // 219: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	84,  // 220: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	83,  // 221: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	83,  // 222: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 223: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	79,  // 224: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 225: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	88,  // 226: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 227: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	87,  // 228: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	90,  // 229: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 230: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	92,  // 231: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	92,  // 232: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 233: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	94,  // 234: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 235: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	92,  // 236: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 237: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	98,  // 238: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	100, // 239: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	100, // 240: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	102, // 241: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	102, // 242: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	102, // 243: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	92,  // 244: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 245: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	92,  // 246: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 247: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	92,  // 248: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	108, // 249: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	109, // 250: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	111, // 251: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	113, // 252: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 253: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 254: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	31,  // 255: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	33,  // 256: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	116, // 257: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	36,  // 258: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	37,  // 259: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	39,  // 260: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	40,  // 261: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	41,  // 262: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	122, // 263: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	42,  // 264: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	46,  // 265: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	47,  // 266: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	123, // 267: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	50,  // 268: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	123, // 269: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	125, // 270: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	52,  // 271: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	128, // 272: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	129, // 273: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	54,  // 274: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	55,  // 275: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	131, // 276: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	58,  // 277: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	60,  // 278: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	134, // 279: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	62,  // 280: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	64,  // 281: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	135, // 282: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	65,  // 283: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	66,  // 284: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	139, // 285: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	69,  // 286: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	142, // 287: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	143, // 288: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	143, // 289: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	145, // 290: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	147, // 291: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	149, // 292: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	79,  // 293: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	94,  // 294: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	74,  // 295: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	150, // 296: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	150, // 297: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	150, // 298: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	153, // 299: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	155, // 300: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	77,  // 301: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	212, // [212:302] is the sub-list for method output_type
+	122, // [122:212] is the sub-list for method input_type
 	122, // [122:122] is the sub-list for extension type_name
 	122, // [122:122] is the sub-list for extension extendee
 	0,   // [0:122] is the sub-list for field type_name
@@ -11794,21 +11929,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[78].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[79].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[80].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[88].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[149].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[157].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[81].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[89].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[151].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[159].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[163].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[161].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[165].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   171,
+			NumMessages:   173,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -70,6 +70,7 @@ const (
 	Storage_Changes_FullMethodName               = "/threatd.plugin.v2.Storage/Changes"
 	Storage_ImportThreats_FullMethodName         = "/threatd.plugin.v2.Storage/ImportThreats"
 	Storage_ImportedVersions_FullMethodName      = "/threatd.plugin.v2.Storage/ImportedVersions"
+	Storage_ImportedIDs_FullMethodName           = "/threatd.plugin.v2.Storage/ImportedIDs"
 	Storage_Migrate_FullMethodName               = "/threatd.plugin.v2.Storage/Migrate"
 	Storage_Health_FullMethodName                = "/threatd.plugin.v2.Storage/Health"
 	Storage_Stats_FullMethodName                 = "/threatd.plugin.v2.Storage/Stats"
@@ -260,6 +261,11 @@ type StorageClient interface {
 	// modified time, are left out. A re-import asks it before decoding
 	// records in full.
 	ImportedVersions(ctx context.Context, in *VersionQuery, opts ...grpc.CallOption) (*ImportedVersionsReply, error)
+	// ImportedIDs returns one page of up to q.Limit (1..MaxImportedVersions)
+	// upstream ids of q.Source's live reports (pending or verified), in
+	// upstream id order after q.After: what an import with --full
+	// compares with the ids its files list.
+	ImportedIDs(ctx context.Context, in *ImportedIDQuery, opts ...grpc.CallOption) (*ImportedIDsReply, error)
 	// Migrate applies pending schema migrations and returns the names applied.
 	Migrate(ctx context.Context, in *MigrateRequest, opts ...grpc.CallOption) (*MigrateReply, error)
 	// Health returns nil when the backend can serve requests.
@@ -991,6 +997,16 @@ func (c *storageClient) ImportedVersions(ctx context.Context, in *VersionQuery, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ImportedVersionsReply)
 	err := c.cc.Invoke(ctx, Storage_ImportedVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ImportedIDs(ctx context.Context, in *ImportedIDQuery, opts ...grpc.CallOption) (*ImportedIDsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportedIDsReply)
+	err := c.cc.Invoke(ctx, Storage_ImportedIDs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1791,6 +1807,11 @@ type StorageServer interface {
 	// modified time, are left out. A re-import asks it before decoding
 	// records in full.
 	ImportedVersions(context.Context, *VersionQuery) (*ImportedVersionsReply, error)
+	// ImportedIDs returns one page of up to q.Limit (1..MaxImportedVersions)
+	// upstream ids of q.Source's live reports (pending or verified), in
+	// upstream id order after q.After: what an import with --full
+	// compares with the ids its files list.
+	ImportedIDs(context.Context, *ImportedIDQuery) (*ImportedIDsReply, error)
 	// Migrate applies pending schema migrations and returns the names applied.
 	Migrate(context.Context, *MigrateRequest) (*MigrateReply, error)
 	// Health returns nil when the backend can serve requests.
@@ -2080,6 +2101,9 @@ func (UnimplementedStorageServer) ImportThreats(*ImportBatch, grpc.ServerStreami
 }
 func (UnimplementedStorageServer) ImportedVersions(context.Context, *VersionQuery) (*ImportedVersionsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportedVersions not implemented")
+}
+func (UnimplementedStorageServer) ImportedIDs(context.Context, *ImportedIDQuery) (*ImportedIDsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImportedIDs not implemented")
 }
 func (UnimplementedStorageServer) Migrate(context.Context, *MigrateRequest) (*MigrateReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Migrate not implemented")
@@ -2876,6 +2900,24 @@ func _Storage_ImportedVersions_Handler(srv interface{}, ctx context.Context, dec
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StorageServer).ImportedVersions(ctx, req.(*VersionQuery))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ImportedIDs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportedIDQuery)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ImportedIDs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ImportedIDs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ImportedIDs(ctx, req.(*ImportedIDQuery))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -3681,6 +3723,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImportedVersions",
 			Handler:    _Storage_ImportedVersions_Handler,
+		},
+		{
+			MethodName: "ImportedIDs",
+			Handler:    _Storage_ImportedIDs_Handler,
 		},
 		{
 			MethodName: "Migrate",
