@@ -518,6 +518,65 @@ func TestQueryPlansAtScale(t *testing.T) {
 			t.Errorf("a batch of sightings reads more than its reports: %.100s: %s", q, plan)
 		}
 	}
+
+	// Every report attributed to a source user: the submitters' records
+	// read the index around its range, never its 50,000 reports.
+	src, err := core.SourceUser(ctx, s, "osv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "UPDATE threats SET submitter_id = ? WHERE source = 'osv'", src.ID); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if recs, err := s.SubmitterRecordsAll(ctx); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, r := range recs {
+			if r.UserID == src.ID {
+				t.Errorf("the source user's record was read: %+v", r)
+			}
+		}
+	}
+	qs = log.take()
+	ranges := 0
+	for _, q := range qs {
+		if !strings.Contains(q, "GROUP BY") {
+			continue
+		}
+		ranges++
+		if plan := explain(t, s, q); !strings.Contains(plan, "threats_submitter_status_idx (submitter_id") || !strings.Contains(plan, "submitter_id<?") && !strings.Contains(plan, "submitter_id>?") {
+			t.Errorf("the submitters' records do not read around the source user's range: %.200s: %s", q, plan)
+		}
+	}
+	if ranges != 2 {
+		t.Errorf("%d ranges read around one source user, want 2: %q", ranges, qs)
+	}
+	// --full pages through a source's upstream ids on threats_upstream_key.
+	log.take()
+	if ids, err := s.ImportedIDs(ctx, core.ImportedIDQuery{Source: "osv", After: recs[100].Threat.UpstreamID, Limit: core.MaxImportedVersions}); err != nil || len(ids) != core.MaxImportedVersions {
+		t.Fatalf("ImportedIDs: %d %v", len(ids), err)
+	}
+	if q := log.take(); len(q) != 1 {
+		t.Errorf("ImportedIDs ran %d statements: %q", len(q), q)
+	} else if plan := explain(t, s, q[0]); !strings.Contains(plan, "threats_upstream_key (source=? AND upstream_id>?)") || strings.Contains(plan, "TEMP B-TREE") {
+		t.Errorf("ImportedIDs does not page threats_upstream_key: %s", plan)
+	}
+	// The Suricata rules' numbers: a search of the unique index on indicator.
+	if _, err := s.RuleIDs(ctx, core.RuleIDQuery{Rules: []core.RuleBasis{{Indicator: "domain:a.example", Basis: "t:1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if _, err := s.RuleIDs(ctx, core.RuleIDQuery{Rules: []core.RuleBasis{{Indicator: "domain:a.example", Basis: "t:1"}, {Indicator: "ip:192.0.2.1", Basis: "t:1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range log.take() {
+		if strings.HasPrefix(q, "SELECT") {
+			if plan := explain(t, s, q); strings.Contains(plan, "SCAN") || !strings.Contains(plan, "(indicator=?)") {
+				t.Errorf("RuleIDs does not search its unique index: %s", plan)
+			}
+		}
+	}
 }
 
 // Every daemon re-reads the sighting counts changed in the last seconds
