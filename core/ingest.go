@@ -138,7 +138,7 @@ type ImportProgress struct {
 // long reports never exceeds what one plugin message carries (gRPC's 4 MiB:
 // 500 reports with 200 KB payloads aborted the whole import).
 const (
-	importBatch      = 500
+	importBatch      = 1000
 	importBatchBytes = 1 << 20
 	// importMessageBytes bounds a batch with its derived indicators
 	// (ApproxSize counts them): a batch of text full of distinct

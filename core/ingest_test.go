@@ -180,8 +180,8 @@ func TestIngestStopsOnStorageFailure(t *testing.T) {
 	if n := src.produced.Load(); n >= 100_000 {
 		t.Fatalf("the source read all %d records after storage failed", n)
 	}
-	if s, _ := st.Stats(ctx); s.Threats != 1000 {
-		t.Fatalf("%d reports stored, want the 2 batches of 500 written before the failure", s.Threats)
+	if s, _ := st.Stats(ctx); s.Threats != 2000 {
+		t.Fatalf("%d reports stored, want the 2 batches of 1,000 written before the failure", s.Threats)
 	}
 }
 

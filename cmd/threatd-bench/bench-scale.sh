@@ -538,6 +538,17 @@ PY
     BENCH_PATH=/files/blocklist-$f wrk_run "$backend-blocklist-$f-trivial" 8 "$T" "$WORK/get.lua"
     BENCH_PATH=/functions/v1/blocklists/$f wrk_run "$backend-blocklist-$f" 8 "$S" "$WORK/get.lua"
   done
+  # The Suricata rules: the first request gives every indicator its sid
+  # (kept in the database), then served as the block lists are.
+  start=$(date +%s.%N)
+  for _ in $(seq 1 600); do
+    code=$(curl -sk -o "$D/fw/suricata.rules" -w '%{http_code}' -H "Authorization: Bearer $BENCH_TOKEN" "$S/functions/v1/rules/suricata.rules")
+    [ "$code" = 200 ] && break; sleep 0.5
+  done
+  end=$(date +%s.%N)
+  surbuilt=$(python3 -c "print('%.1f s' % ($end - $start))")
+  BENCH_PATH=/files/suricata.rules wrk_run "$backend-suricata-trivial" 8 "$T" "$WORK/get.lua"
+  BENCH_PATH=/functions/v1/rules/suricata.rules wrk_run "$backend-suricata" 8 "$S" "$WORK/get.lua"
   blname="bench-update-$(date +%s).evil-updates.example"
   blid=$(curl -sk -H "Authorization: Bearer $BENCH_TOKEN" -H 'Content-Type: application/json' \
     -d "{\"report_type\":\"domain\",\"resource_identifier\":\"$blname\",\"threat_description\":\"bench\"}" \
@@ -547,6 +558,10 @@ PY
   for _ in $(seq 1 500); do curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S/functions/v1/blocklists/domains" | grep -q "$blname" && break; sleep 0.02; done
   end=$(date +%s.%N)
   blupdate=$(python3 -c "print('%.2f s' % ($end - $start))")
+  start=$(date +%s.%N)
+  for _ in $(seq 1 500); do curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S/functions/v1/rules/suricata.rules" | grep -q "$blname" && break; sleep 0.02; done
+  end=$(date +%s.%N)
+  surupdate=$(python3 -c "print('%.2f s' % ($end - $start))")
   kill $trivial $daemon ${topper:-} $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
 
@@ -574,22 +589,27 @@ PY
     SN=${BENCH_SOURCE_N:-1000000}
     echo "== $backend: urlhaus, threatfox and datadog imports ($SN records each)"
     python3 - "$WORK/sources" "$SN" <<'PY'
-import json, os, sys
+import datetime, json, os, sys
 root, n = sys.argv[1], int(sys.argv[2])
+t0 = datetime.datetime(2026, 11, 25, 10, 0, 0)
 os.makedirs(root + "/samples/npm", exist_ok=True)
 with open(root + "/urlhaus.csv", "w") as f:
     f.write("################################################################\n# abuse.ch URLhaus Database Dump (CSV)                         #\n"
             "################################################################\n#\n# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n")
+    # Newest first, as URLhaus publishes its export: ids and dateadded
+    # descending (a row every 31 s).
     for i in range(n):
-        f.write('"%d","2026-11-%02d %02d:%02d:%02d","http://bench-%d.urlhaus-bench.example/x/%d.exe","online","","malware_download","exe,bench","https://urlhaus.abuse.ch/url/%d/","bench"\n'
-                % (5000000 + i, 1 + i % 25, i % 24, i % 60, i % 60, i % 5000, i, 5000000 + i))
+        uid, at = 5000000 + n - i, t0 - datetime.timedelta(seconds=31 * i)
+        f.write('"%d","%s","http://bench-%d.urlhaus-bench.example/x/%d.exe","online","","malware_download","exe,bench","https://urlhaus.abuse.ch/url/%d/","bench"\n'
+                % (uid, at.strftime("%Y-%m-%d %H:%M:%S"), i % 5000, i, uid))
 with open(root + "/threatfox.json", "w") as f:
     f.write("{\n")
+    # Newest first, as ThreatFox publishes its export.
     for i in range(n):
         ioc = {"ioc_value": "c2-%d.threatfox-bench.example" % i, "ioc_type": "domain", "threat_type": "botnet_cc", "malware": "win.bench",
-               "malware_alias": None, "malware_printable": "Bench", "first_seen_utc": "2026-11-%02d 10:00:00" % (1 + i % 25), "last_seen_utc": None,
+               "malware_alias": None, "malware_printable": "Bench", "first_seen_utc": (t0 - datetime.timedelta(seconds=31 * i)).strftime("%Y-%m-%d %H:%M:%S"), "last_seen_utc": None,
                "confidence_level": 75, "reference": None, "tags": "bench", "anonymous": "0", "reporter": "bench"}
-        f.write('    "%d": [\n        %s\n    ]%s\n' % (2000000 + i, json.dumps(ioc), "," if i < n - 1 else ""))
+        f.write('    "%d": [\n        %s\n    ]%s\n' % (2000000 + n - i, json.dumps(ioc), "," if i < n - 1 else ""))
     f.write("}\n")
 with open(root + "/samples/npm/manifest.json", "w") as f:
     f.write("{\n" + ",\n".join('  "datadog-bench-%d": %s' % (i, "null" if i % 3 == 0 else '["1.0.%d"]' % (i % 10)) for i in range(n)) + "\n}\n")
@@ -641,6 +661,10 @@ PY
       echo "| block list \`$f\` ($(stat -c %s "$D/fw/blocklist-$f" 2>/dev/null || echo 0) bytes), 8 conns: served / the same bytes from the trivial handler | $brps / $trps requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$brps' or 0) / float('$trps' or 1)))"); p99 $bp99; non-2xx $bbad |"
     done
     echo "| one verification: on the \`domains\` list after | ${blupdate:-not measured} |"
+    read -r srps _ sp99 sbad < <(res "$backend-suricata"); read -r strps _ _ _ < <(res "$backend-suricata-trivial")
+    echo "| Suricata rules: first request (every indicator given its sid) | ${surbuilt:-not measured} |"
+    echo "| Suricata rules ($(stat -c %s "$D/fw/suricata.rules" 2>/dev/null || echo 0) bytes), 8 conns: served / the same bytes from the trivial handler | $srps / $strps requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$srps' or 0) / float('$strps' or 1)))"); p99 $sp99; non-2xx $sbad |"
+    echo "| one verification: in the Suricata rules after | ${surupdate:-not measured} |"
     echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
     echo
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
