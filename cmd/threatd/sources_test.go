@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -261,3 +262,37 @@ func TestImportTrustAndFull(t *testing.T) {
 		t.Fatalf("--full again:\n%s", out)
 	}
 }
+
+// TestSourcesEntryTrustAndFull: a sources: entry with full: true and
+// trust: pending does what the flags do, run by the daemon: its new
+// reports wait for review, its reports the file no longer lists are
+// withdrawn.
+func TestSourcesEntryTrustAndFull(t *testing.T) {
+	dir := t.TempDir()
+	head := "# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n"
+	row := func(id, u string) string {
+		return `"` + id + `","2026-11-25 10:04:10","` + u + `","online","","malware_download","exe","https://urlhaus.abuse.ch/url/` + id + `/","abuse_ch"` + "\n"
+	}
+	first, later := filepath.Join(dir, "first.csv"), filepath.Join(dir, "later.csv")
+	if err := os.WriteFile(first, []byte(head+row("601", "https://keep.entry-test.example/a")+row("602", "https://gone.entry-test.example/b")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(later, []byte(head+row("601", "https://keep.entry-test.example/a")+row("603", "https://new.entry-test.example/c")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := newInstance(t, quiet+"sources:\n  - {name: uh-hourly, plugin: urlhaus, paths: ["+strconv.Quote(later)+"], interval: 1h, full: true, trust: pending}\n")
+	tok := in.user("dev@example.com")
+	in.mustCLI("import", "urlhaus", first)
+	d := in.serve()
+	check := func(u string) bool {
+		return d.do("GET", base+"/check-malicious?report_type=url&resource_identifier="+url.QueryEscape(u), tok, "").body["malicious"] == true
+	}
+	eventually(t, "the entry's run: 602 withdrawn", func() bool { return !check("https://gone.entry-test.example/b") })
+	if !check("https://keep.entry-test.example/a") || check("https://new.entry-test.example/c") {
+		t.Fatal("the entry's run withdrew a listed report or published a pending one")
+	}
+	if list := in.mustCLI("review", "list"); !strings.Contains(list, "new.entry-test.example") {
+		t.Fatalf("the entry's new report is not pending review:\n%s", list)
+	}
+}
+
