@@ -295,4 +295,3 @@ func TestSourcesEntryTrustAndFull(t *testing.T) {
 		t.Fatalf("the entry's new report is not pending review:\n%s", list)
 	}
 }
-
