@@ -113,14 +113,7 @@ old list or the new one, never half of one).
 				if err != nil {
 					return fmt.Errorf("export blocklist: %w", err)
 				}
-				if out == "" {
-					_, err = cmd.OutOrStdout().Write(body)
-					return err
-				}
-				return writeAtomic(out, func(w io.Writer) error {
-					_, err := w.Write(body)
-					return err
-				})
+				return writeBody(cmd, out, body)
 			})
 		},
 	}
@@ -147,20 +140,27 @@ database, the same for every daemon and every export.
 				if err != nil {
 					return fmt.Errorf("export suricata: %w", err)
 				}
-				if rulesOut == "" {
-					_, err = cmd.OutOrStdout().Write(body)
-					return err
-				}
-				return writeAtomic(rulesOut, func(w io.Writer) error {
-					_, err := w.Write(body)
-					return err
-				})
+				return writeBody(cmd, rulesOut, body)
 			})
 		},
 	}
 	suricataCmd.Flags().StringVar(&rulesOut, "out", "", "write to FILE instead of standard output")
 	export.AddCommand(suricataCmd)
 	return export
+}
+
+// writeBody writes body to standard output, or with out to that file
+// through a temporary file (a reader meanwhile sees the old file or the
+// new one, never half of one).
+func writeBody(cmd *cobra.Command, out string, body []byte) error {
+	if out == "" {
+		_, err := cmd.OutOrStdout().Write(body)
+		return err
+	}
+	return writeAtomic(out, func(w io.Writer) error {
+		_, err := w.Write(body)
+		return err
+	})
 }
 
 // loadCommunity reads the community signals (sighting counts) once, for
