@@ -35,6 +35,7 @@ func migrations() (*migrate.Migrations, error) {
 	ms.Add(indicatorsBackfill)
 	ms.Add(iocsBackfill)
 	ms.Add(feedKinds)
+	ms.Add(sourceUsers)
 	return ms, nil
 }
 
