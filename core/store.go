@@ -304,7 +304,11 @@ type ThreatQuery struct {
 	// details but for the severity (Details.SeverityLevel), which a store
 	// keeps on the report's row. A page of a list then reads no text.
 	Listing bool
-	Limit   int
+	// IOCsOnly asks for the reports with their stored indicators
+	// (Threat.IOCs) and none of their other details: what the block
+	// lists read of every verified report at start-up.
+	IOCsOnly bool
+	Limit    int
 }
 
 // KeyPrefixQuery is one page of verified reports by canonical key prefix

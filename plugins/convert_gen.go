@@ -716,6 +716,7 @@ func threatQueryToPB(v core.ThreatQuery) *pb.ThreatQuery {
 		Severity:        string(v.Severity),
 		IndicatorKey:    v.IndicatorKey,
 		Listing:         v.Listing,
+		IOCsOnly:        v.IOCsOnly,
 		Limit:           int64(v.Limit),
 	}
 }
@@ -739,6 +740,7 @@ func threatQueryFromPB(m *pb.ThreatQuery) core.ThreatQuery {
 		Severity:        core.Severity(m.Severity),
 		IndicatorKey:    m.IndicatorKey,
 		Listing:         m.Listing,
+		IOCsOnly:        m.IOCsOnly,
 		Limit:           int(m.Limit),
 	}
 }

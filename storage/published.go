@@ -127,7 +127,10 @@ func (s *Store) QueryThreats(ctx context.Context, q core.ThreatQuery) ([]core.Th
 	}
 	var rows []threatRow
 	sel := s.db.NewSelect().Model(&rows)
-	if !q.Listing || q.Publisher != "" {
+	switch {
+	case q.IOCsOnly && q.Publisher == "":
+		sel = sel.Relation("Details", func(q *bun.SelectQuery) *bun.SelectQuery { return q.Column("threat_id", "iocs") })
+	case !q.Listing || q.Publisher != "":
 		sel = sel.Relation("Details")
 	}
 	sel = threatFilter(s.dialect, sel, q)

@@ -203,6 +203,9 @@ type store struct {
 
 func (s *store) QueryThreats(_ context.Context, q core.ThreatQuery) ([]core.Threat, error) {
 	s.reads++
+	if !q.IOCsOnly {
+		return nil, fmt.Errorf("the first read asked for whole reports (IOCsOnly false)")
+	}
 	var out []core.Threat
 	for _, t := range s.threats {
 		if !q.AfterVerifiedAt.IsZero() && (t.VerifiedAt.Before(q.AfterVerifiedAt) || t.VerifiedAt.Equal(q.AfterVerifiedAt) && t.ID <= q.AfterID) {

@@ -22,7 +22,7 @@ type Store interface {
 }
 
 // fillPage is how many verified reports the first read takes at once.
-const fillPage = 100
+const fillPage = 1000
 
 // ErrFilling: the lists are not complete yet (the first read of every
 // verified report is under way); a partial list is never served.
@@ -79,7 +79,7 @@ func (s *Service) SetSIDBase(base int64) {
 
 // Fill reads every verified report once, in verification order.
 func (s *Service) Fill(ctx context.Context) error {
-	q := core.ThreatQuery{Limit: fillPage}
+	q := core.ThreatQuery{Limit: fillPage, IOCsOnly: true}
 	for {
 		page, err := s.store.QueryThreats(ctx, q)
 		if err != nil {

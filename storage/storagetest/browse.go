@@ -3,6 +3,7 @@ package storagetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -72,6 +73,19 @@ func testBrowse(t *testing.T, b Backend) {
 	for i, th := range listing {
 		if th.ID != page[i].ID || th.Details.SeverityLevel != core.SeverityCritical || th.Details.ThreatDescription != "" || th.VerifiedAt == nil {
 			t.Errorf("listing %d: %+v", i, th)
+		}
+	}
+
+	// Indicators only: the same reports, with their stored indicators and
+	// none of their text.
+	slim, err := s.QueryThreats(c, core.ThreatQuery{Severity: core.SeverityCritical, ReportType: core.TypePackage, Descending: true, Limit: 10, IOCsOnly: true})
+	if err != nil || len(slim) != len(page) {
+		t.Fatalf("indicators only: %d reports, %v; want %d", len(slim), err, len(page))
+	}
+	for i, th := range slim {
+		if th.ID != page[i].ID || th.Version != page[i].Version || th.VerifiedAt == nil || th.Details.ThreatDescription != "" ||
+			len(th.IOCs) == 0 || !reflect.DeepEqual(th.IOCs, page[i].IOCs) {
+			t.Errorf("indicators only %d: %+v, full %+v", i, th, page[i])
 		}
 	}
 

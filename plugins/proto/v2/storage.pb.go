@@ -5556,6 +5556,7 @@ type ThreatQuery struct {
 	Severity        string                 `protobuf:"bytes,11,opt,name=Severity,proto3" json:"Severity,omitempty"`
 	IndicatorKey    string                 `protobuf:"bytes,12,opt,name=IndicatorKey,proto3" json:"IndicatorKey,omitempty"`
 	Listing         bool                   `protobuf:"varint,13,opt,name=Listing,proto3" json:"Listing,omitempty"`
+	IOCsOnly        bool                   `protobuf:"varint,15,opt,name=IOCsOnly,proto3" json:"IOCsOnly,omitempty"`
 	Limit           int64                  `protobuf:"varint,14,opt,name=Limit,proto3" json:"Limit,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -5678,6 +5679,13 @@ func (x *ThreatQuery) GetIndicatorKey() string {
 func (x *ThreatQuery) GetListing() bool {
 	if x != nil {
 		return x.Listing
+	}
+	return false
+}
+
+func (x *ThreatQuery) GetIOCsOnly() bool {
+	if x != nil {
+		return x.IOCsOnly
 	}
 	return false
 }
@@ -10869,7 +10877,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"VerifiedAt\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"VerifiedAt\x12 \n" +
 	"\vVersionInfo\x18\x06 \x01(\tR\vVersionInfo\x12 \n" +
-	"\vAllVersions\x18\a \x01(\bR\vAllVersions\"\x91\x04\n" +
+	"\vAllVersions\x18\a \x01(\bR\vAllVersions\"\xad\x04\n" +
 	"\vThreatQuery\x12>\n" +
 	"\fVerifiedFrom\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fVerifiedFrom\x12:\n" +
 	"\n" +
@@ -10892,7 +10900,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"ReportType\x12\x1a\n" +
 	"\bSeverity\x18\v \x01(\tR\bSeverity\x12\"\n" +
 	"\fIndicatorKey\x18\f \x01(\tR\fIndicatorKey\x12\x18\n" +
-	"\aListing\x18\r \x01(\bR\aListing\x12\x14\n" +
+	"\aListing\x18\r \x01(\bR\aListing\x12\x1a\n" +
+	"\bIOCsOnly\x18\x0f \x01(\bR\bIOCsOnly\x12\x14\n" +
 	"\x05Limit\x18\x0e \x01(\x03R\x05Limit\"z\n" +
 	"\x0eKeyPrefixQuery\x12\x1a\n" +
 	"\bPrefixes\x18\x01 \x03(\tR\bPrefixes\x12 \n" +
