@@ -3,8 +3,12 @@ package osv
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"maps"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +87,7 @@ func TestRealReportsBlockLists(t *testing.T) {
 	domains, ips := map[string]int{}, map[string]int{}
 	reports, listing := 0, 0
 	var wrong []string
+	set := blocklist.NewSet()
 	err := Source{Now: time.Now}.Read(context.Background(), zips, nil, nil, func(it core.SourceItem) error {
 		if it.Record == nil {
 			return nil
@@ -93,6 +98,7 @@ func TestRealReportsBlockLists(t *testing.T) {
 		if !h.Empty() {
 			listing++
 		}
+		set.Put(th.UpstreamID, 1, h)
 		for _, d := range h.Domains {
 			domains[d]++
 			if ioc.IsInfrastructure(d) || !blocklist.IsName(d) || strings.EqualFold(d, th.ResourceIdentifier) || strings.EqualFold(d, th.Details.PackageName) {
@@ -118,4 +124,40 @@ func TestRealReportsBlockLists(t *testing.T) {
 	if len(wrong) > 0 {
 		t.Fatalf("%d wrong entries: %q", len(wrong), wrong[:min(20, len(wrong))])
 	}
+	// The same entries as Suricata rules, read by suricata-update's rule
+	// parser (Suricata itself is not installable here): every rule comes
+	// through, one per address, three per domain.
+	listed, _ := set.Listing()
+	rules := make([]blocklist.Rule, len(listed))
+	for i, l := range listed {
+		rules[i] = blocklist.Rule{Listed: l, Number: int64(i + 1), Rev: 1}
+	}
+	var b strings.Builder
+	if err := blocklist.RenderSuricata(&b, rules, blocklist.DefaultSIDBase); err != nil {
+		t.Fatal(err)
+	}
+	want := 3*len(domains) + len(ips)
+	if n := strings.Count(b.String(), "\nalert "); n != want {
+		t.Fatalf("%d rules rendered for %d domains and %d addresses", n, len(domains), len(ips))
+	}
+	tool, err := exec.LookPath("suricata-update")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("suricata-update is not installed (CI requires it: Debian suricata-update)")
+		}
+		t.Skip("suricata-update is not installed (Debian suricata-update): the Suricata rules were not parsed")
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{"threatd.rules": b.String(), "none.rules": "", "update.yaml": ""} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(tool, "--no-test", "--no-reload", "--suricata-version", "7.0.3", "-D", filepath.Join(dir, "data"),
+		"-c", filepath.Join(dir, "update.yaml"), "--suricata-conf", "/dev/null", "--url", "file://"+filepath.Join(dir, "none.rules"),
+		"--local", filepath.Join(dir, "threatd.rules"), "-o", filepath.Join(dir, "out"), "--fail").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("total: %d; enabled: %d", want, want)) {
+		t.Fatalf("suricata-update did not take the %d rules: %v\n%s", want, err, out)
+	}
+	t.Logf("%d Suricata rules, every one read by suricata-update", want)
 }
