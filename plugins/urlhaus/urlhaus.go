@@ -64,8 +64,8 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 			if err != nil {
 				// The id, when it is one, names the record (--full).
 				it := core.SourceItem{Skipped: label, Reason: err.Error()}
-				if id := strings.TrimSpace(f[0]); id != "" && strings.Trim(id, "0123456789") == "" && len(id) <= 20 {
-					it.UpstreamID = id
+				if isID(r.id) {
+					it.UpstreamID = r.id
 				}
 				return fn(it)
 			}
@@ -187,10 +187,14 @@ type row struct {
 	added, modified                         time.Time
 }
 
-// parseRow reads a row's fields: its id, times and URL.
+// isID says whether s is a URLhaus id: 1 to 20 digits.
+func isID(s string) bool { return s != "" && len(s) <= 20 && strings.Trim(s, "0123456789") == "" }
+
+// parseRow reads a row's fields: its id, times and URL (r.id is set
+// whatever the error).
 func parseRow(f []string) (row, error) {
 	r := row{id: strings.TrimSpace(f[0]), url: strings.TrimSpace(f[2]), status: f[3], threat: f[5], link: strings.TrimSpace(f[7]), reporter: f[8]}
-	if r.id == "" || strings.Trim(r.id, "0123456789") != "" || len(r.id) > 20 {
+	if !isID(r.id) {
 		return r, fmt.Errorf("id %q is not a URLhaus id (digits)", f[0])
 	}
 	var err error
