@@ -90,9 +90,10 @@ type Options struct {
 
 // Site holds what the pages need.
 type Site struct {
-	opts   Options
-	boards leaderboards
-	camps  campaignCache
+	opts     Options
+	boards   leaderboards
+	camps    campaignCache
+	profiles profileCache
 	// suggestions are the campaign suggestions (Options.Suggestions, or
 	// the site's own).
 	suggestions *campaigns.Cache
