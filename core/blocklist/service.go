@@ -187,8 +187,7 @@ func (s *Service) List(ctx context.Context, format string) (body []byte, etag st
 	if err := Render(&b, format, domains, ips, m); err != nil {
 		return nil, "", err
 	}
-	sum := sha256.Sum256(b.Bytes())
-	r.body, r.gen, r.mark, r.etag = b.Bytes(), gen, mark, fmt.Sprintf("%q", hex.EncodeToString(sum[:16]))
+	r.body, r.gen, r.mark, r.etag = b.Bytes(), gen, mark, etagOf(b.Bytes())
 	return r.body, r.etag, nil
 }
 
@@ -208,3 +207,9 @@ func Export(ctx context.Context, store Store, zone, format string) ([]byte, erro
 
 // Len is the number of domains and of addresses on the lists now.
 func (s *Service) Len() (domains, ips int) { return s.set.Len() }
+
+// etagOf is the ETag of a rendering: a hash of its bytes, quoted.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return fmt.Sprintf("%q", hex.EncodeToString(sum[:16]))
+}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
@@ -146,10 +144,9 @@ func (s *Service) Suricata(ctx context.Context) (body []byte, etag string, err e
 	if err := RenderSuricata(&b, rules, s.sidBase); err != nil {
 		return nil, "", err
 	}
-	sum := sha256.Sum256(b.Bytes())
 	// Indicators that left the lists are forgotten here (storage keeps
 	// their numbers): memory follows the lists.
-	st.known, st.body, st.etag, st.rgen, st.done = keep, b.Bytes(), fmt.Sprintf("%q", hex.EncodeToString(sum[:16])), rgen, true
+	st.known, st.body, st.etag, st.rgen, st.done = keep, b.Bytes(), etagOf(b.Bytes()), rgen, true
 	return st.body, st.etag, nil
 }
 
