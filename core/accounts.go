@@ -124,6 +124,16 @@ func (a *Accounts) TokensOf(ctx context.Context, email string) (User, []Token, e
 	return u, toks, err
 }
 
+// personEmail is validEmail refusing a source user's e-mail: a source's
+// user has no password and no token, so that nobody acts as the source.
+func personEmail(email string) (string, error) {
+	email, err := validEmail(email)
+	if err == nil && IsSourceUserEmail(email) {
+		err = Invalid("email", "names a source's user (@%s), which has no password and no token", SourceUserDomain)
+	}
+	return email, err
+}
+
 // validEmail normalises and validates the e-mail that names a user.
 func validEmail(email string) (string, error) {
 	email = normaliseEmail(email)
@@ -133,7 +143,7 @@ func validEmail(email string) (string, error) {
 // IssueToken creates an API token for the user with that e-mail and returns
 // the secret, which is shown once and never stored.
 func (a *Accounts) IssueToken(ctx context.Context, email, name string) (string, Token, error) {
-	email, err := validEmail(email)
+	email, err := personEmail(email)
 	if err != nil {
 		return "", Token{}, err
 	}

@@ -27,7 +27,7 @@ func (a *Accounts) SignUp(ctx context.Context, email, name, password string) (Us
 
 // SetPassword gives an existing user a web password (ending their sessions).
 func (a *Accounts) SetPassword(ctx context.Context, email, password string) (User, error) {
-	email, err := validEmail(email)
+	email, err := personEmail(email)
 	if err != nil {
 		return User{}, err
 	}

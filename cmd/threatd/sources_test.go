@@ -243,6 +243,12 @@ func TestImportTrustAndFull(t *testing.T) {
 	if r := in.cli("user", "add", "--email", "urlhaus@sources.threatd.invalid"); r.code == 0 || !strings.Contains(r.stderr, "reserved") {
 		t.Fatalf("a person taking a source user's e-mail: exit %d %s", r.code, r.stderr)
 	}
+	if r := in.cli("token", "issue", "--email", "urlhaus@sources.threatd.invalid"); r.code == 0 || !strings.Contains(r.stderr, "no password and no token") {
+		t.Fatalf("a token for a source's user: exit %d %s", r.code, r.stderr)
+	}
+	if r := in.cliStdin("secret-password-1\n", "user", "set-password", "--email", "urlhaus@sources.threatd.invalid"); r.code == 0 || !strings.Contains(r.stderr, "no password and no token") {
+		t.Fatalf("a password for a source's user: exit %d %s", r.code, r.stderr)
+	}
 
 	// A row whose id cannot be read: --full withdraws nothing, and says why.
 	bad := write("bad.csv", head+row("501", "https://one.trust-test.example/a.exe")+row("x9", "https://three.trust-test.example/c"))
