@@ -316,12 +316,7 @@ func Ingest(ctx context.Context, store IngestStore, src Source, source string, p
 				cancel(err)
 				continue
 			}
-			for _, o := range outcomes {
-				counts[o.Result]++
-				if o.Result == ImportSkipped {
-					skipped = append(skipped, o.UpstreamID+": "+o.Reason)
-				}
-			}
+			skipped = tally(counts, skipped, outcomes)
 		}
 		written <- context.Cause(ctx)
 	}()
@@ -395,6 +390,18 @@ func Ingest(ctx context.Context, store IngestStore, src Source, source string, p
 	return sum, err
 }
 
+// tally counts outcomes by result and returns skipped with the skipped
+// ones' "id: reason" added.
+func tally(counts map[string]int, skipped []string, outcomes []ImportOutcome) []string {
+	for _, o := range outcomes {
+		counts[o.Result]++
+		if o.Result == ImportSkipped {
+			skipped = append(skipped, o.UpstreamID+": "+o.Reason)
+		}
+	}
+	return skipped
+}
+
 // listing is what an import with --full saw the files list.
 type listing struct {
 	mu  sync.Mutex
@@ -421,7 +428,7 @@ func (l *listing) note(it SourceItem) {
 // (pending or verified) whose upstream id no file listed: read a page of
 // MaxImportedVersions ids at a time, withdrawn in batches. When a skipped
 // input had no upstream id, what the files list is not known and nothing
-// is withdrawn (sum.Unlisted says why).
+// is withdrawn (sum.FullRefused says why).
 func withdrawUnlisted(ctx context.Context, store IngestStore, source string, l *listing, batchOf func([]ImportRecord) ImportBatch, sum *ImportSummary) error {
 	if l.unnamed > 0 {
 		sum.FullRefused = fmt.Sprintf("--full withdrew nothing: %s skipped without an upstream id, so which reports the files no longer list is not known (mend or remove them and import again)",
@@ -438,12 +445,7 @@ func withdrawUnlisted(ctx context.Context, store IngestStore, source string, l *
 		if err != nil {
 			return err
 		}
-		for _, o := range out {
-			sum.Counts[o.Result]++
-			if o.Result == ImportSkipped {
-				sum.Skipped = append(sum.Skipped, o.UpstreamID+": "+o.Reason)
-			}
-		}
+		sum.Skipped = tally(sum.Counts, sum.Skipped, out)
 		gone = gone[:0]
 		return nil
 	}
