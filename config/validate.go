@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/registries"
 )
@@ -222,8 +223,8 @@ func (c *Config) Validate() error {
 		if s.Interval < time.Minute {
 			add(bad(key+".interval", "must be at least 1m (got %s)", s.Interval))
 		}
-		if s.Trust != "" && s.Trust != "verified" && s.Trust != "pending" {
-			add(bad(key+".trust", "must be verified or pending (got %q)", s.Trust))
+		if err := core.CheckTrust(key+".trust", s.Trust); err != nil {
+			add(err)
 		}
 	}
 	if c.Import.MaxAffected < 1 || c.Import.MaxAffected > 100_000 {
