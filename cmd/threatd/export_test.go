@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/cmd/internal/testbin"
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/stix/stixtest"
 )
 
@@ -37,6 +38,14 @@ func verifiedWithIOCs(t *testing.T, in *instance, d *daemon, tok string) string 
 	id := d.submit(tok, `{"report_type":"package","resource_identifier":"stix-pkg","registry":"npm","threat_description":"Steals tokens","severity_level":"high",
 		"payload_description":"Exfiltrates to hxxps://c2[.]evil[.]example/in from 198[.]51[.]100[.]4; dropper sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08; name it's ' OR [url:value = 'x","tags":["token-stealer"]}`)
 	in.mustCLI("review", "verify", id)
+	// The daemon reads its submitter's record (one verified report) a
+	// moment later, and the report's confidence moves with it: wait, so
+	// that what follows sees data that no longer changes.
+	want := float64(core.Confidence(core.ConfidenceInput{Record: core.SubmitterRecord{Verified: 1}.Score()}))
+	waitFor(t, "the report verified, its submitter's record read", 10*time.Second, func() bool {
+		m, _ := d.do("GET", base+"/check-malicious?report_type=package&resource_identifier=stix-pkg&ecosystem=npm", tok, "").body["details"].(map[string]any)
+		return m != nil && m["confidence"] == want
+	})
 	return id
 }
 
