@@ -197,6 +197,8 @@ func TestImportDatadog(t *testing.T) {
 func TestImportTrustAndFull(t *testing.T) {
 	in := newInstance(t, quiet)
 	tok := in.user("dev@example.com")
+	// A person whose public name is the source's (names are not unique).
+	in.user("urlhaus@example.com")
 	dir := t.TempDir()
 	head := "# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n"
 	row := func(id, u string) string {
@@ -239,6 +241,13 @@ func TestImportTrustAndFull(t *testing.T) {
 	text := strings.Join(strings.Fields(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(string(prof.body), " ")), " ")
 	if prof.code != 200 || !strings.Contains(text, "Points 20 Verified reports 2") || strings.Contains(text, "sources.threatd.invalid") {
 		t.Fatalf("the source user's profile: %d\n%.3000s", prof.code, text)
+	}
+	// The person of the same name is shown apart, after the source, and
+	// only the source is called one.
+	source := "urlhaus Import source: the reports threatd imports from urlhaus's published data are attributed to this account."
+	if !strings.Contains(text, "2 contributors use this name") || strings.Count(text, "Import source") != 1 || strings.Count(text, "Contributor since") != 1 ||
+		strings.Index(text, source) < 0 || strings.Index(text, source) > strings.Index(text, "Contributor since") {
+		t.Fatalf("the source and the person named after it:\n%.3000s", text)
 	}
 	if r := in.cli("user", "add", "--email", "urlhaus@sources.threatd.invalid"); r.code == 0 || !strings.Contains(r.stderr, "reserved") {
 		t.Fatalf("a person taking a source user's e-mail: exit %d %s", r.code, r.stderr)

@@ -67,7 +67,11 @@ const profileEvents = 50
 
 // profileView is one user's part of a profile page.
 type profileView struct {
-	Name        string
+	Name string
+	// Source: the user a source's imports are attributed to (public
+	// names are not unique: a person may take a source's name, and the
+	// page tells them apart).
+	Source      bool
 	Since       time.Time
 	Rep         core.Reputation
 	Recent      []contribution
@@ -138,7 +142,7 @@ func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, er
 	}
 	var views []profileView
 	for _, u := range users {
-		v := profileView{Name: u.Name, Since: u.CreatedAt}
+		v := profileView{Name: u.Name, Since: u.CreatedAt, Source: core.IsSourceUserEmail(u.Email)}
 		if i := slices.IndexFunc(reps, func(r core.Reputation) bool { return r.UserID == u.ID }); i >= 0 {
 			v.Rep = reps[i]
 		}
@@ -177,6 +181,16 @@ func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, er
 		}
 		views = append(views, v)
 	}
+	// A source first: the account people come to its name for.
+	slices.SortStableFunc(views, func(a, b profileView) int {
+		switch {
+		case a.Source == b.Source:
+			return 0
+		case a.Source:
+			return -1
+		}
+		return 1
+	})
 	return views, nil
 }
 
