@@ -24,6 +24,7 @@ const (
 	ImportUnchanged = "unchanged" // already imported at this upstream version
 	ImportWithdrawn = "withdrawn" // withdrawn upstream: our report is rejected (withdrawn)
 	ImportAttached  = "attached"  // matched a live community report: attached as a revision
+	ImportRestored  = "restored"  // listed again after an import with --full withdrew it: restored
 	ImportSkipped   = "skipped"   // could not be applied; Reason says why
 )
 
@@ -119,7 +120,7 @@ func SourceReviewer(source string) string { return source + "-import" }
 
 // ImportSummary counts what an ingestion run did.
 type ImportSummary struct {
-	Counts map[string]int // by result: imported, updated, unchanged, withdrawn, attached, skipped
+	Counts map[string]int // by result: imported, updated, unchanged, withdrawn, attached, restored, skipped
 	// Skipped lists "input or record: reason" for everything skipped.
 	Skipped []string
 	// FullRefused says why an import with --full withdrew nothing ("" when

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -294,6 +295,12 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, h
 		o := n.add(t, how, now)
 		return o, n.flush(ctx, tx)
 	}
+	if !rec.Withdrawn && existing.Status == string(core.StatusRejected) && existing.UpstreamModified == nil {
+		// Perhaps withdrawn by an import with --full (which leaves no
+		// upstream version, so that neither Known nor the batch look-up
+		// takes the record for unchanged): listed again, it is restored.
+		return s.restoreListed(ctx, tx, &existing, t, actor, now)
+	}
 	if existing.UpstreamModified != nil && t.UpstreamModified != nil && !t.UpstreamModified.After(*existing.UpstreamModified) {
 		return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
 	}
@@ -302,18 +309,18 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, h
 			return core.ImportOutcome{Result: core.ImportUnchanged, ThreatID: existing.ID}, nil
 		}
 		from := existing.Status
-		existing.Status, existing.UpdatedAt = string(core.StatusRejected), now
-		if t.UpstreamModified != nil {
-			// (A --full import's withdrawal has no upstream version.)
-			existing.UpstreamModified = t.UpstreamModified
-		}
+		// An upstream withdrawal keeps its version (the same record read
+		// again is unchanged); an import with --full's has none and clears
+		// the version, so that the record listed again is read in full
+		// and restores the report (restoreListed).
+		existing.Status, existing.UpdatedAt, existing.UpstreamModified = string(core.StatusRejected), now, t.UpstreamModified
 		if _, err := tx.NewUpdate().Model(&existing).Column("status", "updated_at", "upstream_modified").WherePK().Exec(ctx); err != nil {
 			return core.ImportOutcome{}, err
 		}
 		to := string(core.StatusRejected)
 		note := "withdrawn upstream (" + t.UpstreamID + ")"
 		if t.UpstreamModified == nil {
-			note = "no longer listed by " + t.Source + " (" + t.UpstreamID + "; an import with --full)"
+			note = unlistedNote(t.Source, t.UpstreamID)
 		}
 		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: existing.ID, Action: "withdraw", FromStatus: &from, ToStatus: &to,
 			ActorName: actor, Note: str(note), At: now}
@@ -330,6 +337,65 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, h
 		return core.ImportOutcome{}, err
 	}
 	return core.ImportOutcome{Result: core.ImportUpdated, ThreatID: existing.ID}, nil
+}
+
+// unlistedNote is the note of a withdrawal by an import with --full.
+func unlistedNote(source, upstreamID string) string {
+	return "no longer listed by " + source + " (" + upstreamID + "; " + unlistedSuffix
+}
+
+const unlistedSuffix = "an import with --full)"
+
+// restoreListed applies a record to its rejected report that has no
+// upstream version: when the report's latest event is the withdrawal of
+// an import with --full, the source lists it again, and it is restored
+// to what it was (verified or pending) with the record applied as an
+// approved revision. A report withdrawn any other way (upstream, by a
+// reviewer) stays withdrawn and takes the record as an update.
+func (s *Store) restoreListed(ctx context.Context, tx *txn, row *threatRow, t core.Threat, actor string, now time.Time) (core.ImportOutcome, error) {
+	var last eventRow
+	err := tx.NewSelect().Model(&last).Where("threat_id = ?", row.ID).Order("at DESC", "id DESC").Limit(1).Scan(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return core.ImportOutcome{}, err
+	}
+	if err != nil || last.Action != "withdraw" || last.FromStatus == nil || !strings.HasSuffix(deref(last.Note), unlistedSuffix) {
+		if err := s.importRevision(ctx, tx, row, t, actor, now); err != nil {
+			return core.ImportOutcome{}, err
+		}
+		return core.ImportOutcome{Result: core.ImportUpdated, ThreatID: row.ID}, nil
+	}
+	// Its subject may have been reported again meanwhile: the live key
+	// is unique, and that report stands.
+	var other []string
+	if err := liveKeyLookup(tx.NewSelect().TableExpr(tableUsing(s.dialect, "threats", "threats_live_key")).Column("id"), []string{row.CanonicalKey}).
+		Limit(1).Scan(ctx, &other); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	if len(other) > 0 {
+		return core.ImportOutcome{Result: core.ImportSkipped, ThreatID: row.ID,
+			Reason: "listed again, but the live report " + other[0] + " now covers its subject; this one stays withdrawn"}, nil
+	}
+	// The record first (a rejected report's revision publishes nothing),
+	// then the status the withdrawal took away.
+	if err := s.importRevision(ctx, tx, row, t, actor, now); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	to := *last.FromStatus
+	row.Status, row.UpdatedAt = to, now
+	if _, err := tx.NewUpdate().Model(row).Column("status", "updated_at").WherePK().Exec(ctx); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	from := string(core.StatusRejected)
+	ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: row.ID, Action: "restore", FromStatus: &from, ToStatus: &to,
+		ActorName: actor, Note: str("listed again by " + t.Source + " (" + t.UpstreamID + ")"), At: now}
+	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+		return core.ImportOutcome{}, err
+	}
+	tx.record(core.EntityThreat, row.ID, "restore", now)
+	if to == string(core.StatusVerified) {
+		tx.publish(row, core.ChangeVerified)
+	}
+	return core.ImportOutcome{Result: core.ImportRestored, ThreatID: row.ID}, nil
 }
 
 // importRevision applies an upstream version to a report as an approved

@@ -113,7 +113,7 @@ func progressReporter(cmd *cobra.Command) func(core.ImportProgress) {
 func printSummary(cmd *cobra.Command, sum core.ImportSummary, took time.Duration) {
 	out := cmd.OutOrStdout()
 	total := 0
-	for _, k := range []string{core.ImportCreated, core.ImportUpdated, core.ImportUnchanged, core.ImportWithdrawn, core.ImportAttached, core.ImportSkipped} {
+	for _, k := range []string{core.ImportCreated, core.ImportUpdated, core.ImportUnchanged, core.ImportWithdrawn, core.ImportAttached, core.ImportRestored, core.ImportSkipped} {
 		fmt.Fprintf(out, "%-10s %d\n", k, sum.Counts[k])
 		total += sum.Counts[k]
 	}

@@ -276,6 +276,14 @@ func TestImportTrustAndFull(t *testing.T) {
 	if out := in.mustCLI("import", "urlhaus", "--full", less); !strings.Contains(out, "withdrawn  0") {
 		t.Fatalf("--full again:\n%s", out)
 	}
+	// 502 listed again (say, back online): restored and published.
+	if out := in.mustCLI("import", "urlhaus", "--full", all); !strings.Contains(out, "restored   1") || !strings.Contains(out, "withdrawn  0") {
+		t.Fatalf("--full listing 502 again:\n%s", out)
+	}
+	eventually(t, "the restored report published", func() bool { return check("https://two.trust-test.example/b.exe") })
+	if out := in.mustCLI("import", "urlhaus", "--full", all); !strings.Contains(out, "restored   0") || !strings.Contains(out, "unchanged  2") {
+		t.Fatalf("--full after the restoration:\n%s", out)
+	}
 }
 
 // TestSourcesEntryTrustAndFull: a sources: entry with full: true and

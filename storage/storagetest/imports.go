@@ -131,19 +131,76 @@ func testImportTrust(t *testing.T, b Backend) {
 			t.Fatalf("ImportedIDs(%+v) = %v, want invalid", q, err)
 		}
 	}
-	// A --full withdrawal: no upstream version; the stored one stays, and
-	// the same record read again later is unchanged (not revived).
-	gone := core.ImportRecord{Threat: core.Threat{Source: "feedx", UpstreamID: "2"}, Withdrawn: true}
-	if out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{gone}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil || out[0].Result != core.ImportWithdrawn {
+	// A --full withdrawal: no upstream version, and the stored one is
+	// cleared, so that the record listed again is neither known to
+	// ImportedVersions nor unchanged: it restores the report.
+	full := func(id string) core.ImportRecord {
+		return core.ImportRecord{Threat: core.Threat{Source: "feedx", UpstreamID: id}, Withdrawn: true}
+	}
+	if out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{full("2"), full("3")}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil ||
+		out[0].Result != core.ImportWithdrawn || out[1].Result != core.ImportWithdrawn {
 		t.Fatalf("full withdrawal: %+v %v", out, err)
 	}
-	if w, err := s.GetThreat(c, out[1].ThreatID); err != nil || w.Status != core.StatusRejected || w.UpstreamModified == nil || !w.UpstreamModified.Equal(at) {
+	w, err := s.GetThreat(c, out[1].ThreatID)
+	if err != nil || w.Status != core.StatusRejected || w.UpstreamModified != nil {
 		t.Fatalf("after a full withdrawal: %+v %v", w, err)
 	}
-	if ids, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", Limit: 10}); err != nil || !slices.Equal(ids, []string{"1", "3", "4"}) {
+	if ids, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", Limit: 10}); err != nil || !slices.Equal(ids, []string{"1", "4"}) {
 		t.Fatalf("ImportedIDs after the withdrawal: %q %v", ids, err)
 	}
 	if ev, err := s.ReviewEvents(c, out[1].ThreatID); err != nil || !strings.Contains(ev[len(ev)-1].Note, "no longer listed by feedx") {
 		t.Fatalf("the withdrawal's event: %+v %v", ev, err)
+	}
+	if vs, err := s.ImportedVersions(c, core.VersionQuery{Source: "feedx", IDs: []string{"1", "2", "3"}}); err != nil || len(vs) != 1 || !vs["1"].Equal(at) {
+		t.Fatalf("ImportedVersions after the withdrawal: %v %v", vs, err)
+	}
+	// Listed again (at the same upstream version): restored to what each
+	// was, verified or pending, with the record as a revision.
+	back, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("2"), rec("3")}, Actor: "feedx-import", SubmitterID: src.ID})
+	if err != nil || back[0].Result != core.ImportRestored || back[1].Result != core.ImportRestored || back[0].ThreatID != out[1].ThreatID {
+		t.Fatalf("listed again: %+v %v", back, err)
+	}
+	r, err := s.GetThreat(c, out[1].ThreatID)
+	if err != nil || r.Status != core.StatusVerified || r.UpstreamModified == nil || !r.UpstreamModified.Equal(at) || r.Version != w.Version+1 || r.VerifiedAt == nil {
+		t.Fatalf("restored: %+v %v", r, err)
+	}
+	if ev, err := s.ReviewEvents(c, r.ID); err != nil || ev[len(ev)-1].Action != "restore" || ev[len(ev)-1].To != core.StatusVerified || ev[len(ev)-1].Note != "listed again by feedx (2)" {
+		t.Fatalf("the restoration's event: %+v %v", ev[len(ev)-1], err)
+	}
+	if p, err := s.GetThreat(c, back[1].ThreatID); err != nil || p.Status != core.StatusPending || p.VerifiedAt != nil {
+		t.Fatalf("restored pending: %+v %v", p, err)
+	}
+	if got, err := s.LatestVerified(c, core.LatestFilter{Limit: 10}); err != nil || len(got) != 2 {
+		t.Fatalf("published after the restoration: %d %v", len(got), err)
+	}
+	if again, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("2")}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil || again[0].Result != core.ImportUnchanged {
+		t.Fatalf("the restored record again: %+v %v", again, err)
+	}
+	// Withdrawn by --full, then its subject reported by a person: that
+	// report stands, and the listed record is skipped with the reason.
+	if out, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{full("4")}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil || out[0].Result != core.ImportWithdrawn {
+		t.Fatalf("full withdrawal of 4: %+v %v", out, err)
+	}
+	person := report(t, after.ID, core.TypeDomain, "", "4.feedx.example")
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: person}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("4")}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil ||
+		o[0].Result != core.ImportSkipped || !strings.Contains(o[0].Reason, "now covers its subject") || !strings.Contains(o[0].Reason, person.ID) {
+		t.Fatalf("listed again beside a live report: %+v %v", o, err)
+	}
+	// Withdrawn by a reviewer: a newer version of it is an update, and it
+	// stays withdrawn.
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: out[0].ThreatID, Decision: core.DecisionReject, Note: "a false positive", ActorName: "rita", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	newer := rec("1")
+	later := at.Add(time.Hour)
+	newer.Threat.UpstreamModified = &later
+	if o, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{newer}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil || o[0].Result != core.ImportUpdated {
+		t.Fatalf("a reviewer's withdrawal listed again: %+v %v", o, err)
+	}
+	if x, err := s.GetThreat(c, out[0].ThreatID); err != nil || x.Status != core.StatusRejected {
+		t.Fatalf("a reviewer's withdrawal after the record: %+v %v", x, err)
 	}
 }
