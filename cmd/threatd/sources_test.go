@@ -246,7 +246,7 @@ func TestImportTrustAndFull(t *testing.T) {
 	// only the source is called one.
 	source := "urlhaus Import source: the reports threatd imports from urlhaus's published data are attributed to this account."
 	if !strings.Contains(text, "2 contributors use this name") || strings.Count(text, "Import source") != 1 || strings.Count(text, "Contributor since") != 1 ||
-		strings.Index(text, source) < 0 || strings.Index(text, source) > strings.Index(text, "Contributor since") {
+		!strings.Contains(text, source) || strings.Index(text, source) > strings.Index(text, "Contributor since") {
 		t.Fatalf("the source and the person named after it:\n%.3000s", text)
 	}
 	if r := in.cli("user", "add", "--email", "urlhaus@sources.threatd.invalid"); r.code == 0 || !strings.Contains(r.stderr, "reserved") {
