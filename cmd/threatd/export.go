@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -136,11 +137,11 @@ database, the same for every daemon and every export.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(cmd, func(e *env) error {
-				body, err := blocklist.ExportSuricata(cmd.Context(), e.store, e.cfg.Blocklists.SuricataSIDBase)
+				rules, err := blocklist.ExportSuricata(cmd.Context(), e.store, e.cfg.Blocklists.SuricataSIDBase)
 				if err != nil {
 					return fmt.Errorf("export suricata: %w", err)
 				}
-				return writeBody(cmd, rulesOut, body)
+				return writeTo(cmd, rulesOut, rules)
 			})
 		},
 	}
@@ -153,12 +154,17 @@ database, the same for every daemon and every export.
 // through a temporary file (a reader meanwhile sees the old file or the
 // new one, never half of one).
 func writeBody(cmd *cobra.Command, out string, body []byte) error {
+	return writeTo(cmd, out, bytes.NewReader(body))
+}
+
+// writeTo is writeBody for what writes itself.
+func writeTo(cmd *cobra.Command, out string, body io.WriterTo) error {
 	if out == "" {
-		_, err := cmd.OutOrStdout().Write(body)
+		_, err := body.WriteTo(cmd.OutOrStdout())
 		return err
 	}
 	return writeAtomic(out, func(w io.Writer) error {
-		_, err := w.Write(body)
+		_, err := body.WriteTo(w)
 		return err
 	})
 }

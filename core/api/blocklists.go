@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -36,8 +37,20 @@ func (s *Server) suricataRules(c *echo.Context) error {
 	if s.opts.Blocklists == nil {
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the Suricata rules are not served by this daemon"}
 	}
-	body, etag, err := s.opts.Blocklists.Suricata(c.Request().Context())
-	return s.serveList(c, body, etag, err)
+	rules, etag, err := s.opts.Blocklists.Suricata(c.Request().Context())
+	if err != nil || etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return s.serveList(c, nil, etag, err)
+	}
+	// Written run by run: the runs are the rendering's own bytes, shared
+	// with the next rendering where they did not change.
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(rules.Len()))
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = rules.WriteTo(c.Response())
+	return err
 }
 
 // serveList answers with a list or rules file and its ETag (304 to a

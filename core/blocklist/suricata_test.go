@@ -128,10 +128,11 @@ func TestSuricataRules(t *testing.T) {
 	if err := s.Fill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	body, etag, err := s.Suricata(ctx)
+	rendered, etag, err := s.Suricata(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	body := rendered.Bytes()
 	rules := parseRules(t, string(body))
 	if len(rules) != 7 || !strings.Contains(string(body), "# threatd Suricata rules: 7 rules (2 domains, 1 address)") {
 		t.Fatalf("%d rules:\n%s", len(rules), body)
@@ -165,12 +166,12 @@ func TestSuricataRules(t *testing.T) {
 
 	// t1 revised (it is not the one named): nothing moves. t0 revised: rev 2.
 	s.Apply([]core.Threat{report("t1", 2, core.StatusVerified, ind(ioc.Domain, "evil.example", ioc.ConfidenceHigh))})
-	if b, _, _ := s.Suricata(ctx); string(b) != string(body) {
+	if b, _, _ := s.Suricata(ctx); string(b.Bytes()) != string(body) {
 		t.Errorf("a revision of a report the rules do not name changed them")
 	}
 	s.Apply([]core.Threat{report("t0", 5, core.StatusVerified, ind(ioc.Domain, "evil.example", ioc.ConfidenceHigh))})
 	body2, etag2, _ := s.Suricata(ctx)
-	rules2 := parseRules(t, string(body2))
+	rules2 := parseRules(t, string(body2.Bytes()))
 	if d := rules2[dns.sid]; d.rev != 2 || d.content != ".evil.example" || etag2 == etag {
 		t.Errorf("after t0's revision: %+v, ETag %s (was %s)", d, etag2, etag)
 	}
@@ -225,7 +226,7 @@ func mustRules(t *testing.T, s *Service) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return string(b.Bytes())
 }
 
 // Suricata itself is not installable here; suricata-update (Debian) is:
@@ -297,4 +298,93 @@ func TestSuricataUpdateReadsTheRules(t *testing.T) {
 	if seen != len(want) {
 		t.Fatalf("the sid-msg map lists %d rules of %d", seen, len(want))
 	}
+}
+
+// The rules are rendered in runs: after a change only the run the changed
+// indicator is in is rendered again (the others are the same bytes as
+// before, not copies), and the whole is byte for byte what rendering
+// every rule gives, with the ETag a new service (another seed) gives.
+func TestSuricataRunsRenderedAgainOnlyWhereChanged(t *testing.T) {
+	ctx := context.Background()
+	st := &store{}
+	for i := range 5000 {
+		st.threats = append(st.threats, report(fmt.Sprintf("0192f0aa-0000-7000-8000-%012d", i), 1, core.StatusVerified,
+			ind(ioc.Domain, fmt.Sprintf("c2-%05d.runs.example", i), ioc.ConfidenceHigh)))
+	}
+	st.threats = append(st.threats, report("0192f0aa-0000-7000-8000-999999999999", 1, core.StatusVerified, ind(ioc.IP, "203.0.113.77", ioc.ConfidenceHigh)))
+	s := NewService(st, "")
+	if err := s.Fill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, _, err := s.Suricata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(first.parts); n < 5001/runMax+2 || n > 5001/8 {
+		t.Fatalf("%d runs for 5,001 indicators", n)
+	}
+	// Checked after each change: the bytes and ETag against a rendering of
+	// every rule and a new service; the runs not shared with the last.
+	check := func(what string, before Rules, fresh int) Rules {
+		t.Helper()
+		got, etag, err := s.Suricata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listing, _ := s.set.Listing()
+		var rules []Rule
+		for _, l := range listing {
+			id := st.ids[l.Indicator]
+			rules = append(rules, Rule{Listed: l, Number: id.Number, Rev: id.Rev})
+		}
+		var want strings.Builder
+		if err := RenderSuricata(&want, rules, DefaultSIDBase); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Bytes()) != want.String() || got.Len() != want.Len() {
+			t.Fatalf("%s: the runs differ from a rendering of every rule", what)
+		}
+		other := NewService(st, "")
+		if err := other.Fill(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if o, etag2, _ := other.Suricata(ctx); etag2 != etag {
+			a, b := strings.Split(string(got.Bytes()), "\n"), strings.Split(string(o.Bytes()), "\n")
+			for i := range min(len(a), len(b)) {
+				if a[i] != b[i] {
+					t.Logf("line %d:\n%s\n%s", i, a[i], b[i])
+					break
+				}
+			}
+			t.Fatalf("%s: ETag %s, a new service's %s (%d and %d lines)", what, etag, etag2, len(a), len(b))
+		}
+		old := map[*byte]bool{}
+		for _, p := range before.parts[1:] {
+			old[&p[0]] = true
+		}
+		n := 0
+		for _, p := range got.parts[1:] {
+			if !old[&p[0]] {
+				n++
+			}
+		}
+		if n != fresh {
+			t.Fatalf("%s: %d runs rendered again, want %d", what, n, fresh)
+		}
+		return got
+	}
+	// A new domain in the middle of the rules, a new revision of a named
+	// report, a withdrawal: one run each. (The fake store reads its
+	// reports in their order: the new one's id sorts last.)
+	added := report("0192f0aa-0000-7000-8000-99999999999a", 1, core.StatusVerified, ind(ioc.Domain, "c2-02500x.runs.example", ioc.ConfidenceHigh))
+	st.threats = append(st.threats, added)
+	s.Apply([]core.Threat{added})
+	r := check("a domain added", first, 1)
+	st.threats[100] = report(st.threats[100].ID, 2, core.StatusVerified, st.threats[100].IOCs...)
+	s.Apply([]core.Threat{st.threats[100]})
+	r = check("a report revised", r, 1)
+	gone := st.threats[4000]
+	st.threats = append(st.threats[:4000], st.threats[4001:]...)
+	s.Apply([]core.Threat{report(gone.ID, 2, core.StatusRejected)})
+	check("a report withdrawn", r, 1)
 }
