@@ -29,7 +29,8 @@ pending review): new records are imported, newer upstream versions update
 ours as revisions, withdrawn ones withdraw ours, known ones are unchanged,
 and records that match a live community report are attached to it. With
 --full the files are the source's whole list: its reports they no longer
-list are withdrawn once every file is read. Works with no sources
+list are withdrawn once every file is read (and a report so withdrawn
+that a later import lists again is restored). Works with no sources
 configured.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch len(args) {
