@@ -53,9 +53,12 @@ run: build
 # schemas, the OSV schema, real OSV reports) find it in $THREATD_REFERENCE_DIR,
 # ../shared/reference or .reference (make reference-data), and skip with one
 # line saying so when none has it (under CI=true they fail instead).
+# -timeout is per package: the daemon's end-to-end tests (cmd/threatd, run
+# one after another under -race) take 820-910 s on 2 cores, and 30 minutes
+# leaves room for a slower machine while still stopping a hung test.
 test: build postgres browser osv-scanner scan-tools
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required \
-	  $(GO) test -race -count=1 -timeout 20m ./...
+	  $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz
 
 # The tests start their own throwaway PostgreSQL server (storage/pgtest) and
