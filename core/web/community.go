@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
@@ -19,15 +19,13 @@ import (
 // page is public and cheap to ask for, the sum behind it is not.
 const leaderboardTTL = 30 * time.Second
 
-// leaderboards caches each period's rows.
-type leaderboards struct {
-	mu   sync.Mutex
-	rows map[string]leaderboardRows
-}
+// pageCache keeps what public pages read (a leaderboard's rows, a
+// profile, a campaign) for a while: at most 1,000 keys, the least
+// recently used dropped first, each for the cache's time to live.
+type pageCache[V any] = expirable.LRU[string, V]
 
-type leaderboardRows struct {
-	at      time.Time
-	entries []core.LeaderboardEntry
+func newPageCache[V any](ttl time.Duration) *pageCache[V] {
+	return expirable.NewLRU[string, V](1000, nil, ttl)
 }
 
 // leaderboard is /leaderboard?period=30d|365d|all: the users with the most
@@ -42,23 +40,14 @@ func (s *Site) leaderboard(c *echo.Context) error {
 	if err != nil {
 		return s.errorPage(c, http.StatusBadRequest, "period: must be 30d, 365d or all.")
 	}
-	s.boards.mu.Lock()
-	cached, ok := s.boards.rows[period]
-	s.boards.mu.Unlock()
-	if !ok || time.Since(cached.at) > leaderboardTTL {
-		entries, err := s.store.Leaderboard(c.Request().Context(), core.LeaderboardQuery{Since: since, Limit: core.MaxLeaderboard})
-		if err != nil {
+	entries, ok := s.boards.Get(period)
+	if !ok {
+		if entries, err = s.store.Leaderboard(c.Request().Context(), core.LeaderboardQuery{Since: since, Limit: core.MaxLeaderboard}); err != nil {
 			return err
 		}
-		cached = leaderboardRows{at: time.Now(), entries: entries}
-		s.boards.mu.Lock()
-		if s.boards.rows == nil {
-			s.boards.rows = map[string]leaderboardRows{}
-		}
-		s.boards.rows[period] = cached
-		s.boards.mu.Unlock()
+		s.boards.Add(period, entries)
 	}
-	return s.render(c, http.StatusOK, "leaderboard", map[string]any{"Title": "Leaderboard", "Entries": cached.entries, "Period": period,
+	return s.render(c, http.StatusOK, "leaderboard", map[string]any{"Title": "Leaderboard", "Entries": entries, "Period": period,
 		"Periods": []string{core.Period30d, core.Period365d, core.PeriodAll}})
 }
 
@@ -83,46 +72,24 @@ type contribution struct {
 	Threat *core.Threat
 }
 
-// profileCache holds the profiles read for their pages (at most 1,000
-// names), for leaderboardTTL: a page is public, and a user's counts are
-// counted over every report of theirs (a source user's million imported
-// reports took 180 ms a view).
-type profileCache struct {
-	mu sync.Mutex
-	m  map[string]cachedProfile
-}
-
-type cachedProfile struct {
-	at    time.Time
-	views []profileView
-}
-
 // profile is /users/<public name>: each active user of that name (names
 // are not unique) with their points, counts and latest contributions;
 // never an e-mail address. Read again after leaderboardTTL.
 func (s *Site) profile(c *echo.Context) error {
 	name := c.Param("name")
-	s.profiles.mu.Lock()
-	e, ok := s.profiles.m[name]
-	s.profiles.mu.Unlock()
-	if !ok || time.Since(e.at) > leaderboardTTL {
-		views, err := s.profileViews(c.Request().Context(), name)
-		if err != nil {
+	views, ok := s.profiles.Get(name)
+	if !ok {
+		var err error
+		if views, err = s.profileViews(c.Request().Context(), name); err != nil {
 			return err
 		}
 		if len(views) == 0 {
 			// Not kept: names nobody has would only push out the others.
 			return s.errorPage(c, http.StatusNotFound, "No contributor has this name.")
 		}
-		e = cachedProfile{at: time.Now(), views: views}
-		s.profiles.mu.Lock()
-		if s.profiles.m == nil || len(s.profiles.m) >= 1000 {
-			s.profiles.m = map[string]cachedProfile{}
-		}
-		s.profiles.m[name] = e
-		s.profiles.mu.Unlock()
+		s.profiles.Add(name, views)
 	}
-	return s.render(c, http.StatusOK, "profile", map[string]any{"Title": e.views[0].Name, "Profiles": e.views})
+	return s.render(c, http.StatusOK, "profile", map[string]any{"Title": views[0].Name, "Profiles": views})
 }
 
 // profileViews reads the profiles of the users named name (none: no
@@ -200,43 +167,22 @@ func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, er
 // once; one made elsewhere within campaignTTL.
 const campaignTTL = 10 * time.Second
 
-// campaignCache holds the campaigns read for their pages (at most 1,000).
-type campaignCache struct {
-	mu sync.Mutex
-	m  map[string]cachedCampaign
-}
-
-type cachedCampaign struct {
-	at time.Time
-	c  core.Campaign
-}
-
 // campaign reads campaign id, through the cache.
 func (s *Site) campaign(ctx context.Context, id string) (core.Campaign, error) {
-	s.camps.mu.Lock()
-	e, ok := s.camps.m[id]
-	s.camps.mu.Unlock()
-	if ok && time.Since(e.at) < campaignTTL {
-		return e.c, nil
+	if c, ok := s.camps.Get(id); ok {
+		return c, nil
 	}
 	c, err := s.store.GetCampaign(ctx, id)
 	if err != nil {
 		return c, err
 	}
-	s.camps.mu.Lock()
-	if s.camps.m == nil || len(s.camps.m) >= 1000 {
-		s.camps.m = map[string]cachedCampaign{}
-	}
-	s.camps.m[id] = cachedCampaign{at: time.Now(), c: c}
-	s.camps.mu.Unlock()
+	s.camps.Add(id, c)
 	return c, nil
 }
 
 // forgetCampaign drops a changed campaign from the cache.
 func (s *Site) forgetCampaign(id string) {
-	s.camps.mu.Lock()
-	delete(s.camps.m, id)
-	s.camps.mu.Unlock()
+	s.camps.Remove(id)
 }
 
 // campaignPageReports is the reports a campaign page lists at once.

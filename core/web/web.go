@@ -90,10 +90,13 @@ type Options struct {
 
 // Site holds what the pages need.
 type Site struct {
-	opts     Options
-	boards   leaderboards
-	camps    campaignCache
-	profiles profileCache
+	opts Options
+	// The public pages' reads, kept a while (pageCache): a leaderboard's
+	// rows by period, profiles by public name (a source user's counts
+	// sum a million reports), campaigns by id.
+	boards   *pageCache[[]core.LeaderboardEntry]
+	profiles *pageCache[[]profileView]
+	camps    *pageCache[core.Campaign]
 	// suggestions are the campaign suggestions (Options.Suggestions, or
 	// the site's own).
 	suggestions *campaigns.Cache
@@ -162,6 +165,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 		cop:         http.NewCrossOriginProtection(),
 		markdown:    renderMarkdown,
 		suggestions: cmp.Or(opts.Suggestions, &campaigns.Cache{}),
+		boards:      newPageCache[[]core.LeaderboardEntry](leaderboardTTL),
+		profiles:    newPageCache[[]profileView](leaderboardTTL),
+		camps:       newPageCache[core.Campaign](campaignTTL),
 	}, nil
 }
 
