@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -318,11 +317,11 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, h
 			return core.ImportOutcome{}, err
 		}
 		to := string(core.StatusRejected)
-		note := "withdrawn upstream (" + t.UpstreamID + ")"
+		action, note := "withdraw", "withdrawn upstream ("+t.UpstreamID+")"
 		if t.UpstreamModified == nil {
-			note = unlistedNote(t.Source, t.UpstreamID)
+			action, note = unlistAction, "no longer listed by "+t.Source+" ("+t.UpstreamID+"; an import with --full)"
 		}
-		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: existing.ID, Action: "withdraw", FromStatus: &from, ToStatus: &to,
+		ev := eventRow{ID: uuid.Must(uuid.NewV7()).String(), ThreatID: existing.ID, Action: action, FromStatus: &from, ToStatus: &to,
 			ActorName: actor, Note: str(note), At: now}
 		if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
 			return core.ImportOutcome{}, err
@@ -339,12 +338,9 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, h
 	return core.ImportOutcome{Result: core.ImportUpdated, ThreatID: existing.ID}, nil
 }
 
-// unlistedNote is the note of a withdrawal by an import with --full.
-func unlistedNote(source, upstreamID string) string {
-	return "no longer listed by " + source + " (" + upstreamID + "; " + unlistedSuffix
-}
-
-const unlistedSuffix = "an import with --full)"
+// unlistAction is the review event of a withdrawal by an import with
+// --full (restoreListed undoes it, and only it).
+const unlistAction = "unlist"
 
 // restoreListed applies a record to its rejected report that has no
 // upstream version: when the report's latest event is the withdrawal of
@@ -358,7 +354,7 @@ func (s *Store) restoreListed(ctx context.Context, tx *txn, row *threatRow, t co
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return core.ImportOutcome{}, err
 	}
-	if err != nil || last.Action != "withdraw" || last.FromStatus == nil || !strings.HasSuffix(deref(last.Note), unlistedSuffix) {
+	if err != nil || last.Action != unlistAction || last.FromStatus == nil {
 		if err := s.importRevision(ctx, tx, row, t, actor, now); err != nil {
 			return core.ImportOutcome{}, err
 		}

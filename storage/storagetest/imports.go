@@ -148,7 +148,7 @@ func testImportTrust(t *testing.T, b Backend) {
 	if ids, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", Limit: 10}); err != nil || !slices.Equal(ids, []string{"1", "4"}) {
 		t.Fatalf("ImportedIDs after the withdrawal: %q %v", ids, err)
 	}
-	if ev, err := s.ReviewEvents(c, out[1].ThreatID); err != nil || !strings.Contains(ev[len(ev)-1].Note, "no longer listed by feedx") {
+	if ev, err := s.ReviewEvents(c, out[1].ThreatID); err != nil || ev[len(ev)-1].Action != "unlist" || !strings.Contains(ev[len(ev)-1].Note, "no longer listed by feedx") {
 		t.Fatalf("the withdrawal's event: %+v %v", ev, err)
 	}
 	if vs, err := s.ImportedVersions(c, core.VersionQuery{Source: "feedx", IDs: []string{"1", "2", "3"}}); err != nil || len(vs) != 1 || !vs["1"].Equal(at) {
