@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,7 +30,7 @@ func (s *Server) blocklist(c *echo.Context) error {
 		return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("No block list %q: the formats are %s", shown, strings.Join(blocklist.Formats, ", "))}
 	}
 	body, etag, err := s.opts.Blocklists.List(c.Request().Context(), format)
-	return s.serveList(c, body, etag, err)
+	return s.serveList(c, bytes.NewReader(body), len(body), etag, err)
 }
 
 // suricataRules serves the Suricata rules (docs/blocklists.md), with
@@ -37,25 +39,15 @@ func (s *Server) suricataRules(c *echo.Context) error {
 	if s.opts.Blocklists == nil {
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the Suricata rules are not served by this daemon"}
 	}
-	rules, etag, err := s.opts.Blocklists.Suricata(c.Request().Context())
-	if err != nil || etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
-		return s.serveList(c, nil, etag, err)
-	}
 	// Written run by run: the runs are the rendering's own bytes, shared
 	// with the next rendering where they did not change.
-	h := c.Response().Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(rules.Len()))
-	c.Response().WriteHeader(http.StatusOK)
-	_, err = rules.WriteTo(c.Response())
-	return err
+	rules, etag, err := s.opts.Blocklists.Suricata(c.Request().Context())
+	return s.serveList(c, rules, rules.Len(), etag, err)
 }
 
-// serveList answers with a list or rules file and its ETag (304 to a
-// client that has it), or 503 while the lists are first built.
-func (s *Server) serveList(c *echo.Context, body []byte, etag string, err error) error {
+// serveList answers with a list or rules file of size bytes and its ETag
+// (304 to a client that has it), or 503 while the lists are first built.
+func (s *Server) serveList(c *echo.Context, body io.WriterTo, size int, etag string, err error) error {
 	if errors.Is(err, blocklist.ErrFilling) {
 		_, read := s.opts.Blocklists.Filled()
 		return &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "5"},
@@ -70,7 +62,11 @@ func (s *Server) serveList(c *echo.Context, body []byte, etag string, err error)
 	if match := c.Request().Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", body)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(size))
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = body.WriteTo(c.Response())
+	return err
 }
 
 // etagMatches says whether an If-None-Match header names etag (or is *).
