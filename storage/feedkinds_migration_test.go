@@ -22,14 +22,10 @@ func TestFeedKindsMigration(t *testing.T) {
 			s := openMigrated(t, d)
 			var recs []core.ImportRecord
 			for i := range 5 {
-				th, err := core.NewThreat(core.Submission{ReportType: ptrS("package"), Registry: ptrS("npm"), ResourceIdentifier: ptrS(fmt.Sprintf("kinds-%d", i)),
-					ThreatDescription: ptrS("x")}, time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
+				rec := importedPackage(t, fmt.Sprintf("kinds-%d", i), "osv", fmt.Sprintf("MAL-K-%d", i))
 				at := time.Now().UTC()
-				th.ID, th.Source, th.UpstreamID, th.VerifiedAt = uuid.NewString(), "osv", fmt.Sprintf("MAL-K-%d", i), &at
-				recs = append(recs, core.ImportRecord{Threat: th})
+				rec.Threat.ID, rec.Threat.VerifiedAt = uuid.NewString(), &at
+				recs = append(recs, rec)
 			}
 			if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs, Actor: "osv-import"}); err != nil {
 				t.Fatal(err)

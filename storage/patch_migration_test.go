@@ -79,3 +79,16 @@ func TestPatchMigrationRewritesClearedLists(t *testing.T) {
 }
 
 func ptrS(s string) *string { return &s }
+
+// importedPackage is an npm report named name as an import from source
+// brings it (under upstreamID), for the migrations' tests to store the
+// way an earlier version did.
+func importedPackage(t *testing.T, name, source, upstreamID string) core.ImportRecord {
+	t.Helper()
+	th, err := core.NewThreat(core.Submission{ReportType: ptrS("package"), Registry: ptrS("npm"), ResourceIdentifier: &name, ThreatDescription: ptrS("x")}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.Source, th.UpstreamID = source, upstreamID
+	return core.ImportRecord{Threat: th}
+}

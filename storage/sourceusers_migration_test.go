@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -26,13 +25,7 @@ func TestSourceUsersMigration(t *testing.T) {
 			}
 			var recs []core.ImportRecord
 			for i, source := range []string{"osv", "osv", "urlhaus"} {
-				th, err := core.NewThreat(core.Submission{ReportType: ptrS("package"), Registry: ptrS("npm"), ResourceIdentifier: ptrS(fmt.Sprintf("old-import-%d", i)),
-					ThreatDescription: ptrS("x")}, time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				th.Source, th.UpstreamID = source, fmt.Sprintf("U-%d", i)
-				recs = append(recs, core.ImportRecord{Threat: th})
+				recs = append(recs, importedPackage(t, fmt.Sprintf("old-import-%d", i), source, fmt.Sprintf("U-%d", i)))
 			}
 			// Imported as before this version: no submitter.
 			out, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs, Actor: "osv-import"})
