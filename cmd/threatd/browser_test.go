@@ -26,8 +26,8 @@ const e2eDir = "../../core/web/e2e"
 // the public page renders the Markdown with its hostile parts inert, the
 // home page's search, a phone-sized screen, log out; three users' votes
 // dispute the report and the reviewer keeps it in the queue, a campaign
-// holds it, the campaign page, the leaderboard and the profile, on a
-// phone too. Each page is checked
+// holds it, the campaign page, the leaderboard and the profile, an import
+// source's profile beside a person of its name, on a phone too. Each page is checked
 // for console errors, CSP violations, unlabelled inputs and the names of
 // docs/web.md by role. The test then checks what the browser did
 // through the API, independently of the script.
@@ -76,6 +76,15 @@ func TestWebBrowser(t *testing.T) {
 		voters = append(voters, in.user(fmt.Sprintf("voter%d@example.com", i)))
 	}
 	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
+	// A source's user (a URLhaus import) and a person who took its name,
+	// for the profile page that shows both.
+	export := filepath.Join(t.TempDir(), "urlhaus.csv")
+	if err := os.WriteFile(export, []byte("# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n"+
+		`"701","2026-11-25 10:04:10","https://drop.browser-test.example/a.exe","online","","malware_download","exe","https://urlhaus.abuse.ch/url/701/","abuse_ch"`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.mustCLI("import", "urlhaus", export)
+	in.user("urlhaus@example.com")
 	d := in.serve()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -155,7 +164,7 @@ func TestWebBrowser(t *testing.T) {
 	for _, name := range []string{"home", "signup-error", "tokens-new", "my-submissions", "submit", "threat-pending", "review-queue", "threat", "search", "search-indicator",
 		"browse", "revoke-confirm", "phone-home", "phone-threat", "phone-browse", "phone-search", "phone-search-indicator", "phone-review-queue", "phone-my-submissions",
 		"account", "phone-account", "phone-users", "disable-confirm", "users", "account-deleted",
-		"review-disputed", "threat-community", "campaign", "review-campaigns", "leaderboard", "profile", "phone-campaign", "phone-leaderboard", "phone-profile", "phone-threat-community"} {
+		"review-disputed", "threat-community", "campaign", "review-campaigns", "leaderboard", "profile", "profile-source", "phone-campaign", "phone-leaderboard", "phone-profile", "phone-profile-source", "phone-threat-community"} {
 		b, err := os.ReadFile(filepath.Join(shots, name+".png"))
 		if err != nil || len(b) < 5000 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("screenshot %s: %d bytes, %v", name, len(b), err)

@@ -598,8 +598,17 @@ try {
   await anon.getByRole("link", { name: `package ${apiPkg}` }).waitFor();
   check(!(await anon.content()).includes("@example.com"), "the public profile shows an e-mail address");
   await shot(anon, "profile");
+  // A source's profile beside a person who took its name: one page
+  // heading, the source marked and first.
+  await go(anon, "/users/urlhaus");
+  await anon.getByText("2 contributors use this name").waitFor();
+  const sections = anon.locator("section.profile");
+  check(await sections.count() === 2, "the urlhaus profile page does not show two accounts");
+  check((await sections.nth(0).innerText()).includes("Import source:"), "the source is not the first account on its name's page");
+  check(!(await sections.nth(1).innerText()).includes("Import source"), "the person named urlhaus is marked an import source");
+  await shot(anon, "profile-source");
   for (const [path, name] of [[`/campaigns/${campaignID}`, "campaign"], ["/leaderboard?period=all", "leaderboard"],
-    ["/users/Sam%20Smith", "profile"], [`/threats/${apiID}`, "threat-community"]]) {
+    ["/users/Sam%20Smith", "profile"], ["/users/urlhaus", "profile-source"], [`/threats/${apiID}`, "threat-community"]]) {
     await go(phone, path);
     await phoneCheck(phone, path);
     await capture(phone, `phone-${name}.png`);
