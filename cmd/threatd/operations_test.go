@@ -122,8 +122,11 @@ func TestMetricsAndProbes(t *testing.T) {
 	if imported < 250 {
 		t.Fatalf("imported %v of %d", imported, files)
 	}
-	eventually(t, "index holds the import", func() bool {
-		return value(d.scrape(), "threatd_index_verified_reports", nil) == imported
+	// The follower applies a page of changes to the index, then moves its
+	// position past them: both, before the counters are read below.
+	eventually(t, "index holds the import, its feed position past it", func() bool {
+		f := d.scrape()
+		return value(f, "threatd_index_verified_reports", nil) == imported && value(f, "threatd_change_feed_seq", nil) >= imported
 	})
 
 	check := checkPath("report_type", "package", "resource_identifier", "not-malicious-pkg", "ecosystem", "npm")

@@ -129,8 +129,8 @@ func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) e
 		// The page's reports in one storage call, as they are now: applying
 		// the latest state once per report is what applying each change
 		// in turn would end with.
+		var ids []string
 		if threats {
-			var ids []string
 			seen := make(map[string]bool)
 			for _, ch := range changes {
 				if ch.Entity == core.EntityThreat && !seen[ch.EntityID] {
@@ -140,9 +140,6 @@ func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) e
 			}
 			if err := f.Index.applyAll(ctx, ids); err != nil {
 				return err
-			}
-			if f.OnThreats != nil && len(ids) > 0 {
-				f.OnThreats(ids)
 			}
 		}
 		for _, ch := range changes {
@@ -156,6 +153,12 @@ func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) e
 				f.Principals.InvalidateUser(ch.EntityID)
 			}
 			pos.Store(ch.Seq)
+		}
+		// The others told once the index's position has moved past the
+		// page (telling them reads storage: the position, and the
+		// threatd_change_feed_seq metric, would lag the index meanwhile).
+		if f.OnThreats != nil && len(ids) > 0 {
+			f.OnThreats(ids)
 		}
 		if len(changes) < 1000 {
 			return nil
