@@ -36,10 +36,16 @@ func (a *Accounts) AddUser(ctx context.Context, in NewUser) (User, error) {
 }
 
 // create stores a normalised new user with a password hash ("" = none).
+// Its id is random (UUIDv4), so that the public name of a user created
+// without one (DefaultName: the id's first 8 characters) tells users
+// created in the same minute apart, which a time-ordered id would not.
 func (a *Accounts) create(ctx context.Context, n NewUser, passwordHash string) (User, error) {
-	id, err := uuid.NewV7()
+	id, err := uuid.NewRandom()
 	if err != nil {
 		return User{}, err
+	}
+	if n.Name == "" {
+		n.Name = DefaultName(id.String())
 	}
 	return a.store.CreateUser(ctx, User{
 		ID: id.String(), Email: n.Email, Name: n.Name, Tier: n.Tier, Role: n.Role,

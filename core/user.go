@@ -95,8 +95,9 @@ type NewUser struct {
 	Role  Role
 }
 
-// Normalise validates a NewUser and fills defaults: tier free, role submitter,
-// name = the e-mail's local part.
+// Normalise validates a NewUser and fills defaults: tier free, role
+// submitter. A name left empty stays empty here: the user is created as
+// DefaultName of its id, never with any part of the e-mail.
 func (n NewUser) Normalise() (NewUser, error) {
 	n.Email = normaliseEmail(n.Email)
 	if err := ValidateEmail("email", n.Email); err != nil {
@@ -116,13 +117,17 @@ func (n NewUser) Normalise() (NewUser, error) {
 		return n, err
 	}
 	n.Name = strings.TrimSpace(n.Name)
-	if n.Name == "" {
-		n.Name = n.Email[:strings.IndexByte(n.Email, '@')]
-	}
 	if err := ValidateText("name", n.Name, MaxUserName); err != nil {
 		return n, err
 	}
 	return n, nil
+}
+
+// DefaultName is the public name of a user created without one: "user-"
+// and the first 8 characters of its id. No part of an e-mail is ever
+// shown publicly.
+func DefaultName(id string) string {
+	return "user-" + id[:min(8, len(id))]
 }
 
 // Count says n things in English: "1 token", "2 tokens".

@@ -10,7 +10,7 @@ func TestNewUserNormalise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Email != "alice@example.com" || n.Name != "alice" || n.Tier != TierFree || n.Role != RoleSubmitter {
+	if n.Email != "alice@example.com" || n.Name != "" || n.Tier != TierFree || n.Role != RoleSubmitter {
 		t.Fatalf("defaults wrong: %+v", n)
 	}
 	n, err = NewUser{Email: "r@x.org", Name: "Rita R.", Tier: "paid", Role: "reviewer"}.Normalise()

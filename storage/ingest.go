@@ -116,8 +116,9 @@ func (s *Store) ImportedVersions(ctx context.Context, q core.VersionQuery) (map[
 	return out, rows.Err()
 }
 
-// ImportedIDs pages through the upstream ids of a source's live reports,
-// on the unique index threats_upstream_key (source, upstream_id).
+// ImportedIDs pages through the upstream ids of the live reports a source
+// created (attributed to its source user: never a report it was attached
+// to), on the unique index threats_upstream_key (source, upstream_id).
 func (s *Store) ImportedIDs(ctx context.Context, q core.ImportedIDQuery) ([]string, error) {
 	if q.Limit < 1 || q.Limit > core.MaxImportedVersions {
 		return nil, core.Invalid("limit", "must be between 1 and %d (got %d)", core.MaxImportedVersions, q.Limit)
@@ -129,6 +130,7 @@ func (s *Store) ImportedIDs(ctx context.Context, q core.ImportedIDQuery) ([]stri
 	err := s.db.NewSelect().TableExpr(tableUsing(s.dialect, "threats", "threats_upstream_key")).Column("upstream_id").
 		Where("source = ?", q.Source).Where("upstream_id > ?", q.After).
 		Where("status IN (?, ?)", string(core.StatusPending), string(core.StatusVerified)).
+		Where("submitter_id = (SELECT u.id FROM users AS u WHERE u.email = ?)", core.SourceUserEmail(q.Source)).
 		OrderExpr("upstream_id").Limit(int64(q.Limit)).Scan(ctx, &ids)
 	if ids == nil {
 		ids = []string{}
@@ -293,6 +295,13 @@ func (s *Store) importOne(ctx context.Context, tx *txn, rec core.ImportRecord, h
 		var n newReports
 		o := n.add(t, how, now)
 		return o, n.flush(ctx, tx)
+	}
+	if rec.Withdrawn && how.submitter != "" && deref(existing.SubmitterID) != how.submitter {
+		// A report the source was attached to (a person's, or another
+		// source's): the source's withdrawal (upstream, or --full) is not
+		// the report's, which stands on its own.
+		return core.ImportOutcome{Result: core.ImportSkipped, ThreatID: existing.ID,
+			Reason: "withdrawn by " + t.Source + ", but the report is not one it created (it was attached to it): it stands"}, nil
 	}
 	if !rec.Withdrawn && existing.Status == string(core.StatusRejected) && existing.UpstreamModified == nil {
 		// Perhaps withdrawn by an import with --full (which leaves no

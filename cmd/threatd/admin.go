@@ -59,7 +59,7 @@ func userCmd() *cobra.Command {
 		},
 	}
 	add.Flags().String("email", "", "e-mail address (required)")
-	add.Flags().String("name", "", "public name (default: the e-mail's local part)")
+	add.Flags().String("name", "", "public name (default: user- and the first 8 characters of the user's id; no part of the e-mail is ever shown)")
 	add.Flags().String("tier", "free", "free or paid")
 	add.Flags().String("role", "submitter", "submitter, reviewer or admin")
 	_ = add.MarkFlagRequired("email")

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -67,6 +68,22 @@ func TestCLIErrors(t *testing.T) {
 	}
 	// Flags may come before or after the subcommand's words.
 	in.mustCLI("--config", in.config, "user", "add", "--email", "carol@example.com")
+
+	// Users added without --name are named user-<the id's first 8
+	// characters>, never after their e-mail, and apart though created
+	// in the same second.
+	var users []map[string]any
+	if err := json.Unmarshal([]byte(in.mustCLI("user", "list", "--json")), &users); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, u := range users {
+		name, _ := u["name"].(string)
+		if !regexp.MustCompile(`^user-[0-9a-f]{8}$`).MatchString(name) || names[name] {
+			t.Errorf("%s is named %q, want user- and 8 hex characters of its own", u["email"], name)
+		}
+		names[name] = true
+	}
 }
 
 func TestAuthAndRateLimitHeaders(t *testing.T) {

@@ -198,7 +198,7 @@ func TestImportTrustAndFull(t *testing.T) {
 	in := newInstance(t, quiet)
 	tok := in.user("dev@example.com")
 	// A person whose public name is the source's (names are not unique).
-	in.user("urlhaus@example.com")
+	in.user("urlhaus@example.com", "--name", "urlhaus")
 	dir := t.TempDir()
 	head := "# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n"
 	row := func(id, u string) string {
@@ -284,6 +284,23 @@ func TestImportTrustAndFull(t *testing.T) {
 	if out := in.mustCLI("import", "urlhaus", "--full", all); !strings.Contains(out, "restored   0") || !strings.Contains(out, "unchanged  2") {
 		t.Fatalf("--full after the restoration:\n%s", out)
 	}
+	// A person's verified report that URLhaus lists too is attached to;
+	// when URLhaus stops listing it, --full leaves it: it was never the
+	// source's to withdraw.
+	mine := "https://person.trust-test.example/p.exe"
+	pid := d.submit(tok, `{"report_type":"url","resource_identifier":"`+mine+`","threat_description":"Serves a stealer"}`)
+	in.mustCLI("review", "verify", pid)
+	with := write("with.csv", head+row("501", "https://one.trust-test.example/a.exe")+row("502", "https://two.trust-test.example/b.exe")+row("503", "not a url")+row("504", mine))
+	if out := in.mustCLI("import", "urlhaus", "--full", with); !strings.Contains(out, "attached   1") {
+		t.Fatalf("--full listing a person's report:\n%s", out)
+	}
+	if out := in.mustCLI("import", "urlhaus", "--full", all); !strings.Contains(out, "withdrawn  0") {
+		t.Fatalf("--full no longer listing the person's report:\n%s", out)
+	}
+	if show := in.mustCLI("review", "show", pid); !strings.Contains(show, "verified") {
+		t.Fatalf("the person's report after --full:\n%s", show)
+	}
+	eventually(t, "the person's report still published", func() bool { return check(mine) })
 }
 
 // TestSourcesEntryTrustAndFull: a sources: entry with full: true and

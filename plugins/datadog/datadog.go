@@ -95,7 +95,12 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 		return err
 	}
 	for _, p := range files {
-		if err := each(ctx, p, func(string, []string, bool) error { return nil }); err != nil {
+		var names sourcekit.Unique
+		n := 0
+		if err := each(ctx, p, func(name string, _ []string, _ bool) error {
+			n++
+			return names.Add(p, name, fmt.Sprintf("entry %d", n))
+		}); err != nil {
 			return err
 		}
 	}

@@ -124,6 +124,7 @@ func TestHostileManifests(t *testing.T) {
 		"broken":              {npmManifest[:30], "not a dataset manifest"},
 		"a huge entry":        {huge, "longer than 262144 bytes"},
 		"more after":          {npmManifest + `[]`, "more after its object"},
+		"a name twice":        {`{"evil": ["1.0.0"], "other": null, "evil": ["2.0.0"]}`, `the id "evil" appears twice (entry 1 and entry 3)`},
 	} {
 		root := dataset(t, map[string]string{"npm": c.text, "pypi": pypiManifest})
 		recs, skipped, _, err := read(t, []string{root}, nil)

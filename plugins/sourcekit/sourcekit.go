@@ -51,6 +51,26 @@ func (c *Capped) Mark() { c.mark = c.n }
 // Over says whether the value since Mark is longer than allowed.
 func (c *Capped) Over() bool { return c.n-c.mark > c.Max+64<<10 }
 
+// Unique refuses a file that gives one upstream id twice: its two
+// records would both be new to storage in one batch (or the second
+// would silently replace the first), so the file is refused whole in the
+// check before anything is imported. The zero value is ready.
+type Unique struct {
+	seen map[string]string
+}
+
+// Add records id at where ("line 12"); a second sight is the error.
+func (u *Unique) Add(path, id, where string) error {
+	if u.seen == nil {
+		u.seen = map[string]string{}
+	}
+	if first, ok := u.seen[id]; ok {
+		return fmt.Errorf("%s: the id %q appears twice (%s and %s): a file lists each upstream record once (nothing was imported)", path, id, first, where)
+	}
+	u.seen[id] = where
+	return nil
+}
+
 // Pending is one upstream record read but not yet mapped.
 type Pending struct {
 	// ID is its upstream id, Modified its upstream version.

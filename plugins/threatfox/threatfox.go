@@ -66,7 +66,12 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 		now = s.Now
 	}
 	for _, p := range paths {
-		if err := each(ctx, p, func(string, IOC) error { return nil }); err != nil {
+		var ids sourcekit.Unique
+		n := 0
+		if err := each(ctx, p, func(id string, _ IOC) error {
+			n++
+			return ids.Add(p, id, fmt.Sprintf("entry %d", n))
+		}); err != nil {
 			return err
 		}
 	}

@@ -164,6 +164,8 @@ func TestHostileFiles(t *testing.T) {
 		"a huge entry":       {huge, "longer than 65536 bytes"},
 		"more after":         {export + `{}`, "more after its object"},
 		"empty":              {"", "not a ThreatFox JSON export"},
+		"a duplicate id": {`{"7": [{"ioc_value": "a.tf-bad.example", "ioc_type": "domain", "first_seen_utc": "2026-11-24 08:00:01"}], "8": [{"ioc_value": "b.tf-bad.example", "ioc_type": "domain", "first_seen_utc": "2026-11-24 08:00:01"}], "7": [{"ioc_value": "c.tf-bad.example", "ioc_type": "domain", "first_seen_utc": "2026-11-24 08:00:01"}]}`,
+			`the id "7" appears twice (entry 1 and entry 3)`},
 	} {
 		recs, skipped, _, err := read(t, write(t, c.text), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || len(recs)+len(skipped) != 0 {

@@ -52,7 +52,14 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 		now = s.Now
 	}
 	for _, p := range paths {
-		if _, err := each(ctx, p, func([]string, int) error { return nil }); err != nil {
+		var ids sourcekit.Unique
+		if _, err := each(ctx, p, func(f []string, line int) error {
+			id := strings.TrimSpace(f[0])
+			if !isID(id) {
+				return nil // skipped with its reason when read
+			}
+			return ids.Add(p, id, fmt.Sprintf("line %d", line))
+		}); err != nil {
 			return err
 		}
 	}

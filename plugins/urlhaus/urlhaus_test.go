@@ -108,6 +108,7 @@ func TestHostileFiles(t *testing.T) {
 		"a huge field":   {header + rows + long, "longer than 65536 bytes"},
 		"binary":         {header + "\x00\x01\x02,\xff\n", "wrong number of fields"},
 		"an empty file":  {"", "no comment line names its columns"},
+		"a duplicate id": {header + rows + strings.Replace(strings.SplitAfter(rows, "\n")[1], "payload.exe", "other.exe", 1), `the id "3312000" appears twice (line 11 and line 14)`},
 	} {
 		recs, skipped, _, err := read(t, write(t, c.text), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || len(recs)+len(skipped) != 0 {

@@ -203,4 +203,31 @@ func testImportTrust(t *testing.T, b Backend) {
 	if x, err := s.GetThreat(c, out[0].ThreatID); err != nil || x.Status != core.StatusRejected {
 		t.Fatalf("a reviewer's withdrawal after the record: %+v %v", x, err)
 	}
+	// A person's verified report that the source lists too: attached, it
+	// is never the source's to withdraw, neither by --full (ImportedIDs
+	// leaves it out) nor by a withdrawal upstream.
+	mine := report(t, before.ID, core.TypeDomain, "", "5.feedx.example")
+	if err := s.CreateThreat(c, core.SubmittedThreat{Threat: mine}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReviewThreat(c, core.Review{ThreatID: mine.ID, Decision: core.DecisionVerify, ActorName: "rita", At: time.Now(), Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("5")}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil || o[0].Result != core.ImportAttached || o[0].ThreatID != mine.ID {
+		t.Fatalf("attached: %+v %v", o, err)
+	}
+	if ids, err := s.ImportedIDs(c, core.ImportedIDQuery{Source: "feedx", Limit: 10}); err != nil || slices.Contains(ids, "5") {
+		t.Fatalf("ImportedIDs lists the attached report: %q %v", ids, err)
+	}
+	upstream := rec("5")
+	upstream.Withdrawn, upstream.Threat.UpstreamModified = true, &later
+	for _, w := range []core.ImportRecord{full("5"), upstream} {
+		if o, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{w}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil ||
+			o[0].Result != core.ImportSkipped || !strings.Contains(o[0].Reason, "not one it created") {
+			t.Fatalf("the attached report withdrawn by the source: %+v %v", o, err)
+		}
+		if x, err := s.GetThreat(c, mine.ID); err != nil || x.Status != core.StatusVerified {
+			t.Fatalf("the person's report after the source's withdrawal: %+v %v", x, err)
+		}
+	}
 }
