@@ -31,11 +31,16 @@ func (s *Store) ImportThreats(ctx context.Context, b core.ImportBatch) ([]core.I
 			return err
 		}
 		var pending newReports
-		seenKey := map[string]bool{}
+		seenKey, seenID := map[string]bool{}, map[string]bool{}
 		for i, rec := range recs {
 			t := rec.Threat
-			k, isKnown := known[t.Source+"\x00"+t.UpstreamID]
-			if isKnown && k.unchangedBy(t) {
+			id := t.Source + "\x00" + t.UpstreamID
+			k, isKnown := known[id]
+			// An upstream id given twice in the batch (two OSV files of
+			// one id): the second is applied to what the first made.
+			isKnown = isKnown || seenID[id]
+			seenID[id] = true
+			if isKnown && k.ID != "" && k.unchangedBy(t) {
 				// The common case of a re-import: decided without another query.
 				out[i] = core.ImportOutcome{UpstreamID: t.UpstreamID, Result: core.ImportUnchanged, ThreatID: k.ID}
 				continue

@@ -203,6 +203,16 @@ func testImportTrust(t *testing.T, b Backend) {
 	if x, err := s.GetThreat(c, out[0].ThreatID); err != nil || x.Status != core.StatusRejected {
 		t.Fatalf("a reviewer's withdrawal after the record: %+v %v", x, err)
 	}
+	// One upstream id twice in a batch, naming two subjects (two OSV
+	// files of one id): the first is created, the second applied to it,
+	// never a failed batch.
+	twice := rec("7")
+	twice.Threat = report(t, "", core.TypeDomain, "", "7b.feedx.example")
+	twice.Threat.Source, twice.Threat.UpstreamID, twice.Threat.UpstreamModified = "feedx", "7", &at
+	if o, err := s.ImportThreats(c, core.ImportBatch{Records: []core.ImportRecord{rec("7"), twice}, Actor: "feedx-import", SubmitterID: src.ID}); err != nil ||
+		o[0].Result != core.ImportCreated || o[1].Result != core.ImportUnchanged || o[1].ThreatID != o[0].ThreatID {
+		t.Fatalf("an upstream id twice in a batch: %+v %v", o, err)
+	}
 	// A person's verified report that the source lists too: attached, it
 	// is never the source's to withdraw, neither by --full (ImportedIDs
 	// leaves it out) nor by a withdrawal upstream.
