@@ -158,11 +158,12 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 # Regenerate the plugin protocol code (needs Debian's protoc: apt-get install protobuf-compiler).
-# core/ioc/tlds_gen.go: the ICANN top-level domains, from Debian's publicsuffix
-# package (x/net/publicsuffix has them but imports net/http/cookiejar, which
-# core may not).
+# core/ioc/tlds_gen.go and suffixes_gen.go: the ICANN top-level domains and
+# every rule of the Public Suffix List, from Debian's publicsuffix package
+# (x/net/publicsuffix has them but imports net/http/cookiejar, which core
+# may not).
 tlds:
-	$(GO) run ./cmd/internal/tldgen -in /usr/share/publicsuffix/public_suffix_list.dat -out core/ioc/tlds_gen.go
+	$(GO) run ./cmd/internal/tldgen -in /usr/share/publicsuffix/public_suffix_list.dat -out core/ioc/tlds_gen.go -rules core/ioc/suffixes_gen.go
 
 # The code that carries a report's fields through every layer, from the
 # table core/fields.txt (docs/architecture.md, "Adding a report field"):

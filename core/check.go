@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // CheckQuery is one "is this malicious?" question (docs/api/check-malicious.md).
@@ -56,8 +58,15 @@ func CheckKeys(q CheckQuery) ([]string, error) {
 		host = strings.TrimPrefix(k, "domain:")
 		keys = keys[:0]
 	}
+	// The host and its parents, down to (not into) its public suffix: a
+	// report of co.uk or github.io names only that name, never every
+	// name registered under it.
 	for labels := strings.Split(host, "."); len(labels) >= 2; labels = labels[1:] {
-		keys = append(keys, "domain:"+strings.Join(labels, "."))
+		d := strings.Join(labels, ".")
+		if d != host && ioc.IsPublicSuffix(d) {
+			break
+		}
+		keys = append(keys, "domain:"+d)
 	}
 	return keys, nil
 }

@@ -142,6 +142,26 @@ func TestDomainIndicatorRules(t *testing.T) {
 			t.Errorf("false indicator %s", bad)
 		}
 	}
+	// Services and resolvers named in passing are indicators of low
+	// confidence: never searched, never block-listed.
+	passing := Threat{ReportType: TypePackage, ResourceIdentifier: "ip-check", Registry: RegistryNPM, Details: Details{
+		ThreatDescription:  "Exfiltrates the host's address",
+		PayloadDescription: "Asks https://api.ipify.org/?format=json and www.google.com, resolves through 8.8.8.8 and 2606:4700:4700::1111, then posts to 203.0.113.77.",
+	}}
+	low := map[string]bool{}
+	for _, ind := range ExtractIOCs(passing) {
+		if !ioc.Searchable(ind) {
+			low[ind.Type+" "+ind.Value] = true
+		}
+	}
+	for _, want := range []string{"domain www.google.com", "ip 8.8.8.8", "ip 2606:4700:4700::1111"} {
+		if !low[want] {
+			t.Errorf("%s is not an indicator of low confidence: %v", want, low)
+		}
+	}
+	if low["ip 203.0.113.77"] {
+		t.Error("an address the report names as its target is of low confidence")
+	}
 	if !ioc.IsInfrastructure("gist.github.com") || !ioc.IsInfrastructure("dl.dropbox.com") || ioc.IsInfrastructure("github.com.evil.example") || ioc.IsInfrastructure("notgithub.com") {
 		t.Fatal("IsInfrastructure: subdomains count, look-alikes do not")
 	}

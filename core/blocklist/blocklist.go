@@ -79,7 +79,10 @@ func (h *Hosts) addHost(host string) {
 		h.addIP(host)
 		return
 	}
-	if !IsName(host) || ioc.IsInfrastructure(host) {
+	if !IsName(host) || ioc.IsInfrastructure(host) || ioc.IsPublicSuffix(host) || host == "arpa" || strings.HasSuffix(host, ".arpa") {
+		// Shared infrastructure, a public suffix (a list of *.co.uk or
+		// *.in-addr.arpa would answer NXDOMAIN for every name under it)
+		// or the reverse-lookup tree: never a name to block.
 		return
 	}
 	h.Domains = append(h.Domains, host)
@@ -93,12 +96,57 @@ func (h *Hosts) addIP(s string) {
 		return
 	}
 	a = a.Unmap()
-	if a.IsLoopback() || a.IsUnspecified() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsMulticast() {
-		// Never the machine's own, a local network's or nobody's: a list
-		// that blocks them breaks the host it runs on.
+	if !Listable(a) || ioc.IsInfrastructureIP(a.String()) {
 		return
 	}
 	h.IPs = append(h.IPs, a.String())
+}
+
+// notGlobal are the special-purpose blocks (IANA's IPv4 and IPv6
+// registries) whose addresses are not an attacker's server on the
+// internet: this network, shared address space (carrier-grade NAT, and
+// Tailscale's 100.100.100.100), benchmarking, the reserved 240/4 with the
+// broadcast address, IETF protocol assignments, discard-only, local NAT64,
+// IPv6 documentation and segment routing. Loopback, private, link-local
+// and multicast addresses are left out by Listable too. The IPv4
+// documentation networks (192.0.2/24, 198.51.100/24, 203.0.113/24) stay
+// listable: examples and tests use them for attackers' addresses, and
+// nothing routes them.
+var notGlobal = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range []string{
+		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "240.0.0.0/4",
+		"::/128", "100::/64", "64:ff9b:1::/48", "2001::/23", "2001:db8::/32", "3fff::/20", "5f00::/16",
+	} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
+
+// nat64 is the well-known NAT64 prefix: an address in it is the IPv4
+// address in its last 32 bits, judged as that.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// Listable says whether an address may be on the block lists: a globally
+// reachable unicast address, never the machine's own, a local network's,
+// nobody's, or a special-purpose one (notGlobal); a NAT64 address is
+// judged by the IPv4 address it carries.
+func Listable(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.Is6() && nat64.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	if a.IsLoopback() || a.IsUnspecified() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsMulticast() || a.IsInterfaceLocalMulticast() {
+		return false
+	}
+	for _, p := range notGlobal {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsName says whether s is a domain name every format can hold: two or

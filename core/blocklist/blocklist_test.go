@@ -46,12 +46,42 @@ func TestOf(t *testing.T) {
 		ind(ioc.Domain, "1.2.3.4.5", ioc.ConfidenceHigh),
 		ind(ioc.Hash, "d41d8cd98f00b204e9800998ecf8427e", ioc.ConfidenceHigh),
 		ind(ioc.Package, "evil-pkg", ioc.ConfidenceHigh),
+		// Public suffixes and the reverse tree: a list of *.co.uk answers
+		// NXDOMAIN for every name under it.
+		ind(ioc.Domain, "co.uk", ioc.ConfidenceHigh),
+		ind(ioc.URL, "http://co.uk/x.exe", ioc.ConfidenceHigh),
+		ind(ioc.Domain, "in-addr.arpa", ioc.ConfidenceHigh),
+		ind(ioc.Domain, "7.113.0.203.in-addr.arpa", ioc.ConfidenceHigh),
+		ind(ioc.Domain, "blogspot.com", ioc.ConfidenceHigh),
+		ind(ioc.Domain, "evil-pages.blogspot.com", ioc.ConfidenceHigh),
+		// Services and resolvers named in passing, even stored at
+		// medium confidence by an older version.
+		ind(ioc.Domain, "www.google.com", ioc.ConfidenceMedium),
+		ind(ioc.URL, "https://api.ipify.org/?format=json", ioc.ConfidenceMedium),
+		ind(ioc.IP, "8.8.8.8", ioc.ConfidenceMedium),
+		ind(ioc.IP, "2606:4700:4700::1111", ioc.ConfidenceMedium),
+		// Special-purpose addresses.
+		ind(ioc.IP, "100.100.100.100", ioc.ConfidenceHigh),
+		ind(ioc.IP, "100.64.0.1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "0.1.2.3", ioc.ConfidenceHigh),
+		ind(ioc.IP, "255.255.255.255", ioc.ConfidenceHigh),
+		ind(ioc.IP, "198.18.0.1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "240.0.0.1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "192.0.0.8", ioc.ConfidenceHigh),
+		ind(ioc.IP, "2001:db8::5", ioc.ConfidenceHigh),
+		ind(ioc.IP, "64:ff9b::7f00:1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "64:ff9b::a00:1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "64:ff9b:1::1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "::", ioc.ConfidenceHigh),
+		ind(ioc.IP, "100::1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "ff02::1", ioc.ConfidenceHigh),
+		ind(ioc.IP, "64:ff9b::cb00:7108", ioc.ConfidenceHigh), // 203.0.113.8 through NAT64: listed
 	}}
 	h := Of(th)
-	if want := []string{"c2.evil-updates.com", "drop.evil-updates.com"}; !slices.Equal(h.Domains, want) {
+	if want := []string{"c2.evil-updates.com", "drop.evil-updates.com", "evil-pages.blogspot.com"}; !slices.Equal(h.Domains, want) {
 		t.Errorf("domains %q, want %q", h.Domains, want)
 	}
-	if want := []string{"198.51.100.10", "198.51.100.9", "2001:db8::1", "203.0.113.7"}; !slices.Equal(h.IPs, want) {
+	if want := []string{"198.51.100.10", "198.51.100.9", "203.0.113.7", "64:ff9b::cb00:7108"}; !slices.Equal(h.IPs, want) {
 		t.Errorf("addresses %q, want %q", h.IPs, want)
 	}
 	if !Of(core.Threat{IOCs: []ioc.IOC{ind(ioc.Package, "x", ioc.ConfidenceHigh)}}).Empty() {

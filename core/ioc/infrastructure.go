@@ -1,6 +1,9 @@
 package ioc
 
-import "strings"
+import (
+	"net/netip"
+	"strings"
+)
 
 // Infrastructure lists the shared hosting and infrastructure that malware
 // abuses but everybody uses: code hosts, package registries, CDNs, paste and
@@ -32,6 +35,91 @@ var Infrastructure = []string{
 	"bit.ly", "tinyurl.com", "t.co", "goo.gl", "is.gd", "cutt.ly", "rb.gy", "ow.ly", "shorturl.at",
 	// Messaging and webhook APIs.
 	"telegram.org", "t.me", "slack.com", "api.telegram.org",
+	// Services malware only asks: its public address, the time, a
+	// connectivity check. A report names them in passing; blocking them
+	// would break everybody who uses them.
+	"ipify.org", "ipinfo.io", "ifconfig.me", "ifconfig.co", "icanhazip.com", "ipecho.net", "ip-api.com", "ident.me",
+	"myexternalip.com", "wtfismyip.com", "checkip.dyndns.org", "api.myip.com", "ipapi.co", "httpbin.org",
+	"dns.google", "cloudflare-dns.com", "one.one.one.one", "quad9.net", "opendns.com", "nextdns.io", "adguard-dns.com",
+	// The web's largest sites, named as what malware pretends to be or
+	// checks it can reach.
+	"google.com", "www.google.com", "gstatic.com", "microsoft.com", "windows.com", "windowsupdate.com", "live.com",
+	"office.com", "apple.com", "icloud.com", "amazon.com", "facebook.com", "instagram.com", "whatsapp.com",
+	"twitter.com", "x.com", "youtube.com", "linkedin.com", "wikipedia.org", "bing.com", "yahoo.com",
+}
+
+// InfrastructureIPs are the addresses of public resolvers that malware
+// (and everybody) queries: a report names them in passing, and blocking
+// one would break name resolution for everyone who uses it.
+var InfrastructureIPs = []string{
+	"8.8.8.8", "8.8.4.4", "2001:4860:4860::8888", "2001:4860:4860::8844", // Google
+	"1.1.1.1", "1.0.0.1", "2606:4700:4700::1111", "2606:4700:4700::1001", // Cloudflare
+	"9.9.9.9", "149.112.112.112", "2620:fe::fe", "2620:fe::9", // Quad9
+	"208.67.222.222", "208.67.220.220", "2620:119:35::35", "2620:119:53::53", // OpenDNS
+	"94.140.14.14", "94.140.15.15", "2a10:50c0::ad1:ff", "2a10:50c0::ad2:ff", // AdGuard
+	"76.76.2.0", "76.76.10.0", // Control D
+	"185.228.168.9", "185.228.169.9", // CleanBrowsing
+	"64.6.64.6", "64.6.65.6", // Verisign
+}
+
+// IsInfrastructureIP reports whether the address is one of
+// InfrastructureIPs.
+func IsInfrastructureIP(s string) bool {
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	return err == nil && infrastructureIPs[a.Unmap()]
+}
+
+// IsPublicSuffix reports whether host is itself a public suffix (the
+// Public Suffix List, ICANN and private sections: co.uk, in-addr.arpa,
+// github.io), a name under which anybody may register: never a domain to
+// block, nor a parent whose report flags every name below it.
+//
+// golang.org/x/net/publicsuffix has the list but imports
+// net/http/cookiejar, which the domain may not (core/imports_test.go):
+// the rules are generated from the same list (suffixes_gen.go, make tlds).
+func IsPublicSuffix(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	return h != "" && PublicSuffix(h) == h
+}
+
+// The kinds of Public Suffix List rules about a name (suffixRules).
+const (
+	ruleNormal    = 1 // "name"
+	ruleWildcard  = 2 // "*.name"
+	ruleException = 4 // "!name"
+)
+
+// PublicSuffix is the public suffix of the lower-case ASCII name h by the
+// list's algorithm: an exception rule first (its suffix is the rule less
+// its first label), else the matching rule of most labels (a wildcard
+// matches one label), else the last label.
+func PublicSuffix(h string) string {
+	for i := 0; ; {
+		if suffixRules[h[i:]]&ruleException != 0 {
+			if j := strings.IndexByte(h[i:], '.'); j >= 0 {
+				return h[i+j+1:]
+			}
+		}
+		j := strings.IndexByte(h[i:], '.')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	for i := 0; ; {
+		rest := ""
+		j := strings.IndexByte(h[i:], '.')
+		if j >= 0 {
+			rest = h[i+j+1:]
+		}
+		if suffixRules[h[i:]]&ruleNormal != 0 || rest != "" && suffixRules[rest]&ruleWildcard != 0 {
+			return h[i:]
+		}
+		if j < 0 {
+			return h[i:]
+		}
+		i += j + 1
+	}
 }
 
 // ReferenceSites are the advisory and analysis sites reports link to as
@@ -76,9 +164,19 @@ func IsReferenceURL(u string) bool {
 }
 
 var (
-	referenceSites = setOf(ReferenceSites)
-	infrastructure = setOf(Infrastructure, ReferenceSites)
+	referenceSites    = setOf(ReferenceSites)
+	infrastructure    = setOf(Infrastructure, ReferenceSites)
+	infrastructureIPs = addrsOf(InfrastructureIPs)
 )
+
+// addrsOf makes a set of the addresses.
+func addrsOf(list []string) map[netip.Addr]bool {
+	m := map[netip.Addr]bool{}
+	for _, s := range list {
+		m[netip.MustParseAddr(s)] = true
+	}
+	return m
+}
 
 // setOf makes a set of the lists' entries.
 func setOf(lists ...[]string) map[string]bool {

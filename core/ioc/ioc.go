@@ -147,7 +147,7 @@ func (x Extractor) Text(text string, skip func(string) bool, names ...string) []
 		if !seen[k] {
 			seen[k] = true
 			conf := ConfidenceMedium
-			if typ == Domain && IsInfrastructure(value) {
+			if typ == Domain && IsInfrastructure(value) || typ == IP && IsInfrastructureIP(value) {
 				conf = ConfidenceLow
 			}
 			out = append(out, IOC{Type: typ, Value: value, Detail: detail, Confidence: conf})
