@@ -33,7 +33,8 @@ type Community struct {
 
 // ConfidenceInput is what a report's confidence is worked out from.
 type ConfidenceInput struct {
-	// Seen counts seen sightings.
+	// Seen is the seen sightings' weight (SightingCounts.Weight): each
+	// sighting counts up to SeenWeightCap, the submitter's own not at all.
 	Seen int64
 	// Votes counts the false-positive votes counted since the report's
 	// last review decision (the submitter's own excluded).
@@ -48,7 +49,9 @@ type ConfidenceInput struct {
 // Confidence is how sure the service is that a verified report is right,
 // 0..100 (docs/api/records.md, "Confidence"): 50 for a reviewer's
 // verification, plus the submitter's record (-20..20), plus 10 per tenfold
-// of seen sightings (log10(1+seen)*10, at most 30), less 10 per counted
+// of seen sightings' weight (log10(1+weight)*10, at most 30: one sighting
+// moves it by at most 10, three or more people's are needed for the
+// most), less 10 per counted
 // false-positive vote (at most 30) and 20 more while a dispute is open.
 func Confidence(in ConfidenceInput) int {
 	c := 50.0 + float64(max(-20, min(20, in.Record)))

@@ -139,7 +139,20 @@ type SightingCounts struct {
 	// while they have put it back in review.
 	Votes    int64
 	Disputed bool
+	// Weight is the seen sightings as confidence counts them: each
+	// sighting's count up to SeenWeightCap (SeenWeight), the report's
+	// submitter's own left out.
+	Weight int64
 }
+
+// SeenWeightCap is the most one seen sighting (a person's, whatever its
+// count, or the daemon's row of a report, source and day) counts toward
+// its report's confidence: 9, which moves confidence by at most 10
+// (Confidence: 10 × log10(1 + 9)).
+const SeenWeightCap = 9
+
+// SeenWeight is what a seen sighting of count counts toward confidence.
+func SeenWeight(count int64) int64 { return max(0, min(count, SeenWeightCap)) }
 
 // Any says whether there is any sighting.
 func (c SightingCounts) Any() bool { return c.Seen > 0 || c.FalsePositive > 0 || c.Expired > 0 }

@@ -1663,6 +1663,7 @@ func sightingCountsToPB(v core.SightingCounts) *pb.SightingCounts {
 		UpdatedAt:     ts(v.UpdatedAt),
 		Votes:         v.Votes,
 		Disputed:      v.Disputed,
+		Weight:        v.Weight,
 	}
 }
 
@@ -1680,6 +1681,7 @@ func sightingCountsFromPB(m *pb.SightingCounts) core.SightingCounts {
 		UpdatedAt:     fromTS(m.UpdatedAt),
 		Votes:         m.Votes,
 		Disputed:      m.Disputed,
+		Weight:        m.Weight,
 	}
 }
 

@@ -41,11 +41,12 @@ type sightingCountRow struct {
 	UpdatedAt     *time.Time `bun:"updated_at"`
 	Votes         int64      `bun:"votes,notnull"`
 	Disputed      bool       `bun:"disputed,notnull"`
+	Weight        int64      `bun:"weight,notnull"`
 }
 
 func (r sightingCountRow) domain() core.SightingCounts {
 	return core.SightingCounts{ThreatID: r.ThreatID, Seen: r.Seen, FalsePositive: r.FalsePositive, Expired: r.Expired,
-		LastSeen: timeOf(r.LastSeen), UpdatedAt: timeOf(r.UpdatedAt), Votes: r.Votes, Disputed: r.Disputed}
+		LastSeen: timeOf(r.LastSeen), UpdatedAt: timeOf(r.UpdatedAt), Votes: r.Votes, Disputed: r.Disputed, Weight: r.Weight}
 }
 
 func (r sightingRow) domain() core.Sighting {
@@ -64,14 +65,14 @@ func verified(ctx context.Context, tx bun.IDB, id string) (bool, error) {
 }
 
 // addCounts adds to a report's counts (its row made when it has none),
-// changed at now.
-func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, seenAt, now time.Time) error {
+// changed at now; weight is what a seen sighting adds to its weight.
+func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n, weight int64, seenAt, now time.Time) error {
 	now = now.UTC()
 	row := sightingCountRow{ThreatID: threatID, UpdatedAt: &now}
 	var column string
 	switch typ {
 	case core.SightingSeen:
-		row.Seen, column = n, "seen"
+		row.Seen, row.Weight, column = n, weight, "seen"
 		at := seenAt.UTC()
 		row.LastSeen = &at
 	case core.SightingFalsePositive:
@@ -82,7 +83,8 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n int64, s
 	q := tx.NewInsert().Model(&row).On("CONFLICT (threat_id) DO UPDATE").
 		Set(column + " = sc." + column + " + EXCLUDED." + column).Set("updated_at = EXCLUDED.updated_at")
 	if typ == core.SightingSeen {
-		q = q.Set("last_seen = CASE WHEN sc.last_seen IS NULL OR sc.last_seen < EXCLUDED.last_seen THEN EXCLUDED.last_seen ELSE sc.last_seen END")
+		q = q.Set("last_seen = CASE WHEN sc.last_seen IS NULL OR sc.last_seen < EXCLUDED.last_seen THEN EXCLUDED.last_seen ELSE sc.last_seen END").
+			Set("weight = sc.weight + EXCLUDED.weight")
 	}
 	_, err := q.Exec(ctx)
 	return err
@@ -124,16 +126,19 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 		// By their keys, the status read (with "AND status = ?" SQLite
 		// reads the million verified reports through their status index).
 		var found []struct {
-			ID     string `bun:"id"`
-			Status string `bun:"status"`
+			ID        string  `bun:"id"`
+			Status    string  `bun:"status"`
+			Submitter *string `bun:"submitter_id"`
 		}
-		if err := tx.NewSelect().Table("threats").Column("id", "status").Where("id IN (?)", bun.List(ids)).
+		if err := tx.NewSelect().Table("threats").Column("id", "status", "submitter_id").Where("id IN (?)", bun.List(ids)).
 			Scan(ctx, &found); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		isVerified := make(map[string]bool, len(found))
+		submitter := make(map[string]string, len(found))
 		for _, f := range found {
 			isVerified[f.ID] = f.Status == string(core.StatusVerified)
+			submitter[f.ID] = deref(f.Submitter)
 		}
 		rows := make([]sightingRow, 0, len(ss))
 		for _, i := range order {
@@ -186,6 +191,11 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 			switch sg.Type {
 			case core.SightingSeen:
 				c.Seen += sg.Count
+				if sg.UserID == "" || sg.UserID != submitter[sg.ThreatID] {
+					// A submitter's sighting of their own report is
+					// shown, never weighed.
+					c.Weight += core.SeenWeight(sg.Count)
+				}
 				if at := sg.ObservedAt.UTC(); c.LastSeen == nil || at.After(*c.LastSeen) {
 					c.LastSeen = &at
 				}
@@ -227,6 +237,7 @@ func addCountRows(ctx context.Context, tx bun.IDB, rows []sightingCountRow) erro
 		Set("expired = sc.expired + EXCLUDED.expired").
 		Set("last_seen = CASE WHEN EXCLUDED.last_seen IS NOT NULL AND (sc.last_seen IS NULL OR sc.last_seen < EXCLUDED.last_seen) THEN EXCLUDED.last_seen ELSE sc.last_seen END").
 		Set("updated_at = EXCLUDED.updated_at").
+		Set("weight = sc.weight + EXCLUDED.weight").
 		Exec(ctx)
 	return err
 }
@@ -273,13 +284,21 @@ func (s *Store) AddSeen(ctx context.Context, seen []core.SeenCount) error {
 			day := k.day
 			row := sightingRow{ID: autoSightingID(k.threat, k.source, day), ThreatID: sc.ThreatID, Type: core.SightingSeen, Source: sc.Source,
 				ObservedAt: sc.At.UTC(), Count: sc.Count, AutoDay: &day, CreatedAt: now}
-			if _, err := tx.NewInsert().Model(&row).On("CONFLICT (threat_id, source, auto_day) WHERE auto_day IS NOT NULL DO UPDATE").
+			// The row of a day weighs as one sighting however much it
+			// counts: its weight moves only while its count is below the
+			// cap.
+			var had []int64
+			if err := tx.NewInsert().Model(&row).On("CONFLICT (threat_id, source, auto_day) WHERE auto_day IS NOT NULL DO UPDATE").
 				Set("count = sg.count + EXCLUDED.count").
 				Set("observed_at = CASE WHEN sg.observed_at < EXCLUDED.observed_at THEN EXCLUDED.observed_at ELSE sg.observed_at END").
-				Exec(ctx); err != nil {
+				Returning("count").Scan(ctx, &had); err != nil {
 				return err
 			}
-			if err := addCounts(ctx, tx, sc.ThreatID, core.SightingSeen, sc.Count, sc.At, now); err != nil {
+			weight := core.SeenWeight(sc.Count)
+			if len(had) == 1 {
+				weight = core.SeenWeight(had[0]) - core.SeenWeight(had[0]-sc.Count)
+			}
+			if err := addCounts(ctx, tx, sc.ThreatID, core.SightingSeen, sc.Count, weight, sc.At, now); err != nil {
 				return err
 			}
 		}
@@ -302,11 +321,17 @@ func voteSince(row threatRow) time.Time {
 
 // votesQuery selects the votes counted toward a report's dispute: people's
 // false-positive sightings since its last decision, its submitter's own
-// left out (through sightings_vote_idx).
+// left out (through sightings_vote_idx). Once a reviewer has kept the
+// report, only voters with a record count (a verified report of their
+// own, through threats_submitter_status_idx): fresh accounts cannot
+// reopen a kept dispute again and again.
 func votesQuery(q *bun.SelectQuery, row threatRow) *bun.SelectQuery {
-	q = q.Where("threat_id = ? AND type = ? AND user_id IS NOT NULL AND created_at > ?", row.ID, core.SightingFalsePositive, voteSince(row))
+	q = q.Where("sg.threat_id = ? AND sg.type = ? AND sg.user_id IS NOT NULL AND sg.created_at > ?", row.ID, core.SightingFalsePositive, voteSince(row))
 	if row.SubmitterID != nil {
-		q = q.Where("user_id <> ?", *row.SubmitterID)
+		q = q.Where("sg.user_id <> ?", *row.SubmitterID)
+	}
+	if row.KeptAt != nil {
+		q = q.Where("EXISTS (SELECT 1 FROM threats AS tv WHERE tv.submitter_id = sg.user_id AND tv.status = ?)", string(core.StatusVerified))
 	}
 	return q
 }
@@ -400,7 +425,7 @@ func (s *Store) DisputeVotes(ctx context.Context, threatID string) ([]core.Sight
 		return nil, err
 	}
 	var rows []sightingRow
-	if err := votesQuery(s.db.NewSelect().Model(&rows), row).OrderExpr("created_at, id").Limit(core.MaxDisputeVotes).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := votesQuery(s.db.NewSelect().Model(&rows), row).OrderExpr("sg.created_at, sg.id").Limit(core.MaxDisputeVotes).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	out := make([]core.Sighting, len(rows))

@@ -66,8 +66,9 @@ func TestReputation(t *testing.T) {
 	web.get("/leaderboard?period=30d").expect(t, 200, `href="/users/Zoe"`)
 	web.get("/leaderboard?period=1w").expect(t, 400)
 
-	// Zoe's record (2 verified, 1 rejected) is in her reports' confidence.
-	want := float64(core.Confidence(core.ConfidenceInput{Seen: 3, Record: core.SubmitterRecord{Verified: 2, Rejected: 1}.Score()}))
+	// Zoe's record (2 verified, 1 rejected) is in her reports' confidence;
+	// her own sightings of her report are counted, never weighed.
+	want := float64(core.Confidence(core.ConfidenceInput{Record: core.SubmitterRecord{Verified: 2, Rejected: 1}.Score()}))
 	defer func() {
 		if t.Failed() {
 			t.Log(d.do("GET", base+"/threats/"+high+"/sightings", tok, "").raw)

@@ -141,9 +141,10 @@ func TestSightings(t *testing.T) {
 	})
 
 	t.Run("counts in every record and format", func(t *testing.T) {
-		// 1+2+3 seen by people and 5 by scans; one false-positive vote; a
-		// submitter with one verified report.
-		wantConfidence := float64(core.Confidence(core.ConfidenceInput{Seen: 11, Votes: 1, Record: core.SubmitterRecord{Verified: 1}.Score()}))
+		// 1+2+3 seen by the submitter (counted, not weighed) and 5 by
+		// scans (one automatic row, weighing 5); one false-positive vote;
+		// a submitter with one verified report.
+		wantConfidence := float64(core.Confidence(core.ConfidenceInput{Seen: 5, Votes: 1, Record: core.SubmitterRecord{Verified: 1}.Score()}))
 		counts := func(where string, rec map[string]any) bool {
 			s, _ := rec["sightings"].(map[string]any)
 			if s == nil || s["seen"] != 11.0 || s["false_positive"] != 1.0 || s["expired"] != 0.0 || s["last_seen"] == nil {

@@ -54,7 +54,7 @@ const page = 5000
 
 // counts are a report's counts as the view keeps them.
 type counts struct {
-	seen, falsePositive, expired, votes int64
+	seen, falsePositive, expired, votes, weight int64
 	lastSeen, updatedAt                 time.Time
 	disputed                            bool
 }
@@ -321,7 +321,7 @@ func (v *View) set(rows []core.SightingCounts, cursor bool) {
 		if r.UpdatedAt.Before(c.updatedAt) {
 			continue
 		}
-		n := counts{seen: r.Seen, falsePositive: r.FalsePositive, expired: r.Expired, votes: r.Votes, disputed: r.Disputed,
+		n := counts{seen: r.Seen, falsePositive: r.FalsePositive, expired: r.Expired, votes: r.Votes, weight: r.Weight, disputed: r.Disputed,
 			lastSeen: r.LastSeen.UTC(), updatedAt: r.UpdatedAt.UTC()}
 		if had && n == c {
 			continue
@@ -351,12 +351,12 @@ func (v *View) Of(id uuid.UUID, submitter string) core.Community {
 	}
 	out := core.Community{
 		Sightings: core.SightingCounts{ThreatID: id.String(), Seen: c.seen, FalsePositive: c.falsePositive, Expired: c.expired,
-			LastSeen: c.lastSeen, UpdatedAt: c.updatedAt, Votes: c.votes, Disputed: c.disputed},
+			LastSeen: c.lastSeen, UpdatedAt: c.updatedAt, Votes: c.votes, Disputed: c.disputed, Weight: c.weight},
 		Disputed:  c.disputed,
 		ChangedAt: c.updatedAt,
 		Campaigns: campaigns,
 	}
-	out.Confidence = core.Confidence(core.ConfidenceInput{Seen: c.seen, Votes: int(c.votes), Disputed: c.disputed, Record: score})
+	out.Confidence = core.Confidence(core.ConfidenceInput{Seen: c.weight, Votes: int(c.votes), Disputed: c.disputed, Record: score})
 	return out
 }
 

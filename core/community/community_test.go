@@ -155,3 +155,16 @@ func TestLooksReadEachChangeABoundedNumberOfTimes(t *testing.T) {
 		t.Fatalf("after this daemon's Refresh of a later change, another's change reads %d, want 7000", got)
 	}
 }
+
+// One sighting moves confidence by at most 10, whatever its count: the
+// weight of a sighting is capped (core.SeenWeight) before the logarithm.
+func TestConfidenceOfOneSighting(t *testing.T) {
+	base := core.Confidence(core.ConfidenceInput{})
+	one := core.Confidence(core.ConfidenceInput{Seen: core.SeenWeight(1_000_000)})
+	if base != 50 || one != 60 {
+		t.Fatalf("confidence %d without sightings, %d with one of count 1,000,000; want 50 and 60", base, one)
+	}
+	if core.SeenWeight(3) != 3 || core.SeenWeight(0) != 0 || core.SeenWeight(-5) != 0 {
+		t.Fatal("SeenWeight below the cap is the count")
+	}
+}

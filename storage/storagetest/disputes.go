@@ -19,7 +19,7 @@ func testDisputes(t *testing.T, b Backend) {
 	c := ctx(t)
 	sub := user(t, s, "submitter@example.com")
 	var voters []core.User
-	for i := range 7 {
+	for i := range 8 {
 		voters = append(voters, user(t, s, fmt.Sprintf("voter%d@example.com", i)))
 	}
 	th := report(t, sub.ID, core.TypePackage, "npm", "disputed-pkg")
@@ -136,11 +136,31 @@ func testDisputes(t *testing.T, b Backend) {
 			t.Fatalf("a second vote after keep: %s", out)
 		}
 	}
-	for _, u := range voters[4:] {
-		vote(u)
+	// Once kept, fresh accounts without a record are not counted: three
+	// of them do not reopen it.
+	for _, u := range voters[4:7] {
+		if out := vote(u); out != core.SightingAdded {
+			t.Fatalf("a fresh account's vote: %s", out)
+		}
 	}
+	if got, counts := state(); got.DisputedAt != nil || counts.Votes != 0 || counts.Disputed {
+		t.Fatalf("fresh accounts after keep: %+v %+v", got.DisputedAt, counts)
+	}
+	// Voters with a verified report of their own count: with a third,
+	// the dispute is open again.
+	for i, u := range []core.User{voters[4], voters[5], voters[7]} {
+		own := report(t, u.ID, core.TypeDomain, "", fmt.Sprintf("record-%d.voters.example", i))
+		if err := s.CreateThreat(c, core.SubmittedThreat{Threat: own, Policy: noLimits}); err != nil {
+			t.Fatal(err)
+		}
+		verify(t, s, own.ID, now())
+	}
+	vote(voters[7])
 	if got, counts := state(); got.DisputedAt == nil || counts.Votes != 3 {
-		t.Fatalf("new voters: %+v %+v", got.DisputedAt, counts)
+		t.Fatalf("voters with a record: %+v %+v", got.DisputedAt, counts)
+	}
+	if votes, err := s.DisputeVotes(c, th.ID); err != nil || len(votes) != 3 {
+		t.Fatalf("the votes counted after keep: %d %v", len(votes), err)
 	}
 	// A withdrawal decides it too.
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: th.ID, Decision: core.DecisionReject, Note: "a false positive after all", ActorName: "Rita", At: now()}); err != nil {

@@ -150,6 +150,11 @@ func testSightings(t *testing.T, b Backend) {
 	if got.ThreatID != ids[0] || got.Seen != 16+8*50+8*3 || got.FalsePositive != 2 || got.Expired != 2 || !got.LastSeen.Equal(at.Add(4*time.Minute)) {
 		t.Fatalf("counts: %+v", got)
 	}
+	// Weighed for confidence: the submitter's own sightings not at all,
+	// each automatic row of a day as one sighting of at most 9.
+	if got.Weight != 3*core.SeenWeightCap {
+		t.Fatalf("weight %d, want %d: %+v", got.Weight, 3*core.SeenWeightCap, got)
+	}
 	if _, err := s.ListSightings(c, core.SightingQuery{ThreatID: ids[0], Limit: 10, Cursor: "nonsense"}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("a bad cursor: %v", err)
 	}
@@ -182,7 +187,7 @@ func testSightings(t *testing.T, b Backend) {
 	if err := s.AddSeen(c, []core.SeenCount{{ThreatID: ids[0], Source: core.SightingSourceFirewall, Count: 1, At: now()}}); err != nil {
 		t.Fatal(err)
 	}
-	if rows, err := s.SightingCountsPage(c, core.SightingCountsQuery{Since: changed.Add(time.Millisecond), Limit: 10}); err != nil || len(rows) != 1 || rows[0].Seen != got.Seen+1 {
+	if rows, err := s.SightingCountsPage(c, core.SightingCountsQuery{Since: changed.Add(time.Millisecond), Limit: 10}); err != nil || len(rows) != 1 || rows[0].Seen != got.Seen+1 || rows[0].Weight != got.Weight+1 {
 		t.Fatalf("counts changed since: %+v %v", rows, err)
 	}
 	// One batch over two reports, their sightings interleaved and out of
@@ -225,9 +230,20 @@ func testSightings(t *testing.T, b Backend) {
 				t.Fatalf("the first report after the batch: %+v", got)
 			}
 		case third.ID:
-			if got.Seen != 7 || got.Expired != 5 || got.FalsePositive != 0 || !got.LastSeen.Equal(at.Add(10*time.Minute).Truncate(time.Second)) {
+			if got.Seen != 7 || got.Expired != 5 || got.FalsePositive != 0 || got.Weight != 7 || !got.LastSeen.Equal(at.Add(10*time.Minute).Truncate(time.Second)) {
 				t.Fatalf("the third report after the batch: %+v", got)
 			}
 		}
+	}
+	// One person's sighting of count 1,000,000 weighs 9; its submitter's
+	// own weighs nothing, though both are counted.
+	if err := add(third.ID, core.SightingSeen, v.ID, 1_000_000, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(third.ID, core.SightingSeen, u.ID, 500, at); err != nil {
+		t.Fatal(err)
+	}
+	if counts, err := s.CountSightings(c, []string{third.ID}); err != nil || len(counts) != 1 || counts[0].Seen != 7+1_000_000+500 || counts[0].Weight != 7+core.SeenWeightCap {
+		t.Fatalf("a huge count and the submitter's own: %+v %v", counts, err)
 	}
 }

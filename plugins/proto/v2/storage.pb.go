@@ -8567,6 +8567,7 @@ type SightingCounts struct {
 	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=UpdatedAt,proto3" json:"UpdatedAt,omitempty"`
 	Votes         int64                  `protobuf:"varint,7,opt,name=Votes,proto3" json:"Votes,omitempty"`
 	Disputed      bool                   `protobuf:"varint,8,opt,name=Disputed,proto3" json:"Disputed,omitempty"`
+	Weight        int64                  `protobuf:"varint,9,opt,name=Weight,proto3" json:"Weight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8655,6 +8656,13 @@ func (x *SightingCounts) GetDisputed() bool {
 		return x.Disputed
 	}
 	return false
+}
+
+func (x *SightingCounts) GetWeight() int64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
 }
 
 // SightingCountsQuery asks for one page of reports' counts: every
@@ -11145,7 +11153,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\fSightingList\x129\n" +
 	"\tSightings\x18\x01 \x03(\v2\x1b.threatd.plugin.v2.SightingR\tSightings\x12\"\n" +
 	"\fSightingsNil\x18\x02 \x01(\bR\fSightingsNil\x12\x12\n" +
-	"\x04Next\x18\x03 \x01(\tR\x04Next\"\xa4\x02\n" +
+	"\x04Next\x18\x03 \x01(\tR\x04Next\"\xbc\x02\n" +
 	"\x0eSightingCounts\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x12\x12\n" +
 	"\x04Seen\x18\x02 \x01(\x03R\x04Seen\x12$\n" +
@@ -11154,7 +11162,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\bLastSeen\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bLastSeen\x128\n" +
 	"\tUpdatedAt\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tUpdatedAt\x12\x14\n" +
 	"\x05Votes\x18\a \x01(\x03R\x05Votes\x12\x1a\n" +
-	"\bDisputed\x18\b \x01(\bR\bDisputed\"s\n" +
+	"\bDisputed\x18\b \x01(\bR\bDisputed\x12\x16\n" +
+	"\x06Weight\x18\t \x01(\x03R\x06Weight\"s\n" +
 	"\x13SightingCountsQuery\x120\n" +
 	"\x05Since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05Since\x12\x14\n" +
 	"\x05After\x18\x02 \x01(\tR\x05After\x12\x14\n" +
