@@ -243,6 +243,9 @@ type Firewall struct {
 	Quarantine FirewallQuarantine `koanf:"quarantine"`
 	// DecisionsKeep is how long decisions are kept.
 	DecisionsKeep time.Duration `koanf:"decisions_keep"`
+	// ReviewerWaiverMax is the longest waiver a reviewer may make; a
+	// longer one, or one of a name glob, needs an administrator.
+	ReviewerWaiverMax time.Duration `koanf:"reviewer_waiver_max"`
 	// OCI is the container image registry (firewall.oci.*).
 	OCI FirewallOCI `koanf:"oci"`
 }

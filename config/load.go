@@ -118,6 +118,7 @@ func builtIn() map[string]any {
 		"firewall.quarantine.default":      "48h",
 		"firewall.quarantine.missing_time": "hold",
 		"firewall.decisions_keep":          "720h",
+		"firewall.reviewer_waiver_max":     "168h",
 		"firewall.oci.listen":              "",
 		"firewall.oci.upstream":            "https://registry-1.docker.io",
 		"firewall.oci.file_hosts":          []string{"https://auth.docker.io", "https://production.cloudflare.docker.com"},

@@ -126,6 +126,9 @@ func (c *Config) Validate() error {
 		key, msg, _ := strings.Cut(err.Error(), ": ")
 		add(bad(key, "%s", msg))
 	}
+	if c.Firewall.ReviewerWaiverMax < 0 || c.Firewall.ReviewerWaiverMax > core.MaxWaiverFor {
+		add(bad("firewall.reviewer_waiver_max", "must be between 0 (only administrators waive) and 8784h (got %s)", c.Firewall.ReviewerWaiverMax))
+	}
 	if c.Firewall.DecisionsKeep < time.Hour {
 		add(bad("firewall.decisions_keep", "must be at least 1h (got %s)", c.Firewall.DecisionsKeep))
 	}

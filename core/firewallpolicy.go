@@ -193,6 +193,28 @@ func NewWaiver(r WaiverRequest, createdBy string, now time.Time) (Waiver, error)
 	return w, nil
 }
 
+// Wide says why a waiver lifts a rule for more than one package for a
+// short while ("" when it does not): a name glob, or an end further than
+// max from its making.
+func (w Waiver) Wide(max time.Duration) string {
+	switch {
+	case strings.ContainsAny(w.Name, "*?"):
+		return fmt.Sprintf("of a name glob (%s)", w.Name)
+	case w.Until.Sub(w.CreatedAt) > max:
+		return "for longer than " + ForText(max)
+	}
+	return ""
+}
+
+// ForText writes a duration as ParseFor reads it: whole days as "7d",
+// anything else in Go's form ("36h0m0s").
+func ForText(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
 // FirewallDecision is one firewall decision about one package version: refused,
 // warned of, watched or let through by a waiver.
 type FirewallDecision struct {

@@ -54,7 +54,7 @@ within cache.freshness; each use is recorded as a decision "waived".`,
 			by, _ := cmd.Flags().GetString("as")
 			return withEnv(cmd, func(e *env) error {
 				w, err := firewall.WaiverService{Store: e.store}.Waive(cmd.Context(),
-					core.WaiverRequest{Ecosystem: args[0], Name: name, Version: version, Rule: rule, Reason: reason, For: dur}, by)
+					core.WaiverRequest{Ecosystem: args[0], Name: name, Version: version, Rule: rule, Reason: reason, For: dur}, by, core.RoleAdmin)
 				if err != nil {
 					return badInput(err)
 				}

@@ -247,6 +247,19 @@ snapshots:
 		if r := d.do("POST", base+"/firewall/waivers", tok, `{"ecosystem":"npm","name":"q-evil","rule":"malicious","reason":"ours","for":"1h"}`); r.code != 403 {
 			t.Fatalf("a submitter's waiver: %d %v", r.code, r.body)
 		}
+		// Wide waivers are an administrator's: a reviewer's of a glob, or
+		// longer than firewall.reviewer_waiver_max (168h), is 403.
+		for body, why := range map[string]string{
+			`{"ecosystem":"npm","name":"*","rule":"malicious","reason":"ours","for":"1h"}`:       "a waiver of a name glob (*) needs an administrator",
+			`{"ecosystem":"npm","name":"q-evil","rule":"malicious","reason":"ours","for":"30d"}`: "a waiver for longer than 7d needs an administrator",
+		} {
+			if r := d.do("POST", base+"/firewall/waivers", reviewer, body); r.code != 403 || !strings.Contains(r.raw, why) {
+				t.Errorf("a reviewer's wide waiver %s: %d %s", body, r.code, r.raw)
+			}
+		}
+		if r := d.do("GET", base+"/firewall/waivers", reviewer, ""); r.code != 200 || r.body["count"] != 0.0 {
+			t.Fatalf("waivers after refused wide ones: %d %v", r.code, r.body)
+		}
 
 		// A waiver by CLI, short: the version installs until it ends.
 		id := strings.TrimSpace(in.mustCLI("firewall", "waive", "npm", "q-evil@1.0.1", "--rule", "malicious", "--reason", "our fork, reviewed", "--for", "4s", "--as", "rita@example.com"))
@@ -559,7 +572,7 @@ func TestFirewallPolicyPostgresTwoDaemons(t *testing.T) {
 			t.Fatalf("the new version on a daemon: %d %s", code, body)
 		}
 	}
-	r := a.do("POST", base+"/firewall/waivers", reviewer, `{"ecosystem":"npm","name":"pgq-*","rule":"quarantine","reason":"our own release","for":"1h"}`)
+	r := a.do("POST", base+"/firewall/waivers", admin, `{"ecosystem":"npm","name":"pgq-*","rule":"quarantine","reason":"our own release","for":"1h"}`)
 	if r.code != 201 {
 		t.Fatalf("waiver on a: %d %v", r.code, r.body)
 	}

@@ -446,7 +446,7 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 		OCI:      ociOpts,
 		Adapters: registries.All(), Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
 		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
-		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout,
+		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout, ReviewerWaiverMax: cfg.Firewall.ReviewerWaiverMax,
 	}, nil
 }
 

@@ -54,6 +54,8 @@ type FirewallOptions struct {
 	PerIPPerMinute, PerTokenPerMinute int
 	// OCI is the container image registry on its own listener (nil: off).
 	OCI *OCIOptions
+	// ReviewerWaiverMax is firewall.reviewer_waiver_max (WaiverService).
+	ReviewerWaiverMax time.Duration
 	// UpstreamTimeout bounds fetching a document whole from the upstream
 	// (and the wait for any answer); DownloadTimeout bounds streaming a
 	// file (firewall.upstream_timeout, firewall.download_timeout).

@@ -46,7 +46,7 @@ func requireRole(next echo.HandlerFunc, roles ...core.Role) echo.HandlerFunc {
 }
 
 func (s *Server) waivers() firewall.WaiverService {
-	return firewall.WaiverService{Store: s.store, Cache: s.opts.Firewall.Waivers}
+	return firewall.WaiverService{Store: s.store, Cache: s.opts.Firewall.Waivers, ReviewerMax: s.opts.Firewall.ReviewerWaiverMax}
 }
 
 // createWaiver is POST /firewall/waivers.
@@ -71,7 +71,8 @@ func (s *Server) createWaiver(c *echo.Context) error {
 		}
 		req.Until = t
 	}
-	w, err := s.waivers().Waive(c.Request().Context(), req, principal(c).User.Email)
+	who := principal(c).User
+	w, err := s.waivers().Waive(c.Request().Context(), req, who.Email, who.Role)
 	if errors.Is(err, core.ErrLimit) {
 		return &Error{Status: http.StatusConflict, Message: capitalise(err.Error())}
 	}

@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -32,13 +33,24 @@ type WaiverService struct {
 	Store core.FirewallStore
 	// Cache, when set, is refreshed after a change made here.
 	Cache *WaiverCache
+	// ReviewerMax is the longest waiver a reviewer may make
+	// (firewall.reviewer_waiver_max); a longer one, or one of a name
+	// glob, needs an administrator.
+	ReviewerMax time.Duration
 }
 
-// Waive makes a waiver for createdBy (the e-mail of who asks).
-func (s WaiverService) Waive(ctx context.Context, r core.WaiverRequest, createdBy string) (core.Waiver, error) {
+// Waive makes a waiver for createdBy (the e-mail of who asks), whose role
+// is role: a reviewer may lift a rule for one package for up to
+// ReviewerMax; a wider waiver is an administrator's.
+func (s WaiverService) Waive(ctx context.Context, r core.WaiverRequest, createdBy string, role core.Role) (core.Waiver, error) {
 	w, err := core.NewWaiver(r, createdBy, time.Now())
 	if err != nil {
 		return core.Waiver{}, err
+	}
+	if role != core.RoleAdmin {
+		if why := w.Wide(s.ReviewerMax); why != "" {
+			return core.Waiver{}, fmt.Errorf("%w: a waiver %s needs an administrator (a reviewer may waive one package for at most %s: firewall.reviewer_waiver_max)", core.ErrForbidden, why, core.ForText(s.ReviewerMax))
+		}
 	}
 	if err := s.Store.CreateWaiver(ctx, w); err != nil {
 		return core.Waiver{}, err

@@ -39,9 +39,10 @@ func (s *Site) renderFirewall(c *echo.Context, status int, formErr, formField st
 }
 
 func (s *Site) addWaiver(c *echo.Context) error {
-	by := viewerOf(c).User.Email
+	viewer := viewerOf(c).User
+	by := viewer.Email
 	w, err := s.waivers().Waive(c.Request().Context(), core.WaiverRequest{Ecosystem: c.FormValue("ecosystem"), Name: c.FormValue("name"),
-		Version: strings.TrimSpace(c.FormValue("version")), Rule: c.FormValue("rule"), Reason: c.FormValue("reason"), For: c.FormValue("for")}, by)
+		Version: strings.TrimSpace(c.FormValue("version")), Rule: c.FormValue("rule"), Reason: c.FormValue("reason"), For: c.FormValue("for")}, by, viewer.Role)
 	var fe *core.FieldError
 	switch {
 	case errors.As(err, &fe):
