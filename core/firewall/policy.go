@@ -88,6 +88,19 @@ func foldName(registry, name string) string {
 	return name
 }
 
+// liftName is the form names and globs are compared in where a match
+// lifts protection (a waiver, a quarantine exclusion): as foldName, except
+// that npm names are case-sensitive there. npm's registry compares new
+// names in lower case, but legacy mixed-case names (QNPM beside qnpm) are
+// separate packages, so a waiver of one must not lift the other. Reports
+// and private names keep foldName: they only ever protect more.
+func liftName(registry, name string) string {
+	if registry == core.RegistryNPM {
+		return name
+	}
+	return foldName(registry, name)
+}
+
 // Private says whether name matches one of registry's private globs.
 func (p *Policy) Private(registry, name string) bool {
 	n := foldName(registry, name)

@@ -115,7 +115,7 @@ func (s *Settings) check() error {
 			return err
 		}
 		for i, g := range globs {
-			q.Exclude[eco][i] = foldName(eco, g)
+			q.Exclude[eco][i] = liftName(eco, g)
 		}
 	}
 	return nil
@@ -137,12 +137,13 @@ func (p *Policy) Window(registry, name string) time.Duration {
 	if registry == "oci" || p.Private(registry, name) {
 		return 0
 	}
-	n := foldName(registry, name)
+	strict := liftName(registry, name)
 	for _, g := range q.Exclude[registry] {
-		if globMatch(g, n) {
+		if globMatch(g, strict) {
 			return 0
 		}
 	}
+	n := foldName(registry, name)
 	best, found := -1, time.Duration(0)
 	for _, pw := range q.Packages {
 		if pw.Ecosystem == registry && globMatch(pw.Name, n) && specificity(pw.Name) > best {
@@ -299,7 +300,7 @@ func NewWaivers(ws []core.Waiver) *Waivers {
 	out := &Waivers{}
 	var b strings.Builder
 	for _, w := range ws {
-		w.Name = foldName(w.Ecosystem, w.Name)
+		w.Name = liftName(w.Ecosystem, w.Name)
 		out.list = append(out.list, w)
 		fmt.Fprintf(&b, "%s|%d;", w.ID, w.Until.UnixNano())
 	}
@@ -319,7 +320,7 @@ func (ws *Waivers) Lifts(registry, name, version, rule string, now time.Time) bo
 			continue
 		}
 		if n == "" {
-			n = foldName(registry, name)
+			n = liftName(registry, name)
 		}
 		if !globMatch(w.Name, n) {
 			continue
@@ -337,7 +338,7 @@ func (ws *Waivers) Covers(registry, name string) bool {
 	if ws == nil || len(ws.list) == 0 {
 		return false
 	}
-	n := foldName(registry, name)
+	n := liftName(registry, name)
 	for _, w := range ws.list {
 		if w.Ecosystem == registry && globMatch(w.Name, n) {
 			return true

@@ -37,6 +37,7 @@ func TestQuarantineWindows(t *testing.T) {
 		{"npm", "react-dom-x", 12 * time.Hour},   // the longer glob
 		{"npm", "React-DOM", time.Hour},          // the exact name, folded
 		{"npm", "lodash", 0},                     // excluded
+		{"npm", "Lodash", 48 * time.Hour},        // another npm package: an exclusion lifts only its own name
 		{"pypi", "our.tools", 0},                 // excluded, PEP 503
 		{"npm", "@acme/internal", 0},             // private
 		{"oci", "library/alpine", 0},             // never images
@@ -100,9 +101,16 @@ func TestDecide(t *testing.T) {
 	}
 
 	// Waivers lift one rule of one version, until they end.
-	w, err := core.NewWaiver(core.WaiverRequest{Ecosystem: "npm", Name: "EVIL", Version: "1.0.1", Rule: "malicious", Reason: "ours", For: "1h"}, "rita", now)
+	w, err := core.NewWaiver(core.WaiverRequest{Ecosystem: "npm", Name: "evil", Version: "1.0.1", Rule: "malicious", Reason: "ours", For: "1h"}, "rita", now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// npm's legacy mixed-case names are other packages: a waiver of EVIL
+	// lifts nothing of evil.
+	upper := w
+	upper.Name = "EVIL"
+	if r := p.Decide(v, "1.0.1", old, now.Add(30*time.Minute), NewWaivers([]core.Waiver{upper})); !r.Refused() {
+		t.Fatalf("a waiver of EVIL lifted evil: %+v", r)
 	}
 	ws := NewWaivers([]core.Waiver{w})
 	if r := p.Decide(v, "1.0.1", old, now.Add(30*time.Minute), ws); r.Action != "waived" || r.Rule != "malicious" || r.Refused() {
