@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/firewall"
 )
@@ -232,7 +233,7 @@ func (p *proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
 		return plainAnswer(c, http.StatusForbidden, b.Message())
 	}
 	return &Error{Status: http.StatusForbidden, Message: b.Message(),
-		Fields: map[string]any{"threat_ids": ids, "details": p.s.toRecord(b.Threats[0], who)}}
+		Fields: map[string]any{"rule": core.RuleMalicious, "threat_ids": ids, "details": p.s.toRecord(b.Threats[0], who)}}
 }
 
 // refuseWithReason is refuse for clients that print only the status

@@ -154,7 +154,7 @@ func ociErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		var detail any
 		if ids, ok := e.Fields["threat_ids"]; ok {
-			detail = map[string]any{"threat_ids": ids}
+			detail = map[string]any{"threat_ids": ids, "rule": e.Fields["rule"]}
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(e.Status)

@@ -252,6 +252,11 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 	if out.Action == "" && waived != "" {
 		out.Rule, out.Action = waived, core.ActionWaived
 	}
+	// A refusal says who refused and by which rule (malicious and
+	// quarantine say it in their own words).
+	if out.Action == core.ActionBlock && out.Rule == core.RuleInstallScripts {
+		out.Message = "Blocked by threatd: " + out.Message + " (rule install_scripts)"
+	}
 	// The threat ids and the hold's end belong to the rule that decides.
 	if out.Rule != core.RuleMalicious {
 		out.Blocked = nil
