@@ -18,7 +18,8 @@ import (
 // rubyGem publishes a gem in u's compact index (under /rubygems): a .gem
 // per version built by the real gem command, its quick gemspec, an /info
 // line with its checksum, the versions API's created_at, and /versions
-// and /names over every gem published so far.
+// and /names over every gem published so far. A version with a platform
+// is written as the index lists it (1.0.0-java).
 func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string, at []time.Time) {
 	t.Helper()
 	gem := needTool(t, "gem")
@@ -27,7 +28,12 @@ func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string,
 	var api []map[string]any
 	for i, v := range versions {
 		dir := t.TempDir()
-		spec := fmt.Sprintf("Gem::Specification.new do |s|\n  s.name = %q\n  s.version = %q\n  s.summary = \"threatd test gem\"\n  s.authors = [\"threatd\"]\n  s.files = [\"lib/%s.rb\"]\nend\n", name, v, name)
+		number, platform, _ := strings.Cut(v, "-")
+		platformLine := ""
+		if platform != "" {
+			platformLine = fmt.Sprintf("  s.platform = %q\n", platform)
+		}
+		spec := fmt.Sprintf("Gem::Specification.new do |s|\n  s.name = %q\n  s.version = %q\n%s  s.summary = \"threatd test gem\"\n  s.authors = [\"threatd\"]\n  s.files = [\"lib/%s.rb\"]\nend\n", name, number, platformLine, name)
 		_ = os.MkdirAll(filepath.Join(dir, "lib"), 0o755)
 		_ = os.WriteFile(filepath.Join(dir, "lib", name+".rb"), []byte("module Fw; VERSION = "+fmt.Sprintf("%q", v)+"; end\n"), 0o644)
 		_ = os.WriteFile(filepath.Join(dir, "x.gemspec"), []byte(spec), 0o644)
@@ -45,7 +51,10 @@ func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string,
 		u.put("/rubygems/gems/"+name+"-"+v+".gem", "application/octet-stream", 31536000, body)
 		u.put("/rubygems/quick/Marshal.4.8/"+name+"-"+v+".gemspec.rz", "application/octet-stream", 31536000, rz)
 		info += v + " |checksum:" + hex.EncodeToString(sum[:]) + "\n"
-		api = append(api, map[string]any{"number": v, "platform": "ruby", "created_at": at[i].UTC().Format("2006-01-02T15:04:05.000Z")})
+		if platform == "" {
+			platform = "ruby"
+		}
+		api = append(api, map[string]any{"number": number, "platform": platform, "created_at": at[i].UTC().Format("2006-01-02T15:04:05.000Z")})
 	}
 	u.put("/rubygems/info/"+name, "text/plain; charset=utf-8", 60, []byte(info))
 	apiJSON, _ := json.Marshal(api)
@@ -108,6 +117,12 @@ func TestFirewallRubyGems(t *testing.T) {
 	u.rubyGem(t, "fw-clean-rb", []string{"1.0.0"}, old[:1])
 	u.rubyGem(t, "fw-evil-rb", []string{"1.0.0", "1.0.1"}, old)
 	u.rubyGem(t, "fw-fresh-rb", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
+	// Names with a part that starts with a digit, read by the versions
+	// their /info lists; a platform's gem pushed now for an old version.
+	u.rubyGem(t, "fw-evil-2x", []string{"1.0.0", "1.0.1"}, old)
+	u.rubyGem(t, "tdfw-evil-23a01ad3", []string{"1.0.1"}, old[:1])
+	u.rubyGem(t, "fw-amb-5-x", []string{"1.0"}, old[:1])
+	u.rubyGem(t, "fw-plat", []string{"1.0.0", "1.0.0-java"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
 	cfg := fmt.Sprintf("firewall:\n  rubygems:\n    upstream: %q\n  private:\n    rubygems: [\"acme-*\"]\n", u.srv.URL+"/rubygems")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
@@ -148,21 +163,67 @@ func TestFirewallRubyGems(t *testing.T) {
 		}
 	})
 
+	t.Run("names and platforms", func(t *testing.T) {
+		evil2x := fwReport(t, in, d, tok, "rubygems", "fw-evil-2x", "1.0.1")
+		amb := fwReport(t, in, d, tok, "rubygems", "fw-amb-5-x", "1.0")
+		eventually(t, "the reports in the index", func() bool {
+			code, _, _ := d.fwGet(fw+"/gems/fw-amb-5-x-1.0.gem", tok)
+			return code == 403
+		})
+		for p, want := range map[string]string{
+			"/gems/fw-evil-2x-1.0.1.gem":                      "Blocked by threatd: rubygems fw-evil-2x@1.0.1 is malicious (threat_id_" + evil2x,
+			"/quick/Marshal.4.8/fw-evil-2x-1.0.1.gemspec.rz":  "Blocked by threatd: rubygems fw-evil-2x@1.0.1 is malicious (threat_id_" + evil2x,
+			"/gems/fw-amb-5-x-1.0.gem":                        "Blocked by threatd: rubygems fw-amb-5-x@1.0 is malicious (threat_id_" + amb,
+			"/gems/fw-plat-1.0.0-java.gem":                    "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
+			"/quick/Marshal.4.8/fw-plat-1.0.0-java.gemspec.rz": "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
+		} {
+			if code, _, body := d.fwGet(fw+p, tok); code != 403 || !strings.Contains(string(body), want) {
+				t.Errorf("%s: %d %s, want 403 %q", p, code, body, want)
+			}
+		}
+		for _, p := range []string{"/gems/fw-evil-2x-1.0.0.gem", "/gems/tdfw-evil-23a01ad3-1.0.1.gem", "/gems/fw-plat-1.0.0.gem"} {
+			if code, _, body := d.fwGet(fw+p, tok); code != 200 || len(body) < 100 {
+				t.Errorf("%s: %d %.200s", p, code, body)
+			}
+		}
+		if code, _, body := d.fwGet(fw+"/gems/fw-nothing-5-x-1.0.gem", tok); code != 404 || !strings.Contains(string(body), "none of them lists it") {
+			t.Errorf("a file no gem lists: %d %s", code, body)
+		}
+		// /versions agrees with /info: the version held (a platform's and
+		// fw-fresh-rb's 1.1.0) and the reported ones are left out of both,
+		// and the checksum of every line of their gems is the served
+		// /info's.
+		_, _, versions := d.fwGet(fw+"/versions", tok)
+		for _, g := range []struct{ name, want, gone string }{
+			{"fw-plat", "1.0.0", "1.0.0-java"}, {"fw-fresh-rb", "1.0.0", "1.1.0"}, {"fw-evil-2x", "1.0.0", "1.0.1"},
+		} {
+			code, _, info := d.fwGet(fw+"/info/"+g.name, tok)
+			sum := md5.Sum(info)
+			if code != 200 || strings.Contains(string(info), "\n"+g.gone+" ") || !strings.Contains(string(info), "\n"+g.want+" ") {
+				t.Errorf("/info/%s: %d\n%s", g.name, code, info)
+			}
+			line := "\n" + g.name + " " + g.want + " " + hex.EncodeToString(sum[:]) + "\n"
+			if !strings.Contains(string(versions), line) {
+				t.Errorf("/versions lacks %q:\n%s", line, versions)
+			}
+		}
+	})
+
 	t.Run("bundler and gem", func(t *testing.T) {
-		dir, env := bundleProject(t, in, d, tok, "fw-clean-rb >= 0", "fw-evil-rb >= 0", "fw-fresh-rb >= 0")
+		dir, env := bundleProject(t, in, d, tok, "fw-clean-rb >= 0", "fw-evil-rb >= 0", "fw-fresh-rb >= 0", "fw-evil-2x >= 0", "fw-plat >= 0", "tdfw-evil-23a01ad3 >= 0")
 		out, ok := client(t, dir, env, bundle, "install")
 		if !ok {
 			t.Fatalf("bundle install of clean versions:\n%s", out)
 		}
 		lock := readFile(t, filepath.Join(dir, "Gemfile.lock"))
-		for _, want := range []string{"fw-clean-rb (1.0.0)", "fw-evil-rb (1.0.0)", "fw-fresh-rb (1.0.0)"} {
+		for _, want := range []string{"fw-clean-rb (1.0.0)", "fw-evil-rb (1.0.0)", "fw-fresh-rb (1.0.0)", "fw-evil-2x (1.0.0)", "fw-plat (1.0.0)", "tdfw-evil-23a01ad3 (1.0.1)"} {
 			if !strings.Contains(lock, want) {
 				t.Errorf("Gemfile.lock lacks %s:\n%s", want, lock)
 			}
 		}
 		// A Gemfile.lock that pins the reported version fails.
 		pinned := strings.Replace(lock, "fw-evil-rb (1.0.0)", "fw-evil-rb (1.0.1)", 1)
-		dir2, env2 := bundleProject(t, in, d, tok, "fw-clean-rb >= 0", "fw-evil-rb >= 0", "fw-fresh-rb >= 0")
+		dir2, env2 := bundleProject(t, in, d, tok, "fw-clean-rb >= 0", "fw-evil-rb >= 0", "fw-fresh-rb >= 0", "fw-evil-2x >= 0", "fw-plat >= 0", "tdfw-evil-23a01ad3 >= 0")
 		if err := os.WriteFile(filepath.Join(dir2, "Gemfile.lock"), []byte(pinned), 0o644); err != nil {
 			t.Fatal(err)
 		}

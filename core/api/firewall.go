@@ -82,6 +82,8 @@ type proxy struct {
 	parsed  *registrycache.LRU[any] // file look-up tables of documents
 	// origins are, per registry, the origins the firewall fetches from.
 	origins map[string]registrycache.Origins
+	// adapters are the registries' adapters, by name.
+	adapters map[string]firewall.Adapter
 }
 
 // Bounds of the proxy's in-memory caches.
@@ -89,7 +91,11 @@ const parsedBytes = 32 << 20
 
 // firewallRoutes mounts the proxies under {base}/firewall.
 func (s *Server) firewallRoutes(e *echo.Echo) {
-	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: registrycache.NewLRU[any](parsedBytes), origins: map[string]registrycache.Origins{}}
+	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: registrycache.NewLRU[any](parsedBytes), origins: map[string]registrycache.Origins{},
+		adapters: map[string]firewall.Adapter{}}
+	for _, a := range p.opts.Adapters {
+		p.adapters[a.Registry()] = a
+	}
 	if p.opts.UpstreamTimeout <= 0 {
 		p.opts.UpstreamTimeout = time.Minute
 	}

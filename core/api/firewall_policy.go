@@ -137,14 +137,23 @@ func (p *proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, 
 // renderingKey marks the context of a rendering (it holds budget).
 type renderingKey struct{}
 
-// ruling decides one version of v's package (facts nil: by its reports
-// alone) and records a held version.
-func (p *proxy) ruling(v firewall.Verdict, version string, facts map[string]firewall.Facts) firewall.Ruling {
+// ruling decides one version of v's package, as its documents list it
+// (facts nil: by its reports alone), and records a held version. Reports
+// and waivers judge the version reports name (firewall.VersionKeys: a
+// RubyGems platform's 1.0.0-java is 1.0.0); the quarantine the version as
+// listed, which has its own publish time.
+func (p *proxy) ruling(v firewall.Verdict, listed string, facts map[string]firewall.Facts) firewall.Ruling {
 	now := time.Now()
-	f := facts[version]
+	f := facts[listed]
+	version := listed
+	if vk, ok := p.adapters[v.Registry].(firewall.VersionKeys); ok {
+		if version = vk.ReportVersion(listed); version != listed {
+			f.Listed = listed
+		}
+	}
 	r := p.opts.Policy.Decide(v, version, f, now, p.opts.Waivers.Current())
 	if r.Rule == core.RuleQuarantine && !r.Until.IsZero() {
-		p.opts.Recorder.Held(core.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: version, Published: f.Published, FirstSeen: f.FirstSeen, Until: r.Until})
+		p.opts.Recorder.Held(core.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: f.FirstSeen, Until: r.Until})
 	}
 	return r
 }

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api/registrycache"
@@ -39,6 +41,11 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 				u += "?" + q
 			}
 			return p.forward(c, reg, u, rt.Accept, rt.ContentType, rt.Keep...)
+		}
+		if len(rt.Readings) > 0 {
+			if rt, err = p.reading(c, a, rt); err != nil {
+				return cannotJudge(c, err, plain)
+			}
 		}
 		v := firewall.Verdict{Registry: reg}
 		if rt.Kind != firewall.Metadata || rt.Name != "" {
@@ -72,6 +79,66 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 	}
 }
 
+// reading picks the reading of an artifact path that reads more than one
+// way (Route.Readings): the one whose package lists its version. When
+// several do, a reading that is refused is answered (the same bytes are
+// refused under any of their names); when none does, 404.
+func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) (firewall.Route, error) {
+	reg := a.Registry()
+	ctx := c.Request().Context()
+	var listed []firewall.Route
+	var names []string
+	for _, r := range rt.Readings {
+		names = append(names, r.Name)
+		v, err := p.opts.Policy.Lookup(ctx, reg, r.Name)
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			continue // no such package can exist
+		}
+		if err != nil {
+			return rt, err
+		}
+		up, err := p.upstream(reg, v)
+		if err != nil {
+			return rt, err
+		}
+		ps, _, err := p.published(ctx, a, reg, up+"/"+r.Listed, "", r.Name)
+		if err != nil {
+			return rt, err
+		}
+		for _, pv := range ps {
+			if pv.Version == r.Version {
+				listed = append(listed, r)
+				break
+			}
+		}
+	}
+	switch len(listed) {
+	case 0:
+		return rt, notFound("%q is no %s package's file: read as %s, none of them lists it", rt.Upstream, reg, strings.Join(names, ", "))
+	case 1:
+		return listed[0], nil
+	}
+	for _, r := range listed {
+		v, err := p.opts.Policy.Lookup(ctx, reg, r.Name)
+		if err != nil {
+			return rt, err
+		}
+		up, err := p.upstream(reg, v)
+		if err != nil {
+			return rt, err
+		}
+		facts, err := p.versionFacts(ctx, a, v, up, r.Version)
+		if err != nil {
+			return rt, err
+		}
+		if p.ruling(v, r.Version, facts).Refused() {
+			return r, nil
+		}
+	}
+	return listed[0], nil
+}
+
 // metadata is the rendering of a Metadata route's document, and what
 // decides it besides the document: the reports' fingerprint, the
 // waivers of the package, the route's variant (for a Listing, every
@@ -82,27 +149,13 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 		decidedBy := fmt.Sprintf("listing\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
 		return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
 			doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream}
-			// A name no report can name is listed as it is (its own
-			// document is refused); any other failure to judge fails
-			// the listing: it never lists what it could not judge.
-			var lookupErr error
-			judges := func(name string) firewall.Judge {
-				pv, err := p.opts.Policy.Lookup(ctx, reg, name)
-				var u *firewall.Unjudgeable
-				if err != nil && !errors.As(err, &u) && lookupErr == nil {
-					lookupErr = err
-				}
-				if err != nil || pv.Private || pv.Clean() && !p.opts.Waivers.Current().Covers(reg, name) {
-					return nil // nothing of it is refused by reports
-				}
-				return p.judgeOf(pv, nil, &listing{})
+			var held listing
+			judges := func(names []string, recent map[string]bool) (map[string]firewall.Judge, error) {
+				return p.listingJudges(ctx, a, names, recent, &held)
 			}
 			info := func(name string) ([]byte, error) { return p.renderedInfo(ctx, a, l, name) }
 			r, err := l.RewriteListing(doc, judges, info)
-			if err == nil {
-				err = lookupErr
-			}
-			return rendering{body: r.Body, contentType: r.ContentType}, err
+			return rendering{body: r.Body, contentType: r.ContentType, expires: held.expires}, err
 		}
 	}
 	decidedBy := v.Fingerprint() + "\x00" + rt.Variant
@@ -135,6 +188,56 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 		r, err := a.Rewrite(doc, p.judgeOf(v, facts, &l), base)
 		return rendering{body: r.Body, contentType: r.ContentType, expires: l.expires, warnings: l.warnings}, err
 	}
+}
+
+// listingJudges are the Judges of the packages a registry-wide listing
+// names: by their reports and waivers, and for the recent ones by their
+// quarantine too (their facts read at most 8 at a time). A name no report
+// can name is listed as it is (its own document is refused); any other
+// failure to judge fails the listing: it never lists what it could not
+// judge. held gathers when the first hold ends.
+func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *listing) (map[string]firewall.Judge, error) {
+	reg := a.Registry()
+	out := map[string]firewall.Judge{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, name := range names {
+		pv, err := p.opts.Policy.Lookup(ctx, reg, name)
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pv.Private {
+			continue
+		}
+		quarantined := recent[name] && p.needsFacts(a, pv)
+		if pv.Clean() && !quarantined && !p.opts.Waivers.Current().Covers(reg, name) {
+			continue // nothing of it can be refused
+		}
+		if !quarantined {
+			out[name] = p.judgeOf(pv, nil, held)
+			continue
+		}
+		g.Go(func() error {
+			up, err := p.upstream(reg, pv)
+			if err != nil {
+				return err
+			}
+			facts, err := p.facts(gctx, a, pv, up, nil)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			out[name] = p.judgeOf(pv, facts, held)
+			return nil
+		})
+	}
+	return out, g.Wait()
 }
 
 // renderedInfo is a package's document of a Listing (RubyGems' /info) as

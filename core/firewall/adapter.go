@@ -73,11 +73,22 @@ type Location struct {
 // package's versions and the checksum of each package's own document
 // (RubyGems' /versions and /info): a Metadata route with Listing set.
 type Listing interface {
-	// RewriteListing rewrites doc: judges gives a package's Judge, nil
-	// when no report names it (nothing of it is refused); info gives a
-	// package's document (InfoPath) as the firewall serves it.
-	RewriteListing(doc Document, judges func(name string) Judge, info func(name string) ([]byte, error)) (Rendering, error)
+	// RewriteListing rewrites doc: judges gives the Judge of each package
+	// named (asked once, with every name; recent are those whose
+	// quarantine the listing judges too), none for a package nothing of
+	// which is refused; info gives a package's document (InfoPath) as
+	// the firewall serves it.
+	RewriteListing(doc Document, judges func(names []string, recent map[string]bool) (map[string]Judge, error), info func(name string) ([]byte, error)) (Rendering, error)
 	InfoPath(name string) string
+}
+
+// VersionKeys is an adapter whose documents list a version more than once,
+// each with a publish time of its own (RubyGems' platforms: 1.0.0 and
+// 1.0.0-java are pushed apart): listings, facts and routes name the
+// version as listed (its key), and reports and waivers judge
+// ReportVersion(key).
+type VersionKeys interface {
+	ReportVersion(key string) string
 }
 
 // Rooted is an adapter whose upstream setting is the URL of a document,
@@ -199,6 +210,14 @@ type Route struct {
 	// (Go's @latest answers the highest allowed version's .info).
 	Fallback string
 	Refusal  Refusal
+	// Readings, for an Artifact whose path reads more than one way (the
+	// gem file rails-5-x-1.0.gem: rails 5 on platform x-1.0, or rails-5-x
+	// 1.0), are the routes of every reading, each with its Listed
+	// document (the package's versions: Adapter.Versions reads them). The
+	// file is the readings' whose document lists their Version: refused
+	// when any of them is refused, 404 when none lists it.
+	Readings []Route
+	Listed   string
 }
 
 // Document is an upstream document handed to an adapter.

@@ -173,6 +173,9 @@ type Facts struct {
 	NewScripts []string
 	// Previous is the version before it, when NewScripts is set.
 	Previous string
+	// Listed is the version as the registry lists it when that says more
+	// than the version (RubyGems' 1.0.0-java): a hold names it.
+	Listed string
 }
 
 // Ruling is the firewall's decision about one version.
@@ -220,9 +223,13 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 			if seen != "" {
 				what = "has no publish time and was first seen"
 			}
+			listed := version
+			if f.Listed != "" {
+				listed = f.Listed
+			}
 			hits = append(hits, hit{core.RuleQuarantine, p.Action(core.RuleQuarantine), fmt.Sprintf(
 				"Held by threatd: %s %s@%s %s %s ago; quarantine is %s, until %s",
-				v.Registry, v.Name, version, what, HumanDuration(now.Sub(from)), HumanDuration(w), out.Until.Format(time.RFC3339))})
+				v.Registry, v.Name, listed, what, HumanDuration(now.Sub(from)), HumanDuration(w), out.Until.Format(time.RFC3339))})
 		}
 	}
 	if len(f.NewScripts) > 0 {

@@ -14,7 +14,7 @@ import (
 func FuzzRoutes(f *testing.F) {
 	for _, s := range []string{"com/example/lib/maven-metadata.xml.sha1", "com/example/lib/1.0/lib-1.0.jar", "org/%2e%2e/lib/1/lib-1.jar",
 		"config.json", "se/rd/serde_json", "crates/serde/1.0.0/download", "crates/a%2f..%2fb/1/download",
-		"versions", "info/rails", "gems/rails-7.1.0.gem", "quick/Marshal.4.8/rails-7.1.0.gemspec.rz", "info/..%2fversions",
+		"versions", "info/rails", "gems/rails-7.1.0.gem", "gems/rails-5-x-1.0.gem", "gems/evil-2x-1.0.1-java.gem", "quick/Marshal.4.8/rails-7.1.0.gemspec.rz", "info/..%2fversions",
 		"v3/index.json", "v3-flatcontainer/Newtonsoft.Json/index.json", "v3-flatcontainer/a/1.0.0/a.1.0.0.nupkg", "v3/registration5-semver1/a/page/1/2.json"} {
 		f.Add(s)
 	}
@@ -27,22 +27,24 @@ func FuzzRoutes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p string) {
 		for reg, a := range adapters {
-			rt, ok, err := a.Route(firewall.Request{Path: p})
+			first, ok, err := a.Route(firewall.Request{Path: p})
 			if err != nil || !ok {
 				continue
 			}
-			up := rt.Upstream
-			if up == "" {
-				up = rt.Index // a file at a URL that document gives (crates.io's dl)
-			}
-			u := "/" + up + "/"
-			for _, bad := range []string{"/../", "/./", "//", "%", "\\", "?", "#"} {
-				if strings.Contains(u, bad) {
-					t.Fatalf("%s: %q routes to upstream path %q (%q)", reg, p, rt.Upstream, bad)
+			// Every reading of an ambiguous path, and the document that
+			// says whether it is the file's, is as safe as the route.
+			for _, rt := range append([]firewall.Route{first}, first.Readings...) {
+				for _, up := range []string{rt.Upstream, rt.Index, rt.Listed} {
+					u := "/" + up + "/"
+					for _, bad := range []string{"/../", "/./", "//", "%", "\\", "?", "#"} {
+						if up != "" && strings.Contains(u, bad) {
+							t.Fatalf("%s: %q routes to upstream path %q (%q)", reg, p, up, bad)
+						}
+					}
 				}
-			}
-			if rt.Kind == firewall.Artifact && (rt.Version == "" || rt.Name == "") {
-				t.Fatalf("%s: %q: an artifact route without its name or version: %+v", reg, p, rt)
+				if rt.Kind == firewall.Artifact && (rt.Version == "" || rt.Name == "") {
+					t.Fatalf("%s: %q: an artifact route without its name or version: %+v", reg, p, rt)
+				}
 			}
 		}
 	})

@@ -17,9 +17,10 @@ import (
 type Adapter struct{}
 
 var (
-	_ firewall.Adapter    = Adapter{}
-	_ firewall.FactSource = Adapter{}
-	_ firewall.Listing    = Adapter{}
+	_ firewall.Adapter     = Adapter{}
+	_ firewall.FactSource  = Adapter{}
+	_ firewall.Listing     = Adapter{}
+	_ firewall.VersionKeys = Adapter{}
 )
 
 const typeText = "text/plain; charset=utf-8"
@@ -47,17 +48,29 @@ func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	case Info:
 		return firewall.Route{Kind: firewall.Metadata, Name: req.Name, Upstream: req.Path}, true, nil
 	}
-	return firewall.Route{Kind: firewall.Artifact, Name: req.Name, Version: req.Version, Upstream: req.Path,
-		ContentType: "application/octet-stream", Refusal: firewall.RefuseReason}, true, nil
+	file := func(r Reading) firewall.Route {
+		return firewall.Route{Kind: firewall.Artifact, Name: r.Name, Version: r.Version, Upstream: req.Path,
+			ContentType: "application/octet-stream", Refusal: firewall.RefuseReason, Listed: "info/" + r.Name}
+	}
+	rt := file(Reading{Name: req.Name, Version: req.Version})
+	for _, r := range req.Readings {
+		rt.Readings = append(rt.Readings, file(r))
+	}
+	return rt, true, nil
 }
 
-// lineVersion is the version of an /info line or a /versions entry: its
-// first field without a platform (1.0.0-java is 1.0.0) or a yank mark.
-func lineVersion(entry string) string {
+// lineKey is the version of an /info line or a /versions entry as the
+// index lists it, with its platform (1.0.0-java) and without a yank mark:
+// what the quarantine judges (a platform's gem has its own publish time);
+// ReportVersion is what reports name.
+func lineKey(entry string) string {
 	v, _, _ := strings.Cut(strings.TrimPrefix(entry, "-"), " ")
-	v, _, _ = strings.Cut(v, "-")
 	return v
 }
+
+// ReportVersion is the version reports name of a listed version: without
+// its platform.
+func (Adapter) ReportVersion(key string) string { return ReportVersion(key) }
 
 // Rewrite drops the lines of refused versions from an /info file.
 func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (firewall.Rendering, error) {
@@ -66,7 +79,7 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (f
 	for line := range bytes.Lines(doc.Body) {
 		s := strings.TrimRight(string(line), "\n")
 		if s != "---" && s != "" && !strings.HasPrefix(s, "created_at:") {
-			if r, _ := judge(lineVersion(s)); r {
+			if r, _ := judge(lineKey(s)); r {
 				continue
 			}
 		}
@@ -75,57 +88,107 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (f
 	return firewall.Rendering{Body: out.Bytes(), ContentType: typeText}, nil
 }
 
+// RecentLines is how many of /versions' last lines name the gems whose
+// versions the quarantine judges there: /versions grows by a line for
+// every push, so they are the gems pushed most recently (about two days
+// of rubygems.org's pushes). Judging every gem would mean reading every
+// gem's publish times; a gem named only earlier is judged by its reports
+// and waivers alone (docs/firewall.md).
+const RecentLines = 5000
+
 // RewriteListing rewrites /versions: a gem with a refused version loses
-// it from every line, and its lines carry the MD5 of its /info as the
-// firewall serves it (info); a gem left with no version loses its lines.
-func (Adapter) RewriteListing(doc firewall.Document, judges func(name string) firewall.Judge, info func(name string) ([]byte, error)) (firewall.Rendering, error) {
-	var out bytes.Buffer
-	out.Grow(len(doc.Body))
+// it from every line, and every line of it carries the MD5 of its /info as
+// the firewall serves it (info: Bundler checks the /info it downloads
+// against the gem's last line); a gem left with no version loses its
+// lines. judges gives each gem's Judge (recent: the gem is named in the
+// last RecentLines lines, so the quarantine applies too); nil when
+// nothing of it can be refused.
+func (Adapter) RewriteListing(doc firewall.Document, judges func(names []string, recent map[string]bool) (map[string]firewall.Judge, error), info func(name string) ([]byte, error)) (firewall.Rendering, error) {
+	type entry struct {
+		line   []byte
+		fields []string
+	}
+	var head []byte
+	var lines []entry
 	header := true
-	sums := map[string]string{}
 	for line := range bytes.Lines(doc.Body) {
 		if header {
-			out.Write(line)
+			head = append(head, line...)
 			header = string(bytes.TrimSpace(line)) != "---"
 			continue
 		}
-		fields := strings.Fields(string(line))
-		if len(fields) != 3 {
-			out.Write(line)
+		lines = append(lines, entry{line: line, fields: strings.Fields(string(line))})
+	}
+	recent := map[string]bool{}
+	for _, e := range lines[max(0, len(lines)-RecentLines):] {
+		if len(e.fields) == 3 {
+			recent[e.fields[0]] = true
+		}
+	}
+	// First, which entries of which gems are refused.
+	type gem struct {
+		judge   firewall.Judge
+		refused map[string]bool
+	}
+	gems := map[string]*gem{}
+	var names []string
+	for _, e := range lines {
+		if len(e.fields) == 3 && gems[e.fields[0]] == nil {
+			gems[e.fields[0]] = &gem{}
+			names = append(names, e.fields[0])
+		}
+	}
+	js, err := judges(names, recent)
+	if err != nil {
+		return firewall.Rendering{}, err
+	}
+	for _, e := range lines {
+		if len(e.fields) != 3 {
 			continue
 		}
-		judge := judges(fields[0])
-		if judge == nil {
-			out.Write(line)
+		g := gems[e.fields[0]]
+		if g.judge = js[e.fields[0]]; g.judge == nil {
 			continue
 		}
-		var kept []string
-		dropped := false
-		for _, e := range strings.Split(fields[1], ",") {
-			if r, _ := judge(lineVersion(e)); r {
-				dropped = true
-				continue
+		for _, v := range strings.Split(e.fields[1], ",") {
+			if r, _ := g.judge(lineKey(v)); r {
+				if g.refused == nil {
+					g.refused = map[string]bool{}
+				}
+				g.refused[v] = true
 			}
-			kept = append(kept, e)
 		}
-		if !dropped {
-			out.Write(line)
+	}
+	var out bytes.Buffer
+	out.Grow(len(doc.Body))
+	out.Write(head)
+	sums := map[string]string{}
+	for _, e := range lines {
+		if len(e.fields) != 3 || gems[e.fields[0]].refused == nil {
+			out.Write(e.line)
 			continue
+		}
+		name := e.fields[0]
+		var kept []string
+		for _, v := range strings.Split(e.fields[1], ",") {
+			if !gems[name].refused[v] {
+				kept = append(kept, v)
+			}
 		}
 		if len(kept) == 0 {
 			continue
 		}
-		sum, ok := sums[fields[0]]
+		sum, ok := sums[name]
 		if !ok {
-			b, err := info(fields[0])
+			b, err := info(name)
 			if err != nil {
 				return firewall.Rendering{}, err
 			}
 			h := md5.Sum(b)
 			sum = hex.EncodeToString(h[:])
-			sums[fields[0]] = sum
+			sums[name] = sum
 		}
-		fmt.Fprintf(&out, "%s %s %s\n", fields[0], strings.Join(kept, ","), sum)
+		fmt.Fprintf(&out, "%s %s %s\n", name, strings.Join(kept, ","), sum)
 	}
 	return firewall.Rendering{Body: out.Bytes(), ContentType: typeText}, nil
 }
@@ -139,6 +202,7 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 	if strings.Contains(doc.URL, "/api/v1/versions/") {
 		var vs []struct {
 			Number    string `json:"number"`
+			Platform  string `json:"platform"`
 			CreatedAt string `json:"created_at"`
 		}
 		if err := json.Unmarshal(doc.Body, &vs); err != nil {
@@ -146,7 +210,12 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 		}
 		out := make([]firewall.Published, 0, len(vs))
 		for _, v := range vs {
+			// Each platform's gem of a version is pushed on its own, and
+			// has its own time: listed as the index lists it.
 			p := firewall.Published{Version: v.Number}
+			if v.Platform != "" && v.Platform != "ruby" {
+				p.Version += "-" + v.Platform
+			}
 			if t, err := time.Parse(time.RFC3339, v.CreatedAt); err == nil {
 				p.Time = t
 			}
@@ -159,7 +228,7 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 		if line == "---" || line == "" || strings.HasPrefix(line, "created_at:") {
 			continue
 		}
-		p := firewall.Published{Version: lineVersion(line)}
+		p := firewall.Published{Version: lineKey(line)}
 		if _, reqs, ok := strings.Cut(line, "|"); ok {
 			for _, r := range strings.Split(reqs, ",") {
 				if t, ok := strings.CutPrefix(r, "created_at:"); ok {
