@@ -171,10 +171,10 @@ func TestFirewallRubyGems(t *testing.T) {
 			return code == 403
 		})
 		for p, want := range map[string]string{
-			"/gems/fw-evil-2x-1.0.1.gem":                      "Blocked by threatd: rubygems fw-evil-2x@1.0.1 is malicious (threat_id_" + evil2x,
-			"/quick/Marshal.4.8/fw-evil-2x-1.0.1.gemspec.rz":  "Blocked by threatd: rubygems fw-evil-2x@1.0.1 is malicious (threat_id_" + evil2x,
-			"/gems/fw-amb-5-x-1.0.gem":                        "Blocked by threatd: rubygems fw-amb-5-x@1.0 is malicious (threat_id_" + amb,
-			"/gems/fw-plat-1.0.0-java.gem":                    "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
+			"/gems/fw-evil-2x-1.0.1.gem":                       "Blocked by threatd: rubygems fw-evil-2x@1.0.1 is malicious (threat_id_" + evil2x,
+			"/quick/Marshal.4.8/fw-evil-2x-1.0.1.gemspec.rz":   "Blocked by threatd: rubygems fw-evil-2x@1.0.1 is malicious (threat_id_" + evil2x,
+			"/gems/fw-amb-5-x-1.0.gem":                         "Blocked by threatd: rubygems fw-amb-5-x@1.0 is malicious (threat_id_" + amb,
+			"/gems/fw-plat-1.0.0-java.gem":                     "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
 			"/quick/Marshal.4.8/fw-plat-1.0.0-java.gemspec.rz": "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
 		} {
 			if code, _, body := d.fwGet(fw+p, tok); code != 403 || !strings.Contains(string(body), want) {

@@ -55,8 +55,8 @@ const page = 5000
 // counts are a report's counts as the view keeps them.
 type counts struct {
 	seen, falsePositive, expired, votes, weight int64
-	lastSeen, updatedAt                 time.Time
-	disputed                            bool
+	lastSeen, updatedAt                         time.Time
+	disputed                                    bool
 }
 
 // View is the daemon's copy of the community signals.
