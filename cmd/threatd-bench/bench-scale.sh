@@ -297,9 +297,9 @@ EOF
   # for the trivial handler) and its 1.0.0 file, the same 16 MiB, cached.
   ECOS="maven cargo rubygems nuget"
   declare -A ECODOC=([maven]=/functions/v1/firewall/maven/com/example/fw-bench/maven-metadata.xml [cargo]=/functions/v1/firewall/cargo/fw/-b/fw-bench
-    [rubygems]=/functions/v1/firewall/rubygems/info/fw-bench [nuget]=/functions/v1/firewall/nuget/v3-flatcontainer/fw-bench/index.json)
+    [rubygems]=/functions/v1/firewall/rubygems/info/fw-bench [nuget]=/functions/v1/firewall/nuget/res/PackageBaseAddress_3.0.0/fw-bench/index.json)
   declare -A ECOFILE=([maven]=/functions/v1/firewall/maven/com/example/fw-bench/1.0.0/fw-bench-1.0.0.jar [cargo]=/functions/v1/firewall/cargo/crates/fw-bench/1.0.0/download
-    [rubygems]=/functions/v1/firewall/rubygems/gems/fw-bench-1.0.0.gem [nuget]=/functions/v1/firewall/nuget/v3-flatcontainer/fw-bench/1.0.0/fw-bench.1.0.0.nupkg)
+    [rubygems]=/functions/v1/firewall/rubygems/gems/fw-bench-1.0.0.gem [nuget]=/functions/v1/firewall/nuget/res/PackageBaseAddress_3.0.0/fw-bench/1.0.0/fw-bench.1.0.0.nupkg)
   for eco in $ECOS; do
     curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18443${ECODOC[$eco]}" -o "$D/fw/$eco.doc"
     curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "https://127.0.0.1:18443${ECOFILE[$eco]}" -o /dev/null

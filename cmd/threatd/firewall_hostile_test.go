@@ -15,7 +15,8 @@ import (
 // asks for: hugedoc a document past the firewall's bound (80 MiB, written
 // as it goes), bombdoc 1 MiB of gzip that expands past it, deepdoc JSON or
 // XML nested 200,000 deep, baddoc bytes that are neither, gonedoc a 404,
-// and anything else a 418 with its own body.
+// and anything else a 418 with its own body; NuGet's service index names
+// its flat container.
 func hostileUpstream(t *testing.T) *httptest.Server {
 	t.Helper()
 	var bomb bytes.Buffer
@@ -29,6 +30,10 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 		p := r.URL.Path
 		xml := strings.Contains(p, "maven")
 		switch {
+		case p == "/v3/index.json":
+			// NuGet's service index: where the hostile documents are.
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"version": "3.0.0", "resources": [{"@id": "http://%s/v3-flatcontainer/", "@type": "PackageBaseAddress/3.0.0"}]}`, r.Host)
 		case strings.Contains(p, "hugedoc"):
 			w.Header().Set("Content-Type", "application/json")
 			chunk := bytes.Repeat([]byte("x"), 1<<20)
@@ -93,7 +98,7 @@ func TestFirewallHostileUpstreams(t *testing.T) {
 	paths := map[string]func(name string) string{
 		"maven":    func(n string) string { return fw + "/maven/com/example/" + n + "/maven-metadata.xml" },
 		"rubygems": func(n string) string { return fw + "/rubygems/info/" + n },
-		"nuget":    func(n string) string { return fw + "/nuget/v3-flatcontainer/" + n + "/index.json" },
+		"nuget":    func(n string) string { return fw + "/nuget/res/PackageBaseAddress_3.0.0/" + n + "/index.json" },
 		"oci":      func(n string) string { return "https://" + m[1] + "/v2/library/" + n + "/manifests/1.0" },
 	}
 	get := func(url string) (int, string) {

@@ -60,7 +60,11 @@ func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 	if have != nil {
 		add(have)
 	} else if path != "" {
-		ps, ok, err := p.published(ctx, a, reg, up+"/"+path, accept, name)
+		factsURL, err := p.at(ctx, a, up, path)
+		if err != nil {
+			return nil, err
+		}
+		ps, ok, err := p.published(ctx, a, reg, factsURL, accept, name)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +76,11 @@ func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 		g.SetLimit(8)
 		for _, ver := range versions {
 			g.Go(func() error {
-				ps, _, err := p.published(gctx, a, reg, up+"/"+fs.VersionFactsPath(name, ver), "", name)
+				factsURL, err := p.at(gctx, a, up, fs.VersionFactsPath(name, ver))
+				if err != nil {
+					return err
+				}
+				ps, _, err := p.published(gctx, a, reg, factsURL, "", name)
 				if err != nil {
 					return err
 				}

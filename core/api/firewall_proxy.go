@@ -66,8 +66,12 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", core.RuleMalicious, time.Now()) {
 				return p.refuseAs(c, rt, p.opts.Policy.Blocked(reg, rt.Name, "", every))
 			}
-			decidedBy, render := p.metadata(a, rt, v, up)
-			return p.document(c, reg, up+"/"+rt.Upstream, rt.Accept, decidedBy, render)
+			docURL, err := p.at(c.Request().Context(), a, up, rt.Upstream)
+			if err != nil {
+				return err
+			}
+			decidedBy, render := p.metadata(a, rt, v, up, docURL)
+			return p.document(c, reg, docURL, rt.Accept, decidedBy, render)
 		case firewall.VersionDocument:
 			vd, ok := a.(firewall.VersionDocuments)
 			if !ok {
@@ -77,6 +81,60 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 		}
 		return p.artifact(c, a, rt, v, up)
 	}
+}
+
+// at is the URL of an upstream path below up: up/path, or for a Based
+// adapter (NuGet) the upstream setting's URL itself for "", and a path
+// below one of the bases its service index names for BasePrefix+key/rest.
+func (p *proxy) at(ctx context.Context, a firewall.Adapter, up, path string) (string, error) {
+	b, ok := a.(firewall.Based)
+	if !ok {
+		return up + "/" + path, nil
+	}
+	if path == "" {
+		return up, nil
+	}
+	rest, ok := strings.CutPrefix(path, firewall.BasePrefix)
+	key, rest, cut := strings.Cut(rest, "/")
+	if !ok || !cut {
+		return "", fmt.Errorf("the %s adapter routes to %q, which is below none of its bases", a.Registry(), path)
+	}
+	bases, err := p.bases(ctx, a, b, up)
+	if err != nil {
+		return "", err
+	}
+	u, ok := bases[key]
+	if !ok {
+		return "", notFound("The %s upstream's service index names no resource of type %s", a.Registry(), strings.ReplaceAll(key, "_", "/"))
+	}
+	return u + rest, nil
+}
+
+// bases are what a Based adapter reads of its upstream's root document,
+// kept while the document is.
+func (p *proxy) bases(ctx context.Context, a firewall.Adapter, b firewall.Based, up string) (map[string]string, error) {
+	reg := a.Registry()
+	bases, res, err := parsedDocument(ctx, p, reg, up, "", "bases", func(doc firewall.Document) (map[string]string, error) {
+		m, err := b.Bases(doc)
+		if err != nil {
+			return nil, p.unreadable(reg, err)
+		}
+		return m, nil
+	}, func(m map[string]string) int64 {
+		var n int64
+		for k, v := range m {
+			n += int64(len(k)+len(v)) + 32
+		}
+		return n
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res != nil {
+		_ = res.Body.Close()
+		return nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered %d for its service index, which names where its packages are", reg, res.Status)}
+	}
+	return bases, nil
 }
 
 // reading picks the reading of an artifact path that reads more than one
@@ -102,7 +160,11 @@ func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 		if err != nil {
 			return rt, err
 		}
-		ps, _, err := p.published(ctx, a, reg, up+"/"+r.Listed, "", r.Name)
+		listedURL, err := p.at(ctx, a, up, r.Listed)
+		if err != nil {
+			return rt, err
+		}
+		ps, _, err := p.published(ctx, a, reg, listedURL, "", r.Name)
 		if err != nil {
 			return rt, err
 		}
@@ -143,12 +205,12 @@ func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 // decides it besides the document: the reports' fingerprint, the
 // waivers of the package, the route's variant (for a Listing, every
 // report and waiver).
-func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) (string, renderFunc) {
+func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up, docURL string) (string, renderFunc) {
 	reg := a.Registry()
 	if l, ok := a.(firewall.Listing); ok && rt.Listing {
 		decidedBy := fmt.Sprintf("listing\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
 		return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
-			doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream}
+			doc := firewall.Document{Body: body, ContentType: contentType, URL: docURL}
 			var held listing
 			judges := func(names []string, recent map[string]bool) (map[string]firewall.Judge, error) {
 				return p.listingJudges(ctx, a, names, recent, &held)
@@ -163,7 +225,13 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 		decidedBy += "\x00" + ws.Generation
 	}
 	return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
-		doc := firewall.Document{Body: body, ContentType: contentType, URL: up + "/" + rt.Upstream, Name: rt.Name, Variant: rt.Variant}
+		doc := firewall.Document{Body: body, ContentType: contentType, URL: docURL, Name: rt.Name, Variant: rt.Variant}
+		if b, ok := a.(firewall.Based); ok {
+			var err error
+			if doc.Bases, err = p.bases(ctx, a, b, up); err != nil {
+				return rendering{}, err
+			}
+		}
 		var facts map[string]firewall.Facts
 		if rt.Name != "" && p.needsFacts(a, v) {
 			listed, err := a.Versions(doc)
@@ -176,7 +244,7 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 			}
 			var have []firewall.Published
 			if fs, ok := a.(firewall.FactSource); ok {
-				if path, accept := fs.FactsDocument(rt.Name); path == rt.Upstream && accept == rt.Accept {
+				if path, accept := fs.FactsDocument(rt.Name); rt.OwnFacts || path == rt.Upstream && accept == rt.Accept {
 					have = listed // the document is its own facts
 				}
 			}
@@ -256,8 +324,11 @@ func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall
 	if err != nil {
 		return nil, err
 	}
-	decidedBy, render := p.metadata(a, rt, v, up)
-	docURL := up + "/" + rt.Upstream
+	docURL, err := p.at(ctx, a, up, rt.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	decidedBy, render := p.metadata(a, rt, v, up, docURL)
 	d, err := p.render(ctx, reg, strings.Join([]string{reg, docURL, rt.Accept, decidedBy}, "\x00"), docURL, rt.Accept, render)
 	if err != nil {
 		return nil, err
@@ -307,7 +378,10 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 			return p.refuseRuling(c, rt, v, rt.Version, r)
 		}
 	}
-	docURL := up + "/" + rt.Upstream
+	docURL, err := p.at(ctx, a, up, rt.Upstream)
+	if err != nil {
+		return err
+	}
 	body, res, err := p.fetchDocument(ctx, reg, docURL, rt.Accept)
 	if err != nil {
 		return err
@@ -339,14 +413,18 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		}
 		return p.refuseRuling(c, rt, v, ver, r)
 	}
-	lb, res, err := p.fetchDocument(ctx, reg, up+"/"+rt.Fallback, "")
+	fallbackURL, err := p.at(ctx, a, up, rt.Fallback)
+	if err != nil {
+		return err
+	}
+	lb, res, err := p.fetchDocument(ctx, reg, fallbackURL, "")
 	if err != nil {
 		return err
 	}
 	if res != nil {
 		return passThrough(c, res, "")
 	}
-	listed, err := a.Versions(firewall.Document{Body: lb, URL: up + "/" + rt.Fallback, Name: rt.Name})
+	listed, err := a.Versions(firewall.Document{Body: lb, URL: fallbackURL, Name: rt.Name})
 	if err != nil {
 		return p.unreadable(reg, err)
 	}
@@ -364,7 +442,11 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		}
 	}
 	if best := vd.Highest(allowed); best != "" {
-		return p.stream(c, reg, up+"/"+vd.VersionPath(rt.Name, best), typeJSON)
+		u, err := p.at(ctx, a, up, vd.VersionPath(rt.Name, best))
+		if err != nil {
+			return err
+		}
+		return p.stream(c, reg, u, typeJSON)
 	}
 	if every := v.BlocksEvery(); len(every) > 0 {
 		return p.refuseAs(c, rt, p.opts.Policy.Blocked(reg, rt.Name, "", every))
@@ -397,13 +479,21 @@ func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 			}
 			p.decided(c, v, rt.Version, r)
 		}
-		return p.stream(c, reg, up+"/"+rt.Upstream, rt.ContentType)
+		u, err := p.at(ctx, a, up, rt.Upstream)
+		if err != nil {
+			return err
+		}
+		return p.stream(c, reg, u, rt.ContentType)
 	}
 	fl, ok := a.(firewall.FileLister)
 	if !ok {
 		return fmt.Errorf("the %s adapter routes a file through a document but does not list files", reg)
 	}
-	table, res, err := p.files(c.Request().Context(), fl, reg, up+"/"+rt.Index, rt.Accept, rt.Name)
+	indexURL, err := p.at(ctx, a, up, rt.Index)
+	if err != nil {
+		return err
+	}
+	table, res, err := p.files(ctx, fl, reg, indexURL, rt.Accept, rt.Name)
 	if err != nil {
 		return err
 	}
@@ -447,7 +537,11 @@ func (p *proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLoc
 	if r.Refused() {
 		return p.refuseRuling(c, rt, v, rt.Version, r)
 	}
-	loc, res, err := parsedDocument(ctx, p, reg, up+"/"+rt.Index, rt.Accept, "locate", func(doc firewall.Document) (firewall.Location, error) {
+	indexURL, err := p.at(ctx, a, up, rt.Index)
+	if err != nil {
+		return err
+	}
+	loc, res, err := parsedDocument(ctx, p, reg, indexURL, rt.Accept, "locate", func(doc firewall.Document) (firewall.Location, error) {
 		loc, err := fl.Locate(doc)
 		if err != nil {
 			return loc, p.unreadable(reg, err)

@@ -92,10 +92,25 @@ type VersionKeys interface {
 }
 
 // Rooted is an adapter whose upstream setting is the URL of a document,
-// not the root its paths are below (NuGet's service index).
+// not the root its paths are below (NuGet's service index): Root checks
+// it and gives the upstream URL the firewall keeps.
 type Rooted interface {
 	Root(upstream string) (string, error)
 }
+
+// Based is an adapter whose documents are below URLs that its upstream's
+// root document names (NuGet's service index names each resource's URL,
+// wherever the server keeps it): an upstream path BasePrefix+"<key>/<rest>"
+// is fetched at Bases(root)[key] + rest, the root document being the
+// upstream setting's URL itself (the upstream path ""). Bases' URLs end
+// in "/".
+type Based interface {
+	Bases(root Document) (map[string]string, error)
+}
+
+// BasePrefix starts the upstream paths of a Based adapter that are below
+// a base.
+const BasePrefix = "res/"
 
 // VersionDocuments is an adapter with documents of one version (npm's
 // /{name}/{version or tag}, Go's @latest), whose version is known once
@@ -218,6 +233,9 @@ type Route struct {
 	// when any of them is refused, 404 when none lists it.
 	Readings []Route
 	Listed   string
+	// OwnFacts: the Metadata document says when each version it lists
+	// was published (NuGet's registration pages): the quarantine reads it.
+	OwnFacts bool
 }
 
 // Document is an upstream document handed to an adapter.
@@ -232,6 +250,9 @@ type Document struct {
 	// LastModified is the upstream's Last-Modified (zero when it sent
 	// none): Maven's publish time of a version is its .pom's.
 	LastModified time.Time
+	// Bases are a Based adapter's bases (Based.Bases of its root
+	// document), for the links a document holds.
+	Bases map[string]string
 }
 
 // Rendering is a rewritten document and the type it is served as.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,13 +19,10 @@ var (
 	_ firewall.Adapter    = Adapter{}
 	_ firewall.FactSource = Adapter{}
 	_ firewall.Rooted     = Adapter{}
+	_ firewall.Based      = Adapter{}
 )
 
 const typeJSON = "application/json"
-
-// FactsHive is the registration hive whose leaves give each version's
-// published time (api.nuget.org's: every version, SemVer 2.0.0 too).
-const FactsHive = "v3/registration5-gz-semver2"
 
 // Registry is nuget.
 func (Adapter) Registry() string { return core.RegistryNuGet }
@@ -34,17 +32,21 @@ func (Adapter) Defaults() firewall.Upstream {
 	return firewall.Upstream{URL: "https://api.nuget.org/v3/index.json"}
 }
 
-// Root is the root the service index's paths are below: its URL without
-// /v3/index.json.
+// Root checks that the upstream setting is the URL of a service index
+// (https://api.nuget.org/v3/index.json, BaGet's …/v3/index.json, GitHub
+// Packages' https://nuget.pkg.github.com/OWNER/index.json): the firewall
+// fetches it as it is, and every other document below the URLs it names.
 func (Adapter) Root(upstream string) (string, error) {
 	u := strings.TrimSuffix(upstream, "/")
-	if !strings.HasSuffix(u, "/v3/index.json") {
-		return "", fmt.Errorf("a NuGet upstream is the URL of its service index, ending in /v3/index.json (got %q)", upstream)
+	if !strings.HasSuffix(u, "/index.json") {
+		return "", fmt.Errorf("a NuGet upstream is the URL of its service index, ending in index.json (got %q)", upstream)
 	}
-	return strings.TrimSuffix(u, "/v3/index.json"), nil
+	return u, nil
 }
 
-// Route reads a request (Parse).
+// Route reads a request (Parse). A document of a resource is rendered
+// apart per kind of resource (Variant): the same bytes are judged as what
+// they are.
 func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	req, ok, err := Parse(r.Path)
 	if err != nil || !ok {
@@ -53,8 +55,12 @@ func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	switch req.Kind {
 	case ServiceIndex:
 		return firewall.Route{Kind: firewall.Metadata, Upstream: req.Path}, true, nil
-	case FlatIndex, Registration:
-		return firewall.Route{Kind: firewall.Metadata, Name: req.ID, Upstream: req.Path, RefuseEvery: true}, true, nil
+	case FlatIndex:
+		return firewall.Route{Kind: firewall.Metadata, Name: req.ID, Upstream: req.Path, RefuseEvery: true, Variant: variantFlat}, true, nil
+	case Registration:
+		// Each leaf of a registration index or page says when its
+		// version was published: the document is its own facts.
+		return firewall.Route{Kind: firewall.Metadata, Name: req.ID, Upstream: req.Path, RefuseEvery: true, Variant: variantRegistration, OwnFacts: true}, true, nil
 	}
 	ct := "application/octet-stream"
 	switch {
@@ -66,27 +72,82 @@ func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	return firewall.Route{Kind: firewall.Artifact, Name: req.ID, Version: req.Version, Upstream: req.Path, ContentType: ct}, true, nil
 }
 
-// rootOf is the upstream root a document of it was fetched below.
-func rootOf(docURL string) string {
-	for _, marker := range []string{"/v3/index.json", "/v3-flatcontainer/", "/v3/registration"} {
-		if i := strings.LastIndex(docURL, marker); i >= 0 {
-			return docURL[:i]
+// The kinds of documents, as routes name them (Route.Variant).
+const (
+	variantFlat         = "flat"
+	variantRegistration = "registration"
+)
+
+// Bases reads the service index: the URL of every resource the firewall
+// serves, by its type's Slug, and Registrations (the SemVer 2.0.0 hive
+// when there is one). Each URL ends in "/".
+func (Adapter) Bases(root firewall.Document) (map[string]string, error) {
+	resources, err := serviceResources(root.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, r := range resources {
+		slug := Slug(r.typ)
+		if !served(r.typ) || slug == "" {
+			continue
+		}
+		if _, ok := out[slug]; !ok {
+			out[slug] = strings.TrimSuffix(r.id, "/") + "/"
 		}
 	}
-	return docURL
+	for _, slug := range []string{"RegistrationsBaseUrl_3.6.0", "RegistrationsBaseUrl_3.4.0", "RegistrationsBaseUrl"} {
+		if u, ok := out[slug]; ok {
+			out[Registrations] = u
+			break
+		}
+	}
+	if _, ok := out[Registrations]; !ok {
+		for slug, u := range out {
+			if registrationType(slug) && (out[Registrations] == "" || slug < out[Registrations]) {
+				out[Registrations] = u
+			}
+		}
+	}
+	return out, nil
+}
+
+// served says whether the firewall serves a resource of typ (package
+// metadata or content); the others (search, publish, …) stay upstream.
+func served(typ string) bool {
+	return strings.HasPrefix(typ, "PackageBaseAddress/") || strings.HasPrefix(typ, "RegistrationsBaseUrl")
+}
+
+type resource struct{ typ, id string }
+
+// serviceResources reads a service index's resources.
+func serviceResources(body []byte) ([]resource, error) {
+	var idx struct {
+		Resources []struct {
+			ID   string `json:"@id"`
+			Type string `json:"@type"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(body, &idx); err != nil {
+		return nil, fmt.Errorf("the service index is not a JSON object with resources: %v", err)
+	}
+	out := make([]resource, len(idx.Resources))
+	for i, r := range idx.Resources {
+		out[i] = resource{typ: r.Type, id: r.ID}
+	}
+	return out, nil
 }
 
 // Rewrite rewrites the service index (metadata and content resources
 // through base), a flat container version list, or a registration index
-// or page (refused versions' leaves gone, counts fixed, links into the
-// registration hives and the flat container through base).
+// or page (refused versions' leaves gone, counts fixed, links into any
+// resource the firewall serves through base).
 func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, base string) (firewall.Rendering, error) {
-	root := rootOf(doc.URL)
-	switch {
-	case doc.Name == "":
-		out, err := rewriteServiceIndex(doc.Body, root, base)
+	switch doc.Variant {
+	case "":
+		out, err := rewriteServiceIndex(doc.Body, base)
 		return firewall.Rendering{Body: out, ContentType: typeJSON}, err
-	case strings.Contains(doc.URL, "/v3-flatcontainer/"):
+	case variantFlat:
 		var list struct {
 			Versions []string `json:"versions"`
 		}
@@ -111,13 +172,39 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, base string)
 	if _, ok := v.(map[string]any); !ok {
 		return firewall.Rendering{}, fmt.Errorf("registration of %s is not an object", doc.Name)
 	}
-	v = rewriteRegistration(v, judge, []string{root + "/v3-flatcontainer/", root + "/v3/registration"}, root, base)
+	v = rewriteRegistration(v, judge, linksOf(doc.Bases, base))
 	out, err := json.Marshal(v)
 	return firewall.Rendering{Body: out, ContentType: typeJSON}, err
 }
 
-// rewriteServiceIndex points the metadata and content resources at base.
-func rewriteServiceIndex(body []byte, root, base string) ([]byte, error) {
+// links rewrites a URL under one of the resources the firewall serves to
+// the firewall's path of it.
+type links []struct{ from, to string }
+
+// linksOf are the links of bases, the longest base first.
+func linksOf(bases map[string]string, base string) links {
+	var l links
+	for slug, u := range bases {
+		if slug != Registrations {
+			l = append(l, struct{ from, to string }{u, base + "/" + resPrefix + slug + "/"})
+		}
+	}
+	sort.Slice(l, func(i, j int) bool { return len(l[i].from) > len(l[j].from) || len(l[i].from) == len(l[j].from) && l[i].from < l[j].from })
+	return l
+}
+
+func (l links) rewrite(s string) (string, bool) {
+	for _, e := range l {
+		if rest, ok := strings.CutPrefix(s, e.from); ok {
+			return e.to + rest, true
+		}
+	}
+	return s, false
+}
+
+// rewriteServiceIndex points the resources that serve package metadata
+// and content at base; one of a type the firewall cannot name is refused.
+func rewriteServiceIndex(body []byte, base string) ([]byte, error) {
 	var idx map[string]json.RawMessage
 	if err := json.Unmarshal(body, &idx); err != nil || idx == nil {
 		return nil, fmt.Errorf("the service index is not a JSON object: %v", err)
@@ -127,16 +214,16 @@ func rewriteServiceIndex(body []byte, root, base string) ([]byte, error) {
 		return nil, fmt.Errorf("the service index's resources: %w", err)
 	}
 	for _, r := range resources {
-		var typ, id string
+		var typ string
 		_ = json.Unmarshal(r["@type"], &typ)
-		_ = json.Unmarshal(r["@id"], &id)
-		if !strings.HasPrefix(typ, "PackageBaseAddress/") && !strings.HasPrefix(typ, "RegistrationsBaseUrl") {
+		if !served(typ) {
 			continue
 		}
-		if !strings.HasPrefix(id, root+"/") {
-			return nil, fmt.Errorf("the service index puts %s at %s, outside its root %s: the firewall serves only what is below it", typ, id, root)
+		slug := Slug(typ)
+		if slug == "" {
+			return nil, fmt.Errorf("the service index has a resource of type %q, which the firewall cannot serve: it would pass packages around the firewall", typ)
 		}
-		b, _ := json.Marshal(base + "/" + strings.TrimPrefix(id, root+"/"))
+		b, _ := json.Marshal(base + "/" + resPrefix + slug + "/")
 		r["@id"] = b
 	}
 	b, err := json.Marshal(resources)
@@ -148,13 +235,13 @@ func rewriteServiceIndex(body []byte, root, base string) ([]byte, error) {
 }
 
 // rewriteRegistration drops the leaves of refused versions from every
-// items list (a page's count follows), and points links under served at
-// base.
-func rewriteRegistration(v any, judge firewall.Judge, served []string, root, base string) any {
+// items list (a page's count follows), and points links into a resource
+// the firewall serves at it.
+func rewriteRegistration(v any, judge firewall.Judge, l links) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = rewriteRegistration(e, judge, served, root, base)
+			x[k] = rewriteRegistration(e, judge, l)
 		}
 		if items, ok := x["items"].([]any); ok {
 			kept := items[:0]
@@ -174,14 +261,12 @@ func rewriteRegistration(v any, judge firewall.Judge, served []string, root, bas
 		return x
 	case []any:
 		for i, e := range x {
-			x[i] = rewriteRegistration(e, judge, served, root, base)
+			x[i] = rewriteRegistration(e, judge, l)
 		}
 		return x
 	case string:
-		for _, s := range served {
-			if strings.HasPrefix(x, s) {
-				return base + "/" + strings.TrimPrefix(x, root+"/")
-			}
+		if s, ok := l.rewrite(x); ok {
+			return s
 		}
 	}
 	return v
@@ -189,34 +274,84 @@ func rewriteRegistration(v any, judge firewall.Judge, served []string, root, bas
 
 // leafVersion is the version of a registration leaf ("" for anything else).
 func leafVersion(v any) string {
-	leaf, ok := v.(map[string]any)
-	if !ok {
-		return ""
-	}
-	entry, ok := leaf["catalogEntry"].(map[string]any)
-	if !ok {
-		return ""
-	}
+	entry := catalogEntry(v)
 	ver, _ := entry["version"].(string)
 	return ver
 }
 
-// Versions reads a flat container version list (no times), or a
-// registration leaf's published time.
+// catalogEntry is a registration leaf's catalog entry (nil for anything
+// else).
+func catalogEntry(v any) map[string]any {
+	leaf, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	entry, _ := leaf["catalogEntry"].(map[string]any)
+	return entry
+}
+
+// unlistedBefore: nuget.org gives an unlisted version the published time
+// 1900-01-01. Such a time says nothing of when the version was pushed: it
+// is no publish time (the quarantine's missing_time decides), so a version
+// pushed and unlisted at once is not taken for an old one.
+var unlistedBefore = time.Date(1901, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// publishedAt reads a published time, zero when it is none (unlisted).
+func publishedAt(s string, listed *bool) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil || t.Before(unlistedBefore) || listed != nil && !*listed {
+		return time.Time{}
+	}
+	return t
+}
+
+// Versions reads a document's versions: a flat container version list (no
+// times), a registration index or page (each leaf's version and published
+// time), or a registration leaf (its published time).
 func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
+	if doc.Variant == variantRegistration {
+		var v any
+		if err := json.Unmarshal(doc.Body, &v); err != nil {
+			return nil, fmt.Errorf("registration of %s: %w", doc.Name, err)
+		}
+		var out []firewall.Published
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				if e := catalogEntry(x); e != nil {
+					if ver, _ := e["version"].(string); ver != "" {
+						pub, _ := e["published"].(string)
+						var listed *bool
+						if b, ok := e["listed"].(bool); ok {
+							listed = &b
+						}
+						out = append(out, firewall.Published{Version: ver, Time: publishedAt(pub, listed)})
+						return
+					}
+				}
+				for _, e := range x {
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+		return out, nil
+	}
 	var d struct {
 		Versions  []string `json:"versions"`
 		Published string   `json:"published"`
+		Listed    *bool    `json:"listed"`
 	}
 	if err := json.Unmarshal(doc.Body, &d); err != nil {
 		return nil, err
 	}
 	if d.Versions == nil {
-		p := firewall.Published{}
-		if t, err := time.Parse(time.RFC3339, d.Published); err == nil {
-			p.Time = t
-		}
-		return []firewall.Published{p}, nil
+		return []firewall.Published{{Time: publishedAt(d.Published, d.Listed)}}, nil
 	}
 	out := make([]firewall.Published, len(d.Versions))
 	for i, v := range d.Versions {
@@ -231,7 +366,8 @@ func (Adapter) Scripts() bool { return false }
 // FactsDocument is none: each version's registration leaf has its time.
 func (Adapter) FactsDocument(string) (string, string) { return "", "" }
 
-// VersionFactsPath is a version's leaf in FactsHive.
+// VersionFactsPath is a version's leaf in the upstream's Registrations
+// hive.
 func (Adapter) VersionFactsPath(id, version string) string {
-	return FactsHive + "/" + strings.ToLower(id) + "/" + strings.ToLower(version) + ".json"
+	return resPrefix + Registrations + "/" + strings.ToLower(id) + "/" + strings.ToLower(version) + ".json"
 }
