@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -70,6 +71,16 @@ func TestFirewallCosts(t *testing.T) {
 	const docSize = 60 << 20
 	u.put("/big-a", "application/json", 300, bigPackument("big-a", u.srv.URL, docSize))
 	u.put("/big-b", "application/json", 300, bigPackument("big-b", u.srv.URL, docSize))
+	// One whose newest version is held by the quarantine (its rendering
+	// expires when the hold ends), and one the upstream lets no cache
+	// keep, as repository managers often send them.
+	held := bigPackument("big-held", u.srv.URL, docSize)
+	if i := bytes.LastIndex(held, []byte("2026-01-01T00:00:00.000Z")); i >= 0 {
+		held = append(held[:i:i], append([]byte(time.Now().UTC().Format("2006-01-02T15:04:05.000Z")), held[i+len("2026-01-01T00:00:00.000Z"):]...)...)
+	}
+	u.put("/big-held", "application/json", 300, held)
+	u.files["/big-nostore"] = servedFile{body: bigPackument("big-nostore", u.srv.URL, docSize), contentType: "application/json",
+		header: map[string]string{"Cache-Control": "private, no-store"}}
 	u.npmPackage(t, "slow-doc", "1.0.0", "1.0.0")
 	u.pypiProject(t, "costly-py", "1.0.0", "1.0.1")
 	trickle := make(chan struct{})
@@ -183,6 +194,24 @@ func TestFirewallCosts(t *testing.T) {
 		}
 		if hwm > 600<<20 {
 			t.Errorf("daemon peak RSS %d MiB while rewriting %d MiB documents", hwm>>20, docSize>>20)
+		}
+		// A document that holds a version back, and one no cache may
+		// keep upstream: rendered once, then served from the rendering
+		// (the second fetched whole again, not rewritten again).
+		for _, name := range []string{"big-held", "big-nostore"} {
+			r0 := renderings()
+			c0 := cpuSeconds(t, pid)
+			get(name)
+			first := cpuSeconds(t, pid) - c0
+			c1 := cpuSeconds(t, pid)
+			for range 4 {
+				get(name)
+			}
+			again := cpuSeconds(t, pid) - c1
+			t.Logf("%s: first request %.2f CPU-s, four more %.2f CPU-s", name, first, again)
+			if n := renderings() - r0; n != 1 {
+				t.Errorf("%s: five requests made %v renderings, want 1", name, n)
+			}
 		}
 	})
 

@@ -116,6 +116,14 @@ func TestFirewallMaven(t *testing.T) {
 	// Maven adds plexus-utils 1.1 to a build extension that does not depend on it.
 	u.mavenArtifact(t, "org.codehaus.plexus", "plexus-utils", []string{"1.1"}, old[:1])
 	u.mavenArtifact(t, "com.example", "ext-fresh", []string{"1.0.0"}, old[:1], "com.example:fw-fresh:1.1.0")
+	// 3,000 versions in deploy order, the newest published now.
+	many := make([]string, 3000)
+	manyAt := make([]time.Time, len(many))
+	for i := range many {
+		many[i], manyAt[i] = fmt.Sprintf("1.%d.0", i), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Hour)
+	}
+	manyAt[len(many)-1] = time.Now().Add(-10 * time.Minute)
+	u.mavenArtifact(t, "com.example", "fw-many", many, manyAt)
 	cfg := fmt.Sprintf("firewall:\n  maven:\n    upstream: %q\n  private:\n    maven: [\"com.acme:*\"]\n", u.srv.URL+"/maven2")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
@@ -125,6 +133,46 @@ func TestFirewallMaven(t *testing.T) {
 	eventually(t, "the report in the index", func() bool {
 		_, _, body := d.fwGet(fw+"/fw-evil/maven-metadata.xml", tok)
 		return !strings.Contains(string(body), "1.0.1")
+	})
+
+	t.Run("many versions, each spelling", func(t *testing.T) {
+		// The newest FactsPerDocument versions' times are read, not 3,000;
+		// the checksums are the document's, read no time again.
+		poms := func() int {
+			n := 0
+			for _, v := range many {
+				n += u.hitsOf("/maven2/com/example/fw-many/" + v + "/fw-many-" + v + ".pom")
+			}
+			return n
+		}
+		code, _, meta := d.fwGet(fw+"/fw-many/maven-metadata.xml", tok)
+		if code != 200 || strings.Contains(string(meta), "<version>1.2999.0</version>") || !strings.Contains(string(meta), "<latest>1.2998.0</latest>") {
+			t.Fatalf("metadata of 3,000 versions: %d %.300s", code, meta)
+		}
+		read := poms()
+		for _, ext := range []string{".sha1", ".md5", ".sha256", ".sha512"} {
+			if code, _, _ := d.fwGet(fw+"/fw-many/maven-metadata.xml"+ext, tok); code != 200 {
+				t.Errorf("metadata%s: %d", ext, code)
+			}
+		}
+		if read > 64 || poms() != read {
+			t.Errorf("%d .pom requests for the document, %d more for its checksums: want at most 64, then none", read, poms()-read)
+		}
+		code, _, body := d.fwGet(fw+"/fw-many/1.2999.0/fw-many-1.2999.0.jar", tok)
+		if code != 403 || !strings.Contains(string(body), "Held by threatd: maven com.example:fw-many@1.2999.0 was published 10m ago") {
+			t.Errorf("the newest version's jar: %d %s", code, body)
+		}
+		if code, _, _ := d.fwGet(fw+"/fw-many/1.3.0/fw-many-1.3.0.jar", tok); code != 200 {
+			t.Errorf("an old version's jar: %d", code)
+		}
+		// A blocked version written with an entity or as CDATA is still
+		// that version: dropped.
+		u.put("/maven2/com/example/fw-evil/maven-metadata.xml", "text/xml", 1, []byte("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metadata>\n  <groupId>com.example</groupId>\n  <artifactId>fw-evil</artifactId>\n  <versioning>\n    <latest>1.0.1</latest>\n    <release>1.0.1</release>\n    <versions>\n      <version>1.0.0</version>\n      <version>1.0.&#49;</version>\n      <version><![CDATA[1.0.1]]></version>\n    </versions>\n  </versioning>\n</metadata>\n"))
+		eventually(t, "the spelled document served", func() bool {
+			_, _, meta := d.fwGet(fw+"/fw-evil/maven-metadata.xml", tok)
+			return !strings.Contains(string(meta), "1.0.1") && strings.Contains(string(meta), "<version>1.0.0</version>") && strings.Contains(string(meta), "<latest>1.0.0</latest>")
+		})
+		u.mavenArtifact(t, "com.example", "fw-evil", []string{"1.0.0", "1.0.1"}, old[:2])
 	})
 
 	t.Run("protocol", func(t *testing.T) {

@@ -84,6 +84,8 @@ type proxy struct {
 	origins map[string]registrycache.Origins
 	// adapters are the registries' adapters, by name.
 	adapters map[string]firewall.Adapter
+	// listings remember when versions appeared (firewall.AuthorTimes).
+	listings *firewall.Listings
 }
 
 // Bounds of the proxy's in-memory caches.
@@ -92,7 +94,7 @@ const parsedBytes = 32 << 20
 // firewallRoutes mounts the proxies under {base}/firewall.
 func (s *Server) firewallRoutes(e *echo.Echo) {
 	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: registrycache.NewLRU[any](parsedBytes), origins: map[string]registrycache.Origins{},
-		adapters: map[string]firewall.Adapter{}}
+		adapters: map[string]firewall.Adapter{}, listings: firewall.NewListings()}
 	for _, a := range p.opts.Adapters {
 		p.adapters[a.Registry()] = a
 	}

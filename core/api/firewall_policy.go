@@ -38,9 +38,15 @@ func (p *proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
 // those of versions, then; all of them when versions is nil). Kept while
 // the documents are.
 //
+// listing says whether versions are what a listing of the package names
+// (else a request for one version). Read one by one, only the newest
+// FactsPerDocument of a listing's versions are (Facts.Unjudged); for an
+// adapter whose times are the author's (AuthorTimes), a version that
+// appeared after the package was first listed is held from then.
+//
 // have, when not nil, is what the document being rendered lists: used
 // when it is the facts document itself.
-func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions []string, have ...firewall.Published) (map[string]firewall.Facts, error) {
+func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions []string, listing bool, have ...firewall.Published) (map[string]firewall.Facts, error) {
 	fs := a.(firewall.FactSource)
 	reg, name := v.Registry, v.Name
 	now := time.Now()
@@ -71,10 +77,21 @@ func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 		add(ps)
 		unknown = !ok
 	} else {
+		judged := versions
+		if len(versions) > firewall.FactsPerDocument {
+			order := versions
+			if o, ok := a.(firewall.Ordered); ok {
+				order = o.Order(versions)
+			}
+			judged = order[len(order)-firewall.FactsPerDocument:]
+			for _, ver := range order[:len(order)-firewall.FactsPerDocument] {
+				out[ver] = firewall.Facts{Unjudged: true}
+			}
+		}
 		var mu sync.Mutex
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(8)
-		for _, ver := range versions {
+		for _, ver := range judged {
 			g.Go(func() error {
 				factsURL, err := p.at(gctx, a, up, fs.VersionFactsPath(name, ver))
 				if err != nil {
@@ -100,9 +117,23 @@ func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 		}
 	}
 	for ver, f := range out {
-		if f.Published.IsZero() {
+		if f.Published.IsZero() && !f.Unjudged {
 			f.FirstSeen = p.opts.Recorder.FirstSeen(reg, name, ver, now)
 			out[ver] = f
+		}
+	}
+	if at, ok := a.(firewall.AuthorTimes); ok {
+		var listed []string
+		for _, ver := range versions {
+			if at.Listed(ver) {
+				listed = append(listed, ver)
+			}
+		}
+		for ver, t := range p.listings.Appeared(reg, name, listed, listing, now) {
+			if f, ok := out[ver]; ok && !f.Unjudged {
+				f.Appeared = t
+				out[ver] = f
+			}
 		}
 	}
 	if unknown {
@@ -171,7 +202,7 @@ func (p *proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall
 	if !p.needsFacts(a, v) {
 		return nil, nil
 	}
-	return p.facts(ctx, a, v, up, versions)
+	return p.facts(ctx, a, v, up, versions, false)
 }
 
 // decided records a decision about one version (an artifact or a

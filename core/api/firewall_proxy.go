@@ -220,6 +220,21 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 			return rendering{body: r.Body, contentType: r.ContentType, expires: held.expires}, err
 		}
 	}
+	if dv, ok := a.(firewall.Derived); ok && rt.Variant != "" {
+		// A variant made from the main rendering's bytes (Maven's
+		// checksum files): the facts are read once, for the main one.
+		main := rt
+		main.Variant = ""
+		mainBy, mainRender := p.metadata(a, main, v, up, docURL)
+		return mainBy + "\x00" + rt.Variant, func(ctx context.Context, _ []byte, _, _ string) (rendering, error) {
+			body, expires, err := p.renderedBytes(ctx, reg, docURL, main.Accept, mainBy, mainRender)
+			if err != nil {
+				return rendering{}, err
+			}
+			r, err := dv.Derive(body, rt.Variant)
+			return rendering{body: r.Body, contentType: r.ContentType, expires: expires}, err
+		}
+	}
 	decidedBy := v.Fingerprint() + "\x00" + rt.Variant
 	if ws := p.opts.Waivers.Current(); ws.Covers(reg, rt.Name) {
 		decidedBy += "\x00" + ws.Generation
@@ -248,7 +263,7 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 					have = listed // the document is its own facts
 				}
 			}
-			if facts, err = p.facts(ctx, a, v, up, versions, have...); err != nil {
+			if facts, err = p.facts(ctx, a, v, up, versions, true, have...); err != nil {
 				return rendering{}, err
 			}
 		}
@@ -295,7 +310,7 @@ func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 			if err != nil {
 				return err
 			}
-			facts, err := p.facts(gctx, a, pv, up, nil)
+			facts, err := p.facts(gctx, a, pv, up, nil, true)
 			if err != nil {
 				return err
 			}
@@ -329,25 +344,36 @@ func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall
 		return nil, err
 	}
 	decidedBy, render := p.metadata(a, rt, v, up, docURL)
-	d, err := p.render(ctx, reg, strings.Join([]string{reg, docURL, rt.Accept, decidedBy}, "\x00"), docURL, rt.Accept, render)
+	body, _, err := p.renderedBytes(ctx, reg, docURL, rt.Accept, decidedBy, render)
+	return body, err
+}
+
+// renderedBytes are the bytes of a document's rendering (made and kept
+// as a request for it would make it), and when it expires, for what is
+// computed from them (a listing's checksums, a checksum file): a
+// rendering that links to the firewall would differ by client, and is an
+// error.
+func (p *proxy) renderedBytes(ctx context.Context, reg, docURL, accept, decidedBy string, render renderFunc) ([]byte, time.Time, error) {
+	d, err := p.render(ctx, reg, strings.Join([]string{reg, docURL, accept, decidedBy}, "\x00"), docURL, accept, render)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	if d.status != http.StatusOK {
-		return nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered %d for %s, which its listing names", reg, d.status, rt.Upstream)}
+		return nil, time.Time{}, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered %d for %s", reg, d.status, docURL)}
 	}
 	if d.body != nil {
 		if len(d.marks) > 0 {
-			return nil, fmt.Errorf("the %s document of %s links to the firewall: its checksum would depend on the client", reg, name)
+			return nil, time.Time{}, fmt.Errorf("the %s document %s links to the firewall: what is computed from it would depend on the client", reg, docURL)
 		}
-		return d.body, nil
+		return d.body, d.expires, nil
 	}
 	f, ok := p.opts.Cache.OpenDerived(d.diskKey)
 	if !ok {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"}, Message: "The firewall's copy of a document was just dropped from its cache; try again"}
+		return nil, time.Time{}, &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"}, Message: "The firewall's copy of a document was just dropped from its cache; try again"}
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxDocument))
+	b, err := io.ReadAll(io.LimitReader(f, maxDocument))
+	return b, d.expires, err
 }
 
 // refuseAs writes a refusal as the route's registry wants it.
@@ -432,8 +458,10 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	for i, l := range listed {
 		versions[i] = l.Version
 	}
-	if facts, err = p.versionFacts(ctx, a, v, up, versions...); err != nil {
-		return err
+	if p.needsFacts(a, v) {
+		if facts, err = p.facts(ctx, a, v, up, versions, true); err != nil {
+			return err
+		}
 	}
 	var allowed []string
 	for _, l := range listed {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"html"
 	"io"
 	"net/http"
@@ -112,13 +113,19 @@ type renderings struct {
 	mem    *registrycache.LRU[rendered]
 	flight singleflight.Group
 	budget *semaphore.Weighted
-	// expiring are the keys of large renderings that hold versions back
-	// for a time: never kept on disk.
-	expiring sync.Map
+	// onDisk are, by key, what the disk does not keep of the large
+	// renderings kept there that hold versions back for a time or carry
+	// warnings (diskMeta): kept under a disk key of their own, so that
+	// after a restart, with this forgotten, they are made again.
+	onDisk sync.Map
+	// seed keys the renderings of upstream answers the upstream lets no
+	// cache keep, by a hash of their bodies (unpredictable: nobody can
+	// make two bodies share a rendering).
+	seed maphash.Seed
 }
 
 func newRenderings(cache *registrycache.Cache) *renderings {
-	return &renderings{cache: cache, mem: registrycache.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget)}
+	return &renderings{cache: cache, mem: registrycache.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget), seed: maphash.MakeSeed()}
 }
 
 // withBudget runs fn holding weight bytes of the rendering budget (the
@@ -190,7 +197,12 @@ func (p *proxy) document(c *echo.Context, registry, rawURL, accept, decidedBy st
 	return p.serveRendered(c, registry, res.Val.(rendered))
 }
 
-// render fetches and rewrites one document (document's shared work).
+// render fetches and rewrites one document (document's shared work). A
+// rendering is kept by the upstream body it comes from: its version in
+// the upstream cache, or, for a body the upstream lets no cache keep, a
+// hash of it (the body is fetched whole again, the rewrite is not redone).
+// Small renderings are kept in memory, large ones on disk, those that
+// hold versions back until the first hold ends.
 func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string, render renderFunc) (rendered, error) {
 	res, err := p.fetch(ctx, registry, rawURL, accept)
 	if err != nil {
@@ -208,23 +220,28 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 		}
 		return rendered{status: res.Status, body: b, size: int64(len(b)), contentType: ct}, nil
 	}
-	vkey := key + "\x00" + res.Version
-	if d, ok := p.renders.mem.Get(vkey); ok && (d.expires.IsZero() || time.Now().Before(d.expires)) {
-		_ = res.Body.Close()
-		return d, nil
-	}
-	if _, held := p.renders.expiring.Load(vkey); res.Hit && !held {
-		if f, ok := p.opts.Cache.OpenDerived(vkey); ok {
-			_ = f.Close()
+	if res.Kept() {
+		if d, ok := p.renders.kept(key + "\x00" + res.Version); ok {
 			_ = res.Body.Close()
-			return rendered{status: http.StatusOK, diskKey: vkey, size: f.Size, contentType: f.ContentType}, nil
+			return d, nil
 		}
 	}
 	var out rendering
+	var d rendered
+	found, keep := false, false
+	vkey := key + "\x00" + res.Version
 	err = p.renders.withBudget(ctx, contentLength(res), func() error {
 		body, err := p.readDocument(registry, res)
 		if err != nil {
 			return err
+		}
+		// Read whole, the body is in the upstream cache if it may be.
+		if keep = res.Kept(); !keep {
+			// Not kept upstream: the rendering is kept by its body.
+			vkey, keep = key+"\x00body:"+strconv.FormatUint(maphash.Bytes(p.renders.seed, body), 36)+":"+strconv.Itoa(len(body)), true
+			if d, found = p.renders.kept(vkey); found {
+				return nil
+			}
 		}
 		if out, err = render(context.WithValue(ctx, renderingKey{}, true), body, res.Header.Get("Content-Type"), baseMark); err != nil {
 			var e *Error
@@ -239,21 +256,66 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 		_ = res.Body.Close()
 		return rendered{}, err
 	}
+	if found {
+		return d, nil
+	}
 	p.s.opts.Metrics.firewallRendered(registry)
-	d := rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
+	d = rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
 		marks: marksIn(out.body), expires: out.expires, warnings: out.warnings}
-	if res.Kept() {
-		if d.size <= memRendered/8 {
-			p.renders.mem.Add(vkey, d, d.size+int64(8*len(d.marks)+len(vkey)))
-		} else if out.expires.IsZero() {
-			p.opts.Cache.PutDerived(vkey, out.contentType, out.body)
-		} else {
-			// Held back until it expires: never the disk copy, which
-			// does not say when.
-			p.renders.expiring.Store(vkey, true)
-		}
+	if keep {
+		p.renders.keep(vkey, d)
 	}
 	return d, nil
+}
+
+// diskMeta is what a rendering kept on disk needs besides its bytes.
+type diskMeta struct {
+	expires  time.Time
+	warnings []string
+}
+
+// kept is the rendering kept under vkey, in memory or on disk, while it
+// has not expired.
+func (r *renderings) kept(vkey string) (rendered, bool) {
+	now := time.Now()
+	if d, ok := r.mem.Get(vkey); ok {
+		if d.expires.IsZero() || now.Before(d.expires) {
+			return d, true
+		}
+		return rendered{}, false
+	}
+	dkey, meta := vkey, diskMeta{}
+	if m, ok := r.onDisk.Load(vkey); ok {
+		if meta = m.(diskMeta); !meta.expires.IsZero() && !now.Before(meta.expires) {
+			r.onDisk.Delete(vkey)
+			return rendered{}, false
+		}
+		dkey = vkey + metaSuffix
+	}
+	f, ok := r.cache.OpenDerived(dkey)
+	if !ok {
+		return rendered{}, false
+	}
+	_ = f.Close()
+	return rendered{status: http.StatusOK, diskKey: dkey, size: f.Size, contentType: f.ContentType, expires: meta.expires, warnings: meta.warnings}, true
+}
+
+// metaSuffix ends the disk key of a rendering with a diskMeta.
+const metaSuffix = "\x00meta"
+
+// keep keeps a rendering: in memory when small, else on disk.
+func (r *renderings) keep(vkey string, d rendered) {
+	if d.size <= memRendered/8 {
+		r.mem.Add(vkey, d, d.size+int64(8*len(d.marks)+len(vkey)))
+		return
+	}
+	if d.expires.IsZero() && len(d.warnings) == 0 {
+		r.cache.PutDerived(vkey, d.contentType, d.body)
+		return
+	}
+	if r.cache.PutDerived(vkey+metaSuffix, d.contentType, d.body) {
+		r.onDisk.Store(vkey, diskMeta{expires: d.expires, warnings: d.warnings})
+	}
 }
 
 // serveRendered writes a rendering with the firewall's address in place

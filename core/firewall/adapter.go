@@ -82,6 +82,14 @@ type Listing interface {
 	InfoPath(name string) string
 }
 
+// Derived is an adapter whose Metadata routes with a Variant are computed
+// from the bytes of the document's main rendering (Maven's .md5, .sha1,
+// .sha256 and .sha512 of maven-metadata.xml): the main one is rendered,
+// and kept, once; a variant never reads the facts again.
+type Derived interface {
+	Derive(main []byte, variant string) (Rendering, error)
+}
+
 // VersionKeys is an adapter whose documents list a version more than once,
 // each with a publish time of its own (RubyGems' platforms: 1.0.0 and
 // 1.0.0-java are pushed apart): listings, facts and routes name the

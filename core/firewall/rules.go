@@ -176,6 +176,13 @@ type Facts struct {
 	// Listed is the version as the registry lists it when that says more
 	// than the version (RubyGems' 1.0.0-java): a hold names it.
 	Listed string
+	// Unjudged: the quarantine does not judge it in this listing (a
+	// version past FactsPerDocument).
+	Unjudged bool
+	// Appeared is when the version appeared after its package was first
+	// listed, when its registry gives an earlier time (AuthorTimes): it
+	// is held from then.
+	Appeared time.Time
 }
 
 // Ruling is the firewall's decision about one version.
@@ -212,24 +219,33 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 		out.Blocked = b
 		hits = append(hits, hit{core.RuleMalicious, p.Action(core.RuleMalicious), b.Message()})
 	}
-	if w := p.Window(v.Registry, v.Name); w > 0 && !v.Private {
+	if w := p.Window(v.Registry, v.Name); w > 0 && !v.Private && !f.Unjudged {
 		from, seen := f.Published, ""
 		if from.IsZero() && p.settings.Quarantine.MissingTime == "hold" {
 			from, seen = f.FirstSeen, "first seen"
 		}
+		if !f.Appeared.IsZero() && f.Appeared.After(from) {
+			from, seen = f.Appeared, "appeared"
+		}
 		if !from.IsZero() && now.Before(from.Add(w)) {
 			out.Until = from.Add(w).UTC()
-			what := "was published"
-			if seen != "" {
+			what, note := "was published", ""
+			switch seen {
+			case "first seen":
 				what = "has no publish time and was first seen"
+			case "appeared":
+				what = "appeared"
+				if !f.Published.IsZero() {
+					note = " (its registry dates it " + f.Published.UTC().Format(time.DateOnly) + ")"
+				}
 			}
 			listed := version
 			if f.Listed != "" {
 				listed = f.Listed
 			}
 			hits = append(hits, hit{core.RuleQuarantine, p.Action(core.RuleQuarantine), fmt.Sprintf(
-				"Held by threatd: %s %s@%s %s %s ago; quarantine is %s, until %s",
-				v.Registry, v.Name, listed, what, HumanDuration(now.Sub(from)), HumanDuration(w), out.Until.Format(time.RFC3339))})
+				"Held by threatd: %s %s@%s %s %s ago%s; quarantine is %s, until %s",
+				v.Registry, v.Name, listed, what, HumanDuration(now.Sub(from)), note, HumanDuration(w), out.Until.Format(time.RFC3339))})
 		}
 	}
 	if len(f.NewScripts) > 0 {

@@ -3,9 +3,11 @@ package goproxy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
+	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 
 	"github.com/threatd/threatd/core"
@@ -22,6 +24,8 @@ type Adapter struct{}
 var (
 	_ firewall.Adapter          = Adapter{}
 	_ firewall.VersionDocuments = Adapter{}
+	_ firewall.AuthorTimes      = Adapter{}
+	_ firewall.Ordered          = Adapter{}
 )
 
 const (
@@ -151,6 +155,29 @@ func (Adapter) Highest(versions []string) string {
 		return best
 	}
 	return bestPre
+}
+
+// Listed: a Go version's .info Time is its commit's, which its author
+// sets; a version other than a pseudo-version (whose time is in its name)
+// appears in @v/list once the proxy has it (firewall.AuthorTimes).
+func (Adapter) Listed(version string) bool { return !module.IsPseudoVersion(version) }
+
+// Order is versions oldest first by semver (@v/list is in no order); the
+// ones that are not semver first.
+func (Adapter) Order(versions []string) []string {
+	out := slices.Clone(versions)
+	slices.SortStableFunc(out, func(a, b string) int {
+		switch va, vb := semver.IsValid(a), semver.IsValid(b); {
+		case va && vb:
+			return semver.Compare(a, b)
+		case va:
+			return 1
+		case vb:
+			return -1
+		}
+		return 0
+	})
+	return out
 }
 
 // VersionPath is the upstream path of a version's .info.

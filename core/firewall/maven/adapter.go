@@ -1,15 +1,17 @@
 package maven
 
 import (
+	"bytes"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"hash"
-	"regexp"
+	"io"
 	"strings"
 
 	"github.com/threatd/threatd/core"
@@ -22,6 +24,7 @@ type Adapter struct{}
 var (
 	_ firewall.Adapter    = Adapter{}
 	_ firewall.FactSource = Adapter{}
+	_ firewall.Derived    = Adapter{}
 )
 
 const (
@@ -84,58 +87,150 @@ func parse(doc firewall.Document) (metadata, error) {
 	return m, nil
 }
 
-var (
-	versionsBlock = regexp.MustCompile(`(?s)<versions>.*?</versions>`)
-	versionElem   = regexp.MustCompile(`\s*<version>\s*([^<]*?)\s*</version>`)
-	latestElem    = regexp.MustCompile(`<latest>[^<]*</latest>`)
-	releaseElem   = regexp.MustCompile(`<release>[^<]*</release>`)
-)
+// element is where an element of interest is in a document: from its
+// start tag (and the white space before it) to the end of its end tag,
+// and its text as XML reads it (entities and CDATA decoded).
+type element struct {
+	name       string // version, latest or release
+	from, to   int64
+	text       string
+	inVersions bool
+}
+
+// elements reads the document with an XML decoder and gives the places of
+// metadata/versioning's <latest>, <release> and versions/<version>: what
+// Rewrite changes is found as Maven reads it, never by a pattern over the
+// text (a version written with an entity or as CDATA is still that
+// version). An element's place starts at the white space before it.
+func elements(body []byte) ([]element, error) {
+	dec := xml.NewDecoder(bytes.NewReader(body))
+	var out []element
+	var path []string
+	var cur *element
+	var text strings.Builder
+	// Where the previous token started, and whether it was white space.
+	prevStart, prevSpace := int64(0), false
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		space := false
+		switch t := tok.(type) {
+		case xml.StartElement:
+			path = append(path, t.Name.Local)
+			if len(path) > 64 {
+				return nil, fmt.Errorf("nested more than 64 deep")
+			}
+			switch strings.Join(path, "/") {
+			case "metadata/versioning/latest", "metadata/versioning/release", "metadata/versioning/versions/version":
+				from := start
+				if prevSpace {
+					from = prevStart
+				}
+				cur = &element{name: t.Name.Local, from: from, inVersions: t.Name.Local == "version"}
+				text.Reset()
+			}
+		case xml.CharData:
+			space = len(bytes.TrimSpace(t)) == 0
+			if cur != nil {
+				text.Write(t)
+			}
+		case xml.EndElement:
+			if cur != nil && len(path) == 3+btoi(cur.inVersions) && path[len(path)-1] == cur.name {
+				cur.to = dec.InputOffset()
+				cur.text = strings.TrimSpace(text.String())
+				out = append(out, *cur)
+				cur = nil
+			}
+			path = path[:len(path)-1]
+		}
+		prevStart, prevSpace = start, space
+	}
+	return out, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // Rewrite drops refused versions from <versions> and recomputes <latest>
 // and <release> (the last remaining version in the document's order,
 // which is the order they were deployed in; <release> skips snapshots);
-// everything else is as the upstream wrote it. A checksum variant is the
-// checksum of that document, as Maven writes checksum files.
+// everything else is as the upstream wrote it, byte for byte. The XML is
+// read as Maven reads it: a version written with an entity (1.0.&#49;) or
+// as CDATA is judged as the version it is.
 func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (firewall.Rendering, error) {
-	m, err := parse(doc)
-	if err != nil {
+	if _, err := parse(doc); err != nil {
 		return firewall.Rendering{}, err
 	}
-	out := doc.Body
+	els, err := elements(doc.Body)
+	if err != nil {
+		return firewall.Rendering{}, fmt.Errorf("maven-metadata.xml of %s: %w", doc.Name, err)
+	}
 	var kept []string
 	refused := false
-	for _, v := range m.Versioning.Versions {
-		if r, _ := judge(strings.TrimSpace(v)); r {
-			refused = true
+	drop := map[int]bool{}
+	for i, e := range els {
+		if !e.inVersions {
+			continue
+		}
+		if r, _ := judge(e.text); r {
+			refused, drop[i] = true, true
 		} else {
-			kept = append(kept, strings.TrimSpace(v))
+			kept = append(kept, e.text)
 		}
 	}
-	if refused {
-		out = versionsBlock.ReplaceAllFunc(out, func(block []byte) []byte {
-			return versionElem.ReplaceAllFunc(block, func(e []byte) []byte {
-				v := string(versionElem.FindSubmatch(e)[1])
-				if r, _ := judge(v); r {
-					return nil
-				}
-				return e
-			})
-		})
-		latest, release := "", ""
-		for _, v := range kept {
-			latest = v
-			if !strings.HasSuffix(v, "-SNAPSHOT") {
-				release = v
+	if !refused {
+		return firewall.Rendering{Body: doc.Body, ContentType: typeXML}, nil
+	}
+	latest, release := "", ""
+	for _, v := range kept {
+		latest = v
+		if !strings.HasSuffix(v, "-SNAPSHOT") {
+			release = v
+		}
+	}
+	var out bytes.Buffer
+	out.Grow(len(doc.Body))
+	at := int64(0)
+	for i, e := range els {
+		switch {
+		case drop[i]:
+			out.Write(doc.Body[at:e.from])
+			at = e.to
+		case e.name == "latest" || e.name == "release":
+			v := latest
+			if e.name == "release" {
+				v = release
 			}
+			out.Write(doc.Body[at:e.from])
+			// Its white space as written, then the element anew.
+			lead := doc.Body[e.from:e.to]
+			lead = lead[:len(lead)-len(bytes.TrimLeft(lead, " \t\r\n"))]
+			out.Write(lead)
+			out.WriteString("<" + e.name + ">")
+			_ = xml.EscapeText(&out, []byte(v))
+			out.WriteString("</" + e.name + ">")
+			at = e.to
 		}
-		out = latestElem.ReplaceAll(out, []byte("<latest>"+latest+"</latest>"))
-		out = releaseElem.ReplaceAll(out, []byte("<release>"+release+"</release>"))
 	}
-	if doc.Variant == "" {
-		return firewall.Rendering{Body: out, ContentType: typeXML}, nil
-	}
+	out.Write(doc.Body[at:])
+	return firewall.Rendering{Body: out.Bytes(), ContentType: typeXML}, nil
+}
+
+// Derive is a checksum file of the document served, as Maven writes them
+// (its hex digest).
+func (Adapter) Derive(main []byte, variant string) (firewall.Rendering, error) {
 	var h hash.Hash
-	switch doc.Variant {
+	switch variant {
 	case ".md5":
 		h = md5.New()
 	case ".sha1":
@@ -145,9 +240,9 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (f
 	case ".sha512":
 		h = sha512.New()
 	default:
-		return firewall.Rendering{}, fmt.Errorf("no checksum %q", doc.Variant)
+		return firewall.Rendering{}, fmt.Errorf("no checksum %q", variant)
 	}
-	h.Write(out)
+	h.Write(main)
 	return firewall.Rendering{Body: []byte(hex.EncodeToString(h.Sum(nil))), ContentType: typeText}, nil
 }
 

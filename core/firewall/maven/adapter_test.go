@@ -66,15 +66,33 @@ func TestRewrite(t *testing.T) {
 		!strings.Contains(got, "<version>1.0</version>\n      <version>1.1-SNAPSHOT</version>\n    </versions>") {
 		t.Fatalf("rewrite:\n%s", got)
 	}
-	doc.Variant = ".sha1"
-	sum, err := Adapter{}.Rewrite(doc, judge, "B")
+	sum, err := Adapter{}.Derive(r.Body, ".sha1")
 	want := sha1.Sum(r.Body)
 	if err != nil || string(sum.Body) != hex.EncodeToString(want[:]) {
 		t.Fatalf("sha1 %s %v", sum.Body, err)
 	}
+	if _, err := (Adapter{}).Derive(r.Body, ".crc"); err == nil {
+		t.Fatal("an unknown checksum")
+	}
 	clean, _ := Adapter{}.Rewrite(firewall.Document{Body: []byte(meta)}, func(string) (bool, string) { return false, "" }, "B")
 	if string(clean.Body) != meta {
 		t.Fatal("a document with nothing refused is served as it is")
+	}
+	// Written with an entity, as CDATA, or with white space inside: read
+	// as Maven reads it, and dropped all the same.
+	for _, spelled := range []string{"2.&#48;", "<![CDATA[2.0]]>", "\n        2.0\n      ", "&#x32;.0"} {
+		doc := firewall.Document{Body: []byte(strings.Replace(meta, "<version>2.0</version>", "<version>"+spelled+"</version>", 1))}
+		r, err := Adapter{}.Rewrite(doc, judge, "B")
+		if err != nil || strings.Contains(string(r.Body), spelled) || !strings.Contains(string(r.Body), "<version>1.0</version>\n      <version>1.1-SNAPSHOT</version>\n    </versions>") ||
+			!strings.Contains(string(r.Body), "<latest>1.1-SNAPSHOT</latest>") {
+			t.Errorf("%q: %s %v", spelled, r.Body, err)
+		}
+	}
+	// A <version> outside <versions> (a snapshot's own metadata) is not
+	// a listed version.
+	snap := strings.Replace(meta, "<groupId>", "<version>2.0</version>\n  <groupId>", 1)
+	if r, err := (Adapter{}).Rewrite(firewall.Document{Body: []byte(snap)}, judge, "B"); err != nil || !strings.Contains(string(r.Body), "<version>2.0</version>\n  <groupId>") {
+		t.Errorf("a version outside versions: %s %v", r.Body, err)
 	}
 	for _, bad := range []string{"<metadata><versioning>", "not xml", strings.Repeat("<a>", 100000)} {
 		if _, err := (Adapter{}).Rewrite(firewall.Document{Body: []byte(bad)}, judge, "B"); err == nil {
