@@ -189,7 +189,9 @@ func linksOf(bases map[string]string, base string) links {
 			l = append(l, struct{ from, to string }{u, base + "/" + resPrefix + slug + "/"})
 		}
 	}
-	sort.Slice(l, func(i, j int) bool { return len(l[i].from) > len(l[j].from) || len(l[i].from) == len(l[j].from) && l[i].from < l[j].from })
+	sort.Slice(l, func(i, j int) bool {
+		return len(l[i].from) > len(l[j].from) || len(l[i].from) == len(l[j].from) && l[i].from < l[j].from
+	})
 	return l
 }
 
