@@ -304,4 +304,24 @@ type FirewallStore interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(ctx context.Context, q HeldQuery) ([]HeldVersion, error)
+	// PinDigests records the digests reported images' tags resolved to
+	// (at most MaxGetThreats pins), under their reports; a pin recorded
+	// already is kept as it was.
+	PinDigests(ctx context.Context, pins []DigestPin) error
+	// PinnedDigests returns the digests pinned under these reports (at
+	// most MaxGetThreats ids; at most MaxDigestPins each, the first
+	// pinned).
+	PinnedDigests(ctx context.Context, threatIDs []string) ([]DigestPin, error)
 }
+
+// DigestPin is a digest a reported image's tag resolved to, or one of the
+// platform manifests of the index it resolved to: refused for as long as
+// the report stands, wherever the tag moves afterwards.
+type DigestPin struct {
+	ThreatID, Digest string
+	PinnedAt         time.Time
+}
+
+// MaxDigestPins bounds the digests pinned under one report (a tag moved
+// again and again, an index of many platforms).
+const MaxDigestPins = 1000

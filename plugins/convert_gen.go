@@ -1512,6 +1512,27 @@ func heldQueryFromPB(m *pb.HeldQuery) core.HeldQuery {
 	}
 }
 
+// digestPinToPB sends a core.DigestPin.
+func digestPinToPB(v core.DigestPin) *pb.DigestPin {
+	return &pb.DigestPin{
+		ThreatID: v.ThreatID,
+		Digest:   v.Digest,
+		PinnedAt: ts(v.PinnedAt),
+	}
+}
+
+// digestPinFromPB reads a core.DigestPin (a nil message is the zero value).
+func digestPinFromPB(m *pb.DigestPin) core.DigestPin {
+	if m == nil {
+		return core.DigestPin{}
+	}
+	return core.DigestPin{
+		ThreatID: m.ThreatID,
+		Digest:   m.Digest,
+		PinnedAt: fromTS(m.PinnedAt),
+	}
+}
+
 // sightingBatchToPB sends a core.SightingBatch.
 func sightingBatchToPB(v core.SightingBatch) *pb.SightingBatch {
 	return &pb.SightingBatch{

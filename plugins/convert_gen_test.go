@@ -72,6 +72,7 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[core.FirewallDecisionList](t), firewallDecisionListToPB, firewallDecisionListFromPB)
 	roundTrip(t, fill[core.HeldVersion](t), heldVersionToPB, heldVersionFromPB)
 	roundTrip(t, fill[core.HeldQuery](t), heldQueryToPB, heldQueryFromPB)
+	roundTrip(t, fill[core.DigestPin](t), digestPinToPB, digestPinFromPB)
 	roundTrip(t, fill[core.SightingBatch](t), sightingBatchToPB, sightingBatchFromPB)
 	roundTrip(t, fill[core.DisputeQuery](t), disputeQueryToPB, disputeQueryFromPB)
 	roundTrip(t, fill[core.Sighting](t), sightingToPB, sightingFromPB)

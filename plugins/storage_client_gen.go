@@ -824,6 +824,30 @@ func (c *StorageClient) ListHeld(ctx context.Context, p core.HeldQuery) ([]core.
 	return out, nil
 }
 
+// PinDigests is core.Store's, over the plugin protocol.
+func (c *StorageClient) PinDigests(ctx context.Context, p []core.DigestPin) error {
+	r, err := c.conn().PinDigests(ctx, &pb.PinDigestsRequest{Pins: each(p, digestPinToPB)})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// PinnedDigests is core.Store's, over the plugin protocol.
+func (c *StorageClient) PinnedDigests(ctx context.Context, p []string) ([]core.DigestPin, error) {
+	var out []core.DigestPin
+	stream, err := c.conn().PinnedDigests(ctx, &pb.PinnedDigestsRequest{ThreatIDs: p})
+	err = eachRecv(stream, err, func(r *pb.DigestPin) error {
+		out = append(out, digestPinFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AddSightings is core.Store's, over the plugin protocol.
 func (c *StorageClient) AddSightings(ctx context.Context, p core.SightingBatch) ([]string, error) {
 	var out []string

@@ -743,6 +743,29 @@ func (s *storageServer) ListHeld(req *pb.HeldQuery, stream grpc.ServerStreamingS
 	return err
 }
 
+func (s *storageServer) PinDigests(ctx context.Context, req *pb.PinDigestsRequest) (*pb.PinDigestsReply, error) {
+	return withStore(s, func(st core.Store) (*pb.PinDigestsReply, error) {
+		return &pb.PinDigestsReply{}, st.PinDigests(ctx, each(req.Pins, digestPinFromPB))
+	})
+}
+
+func (s *storageServer) PinnedDigests(req *pb.PinnedDigestsRequest, stream grpc.ServerStreamingServer[pb.DigestPin]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st core.Store) (struct{}, error) {
+		r, err := st.PinnedDigests(ctx, req.ThreatIDs)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(digestPinToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
 func (s *storageServer) AddSightings(ctx context.Context, req *pb.SightingBatch) (*pb.AddSightingsReply, error) {
 	return withStore(s, func(st core.Store) (*pb.AddSightingsReply, error) {
 		r, err := st.AddSightings(ctx, sightingBatchFromPB(req))

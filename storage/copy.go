@@ -57,6 +57,7 @@ var copyTables = []copyTable{
 	table[campaignRow]("campaigns", "id", ""),
 	table[campaignThreatRow]("campaign_threats", "campaign_id, threat_id", ""),
 	table[ruleIDRow]("rule_ids", "number", ""),
+	table[imagePinRow]("image_pins", "threat_id, digest", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +55,8 @@ type ociProxy struct {
 	mu       sync.Mutex
 	tokens   map[string]ociToken
 	resolved map[string]ociResolved
+	// pins are the digests pinned under reports of tags (oci_pins.go).
+	pins map[string]ociPinned
 }
 
 type ociToken struct {
@@ -81,7 +80,7 @@ const (
 // authentication (Basic with the token as the password, as docker login
 // and skopeo --creds send it), budgets and fail-closed start.
 func (s *Server) ociEcho(p *proxy) *echo.Echo {
-	o := &ociProxy{s: s, p: p, opts: s.opts.Firewall.OCI, tokens: map[string]ociToken{}, resolved: map[string]ociResolved{}}
+	o := &ociProxy{s: s, p: p, opts: s.opts.Firewall.OCI, tokens: map[string]ociToken{}, resolved: map[string]ociResolved{}, pins: map[string]ociPinned{}}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:                       s.log,
 		HTTPErrorHandler:             ociErrorHandler(s.log),
@@ -174,6 +173,11 @@ func (o *ociProxy) serve(c *echo.Context) error {
 	if !ok {
 		return notFound("%q is not a registry path the firewall serves", tail)
 	}
+	if req.Kind != oci.Base {
+		up, _ := url.Parse(o.opts.Upstream)
+		req.Client = req.Name
+		req.Name, req.Upstream = oci.Names(req.Name, up.Host)
+	}
 	switch req.Kind {
 	case oci.Base:
 		return c.JSONBlob(http.StatusOK, []byte("{}"))
@@ -188,7 +192,7 @@ func (o *ociProxy) serve(c *echo.Context) error {
 // reported is what verified reports say of a repository, matched by its
 // path whatever registry host they name.
 func (o *ociProxy) reported(ctx context.Context, name string) (oci.Reported, error) {
-	keys := o.s.index.ImageKeys(core.ImagePath(name))
+	keys := o.s.index.ImageKeys(name)
 	if len(keys) == 0 {
 		return oci.Reported{}, nil
 	}
@@ -197,16 +201,6 @@ func (o *ociProxy) reported(ctx context.Context, name string) (oci.Reported, err
 		return oci.Reported{}, err
 	}
 	return oci.ReportedOf(threats), nil
-}
-
-// upstreamName is the repository as the upstream names it: Docker Hub's
-// official images are under library/.
-func (o *ociProxy) upstreamName(name string) string {
-	u, err := url.Parse(o.opts.Upstream)
-	if err == nil && (u.Host == "registry-1.docker.io" || u.Host == "index.docker.io") {
-		return core.ImagePath(name)
-	}
-	return name
 }
 
 // do sends a request upstream for repository name, answering its bearer
@@ -303,92 +297,6 @@ func (o *ociProxy) fetchToken(ctx context.Context, ch oci.Challenge, name string
 	return tok, nil
 }
 
-// manifestAccept is what a manifest is asked for with when the client
-// says nothing: every manifest type a client may pull.
-const manifestAccept = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"
-
-// fetchManifest reads a manifest whole, with its digest.
-func (o *ociProxy) fetchManifest(ctx context.Context, name, ref string, accept []string) (body []byte, digest, contentType string, res *http.Response, err error) {
-	if len(accept) == 0 {
-		accept = []string{manifestAccept}
-	}
-	res, err = o.do(ctx, http.MethodGet, o.upstreamName(name)+"/manifests/"+ref, o.upstreamName(name), http.Header{"Accept": accept})
-	if err != nil {
-		return nil, "", "", nil, err
-	}
-	if res.StatusCode != http.StatusOK {
-		return nil, "", "", res, nil
-	}
-	defer res.Body.Close()
-	body, err = io.ReadAll(io.LimitReader(res.Body, maxManifest+1))
-	if err != nil {
-		return nil, "", "", nil, o.p.unreachable(core.FirewallOCI, err)
-	}
-	if len(body) > maxManifest {
-		return nil, "", "", nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The OCI upstream's manifest of %s:%s is larger than the firewall reads (%d MiB)", name, ref, maxManifest>>20)}
-	}
-	sum := sha256.Sum256(body)
-	digest = "sha256:" + hex.EncodeToString(sum[:])
-	return body, digest, res.Header.Get("Content-Type"), nil, nil
-}
-
-// resolve is what a tag or a digest resolves to now: the manifest's
-// digest and, for an image index, its platforms' manifests (kept a minute).
-func (o *ociProxy) resolve(ctx context.Context, name, ref string) ([]string, error) {
-	key := name + "\x00" + ref
-	o.mu.Lock()
-	r, ok := o.resolved[key]
-	o.mu.Unlock()
-	if ok && time.Now().Before(r.until) {
-		return r.digests, nil
-	}
-	body, digest, _, res, err := o.fetchManifest(ctx, name, ref, nil)
-	if err != nil {
-		return nil, err
-	}
-	if res != nil {
-		res.Body.Close()
-		return nil, nil // the upstream has no such tag now
-	}
-	digests := append([]string{digest}, oci.Children(body)...)
-	o.mu.Lock()
-	if len(o.resolved) >= maxOCIResolved {
-		clear(o.resolved)
-	}
-	o.resolved[key] = ociResolved{digests: digests, until: time.Now().Add(resolvedFor)}
-	o.mu.Unlock()
-	return digests, nil
-}
-
-// blocking are the reports that block a manifest request: by its tag, by
-// the digest asked for or served, by the digest a reported tag or a
-// reported index resolves to.
-func (o *ociProxy) blocking(ctx context.Context, name, ref, served string, rep oci.Reported) ([]core.Threat, error) {
-	if ts := rep.Tags[ref]; len(ts) > 0 {
-		return ts, nil
-	}
-	for _, d := range []string{ref, served} {
-		if ts := rep.Digests[d]; len(ts) > 0 {
-			return ts, nil
-		}
-	}
-	if !strings.Contains(ref, ":") && served == "" {
-		return nil, nil
-	}
-	for _, group := range []map[string][]core.Threat{rep.Tags, rep.Digests} {
-		for r, ts := range group {
-			ds, err := o.resolve(ctx, name, r)
-			if err != nil {
-				return nil, err
-			}
-			if slices.Contains(ds, ref) || served != "" && slices.Contains(ds, served) {
-				return ts, nil
-			}
-		}
-	}
-	return nil, nil
-}
-
 // manifest answers a manifest: refused when a report blocks it, else as
 // the upstream sent it.
 func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
@@ -398,7 +306,7 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 		return err
 	}
 	if rep.Any() {
-		ts, err := o.blocking(ctx, req.Name, req.Reference, "", rep)
+		ts, err := o.blocking(ctx, req, "", rep)
 		if err != nil {
 			return err
 		}
@@ -406,7 +314,7 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 			return o.deny(c, req, ts)
 		}
 	}
-	body, digest, contentType, res, err := o.fetchManifest(ctx, req.Name, req.Reference, c.Request().Header.Values("Accept"))
+	body, digest, contentType, res, err := o.fetchManifest(ctx, req, req.Reference, c.Request().Header.Values("Accept"))
 	if err != nil {
 		return err
 	}
@@ -414,7 +322,7 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 		return passUpstream(c, res)
 	}
 	if rep.Any() {
-		ts, err := o.blocking(ctx, req.Name, req.Reference, digest, rep)
+		ts, err := o.blocking(ctx, req, digest, rep)
 		if err != nil {
 			return err
 		}
@@ -438,7 +346,6 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 // waiver lifts it): true when it is refused. Quarantine never applies to
 // images.
 func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) bool {
-	req.Name = core.ImagePath(req.Name) // "app" is "library/app" for waivers and decisions
 	pol := o.p.opts.Policy
 	b := pol.Blocked(core.FirewallOCI, req.Name, req.Reference, ts)
 	action := pol.Action(core.RuleMalicious)
@@ -460,7 +367,6 @@ func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) b
 
 // deny is the 403 DENIED of a reported image.
 func (o *ociProxy) deny(c *echo.Context, req oci.Request, ts []core.Threat) error {
-	req.Name = core.ImagePath(req.Name)
 	b := o.p.opts.Policy.Blocked(core.FirewallOCI, req.Name, req.Reference, ts)
 	err := o.p.refuse(c, b, false)
 	var e *Error
@@ -488,11 +394,11 @@ func passUpstream(c *echo.Context, res *http.Response) error {
 // tags answers a tag list without reported tags.
 func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
 	ctx := c.Request().Context()
-	path := o.upstreamName(req.Name) + "/tags/list"
+	path := req.Upstream + "/tags/list"
 	if q := c.Request().URL.Query(); len(q) > 0 {
 		path += "?" + url.Values{"n": q["n"], "last": q["last"]}.Encode()
 	}
-	res, err := o.do(ctx, http.MethodGet, path, o.upstreamName(req.Name), nil)
+	res, err := o.do(ctx, http.MethodGet, path, req.Upstream, nil)
 	if err != nil {
 		return err
 	}
@@ -515,16 +421,20 @@ func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
 	if err != nil {
 		return err
 	}
+	if len(rep.Every) > 0 && o.refusedQuietly(req.Name, "") {
+		// Every tag of the repository is refused.
+		return o.deny(c, req, rep.Every)
+	}
 	kept := make([]string, 0, len(list.Tags))
 	for _, t := range list.Tags {
 		if len(rep.Tags[t]) == 0 || !o.refusedQuietly(req.Name, t) {
 			kept = append(kept, t)
 		}
 	}
-	if l := res.Header.Get("Link"); l != "" {
+	if l := oci.NextLink(res.Header.Get("Link"), req.Client); l != "" {
 		c.Response().Header().Set("Link", l)
 	}
-	out, _ := json.Marshal(map[string]any{"name": req.Name, "tags": kept})
+	out, _ := json.Marshal(map[string]any{"name": req.Client, "tags": kept})
 	return c.Blob(http.StatusOK, typeJSON, out)
 }
 
@@ -532,7 +442,7 @@ func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
 // recording a decision (a listing is not one).
 func (o *ociProxy) refusedQuietly(name, tag string) bool {
 	return o.p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
-		!o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, core.ImagePath(name), tag, core.RuleMalicious, time.Now())
+		!o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, name, tag, core.RuleMalicious, time.Now())
 }
 
 // blob streams a blob from the upstream (and the storage it redirects
@@ -544,7 +454,7 @@ func (o *ociProxy) blob(c *echo.Context, req oci.Request) error {
 	if r := c.Request().Header.Get("Range"); r != "" {
 		header = http.Header{"Range": {r}}
 	}
-	res, err := o.do(ctx, c.Request().Method, o.upstreamName(req.Name)+"/blobs/"+req.Reference, o.upstreamName(req.Name), header)
+	res, err := o.do(ctx, c.Request().Method, req.Upstream+"/blobs/"+req.Reference, req.Upstream, header)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,52 @@ func testFirewall(t *testing.T, b Backend) {
 	}
 	if n, err := s.TrimDecisions(c, at.Add(3*time.Millisecond)); err != nil || n != int64(1203/7*3+min(1203%7, 3))+1 { // and the cargo decision
 		t.Fatalf("trimmed %d: %v", n, err)
+	}
+}
+
+// Digests pinned under image reports: read back per report, a pin made
+// twice kept as first made, the bound per report and per call held, bad
+// pins refused.
+func testImagePins(t *testing.T, b Backend) {
+	s := open(t, b, dbName(t))
+	c := ctx(t)
+	at := now().Truncate(time.Second)
+	pin := func(id, d string, when time.Time) core.DigestPin {
+		return core.DigestPin{ThreatID: id, Digest: d, PinnedAt: when}
+	}
+	d1, d2 := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
+	if err := s.PinDigests(c, []core.DigestPin{pin("t1", d1, at), pin("t1", d2, at.Add(time.Second)), pin("t2", d1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PinDigests(c, []core.DigestPin{pin("t1", d1, at.Add(time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PinnedDigests(c, []string{"t1", "t3"})
+	if err != nil || len(got) != 2 || got[0].Digest != d1 || got[1].Digest != d2 || !got[0].PinnedAt.Equal(at) || got[0].ThreatID != "t1" {
+		t.Fatalf("pins of t1: %+v %v", got, err)
+	}
+	if none, err := s.PinnedDigests(c, nil); err != nil || len(none) != 0 {
+		t.Fatalf("no ids: %+v %v", none, err)
+	}
+	var many []core.DigestPin
+	for i := range core.MaxDigestPins + 5 {
+		many = append(many, pin("t4", fmt.Sprintf("sha256:%064x", i), at))
+		if len(many) == core.MaxGetThreats {
+			if err := s.PinDigests(c, many); err != nil {
+				t.Fatal(err)
+			}
+			many = many[:0]
+		}
+	}
+	if err := s.PinDigests(c, many); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.PinnedDigests(c, []string{"t4"}); err != nil || len(got) != core.MaxDigestPins {
+		t.Fatalf("a report's pins past the bound: %d %v", len(got), err)
+	}
+	for _, bad := range [][]core.DigestPin{{pin("", d1, at)}, {pin("t1", "", at)}, {pin("t1", strings.Repeat("x", 300), at)}, make([]core.DigestPin, core.MaxGetThreats+1)} {
+		if err := s.PinDigests(c, bad); !errors.Is(err, core.ErrInvalid) {
+			t.Fatalf("bad pins: %v", err)
+		}
 	}
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, backend Backend) {
 		{"ListSubmissions", testListSubmissions},
 		{"Webhooks", testWebhooks},
 		{"Firewall", testFirewall},
+		{"ImagePins", testImagePins},
 		{"Sightings", testSightings},
 		{"Disputes", testDisputes},
 		{"Reputation", testReputation},

@@ -7,6 +7,7 @@ package oci
 
 import (
 	"encoding/json"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -35,6 +36,9 @@ type Request struct {
 	// Name is the repository path ("library/nginx"); Reference a tag or
 	// a digest.
 	Name, Reference string
+	// Upstream is the repository as the upstream names it, Client as the
+	// client named it (Names; the proxy sets them).
+	Upstream, Client string
 }
 
 // IsDigest says whether the reference is a digest.
@@ -94,18 +98,24 @@ func Parse(escaped string) (Request, bool, error) {
 	return Request{Kind: kind, Name: name, Reference: ref}, true, nil
 }
 
-// Reported is what verified reports of one repository block: tags (each
-// with the reports naming it) and digests.
+// Reported is what verified reports of one repository block: every tag
+// and digest of it (a report of the repository alone), tags (each with
+// the reports naming it) and digests.
 type Reported struct {
+	Every         []core.Threat
 	Tags, Digests map[string][]core.Threat
 }
 
 // Any says whether anything is reported.
-func (r Reported) Any() bool { return len(r.Tags)+len(r.Digests) > 0 }
+func (r Reported) Any() bool { return len(r.Every)+len(r.Tags)+len(r.Digests) > 0 }
 
 // ReportedOf sorts the container reports of a repository by what they
 // name: a report with a digest blocks that digest; one with a tag alone
-// blocks the tag (and what it resolves to, which the caller resolves).
+// blocks the tag (and what it resolves to, which the caller resolves); one
+// that names the repository alone (app, ghcr.io/org/app: no tag, no
+// digest) blocks every tag and digest of it, as a package report without
+// versions blocks every version. (Its duplicate key is the image's
+// :latest; what it names is its resource as written.)
 func ReportedOf(threats []core.Threat) Reported {
 	r := Reported{Tags: map[string][]core.Threat{}, Digests: map[string][]core.Threat{}}
 	for _, t := range threats {
@@ -113,11 +123,43 @@ func ReportedOf(threats []core.Threat) Reported {
 		switch {
 		case dg != "":
 			r.Digests[dg] = append(r.Digests[dg], t)
+		case !namesTag(t.ResourceIdentifier):
+			r.Every = append(r.Every, t)
 		case tg != "":
 			r.Tags[tg] = append(r.Tags[tg], t)
 		}
 	}
 	return r
+}
+
+// namesTag says whether an image reference as written names a tag or a
+// digest (nginx:1.25, app@sha256:…), not the repository alone.
+func namesTag(ref string) bool {
+	if strings.Contains(ref, "@") {
+		return true
+	}
+	last := ref[strings.LastIndexByte(ref, '/')+1:]
+	return strings.Contains(last, ":")
+}
+
+// Names reads a repository name as a client asks the firewall for it
+// (/v2/<name>/…). A registry host in front (docker.io/library/app, as
+// mirrors that serve several registries are asked) is dropped: the
+// firewall fronts one upstream, and reports match an image whatever host
+// they name. match is the path reports are matched in (Docker Hub's
+// library/ added); upstream the name to ask the upstream for, with
+// library/ when the upstream, or the host named, is Docker Hub.
+func Names(name, upstreamHost string) (match, upstream string) {
+	path, host := name, ""
+	if first, rest, ok := strings.Cut(name, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		host, path = first, rest
+	}
+	hub := func(h string) bool { return h == "docker.io" || h == "index.docker.io" || h == "registry-1.docker.io" }
+	match, upstream = core.ImagePath(path), path
+	if hub(upstreamHost) || hub(host) {
+		upstream = core.ImagePath(path)
+	}
+	return match, upstream
 }
 
 // Children are the digests of the manifests an image index (or a Docker
@@ -177,6 +219,28 @@ func ParseChallenge(h string) (Challenge, bool) {
 		}
 	}
 	return c, c.Realm != ""
+}
+
+// NextLink is the Link header of a tag list's next page as the firewall
+// gives it: the upstream's next page (its n and last, nothing else of its
+// URL: not its host, nor its name of the repository) below /v2/<client>/;
+// "" when the upstream gives none it can read.
+func NextLink(upstream, client string) string {
+	start, end := strings.IndexByte(upstream, '<'), strings.IndexByte(upstream, '>')
+	if start < 0 || end < start || !strings.Contains(strings.ToLower(upstream[end:]), `rel="next"`) {
+		return ""
+	}
+	u, err := url.Parse(upstream[start+1 : end])
+	if err != nil {
+		return ""
+	}
+	q := url.Values{}
+	for _, k := range []string{"n", "last"} {
+		if v := u.Query().Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return "</v2/" + client + "/tags/list?" + q.Encode() + `>; rel="next"`
 }
 
 // ErrorBody is the distribution spec's error shape.

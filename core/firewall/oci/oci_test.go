@@ -46,9 +46,18 @@ func TestChallengeAndReports(t *testing.T) {
 		t.Fatal("a Basic challenge is not a bearer one")
 	}
 	d := "sha256:" + strings.Repeat("cd", 32)
-	r := ReportedOf([]core.Threat{{CanonicalKey: "container:docker.io/library/nginx:1.25"}, {CanonicalKey: "container:ghcr.io/library/nginx@" + d}})
-	if len(r.Tags["1.25"]) != 1 || len(r.Digests[d]) != 1 || !r.Any() {
+	r := ReportedOf([]core.Threat{{CanonicalKey: "container:docker.io/library/nginx:1.25", ResourceIdentifier: "nginx:1.25"},
+		{CanonicalKey: "container:ghcr.io/library/nginx@" + d, ResourceIdentifier: "ghcr.io/library/nginx@" + d}})
+	if len(r.Tags["1.25"]) != 1 || len(r.Digests[d]) != 1 || len(r.Every) != 0 || !r.Any() {
 		t.Fatalf("%+v", r)
+	}
+	// A report of the repository alone (its key is :latest) blocks every
+	// tag; one of :latest written out blocks that tag.
+	for ref, every := range map[string]bool{"nginx": true, "ghcr.io/org/tool": true, "localhost:5000/app": true, "nginx:latest": false, "localhost:5000/app:latest": false} {
+		r := ReportedOf([]core.Threat{{CanonicalKey: "container:docker.io/library/nginx:latest", ResourceIdentifier: ref}})
+		if (len(r.Every) == 1) != every || every == (len(r.Tags["latest"]) == 1) {
+			t.Errorf("%s: %+v", ref, r)
+		}
 	}
 	if got := Children([]byte(`{"manifests":[{"digest":"` + d + `"},{"digest":"bad"}]}`)); len(got) != 1 || got[0] != d {
 		t.Fatalf("children %v", got)
@@ -81,4 +90,41 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q: %+v", p, r)
 		}
 	})
+}
+
+// A name with a registry host in front is the same image; Docker Hub's
+// official images are under library/.
+func TestNames(t *testing.T) {
+	for _, c := range []struct{ name, upstreamHost, match, upstream string }{
+		{"app", "registry-1.docker.io", "library/app", "library/app"},
+		{"library/app", "registry-1.docker.io", "library/app", "library/app"},
+		{"docker.io/library/app", "registry-1.docker.io", "library/app", "library/app"},
+		{"docker.io/app", "mirror.example:5000", "library/app", "library/app"},
+		{"org/tool", "mirror.example:5000", "org/tool", "org/tool"},
+		{"ghcr.io/org/tool", "mirror.example:5000", "org/tool", "org/tool"},
+		{"localhost/org/tool", "mirror.example:5000", "org/tool", "org/tool"},
+		{"app", "mirror.example:5000", "library/app", "app"},
+	} {
+		m, u := Names(c.name, c.upstreamHost)
+		if m != c.match || u != c.upstream {
+			t.Errorf("Names(%q, %q) = %q %q, want %q %q", c.name, c.upstreamHost, m, u, c.match, c.upstream)
+		}
+	}
+}
+
+// A tag list's next page: the upstream's n and last, below the client's
+// name, never the upstream's host or name of the repository.
+func TestNextLink(t *testing.T) {
+	for up, want := range map[string]string{
+		`</v2/library/app/tags/list?last=b&n=2>; rel="next"`:                             `</v2/app/tags/list?last=b&n=2>; rel="next"`,
+		`<https://upstream.example/v2/library/app/tags/list?n=2&last=b&x=1>; rel="next"`: `</v2/app/tags/list?last=b&n=2>; rel="next"`,
+		`</v2/library/app/tags/list?last=b>; rel="prev"`:                                 "",
+		"":                  "",
+		"not a link":        "",
+		`<%zz>; rel="next"`: "",
+	} {
+		if got := NextLink(up, "app"); got != want {
+			t.Errorf("NextLink(%q) = %q, want %q", up, got, want)
+		}
+	}
 }

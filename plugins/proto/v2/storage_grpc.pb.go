@@ -99,6 +99,8 @@ const (
 	Storage_TrimDecisions_FullMethodName         = "/threatd.plugin.v2.Storage/TrimDecisions"
 	Storage_RecordHeld_FullMethodName            = "/threatd.plugin.v2.Storage/RecordHeld"
 	Storage_ListHeld_FullMethodName              = "/threatd.plugin.v2.Storage/ListHeld"
+	Storage_PinDigests_FullMethodName            = "/threatd.plugin.v2.Storage/PinDigests"
+	Storage_PinnedDigests_FullMethodName         = "/threatd.plugin.v2.Storage/PinnedDigests"
 	Storage_AddSightings_FullMethodName          = "/threatd.plugin.v2.Storage/AddSightings"
 	Storage_ListDisputed_FullMethodName          = "/threatd.plugin.v2.Storage/ListDisputed"
 	Storage_DisputeVotes_FullMethodName          = "/threatd.plugin.v2.Storage/DisputeVotes"
@@ -351,6 +353,14 @@ type StorageClient interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error)
+	// PinDigests records the digests reported images' tags resolved to
+	// (at most MaxGetThreats pins), under their reports; a pin recorded
+	// already is kept as it was.
+	PinDigests(ctx context.Context, in *PinDigestsRequest, opts ...grpc.CallOption) (*PinDigestsReply, error)
+	// PinnedDigests returns the digests pinned under these reports (at
+	// most MaxGetThreats ids; at most MaxDigestPins each, the first
+	// pinned).
+	PinnedDigests(ctx context.Context, in *PinnedDigestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DigestPin], error)
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
@@ -1359,6 +1369,35 @@ func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldClient = grpc.ServerStreamingClient[HeldVersion]
 
+func (c *storageClient) PinDigests(ctx context.Context, in *PinDigestsRequest, opts ...grpc.CallOption) (*PinDigestsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PinDigestsReply)
+	err := c.cc.Invoke(ctx, Storage_PinDigests_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) PinnedDigests(ctx context.Context, in *PinnedDigestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DigestPin], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_PinnedDigests_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PinnedDigestsRequest, DigestPin]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_PinnedDigestsClient = grpc.ServerStreamingClient[DigestPin]
+
 func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opts ...grpc.CallOption) (*AddSightingsReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AddSightingsReply)
@@ -1371,7 +1410,7 @@ func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opt
 
 func (c *storageClient) ListDisputed(ctx context.Context, in *DisputeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListDisputedPart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_ListDisputed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_ListDisputed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1390,7 +1429,7 @@ type Storage_ListDisputedClient = grpc.ServerStreamingClient[ListDisputedPart]
 
 func (c *storageClient) DisputeVotes(ctx context.Context, in *DisputeVotesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Sighting], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_DisputeVotes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_DisputeVotes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1429,7 +1468,7 @@ func (c *storageClient) ListSightings(ctx context.Context, in *SightingQuery, op
 
 func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_CountSightings_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_CountSightings_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1448,7 +1487,7 @@ type Storage_CountSightingsClient = grpc.ServerStreamingClient[SightingCounts]
 
 func (c *storageClient) SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_SightingCountsPage_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_SightingCountsPage_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1467,7 +1506,7 @@ type Storage_SightingCountsPageClient = grpc.ServerStreamingClient[SightingCount
 
 func (c *storageClient) Reputations(ctx context.Context, in *ReputationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Reputation], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_Reputations_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_Reputations_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1486,7 +1525,7 @@ type Storage_ReputationsClient = grpc.ServerStreamingClient[Reputation]
 
 func (c *storageClient) Leaderboard(ctx context.Context, in *LeaderboardQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderboardEntry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_Leaderboard_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_Leaderboard_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1505,7 +1544,7 @@ type Storage_LeaderboardClient = grpc.ServerStreamingClient[LeaderboardEntry]
 
 func (c *storageClient) ReputationHistory(ctx context.Context, in *HistoryQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReputationEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_ReputationHistory_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_ReputationHistory_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1524,7 +1563,7 @@ type Storage_ReputationHistoryClient = grpc.ServerStreamingClient[ReputationEven
 
 func (c *storageClient) UsersByName(ctx context.Context, in *UsersByNameRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[User], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_UsersByName_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_UsersByName_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1543,7 +1582,7 @@ type Storage_UsersByNameClient = grpc.ServerStreamingClient[User]
 
 func (c *storageClient) SubmitterRecordsAll(ctx context.Context, in *SubmitterRecordsAllRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1592,7 +1631,7 @@ func (c *storageClient) GetCampaign(ctx context.Context, in *GetCampaignRequest,
 
 func (c *storageClient) ListCampaigns(ctx context.Context, in *CampaignQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Campaign], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_ListCampaigns_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_ListCampaigns_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1611,7 +1650,7 @@ type Storage_ListCampaignsClient = grpc.ServerStreamingClient[Campaign]
 
 func (c *storageClient) CampaignMembers(ctx context.Context, in *CampaignMembersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CampaignMember], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_CampaignMembers_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_CampaignMembers_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1630,7 +1669,7 @@ type Storage_CampaignMembersClient = grpc.ServerStreamingClient[CampaignMember]
 
 func (c *storageClient) SharedIndicatorGroups(ctx context.Context, in *IndicatorGroupQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[IndicatorGroup], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1649,7 +1688,7 @@ type Storage_SharedIndicatorGroupsClient = grpc.ServerStreamingClient[IndicatorG
 
 func (c *storageClient) EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_EachVerifiedText_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[38], Storage_EachVerifiedText_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1897,6 +1936,14 @@ type StorageServer interface {
 	// ListHeld returns one page of the versions held at q.Now
 	// (q.Limit 1..MaxPage).
 	ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error
+	// PinDigests records the digests reported images' tags resolved to
+	// (at most MaxGetThreats pins), under their reports; a pin recorded
+	// already is kept as it was.
+	PinDigests(context.Context, *PinDigestsRequest) (*PinDigestsReply, error)
+	// PinnedDigests returns the digests pinned under these reports (at
+	// most MaxGetThreats ids; at most MaxDigestPins each, the first
+	// pinned).
+	PinnedDigests(*PinnedDigestsRequest, grpc.ServerStreamingServer[DigestPin]) error
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
@@ -2188,6 +2235,12 @@ func (UnimplementedStorageServer) RecordHeld(context.Context, *RecordHeldRequest
 }
 func (UnimplementedStorageServer) ListHeld(*HeldQuery, grpc.ServerStreamingServer[HeldVersion]) error {
 	return status.Error(codes.Unimplemented, "method ListHeld not implemented")
+}
+func (UnimplementedStorageServer) PinDigests(context.Context, *PinDigestsRequest) (*PinDigestsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method PinDigests not implemented")
+}
+func (UnimplementedStorageServer) PinnedDigests(*PinnedDigestsRequest, grpc.ServerStreamingServer[DigestPin]) error {
+	return status.Error(codes.Unimplemented, "method PinnedDigests not implemented")
 }
 func (UnimplementedStorageServer) AddSightings(context.Context, *SightingBatch) (*AddSightingsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddSightings not implemented")
@@ -3366,6 +3419,35 @@ func _Storage_ListHeld_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_ListHeldServer = grpc.ServerStreamingServer[HeldVersion]
 
+func _Storage_PinDigests_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PinDigestsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).PinDigests(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_PinDigests_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).PinDigests(ctx, req.(*PinDigestsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_PinnedDigests_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(PinnedDigestsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).PinnedDigests(m, &grpc.GenericServerStream[PinnedDigestsRequest, DigestPin]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_PinnedDigestsServer = grpc.ServerStreamingServer[DigestPin]
+
 func _Storage_AddSightings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SightingBatch)
 	if err := dec(in); err != nil {
@@ -3809,6 +3891,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_RecordHeld_Handler,
 		},
 		{
+			MethodName: "PinDigests",
+			Handler:    _Storage_PinDigests_Handler,
+		},
+		{
 			MethodName: "AddSightings",
 			Handler:    _Storage_AddSightings_Handler,
 		},
@@ -3957,6 +4043,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ListHeld",
 			Handler:       _Storage_ListHeld_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "PinnedDigests",
+			Handler:       _Storage_PinnedDigests_Handler,
 			ServerStreams: true,
 		},
 		{
