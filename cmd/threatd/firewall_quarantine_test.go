@@ -103,6 +103,21 @@ func TestFirewallQuarantine(t *testing.T) {
 		if code, _, body := d.fwGet(fw+"/go/example.com/qmod/@v/v1.1.0.zip", tok); code != 403 || !strings.HasPrefix(string(body), "Held by threatd: go example.com/qmod@v1.1.0") {
 			t.Fatalf("qmod v1.1.0.zip: %d %s", code, body)
 		}
+		// A version tagged after the module was listed, on a commit dated
+		// a year back: held from when it appeared, not served at once.
+		u.goModuleAt(t, "example.com/backdated", []string{"v1.0.0"}, []time.Time{old})
+		if code, _, body := d.fwGet(fw+"/go/example.com/backdated/@v/list", tok); code != 200 || strings.TrimSpace(string(body)) != "v1.0.0" {
+			t.Fatalf("backdated list: %d %q", code, body)
+		}
+		time.Sleep(6 * time.Second)
+		u.goModuleAt(t, "example.com/backdated", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, old.Add(time.Hour)})
+		if code, _, body := d.fwGet(fw+"/go/example.com/backdated/@v/v1.1.0.zip", tok); code != 403 ||
+			!strings.HasPrefix(string(body), "Held by threatd: go example.com/backdated@v1.1.0 appeared ") || !strings.Contains(string(body), "(its registry dates it "+old.Add(time.Hour).UTC().Format(time.DateOnly)+")") {
+			t.Fatalf("a backdated version's zip: %d %s", code, body)
+		}
+		if code, _, _ := d.fwGet(fw+"/go/example.com/backdated/@v/v1.0.0.zip", tok); code != 200 {
+			t.Fatalf("the version listed first: %d", code)
+		}
 		// Overrides: q-short* is held 1 h (2.0.0 is 2 h old: served);
 		// q-excluded is never held.
 		if code, _, body := d.fwGet(fw+"/npm/q-short-lived/-/q-short-lived-2.0.0.tgz", tok); code != 200 {

@@ -50,6 +50,10 @@ type listed struct {
 	versions map[string]time.Time
 }
 
+// listingGrace is how long after a package's first listing a version
+// seen is still taken as listed then.
+const listingGrace = 5 * time.Second
+
 // maxListings bounds the packages Listings remember; maxListed the
 // versions of one.
 const (
@@ -95,10 +99,10 @@ func (l *Listings) Appeared(registry, name string, versions []string, listing bo
 			seen = now
 			p.versions[v] = now
 		}
-		// Seen in the package's first listing (or within a minute of
-		// it, the same listing read by concurrent requests): as old as
-		// its registry says.
-		if seen.After(p.at.Add(time.Minute)) {
+		// Seen in the package's first listing (or just after it: the
+		// same listing read by concurrent requests): as old as its
+		// registry says.
+		if seen.After(p.at.Add(listingGrace)) {
 			if out == nil {
 				out = map[string]time.Time{}
 			}
