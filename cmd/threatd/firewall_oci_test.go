@@ -401,3 +401,52 @@ func TestFirewallOCIReportsStand(t *testing.T) {
 		return code == 200
 	})
 }
+
+// TestFirewallOCIBlobsRedirected: an upstream that sends blobs to a CDN
+// (307, as Docker Hub and the registries behind repository managers do):
+// skopeo copies a clean image through the firewall, the blobs fetched
+// from the CDN named in file_hosts, and a reported tag is still refused.
+func TestFirewallOCIBlobsRedirected(t *testing.T) {
+	needTool(t, "skopeo")
+	registry := dockerRegistry(t)
+	layout := t.TempDir()
+	ociLayout(t, layout, "1.0", "bad")
+	for _, tag := range []string{"1.0", "bad"} {
+		if out, ok := skopeo(t, nil, "copy", "--dest-tls-verify=false", "oci:"+layout+":"+tag, "docker://"+registry+"/library/app:"+tag); !ok {
+			t.Fatalf("loading the upstream: %s", out)
+		}
+	}
+	target, _ := url.Parse("http://" + registry)
+	var fromCDN atomic.Int64
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fromCDN.Add(1)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(cdn.Close)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/blobs/") {
+			http.Redirect(w, r, cdn.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	cfg := fmt.Sprintf("firewall:\n  oci:\n    listen: \"127.0.0.1:0\"\n    upstream: %q\n    file_hosts: [%q]\n", front.URL, cdn.URL)
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
+	tok := in.user("dev@example.com")
+	d := in.serve()
+	m := ociListening.FindStringSubmatch(d.logText())
+	if m == nil {
+		t.Fatalf("no firewall oci listening line:\n%s", d.logText())
+	}
+	id := d.submit(tok, `{"report_type":"container","resource_identifier":"app:bad","registry":"dockerhub","threat_description":"Cryptominer in the entrypoint"}`)
+	in.mustCLI("review", "verify", id)
+	creds := "--src-creds=threatd:" + tok
+	if out, ok := skopeo(t, in, "copy", "--src-cert-dir=CERTDIR", creds, "docker://"+m[1]+"/library/app:1.0", "dir:"+t.TempDir()); !ok || fromCDN.Load() == 0 {
+		t.Fatalf("copy of a clean image whose blobs are on a CDN (%d from the CDN):\n%s", fromCDN.Load(), out)
+	}
+	eventually(t, "the reported tag refused", func() bool {
+		out, ok := skopeo(t, in, "copy", "--src-cert-dir=CERTDIR", creds, "docker://"+m[1]+"/library/app:bad", "dir:"+t.TempDir())
+		return !ok && strings.Contains(out, "Blocked by threatd: oci library/app:bad")
+	})
+}
