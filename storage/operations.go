@@ -8,8 +8,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/threatd/threatd/core"
 	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
 )
 
 type secretRow struct {

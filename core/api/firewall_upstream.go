@@ -1,0 +1,316 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/firewall"
+)
+
+// at is the URL of an upstream path below up: up/path, or for a Based
+// adapter (NuGet) the upstream setting's URL itself for "", and a path
+// below one of the bases its service index names for BasePrefix+key/rest.
+func (p *proxy) at(ctx context.Context, a firewall.Adapter, up, path string) (string, error) {
+	b, ok := a.(firewall.Based)
+	if !ok {
+		return up + "/" + path, nil
+	}
+	if path == "" {
+		return up, nil
+	}
+	rest, ok := strings.CutPrefix(path, firewall.BasePrefix)
+	key, rest, cut := strings.Cut(rest, "/")
+	if !ok || !cut {
+		return "", fmt.Errorf("the %s adapter routes to %q, which is below none of its bases", a.Registry(), path)
+	}
+	bases, err := p.bases(ctx, a, b, up)
+	if err != nil {
+		return "", err
+	}
+	u, ok := bases[key]
+	if !ok {
+		return "", notFound("The %s upstream's service index names no resource of type %s", a.Registry(), strings.ReplaceAll(key, "_", "/"))
+	}
+	return u + rest, nil
+}
+
+// bases are what a Based adapter reads of its upstream's root document,
+// kept while the document is.
+func (p *proxy) bases(ctx context.Context, a firewall.Adapter, b firewall.Based, up string) (map[string]string, error) {
+	reg := a.Registry()
+	bases, res, err := parsedDocument(ctx, p, reg, up, "", "bases", func(doc firewall.Document) (map[string]string, error) {
+		m, err := b.Bases(doc)
+		if err != nil {
+			return nil, p.unreadable(reg, err)
+		}
+		return m, nil
+	}, func(m map[string]string) int64 {
+		var n int64
+		for k, v := range m {
+			n += int64(len(k)+len(v)) + 32
+		}
+		return n
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res != nil {
+		_ = res.Body.Close()
+		return nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered %d for its service index, which names where its packages are", reg, res.Status)}
+	}
+	return bases, nil
+}
+
+// reading picks the reading of an artifact path that reads more than one
+// way (Route.Readings): the one whose package lists its version. When
+// several do, a reading that is refused is answered (the same bytes are
+// refused under any of their names); when none does, 404.
+func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) (firewall.Route, error) {
+	reg := a.Registry()
+	ctx := c.Request().Context()
+	var listed []firewall.Route
+	var names []string
+	for _, r := range rt.Readings {
+		names = append(names, r.Name)
+		v, err := p.opts.Policy.Lookup(ctx, reg, r.Name)
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			continue // no such package can exist
+		}
+		if err != nil {
+			return rt, err
+		}
+		up, err := p.upstream(reg, v)
+		if err != nil {
+			return rt, err
+		}
+		listedURL, err := p.at(ctx, a, up, r.Listed)
+		if err != nil {
+			return rt, err
+		}
+		ps, _, err := p.published(ctx, a, reg, listedURL, "", r.Name)
+		if err != nil {
+			return rt, err
+		}
+		for _, pv := range ps {
+			if pv.Version == r.Version {
+				listed = append(listed, r)
+				break
+			}
+		}
+	}
+	switch len(listed) {
+	case 0:
+		return rt, notFound("%q is no %s package's file: read as %s, none of them lists it", rt.Upstream, reg, strings.Join(names, ", "))
+	case 1:
+		return listed[0], nil
+	}
+	for _, r := range listed {
+		v, err := p.opts.Policy.Lookup(ctx, reg, r.Name)
+		if err != nil {
+			return rt, err
+		}
+		up, err := p.upstream(reg, v)
+		if err != nil {
+			return rt, err
+		}
+		facts, err := p.versionFacts(ctx, a, v, up, r.Version)
+		if err != nil {
+			return rt, err
+		}
+		if p.ruling(v, r.Version, facts).Refused() {
+			return r, nil
+		}
+	}
+	return listed[0], nil
+}
+
+// listingJudges are the Judges of the packages a registry-wide listing
+// names: by their reports and waivers, and for the recent ones by their
+// quarantine too (their facts read at most 8 at a time). A name no report
+// can name is listed as it is (its own document is refused); any other
+// failure to judge fails the listing: it never lists what it could not
+// judge. held gathers when the first hold ends.
+func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *listing) (map[string]firewall.Judge, error) {
+	reg := a.Registry()
+	out := map[string]firewall.Judge{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, name := range names {
+		pv, err := p.opts.Policy.Lookup(ctx, reg, name)
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pv.Private {
+			continue
+		}
+		quarantined := recent[name] && p.needsFacts(a, pv)
+		if pv.Clean() && !quarantined && !p.opts.Waivers.Current().Covers(reg, name) {
+			continue // nothing of it can be refused
+		}
+		if !quarantined {
+			out[name] = p.judgeOf(pv, nil, held)
+			continue
+		}
+		g.Go(func() error {
+			up, err := p.upstream(reg, pv)
+			if err != nil {
+				return err
+			}
+			facts, err := p.facts(gctx, a, pv, up, nil, true)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			out[name] = p.judgeOf(pv, facts, held)
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// renderedInfo is a package's document of a Listing (RubyGems' /info) as
+// the firewall serves it, rendered (and kept) as a request for it would be.
+func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall.Listing, name string) ([]byte, error) {
+	reg := a.Registry()
+	rt, ok, err := a.Route(firewall.Request{Path: l.InfoPath(name)})
+	if err != nil || !ok || rt.Kind != firewall.Metadata {
+		return nil, fmt.Errorf("the %s listing names %q, whose document the firewall cannot serve: %v", reg, name, err)
+	}
+	v, err := p.opts.Policy.Lookup(ctx, reg, rt.Name)
+	if err != nil {
+		return nil, err
+	}
+	up, err := p.upstream(reg, v)
+	if err != nil {
+		return nil, err
+	}
+	docURL, err := p.at(ctx, a, up, rt.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	decidedBy, render := p.metadata(a, rt, v, up, docURL)
+	body, _, err := p.renderedBytes(ctx, reg, docURL, rt.Accept, decidedBy, render)
+	return body, err
+}
+
+// renderedBytes are the bytes of a document's rendering (made and kept
+// as a request for it would make it), and when it expires, for what is
+// computed from them (a listing's checksums, a checksum file): a
+// rendering that links to the firewall would differ by client, and is an
+// error.
+func (p *proxy) renderedBytes(ctx context.Context, reg, docURL, accept, decidedBy string, render renderFunc) ([]byte, time.Time, error) {
+	d, err := p.render(ctx, reg, strings.Join([]string{reg, docURL, accept, decidedBy}, "\x00"), docURL, accept, render)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if d.status != http.StatusOK {
+		return nil, time.Time{}, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered %d for %s", reg, d.status, docURL)}
+	}
+	if d.body != nil {
+		if len(d.marks) > 0 {
+			return nil, time.Time{}, fmt.Errorf("the %s document %s links to the firewall: what is computed from it would depend on the client", reg, docURL)
+		}
+		return d.body, d.expires, nil
+	}
+	f, ok := p.opts.Cache.OpenDerived(d.diskKey)
+	if !ok {
+		return nil, time.Time{}, &Error{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1"}, Message: "The firewall's copy of a document was just dropped from its cache; try again"}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxDocument))
+	return b, d.expires, err
+}
+
+// files is the table of the files a metadata document lists, read by the
+// adapter and kept while the document is.
+func (p *proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, accept, name string) (map[string]firewall.File, *registrycache.Response, error) {
+	return parsedDocument(ctx, p, reg, docURL, accept, "files", func(doc firewall.Document) (map[string]firewall.File, error) {
+		doc.Name = name
+		table, err := fl.Files(doc)
+		if err != nil {
+			return nil, p.unreadable(reg, err)
+		}
+		return table, nil
+	}, func(table map[string]firewall.File) int64 {
+		var size int64
+		for f, e := range table {
+			size += int64(len(f)+len(e.URL)) + 16*int64(len(e.Versions)) + 64
+		}
+		return size
+	})
+}
+
+// parsedDocument is what parse makes of the upstream document at docURL,
+// kept (as kind, by the document's version) while the document is: read
+// whole within the upstream timeout and the rendering budget, parsed
+// once. An answer other than 200 is returned unread (res != nil).
+func parsedDocument[T any](ctx context.Context, p *proxy, reg, docURL, accept, kind string, parse func(firewall.Document) (T, error), size func(T) int64) (T, *registrycache.Response, error) {
+	var zero T
+	// The common case: the document is fresh in the cache and was parsed
+	// already; nothing to fetch, no file opened.
+	if version, ok := p.opts.Cache.Peek(docURL, accept); ok {
+		if v, ok := p.parsed.Get(kind + "\x00" + docURL + "\x00" + accept + "\x00" + version); ok {
+			return v.(T), nil, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
+	defer cancel()
+	res, err := p.fetch(ctx, reg, docURL, accept)
+	if err != nil {
+		return zero, nil, err
+	}
+	if res.Status != http.StatusOK {
+		return zero, res, nil
+	}
+	key := kind + "\x00" + docURL + "\x00" + accept + "\x00" + res.Version
+	if v, ok := p.parsed.Get(key); ok {
+		_ = res.Body.Close()
+		return v.(T), nil, nil
+	}
+	var out T
+	read := func() error {
+		contentType := res.Header.Get("Content-Type")
+		body, err := p.readDocument(reg, res)
+		if err != nil {
+			return err
+		}
+		doc := firewall.Document{Body: body, ContentType: contentType, URL: docURL}
+		if lm, err := http.ParseTime(res.Header.Get("Last-Modified")); err == nil {
+			doc.LastModified = lm
+		}
+		out, err = parse(doc)
+		return err
+	}
+	if ctx.Value(renderingKey{}) != nil {
+		// Read for a rendering that holds its budget already: waiting
+		// for more could wait for itself.
+		err = read()
+	} else {
+		err = p.renders.withBudget(ctx, contentLength(res), read)
+	}
+	if err != nil {
+		_ = res.Body.Close()
+		return zero, nil, err
+	}
+	if res.Kept() {
+		remember(p.parsed, parsedBytes, key, any(out), int64(len(key))+size(out))
+	}
+	return out, nil, nil
+}
