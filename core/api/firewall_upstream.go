@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -137,16 +138,23 @@ func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 
 // listingJudges are the Judges of the packages a registry-wide listing
 // names: by their reports and waivers, and for the recent ones by their
-// quarantine too (their facts read at most 8 at a time). A name no report
-// can name is listed as it is (its own document is refused); any other
-// failure to judge fails the listing: it never lists what it could not
-// judge. held gathers when the first hold ends.
+// quarantine too (their facts read at most 8 at a time, within
+// listingFactsTime: a package whose facts could not be read in time, or
+// at all, is listed by its reports alone, and its own document, which
+// still holds its young versions, then disagrees with the listing, so
+// that the client fails rather than installs one). A name no report can
+// name is listed as it is (its own document is refused); any other
+// failure to judge by reports fails the listing: it never lists what it
+// could not judge. held gathers when the first hold ends.
 func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *listing) (map[string]firewall.Judge, error) {
 	reg := a.Registry()
 	out := map[string]firewall.Judge{}
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
+	fctx, cancel := context.WithTimeout(ctx, listingFactsTime)
+	defer cancel()
+	var g errgroup.Group
 	g.SetLimit(8)
+	var unread atomic.Int64
 	for _, name := range names {
 		pv, err := p.opts.Policy.Lookup(ctx, reg, name)
 		var u *firewall.Unjudgeable
@@ -168,13 +176,13 @@ func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 			continue
 		}
 		g.Go(func() error {
+			var facts map[string]firewall.Facts
 			up, err := p.upstream(reg, pv)
-			if err != nil {
-				return err
+			if err == nil {
+				facts, err = p.facts(fctx, a, pv, up, nil, true)
 			}
-			facts, err := p.facts(gctx, a, pv, up, nil, true)
 			if err != nil {
-				return err
+				unread.Add(1)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -182,8 +190,18 @@ func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 			return nil
 		})
 	}
-	return out, g.Wait()
+	_ = g.Wait()
+	if n := unread.Load(); n > 0 {
+		p.log.Warn("firewall: a listing judged some recent packages by their reports alone: their publish times could not be read in time",
+			"registry", reg, "packages", n, "within", listingFactsTime.String())
+	}
+	return out, ctx.Err()
 }
+
+// listingFactsTime bounds reading the publish times of a listing's recent
+// packages (rubygems.org's versions API answers about 10 requests a
+// second to one client).
+const listingFactsTime = 20 * time.Second
 
 // renderedInfo is a package's document of a Listing (RubyGems' /info) as
 // the firewall serves it, rendered (and kept) as a request for it would be.

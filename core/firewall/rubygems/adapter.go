@@ -90,11 +90,12 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (f
 
 // RecentLines is how many of /versions' last lines name the gems whose
 // versions the quarantine judges there: /versions grows by a line for
-// every push, so they are the gems pushed most recently (about two days
-// of rubygems.org's pushes). Judging every gem would mean reading every
-// gem's publish times; a gem named only earlier is judged by its reports
-// and waivers alone (docs/firewall.md).
-const RecentLines = 5000
+// every push, so they are the gems pushed most recently (about a day of
+// rubygems.org's pushes). Judging every gem would mean reading every gem's
+// publish times (its versions API answers about 10 requests a second); a
+// gem named only earlier is judged by its reports and waivers alone
+// (docs/firewall.md).
+const RecentLines = 2000
 
 // RewriteListing rewrites /versions: a gem with a refused version loses
 // it from every line, and every line of it carries the MD5 of its /info as
