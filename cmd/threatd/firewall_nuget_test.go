@@ -180,6 +180,16 @@ func testFirewallNuGet(t *testing.T, l nugetLayout) {
 		if code, _, body := d.fwGet(flat+"fw.evil/1.0.0/fw.evil.1.0.0.nupkg", tok); code != 200 || string(body) != "PK nupkg FW.Evil 1.0.0" {
 			t.Errorf("clean .nupkg: %d %s", code, body)
 		}
+		if l.flat == nugetOrg.flat {
+			// The api.nuget.org paths the firewall served before still
+			// answer (clients keep a service index for a while).
+			if code, _, body := d.fwGet(fw+"/v3-flatcontainer/fw.evil/index.json", tok); code != 200 || string(body) != `{"versions":["1.0.0"]}` {
+				t.Errorf("the flat container by its old path: %d %s", code, body)
+			}
+			if code, _, body := d.fwGet(fw+"/v3/registration5-gz-semver2/fw.evil/1.0.1.json", tok); code != 403 {
+				t.Errorf("a leaf by its old path: %d %s", code, body)
+			}
+		}
 		for _, hive := range []string{semver1, semver2} {
 			code, _, body := d.fwGet(hive+"fw.evil/index.json", tok)
 			var reg struct {

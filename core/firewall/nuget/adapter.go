@@ -92,8 +92,18 @@ func (Adapter) Bases(root firewall.Document) (map[string]string, error) {
 		if !served(r.typ) || slug == "" {
 			continue
 		}
+		u := strings.TrimSuffix(r.id, "/") + "/"
 		if _, ok := out[slug]; !ok {
-			out[slug] = strings.TrimSuffix(r.id, "/") + "/"
+			out[slug] = u
+		}
+		// The api.nuget.org paths the firewall served before, by the
+		// end of the URL: v3-flatcontainer/, v3/registration…/.
+		parts := strings.Split(strings.TrimSuffix(u, "/"), "/")
+		switch n := len(parts); {
+		case n >= 1 && parts[n-1] == "v3-flatcontainer":
+			out[Legacy+"v3-flatcontainer"] = u
+		case n >= 2 && parts[n-2] == "v3" && strings.HasPrefix(parts[n-1], "registration"):
+			out[Legacy+"v3~"+parts[n-1]] = u
 		}
 	}
 	for _, slug := range []string{"RegistrationsBaseUrl_3.6.0", "RegistrationsBaseUrl_3.4.0", "RegistrationsBaseUrl"} {
@@ -185,7 +195,7 @@ type links []struct{ from, to string }
 func linksOf(bases map[string]string, base string) links {
 	var l links
 	for slug, u := range bases {
-		if slug != Registrations {
+		if slug != Registrations && !strings.HasPrefix(slug, Legacy) {
 			l = append(l, struct{ from, to string }{u, base + "/" + resPrefix + slug + "/"})
 		}
 	}

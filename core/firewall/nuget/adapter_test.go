@@ -22,6 +22,12 @@ func TestParse(t *testing.T) {
 		"res/PackageBaseAddress_3.0.0/fw.evil/1.0.1/fw.evil.1.0.1.nupkg":   {Kind: File, ID: "fw.evil", Version: "1.0.1", Path: "res/PackageBaseAddress_3.0.0/fw.evil/1.0.1/fw.evil.1.0.1.nupkg"},
 		"res/PackageBaseAddress_3.0.0/FW.Evil/1.0.1/FW.Evil.1.0.1.nupkg":   {Kind: File, ID: "fw.evil", Version: "1.0.1", Path: "res/PackageBaseAddress_3.0.0/fw.evil/1.0.1/fw.evil.1.0.1.nupkg"},
 		"res/PackageBaseAddress_3.0.0/fw.evil/1.0.1-beta.1/fw.evil.nuspec": {Kind: File, ID: "fw.evil", Version: "1.0.1-beta.1", Path: "res/PackageBaseAddress_3.0.0/fw.evil/1.0.1-beta.1/fw.evil.nuspec"},
+		// api.nuget.org's paths, as the firewall served them before.
+		"v3-flatcontainer/Newtonsoft.Json/index.json":    {Kind: FlatIndex, ID: "newtonsoft.json", Path: "res/legacy:v3-flatcontainer/newtonsoft.json/index.json"},
+		"v3-flatcontainer/a.b/1.0.0/a.b.1.0.0.nupkg":     {Kind: File, ID: "a.b", Version: "1.0.0", Path: "res/legacy:v3-flatcontainer/a.b/1.0.0/a.b.1.0.0.nupkg"},
+		"v3/registration5-gz-semver2/a.b/index.json":     {Kind: Registration, ID: "a.b", Path: "res/legacy:v3~registration5-gz-semver2/a.b/index.json"},
+		"v3/registration5-semver1/a.b/page/1.0/2.0.json": {Kind: Registration, ID: "a.b", Path: "res/legacy:v3~registration5-semver1/a.b/page/1.0/2.0.json"},
+		"v3/registration5-semver1/a.b/1.0.0.json":        {Kind: File, ID: "a.b", Version: "1.0.0", Path: "res/legacy:v3~registration5-semver1/a.b/1.0.0.json"},
 	} {
 		got, ok, err := Parse(path)
 		if err != nil || !ok || got != want {
@@ -29,7 +35,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"v3/other.json", "res/PackageBaseAddress_3.0.0/a.b/1.0.0/c.d.1.0.0.nupkg", "res/SearchQueryService/a/index.json",
-		"v3-flatcontainer/a.b/index.json", "res/PackageBaseAddress_3.0.0/a.b", "v3/catalog0/index.json"} {
+		"res/PackageBaseAddress_3.0.0/a.b", "v3/catalog0/index.json", "v3/registration"} {
 		if _, ok, err := Parse(path); ok || err != nil {
 			t.Errorf("Parse(%q): %v %v, want an unknown path", path, ok, err)
 		}
@@ -56,7 +62,8 @@ func TestServiceIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"PackageBaseAddress_3.0.0": "https://feed.example/nuget/v3/flat2/", "RegistrationsBaseUrl": "https://feed.example/nuget/v3/registrations2/",
-		"RegistrationsBaseUrl_3.6.0": "https://cdn.example/hives/semver2-gz/", Registrations: "https://cdn.example/hives/semver2-gz/"}
+		"RegistrationsBaseUrl_3.6.0": "https://cdn.example/hives/semver2-gz/", Registrations: "https://cdn.example/hives/semver2-gz/",
+		Legacy + "v3~registrations2": "https://feed.example/nuget/v3/registrations2/"}
 	if len(bases) != len(want) {
 		t.Fatalf("bases %v, want %v", bases, want)
 	}

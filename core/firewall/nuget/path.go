@@ -69,10 +69,16 @@ func Slug(typ string) string {
 	return s
 }
 
+// Legacy starts the keys of the resources by the end of their URL's path
+// ("/" written "~"): legacy:v3-flatcontainer, legacy:v3~registration5-gz-semver2.
+const Legacy = "legacy:"
+
 // flatType and registrationType say which resources hold which documents.
-func flatType(slug string) bool { return strings.HasPrefix(slug, "PackageBaseAddress") }
+func flatType(slug string) bool {
+	return strings.HasPrefix(slug, "PackageBaseAddress") || slug == Legacy+"v3-flatcontainer"
+}
 func registrationType(slug string) bool {
-	return slug == Registrations || strings.HasPrefix(slug, "RegistrationsBaseUrl")
+	return slug == Registrations || strings.HasPrefix(slug, "RegistrationsBaseUrl") || strings.HasPrefix(slug, Legacy+"v3~registration")
 }
 
 // Parse reads the escaped path below the firewall's root. A path of an
@@ -91,10 +97,21 @@ func Parse(escaped string) (Request, bool, error) {
 		}
 		segs[i] = u
 	}
-	if len(segs) < 4 || segs[0]+"/" != resPrefix {
+	var slug string
+	var rest []string
+	switch {
+	case len(segs) >= 4 && segs[0]+"/" == resPrefix:
+		slug, rest = segs[1], segs[2:]
+	case len(segs) >= 3 && segs[0] == "v3-flatcontainer":
+		// api.nuget.org's own paths, as the firewall served them before
+		// (clients keep a service index a while): the resource whose URL
+		// ends so.
+		slug, rest = Legacy+"v3-flatcontainer", segs[1:]
+	case len(segs) >= 4 && segs[0] == "v3" && strings.HasPrefix(segs[1], "registration"):
+		slug, rest = Legacy+"v3~"+segs[1], segs[2:]
+	default:
 		return Request{}, false, nil
 	}
-	slug, rest := segs[1], segs[2:]
 	for i := range rest {
 		rest[i] = strings.ToLower(rest[i])
 	}
