@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 )
@@ -193,18 +194,31 @@ func NewWaiver(r WaiverRequest, createdBy string, now time.Time) (Waiver, error)
 	return w, nil
 }
 
-// Wide says why a waiver lifts a rule for more than one package for a
-// short while ("" when it does not): a name glob, or an end further than
-// max from its making.
+// Wide says why a waiver is wide ("" when it is not): a name glob that
+// names fewer than MinGlobLetters letters and digits (*, @*/*, a*: it
+// lifts the rule for most of an ecosystem), or an end further than max
+// from its making.
 func (w Waiver) Wide(max time.Duration) string {
-	switch {
-	case strings.ContainsAny(w.Name, "*?"):
-		return fmt.Sprintf("of a name glob (%s)", w.Name)
-	case w.Until.Sub(w.CreatedAt) > max:
+	if strings.ContainsAny(w.Name, "*?") {
+		letters := 0
+		for _, r := range w.Name {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				letters++
+			}
+		}
+		if letters < MinGlobLetters {
+			return fmt.Sprintf("of a name glob that names fewer than %d letters or digits (%s)", MinGlobLetters, w.Name)
+		}
+	}
+	if w.Until.Sub(w.CreatedAt) > max {
 		return "for longer than " + ForText(max)
 	}
 	return ""
 }
+
+// MinGlobLetters is how many letters and digits a waiver's name glob
+// must name for a reviewer to make it (@acme/* names 4).
+const MinGlobLetters = 3
 
 // ForText writes a duration as ParseFor reads it: whole days as "7d",
 // anything else in Go's form ("36h0m0s").

@@ -265,7 +265,8 @@ snapshots:
 		// Wide waivers are an administrator's: a reviewer's of a glob, or
 		// longer than firewall.reviewer_waiver_max (168h), is 403.
 		for body, why := range map[string]string{
-			`{"ecosystem":"npm","name":"*","rule":"malicious","reason":"ours","for":"1h"}`:       "a waiver of a name glob (*) needs an administrator",
+			`{"ecosystem":"npm","name":"*","rule":"malicious","reason":"ours","for":"1h"}`:       "a waiver of a name glob that names fewer than 3 letters or digits (*) needs an administrator",
+			`{"ecosystem":"npm","name":"@*/*","rule":"malicious","reason":"ours","for":"1h"}`:    "a waiver of a name glob that names fewer than 3 letters or digits (@*/*) needs an administrator",
 			`{"ecosystem":"npm","name":"q-evil","rule":"malicious","reason":"ours","for":"30d"}`: "a waiver for longer than 7d needs an administrator",
 		} {
 			if r := d.do("POST", base+"/firewall/waivers", reviewer, body); r.code != 403 || !strings.Contains(r.raw, why) {
@@ -587,7 +588,7 @@ func TestFirewallPolicyPostgresTwoDaemons(t *testing.T) {
 			t.Fatalf("the new version on a daemon: %d %s", code, body)
 		}
 	}
-	r := a.do("POST", base+"/firewall/waivers", admin, `{"ecosystem":"npm","name":"pgq-*","rule":"quarantine","reason":"our own release","for":"1h"}`)
+	r := a.do("POST", base+"/firewall/waivers", reviewer, `{"ecosystem":"npm","name":"pgq-*","rule":"quarantine","reason":"our own release","for":"1h"}`)
 	if r.code != 201 {
 		t.Fatalf("waiver on a: %d %v", r.code, r.body)
 	}

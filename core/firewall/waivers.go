@@ -34,8 +34,8 @@ type WaiverService struct {
 	// Cache, when set, is refreshed after a change made here.
 	Cache *WaiverCache
 	// ReviewerMax is the longest waiver a reviewer may make
-	// (firewall.reviewer_waiver_max); a longer one, or one of a name
-	// glob, needs an administrator.
+	// (firewall.reviewer_waiver_max); a longer one, or one of a wide name
+	// glob (core.Waiver.Wide), needs an administrator.
 	ReviewerMax time.Duration
 }
 
@@ -49,7 +49,7 @@ func (s WaiverService) Waive(ctx context.Context, r core.WaiverRequest, createdB
 	}
 	if role != core.RoleAdmin {
 		if why := w.Wide(s.ReviewerMax); why != "" {
-			return core.Waiver{}, fmt.Errorf("%w: a waiver %s needs an administrator (a reviewer may waive one package for at most %s: firewall.reviewer_waiver_max)", core.ErrForbidden, why, core.ForText(s.ReviewerMax))
+			return core.Waiver{}, fmt.Errorf("%w: a waiver %s needs an administrator (a reviewer may waive for at most %s: firewall.reviewer_waiver_max, and a glob naming at least %d letters or digits)", core.ErrForbidden, why, core.ForText(s.ReviewerMax), core.MinGlobLetters)
 		}
 	}
 	if err := s.Store.CreateWaiver(ctx, w); err != nil {
