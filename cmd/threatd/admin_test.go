@@ -40,7 +40,7 @@ func TestAdminCLI(t *testing.T) {
 	}
 	text := in.mustCLI("user", "list")
 	if lines := strings.Split(strings.TrimSpace(text), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "EMAIL") ||
-		!regexp.MustCompile(`^zed@example\.com\s+zed\s+free\s+submitter\s+7\s+no\s`).MatchString(lines[2]) {
+		!regexp.MustCompile(`^zed@example\.com\s+user-[0-9a-f]{8}\s+free\s+submitter\s+7\s+no\s`).MatchString(lines[2]) {
 		t.Fatalf("user list:\n%s", text)
 	}
 
