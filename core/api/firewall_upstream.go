@@ -72,6 +72,17 @@ func (p *proxy) bases(ctx context.Context, a firewall.Adapter, b firewall.Based,
 	return bases, nil
 }
 
+// verdictAt is what reports say of a package and the upstream it comes
+// from (Lookup, then upstream).
+func (p *proxy) verdictAt(ctx context.Context, reg, name string) (firewall.Verdict, string, error) {
+	v, err := p.opts.Policy.Lookup(ctx, reg, name)
+	if err != nil {
+		return v, "", err
+	}
+	up, err := p.upstream(reg, v)
+	return v, up, err
+}
+
 // reading picks the reading of an artifact path that reads more than one
 // way (Route.Readings): the one whose package lists its version. When
 // several do, a reading that is refused is answered (the same bytes are
@@ -83,15 +94,11 @@ func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 	var names []string
 	for _, r := range rt.Readings {
 		names = append(names, r.Name)
-		v, err := p.opts.Policy.Lookup(ctx, reg, r.Name)
+		_, up, err := p.verdictAt(ctx, reg, r.Name)
 		var u *firewall.Unjudgeable
 		if errors.As(err, &u) {
 			continue // no such package can exist
 		}
-		if err != nil {
-			return rt, err
-		}
-		up, err := p.upstream(reg, v)
 		if err != nil {
 			return rt, err
 		}
@@ -117,11 +124,7 @@ func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 		return listed[0], nil
 	}
 	for _, r := range listed {
-		v, err := p.opts.Policy.Lookup(ctx, reg, r.Name)
-		if err != nil {
-			return rt, err
-		}
-		up, err := p.upstream(reg, v)
+		v, up, err := p.verdictAt(ctx, reg, r.Name)
 		if err != nil {
 			return rt, err
 		}
@@ -211,11 +214,7 @@ func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall
 	if err != nil || !ok || rt.Kind != firewall.Metadata {
 		return nil, fmt.Errorf("the %s listing names %q, whose document the firewall cannot serve: %v", reg, name, err)
 	}
-	v, err := p.opts.Policy.Lookup(ctx, reg, rt.Name)
-	if err != nil {
-		return nil, err
-	}
-	up, err := p.upstream(reg, v)
+	v, up, err := p.verdictAt(ctx, reg, rt.Name)
 	if err != nil {
 		return nil, err
 	}
