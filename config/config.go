@@ -116,6 +116,10 @@ type TLS struct {
 	Mode     string `koanf:"mode"`
 	CertFile string `koanf:"cert_file"`
 	KeyFile  string `koanf:"key_file"`
+	// Names are the DNS names and addresses the self-signed certificate
+	// covers besides localhost, 127.0.0.1, ::1, the listen address and
+	// the machine's host name: those other machines reach it by.
+	Names []string `koanf:"names"`
 }
 
 // TLS modes.

@@ -177,6 +177,9 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{yaml: "firewall: {decisions_keep: 1m}", key: "firewall.decisions_keep"},
 		{yaml: "firewall: {cache: lots}", key: "firewall.cache"},
 		{yaml: "firewall: {per_token_per_minute: -1}", key: "firewall.per_token_per_minute"},
+		{yaml: "firewall: {reviewer_waiver_max: 9000h}", key: "firewall.reviewer_waiver_max"},
+		{yaml: "server: {tls: {names: [threatd.example, \"https://threatd.example\"]}}", key: "server.tls.names[1]"},
+		{yaml: "server: {tls: {names: [\"threatd.example:8443\"]}}", key: "server.tls.names[0]"},
 	}
 	for _, c := range cases {
 		path := ""

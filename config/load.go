@@ -62,6 +62,7 @@ func builtIn() map[string]any {
 		"server.listen":                    "127.0.0.1:8443",
 		"server.base_path":                 "/functions/v1",
 		"server.tls.mode":                  TLSSelfSigned,
+		"server.tls.names":                 []string{},
 		"server.tls.cert_file":             "",
 		"server.tls.key_file":              "",
 		"server.trusted_proxies":           []string{},

@@ -65,6 +65,11 @@ func (c *Config) Validate() error {
 	default:
 		add(bad("server.tls.mode", "must be one of self-signed, files, off (got %q)", c.Server.TLS.Mode))
 	}
+	for i, n := range c.Server.TLS.Names {
+		if !certName(n) {
+			add(bad(fmt.Sprintf("server.tls.names[%d]", i), "must be a DNS name (threatd.example, *.internal.example) or an IP address, without scheme or port (got %q)", n))
+		}
+	}
 	for i, p := range c.Server.TrustedProxies {
 		if _, err := ParsePrefix(p); err != nil {
 			add(bad(fmt.Sprintf("server.trusted_proxies[%d]", i), "%v", err))
@@ -360,6 +365,31 @@ func blocklistZone(z string) bool {
 		}
 		for _, c := range label {
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// certName says whether s is a name a certificate can cover: an IP
+// address, or a DNS name of letters, digits and hyphens (a leading "*."
+// for a wildcard).
+func certName(s string) bool {
+	if net.ParseIP(s) != nil {
+		return true
+	}
+	s = strings.TrimPrefix(s, "*.")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
 				return false
 			}
 		}

@@ -337,14 +337,18 @@ func serve(cmd *cobra.Command, _ []string) error {
 	certFile, keyFile := cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile
 	if cfg.Server.TLS.Mode != config.TLSOff && cfg.Server.TLS.Mode != config.TLSFiles {
 		host, _, _ := net.SplitHostPort(cfg.Server.Listen)
+		names := append([]string{host}, cfg.Server.TLS.Names...)
+		if h, err := os.Hostname(); err == nil && h != "" {
+			names = append(names, h)
+		}
 		var created bool
 		var cerr error
-		certFile, keyFile, created, cerr = api.SelfSignedCert(filepath.Join(cfg.DataDir, "tls"), []string{host})
+		certFile, keyFile, created, cerr = api.SelfSignedCert(filepath.Join(cfg.DataDir, "tls"), names)
 		if cerr != nil {
 			return fmt.Errorf("self-signed TLS certificate: %w", cerr)
 		}
 		if created {
-			log.Info("generated a self-signed TLS certificate", "cert_file", certFile)
+			log.Info("generated a self-signed TLS certificate", "cert_file", certFile, "names", names)
 		}
 	}
 	if fw != nil && fw.OCI != nil {

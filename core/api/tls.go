@@ -14,18 +14,21 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
 // SelfSignedCert returns the certificate and key PEM files in dir, creating
 // them on first use and reusing them on every later start (so that clients
-// can pin the certificate). A certificate that has expired, or expires within
-// a week, is replaced. hosts are added as subject alternative names besides
-// localhost, 127.0.0.1 and ::1.
+// can pin the certificate). hosts (DNS names or addresses) are subject
+// alternative names besides localhost, 127.0.0.1 and ::1. A certificate
+// that has expired, expires within a week, or lacks one of hosts (a name
+// added to server.tls.names) is replaced.
 func SelfSignedCert(dir string, hosts []string) (certFile, keyFile string, created bool, err error) {
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	if pair, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil {
-		if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil && time.Until(leaf.NotAfter) > 7*24*time.Hour {
+		if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil && time.Until(leaf.NotAfter) > 7*24*time.Hour && covers(leaf, hosts) {
 			return certFile, keyFile, false, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -55,15 +58,15 @@ func SelfSignedCert(dir string, hosts []string) (certFile, keyFile string, creat
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
 	for _, h := range hosts {
-		if h == "" {
+		if h == "" || h == "localhost" {
 			continue
 		}
 		if ip := net.ParseIP(h); ip != nil {
-			if !ip.IsUnspecified() {
+			if !ip.IsUnspecified() && !slices.ContainsFunc(tmpl.IPAddresses, ip.Equal) {
 				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
 			}
-		} else if h != "localhost" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		} else if !slices.Contains(tmpl.DNSNames, strings.ToLower(h)) {
+			tmpl.DNSNames = append(tmpl.DNSNames, strings.ToLower(h))
 		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -81,6 +84,21 @@ func SelfSignedCert(dir string, hosts []string) (certFile, keyFile string, creat
 		return "", "", false, err
 	}
 	return certFile, keyFile, true, nil
+}
+
+// covers says whether the certificate names every one of hosts (an
+// unspecified address, such as the listen address 0.0.0.0, needs none).
+func covers(leaf *x509.Certificate, hosts []string) bool {
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			if !ip.IsUnspecified() && !slices.ContainsFunc(leaf.IPAddresses, ip.Equal) {
+				return false
+			}
+		} else if h != "" && leaf.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // writePEM writes atomically (temp file + rename), so a crash never leaves half a key.
