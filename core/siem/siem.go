@@ -141,18 +141,22 @@ func cefValue(s string) string {
 // Message is the event as an RFC 5424 syslog message (without framing):
 // <PRI>1 TIMESTAMP HOSTNAME threatd PROCID MSGID - MSG, the MSGID its
 // kind and the MSG in format.
+//
+// A message is at most MaxMessage bytes: an event's longest texts are cut
+// (marked) to fit.
 func Message(e Event, format, version, hostname string, pid int) []byte {
 	pri := Facility*8 + syslogSeverity(e.Severity)
-	msg := CEF(e, version)
-	if format == FormatJSON {
-		msg = string(e.JSON)
-	}
 	host := printable(hostname, 255)
 	if host == "" {
 		host = "-"
 	}
-	return fmt.Appendf(nil, "<%d>1 %s %s threatd %d %s - %s", pri, e.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), host, pid,
-		printable(e.Kind, 32), msg)
+	head := fmt.Appendf(nil, "<%d>1 %s %s threatd %d %s - ", pri, e.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), host, pid,
+		printable(e.Kind, 32))
+	room := MaxMessage - len(head)
+	if format == FormatJSON {
+		return append(head, boundJSON(e.JSON, room)...)
+	}
+	return append(head, boundCEF(e, version, room)...)
 }
 
 // printable keeps a header field to printable US-ASCII without spaces, at

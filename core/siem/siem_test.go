@@ -3,6 +3,7 @@ package siem
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
 )
@@ -146,6 +148,39 @@ func TestEvents(t *testing.T) {
 	}
 	if !strings.Contains(string(te.JSON), `"type":"threat.withdrawn"`) || !strings.Contains(string(te.JSON), `"resource_identifier":"c2.example"`) {
 		t.Errorf("threat JSON: %s", te.JSON)
+	}
+}
+
+// A report with a 20,000-character description and payload makes a
+// message of at most MaxMessage bytes, in either format: its longest
+// texts cut with the marker, the message still valid JSON or CEF.
+func TestLongMessagesBounded(t *testing.T) {
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	long := strings.Repeat("Steals tokens é ", 1250) // 20,000 bytes, multi-byte characters
+	th := core.Threat{ID: "t1", ReportType: core.TypePackage, ResourceIdentifier: "evil", Registry: "npm",
+		Details: core.Details{SeverityLevel: core.SeverityHigh, ThreatDescription: long, PayloadDescription: long}}
+	e := ThreatEvent(core.FeedEvent{At: at, Kind: core.ChangeVerified, Version: 1}, th, core.Community{})
+	for _, format := range []string{FormatJSON, FormatCEF} {
+		msg := Message(e, format, "1.0", "host", 7)
+		if len(msg) > MaxMessage || !utf8.Valid(msg) || !strings.Contains(string(msg), "…[truncated by threatd: ") {
+			t.Fatalf("%s: %d bytes (at most %d), valid UTF-8 %v:\n%.300s", format, len(msg), MaxMessage, utf8.Valid(msg), msg)
+		}
+		body := string(msg)[strings.Index(string(msg), " - ")+3:]
+		if format == FormatJSON {
+			var v struct {
+				Type string
+				Data map[string]any
+			}
+			if err := json.Unmarshal([]byte(body), &v); err != nil || v.Type != "threat.verified" || v.Data["resource_identifier"] != "evil" {
+				t.Fatalf("the bounded JSON: %v %+v", err, v)
+			}
+		} else if !strings.HasPrefix(body, "CEF:0|threatd|threatd|1.0|threat.verified|") || !strings.Contains(body, "cs1=t1") {
+			t.Fatalf("the bounded CEF: %.300s", body)
+		}
+	}
+	short := ThreatEvent(core.FeedEvent{At: at, Kind: core.ChangeVerified, Version: 1}, core.Threat{ID: "t2", ReportType: core.TypeDomain, ResourceIdentifier: "c2.example"}, core.Community{})
+	if msg := Message(short, FormatJSON, "1.0", "host", 7); strings.Contains(string(msg), "truncated") || !strings.HasSuffix(string(msg), string(short.JSON)) {
+		t.Fatalf("a short message is cut: %s", msg)
 	}
 }
 
