@@ -176,6 +176,12 @@ func TestQuickstartDoc(t *testing.T) {
 			t.Errorf("the output lacks %s:\n%s", want, out)
 		}
 	}
+	// Step 6's TAXII page shows the report it promises, whole.
+	page := out[strings.Index(out, `"more":`):]
+	page = page[:strings.Index(page, `"bundle--`)]
+	if !strings.HasPrefix(page, `"more":false`) || !strings.Contains(page, `"type":"malware"`) || !strings.Contains(page, "exfil.example.com") {
+		t.Errorf("the TAXII page of step 6 is not the report, whole:\n%s", page)
+	}
 }
 
 // TestAPIDocExamples: the examples of the API pages, pasted after the

@@ -45,6 +45,13 @@ func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 		return firewall.Route{Kind: firewall.Metadata, Upstream: req.Path, Listing: true}, true, nil
 	case Names:
 		return firewall.Route{Kind: firewall.PassThrough, Upstream: req.Path, ContentType: typeText}, true, nil
+	case Specs:
+		// Passed through as the upstream writes it: gem sources --add
+		// accepts the source, gem search and gem fetch see every
+		// version, and a blocked version's .gem is refused when it is
+		// fetched (gem install resolves through the compact index,
+		// which leaves it out).
+		return firewall.Route{Kind: firewall.PassThrough, Upstream: req.Path, ContentType: "application/octet-stream"}, true, nil
 	case Info:
 		return firewall.Route{Kind: firewall.Metadata, Name: req.Name, Upstream: req.Path}, true, nil
 	}

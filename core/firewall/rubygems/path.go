@@ -23,6 +23,9 @@ const (
 	Versions Kind = iota + 1
 	// Names is /names.
 	Names
+	// Specs is the legacy full index (specs.4.8.gz, latest_ and
+	// prerelease_): what gem sources --add and gem fetch read.
+	Specs
 	// Info is /info/<gem>.
 	Info
 	// File is /gems/<gem>-<version>[-<platform>].gem or its quick
@@ -63,6 +66,8 @@ func Parse(escaped string) (Request, bool, error) {
 		return Request{Kind: Versions, Path: "versions"}, true, nil
 	case "names":
 		return Request{Kind: Names, Path: escaped}, true, nil
+	case "specs.4.8.gz", "latest_specs.4.8.gz", "prerelease_specs.4.8.gz":
+		return Request{Kind: Specs, Path: escaped}, true, nil
 	}
 	dir, file, ok := cutLast(escaped)
 	if !ok {
