@@ -514,6 +514,10 @@ snapshots:
 		for _, x := range r.body["held"].([]any) {
 			h := x.(map[string]any)
 			got[fmt.Sprintf("%s %s@%s", h["ecosystem"], h["name"], h["version"])], _ = h["until"].(string)
+			// When the firewall first held it: never the zero time.
+			if fs, _ := time.Parse(time.RFC3339, h["first_seen"].(string)); fs.Before(time.Now().Add(-time.Hour)) || fs.After(time.Now().Add(time.Minute)) {
+				t.Errorf("held %v: first_seen %v", h["name"], h["first_seen"])
+			}
 		}
 		for _, k := range []string{"npm q-pkg@1.1.0", "pypi q-py@1.1.0", "go example.com/qmod@v1.1.0"} {
 			if got[k] != until {

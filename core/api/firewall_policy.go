@@ -192,7 +192,12 @@ func (p *proxy) ruling(v firewall.Verdict, listed string, facts map[string]firew
 	}
 	r := p.opts.Policy.Decide(v, version, f, now, p.opts.Waivers.Current())
 	if r.Rule == core.RuleQuarantine && !r.Until.IsZero() {
-		p.opts.Recorder.Held(core.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: f.FirstSeen, Until: r.Until})
+		seen := f.FirstSeen
+		if seen.IsZero() {
+			// A version with a publish time: first seen when first held.
+			seen = p.opts.Recorder.FirstSeen(v.Registry, v.Name, listed, now)
+		}
+		p.opts.Recorder.Held(core.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: seen, Until: r.Until})
 	}
 	return r
 }
