@@ -84,7 +84,7 @@ func TestWebBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.mustCLI("import", "urlhaus", export)
-	in.user("urlhaus@example.com")
+	in.user("urlhaus@example.com", "--name", "urlhaus")
 	d := in.serve()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -233,8 +234,16 @@ func TestFirewall(t *testing.T) {
 		}
 		// npm audit on that lockfile lists it.
 		out, ok = client(t, pinned, env, "npm", "audit", "--audit=true", "--package-lock-only")
-		if ok || !strings.Contains(out, "fw-evil") || !strings.Contains(out, npmEvil) || !strings.Contains(out, "critical") {
+		if ok || !strings.Contains(out, "fw-evil") || !strings.Contains(out, npmEvil) || !strings.Contains(out, "critical") || strings.Contains(out, "/threats/***") {
 			t.Fatalf("npm audit (ok=%v):\n%s", ok, out)
+		}
+		// The link it prints opens the report's page.
+		link := regexp.MustCompile(`https://\S+/threats/threat_id_[0-9a-f-]{36}`).FindString(out)
+		if link == "" {
+			t.Fatalf("npm audit prints no link to the report:\n%s", out)
+		}
+		if r := d.raw("GET", strings.TrimPrefix(link, d.base), ""); r.code != 200 || !strings.Contains(string(r.body), "fw-evil") {
+			t.Fatalf("the link npm audit prints, %s: %d", link, r.code)
 		}
 		// Every version reported: npm fails, naming the report.
 		out, ok = client(t, project(), env, "npm", "install", "fw-all")

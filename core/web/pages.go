@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
@@ -52,6 +53,13 @@ func nextPage(page, pages int) int {
 func (s *Site) threat(c *echo.Context) error {
 	ctx := c.Request().Context()
 	id, asJSON := strings.CutSuffix(c.Param("id"), ".json")
+	if rest, ok := strings.CutPrefix(id, "threat_id_"); ok && !asJSON {
+		// The link npm audit prints (npm hides a free-standing UUID as
+		// ***, not one joined to a word).
+		if _, err := uuid.Parse(rest); err == nil {
+			return c.Redirect(http.StatusMovedPermanently, "/threats/"+rest)
+		}
+	}
 	t, err := s.store.GetThreat(ctx, id)
 	if errors.Is(err, core.ErrNotFound) || (err == nil && !s.mayView(c, t)) || (err == nil && asJSON && t.Status != core.StatusVerified) {
 		if asJSON {

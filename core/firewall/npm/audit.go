@@ -54,8 +54,8 @@ func (Adapter) RenderAudit(found []firewall.AuditFinding, site string) ([]byte, 
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(t.ID + "@" + b.Version))
 		out[f.Name] = append(out[f.Name], advisory{
-			ID:                 h.Sum64() >> 12, // within JavaScript's safe integers
-			URL:                site + "/threats/" + t.ID,
+			ID:                 h.Sum64() >> 12,                     // within JavaScript's safe integers
+			URL:                site + "/threats/threat_id_" + t.ID, // npm prints a free-standing UUID as ***
 			Title:              b.Message(),
 			Severity:           severity(t.Details.SeverityLevel),
 			VulnerableVersions: b.Version,
