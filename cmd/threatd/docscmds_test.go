@@ -96,3 +96,33 @@ func TestDocsCommandsExist(t *testing.T) {
 	}
 	t.Logf("%d threatd commands in %d files checked", checked, len(files))
 }
+
+// TestReadmeNamesEveryPlugin: README.md's `make build` row names every
+// plugin the build makes, and no other.
+func TestReadmeNamesEveryPlugin(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `make build` \\|.*$").FindString(string(b))
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(?:bin/plugins/)?(threatd-[a-z]+-)(?:\\{([a-z,]+)\\}|([a-z]+))`").FindAllStringSubmatch(row, -1) {
+		for _, s := range strings.Split(m[2]+m[3], ",") {
+			named[m[1]+s] = true
+		}
+	}
+	entries, err := os.ReadDir(testbin.PluginDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !named[e.Name()] {
+			t.Errorf("README.md's make build row does not name the plugin %s", e.Name())
+		}
+		delete(named, e.Name())
+	}
+	for n := range named {
+		t.Errorf("README.md's make build row names %s, which the build does not make", n)
+	}
+}
