@@ -34,6 +34,8 @@ type upstreamRegistry struct {
 	// normalize resolves a request's path as static servers do (decoded,
 	// then cleaned: %2e%2e and %2f reach other files) before looking it up.
 	normalize bool
+	// fallback serves a path no put published (files read from disk).
+	fallback func(p string) (servedFile, bool)
 }
 
 type servedFile struct {
@@ -59,7 +61,11 @@ func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
 		if jf, jok := u.files[p+"#json"]; jok && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json") {
 			f, ok = jf, true
 		}
+		fallback := u.fallback
 		u.mu.Unlock()
+		if !ok && fallback != nil {
+			f, ok = fallback(p)
+		}
 		if !ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
