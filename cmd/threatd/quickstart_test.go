@@ -73,14 +73,20 @@ func runQuickstart(t *testing.T, docs ...string) string {
 	doc, script := docs[0], strings.Join(scripts, "\n")
 	testbin.Dir(t) // the binaries under test, built by `make test`
 	dir := t.TempDir()
+	links := map[string]string{
+		filepath.Join(dir, "Makefile"): filepath.Join(testbin.ModuleRoot(), "Makefile"),
+	}
+	if doc == "docs/quickstart.md" {
+		if clone := quickstartClone(t); clone != "" {
+			dir, links = clone, map[string]string{}
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for link, target := range map[string]string{
-		filepath.Join(dir, "bin", "threatd"): testbin.Path("threatd"),
-		filepath.Join(dir, "bin", "plugins"): testbin.PluginDir(t),
-		filepath.Join(dir, "Makefile"):       filepath.Join(testbin.ModuleRoot(), "Makefile"),
-	} {
+	links[filepath.Join(dir, "bin", "threatd")] = testbin.Path("threatd")
+	links[filepath.Join(dir, "bin", "plugins")] = testbin.PluginDir(t)
+	for link, target := range links {
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
@@ -135,6 +141,45 @@ func runQuickstart(t *testing.T, docs ...string) string {
 		t.Fatalf("%s's quickstart failed: %v\n%s", doc, err, out)
 	}
 	return string(out)
+}
+
+// quickstartClone runs docs/quickstart.md's steps 1 and 2 up to their
+// `make run`: step 1 as apt-get's simulation (it needs root and changes
+// the machine), step 2's git clone of this repository (its URL is the one
+// placeholder) and cd. It returns the directory step 2 ends in, where the
+// caller runs make run; "" when this tree is not a git repository.
+func quickstartClone(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("apt-get"); err == nil {
+		install := docSnippet(t, "docs/quickstart.md", "snippet", "qs-install")
+		out, err := exec.Command("bash", "-euo", "pipefail", "-c", strings.ReplaceAll(install, "apt-get install", "apt-get -s install")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("step 1, simulated: %v\n%s", err, out)
+		}
+	}
+	root := testbin.ModuleRoot()
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		t.Logf("%s is not a git repository: step 2's clone is not run", root)
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(docSnippet(t, "docs/quickstart.md", "snippet", "qs-start")), "\n")
+	if lines[len(lines)-1] != "make run" {
+		t.Fatalf("step 2 does not end with make run:\n%s", strings.Join(lines, "\n"))
+	}
+	// The repository under a name that clones into threatd/, as the URL does.
+	src := filepath.Join(t.TempDir(), "threatd.git")
+	if err := os.Symlink(root, src); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.ReplaceAll(strings.Join(lines[:len(lines)-1], "\n"), "https://github.com/threatd/threatd.git", src) + "\npwd\n"
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("step 2: %v\n%s", err, out)
+	}
+	outLines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return outLines[len(outLines)-1]
 }
 
 // lockedBuffer is a buffer a child process writes while the test reads it.
