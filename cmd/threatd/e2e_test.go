@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -373,4 +375,38 @@ func TestAbandonedHandshakeIsNotAnError(t *testing.T) {
 		t.Fatalf("an abandoned handshake logged an error:\n%s", d.logText())
 	}
 	d.do("GET", "/healthz", "", "").expect(t, 200, "")
+}
+
+// TestTLSNamesAddedLater: a name added to server.tls.names after the
+// certificate was made is covered after the next start (the certificate
+// is made again), and a client that trusts the new file reaches the
+// daemon by that name, through a proxy as another machine would.
+func TestTLSNamesAddedLater(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, "server:\n  tls:\n    names: [\"first.example\"]\n")
+	d := in.serve()
+	cert1, _ := os.ReadFile(in.certFile())
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := os.ReadFile(in.config)
+	if err := os.WriteFile(in.config, bytes.Replace(cfg, []byte(`["first.example"]`), []byte(`["first.example", "second.example"]`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = in.serve()
+	cert2, _ := os.ReadFile(in.certFile())
+	if bytes.Equal(cert1, cert2) || !strings.Contains(d.logText(), "generated a self-signed TLS certificate") {
+		t.Fatal("the certificate was not made again for the added name")
+	}
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(d.base, "https://"))
+	proxy, _ := url.Parse(connectProxy(t, map[string]string{"first.example": host, "second.example": host}))
+	c := in.httpsClient()
+	c.Transport.(*http.Transport).Proxy = http.ProxyURL(proxy)
+	for _, name := range []string{"first.example", "second.example"} {
+		res, err := c.Get("https://" + name + ":" + port + "/livez")
+		if err != nil {
+			t.Fatalf("a client trusting the certificate, by the name %s: %v", name, err)
+		}
+		res.Body.Close()
+	}
 }
