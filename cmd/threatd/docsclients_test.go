@@ -193,7 +193,10 @@ func pythonVenv(t *testing.T, home string, env []string) []string {
 	python := needTool(t, "python3")
 	venv := filepath.Join(home, "venv")
 	if out, err := exec.Command(python, "-m", "venv", venv).CombinedOutput(); err != nil {
-		t.Fatalf("python3 -m venv (Debian: apt-get install python3-venv): %v\n%s", err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 -m venv (Debian: apt-get install python3-venv): %v\n%s", err, out)
+		}
+		t.Skipf("python3 -m venv fails (Debian: apt-get install python3-venv): %v", err)
 	}
 	out := append([]string(nil), env...)
 	for i, kv := range out {

@@ -20,7 +20,7 @@ import (
 func TestSIEMDocSnippets(t *testing.T) {
 	t.Parallel()
 	const doc = "docs/siem.md"
-	rsyslogd := needTool(t, "rsyslogd")
+	rsyslogd := needRsyslogTLS(t)
 	dir := t.TempDir()
 	cert, key := selfSigned(t, dir)
 	port := freePort(t)
