@@ -2,19 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -23,20 +17,17 @@ import (
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
-	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
-	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/siem"
 	"github.com/threatd/threatd/core/sightings"
 	"github.com/threatd/threatd/core/web"
-	"github.com/threatd/threatd/core/webhooks/delivery"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -380,213 +371,4 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	log.Info("threatd stopped: in-flight requests drained")
 	return nil
-}
-
-// firewallOptions builds the registry firewall of the configuration (nil
-// when firewall.enabled is false): its policy over the index, and its
-// upstream cache under data_dir/firewall-cache.
-func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*api.FirewallOptions, error) {
-	if !cfg.Firewall.Enabled {
-		return nil, nil
-	}
-	policy, err := firewall.NewPolicy(idx, cfg.Firewall.Private, registries.Names())
-	if err == nil {
-		err = policy.Configure(cfg.FirewallSettings())
-	}
-	if err != nil {
-		return nil, err
-	}
-	upstreams := map[string]api.FirewallUpstream{}
-	var origins []registrycache.Origin
-	for _, a := range registries.All() {
-		reg := a.Registry()
-		up := cfg.Firewall.Registries[reg]
-		if r, ok := a.(firewall.Rooted); ok {
-			// The setting names a document (NuGet's service index);
-			// the firewall fetches below its root.
-			for _, u := range []*string{&up.Upstream, &up.PrivateUpstream} {
-				if *u == "" {
-					continue
-				}
-				if *u, err = r.Root(*u); err != nil {
-					return nil, fmt.Errorf("firewall.%s: %w", reg, err)
-				}
-			}
-		}
-		upstreams[reg] = api.FirewallUpstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
-		origins = append(origins, registrycache.Origin{URL: up.Upstream})
-		if up.PrivateUpstream != "" {
-			origins = append(origins, registrycache.Origin{URL: up.PrivateUpstream, Private: true})
-		}
-		for _, h := range up.FileHosts {
-			origins = append(origins, registrycache.Origin{URL: h})
-		}
-	}
-	client, err := registrycache.NewClient(origins, cfg.Firewall.AllowPrivate)
-	if err != nil {
-		return nil, err
-	}
-	cache, err := registrycache.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
-	if err != nil {
-		return nil, err
-	}
-	var ociOpts *api.OCIOptions
-	if oc := cfg.Firewall.OCI; oc.Listen != "" {
-		ociOrigins := []registrycache.Origin{{URL: oc.Upstream}}
-		allowed := registrycache.Origins{}
-		for _, raw := range append([]string{oc.Upstream}, oc.FileHosts...) {
-			ociOrigins = append(ociOrigins, registrycache.Origin{URL: raw})
-			if u, err := url.Parse(raw); err == nil {
-				allowed[registrycache.OriginOf(u)] = true
-			}
-		}
-		ociClient, err := registrycache.NewClient(ociOrigins, cfg.Firewall.AllowPrivate)
-		if err != nil {
-			return nil, fmt.Errorf("firewall.oci: %w", err)
-		}
-		ociOpts = &api.OCIOptions{Upstream: oc.Upstream, Client: ociClient, Origins: allowed}
-	}
-	return &api.FirewallOptions{
-		OCI:      ociOpts,
-		Adapters: registries.All(), Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
-		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
-		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout, ReviewerWaiverMax: cfg.Firewall.ReviewerWaiverMax,
-	}, nil
-}
-
-// serveOCI serves the firewall's image registry on firewall.oci.listen,
-// with the API's TLS, until stop is called. A port that cannot be bound
-// stops the start.
-func serveOCI(cfg config.Config, handler http.Handler, certFile, keyFile string, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", cfg.Firewall.OCI.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("firewall.oci.listen: %w (set firewall.oci.listen to another address, or \"\" to turn the image registry off)", err)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: api.ServerHeaderBytes, ErrorLog: serverErrorLog(log)}
-	tlsOn := cfg.Server.TLS.Mode != config.TLSOff
-	if tlsOn {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("firewall.oci: TLS: %w", err)
-		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}, Certificates: []tls.Certificate{cert}}
-		ln = tls.NewListener(ln, srv.TLSConfig)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	log.Info("firewall oci listening", "address", ln.Addr().String(), "tls", tlsOn, "upstream", cfg.Firewall.OCI.Upstream)
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
-}
-
-// serveMetrics serves /metrics over plain HTTP on addr (metrics.listen)
-// until stop is called. A port that cannot be bound stops the start: an
-// operator who configured metrics would otherwise scrape nothing unawares.
-func serveMetrics(addr string, m *api.Metrics, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics.listen: %w (set metrics.listen to another address, or \"\" to turn metrics off)", err)
-	}
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: serverErrorLog(log)}
-	go func() { _ = srv.Serve(ln) }()
-	log.Info("metrics listening", "address", ln.Addr().String(), "path", "/metrics")
-	return func() { _ = srv.Close() }, nil
-}
-
-// limits are the submit limits of the configuration.
-func limits(cfg config.Config) core.Limits {
-	return core.Limits{
-		SubmissionsPerHour:     cfg.Limits.SubmissionsPerHour,
-		SubmissionsPerHourPaid: cfg.Limits.SubmissionsPerHourPaid,
-		NewUserMaxUnverified:   cfg.Limits.NewUserMaxUnverified,
-		NewUserVerifiedToLift:  cfg.Limits.NewUserVerifiedToLift,
-	}
-}
-
-// exportRoutes returns the built-in exporter endpoints plus the configured
-// exporter_routes, and the exporters to run (configured + routed).
-func exportRoutes(cfg config.Config) ([]api.ExportRoute, []string, error) {
-	routes := append([]api.ExportRoute{}, api.BuiltinExportRoutes...)
-	taken := map[string]bool{}
-	for _, p := range api.RoutePaths() {
-		taken[p] = true
-	}
-	for _, r := range routes {
-		taken[r.Path] = true
-	}
-	names := append([]string{}, cfg.Exporters...)
-	for i, r := range cfg.ExporterRoutes {
-		if taken[r.Path] {
-			return nil, nil, fmt.Errorf("invalid configuration: exporter_routes[%d].path: %s is already an endpoint", i, r.Path)
-		}
-		taken[r.Path] = true
-		tier := core.TierPaid
-		if r.Tier == string(core.TierFree) {
-			tier = core.TierFree
-		}
-		routes = append(routes, api.ExportRoute{Path: r.Path, Exporter: r.Exporter, Tier: tier, PassParams: true, Select: r.Select})
-		if !slices.Contains(names, r.Exporter) {
-			names = append(names, r.Exporter)
-		}
-	}
-	return routes, names, nil
-}
-
-// enabledExporters refuses exporters the configuration does not name.
-type enabledExporters struct {
-	pool    *plugins.Exporters
-	enabled []string
-}
-
-// States is each exporter's state, for /healthz.
-func (x enabledExporters) States() map[string]string { return x.pool.States() }
-
-func (x enabledExporters) Export(ctx context.Context, name string, req core.ExportRequest, w core.ExportWriter) error {
-	if !slices.Contains(x.enabled, name) {
-		return &core.ExporterError{Exporter: name, Kind: core.ErrExporterUnavailable, Cause: errors.New("not enabled (configuration key exporters)")}
-	}
-	return x.pool.Export(ctx, name, req, w)
-}
-
-// accessLog turns log.access and log.access_sample into the API's setting
-// (config.Validate has checked the level).
-func accessLog(l config.Log) api.AccessLog {
-	a := api.AccessLog{Sample: l.AccessSample, Off: strings.EqualFold(l.Access, "off")}
-	_ = a.Level.UnmarshalText([]byte(l.Access))
-	return a
-}
-
-// webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
-// every daemon runs it, the holder of the storage lease delivers.
-func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics, signals *community.View) *delivery.Dispatcher {
-	w := cfg.Webhooks
-	return &delivery.Dispatcher{
-		Store:     store,
-		Community: signals,
-		Policy:    core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
-		Timeout:   w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,
-		Poll: w.Poll, Concurrency: w.Concurrency, Holder: leaseHolder(), UserAgent: "threatd/" + version + " (webhooks)",
-		Log: log, Observer: metrics,
-	}
-}
-
-// siemTLS is the TLS configuration of a tls:// syslog receiver: its
-// certificate checked against caFile's ("" = the system's roots).
-func siemTLS(caFile string) (*tls.Config, error) {
-	if caFile == "" {
-		return nil, nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("siem.syslog.ca_file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("siem.syslog.ca_file: %s holds no PEM certificate", caFile)
-	}
-	return &tls.Config{RootCAs: pool}, nil
 }
