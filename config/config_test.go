@@ -205,3 +205,18 @@ func TestMissingFile(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestCertName: the names a certificate can cover (server.tls.names, and
+// the machine's host name, which serve adds only when it is one).
+func TestCertName(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"threatd.example": true, "*.internal.example": true, "Build-Host": true, "192.0.2.7": true, "::1": true,
+		"": false, "my host": false, "a..b": false, "-lead.example": false, "x.example:8443": false, "https://x.example": false,
+		strings.Repeat("a", 64) + ".example": false,
+	} {
+		if got := CertName(name); got != want {
+			t.Errorf("CertName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

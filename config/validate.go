@@ -66,7 +66,7 @@ func (c *Config) Validate() error {
 		add(bad("server.tls.mode", "must be one of self-signed, files, off (got %q)", c.Server.TLS.Mode))
 	}
 	for i, n := range c.Server.TLS.Names {
-		if !certName(n) {
+		if !CertName(n) {
 			add(bad(fmt.Sprintf("server.tls.names[%d]", i), "must be a DNS name (threatd.example, *.internal.example) or an IP address, without scheme or port (got %q)", n))
 		}
 	}
@@ -372,10 +372,10 @@ func blocklistZone(z string) bool {
 	return true
 }
 
-// certName says whether s is a name a certificate can cover: an IP
+// CertName says whether s is a name a certificate can cover: an IP
 // address, or a DNS name of letters, digits and hyphens (a leading "*."
 // for a wildcard).
-func certName(s string) bool {
+func CertName(s string) bool {
 	if net.ParseIP(s) != nil {
 		return true
 	}

@@ -329,7 +329,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if cfg.Server.TLS.Mode != config.TLSOff && cfg.Server.TLS.Mode != config.TLSFiles {
 		host, _, _ := net.SplitHostPort(cfg.Server.Listen)
 		names := append([]string{host}, cfg.Server.TLS.Names...)
-		if h, err := os.Hostname(); err == nil && h != "" {
+		// The machine's host name, when a certificate can name it: one it
+		// could never cover would make a new certificate at every start.
+		if h, err := os.Hostname(); err == nil && config.CertName(h) {
 			names = append(names, h)
 		}
 		var created bool

@@ -56,8 +56,8 @@ func (s *Site) threat(c *echo.Context) error {
 	if rest, ok := strings.CutPrefix(id, "threat_id_"); ok && !asJSON {
 		// The link npm audit prints (npm hides a free-standing UUID as
 		// ***, not one joined to a word).
-		if _, err := uuid.Parse(rest); err == nil {
-			return c.Redirect(http.StatusMovedPermanently, "/threats/"+rest)
+		if u, err := uuid.Parse(rest); err == nil {
+			return c.Redirect(http.StatusMovedPermanently, "/threats/"+u.String())
 		}
 	}
 	t, err := s.store.GetThreat(ctx, id)
