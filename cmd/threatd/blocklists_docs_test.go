@@ -16,37 +16,44 @@ import (
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
-// dnsAsk asks the resolver at addr for name's A record over UDP.
-func dnsAsk(addr, name string) (dnsmessage.RCode, error) {
+// dnsAsk asks the resolver at addr for name's A record over UDP: the
+// answer's code and its addresses.
+func dnsAsk(addr, name string) (dnsmessage.RCode, string, error) {
 	q, err := dnsmessage.NewName(name)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	msg := dnsmessage.Message{Header: dnsmessage.Header{ID: 9, RecursionDesired: true},
 		Questions: []dnsmessage.Question{{Name: q, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}}}
 	pkt, err := msg.Pack()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	c, err := net.Dial("udp", addr)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := c.Write(pkt); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	buf := make([]byte, 1500)
 	n, err := c.Read(buf)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	var ans dnsmessage.Message
 	if err := ans.Unpack(buf[:n]); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return ans.Header.RCode, nil
+	var addrs []string
+	for _, a := range ans.Answers {
+		if r, ok := a.Body.(*dnsmessage.AResource); ok {
+			addrs = append(addrs, net.IP(r.A[:]).String())
+		}
+	}
+	return ans.Header.RCode, strings.Join(addrs, ","), nil
 }
 
 // freeUDPPort is a UDP port of 127.0.0.1 free a moment ago.
@@ -61,8 +68,8 @@ func freeUDPPort(t *testing.T) int {
 }
 
 // startResolver runs a resolver in the foreground until the test ends,
-// and waits until it answers name with rcode.
-func startResolver(t *testing.T, addr string, args []string, name string, rcode dnsmessage.RCode) {
+// waits until it answers name with rcode, and returns its output.
+func startResolver(t *testing.T, addr string, args []string, name string, rcode dnsmessage.RCode) *lockedBuffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
@@ -75,9 +82,9 @@ func startResolver(t *testing.T, addr string, args []string, name string, rcode 
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got, err := dnsAsk(addr, name)
+		got, _, err := dnsAsk(addr, name)
 		if err == nil && got == rcode {
-			return
+			return logs
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not answer %s with %v within 30 s (%v %v):\n%s", args[0], name, rcode, got, err, logs.String())
@@ -164,14 +171,14 @@ func TestBlocklistDocSnippets(t *testing.T) {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		startResolver(t, addr, []string{bin, "-d", "-c", filepath.Join(unboundDir, "unbound.conf")}, "sub.c2.first.example.", dnsmessage.RCodeNameError)
 		report("c2.second.example")
-		if rc, err := dnsAsk(addr, "c2.second.example."); err == nil && rc == dnsmessage.RCodeNameError {
+		if rc, _, err := dnsAsk(addr, "c2.second.example."); err == nil && rc == dnsmessage.RCodeNameError {
 			t.Fatalf("before the cron line ran, c2.second.example: %v", rc)
 		}
 		if out := run(t, cron); out != "" {
 			t.Errorf("the cron line printed (cron would mail it):\n%s", out)
 		}
 		eventually(t, "Unbound reloading the new zone", func() bool {
-			rc, err := dnsAsk(addr, "c2.second.example.")
+			rc, _, err := dnsAsk(addr, "c2.second.example.")
 			return err == nil && rc == dnsmessage.RCodeNameError
 		})
 		// Nothing changed: silent, and the zone is kept.
@@ -185,7 +192,7 @@ func TestBlocklistDocSnippets(t *testing.T) {
 		if out, ok := s.bash(t, t.TempDir(), env, cron); ok || !strings.Contains(out, "401") {
 			t.Errorf("the cron line with a wrong token (ok=%v) printed:\n%s", ok, out)
 		}
-		if rc, err := dnsAsk(addr, "c2.second.example."); err != nil || rc != dnsmessage.RCodeNameError {
+		if rc, _, err := dnsAsk(addr, "c2.second.example."); err != nil || rc != dnsmessage.RCodeNameError {
 			t.Errorf("after a failed fetch, c2.second.example: %v %v", rc, err)
 		}
 	})

@@ -1,15 +1,11 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -138,12 +134,7 @@ func TestBlocklists(t *testing.T) {
 func unboundWithRPZ(t *testing.T, dir, zone string) func(name string) (dnsmessage.RCode, string) {
 	t.Helper()
 	bin := needTool(t, "unbound")
-	l, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.LocalAddr().(*net.UDPAddr).Port
-	l.Close()
+	port := freeUDPPort(t)
 	conf := filepath.Join(dir, "unbound.conf")
 	text := fmt.Sprintf(`server:
   interface: 127.0.0.1
@@ -169,66 +160,12 @@ rpz:
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-d", "-c", conf)
-	logs := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	ask := func(name string) (dnsmessage.RCode, string, error) {
-		q, err := dnsmessage.NewName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg := dnsmessage.Message{Header: dnsmessage.Header{ID: 7, RecursionDesired: true},
-			Questions: []dnsmessage.Question{{Name: q, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}}}
-		pkt, err := msg.Pack()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			return 0, "", err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Write(pkt); err != nil {
-			return 0, "", err
-		}
-		buf := make([]byte, 1500)
-		n, err := c.Read(buf)
-		if err != nil {
-			return 0, "", err
-		}
-		var ans dnsmessage.Message
-		if err := ans.Unpack(buf[:n]); err != nil {
-			return 0, "", err
-		}
-		var addrs []string
-		for _, a := range ans.Answers {
-			if r, ok := a.Body.(*dnsmessage.AResource); ok {
-				addrs = append(addrs, net.IP(r.A[:]).String())
-			}
-		}
-		return ans.Header.RCode, strings.Join(addrs, ","), nil
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, _, err := ask("ok.fine.example."); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("unbound did not answer within 20 s:\n%s", logs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	logs := startResolver(t, addr, []string{bin, "-d", "-c", conf}, "ok.fine.example.", dnsmessage.RCodeSuccess)
 	return func(name string) (dnsmessage.RCode, string) {
-		rc, addrs, err := ask(name)
+		rc, addrs, err := dnsAsk(addr, name)
 		if err != nil {
-			t.Fatalf("asking unbound for %s: %v\n%s", name, err, logs)
+			t.Fatalf("asking unbound for %s: %v\n%s", name, err, logs.String())
 		}
 		return rc, addrs
 	}
