@@ -61,12 +61,19 @@ func CheckKeys(q CheckQuery) ([]string, error) {
 	// The host and its parents, down to (not into) its public suffix: a
 	// report of co.uk or github.io names only that name, never every
 	// name registered under it.
-	for labels := strings.Split(host, "."); len(labels) >= 2; labels = labels[1:] {
-		d := strings.Join(labels, ".")
-		if d != host && ioc.IsPublicSuffix(d) {
+	// The host is canonical (lower case): its suffix is found once, and
+	// each parent is a tail of it.
+	suffix := ""
+	if host != "" {
+		suffix = ioc.PublicSuffix(host)
+	}
+	for d := host; ; {
+		i := strings.IndexByte(d, '.')
+		if i < 0 || d != host && d == suffix {
 			break
 		}
 		keys = append(keys, "domain:"+d)
+		d = d[i+1:]
 	}
 	return keys, nil
 }

@@ -17,6 +17,8 @@ func TestCheckKeysStopAtPublicSuffixes(t *testing.T) {
 		{CheckQuery{ReportType: TypeURL, ResourceIdentifier: "http://a.b.evil.example/other"}, []string{"url:http://a.b.evil.example/other", "domain:a.b.evil.example", "domain:b.evil.example", "domain:evil.example"}},
 		{CheckQuery{ReportType: TypeDomain, ResourceIdentifier: "x.evil.github.io"}, []string{"domain:x.evil.github.io", "domain:evil.github.io"}},
 		{CheckQuery{ReportType: TypeDomain, ResourceIdentifier: "co.uk"}, []string{"domain:co.uk"}},
+		{CheckQuery{ReportType: TypeURL, ResourceIdentifier: "https://A.Evil.GitHub.IO./x"}, []string{"url:https://a.evil.github.io/x", "domain:a.evil.github.io", "domain:evil.github.io"}},
+		{CheckQuery{ReportType: TypeDomain, ResourceIdentifier: "X.Evil.GitHub.IO"}, []string{"domain:x.evil.github.io", "domain:evil.github.io"}},
 		{CheckQuery{ReportType: TypeDomain, ResourceIdentifier: "4.3.2.1.in-addr.arpa"}, []string{"domain:4.3.2.1.in-addr.arpa", "domain:3.2.1.in-addr.arpa", "domain:2.1.in-addr.arpa", "domain:1.in-addr.arpa"}},
 	} {
 		got, err := CheckKeys(c.q)
