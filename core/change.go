@@ -23,3 +23,16 @@ type Change struct {
 	Op       string // "create", "update", "revoke", ...
 	At       time.Time
 }
+
+// ChangeBatch is one page of what the daemon's change-feed follower read,
+// handed to each of its subscribers in order (the block lists, the
+// Suricata rules, the community counts, the SIEM). A batch holds one of:
+//   - Changed: the reports a page of the storage change feed named, in any
+//     state, once each (their counts or records may have moved);
+//   - Published: a page of published changes (verifications, revisions,
+//     disputes, withdrawals) in feed order, each with its report as it is
+//     now stored, stored indicators included: nothing derives them again.
+type ChangeBatch struct {
+	Changed   []string
+	Published []FeedItem
+}

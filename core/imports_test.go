@@ -18,14 +18,17 @@ var layers = map[string]string{
 	"core/ratelimit": "domain", "core/scan": "domain", "core/record": "domain", "core/misp": "domain",
 	"core/webhooks": "domain", "core/firewall": "domain", "core/firewall/npm": "domain",
 	"core/firewall/pypi": "domain", "core/firewall/goproxy": "domain", "core/firewall/registries": "domain",
-	"core/firewall/cargo": "domain", "core/firewall/maven": "domain", "core/firewall/nuget": "domain", "core/firewall/rubygems": "domain", "core/firewall/oci": "domain", "core/sightings": "domain", "core/community": "domain", "core/campaigns": "domain", "core/blocklist": "domain", "core/siem": "client",
+	"core/firewall/cargo": "domain", "core/firewall/maven": "domain", "core/firewall/nuget": "domain", "core/firewall/rubygems": "domain", "core/firewall/oci": "domain", "core/community": "domain", "core/blocklist": "domain", "core/siem": "client",
 	// Leaves: import no threatd package at all.
 	"core/ioc": "leaf", "core/versioning": "leaf",
 	// Outbound HTTP clients of the daemon: net/http, nothing of the
 	// server, storage or plugins.
-	"core/webhooks/delivery": "client", "core/api/registrycache": "client",
+	"core/webhooks/delivery": "client", "core/firewall/cache": "client",
 	// The HTTP server: echo, but storage and formats only through plugins.
 	"core/api": "server", "core/web": "server",
+	// The firewall's HTTP half: echo, mounted by the server, which it
+	// never imports (it gets what it needs as options).
+	"core/firewall/proxy": "proxy",
 	// Test support, imported by tests only.
 	"core/coretest": "test", "core/ioctest": "test",
 }
@@ -43,6 +46,8 @@ var forbidden = map[string][]string{
 		"database/sql", "github.com/knadh/koanf", mod + "plugins", mod + "storage", mod + "stix", mod + "config", mod + "core/api", mod + "core/web"},
 	"server": {"github.com/uptrace/bun", "google.golang.org/grpc", "github.com/hashicorp/go-plugin", "modernc.org/sqlite",
 		mod + "plugins", mod + "storage", mod + "stix"},
+	"proxy": {"github.com/uptrace/bun", "google.golang.org/grpc", "github.com/hashicorp/go-plugin", "modernc.org/sqlite", "database/sql",
+		"github.com/knadh/koanf", mod + "plugins", mod + "storage", mod + "stix", mod + "config", mod + "core/api", mod + "core/web"},
 	"test": {"github.com/labstack/echo", "github.com/uptrace/bun", "google.golang.org/grpc", mod + "plugins", mod + "storage", mod + "core/api", mod + "core/web"},
 }
 

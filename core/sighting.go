@@ -59,8 +59,12 @@ type Sighting struct {
 	ObservedAt time.Time
 	Count      int64
 	Note       string
-	// UserID is who reported it ("" for the daemon's own).
+	// UserID is who reported it ("" for the daemon's own); UserName and
+	// UserEmail are that user's public name and e-mail as they are now,
+	// filled by ListSightings for the reviewers' list.
 	UserID    string
+	UserName  string
+	UserEmail string
 	Auto      bool
 	CreatedAt time.Time
 }
@@ -228,7 +232,8 @@ type SightingStore interface {
 	// verified are skipped.
 	AddSeen(ctx context.Context, seen []SeenCount) error
 	// ListSightings returns one page of a report's sightings, newest
-	// first (q.Limit 1..MaxPage).
+	// first (q.Limit 1..MaxPage), each with its reporter's public name and
+	// e-mail.
 	ListSightings(ctx context.Context, q SightingQuery) (SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
 	CountSightings(ctx context.Context, threatIDs []string) ([]SightingCounts, error)

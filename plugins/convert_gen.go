@@ -1585,6 +1585,8 @@ func sightingToPB(v core.Sighting) *pb.Sighting {
 		Count:      v.Count,
 		Note:       v.Note,
 		UserID:     v.UserID,
+		UserName:   v.UserName,
+		UserEmail:  v.UserEmail,
 		Auto:       v.Auto,
 		CreatedAt:  ts(v.CreatedAt),
 	}
@@ -1604,6 +1606,8 @@ func sightingFromPB(m *pb.Sighting) core.Sighting {
 		Count:      m.Count,
 		Note:       m.Note,
 		UserID:     m.UserID,
+		UserName:   m.UserName,
+		UserEmail:  m.UserEmail,
 		Auto:       m.Auto,
 		CreatedAt:  fromTS(m.CreatedAt),
 	}

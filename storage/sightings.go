@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -336,6 +337,25 @@ func (s *Store) ListSightings(ctx context.Context, q core.SightingQuery) (core.S
 			break
 		}
 		out.Sightings = append(out.Sightings, r.domain())
+	}
+	// Who reported them, by name: one read of the page's users.
+	var ids []string
+	for _, sg := range out.Sightings {
+		if sg.UserID != "" && !slices.Contains(ids, sg.UserID) {
+			ids = append(ids, sg.UserID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var users []userRow
+	if err := s.db.NewSelect().Model(&users).Column("id", "email", "name").Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return core.SightingList{}, err
+	}
+	for i, sg := range out.Sightings {
+		if j := slices.IndexFunc(users, func(u userRow) bool { return u.ID == sg.UserID }); j >= 0 {
+			out.Sightings[i].UserName, out.Sightings[i].UserEmail = users[j].Name, users[j].Email
+		}
 	}
 	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
-	"github.com/threatd/threatd/core/campaigns"
+	"github.com/threatd/threatd/core/community"
 )
 
 // campaignCmd is `threatd campaign`: campaigns of related reports
@@ -36,11 +36,8 @@ func campaignCreateCmd() *cobra.Command {
 				req.Name = nil
 			}
 			return withEnv(cmd, func(e *env) error {
-				camp, err := core.NewCampaign(req, core.SystemReviewer, time.Now())
+				camp, err := community.Campaigns{Store: e.store}.Create(cmd.Context(), community.Operator, req)
 				if err != nil {
-					return friendly(err)
-				}
-				if err := e.store.CreateCampaign(cmd.Context(), camp); err != nil {
 					return friendly(err)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), camp.ID)
@@ -70,11 +67,7 @@ func campaignChangeCmd(add bool) *cobra.Command {
 				req = core.CampaignRequest{Remove: args[1:]}
 			}
 			return withEnv(cmd, func(e *env) error {
-				ch, err := core.NewCampaignChange(args[0], req, time.Now())
-				if err != nil {
-					return friendly(err)
-				}
-				camp, err := e.store.UpdateCampaign(cmd.Context(), ch)
+				camp, err := community.Campaigns{Store: e.store}.Update(cmd.Context(), community.Operator, args[0], req)
 				if err != nil {
 					return friendly(err)
 				}
@@ -146,7 +139,7 @@ func campaignSuggestionsCmd() *cobra.Command {
 				return fmt.Errorf("invalid --limit %d: give a positive number", limit)
 			}
 			return withEnv(cmd, func(e *env) error {
-				res, err := campaigns.Suggest(cmd.Context(), e.store)
+				res, err := community.Suggest(cmd.Context(), e.store)
 				if err != nil {
 					return err
 				}

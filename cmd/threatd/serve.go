@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -18,7 +19,6 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/blocklist"
-	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
@@ -26,7 +26,6 @@ import (
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/siem"
-	"github.com/threatd/threatd/core/sightings"
 	"github.com/threatd/threatd/core/web"
 	"github.com/threatd/threatd/plugins"
 )
@@ -72,13 +71,35 @@ func serve(cmd *cobra.Command, _ []string) error {
 	// change feed, whose review decisions move submitters' records.
 	signals := community.New(e.store, log)
 	// Campaign suggestions, shared by the API and the web site.
-	suggestions := &campaigns.Cache{}
+	suggestions := &community.Suggestions{}
 	// The block lists: every verified report read once in the background,
 	// then each report the change feed brings.
 	lists := blocklist.NewService(e.store, cfg.Blocklists.RPZZone)
 	lists.SetSIDBase(cfg.Blocklists.SuricataSIDBase)
-	idx.Applied = lists.Apply
-	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, OnThreats: signals.ReportsChanged}
+	// The SIEM's syslog messages (siem.syslog.address): firewall decisions
+	// and the change feed's verifications, revisions and withdrawals.
+	var toSIEM *siem.Service
+	if cfg.SIEM.Syslog.Address != "" {
+		tlsConfig, err := siemTLS(cfg.SIEM.Syslog.CAFile)
+		if err != nil {
+			return err
+		}
+		sender, err := siem.NewSender(cfg.SIEM.Syslog.Address, tlsConfig, log)
+		if err != nil {
+			return fmt.Errorf("siem.syslog.address: %w", err)
+		}
+		sender.Dropped = metrics.SIEMDropped
+		go sender.Run(ctx)
+		toSIEM = &siem.Service{Sender: sender, Format: cfg.SIEM.Syslog.Format, Version: version, Community: signals, Log: log}
+	}
+	// The change feed's one fan-out: each page the follower reads goes to
+	// the block lists (and Suricata rules), the community counts and the
+	// SIEM, the published changes with their stored indicators.
+	subscribers := []index.Subscriber{lists, signals}
+	if toSIEM != nil {
+		subscribers = append(subscribers, toSIEM)
+	}
+	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, Subscribers: subscribers}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	// The follower runs from the start: token and user changes apply to the
@@ -217,26 +238,35 @@ func serve(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	// The daemon's own sightings (firewall blocks, scan findings), counted
-	// and written in batches.
-	seen := sightings.New(ctx, e.store, log)
-	defer seen.Wait(10 * time.Second)
-	// The SIEM's syslog messages (siem.syslog.address): firewall decisions
-	// and the change feed's verifications, revisions and withdrawals.
-	var toSIEM *siem.Service
-	if cfg.SIEM.Syslog.Address != "" {
-		tlsConfig, err := siemTLS(cfg.SIEM.Syslog.CAFile)
-		if err != nil {
-			return err
-		}
-		sender, err := siem.NewSender(cfg.SIEM.Syslog.Address, tlsConfig, log)
-		if err != nil {
-			return fmt.Errorf("siem.syslog.address: %w", err)
-		}
-		sender.Dropped = metrics.SIEMDropped
-		go sender.Run(ctx)
-		toSIEM = &siem.Service{Sender: sender, Format: cfg.SIEM.Syslog.Format, Version: version, Community: signals, Log: log}
-		go toSIEM.Follow(ctx, e.store, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	// and written in batches; people's, stored in group commits, this
+	// daemon's answers counting a batch as soon as it is stored (the
+	// others at their next look).
+	seen := community.NewSeen(ctx, e.store, log)
+	var sightingLimiter ratelimit.Taker
+	if hourly != nil {
+		sightingLimiter = ratelimit.Prefixed(hourly, "sightings:")
 	}
+	// The writer outlives ctx: requests still draining at shutdown are stored.
+	people := community.StartSightings(context.WithoutCancel(ctx), community.SightingsOptions{
+		Store: e.store, DisputeVotes: cfg.Community.DisputeVotes, Limiter: sightingLimiter,
+		PerHour: map[core.Tier]int{core.TierFree: cfg.Limits.SightingsPerHour.Free, core.TierPaid: cfg.Limits.SightingsPerHour.Paid},
+		Find: func(ctx context.Context, q core.CheckQuery) (string, error) {
+			res, err := idx.CheckQuery(ctx, q)
+			if err != nil || res.Count == 0 {
+				return "", err
+			}
+			return res.ID.String(), nil
+		},
+		Stored: func(ctx context.Context, ids []string) {
+			for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
+				if err := signals.Refresh(ctx, chunk...); err != nil {
+					log.Warn("community signals: reading the counts of new sightings failed; they show at the next look", "error", err.Error())
+					return
+				}
+			}
+		},
+	})
+	defer seen.Wait(10 * time.Second)
 	if fw != nil {
 		fw.Policy.SetCommunity(signals) // refusals name the reports' campaigns
 		fw.Recorder = firewall.NewRecorder(ctx, e.store, cfg.Firewall.DecisionsKeep, log)
@@ -300,10 +330,8 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Seen:              seen,
 		Community:         signals,
 		Blocklists:        lists,
-		DisputeVotes:      cfg.Community.DisputeVotes,
 		Suggestions:       suggestions,
-		SightingsPerHour:  map[core.Tier]int{core.TierFree: cfg.Limits.SightingsPerHour.Free, core.TierPaid: cfg.Limits.SightingsPerHour.Paid},
-		HourLimiter:       hourly,
+		Sightings:         people,
 		MISP: &misp.Service{Store: e.store, Exporters: exporters, Name: "threatd", Site: localSite(cfg), HashDir: filepath.Join(cfg.DataDir, "cache", "misp-hashes"),
 			Community: signals},
 	}, log, e.store, idx, principals, usage, exporters)

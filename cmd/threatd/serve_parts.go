@@ -19,9 +19,10 @@ import (
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
-	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
+	"github.com/threatd/threatd/core/firewall/proxy"
 	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/webhooks/delivery"
@@ -31,7 +32,7 @@ import (
 // firewallOptions builds the registry firewall of the configuration (nil
 // when firewall.enabled is false): its policy over the index, and its
 // upstream cache under data_dir/firewall-cache.
-func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*api.FirewallOptions, error) {
+func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*proxy.Options, error) {
 	if !cfg.Firewall.Enabled {
 		return nil, nil
 	}
@@ -42,8 +43,8 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 	if err != nil {
 		return nil, err
 	}
-	upstreams := map[string]api.FirewallUpstream{}
-	var origins []registrycache.Origin
+	upstreams := map[string]proxy.Upstream{}
+	var origins []cache.Origin
 	for _, a := range registries.All() {
 		reg := a.Registry()
 		up := cfg.Firewall.Registries[reg]
@@ -59,42 +60,42 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*ap
 				}
 			}
 		}
-		upstreams[reg] = api.FirewallUpstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
-		origins = append(origins, registrycache.Origin{URL: up.Upstream})
+		upstreams[reg] = proxy.Upstream{URL: up.Upstream, Private: up.PrivateUpstream, FileHosts: up.FileHosts}
+		origins = append(origins, cache.Origin{URL: up.Upstream})
 		if up.PrivateUpstream != "" {
-			origins = append(origins, registrycache.Origin{URL: up.PrivateUpstream, Private: true})
+			origins = append(origins, cache.Origin{URL: up.PrivateUpstream, Private: true})
 		}
 		for _, h := range up.FileHosts {
-			origins = append(origins, registrycache.Origin{URL: h})
+			origins = append(origins, cache.Origin{URL: h})
 		}
 	}
-	client, err := registrycache.NewClient(origins, cfg.Firewall.AllowPrivate)
+	client, err := cache.NewClient(origins, cfg.Firewall.AllowPrivate)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := registrycache.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
+	upstreamCache, err := cache.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
 	if err != nil {
 		return nil, err
 	}
-	var ociOpts *api.OCIOptions
+	var ociOpts *proxy.OCIOptions
 	if oc := cfg.Firewall.OCI; oc.Listen != "" {
-		ociOrigins := []registrycache.Origin{{URL: oc.Upstream}}
-		allowed := registrycache.Origins{}
+		ociOrigins := []cache.Origin{{URL: oc.Upstream}}
+		allowed := cache.Origins{}
 		for _, raw := range append([]string{oc.Upstream}, oc.FileHosts...) {
-			ociOrigins = append(ociOrigins, registrycache.Origin{URL: raw})
+			ociOrigins = append(ociOrigins, cache.Origin{URL: raw})
 			if u, err := url.Parse(raw); err == nil {
-				allowed[registrycache.OriginOf(u)] = true
+				allowed[cache.OriginOf(u)] = true
 			}
 		}
-		ociClient, err := registrycache.NewClient(ociOrigins, cfg.Firewall.AllowPrivate)
+		ociClient, err := cache.NewClient(ociOrigins, cfg.Firewall.AllowPrivate)
 		if err != nil {
 			return nil, fmt.Errorf("firewall.oci: %w", err)
 		}
-		ociOpts = &api.OCIOptions{Upstream: oc.Upstream, Client: ociClient, Origins: allowed}
+		ociOpts = &proxy.OCIOptions{Upstream: oc.Upstream, Client: ociClient, Origins: allowed}
 	}
-	return &api.FirewallOptions{
+	return &proxy.Options{
 		OCI:      ociOpts,
-		Adapters: registries.All(), Upstreams: upstreams, Policy: policy, Cache: cache, Recent: firewall.NewRecent(500),
+		Adapters: registries.All(), Upstreams: upstreams, Policy: policy, Cache: upstreamCache, Recent: firewall.NewRecent(500),
 		PerIPPerMinute: cfg.Firewall.PerIPPerMinute, PerTokenPerMinute: cfg.Firewall.PerTokenPerMinute,
 		UpstreamTimeout: cfg.Firewall.UpstreamTimeout, DownloadTimeout: cfg.Firewall.DownloadTimeout, ReviewerWaiverMax: cfg.Firewall.ReviewerWaiverMax,
 	}, nil

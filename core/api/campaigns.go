@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -10,7 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/campaigns"
+	"github.com/threatd/threatd/core/community"
 )
 
 // CampaignJSON is a campaign as the API (and threatd campaign list
@@ -51,18 +52,20 @@ type campaignBody struct {
 	Remove      []string  `json:"remove_threat_ids"`
 }
 
-// reviewerOnly refuses callers who may not change campaigns.
-func reviewerOnly(c *echo.Context) error {
-	if !principal(c).User.Role.CanReview() {
-		return &Error{Status: http.StatusForbidden, Message: "Only reviewers and administrators may change campaigns"}
-	}
-	return nil
+// campaigns is the campaigns' use case, this daemon's records told of
+// each change.
+func (s *Server) campaigns() community.Campaigns {
+	return community.Campaigns{Store: s.store, Changed: func(ctx context.Context) {
+		if err := s.opts.Community.RefreshCampaigns(ctx); err != nil {
+			s.log.Warn("campaigns: reading them again failed; records show the change at the next look", "error", err.Error())
+		}
+	}}
 }
 
 // createCampaign is POST /campaigns (reviewers): 201 with the campaign.
 func (s *Server) createCampaign(c *echo.Context) error {
-	if err := reviewerOnly(c); err != nil {
-		return err
+	if !principal(c).User.Role.CanReview() {
+		return community.NotReviewer{} // before the body is read
 	}
 	var b campaignBody
 	if err := decodeJSON(c, &b); err != nil {
@@ -71,17 +74,8 @@ func (s *Server) createCampaign(c *echo.Context) error {
 	if len(b.Add) > 0 || len(b.Remove) > 0 {
 		return core.Invalid("threat_ids", "a new campaign's reports are threat_ids (add_threat_ids and remove_threat_ids change one)")
 	}
-	camp, err := core.NewCampaign(core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.ThreatIDs},
-		principal(c).User.Name, time.Now())
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	if err := s.store.CreateCampaign(ctx, camp); err != nil {
-		return err
-	}
-	s.campaignsChanged(c)
-	got, err := s.store.GetCampaign(ctx, camp.ID)
+	got, err := s.campaigns().Create(c.Request().Context(), principal(c).User,
+		core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.ThreatIDs})
 	if err != nil {
 		return err
 	}
@@ -90,8 +84,8 @@ func (s *Server) createCampaign(c *echo.Context) error {
 
 // updateCampaign is PATCH /campaigns/{id} (reviewers).
 func (s *Server) updateCampaign(c *echo.Context) error {
-	if err := reviewerOnly(c); err != nil {
-		return err
+	if !principal(c).User.Role.CanReview() {
+		return community.NotReviewer{}
 	}
 	var b campaignBody
 	if err := decodeJSON(c, &b); err != nil {
@@ -100,25 +94,12 @@ func (s *Server) updateCampaign(c *echo.Context) error {
 	if len(b.ThreatIDs) > 0 {
 		return core.Invalid("threat_ids", "change a campaign's reports with add_threat_ids and remove_threat_ids")
 	}
-	ch, err := core.NewCampaignChange(c.Param("id"), core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags,
-		Add: b.Add, Remove: b.Remove}, time.Now())
+	got, err := s.campaigns().Update(c.Request().Context(), principal(c).User, c.Param("id"),
+		core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.Add, Remove: b.Remove})
 	if err != nil {
 		return err
 	}
-	got, err := s.store.UpdateCampaign(c.Request().Context(), ch)
-	if err != nil {
-		return err
-	}
-	s.campaignsChanged(c)
 	return c.JSON(http.StatusOK, CampaignOf(got))
-}
-
-// campaignsChanged makes this daemon's records name the campaigns as they
-// are now (the others read them within a minute).
-func (s *Server) campaignsChanged(c *echo.Context) {
-	if err := s.opts.Community.RefreshCampaigns(c.Request().Context()); err != nil {
-		s.log.Warn("campaigns: reading them again failed; records show the change at the next look", "error", err.Error())
-	}
 }
 
 // getCampaign is GET /campaigns/{id}, any token.
@@ -212,7 +193,7 @@ func (s *Server) campaignSuggestions(c *echo.Context) error {
 	out := make([]suggestionJSON, 0, min(limit, len(res.Suggestions)))
 	for _, sg := range res.Suggestions[:min(limit, len(res.Suggestions))] {
 		j := suggestionJSON{Reason: sg.Reason, Detail: sg.Detail, Size: len(sg.ThreatIDs), ThreatIDs: sg.ThreatIDs}
-		if sg.Reason == campaigns.ReasonText {
+		if sg.Reason == community.ReasonText {
 			sim := sg.Similarity
 			j.Similarity = &sim
 		}

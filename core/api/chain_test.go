@@ -16,9 +16,10 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
+	"github.com/threatd/threatd/core/firewall/proxy"
 	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
@@ -78,12 +79,12 @@ func newChain(t *testing.T, perIP, perToken int) *chainFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := registrycache.Open(t.TempDir(), 0, http.DefaultClient)
+	upstreamCache, err := cache.Open(t.TempDir(), 0, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv.opts.Firewall = &FirewallOptions{Adapters: registries.All(), Policy: policy, Cache: cache,
-		Upstreams: map[string]FirewallUpstream{core.RegistryNPM: {URL: "http://127.0.0.1:1"}, core.RegistryPyPI: {URL: "http://127.0.0.1:1"}, core.RegistryGo: {URL: "http://127.0.0.1:1"}}}
+	f.srv.opts.Firewall = &proxy.Options{Adapters: registries.All(), Policy: policy, Cache: upstreamCache,
+		Upstreams: map[string]proxy.Upstream{core.RegistryNPM: {URL: "http://127.0.0.1:1"}, core.RegistryPyPI: {URL: "http://127.0.0.1:1"}, core.RegistryGo: {URL: "http://127.0.0.1:1"}}}
 	if err := f.srv.index.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/firewall/proxy"
 )
 
 // Error is an HTTP error with an exact JSON body: {"error": …} plus any
@@ -124,10 +126,15 @@ func toHTTPError(err error, maxBody int64) *Error {
 		panic *middleware.PanicStackError
 		sc    echo.HTTPStatusCoder
 		xe    *core.ExporterError
+		nr    *community.NoReportError
+		sl    *community.SightingLimitError
+		pe    *proxy.Error
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &pe):
+		return &Error{Status: pe.Status, Message: pe.Message, Fields: pe.Fields, Headers: pe.Headers, Cause: pe.Cause}
 	case errors.As(err, &rf):
 		return &Error{Status: http.StatusBadRequest, Message: rf.Error(), Fields: map[string]any{"missing": rf.Missing}}
 	case errors.As(err, &capE):
@@ -135,6 +142,10 @@ func toHTTPError(err error, maxBody int64) *Error {
 			"verified_reports": capE.Verified, "unverified_reports": capE.Unverified}}
 	case errors.As(err, &hl):
 		return tooManyRequests(hl.Error(), int((hl.RetryAfter+time.Second-1)/time.Second))
+	case errors.As(err, &sl):
+		return tooManyRequests(sl.Error(), sl.RetryAfter)
+	case errors.As(err, &nr):
+		return &Error{Status: http.StatusNotFound, Message: nr.Error()}
 	case errors.As(err, &step):
 		return &Error{Status: http.StatusInternalServerError, Message: stepMessages[step.Step], Fields: map[string]any{"details": step.Error()}, Cause: err}
 	case errors.As(err, &panic):
@@ -227,4 +238,9 @@ func duplicateError(ce *core.ConflictError) *Error {
 		"registry":         registry,
 		"status":           ce.Meta["status"],
 	}}
+}
+
+// notFound is a 404 naming what is missing.
+func notFound(format string, args ...any) error {
+	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
 }

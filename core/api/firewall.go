@@ -1,140 +1,40 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
 
-	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/oci"
+	"github.com/threatd/threatd/core/firewall/proxy"
 )
 
-// FirewallUpstream is where one registry's packages come from.
-type FirewallUpstream struct {
-	// URL is the public upstream (firewall.<registry>.upstream).
-	URL string
-	// Private is the upstream of the names of firewall.private
-	// (firewall.<registry>.private_upstream): "" = such names are refused.
-	Private string
-	// FileHosts are further origins whose files the upstream's documents
-	// may link to (firewall.<registry>.file_hosts: PyPI's
-	// files.pythonhosted.org).
-	FileHosts []string
-}
-
-// FirewallOptions configure the registry firewall (docs/firewall.md).
-type FirewallOptions struct {
-	// Adapters are the registries served, one adapter each
-	// (core/firewall/registries.All).
-	Adapters []firewall.Adapter
-	// Upstreams maps a registry (npm, pypi, go) to its upstreams.
-	Upstreams map[string]FirewallUpstream
-	Policy    *firewall.Policy
-	Cache     *registrycache.Cache
-	// Recent keeps the latest refusals for the admin page (nil: not kept).
-	Recent *firewall.Recent
-	// Recorder records decisions and held versions; Waivers are the
-	// waivers in force (nil: none).
-	Recorder *firewall.Recorder
-	Waivers  *firewall.WaiverCache
-	// Requests per minute allowed to one client IP and to one token; the
-	// firewall's own budgets, because one install makes hundreds of requests.
-	PerIPPerMinute, PerTokenPerMinute int
-	// OCI is the container image registry on its own listener (nil: off).
-	OCI *OCIOptions
-	// ReviewerWaiverMax is firewall.reviewer_waiver_max (WaiverService).
-	ReviewerWaiverMax time.Duration
-	// UpstreamTimeout bounds fetching a document whole from the upstream
-	// (and the wait for any answer); DownloadTimeout bounds streaming a
-	// file (firewall.upstream_timeout, firewall.download_timeout).
-	UpstreamTimeout, DownloadTimeout time.Duration
-}
-
-// maxDocument bounds an upstream document the firewall reads whole to
-// rewrite (npm package documents, PyPI project pages, Go version lists).
-const maxDocument = 64 << 20
-
-// maxAuditBody bounds npm's bulk-advisory request once decompressed.
-const maxAuditBody = 16 << 20
-
-// proxy is the registry firewall: one pull-through proxy for every
-// registry adapter, leaving out, or refusing, the versions verified
-// reports name. It knows no registry: what a request asks for and how a
-// document is rewritten are the adapter's (core/firewall/<registry>).
-type proxy struct {
-	s       *Server
-	opts    FirewallOptions
-	log     *slog.Logger
-	renders *renderings
-	parsed  *registrycache.LRU[any] // file look-up tables of documents
-	// origins are, per registry, the origins the firewall fetches from.
-	origins map[string]registrycache.Origins
-	// adapters are the registries' adapters, by name.
-	adapters map[string]firewall.Adapter
-	// listings remember when versions appeared (firewall.AuthorTimes).
-	listings *firewall.Listings
-}
-
-// Bounds of the proxy's in-memory caches.
-const parsedBytes = 32 << 20
-
-// firewallRoutes mounts the proxies under {base}/firewall.
+// firewallRoutes mounts the registry firewall (core/firewall/proxy)
+// under {base}/firewall, within the API's authentication, the firewall's
+// token budget and the index's fail-closed start; and builds the image
+// registry's own server when it is on.
 func (s *Server) firewallRoutes(e *echo.Echo) {
-	p := &proxy{s: s, opts: *s.opts.Firewall, log: s.log, parsed: registrycache.NewLRU[any](parsedBytes), origins: map[string]registrycache.Origins{},
-		adapters: map[string]firewall.Adapter{}, listings: firewall.NewListings()}
-	for _, a := range p.opts.Adapters {
-		p.adapters[a.Registry()] = a
-	}
-	if p.opts.UpstreamTimeout <= 0 {
-		p.opts.UpstreamTimeout = time.Minute
-	}
-	if p.opts.DownloadTimeout <= 0 {
-		p.opts.DownloadTimeout = 10 * time.Minute
-	}
-	p.renders = newRenderings(p.opts.Cache)
-	if p.opts.OCI != nil {
-		p.opts.OCI.Handler = s.ociEcho(p)
-	}
-	for reg, up := range p.opts.Upstreams {
-		o := registrycache.Origins{}
-		for _, raw := range append([]string{up.URL, up.Private}, up.FileHosts...) {
-			if u, err := url.Parse(raw); err == nil && raw != "" {
-				o[registrycache.OriginOf(u)] = true
-			}
-		}
-		p.origins[reg] = o
-	}
-	g := e.Group(s.opts.BasePath+"/firewall", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex, firewallHeaders)
-	for _, a := range p.opts.Adapters {
-		h := p.serve(a)
-		g.GET("/"+a.Registry()+"/*", h)
-		g.HEAD("/"+a.Registry()+"/*", h)
-		if au, ok := a.(firewall.Auditor); ok {
-			g.POST("/"+a.Registry()+"/"+au.AuditPath(), p.audit(a, au))
-		}
-	}
-}
-
-// firewallHeaders are on every firewall answer: what it serves comes from
-// an upstream the site's origin does not vouch for, so no browser may
-// sniff it into a page or run it as one (a sandbox without scripts).
-func firewallHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		h := c.Response().Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-		return next(c)
+	p := proxy.New(*s.opts.Firewall, proxy.Host{
+		BasePath: s.opts.BasePath,
+		Log:      s.log,
+		Who:      func(c *echo.Context) string { return principal(c).User.Email },
+		Record:   func(c *echo.Context, t core.Threat) any { return s.toRecord(t, principal(c)) },
+		Charge:   s.chargeFirewall,
+		Blocked:  s.opts.Metrics.firewallBlocked,
+		Rendered: s.opts.Metrics.firewallRendered,
+		Index:    s.index,
+		Pins:     s.store,
+	})
+	p.Mount(e.Group(s.opts.BasePath+"/firewall", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex))
+	if s.opts.Firewall.OCI != nil {
+		s.opts.Firewall.OCI.Handler = s.ociEcho(p)
 	}
 }
 
@@ -162,226 +62,71 @@ func (s *Server) chargeFirewall(c *echo.Context, cost int, hint string) error {
 	})
 }
 
-// tail is the escaped path below prefix ("/firewall/npm/").
-func (p *proxy) tail(c *echo.Context, registry string) string {
-	return strings.TrimPrefix(c.Request().URL.EscapedPath(), p.s.opts.BasePath+"/firewall/"+registry+"/")
+// ociEcho is the OCI registry's own server: /v2/ with the firewall's
+// authentication (Basic with the token as the password, as docker login
+// and skopeo --creds send it), budgets and fail-closed start.
+func (s *Server) ociEcho(p *proxy.Proxy) *echo.Echo {
+	e := echo.NewWithConfig(echo.Config{
+		Logger:                       s.log,
+		HTTPErrorHandler:             ociErrorHandler(s.log),
+		IPExtractor:                  ipExtractor(s.opts.TrustedProxies),
+		NoGroupAutoRegister404Routes: true,
+	})
+	e.Pre(
+		middleware.RequestID(),
+		requestLog(s.log, s.opts.AccessLog, s.opts.Metrics),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
+		headerLimit,
+	)
+	e.Use(proxy.Headers, proxy.OCIHeaders, s.ociIPLimit)
+	p.MountOCI(e, e.Group("/v2", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex))
+	return e
 }
 
-// base is the firewall's own URL for registry as the client reached it.
-func (p *proxy) base(c *echo.Context, registry string) string {
-	return c.Scheme() + "://" + c.Request().Host + p.s.opts.BasePath + "/firewall/" + registry
+// ociIPLimit is the per-IP limit of the firewall (firewall.per_ip_per_minute):
+// every path of the image registry is the firewall's.
+func (s *Server) ociIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.ipLimit(func(string) bool { return true }, next)
 }
 
-// upstream is the upstream URL, without a final slash, that v's package
-// comes from: the public upstream, or for a private name the private one.
-// A private name without a private upstream is refused (404 naming the
-// setting): it is never fetched from the public registry, where a decoy
-// of the same name would install.
-func (p *proxy) upstream(registry string, v firewall.Verdict) (string, error) {
-	up := p.opts.Upstreams[registry]
-	if !v.Private {
-		return strings.TrimSuffix(up.URL, "/"), nil
-	}
-	if up.Private == "" {
-		return "", &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(
-			"%s is a private name (firewall.private.%s) and firewall.%s.private_upstream is not set: the firewall never fetches a private name from the public registry, where a decoy of it would install",
-			v.Name, registry, registry)}
-	}
-	return strings.TrimSuffix(up.Private, "/"), nil
-}
-
-// lookup returns the verdict for a package; a name the firewall cannot
-// judge is refused.
-func (p *proxy) lookup(c *echo.Context, registry, name string) (firewall.Verdict, error) {
-	return p.opts.Policy.Lookup(c.Request().Context(), registry, name)
-}
-
-// cannotJudge is the 400 of a request the firewall cannot judge
-// (*firewall.Unjudgeable): text/plain for plain clients (the go command)
-// unless JSON is asked for.
-func cannotJudge(c *echo.Context, err error, plain bool) error {
-	var u *firewall.Unjudgeable
-	if !errors.As(err, &u) {
-		return err
-	}
-	if plain && !strings.Contains(c.Request().Header.Get("Accept"), "json") {
-		return plainAnswer(c, http.StatusBadRequest, u.Error())
-	}
-	return &Error{Status: http.StatusBadRequest, Message: u.Error()}
-}
-
-// plainAnswer answers status with a text/plain body (none to a HEAD).
-func plainAnswer(c *echo.Context, status int, text string) error {
-	if c.Request().Method == http.MethodHead {
-		c.Response().Header().Set("Content-Type", "text/plain; charset=utf-8")
-		return c.NoContent(status)
-	}
-	return c.String(status, text+"\n")
-}
-
-// unreachable is the 502 of an upstream that did not answer, or answered
-// too slowly.
-func (p *proxy) unreachable(registry string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Status: http.StatusBadGateway, Cause: err,
-			Message: fmt.Sprintf("The %s upstream registry did not answer in time (firewall.upstream_timeout, firewall.download_timeout); try again later", registry)}
-	}
-	if errors.Is(err, registrycache.ErrNotAllowed) {
-		return &Error{Status: http.StatusBadGateway, Cause: err,
-			Message: fmt.Sprintf("The %s upstream pointed the firewall at a host it does not fetch from (%v); only firewall.%s.upstream, private_upstream and file_hosts are fetched",
-				registry, errors.Unwrap(err), registry)}
-	}
-	return &Error{Status: http.StatusBadGateway,
-		Message: fmt.Sprintf("The %s upstream registry did not answer; try again later", registry), Cause: err}
-}
-
-// unreadable is the 502 of an upstream document the firewall cannot parse.
-func (p *proxy) unreadable(registry string, err error) error {
-	return &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The %s upstream answered a document the firewall cannot read: %v", registry, err)}
-}
-
-// fetch gets rawURL from the upstream through the cache: only from the
-// registry's origins (a document's link to any other host is refused), a
-// failure to reach it is a 502.
-func (p *proxy) fetch(ctx context.Context, registry, rawURL, accept string) (*registrycache.Response, error) {
-	o := p.origins[registry]
-	if !o.Allows(rawURL) {
-		host := rawURL
-		if u, err := url.Parse(rawURL); err == nil {
-			host = registrycache.OriginOf(u)
+// ociErrorHandler writes errors in the distribution spec's shape
+// ({"errors": [{"code", "message", "detail"}]}); a 401 carries the Basic
+// challenge docker and skopeo answer with credentials.
+func ociErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(c *echo.Context, err error) {
+		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
+			return
 		}
-		return nil, p.unreachable(registry, fmt.Errorf("%w: %s", registrycache.ErrNotAllowed, host))
-	}
-	res, err := p.opts.Cache.Get(registrycache.WithOrigins(ctx, o), rawURL, accept)
-	if err != nil {
-		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, ctx.Err()
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			err = &Error{Status: http.StatusBadRequest, Message: u.Error()}
 		}
-		return nil, p.unreachable(registry, err)
-	}
-	return res, nil
-}
-
-// Media types the firewall serves upstream answers as; never the
-// upstream's own, which could make a page of the site's origin.
-const (
-	typeFile = "application/octet-stream"
-	typeJSON = "application/json"
-	typeText = "text/plain; charset=utf-8"
-)
-
-// passThrough answers with an upstream answer other than a document the
-// firewall rewrites: its status and body, as contentType ("" = the
-// upstream's type when it is one of keep, else JSON when the upstream says
-// JSON, else plain text), never any other upstream type, nor Location
-// (redirects are followed by the firewall, only to its origins).
-func passThrough(c *echo.Context, res *registrycache.Response, contentType string, keep ...string) error {
-	defer res.Body.Close()
-	h := c.Response().Header()
-	if contentType == "" {
-		contentType = typeText
-		mt, _, err := mime.ParseMediaType(res.Header.Get("Content-Type"))
-		switch {
-		case err != nil:
-		case slices.Contains(keep, mt):
-			contentType = res.Header.Get("Content-Type")
-		case strings.HasSuffix(mt, "/json") || strings.HasSuffix(mt, "+json"):
-			contentType = typeJSON
+		e := toHTTPError(err, 0)
+		if e.Status >= 500 {
+			log.Error("request failed", "status", e.Status, "error", err.Error(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		}
-	}
-	h.Set("Content-Type", contentType)
-	for _, k := range []string{"Content-Length", "Content-Encoding", "Last-Modified"} {
-		if v := res.Header.Get(k); v != "" {
-			h.Set(k, v)
+		for k, v := range e.Headers {
+			c.Response().Header().Set(k, v)
 		}
-	}
-	status := res.Status
-	if status >= 300 && status < 400 && status != http.StatusNotModified {
-		// A redirect the firewall did not follow (more than 5): never
-		// handed to the client, who would go around the firewall.
-		return &Error{Status: http.StatusBadGateway, Message: "The upstream answered a redirect the firewall did not follow"}
-	}
-	c.Response().WriteHeader(status)
-	if c.Request().Method == http.MethodHead {
-		return nil
-	}
-	_, err := io.Copy(c.Response(), res.Body)
-	return err
-}
-
-// readDocument reads an upstream document whole, refusing one larger than
-// maxDocument rather than serving part of it.
-func (p *proxy) readDocument(registry string, res *registrycache.Response) ([]byte, error) {
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxDocument+1))
-	if err != nil {
-		return nil, p.unreachable(registry, err)
-	}
-	if len(b) > maxDocument {
-		return nil, &Error{Status: http.StatusBadGateway,
-			Message: fmt.Sprintf("The %s upstream document is larger than the firewall reads (%d MiB)", registry, maxDocument>>20)}
-	}
-	return b, nil
-}
-
-// fetchDocument fetches and reads a document whole within the upstream
-// timeout; an answer other than 200 is returned unread (res != nil).
-func (p *proxy) fetchDocument(ctx context.Context, registry, rawURL, accept string) ([]byte, *registrycache.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.UpstreamTimeout)
-	defer cancel()
-	res, err := p.fetch(ctx, registry, rawURL, accept)
-	if err != nil {
-		return nil, nil, err
-	}
-	if res.Status != http.StatusOK {
-		// Read within the timeout too: a trickling error page must not
-		// hold the request.
-		b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		if err != nil {
-			return nil, nil, p.unreachable(registry, err)
+		code := map[int]string{http.StatusUnauthorized: "UNAUTHORIZED", http.StatusForbidden: "DENIED", http.StatusNotFound: "NAME_UNKNOWN",
+			http.StatusBadRequest: "NAME_INVALID", http.StatusTooManyRequests: "TOOMANYREQUESTS", http.StatusMethodNotAllowed: "UNSUPPORTED"}[e.Status]
+		if code == "" {
+			code = "UNAVAILABLE"
+			if e.Status < 500 {
+				code = "UNSUPPORTED"
+			}
 		}
-		res.Body = io.NopCloser(strings.NewReader(string(b)))
-		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil, res, nil
+		if e.Status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="threatd"`)
+		}
+		var detail any
+		if ids, ok := e.Fields["threat_ids"]; ok {
+			detail = map[string]any{"threat_ids": ids, "rule": e.Fields["rule"]}
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(e.Status)
+			return
+		}
+		_ = c.Blob(e.Status, "application/json", oci.ErrorBody(code, e.Message, detail))
 	}
-	b, err := p.readDocument(registry, res)
-	return b, nil, err
-}
-
-// stream answers an upstream file (a tarball, wheel or module zip) as
-// bytes of a fixed type, within firewall.download_timeout.
-func (p *proxy) stream(c *echo.Context, registry, rawURL, contentType string) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), p.opts.DownloadTimeout)
-	defer cancel()
-	res, err := p.fetch(ctx, registry, rawURL, "")
-	if err != nil {
-		return err
-	}
-	return passThrough(c, res, contentType)
-}
-
-// forward answers with the upstream's answer to rawURL as passThrough
-// types it, within the upstream timeout.
-func (p *proxy) forward(c *echo.Context, registry, rawURL, accept, contentType string, keep ...string) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), p.opts.UpstreamTimeout)
-	defer cancel()
-	res, err := p.fetch(ctx, registry, rawURL, accept)
-	if err != nil {
-		return err
-	}
-	return passThrough(c, res, contentType, keep...)
-}
-
-// remember keeps v of size bytes in l unless it would take more than an
-// eighth of the bound: one huge document must not empty the cache.
-func remember[V any](l *registrycache.LRU[V], max int64, key string, v V, size int64) {
-	if size <= max/8 {
-		l.Add(key, v, size)
-	}
-}
-
-// notFound is a 404 naming what is missing.
-func notFound(format string, args ...any) error {
-	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
 }

@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
+	"github.com/threatd/threatd/core/firewall/proxy"
 	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
@@ -156,16 +157,16 @@ func buildFirewallFixture(t testing.TB) (*fwFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := registrycache.NewClient([]registrycache.Origin{{URL: f.up.URL}}, false)
+	client, err := cache.NewClient([]cache.Origin{{URL: f.up.URL}}, false)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := registrycache.Open(filepath.Join(dir, "cache"), 64<<20, client)
+	upstreamCache, err := cache.Open(filepath.Join(dir, "cache"), 64<<20, client)
 	if err != nil {
 		return nil, err
 	}
-	srv.opts.Firewall = &FirewallOptions{Adapters: registries.All(), Policy: policy, Cache: cache, UpstreamTimeout: 5 * time.Second, DownloadTimeout: 5 * time.Second,
-		Upstreams: map[string]FirewallUpstream{core.RegistryNPM: {URL: f.up.URL}, core.RegistryPyPI: {URL: f.up.URL + "/simple"}, core.RegistryGo: {URL: f.up.URL}}}
+	srv.opts.Firewall = &proxy.Options{Adapters: registries.All(), Policy: policy, Cache: upstreamCache, UpstreamTimeout: 5 * time.Second, DownloadTimeout: 5 * time.Second,
+		Upstreams: map[string]proxy.Upstream{core.RegistryNPM: {URL: f.up.URL}, core.RegistryPyPI: {URL: f.up.URL + "/simple"}, core.RegistryGo: {URL: f.up.URL}}}
 	if err := srv.index.Load(ctx); err != nil {
 		return nil, err
 	}

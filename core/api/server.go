@@ -4,12 +4,10 @@
 package api
 
 import (
-	"context"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,14 +16,13 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/blocklist"
-	"github.com/threatd/threatd/core/campaigns"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/feed"
+	"github.com/threatd/threatd/core/firewall/proxy"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/scan"
-	"github.com/threatd/threatd/core/sightings"
 	"github.com/threatd/threatd/core/taxii"
 )
 
@@ -60,7 +57,7 @@ type Options struct {
 	// (nil: the API makes its own).
 	Latest *index.Latest
 	// Seen counts the daemon's own sightings (scan findings; nil: none).
-	Seen *sightings.Seen
+	Seen *community.Seen
 	// Community is the daemon's copy of the community signals, added to
 	// every record (nil: none, the base confidence).
 	Community *community.View
@@ -68,17 +65,12 @@ type Options struct {
 	Blocklists *blocklist.Service
 	// Suggestions keeps the campaign suggestions, shared with the web
 	// site (nil: the API keeps its own).
-	Suggestions *campaigns.Cache
-	// DisputeVotes is community.dispute_votes: the counted false-positive
-	// votes that put a verified report back in review (0: never).
-	DisputeVotes int
-	// SightingsPerHour bounds the sightings one user sends an hour, by
-	// tier (0: no limit); HourLimiter counts them (nil: this daemon
-	// alone, in memory).
-	SightingsPerHour map[core.Tier]int
-	HourLimiter      ratelimit.Taker
+	Suggestions *community.Suggestions
+	// Sightings adds people's sightings (POST /sightings); the daemon
+	// starts it (nil: 503).
+	Sightings *community.Sightings
 	// Firewall configures the registry firewall (nil: not served).
-	Firewall *FirewallOptions
+	Firewall *proxy.Options
 	// MISP serves the MISP feed under {base}/misp/ (nil: not served).
 	MISP *misp.Service
 	// Mount adds routes outside the base path (the web site, core/web) to
@@ -93,25 +85,21 @@ type Options struct {
 
 // Server holds what the handlers need.
 type Server struct {
-	opts       Options
-	log        *slog.Logger
-	accounts   *core.Accounts
-	reports    *core.Reports
-	paid       *feed.Service
-	selections *core.Selections
-	exporters  core.Exporters
-	usage      *feed.Usage
-	index      *index.Index
-	// sightings stores people's sightings in group commits.
-	sightings    *sightings.Writer
+	opts         Options
+	log          *slog.Logger
+	accounts     *core.Accounts
+	reports      *core.Reports
+	paid         *feed.Service
+	selections   *core.Selections
+	exporters    core.Exporters
+	usage        *feed.Usage
+	index        *index.Index
 	principals   *index.Principals
 	store        core.Store
 	ipLimiter    ratelimit.Taker
 	tokenLimiter ratelimit.Taker
-	// hourLimiter counts each user's sightings of the hour.
-	hourLimiter ratelimit.Taker
 	// suggestions are the last campaign suggestions.
-	suggestions *campaigns.Cache
+	suggestions *community.Suggestions
 	started     time.Time
 	latest      *index.Latest
 	taxii       *taxii.Service
@@ -135,36 +123,22 @@ func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, pri
 		store:        store,
 		ipLimiter:    ratelimit.New(time.Minute),
 		tokenLimiter: ratelimit.New(time.Minute),
-		hourLimiter:  ratelimit.New(time.Hour),
 		started:      time.Now(),
 	}
 	if s.opts.ScanMaxBytes <= 0 {
 		s.opts.ScanMaxBytes = scan.DefaultMaxBytes
 	}
-	// This daemon's answers count a batch's sightings as soon as it is
-	// stored (the others at their next look).
-	s.sightings = sightings.NewWriter(context.Background(), store, opts.DisputeVotes, func(ctx context.Context, ids []string) {
-		for chunk := range slices.Chunk(ids, core.MaxGetThreats) {
-			if err := s.opts.Community.Refresh(ctx, chunk...); err != nil {
-				s.log.Warn("community signals: reading the counts of new sightings failed; they show at the next look", "error", err.Error())
-				return
-			}
-		}
-	})
 	s.taxii.Community = opts.Community
 	s.suggestions = opts.Suggestions
 	if s.suggestions == nil {
-		s.suggestions = &campaigns.Cache{}
+		s.suggestions = &community.Suggestions{}
 	}
 	s.latest = opts.Latest
 	if s.latest == nil {
 		s.latest = index.NewLatest(idx, store)
 	}
-	if opts.HourLimiter != nil {
-		s.hourLimiter = prefixed{opts.HourLimiter, "sightings:"}
-	}
 	if opts.Limiter != nil {
-		s.ipLimiter, s.tokenLimiter = prefixed{opts.Limiter, "ip:"}, prefixed{opts.Limiter, "token:"}
+		s.ipLimiter, s.tokenLimiter = ratelimit.Prefixed(opts.Limiter, "ip:"), ratelimit.Prefixed(opts.Limiter, "token:")
 	}
 	return s.echo()
 }
@@ -221,14 +195,4 @@ func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
 		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
-}
-
-// prefixed shares one Taker between the per-IP and per-token limits.
-type prefixed struct {
-	ratelimit.Taker
-	prefix string
-}
-
-func (p prefixed) Take(key string, limit, cost int) ratelimit.Result {
-	return p.Taker.Take(p.prefix+key, limit, cost)
 }

@@ -114,10 +114,23 @@ func (s *Service) Fill(ctx context.Context) error {
 // first read has read.
 func (s *Service) Filled() (bool, int64) { return s.filled.Load(), s.read.Load() }
 
+// ReportsChanged hears of a batch of the change feed (the follower's
+// subscriber): each published change's report, as now stored with its
+// stored indicators, changes the lists and the rules.
+func (s *Service) ReportsChanged(b core.ChangeBatch) {
+	if len(b.Published) == 0 {
+		return
+	}
+	ts := make([]core.Threat, len(b.Published))
+	for i, it := range b.Published {
+		ts[i] = it.Threat
+	}
+	s.Apply(ts)
+}
+
 // Apply changes the lists for reports as they are now stored (a
-// verification, a revision, a withdrawal): the change feed's follower
-// calls it with the reports it applied. A report read without its
-// indicators has them worked out again.
+// verification, a revision, a withdrawal), each with its stored
+// indicators: nothing here derives them again.
 func (s *Service) Apply(ts []core.Threat) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,11 +141,6 @@ func (s *Service) Apply(ts []core.Threat) {
 		if t.Status != core.StatusVerified {
 			s.set.Remove(t.ID)
 			continue
-		}
-		if t.IOCs == nil {
-			// Read without its stored indicators (the follower's
-			// read): worked out again, as storage did when it stored it.
-			t.IOCs = core.ExtractIOCs(t)
 		}
 		s.set.Put(t.ID, t.Version, Of(t))
 	}

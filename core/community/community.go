@@ -1,6 +1,9 @@
-// Package community keeps, in each daemon, what the community says of
-// verified reports besides their content (docs/api/records.md, "Community
-// signals"): their sighting counts, from which their confidence follows.
+// Package community is the community signals of verified reports, one
+// feature: people's and the daemon's own sightings (seen.go, sightings.go),
+// each daemon's view of their counts, from which a record's confidence
+// follows (this file, docs/api/records.md, "Community signals"), campaigns
+// and their suggestions (campaigns.go, suggest.go, text.go), and
+// submitters' profiles and reputation (profiles.go, reputation.go).
 // Records are rendered with it as they are answered, so that a sighting
 // never rewrites a report or the index's copy of its record.
 //
@@ -96,14 +99,16 @@ type View struct {
 // RecordsSoonest spaces the reads of the records that changes ask for.
 const RecordsSoonest = 2 * time.Second
 
-// ReportsChanged says that reports changed; the change feed's follower
-// calls it as it applies their changes. Their counts are read again at
-// once (a dispute opened or closed anywhere, a decision this daemon's web
-// site just made), and their submitters' records at the next look.
-func (v *View) ReportsChanged(ids []string) {
-	if v == nil {
+// ReportsChanged hears of a batch of the change feed (the follower's
+// subscriber): the reports a page of changes named have their counts read
+// again at once (a dispute opened or closed anywhere, a decision this
+// daemon's web site just made), and their submitters' records at the next
+// look. Published changes say nothing new to it.
+func (v *View) ReportsChanged(b core.ChangeBatch) {
+	if v == nil || len(b.Changed) == 0 {
 		return
 	}
+	ids := b.Changed
 	v.stale.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

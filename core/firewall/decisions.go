@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/sightings"
+	"github.com/threatd/threatd/core/community"
 )
 
 // DecisionJSON is a decision as the API, the CLI and webhook events show
@@ -68,7 +68,7 @@ type Recorder struct {
 
 	// Seen counts the reports of malicious decisions as seen sightings
 	// (nil: not counted).
-	Seen *sightings.Seen
+	Seen *community.Seen
 
 	keep    time.Duration
 	dropped atomic.Int64

@@ -17,9 +17,18 @@ type Follower struct {
 	Index      *Index
 	Principals *Principals
 	Log        *slog.Logger
-	// OnThreats, when set, is told of the reports each catch-up applied
-	// (the community signals read their submitters' records again).
-	OnThreats func(ids []string)
+	// Subscribers hear, in order, of each page the follower read: the
+	// reports a page of changes named once the index has applied it, and
+	// every published change after the follower's first catch-up, with
+	// its report and stored indicators (core.ChangeBatch). The one
+	// fan-out of the change feed: a subscriber must not block.
+	Subscribers []Subscriber
+
+	// feedPos is the position in the published feed the subscribers have
+	// heard up to (set at the first catch-up: what was published before
+	// the daemon started is not told again).
+	feedPos    core.FeedEvent
+	feedPosSet bool
 
 	// early is the feed position of the principal cache while the index
 	// loads (taken at the first Catch, when earlySet): token and user
@@ -98,6 +107,50 @@ func (f *Follower) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// Subscriber is told of what the follower read (Follower.Subscribers).
+type Subscriber interface {
+	ReportsChanged(b core.ChangeBatch)
+}
+
+// publishedPage is how many published changes one read takes.
+const publishedPage = 1000
+
+// tell hands b to every subscriber.
+func (f *Follower) tell(b core.ChangeBatch) {
+	for _, s := range f.Subscribers {
+		s.ReportsChanged(b)
+	}
+}
+
+// published reads the published changes after the subscribers' position
+// and tells them, a page at a time. It reads nothing without subscribers.
+func (f *Follower) published(ctx context.Context) error {
+	if len(f.Subscribers) == 0 {
+		return nil
+	}
+	if !f.feedPosSet {
+		pos, err := f.Store.LastFeedEvent(ctx, time.Now().Add(24*time.Hour))
+		if err != nil {
+			return err
+		}
+		f.feedPos, f.feedPosSet = pos, true
+		return nil
+	}
+	for {
+		items, err := f.Store.Feed(ctx, core.FeedQuery{AfterAt: f.feedPos.At, AfterSeq: f.feedPos.Seq, Limit: publishedPage})
+		if err != nil {
+			return err
+		}
+		if len(items) > 0 {
+			f.feedPos = items[len(items)-1].Event
+			f.tell(core.ChangeBatch{Published: items})
+		}
+		if len(items) < publishedPage {
+			return nil
+		}
+	}
+}
+
 // Catch applies every change committed since the index's position. While
 // the index is still loading, it applies token and user changes only, from
 // the feed position of its first call; once the index is loaded, everything
@@ -105,7 +158,10 @@ func (f *Follower) Run(ctx context.Context, interval time.Duration) {
 // an invalidation applied twice is harmless).
 func (f *Follower) Catch(ctx context.Context) error {
 	if ready, _, _ := f.Index.Progress(); ready {
-		return f.drain(ctx, &f.Index.lastSeq, true)
+		if err := f.drain(ctx, &f.Index.lastSeq, true); err != nil {
+			return err
+		}
+		return f.published(ctx)
 	}
 	if !f.earlySet {
 		st, err := f.Store.Stats(ctx)
@@ -115,7 +171,10 @@ func (f *Follower) Catch(ctx context.Context) error {
 		f.early.Store(st.LastSeq)
 		f.earlySet = true
 	}
-	return f.drain(ctx, &f.early, false)
+	if err := f.drain(ctx, &f.early, false); err != nil {
+		return err
+	}
+	return f.published(ctx)
 }
 
 // drain applies the changes after pos, advancing it; threat changes only
@@ -157,8 +216,8 @@ func (f *Follower) drain(ctx context.Context, pos *atomic.Int64, threats bool) e
 		// The others told once the index's position has moved past the
 		// page (telling them reads storage: the position, and the
 		// threatd_change_feed_seq metric, would lag the index meanwhile).
-		if f.OnThreats != nil && len(ids) > 0 {
-			f.OnThreats(ids)
+		if len(ids) > 0 {
+			f.tell(core.ChangeBatch{Changed: ids})
 		}
 		if len(changes) < 1000 {
 			return nil

@@ -51,10 +51,6 @@ type Index struct {
 	// spillFailure is why the spill file cannot be written now (nil: it
 	// can; spillhealth.go).
 	spillFailure atomic.Pointer[string]
-	// Applied, when set (before the follower runs), is given the reports
-	// each catch-up read, as they are now stored (the block lists follow
-	// them without reading them again).
-	Applied func([]core.Threat)
 }
 
 // Version changes whenever the set of verified reports or one of them
@@ -364,9 +360,6 @@ func (x *Index) applyAll(ctx context.Context, threatIDs []string) error {
 			}
 		}
 		x.spillChanged(ts)
-		if x.Applied != nil {
-			x.Applied(ts)
-		}
 		threatIDs = threatIDs[n:]
 	}
 	return nil

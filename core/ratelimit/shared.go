@@ -112,3 +112,16 @@ var (
 	_ Taker = (*Limiter)(nil)
 	_ Taker = (*Shared)(nil)
 )
+
+// Prefixed is t with every key prefixed: several limits share one set of
+// counters (the shared store's) without their keys meeting.
+func Prefixed(t Taker, prefix string) Taker { return prefixed{t, prefix} }
+
+type prefixed struct {
+	Taker
+	prefix string
+}
+
+func (p prefixed) Take(key string, limit, cost int) Result {
+	return p.Taker.Take(p.prefix+key, limit, cost)
+}

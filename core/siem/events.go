@@ -1,7 +1,6 @@
 package siem
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -74,12 +73,6 @@ func labelled(ext []KV) []KV {
 	return out
 }
 
-// Feed is what the change feed is read from.
-type Feed interface {
-	Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error)
-	LastFeedEvent(ctx context.Context, to time.Time) (core.FeedEvent, error)
-}
-
 // Service turns events into messages for one receiver.
 type Service struct {
 	Sender    *Sender
@@ -115,53 +108,18 @@ func (s *Service) send(e Event) {
 	s.Sender.Send(Message(e, s.Format, s.Version, host, pid))
 }
 
-// feedPage is how many published changes one read takes.
-const feedPage = 1000
-
-// Follow sends every verification, revision and withdrawal published
-// after it starts (by any process on the database), polling every
-// interval until ctx ends.
-func (s *Service) Follow(ctx context.Context, feed Feed, interval time.Duration) {
-	var pos core.FeedEvent
-	for {
-		var err error
-		if pos, err = feed.LastFeedEvent(ctx, time.Now().Add(24*time.Hour)); err == nil {
-			break
-		}
-		s.Log.Warn("siem: reading the change feed's position failed; retrying", "error", err.Error())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
+// ReportsChanged hears of a batch of the change feed (the follower's
+// subscriber): every verification, revision and withdrawal published
+// after the daemon started (by any process on the database) is sent, in
+// feed order.
+func (s *Service) ReportsChanged(b core.ChangeBatch) {
+	if s == nil {
+		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for {
-			q := core.FeedQuery{AfterAt: pos.At, AfterSeq: pos.Seq, Limit: feedPage}
-			items, err := feed.Feed(ctx, q)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.Log.Warn("siem: reading the change feed failed; retrying", "error", err.Error())
-				}
-				break
-			}
-			for _, it := range items {
-				pos = it.Event
-				switch it.Event.Kind {
-				case core.ChangeVerified, core.ChangeRevised, core.ChangeWithdrawn:
-					s.send(ThreatEvent(it.Event, it.Threat, core.CommunityOf(s.Community, it.Threat)))
-				}
-			}
-			if len(items) < feedPage {
-				break
-			}
+	for _, it := range b.Published {
+		switch it.Event.Kind {
+		case core.ChangeVerified, core.ChangeRevised, core.ChangeWithdrawn:
+			s.send(ThreatEvent(it.Event, it.Threat, core.CommunityOf(s.Community, it.Threat)))
 		}
 	}
 }

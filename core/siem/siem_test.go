@@ -184,28 +184,10 @@ func TestLongMessagesBounded(t *testing.T) {
 	}
 }
 
-// feed is a change feed: a position at start, then the changes after it.
-type feed struct {
-	start core.FeedEvent
-	items []core.FeedItem
-}
-
-func (f *feed) LastFeedEvent(context.Context, time.Time) (core.FeedEvent, error) { return f.start, nil }
-
-func (f *feed) Feed(_ context.Context, q core.FeedQuery) ([]core.FeedItem, error) {
-	var out []core.FeedItem
-	for _, it := range f.items {
-		if it.Event.At.After(q.AfterAt) || it.Event.At.Equal(q.AfterAt) && it.Event.Seq > q.AfterSeq {
-			out = append(out, it)
-		}
-	}
-	return out[:min(len(out), q.Limit)], nil
-}
-
-// Follow sends the verifications, revisions and withdrawals published
-// after it starts (not a dispute, nothing from before), in order, while
-// firewall decisions are sent from other goroutines.
-func TestServiceFollow(t *testing.T) {
+// The follower's batches: the verifications, revisions and withdrawals are
+// sent (not a dispute), in order, while firewall decisions are sent from
+// other goroutines.
+func TestServiceReportsChanged(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -220,12 +202,16 @@ func TestServiceFollow(t *testing.T) {
 	go s.Run(ctx)
 	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 	th := core.Threat{ID: "t1", ReportType: core.TypeDomain, ResourceIdentifier: "c2.example"}
-	f := &feed{start: core.FeedEvent{Seq: 2, At: at.Add(time.Millisecond)}}
-	for i, kind := range []string{core.ChangeVerified, core.ChangeVerified, core.ChangeVerified, core.ChangeDisputed, core.ChangeRevised, core.ChangeWithdrawn} {
-		f.items = append(f.items, core.FeedItem{Event: core.FeedEvent{Seq: int64(i + 1), At: at.Add(time.Duration(i) * time.Millisecond), Kind: kind, ThreatID: "t1"}, Threat: th})
+	var items []core.FeedItem
+	for i, kind := range []string{core.ChangeVerified, core.ChangeDisputed, core.ChangeRevised, core.ChangeWithdrawn} {
+		items = append(items, core.FeedItem{Event: core.FeedEvent{Seq: int64(i + 1), At: at.Add(time.Duration(i) * time.Millisecond), Kind: kind, ThreatID: "t1"}, Threat: th})
 	}
 	svc := &Service{Sender: s, Format: FormatCEF, Version: "1", Log: quiet}
-	go svc.Follow(ctx, f, 10*time.Millisecond)
+	go func() {
+		svc.ReportsChanged(core.ChangeBatch{Changed: []string{"t1"}})
+		svc.ReportsChanged(core.ChangeBatch{Published: items[:2]})
+		svc.ReportsChanged(core.ChangeBatch{Published: items[2:]})
+	}()
 	for range 3 {
 		go svc.Decision(core.FirewallDecision{Time: at, Ecosystem: "npm", Name: "x", Version: "1", Rule: core.RuleMalicious, Action: core.ActionBlock})
 	}

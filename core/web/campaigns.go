@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/campaigns"
+	"github.com/threatd/threatd/core/community"
 )
 
 // campaignsShown bounds the campaigns the reviewers' page lists.
@@ -26,13 +26,16 @@ type campaignRefresher interface {
 	RefreshCampaigns(ctx context.Context) error
 }
 
-// campaignsChanged refreshes this daemon's records after a change.
-func (s *Site) campaignsChanged(ctx context.Context) {
-	if r, ok := s.opts.Community.(campaignRefresher); ok {
-		if err := r.RefreshCampaigns(ctx); err != nil {
-			s.log.Warn("campaigns: reading them again failed; records show the change at the next look", "error", err.Error())
+// campaigns is the campaigns' use case, this daemon's records told of
+// each change.
+func (s *Site) campaigns() community.Campaigns {
+	return community.Campaigns{Store: s.store, Changed: func(ctx context.Context) {
+		if r, ok := s.opts.Community.(campaignRefresher); ok {
+			if err := r.RefreshCampaigns(ctx); err != nil {
+				s.log.Warn("campaigns: reading them again failed; records show the change at the next look", "error", err.Error())
+			}
 		}
-	}
+	}}
 }
 
 // reviewCampaigns is /review/campaigns (reviewers): the campaigns, a form
@@ -73,15 +76,11 @@ func threatIDs(v string) []string {
 func (s *Site) createCampaign(c *echo.Context) error {
 	f, _ := c.FormValues()
 	name, desc := f.Get("name"), f.Get("description")
-	camp, err := core.NewCampaign(core.CampaignRequest{Name: &name, Description: &desc, Add: threatIDs(f.Get("threat_ids"))},
-		viewerOf(c).User.Name, time.Now())
-	if err == nil {
-		err = s.store.CreateCampaign(c.Request().Context(), camp)
-	}
+	camp, err := s.campaigns().Create(c.Request().Context(), viewerOf(c).User,
+		core.CampaignRequest{Name: &name, Description: &desc, Add: threatIDs(f.Get("threat_ids"))})
 	if err != nil {
 		return s.campaignFormError(c, err)
 	}
-	s.campaignsChanged(c.Request().Context())
 	s.setFlash(c, "ok", fmt.Sprintf("Campaign “%s” made with %s.", camp.Name, core.Count(len(camp.ThreatIDs), "report", "reports")))
 	return c.Redirect(http.StatusSeeOther, "/campaigns/"+camp.ID)
 }
@@ -128,12 +127,8 @@ func (s *Site) changeCampaign(c *echo.Context) error {
 		return s.errorPage(c, http.StatusBadRequest, "action: must be edit, add or remove")
 	}
 	ctx := c.Request().Context()
-	ch, err := core.NewCampaignChange(c.Param("id"), req, time.Now())
-	var camp core.Campaign
-	if err == nil {
-		camp, err = s.store.UpdateCampaign(ctx, ch)
-		s.forgetCampaign(c.Param("id"))
-	}
+	camp, err := s.campaigns().Update(ctx, viewerOf(c).User, c.Param("id"), req)
+	s.forgetCampaign(c.Param("id"))
 	var fe *core.FieldError
 	var nf *core.NotFoundError
 	switch {
@@ -148,17 +143,16 @@ func (s *Site) changeCampaign(c *echo.Context) error {
 	case err != nil:
 		return err
 	}
-	s.campaignsChanged(ctx)
 	s.setFlash(c, "ok", fmt.Sprintf("Campaign “%s” has %s.", camp.Name, core.Count(len(camp.ThreatIDs), "report", "reports")))
 	return c.Redirect(http.StatusSeeOther, "/campaigns/"+camp.ID)
 }
 
 // suggestionName is the name a suggestion's form proposes.
-func suggestionName(sg campaigns.Suggestion) string {
+func suggestionName(sg community.Suggestion) string {
 	switch sg.Reason {
-	case campaigns.ReasonTag:
+	case community.ReasonTag:
 		return sg.Detail
-	case campaigns.ReasonIndicator:
+	case community.ReasonIndicator:
 		return "Reports naming " + sg.Detail
 	}
 	return fmt.Sprintf("%d near-identical reports", len(sg.ThreatIDs))

@@ -25,7 +25,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/campaigns"
+	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ratelimit"
@@ -57,7 +57,7 @@ const (
 type Options struct {
 	// Suggestions keeps the campaign suggestions, shared with the API
 	// (nil: the site keeps its own).
-	Suggestions *campaigns.Cache
+	Suggestions *community.Suggestions
 	// Community says what the community says of reports (nil: nothing).
 	Community core.Communities
 	// Signup is SignupOpen (anyone may create an account) or SignupClosed
@@ -99,7 +99,7 @@ type Site struct {
 	camps    *pageCache[core.Campaign]
 	// suggestions are the campaign suggestions (Options.Suggestions, or
 	// the site's own).
-	suggestions *campaigns.Cache
+	suggestions *community.Suggestions
 	log         *slog.Logger
 	store       core.Store
 	accounts    *core.Accounts
@@ -164,7 +164,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 		csrfKey:     []byte(secret),
 		cop:         http.NewCrossOriginProtection(),
 		markdown:    renderMarkdown,
-		suggestions: cmp.Or(opts.Suggestions, &campaigns.Cache{}),
+		suggestions: cmp.Or(opts.Suggestions, &community.Suggestions{}),
 		boards:      newPageCache[[]core.LeaderboardEntry](leaderboardTTL),
 		profiles:    newPageCache[[]profileView](leaderboardTTL),
 		camps:       newPageCache[core.Campaign](campaignTTL),

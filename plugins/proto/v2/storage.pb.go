@@ -8444,6 +8444,8 @@ type Sighting struct {
 	Count         int64                  `protobuf:"varint,6,opt,name=Count,proto3" json:"Count,omitempty"`
 	Note          string                 `protobuf:"bytes,7,opt,name=Note,proto3" json:"Note,omitempty"`
 	UserID        string                 `protobuf:"bytes,8,opt,name=UserID,proto3" json:"UserID,omitempty"`
+	UserName      string                 `protobuf:"bytes,11,opt,name=UserName,proto3" json:"UserName,omitempty"`
+	UserEmail     string                 `protobuf:"bytes,12,opt,name=UserEmail,proto3" json:"UserEmail,omitempty"`
 	Auto          bool                   `protobuf:"varint,9,opt,name=Auto,proto3" json:"Auto,omitempty"`
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=CreatedAt,proto3" json:"CreatedAt,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -8532,6 +8534,20 @@ func (x *Sighting) GetNote() string {
 func (x *Sighting) GetUserID() string {
 	if x != nil {
 		return x.UserID
+	}
+	return ""
+}
+
+func (x *Sighting) GetUserName() string {
+	if x != nil {
+		return x.UserName
+	}
+	return ""
+}
+
+func (x *Sighting) GetUserEmail() string {
+	if x != nil {
+		return x.UserEmail
 	}
 	return ""
 }
@@ -11322,7 +11338,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\fDisputeQuery\x12D\n" +
 	"\x0fAfterDisputedAt\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0fAfterDisputedAt\x12\x18\n" +
 	"\aAfterID\x18\x02 \x01(\tR\aAfterID\x12\x14\n" +
-	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"\xae\x02\n" +
+	"\x05Limit\x18\x03 \x01(\x03R\x05Limit\"\xe8\x02\n" +
 	"\bSighting\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1a\n" +
 	"\bThreatID\x18\x02 \x01(\tR\bThreatID\x12\x12\n" +
@@ -11333,7 +11349,9 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"ObservedAt\x12\x14\n" +
 	"\x05Count\x18\x06 \x01(\x03R\x05Count\x12\x12\n" +
 	"\x04Note\x18\a \x01(\tR\x04Note\x12\x16\n" +
-	"\x06UserID\x18\b \x01(\tR\x06UserID\x12\x12\n" +
+	"\x06UserID\x18\b \x01(\tR\x06UserID\x12\x1a\n" +
+	"\bUserName\x18\v \x01(\tR\bUserName\x12\x1c\n" +
+	"\tUserEmail\x18\f \x01(\tR\tUserEmail\x12\x12\n" +
 	"\x04Auto\x18\t \x01(\bR\x04Auto\x128\n" +
 	"\tCreatedAt\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tCreatedAt\"\x81\x01\n" +

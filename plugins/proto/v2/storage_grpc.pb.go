@@ -382,7 +382,8 @@ type StorageClient interface {
 	// verified are skipped.
 	AddSeen(ctx context.Context, in *AddSeenRequest, opts ...grpc.CallOption) (*AddSeenReply, error)
 	// ListSightings returns one page of a report's sightings, newest
-	// first (q.Limit 1..MaxPage).
+	// first (q.Limit 1..MaxPage), each with its reporter's public name and
+	// e-mail.
 	ListSightings(ctx context.Context, in *SightingQuery, opts ...grpc.CallOption) (*SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
 	CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error)
@@ -1965,7 +1966,8 @@ type StorageServer interface {
 	// verified are skipped.
 	AddSeen(context.Context, *AddSeenRequest) (*AddSeenReply, error)
 	// ListSightings returns one page of a report's sightings, newest
-	// first (q.Limit 1..MaxPage).
+	// first (q.Limit 1..MaxPage), each with its reporter's public name and
+	// e-mail.
 	ListSightings(context.Context, *SightingQuery) (*SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
 	CountSightings(*CountSightingsRequest, grpc.ServerStreamingServer[SightingCounts]) error

@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const maxWarnings = 10
 // needsFacts says whether a package's versions are judged by more than
 // their reports: a quarantine window, or install scripts the adapter
 // reads.
-func (p *proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
+func (p *Proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
 	fs, ok := a.(firewall.FactSource)
 	if !ok || v.Private {
 		return false
@@ -46,7 +46,7 @@ func (p *proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
 //
 // have, when not nil, is what the document being rendered lists: used
 // when it is the facts document itself.
-func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions []string, listing bool, have ...firewall.Published) (map[string]firewall.Facts, error) {
+func (p *Proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions []string, listing bool, have ...firewall.Published) (map[string]firewall.Facts, error) {
 	fs := a.(firewall.FactSource)
 	reg, name := v.Registry, v.Name
 	now := time.Now()
@@ -149,7 +149,7 @@ func (p *proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 // published reads the versions and times of one upstream document, kept
 // while it is. A document the upstream does not have, or that cannot be
 // read, gives none, and ok false.
-func (p *proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, accept, name string) (ps []firewall.Published, ok bool, err error) {
+func (p *Proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, accept, name string) (ps []firewall.Published, ok bool, err error) {
 	ps, res, err := parsedDocument(ctx, p, reg, docURL, accept, "facts", func(doc firewall.Document) ([]firewall.Published, error) {
 		doc.Name = name
 		ps, err := a.Versions(doc)
@@ -181,7 +181,7 @@ type renderingKey struct{}
 // and waivers judge the version reports name (firewall.VersionKeys: a
 // RubyGems platform's 1.0.0-java is 1.0.0); the quarantine the version as
 // listed, which has its own publish time.
-func (p *proxy) ruling(v firewall.Verdict, listed string, facts map[string]firewall.Facts) firewall.Ruling {
+func (p *Proxy) ruling(v firewall.Verdict, listed string, facts map[string]firewall.Facts) firewall.Ruling {
 	now := time.Now()
 	f := facts[listed]
 	version := listed
@@ -203,7 +203,7 @@ func (p *proxy) ruling(v firewall.Verdict, listed string, facts map[string]firew
 }
 
 // versionFacts reads the facts of one version when its package needs them.
-func (p *proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions ...string) (map[string]firewall.Facts, error) {
+func (p *Proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions ...string) (map[string]firewall.Facts, error) {
 	if !p.needsFacts(a, v) {
 		return nil, nil
 	}
@@ -212,7 +212,7 @@ func (p *proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall
 
 // decided records a decision about one version (an artifact or a
 // document of it alone) and sets the warning headers of the answer.
-func (p *proxy) decided(c *echo.Context, v firewall.Verdict, version string, r firewall.Ruling) {
+func (p *Proxy) decided(c *echo.Context, v firewall.Verdict, version string, r firewall.Ruling) {
 	if !r.Recorded() {
 		return
 	}
@@ -222,9 +222,8 @@ func (p *proxy) decided(c *echo.Context, v firewall.Verdict, version string, r f
 			h.Add("X-Threatd-Warning", headerText(w))
 		}
 	}
-	who := principal(c)
 	d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
-		Until: r.Until, User: who.User.Email, ClientIP: c.RealIP()}
+		Until: r.Until, User: p.host.Who(c), ClientIP: c.RealIP()}
 	if purl := core.PackagePurl(core.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
 		d.Purl = purl + "@" + url.PathEscape(version)
 	}
@@ -246,7 +245,7 @@ func headerText(s string) string {
 
 // refuseRuling answers a refused version: a report's refusal as before,
 // a hold as the 403 of docs/firewall.md with its rule and end.
-func (p *proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verdict, version string, r firewall.Ruling) error {
+func (p *Proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verdict, version string, r firewall.Ruling) error {
 	p.decided(c, v, version, r)
 	if r.Rule == core.RuleMalicious && r.Blocked != nil {
 		return p.refuseAs(c, rt, r.Blocked)
@@ -255,7 +254,7 @@ func (p *proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verd
 	if !r.Until.IsZero() {
 		fields["until"] = r.Until.UTC().Format(time.RFC3339)
 	}
-	p.log.Info("firewall held a package", "user", principal(c).User.Email, "registry", v.Registry, "package", v.Name, "version", version, "rule", r.Rule)
+	p.log.Info("firewall held a package", "user", p.host.Who(c), "registry", v.Registry, "package", v.Name, "version", version, "rule", r.Rule)
 	err := &Error{Status: http.StatusForbidden, Message: r.Message, Fields: fields}
 	switch rt.Refusal {
 	case firewall.RefusePlain:
@@ -277,7 +276,7 @@ type listing struct {
 	expires  time.Time
 }
 
-func (p *proxy) judgeOf(v firewall.Verdict, facts map[string]firewall.Facts, l *listing) firewall.Judge {
+func (p *Proxy) judgeOf(v firewall.Verdict, facts map[string]firewall.Facts, l *listing) firewall.Judge {
 	return func(version string) (bool, string) {
 		r := p.ruling(v, version, facts)
 		l.mu.Lock()

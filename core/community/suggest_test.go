@@ -1,4 +1,4 @@
-package campaigns
+package community
 
 import (
 	"archive/zip"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/coretest"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // store is a test double of the port: the texts, groups and members it is
@@ -22,6 +23,16 @@ type store struct {
 	texts   []core.ReportText
 	groups  []core.IndicatorGroup
 	members []core.CampaignMember
+	iocs    map[string][]ioc.IOC // a report's stored indicators
+}
+
+func (s store) GetThreat(_ context.Context, id string) (core.Threat, error) {
+	for _, r := range s.texts {
+		if r.ID == id {
+			return core.Threat{ID: r.ID, ResourceIdentifier: r.ResourceIdentifier, IOCs: s.iocs[id]}, nil
+		}
+	}
+	return core.Threat{}, core.ErrNotFound
 }
 
 func (s store) SharedIndicatorGroups(context.Context, core.IndicatorGroupQuery) ([]core.IndicatorGroup, error) {
@@ -76,10 +87,16 @@ func TestSuggest(t *testing.T) {
 		huge[i] = fmt.Sprintf("h%04d", i)
 	}
 	st := store{texts: texts, groups: []core.IndicatorGroup{
-		{Key: "domain:c2.worm.example", ThreatIDs: []string{"w0", "w1"}},
-		{Key: "domain:covered.example", ThreatIDs: []string{"w2", "w3"}},
-		{Key: "domain:everywhere.example", ThreatIDs: huge},
-	}, members: []core.CampaignMember{{ThreatID: "w2", Ref: core.CampaignRef{ID: "c1"}}, {ThreatID: "w3", Ref: core.CampaignRef{ID: "c1"}}}}
+		// As storage groups them: by the look-up key, a hash.
+		{Key: ioc.Key(ioc.Domain, "c2.worm.invalid"), ThreatIDs: []string{"w0", "w1"}},
+		{Key: ioc.Key(ioc.URL, "http://covered.invalid/x"), ThreatIDs: []string{"w2", "w3"}},
+		{Key: ioc.Key(ioc.Hash, strings.Repeat("ab", 32)), ThreatIDs: []string{"w3", "w4"}},
+		{Key: ioc.Key(ioc.Domain, "everywhere.invalid"), ThreatIDs: huge},
+	}, members: []core.CampaignMember{{ThreatID: "w2", Ref: core.CampaignRef{ID: "c1"}}, {ThreatID: "w3", Ref: core.CampaignRef{ID: "c1"}}},
+		iocs: map[string][]ioc.IOC{
+			"w0": {{Type: ioc.URL, Value: "http://c2.worm.invalid/gate", Confidence: ioc.ConfidenceHigh}, {Type: ioc.Domain, Value: "c2.worm.invalid", Confidence: ioc.ConfidenceHigh}},
+			"w3": {{Type: ioc.Hash, Value: strings.Repeat("ab", 32), Confidence: ioc.ConfidenceHigh}},
+		}}
 	res, err := Suggest(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
@@ -102,13 +119,20 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("near-duplicate detail %q, similarity %v", s.Detail, s.Similarity)
 		}
 	}
-	if !slices.Equal(got[ReasonIndicator+" domain c2.worm.example"], []string{"w0", "w1"}) {
-		t.Errorf("shared indicator: %v", got)
+	// Each shared indicator is named, never by its look-up key.
+	if !slices.Equal(got[ReasonIndicator+" domain c2.worm.invalid"], []string{"w0", "w1"}) ||
+		!slices.Equal(got[ReasonIndicator+" hash "+strings.Repeat("ab", 32)], []string{"w3", "w4"}) {
+		t.Errorf("shared indicators: %v", got)
+	}
+	for _, s := range res.Suggestions {
+		if s.Reason == ReasonIndicator && strings.Contains(s.Detail, ioc.Key(ioc.Domain, "c2.worm.invalid")) {
+			t.Errorf("a suggestion named by its key: %q", s.Detail)
+		}
 	}
 	if !slices.Equal(got[ReasonTag+" lazarus"], []string{"t1", "t2"}) {
 		t.Errorf("campaign tag: %v", got)
 	}
-	if len(res.Suggestions) != 3 || res.Covered != 1 || len(res.TooLarge) != 1 || res.TooLarge[0].Size != MaxGroup+1 || res.Reports != len(texts) {
+	if len(res.Suggestions) != 4 || res.Covered != 1 || len(res.TooLarge) != 1 || res.TooLarge[0].Size != MaxGroup+1 || res.Reports != len(texts) {
 		t.Errorf("result: %d suggestions, %d covered, too large %v, %d reports", len(res.Suggestions), res.Covered, res.TooLarge, res.Reports)
 	}
 	if res.Suggestions[0].Reason != ReasonText {

@@ -1,10 +1,10 @@
-// Package registrycache is the registry firewall's cache of upstream
+// Package cache is the registry firewall's cache of upstream
 // registry answers: it fetches upstream documents and
 // files through a shared on-disk HTTP cache bounded in bytes: a response is
 // kept when its Cache-Control lets a shared cache keep it, served while it
 // is fresh, revalidated with its ETag or Last-Modified when it is stale,
 // and the least recently used responses are dropped past the bound.
-package registrycache
+package cache
 
 import (
 	"context"

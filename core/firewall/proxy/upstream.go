@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"github.com/labstack/echo/v5"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/threatd/threatd/core/api/registrycache"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
 )
 
 // at is the URL of an upstream path below up: up/path, or for a Based
 // adapter (NuGet) the upstream setting's URL itself for "", and a path
 // below one of the bases its service index names for BasePrefix+key/rest.
-func (p *proxy) at(ctx context.Context, a firewall.Adapter, up, path string) (string, error) {
+func (p *Proxy) at(ctx context.Context, a firewall.Adapter, up, path string) (string, error) {
 	b, ok := a.(firewall.Based)
 	if !ok {
 		return up + "/" + path, nil
@@ -47,7 +47,7 @@ func (p *proxy) at(ctx context.Context, a firewall.Adapter, up, path string) (st
 
 // bases are what a Based adapter reads of its upstream's root document,
 // kept while the document is.
-func (p *proxy) bases(ctx context.Context, a firewall.Adapter, b firewall.Based, up string) (map[string]string, error) {
+func (p *Proxy) bases(ctx context.Context, a firewall.Adapter, b firewall.Based, up string) (map[string]string, error) {
 	reg := a.Registry()
 	bases, res, err := parsedDocument(ctx, p, reg, up, "", "bases", func(doc firewall.Document) (map[string]string, error) {
 		m, err := b.Bases(doc)
@@ -74,7 +74,7 @@ func (p *proxy) bases(ctx context.Context, a firewall.Adapter, b firewall.Based,
 
 // verdictAt is what reports say of a package and the upstream it comes
 // from (Lookup, then upstream).
-func (p *proxy) verdictAt(ctx context.Context, reg, name string) (firewall.Verdict, string, error) {
+func (p *Proxy) verdictAt(ctx context.Context, reg, name string) (firewall.Verdict, string, error) {
 	v, err := p.opts.Policy.Lookup(ctx, reg, name)
 	if err != nil {
 		return v, "", err
@@ -87,7 +87,7 @@ func (p *proxy) verdictAt(ctx context.Context, reg, name string) (firewall.Verdi
 // way (Route.Readings): the one whose package lists its version. When
 // several do, a reading that is refused is answered (the same bytes are
 // refused under any of their names); when none does, 404.
-func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) (firewall.Route, error) {
+func (p *Proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) (firewall.Route, error) {
 	reg := a.Registry()
 	ctx := c.Request().Context()
 	var listed []firewall.Route
@@ -149,7 +149,7 @@ func (p *proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 // name is listed as it is (its own document is refused); any other
 // failure to judge by reports fails the listing: it never lists what it
 // could not judge. held gathers when the first hold ends.
-func (p *proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *listing) (map[string]firewall.Judge, error) {
+func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *listing) (map[string]firewall.Judge, error) {
 	reg := a.Registry()
 	out := map[string]firewall.Judge{}
 	var mu sync.Mutex
@@ -208,7 +208,7 @@ const listingFactsTime = 20 * time.Second
 
 // renderedInfo is a package's document of a Listing (RubyGems' /info) as
 // the firewall serves it, rendered (and kept) as a request for it would be.
-func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall.Listing, name string) ([]byte, error) {
+func (p *Proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall.Listing, name string) ([]byte, error) {
 	reg := a.Registry()
 	rt, ok, err := a.Route(firewall.Request{Path: l.InfoPath(name)})
 	if err != nil || !ok || rt.Kind != firewall.Metadata {
@@ -232,7 +232,7 @@ func (p *proxy) renderedInfo(ctx context.Context, a firewall.Adapter, l firewall
 // computed from them (a listing's checksums, a checksum file): a
 // rendering that links to the firewall would differ by client, and is an
 // error.
-func (p *proxy) renderedBytes(ctx context.Context, reg, docURL, accept, decidedBy string, render renderFunc) ([]byte, time.Time, error) {
+func (p *Proxy) renderedBytes(ctx context.Context, reg, docURL, accept, decidedBy string, render renderFunc) ([]byte, time.Time, error) {
 	d, err := p.render(ctx, reg, strings.Join([]string{reg, docURL, accept, decidedBy}, "\x00"), docURL, accept, render)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -257,7 +257,7 @@ func (p *proxy) renderedBytes(ctx context.Context, reg, docURL, accept, decidedB
 
 // files is the table of the files a metadata document lists, read by the
 // adapter and kept while the document is.
-func (p *proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, accept, name string) (map[string]firewall.File, *registrycache.Response, error) {
+func (p *Proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, accept, name string) (map[string]firewall.File, *cache.Response, error) {
 	return parsedDocument(ctx, p, reg, docURL, accept, "files", func(doc firewall.Document) (map[string]firewall.File, error) {
 		doc.Name = name
 		table, err := fl.Files(doc)
@@ -278,7 +278,7 @@ func (p *proxy) files(ctx context.Context, fl firewall.FileLister, reg, docURL, 
 // kept (as kind, by the document's version) while the document is: read
 // whole within the upstream timeout and the rendering budget, parsed
 // once. An answer other than 200 is returned unread (res != nil).
-func parsedDocument[T any](ctx context.Context, p *proxy, reg, docURL, accept, kind string, parse func(firewall.Document) (T, error), size func(T) int64) (T, *registrycache.Response, error) {
+func parsedDocument[T any](ctx context.Context, p *Proxy, reg, docURL, accept, kind string, parse func(firewall.Document) (T, error), size func(T) int64) (T, *cache.Response, error) {
 	var zero T
 	// The common case: the document is fresh in the cache and was parsed
 	// already; nothing to fetch, no file opened.

@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (o *ociProxy) blocking(ctx context.Context, req oci.Request, served string,
 	if ts := rep.Tags[ref]; len(ts) > 0 {
 		// Refused by its tag: what the tag resolves to now is pinned too.
 		if _, err := o.resolveAndPin(ctx, req, ref, ts); err != nil {
-			o.s.log.Warn("firewall: pinning what a reported tag resolves to failed", "image", req.Name+":"+ref, "error", err.Error())
+			o.p.log.Warn("firewall: pinning what a reported tag resolves to failed", "image", req.Name+":"+ref, "error", err.Error())
 		}
 		return ts, nil
 	}
@@ -145,7 +145,7 @@ func (o *ociProxy) resolveAndPin(ctx context.Context, req oci.Request, tag strin
 	}
 	o.mu.Unlock()
 	if len(pins) > 0 {
-		if err := o.s.store.PinDigests(ctx, pins); err != nil {
+		if err := o.p.host.Pins.PinDigests(ctx, pins); err != nil {
 			return ds, err
 		}
 	}
@@ -179,7 +179,7 @@ func (o *ociProxy) pinnedBlocking(ctx context.Context, rep oci.Reported, asked f
 	}
 	o.mu.Unlock()
 	if len(ids) > 0 {
-		pins, err := o.s.store.PinnedDigests(ctx, ids[:min(len(ids), core.MaxGetThreats)])
+		pins, err := o.p.host.Pins.PinnedDigests(ctx, ids[:min(len(ids), core.MaxGetThreats)])
 		if err != nil {
 			return nil, err
 		}

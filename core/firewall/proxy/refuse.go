@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"encoding/json"
@@ -19,29 +19,29 @@ import (
 // metrics, logged with the token's user, kept for the admin page. plain
 // answers text/plain, for clients that show only such bodies (the go
 // command), unless the request accepts JSON.
-func (p *proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
-	who := principal(c)
+func (p *Proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
+	who := p.host.Who(c)
 	ids := b.ThreatIDs()
-	p.log.Warn("firewall blocked a package", "user", who.User.Email, "registry", b.Registry,
+	p.log.Warn("firewall blocked a package", "user", who, "registry", b.Registry,
 		"package", b.Name, "version", b.Version, "threat_ids", ids)
-	if m := p.s.opts.Metrics; m != nil {
-		m.firewallBlocked(b.Registry)
+	if p.host.Blocked != nil {
+		p.host.Blocked(b.Registry)
 	}
 	if p.opts.Recent != nil {
-		p.opts.Recent.Add(firewall.Event{Time: time.Now(), User: who.User.Email, Registry: b.Registry, Name: b.Name, Version: b.Version, ThreatIDs: ids})
+		p.opts.Recent.Add(firewall.Event{Time: time.Now(), User: who, Registry: b.Registry, Name: b.Name, Version: b.Version, ThreatIDs: ids})
 	}
 	if plain && !strings.Contains(c.Request().Header.Get("Accept"), "json") {
 		return plainAnswer(c, http.StatusForbidden, b.Message())
 	}
 	return &Error{Status: http.StatusForbidden, Message: b.Message(),
-		Fields: map[string]any{"rule": core.RuleMalicious, "threat_ids": ids, "details": p.s.toRecord(b.Threats[0], who)}}
+		Fields: map[string]any{"rule": core.RuleMalicious, "threat_ids": ids, "details": p.host.Record(c, b.Threats[0])}}
 }
 
 // refuseWithReason is refuse for clients that print only the status
 // line of a failed download (pip, through requests): over HTTP/1.1 the
 // status line's reason phrase carries the refusal's message. The body is
 // the same JSON (none to a HEAD).
-func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
+func (p *Proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
 	if c.Request().ProtoMajor != 1 {
 		return p.refuse(c, b, false)
 	}
@@ -55,13 +55,13 @@ func (p *proxy) refuseWithReason(c *echo.Context, b *firewall.Blocked) error {
 
 // refuseErrorWithReason writes fe with its message as the reason phrase
 // over HTTP/1.1 (refuseWithReason).
-func (p *proxy) refuseErrorWithReason(c *echo.Context, fe *Error) error {
+func (p *Proxy) refuseErrorWithReason(c *echo.Context, fe *Error) error {
 	r := c.Request()
 	if r.ProtoMajor != 1 {
 		return fe
 	}
 	err := error(fe)
-	body, jerr := json.Marshal(fe.body())
+	body, jerr := json.Marshal(fe.Body())
 	if jerr != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (p *proxy) refuseErrorWithReason(c *echo.Context, fe *Error) error {
 }
 
 // refuseAs writes a refusal as the route's registry wants it.
-func (p *proxy) refuseAs(c *echo.Context, rt firewall.Route, b *firewall.Blocked) error {
+func (p *Proxy) refuseAs(c *echo.Context, rt firewall.Route, b *firewall.Blocked) error {
 	switch rt.Refusal {
 	case firewall.RefusePlain:
 		return p.refuse(c, b, true)

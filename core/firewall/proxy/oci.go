@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,11 +14,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
-	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/threatd/threatd/core"
-	"github.com/threatd/threatd/core/api/registrycache"
-	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
 	"github.com/threatd/threatd/core/firewall/oci"
 )
 
@@ -31,8 +28,9 @@ type OCIOptions struct {
 	// Client fetches from Origins only: the upstream, its token service
 	// and the hosts its blobs redirect to (firewall.oci.file_hosts).
 	Client  *http.Client
-	Origins registrycache.Origins
-	// Handler is set by New: the registry, to serve on firewall.oci.listen.
+	Origins cache.Origins
+	// Handler is set by the server that mounts the firewall: the
+	// registry, to serve on firewall.oci.listen.
 	Handler http.Handler
 }
 
@@ -47,8 +45,7 @@ const (
 // reported images refused, reported tags left out of tag lists, blobs
 // streamed, the upstream's token challenge answered.
 type ociProxy struct {
-	s    *Server
-	p    *proxy
+	p    *Proxy
 	opts *OCIOptions
 	// tokens are the upstream's bearer tokens by repository; resolved
 	// what a tag or an index resolves to, kept a short while.
@@ -76,25 +73,21 @@ const (
 	resolvedFor    = time.Minute
 )
 
-// ociEcho is the OCI registry's own server: /v2/ with the firewall's
-// authentication (Basic with the token as the password, as docker login
-// and skopeo --creds send it), budgets and fail-closed start.
-func (s *Server) ociEcho(p *proxy) *echo.Echo {
-	o := &ociProxy{s: s, p: p, opts: s.opts.Firewall.OCI, tokens: map[string]ociToken{}, resolved: map[string]ociResolved{}, pins: map[string]ociPinned{}}
-	e := echo.NewWithConfig(echo.Config{
-		Logger:                       s.log,
-		HTTPErrorHandler:             ociErrorHandler(s.log),
-		IPExtractor:                  ipExtractor(s.opts.TrustedProxies),
-		NoGroupAutoRegister404Routes: true,
-	})
-	e.Pre(
-		middleware.RequestID(),
-		requestLog(s.log, s.opts.AccessLog, s.opts.Metrics),
-		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
-		headerLimit,
-	)
-	e.Use(firewallHeaders, ociHeaders, s.ociIPLimit)
-	g := e.Group("/v2", s.authenticateWith(true), s.firewallTokenLimit, s.requireIndex)
+// newOCI is the image registry of p, with opts.
+func newOCI(p *Proxy, opts *OCIOptions) *ociProxy {
+	return &ociProxy{p: p, opts: opts, tokens: map[string]ociToken{}, resolved: map[string]ociResolved{}, pins: map[string]ociPinned{}}
+}
+
+// MountOCI adds the image registry's routes to e, its requests below /v2
+// through g (the server's group, its authentication, budgets and
+// fail-closed start around them: Basic with the token as the password, as
+// docker login and skopeo --creds send it). Nothing when the image
+// registry is off.
+func (p *Proxy) MountOCI(e *echo.Echo, g *echo.Group) {
+	if p.oci == nil {
+		return
+	}
+	o := p.oci
 	g.GET("", o.serve)
 	g.HEAD("", o.serve)
 	g.GET("/*", o.serve)
@@ -104,62 +97,13 @@ func (s *Server) ociEcho(p *proxy) *echo.Echo {
 			return &Error{Status: http.StatusMethodNotAllowed, Message: "The firewall's registry is read-only: push to the upstream registry"}
 		})
 	}
-	return e
 }
 
-// ociHeaders: every answer says it is a distribution registry.
-func ociHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// OCIHeaders: every answer says it is a distribution registry.
+func OCIHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		c.Response().Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		return next(c)
-	}
-}
-
-// ociIPLimit is the per-IP limit of the firewall (firewall.per_ip_per_minute):
-// every path of the image registry is the firewall's.
-func (s *Server) ociIPLimit(next echo.HandlerFunc) echo.HandlerFunc {
-	return s.ipLimit(func(string) bool { return true }, next)
-}
-
-// ociErrorHandler writes errors in the distribution spec's shape
-// ({"errors": [{"code", "message", "detail"}]}); a 401 carries the Basic
-// challenge docker and skopeo answer with credentials.
-func ociErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
-	return func(c *echo.Context, err error) {
-		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
-			return
-		}
-		var u *firewall.Unjudgeable
-		if errors.As(err, &u) {
-			err = &Error{Status: http.StatusBadRequest, Message: u.Error()}
-		}
-		e := toHTTPError(err, 0)
-		if e.Status >= 500 {
-			log.Error("request failed", "status", e.Status, "error", err.Error(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-		}
-		for k, v := range e.Headers {
-			c.Response().Header().Set(k, v)
-		}
-		code := map[int]string{http.StatusUnauthorized: "UNAUTHORIZED", http.StatusForbidden: "DENIED", http.StatusNotFound: "NAME_UNKNOWN",
-			http.StatusBadRequest: "NAME_INVALID", http.StatusTooManyRequests: "TOOMANYREQUESTS", http.StatusMethodNotAllowed: "UNSUPPORTED"}[e.Status]
-		if code == "" {
-			code = "UNAVAILABLE"
-			if e.Status < 500 {
-				code = "UNSUPPORTED"
-			}
-		}
-		if e.Status == http.StatusUnauthorized {
-			c.Response().Header().Set("WWW-Authenticate", `Basic realm="threatd"`)
-		}
-		var detail any
-		if ids, ok := e.Fields["threat_ids"]; ok {
-			detail = map[string]any{"threat_ids": ids, "rule": e.Fields["rule"]}
-		}
-		if c.Request().Method == http.MethodHead {
-			_ = c.NoContent(e.Status)
-			return
-		}
-		_ = c.Blob(e.Status, typeJSON, oci.ErrorBody(code, e.Message, detail))
 	}
 }
 
@@ -192,11 +136,11 @@ func (o *ociProxy) serve(c *echo.Context) error {
 // reported is what verified reports say of a repository, matched by its
 // path whatever registry host they name.
 func (o *ociProxy) reported(ctx context.Context, name string) (oci.Reported, error) {
-	keys := o.s.index.ImageKeys(name)
+	keys := o.p.host.Index.ImageKeys(name)
 	if len(keys) == 0 {
 		return oci.Reported{}, nil
 	}
-	threats, err := o.s.index.Matches(ctx, keys, "")
+	threats, err := o.p.host.Index.Matches(ctx, keys, "")
 	if err != nil {
 		return oci.Reported{}, err
 	}
@@ -206,7 +150,7 @@ func (o *ociProxy) reported(ctx context.Context, name string) (oci.Reported, err
 // do sends a request upstream for repository name, answering its bearer
 // challenge with a token from its token service (kept until it expires).
 func (o *ociProxy) do(ctx context.Context, method, path, name string, header http.Header) (*http.Response, error) {
-	ctx = registrycache.WithOrigins(ctx, o.opts.Origins)
+	ctx = cache.WithOrigins(ctx, o.opts.Origins)
 	send := func(token string) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(o.opts.Upstream, "/")+"/v2/"+path, nil)
 		if err != nil {
@@ -353,10 +297,9 @@ func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) b
 		action = core.ActionWaived
 	}
 	if action != core.ActionOff {
-		who := principal(c)
 		d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: core.FirewallOCI, Name: req.Name, Version: req.Reference,
 			Purl: "pkg:docker/" + req.Name + "@" + url.PathEscape(req.Reference),
-			Rule: core.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: who.User.Email, ClientIP: c.RealIP()}
+			Rule: core.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: o.p.host.Who(c), ClientIP: c.RealIP()}
 		o.p.opts.Recorder.Decide(d)
 	}
 	if action == core.ActionWarn {

@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/threatd/threatd/core/api/registrycache"
+	"github.com/threatd/threatd/core/firewall/cache"
 )
 
 // baseMark stands for the firewall's own URL in a rendering: a rewritten
@@ -109,8 +109,8 @@ func escapeSlow(contentType string) func(string) string {
 // one request at a time (concurrent requests for it wait for that one),
 // and only up to renderBudget bytes of documents at once.
 type renderings struct {
-	cache  *registrycache.Cache
-	mem    *registrycache.LRU[rendered]
+	cache  *cache.Cache
+	mem    *cache.LRU[rendered]
 	flight singleflight.Group
 	budget *semaphore.Weighted
 	// onDisk are, by key, what the disk does not keep of the large
@@ -124,8 +124,8 @@ type renderings struct {
 	seed maphash.Seed
 }
 
-func newRenderings(cache *registrycache.Cache) *renderings {
-	return &renderings{cache: cache, mem: registrycache.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget), seed: maphash.MakeSeed()}
+func newRenderings(c *cache.Cache) *renderings {
+	return &renderings{cache: c, mem: cache.NewLRU[rendered](memRendered), budget: semaphore.NewWeighted(renderBudget), seed: maphash.MakeSeed()}
 }
 
 // withBudget runs fn holding weight bytes of the rendering budget (the
@@ -168,7 +168,7 @@ type rendering struct {
 //
 // decidedBy identifies what decides the rendering besides the document:
 // the reports' fingerprint and the waivers of the package.
-func (p *proxy) document(c *echo.Context, registry, rawURL, accept, decidedBy string, render renderFunc) error {
+func (p *Proxy) document(c *echo.Context, registry, rawURL, accept, decidedBy string, render renderFunc) error {
 	key := strings.Join([]string{registry, rawURL, accept, decidedBy}, "\x00")
 	// The common case: the upstream's answer is fresh in the cache and its
 	// rendering is kept: served at once, without the shared work (no
@@ -203,7 +203,7 @@ func (p *proxy) document(c *echo.Context, registry, rawURL, accept, decidedBy st
 // hash of it (the body is fetched whole again, the rewrite is not redone).
 // Small renderings are kept in memory, large ones on disk, those that
 // hold versions back until the first hold ends.
-func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string, render renderFunc) (rendered, error) {
+func (p *Proxy) render(ctx context.Context, registry, key, rawURL, accept string, render renderFunc) (rendered, error) {
 	res, err := p.fetch(ctx, registry, rawURL, accept)
 	if err != nil {
 		return rendered{}, err
@@ -259,7 +259,9 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 	if found {
 		return d, nil
 	}
-	p.s.opts.Metrics.firewallRendered(registry)
+	if p.host.Rendered != nil {
+		p.host.Rendered(registry)
+	}
 	d = rendered{status: http.StatusOK, body: out.body, size: int64(len(out.body)), contentType: out.contentType,
 		marks: marksIn(out.body), expires: out.expires, warnings: out.warnings}
 	if keep {
@@ -270,7 +272,7 @@ func (p *proxy) render(ctx context.Context, registry, key, rawURL, accept string
 
 // serveRendered writes a rendering with the firewall's address in place
 // of baseMark (no body to a HEAD).
-func (p *proxy) serveRendered(c *echo.Context, registry string, d rendered) error {
+func (p *Proxy) serveRendered(c *echo.Context, registry string, d rendered) error {
 	if d.status != http.StatusOK {
 		c.Response().Header().Set("Content-Type", d.contentType)
 		if c.Request().Method == http.MethodHead {
@@ -380,7 +382,7 @@ func replaceStream(w io.Writer, src io.Reader, old, new string) error {
 }
 
 // contentLength is an upstream answer's Content-Length, -1 when unknown.
-func contentLength(res *registrycache.Response) int64 {
+func contentLength(res *cache.Response) int64 {
 	n, err := strconv.ParseInt(res.Header.Get("Content-Length"), 10, 64)
 	if err != nil || n < 0 {
 		return -1

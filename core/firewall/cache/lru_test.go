@@ -1,4 +1,4 @@
-package registrycache
+package cache
 
 import (
 	"slices"

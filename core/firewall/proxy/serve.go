@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // (firewall.Route), the proxy asks the index, picks the upstream (the
 // private one for a private name), and fetches, rewrites, judges and
 // streams as the route says.
-func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
+func (p *Proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 	reg := a.Registry()
 	return func(c *echo.Context) error {
 		req := c.Request()
@@ -81,7 +81,7 @@ func (p *proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 // decides it besides the document: the reports' fingerprint, the
 // waivers of the package, the route's variant (for a Listing, every
 // report and waiver).
-func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up, docURL string) (string, renderFunc) {
+func (p *Proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up, docURL string) (string, renderFunc) {
 	reg := a.Registry()
 	if l, ok := a.(firewall.Listing); ok && rt.Listing {
 		decidedBy := fmt.Sprintf("listing\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
@@ -153,7 +153,7 @@ func (p *proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 // version the path names is, else fetched and judged by the version it is
 // of (a tag the upstream resolved); a refused one is answered by the
 // route's fallback, the highest allowed version, when it has one.
-func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, rt firewall.Route, v firewall.Verdict, up string) error {
+func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := v.Registry
 	ctx := c.Request().Context()
 	a := vd.(firewall.Adapter)
@@ -251,7 +251,7 @@ func (p *proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 // names, or by the versions the metadata document at rt.Index gives the
 // file (refused when any of them is), then streamed from the upstream as
 // rt.ContentType.
-func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) error {
+func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := a.Registry()
 	ctx := c.Request().Context()
 	if fl, ok := a.(firewall.FileLocator); ok && rt.Index != "" && rt.File == "" {
@@ -316,7 +316,7 @@ func (p *proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 
 // located answers a file of the version the path names, at the URL the
 // registry-wide document at rt.Index gives it (firewall.FileLocator).
-func (p *proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLocator, rt firewall.Route, v firewall.Verdict, up string) error {
+func (p *Proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLocator, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := a.Registry()
 	ctx := c.Request().Context()
 	facts, err := p.versionFacts(ctx, a, v, up, rt.Version)

@@ -1,4 +1,4 @@
-package sightings
+package community
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (c *countingStore) AddSeen(_ context.Context, seen []core.SeenCount) error 
 func TestBatched(t *testing.T) {
 	st := &countingStore{counts: map[string]int64{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := NewSeen(ctx, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var wg sync.WaitGroup
 	now := time.Now()
 	for range 8 {

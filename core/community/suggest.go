@@ -1,16 +1,18 @@
-// Package campaigns proposes groups of verified reports that may be one
-// campaign (docs/campaigns.md, "Suggestions"): reports that name the same
+// Campaign suggestions (docs/campaigns.md, "Suggestions"): groups of
+// verified reports that may be one campaign — reports that name the same
 // indicator of compromise, that carry the same campaign tag, or whose
 // texts are nearly the same. No pair of reports is ever compared blindly:
 // indicators are grouped by storage, tags by a map, and texts through
 // MinHash signatures of their word shingles, whose bands put similar
 // texts in the same bucket (locality-sensitive hashing); only reports
 // sharing a bucket are compared.
-package campaigns
+
+package community
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,14 +23,16 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
-// Store is what suggestions read.
-type Store interface {
+// SuggestStore is what suggestions read.
+type SuggestStore interface {
 	SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error)
 	EachVerifiedText(ctx context.Context, fn func([]core.ReportText) error) error
 	CampaignMembers(ctx context.Context) ([]core.CampaignMember, error)
 	GetThreats(ctx context.Context, ids []string) ([]core.Threat, error)
+	GetThreat(ctx context.Context, id string) (core.Threat, error)
 }
 
 // The reasons of a suggestion.
@@ -92,7 +96,7 @@ type Result struct {
 }
 
 // Suggest reads the verified reports once and proposes groups.
-func Suggest(ctx context.Context, st Store) (Result, error) {
+func Suggest(ctx context.Context, st SuggestStore) (Result, error) {
 	start := time.Now()
 	var out Result
 	members, err := st.CampaignMembers(ctx)
@@ -122,7 +126,15 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 	}
 	out.IndicatorsCapped = len(groups) == core.MaxPage
 	for _, g := range groups {
-		add(Suggestion{Reason: ReasonIndicator, Detail: strings.Replace(g.Key, ":", " ", 1), ThreatIDs: g.ThreatIDs})
+		if covered(g.ThreatIDs, inCampaign) {
+			out.Covered++
+			continue
+		}
+		named, err := indicatorOf(ctx, st, g)
+		if err != nil {
+			return out, err
+		}
+		add(Suggestion{Reason: ReasonIndicator, Detail: named, ThreatIDs: g.ThreatIDs})
 	}
 
 	// One pass over the texts: campaign tags grouped, signatures kept.
@@ -195,6 +207,28 @@ func Suggest(ctx context.Context, st Store) (Result, error) {
 	})
 	out.Took = time.Since(start)
 	return out, nil
+}
+
+// indicatorOf names the indicator a group shares ("domain c2.example"):
+// storage groups reports by the indicator's look-up key (a hash), so it
+// is read back from the stored indicators of the group's first report
+// still stored (a report withdrawn since is skipped).
+func indicatorOf(ctx context.Context, st SuggestStore, g core.IndicatorGroup) (string, error) {
+	for _, id := range g.ThreatIDs[:min(len(g.ThreatIDs), 3)] {
+		t, err := st.GetThreat(ctx, id)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		for _, ind := range t.IOCs {
+			if ioc.Searchable(ind) && ioc.Key(ind.Type, ind.Value) == g.Key {
+				return ind.Type + " " + ind.Value, nil
+			}
+		}
+	}
+	return "indicator " + g.Key, nil
 }
 
 // covered says whether one campaign already holds every report of ids.
@@ -327,13 +361,13 @@ func alike(a, b *[Hashes]uint32) int {
 	return n
 }
 
-// TTL is how long computed suggestions are served again: at a million
+// SuggestionsTTL is how long computed suggestions are served again: at a million
 // reports a pass takes tens of seconds.
-const TTL = 5 * time.Minute
+const SuggestionsTTL = 5 * time.Minute
 
-// Cache keeps the last suggestions for the API and the web site: one pass
-// at a time, reused for TTL.
-type Cache struct {
+// Suggestions keeps the last suggestions for the API and the web site: one pass
+// at a time, reused for SuggestionsTTL.
+type Suggestions struct {
 	mu  sync.Mutex
 	at  time.Time
 	res Result
@@ -341,11 +375,11 @@ type Cache struct {
 
 // Get returns the suggestions and when they were worked out, working them
 // out first when refresh is set, when there are none yet, or when they are
-// older than TTL.
-func (c *Cache) Get(ctx context.Context, st Store, refresh bool) (Result, time.Time, error) {
+// older than SuggestionsTTL.
+func (c *Suggestions) Get(ctx context.Context, st SuggestStore, refresh bool) (Result, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if refresh || c.at.IsZero() || time.Since(c.at) > TTL {
+	if refresh || c.at.IsZero() || time.Since(c.at) > SuggestionsTTL {
 		res, err := Suggest(ctx, st)
 		if err != nil {
 			return Result{}, time.Time{}, err
@@ -357,7 +391,7 @@ func (c *Cache) Get(ctx context.Context, st Store, refresh bool) (Result, time.T
 
 // Last returns the suggestions last worked out, if any, without a pass
 // (waiting for one under way).
-func (c *Cache) Last() (Result, time.Time, bool) {
+func (c *Suggestions) Last() (Result, time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.res, c.at, !c.at.IsZero()

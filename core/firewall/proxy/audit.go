@@ -1,4 +1,4 @@
-package api
+package proxy
 
 import (
 	"compress/gzip"
@@ -26,7 +26,7 @@ const (
 // audit answers a registry's bulk-advisory request (npm audit), often
 // gzip-compressed, with the adapter's advisories for every refused
 // version it asks about.
-func (p *proxy) audit(a firewall.Adapter, au firewall.Auditor) echo.HandlerFunc {
+func (p *Proxy) audit(a firewall.Adapter, au firewall.Auditor) echo.HandlerFunc {
 	reg := a.Registry()
 	return func(c *echo.Context) error {
 		var r io.Reader = c.Request().Body
@@ -51,7 +51,7 @@ func (p *proxy) audit(a firewall.Adapter, au firewall.Auditor) echo.HandlerFunc 
 		// auditPerRequest versions asked about in all.
 		pre := len(body) / auditBytesPerRequest
 		if pre > 0 {
-			if err := p.s.chargeFirewall(c, pre, auditHint); err != nil {
+			if err := p.host.Charge(c, pre, auditHint); err != nil {
 				return err
 			}
 		}
@@ -64,7 +64,7 @@ func (p *proxy) audit(a firewall.Adapter, au firewall.Auditor) echo.HandlerFunc 
 			n += max(1, len(versions))
 		}
 		if extra := (n+auditPerRequest-1)/auditPerRequest - 1 - pre; extra > 0 {
-			if err := p.s.chargeFirewall(c, extra, auditHint); err != nil {
+			if err := p.host.Charge(c, extra, auditHint); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package campaigns
+package community
 
 import (
 	"regexp"

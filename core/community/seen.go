@@ -1,9 +1,10 @@
-// Package sightings writes sightings in batches (docs/api/sightings.md):
-// what the daemon itself sees of verified reports (firewall blocks, scan
-// findings), counted in memory and written once a second at most whatever
-// the number of requests (Seen), and people's sightings, stored in group
-// commits (Writer).
-package sightings
+// Sightings written in batches (docs/api/sightings.md): what the daemon
+// itself sees of verified reports (firewall blocks, scan findings), counted
+// in memory and written once a second at most whatever the number of
+// requests (Seen), and people's sightings, stored in group commits
+// (Writer).
+
+package community
 
 import (
 	"context"
@@ -14,8 +15,8 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// Store is where the counts go.
-type Store interface {
+// SeenStore is where the daemon's own sightings go.
+type SeenStore interface {
 	AddSeen(ctx context.Context, seen []core.SeenCount) error
 }
 
@@ -29,7 +30,7 @@ const (
 
 // Seen counts seen sightings and writes them.
 type Seen struct {
-	store   Store
+	store   SeenStore
 	log     *slog.Logger
 	mu      sync.Mutex
 	pending map[key]core.SeenCount
@@ -41,9 +42,9 @@ type Seen struct {
 
 type key struct{ threat, source, day string }
 
-// New starts counting into store until ctx ends (what is counted then is
+// NewSeen starts counting into store until ctx ends (what is counted then is
 // written before it stops).
-func New(ctx context.Context, store Store, log *slog.Logger) *Seen {
+func NewSeen(ctx context.Context, store SeenStore, log *slog.Logger) *Seen {
 	s := &Seen{store: store, log: log, pending: map[key]core.SeenCount{}, done: make(chan struct{}), wrote: make(chan struct{}, 1)}
 	go s.run(ctx)
 	return s
