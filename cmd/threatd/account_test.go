@@ -20,6 +20,7 @@ func pkgReport(name string) string {
 // cache.freshness far above the test's patience, so that "at once" is
 // this daemon's own doing.
 func TestWebAccount(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "cache:\n  freshness: 60s\n")
 	in.user("ada@example.com", "--role", "admin", "--name", "Ada")
 	in.mustCLIStdin("ada's long password", "user", "set-password", "--email", "ada@example.com")
@@ -152,6 +153,7 @@ func TestWebAccount(t *testing.T) {
 // TestUserDisableCLI: `threatd user disable|enable` on a running daemon:
 // the user's tokens stop working within cache.freshness, the reports stay.
 func TestUserDisableCLI(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("zoe@example.com")
 	d := in.serve()

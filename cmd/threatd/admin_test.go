@@ -13,6 +13,7 @@ import (
 // by a running daemon, token list without the secret, version stamped by
 // make build; errors name real flags and arguments.
 func TestAdminCLI(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("zed@example.com")
 	in.user("amy@example.com", "--name", "Amy A", "--tier", "paid", "--role", "reviewer")
@@ -116,6 +117,7 @@ func TestAdminCLI(t *testing.T) {
 // or a SQLite file in a directory that does not exist, is refused before
 // anything is created; the password of the address is not printed.
 func TestStorageDSNMistakes(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	cwd := t.TempDir()
 	r := in.cliIn(cwd, "user", "list", "--storage-dsn", "postgres://u:secret-pw@localhost/db")

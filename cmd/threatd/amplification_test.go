@@ -76,6 +76,7 @@ func dbBytes(in *instance) int64 {
 // over the growth guard), and a record of 1,000 packages with a short text
 // is imported whole.
 func TestImportAmplificationIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, config, reason string
 		postgres             bool
@@ -126,6 +127,7 @@ func TestImportAmplificationIsBounded(t *testing.T) {
 // shared and reclaimable, and counted in a process's resident set (VmHWM,
 // logged) once read however little the process allocates.
 func TestReadAmplificationIsBounded(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("tip@example.com", "--tier", "paid")
 	dir := t.TempDir()

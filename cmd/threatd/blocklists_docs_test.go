@@ -104,6 +104,7 @@ func startResolver(t *testing.T, addr string, args []string, name string, rcode 
 // Machine paths (/etc/unbound, /etc/bind, /var/lib/suricata) are
 // directories of the test.
 func TestBlocklistDocSnippets(t *testing.T) {
+	t.Parallel()
 	const doc = "docs/blocklists.md"
 	snip := func(name string) string { return docSnippet(t, doc, "snippet", name) }
 	ip := freeLoopback(t, 8443)

@@ -19,6 +19,7 @@ import (
 // the RPZ zone answers NXDOMAIN for a reported domain and its subdomains
 // while it answers an unreported name from a local zone.
 func TestBlocklists(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\nblocklists: {rpz_zone: \"rpz.test-block.\"}\n")
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -178,6 +179,7 @@ rpz:
 // its rules' rev and not their sids; a restarted daemon serves the same
 // bytes; threatd export suricata writes them too.
 func TestSuricataRules(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\nblocklists: {suricata_sid_base: 5000000}\n")
 	tok := in.user("dev@example.com")
 	d := in.serve()

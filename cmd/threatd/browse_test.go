@@ -47,6 +47,7 @@ func browseTotal(t *testing.T, p page) int {
 // verified reports name it, all of them, when more than the 20 listed do,
 // and when fewer do; the name-prefix list says when it is cut.
 func TestWebSearchIndicatorTotal(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	dir := t.TempDir()
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -76,6 +77,7 @@ func TestWebSearchIndicatorTotal(t *testing.T) {
 // for filters beyond them (counted by the storage) match the reports, and
 // follow a report verified and one withdrawn while the daemon runs.
 func TestWebBrowseTotals(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	dir := t.TempDir()
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -131,6 +133,7 @@ func TestWebBrowseTotals(t *testing.T) {
 // Previous page over 120 reports: every report once, the same pages both
 // ways, no Previous or First on the first page and no Next on the last.
 func TestWebBrowsePaging(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	dir := t.TempDir()
 	for i := range 120 {

@@ -37,6 +37,7 @@ const e2eDir = "../../core/web/e2e"
 // browser fails there; elsewhere it skips. THREATD_SCREENSHOTS keeps the
 // screenshots (`make screenshots` writes docs/screenshots/).
 func TestWebBrowser(t *testing.T) {
+	t.Parallel()
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"

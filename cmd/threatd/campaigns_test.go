@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 // the public page lists its reports; the CLI does the same; suggestions
 // find the reports that share an indicator, a campaign tag and a text.
 func TestCampaigns(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("dev@example.com")
 	reviewer := in.user("rita@example.com", "--role", "reviewer")
@@ -162,12 +164,20 @@ func TestCampaigns(t *testing.T) {
 	if sg.code != 200 {
 		t.Fatalf("suggestions: %d %s", sg.code, sg.raw)
 	}
-	reasons := map[string]int{}
+	reasons, details := map[string]int{}, map[string][]string{}
 	for _, s := range sg.body["suggestions"].([]any) {
 		m := s.(map[string]any)
 		if len(m["threat_ids"].([]any)) == 3 {
 			reasons[m["reason"].(string)]++
+			details[m["reason"].(string)] = append(details[m["reason"].(string)], m["detail"].(string))
 		}
+	}
+	// Each names what the reports share: the indicator (never its
+	// look-up key), the tag, a quote of the text.
+	if !slices.Contains(details["shared_indicator"], "url https://collect.worm-c2.example/t") ||
+		!slices.Contains(details["shared_indicator"], "domain collect.worm-c2.example") ||
+		!strings.Contains(details["near_duplicate_text"][0], "“Self-spreading worm") {
+		t.Errorf("suggestion details: %q\n%s", details, sg.raw)
 	}
 	if reasons["shared_indicator"] == 0 || reasons["campaign_tag"] != 1 || reasons["near_duplicate_text"] != 1 {
 		t.Fatalf("suggestions: %v\n%s", reasons, sg.raw)

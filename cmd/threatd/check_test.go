@@ -51,6 +51,7 @@ func checkRecord(t *testing.T, rec map[string]any) {
 }
 
 func TestCheckVisibilityAndRecord(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	sub := in.user("sub@example.com")
 	other := in.user("other@example.com")
@@ -95,6 +96,7 @@ func TestCheckVisibilityAndRecord(t *testing.T) {
 }
 
 func TestCheckSemantics(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("s@example.com", "--tier", "paid")
 	d := in.serve()
@@ -181,6 +183,7 @@ func TestCheckSemantics(t *testing.T) {
 }
 
 func TestCheckBatch(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "limits:\n  per_ip_per_minute: 0\n  per_token_per_minute: {free: 10, paid: 100}\n  batch_max: 300\n")
 	tok := in.user("b@example.com", "--tier", "paid")
 	d := in.serve()
@@ -230,6 +233,7 @@ func TestCheckBatch(t *testing.T) {
 }
 
 func TestQueryLatest(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("l@example.com", "--tier", "paid")
 	d := in.serve()
@@ -289,6 +293,7 @@ func TestQueryLatest(t *testing.T) {
 // goes with the daemon. (Several daemons share PostgreSQL:
 // postgres_test.go.)
 func TestOneDaemonPerSQLiteFile(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("two@example.com")
 	a := in.serve()

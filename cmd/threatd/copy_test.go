@@ -17,6 +17,7 @@ import (
 var copiedTables = []string{"users", "api_tokens", "threats", "threat_details", "threat_revisions", "review_events", "changes", "reputation_events"}
 
 func TestCopyStorageSQLiteToPostgres(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("c@example.com", "--name", "Copier")
 	other := in.user("o@example.com")

@@ -19,6 +19,7 @@ import (
 // both daemons show it closed, threat.kept is delivered, the history
 // keeps both steps, and the same voters cannot reopen it.
 func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
+	t.Parallel()
 	r := newReceiver(t)
 	dsn := pgtest.Server(t).Database(t, t.Name())
 	in := newInstance(t, fmt.Sprintf("storage:\n  plugin: postgres\n  dsn: %q\n", dsn)+quiet+"  new_user_max_unverified: 0\n"+hookConfig)

@@ -20,6 +20,7 @@ var threatdCommand = regexp.MustCompile("(?:^|[\\s(`/])threatd ((?:serve|migrate
 // write, in code spans and shell blocks, is a command of the binary, and
 // every --flag it gives is one that command takes (`threatd … --help`).
 func TestDocsCommandsExist(t *testing.T) {
+	t.Parallel()
 	testbin.Dir(t)
 	root := testbin.ModuleRoot()
 	files := []string{filepath.Join(root, "README.md")}

@@ -23,6 +23,7 @@ const base = "/functions/v1"
 var tokenShape = regexp.MustCompile(`^thd_[0-9A-Za-z]{38}$`)
 
 func TestTokenIssuePrintsOnlyTheToken(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	in.mustCLI("user", "add", "--email", "Alice@Example.com", "--name", "Alice")
 	r := in.cli("token", "issue", "--email", "alice@example.com", "--name", "ci")
@@ -43,6 +44,7 @@ func TestTokenIssuePrintsOnlyTheToken(t *testing.T) {
 }
 
 func TestCLIErrors(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	in.mustCLI("user", "add", "--email", "bob@example.com")
 	cases := []struct {
@@ -89,6 +91,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestAuthAndRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "limits:\n  per_token_per_minute: {free: 5, paid: 50}\n  per_ip_per_minute: 0\n")
 	free := in.user("free@example.com")
 	paid := in.user("paid@example.com", "--tier", "paid")
@@ -143,6 +146,7 @@ func TestAuthAndRateLimitHeaders(t *testing.T) {
 }
 
 func TestOrderOverRealHTTPS(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "limits:\n  per_ip_per_minute: 3\n")
 	tok := in.user("a@example.com")
 	d := in.serve()
@@ -169,6 +173,7 @@ func TestOrderOverRealHTTPS(t *testing.T) {
 }
 
 func TestHealthzAndPluginLog(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	d := in.serve()
 	r := d.do("GET", "/healthz", "", "").expect(t, 200, "")
@@ -195,6 +200,7 @@ func TestHealthzAndPluginLog(t *testing.T) {
 }
 
 func TestMissingPluginRefusesToStart(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	in.env = []string{"THREATD_PLUGINS__DIR=" + t.TempDir()}
 	r := in.cli("serve", "--listen", "127.0.0.1:0")
@@ -209,6 +215,7 @@ func TestMissingPluginRefusesToStart(t *testing.T) {
 }
 
 func TestWrongProtocolPluginRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := testbin.Build("./cmd/threatd/testdata/wrongproto", filepath.Join(dir, "threatd-storage-v2")); err != nil {
 		t.Fatal(err)
@@ -231,6 +238,7 @@ func TestWrongProtocolPluginRefused(t *testing.T) {
 }
 
 func TestInvalidConfigNamesKey(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "limits:\n  store: redis\n")
 	r := in.cli("serve")
 	if r.code == 0 || !strings.Contains(r.stderr, "limits.store") {
@@ -245,6 +253,7 @@ func TestInvalidConfigNamesKey(t *testing.T) {
 }
 
 func TestRestartKeepsDataAndCertificate(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	tok := in.user("keep@example.com", "--name", "Keeper", "--tier", "paid")
 	in.mustCLI("user", "set-limit", "--email", "keep@example.com", "--submissions-per-hour", "77")
@@ -280,6 +289,7 @@ func TestRestartKeepsDataAndCertificate(t *testing.T) {
 }
 
 func TestBootstrapOnlyOnNewDatabase(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	r := in.cli("bootstrap", "--email", "root@example.com")
 	tok := strings.TrimSpace(r.stdout)
@@ -298,6 +308,7 @@ func TestBootstrapOnlyOnNewDatabase(t *testing.T) {
 }
 
 func TestTLSOffIsLoud(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "server:\n  tls:\n    mode: \"off\"\n")
 	d := in.serve()
 	if !strings.HasPrefix(d.base, "http://") {
@@ -310,6 +321,7 @@ func TestTLSOffIsLoud(t *testing.T) {
 }
 
 func TestTLSFiles(t *testing.T) {
+	t.Parallel()
 	// A certificate made by one instance's self-signed mode serves another in files mode.
 	gen := newInstance(t, "")
 	gen.serve().stop()
@@ -357,6 +369,7 @@ func waitGone(t *testing.T, pid int) {
 // scanner) is logged at debug, not as a server error; the server still
 // answers the next client.
 func TestAbandonedHandshakeIsNotAnError(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "log:\n  level: debug\n")
 	d := in.serve()
 	addr := strings.TrimPrefix(d.base, "https://")

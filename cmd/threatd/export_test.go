@@ -50,6 +50,7 @@ func verifiedWithIOCs(t *testing.T, in *instance, d *daemon, tok string) string 
 }
 
 func TestSTIXExports(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	free := in.user("free@example.com")
 	paid := in.user("paid@example.com", "--tier", "paid")
@@ -88,6 +89,7 @@ func TestSTIXExports(t *testing.T) {
 }
 
 func TestExporterSDKExampleThroughConfig(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"exporter_routes:\n  - {path: /export/csv, exporter: csv, tier: free}\n")
 	tok := in.user("csv@example.com", "--tier", "paid")
 	d := in.serve()
@@ -118,6 +120,7 @@ func TestExporterSDKExampleThroughConfig(t *testing.T) {
 }
 
 func TestMissingExporterOnlyAffectsItsEndpoints(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	in.env = []string{"THREATD_PLUGINS__DIR=" + pluginDir(t, []string{"threatd-storage-sqlite", "threatd-exporter-anomali"}, nil)}
 	tok := in.user("m@example.com", "--tier", "paid")
@@ -138,6 +141,7 @@ func TestMissingExporterOnlyAffectsItsEndpoints(t *testing.T) {
 }
 
 func TestCrashedExporterIsRestarted(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"exporter_routes:\n  - {path: /export/crashy, exporter: crashy, tier: free}\n")
 	in.env = []string{"THREATD_PLUGINS__DIR=" + pluginDir(t, []string{"threatd-storage-sqlite", "threatd-exporter-stix", "threatd-exporter-anomali"},
 		map[string]string{"threatd-exporter-crashy": "./cmd/threatd/testdata/crashy"})}
@@ -221,6 +225,7 @@ func eventually45s(t *testing.T, what string, check func() bool) {
 // the exporter (here the SDK's streaming CSV example), past any page size,
 // optionally one ecosystem's; withdrawn and pending reports are not in it.
 func TestExportOfEverything(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"exporter_routes:\n  - {path: /export/csv/all, exporter: csv, tier: paid, select: all}\n")
 	tok := in.user("all@example.com", "--tier", "paid")
 	out := in.mustCLI("import", "osv", testbin.OSVSampleOf(t, 600, "RubyGems"))

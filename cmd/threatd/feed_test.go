@@ -99,6 +99,7 @@ func malwareOf(objects map[string]map[string]any, id string) map[string]any {
 // with modified advanced and the withdrawn one's revoked; an import appears
 // in the windows when it is imported here, however old upstream.
 func TestChangesReachFeedConsumers(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  feed_page_max: 50\n")
 	tok := in.user("tip@example.com", "--tier", "paid")
 	other := in.user("editor@example.com", "--tier", "paid")

@@ -83,6 +83,7 @@ func pythonHTTPServer(t *testing.T, dir string) string {
 // private names without a private upstream, links and redirects to other
 // hosts, and the upstream's headers.
 func TestFirewallBypasses(t *testing.T) {
+	t.Parallel()
 	// npm: an upstream that resolves paths as static servers do.
 	u := newUpstreamRegistry(t)
 	u.normalize = true

@@ -101,6 +101,7 @@ func cargoProject(t *testing.T, in *instance, d *daemon, tok string, deps map[st
 // withdrawal unblocks; a private name comes from its private upstream
 // whatever reports say; a version published now is held.
 func TestFirewallCargo(t *testing.T) {
+	t.Parallel()
 	cargo := needTool(t, "cargo")
 	u := newUpstreamRegistry(t)
 	private := newUpstreamRegistry(t)

@@ -67,6 +67,7 @@ func bigPackument(name, tarballBase string, size int) []byte {
 // trickling upstream meets a deadline; a refusal to a HEAD has no body; a
 // MISP 404 does not echo a huge id.
 func TestFirewallCosts(t *testing.T) {
+	t.Parallel()
 	u := newUpstreamRegistry(t)
 	const docSize = 60 << 20
 	u.put("/big-a", "application/json", 300, bigPackument("big-a", u.srv.URL, docSize))

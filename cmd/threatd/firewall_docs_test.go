@@ -21,6 +21,7 @@ import (
 // certificate the snippets give it, and prints for a blocked version what
 // the page's transcripts show. The CI jobs run as their runners run them.
 func TestFirewallDocSnippets(t *testing.T) {
+	t.Parallel()
 	const doc = "docs/firewall.md"
 	snip := func(name string) string { return docSnippet(t, doc, "snippet", name) }
 	u := newUpstreamRegistry(t)

@@ -73,6 +73,7 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 // daemon's memory; an upstream that does not answer is a 502; other
 // statuses pass through; the daemon serves on afterwards.
 func TestFirewallHostileUpstreams(t *testing.T) {
+	t.Parallel()
 	h := hostileUpstream(t)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()

@@ -103,6 +103,7 @@ func repositoryManager(t *testing.T, u *upstreamRegistry) (*httptest.Server, *at
 // the same as in front of the public registry, also on a second request
 // answered 304 upstream.
 func TestFirewallBehindRepositoryManagers(t *testing.T) {
+	t.Parallel()
 	u := newUpstreamRegistry(t)
 	old := oldTimes(2)
 	u.npmPackage(t, "mgr-npm", "1.0.1", "1.0.0", "1.0.1")

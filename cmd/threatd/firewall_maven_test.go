@@ -104,6 +104,7 @@ func mavenProject(t *testing.T, in *instance, d *daemon, tok, ext string) (strin
 // with the threat named; a withdrawal unblocks; a version published now
 // is held.
 func TestFirewallMaven(t *testing.T) {
+	t.Parallel()
 	mvn := needTool(t, "mvn")
 	needTool(t, "keytool")
 	u := newUpstreamRegistry(t)

@@ -114,6 +114,7 @@ func (u *upstreamRegistry) putHive(p string, body []byte) {
 // 1900), is held; a withdrawal unblocks; a private id without a private
 // upstream is never fetched.
 func TestFirewallNuGet(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		layout nugetLayout

@@ -110,6 +110,7 @@ func bundleProject(t *testing.T, in *instance, d *daemon, tok string, deps ...st
 // are 403 with the threat named; a Gemfile.lock that pins it fails; a
 // withdrawal unblocks; a version published now is held.
 func TestFirewallRubyGems(t *testing.T) {
+	t.Parallel()
 	bundle := needTool(t, "bundle")
 	gem := needTool(t, "gem")
 	u := newUpstreamRegistry(t)

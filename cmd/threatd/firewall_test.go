@@ -93,6 +93,7 @@ func (in *instance) certFile() string { return filepath.Join(in.dir, "data", "tl
 // refused with the threat id in the client's output, what is clean
 // installs, a withdrawal unblocks, and private names are never blocked.
 func TestFirewall(t *testing.T) {
+	t.Parallel()
 	u := newUpstreamRegistry(t)
 	u.npmPackage(t, "fw-clean", "1.0.0", "1.0.0")
 	u.npmPackage(t, "fw-evil", "1.0.1", "1.0.0", "1.0.1")
@@ -370,6 +371,7 @@ func TestFirewall(t *testing.T) {
 // through one daemon blocks on the other within cache.freshness (and a
 // withdrawal unblocks there), for the real npm command too.
 func TestFirewallPostgresTwoDaemons(t *testing.T) {
+	t.Parallel()
 	u := newUpstreamRegistry(t)
 	u.npmPackage(t, "pg-evil", "1.0.1", "1.0.0", "1.0.1")
 	u.goModule(t, "example.com/pgevil", "v1.0.0", "v1.0.1")

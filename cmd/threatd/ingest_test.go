@@ -132,6 +132,7 @@ func readOSV(t *testing.T, rel string) osvFile {
 }
 
 func TestImportOSVSample(t *testing.T) {
+	t.Parallel()
 	sampleDir := realSample(t)
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("i@example.com", "--tier", "paid")
@@ -241,6 +242,7 @@ func TestImportOSVSample(t *testing.T) {
 }
 
 func TestImportOSVUpdatesWithdrawalsAndBadFiles(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("u@example.com")
 	dir := t.TempDir()
@@ -289,6 +291,7 @@ func TestImportOSVUpdatesWithdrawalsAndBadFiles(t *testing.T) {
 }
 
 func TestImportOSVZipArchive(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	archive := filepath.Join(t.TempDir(), "all.zip")
 	f, _ := os.Create(archive)
@@ -307,6 +310,7 @@ func TestImportOSVZipArchive(t *testing.T) {
 }
 
 func TestImportOSVIntoPostgresAndScheduledSourceLease(t *testing.T) {
+	t.Parallel()
 	sampleDir := testbin.OSVSample(t)
 	dsn := pgtest.Server(t).Database(t, t.Name())
 	in := newInstance(t, fmt.Sprintf("storage:\n  plugin: postgres\n  dsn: %q\nsources:\n  - {name: osv-sample, plugin: osv, paths: [%q], interval: 1h}\n", dsn, sampleDir))
@@ -343,6 +347,7 @@ func TestImportOSVIntoPostgresAndScheduledSourceLease(t *testing.T) {
 // ("message larger than max"), every run, leaving the folder half imported.
 // Batches are now bounded by bytes, through the real plugins.
 func TestImportOfLongRecordsIsSplitByBytes(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	dir := t.TempDir()
 	long := strings.Repeat("The payload exfiltrates credentials to a remote host. ", 1900) // ~100 KB

@@ -14,6 +14,7 @@ import (
 // A file that is not a database, or another application's database, stops
 // the daemon at start with a message naming the file.
 func TestForeignOrDamagedDatabaseStopsStartUp(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, want string
 		write      func(t *testing.T, path string)
@@ -57,6 +58,7 @@ func TestForeignOrDamagedDatabaseStopsStartUp(t *testing.T) {
 // failed copy or a full disk) is refused by every command but threatd
 // migrate, which makes it a new database.
 func TestEmptyDatabaseFileIsRefused(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	path := filepath.Join(in.dir, "data", "threatd.db")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -85,6 +87,7 @@ func TestEmptyDatabaseFileIsRefused(t *testing.T) {
 // corrupt instead of "ok" before any request touches it; the request that
 // reads it fails (500, no internals), and the log says so loudly.
 func TestDamageFoundLaterIsReported(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("owner@example.com", "--tier", "paid")
 	other := in.user("editor@example.com", "--tier", "paid")

@@ -98,6 +98,7 @@ func TestSIGTERMDrainsInFlightRequests(t *testing.T) {
 // get a 503 with Retry-After that shows no internals, and service resumes
 // with the data intact.
 func TestStoragePluginComesBack(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	tok := in.user("x@example.com")
 	d := in.serve()
@@ -149,6 +150,7 @@ func TestStoragePluginComesBack(t *testing.T) {
 // Plugins never outlive their host: not after SIGKILL of `serve`, not after
 // a CLI command dies of SIGPIPE (`threatd review list | head -c 1`).
 func TestPluginsDieWithTheirHost(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	marker := markProcesses(t, in)
 	tok := in.user("x@example.com")
@@ -232,6 +234,7 @@ func processesWith(t *testing.T, marker string) []int {
 // at once: the plugins must outlive the daemon's shutdown, so that the last
 // paid-usage counts (flushed every 5 s and at shutdown) reach storage.
 func TestCountersSurviveAStopOfTheWholeGroup(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	marker := markProcesses(t, in)
 	tok := in.user("paid@example.com", "--tier", "paid")

@@ -201,6 +201,7 @@ func (r *mispRules) check(t *testing.T, raw []byte, st *mispStats) string {
 // malicious-package-report template and PyMISP's event schema; an event's
 // timestamp moves when one of its reports changes; the OSV bucket files.
 func TestMISPFeed(t *testing.T) {
+	t.Parallel()
 	rules := loadMISPRules(t)
 	in := newInstance(t, quiet)
 	tok := in.user("misp@example.com", "--tier", "paid")

@@ -11,6 +11,7 @@ import (
 var revLine = regexp.MustCompile(`REV ([0-9a-f-]{36})  revision (\d+) of ([0-9a-f-]{36})`)
 
 func TestModify(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	owner := in.user("owner@example.com")
 	other := in.user("other@example.com", "--name", "Olga")
@@ -128,6 +129,7 @@ func TestModify(t *testing.T) {
 }
 
 func TestModifyCountsTowardHourlyLimit(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  submissions_per_hour: 2\n  new_user_max_unverified: 0\n")
 	tok := in.user("h@example.com")
 	d := in.serve()
@@ -141,6 +143,7 @@ func TestModifyCountsTowardHourlyLimit(t *testing.T) {
 // evidence_references_add appends evidence instead of replacing it, also
 // when two proposals wait for review at once; submit does not know it.
 func TestModifyAddsEvidence(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	owner := in.user("owner@example.com")
 	other := in.user("other@example.com")

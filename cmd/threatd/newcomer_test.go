@@ -17,6 +17,7 @@ import (
 // nothing; it used to answer from a new, empty database it had just
 // created. serve, migrate and bootstrap create one.
 func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	in.noAutoMigrate = true
 	data := filepath.Join(in.dir, "data")
@@ -42,6 +43,7 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 // an address in use names server.listen and how to set it (it said only
 // "bind: address already in use").
 func TestCLIUsageAndPortErrors(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	r := in.cli("serve", "--listn", "127.0.0.1:1")
 	if r.code == 0 || !strings.Contains(r.stderr, "unknown flag: --listn\nUsage: threatd serve [flags]\nRun 'threatd serve --help' for its flags") {
@@ -69,6 +71,7 @@ func TestCLIUsageAndPortErrors(t *testing.T) {
 // (<prefix>/lib/threatd/plugins) when run from any other directory with a
 // configuration that does not name plugins.dir.
 func TestMakeInstallRunsAnywhere(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not installed")
 	}
@@ -123,6 +126,7 @@ func TestMakeInstallRunsAnywhere(t *testing.T) {
 // CI unset: the tests that need reference data skip with one line saying
 // what is missing and how to get it, the others generate their inputs.
 func TestBareCloneUnitTier(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}

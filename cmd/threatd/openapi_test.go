@@ -104,6 +104,7 @@ func openAPIMismatches(t testing.TB, req *http.Request, reqBody []byte, res *htt
 // {base}/openapi.json without a token, under its configured base path; the
 // check every d.do makes catches an answer that strays from it.
 func TestOpenAPI(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "")
 	tok := in.user("oas@example.com")
 	d := in.serve()

@@ -87,6 +87,7 @@ next:
 // and plugin restarts, with the Go and process collectors; /livez and
 // /readyz answer beside /healthz.
 func TestMetricsAndProbes(t *testing.T) {
+	t.Parallel()
 	sampleDir := testbin.OSVSample(t)
 	in := newInstance(t, fmt.Sprintf("sources:\n  - {name: osv-sample, plugin: osv, paths: [%q], interval: 1h}\n", sampleDir))
 	tok := in.user("ops@example.com")
@@ -196,6 +197,7 @@ func TestMetricsAndProbes(t *testing.T) {
 // 200); metrics.listen "" serves no metrics; a metrics port that is taken
 // stops the start with a message naming the key.
 func TestReadyzNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "exporters: [stix, missing]\n")
 	in.env = []string{"THREATD_METRICS__LISTEN="}
 	d := in.serve()

@@ -75,6 +75,7 @@ func sampleRecord(t *testing.T, sampleDir, folder string) (id, name, file string
 // Then the round trip: the export imported again changes nothing, also
 // for a report updated upstream since its first import.
 func TestOSVExportWithOSVScanner(t *testing.T) {
+	t.Parallel()
 	scanner := osvScanner(t)
 	in := newInstance(t, quiet)
 	tok := in.user("sam@example.com")

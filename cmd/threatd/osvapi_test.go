@@ -47,6 +47,7 @@ func readArchive(t *testing.T, raw []byte) map[string]map[string]any {
 // a version, querybatch, and vulns by id, for imported (MAL) and community
 // (THREATD) records.
 func TestOSVDaemonAPI(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("sam@example.com")
 	paid := in.user("tip@example.com", "--tier", "paid")

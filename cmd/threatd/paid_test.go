@@ -11,6 +11,7 @@ import (
 )
 
 func TestPaidEndpointsNeedPaidTier(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	free := in.user("free@example.com")
 	paid := in.user("paid@example.com", "--tier", "paid")
@@ -38,6 +39,7 @@ func feedPage(t *testing.T, d *daemon, token, query string) response {
 }
 
 func TestThreatFeed(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  feed_page_max: 5\n  feed_max_window: 48h\n")
 	tok := in.user("feed@example.com", "--tier", "paid")
 	other := in.user("other@example.com", "--tier", "paid")
@@ -105,6 +107,7 @@ func TestThreatFeed(t *testing.T) {
 }
 
 func TestQueryByUsername(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("u@example.com", "--tier", "paid")
 	d := in.serve()
@@ -146,6 +149,7 @@ func TestQueryByUsername(t *testing.T) {
 }
 
 func TestThreatData(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	sub := in.user("sub@example.com", "--tier", "paid")
 	other := in.user("other@example.com", "--tier", "paid")
@@ -205,6 +209,7 @@ func TestThreatData(t *testing.T) {
 // replaced the 1,001 rows the page asked for with 100. Paging by 7 gives
 // the same reports; a limit above feed_page_max is 400.
 func TestThreatFeedHonoursItsLimit(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("tip@example.com", "--tier", "paid")
 	in.mustCLI("import", "osv", testbin.OSVSample(t))

@@ -50,6 +50,7 @@ func concurrently(n int, daemons []*daemon, req func(i int) (string, string, str
 }
 
 func TestPostgresSeveralDaemonsKeepTheRules(t *testing.T) {
+	t.Parallel()
 	in := pgInstance(t, quiet)
 	tok := in.user("a@example.com")
 	fresh := in.user("fresh@example.com")
@@ -93,6 +94,7 @@ func TestPostgresSeveralDaemonsKeepTheRules(t *testing.T) {
 }
 
 func TestPostgresHourlyLimitAcrossDaemons(t *testing.T) {
+	t.Parallel()
 	in := pgInstance(t, quiet+"  submissions_per_hour: 5\n  new_user_max_unverified: 0\n")
 	tok := in.user("h@example.com")
 	a, b := in.serve(), in.serve()
@@ -107,6 +109,7 @@ func TestPostgresHourlyLimitAcrossDaemons(t *testing.T) {
 // TestPostgresSharedRateLimits: with limits.store: storage, two daemons
 // share one per-token budget; with memory each would allow the full limit.
 func TestPostgresSharedRateLimits(t *testing.T) {
+	t.Parallel()
 	in := pgInstance(t, "limits:\n  per_ip_per_minute: 0\n  per_token_per_minute: {free: 20, paid: 20}\n  store: storage\n  sync_interval: 20ms\n")
 	tok := in.user("r@example.com")
 	a, b := in.serve(), in.serve()
@@ -130,6 +133,7 @@ func TestPostgresSharedRateLimits(t *testing.T) {
 // and a longer one is a 400 on both, never a 500 (issue 11: a random 3.9 KB
 // URL was 201 on SQLite and 500 on PostgreSQL).
 func TestLongestIdentifierIsStorableOnEveryBackend(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			var in *instance

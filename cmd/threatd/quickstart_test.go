@@ -203,6 +203,7 @@ func (l *lockedBuffer) String() string {
 // TestReadmeQuickstart: README.md's "Try it" commands, pasted in order
 // into a fresh shell beside `make run`, work as written.
 func TestReadmeQuickstart(t *testing.T) {
+	t.Parallel()
 	out := runQuickstart(t, "README.md")
 	for _, want := range []string{`"status":"ok"`, `"email":"admin@localhost"`, "evil-pkg", `{"malicious":true`} {
 		if !strings.Contains(out, want) {
@@ -214,6 +215,7 @@ func TestReadmeQuickstart(t *testing.T) {
 // TestQuickstartDoc: docs/quickstart.md's steps, from the first token to a
 // TIP reading TAXII and the Anomali feed.
 func TestQuickstartDoc(t *testing.T) {
+	t.Parallel()
 	out := runQuickstart(t, "docs/quickstart.md")
 	for _, want := range []string{`"status":"ready"`, `{"malicious":false`, `{"malicious":true`, "submitted ", "Verified threats",
 		`"malware--`, `[domain-name:value = 'exfil.example.com']`, `"bundle--`} {
@@ -234,6 +236,7 @@ func TestQuickstartDoc(t *testing.T) {
 // changes to it, a paid token and the threat feed, the account, checks
 // (one and a batch), the latest reports and the health.
 func TestAPIDocExamples(t *testing.T) {
+	t.Parallel()
 	out := runQuickstart(t, "README.md", "docs/api/submit.md", "docs/api/modify.md", "docs/api/paid.md",
 		"docs/api/account.md", "docs/api/check-malicious.md", "docs/api/query-latest.md", "docs/api/healthz.md")
 	for _, want := range []string{`"status":"pending"`, "Rita Reviewer", `"revision":1`, `"revision":2`, `"threats":[`, "npmrc-stealer",

@@ -26,6 +26,7 @@ import (
 // records as read). Every report's id comes from a streamed export of
 // everything (select: all).
 func TestRealReportsThroughTheDaemon(t *testing.T) {
+	t.Parallel()
 	zips := coretest.OSVArchives(t)
 	if len(zips) < 8 {
 		t.Fatalf("%d archives of real reports, want 8", len(zips))
@@ -238,6 +239,7 @@ func realPackages(t *testing.T, eco string) ([]osvPackage, int) {
 // of their packages: threatd scan finds each package at a reported version
 // (every one), and none at a version its reports do not list (none wrong).
 func TestScanRealReports(t *testing.T) {
+	t.Parallel()
 	npmPkgs, npmLeft := realPackages(t, "npm")
 	pyPkgs, pyLeft := realPackages(t, "PyPI")
 	in := newInstance(t, quiet)

@@ -16,6 +16,7 @@ import (
 // submitter's record moves the confidence of their reports; sightings,
 // one's own included, earn nothing.
 func TestReputation(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("zoe@example.com", "--name", "Zoe")
 	other := in.user("max@example.com", "--name", "Max")

@@ -11,6 +11,7 @@ import (
 // report's version, and a decision on the old version is refused and changes
 // nothing.
 func TestReviewDecidesOnTheVersionItRead(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	owner := in.user("owner@example.com")
 	in.mustCLI("user", "add", "--email", "rita@example.com", "--role", "reviewer")
@@ -75,6 +76,7 @@ func TestReviewDecidesOnTheVersionItRead(t *testing.T) {
 // report (it printed the first 10,000 as "10000 pending report(s)"), and
 // with --limit says how many it left out and how to see them.
 func TestReviewListShowsEveryPendingReport(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("sub@example.com")
 	d := in.serve()

@@ -26,6 +26,7 @@ import (
 // SARIF 2.1.0 schema, osv-scanner reading threatd's OSV export finds the
 // same, the exit status says what happened, and bad input is refused.
 func TestScan(t *testing.T) {
+	t.Parallel()
 	tools := scanTools(t)
 	schema := sarifSchema(t, tools)
 	scanner := osvScanner(t)
@@ -353,6 +354,7 @@ func TestScan(t *testing.T) {
 
 // POST /scan counts like a batch check: each 100 packages one request.
 func TestScanCountsPackages(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "limits:\n  per_ip_per_minute: 0\n  per_token_per_minute: {free: 5, paid: 0}\n")
 	tok := in.user("ci@example.com")
 	d := in.serve()
@@ -375,6 +377,7 @@ func TestScanCountsPackages(t *testing.T) {
 // ends on SIGTERM (and SIGINT) with exit status 2 and says why, instead of
 // waiting for ever.
 func TestScanFIFOInterrupted(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		fifo := filepath.Join(t.TempDir(), "package-lock.json")

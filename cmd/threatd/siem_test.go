@@ -24,6 +24,7 @@ import (
 // rsyslog over TCP in CEF and over TLS as the webhook's JSON; the test
 // reads rsyslog's output file. A receiver that is down holds nothing up.
 func TestSIEMToRsyslog(t *testing.T) {
+	t.Parallel()
 	rsyslogd := needRsyslogTLS(t)
 	dir := t.TempDir()
 	cert, key := selfSigned(t, dir)

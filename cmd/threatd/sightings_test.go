@@ -17,10 +17,12 @@ import (
 // that is not verified is 404; a second false-positive vote is 409; the
 // list pages newest first and shows who reported each to reviewers only.
 func TestSightings(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	tok := in.user("dev@example.com")
-	voter := in.user("voter@example.com")
+	voter := in.user("voter@example.com", "--name", "Vera Voter")
 	reviewer := in.user("rita@example.com", "--role", "reviewer")
+	admin := in.user("ada@example.com", "--role", "admin")
 	paid := in.user("paid@example.com", "--tier", "paid")
 	d := in.serve()
 	body := `{"report_type":"package","resource_identifier":"sighted-pkg","registry":"npm","threat_description":"Steals tokens at install time","severity_level":"high"}`
@@ -107,9 +109,17 @@ func TestSightings(t *testing.T) {
 				t.Fatalf("a submitter sees who reported a sighting: %+v", s)
 			}
 		}
+		// A reviewer sees who reported each by public name, an
+		// administrator by e-mail too.
 		r := d.do("GET", base+"/threats/"+id+"/sightings", reviewer, "")
-		if r.code != 200 || !strings.Contains(r.raw, `"user_id"`) {
+		if r.code != 200 || !strings.Contains(r.raw, `"user_id"`) || !strings.Contains(r.raw, `"user_name":"Vera Voter"`) ||
+			strings.Contains(r.raw, "@example.com") {
 			t.Fatalf("a reviewer's list: %d %s", r.code, r.raw)
+		}
+		r = d.do("GET", base+"/threats/"+id+"/sightings", admin, "")
+		if r.code != 200 || !strings.Contains(r.raw, `"user_email":"voter@example.com"`) ||
+			!strings.Contains(r.raw, `"user_email":"dev@example.com"`) {
+			t.Fatalf("an administrator's list: %d %s", r.code, r.raw)
 		}
 		for _, p := range []string{"/threats/" + pending + "/sightings", "/threats/nope/sightings"} {
 			if r := d.do("GET", base+p, tok, ""); r.code != 404 {
@@ -248,6 +258,7 @@ func TestSightings(t *testing.T) {
 // tier (limits.sightings_per_hour), whatever the token: past it a 429
 // says the limit with Retry-After; another user is not affected.
 func TestSightingHourLimit(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  sightings_per_hour: {free: 3, paid: 0}\n")
 	tok := in.user("dev@example.com")
 	other := in.user("other@example.com")

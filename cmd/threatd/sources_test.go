@@ -16,6 +16,7 @@ import (
 // lists carry; a second import changes nothing; a broken file is refused
 // whole.
 func TestImportURLhaus(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("dev@example.com")
 	dir := t.TempDir()
@@ -67,6 +68,7 @@ func TestImportURLhaus(t *testing.T) {
 // which check-malicious finds and the block lists carry; a second import
 // changes nothing; a file that is not an export is refused whole.
 func TestImportThreatFox(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("dev@example.com")
 	dir := t.TempDir()
@@ -158,6 +160,7 @@ func TestImportThreatFox(t *testing.T) {
 // listed ones otherwise) that check-malicious finds; a second import
 // changes nothing.
 func TestImportDatadog(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("dev@example.com")
 	root := filepath.Join(t.TempDir(), "samples")
@@ -195,6 +198,7 @@ func TestImportDatadog(t *testing.T) {
 // no longer lists are withdrawn (and leave check-malicious), unless a row
 // without a readable id makes what the file lists unknown.
 func TestImportTrustAndFull(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("dev@example.com")
 	// A person whose public name is the source's (names are not unique).
@@ -308,6 +312,7 @@ func TestImportTrustAndFull(t *testing.T) {
 // reports wait for review, its reports the file no longer lists are
 // withdrawn.
 func TestSourcesEntryTrustAndFull(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	head := "# id,dateadded,url,url_status,last_online,threat,tags,urlhaus_link,reporter\n"
 	row := func(id, u string) string {

@@ -10,6 +10,7 @@ import (
 // an oversized header block is a JSON 431; every answer is nosniff, and
 // answers to callers are never cached.
 func TestStrictQueryAndHeaders(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("strict@example.com", "--tier", "paid")
 	d := in.serve()

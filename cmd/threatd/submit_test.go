@@ -23,6 +23,7 @@ func pkg(name string) string {
 }
 
 func TestSubmitCreated(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("s@example.com")
 	d := in.serve()
@@ -81,6 +82,7 @@ func count(t *testing.T, db *sql.DB, query string) int {
 }
 
 func TestSubmitValidation(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"server:\n  max_body_bytes: 4096\n")
 	tok := in.user("v@example.com", "--tier", "paid")
 	d := in.serve()
@@ -179,6 +181,7 @@ func TestSubmitValidation(t *testing.T) {
 }
 
 func TestSubmitDuplicates(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	a := in.user("a@example.com", "--tier", "paid")
 	b := in.user("b@example.com", "--tier", "paid")
@@ -213,6 +216,7 @@ func TestSubmitDuplicates(t *testing.T) {
 }
 
 func TestSubmitNewUserCap(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("new@example.com")
 	in.mustCLI("user", "add", "--email", "rita@example.com", "--name", "Rita", "--role", "reviewer")
@@ -252,6 +256,7 @@ func TestSubmitNewUserCap(t *testing.T) {
 }
 
 func TestSubmitHourlyLimit(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  submissions_per_hour: 2\n  new_user_max_unverified: 0\n")
 	tok := in.user("h@example.com")
 	paid := in.user("p@example.com", "--tier", "paid")
@@ -276,6 +281,7 @@ func TestSubmitHourlyLimit(t *testing.T) {
 // body errors before the cap, the cap before the hourly limit, the hourly
 // limit before the duplicate.
 func TestSubmitOrder(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  submissions_per_hour: 3\n")
 	tok := in.user("o@example.com")
 	d := in.serve()
@@ -299,6 +305,7 @@ func TestSubmitOrder(t *testing.T) {
 }
 
 func TestSubmitConcurrency(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	tok := in.user("c@example.com")
 	fresh := in.user("fresh@example.com")
@@ -337,6 +344,7 @@ func TestSubmitConcurrency(t *testing.T) {
 // TestSubmitStorageFailures makes each storage step fail (test-only setting)
 // and checks the exact 500 of spec §7 and that no trace of the report remains.
 func TestSubmitStorageFailures(t *testing.T) {
+	t.Parallel()
 	for step, msg := range map[string]string{
 		"lookup":         "Failed to check for existing package",
 		"insert_threat":  "Failed to create threat report",

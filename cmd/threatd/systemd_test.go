@@ -15,6 +15,7 @@ import (
 // docs/operations/systemd.md promises, and runs a command the binary
 // accepts with the sample configuration beside it.
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(testbin.ModuleRoot(), "docs", "operations", "systemd")
 	unit, err := os.ReadFile(filepath.Join(dir, "threatd.service"))
 	if err != nil {

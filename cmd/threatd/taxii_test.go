@@ -24,6 +24,7 @@ const taxiiAccept = "application/taxii+json;version=2.1"
 // withdrawal revoked ones; every object is valid against the OASIS STIX
 // 2.1 schemas.
 func TestTAXII(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n")
 	paid := in.user("tip@example.com", "--tier", "paid")
 	free := in.user("free@example.com")

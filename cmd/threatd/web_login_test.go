@@ -95,6 +95,7 @@ func TestWebLoginThrottleHoldsUnderConcurrency(t *testing.T) {
 // https://evil.example/ to a browser (the URL parser drops tabs and
 // newlines, and reads "\" as "/").
 func TestWebLoginRedirectStaysOnSite(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet)
 	in.user("dora@example.com")
 	in.mustCLIStdin("dora's long password\n", "user", "set-password", "--email", "dora@example.com")

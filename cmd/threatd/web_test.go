@@ -128,6 +128,7 @@ var tokenRE = regexp.MustCompile(`thd_[0-9A-Za-z]{38}`)
 // with cache.freshness set far above the test's patience), and the public
 // page renders the payload's Markdown sanitised.
 func TestWebJourney(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "cache:\n  freshness: 60s\n")
 	in.user("rita@example.com", "--role", "reviewer", "--name", "Rita")
 	in.mustCLIStdin("correct horse battery\n", "user", "set-password", "--email", "rita@example.com")
@@ -335,6 +336,7 @@ func TestWebJourney(t *testing.T) {
 // TestWebSecurity: CSRF on every form, cookie attributes, session rotation,
 // log-in throttling, closed sign-up, and what anonymous visitors may not do.
 func TestWebSecurity(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "web:\n  login_attempts: 3\n")
 	in.user("ann@example.com")
 	in.mustCLIStdin("ann's long password\n", "user", "set-password", "--email", "ann@example.com")
@@ -412,6 +414,7 @@ func TestWebSecurity(t *testing.T) {
 // time, oldest first, with their number, and a Next page link reaches the
 // rest (it showed the first 200 with no sign of the others).
 func TestWebReviewQueuePages(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  submissions_per_hour: 0\n")
 	tok := in.user("sub@example.com", "--tier", "paid")
 	in.user("rita@example.com", "--role", "reviewer")

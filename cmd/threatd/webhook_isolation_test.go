@@ -14,6 +14,7 @@ import (
 // receiver gets all 40 events while the slow one still holds its first,
 // and the slow one gets its events once it answers.
 func TestWebhookSlowReceiverIsolated(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var slowArrived atomic.Int64
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

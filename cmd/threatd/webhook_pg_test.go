@@ -20,6 +20,7 @@ import (
 // import) with two daemons on one PostgreSQL database: each event reaches
 // the receiver exactly once.
 func TestWebhooksTwoDaemonsOnPostgres(t *testing.T) {
+	t.Parallel()
 	r := newReceiver(t)
 	dsn := pgtest.Server(t).Database(t, t.Name())
 	in := newInstance(t, fmt.Sprintf("storage:\n  plugin: postgres\n  dsn: %q\n", dsn)+quiet+hookConfig)

@@ -51,6 +51,7 @@ type delivery struct {
 // the same webhook-id, filters, a kill -9 between commit and delivery, a
 // subscription disabled after its retry window, and the metrics.
 func TestWebhooks(t *testing.T) {
+	t.Parallel()
 	r := newReceiver(t)
 	other := newReceiver(t)
 	in := newInstance(t, quiet+hookConfig+"  retry_window: 4s\n  max_pending: 2\n")
