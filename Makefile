@@ -53,12 +53,15 @@ run: build
 # schemas, the OSV schema, real OSV reports) find it in $THREATD_REFERENCE_DIR,
 # ../shared/reference or .reference (make reference-data), and skip with one
 # line saying so when none has it (under CI=true they fail instead).
-# -timeout is per package: the daemon's end-to-end tests (cmd/threatd, run
-# one after another under -race) take 820-910 s on 2 cores, and 30 minutes
-# leaves room for a slower machine while still stopping a hung test.
+# Independent tests run side by side (t.Parallel), TEST_PARALLEL at once in
+# a package: most of the daemon's end-to-end tests (cmd/threatd) wait on
+# processes they started, so more of them than cores keep the cores busy.
+# -timeout is per package: 30 minutes leaves room for a slower machine
+# while still stopping a hung test.
+TEST_PARALLEL ?= 6
 test: build postgres browser osv-scanner scan-tools
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required \
-	  $(GO) test -race -count=1 -timeout 30m ./...
+	  $(GO) test -race -count=1 -timeout 30m -parallel $(TEST_PARALLEL) ./...
 	$(MAKE) --no-print-directory fuzz
 
 # The tests start their own throwaway PostgreSQL server (storage/pgtest) and
