@@ -148,6 +148,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/npm/
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/pypi/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/goproxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/maven/
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/cargo/
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/rubygems/
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/nuget/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoutes$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/registries/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/oci/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/

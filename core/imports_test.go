@@ -30,7 +30,7 @@ var layers = map[string]string{
 	// never imports (it gets what it needs as options).
 	"core/firewall/proxy": "proxy",
 	// Test support, imported by tests only.
-	"core/coretest": "test", "core/ioctest": "test",
+	"core/coretest": "test", "core/ioctest": "test", "core/firewall/fwtest": "test",
 }
 
 // forbidden lists, per layer, the packages (and their subpackages) a
