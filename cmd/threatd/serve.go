@@ -52,12 +52,16 @@ func serve(cmd *cobra.Command, _ []string) error {
 	cfg, log := e.cfg, e.log
 	ctx := cmd.Context()
 
+	// The daemon's background services (services.go): each runs until
+	// the HTTP server has drained, under one errgroup; one that fails stops
+	// the daemon with its error.
+	var services []service
+	poll := max(cfg.Cache.Freshness/2, 10*time.Millisecond)
+
 	// The hot read path: the index of verified reports loads in the
 	// background while the API already answers (/healthz says "starting",
 	// checks answer 503 until it is loaded); then the follower applies the
 	// change feed so that changes by any process show within cache.freshness.
-	ctx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
 	idx := index.New(e.store, e.cfg.Cache.Records)
 	if cfg.Cache.Spill {
 		if err := idx.EnableSpill(filepath.Join(cfg.DataDir, "cache")); err != nil {
@@ -89,7 +93,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("siem.syslog.address: %w", err)
 		}
 		sender.Dropped = metrics.SIEMDropped
-		go sender.Run(ctx)
+		services = append(services, service{"siem sender", func(ctx context.Context) error { sender.Run(ctx); return nil }})
 		toSIEM = &siem.Service{Sender: sender, Format: cfg.SIEM.Syslog.Format, Version: version, Community: signals, Log: log}
 	}
 	// The change feed's one fan-out: each page the follower reads goes to
@@ -100,12 +104,11 @@ func serve(cmd *cobra.Command, _ []string) error {
 		subscribers = append(subscribers, toSIEM)
 	}
 	follower := &index.Follower{Store: e.store, Index: idx, Principals: principals, Log: log, Subscribers: subscribers}
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	defer stopFollowing()
 	// The follower runs from the start: token and user changes apply to the
 	// principal cache while the index loads; threat changes once it is loaded.
-	go follower.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
-	go signals.Run(followCtx, max(cfg.Cache.Freshness/2, 10*time.Millisecond))
+	services = append(services,
+		service{"change feed", func(ctx context.Context) error { follower.Run(ctx, poll); return nil }},
+		service{"community signals", func(ctx context.Context) error { signals.Run(ctx, poll); return nil }})
 	metrics.Watch(idx, follower.Lag)
 	if cfg.Metrics.Listen != "" {
 		stop, err := serveMetrics(cfg.Metrics.Listen, metrics, log)
@@ -114,107 +117,62 @@ func serve(cmd *cobra.Command, _ []string) error {
 		}
 		defer stop()
 	}
-	// The block lists' first read, once the index is loaded (both read
-	// every verified report: one after the other, checks answer sooner).
-	fillLists := func() {
-		started := time.Now()
-		for {
-			err := lists.Fill(followCtx)
-			if err == nil {
-				domains, ips := lists.Len()
-				log.Info("block lists built", "domains", domains, "addresses", ips, "took_ms", time.Since(started).Milliseconds())
-				return
-			}
-			if followCtx.Err() != nil {
-				return
-			}
-			log.Warn("block lists: reading the verified reports failed; retrying in 5 s", "error", err.Error())
-			select {
-			case <-followCtx.Done():
-				return
-			case <-time.After(5 * time.Second):
-			}
-		}
-	}
-	go func() {
+	// The index's load, then the block lists' first read (both read every
+	// verified report: one after the other, checks answer sooner). A load
+	// that fails stops the daemon.
+	services = append(services, service{"index load", func(ctx context.Context) error {
 		started := time.Now()
 		// The community signals are read first: every answer carries
 		// them (confidence, sightings, campaigns), and checks answer only
 		// once the index is loaded, so none shows the base confidence of
 		// a view not read yet. A failure is logged; the view's own loop
 		// tries again.
-		if err := signals.Catch(followCtx); err != nil && followCtx.Err() == nil {
+		if err := signals.Catch(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("community signals: the first read failed; answers show them once it succeeds", "error", err.Error())
 		}
-		if err := idx.Load(followCtx); err != nil {
-			if followCtx.Err() == nil {
-				fail(fmt.Errorf("loading the index of verified reports: %w", err))
+		if err := idx.Load(ctx); err != nil {
+			if ctx.Err() == nil {
+				return fmt.Errorf("loading the index of verified reports: %w", err)
 			}
-			return
+			return nil
 		}
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
-		fillLists()
-	}()
+		fillLists(ctx, lists, log)
+		return nil
+	}})
 	if cfg.Cache.Spill {
-		go idx.FillSpill(followCtx, index.SpillHooks{
-			Failed: func(err error, retryIn time.Duration) {
-				log.Warn("index spill: filling it failed; will retry", "error", err.Error(), "retry_in", retryIn.String())
-			},
-			Recovered: func() { log.Info("index spill: writing its file again") },
-			Filled: func(st index.SpillStats) {
-				log.Info("index spill filled", "entries", st.Entries, "bytes", st.Live, "took_ms", st.FirstFillMillis)
-			},
-		})
+		services = append(services, service{"index spill", func(ctx context.Context) error {
+			idx.FillSpill(ctx, spillHooks(log))
+			return nil
+		}})
 	}
 
 	usage := feed.NewUsage(e.store)
 	tokenUse := core.NewTokenUse(e.store)
-	usageDone := make(chan struct{})
-	// Runs before e.close (defers run last-in first-out): the final flush
-	// must reach storage before the plugin stops.
-	defer func() { stopFollowing(); <-usageDone }()
-	go func() {
-		defer close(usageDone)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-followCtx.Done():
-				if err := usage.Flush(context.WithoutCancel(ctx)); err != nil {
-					log.Warn("paid usage: final flush failed", "error", err.Error())
-				}
-				if err := tokenUse.Flush(context.WithoutCancel(ctx)); err != nil {
-					log.Warn("token last-use times: final flush failed", "error", err.Error())
-				}
-				return
-			case <-t.C:
-				if err := usage.Flush(followCtx); err != nil {
-					log.Warn("paid usage: flush failed; will retry", "error", err.Error())
-				}
-				if err := tokenUse.Flush(followCtx); err != nil {
-					log.Warn("token last-use times: flush failed; will retry", "error", err.Error())
-				}
-			}
-		}
-	}()
+	services = append(services, service{"usage flush", func(ctx context.Context) error {
+		flushUsage(ctx, usage, tokenUse, log)
+		return nil
+	}})
 
 	var shared, hourly ratelimit.Taker
 	if cfg.Limits.Store == "storage" {
 		hl := ratelimit.NewShared(time.Hour, func(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
 			return e.store.SyncRateCounts(ctx, core.RateCounts{Window: window, Counts: deltas})
 		})
-		go hl.Run(followCtx, cfg.Limits.SyncInterval, log)
+		services = append(services, service{"hourly limits", func(ctx context.Context) error { hl.Run(ctx, cfg.Limits.SyncInterval, log); return nil }})
 		hourly = hl
 		sl := ratelimit.NewShared(time.Minute, func(ctx context.Context, window int64, deltas map[string]int64) (map[string]int64, error) {
 			return e.store.SyncRateCounts(ctx, core.RateCounts{Window: window, Counts: deltas})
 		})
-		go sl.Run(followCtx, cfg.Limits.SyncInterval, log)
+		services = append(services, service{"minute limits", func(ctx context.Context) error { sl.Run(ctx, cfg.Limits.SyncInterval, log); return nil }})
 		shared = sl
 		log.Info("rate limits shared through storage", "sync_interval", cfg.Limits.SyncInterval.String())
 	}
 
-	runSources(followCtx, cfg, e.store, log, metrics)
-	go webhookDispatcher(cfg, e.store, log, metrics, signals).Run(followCtx)
+	dispatcher := webhookDispatcher(cfg, e.store, log, metrics, signals)
+	services = append(services,
+		service{"sources", func(ctx context.Context) error { runSources(ctx, cfg, e.store, log, metrics); return nil }},
+		service{"webhooks", func(ctx context.Context) error { dispatcher.Run(ctx); return nil }})
 
 	// Exporter plugins: the configured ones start in the background (the API
 	// serves at once); a missing one makes only its endpoints answer 503.
@@ -379,6 +337,16 @@ func serve(cmd *cobra.Command, _ []string) error {
 		}
 		defer stop()
 	}
+	// The background services run until the HTTP server has drained (a
+	// request still in flight may need them); one that fails stops it.
+	bgCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServices()
+	wait, failed := runServices(bgCtx, services)
+	defer wait()
+	ctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	stopWhenFailed := context.AfterFunc(failed, stopServing)
+	defer stopWhenFailed()
 	switch cfg.Server.TLS.Mode {
 	case config.TLSOff:
 		log.Warn("TLS IS OFF: the API is served over plain HTTP and tokens cross the network in clear text; run this only behind a TLS-terminating proxy",
@@ -389,8 +357,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 	default:
 		err = startTLS(ctx, sc, handler, certFile, keyFile)
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
+	stopServices()
+	if serr := wait(); serr != nil {
+		return serr
 	}
 	if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
 		return fmt.Errorf("server.listen %s: %w (choose another address with --listen, THREATD_SERVER__LISTEN or server.listen in the configuration file)",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,11 +18,14 @@ import (
 
 // runSources runs every configured source at start and then every interval,
 // on one daemon at a time: a run needs the source's lease in the database,
-// held for one interval, so daemons sharing a database take turns.
+// held for one interval, so daemons sharing a database take turns. It
+// returns once ctx has ended and every run has stopped.
 func runSources(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) {
 	holder := leaseHolder()
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, src := range cfg.Sources {
-		go func() {
+		wg.Go(func() {
 			for {
 				runSourceOnce(ctx, cfg, store, log, src, holder, metrics)
 				select {
@@ -30,7 +34,7 @@ func runSources(ctx context.Context, cfg config.Config, store core.Store, log *s
 				case <-time.After(src.Interval):
 				}
 			}
-		}()
+		})
 	}
 }
 
