@@ -11,20 +11,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
-
-// voteSince is when a report's votes start to count: its last decision
-// (the later of its verification and its last keep).
-func voteSince(row threatRow) time.Time {
-	var since time.Time
-	if row.VerifiedAt != nil {
-		since = *row.VerifiedAt
-	}
-	if row.KeptAt != nil && row.KeptAt.After(since) {
-		since = *row.KeptAt
-	}
-	return since.UTC()
-}
 
 // votesQuery selects the votes counted toward a report's dispute: people's
 // false-positive sightings since its last decision, its submitter's own
@@ -33,11 +21,11 @@ func voteSince(row threatRow) time.Time {
 // own, through threats_submitter_status_idx): fresh accounts cannot
 // reopen a kept dispute again and again.
 func votesQuery(q *bun.SelectQuery, row threatRow) *bun.SelectQuery {
-	q = q.Where("sg.threat_id = ? AND sg.type = ? AND sg.user_id IS NOT NULL AND sg.created_at > ?", row.ID, core.SightingFalsePositive, voteSince(row))
+	q = q.Where("sg.threat_id = ? AND sg.type = ? AND sg.user_id IS NOT NULL AND sg.created_at > ?", row.ID, core.SightingFalsePositive, community.VoteSince(row.VerifiedAt, row.KeptAt))
 	if row.SubmitterID != nil {
 		q = q.Where("sg.user_id <> ?", *row.SubmitterID)
 	}
-	if row.KeptAt != nil {
+	if community.VotersNeedRecord(row.KeptAt) {
 		q = q.Where("EXISTS (SELECT 1 FROM threats AS tv WHERE tv.submitter_id = sg.user_id AND tv.status = ?)", string(core.StatusVerified))
 	}
 	return q
@@ -55,7 +43,7 @@ func (s *Store) countVotes(ctx context.Context, tx *txn, threatID string, thresh
 	if err != nil {
 		return err
 	}
-	opens := threshold > 0 && n >= int64(threshold) && row.DisputedAt == nil
+	opens := community.OpensDispute(n, threshold, row.DisputedAt != nil)
 	q := tx.NewUpdate().Table("sighting_counts").Set("votes = ?", n).Set("updated_at = ?", now).Where("threat_id = ?", threatID)
 	if opens {
 		q = q.Set("disputed = ?", true)

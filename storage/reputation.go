@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 type reputationRow struct {
@@ -34,28 +35,22 @@ func earn(ctx context.Context, tx bun.IDB, id, userID, threatID, kind string, po
 }
 
 // reviewPoints records what a review decision on row earns or costs its
-// submitter: a verification by severity, a rejection while pending, a
-// withdrawal of a disputed report. A source's report imported pending
+// submitter, by the rule of core/community (ReviewPoints). A source's report imported pending
 // earns or costs its source user the same when a reviewer decides it (an
 // import verified by its source is no review decision and earns nothing).
 func reviewPoints(ctx context.Context, tx bun.IDB, row threatRow, from, to core.Status, wasDisputed bool, at time.Time) error {
 	if row.SubmitterID == nil {
 		return nil
 	}
-	user := *row.SubmitterID
-	switch {
-	case from == core.StatusPending && to == core.StatusVerified:
-		sev := core.Severity("")
-		if row.SeverityLevel != nil {
-			sev = core.Severity(*row.SeverityLevel)
-		}
-		return earn(ctx, tx, "verified:"+row.ID, user, row.ID, core.ReputationVerified, core.VerifiedPoints(sev), at)
-	case from == core.StatusPending && to == core.StatusRejected:
-		return earn(ctx, tx, "rejected:"+row.ID, user, row.ID, core.ReputationRejected, core.PointsRejected, at)
-	case from == core.StatusVerified && to == core.StatusRejected && wasDisputed:
-		return earn(ctx, tx, "withdrawn:"+row.ID, user, row.ID, core.ReputationWithdrawn, core.PointsWithdrawn, at)
+	sev := core.Severity("")
+	if row.SeverityLevel != nil {
+		sev = core.Severity(*row.SeverityLevel)
 	}
-	return nil
+	e, ok := community.ReviewPoints(row.ID, sev, from, to, wasDisputed)
+	if !ok {
+		return nil
+	}
+	return earn(ctx, tx, e.Key, *row.SubmitterID, row.ID, e.Kind, e.Points, at)
 }
 
 // RecordDuplicate counts a refused duplicate on its submitter's record.
