@@ -10,7 +10,8 @@ PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-
 
 .PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check storage storage-check tlds bench bench-scale clean
 
-# Fuzz budgets inside `make test`, as execution counts: a duration-based
+# Fuzz budgets of `make fuzz` (CI runs it after `make test`; the fuzz
+# targets' seed corpora run in `make test` as tests), as execution counts: a duration-based
 # -fuzztime can fail spuriously with "context deadline exceeded" on Go < 1.27
 # (golang/go#75804); a count has no deadline to race. About 10 s each here.
 FUZZ_SUBMIT ?= 100000x
@@ -62,7 +63,6 @@ TEST_PARALLEL ?= 6
 test: build postgres browser osv-scanner scan-tools
 	THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required \
 	  $(GO) test -race -count=1 -timeout 30m -parallel $(TEST_PARALLEL) ./...
-	$(MAKE) --no-print-directory fuzz
 
 # The tests start their own throwaway PostgreSQL server (storage/pgtest) and
 # need its binaries: installed from Debian's packages when missing (as root),
