@@ -15,6 +15,7 @@ import (
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+
 	"github.com/threatd/threatd/core/firewall/registries"
 )
 

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/threatd/threatd/core/siem"
 	"maps"
 	"net"
 	"net/netip"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/threatd/threatd/core/siem"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
@@ -131,7 +132,7 @@ func (c *Config) Validate() error {
 		key, msg, _ := strings.Cut(err.Error(), ": ")
 		add(bad(key, "%s", msg))
 	}
-	if c.Firewall.ReviewerWaiverMax < 0 || c.Firewall.ReviewerWaiverMax > core.MaxWaiverFor {
+	if c.Firewall.ReviewerWaiverMax < 0 || c.Firewall.ReviewerWaiverMax > firewall.MaxWaiverFor {
 		add(bad("firewall.reviewer_waiver_max", "must be between 0 (only administrators waive) and 8784h (got %s)", c.Firewall.ReviewerWaiverMax))
 	}
 	if c.Firewall.DecisionsKeep < time.Hour {

@@ -14,7 +14,7 @@ const mod = "github.com/threatd/threatd/"
 // package is checked from its first commit.
 var layers = map[string]string{
 	// The domain and its use cases: no HTTP, SQL, gRPC or configuration.
-	"core": "domain", "core/feed": "domain", "core/taxii": "domain", "core/index": "domain",
+	"core": "domain", "core/port": "domain", "core/feed": "domain", "core/taxii": "domain", "core/index": "domain",
 	"core/ratelimit": "domain", "core/scan": "domain", "core/record": "domain", "core/misp": "domain",
 	"core/webhooks": "domain", "core/firewall": "domain", "core/firewall/npm": "domain",
 	"core/firewall/pypi": "domain", "core/firewall/goproxy": "domain", "core/firewall/registries": "domain",

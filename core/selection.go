@@ -35,12 +35,12 @@ const (
 
 // Selections picks the records of exports from storage.
 type Selections struct {
-	store Store
+	store PublishedStore
 	now   func() time.Time
 }
 
 // NewSelections returns the export selections over store.
-func NewSelections(store Store) *Selections { return &Selections{store: store, now: time.Now} }
+func NewSelections(store PublishedStore) *Selections { return &Selections{store: store, now: time.Now} }
 
 // ParseWhole parses a whole number from min to max given as text (a query
 // parameter): "7", not "07", "+7", "7.0" or " 7".

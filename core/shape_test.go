@@ -124,3 +124,29 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreRootHoldsTheDomainOnly: the core package's store interfaces are
+// the domain's own (accounts, reports and review, published, imports,
+// operations); a feature declares its types and its store in its own
+// package, and core/port assembles the port. The next feature adds a
+// folder, not files to the core root.
+func TestCoreRootHoldsTheDomainOnly(t *testing.T) {
+	t.Parallel()
+	domain := map[string]bool{"Store": true, "AccountStore": true, "ReportStore": true, "PublishedStore": true, "ImportStore": true, "OperationsStore": true, "IngestStore": true}
+	iface := regexp.MustCompile(`(?m)^type (\w+Store) interface`)
+	paths, _ := filepath.Glob("*.go")
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range iface.FindAllSubmatch(src, -1) {
+			if !domain[string(m[1])] {
+				t.Errorf("core/%s declares %s: a feature's store belongs in the feature's package, assembled in core/port", p, m[1])
+			}
+		}
+	}
+}

@@ -32,9 +32,10 @@ func CheckLimit(limit, max int) error {
 	return nil
 }
 
-// Store is the storage port of the daemon, composed of one interface per
-// concern so that a use case can ask for the part it needs. Every method is
-// one coarse operation run in one transaction inside the storage backend,
+// Store is the domain's own part of the storage port (core/port
+// assembles the whole, with each feature's store): accounts, reports and
+// review, what is published, imports and operations. Every method is one
+// coarse operation run in one transaction inside the storage backend,
 // because every call may cross a process boundary. Errors are the domain
 // errors of this package (ErrNotFound, ErrConflict, ErrLimit, FieldError),
 // wrapped as needed.
@@ -44,11 +45,6 @@ type Store interface {
 	PublishedStore
 	ImportStore
 	OperationsStore
-	WebhookStore
-	FirewallStore
-	SightingStore
-	ReputationStore
-	CampaignStore
 }
 
 // ReportStore keeps reports through submission, review and revision.
@@ -390,4 +386,11 @@ type RateCounts struct {
 type UsageDelta struct {
 	Day, TokenID, Endpoint string
 	Calls                  int64
+}
+
+// Duplicate is a submission refused as a duplicate of ThreatID, counted
+// on its submitter's record.
+type Duplicate struct {
+	UserID, ThreatID string
+	At               time.Time
 }

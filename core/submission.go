@@ -292,6 +292,12 @@ func text(field, s string, max int, multiline bool) (string, error) {
 	return s, nil
 }
 
+// Tags checks a list of tags as a report's are checked: at most maxItems,
+// each trimmed, non-empty, at most 64 characters.
+func Tags(field string, in []string, maxItems int) ([]string, error) {
+	return stringList(field, in, maxItems, maxTagLen)
+}
+
 func stringList(field string, in []string, maxItems, maxLen int) ([]string, error) {
 	if len(in) > maxItems {
 		return nil, Invalid(field, "has more than %d entries", maxItems)

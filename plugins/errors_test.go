@@ -12,6 +12,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/storage"
 )
 
@@ -68,7 +69,7 @@ func TestErrorsCrossTyped(t *testing.T) {
 // in-process (go-plugin's TestPluginGRPCConn).
 func TestStorageShim(t *testing.T) {
 	dir := t.TempDir()
-	p := &storagePlugin{backend: "sqlite", open: func(_ context.Context, cfg StorageConfig) (core.Store, error) {
+	p := &storagePlugin{backend: "sqlite", open: func(_ context.Context, cfg StorageConfig) (port.Store, error) {
 		return storage.Open(storage.SQLite, cfg.DSN, storage.Options{})
 	}}
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{KindStorage: p})

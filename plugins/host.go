@@ -171,7 +171,7 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *plugin, err
 }
 
 // StartStorage starts the storage plugin threatd-storage-<name>, configures
-// it, and returns a core.Store whose Close stops the process. The process is
+// it, and returns a port.Store whose Close stops the process. The process is
 // supervised: if it dies (killed, crashed), a new one is started with
 // backoff and configured the same way, and calls go to it; meanwhile they
 // fail with core.ErrUnavailable (HTTP 503 with Retry-After).

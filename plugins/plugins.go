@@ -2,7 +2,7 @@
 // (proto/v2), the go-plugin handshake, the shims that convert between proto
 // and core types, and the host that starts, checks and stops plugin
 // processes. Plugin authors never touch proto: a storage backend implements
-// core.Store and calls ServeStorage.
+// port.Store and calls ServeStorage.
 package plugins
 
 import (

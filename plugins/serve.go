@@ -15,7 +15,7 @@ import (
 
 // ServeStorage serves a storage backend as a plugin process; call it from
 // the plugin's main. backend names the implementation ("sqlite"); open turns
-// the daemon's Configure call into a core.Store. It returns when the daemon
+// the daemon's Configure call into a port.Store. It returns when the daemon
 // stops the plugin, after closing the store.
 func ServeStorage(backend string, open StorageOpener) {
 	// The plugin logs JSON to stderr; the host forwards each line into the

@@ -6,7 +6,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
@@ -27,9 +27,9 @@ type StorageConfig struct {
 	CreateEmpty bool
 }
 
-// StorageOpener opens a backend's core.Store from its configuration. It is
+// StorageOpener opens a backend's port.Store from its configuration. It is
 // all a storage plugin author writes besides the Store itself.
-type StorageOpener func(ctx context.Context, cfg StorageConfig) (core.Store, error)
+type StorageOpener func(ctx context.Context, cfg StorageConfig) (port.Store, error)
 
 // storagePlugin is the go-plugin glue for the storage kind.
 type storagePlugin struct {

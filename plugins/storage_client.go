@@ -1,4 +1,4 @@
-// The daemon side of the storage protocol: a core.Store whose every call
+// The daemon side of the storage protocol: a port.Store whose every call
 // is one RPC to the plugin process (the methods are generated from the
 // port: storage_client_gen.go; here the connection and its helpers).
 
@@ -12,11 +12,11 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
-// StorageClient is the daemon's side of a storage plugin: a core.Store whose
+// StorageClient is the daemon's side of a storage plugin: a port.Store whose
 // every call is one RPC to the plugin process.
 type StorageClient struct {
 	// rpc is the current plugin process's client: a supervisor replaces it
@@ -61,7 +61,7 @@ func (c *StorageClient) Close() error {
 	return nil
 }
 
-var _ core.Store = (*StorageClient)(nil)
+var _ port.Store = (*StorageClient)(nil)
 
 type storageConn struct{ pb.StorageClient }
 

@@ -1,4 +1,4 @@
-// The plugin side of the storage protocol: a core.Store served over gRPC
+// The plugin side of the storage protocol: a port.Store served over gRPC
 // (the shims are generated from the port: storage_server_gen.go; here the
 // store they reach and its errors).
 
@@ -11,21 +11,21 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	pb "github.com/threatd/threatd/plugins/proto/v2"
 )
 
-// storageServer serves a core.Store over the storage protocol.
+// storageServer serves a port.Store over the storage protocol.
 type storageServer struct {
 	pb.UnimplementedStorageServer
 	backend string
 	open    StorageOpener
 
 	mu    sync.RWMutex
-	store core.Store
+	store port.Store
 }
 
-func (s *storageServer) get() (core.Store, error) {
+func (s *storageServer) get() (port.Store, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.store == nil {
@@ -60,7 +60,7 @@ func (s *storageServer) Configure(ctx context.Context, req *pb.ConfigureRequest)
 
 // withStore runs fn on the configured store and turns its error into a
 // typed gRPC status.
-func withStore[R any](s *storageServer, fn func(core.Store) (R, error)) (R, error) {
+func withStore[R any](s *storageServer, fn func(port.Store) (R, error)) (R, error) {
 	var zero R
 	st, err := s.get()
 	if err != nil {
@@ -75,7 +75,7 @@ func withStore[R any](s *storageServer, fn func(core.Store) (R, error)) (R, erro
 
 // classify lets a store say which of its errors mean a damaged database
 // (core.ErrCorrupt), e.g. storage.Store.Classify.
-func classify(st core.Store, err error) error {
+func classify(st port.Store, err error) error {
 	if c, ok := st.(interface{ Classify(error) error }); ok {
 		return c.Classify(err)
 	}

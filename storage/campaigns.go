@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 type campaignRow struct {
@@ -36,12 +37,12 @@ type campaignThreatRow struct {
 	AddedAt    time.Time `bun:"added_at,notnull"`
 }
 
-func (r campaignRow) domain() core.Campaign {
+func (r campaignRow) domain() community.Campaign {
 	tags := r.Tags
 	if tags == nil {
 		tags = []string{}
 	}
-	return core.Campaign{ID: r.ID, Name: r.Name, Description: r.Description, Tags: tags, ThreatIDs: []string{},
+	return community.Campaign{ID: r.ID, Name: r.Name, Description: r.Description, Tags: tags, ThreatIDs: []string{},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), CreatedBy: r.CreatedBy}
 }
 
@@ -79,9 +80,9 @@ func addMembers(ctx context.Context, tx bun.IDB, id string, threatIDs []string, 
 }
 
 // CreateCampaign stores a new campaign and its reports.
-func (s *Store) CreateCampaign(ctx context.Context, c core.Campaign) error {
-	if len(c.ThreatIDs) > core.MaxCampaignChange {
-		return core.Invalid("threat_ids", "at most %d reports at once", core.MaxCampaignChange)
+func (s *Store) CreateCampaign(ctx context.Context, c community.Campaign) error {
+	if len(c.ThreatIDs) > community.MaxCampaignChange {
+		return core.Invalid("threat_ids", "at most %d reports at once", community.MaxCampaignChange)
 	}
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		row := campaignRow{ID: c.ID, Name: c.Name, Description: c.Description, Tags: c.Tags, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(), CreatedBy: c.CreatedBy}
@@ -96,7 +97,7 @@ func (s *Store) CreateCampaign(ctx context.Context, c core.Campaign) error {
 }
 
 // UpdateCampaign applies a change to a campaign.
-func (s *Store) UpdateCampaign(ctx context.Context, ch core.CampaignChange) (core.Campaign, error) {
+func (s *Store) UpdateCampaign(ctx context.Context, ch community.CampaignChange) (community.Campaign, error) {
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var row campaignRow
 		if err := lockRow(s.dialect, tx.NewSelect().Model(&row).Where("id = ?", ch.ID), "cp").Scan(ctx); errors.Is(err, sql.ErrNoRows) {
@@ -133,35 +134,35 @@ func (s *Store) UpdateCampaign(ctx context.Context, ch core.CampaignChange) (cor
 		if err != nil {
 			return err
 		}
-		if n > core.MaxCampaignReports {
-			return core.Invalid("add_threat_ids", "a campaign holds at most %d reports", core.MaxCampaignReports)
+		if n > community.MaxCampaignReports {
+			return core.Invalid("add_threat_ids", "a campaign holds at most %d reports", community.MaxCampaignReports)
 		}
 		return nil
 	})
 	if err != nil {
-		return core.Campaign{}, err
+		return community.Campaign{}, err
 	}
 	return s.GetCampaign(ctx, ch.ID)
 }
 
 // GetCampaign reads a campaign with its verified reports.
-func (s *Store) GetCampaign(ctx context.Context, id string) (core.Campaign, error) {
+func (s *Store) GetCampaign(ctx context.Context, id string) (community.Campaign, error) {
 	var row campaignRow
 	if err := s.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); errors.Is(err, sql.ErrNoRows) {
-		return core.Campaign{}, core.NotFound("campaign", id)
+		return community.Campaign{}, core.NotFound("campaign", id)
 	} else if err != nil {
-		return core.Campaign{}, err
+		return community.Campaign{}, err
 	}
-	out := []core.Campaign{row.domain()}
+	out := []community.Campaign{row.domain()}
 	if err := s.members(ctx, out); err != nil {
-		return core.Campaign{}, err
+		return community.Campaign{}, err
 	}
 	return out[0], nil
 }
 
 // members fills in the campaigns' verified reports (in verification
 // order) and their first and last seen.
-func (s *Store) members(ctx context.Context, cs []core.Campaign) error {
+func (s *Store) members(ctx context.Context, cs []community.Campaign) error {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -210,7 +211,7 @@ func (s *Store) members(ctx context.Context, cs []core.Campaign) error {
 }
 
 // ListCampaigns reads a page of campaigns by name through campaigns_name_idx.
-func (s *Store) ListCampaigns(ctx context.Context, q core.CampaignQuery) ([]core.Campaign, error) {
+func (s *Store) ListCampaigns(ctx context.Context, q community.CampaignQuery) ([]community.Campaign, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func (s *Store) ListCampaigns(ctx context.Context, q core.CampaignQuery) ([]core
 	if err := sel.OrderExpr("name, id").Limit(int64(q.Limit)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	out := make([]core.Campaign, len(rows))
+	out := make([]community.Campaign, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
@@ -235,7 +236,7 @@ func (s *Store) ListCampaigns(ctx context.Context, q core.CampaignQuery) ([]core
 }
 
 // CampaignMembers reads every verified report's campaigns.
-func (s *Store) CampaignMembers(ctx context.Context) ([]core.CampaignMember, error) {
+func (s *Store) CampaignMembers(ctx context.Context) ([]community.CampaignMember, error) {
 	var rows []struct {
 		ThreatID    string    `bun:"threat_id"`
 		ID          string    `bun:"id"`
@@ -251,9 +252,9 @@ func (s *Store) CampaignMembers(ctx context.Context) ([]core.CampaignMember, err
 		Where("EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ct.threat_id AND t.status = ?)", core.StatusVerified).OrderExpr("ct.threat_id, cp.name, cp.id").Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	out := make([]core.CampaignMember, len(rows))
+	out := make([]community.CampaignMember, len(rows))
 	for i, r := range rows {
-		out[i] = core.CampaignMember{ThreatID: r.ThreatID, Ref: core.CampaignRef{ID: r.ID, Name: r.Name, Description: r.Description,
+		out[i] = community.CampaignMember{ThreatID: r.ThreatID, Ref: core.CampaignRef{ID: r.ID, Name: r.Name, Description: r.Description,
 			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}}
 	}
 	return out, nil
@@ -263,7 +264,7 @@ func (s *Store) CampaignMembers(ctx context.Context) ([]core.CampaignMember, err
 // primary key: no sort, no grouping table, whatever its size), each row's
 // report checked verified by its primary key, and keeps the q.Limit
 // largest groups of q.MinSize..q.MaxSize reports.
-func (s *Store) SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error) {
+func (s *Store) SharedIndicatorGroups(ctx context.Context, q community.IndicatorGroupQuery) ([]community.IndicatorGroup, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -277,8 +278,8 @@ WHERE EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ti.threat_id AND t.status 
 	}
 	defer rows.Close()
 	var (
-		out  []core.IndicatorGroup
-		cur  core.IndicatorGroup
+		out  []community.IndicatorGroup
+		cur  community.IndicatorGroup
 		over bool // the current key has more than MaxSize reports
 	)
 	flush := func() {
@@ -288,7 +289,7 @@ WHERE EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ti.threat_id AND t.status 
 		out = append(out, cur)
 		if len(out) > 2*q.Limit {
 			// Keep the largest; the smaller half goes.
-			slices.SortStableFunc(out, func(a, b core.IndicatorGroup) int { return len(b.ThreatIDs) - len(a.ThreatIDs) })
+			slices.SortStableFunc(out, func(a, b community.IndicatorGroup) int { return len(b.ThreatIDs) - len(a.ThreatIDs) })
 			out = slices.Clip(out[:q.Limit])
 		}
 	}
@@ -299,7 +300,7 @@ WHERE EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ti.threat_id AND t.status 
 		}
 		if key != cur.Key {
 			flush()
-			cur, over = core.IndicatorGroup{Key: key}, false
+			cur, over = community.IndicatorGroup{Key: key}, false
 		}
 		if over {
 			continue
@@ -314,7 +315,7 @@ WHERE EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ti.threat_id AND t.status 
 		return nil, err
 	}
 	flush()
-	slices.SortStableFunc(out, func(a, b core.IndicatorGroup) int {
+	slices.SortStableFunc(out, func(a, b community.IndicatorGroup) int {
 		return cmp.Or(len(b.ThreatIDs)-len(a.ThreatIDs), strings.Compare(a.Key, b.Key))
 	})
 	return out[:min(len(out), q.Limit)], nil
@@ -324,7 +325,7 @@ WHERE EXISTS (SELECT 1 FROM threats AS t WHERE t.id = ti.threat_id AND t.status 
 const textBatch = 500
 
 // EachVerifiedText streams every verified report's texts in one query.
-func (s *Store) EachVerifiedText(ctx context.Context, fn func([]core.ReportText) error) error {
+func (s *Store) EachVerifiedText(ctx context.Context, fn func([]community.ReportText) error) error {
 	q := `SELECT t.id, t.resource_identifier, d.tags, d.threat_description, d.payload_description
 FROM threats AS t JOIN threat_details AS d ON d.threat_id = t.id WHERE t.status = ?`
 	if s.dialect == Postgres {
@@ -338,9 +339,9 @@ FROM threats AS t JOIN threat_details AS d ON d.threat_id = t.id WHERE t.status 
 	if err != nil {
 		return err
 	}
-	return eachBatch(rows, textBatch, func(rows *sql.Rows) (core.ReportText, error) {
+	return eachBatch(rows, textBatch, func(rows *sql.Rows) (community.ReportText, error) {
 		var (
-			r             core.ReportText
+			r             community.ReportText
 			tags, payload sql.NullString
 		)
 		if err := rows.Scan(&r.ID, &r.ResourceIdentifier, &tags, &r.ThreatDescription, &payload); err != nil {

@@ -21,7 +21,7 @@ import (
 // own, through threats_submitter_status_idx): fresh accounts cannot
 // reopen a kept dispute again and again.
 func votesQuery(q *bun.SelectQuery, row threatRow) *bun.SelectQuery {
-	q = q.Where("sg.threat_id = ? AND sg.type = ? AND sg.user_id IS NOT NULL AND sg.created_at > ?", row.ID, core.SightingFalsePositive, community.VoteSince(row.VerifiedAt, row.KeptAt))
+	q = q.Where("sg.threat_id = ? AND sg.type = ? AND sg.user_id IS NOT NULL AND sg.created_at > ?", row.ID, community.SightingFalsePositive, community.VoteSince(row.VerifiedAt, row.KeptAt))
 	if row.SubmitterID != nil {
 		q = q.Where("sg.user_id <> ?", *row.SubmitterID)
 	}
@@ -84,7 +84,7 @@ func closeDispute(ctx context.Context, tx *txn, row *threatRow, at time.Time) er
 
 // ListDisputed reads a keyset page of the reports in dispute through
 // threats_disputed_idx, oldest dispute first.
-func (s *Store) ListDisputed(ctx context.Context, q core.DisputeQuery) (core.ThreatList, error) {
+func (s *Store) ListDisputed(ctx context.Context, q community.DisputeQuery) (core.ThreatList, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return core.ThreatList{}, err
 	}
@@ -109,7 +109,7 @@ func (s *Store) ListDisputed(ctx context.Context, q core.DisputeQuery) (core.Thr
 }
 
 // DisputeVotes reads the votes counted toward a report's dispute now.
-func (s *Store) DisputeVotes(ctx context.Context, threatID string) ([]core.Sighting, error) {
+func (s *Store) DisputeVotes(ctx context.Context, threatID string) ([]community.Sighting, error) {
 	if _, err := uuid.Parse(threatID); err != nil {
 		return nil, core.NotFound("threat", threatID)
 	}
@@ -120,10 +120,10 @@ func (s *Store) DisputeVotes(ctx context.Context, threatID string) ([]core.Sight
 		return nil, err
 	}
 	var rows []sightingRow
-	if err := votesQuery(s.db.NewSelect().Model(&rows), row).OrderExpr("sg.created_at, sg.id").Limit(core.MaxDisputeVotes).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := votesQuery(s.db.NewSelect().Model(&rows), row).OrderExpr("sg.created_at, sg.id").Limit(community.MaxDisputeVotes).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	out := make([]core.Sighting, len(rows))
+	out := make([]community.Sighting, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}

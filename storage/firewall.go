@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 type waiverRow struct {
@@ -53,13 +54,13 @@ type heldRow struct {
 	Until     time.Time  `bun:"until,notnull"`
 }
 
-func (r waiverRow) domain() core.Waiver {
-	return core.Waiver{ID: r.ID, Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version, Rule: r.Rule, Reason: r.Reason,
+func (r waiverRow) domain() firewall.Waiver {
+	return firewall.Waiver{ID: r.ID, Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version, Rule: r.Rule, Reason: r.Reason,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), Until: r.Until.UTC()}
 }
 
-func (r decisionRow) domain() core.FirewallDecision {
-	d := core.FirewallDecision{Seq: r.Seq, Time: r.At.UTC(), Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version, Purl: r.Purl,
+func (r decisionRow) domain() firewall.FirewallDecision {
+	d := firewall.FirewallDecision{Seq: r.Seq, Time: r.At.UTC(), Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version, Purl: r.Purl,
 		Rule: r.Rule, Action: r.Action, Until: timeOf(r.Until), User: r.UserEmail, ClientIP: r.ClientIP}
 	if r.ThreatIDs != "" {
 		d.ThreatIDs = strings.Split(r.ThreatIDs, ",")
@@ -67,13 +68,13 @@ func (r decisionRow) domain() core.FirewallDecision {
 	return d
 }
 
-func (r heldRow) domain() core.HeldVersion {
-	return core.HeldVersion{Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version, Published: timeOf(r.Published),
+func (r heldRow) domain() firewall.HeldVersion {
+	return firewall.HeldVersion{Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version, Published: timeOf(r.Published),
 		FirstSeen: r.FirstSeen.UTC(), Until: r.Until.UTC()}
 }
 
-// CreateWaiver stores a waiver, at most core.MaxWaivers in force.
-func (s *Store) CreateWaiver(ctx context.Context, w core.Waiver) error {
+// CreateWaiver stores a waiver, at most firewall.MaxWaivers in force.
+func (s *Store) CreateWaiver(ctx context.Context, w firewall.Waiver) error {
 	row := waiverRow{ID: w.ID, Ecosystem: w.Ecosystem, Name: w.Name, Version: w.Version, Rule: w.Rule, Reason: w.Reason,
 		CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt.UTC(), Until: w.Until.UTC()}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -81,8 +82,8 @@ func (s *Store) CreateWaiver(ctx context.Context, w core.Waiver) error {
 		if err != nil {
 			return err
 		}
-		if n >= core.MaxWaivers {
-			return fmt.Errorf("%w: at most %d waivers in force; remove one first", core.ErrLimit, core.MaxWaivers)
+		if n >= firewall.MaxWaivers {
+			return fmt.Errorf("%w: at most %d waivers in force; remove one first", core.ErrLimit, firewall.MaxWaivers)
 		}
 		_, err = tx.NewInsert().Model(&row).Exec(ctx)
 		return err
@@ -90,17 +91,17 @@ func (s *Store) CreateWaiver(ctx context.Context, w core.Waiver) error {
 }
 
 // ListWaivers returns the waivers ending after now, refusing more than
-// core.MaxWaivers (concurrent makers can pass CreateWaiver's count).
-func (s *Store) ListWaivers(ctx context.Context, now time.Time) ([]core.Waiver, error) {
+// firewall.MaxWaivers (concurrent makers can pass CreateWaiver's count).
+func (s *Store) ListWaivers(ctx context.Context, now time.Time) ([]firewall.Waiver, error) {
 	var rows []waiverRow
-	err := s.db.NewSelect().Model(&rows).Where("until > ?", now.UTC()).OrderExpr("created_at DESC, id").Limit(core.MaxWaivers + 1).Scan(ctx)
+	err := s.db.NewSelect().Model(&rows).Where("until > ?", now.UTC()).OrderExpr("created_at DESC, id").Limit(firewall.MaxWaivers + 1).Scan(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) > core.MaxWaivers {
-		return nil, fmt.Errorf("%w: more than %d waivers in force; remove some", core.ErrLimit, core.MaxWaivers)
+	if len(rows) > firewall.MaxWaivers {
+		return nil, fmt.Errorf("%w: more than %d waivers in force; remove some", core.ErrLimit, firewall.MaxWaivers)
 	}
-	out := make([]core.Waiver, len(rows))
+	out := make([]firewall.Waiver, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
@@ -123,7 +124,7 @@ func (s *Store) DeleteWaiver(ctx context.Context, id string) error {
 // transaction: the webhooks' outbox. The delivery of a decision's event
 // has the seq -decision.seq (feed events' are positive) and its body
 // stored at once, so that every attempt sends the bytes made here.
-func (s *Store) RecordDecisions(ctx context.Context, ds []core.FirewallDecision) error {
+func (s *Store) RecordDecisions(ctx context.Context, ds []firewall.FirewallDecision) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -159,7 +160,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []core.FirewallDecision)
 				continue
 			}
 			column := "on_firewall_blocked"
-			if d.EventType == core.EventFirewallWarned {
+			if d.EventType == firewall.EventFirewallWarned {
 				column = "on_firewall_warned"
 			}
 			seq := -rows[i].Seq
@@ -172,7 +173,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []core.FirewallDecision)
 				res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
 SELECT w.id, ?, '', ?, 0, ?, 'pending', 0, ? FROM webhooks AS w
 WHERE w.`+column+` AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.ecosystem = ?)`,
-					seq, d.EventType, d.Time.UTC(), q.next, core.RegistryOfFirewall(d.Ecosystem))
+					seq, d.EventType, d.Time.UTC(), q.next, firewall.RegistryOfFirewall(d.Ecosystem))
 				if err != nil {
 					return fmt.Errorf("queue firewall events: %w", err)
 				}
@@ -191,9 +192,9 @@ WHERE w.`+column+` AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.e
 }
 
 // ListDecisions reads a page of decisions through the index on (at, seq).
-func (s *Store) ListDecisions(ctx context.Context, q core.FirewallDecisionQuery) (core.FirewallDecisionList, error) {
+func (s *Store) ListDecisions(ctx context.Context, q firewall.FirewallDecisionQuery) (firewall.FirewallDecisionList, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
-		return core.FirewallDecisionList{}, err
+		return firewall.FirewallDecisionList{}, err
 	}
 	var rows []decisionRow
 	sel := s.db.NewSelect().Model(&rows)
@@ -204,7 +205,7 @@ func (s *Store) ListDecisions(ctx context.Context, q core.FirewallDecisionQuery)
 		var at time.Time
 		err := s.db.NewSelect().Table("firewall_decisions").Column("at").Where("seq = ?", q.After).Scan(ctx, &at)
 		if err != nil {
-			return core.FirewallDecisionList{}, core.Invalid("cursor", "names no decision kept (they are kept for firewall.decisions_keep)")
+			return firewall.FirewallDecisionList{}, core.Invalid("cursor", "names no decision kept (they are kept for firewall.decisions_keep)")
 		}
 		sel = sel.Where("(at, seq) > (?, ?)", at.UTC(), q.After)
 	}
@@ -212,11 +213,11 @@ func (s *Store) ListDecisions(ctx context.Context, q core.FirewallDecisionQuery)
 		sel = sel.Where("at >= ?", q.Since.UTC())
 	}
 	if err := sel.OrderExpr("at, seq").Limit(int64(q.Limit + 1)).Scan(ctx); err != nil {
-		return core.FirewallDecisionList{}, err
+		return firewall.FirewallDecisionList{}, err
 	}
-	out := core.FirewallDecisionList{More: len(rows) > q.Limit}
+	out := firewall.FirewallDecisionList{More: len(rows) > q.Limit}
 	rows = rows[:min(len(rows), q.Limit)]
-	out.Decisions = make([]core.FirewallDecision, len(rows))
+	out.Decisions = make([]firewall.FirewallDecision, len(rows))
 	for i, r := range rows {
 		out.Decisions[i] = r.domain()
 	}
@@ -243,7 +244,7 @@ func (s *Store) TrimDecisions(ctx context.Context, before time.Time) (int64, err
 }
 
 // RecordHeld upserts held versions, keeping each one's first_seen.
-func (s *Store) RecordHeld(ctx context.Context, hs []core.HeldVersion) error {
+func (s *Store) RecordHeld(ctx context.Context, hs []firewall.HeldVersion) error {
 	if len(hs) == 0 {
 		return nil
 	}
@@ -267,7 +268,7 @@ func (s *Store) RecordHeld(ctx context.Context, hs []core.HeldVersion) error {
 
 // ListHeld reads a page of the versions held at q.Now, by the end of
 // their hold, through the index on until.
-func (s *Store) ListHeld(ctx context.Context, q core.HeldQuery) ([]core.HeldVersion, error) {
+func (s *Store) ListHeld(ctx context.Context, q firewall.HeldQuery) ([]firewall.HeldVersion, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -287,11 +288,11 @@ func (s *Store) ListHeld(ctx context.Context, q core.HeldQuery) ([]core.HeldVers
 	if err := sel.OrderExpr("until, ecosystem, name, version").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]core.HeldVersion, len(rows))
+	out := make([]firewall.HeldVersion, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
 	return out, nil
 }
 
-var _ core.FirewallStore = (*Store)(nil)
+var _ firewall.FirewallStore = (*Store)(nil)

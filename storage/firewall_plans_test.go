@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // TestFirewallPlans: the firewall's lists read their indexes in order, a
@@ -27,13 +27,13 @@ func TestFirewallPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := time.Now().Add(-24 * time.Hour).UTC()
-	var ds []core.FirewallDecision
-	var hs []core.HeldVersion
+	var ds []firewall.FirewallDecision
+	var hs []firewall.HeldVersion
 	for i := range 20_000 {
-		ds = append(ds, core.FirewallDecision{Time: base.Add(time.Duration(i) * time.Second), Ecosystem: "npm", Name: fmt.Sprintf("p-%d", i%500),
-			Version: "1.0.0", Purl: "pkg:npm/p@1.0.0", Rule: core.RuleQuarantine, Action: core.ActionBlock, User: "u@example.com", ClientIP: "10.0.0.1"})
+		ds = append(ds, firewall.FirewallDecision{Time: base.Add(time.Duration(i) * time.Second), Ecosystem: "npm", Name: fmt.Sprintf("p-%d", i%500),
+			Version: "1.0.0", Purl: "pkg:npm/p@1.0.0", Rule: firewall.RuleQuarantine, Action: firewall.ActionBlock, User: "u@example.com", ClientIP: "10.0.0.1"})
 		if i < 5000 {
-			hs = append(hs, core.HeldVersion{Ecosystem: "npm", Name: fmt.Sprintf("h-%d", i), Version: "1.0.0", FirstSeen: base, Until: base.Add(time.Duration(i) * time.Minute)})
+			hs = append(hs, firewall.HeldVersion{Ecosystem: "npm", Name: fmt.Sprintf("h-%d", i), Version: "1.0.0", FirstSeen: base, Until: base.Add(time.Duration(i) * time.Minute)})
 		}
 	}
 	if err := s.RecordDecisions(ctx, ds); err != nil {
@@ -67,26 +67,26 @@ func TestFirewallPlans(t *testing.T) {
 			}
 		}
 	}
-	page, err := s.ListDecisions(ctx, core.FirewallDecisionQuery{Since: base.Add(time.Hour), Limit: 100})
+	page, err := s.ListDecisions(ctx, firewall.FirewallDecisionQuery{Since: base.Add(time.Hour), Limit: 100})
 	if err != nil || len(page.Decisions) != 100 || !page.More {
 		t.Fatalf("since: %d %v", len(page.Decisions), err)
 	}
 	check("the decisions since a time", "firewall_decisions_at_idx")
-	if _, err := s.ListDecisions(ctx, core.FirewallDecisionQuery{After: page.Decisions[99].Seq, Limit: 100}); err != nil {
+	if _, err := s.ListDecisions(ctx, firewall.FirewallDecisionQuery{After: page.Decisions[99].Seq, Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
 	check("the decisions after a cursor", "firewall_decisions_at_idx")
-	if _, err := s.ListDecisions(ctx, core.FirewallDecisionQuery{Limit: 100}); err != nil {
+	if _, err := s.ListDecisions(ctx, firewall.FirewallDecisionQuery{Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
 	check("the first decisions", "firewall_decisions_at_idx")
-	held, err := s.ListHeld(ctx, core.HeldQuery{Now: base.Add(time.Hour), Limit: 100})
+	held, err := s.ListHeld(ctx, firewall.HeldQuery{Now: base.Add(time.Hour), Limit: 100})
 	if err != nil || len(held) != 100 {
 		t.Fatalf("held: %d %v", len(held), err)
 	}
 	check("the held versions", "firewall_held_until_idx")
 	l := held[99]
-	if _, err := s.ListHeld(ctx, core.HeldQuery{Now: base.Add(time.Hour), Limit: 100,
+	if _, err := s.ListHeld(ctx, firewall.HeldQuery{Now: base.Add(time.Hour), Limit: 100,
 		After: l.Cursor()}); err != nil {
 		t.Fatal(err)
 	}

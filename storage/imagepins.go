@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // imagePinRow is a digest pinned under a report of an image.
@@ -23,7 +24,7 @@ const maxDigest = 256
 
 // PinDigests records pins, one statement; a pin already recorded is kept.
 // A report with MaxDigestPins pins takes no more.
-func (s *Store) PinDigests(ctx context.Context, pins []core.DigestPin) error {
+func (s *Store) PinDigests(ctx context.Context, pins []firewall.DigestPin) error {
 	if len(pins) > core.MaxGetThreats {
 		return core.Invalid("pins", "at most %d in one call", core.MaxGetThreats)
 	}
@@ -47,7 +48,7 @@ func (s *Store) PinDigests(ctx context.Context, pins []core.DigestPin) error {
 			keys = append(keys, id)
 		}
 		if err := tx.NewSelect().Model((*imagePinRow)(nil)).Column("threat_id").Where("threat_id IN (?)", bun.List(keys)).
-			Group("threat_id").Having("COUNT(*) >= ?", core.MaxDigestPins).Scan(ctx, &full); err != nil {
+			Group("threat_id").Having("COUNT(*) >= ?", firewall.MaxDigestPins).Scan(ctx, &full); err != nil {
 			return err
 		}
 		if len(full) > 0 {
@@ -72,21 +73,21 @@ func (s *Store) PinDigests(ctx context.Context, pins []core.DigestPin) error {
 
 // PinnedDigests reads the pins of reports through the primary key, at
 // most MaxDigestPins a report.
-func (s *Store) PinnedDigests(ctx context.Context, threatIDs []string) ([]core.DigestPin, error) {
+func (s *Store) PinnedDigests(ctx context.Context, threatIDs []string) ([]firewall.DigestPin, error) {
 	if len(threatIDs) > core.MaxGetThreats {
 		return nil, core.Invalid("threat_ids", "at most %d in one call", core.MaxGetThreats)
 	}
-	out := []core.DigestPin{}
+	out := []firewall.DigestPin{}
 	if len(threatIDs) == 0 {
 		return out, nil
 	}
 	var rows []imagePinRow
 	if err := s.db.NewSelect().Model(&rows).Where("threat_id IN (?)", bun.List(threatIDs)).
-		OrderExpr("threat_id, pinned_at, digest").Limit(int64(len(threatIDs) * core.MaxDigestPins)).Scan(ctx); err != nil {
+		OrderExpr("threat_id, pinned_at, digest").Limit(int64(len(threatIDs) * firewall.MaxDigestPins)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		out = append(out, core.DigestPin{ThreatID: r.ThreatID, Digest: r.Digest, PinnedAt: r.PinnedAt.UTC()})
+		out = append(out, firewall.DigestPin{ThreatID: r.ThreatID, Digest: r.Digest, PinnedAt: r.PinnedAt.UTC()})
 	}
 	return out, nil
 }

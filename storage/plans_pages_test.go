@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 // pagePlans is the second half of TestQueryPlansAtScale: the plans of
@@ -82,7 +84,7 @@ func pagePlans(t *testing.T, ctx context.Context, s *Store, log *queryLog, recs 
 	// by reading the batch's own range of feed_events (at ≥ its first
 	// time), not the 50,000 changes before it; the delivery loop reads the
 	// due deliveries through the partial index of pending ones.
-	hook, err := core.NewWebhook("https://siem.example.com/hook", nil, "", "plans", time.Now(), false)
+	hook, err := webhooks.NewWebhook("https://siem.example.com/hook", nil, "", "plans", time.Now(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func pagePlans(t *testing.T, ctx context.Context, s *Store, log *queryLog, recs 
 		t.Fatalf("a batch queued its webhook events in %d statements, want 1", queued)
 	}
 	log.take() // the EXPLAINs above
-	due, err := s.DueDeliveries(ctx, core.DueQuery{Now: time.Now().Add(time.Hour), Limit: 100})
+	due, err := s.DueDeliveries(ctx, webhooks.DueQuery{Now: time.Now().Add(time.Hour), Limit: 100})
 	if err != nil || len(due) != 100 {
 		t.Fatalf("DueDeliveries: %d, %v", len(due), err)
 	}
@@ -141,7 +143,7 @@ func pagePlans(t *testing.T, ctx context.Context, s *Store, log *queryLog, recs 
 	// Making a campaign checks its reports verified, and reading one reads
 	// its members: by their keys, never every verified report.
 	campaignID := uuid.NewString()
-	if err := s.CreateCampaign(ctx, core.Campaign{ID: campaignID, Name: "plans", ThreatIDs: members, CreatedAt: now, UpdatedAt: now, CreatedBy: "plans"}); err != nil {
+	if err := s.CreateCampaign(ctx, community.Campaign{ID: campaignID, Name: "plans", ThreatIDs: members, CreatedAt: now, UpdatedAt: now, CreatedBy: "plans"}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.GetCampaign(ctx, campaignID); err != nil || len(c.ThreatIDs) != len(members) {
@@ -170,16 +172,16 @@ func pagePlans(t *testing.T, ctx context.Context, s *Store, log *queryLog, recs 
 	// A batch of sightings (2,000 a second at 1M reports): its reports
 	// looked up by their keys, never the verified reports read through
 	// their status index; a bounded number of statements.
-	var batch []core.Sighting
+	var batch []community.Sighting
 	for i, id := range members {
-		sg, err := core.NewSighting(core.SightingRequest{Type: []string{core.SightingSeen, core.SightingExpired}[i%2]}, id, "", now)
+		sg, err := community.NewSighting(community.SightingRequest{Type: []string{community.SightingSeen, community.SightingExpired}[i%2]}, id, "", now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		batch = append(batch, sg, sg)
 		batch[len(batch)-1].ID = uuid.NewString()
 	}
-	if out, err := s.AddSightings(ctx, core.SightingBatch{Sightings: batch}); err != nil || len(out) != len(batch) || out[0] != core.SightingAdded {
+	if out, err := s.AddSightings(ctx, community.SightingBatch{Sightings: batch}); err != nil || len(out) != len(batch) || out[0] != community.SightingAdded {
 		t.Fatalf("AddSightings: %v %v", out, err)
 	}
 	qs := log.take()
@@ -284,7 +286,7 @@ func TestSightingCountsPlan(t *testing.T) {
 	log := &queryLog{}
 	s.hooks.add(log)
 	since := base.Add((n - 10) * time.Minute)
-	got, err := s.SightingCountsPage(ctx, core.SightingCountsQuery{Since: since, Limit: 5000})
+	got, err := s.SightingCountsPage(ctx, community.SightingCountsQuery{Since: since, Limit: 5000})
 	if err != nil || len(got) != 10 {
 		t.Fatalf("changed since: %d rows, %v", len(got), err)
 	}

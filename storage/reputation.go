@@ -55,12 +55,12 @@ func reviewPoints(ctx context.Context, tx bun.IDB, row threatRow, from, to core.
 
 // RecordDuplicate counts a refused duplicate on its submitter's record.
 func (s *Store) RecordDuplicate(ctx context.Context, d core.Duplicate) error {
-	return earn(ctx, s.db, "duplicate:"+uuid.NewString(), d.UserID, d.ThreatID, core.ReputationDuplicate, 0, d.At)
+	return earn(ctx, s.db, "duplicate:"+uuid.NewString(), d.UserID, d.ThreatID, community.ReputationDuplicate, 0, d.At)
 }
 
 // Reputations reads users' records: their points and duplicates from
 // their events (reputation_events_user_idx), their reports by state.
-func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]core.Reputation, error) {
+func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]community.Reputation, error) {
 	if len(userIDs) > core.MaxGetThreats {
 		return nil, core.Invalid("user_ids", "at most %d in one call (got %d)", core.MaxGetThreats, len(userIDs))
 	}
@@ -77,7 +77,7 @@ func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]core.Reput
 		Duplicates int64  `bun:"duplicates"`
 	}
 	if err := s.db.NewSelect().Model((*reputationRow)(nil)).ColumnExpr("user_id, COALESCE(SUM(points), 0) AS points").
-		ColumnExpr("COUNT(CASE WHEN kind = ? THEN 1 END) AS duplicates", core.ReputationDuplicate).
+		ColumnExpr("COUNT(CASE WHEN kind = ? THEN 1 END) AS duplicates", community.ReputationDuplicate).
 		Where("user_id IN (?)", bun.List(userIDs)).Group("user_id").Scan(ctx, &sums); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
@@ -89,12 +89,12 @@ func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]core.Reput
 	if err := s.db.NewSelect().Model((*userRow)(nil)).Column("id").Where("id IN (?) AND deleted_at IS NOT NULL", bun.List(userIDs)).Scan(ctx, &deleted); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	out := make([]core.Reputation, 0, len(records))
+	out := make([]community.Reputation, 0, len(records))
 	for _, r := range records {
 		if slices.Contains(deleted, r.UserID) {
 			continue
 		}
-		rep := core.Reputation{UserID: r.UserID, Name: r.Name, Verified: r.Verified, Rejected: r.Rejected, Pending: r.Pending}
+		rep := community.Reputation{UserID: r.UserID, Name: r.Name, Verified: r.Verified, Rejected: r.Rejected, Pending: r.Pending}
 		if i, ok := byUser[r.UserID]; ok {
 			rep.Points, rep.Duplicates = sums[i].Points, sums[i].Duplicates
 		}
@@ -105,8 +105,8 @@ func (s *Store) Reputations(ctx context.Context, userIDs []string) ([]core.Reput
 
 // Leaderboard sums the points of the period by user: a range of
 // reputation_events_at_idx (all of them for "all"), grouped.
-func (s *Store) Leaderboard(ctx context.Context, q core.LeaderboardQuery) ([]core.LeaderboardEntry, error) {
-	if err := core.CheckLimit(q.Limit, core.MaxLeaderboard); err != nil {
+func (s *Store) Leaderboard(ctx context.Context, q community.LeaderboardQuery) ([]community.LeaderboardEntry, error) {
+	if err := core.CheckLimit(q.Limit, community.MaxLeaderboard); err != nil {
 		return nil, err
 	}
 	var rows []struct {
@@ -117,7 +117,7 @@ func (s *Store) Leaderboard(ctx context.Context, q core.LeaderboardQuery) ([]cor
 	}
 	sel := s.db.NewSelect().TableExpr("reputation_events AS re").Join("JOIN users AS u ON u.id = re.user_id").
 		ColumnExpr("re.user_id, u.name, SUM(re.points) AS points").
-		ColumnExpr("COUNT(CASE WHEN re.kind = ? THEN 1 END) AS verified", core.ReputationVerified).
+		ColumnExpr("COUNT(CASE WHEN re.kind = ? THEN 1 END) AS verified", community.ReputationVerified).
 		Where("u.deleted_at IS NULL AND u.disabled_at IS NULL")
 	if !q.Since.IsZero() {
 		sel = sel.Where("re.at >= ?", q.Since.UTC())
@@ -126,16 +126,16 @@ func (s *Store) Leaderboard(ctx context.Context, q core.LeaderboardQuery) ([]cor
 		OrderExpr("points DESC, verified DESC, u.name, re.user_id").Limit(int64(q.Limit)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	out := make([]core.LeaderboardEntry, len(rows))
+	out := make([]community.LeaderboardEntry, len(rows))
 	for i, r := range rows {
-		out[i] = core.LeaderboardEntry{UserID: r.UserID, Name: r.Name, Points: r.Points, Verified: r.Verified}
+		out[i] = community.LeaderboardEntry{UserID: r.UserID, Name: r.Name, Points: r.Points, Verified: r.Verified}
 	}
 	return out, nil
 }
 
 // ReputationHistory reads a user's latest events through
 // reputation_events_user_idx, newest first.
-func (s *Store) ReputationHistory(ctx context.Context, q core.HistoryQuery) ([]core.ReputationEvent, error) {
+func (s *Store) ReputationHistory(ctx context.Context, q community.HistoryQuery) ([]community.ReputationEvent, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return nil, err
 	}
@@ -143,9 +143,9 @@ func (s *Store) ReputationHistory(ctx context.Context, q core.HistoryQuery) ([]c
 	if err := s.db.NewSelect().Model(&rows).Where("user_id = ?", q.UserID).OrderExpr("at DESC, id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	out := make([]core.ReputationEvent, len(rows))
+	out := make([]community.ReputationEvent, len(rows))
 	for i, r := range rows {
-		out[i] = core.ReputationEvent{Kind: r.Kind, ThreatID: deref(r.ThreatID), Points: r.Points, At: r.At.UTC()}
+		out[i] = community.ReputationEvent{Kind: r.Kind, ThreatID: deref(r.ThreatID), Points: r.Points, At: r.At.UTC()}
 	}
 	return out, nil
 }

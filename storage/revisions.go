@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/ioc"
 )
 
@@ -138,7 +139,7 @@ func (s *Store) DecideRevision(ctx context.Context, d core.RevisionDecision) (co
 			}
 			rev.State, action = core.RevisionApproved, "approve-revision"
 			if rev.AuthorID != nil {
-				if err := earn(ctx, tx, "revision:"+rev.ID, *rev.AuthorID, row.ID, core.ReputationRevision, core.PointsRevision, d.At); err != nil {
+				if err := earn(ctx, tx, "revision:"+rev.ID, *rev.AuthorID, row.ID, community.ReputationRevision, community.PointsRevision, d.At); err != nil {
 					return err
 				}
 			}

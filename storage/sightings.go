@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 type sightingRow struct {
@@ -48,8 +49,8 @@ func (r sightingCountRow) domain() core.SightingCounts {
 		LastSeen: timeOf(r.LastSeen), UpdatedAt: timeOf(r.UpdatedAt), Votes: r.Votes, Disputed: r.Disputed, Weight: r.Weight}
 }
 
-func (r sightingRow) domain() core.Sighting {
-	s := core.Sighting{ID: r.ID, ThreatID: r.ThreatID, Type: r.Type, Source: r.Source, ObservedAt: r.ObservedAt.UTC(), Count: r.Count,
+func (r sightingRow) domain() community.Sighting {
+	s := community.Sighting{ID: r.ID, ThreatID: r.ThreatID, Type: r.Type, Source: r.Source, ObservedAt: r.ObservedAt.UTC(), Count: r.Count,
 		Note: r.Note, Auto: r.AutoDay != nil, CreatedAt: r.CreatedAt.UTC()}
 	if r.UserID != nil {
 		s.UserID = *r.UserID
@@ -70,18 +71,18 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n, weight 
 	row := sightingCountRow{ThreatID: threatID, UpdatedAt: &now}
 	var column string
 	switch typ {
-	case core.SightingSeen:
+	case community.SightingSeen:
 		row.Seen, row.Weight, column = n, weight, "seen"
 		at := seenAt.UTC()
 		row.LastSeen = &at
-	case core.SightingFalsePositive:
+	case community.SightingFalsePositive:
 		row.FalsePositive, column = n, "false_positive"
 	default:
 		row.Expired, column = n, "expired"
 	}
 	q := tx.NewInsert().Model(&row).On("CONFLICT (threat_id) DO UPDATE").
 		Set(column + " = sc." + column + " + EXCLUDED." + column).Set("updated_at = EXCLUDED.updated_at")
-	if typ == core.SightingSeen {
+	if typ == community.SightingSeen {
 		q = q.Set("last_seen = CASE WHEN sc.last_seen IS NULL OR sc.last_seen < EXCLUDED.last_seen THEN EXCLUDED.last_seen ELSE sc.last_seen END").
 			Set("weight = sc.weight + EXCLUDED.weight")
 	}
@@ -96,10 +97,10 @@ func addCounts(ctx context.Context, tx bun.IDB, threatID, typ string, n, weight 
 // report voted on): a report not verified is not found, a second
 // false-positive vote a conflict (the vote index keeps the first, so the
 // transaction goes on).
-func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]string, error) {
+func (s *Store) AddSightings(ctx context.Context, b community.SightingBatch) ([]string, error) {
 	ss := b.Sightings
-	if len(ss) > core.MaxSightingBatch {
-		return nil, core.Invalid("sightings", "at most %d at once", core.MaxSightingBatch)
+	if len(ss) > community.MaxSightingBatch {
+		return nil, core.Invalid("sightings", "at most %d at once", community.MaxSightingBatch)
 	}
 	out := make([]string, len(ss))
 	if len(ss) == 0 {
@@ -143,7 +144,7 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 		for _, i := range order {
 			sg := ss[i]
 			if !isVerified[sg.ThreatID] {
-				out[i] = core.SightingNotFound
+				out[i] = community.SightingNotFound
 				continue
 			}
 			row := sightingRow{ID: sg.ID, ThreatID: sg.ThreatID, Type: sg.Type, Source: sg.Source, ObservedAt: sg.ObservedAt.UTC(), Count: sg.Count,
@@ -175,30 +176,30 @@ func (s *Store) AddSightings(ctx context.Context, b core.SightingBatch) ([]strin
 		)
 		for _, i := range order {
 			sg := ss[i]
-			if out[i] == core.SightingNotFound {
+			if out[i] == community.SightingNotFound {
 				continue
 			}
 			if !isAdded[sg.ID] {
-				out[i] = core.SightingConflict
+				out[i] = community.SightingConflict
 				continue
 			}
-			out[i] = core.SightingAdded
+			out[i] = community.SightingAdded
 			if len(sums) == 0 || sums[len(sums)-1].ThreatID != sg.ThreatID {
 				sums = append(sums, sightingCountRow{ThreatID: sg.ThreatID, UpdatedAt: &now})
 			}
 			c := &sums[len(sums)-1]
 			switch sg.Type {
-			case core.SightingSeen:
+			case community.SightingSeen:
 				c.Seen += sg.Count
 				if sg.UserID == "" || sg.UserID != submitter[sg.ThreatID] {
 					// A submitter's sighting of their own report is
 					// shown, never weighed.
-					c.Weight += core.SeenWeight(sg.Count)
+					c.Weight += community.SeenWeight(sg.Count)
 				}
 				if at := sg.ObservedAt.UTC(); c.LastSeen == nil || at.After(*c.LastSeen) {
 					c.LastSeen = &at
 				}
-			case core.SightingFalsePositive:
+			case community.SightingFalsePositive:
 				c.FalsePositive += sg.Count
 				if sg.UserID != "" && (len(votes) == 0 || votes[len(votes)-1] != sg.ThreatID) {
 					votes = append(votes, sg.ThreatID)
@@ -244,14 +245,14 @@ func addCountRows(ctx context.Context, tx bun.IDB, rows []sightingCountRow) erro
 // AddSeen adds the daemon's own seen sightings, one row per report,
 // source and UTC day, in one transaction; reports no longer verified are
 // skipped.
-func (s *Store) AddSeen(ctx context.Context, seen []core.SeenCount) error {
+func (s *Store) AddSeen(ctx context.Context, seen []community.SeenCount) error {
 	if len(seen) == 0 {
 		return nil
 	}
 	// One row per report, source and day, in a fixed order (concurrent
 	// writers lock rows in the same order).
 	type key struct{ threat, source, day string }
-	merged := map[key]core.SeenCount{}
+	merged := map[key]community.SeenCount{}
 	for _, sc := range seen {
 		k := key{sc.ThreatID, sc.Source, sc.At.UTC().Format(time.DateOnly)}
 		m := merged[k]
@@ -281,7 +282,7 @@ func (s *Store) AddSeen(ctx context.Context, seen []core.SeenCount) error {
 				continue
 			}
 			day := k.day
-			row := sightingRow{ID: autoSightingID(k.threat, k.source, day), ThreatID: sc.ThreatID, Type: core.SightingSeen, Source: sc.Source,
+			row := sightingRow{ID: autoSightingID(k.threat, k.source, day), ThreatID: sc.ThreatID, Type: community.SightingSeen, Source: sc.Source,
 				ObservedAt: sc.At.UTC(), Count: sc.Count, AutoDay: &day, CreatedAt: now}
 			// The row of a day weighs as one sighting however much it
 			// counts: its weight moves only while its count is below the
@@ -293,11 +294,11 @@ func (s *Store) AddSeen(ctx context.Context, seen []core.SeenCount) error {
 				Returning("count").Scan(ctx, &had); err != nil {
 				return err
 			}
-			weight := core.SeenWeight(sc.Count)
+			weight := community.SeenWeight(sc.Count)
 			if len(had) == 1 {
-				weight = core.SeenWeight(had[0]) - core.SeenWeight(had[0]-sc.Count)
+				weight = community.SeenWeight(had[0]) - community.SeenWeight(had[0]-sc.Count)
 			}
-			if err := addCounts(ctx, tx, sc.ThreatID, core.SightingSeen, sc.Count, weight, sc.At, now); err != nil {
+			if err := addCounts(ctx, tx, sc.ThreatID, community.SightingSeen, sc.Count, weight, sc.At, now); err != nil {
 				return err
 			}
 		}
@@ -313,9 +314,9 @@ func autoSightingID(threat, source, day string) string {
 
 // ListSightings reads a page of a report's sightings, newest first,
 // through its index on (threat_id, observed_at, id).
-func (s *Store) ListSightings(ctx context.Context, q core.SightingQuery) (core.SightingList, error) {
+func (s *Store) ListSightings(ctx context.Context, q community.SightingQuery) (community.SightingList, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
-		return core.SightingList{}, err
+		return community.SightingList{}, err
 	}
 	var rows []sightingRow
 	sel := s.db.NewSelect().Model(&rows).Where("threat_id = ?", q.ThreatID)
@@ -323,14 +324,14 @@ func (s *Store) ListSightings(ctx context.Context, q core.SightingQuery) (core.S
 		at, id, ok := strings.Cut(q.Cursor, "\x00")
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if !ok || err != nil {
-			return core.SightingList{}, core.Invalid("cursor", "is not a cursor this list gave")
+			return community.SightingList{}, core.Invalid("cursor", "is not a cursor this list gave")
 		}
 		sel = sel.Where("(observed_at < ? OR (observed_at = ? AND id < ?))", t.UTC(), t.UTC(), id)
 	}
 	if err := sel.OrderExpr("observed_at DESC, id DESC").Limit(int64(q.Limit + 1)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return core.SightingList{}, err
+		return community.SightingList{}, err
 	}
-	out := core.SightingList{}
+	out := community.SightingList{}
 	for i, r := range rows {
 		if i == q.Limit {
 			out.Next = out.Sightings[i-1].Cursor()
@@ -350,7 +351,7 @@ func (s *Store) ListSightings(ctx context.Context, q core.SightingQuery) (core.S
 	}
 	var users []userRow
 	if err := s.db.NewSelect().Model(&users).Column("id", "email", "name").Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return core.SightingList{}, err
+		return community.SightingList{}, err
 	}
 	for i, sg := range out.Sightings {
 		if j := slices.IndexFunc(users, func(u userRow) bool { return u.ID == sg.UserID }); j >= 0 {
@@ -387,7 +388,7 @@ func countsOf(rows []sightingCountRow) []core.SightingCounts {
 // order through the primary key, or those changed since q.Since in order
 // of change through the index on updated_at (a few: what changed in the
 // last seconds).
-func (s *Store) SightingCountsPage(ctx context.Context, q core.SightingCountsQuery) ([]core.SightingCounts, error) {
+func (s *Store) SightingCountsPage(ctx context.Context, q community.SightingCountsQuery) ([]core.SightingCounts, error) {
 	if err := core.CheckLimit(q.Limit, core.MaxPage); err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 // Package storage is threatd's SQL storage, one bun implementation for both
-// SQLite and PostgreSQL. It implements core.Store; the storage plugins in
+// SQLite and PostgreSQL. It implements port.Store; the storage plugins in
 // cmd/threatd-storage-* serve it over the plugin protocol.
 package storage
 
@@ -12,9 +12,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 )
 
-// Store is a core.Store on a SQL database.
+// Store is a port.Store on a SQL database.
 type Store struct {
 	db      *bun.DB
 	dialect Dialect
@@ -267,4 +268,4 @@ func (s *Store) Stats(ctx context.Context) (core.Stats, error) {
 	return st, err
 }
 
-var _ core.Store = (*Store)(nil)
+var _ port.Store = (*Store)(nil)

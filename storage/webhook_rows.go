@@ -7,6 +7,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 type webhookRow struct {
@@ -32,7 +34,7 @@ type webhookRow struct {
 	Expired        int64      `bun:"expired,notnull"`
 }
 
-func webhookToRow(w core.Webhook) webhookRow {
+func webhookToRow(w webhooks.Webhook) webhookRow {
 	return webhookRow{
 		ID: w.ID, URL: w.URL, Secret: w.Secret,
 		OnVerified:  slices.Contains(w.Events, core.ChangeVerified),
@@ -40,16 +42,16 @@ func webhookToRow(w core.Webhook) webhookRow {
 		OnWithdrawn: slices.Contains(w.Events, core.ChangeWithdrawn),
 		OnDisputed:  slices.Contains(w.Events, core.ChangeDisputed),
 		OnKept:      slices.Contains(w.Events, core.ChangeKept),
-		OnFwBlocked: slices.Contains(w.Events, core.EventFirewallBlocked),
-		OnFwWarned:  slices.Contains(w.Events, core.EventFirewallWarned),
+		OnFwBlocked: slices.Contains(w.Events, firewall.EventFirewallBlocked),
+		OnFwWarned:  slices.Contains(w.Events, firewall.EventFirewallWarned),
 		Ecosystem:   optString(w.Ecosystem), CreatedAt: w.CreatedAt.UTC(), CreatedBy: w.CreatedBy,
 		FailingSince: optTime(w.FailingSince), LastSuccessAt: optTime(w.LastSuccess),
 		DisabledAt: optTime(w.DisabledAt), DisabledReason: optString(w.DisabledReason), Expired: w.Expired,
 	}
 }
 
-func (r webhookRow) domain() core.Webhook {
-	w := core.Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, Expired: r.Expired}
+func (r webhookRow) domain() webhooks.Webhook {
+	w := webhooks.Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, Expired: r.Expired}
 	for kind, on := range map[string]bool{core.ChangeVerified: r.OnVerified, core.ChangeRevised: r.OnRevised, core.ChangeWithdrawn: r.OnWithdrawn,
 		core.ChangeDisputed: r.OnDisputed, core.ChangeKept: r.OnKept} {
 		if on {
@@ -57,13 +59,13 @@ func (r webhookRow) domain() core.Webhook {
 		}
 	}
 	slices.SortFunc(w.Events, func(a, b string) int {
-		return slices.Index(core.WebhookEvents, core.EventType(a)) - slices.Index(core.WebhookEvents, core.EventType(b))
+		return slices.Index(webhooks.WebhookEvents, webhooks.EventType(a)) - slices.Index(webhooks.WebhookEvents, webhooks.EventType(b))
 	})
 	if r.OnFwBlocked {
-		w.Events = append(w.Events, core.EventFirewallBlocked)
+		w.Events = append(w.Events, firewall.EventFirewallBlocked)
 	}
 	if r.OnFwWarned {
-		w.Events = append(w.Events, core.EventFirewallWarned)
+		w.Events = append(w.Events, firewall.EventFirewallWarned)
 	}
 	w.Ecosystem = deref(r.Ecosystem)
 	w.DisabledReason = deref(r.DisabledReason)
@@ -93,8 +95,8 @@ type payloadRow struct {
 	Payload string `bun:"payload,notnull"`
 }
 
-func (r deliveryRow) domain() core.Delivery {
-	return core.Delivery{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, Version: r.Version,
+func (r deliveryRow) domain() webhooks.Delivery {
+	return webhooks.Delivery{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, Version: r.Version,
 		EventAt: r.EventAt.UTC(), State: r.State, Attempts: r.Attempts, NextAt: r.NextAt.UTC(), FinishedAt: timeOf(r.FinishedAt)}
 }
 

@@ -8,18 +8,19 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 // CreateWebhook stores a subscription.
-func (s *Store) CreateWebhook(ctx context.Context, w core.Webhook) error {
+func (s *Store) CreateWebhook(ctx context.Context, w webhooks.Webhook) error {
 	row := webhookToRow(w)
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*webhookRow)(nil)).Count(ctx)
 		if err != nil {
 			return err
 		}
-		if n >= core.MaxWebhooks {
-			return fmt.Errorf("%w: at most %d webhook subscriptions; remove one first", core.ErrLimit, core.MaxWebhooks)
+		if n >= webhooks.MaxWebhooks {
+			return fmt.Errorf("%w: at most %d webhook subscriptions; remove one first", core.ErrLimit, webhooks.MaxWebhooks)
 		}
 		_, err = tx.NewInsert().Model(&row).Exec(ctx)
 		return err
@@ -27,7 +28,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w core.Webhook) error {
 }
 
 // ListWebhooks returns the subscriptions with their delivery counts.
-func (s *Store) ListWebhooks(ctx context.Context) ([]core.Webhook, error) {
+func (s *Store) ListWebhooks(ctx context.Context) ([]webhooks.Webhook, error) {
 	var rows []webhookRow
 	if err := s.db.NewSelect().Model(&rows).OrderExpr("created_at, id").Scan(ctx); err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (s *Store) ListWebhooks(ctx context.Context) ([]core.Webhook, error) {
 		Group("webhook_id", "state").Scan(ctx, &counts); err != nil {
 		return nil, err
 	}
-	out := make([]core.Webhook, len(rows))
+	out := make([]webhooks.Webhook, len(rows))
 	at := map[string]int{}
 	for i, r := range rows {
 		out[i] = r.domain()
@@ -53,13 +54,13 @@ func (s *Store) ListWebhooks(ctx context.Context) ([]core.Webhook, error) {
 			continue
 		}
 		switch c.State {
-		case core.DeliveryPending:
+		case webhooks.DeliveryPending:
 			out[i].Pending = c.N
-		case core.DeliveryDelivered:
+		case webhooks.DeliveryDelivered:
 			out[i].Delivered = c.N
-		case core.DeliveryFailed:
+		case webhooks.DeliveryFailed:
 			out[i].Failed = c.N
-		case core.DeliveryExpired:
+		case webhooks.DeliveryExpired:
 			out[i].Expired += c.N
 		}
 	}
@@ -87,7 +88,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 }
 
 // EnableWebhook clears a subscription's disabled and failing marks.
-func (s *Store) EnableWebhook(ctx context.Context, id string) (core.Webhook, error) {
+func (s *Store) EnableWebhook(ctx context.Context, id string) (webhooks.Webhook, error) {
 	var row webhookRow
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Table("webhooks").Set("disabled_at = NULL, disabled_reason = NULL, failing_since = NULL").Where("id = ?", id).Exec(ctx)
@@ -100,7 +101,7 @@ func (s *Store) EnableWebhook(ctx context.Context, id string) (core.Webhook, err
 		// Its pending events are due now, not at the times of the
 		// attempts planned before it was disabled.
 		if _, err := tx.NewUpdate().Table("webhook_deliveries").Set("next_at = ?", s.now().UTC()).
-			Where("webhook_id = ? AND state = ?", id, core.DeliveryPending).Exec(ctx); err != nil {
+			Where("webhook_id = ? AND state = ?", id, webhooks.DeliveryPending).Exec(ctx); err != nil {
 			return err
 		}
 		return tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
@@ -110,7 +111,7 @@ func (s *Store) EnableWebhook(ctx context.Context, id string) (core.Webhook, err
 
 // DueDeliveries reads the due pending deliveries of enabled subscriptions
 // through the partial index on next_at.
-func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Delivery, error) {
+func (s *Store) DueDeliveries(ctx context.Context, q webhooks.DueQuery) ([]webhooks.Delivery, error) {
 	now, limit := q.Now, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Deli
 	}
 	var rows []deliveryRow
 	sel := s.db.NewSelect().Model(&rows).ModelTableExpr(tableUsing(s.dialect, "webhook_deliveries AS delivery_row", "webhook_deliveries_due_idx")).
-		Where("state = ? AND next_at <= ?", core.DeliveryPending, now.UTC()).
+		Where("state = ? AND next_at <= ?", webhooks.DeliveryPending, now.UTC()).
 		Where("webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)")
 	if len(q.Except) > 0 {
 		sel = sel.Where("webhook_id NOT IN (?)", bun.List(q.Except))
@@ -138,7 +139,7 @@ func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Deli
 	if err := s.db.NewSelect().Model(&hooks).Where("disabled_at IS NULL").Scan(ctx); err != nil {
 		return nil, err
 	}
-	byID := map[string]core.Webhook{}
+	byID := map[string]webhooks.Webhook{}
 	for _, h := range hooks {
 		byID[h.ID] = h.domain()
 	}
@@ -154,7 +155,7 @@ func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Deli
 	for _, p := range payloads {
 		bySeq[p.Seq] = []byte(p.Payload)
 	}
-	out := make([]core.Delivery, 0, len(rows))
+	out := make([]webhooks.Delivery, 0, len(rows))
 	for _, r := range rows {
 		d := r.domain()
 		d.Webhook, d.Payload = byID[r.WebhookID], bySeq[r.Seq]
@@ -164,12 +165,12 @@ func (s *Store) DueDeliveries(ctx context.Context, q core.DueQuery) ([]core.Deli
 }
 
 // RecordAttempt applies one attempt's outcome in one transaction.
-func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error {
+func (s *Store) RecordAttempt(ctx context.Context, o webhooks.AttemptOutcome) error {
 	a := o.Attempt
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		upd := tx.NewUpdate().Table("webhook_deliveries").Set("attempts = attempts + 1").Set("state = ?", a.State).
-			Where("webhook_id = ? AND seq = ? AND state = ?", a.WebhookID, a.Seq, core.DeliveryPending)
-		if a.State == core.DeliveryPending {
+			Where("webhook_id = ? AND seq = ? AND state = ?", a.WebhookID, a.Seq, webhooks.DeliveryPending)
+		if a.State == webhooks.DeliveryPending {
 			upd = upd.Set("next_at = ?", o.NextAt.UTC())
 		} else {
 			upd = upd.Set("finished_at = ?", a.At.UTC())
@@ -197,12 +198,12 @@ func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error 
 		}
 		hook := tx.NewUpdate().Table("webhooks").Where("id = ?", a.WebhookID)
 		switch {
-		case a.State == core.DeliveryDelivered:
+		case a.State == webhooks.DeliveryDelivered:
 			hook = hook.Set("failing_since = NULL, last_success_at = ?", a.At.UTC())
 		case o.Disable != "":
 			hook = hook.Set("disabled_at = ?, disabled_reason = ?", a.At.UTC(), o.Disable).Set("failing_since = coalesce(failing_since, ?)", a.At.UTC())
 			if _, err := tx.NewUpdate().Table("webhook_deliveries").Set("next_at = ?", parkedAt).
-				Where("webhook_id = ? AND state = ?", a.WebhookID, core.DeliveryPending).Exec(ctx); err != nil {
+				Where("webhook_id = ? AND state = ?", a.WebhookID, webhooks.DeliveryPending).Exec(ctx); err != nil {
 				return err
 			}
 		default:
@@ -214,7 +215,7 @@ func (s *Store) RecordAttempt(ctx context.Context, o core.AttemptOutcome) error 
 }
 
 // WebhookAttempts lists a subscription's attempts, newest first.
-func (s *Store) WebhookAttempts(ctx context.Context, q core.AttemptQuery) ([]core.DeliveryAttempt, error) {
+func (s *Store) WebhookAttempts(ctx context.Context, q webhooks.AttemptQuery) ([]webhooks.DeliveryAttempt, error) {
 	webhookID, limit := q.WebhookID, q.Limit
 	if err := core.CheckLimit(limit, core.MaxPage); err != nil {
 		return nil, err
@@ -237,9 +238,9 @@ func (s *Store) WebhookAttempts(ctx context.Context, q core.AttemptQuery) ([]cor
 		Where("a.webhook_id = ?", webhookID).OrderExpr("a.id DESC").Limit(int64(limit)).Scan(ctx, &rows); err != nil {
 		return nil, err
 	}
-	out := make([]core.DeliveryAttempt, len(rows))
+	out := make([]webhooks.DeliveryAttempt, len(rows))
 	for i, r := range rows {
-		out[i] = core.DeliveryAttempt{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, At: r.At.UTC(),
+		out[i] = webhooks.DeliveryAttempt{WebhookID: r.WebhookID, Seq: r.Seq, ThreatID: r.ThreatID, Kind: r.Kind, At: r.At.UTC(),
 			Status: r.Status, Latency: time.Duration(r.LatencyUS) * time.Microsecond, Error: deref(r.Error), State: r.attemptRow.State}
 	}
 	return out, nil
@@ -247,15 +248,15 @@ func (s *Store) WebhookAttempts(ctx context.Context, q core.AttemptQuery) ([]cor
 
 // WebhookQueue counts the pending deliveries (the partial index holds only
 // them).
-func (s *Store) WebhookQueue(ctx context.Context) (core.WebhookQueue, error) {
-	var q core.WebhookQueue
-	n, err := s.db.NewSelect().Table("webhook_deliveries").Where("state = ?", core.DeliveryPending).Count(ctx)
+func (s *Store) WebhookQueue(ctx context.Context) (webhooks.WebhookQueue, error) {
+	var q webhooks.WebhookQueue
+	n, err := s.db.NewSelect().Table("webhook_deliveries").Where("state = ?", webhooks.DeliveryPending).Count(ctx)
 	if err != nil {
 		return q, err
 	}
 	q.Pending = int64(n)
 	var oldest []time.Time
-	if err := s.db.NewSelect().Table("webhook_deliveries").Column("event_at").Where("state = ?", core.DeliveryPending).
+	if err := s.db.NewSelect().Table("webhook_deliveries").Column("event_at").Where("state = ?", webhooks.DeliveryPending).
 		OrderExpr("event_at").Limit(1).Scan(ctx, &oldest); err != nil {
 		return q, err
 	}
@@ -268,7 +269,7 @@ func (s *Store) WebhookQueue(ctx context.Context) (core.WebhookQueue, error) {
 // TrimWebhooks expires the oldest pending events of disabled subscriptions
 // beyond maxPending each, and deletes finished deliveries older than
 // finishedBefore.
-func (s *Store) TrimWebhooks(ctx context.Context, t core.WebhookTrim) (int64, error) {
+func (s *Store) TrimWebhooks(ctx context.Context, t webhooks.WebhookTrim) (int64, error) {
 	maxPending, finishedBefore := t.MaxPending, t.FinishedBefore
 	var expired int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -282,15 +283,15 @@ func (s *Store) TrimWebhooks(ctx context.Context, t core.WebhookTrim) (int64, er
 			// older pending one expire.
 			var cut []int64
 			if err := tx.NewSelect().Table("webhook_deliveries").Column("seq").
-				Where("webhook_id = ? AND state = ?", id, core.DeliveryPending).
+				Where("webhook_id = ? AND state = ?", id, webhooks.DeliveryPending).
 				OrderExpr("seq DESC").Offset(int64(maxPending)).Limit(1).Scan(ctx, &cut); err != nil {
 				return err
 			}
 			if len(cut) == 0 {
 				continue
 			}
-			res, err := tx.NewUpdate().Table("webhook_deliveries").Set("state = ?, finished_at = ?", core.DeliveryExpired, now).
-				Where("webhook_id = ? AND state = ? AND seq <= ?", id, core.DeliveryPending, cut[0]).Exec(ctx)
+			res, err := tx.NewUpdate().Table("webhook_deliveries").Set("state = ?, finished_at = ?", webhooks.DeliveryExpired, now).
+				Where("webhook_id = ? AND state = ? AND seq <= ?", id, webhooks.DeliveryPending, cut[0]).Exec(ctx)
 			if err != nil {
 				return err
 			}
@@ -314,7 +315,7 @@ func (s *Store) TrimWebhooks(ctx context.Context, t core.WebhookTrim) (int64, er
   WHERE state <> 'pending' AND finished_at < ?)`, finishedBefore.UTC()); err != nil {
 			return err
 		}
-		_, err := tx.NewDelete().Table("webhook_deliveries").Where("state <> ? AND finished_at < ?", core.DeliveryPending, finishedBefore.UTC()).Exec(ctx)
+		_, err := tx.NewDelete().Table("webhook_deliveries").Where("state <> ? AND finished_at < ?", webhooks.DeliveryPending, finishedBefore.UTC()).Exec(ctx)
 		return err
 	})
 	return expired, err
@@ -341,4 +342,4 @@ WHERE (w.ecosystem IS NULL OR w.ecosystem = f.registry)
 	return nil
 }
 
-var _ core.WebhookStore = (*Store)(nil)
+var _ webhooks.WebhookStore = (*Store)(nil)

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/plugins"
 	"github.com/threatd/threatd/storage"
 )
 
 func main() {
-	plugins.ServeStorage("postgres", func(ctx context.Context, cfg plugins.StorageConfig) (core.Store, error) {
+	plugins.ServeStorage("postgres", func(ctx context.Context, cfg plugins.StorageConfig) (port.Store, error) {
 		opts, err := storage.OptionsFromSettings(cfg.Settings, os.Getenv)
 		if err != nil {
 			return nil, err

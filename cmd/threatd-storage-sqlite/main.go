@@ -16,13 +16,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/plugins"
 	"github.com/threatd/threatd/storage"
 )
 
 func main() {
-	plugins.ServeStorage("sqlite", func(_ context.Context, cfg plugins.StorageConfig) (core.Store, error) {
+	plugins.ServeStorage("sqlite", func(_ context.Context, cfg plugins.StorageConfig) (port.Store, error) {
 		path := cfg.DSN
 		if path == "" {
 			path = filepath.Join(cfg.DataDir, "threatd.db")

@@ -31,7 +31,7 @@ func campaignCreateCmd() *cobra.Command {
 			name, _ := cmd.Flags().GetString("name")
 			desc, _ := cmd.Flags().GetString("description")
 			tags, _ := cmd.Flags().GetStringArray("tag")
-			req := core.CampaignRequest{Name: &name, Description: &desc, Tags: &tags}
+			req := community.CampaignRequest{Name: &name, Description: &desc, Tags: &tags}
 			if !cmd.Flags().Changed("name") {
 				req.Name = nil
 			}
@@ -62,9 +62,9 @@ func campaignChangeCmd(add bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := core.CampaignRequest{Add: args[1:]}
+			req := community.CampaignRequest{Add: args[1:]}
 			if !add {
-				req = core.CampaignRequest{Remove: args[1:]}
+				req = community.CampaignRequest{Remove: args[1:]}
 			}
 			return withEnv(cmd, func(e *env) error {
 				camp, err := community.Campaigns{Store: e.store}.Update(cmd.Context(), community.Operator, args[0], req)
@@ -86,8 +86,8 @@ func campaignListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, _ := cmd.Flags().GetBool("json")
 			return withEnv(cmd, func(e *env) error {
-				var all []core.Campaign
-				q := core.CampaignQuery{Limit: 200}
+				var all []community.Campaign
+				q := community.CampaignQuery{Limit: 200}
 				for {
 					page, err := e.store.ListCampaigns(cmd.Context(), q)
 					if err != nil {

@@ -54,7 +54,7 @@ within cache.freshness; each use is recorded as a decision "waived".`,
 			by, _ := cmd.Flags().GetString("as")
 			return withEnv(cmd, func(e *env) error {
 				w, err := firewall.WaiverService{Store: e.store}.Waive(cmd.Context(),
-					core.WaiverRequest{Ecosystem: args[0], Name: name, Version: version, Rule: rule, Reason: reason, For: dur}, by, core.RoleAdmin)
+					firewall.WaiverRequest{Ecosystem: args[0], Name: name, Version: version, Rule: rule, Reason: reason, For: dur}, by, core.RoleAdmin)
 				if err != nil {
 					return badInput(err)
 				}
@@ -129,11 +129,11 @@ func firewallDecisionsCmd() *cobra.Command {
 		Short: "List the firewall's decisions (refused, warned, monitored, waived), oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := core.FirewallDecisionQuery{Limit: 1000}
+			q := firewall.FirewallDecisionQuery{Limit: 1000}
 			if v, _ := cmd.Flags().GetString("since"); v != "" {
 				t, err := time.Parse(time.RFC3339, v)
 				if err != nil {
-					d, derr := core.ParseFor("since", v)
+					d, derr := firewall.ParseFor("since", v)
 					if derr != nil {
 						return &exitError{code: 2, err: fmt.Errorf("invalid --since: %q is neither an RFC 3339 time nor a duration such as 24h", v)}
 					}
@@ -206,7 +206,7 @@ func firewallHeldCmd() *cobra.Command {
 				} else {
 					fmt.Fprintln(tw, "ECOSYSTEM\tPACKAGE\tPUBLISHED\tUNTIL")
 				}
-				q, n := core.HeldQuery{Now: time.Now(), Limit: 1000}, 0
+				q, n := firewall.HeldQuery{Now: time.Now(), Limit: 1000}, 0
 				for {
 					page, err := e.store.ListHeld(cmd.Context(), q)
 					if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // reviewListPage is how many pending reports review list reads at a time.
@@ -173,7 +174,7 @@ func reviewCmd() *cobra.Command {
 // listDisputed prints the disputed reports of the queue, oldest dispute
 // first, with their counted votes, and returns how many there are.
 func listDisputed(cmd *cobra.Command, e *env) (int, error) {
-	q := core.DisputeQuery{Limit: reviewListPage}
+	q := community.DisputeQuery{Limit: reviewListPage}
 	n := 0
 	for {
 		pl, err := e.store.ListDisputed(cmd.Context(), q)

@@ -25,6 +25,8 @@ import (
 	"github.com/threatd/threatd/core/firewall/proxy"
 	"github.com/threatd/threatd/core/firewall/registries"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/port"
+	"github.com/threatd/threatd/core/webhooks"
 	"github.com/threatd/threatd/core/webhooks/delivery"
 	"github.com/threatd/threatd/plugins"
 )
@@ -209,12 +211,12 @@ func accessLog(l config.Log) api.AccessLog {
 
 // webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
 // every daemon runs it, the holder of the storage lease delivers.
-func webhookDispatcher(cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics, signals *community.View) *delivery.Dispatcher {
+func webhookDispatcher(cfg config.Config, store port.Store, log *slog.Logger, metrics *api.Metrics, signals *community.View) *delivery.Dispatcher {
 	w := cfg.Webhooks
 	return &delivery.Dispatcher{
 		Store:     store,
 		Community: signals,
-		Policy:    core.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
+		Policy:    webhooks.RetryPolicy{Base: w.RetryBase, Max: w.RetryMax, Window: w.RetryWindow},
 		Timeout:   w.Timeout, AllowPrivate: w.AllowPrivate, MaxPending: w.MaxPending, KeepFinished: w.KeepFinished,
 		Poll: w.Poll, Concurrency: w.Concurrency, Holder: leaseHolder(), UserAgent: "threatd/" + version + " (webhooks)",
 		Log: log, Observer: metrics,

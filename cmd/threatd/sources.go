@@ -13,6 +13,7 @@ import (
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/api"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/plugins"
 )
 
@@ -20,7 +21,7 @@ import (
 // on one daemon at a time: a run needs the source's lease in the database,
 // held for one interval, so daemons sharing a database take turns. It
 // returns once ctx has ended and every run has stopped.
-func runSources(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, metrics *api.Metrics) {
+func runSources(ctx context.Context, cfg config.Config, store port.Store, log *slog.Logger, metrics *api.Metrics) {
 	holder := leaseHolder()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -45,7 +46,7 @@ func leaseHolder() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 }
 
-func runSourceOnce(ctx context.Context, cfg config.Config, store core.Store, log *slog.Logger, src config.Source, holder string, metrics *api.Metrics) {
+func runSourceOnce(ctx context.Context, cfg config.Config, store port.Store, log *slog.Logger, src config.Source, holder string, metrics *api.Metrics) {
 	l := log.With("source", src.Name, "plugin", src.Plugin)
 	held, err := store.Lease(ctx, core.LeaseClaim{Name: "source:" + src.Name, Holder: holder, TTL: src.Interval})
 	if err != nil {

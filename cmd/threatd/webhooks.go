@@ -82,10 +82,10 @@ type webhookJSON struct {
 	Expired        int64      `json:"expired"`
 }
 
-func toWebhookJSON(w core.Webhook) webhookJSON {
+func toWebhookJSON(w webhooks.Webhook) webhookJSON {
 	events := make([]string, len(w.Events))
 	for i, k := range w.Events {
-		events[i] = core.EventType(k)
+		events[i] = webhooks.EventType(k)
 	}
 	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Ecosystem: w.Ecosystem, State: w.State(),
 		CreatedAt: w.CreatedAt, FailingSince: timePtr(w.FailingSince), LastSuccessAt: timePtr(w.LastSuccess), DisabledAt: timePtr(w.DisabledAt),
@@ -195,7 +195,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 				}
 				out := make([]attemptJSON, len(list))
 				for i, a := range list {
-					out[i] = attemptJSON{At: a.At, WebhookID: core.DeliveryID(a.WebhookID, a.Seq), Event: core.EventType(a.Kind), ThreatID: a.ThreatID,
+					out[i] = attemptJSON{At: a.At, WebhookID: webhooks.DeliveryID(a.WebhookID, a.Seq), Event: webhooks.EventType(a.Kind), ThreatID: a.ThreatID,
 						Status: a.Status, LatencyMS: float64(a.Latency.Microseconds()) / 1000, Error: a.Error, State: a.State}
 				}
 				return printList(cmd.OutOrStdout(), asJSON, out, "AT\tWEBHOOK-ID\tEVENT\tREPORT\tSTATUS\tLATENCY\tSTATE\tERROR", func(a attemptJSON) []string {

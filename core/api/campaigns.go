@@ -29,7 +29,7 @@ type CampaignJSON struct {
 }
 
 // CampaignOf is c as the API shows it.
-func CampaignOf(c core.Campaign) CampaignJSON {
+func CampaignOf(c community.Campaign) CampaignJSON {
 	out := CampaignJSON{ID: c.ID, Name: c.Name, Description: c.Description, FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
 		ThreatIDs: c.ThreatIDs, Tags: c.Tags, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	if out.ThreatIDs == nil {
@@ -75,7 +75,7 @@ func (s *Server) createCampaign(c *echo.Context) error {
 		return core.Invalid("threat_ids", "a new campaign's reports are threat_ids (add_threat_ids and remove_threat_ids change one)")
 	}
 	got, err := s.campaigns().Create(c.Request().Context(), principal(c).User,
-		core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.ThreatIDs})
+		community.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.ThreatIDs})
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Server) updateCampaign(c *echo.Context) error {
 		return core.Invalid("threat_ids", "change a campaign's reports with add_threat_ids and remove_threat_ids")
 	}
 	got, err := s.campaigns().Update(c.Request().Context(), principal(c).User, c.Param("id"),
-		core.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.Add, Remove: b.Remove})
+		community.CampaignRequest{Name: b.Name, Description: b.Description, Tags: b.Tags, Add: b.Add, Remove: b.Remove})
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (s *Server) listCampaigns(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := core.CampaignQuery{Limit: limit}
+	q := community.CampaignQuery{Limit: limit}
 	if cur := qs.Get("cursor"); cur != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cur)
 		name, id, ok := strings.Cut(string(raw), "\x00")

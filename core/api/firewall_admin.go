@@ -63,7 +63,7 @@ func (s *Server) createWaiver(c *echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	req := core.WaiverRequest{Ecosystem: in.Ecosystem, Name: in.Name, Version: in.Version, Rule: in.Rule, Reason: in.Reason, For: in.For}
+	req := firewall.WaiverRequest{Ecosystem: in.Ecosystem, Name: in.Name, Version: in.Version, Rule: in.Rule, Reason: in.Reason, For: in.For}
 	if in.Until != "" {
 		t, err := time.Parse(time.RFC3339, in.Until)
 		if err != nil {
@@ -131,7 +131,7 @@ func (s *Server) listDecisions(c *echo.Context) error {
 	if err := onlyParams(qs, []string{"since", "cursor", "limit"}); err != nil {
 		return err
 	}
-	q := core.FirewallDecisionQuery{}
+	q := firewall.FirewallDecisionQuery{}
 	var err error
 	if q.Limit, err = pageLimit(qs.Get("limit"), 1000); err != nil {
 		return err
@@ -171,7 +171,7 @@ func (s *Server) listHeld(c *echo.Context) error {
 	if err := onlyParams(qs, []string{"cursor", "limit"}); err != nil {
 		return err
 	}
-	q := core.HeldQuery{Now: time.Now()}
+	q := firewall.HeldQuery{Now: time.Now()}
 	var err error
 	if q.Limit, err = pageLimit(qs.Get("limit"), 1000); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // healthz reports the daemon's and the storage plugin's health (no auth).
@@ -110,7 +111,7 @@ func (s *Server) account(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := core.Reputation{}
+	rep := community.Reputation{}
 	if p.User.ID != "" {
 		reps, err := s.store.Reputations(c.Request().Context(), []string{p.User.ID})
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 // Metrics are the daemon's Prometheus metrics (docs/operations/metrics.md),
@@ -299,7 +299,7 @@ func (m *Metrics) Delivery(outcome string, took time.Duration) {
 func (m *Metrics) Expired(n int64) { m.webhookExpired.Add(float64(n)) }
 
 // Queue sets the webhook queue gauges.
-func (m *Metrics) Queue(q core.WebhookQueue) {
+func (m *Metrics) Queue(q webhooks.WebhookQueue) {
 	m.webhookPending.Set(float64(q.Pending))
 	if q.Oldest.IsZero() {
 		m.webhookOldest.Set(0)

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/scan"
 )
 
@@ -89,7 +90,7 @@ func (s *Server) scanFile(c *echo.Context) error {
 	for _, m := range answer.Malicious {
 		found = append(found, m.ThreatIDs...)
 	}
-	s.opts.Seen.Add(found, core.SightingSourceScan, time.Now())
+	s.opts.Seen.Add(found, community.SightingSourceScan, time.Now())
 	if acceptsSARIF(c.Request().Header.Get("Accept")) {
 		log, err := answer.SARIF(s.opts.Version, site)
 		if err != nil {

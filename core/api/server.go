@@ -21,6 +21,7 @@ import (
 	"github.com/threatd/threatd/core/firewall/proxy"
 	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/misp"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/core/ratelimit"
 	"github.com/threatd/threatd/core/scan"
 	"github.com/threatd/threatd/core/taxii"
@@ -95,7 +96,7 @@ type Server struct {
 	usage        *feed.Usage
 	index        *index.Index
 	principals   *index.Principals
-	store        core.Store
+	store        port.Store
 	ipLimiter    ratelimit.Taker
 	tokenLimiter ratelimit.Taker
 	// suggestions are the last campaign suggestions.
@@ -107,7 +108,7 @@ type Server struct {
 
 // New builds the HTTP handler of the API. idx and principals are the hot
 // read path, kept current by an index.Follower the caller runs.
-func New(opts Options, log *slog.Logger, store core.Store, idx *index.Index, principals *index.Principals, usage *feed.Usage, exporters core.Exporters) http.Handler {
+func New(opts Options, log *slog.Logger, store port.Store, idx *index.Index, principals *index.Principals, usage *feed.Usage, exporters core.Exporters) http.Handler {
 	s := &Server{
 		opts:         opts,
 		log:          log,

@@ -71,7 +71,7 @@ func (s *Server) listSightings(c *echo.Context) error {
 	if err != nil || t.Status != core.StatusVerified {
 		return notFound("no verified report %s", id)
 	}
-	q := core.SightingQuery{ThreatID: id}
+	q := community.SightingQuery{ThreatID: id}
 	if q.Limit, err = pageLimit(qs.Get("limit"), 1000); err != nil {
 		return err
 	}

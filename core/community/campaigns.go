@@ -7,13 +7,6 @@ import (
 	"github.com/threatd/threatd/core"
 )
 
-// CampaignStore is where campaigns are kept.
-type CampaignStore interface {
-	CreateCampaign(ctx context.Context, c core.Campaign) error
-	GetCampaign(ctx context.Context, id string) (core.Campaign, error)
-	UpdateCampaign(ctx context.Context, ch core.CampaignChange) (core.Campaign, error)
-}
-
 // NotReviewer refuses a campaign change by a user who may not make it
 // (errors.Is core.ErrForbidden).
 type NotReviewer struct{}
@@ -40,16 +33,16 @@ type Campaigns struct {
 
 // Create stores a new campaign by, from req (Add its first reports,
 // verified ones), and returns it as stored.
-func (cs Campaigns) Create(ctx context.Context, by core.User, req core.CampaignRequest) (core.Campaign, error) {
+func (cs Campaigns) Create(ctx context.Context, by core.User, req CampaignRequest) (Campaign, error) {
 	if !by.Role.CanReview() {
-		return core.Campaign{}, NotReviewer{}
+		return Campaign{}, NotReviewer{}
 	}
-	camp, err := core.NewCampaign(req, by.Name, time.Now())
+	camp, err := NewCampaign(req, by.Name, time.Now())
 	if err != nil {
-		return core.Campaign{}, err
+		return Campaign{}, err
 	}
 	if err := cs.Store.CreateCampaign(ctx, camp); err != nil {
-		return core.Campaign{}, err
+		return Campaign{}, err
 	}
 	cs.changed(ctx)
 	return cs.Store.GetCampaign(ctx, camp.ID)
@@ -57,17 +50,17 @@ func (cs Campaigns) Create(ctx context.Context, by core.User, req core.CampaignR
 
 // Update changes the campaign id by req (its name, description, tags,
 // reports added and removed) and returns it as stored.
-func (cs Campaigns) Update(ctx context.Context, by core.User, id string, req core.CampaignRequest) (core.Campaign, error) {
+func (cs Campaigns) Update(ctx context.Context, by core.User, id string, req CampaignRequest) (Campaign, error) {
 	if !by.Role.CanReview() {
-		return core.Campaign{}, NotReviewer{}
+		return Campaign{}, NotReviewer{}
 	}
-	ch, err := core.NewCampaignChange(id, req, time.Now())
+	ch, err := NewCampaignChange(id, req, time.Now())
 	if err != nil {
-		return core.Campaign{}, err
+		return Campaign{}, err
 	}
 	camp, err := cs.Store.UpdateCampaign(ctx, ch)
 	if err != nil {
-		return core.Campaign{}, err
+		return Campaign{}, err
 	}
 	cs.changed(ctx)
 	return camp, nil

@@ -19,16 +19,16 @@ func TestCampaignsUseCase(t *testing.T) {
 	changed := 0
 	cs := community.Campaigns{Store: st, Changed: func(context.Context) { changed++ }}
 	name, desc := "Wormy", "A worm of npm tokens"
-	req := core.CampaignRequest{Name: &name, Description: &desc}
+	req := community.CampaignRequest{Name: &name, Description: &desc}
 
 	submitter := core.User{Name: "Sam", Role: core.RoleSubmitter}
 	if _, err := cs.Create(ctx, submitter, req); !errors.Is(err, core.ErrForbidden) || err.Error() != "only reviewers and administrators may change campaigns" {
 		t.Fatalf("a submitter creates a campaign: %v", err)
 	}
-	if _, err := cs.Create(ctx, core.User{Role: core.RoleReviewer}, core.CampaignRequest{}); err == nil {
+	if _, err := cs.Create(ctx, core.User{Role: core.RoleReviewer}, community.CampaignRequest{}); err == nil {
 		t.Fatal("a campaign without a name was made")
 	}
-	if _, err := cs.Create(ctx, core.User{Role: core.RoleReviewer}, core.CampaignRequest{Name: &name, Add: []string{"not-a-report"}}); err == nil {
+	if _, err := cs.Create(ctx, core.User{Role: core.RoleReviewer}, community.CampaignRequest{Name: &name, Add: []string{"not-a-report"}}); err == nil {
 		t.Fatal("a campaign of an unknown report was made")
 	}
 	if changed != 0 {
@@ -42,12 +42,12 @@ func TestCampaignsUseCase(t *testing.T) {
 		t.Fatalf("a submitter changes a campaign: %v", err)
 	}
 	other := "Wormy 2"
-	got, err := cs.Update(ctx, community.Operator, camp.ID, core.CampaignRequest{Name: &other})
+	got, err := cs.Update(ctx, community.Operator, camp.ID, community.CampaignRequest{Name: &other})
 	if err != nil || got.Name != other || got.Description != desc || changed != 2 {
 		t.Fatalf("update by the operator: %+v %v (told %d)", got, err, changed)
 	}
 	var nf *core.NotFoundError
-	if _, err := cs.Update(ctx, community.Operator, "00000000-0000-4000-8000-000000000000", core.CampaignRequest{Name: &other}); !errors.As(err, &nf) {
+	if _, err := cs.Update(ctx, community.Operator, "00000000-0000-4000-8000-000000000000", community.CampaignRequest{Name: &other}); !errors.As(err, &nf) {
 		t.Fatalf("an unknown campaign: %v", err)
 	}
 }

@@ -34,10 +34,10 @@ import (
 
 // Store is where the counts are read.
 type Store interface {
-	SightingCountsPage(ctx context.Context, q core.SightingCountsQuery) ([]core.SightingCounts, error)
+	SightingCountsPage(ctx context.Context, q SightingCountsQuery) ([]core.SightingCounts, error)
 	CountSightings(ctx context.Context, threatIDs []string) ([]core.SightingCounts, error)
 	SubmitterRecordsAll(ctx context.Context) ([]core.SubmitterRecord, error)
-	CampaignMembers(ctx context.Context) ([]core.CampaignMember, error)
+	CampaignMembers(ctx context.Context) ([]CampaignMember, error)
 }
 
 // RecordsEvery is at most how often a view reads the submitters' records
@@ -225,7 +225,7 @@ func (v *View) RefreshRecords(ctx context.Context) error {
 func (v *View) catchCounts(ctx context.Context) error {
 	now := v.now()
 	v.mu.RLock()
-	q := core.SightingCountsQuery{Since: v.latest, After: v.latestID, Limit: page}
+	q := SightingCountsQuery{Since: v.latest, After: v.latestID, Limit: page}
 	loaded, sweep := v.loaded, now.Sub(v.swept) >= Overlap
 	mark := v.sweepMark
 	v.mu.RUnlock()
@@ -233,9 +233,9 @@ func (v *View) catchCounts(ctx context.Context) error {
 	case !loaded:
 		// Every report's, in id order (the cursor is set from the
 		// latest change among them).
-		q = core.SightingCountsQuery{Limit: page}
+		q = SightingCountsQuery{Limit: page}
 	case sweep:
-		q = core.SightingCountsQuery{Since: mark.Add(-Overlap), Limit: page}
+		q = SightingCountsQuery{Since: mark.Add(-Overlap), Limit: page}
 		if mark.IsZero() {
 			q.Since = time.Unix(0, 0)
 		}

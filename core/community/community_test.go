@@ -20,7 +20,7 @@ type table struct {
 	read int
 }
 
-func (t *table) SightingCountsPage(_ context.Context, q core.SightingCountsQuery) ([]core.SightingCounts, error) {
+func (t *table) SightingCountsPage(_ context.Context, q SightingCountsQuery) ([]core.SightingCounts, error) {
 	var out []core.SightingCounts
 	for _, r := range t.rows {
 		switch {
@@ -62,7 +62,7 @@ func (t *table) CountSightings(_ context.Context, ids []string) ([]core.Sighting
 }
 
 func (t *table) SubmitterRecordsAll(context.Context) ([]core.SubmitterRecord, error) { return nil, nil }
-func (t *table) CampaignMembers(context.Context) ([]core.CampaignMember, error)      { return nil, nil }
+func (t *table) CampaignMembers(context.Context) ([]CampaignMember, error)           { return nil, nil }
 
 // TestLooksReadEachChangeABoundedNumberOfTimes: a look reads what changed
 // after the last change it read, not the overlap again; a change committed
@@ -157,14 +157,14 @@ func TestLooksReadEachChangeABoundedNumberOfTimes(t *testing.T) {
 }
 
 // One sighting moves confidence by at most 10, whatever its count: the
-// weight of a sighting is capped (core.SeenWeight) before the logarithm.
+// weight of a sighting is capped (SeenWeight) before the logarithm.
 func TestConfidenceOfOneSighting(t *testing.T) {
 	base := core.Confidence(core.ConfidenceInput{})
-	one := core.Confidence(core.ConfidenceInput{Seen: core.SeenWeight(1_000_000)})
+	one := core.Confidence(core.ConfidenceInput{Seen: SeenWeight(1_000_000)})
 	if base != 50 || one != 60 {
 		t.Fatalf("confidence %d without sightings, %d with one of count 1,000,000; want 50 and 60", base, one)
 	}
-	if core.SeenWeight(3) != 3 || core.SeenWeight(0) != 0 || core.SeenWeight(-5) != 0 {
+	if SeenWeight(3) != 3 || SeenWeight(0) != 0 || SeenWeight(-5) != 0 {
 		t.Fatal("SeenWeight below the cap is the count")
 	}
 }

@@ -24,11 +24,11 @@ type Earned struct {
 func ReviewPoints(threatID string, severity core.Severity, from, to core.Status, wasDisputed bool) (e Earned, ok bool) {
 	switch {
 	case from == core.StatusPending && to == core.StatusVerified:
-		return Earned{Key: "verified:" + threatID, Kind: core.ReputationVerified, Points: core.VerifiedPoints(severity)}, true
+		return Earned{Key: "verified:" + threatID, Kind: ReputationVerified, Points: VerifiedPoints(severity)}, true
 	case from == core.StatusPending && to == core.StatusRejected:
-		return Earned{Key: "rejected:" + threatID, Kind: core.ReputationRejected, Points: core.PointsRejected}, true
+		return Earned{Key: "rejected:" + threatID, Kind: ReputationRejected, Points: PointsRejected}, true
 	case from == core.StatusVerified && to == core.StatusRejected && wasDisputed:
-		return Earned{Key: "withdrawn:" + threatID, Kind: core.ReputationWithdrawn, Points: core.PointsWithdrawn}, true
+		return Earned{Key: "withdrawn:" + threatID, Kind: ReputationWithdrawn, Points: PointsWithdrawn}, true
 	}
 	return Earned{}, false
 }

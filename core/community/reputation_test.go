@@ -15,9 +15,9 @@ func TestReviewPoints(t *testing.T) {
 		kind     string
 		points   int
 	}{
-		{core.StatusPending, core.StatusVerified, false, core.ReputationVerified, core.VerifiedPoints(core.SeverityCritical)},
-		{core.StatusPending, core.StatusRejected, false, core.ReputationRejected, core.PointsRejected},
-		{core.StatusVerified, core.StatusRejected, true, core.ReputationWithdrawn, core.PointsWithdrawn},
+		{core.StatusPending, core.StatusVerified, false, ReputationVerified, VerifiedPoints(core.SeverityCritical)},
+		{core.StatusPending, core.StatusRejected, false, ReputationRejected, PointsRejected},
+		{core.StatusVerified, core.StatusRejected, true, ReputationWithdrawn, PointsWithdrawn},
 		{core.StatusVerified, core.StatusRejected, false, "", 0}, // withdrawn without a dispute: nothing
 		{core.StatusRejected, core.StatusVerified, false, "", 0},
 	} {

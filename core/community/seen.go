@@ -17,7 +17,7 @@ import (
 
 // SeenStore is where the daemon's own sightings go.
 type SeenStore interface {
-	AddSeen(ctx context.Context, seen []core.SeenCount) error
+	AddSeen(ctx context.Context, seen []SeenCount) error
 }
 
 // Bounds of a Seen: distinct report, source and day keys counted between
@@ -33,7 +33,7 @@ type Seen struct {
 	store   SeenStore
 	log     *slog.Logger
 	mu      sync.Mutex
-	pending map[key]core.SeenCount
+	pending map[key]SeenCount
 	dropped int64
 	done    chan struct{}
 	// wrote is signalled after each write (tests).
@@ -45,7 +45,7 @@ type key struct{ threat, source, day string }
 // NewSeen starts counting into store until ctx ends (what is counted then is
 // written before it stops).
 func NewSeen(ctx context.Context, store SeenStore, log *slog.Logger) *Seen {
-	s := &Seen{store: store, log: log, pending: map[key]core.SeenCount{}, done: make(chan struct{}), wrote: make(chan struct{}, 1)}
+	s := &Seen{store: store, log: log, pending: map[key]SeenCount{}, done: make(chan struct{}), wrote: make(chan struct{}, 1)}
 	go s.run(ctx)
 	return s
 }
@@ -92,7 +92,7 @@ func (s *Seen) flush(ctx context.Context) {
 		s.mu.Unlock()
 		return
 	}
-	batch := make([]core.SeenCount, 0, len(s.pending))
+	batch := make([]SeenCount, 0, len(s.pending))
 	for _, c := range s.pending {
 		batch = append(batch, c)
 	}
@@ -129,12 +129,12 @@ func (s *Seen) run(ctx context.Context) {
 
 // BatchStore is where people's sightings go.
 type BatchStore interface {
-	AddSightings(ctx context.Context, b core.SightingBatch) ([]string, error)
+	AddSightings(ctx context.Context, b SightingBatch) ([]string, error)
 }
 
 // Writer stores people's sightings in group commits: a request waits for
 // the transaction that carries its sighting with the others that arrived
-// meanwhile (up to core.MaxSightingBatch), and gets its own outcome.
+// meanwhile (up to MaxSightingBatch), and gets its own outcome.
 type Writer struct {
 	store BatchStore
 	in    chan pendingSighting
@@ -147,7 +147,7 @@ type Writer struct {
 }
 
 type pendingSighting struct {
-	s    core.Sighting
+	s    Sighting
 	done chan error
 }
 
@@ -155,14 +155,14 @@ type pendingSighting struct {
 // false-positive votes put a verified report in dispute (0: never);
 // stored (nil: nothing) hears of each batch's reports once it is stored.
 func NewWriter(ctx context.Context, store BatchStore, disputeVotes int, stored func(ctx context.Context, threatIDs []string)) *Writer {
-	w := &Writer{store: store, in: make(chan pendingSighting, core.MaxSightingBatch), disputeVotes: disputeVotes, stored: stored}
+	w := &Writer{store: store, in: make(chan pendingSighting, MaxSightingBatch), disputeVotes: disputeVotes, stored: stored}
 	go w.run(ctx)
 	return w
 }
 
 // Add stores s, waiting for its transaction: core.ErrNotFound when its
 // report is not verified, core.ErrConflict for a second vote.
-func (w *Writer) Add(ctx context.Context, s core.Sighting) error {
+func (w *Writer) Add(ctx context.Context, s Sighting) error {
 	p := pendingSighting{s: s, done: make(chan error, 1)}
 	select {
 	case w.in <- p:
@@ -202,7 +202,7 @@ func (w *Writer) run(ctx context.Context) {
 			linger.Reset(Linger)
 		}
 	more:
-		for len(batch) < core.MaxSightingBatch {
+		for len(batch) < MaxSightingBatch {
 			if wait {
 				select {
 				case p := <-w.in:
@@ -224,16 +224,16 @@ func (w *Writer) run(ctx context.Context) {
 		// tick.)
 		linger.Stop()
 		last = time.Now()
-		ss := make([]core.Sighting, len(batch))
+		ss := make([]Sighting, len(batch))
 		for i, p := range batch {
 			ss[i] = p.s
 		}
-		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), core.SightingBatch{Sightings: ss, DisputeVotes: w.disputeVotes})
+		outcomes, err := w.store.AddSightings(context.WithoutCancel(ctx), SightingBatch{Sightings: ss, DisputeVotes: w.disputeVotes})
 		if err == nil && w.stored != nil {
 			var ids []string
 			had := map[string]bool{}
 			for i, o := range outcomes {
-				if o == core.SightingAdded && !had[ss[i].ThreatID] {
+				if o == SightingAdded && !had[ss[i].ThreatID] {
 					had[ss[i].ThreatID] = true
 					ids = append(ids, ss[i].ThreatID)
 				}
@@ -246,9 +246,9 @@ func (w *Writer) run(ctx context.Context) {
 			switch {
 			case err != nil:
 				p.done <- err
-			case outcomes[i] == core.SightingNotFound:
+			case outcomes[i] == SightingNotFound:
 				p.done <- core.NotFound("verified report", p.s.ThreatID)
-			case outcomes[i] == core.SightingConflict:
+			case outcomes[i] == SightingConflict:
 				p.done <- &core.ConflictError{What: "false-positive vote", Key: p.s.ThreatID,
 					Message: "you have already reported " + p.s.ThreatID + " as a false positive"}
 			default:

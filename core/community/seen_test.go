@@ -18,7 +18,7 @@ type countingStore struct {
 	counts map[string]int64
 }
 
-func (c *countingStore) AddSeen(_ context.Context, seen []core.SeenCount) error {
+func (c *countingStore) AddSeen(_ context.Context, seen []SeenCount) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
@@ -39,7 +39,7 @@ func TestBatched(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1250 {
-				s.Add([]string{"a", "b"}, core.SightingSourceFirewall, now)
+				s.Add([]string{"a", "b"}, SightingSourceFirewall, now)
 			}
 		})
 	}
@@ -53,7 +53,7 @@ func TestBatched(t *testing.T) {
 
 type outcomeStore struct{ outcomes []string }
 
-func (o outcomeStore) AddSightings(_ context.Context, b core.SightingBatch) ([]string, error) {
+func (o outcomeStore) AddSightings(_ context.Context, b SightingBatch) ([]string, error) {
 	return o.outcomes[:len(b.Sightings)], nil
 }
 
@@ -61,13 +61,13 @@ func (o outcomeStore) AddSightings(_ context.Context, b core.SightingBatch) ([]s
 // errors the API answers 404 and 409 for.
 func TestWriterOutcomes(t *testing.T) {
 	for outcome, check := range map[string]func(error) bool{
-		core.SightingAdded:    func(err error) bool { return err == nil },
-		core.SightingNotFound: func(err error) bool { var ne *core.NotFoundError; return errors.As(err, &ne) },
-		core.SightingConflict: func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) },
+		SightingAdded:    func(err error) bool { return err == nil },
+		SightingNotFound: func(err error) bool { var ne *core.NotFoundError; return errors.As(err, &ne) },
+		SightingConflict: func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) },
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		w := NewWriter(ctx, outcomeStore{[]string{outcome}}, 3, nil)
-		if err := w.Add(ctx, core.Sighting{ThreatID: "t"}); !check(err) {
+		if err := w.Add(ctx, Sighting{ThreatID: "t"}); !check(err) {
 			t.Errorf("%s: %v", outcome, err)
 		}
 		cancel()

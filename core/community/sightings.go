@@ -18,7 +18,7 @@ import (
 type SightingInput struct {
 	ThreatID, ReportType, ResourceIdentifier, Ecosystem, Version *string
 	Type, Source, Note, ObservedAt                               string
-	// Count is nil for 1; given, it is 1..core.MaxSightingCount.
+	// Count is nil for 1; given, it is 1..MaxSightingCount.
 	Count *int64
 }
 
@@ -83,31 +83,31 @@ func StartSightings(ctx context.Context, o SightingsOptions) *Sightings {
 // input, NoReportError when what it names is not a verified report (as
 // core.ErrNotFound from storage for a report by id), SightingLimitError
 // past the hour's limit, core.ErrConflict for a second vote.
-func (s *Sightings) Add(ctx context.Context, who core.User, in SightingInput) (core.Sighting, error) {
+func (s *Sightings) Add(ctx context.Context, who core.User, in SightingInput) (Sighting, error) {
 	threatID, err := s.resolve(ctx, in)
 	if err != nil {
-		return core.Sighting{}, err
+		return Sighting{}, err
 	}
-	r := core.SightingRequest{Type: in.Type, Source: in.Source, Note: in.Note, ObservedAt: in.ObservedAt}
+	r := SightingRequest{Type: in.Type, Source: in.Source, Note: in.Note, ObservedAt: in.ObservedAt}
 	if in.Count != nil {
 		if *in.Count == 0 {
-			return core.Sighting{}, core.Invalid("count", "must be between 1 and %d (got 0)", core.MaxSightingCount)
+			return Sighting{}, core.Invalid("count", "must be between 1 and %d (got 0)", MaxSightingCount)
 		}
 		r.Count = *in.Count
 	}
-	sg, err := core.NewSighting(r, threatID, who.ID, time.Now())
+	sg, err := NewSighting(r, threatID, who.ID, time.Now())
 	if err != nil {
-		return core.Sighting{}, err
+		return Sighting{}, err
 	}
 	// Each user's sightings of the hour, votes included, whatever their
 	// tokens: counted before storage, so refused votes count too.
 	if limit := s.o.PerHour[who.Tier]; limit > 0 {
 		if res := s.o.Limiter.Take(who.ID, limit, 1); !res.Allowed {
-			return core.Sighting{}, &SightingLimitError{Limit: limit, RetryAfter: res.ResetSeconds()}
+			return Sighting{}, &SightingLimitError{Limit: limit, RetryAfter: res.ResetSeconds()}
 		}
 	}
 	if err := s.writer.Add(ctx, sg); err != nil {
-		return core.Sighting{}, err
+		return Sighting{}, err
 	}
 	return sg, nil
 }

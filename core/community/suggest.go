@@ -28,9 +28,9 @@ import (
 
 // SuggestStore is what suggestions read.
 type SuggestStore interface {
-	SharedIndicatorGroups(ctx context.Context, q core.IndicatorGroupQuery) ([]core.IndicatorGroup, error)
-	EachVerifiedText(ctx context.Context, fn func([]core.ReportText) error) error
-	CampaignMembers(ctx context.Context) ([]core.CampaignMember, error)
+	SharedIndicatorGroups(ctx context.Context, q IndicatorGroupQuery) ([]IndicatorGroup, error)
+	EachVerifiedText(ctx context.Context, fn func([]ReportText) error) error
+	CampaignMembers(ctx context.Context) ([]CampaignMember, error)
 	GetThreats(ctx context.Context, ids []string) ([]core.Threat, error)
 	GetThreat(ctx context.Context, id string) (core.Threat, error)
 }
@@ -120,7 +120,7 @@ func Suggest(ctx context.Context, st SuggestStore) (Result, error) {
 		out.Suggestions = append(out.Suggestions, s)
 	}
 
-	groups, err := st.SharedIndicatorGroups(ctx, core.IndicatorGroupQuery{MinSize: 2, MaxSize: MaxGroup, Limit: core.MaxPage})
+	groups, err := st.SharedIndicatorGroups(ctx, IndicatorGroupQuery{MinSize: 2, MaxSize: MaxGroup, Limit: core.MaxPage})
 	if err != nil {
 		return out, err
 	}
@@ -146,7 +146,7 @@ func Suggest(ctx context.Context, st SuggestStore) (Result, error) {
 		odd  = map[int]string{}
 		sigs [][Hashes]uint32
 	)
-	err = st.EachVerifiedText(ctx, func(batch []core.ReportText) error {
+	err = st.EachVerifiedText(ctx, func(batch []ReportText) error {
 		for _, r := range batch {
 			out.Reports++
 			for _, tag := range r.Tags {
@@ -189,7 +189,7 @@ func Suggest(ctx context.Context, st SuggestStore) (Result, error) {
 			return out, err
 		}
 		for _, t := range ts {
-			excerpts[t.ID] = Excerpt(core.ReportText{ID: t.ID, ResourceIdentifier: t.ResourceIdentifier, ThreatDescription: t.Details.ThreatDescription,
+			excerpts[t.ID] = Excerpt(ReportText{ID: t.ID, ResourceIdentifier: t.ResourceIdentifier, ThreatDescription: t.Details.ThreatDescription,
 				PayloadDescription: t.Details.PayloadDescription}, ExcerptRunes)
 		}
 	}
@@ -213,7 +213,7 @@ func Suggest(ctx context.Context, st SuggestStore) (Result, error) {
 // storage groups reports by the indicator's look-up key (a hash), so it
 // is read back from the stored indicators of the group's first report
 // still stored (a report withdrawn since is skipped).
-func indicatorOf(ctx context.Context, st SuggestStore, g core.IndicatorGroup) (string, error) {
+func indicatorOf(ctx context.Context, st SuggestStore, g IndicatorGroup) (string, error) {
 	for _, id := range g.ThreatIDs[:min(len(g.ThreatIDs), 3)] {
 		t, err := st.GetThreat(ctx, id)
 		if errors.Is(err, core.ErrNotFound) {

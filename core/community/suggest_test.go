@@ -20,9 +20,9 @@ import (
 // store is a test double of the port: the texts, groups and members it is
 // given.
 type store struct {
-	texts   []core.ReportText
-	groups  []core.IndicatorGroup
-	members []core.CampaignMember
+	texts   []ReportText
+	groups  []IndicatorGroup
+	members []CampaignMember
 	iocs    map[string][]ioc.IOC // a report's stored indicators
 }
 
@@ -35,11 +35,11 @@ func (s store) GetThreat(_ context.Context, id string) (core.Threat, error) {
 	return core.Threat{}, core.ErrNotFound
 }
 
-func (s store) SharedIndicatorGroups(context.Context, core.IndicatorGroupQuery) ([]core.IndicatorGroup, error) {
+func (s store) SharedIndicatorGroups(context.Context, IndicatorGroupQuery) ([]IndicatorGroup, error) {
 	return s.groups, nil
 }
 
-func (s store) EachVerifiedText(_ context.Context, fn func([]core.ReportText) error) error {
+func (s store) EachVerifiedText(_ context.Context, fn func([]ReportText) error) error {
 	for chunk := range slices.Chunk(s.texts, 7) {
 		if err := fn(chunk); err != nil {
 			return err
@@ -48,7 +48,7 @@ func (s store) EachVerifiedText(_ context.Context, fn func([]core.ReportText) er
 	return nil
 }
 
-func (s store) CampaignMembers(context.Context) ([]core.CampaignMember, error) { return s.members, nil }
+func (s store) CampaignMembers(context.Context) ([]CampaignMember, error) { return s.members, nil }
 
 func (s store) GetThreats(_ context.Context, ids []string) ([]core.Threat, error) {
 	var out []core.Threat
@@ -66,33 +66,33 @@ from the environment, publishes itself to every package the token can write with
 posts the collected secrets to a webhook. It then creates a public repository named after the victim.`
 
 func TestSuggest(t *testing.T) {
-	var texts []core.ReportText
+	var texts []ReportText
 	for i := range 5 {
 		name := fmt.Sprintf("worm-pkg-%d", i)
-		texts = append(texts, core.ReportText{ID: fmt.Sprintf("w%d", i), ResourceIdentifier: name,
+		texts = append(texts, ReportText{ID: fmt.Sprintf("w%d", i), ResourceIdentifier: name,
 			ThreatDescription: "Malicious code in " + name,
 			// The copies differ in the package's name and a hash.
 			PayloadDescription: strings.ReplaceAll(wormText, "webhook", fmt.Sprintf("webhook (sha256 %064x) by %s", i+1, name))})
 	}
 	texts = append(texts,
-		core.ReportText{ID: "other", ResourceIdentifier: "typo", ThreatDescription: "A typosquat of a popular HTTP library that downloads a second stage binary from a paste site at import time and runs it"},
-		core.ReportText{ID: "short1", ResourceIdentifier: "a", ThreatDescription: "Malicious code in a"},
-		core.ReportText{ID: "short2", ResourceIdentifier: "b", ThreatDescription: "Malicious code in b"},
-		core.ReportText{ID: "t1", ResourceIdentifier: "x", Tags: []string{"Campaign:Lazarus"}},
-		core.ReportText{ID: "t2", ResourceIdentifier: "y", Tags: []string{"campaign-lazarus", "token-stealer"}},
-		core.ReportText{ID: "t3", ResourceIdentifier: "z", Tags: []string{"campaigns"}},
+		ReportText{ID: "other", ResourceIdentifier: "typo", ThreatDescription: "A typosquat of a popular HTTP library that downloads a second stage binary from a paste site at import time and runs it"},
+		ReportText{ID: "short1", ResourceIdentifier: "a", ThreatDescription: "Malicious code in a"},
+		ReportText{ID: "short2", ResourceIdentifier: "b", ThreatDescription: "Malicious code in b"},
+		ReportText{ID: "t1", ResourceIdentifier: "x", Tags: []string{"Campaign:Lazarus"}},
+		ReportText{ID: "t2", ResourceIdentifier: "y", Tags: []string{"campaign-lazarus", "token-stealer"}},
+		ReportText{ID: "t3", ResourceIdentifier: "z", Tags: []string{"campaigns"}},
 	)
 	huge := make([]string, MaxGroup+1)
 	for i := range huge {
 		huge[i] = fmt.Sprintf("h%04d", i)
 	}
-	st := store{texts: texts, groups: []core.IndicatorGroup{
+	st := store{texts: texts, groups: []IndicatorGroup{
 		// As storage groups them: by the look-up key, a hash.
 		{Key: ioc.Key(ioc.Domain, "c2.worm.invalid"), ThreatIDs: []string{"w0", "w1"}},
 		{Key: ioc.Key(ioc.URL, "http://covered.invalid/x"), ThreatIDs: []string{"w2", "w3"}},
 		{Key: ioc.Key(ioc.Hash, strings.Repeat("ab", 32)), ThreatIDs: []string{"w3", "w4"}},
 		{Key: ioc.Key(ioc.Domain, "everywhere.invalid"), ThreatIDs: huge},
-	}, members: []core.CampaignMember{{ThreatID: "w2", Ref: core.CampaignRef{ID: "c1"}}, {ThreatID: "w3", Ref: core.CampaignRef{ID: "c1"}}},
+	}, members: []CampaignMember{{ThreatID: "w2", Ref: core.CampaignRef{ID: "c1"}}, {ThreatID: "w3", Ref: core.CampaignRef{ID: "c1"}}},
 		iocs: map[string][]ioc.IOC{
 			"w0": {{Type: ioc.URL, Value: "http://c2.worm.invalid/gate", Confidence: ioc.ConfidenceHigh}, {Type: ioc.Domain, Value: "c2.worm.invalid", Confidence: ioc.ConfidenceHigh}},
 			"w3": {{Type: ioc.Hash, Value: strings.Repeat("ab", 32), Confidence: ioc.ConfidenceHigh}},
@@ -150,7 +150,7 @@ func TestCampaignTag(t *testing.T) {
 }
 
 // shingles is the exact set of a text's shingles, as Signature reads it.
-func shingles(r core.ReportText) map[string]bool {
+func shingles(r ReportText) map[string]bool {
 	ws := Words(r)
 	out := map[string]bool{}
 	for i := 0; i+Shingle <= len(ws); i++ {
@@ -178,7 +178,7 @@ func TestNearDuplicatesOfRealReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []core.ReportText
+	var texts []ReportText
 	for _, e := range ecos {
 		zr, err := zip.OpenReader(filepath.Join(dir, e.Name(), "all.zip"))
 		if err != nil {
@@ -203,7 +203,7 @@ func TestNearDuplicatesOfRealReports(t *testing.T) {
 			if rec.Withdrawn != "" || len(rec.Affected) == 0 {
 				continue
 			}
-			texts = append(texts, core.ReportText{ID: rec.ID, ResourceIdentifier: rec.Affected[0].Package.Name, ThreatDescription: rec.Summary, PayloadDescription: rec.Details})
+			texts = append(texts, ReportText{ID: rec.ID, ResourceIdentifier: rec.Affected[0].Package.Name, ThreatDescription: rec.Summary, PayloadDescription: rec.Details})
 		}
 		zr.Close()
 	}

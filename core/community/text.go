@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-
-	"github.com/threatd/threatd/core"
 )
 
 // Signature is the MinHash signature of a report's texts (its threat and
@@ -14,7 +12,7 @@ import (
 // name and long runs of digits or hex (hashes, versions, addresses differ
 // between copies of one payload), in shingles of Shingle words. ok is
 // false for a text of fewer than MinShingles shingles.
-func Signature(r core.ReportText) (sig [Hashes]uint32, ok bool) {
+func Signature(r ReportText) (sig [Hashes]uint32, ok bool) {
 	ws := Words(r)
 	n := len(ws) - Shingle + 1
 	if n < MinShingles {
@@ -46,7 +44,7 @@ func Signature(r core.ReportText) (sig [Hashes]uint32, ok bool) {
 }
 
 // Words are the words of a report's text that suggestions compare.
-func Words(r core.ReportText) []string {
+func Words(r ReportText) []string {
 	own := map[string]bool{}
 	for _, w := range words(r.ResourceIdentifier) {
 		own[w] = true
@@ -88,7 +86,7 @@ var osvSummary = regexp.MustCompile(`^(?:Malicious code in \S+ \([^)]*\)|Malicio
 // (unless it is only the generic summary of an import) and its payload
 // description, less OSV's frame, the OpenSSF analysis' generic text and
 // the GitHub advisories' standard advice.
-func Text(r core.ReportText) string {
+func Text(r ReportText) string {
 	desc := strings.TrimSpace(r.ThreatDescription)
 	if osvSummary.MatchString(desc) {
 		desc = ""
@@ -108,7 +106,7 @@ func Text(r core.ReportText) string {
 const ExcerptRunes = 100
 
 // Excerpt is the start of a report's text as suggestions show it.
-func Excerpt(r core.ReportText, n int) string {
+func Excerpt(r ReportText, n int) string {
 	t := strings.Join(strings.Fields(Text(r)), " ")
 	if rs := []rune(t); len(rs) > n {
 		return string(rs[:n-1]) + "…"

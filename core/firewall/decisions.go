@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/community"
 )
 
@@ -29,7 +28,7 @@ type DecisionJSON struct {
 }
 
 // ShowDecision is d as DecisionJSON.
-func ShowDecision(d core.FirewallDecision) DecisionJSON {
+func ShowDecision(d FirewallDecision) DecisionJSON {
 	out := DecisionJSON{Time: d.Time.UTC().Format(time.RFC3339Nano), Ecosystem: d.Ecosystem, Name: d.Name, Version: d.Version,
 		Purl: d.Purl, Rule: d.Rule, Action: d.Action, ThreatIDs: d.ThreatIDs, User: d.User, ClientIP: d.ClientIP}
 	if out.ThreatIDs == nil {
@@ -48,7 +47,7 @@ func ShowDecision(d core.FirewallDecision) DecisionJSON {
 // flushEvery), so that recording never slows an install. It also keeps
 // when each version without a publish time was first seen.
 type Recorder struct {
-	store core.FirewallStore
+	store FirewallStore
 	log   *slog.Logger
 	// Counted, when set, counts each decision (metrics); Dropped each one
 	// not recorded because the queue was full.
@@ -57,10 +56,10 @@ type Recorder struct {
 	// Sink, when set (before the first decision), is handed each decision
 	// as it is written, its event body made (the SIEM's messages); it must
 	// not wait.
-	Sink func(core.FirewallDecision)
+	Sink func(FirewallDecision)
 
-	in   chan core.FirewallDecision
-	held chan core.HeldVersion
+	in   chan FirewallDecision
+	held chan HeldVersion
 
 	mu        sync.Mutex
 	firstSeen map[string]time.Time
@@ -115,8 +114,8 @@ const (
 
 // NewRecorder starts a recorder writing to store until ctx ends; it
 // removes decisions older than keep every hour.
-func NewRecorder(ctx context.Context, store core.FirewallStore, keep time.Duration, log *slog.Logger) *Recorder {
-	r := &Recorder{store: store, log: log, keep: keep, in: make(chan core.FirewallDecision, recorderQueue), held: make(chan core.HeldVersion, recorderQueue),
+func NewRecorder(ctx context.Context, store FirewallStore, keep time.Duration, log *slog.Logger) *Recorder {
+	r := &Recorder{store: store, log: log, keep: keep, in: make(chan FirewallDecision, recorderQueue), held: make(chan HeldVersion, recorderQueue),
 		firstSeen: map[string]time.Time{}, heldSeen: map[string]time.Time{}, done: make(chan struct{})}
 	go r.load(ctx) // off the start-up path: a first sighting made meanwhile keeps the earlier time
 	go r.run(ctx)
@@ -125,7 +124,7 @@ func NewRecorder(ctx context.Context, store core.FirewallStore, keep time.Durati
 
 // load reads when the versions held now were first seen.
 func (r *Recorder) load(ctx context.Context) {
-	q := core.HeldQuery{Now: time.Now(), Limit: 1000}
+	q := HeldQuery{Now: time.Now(), Limit: 1000}
 	for range 100 {
 		page, err := r.store.ListHeld(ctx, q)
 		if err != nil {
@@ -189,21 +188,21 @@ func evictHalf[V any](m map[string]V) {
 }
 
 // Decide hands a decision over; it is written within flushEvery.
-func (r *Recorder) Decide(d core.FirewallDecision) {
+func (r *Recorder) Decide(d FirewallDecision) {
 	if r == nil {
 		return
 	}
 	if r.Counted != nil {
 		r.Counted(d.Ecosystem, d.Rule, d.Action)
 	}
-	if d.Rule == core.RuleMalicious && d.Action != core.ActionWaived {
+	if d.Rule == RuleMalicious && d.Action != ActionWaived {
 		// A reported version met at the firewall is a seen sighting.
-		r.Seen.Add(d.ThreatIDs, core.SightingSourceFirewall, d.Time)
+		r.Seen.Add(d.ThreatIDs, community.SightingSourceFirewall, d.Time)
 	}
-	if d.Action == core.ActionBlock || d.Action == core.ActionWarn {
-		d.EventType = core.EventFirewallBlocked
-		if d.Action == core.ActionWarn {
-			d.EventType = core.EventFirewallWarned
+	if d.Action == ActionBlock || d.Action == ActionWarn {
+		d.EventType = EventFirewallBlocked
+		if d.Action == ActionWarn {
+			d.EventType = EventFirewallWarned
 		}
 	}
 	select {
@@ -221,7 +220,7 @@ func (r *Recorder) Decide(d core.FirewallDecision) {
 }
 
 // Held hands over a version seen held; each is written once per hold.
-func (r *Recorder) Held(h core.HeldVersion) {
+func (r *Recorder) Held(h HeldVersion) {
 	if r == nil {
 		return
 	}
@@ -256,8 +255,8 @@ func (r *Recorder) run(ctx context.Context) {
 	trim := time.NewTicker(time.Hour)
 	defer trim.Stop()
 	r.trim(ctx)
-	var ds []core.FirewallDecision
-	var hs []core.HeldVersion
+	var ds []FirewallDecision
+	var hs []HeldVersion
 	flush := func() {
 		wctx := context.WithoutCancel(ctx)
 		if len(ds) > 0 {
@@ -329,14 +328,14 @@ func (r *Recorder) run(ctx context.Context) {
 // at once after a change made here. A request reads it without a storage
 // call.
 type WaiverCache struct {
-	store     core.FirewallStore
+	store     FirewallStore
 	log       *slog.Logger
 	freshness time.Duration
 	cur       atomic.Pointer[Waivers]
 }
 
 // NewWaiverCache reads the waivers and refreshes them until ctx ends.
-func NewWaiverCache(ctx context.Context, store core.FirewallStore, freshness time.Duration, log *slog.Logger) *WaiverCache {
+func NewWaiverCache(ctx context.Context, store FirewallStore, freshness time.Duration, log *slog.Logger) *WaiverCache {
 	c := &WaiverCache{store: store, log: log, freshness: max(freshness, 100*time.Millisecond)}
 	c.cur.Store(NewWaivers(nil))
 	c.Refresh(ctx)

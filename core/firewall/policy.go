@@ -82,7 +82,7 @@ func foldName(registry, name string) string {
 		return strings.ToLower(name)
 	case core.RegistryPyPI:
 		return core.NormalizePyPIName(name)
-	case core.FirewallCargo:
+	case FirewallCargo:
 		return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 	}
 	return name
@@ -144,8 +144,8 @@ func globMatch(glob, s string) bool {
 // its name, newest first (none for a clean, private or unknown name).
 type Verdict struct {
 	// Registry is the firewall's name of the ecosystem (cargo, not
-	// crates.io: core.FirewallEcosystems); reports names it
-	// core.RegistryOfFirewall(Registry).
+	// crates.io: FirewallEcosystems); reports names it
+	// RegistryOfFirewall(Registry).
 	Registry, Name string
 	// Private is set when the name matches firewall.private.
 	Private bool
@@ -167,7 +167,7 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 		v.Private = true
 		return v, nil
 	}
-	reports := core.RegistryOfFirewall(registry)
+	reports := RegistryOfFirewall(registry)
 	key, err := core.CanonicalKey(core.TypePackage, reports, name)
 	if err != nil {
 		msg := err.Error()
@@ -215,7 +215,7 @@ func (v Verdict) Blocking(version string) []core.Threat {
 		return nil
 	}
 	var out []core.Threat
-	q := versioning.NewQuery(core.RegistryOfFirewall(v.Registry), version)
+	q := versioning.NewQuery(RegistryOfFirewall(v.Registry), version)
 	for i, t := range v.threats {
 		if v.lists[i] == "" || version == "" || q.In(v.lists[i]) {
 			out = append(out, t)
@@ -284,7 +284,7 @@ func (b Blocked) Message() string {
 		ids[i] = "threat_id_" + id
 	}
 	sep := "@"
-	if b.Registry == core.FirewallOCI && !strings.Contains(version, ":") {
+	if b.Registry == FirewallOCI && !strings.Contains(version, ":") {
 		sep = ":" // an image by its tag, as people write it
 	}
 	msg := fmt.Sprintf("Blocked by threatd: %s %s%s%s is malicious (%s)", b.Registry, b.Name, sep, version, strings.Join(ids, ", "))

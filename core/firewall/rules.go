@@ -6,15 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/versioning"
 )
 
 // Settings are the firewall's rules (firewall.rules), quarantine
 // (firewall.quarantine) and decision keeping.
 type Settings struct {
-	// Actions maps each rule (core.FirewallRules) to its action
-	// (core.FirewallActions); a rule not in it has its default.
+	// Actions maps each rule (FirewallRules) to its action
+	// (FirewallActions); a rule not in it has its default.
 	Actions map[string]string
 	// Quarantine is how long a new version is held.
 	Quarantine Quarantine
@@ -44,9 +43,9 @@ type PackageWindow struct {
 
 // DefaultActions are the rules' actions unless configured.
 var DefaultActions = map[string]string{
-	core.RuleMalicious:      core.ActionBlock,
-	core.RuleQuarantine:     core.ActionBlock,
-	core.RuleInstallScripts: core.ActionWarn,
+	RuleMalicious:      ActionBlock,
+	RuleQuarantine:     ActionBlock,
+	RuleInstallScripts: ActionWarn,
 }
 
 // DefaultQuarantine is firewall.quarantine.default.
@@ -63,11 +62,11 @@ func (s *Settings) check() error {
 		acts[r] = a
 	}
 	for r, a := range s.Actions {
-		if !slices.Contains(core.FirewallRules, r) {
-			return fmt.Errorf("firewall.rules.%s: unknown rule: rules are %s", r, strings.Join(core.FirewallRules, ", "))
+		if !slices.Contains(FirewallRules, r) {
+			return fmt.Errorf("firewall.rules.%s: unknown rule: rules are %s", r, strings.Join(FirewallRules, ", "))
 		}
-		if !slices.Contains(core.FirewallActions, a) {
-			return fmt.Errorf("firewall.rules.%s: unknown action %q: actions are %s", r, a, strings.Join(core.FirewallActions, ", "))
+		if !slices.Contains(FirewallActions, a) {
+			return fmt.Errorf("firewall.rules.%s: unknown action %q: actions are %s", r, a, strings.Join(FirewallActions, ", "))
 		}
 		acts[r] = a
 	}
@@ -84,8 +83,8 @@ func (s *Settings) check() error {
 		return fmt.Errorf("firewall.quarantine.missing_time: %q is neither hold nor allow", q.MissingTime)
 	}
 	known := func(key, eco string) error {
-		if !slices.Contains(core.FirewallEcosystems, eco) {
-			return fmt.Errorf("%s: unknown ecosystem %q: ecosystems are %s", key, eco, strings.Join(core.FirewallEcosystems, ", "))
+		if !slices.Contains(FirewallEcosystems, eco) {
+			return fmt.Errorf("%s: unknown ecosystem %q: ecosystems are %s", key, eco, strings.Join(FirewallEcosystems, ", "))
 		}
 		return nil
 	}
@@ -189,7 +188,7 @@ type Facts struct {
 type Ruling struct {
 	// Rule and Action decide: the strongest action of the rules that
 	// apply (and are not waived); Action "" when none applies.
-	// Action core.ActionWaived when the only rules that apply are
+	// Action ActionWaived when the only rules that apply are
 	// waived (Rule is then the first of them).
 	Rule, Action string
 	// Blocked is set when the malicious rule applies.
@@ -204,7 +203,7 @@ type Ruling struct {
 }
 
 // Refused says whether the version is refused.
-func (r Ruling) Refused() bool { return r.Action == core.ActionBlock }
+func (r Ruling) Refused() bool { return r.Action == ActionBlock }
 
 // Recorded says whether the request is a decision to record.
 func (r Ruling) Recorded() bool { return r.Action != "" }
@@ -217,7 +216,7 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 	var out Ruling
 	if b := v.Check(version); b != nil {
 		out.Blocked = b
-		hits = append(hits, hit{core.RuleMalicious, p.Action(core.RuleMalicious), b.Message()})
+		hits = append(hits, hit{RuleMalicious, p.Action(RuleMalicious), b.Message()})
 	}
 	if w := p.Window(v.Registry, v.Name); w > 0 && !v.Private && !f.Unjudged {
 		from, seen := f.Published, ""
@@ -243,20 +242,20 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 			if f.Listed != "" {
 				listed = f.Listed
 			}
-			hits = append(hits, hit{core.RuleQuarantine, p.Action(core.RuleQuarantine), fmt.Sprintf(
+			hits = append(hits, hit{RuleQuarantine, p.Action(RuleQuarantine), fmt.Sprintf(
 				"Held by threatd: %s %s@%s %s %s ago%s; quarantine is %s, until %s",
 				v.Registry, v.Name, listed, what, HumanDuration(now.Sub(from)), note, HumanDuration(w), out.Until.Format(time.RFC3339))})
 		}
 	}
 	if len(f.NewScripts) > 0 {
-		hits = append(hits, hit{core.RuleInstallScripts, p.Action(core.RuleInstallScripts), fmt.Sprintf(
+		hits = append(hits, hit{RuleInstallScripts, p.Action(RuleInstallScripts), fmt.Sprintf(
 			"%s %s@%s adds install scripts (%s) that %s did not have",
 			v.Registry, v.Name, version, strings.Join(f.NewScripts, ", "), f.Previous)})
 	}
-	rank := func(a string) int { return len(core.FirewallActions) - slices.Index(core.FirewallActions, a) }
+	rank := func(a string) int { return len(FirewallActions) - slices.Index(FirewallActions, a) }
 	waived := ""
 	for _, h := range hits {
-		if h.action == core.ActionOff || h.action == "" {
+		if h.action == ActionOff || h.action == "" {
 			continue
 		}
 		if ws.Lifts(v.Registry, v.Name, version, h.rule, now) {
@@ -265,7 +264,7 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 			}
 			continue
 		}
-		if h.action == core.ActionWarn {
+		if h.action == ActionWarn {
 			out.Warnings = append(out.Warnings, h.rule+": "+h.msg)
 		}
 		if out.Action == "" || rank(h.action) > rank(out.Action) {
@@ -273,18 +272,18 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 		}
 	}
 	if out.Action == "" && waived != "" {
-		out.Rule, out.Action = waived, core.ActionWaived
+		out.Rule, out.Action = waived, ActionWaived
 	}
 	// A refusal says who refused and by which rule (malicious and
 	// quarantine say it in their own words).
-	if out.Action == core.ActionBlock && out.Rule == core.RuleInstallScripts {
+	if out.Action == ActionBlock && out.Rule == RuleInstallScripts {
 		out.Message = "Blocked by threatd: " + out.Message + " (rule install_scripts)"
 	}
 	// The threat ids and the hold's end belong to the rule that decides.
-	if out.Rule != core.RuleMalicious {
+	if out.Rule != RuleMalicious {
 		out.Blocked = nil
 	}
-	if out.Rule != core.RuleQuarantine {
+	if out.Rule != RuleQuarantine {
 		out.Until = time.Time{}
 	}
 	return out
@@ -317,14 +316,14 @@ func HumanDuration(d time.Duration) string {
 
 // Waivers are the waivers in force, as a daemon holds them.
 type Waivers struct {
-	list []core.Waiver
+	list []Waiver
 	// Generation changes whenever the set changes: renderings that
 	// depend on waivers are kept under it.
 	Generation string
 }
 
 // NewWaivers holds ws, their names folded as the registries compare them.
-func NewWaivers(ws []core.Waiver) *Waivers {
+func NewWaivers(ws []Waiver) *Waivers {
 	out := &Waivers{}
 	var b strings.Builder
 	for _, w := range ws {

@@ -101,7 +101,7 @@ func TestDecide(t *testing.T) {
 	}
 
 	// Waivers lift one rule of one version, until they end.
-	w, err := core.NewWaiver(core.WaiverRequest{Ecosystem: "npm", Name: "evil", Version: "1.0.1", Rule: "malicious", Reason: "ours", For: "1h"}, "rita", now)
+	w, err := NewWaiver(WaiverRequest{Ecosystem: "npm", Name: "evil", Version: "1.0.1", Rule: "malicious", Reason: "ours", For: "1h"}, "rita", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +109,10 @@ func TestDecide(t *testing.T) {
 	// lifts nothing of evil.
 	upper := w
 	upper.Name = "EVIL"
-	if r := p.Decide(v, "1.0.1", old, now.Add(30*time.Minute), NewWaivers([]core.Waiver{upper})); !r.Refused() {
+	if r := p.Decide(v, "1.0.1", old, now.Add(30*time.Minute), NewWaivers([]Waiver{upper})); !r.Refused() {
 		t.Fatalf("a waiver of EVIL lifted evil: %+v", r)
 	}
-	ws := NewWaivers([]core.Waiver{w})
+	ws := NewWaivers([]Waiver{w})
 	if r := p.Decide(v, "1.0.1", old, now.Add(30*time.Minute), ws); r.Action != "waived" || r.Rule != "malicious" || r.Refused() {
 		t.Fatalf("waived: %+v", r)
 	}
@@ -138,25 +138,25 @@ func TestDecide(t *testing.T) {
 func TestNewWaiver(t *testing.T) {
 	now := time.Now()
 	for _, c := range []struct {
-		r     core.WaiverRequest
+		r     WaiverRequest
 		field string
 	}{
-		{core.WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", For: "1h"}, "reason"},
-		{core.WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r"}, "for"},
-		{core.WaiverRequest{Ecosystem: "cpan", Name: "x", Rule: "malicious", Reason: "r", For: "1h"}, "ecosystem"},
-		{core.WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "typosquat", Reason: "r", For: "1h"}, "rule"},
-		{core.WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r", For: "soon"}, "for"},
-		{core.WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r", Until: now.Add(-time.Hour)}, "until"},
-		{core.WaiverRequest{Ecosystem: "npm", Name: "", Rule: "malicious", Reason: "r", For: "1h"}, "name"},
-		{core.WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r", For: "400d"}, "for"},
+		{WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", For: "1h"}, "reason"},
+		{WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r"}, "for"},
+		{WaiverRequest{Ecosystem: "cpan", Name: "x", Rule: "malicious", Reason: "r", For: "1h"}, "ecosystem"},
+		{WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "typosquat", Reason: "r", For: "1h"}, "rule"},
+		{WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r", For: "soon"}, "for"},
+		{WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r", Until: now.Add(-time.Hour)}, "until"},
+		{WaiverRequest{Ecosystem: "npm", Name: "", Rule: "malicious", Reason: "r", For: "1h"}, "name"},
+		{WaiverRequest{Ecosystem: "npm", Name: "x", Rule: "malicious", Reason: "r", For: "400d"}, "for"},
 	} {
-		_, err := core.NewWaiver(c.r, "rita", now)
+		_, err := NewWaiver(c.r, "rita", now)
 		fe, ok := err.(*core.FieldError)
 		if !ok || fe.Field != c.field {
 			t.Errorf("%+v: %v, want an error naming %s", c.r, err, c.field)
 		}
 	}
-	w, err := core.NewWaiver(core.WaiverRequest{Ecosystem: "NPM", Name: "x", Rule: "quarantine", Reason: "r", For: "7d"}, "rita", now)
+	w, err := NewWaiver(WaiverRequest{Ecosystem: "NPM", Name: "x", Rule: "quarantine", Reason: "r", For: "7d"}, "rita", now)
 	if err != nil || w.Ecosystem != "npm" || w.Until.Sub(w.CreatedAt) != 7*24*time.Hour {
 		t.Fatalf("%+v %v", w, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/record"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 // envelope is the webhook body (docs/webhooks.md).
@@ -24,7 +25,7 @@ type envelope struct {
 // DecisionEvent is a firewall decision as an event: firewall.<action>
 // (blocked and warned as the webhooks name them), its webhook body when it
 // has one.
-func DecisionEvent(d core.FirewallDecision) Event {
+func DecisionEvent(d firewall.FirewallDecision) Event {
 	kind := d.EventType
 	if kind == "" {
 		kind = "firewall." + d.Action
@@ -34,7 +35,7 @@ func DecisionEvent(d core.FirewallDecision) Event {
 		body, _ = json.Marshal(envelope{Type: kind, Timestamp: d.Time.UTC().Format(time.RFC3339Nano), Data: firewall.ShowDecision(d)})
 	}
 	severity := ""
-	if d.Rule == core.RuleMalicious && d.Action != core.ActionWaived {
+	if d.Rule == firewall.RuleMalicious && d.Action != firewall.ActionWaived {
 		severity = "high" // a reported version met at the firewall
 	}
 	return Event{Kind: kind, At: d.Time, Severity: severity,
@@ -48,7 +49,7 @@ func DecisionEvent(d core.FirewallDecision) Event {
 // threat.verified, threat.revised or threat.withdrawn, with the report's
 // public record (and its community signals) as the webhook body.
 func ThreatEvent(ev core.FeedEvent, t core.Threat, c core.Community) Event {
-	kind := core.EventType(ev.Kind)
+	kind := webhooks.EventType(ev.Kind)
 	body, _ := json.Marshal(envelope{Type: kind, Timestamp: ev.At.UTC().Format(time.RFC3339Nano), Data: record.Public(t, c)})
 	severity := string(t.Details.SeverityLevel)
 	return Event{Kind: kind, At: ev.At, Severity: severity,
@@ -96,7 +97,7 @@ func (s *Service) host() (string, int) {
 }
 
 // Decision sends a firewall decision (the recorder's hook: never waits).
-func (s *Service) Decision(d core.FirewallDecision) {
+func (s *Service) Decision(d firewall.FirewallDecision) {
 	if s == nil {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -121,8 +122,8 @@ func TestSenderTCP(t *testing.T) {
 // A decision and a published change as events.
 func TestEvents(t *testing.T) {
 	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
-	d := core.FirewallDecision{Time: at, Ecosystem: "npm", Name: "evil", Version: "1.0.0", Purl: "pkg:npm/evil@1.0.0", Rule: core.RuleMalicious,
-		Action: core.ActionBlock, ThreatIDs: []string{"t1", "t2"}, User: "ci@example.com", ClientIP: "192.0.2.1", EventType: core.EventFirewallBlocked,
+	d := firewall.FirewallDecision{Time: at, Ecosystem: "npm", Name: "evil", Version: "1.0.0", Purl: "pkg:npm/evil@1.0.0", Rule: firewall.RuleMalicious,
+		Action: firewall.ActionBlock, ThreatIDs: []string{"t1", "t2"}, User: "ci@example.com", ClientIP: "192.0.2.1", EventType: firewall.EventFirewallBlocked,
 		Event: []byte(`{"type":"firewall.blocked"}`)}
 	e := DecisionEvent(d)
 	cef := CEF(e, "1")
@@ -134,7 +135,7 @@ func TestEvents(t *testing.T) {
 	if string(e.JSON) != `{"type":"firewall.blocked"}` {
 		t.Errorf("decision JSON: %s", e.JSON)
 	}
-	mon := DecisionEvent(core.FirewallDecision{Time: at, Ecosystem: "npm", Name: "new", Version: "2.0.0", Rule: "install_scripts", Action: core.ActionMonitor})
+	mon := DecisionEvent(firewall.FirewallDecision{Time: at, Ecosystem: "npm", Name: "new", Version: "2.0.0", Rule: "install_scripts", Action: firewall.ActionMonitor})
 	if mon.Kind != "firewall.monitor" || !strings.Contains(string(mon.JSON), `"action":"monitor"`) || CEFSeverity(mon.Severity) != 1 {
 		t.Errorf("a monitored version: %+v %s", mon, mon.JSON)
 	}
@@ -213,7 +214,7 @@ func TestServiceReportsChanged(t *testing.T) {
 		svc.ReportsChanged(core.ChangeBatch{Published: items[2:]})
 	}()
 	for range 3 {
-		go svc.Decision(core.FirewallDecision{Time: at, Ecosystem: "npm", Name: "x", Version: "1", Rule: core.RuleMalicious, Action: core.ActionBlock})
+		go svc.Decision(firewall.FirewallDecision{Time: at, Ecosystem: "npm", Name: "x", Version: "1", Rule: firewall.RuleMalicious, Action: firewall.ActionBlock})
 	}
 	conn, err := l.Accept()
 	if err != nil {

@@ -48,7 +48,7 @@ func (s *Site) reviewCampaigns(c *echo.Context) error {
 func (s *Site) renderCampaigns(c *echo.Context, status int, formErr, formField string) error {
 	// The first campaignsShown by name; past them the page says so (the
 	// API and threatd campaign list page through every one).
-	list, err := s.store.ListCampaigns(c.Request().Context(), core.CampaignQuery{Limit: campaignsShown + 1})
+	list, err := s.store.ListCampaigns(c.Request().Context(), community.CampaignQuery{Limit: campaignsShown + 1})
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Site) createCampaign(c *echo.Context) error {
 	f, _ := c.FormValues()
 	name, desc := f.Get("name"), f.Get("description")
 	camp, err := s.campaigns().Create(c.Request().Context(), viewerOf(c).User,
-		core.CampaignRequest{Name: &name, Description: &desc, Add: threatIDs(f.Get("threat_ids"))})
+		community.CampaignRequest{Name: &name, Description: &desc, Add: threatIDs(f.Get("threat_ids"))})
 	if err != nil {
 		return s.campaignFormError(c, err)
 	}
@@ -114,7 +114,7 @@ func (s *Site) findSuggestions(c *echo.Context) error {
 // describe it, or add or remove reports.
 func (s *Site) changeCampaign(c *echo.Context) error {
 	f, _ := c.FormValues()
-	req := core.CampaignRequest{}
+	req := community.CampaignRequest{}
 	switch f.Get("action") {
 	case "edit":
 		name, desc := f.Get("name"), f.Get("description")

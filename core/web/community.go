@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // leaderboardTTL is how long a rendered leaderboard's rows are reused: the
@@ -34,21 +35,21 @@ func newPageCache[V any](ttl time.Duration) *pageCache[V] {
 func (s *Site) leaderboard(c *echo.Context) error {
 	period := c.QueryParam("period")
 	if period == "" {
-		period = core.Period30d
+		period = community.Period30d
 	}
-	since, err := core.PeriodStart(period, time.Now())
+	since, err := community.PeriodStart(period, time.Now())
 	if err != nil {
 		return s.errorPage(c, http.StatusBadRequest, "period: must be 30d, 365d or all.")
 	}
 	entries, ok := s.boards.Get(period)
 	if !ok {
-		if entries, err = s.store.Leaderboard(c.Request().Context(), core.LeaderboardQuery{Since: since, Limit: core.MaxLeaderboard}); err != nil {
+		if entries, err = s.store.Leaderboard(c.Request().Context(), community.LeaderboardQuery{Since: since, Limit: community.MaxLeaderboard}); err != nil {
 			return err
 		}
 		s.boards.Add(period, entries)
 	}
 	return s.render(c, http.StatusOK, "leaderboard", map[string]any{"Title": "Leaderboard", "Entries": entries, "Period": period,
-		"Periods": []string{core.Period30d, core.Period365d, core.PeriodAll}})
+		"Periods": []string{community.Period30d, community.Period365d, community.PeriodAll}})
 }
 
 // profileEvents bounds the history a profile shows.
@@ -62,13 +63,13 @@ type profileView struct {
 	// page tells them apart).
 	Source      bool
 	Since       time.Time
-	Rep         core.Reputation
+	Rep         community.Reputation
 	Recent      []contribution
 	MoreHistory bool
 }
 
 type contribution struct {
-	core.ReputationEvent
+	community.ReputationEvent
 	Threat *core.Threat
 }
 
@@ -110,10 +111,10 @@ func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, er
 	var views []profileView
 	for _, u := range users {
 		v := profileView{Name: u.Name, Since: u.CreatedAt, Source: core.IsSourceUserEmail(u.Email)}
-		if i := slices.IndexFunc(reps, func(r core.Reputation) bool { return r.UserID == u.ID }); i >= 0 {
+		if i := slices.IndexFunc(reps, func(r community.Reputation) bool { return r.UserID == u.ID }); i >= 0 {
 			v.Rep = reps[i]
 		}
-		events, err := s.store.ReputationHistory(ctx, core.HistoryQuery{UserID: u.ID, Limit: profileEvents + 1})
+		events, err := s.store.ReputationHistory(ctx, community.HistoryQuery{UserID: u.ID, Limit: profileEvents + 1})
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +142,7 @@ func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, er
 		}
 		for _, e := range events {
 			ct := contribution{ReputationEvent: e}
-			if t, ok := published[e.ThreatID]; ok && e.Kind != core.ReputationDuplicate {
+			if t, ok := published[e.ThreatID]; ok && e.Kind != community.ReputationDuplicate {
 				ct.Threat = &t
 			}
 			v.Recent = append(v.Recent, ct)
@@ -168,7 +169,7 @@ func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, er
 const campaignTTL = 10 * time.Second
 
 // campaign reads campaign id, through the cache.
-func (s *Site) campaign(ctx context.Context, id string) (core.Campaign, error) {
+func (s *Site) campaign(ctx context.Context, id string) (community.Campaign, error) {
 	if c, ok := s.camps.Get(id); ok {
 		return c, nil
 	}

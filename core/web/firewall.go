@@ -33,7 +33,7 @@ func (s *Site) renderFirewall(c *echo.Context, status int, formErr, formField st
 	}
 	events, total := s.opts.FirewallBlocks.List()
 	return s.render(c, status, "firewall", map[string]any{"Title": "Firewall", "Events": events, "Total": total, "Waivers": ws,
-		"FormError": formErr, "FormField": formField, "Ecosystems": core.FirewallEcosystems, "Rules": core.FirewallRules,
+		"FormError": formErr, "FormField": formField, "Ecosystems": firewall.FirewallEcosystems, "Rules": firewall.FirewallRules,
 		"Ecosystem": c.FormValue("ecosystem"), "Name": c.FormValue("name"), "Version": c.FormValue("version"),
 		"Rule": c.FormValue("rule"), "Reason": c.FormValue("reason"), "For": c.FormValue("for")})
 }
@@ -41,7 +41,7 @@ func (s *Site) renderFirewall(c *echo.Context, status int, formErr, formField st
 func (s *Site) addWaiver(c *echo.Context) error {
 	viewer := viewerOf(c).User
 	by := viewer.Email
-	w, err := s.waivers().Waive(c.Request().Context(), core.WaiverRequest{Ecosystem: c.FormValue("ecosystem"), Name: c.FormValue("name"),
+	w, err := s.waivers().Waive(c.Request().Context(), firewall.WaiverRequest{Ecosystem: c.FormValue("ecosystem"), Name: c.FormValue("name"),
 		Version: strings.TrimSpace(c.FormValue("version")), Rule: c.FormValue("rule"), Reason: c.FormValue("reason"), For: c.FormValue("for")}, by, viewer.Role)
 	var fe *core.FieldError
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // queue is the review queue: pending reports and pending revisions.
@@ -91,7 +92,7 @@ func (s *Site) queue(c *echo.Context) error {
 			"IOCs": t.IOCs, "Versions": core.AffectedVersions(t), "Submitter": rec, "KnownSubmitter": known}
 	}
 	// The oldest disputes, with the votes counted in each.
-	dl, err := s.store.ListDisputed(ctx, core.DisputeQuery{Limit: queuePage})
+	dl, err := s.store.ListDisputed(ctx, community.DisputeQuery{Limit: queuePage})
 	if err != nil {
 		return err
 	}

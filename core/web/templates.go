@@ -8,9 +8,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/threatd/threatd/core"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 var funcs = template.FuncMap{
@@ -31,7 +33,7 @@ var funcs = template.FuncMap{
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	// eventType names a webhook event kind as subscriptions list it.
-	"eventType": core.EventType,
+	"eventType": webhooks.EventType,
 	// grouped writes a count with thousands separators: 1,000,000.
 	"grouped": grouped,
 	"inc":     func(i int) int { return i + 1 },

@@ -28,6 +28,7 @@ import (
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/core/ratelimit"
 )
 
@@ -94,14 +95,14 @@ type Site struct {
 	// The public pages' reads, kept a while (pageCache): a leaderboard's
 	// rows by period, profiles by public name (a source user's counts
 	// sum a million reports), campaigns by id.
-	boards   *pageCache[[]core.LeaderboardEntry]
+	boards   *pageCache[[]community.LeaderboardEntry]
 	profiles *pageCache[[]profileView]
-	camps    *pageCache[core.Campaign]
+	camps    *pageCache[community.Campaign]
 	// suggestions are the campaign suggestions (Options.Suggestions, or
 	// the site's own).
 	suggestions *community.Suggestions
 	log         *slog.Logger
-	store       core.Store
+	store       port.Store
 	accounts    *core.Accounts
 	reports     *core.Reports
 	index       *index.Index
@@ -120,7 +121,7 @@ type Site struct {
 
 // New builds the site. sync may be nil (changes then show within
 // cache.freshness, like any other process's).
-func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, reports *core.Reports, idx *index.Index, latest *index.Latest, sync func(context.Context) error) (*Site, error) {
+func New(ctx context.Context, opts Options, log *slog.Logger, store port.Store, reports *core.Reports, idx *index.Index, latest *index.Latest, sync func(context.Context) error) (*Site, error) {
 	if opts.Signup == "" {
 		opts.Signup = SignupOpen
 	}
@@ -165,9 +166,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store core.Store, 
 		cop:         http.NewCrossOriginProtection(),
 		markdown:    renderMarkdown,
 		suggestions: cmp.Or(opts.Suggestions, &community.Suggestions{}),
-		boards:      newPageCache[[]core.LeaderboardEntry](leaderboardTTL),
+		boards:      newPageCache[[]community.LeaderboardEntry](leaderboardTTL),
 		profiles:    newPageCache[[]profileView](leaderboardTTL),
-		camps:       newPageCache[core.Campaign](campaignTTL),
+		camps:       newPageCache[community.Campaign](campaignTTL),
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/webhooks"
 )
 
@@ -24,13 +25,13 @@ func (s *Site) webhooks(c *echo.Context) error {
 	return s.renderWebhooks(c, http.StatusOK, "", "", nil)
 }
 
-func (s *Site) renderWebhooks(c *echo.Context, status int, secret, formErr string, added *core.Webhook) error {
+func (s *Site) renderWebhooks(c *echo.Context, status int, secret, formErr string, added *webhooks.Webhook) error {
 	list, err := s.subscriptions().List(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	return s.render(c, status, "webhooks", map[string]any{"Title": "Webhooks", "Webhooks": list, "Secret": secret, "Added": added,
-		"FormError": formErr, "Events": append(slices.Clone(core.WebhookEvents), core.EventFirewallBlocked, core.EventFirewallWarned), "Registries": core.PackageRegistries,
+		"FormError": formErr, "Events": append(slices.Clone(webhooks.WebhookEvents), firewall.EventFirewallBlocked, firewall.EventFirewallWarned), "Registries": core.PackageRegistries,
 		"URL": c.FormValue("url"), "Ecosystem": c.FormValue("ecosystem")})
 }
 
@@ -50,7 +51,7 @@ func (s *Site) addWebhook(c *echo.Context) error {
 	case err != nil:
 		return err
 	}
-	s.log.Info("webhook added", "webhook", w.ID, "url", core.WebhookURLForLog(w.URL), "by", viewerOf(c).User.Email)
+	s.log.Info("webhook added", "webhook", w.ID, "url", webhooks.WebhookURLForLog(w.URL), "by", viewerOf(c).User.Email)
 	return s.renderWebhooks(c, http.StatusOK, w.Secret, "", &w)
 }
 

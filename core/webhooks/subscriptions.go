@@ -17,7 +17,7 @@ import (
 // (`threatd webhook …`) and the web site's administrators' page: the rules,
 // limits and messages live here, once.
 type Subscriptions struct {
-	Store core.WebhookStore
+	Store WebhookStore
 	// AllowPrivate is webhooks.allow_private: targets may be private,
 	// loopback or link-local addresses.
 	AllowPrivate bool
@@ -36,23 +36,23 @@ type NewSubscription struct {
 
 // Add validates and stores a subscription; its Secret is shown once, by
 // the caller, and never again. A bad field is a *core.FieldError naming
-// it; more than core.MaxWebhooks is core.ErrLimit with the message to show.
-func (s Subscriptions) Add(ctx context.Context, n NewSubscription) (core.Webhook, error) {
-	w, err := core.NewWebhook(n.URL, n.Events, n.Ecosystem, n.CreatedBy, time.Now(), s.AllowPrivate)
+// it; more than MaxWebhooks is core.ErrLimit with the message to show.
+func (s Subscriptions) Add(ctx context.Context, n NewSubscription) (Webhook, error) {
+	w, err := NewWebhook(n.URL, n.Events, n.Ecosystem, n.CreatedBy, time.Now(), s.AllowPrivate)
 	if err != nil {
-		return core.Webhook{}, err
+		return Webhook{}, err
 	}
 	if err := s.Store.CreateWebhook(ctx, w); err != nil {
 		if errors.Is(err, core.ErrLimit) {
-			return core.Webhook{}, message{core.ErrLimit, fmt.Sprintf("at most %d webhook subscriptions: remove one first", core.MaxWebhooks)}
+			return Webhook{}, message{core.ErrLimit, fmt.Sprintf("at most %d webhook subscriptions: remove one first", MaxWebhooks)}
 		}
-		return core.Webhook{}, err
+		return Webhook{}, err
 	}
 	return w, nil
 }
 
 // List returns every subscription with its state and delivery counts.
-func (s Subscriptions) List(ctx context.Context) ([]core.Webhook, error) {
+func (s Subscriptions) List(ctx context.Context) ([]Webhook, error) {
 	return s.Store.ListWebhooks(ctx)
 }
 
@@ -63,15 +63,15 @@ func (s Subscriptions) Remove(ctx context.Context, id string) error {
 
 // Enable enables a disabled subscription again: its waiting events are
 // delivered.
-func (s Subscriptions) Enable(ctx context.Context, id string) (core.Webhook, error) {
+func (s Subscriptions) Enable(ctx context.Context, id string) (Webhook, error) {
 	w, err := s.Store.EnableWebhook(ctx, id)
 	return w, named(id, err)
 }
 
 // Attempts returns up to limit delivery attempts of a subscription,
 // newest first.
-func (s Subscriptions) Attempts(ctx context.Context, id string, limit int) ([]core.DeliveryAttempt, error) {
-	list, err := s.Store.WebhookAttempts(ctx, core.AttemptQuery{WebhookID: id, Limit: limit})
+func (s Subscriptions) Attempts(ctx context.Context, id string, limit int) ([]DeliveryAttempt, error) {
+	list, err := s.Store.WebhookAttempts(ctx, AttemptQuery{WebhookID: id, Limit: limit})
 	return list, named(id, err)
 }
 

@@ -28,13 +28,13 @@ func TestSubscriptions(t *testing.T) {
 	if err != nil || !strings.HasPrefix(first.Secret, "whsec_") {
 		t.Fatalf("add: %+v %v", first, err)
 	}
-	for i := 1; i < core.MaxWebhooks; i++ {
+	for i := 1; i < webhooks.MaxWebhooks; i++ {
 		if _, err := s.Add(ctx, webhooks.NewSubscription{URL: fmt.Sprintf("https://hooks.example/%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, err = s.Add(ctx, webhooks.NewSubscription{URL: "https://hooks.example/one-too-many"})
-	if !errors.Is(err, core.ErrLimit) || err.Error() != fmt.Sprintf("at most %d webhook subscriptions: remove one first", core.MaxWebhooks) {
+	if !errors.Is(err, core.ErrLimit) || err.Error() != fmt.Sprintf("at most %d webhook subscriptions: remove one first", webhooks.MaxWebhooks) {
 		t.Fatalf("past the limit: %v", err)
 	}
 	if err := s.Remove(ctx, "no-such-id"); !errors.Is(err, core.ErrNotFound) || !strings.HasPrefix(err.Error(), "no webhook subscription no-such-id") {
@@ -46,7 +46,7 @@ func TestSubscriptions(t *testing.T) {
 	if err := s.Remove(ctx, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := s.List(ctx); len(list) != core.MaxWebhooks-1 {
+	if list, _ := s.List(ctx); len(list) != webhooks.MaxWebhooks-1 {
 		t.Fatalf("%d left", len(list))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // testCampaigns: campaigns of verified reports, changed and read, their
@@ -32,7 +33,7 @@ func testCampaigns(t *testing.T, b Backend) {
 		verify(t, s, id, now())
 	}
 	n := ptr("Shai-Hulud")
-	camp, err := core.NewCampaign(core.CampaignRequest{Name: n, Description: ptr("An npm worm"), Tags: &[]string{"worm"}, Add: ids[:2]}, "Rita", now())
+	camp, err := community.NewCampaign(community.CampaignRequest{Name: n, Description: ptr("An npm worm"), Tags: &[]string{"worm"}, Add: ids[:2]}, "Rita", now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +45,14 @@ func testCampaigns(t *testing.T, b Backend) {
 		t.Fatalf("campaign: %+v %v", got, err)
 	}
 	// A pending report cannot join; nothing else of the change applies.
-	ch, _ := core.NewCampaignChange(camp.ID, core.CampaignRequest{Name: ptr("Renamed"), Add: []string{ids[3]}}, now())
+	ch, _ := community.NewCampaignChange(camp.ID, community.CampaignRequest{Name: ptr("Renamed"), Add: []string{ids[3]}}, now())
 	if _, err := s.UpdateCampaign(c, ch); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("adding a pending report: %v", err)
 	}
 	if got, _ := s.GetCampaign(c, camp.ID); got.Name != "Shai-Hulud" {
 		t.Fatalf("a refused change applied: %+v", got)
 	}
-	ch, _ = core.NewCampaignChange(camp.ID, core.CampaignRequest{Name: ptr("Shai-Hulud 2"), Add: []string{ids[2], ids[0]}, Remove: []string{ids[1]}}, now())
+	ch, _ = community.NewCampaignChange(camp.ID, community.CampaignRequest{Name: ptr("Shai-Hulud 2"), Add: []string{ids[2], ids[0]}, Remove: []string{ids[1]}}, now())
 	got, err = s.UpdateCampaign(c, ch)
 	if err != nil || got.Name != "Shai-Hulud 2" || len(got.ThreatIDs) != 2 || slices.Contains(got.ThreatIDs, ids[1]) {
 		t.Fatalf("change: %+v %v", got, err)
@@ -59,15 +60,15 @@ func testCampaigns(t *testing.T, b Backend) {
 	if _, err := s.GetCampaign(c, "6b1e5b47-0000-4000-8000-000000000000"); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("an unknown campaign: %v", err)
 	}
-	other, _ := core.NewCampaign(core.CampaignRequest{Name: ptr("Another")}, "Rita", now())
+	other, _ := community.NewCampaign(community.CampaignRequest{Name: ptr("Another")}, "Rita", now())
 	if err := s.CreateCampaign(c, other); err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.ListCampaigns(c, core.CampaignQuery{Limit: 1})
+	page, err := s.ListCampaigns(c, community.CampaignQuery{Limit: 1})
 	if err != nil || len(page) != 1 || page[0].Name != "Another" {
 		t.Fatalf("first page: %+v %v", page, err)
 	}
-	page, err = s.ListCampaigns(c, core.CampaignQuery{AfterName: page[0].Name, AfterID: page[0].ID, Limit: 5})
+	page, err = s.ListCampaigns(c, community.CampaignQuery{AfterName: page[0].Name, AfterID: page[0].ID, Limit: 5})
 	if err != nil || len(page) != 1 || page[0].ID != camp.ID || len(page[0].ThreatIDs) != 2 {
 		t.Fatalf("second page: %+v %v", page, err)
 	}
@@ -82,7 +83,7 @@ func testCampaigns(t *testing.T, b Backend) {
 	}
 	// What suggestions read: the three verified reports share the URL,
 	// the domain and the tag.
-	groups, err := s.SharedIndicatorGroups(c, core.IndicatorGroupQuery{MinSize: 2, MaxSize: 10, Limit: 10})
+	groups, err := s.SharedIndicatorGroups(c, community.IndicatorGroupQuery{MinSize: 2, MaxSize: 10, Limit: 10})
 	if err != nil || len(groups) == 0 {
 		t.Fatalf("indicator groups: %+v %v", groups, err)
 	}
@@ -91,11 +92,11 @@ func testCampaigns(t *testing.T, b Backend) {
 			t.Fatalf("group %s: %v (the pending report is not in any)", g.Key, g.ThreatIDs)
 		}
 	}
-	if small, _ := s.SharedIndicatorGroups(c, core.IndicatorGroupQuery{MinSize: 2, MaxSize: 2, Limit: 10}); len(small) != 0 {
+	if small, _ := s.SharedIndicatorGroups(c, community.IndicatorGroupQuery{MinSize: 2, MaxSize: 2, Limit: 10}); len(small) != 0 {
 		t.Fatalf("groups of at most 2: %+v", small)
 	}
 	texts := 0
-	if err := s.EachVerifiedText(c, func(batch []core.ReportText) error {
+	if err := s.EachVerifiedText(c, func(batch []community.ReportText) error {
 		for _, r := range batch {
 			texts++
 			if !slices.Contains(ids[:3], r.ID) || !slices.Equal(r.Tags, []string{"campaign:shai-hulud"}) || r.PayloadDescription == "" || r.ResourceIdentifier == "" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 )
 
 // Export writes every row; Import fills an empty store with them, giving
@@ -47,7 +48,7 @@ func testCopy(t *testing.T, b Backend) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	feed := func(into core.Store) (map[string]int64, error) {
+	feed := func(into port.Store) (map[string]int64, error) {
 		i := 0
 		return into.Import(c, func() (string, []byte, bool, error) {
 			if i == len(batches) {
@@ -104,7 +105,7 @@ func testRuleIDs(t *testing.T, b Backend) {
 	db := dbName(t)
 	s := open(t, b, db)
 	c := ctx(t)
-	ask := func(s core.Store, rules ...core.RuleBasis) []core.RuleID {
+	ask := func(s port.Store, rules ...core.RuleBasis) []core.RuleID {
 		t.Helper()
 		got, err := s.RuleIDs(c, core.RuleIDQuery{Rules: rules})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // testDisputes: false-positive votes of distinct users other than the
@@ -35,11 +36,11 @@ func testDisputes(t *testing.T, b Backend) {
 	time.Sleep(time.Millisecond) // votes come after the verification
 	vote := func(u core.User) string {
 		t.Helper()
-		sg, err := core.NewSighting(core.SightingRequest{Type: core.SightingFalsePositive, Note: "our own package, by " + u.Email}, th.ID, u.ID, now())
+		sg, err := community.NewSighting(community.SightingRequest{Type: community.SightingFalsePositive, Note: "our own package, by " + u.Email}, th.ID, u.ID, now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.AddSightings(c, core.SightingBatch{Sightings: []core.Sighting{sg}, DisputeVotes: 3})
+		out, err := s.AddSightings(c, community.SightingBatch{Sightings: []community.Sighting{sg}, DisputeVotes: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,14 +71,14 @@ func testDisputes(t *testing.T, b Backend) {
 	// The submitter's own vote is stored, not counted; two more are not
 	// enough.
 	for _, u := range []core.User{sub, voters[0], voters[1]} {
-		if out := vote(u); out != core.SightingAdded {
+		if out := vote(u); out != community.SightingAdded {
 			t.Fatalf("vote: %s", out)
 		}
 	}
 	if got, counts := state(); got.DisputedAt != nil || counts.Votes != 2 || counts.Disputed || counts.FalsePositive != 3 {
 		t.Fatalf("two counted votes: disputed %v, counts %+v", got.DisputedAt, counts)
 	}
-	if out := vote(voters[2]); out != core.SightingAdded {
+	if out := vote(voters[2]); out != community.SightingAdded {
 		t.Fatalf("third vote: %s", out)
 	}
 	got, counts := state()
@@ -88,7 +89,7 @@ func testDisputes(t *testing.T, b Backend) {
 	if events(core.ChangeDisputed) != 1 {
 		t.Fatalf("%d disputed changes, want 1 (a fourth vote does not open another)", events(core.ChangeDisputed))
 	}
-	list, err := s.ListDisputed(c, core.DisputeQuery{Limit: 10})
+	list, err := s.ListDisputed(c, community.DisputeQuery{Limit: 10})
 	if err != nil || list.Total != 1 || len(list.Threats) != 1 || list.Threats[0].ID != th.ID {
 		t.Fatalf("disputed list: %+v %v", list, err)
 	}
@@ -127,19 +128,19 @@ func testDisputes(t *testing.T, b Backend) {
 	if actions != "submit verify dispute keep " {
 		t.Fatalf("review history: %q", actions)
 	}
-	if list, _ := s.ListDisputed(c, core.DisputeQuery{Limit: 10}); list.Total != 0 {
+	if list, _ := s.ListDisputed(c, community.DisputeQuery{Limit: 10}); list.Total != 0 {
 		t.Fatalf("still listed after keep: %+v", list)
 	}
 	// The same voters cannot reopen it; three new ones do.
 	for _, u := range voters[:4] {
-		if out := vote(u); out != core.SightingConflict {
+		if out := vote(u); out != community.SightingConflict {
 			t.Fatalf("a second vote after keep: %s", out)
 		}
 	}
 	// Once kept, fresh accounts without a record are not counted: three
 	// of them do not reopen it.
 	for _, u := range voters[4:7] {
-		if out := vote(u); out != core.SightingAdded {
+		if out := vote(u); out != community.SightingAdded {
 			t.Fatalf("a fresh account's vote: %s", out)
 		}
 	}
@@ -169,10 +170,10 @@ func testDisputes(t *testing.T, b Backend) {
 	if got, _ := state(); got.DisputedAt != nil || got.Status != core.StatusRejected {
 		t.Fatalf("after withdrawal: %+v", got)
 	}
-	if list, _ := s.ListDisputed(c, core.DisputeQuery{Limit: 10}); list.Total != 0 {
+	if list, _ := s.ListDisputed(c, community.DisputeQuery{Limit: 10}); list.Total != 0 {
 		t.Fatalf("a withdrawn report listed as disputed: %+v", list)
 	}
-	if _, err := s.ListDisputed(c, core.DisputeQuery{}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ListDisputed(c, community.DisputeQuery{}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("no limit: %v", err)
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 )
 
 // feedAll reads every published change after a position, page by page.
-func feedAll(t *testing.T, s core.Store, q core.FeedQuery) []core.FeedItem {
+func feedAll(t *testing.T, s port.Store, q core.FeedQuery) []core.FeedItem {
 	t.Helper()
 	var out []core.FeedItem
 	q.Limit = 2

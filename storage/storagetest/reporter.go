@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 )
 
 // Reporter is a user of a store who submits reports through core's use
@@ -19,7 +20,7 @@ type Reporter struct {
 }
 
 // NewReporter adds the user email to st with a token.
-func NewReporter(t testing.TB, st core.Store, email string) *Reporter {
+func NewReporter(t testing.TB, st port.Store, email string) *Reporter {
 	t.Helper()
 	ctx := context.Background()
 	acc := core.NewAccounts(st)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // testReputation: review decisions earn and cost points once each; a
@@ -51,9 +52,9 @@ func testReputation(t *testing.T, b Backend) {
 			}
 		}
 	}
-	board := func(since time.Time) []core.LeaderboardEntry {
+	board := func(since time.Time) []community.LeaderboardEntry {
 		t.Helper()
-		out, err := s.Leaderboard(c, core.LeaderboardQuery{Since: since, Limit: 10})
+		out, err := s.Leaderboard(c, community.LeaderboardQuery{Since: since, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,10 +66,10 @@ func testReputation(t *testing.T, b Backend) {
 	if year := board(now().AddDate(0, 0, -365)); len(year) != 1 || year[0].UserID != zoe.ID {
 		t.Fatalf("leaderboard, a year: %+v", year)
 	}
-	if _, err := s.Leaderboard(c, core.LeaderboardQuery{Limit: core.MaxLeaderboard + 1}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.Leaderboard(c, community.LeaderboardQuery{Limit: community.MaxLeaderboard + 1}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("a leaderboard past its bound: %v", err)
 	}
-	hist, err := s.ReputationHistory(c, core.HistoryQuery{UserID: zoe.ID, Limit: 10})
+	hist, err := s.ReputationHistory(c, community.HistoryQuery{UserID: zoe.ID, Limit: 10})
 	if err != nil || len(hist) != 4 {
 		t.Fatalf("history: %+v %v", hist, err)
 	}
@@ -76,7 +77,7 @@ func testReputation(t *testing.T, b Backend) {
 	for _, e := range hist {
 		kinds[e.Kind] += e.Points
 	}
-	if kinds[core.ReputationVerified] != 40 || kinds[core.ReputationRejected] != -10 || kinds[core.ReputationDuplicate] != 0 {
+	if kinds[community.ReputationVerified] != 40 || kinds[community.ReputationRejected] != -10 || kinds[community.ReputationDuplicate] != 0 {
 		t.Fatalf("history kinds: %v", kinds)
 	}
 	if us, err := s.UsersByName(c, zoe.Name); err != nil || len(us) != 1 || us[0].ID != zoe.ID {

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 )
 
-func verify(t *testing.T, s core.Store, id string, at time.Time) {
+func verify(t *testing.T, s port.Store, id string, at time.Time) {
 	t.Helper()
 	if _, err := s.ReviewThreat(ctx(t), core.Review{ThreatID: id, Decision: core.DecisionVerify, ActorName: "Rita", At: at}); err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func testReviewVersionRace(t *testing.T, b Backend) {
 // change is merged onto and the merged content's indicators (core.Derive).
 // A change that does not merge is sent without them, for the store to
 // refuse.
-func modifyThreat(c context.Context, s core.Store, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
+func modifyThreat(c context.Context, s port.Store, m core.Modification, p core.SubmitPolicy) (core.Threat, core.Revision, error) {
 	if cur, err := s.GetThreat(c, m.ThreatID); err == nil {
 		if merged, err := core.Merged(cur, m.Patch, m.At); err == nil {
 			m.Version, m.IOCs = cur.Version, merged.IOCs
@@ -328,7 +329,7 @@ func modifyThreat(c context.Context, s core.Store, m core.Modification, p core.S
 	return mod.Threat, mod.Revision, err
 }
 
-func decideRevision(c context.Context, s core.Store, d core.RevisionDecision) (core.Threat, core.Revision, error) {
+func decideRevision(c context.Context, s port.Store, d core.RevisionDecision) (core.Threat, core.Revision, error) {
 	if rev, err := s.GetRevision(c, d.RevisionID); err == nil && d.Approve {
 		if cur, err := s.GetThreat(c, rev.ThreatID); err == nil {
 			if merged, err := core.Merged(cur, rev.Patch, d.At); err == nil {

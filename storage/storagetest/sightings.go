@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/community"
 )
 
 // testSightings: a person's sightings of a verified report are stored and
@@ -32,51 +33,51 @@ func testSightings(t *testing.T, b Backend) {
 	}
 	verify(t, s, ids[0], at)
 	add := func(threat, typ, userID string, n int64, when time.Time) error {
-		sg, err := core.NewSighting(core.SightingRequest{Type: typ, Count: n, ObservedAt: when.Format(time.RFC3339Nano), Note: "seen in **CI**"}, threat, userID, now())
+		sg, err := community.NewSighting(community.SightingRequest{Type: typ, Count: n, ObservedAt: when.Format(time.RFC3339Nano), Note: "seen in **CI**"}, threat, userID, now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.AddSightings(c, core.SightingBatch{Sightings: []core.Sighting{sg}})
+		out, err := s.AddSightings(c, community.SightingBatch{Sightings: []community.Sighting{sg}})
 		switch {
 		case err != nil:
 			return err
-		case out[0] == core.SightingNotFound:
+		case out[0] == community.SightingNotFound:
 			return core.ErrNotFound
-		case out[0] == core.SightingConflict:
+		case out[0] == community.SightingConflict:
 			return core.ErrConflict
 		}
 		return nil
 	}
-	if err := add(ids[1], core.SightingSeen, u.ID, 1, at); !errors.Is(err, core.ErrNotFound) {
+	if err := add(ids[1], community.SightingSeen, u.ID, 1, at); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("a sighting of a pending report: %v", err)
 	}
 	for i := range 5 {
-		if err := add(ids[0], core.SightingSeen, u.ID, int64(i+1), at.Add(time.Duration(i)*time.Minute)); err != nil {
+		if err := add(ids[0], community.SightingSeen, u.ID, int64(i+1), at.Add(time.Duration(i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := add(ids[0], core.SightingFalsePositive, v.ID, 1, at); err != nil {
+	if err := add(ids[0], community.SightingFalsePositive, v.ID, 1, at); err != nil {
 		t.Fatal(err)
 	}
-	if err := add(ids[0], core.SightingFalsePositive, v.ID, 1, at); !errors.Is(err, core.ErrConflict) {
+	if err := add(ids[0], community.SightingFalsePositive, v.ID, 1, at); !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("a second vote: %v", err)
 	}
-	if err := add(ids[0], core.SightingExpired, v.ID, 2, at); err != nil {
+	if err := add(ids[0], community.SightingExpired, v.ID, 2, at); err != nil {
 		t.Fatal(err)
 	}
 	// One batch: what becomes of each, in order; a vote twice in the
 	// same batch is a conflict the second time.
-	var batch []core.Sighting
-	for _, r := range []struct{ threat, typ, user string }{{ids[0], core.SightingSeen, u.ID}, {ids[1], core.SightingSeen, u.ID},
-		{ids[0], core.SightingFalsePositive, u.ID}, {ids[0], core.SightingFalsePositive, u.ID}} {
-		sg, err := core.NewSighting(core.SightingRequest{Type: r.typ, ObservedAt: at.Format(time.RFC3339)}, r.threat, r.user, now())
+	var batch []community.Sighting
+	for _, r := range []struct{ threat, typ, user string }{{ids[0], community.SightingSeen, u.ID}, {ids[1], community.SightingSeen, u.ID},
+		{ids[0], community.SightingFalsePositive, u.ID}, {ids[0], community.SightingFalsePositive, u.ID}} {
+		sg, err := community.NewSighting(community.SightingRequest{Type: r.typ, ObservedAt: at.Format(time.RFC3339)}, r.threat, r.user, now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		batch = append(batch, sg)
 	}
-	out, err := s.AddSightings(c, core.SightingBatch{Sightings: batch})
-	if err != nil || fmt.Sprint(out) != fmt.Sprint([]string{core.SightingAdded, core.SightingNotFound, core.SightingAdded, core.SightingConflict}) {
+	out, err := s.AddSightings(c, community.SightingBatch{Sightings: batch})
+	if err != nil || fmt.Sprint(out) != fmt.Sprint([]string{community.SightingAdded, community.SightingNotFound, community.SightingAdded, community.SightingConflict}) {
 		t.Fatalf("a batch: %v %v", out, err)
 	}
 	// The daemon's own, from 8 writers at once: two days, two sources.
@@ -85,16 +86,16 @@ func testSightings(t *testing.T, b Backend) {
 	errs := make(chan error, 8)
 	for w := range 8 {
 		wg.Go(func() {
-			var batch []core.SeenCount
+			var batch []community.SeenCount
 			for i := range 50 {
 				when := day1.Add(time.Duration(i) * time.Minute)
 				if w%2 == 1 {
 					when = day2
 				}
-				batch = append(batch, core.SeenCount{ThreatID: ids[0], Source: core.SightingSourceFirewall, Count: 1, At: when},
-					core.SeenCount{ThreatID: ids[1], Source: core.SightingSourceFirewall, Count: 1, At: when})
+				batch = append(batch, community.SeenCount{ThreatID: ids[0], Source: community.SightingSourceFirewall, Count: 1, At: when},
+					community.SeenCount{ThreatID: ids[1], Source: community.SightingSourceFirewall, Count: 1, At: when})
 			}
-			batch = append(batch, core.SeenCount{ThreatID: ids[0], Source: core.SightingSourceScan, Count: 3, At: day1})
+			batch = append(batch, community.SeenCount{ThreatID: ids[0], Source: community.SightingSourceScan, Count: 3, At: day1})
 			errs <- s.AddSeen(c, batch)
 		})
 	}
@@ -105,8 +106,8 @@ func testSightings(t *testing.T, b Backend) {
 			t.Fatal(err)
 		}
 	}
-	var all []core.Sighting
-	q := core.SightingQuery{ThreatID: ids[0], Limit: 3}
+	var all []community.Sighting
+	q := community.SightingQuery{ThreatID: ids[0], Limit: 3}
 	for {
 		page, err := s.ListSightings(c, q)
 		if err != nil {
@@ -131,11 +132,11 @@ func testSightings(t *testing.T, b Backend) {
 		if sg.Auto {
 			auto++
 			autoCount += sg.Count
-			if sg.UserID != "" || sg.Type != core.SightingSeen {
+			if sg.UserID != "" || sg.Type != community.SightingSeen {
 				t.Fatalf("an automatic sighting: %+v", sg)
 			}
 		}
-		if sg.Type == core.SightingFalsePositive && sg.UserID == v.ID && sg.Note != "seen in **CI**" {
+		if sg.Type == community.SightingFalsePositive && sg.UserID == v.ID && sg.Note != "seen in **CI**" {
 			t.Fatalf("the vote: %+v", sg)
 		}
 	}
@@ -152,42 +153,42 @@ func testSightings(t *testing.T, b Backend) {
 	}
 	// Weighed for confidence: the submitter's own sightings not at all,
 	// each automatic row of a day as one sighting of at most 9.
-	if got.Weight != 3*core.SeenWeightCap {
-		t.Fatalf("weight %d, want %d: %+v", got.Weight, 3*core.SeenWeightCap, got)
+	if got.Weight != 3*community.SeenWeightCap {
+		t.Fatalf("weight %d, want %d: %+v", got.Weight, 3*community.SeenWeightCap, got)
 	}
-	if _, err := s.ListSightings(c, core.SightingQuery{ThreatID: ids[0], Limit: 10, Cursor: "nonsense"}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.ListSightings(c, community.SightingQuery{ThreatID: ids[0], Limit: 10, Cursor: "nonsense"}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("a bad cursor: %v", err)
 	}
 	// Counts by page, all or changed since a time (what every daemon's
 	// copy of the counts re-reads).
-	page, err := s.SightingCountsPage(c, core.SightingCountsQuery{Limit: 10})
+	page, err := s.SightingCountsPage(c, community.SightingCountsQuery{Limit: 10})
 	if err != nil || len(page) != 1 || page[0].ThreatID != ids[0] || page[0].Seen != got.Seen || page[0].UpdatedAt.IsZero() ||
 		page[0].UpdatedAt.Before(now().Add(-time.Minute)) || page[0].UpdatedAt.After(now().Add(time.Minute)) {
 		t.Fatalf("all counts: %+v %v", page, err)
 	}
 	changed := page[0].UpdatedAt
 	for _, q := range []struct {
-		q    core.SightingCountsQuery
+		q    community.SightingCountsQuery
 		want int
 	}{
-		{core.SightingCountsQuery{Since: changed, Limit: 10}, 1},
-		{core.SightingCountsQuery{Since: changed.Add(time.Second), Limit: 10}, 0},
-		{core.SightingCountsQuery{After: ids[0], Limit: 10}, 0},
-		{core.SightingCountsQuery{Since: changed.Add(-time.Hour), After: "", Limit: 1}, 1},
+		{community.SightingCountsQuery{Since: changed, Limit: 10}, 1},
+		{community.SightingCountsQuery{Since: changed.Add(time.Second), Limit: 10}, 0},
+		{community.SightingCountsQuery{After: ids[0], Limit: 10}, 0},
+		{community.SightingCountsQuery{Since: changed.Add(-time.Hour), After: "", Limit: 1}, 1},
 	} {
 		if rows, err := s.SightingCountsPage(c, q.q); err != nil || len(rows) != q.want {
 			t.Fatalf("counts %+v: %+v %v", q.q, rows, err)
 		}
 	}
-	if _, err := s.SightingCountsPage(c, core.SightingCountsQuery{}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.SightingCountsPage(c, community.SightingCountsQuery{}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("counts without a limit: %v", err)
 	}
 	// A later sighting moves the change time.
 	time.Sleep(5 * time.Millisecond)
-	if err := s.AddSeen(c, []core.SeenCount{{ThreatID: ids[0], Source: core.SightingSourceFirewall, Count: 1, At: now()}}); err != nil {
+	if err := s.AddSeen(c, []community.SeenCount{{ThreatID: ids[0], Source: community.SightingSourceFirewall, Count: 1, At: now()}}); err != nil {
 		t.Fatal(err)
 	}
-	if rows, err := s.SightingCountsPage(c, core.SightingCountsQuery{Since: changed.Add(time.Millisecond), Limit: 10}); err != nil || len(rows) != 1 || rows[0].Seen != got.Seen+1 || rows[0].Weight != got.Weight+1 {
+	if rows, err := s.SightingCountsPage(c, community.SightingCountsQuery{Since: changed.Add(time.Millisecond), Limit: 10}); err != nil || len(rows) != 1 || rows[0].Seen != got.Seen+1 || rows[0].Weight != got.Weight+1 {
 		t.Fatalf("counts changed since: %+v %v", rows, err)
 	}
 	// One batch over two reports, their sightings interleaved and out of
@@ -207,16 +208,16 @@ func testSightings(t *testing.T, b Backend) {
 		threat, typ string
 		n           int64
 		when        time.Time
-	}{{third.ID, core.SightingSeen, 2, at.Add(time.Minute)}, {ids[0], core.SightingExpired, 3, at.Add(time.Hour)},
-		{third.ID, core.SightingSeen, 1, at.Add(10 * time.Minute)}, {third.ID, core.SightingExpired, 5, at.Add(time.Hour)},
-		{third.ID, core.SightingSeen, 4, at.Add(5 * time.Minute)}} {
-		sg, err := core.NewSighting(core.SightingRequest{Type: r.typ, Count: r.n, ObservedAt: r.when.Format(time.RFC3339)}, r.threat, v.ID, now())
+	}{{third.ID, community.SightingSeen, 2, at.Add(time.Minute)}, {ids[0], community.SightingExpired, 3, at.Add(time.Hour)},
+		{third.ID, community.SightingSeen, 1, at.Add(10 * time.Minute)}, {third.ID, community.SightingExpired, 5, at.Add(time.Hour)},
+		{third.ID, community.SightingSeen, 4, at.Add(5 * time.Minute)}} {
+		sg, err := community.NewSighting(community.SightingRequest{Type: r.typ, Count: r.n, ObservedAt: r.when.Format(time.RFC3339)}, r.threat, v.ID, now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		batch = append(batch, sg)
 	}
-	if out, err := s.AddSightings(c, core.SightingBatch{Sightings: batch}); err != nil || fmt.Sprint(out) != fmt.Sprint(slices.Repeat([]string{core.SightingAdded}, 5)) {
+	if out, err := s.AddSightings(c, community.SightingBatch{Sightings: batch}); err != nil || fmt.Sprint(out) != fmt.Sprint(slices.Repeat([]string{community.SightingAdded}, 5)) {
 		t.Fatalf("a batch over two reports: %v %v", out, err)
 	}
 	counts, err = s.CountSightings(c, []string{ids[0], third.ID})
@@ -237,13 +238,13 @@ func testSightings(t *testing.T, b Backend) {
 	}
 	// One person's sighting of count 1,000,000 weighs 9; its submitter's
 	// own weighs nothing, though both are counted.
-	if err := add(third.ID, core.SightingSeen, v.ID, 1_000_000, at); err != nil {
+	if err := add(third.ID, community.SightingSeen, v.ID, 1_000_000, at); err != nil {
 		t.Fatal(err)
 	}
-	if err := add(third.ID, core.SightingSeen, u.ID, 500, at); err != nil {
+	if err := add(third.ID, community.SightingSeen, u.ID, 500, at); err != nil {
 		t.Fatal(err)
 	}
-	if counts, err := s.CountSightings(c, []string{third.ID}); err != nil || len(counts) != 1 || counts[0].Seen != 7+1_000_000+500 || counts[0].Weight != 7+core.SeenWeightCap {
+	if counts, err := s.CountSightings(c, []string{third.ID}); err != nil || len(counts) != 1 || counts[0].Seen != 7+1_000_000+500 || counts[0].Weight != 7+community.SeenWeightCap {
 		t.Fatalf("a huge count and the submitter's own: %+v %v", counts, err)
 	}
 }

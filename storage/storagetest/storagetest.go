@@ -14,13 +14,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 )
 
 // Backend opens the database named db (created empty on first use; the same
 // name opens the same database again, e.g. after a restart) with the given
 // storage.settings, and returns a migrated store, or the error that refused
 // it. The suite closes what it opens.
-type Backend func(t *testing.T, db string, settings map[string]string) (core.Store, error)
+type Backend func(t *testing.T, db string, settings map[string]string) (port.Store, error)
 
 // Run runs the whole contract against backend.
 func Run(t *testing.T, backend Backend) {
@@ -95,7 +96,7 @@ func dbName(t *testing.T) string {
 	return "t_" + strings.Trim(n, "_") + "_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 }
 
-func open(t *testing.T, b Backend, db string) core.Store {
+func open(t *testing.T, b Backend, db string) port.Store {
 	t.Helper()
 	s, err := b(t, db, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/coretest"
+	"github.com/threatd/threatd/core/port"
 )
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
@@ -37,7 +38,7 @@ func report(t *testing.T, submitter string, typ core.ReportType, registry, ident
 func ptr(s string) *string { return &s }
 
 // create stores reports as pending, failing the test on any error.
-func create(t *testing.T, s core.Store, ths ...core.Threat) {
+func create(t *testing.T, s port.Store, ths ...core.Threat) {
 	t.Helper()
 	for _, th := range ths {
 		if err := s.CreateThreat(ctx(t), core.SubmittedThreat{Threat: core.Derive(th), Policy: noLimits}); err != nil {
@@ -48,7 +49,7 @@ func create(t *testing.T, s core.Store, ths ...core.Threat) {
 
 var noLimits = core.SubmitPolicy{}
 
-func user(t *testing.T, s core.Store, email string) core.User {
+func user(t *testing.T, s port.Store, email string) core.User {
 	t.Helper()
 	u, err := s.CreateUser(ctx(t), newUser(email))
 	if err != nil {

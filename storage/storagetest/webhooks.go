@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
-func webhook(t *testing.T, s core.Store, events []string, eco string) core.Webhook {
+func webhook(t *testing.T, s port.Store, events []string, eco string) webhooks.Webhook {
 	t.Helper()
-	w, err := core.NewWebhook("https://siem.example.com/hook", events, eco, "contract", now(), false)
+	w, err := webhooks.NewWebhook("https://siem.example.com/hook", events, eco, "contract", now(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func testWebhooks(t *testing.T, b Backend) {
 	c := ctx(t)
 	u := user(t, s, "hooks@example.com")
 	all := webhook(t, s, nil, "")
-	npmWithdrawn := webhook(t, s, []string{core.EventWithdrawn}, "npm")
+	npmWithdrawn := webhook(t, s, []string{webhooks.EventWithdrawn}, "npm")
 	pypi := webhook(t, s, nil, "pypi")
 
 	npm := report(t, u.ID, core.TypePackage, "npm", "hooked-pkg")
@@ -43,14 +45,14 @@ func testWebhooks(t *testing.T, b Backend) {
 	if _, err := s.ReviewThreat(c, core.Review{ThreatID: npm.ID, Decision: core.DecisionReject, ActorName: "Rita", Note: "a mistake", At: now()}); err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100})
+	due, err := s.DueDeliveries(c, webhooks.DueQuery{Now: time.Now().Add(time.Second), Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string][]string{}
 	for _, d := range due {
 		got[d.WebhookID] = append(got[d.WebhookID], d.Kind+":"+d.ThreatID)
-		if d.Webhook.URL == "" || d.Webhook.Secret != map[string]string{all.ID: all.Secret, npmWithdrawn.ID: npmWithdrawn.Secret}[d.WebhookID] || d.State != core.DeliveryPending || d.Payload != nil {
+		if d.Webhook.URL == "" || d.Webhook.Secret != map[string]string{all.ID: all.Secret, npmWithdrawn.ID: npmWithdrawn.Secret}[d.WebhookID] || d.State != webhooks.DeliveryPending || d.Payload != nil {
 			t.Fatalf("delivery %+v", d)
 		}
 	}
@@ -61,11 +63,11 @@ func testWebhooks(t *testing.T, b Backend) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("queued %v, want %v (pypi subscription %s gets none)", got, want, pypi.ID)
 	}
-	if _, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now(), Limit: 0}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := s.DueDeliveries(c, webhooks.DueQuery{Now: time.Now(), Limit: 0}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("limit 0: %v", err)
 	}
 	// The subscriptions the dispatcher is busy with are left out.
-	rest, err := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100, Except: []string{all.ID}})
+	rest, err := s.DueDeliveries(c, webhooks.DueQuery{Now: time.Now().Add(time.Second), Limit: 100, Except: []string{all.ID}})
 	if err != nil || len(rest) != 1 || rest[0].WebhookID != npmWithdrawn.ID {
 		t.Fatalf("due except %s: %+v %v", all.ID, rest, err)
 	}
@@ -74,18 +76,18 @@ func testWebhooks(t *testing.T, b Backend) {
 	// subscription failing.
 	d := due[0]
 	at := now()
-	if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d.WebhookID, Seq: d.Seq, At: at, Status: 500, Latency: 1500 * time.Microsecond, Error: "HTTP 500", State: core.DeliveryPending},
+	if err := s.RecordAttempt(c, webhooks.AttemptOutcome{Attempt: webhooks.DeliveryAttempt{WebhookID: d.WebhookID, Seq: d.Seq, At: at, Status: 500, Latency: 1500 * time.Microsecond, Error: "HTTP 500", State: webhooks.DeliveryPending},
 		NextAt: at.Add(time.Hour), Payload: []byte(`{"type":"threat.verified"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	later, _ := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100})
+	later, _ := s.DueDeliveries(c, webhooks.DueQuery{Now: time.Now().Add(time.Second), Limit: 100})
 	for _, l := range later {
 		if l.WebhookID == d.WebhookID && l.Seq == d.Seq {
 			t.Fatal("a delivery planned for later is due now")
 		}
 	}
-	later, _ = s.DueDeliveries(c, core.DueQuery{Now: at.Add(2 * time.Hour), Limit: 100})
-	var again core.Delivery
+	later, _ = s.DueDeliveries(c, webhooks.DueQuery{Now: at.Add(2 * time.Hour), Limit: 100})
+	var again webhooks.Delivery
 	for _, l := range later {
 		if l.WebhookID == d.WebhookID && l.Seq == d.Seq {
 			again = l
@@ -95,19 +97,19 @@ func testWebhooks(t *testing.T, b Backend) {
 		t.Fatalf("after a failed attempt: %+v", again)
 	}
 	// Second attempt delivers; a late record of the same delivery changes nothing.
-	ok := core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d.WebhookID, Seq: d.Seq, At: at.Add(time.Second), Status: 204, State: core.DeliveryDelivered}}
+	ok := webhooks.AttemptOutcome{Attempt: webhooks.DeliveryAttempt{WebhookID: d.WebhookID, Seq: d.Seq, At: at.Add(time.Second), Status: 204, State: webhooks.DeliveryDelivered}}
 	if err := s.RecordAttempt(c, ok); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecordAttempt(c, ok); err != nil {
 		t.Fatal(err)
 	}
-	attempts, err := s.WebhookAttempts(c, core.AttemptQuery{WebhookID: all.ID, Limit: 10})
-	if err != nil || len(attempts) != 2 || attempts[0].Status != 204 || attempts[0].State != core.DeliveryDelivered ||
+	attempts, err := s.WebhookAttempts(c, webhooks.AttemptQuery{WebhookID: all.ID, Limit: 10})
+	if err != nil || len(attempts) != 2 || attempts[0].Status != 204 || attempts[0].State != webhooks.DeliveryDelivered ||
 		attempts[1].Status != 500 || attempts[1].Error != "HTTP 500" || attempts[1].Latency != 1500*time.Microsecond || attempts[1].ThreatID != d.ThreatID || attempts[1].Kind != d.Kind {
 		t.Fatalf("attempts %+v %v", attempts, err)
 	}
-	if _, err := s.WebhookAttempts(c, core.AttemptQuery{WebhookID: "no-such-hook", Limit: 10}); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.WebhookAttempts(c, webhooks.AttemptQuery{WebhookID: "no-such-hook", Limit: 10}); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("attempts of an unknown subscription: %v", err)
 	}
 
@@ -115,13 +117,13 @@ func testWebhooks(t *testing.T, b Backend) {
 	// the other one's delivery of the withdrawal carries it too.
 	for _, w := range due {
 		if w.WebhookID == all.ID && w.Kind == core.ChangeWithdrawn {
-			if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: w.WebhookID, Seq: w.Seq, At: at, Status: 502, Error: "HTTP 502", State: core.DeliveryPending},
+			if err := s.RecordAttempt(c, webhooks.AttemptOutcome{Attempt: webhooks.DeliveryAttempt{WebhookID: w.WebhookID, Seq: w.Seq, At: at, Status: 502, Error: "HTTP 502", State: webhooks.DeliveryPending},
 				NextAt: at, Payload: []byte(`{"type":"threat.withdrawn"}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	later, _ = s.DueDeliveries(c, core.DueQuery{Now: at.Add(2 * time.Hour), Limit: 100})
+	later, _ = s.DueDeliveries(c, webhooks.DueQuery{Now: at.Add(2 * time.Hour), Limit: 100})
 	shared := 0
 	for _, l := range later {
 		if l.Kind == core.ChangeWithdrawn && string(l.Payload) == `{"type":"threat.withdrawn"}` {
@@ -134,11 +136,11 @@ func testWebhooks(t *testing.T, b Backend) {
 
 	// Disabled: no longer due; its queue is bounded; enabled again, due.
 	d2 := due[1]
-	if err := s.RecordAttempt(c, core.AttemptOutcome{Attempt: core.DeliveryAttempt{WebhookID: d2.WebhookID, Seq: d2.Seq, At: now(), Error: "connection refused", State: core.DeliveryPending},
+	if err := s.RecordAttempt(c, webhooks.AttemptOutcome{Attempt: webhooks.DeliveryAttempt{WebhookID: d2.WebhookID, Seq: d2.Seq, At: now(), Error: "connection refused", State: webhooks.DeliveryPending},
 		NextAt: now(), Disable: "failing for 24h"}); err != nil {
 		t.Fatal(err)
 	}
-	if due, _ := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Hour), Limit: 100}); len(due) != 1 || due[0].WebhookID != npmWithdrawn.ID {
+	if due, _ := s.DueDeliveries(c, webhooks.DueQuery{Now: time.Now().Add(time.Hour), Limit: 100}); len(due) != 1 || due[0].WebhookID != npmWithdrawn.ID {
 		t.Fatalf("due with the subscription disabled: %+v", due)
 	}
 	hooks, err := s.ListWebhooks(c)
@@ -146,7 +148,7 @@ func testWebhooks(t *testing.T, b Backend) {
 		hooks[0].Pending != 2 || hooks[0].Delivered != 1 || hooks[1].Pending != 1 || hooks[2].Pending != 0 || hooks[0].Secret == "" {
 		t.Fatalf("list %+v %v", hooks, err)
 	}
-	n, err := s.TrimWebhooks(c, core.WebhookTrim{MaxPending: 1, FinishedBefore: time.Time{}})
+	n, err := s.TrimWebhooks(c, webhooks.WebhookTrim{MaxPending: 1, FinishedBefore: time.Time{}})
 	if err != nil || n != 1 {
 		t.Fatalf("trim expired %d %v, want 1", n, err)
 	}
@@ -155,7 +157,7 @@ func testWebhooks(t *testing.T, b Backend) {
 		t.Fatalf("after trim: %+v", hooks[:2])
 	}
 	// Finished rows older than the cut go; the expiry stays counted.
-	if _, err := s.TrimWebhooks(c, core.WebhookTrim{MaxPending: 1, FinishedBefore: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := s.TrimWebhooks(c, webhooks.WebhookTrim{MaxPending: 1, FinishedBefore: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	hooks, _ = s.ListWebhooks(c)
@@ -164,14 +166,14 @@ func testWebhooks(t *testing.T, b Backend) {
 	}
 	// The delivery attempted last expired (the oldest pending one): its
 	// attempt went with it; the withdrawal's, still pending, stays.
-	if attempts, _ := s.WebhookAttempts(c, core.AttemptQuery{WebhookID: all.ID, Limit: 10}); len(attempts) != 1 || attempts[0].Status != 502 {
+	if attempts, _ := s.WebhookAttempts(c, webhooks.AttemptQuery{WebhookID: all.ID, Limit: 10}); len(attempts) != 1 || attempts[0].Status != 502 {
 		t.Fatalf("attempts of deleted deliveries remain: %+v", attempts)
 	}
 	w, err := s.EnableWebhook(c, all.ID)
 	if err != nil || w.State() != "active" {
 		t.Fatalf("enable: %+v %v", w, err)
 	}
-	if due, _ := s.DueDeliveries(c, core.DueQuery{Now: time.Now().Add(time.Second), Limit: 100}); len(due) != 2 {
+	if due, _ := s.DueDeliveries(c, webhooks.DueQuery{Now: time.Now().Add(time.Second), Limit: 100}); len(due) != 2 {
 		t.Fatalf("due after enabling: %+v", due)
 	}
 	if q, err := s.WebhookQueue(c); err != nil || q.Pending != 2 || q.Oldest.IsZero() {
@@ -189,11 +191,11 @@ func testWebhooks(t *testing.T, b Backend) {
 	if q, _ := s.WebhookQueue(c); q.Pending != 1 {
 		t.Fatalf("queue after removal: %+v", q)
 	}
-	for range core.MaxWebhooks - 2 {
+	for range webhooks.MaxWebhooks - 2 {
 		webhook(t, s, nil, "")
 	}
-	extra, _ := core.NewWebhook("https://one.too.many.example/", nil, "", "contract", now(), false)
+	extra, _ := webhooks.NewWebhook("https://one.too.many.example/", nil, "", "contract", now(), false)
 	if err := s.CreateWebhook(c, extra); !errors.Is(err, core.ErrLimit) {
-		t.Fatalf("subscription %d: %v", core.MaxWebhooks+1, err)
+		t.Fatalf("subscription %d: %v", webhooks.MaxWebhooks+1, err)
 	}
 }

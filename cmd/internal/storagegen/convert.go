@@ -133,6 +133,9 @@ func (g *gen) imports(extra ...string) string {
 	b.WriteString("import (\n")
 	for _, imp := range extra {
 		b.WriteString("\t" + imp + "\n")
+		if imp == `"github.com/threatd/threatd/core"` {
+			b.WriteString(featureMark)
+		}
 	}
 	b.WriteString(")\n\n")
 	return b.String()

@@ -12,26 +12,36 @@ import (
 	"strings"
 )
 
+// portPackages are the packages whose interfaces make up the port:
+// core/port assembles the stores of core and of each feature package.
+var portPackages = []string{"core/port", "core", "core/community", "core/firewall", "core/webhooks"}
+
 func load(root string) (*gen, error) {
 	fset := token.NewFileSet()
-	paths, _ := filepath.Glob(filepath.Join(root, "core", "*.go"))
-	var files []*ast.File
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
+	var files []*ast.File // every port package's, for their docs
+	var portFiles []*ast.File
+	for _, dir := range portPackages {
+		paths, _ := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		for _, p := range paths {
+			if strings.HasSuffix(p, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, f)
+			if dir == "core/port" {
+				portFiles = append(portFiles, f)
+			}
 		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
 	}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
-	pkg, err := conf.Check(corePath, fset, files, nil)
+	pkg, err := conf.Check(portPath, fset, portFiles, nil)
 	if err != nil {
 		return nil, err
 	}
-	g := &gen{core: pkg, docs: map[string]string{}, seen: map[*types.Named]bool{}, byName: map[string]*message{}}
+	g := &gen{docs: map[string]string{}, seen: map[*types.Named]bool{}, byName: map[string]*message{}}
 	order := g.readDocs(files)
 	if g.numbers, err = readNumbers(filepath.Join(root, protoDir, "storage.proto")); err != nil {
 		return nil, err
@@ -48,7 +58,7 @@ func load(root string) (*gen, error) {
 		}
 		m, err := g.method(fn)
 		if err != nil {
-			return nil, fmt.Errorf("core.Store.%s: %w", name, err)
+			return nil, fmt.Errorf("port.Store.%s: %w", name, err)
 		}
 		g.methods = append(g.methods, m)
 	}
@@ -65,8 +75,10 @@ func load(root string) (*gen, error) {
 // returns each interface's methods in declaration order (embedded
 // interfaces in place).
 func (g *gen) readDocs(files []*ast.File) map[string][]string {
-	ifaces := map[string]*ast.InterfaceType{}
+	ifaces := map[string]*ast.InterfaceType{} // by package.Name
+	pkgOf := map[*ast.InterfaceType]string{}
 	for _, f := range files {
+		pkg := f.Name.Name
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.TYPE {
@@ -78,12 +90,13 @@ func (g *gen) readDocs(files []*ast.File) map[string][]string {
 				if doc == nil && len(gd.Specs) == 1 {
 					doc = gd.Doc
 				}
-				g.docs[ts.Name.Name] = doc.Text()
+				key := pkg + "." + ts.Name.Name
+				g.docs[key] = doc.Text()
 				if it, ok := ts.Type.(*ast.InterfaceType); ok {
-					ifaces[ts.Name.Name] = it
+					ifaces[key], pkgOf[it] = it, pkg
 					for _, m := range it.Methods.List {
 						if len(m.Names) == 1 {
-							g.docs[ts.Name.Name+"."+m.Names[0].Name] = m.Doc.Text()
+							g.docs[key+"."+m.Names[0].Name] = m.Doc.Text()
 						}
 					}
 				}
@@ -91,22 +104,26 @@ func (g *gen) readDocs(files []*ast.File) map[string][]string {
 		}
 	}
 	order := map[string][]string{}
-	var walk func(name string) []string
-	walk = func(name string) []string {
+	var walk func(key string) []string
+	walk = func(key string) []string {
 		var out []string
-		for _, m := range ifaces[name].Methods.List {
+		it := ifaces[key]
+		for _, m := range it.Methods.List {
 			if len(m.Names) == 0 {
-				if id, ok := m.Type.(*ast.Ident); ok {
-					out = append(out, walk(id.Name)...)
+				switch e := m.Type.(type) {
+				case *ast.Ident:
+					out = append(out, walk(pkgOf[it]+"."+e.Name)...)
+				case *ast.SelectorExpr:
+					out = append(out, walk(e.X.(*ast.Ident).Name+"."+e.Sel.Name)...)
 				}
 				continue
 			}
 			out = append(out, m.Names[0].Name)
-			g.docs["."+m.Names[0].Name] = g.docs[name+"."+m.Names[0].Name]
+			g.docs["."+m.Names[0].Name] = g.docs[key+"."+m.Names[0].Name]
 		}
 		return out
 	}
-	order["Store"] = walk("Store")
+	order["Store"] = walk("port.Store")
 	return order
 }
 
@@ -235,7 +252,7 @@ func (g *gen) use(n *types.Named) {
 
 // structMessage adds the message of a struct type.
 func (g *gen) structMessage(n *types.Named) {
-	msg := &message{Name: n.Obj().Name(), Doc: g.docs[n.Obj().Name()]}
+	msg := &message{Name: n.Obj().Name(), Doc: g.docs[n.Obj().Pkg().Name()+"."+n.Obj().Name()]}
 	s := n.Underlying().(*types.Struct)
 	for i := range s.NumFields() {
 		f := s.Field(i)

@@ -21,7 +21,7 @@ func (g *gen) proto() []byte {
 	var b bytes.Buffer
 	b.WriteString(strings.Replace(header, "// Code", "// Code", 1))
 	b.WriteString(`// The threatd storage plugin protocol, version 2, written from the Go
-// port core.Store: one RPC per method, each a whole use-case step run in
+// port (port.Store): one RPC per method, each a whole use-case step run in
 // one transaction inside the plugin. Lists stream. Errors are gRPC status
 // codes with an ErrorInfo detail (plugins/errors.go): NOT_FOUND,
 // ALREADY_EXISTS (conflict), RESOURCE_EXHAUSTED (limit), INVALID_ARGUMENT

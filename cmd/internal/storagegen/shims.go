@@ -22,7 +22,7 @@ func (g *gen) client() []byte {
 		if m.Result != nil {
 			res = "(" + g.goType(m.Result) + ", error)"
 		}
-		fmt.Fprintf(&b, "// %s is core.Store's, over the plugin protocol.\nfunc (c *StorageClient) %s(%s) %s {\n", m.Name, m.Name, params, res)
+		fmt.Fprintf(&b, "// %s is port.Store's, over the plugin protocol.\nfunc (c *StorageClient) %s(%s) %s {\n", m.Name, m.Name, params, res)
 		zero := ""
 		if m.Result != nil {
 			zero = "out, "
@@ -102,8 +102,8 @@ func (g *gen) client() []byte {
 func (g *gen) server() []byte {
 	var b bytes.Buffer
 	b.WriteString(header + "package plugins\n\n")
-	b.WriteString(g.imports(`"context"`, `"errors"`, `"io"`, "", `"google.golang.org/grpc"`, "", `"github.com/threatd/threatd/core"`, `pb "github.com/threatd/threatd/plugins/proto/v2"`))
-	b.WriteString("var (\n\t_ = errors.New\n\t_ = io.EOF\n\t_ core.Store\n)\n\n")
+	b.WriteString(g.imports(`"context"`, `"errors"`, `"io"`, "", `"google.golang.org/grpc"`, "", `"github.com/threatd/threatd/core"`, `"github.com/threatd/threatd/core/port"`, `pb "github.com/threatd/threatd/plugins/proto/v2"`))
+	b.WriteString("var (\n\t_ = errors.New\n\t_ = io.EOF\n\t_ port.Store\n\t_ core.Threat\n)\n\n")
 	for _, m := range g.methods {
 		arg := ""
 		switch {
@@ -117,7 +117,7 @@ func (g *gen) server() []byte {
 		case unary:
 			reply := "&pb." + m.Reply + "{}"
 			call := fmt.Sprintf("st.%s(ctx%s)", m.Name, arg)
-			fmt.Fprintf(&b, "func (s *storageServer) %s(ctx context.Context, req *pb.%s) (*pb.%s, error) {\n\treturn withStore(s, func(st core.Store) (*pb.%s, error) {\n", m.Name, m.Req, m.Reply, m.Reply)
+			fmt.Fprintf(&b, "func (s *storageServer) %s(ctx context.Context, req *pb.%s) (*pb.%s, error) {\n\treturn withStore(s, func(st port.Store) (*pb.%s, error) {\n", m.Name, m.Req, m.Reply, m.Reply)
 			switch {
 			case m.Result == nil:
 				fmt.Fprintf(&b, "\t\treturn %s, %s\n", reply, call)
@@ -129,7 +129,7 @@ func (g *gen) server() []byte {
 			b.WriteString("\t})\n}\n\n")
 		case serverStream, partStream:
 			fmt.Fprintf(&b, "func (s *storageServer) %s(req *pb.%s, stream grpc.ServerStreamingServer[pb.%s]) error {\n\tctx := stream.Context()\n", m.Name, m.Req, m.Reply)
-			fmt.Fprintf(&b, "\t_, err := withStore(s, func(st core.Store) (struct{}, error) {\n\t\tr, err := st.%s(ctx%s)\n\t\tif err != nil {\n\t\t\treturn struct{}{}, err\n\t\t}\n", m.Name, arg)
+			fmt.Fprintf(&b, "\t_, err := withStore(s, func(st port.Store) (struct{}, error) {\n\t\tr, err := st.%s(ctx%s)\n\t\tif err != nil {\n\t\t\treturn struct{}{}, err\n\t\t}\n", m.Name, arg)
 			if m.Kind == serverStream {
 				fmt.Fprintf(&b, "\t\tfor _, it := range r {\n\t\t\tif err := stream.Send(%s); err != nil {\n\t\t\t\treturn struct{}{}, err\n\t\t\t}\n\t\t}\n", g.conv(m.Elem, "it", true))
 			} else {
@@ -152,7 +152,7 @@ func (g *gen) server() []byte {
 				fields = append(fields, exported(v.Name())+": "+g.conv(v.Type(), fmt.Sprintf("a%d", i), true))
 			}
 			fmt.Fprintf(&b, "func (s *storageServer) %s(req *pb.%s, stream grpc.ServerStreamingServer[pb.%sItem]) error {\n\tctx := stream.Context()\n", m.Name, m.Req, m.Name)
-			fmt.Fprintf(&b, "\t_, err := withStore(s, func(st core.Store) (struct{}, error) {\n\t\treturn struct{}{}, st.%s(ctx, func(%s) error {\n\t\t\treturn stream.Send(&pb.%sItem{%s})\n\t\t})\n\t})\n\treturn err\n}\n\n",
+			fmt.Fprintf(&b, "\t_, err := withStore(s, func(st port.Store) (struct{}, error) {\n\t\treturn struct{}{}, st.%s(ctx, func(%s) error {\n\t\t\treturn stream.Send(&pb.%sItem{%s})\n\t\t})\n\t})\n\treturn err\n}\n\n",
 				m.Name, strings.Join(params, ", "), m.Name, strings.Join(fields, ", "))
 		case clientStream:
 			vars := tupleVars(m.Callback.Results())
@@ -166,7 +166,7 @@ func (g *gen) server() []byte {
 			for i, v := range vars {
 				fmt.Fprintf(&b, "\tvar %s %s\n", zeros[i], g.goType(v.Type()))
 			}
-			fmt.Fprintf(&b, "\treply, err := withStore(s, func(st core.Store) (*pb.%s, error) {\n\t\tr, err := st.%s(ctx, func() (%s, bool, error) {\n\t\t\tit, err := stream.Recv()\n\t\t\tif errors.Is(err, io.EOF) {\n\t\t\t\treturn %s, false, nil\n\t\t\t}\n\t\t\tif err != nil {\n\t\t\t\treturn %s, false, err\n\t\t\t}\n\t\t\treturn %s, true, nil\n\t\t})\n\t\treturn &pb.%s{Value: %s}, err\n\t})\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn stream.SendAndClose(reply)\n}\n\n",
+			fmt.Fprintf(&b, "\treply, err := withStore(s, func(st port.Store) (*pb.%s, error) {\n\t\tr, err := st.%s(ctx, func() (%s, bool, error) {\n\t\t\tit, err := stream.Recv()\n\t\t\tif errors.Is(err, io.EOF) {\n\t\t\t\treturn %s, false, nil\n\t\t\t}\n\t\t\tif err != nil {\n\t\t\t\treturn %s, false, err\n\t\t\t}\n\t\t\treturn %s, true, nil\n\t\t})\n\t\treturn &pb.%s{Value: %s}, err\n\t})\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn stream.SendAndClose(reply)\n}\n\n",
 				m.Reply, m.Name, typesList(g, vars), strings.Join(zeros, ", "), strings.Join(zeros, ", "), strings.Join(vals, ", "), m.Reply, g.conv(m.Result, "r", true))
 		}
 	}

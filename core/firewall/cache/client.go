@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 // Origin is a scheme, host and port the firewall may fetch from, with
@@ -63,7 +63,7 @@ func WithOrigins(ctx context.Context, o Origins) context.Context {
 // redirects, each only to an origin the request's context allows
 // (WithOrigins); it connects only to the hosts of origins (and to the
 // proxy the environment names for them), and a host name that is not
-// Private must resolve to public addresses (core.CheckWebhookAddr, the
+// Private must resolve to public addresses (webhooks.CheckWebhookAddr, the
 // webhook dialer's checks), so that a poisoned name cannot reach the
 // daemon's own network. A host given as an IP address is dialled as given.
 func NewClient(origins []Origin, allowPrivate bool) (*http.Client, error) {
@@ -105,7 +105,7 @@ func NewClient(origins []Origin, allowPrivate bool) (*http.Client, error) {
 			if err != nil {
 				return err
 			}
-			if err := core.CheckWebhookAddr(ap.Addr(), false); err != nil {
+			if err := webhooks.CheckWebhookAddr(ap.Addr(), false); err != nil {
 				return fmt.Errorf("%s resolves to %s: refused (set firewall.allow_private for an upstream on a private network)", host, ap.Addr())
 			}
 			return nil

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -27,7 +26,7 @@ const (
 )
 
 // Registry is cargo (reports name the registry crates.io).
-func (Adapter) Registry() string { return core.FirewallCargo }
+func (Adapter) Registry() string { return firewall.FirewallCargo }
 
 // Defaults: crates.io's sparse index, whose config.json sends downloads
 // to static.crates.io.

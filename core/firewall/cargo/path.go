@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -51,7 +50,7 @@ func Parse(escaped string) (Request, bool, error) {
 		}
 		v, err := url.PathUnescape(segs[2])
 		if err != nil || !versionChars(v) {
-			return Request{}, false, firewall.CannotJudge(core.FirewallCargo, "version", segs[2], "a crate version is semver: letters, digits and .-+")
+			return Request{}, false, firewall.CannotJudge(firewall.FirewallCargo, "version", segs[2], "a crate version is semver: letters, digits and .-+")
 		}
 		return Request{Kind: Download, Name: name, Version: v}, true, nil
 	}
@@ -64,7 +63,7 @@ func Parse(escaped string) (Request, bool, error) {
 		return Request{}, false, err
 	}
 	if name != strings.ToLower(name) {
-		return Request{}, false, firewall.CannotJudge(core.FirewallCargo, "index path", escaped, "index files are named in lower case")
+		return Request{}, false, firewall.CannotJudge(firewall.FirewallCargo, "index path", escaped, "index files are named in lower case")
 	}
 	if IndexPath(name) != escaped {
 		return Request{}, false, nil
@@ -80,7 +79,7 @@ func crateName(s string) (string, error) {
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 	}
 	if !ok {
-		return "", firewall.CannotJudge(core.FirewallCargo, "crate name", s, "a crate name is 1 to 64 letters, digits, - and _")
+		return "", firewall.CannotJudge(firewall.FirewallCargo, "crate name", s, "a crate name is 1 to 64 letters, digits, - and _")
 	}
 	return s, nil
 }

@@ -3,11 +3,12 @@ package npm
 import (
 	"encoding/json"
 	"fmt"
-	"golang.org/x/mod/semver"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/mod/semver"
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"

@@ -59,7 +59,7 @@ func Parse(escaped string) (Request, bool, error) {
 		return Request{Kind: Base}, true, nil
 	}
 	bad := func(what, v, why string) (Request, bool, error) {
-		return Request{}, false, firewall.CannotJudge(core.FirewallOCI, what, v, "%s", why)
+		return Request{}, false, firewall.CannotJudge(firewall.FirewallOCI, what, v, "%s", why)
 	}
 	var name, ref string
 	var kind Kind

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/cache"
 	"github.com/threatd/threatd/core/firewall/oci"
 )
@@ -164,7 +165,7 @@ func (o *ociProxy) do(ctx context.Context, method, path, name string, header htt
 		}
 		res, err := o.opts.Client.Do(req)
 		if err != nil {
-			return nil, o.p.unreachable(core.FirewallOCI, err)
+			return nil, o.p.unreachable(firewall.FirewallOCI, err)
 		}
 		return res, nil
 	}
@@ -215,7 +216,7 @@ func (o *ociProxy) fetchToken(ctx context.Context, ch oci.Challenge, name string
 	}
 	res, err := o.opts.Client.Do(req)
 	if err != nil {
-		return "", o.p.unreachable(core.FirewallOCI, err)
+		return "", o.p.unreachable(firewall.FirewallOCI, err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxToken))
@@ -291,26 +292,26 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 // images.
 func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) bool {
 	pol := o.p.opts.Policy
-	b := pol.Blocked(core.FirewallOCI, req.Name, req.Reference, ts)
-	action := pol.Action(core.RuleMalicious)
-	if o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, req.Name, req.Reference, core.RuleMalicious, time.Now()) {
-		action = core.ActionWaived
+	b := pol.Blocked(firewall.FirewallOCI, req.Name, req.Reference, ts)
+	action := pol.Action(firewall.RuleMalicious)
+	if o.p.opts.Waivers.Current().Lifts(firewall.FirewallOCI, req.Name, req.Reference, firewall.RuleMalicious, time.Now()) {
+		action = firewall.ActionWaived
 	}
-	if action != core.ActionOff {
-		d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: core.FirewallOCI, Name: req.Name, Version: req.Reference,
+	if action != firewall.ActionOff {
+		d := firewall.FirewallDecision{Time: time.Now().UTC(), Ecosystem: firewall.FirewallOCI, Name: req.Name, Version: req.Reference,
 			Purl: "pkg:docker/" + req.Name + "@" + url.PathEscape(req.Reference),
-			Rule: core.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: o.p.host.Who(c), ClientIP: c.RealIP()}
+			Rule: firewall.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: o.p.host.Who(c), ClientIP: c.RealIP()}
 		o.p.opts.Recorder.Decide(d)
 	}
-	if action == core.ActionWarn {
-		c.Response().Header().Add("X-Threatd-Warning", headerText(core.RuleMalicious+": "+b.Message()))
+	if action == firewall.ActionWarn {
+		c.Response().Header().Add("X-Threatd-Warning", headerText(firewall.RuleMalicious+": "+b.Message()))
 	}
-	return action == core.ActionBlock
+	return action == firewall.ActionBlock
 }
 
 // deny is the 403 DENIED of a reported image.
 func (o *ociProxy) deny(c *echo.Context, req oci.Request, ts []core.Threat) error {
-	b := o.p.opts.Policy.Blocked(core.FirewallOCI, req.Name, req.Reference, ts)
+	b := o.p.opts.Policy.Blocked(firewall.FirewallOCI, req.Name, req.Reference, ts)
 	err := o.p.refuse(c, b, false)
 	var e *Error
 	if errors.As(err, &e) {

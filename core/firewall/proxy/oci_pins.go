@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/oci"
 )
 
@@ -35,7 +36,7 @@ func (o *ociProxy) fetchManifest(ctx context.Context, req oci.Request, ref strin
 	defer res.Body.Close()
 	body, err = io.ReadAll(io.LimitReader(res.Body, maxManifest+1))
 	if err != nil {
-		return nil, "", "", nil, o.p.unreachable(core.FirewallOCI, err)
+		return nil, "", "", nil, o.p.unreachable(firewall.FirewallOCI, err)
 	}
 	if len(body) > maxManifest {
 		return nil, "", "", nil, &Error{Status: http.StatusBadGateway, Message: fmt.Sprintf("The OCI upstream's manifest of %s:%s is larger than the firewall reads (%d MiB)", req.Name, ref, maxManifest>>20)}
@@ -131,13 +132,13 @@ func (o *ociProxy) resolveAndPin(ctx context.Context, req oci.Request, tag strin
 		return ds, err
 	}
 	o.mu.Lock()
-	var pins []core.DigestPin
+	var pins []firewall.DigestPin
 	now := time.Now().UTC()
 	for _, t := range ts {
 		had := o.pins[t.ID]
 		for _, d := range ds {
 			if !slices.Contains(had.digests, d) && len(pins) < core.MaxGetThreats {
-				pins = append(pins, core.DigestPin{ThreatID: t.ID, Digest: d, PinnedAt: now})
+				pins = append(pins, firewall.DigestPin{ThreatID: t.ID, Digest: d, PinnedAt: now})
 				had.digests = append(had.digests, d)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/oci"
 )
 
@@ -31,7 +31,7 @@ func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxTagList+1))
 	if err != nil {
-		return o.p.unreachable(core.FirewallOCI, err)
+		return o.p.unreachable(firewall.FirewallOCI, err)
 	}
 	var list struct {
 		Name string   `json:"name"`
@@ -64,6 +64,6 @@ func (o *ociProxy) tags(c *echo.Context, req oci.Request) error {
 // refusedQuietly says whether a reported tag is refused, without
 // recording a decision (a listing is not one).
 func (o *ociProxy) refusedQuietly(name, tag string) bool {
-	return o.p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
-		!o.p.opts.Waivers.Current().Lifts(core.FirewallOCI, name, tag, core.RuleMalicious, time.Now())
+	return o.p.opts.Policy.Action(firewall.RuleMalicious) == firewall.ActionBlock &&
+		!o.p.opts.Waivers.Current().Lifts(firewall.FirewallOCI, name, tag, firewall.RuleMalicious, time.Now())
 }

@@ -27,10 +27,10 @@ func (p *Proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
 		return false
 	}
 	pol := p.opts.Policy
-	if pol.Action(core.RuleQuarantine) != core.ActionOff && pol.Window(v.Registry, v.Name) > 0 {
+	if pol.Action(firewall.RuleQuarantine) != firewall.ActionOff && pol.Window(v.Registry, v.Name) > 0 {
 		return true
 	}
-	return fs.Scripts() && pol.Action(core.RuleInstallScripts) != core.ActionOff
+	return fs.Scripts() && pol.Action(firewall.RuleInstallScripts) != firewall.ActionOff
 }
 
 // facts reads the facts of a package's versions from the upstream
@@ -191,13 +191,13 @@ func (p *Proxy) ruling(v firewall.Verdict, listed string, facts map[string]firew
 		}
 	}
 	r := p.opts.Policy.Decide(v, version, f, now, p.opts.Waivers.Current())
-	if r.Rule == core.RuleQuarantine && !r.Until.IsZero() {
+	if r.Rule == firewall.RuleQuarantine && !r.Until.IsZero() {
 		seen := f.FirstSeen
 		if seen.IsZero() {
 			// A version with a publish time: first seen when first held.
 			seen = p.opts.Recorder.FirstSeen(v.Registry, v.Name, listed, now)
 		}
-		p.opts.Recorder.Held(core.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: seen, Until: r.Until})
+		p.opts.Recorder.Held(firewall.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: seen, Until: r.Until})
 	}
 	return r
 }
@@ -222,9 +222,9 @@ func (p *Proxy) decided(c *echo.Context, v firewall.Verdict, version string, r f
 			h.Add("X-Threatd-Warning", headerText(w))
 		}
 	}
-	d := core.FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
+	d := firewall.FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
 		Until: r.Until, User: p.host.Who(c), ClientIP: c.RealIP()}
-	if purl := core.PackagePurl(core.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
+	if purl := core.PackagePurl(firewall.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
 		d.Purl = purl + "@" + url.PathEscape(version)
 	}
 	if r.Blocked != nil {
@@ -247,7 +247,7 @@ func headerText(s string) string {
 // a hold as the 403 of docs/firewall.md with its rule and end.
 func (p *Proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verdict, version string, r firewall.Ruling) error {
 	p.decided(c, v, version, r)
-	if r.Rule == core.RuleMalicious && r.Blocked != nil {
+	if r.Rule == firewall.RuleMalicious && r.Blocked != nil {
 		return p.refuseAs(c, rt, r.Blocked)
 	}
 	fields := map[string]any{"rule": r.Rule}

@@ -97,8 +97,8 @@ type Host struct {
 
 // PinStore keeps the digests reported image tags resolved to.
 type PinStore interface {
-	PinDigests(ctx context.Context, pins []core.DigestPin) error
-	PinnedDigests(ctx context.Context, threatIDs []string) ([]core.DigestPin, error)
+	PinDigests(ctx context.Context, pins []firewall.DigestPin) error
+	PinnedDigests(ctx context.Context, threatIDs []string) ([]firewall.DigestPin, error)
 }
 
 // Error is an answer other than what the upstream says: its status, its

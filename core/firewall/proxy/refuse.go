@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -34,7 +33,7 @@ func (p *Proxy) refuse(c *echo.Context, b *firewall.Blocked, plain bool) error {
 		return plainAnswer(c, http.StatusForbidden, b.Message())
 	}
 	return &Error{Status: http.StatusForbidden, Message: b.Message(),
-		Fields: map[string]any{"rule": core.RuleMalicious, "threat_ids": ids, "details": p.host.Record(c, b.Threats[0])}}
+		Fields: map[string]any{"rule": firewall.RuleMalicious, "threat_ids": ids, "details": p.host.Record(c, b.Threats[0])}}
 }
 
 // refuseWithReason is refuse for clients that print only the status

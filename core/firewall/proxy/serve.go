@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -56,8 +55,8 @@ func (p *Proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 		}
 		switch rt.Kind {
 		case firewall.Metadata:
-			if every := v.BlocksEvery(); rt.RefuseEvery && len(every) > 0 && p.opts.Policy.Action(core.RuleMalicious) == core.ActionBlock &&
-				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", core.RuleMalicious, time.Now()) {
+			if every := v.BlocksEvery(); rt.RefuseEvery && len(every) > 0 && p.opts.Policy.Action(firewall.RuleMalicious) == firewall.ActionBlock &&
+				!p.opts.Waivers.Current().Lifts(reg, rt.Name, "", firewall.RuleMalicious, time.Now()) {
 				return p.refuseAs(c, rt, p.opts.Policy.Blocked(reg, rt.Name, "", every))
 			}
 			docURL, err := p.at(c.Request().Context(), a, up, rt.Upstream)

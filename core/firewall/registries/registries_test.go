@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // TestAllServed: one adapter per registry, each a package registry that
@@ -18,8 +19,8 @@ func TestAllServed(t *testing.T) {
 	seen := map[string]bool{}
 	for _, a := range All() {
 		reg := a.Registry()
-		if seen[reg] || !slices.Contains(core.FirewallEcosystems, reg) || !slices.Contains(core.PackageRegistries, core.RegistryOfFirewall(reg)) {
-			t.Errorf("adapter for %q: twice, or not a firewall ecosystem whose registry reports name (%v)", reg, core.FirewallEcosystems)
+		if seen[reg] || !slices.Contains(firewall.FirewallEcosystems, reg) || !slices.Contains(core.PackageRegistries, firewall.RegistryOfFirewall(reg)) {
+			t.Errorf("adapter for %q: twice, or not a firewall ecosystem whose registry reports name (%v)", reg, firewall.FirewallEcosystems)
 		}
 		seen[reg] = true
 		d := a.Defaults()

@@ -24,7 +24,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/core/record"
+	"github.com/threatd/threatd/core/webhooks"
 )
 
 // LeaseName is the storage lease the delivering daemon holds.
@@ -44,16 +46,16 @@ type Observer interface {
 	// Expired counts events dropped from disabled subscriptions' queues.
 	Expired(n int64)
 	// Queue sets the queue gauges.
-	Queue(q core.WebhookQueue)
+	Queue(q webhooks.WebhookQueue)
 }
 
 // Dispatcher runs the delivery loop of a daemon.
 type Dispatcher struct {
-	Store core.Store
+	Store port.Store
 	// Community says what the community says of a report as its event is
 	// delivered (nil: nothing).
 	Community core.Communities
-	Policy    core.RetryPolicy
+	Policy    webhooks.RetryPolicy
 	// Timeout bounds one attempt: connection, TLS, request and answer.
 	Timeout      time.Duration
 	AllowPrivate bool
@@ -100,7 +102,7 @@ func NewClient(timeout time.Duration, allowPrivate bool, base *http.Transport) *
 		if err != nil {
 			return fmt.Errorf("webhook target address %q: %w", address, err)
 		}
-		if err := core.CheckWebhookAddr(ap.Addr(), allowPrivate); err != nil {
+		if err := webhooks.CheckWebhookAddr(ap.Addr(), allowPrivate); err != nil {
 			return fmt.Errorf("refused: %w", err)
 		}
 		return nil
@@ -187,7 +189,7 @@ type lanes struct {
 	freed chan struct{}
 	// read are due deliveries read at readAt and not started for want of
 	// room; started from before the queue is read again (within a Poll).
-	read   []core.Delivery
+	read   []webhooks.Delivery
 	readAt time.Time
 	// finished are deliveries whose attempt ended, and when: a read that
 	// began before then may still list one as due, and it must not be
@@ -222,7 +224,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, l *lanes) {
 		return
 	}
 	at := time.Now()
-	due, err := d.Store.DueDeliveries(ctx, core.DueQuery{Now: at, Limit: batch, Except: full})
+	due, err := d.Store.DueDeliveries(ctx, webhooks.DueQuery{Now: at, Limit: batch, Except: full})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.Log.Warn("webhooks: reading the queue failed", "error", err.Error())
@@ -294,7 +296,7 @@ func (d *Dispatcher) gauges(ctx context.Context) {
 }
 
 func (d *Dispatcher) trim(ctx context.Context) {
-	n, err := d.Store.TrimWebhooks(ctx, core.WebhookTrim{MaxPending: d.MaxPending, FinishedBefore: time.Now().Add(-d.KeepFinished)})
+	n, err := d.Store.TrimWebhooks(ctx, webhooks.WebhookTrim{MaxPending: d.MaxPending, FinishedBefore: time.Now().Add(-d.KeepFinished)})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.Log.Warn("webhooks: trimming the queues failed", "error", err.Error())
@@ -318,16 +320,16 @@ type Envelope struct {
 
 // body renders a delivery's payload: the event with the report as it is
 // at the first attempt.
-func (d *Dispatcher) body(ctx context.Context, dl core.Delivery) ([]byte, error) {
+func (d *Dispatcher) body(ctx context.Context, dl webhooks.Delivery) ([]byte, error) {
 	t, err := d.Store.GetThreat(ctx, dl.ThreatID)
 	if err != nil {
 		return nil, fmt.Errorf("reading report %s: %w", dl.ThreatID, err)
 	}
-	return json.Marshal(Envelope{Type: core.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: record.Public(t, core.CommunityOf(d.Community, t))})
+	return json.Marshal(Envelope{Type: webhooks.EventType(dl.Kind), Timestamp: dl.EventAt.UTC().Format(time.RFC3339Nano), Data: record.Public(t, core.CommunityOf(d.Community, t))})
 }
 
 // attempt makes one delivery attempt and records its outcome.
-func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
+func (d *Dispatcher) attempt(ctx context.Context, dl webhooks.Delivery) {
 	payload := dl.Payload
 	var first []byte
 	if payload == nil {
@@ -347,17 +349,17 @@ func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
 	}
 	took := time.Since(start)
 	now := time.Now()
-	a := core.DeliveryAttempt{WebhookID: dl.WebhookID, Seq: dl.Seq, ThreatID: dl.ThreatID, Kind: dl.Kind, At: start, Status: status, Latency: took, Error: errText}
-	o := core.AttemptOutcome{Payload: first}
+	a := webhooks.DeliveryAttempt{WebhookID: dl.WebhookID, Seq: dl.Seq, ThreatID: dl.ThreatID, Kind: dl.Kind, At: start, Status: status, Latency: took, Error: errText}
+	o := webhooks.AttemptOutcome{Payload: first}
 	outcome := "delivered"
 	switch {
 	case errText == "":
-		a.State = core.DeliveryDelivered
+		a.State = webhooks.DeliveryDelivered
 	case now.Sub(dl.EventAt) >= d.Policy.Window:
-		a.State = core.DeliveryFailed
+		a.State = webhooks.DeliveryFailed
 		outcome = "failed"
 	default:
-		a.State = core.DeliveryPending
+		a.State = webhooks.DeliveryPending
 		o.NextAt = d.Policy.Next(now, dl.Attempts+1)
 		outcome = "retry"
 	}
@@ -372,7 +374,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
 		d.Observer.Delivery(outcome, took)
 	}
 	if o.Disable != "" {
-		d.Log.Warn("webhooks: subscription disabled", "webhook", dl.WebhookID, "url", core.WebhookURLForLog(dl.Webhook.URL), "reason", o.Disable)
+		d.Log.Warn("webhooks: subscription disabled", "webhook", dl.WebhookID, "url", webhooks.WebhookURLForLog(dl.Webhook.URL), "reason", o.Disable)
 	} else if errText != "" {
 		d.Log.Info("webhooks: delivery failed", "webhook", dl.WebhookID, "seq", dl.Seq, "attempt", dl.Attempts+1, "state", a.State, "error", errText)
 	}
@@ -380,12 +382,12 @@ func (d *Dispatcher) attempt(ctx context.Context, dl core.Delivery) {
 
 // post sends a delivery and returns the answer's status and, for anything
 // but 2xx, what went wrong.
-func (d *Dispatcher) post(ctx context.Context, dl core.Delivery, payload []byte, at time.Time) (int, string) {
-	if err := core.CheckWebhookURL(dl.Webhook.URL, d.AllowPrivate); err != nil {
+func (d *Dispatcher) post(ctx context.Context, dl webhooks.Delivery, payload []byte, at time.Time) (int, string) {
+	if err := webhooks.CheckWebhookURL(dl.Webhook.URL, d.AllowPrivate); err != nil {
 		return 0, err.Error()
 	}
 	id := dl.ID()
-	sig, err := core.SignWebhook(dl.Webhook.Secret, id, at, payload)
+	sig, err := webhooks.SignWebhook(dl.Webhook.Secret, id, at, payload)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -1,4 +1,4 @@
-package core
+package community
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
 )
 
 // Bounds of a campaign.
@@ -38,8 +40,8 @@ type Campaign struct {
 }
 
 // Ref is the campaign as a record names it.
-func (c Campaign) Ref() CampaignRef {
-	return CampaignRef{ID: c.ID, Name: c.Name}
+func (c Campaign) Ref() core.CampaignRef {
+	return core.CampaignRef{ID: c.ID, Name: c.Name}
 }
 
 // CampaignRequest is a campaign as a reviewer sends it: a new one
@@ -66,10 +68,10 @@ type CampaignChange struct {
 // NewCampaign validates a new campaign, field by field.
 func NewCampaign(r CampaignRequest, createdBy string, now time.Time) (Campaign, error) {
 	if r.Name == nil {
-		return Campaign{}, Invalid("name", "is required")
+		return Campaign{}, core.Invalid("name", "is required")
 	}
 	if len(r.Remove) > 0 {
-		return Campaign{}, Invalid("remove_threat_ids", "a new campaign has no reports to remove")
+		return Campaign{}, core.Invalid("remove_threat_ids", "a new campaign has no reports to remove")
 	}
 	ch, err := validCampaign(r)
 	if err != nil {
@@ -88,14 +90,14 @@ func NewCampaign(r CampaignRequest, createdBy string, now time.Time) (Campaign, 
 // NewCampaignChange validates a change of campaign id.
 func NewCampaignChange(id string, r CampaignRequest, now time.Time) (CampaignChange, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return CampaignChange{}, NotFound("campaign", id)
+		return CampaignChange{}, core.NotFound("campaign", id)
 	}
 	ch, err := validCampaign(r)
 	if err != nil {
 		return CampaignChange{}, err
 	}
 	if ch.Name == nil && ch.Description == nil && !ch.SetTags && len(ch.Add) == 0 && len(ch.Remove) == 0 {
-		return CampaignChange{}, Invalid("body", "changes nothing: give name, description, tags, add_threat_ids or remove_threat_ids")
+		return CampaignChange{}, core.Invalid("body", "changes nothing: give name, description, tags, add_threat_ids or remove_threat_ids")
 	}
 	ch.ID, ch.At = id, now.UTC()
 	return ch, nil
@@ -106,22 +108,22 @@ func validCampaign(r CampaignRequest) (CampaignChange, error) {
 	if r.Name != nil {
 		name := strings.Join(strings.Fields(*r.Name), " ")
 		if name == "" {
-			return ch, Invalid("name", "is empty")
+			return ch, core.Invalid("name", "is empty")
 		}
-		if err := ValidateText("name", name, MaxCampaignName); err != nil {
+		if err := core.ValidateText("name", name, MaxCampaignName); err != nil {
 			return ch, err
 		}
 		ch.Name = &name
 	}
 	if r.Description != nil {
 		d := strings.TrimSpace(*r.Description)
-		if err := ValidateText("description", d, MaxCampaignDescription); err != nil {
+		if err := core.ValidateText("description", d, MaxCampaignDescription); err != nil {
 			return ch, err
 		}
 		ch.Description = &d
 	}
 	if r.Tags != nil {
-		tags, err := stringList("tags", *r.Tags, MaxCampaignTags, maxTagLen)
+		tags, err := core.Tags("tags", *r.Tags, MaxCampaignTags)
 		if err != nil {
 			return ch, err
 		}
@@ -136,7 +138,7 @@ func validCampaign(r CampaignRequest) (CampaignChange, error) {
 	}
 	for _, id := range ch.Add {
 		if slices.Contains(ch.Remove, id) {
-			return ch, Invalid("remove_threat_ids", "%s is also in add_threat_ids", id)
+			return ch, core.Invalid("remove_threat_ids", "%s is also in add_threat_ids", id)
 		}
 	}
 	return ch, nil
@@ -145,13 +147,13 @@ func validCampaign(r CampaignRequest) (CampaignChange, error) {
 // campaignIDs validates a list of report ids, without repeats.
 func campaignIDs(field string, ids []string) ([]string, error) {
 	if len(ids) > MaxCampaignChange {
-		return nil, Invalid(field, "at most %d reports at once (got %d)", MaxCampaignChange, len(ids))
+		return nil, core.Invalid(field, "at most %d reports at once (got %d)", MaxCampaignChange, len(ids))
 	}
 	out := make([]string, 0, len(ids))
 	for i, id := range ids {
 		u, err := uuid.Parse(strings.TrimSpace(id))
 		if err != nil {
-			return nil, Invalid(field, "entry %d: %q is not a report id", i, id)
+			return nil, core.Invalid(field, "entry %d: %q is not a report id", i, id)
 		}
 		if s := u.String(); !slices.Contains(out, s) {
 			out = append(out, s)
@@ -169,7 +171,7 @@ type CampaignQuery struct {
 // CampaignMember is a verified report of a campaign (for the records).
 type CampaignMember struct {
 	ThreatID string
-	Ref      CampaignRef
+	Ref      core.CampaignRef
 }
 
 // CampaignStore keeps campaigns.

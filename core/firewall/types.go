@@ -1,4 +1,4 @@
-package core
+package firewall
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
 )
 
 // The firewall's rules (docs/firewall.md): why a version is refused,
@@ -52,7 +54,7 @@ const (
 func RegistryOfFirewall(ecosystem string) string {
 	switch ecosystem {
 	case FirewallCargo:
-		return RegistryCrates
+		return core.RegistryCrates
 	case FirewallOCI:
 		return ""
 	}
@@ -63,7 +65,7 @@ func RegistryOfFirewall(ecosystem string) string {
 func FirewallEcosystem(field, name string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if !slices.Contains(FirewallEcosystems, n) {
-		return "", Invalid(field, "unknown ecosystem %q: ecosystems are %s", name, strings.Join(FirewallEcosystems, ", "))
+		return "", core.Invalid(field, "unknown ecosystem %q: ecosystems are %s", name, strings.Join(FirewallEcosystems, ", "))
 	}
 	return n, nil
 }
@@ -115,23 +117,23 @@ type WaiverRequest struct {
 func ParseFor(field, s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, Invalid(field, "is required (a duration such as 72h or 7d)")
+		return 0, core.Invalid(field, "is required (a duration such as 72h or 7d)")
 	}
 	var d time.Duration
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		var days int
 		if _, err := fmt.Sscanf(n, "%d", &days); err != nil || fmt.Sprint(days) != n {
-			return 0, Invalid(field, "%q is not a duration (such as 72h or 7d)", s)
+			return 0, core.Invalid(field, "%q is not a duration (such as 72h or 7d)", s)
 		}
 		d = time.Duration(days) * 24 * time.Hour
 	} else {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil {
-			return 0, Invalid(field, "%q is not a duration (such as 72h or 7d)", s)
+			return 0, core.Invalid(field, "%q is not a duration (such as 72h or 7d)", s)
 		}
 	}
 	if d <= 0 {
-		return 0, Invalid(field, "must be positive (got %q)", s)
+		return 0, core.Invalid(field, "must be positive (got %q)", s)
 	}
 	return d, nil
 }
@@ -147,49 +149,49 @@ func NewWaiver(r WaiverRequest, createdBy string, now time.Time) (Waiver, error)
 	w.Name = strings.TrimSpace(r.Name)
 	switch {
 	case w.Name == "":
-		return Waiver{}, Invalid("name", "is required (a package name or a glob such as @acme/*)")
+		return Waiver{}, core.Invalid("name", "is required (a package name or a glob such as @acme/*)")
 	case len(w.Name) > MaxWaiverName:
-		return Waiver{}, Invalid("name", "is longer than %d bytes", MaxWaiverName)
+		return Waiver{}, core.Invalid("name", "is longer than %d bytes", MaxWaiverName)
 	case strings.ContainsAny(w.Name, "\x00\r\n\t "):
-		return Waiver{}, Invalid("name", "contains white space or control characters")
+		return Waiver{}, core.Invalid("name", "contains white space or control characters")
 	}
 	w.Version = strings.TrimSpace(r.Version)
 	if len(w.Version) > 256 || strings.ContainsAny(w.Version, "\x00\r\n\t *") {
-		return Waiver{}, Invalid("version", "must be one version, at most 256 bytes, without spaces or globs (got %q)", w.Version)
+		return Waiver{}, core.Invalid("version", "must be one version, at most 256 bytes, without spaces or globs (got %q)", w.Version)
 	}
 	if w.Rule = strings.TrimSpace(r.Rule); !slices.Contains(FirewallRules, w.Rule) {
 		if w.Rule == "" {
-			return Waiver{}, Invalid("rule", "is required: rules are %s", strings.Join(FirewallRules, ", "))
+			return Waiver{}, core.Invalid("rule", "is required: rules are %s", strings.Join(FirewallRules, ", "))
 		}
-		return Waiver{}, Invalid("rule", "unknown rule %q: rules are %s", w.Rule, strings.Join(FirewallRules, ", "))
+		return Waiver{}, core.Invalid("rule", "unknown rule %q: rules are %s", w.Rule, strings.Join(FirewallRules, ", "))
 	}
 	if w.Reason = strings.TrimSpace(r.Reason); w.Reason == "" {
-		return Waiver{}, Invalid("reason", "is required: say why the rule is lifted")
+		return Waiver{}, core.Invalid("reason", "is required: say why the rule is lifted")
 	} else if len(w.Reason) > MaxWaiverReason {
-		return Waiver{}, Invalid("reason", "is longer than %d bytes", MaxWaiverReason)
+		return Waiver{}, core.Invalid("reason", "is longer than %d bytes", MaxWaiverReason)
 	}
 	switch {
 	case strings.TrimSpace(r.For) != "" && !r.Until.IsZero():
-		return Waiver{}, Invalid("for", "give either for or until, not both")
+		return Waiver{}, core.Invalid("for", "give either for or until, not both")
 	case strings.TrimSpace(r.For) != "":
 		d, err := ParseFor("for", r.For)
 		if err != nil {
 			return Waiver{}, err
 		}
 		if d > MaxWaiverFor {
-			return Waiver{}, Invalid("for", "is longer than %s (366 days): a waiver must end", MaxWaiverFor)
+			return Waiver{}, core.Invalid("for", "is longer than %s (366 days): a waiver must end", MaxWaiverFor)
 		}
 		w.Until = now.Add(d)
 	case !r.Until.IsZero():
 		if !r.Until.After(now) {
-			return Waiver{}, Invalid("until", "is in the past (%s)", r.Until.UTC().Format(time.RFC3339))
+			return Waiver{}, core.Invalid("until", "is in the past (%s)", r.Until.UTC().Format(time.RFC3339))
 		}
 		if r.Until.Sub(now) > MaxWaiverFor {
-			return Waiver{}, Invalid("until", "is more than 366 days away: a waiver must end")
+			return Waiver{}, core.Invalid("until", "is more than 366 days away: a waiver must end")
 		}
 		w.Until = r.Until.UTC().Truncate(time.Microsecond)
 	default:
-		return Waiver{}, Invalid("for", "is required: a waiver must end (a duration such as 72h or 7d)")
+		return Waiver{}, core.Invalid("for", "is required: a waiver must end (a duration such as 72h or 7d)")
 	}
 	return w, nil
 }

@@ -1,4 +1,4 @@
-package core
+package webhooks
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // The webhook event types (docs/webhooks.md): one per kind of published
@@ -113,22 +116,22 @@ func NewWebhook(rawURL string, events []string, ecosystem, createdBy string, now
 			continue
 		}
 		kind := strings.TrimPrefix(e, "threat.")
-		if e == EventFirewallBlocked || e == EventFirewallWarned {
+		if e == firewall.EventFirewallBlocked || e == firewall.EventFirewallWarned {
 			kind = e
 		} else if !slices.Contains(WebhookEvents, EventType(kind)) {
-			return Webhook{}, Invalid("events", "unknown event %q: events are %s, %s, %s", e, strings.Join(WebhookEvents, ", "), EventFirewallBlocked, EventFirewallWarned)
+			return Webhook{}, core.Invalid("events", "unknown event %q: events are %s, %s, %s", e, strings.Join(WebhookEvents, ", "), firewall.EventFirewallBlocked, firewall.EventFirewallWarned)
 		}
 		if !slices.Contains(w.Events, kind) {
 			w.Events = append(w.Events, kind)
 		}
 	}
 	if len(w.Events) == 0 {
-		w.Events = []string{ChangeVerified, ChangeRevised, ChangeWithdrawn}
+		w.Events = []string{core.ChangeVerified, core.ChangeRevised, core.ChangeWithdrawn}
 	}
 	if ecosystem != "" {
 		reg, ok := RegistryByName(ecosystem)
 		if !ok {
-			return Webhook{}, Invalid("ecosystem", "must be a package registry (%s) (got %q)", strings.Join(PackageRegistries, ", "), ecosystem)
+			return Webhook{}, core.Invalid("ecosystem", "must be a package registry (%s) (got %q)", strings.Join(core.PackageRegistries, ", "), ecosystem)
 		}
 		w.Ecosystem = reg
 	}
@@ -142,8 +145,8 @@ func NewWebhook(rawURL string, events []string, ecosystem, createdBy string, now
 // RegistryByName finds a package registry by its threatd name or its OSV
 // ecosystem name, in any case.
 func RegistryByName(name string) (string, bool) {
-	for _, r := range PackageRegistries {
-		if strings.EqualFold(r, name) || strings.EqualFold(OSVEcosystems[r], name) {
+	for _, r := range core.PackageRegistries {
+		if strings.EqualFold(r, name) || strings.EqualFold(core.OSVEcosystems[r], name) {
 			return r, true
 		}
 	}
@@ -155,33 +158,33 @@ func RegistryByName(name string) (string, bool) {
 // an IP-address host must be public unless allowPrivate.
 func CheckWebhookURL(raw string, allowPrivate bool) error {
 	if raw == "" {
-		return Invalid("url", "is required")
+		return core.Invalid("url", "is required")
 	}
 	if len(raw) > MaxWebhookURL {
-		return Invalid("url", "must be at most %d bytes (got %d)", MaxWebhookURL, len(raw))
+		return core.Invalid("url", "must be at most %d bytes (got %d)", MaxWebhookURL, len(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Invalid("url", "is not a URL: %v", err)
+		return core.Invalid("url", "is not a URL: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return Invalid("url", "must be an http or https URL (got scheme %q)", u.Scheme)
+		return core.Invalid("url", "must be an http or https URL (got scheme %q)", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return Invalid("url", "must name a host")
+		return core.Invalid("url", "must name a host")
 	}
 	if u.User != nil {
-		return Invalid("url", "must not carry user information: authenticate the deliveries by their signature")
+		return core.Invalid("url", "must not carry user information: authenticate the deliveries by their signature")
 	}
 	if u.Fragment != "" || u.Opaque != "" {
-		return Invalid("url", "must not have a fragment")
+		return core.Invalid("url", "must not have a fragment")
 	}
 	if addr, err := netip.ParseAddr(u.Hostname()); err == nil {
 		if err := CheckWebhookAddr(addr, allowPrivate); err != nil {
-			return Invalid("url", "%v", err)
+			return core.Invalid("url", "%v", err)
 		}
 	} else if !allowPrivate && (strings.EqualFold(u.Hostname(), "localhost") || strings.HasSuffix(strings.ToLower(u.Hostname()), ".localhost")) {
-		return Invalid("url", "%s is a loopback name; set webhooks.allow_private to deliver to private addresses", u.Hostname())
+		return core.Invalid("url", "%s is a loopback name; set webhooks.allow_private to deliver to private addresses", u.Hostname())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package core
+package community
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
 )
 
 // The types of sighting (MISP's three): a report's resource was seen, the
@@ -86,35 +88,35 @@ func NewSighting(r SightingRequest, threatID, userID string, now time.Time) (Sig
 	case SightingSeen, SightingFalsePositive, SightingExpired:
 		s.Type = r.Type
 	case "":
-		return s, Invalid("type", "is required: one of %s", strings.Join(SightingTypes, ", "))
+		return s, core.Invalid("type", "is required: one of %s", strings.Join(SightingTypes, ", "))
 	default:
-		return s, Invalid("type", "must be one of %s (got %q)", strings.Join(SightingTypes, ", "), r.Type)
+		return s, core.Invalid("type", "must be one of %s (got %q)", strings.Join(SightingTypes, ", "), r.Type)
 	}
 	s.Source = strings.TrimSpace(r.Source)
 	if !utf8.ValidString(s.Source) || utf8.RuneCountInString(s.Source) > MaxSightingSource {
-		return s, Invalid("source", "is at most %d characters of UTF-8", MaxSightingSource)
+		return s, core.Invalid("source", "is at most %d characters of UTF-8", MaxSightingSource)
 	}
 	if s.Source == SightingSourceFirewall || s.Source == SightingSourceScan {
-		return s, Invalid("source", "%q is the daemon's own source: name yours otherwise", s.Source)
+		return s, core.Invalid("source", "%q is the daemon's own source: name yours otherwise", s.Source)
 	}
 	if !utf8.ValidString(r.Note) || utf8.RuneCountInString(r.Note) > MaxSightingNote {
-		return s, Invalid("note", "is at most %d characters of UTF-8", MaxSightingNote)
+		return s, core.Invalid("note", "is at most %d characters of UTF-8", MaxSightingNote)
 	}
 	s.Note = r.Note
 	if r.ObservedAt != "" {
 		t, err := time.Parse(time.RFC3339, r.ObservedAt)
 		if err != nil {
-			return s, Invalid("observed_at", "must be an RFC 3339 time such as 2026-01-02T15:04:05Z (got %q)", r.ObservedAt)
+			return s, core.Invalid("observed_at", "must be an RFC 3339 time such as 2026-01-02T15:04:05Z (got %q)", r.ObservedAt)
 		}
 		if t.After(now.Add(time.Minute)) {
-			return s, Invalid("observed_at", "is in the future (%s)", t.UTC().Format(time.RFC3339))
+			return s, core.Invalid("observed_at", "is in the future (%s)", t.UTC().Format(time.RFC3339))
 		}
 		s.ObservedAt = t.UTC()
 	}
 	switch {
 	case r.Count == 0:
 	case r.Count < 1 || r.Count > MaxSightingCount:
-		return s, Invalid("count", "must be between 1 and %d (got %d)", MaxSightingCount, r.Count)
+		return s, core.Invalid("count", "must be between 1 and %d (got %d)", MaxSightingCount, r.Count)
 	default:
 		s.Count = r.Count
 	}
@@ -129,26 +131,6 @@ type SeenCount struct {
 	At               time.Time
 }
 
-// SightingCounts are a report's sightings summed by type, with the latest
-// seen one.
-type SightingCounts struct {
-	ThreatID                     string
-	Seen, FalsePositive, Expired int64
-	LastSeen                     time.Time
-	// UpdatedAt is when the counts last changed (zero when unknown: rows
-	// older than the column).
-	UpdatedAt time.Time
-	// Votes counts the false-positive votes since the report's last
-	// review decision, its submitter's own left out; Disputed is set
-	// while they have put it back in review.
-	Votes    int64
-	Disputed bool
-	// Weight is the seen sightings as confidence counts them: each
-	// sighting's count up to SeenWeightCap (SeenWeight), the report's
-	// submitter's own left out.
-	Weight int64
-}
-
 // SeenWeightCap is the most one seen sighting (a person's, whatever its
 // count, or the daemon's row of a report, source and day) counts toward
 // its report's confidence: 9, which moves confidence by at most 10
@@ -157,9 +139,6 @@ const SeenWeightCap = 9
 
 // SeenWeight is what a seen sighting of count counts toward confidence.
 func SeenWeight(count int64) int64 { return max(0, min(count, SeenWeightCap)) }
-
-// Any says whether there is any sighting.
-func (c SightingCounts) Any() bool { return c.Seen > 0 || c.FalsePositive > 0 || c.Expired > 0 }
 
 // SightingCountsQuery asks for one page of reports' counts: every
 // report's in threat id order (Since zero; After the last id of the
@@ -223,7 +202,7 @@ type SightingStore interface {
 	AddSightings(ctx context.Context, b SightingBatch) ([]string, error)
 	// ListDisputed returns one keyset page of the reports in dispute,
 	// oldest dispute first, with their number.
-	ListDisputed(ctx context.Context, q DisputeQuery) (ThreatList, error)
+	ListDisputed(ctx context.Context, q DisputeQuery) (core.ThreatList, error)
 	// DisputeVotes returns the false-positive votes counted toward a
 	// report's dispute now, oldest first, at most MaxDisputeVotes.
 	DisputeVotes(ctx context.Context, threatID string) ([]Sighting, error)
@@ -236,8 +215,8 @@ type SightingStore interface {
 	// e-mail.
 	ListSightings(ctx context.Context, q SightingQuery) (SightingList, error)
 	// CountSightings returns the counts of the reports that have any.
-	CountSightings(ctx context.Context, threatIDs []string) ([]SightingCounts, error)
+	CountSightings(ctx context.Context, threatIDs []string) ([]core.SightingCounts, error)
 	// SightingCountsPage returns one page of counts (q.Limit 1..MaxPage):
 	// all of them, or those changed since q.Since (SightingCountsQuery).
-	SightingCountsPage(ctx context.Context, q SightingCountsQuery) ([]SightingCounts, error)
+	SightingCountsPage(ctx context.Context, q SightingCountsQuery) ([]core.SightingCounts, error)
 }

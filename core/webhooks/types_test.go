@@ -1,4 +1,4 @@
-package core
+package webhooks
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/core"
 )
 
 // The Standard Webhooks specification's published test vector (the
@@ -26,7 +28,7 @@ func TestNewWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(w.Events, ",") != "verified,withdrawn" || w.Ecosystem != RegistryPyPI || !strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) != 6+44 {
+	if strings.Join(w.Events, ",") != "verified,withdrawn" || w.Ecosystem != core.RegistryPyPI || !strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) != 6+44 {
 		t.Fatalf("webhook %+v", w)
 	}
 	all, _ := NewWebhook("http://203.0.113.9:8080/x", nil, "", "cli", now, false)
@@ -53,7 +55,7 @@ func TestNewWebhook(t *testing.T) {
 		{"https://example.com/" + strings.Repeat("a", MaxWebhookURL), "", "", "at most"},
 	} {
 		_, err := NewWebhook(c.url, strings.Split(c.events, ","), c.eco, "cli", now, false)
-		var fe *FieldError
+		var fe *core.FieldError
 		if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q %q %q: %v, want a field error with %q", c.url, c.events, c.eco, err, c.want)
 		}
