@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -127,14 +126,14 @@ func (s *Server) listCampaigns(c *echo.Context) error {
 		return err
 	}
 	q := community.CampaignQuery{Limit: limit}
-	if cur := qs.Get("cursor"); cur != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(cur)
-		name, id, ok := strings.Cut(string(raw), "\x00")
-		if err != nil || !ok || id == "" {
-			return core.Invalid("cursor", "is not a cursor this list gave")
-		}
-		q.AfterName, q.AfterID = name, id
+	raw, err := listCursor(qs, "is not a cursor this list gave", func(raw string) bool {
+		_, id, ok := strings.Cut(raw, "\x00")
+		return ok && id != ""
+	})
+	if err != nil {
+		return err
 	}
+	q.AfterName, q.AfterID, _ = strings.Cut(raw, "\x00")
 	page, err := s.store.ListCampaigns(c.Request().Context(), q)
 	if err != nil {
 		return err
@@ -153,7 +152,7 @@ func (s *Server) listCampaigns(c *echo.Context) error {
 	var next any
 	if len(out) < len(page) || len(page) == limit {
 		last := out[len(out)-1]
-		next = base64.RawURLEncoding.EncodeToString([]byte(last.Name + "\x00" + last.ID))
+		next = encodeCursor(last.Name + "\x00" + last.ID)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"campaigns": out, "count": len(out), "next_cursor": next})
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -141,13 +140,15 @@ func (s *Server) listDecisions(c *echo.Context) error {
 			return core.Invalid("since", "must be an RFC 3339 time such as 2026-11-25T00:00:00Z (got %q)", v)
 		}
 	}
-	if v := qs.Get("cursor"); v != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(v)
-		n, perr := strconv.ParseInt(strings.TrimPrefix(string(raw), "d:"), 10, 64)
-		if err != nil || perr != nil || !strings.HasPrefix(string(raw), "d:") || n < 1 {
-			return core.Invalid("cursor", "is not a cursor of this list (use next_cursor as it was given)")
-		}
-		q.After = n
+	raw, err := listCursor(qs, msgNotACursor, func(raw string) bool {
+		n, err := strconv.ParseInt(strings.TrimPrefix(raw, "d:"), 10, 64)
+		return err == nil && strings.HasPrefix(raw, "d:") && n >= 1
+	})
+	if err != nil {
+		return err
+	}
+	if raw != "" {
+		q.After, _ = strconv.ParseInt(strings.TrimPrefix(raw, "d:"), 10, 64)
 	}
 	page, err := s.store.ListDecisions(c.Request().Context(), q)
 	if err != nil {
@@ -159,7 +160,7 @@ func (s *Server) listDecisions(c *echo.Context) error {
 	}
 	next := ""
 	if page.More && len(page.Decisions) > 0 {
-		next = base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "d:%d", page.Decisions[len(page.Decisions)-1].Seq))
+		next = encodeCursor(fmt.Sprintf("d:%d", page.Decisions[len(page.Decisions)-1].Seq))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"decisions": out, "count": len(out), "next_cursor": nextCursor(next)})
 }
@@ -176,12 +177,8 @@ func (s *Server) listHeld(c *echo.Context) error {
 	if q.Limit, err = pageLimit(qs.Get("limit"), 1000); err != nil {
 		return err
 	}
-	if v := qs.Get("cursor"); v != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil {
-			return core.Invalid("cursor", "is not a cursor of this list (use next_cursor as it was given)")
-		}
-		q.After = string(raw)
+	if q.After, err = listCursor(qs, msgNotACursor, nil); err != nil {
+		return err
 	}
 	held, err := s.store.ListHeld(c.Request().Context(), q)
 	if err != nil {
@@ -193,7 +190,7 @@ func (s *Server) listHeld(c *echo.Context) error {
 	}
 	next := ""
 	if len(held) == q.Limit {
-		next = base64.RawURLEncoding.EncodeToString([]byte(held[len(held)-1].Cursor()))
+		next = encodeCursor(held[len(held)-1].Cursor())
 	}
 	return c.JSON(http.StatusOK, map[string]any{"held": out, "count": len(out), "next_cursor": nextCursor(next)})
 }

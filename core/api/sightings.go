@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
 	"net/http"
 	"time"
 
@@ -75,12 +74,8 @@ func (s *Server) listSightings(c *echo.Context) error {
 	if q.Limit, err = pageLimit(qs.Get("limit"), 1000); err != nil {
 		return err
 	}
-	if v := qs.Get("cursor"); v != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil {
-			return core.Invalid("cursor", "is not a cursor of this list (use next_cursor as it was given)")
-		}
-		q.Cursor = string(raw)
+	if q.Cursor, err = listCursor(qs, msgNotACursor, nil); err != nil {
+		return err
 	}
 	page, err := s.store.ListSightings(ctx, q)
 	if err != nil {
@@ -102,9 +97,6 @@ func (s *Server) listSightings(c *echo.Context) error {
 		}
 		out[i] = m
 	}
-	next := ""
-	if page.Next != "" {
-		next = base64.RawURLEncoding.EncodeToString([]byte(page.Next))
-	}
+	next := encodeCursor(page.Next)
 	return c.JSON(http.StatusOK, map[string]any{"sightings": out, "count": len(out), "next_cursor": nextCursor(next)})
 }

@@ -45,6 +45,24 @@ func CheckFormat(format string) error {
 	return nil
 }
 
+// lineFormat is a format of one line per entry: a header saying how many
+// entries (%s) and each entry between a prefix and a suffix.
+type lineFormat struct {
+	header, prefix, suffix string
+	// ips: the entries are the addresses, not the names.
+	ips bool
+}
+
+// lineFormats are every format but RPZ, whose zone has more than lines.
+var lineFormats = map[string]lineFormat{
+	HostsFile: {header: "# threatd block list (hosts): %s named by verified reports\n", prefix: "0.0.0.0 ", suffix: "\n"},
+	Domains:   {header: "# threatd block list: %s named by verified reports\n", suffix: "\n"},
+	Dnsmasq:   {header: "# threatd block list (dnsmasq): %s named by verified reports\n", prefix: "address=/", suffix: "/\n"},
+	Unbound:   {header: "# threatd block list (Unbound): %s named by verified reports\nserver:\n", prefix: "local-zone: \"", suffix: ".\" always_nxdomain\n"},
+	AdGuard:   {header: "! Title: threatd block list\n! %s named by verified reports\n", prefix: "||", suffix: "^\n"},
+	IPs:       {header: "# threatd block list: %s named by verified reports\n", suffix: "\n", ips: true},
+}
+
 // Render writes one format of the lists: domains (in SortDomains order)
 // and addresses (in SortIPs order), as Snapshot gives them. The same
 // entries and meta give the same bytes.
@@ -53,88 +71,57 @@ func Render(w io.Writer, format string, domains, ips []string, m Meta) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	n := len(domains)
-	if format == IPs {
-		n = len(ips)
+	if format == RPZ {
+		renderRPZ(bw, domains, m)
+		return bw.Flush()
 	}
-	what := core.Count(n, "domain", "domains")
-	if format == IPs {
-		what = core.Count(n, "address", "addresses")
+	f := lineFormats[format]
+	entries, what := domains, core.Count(len(domains), "domain", "domains")
+	if f.ips {
+		entries, what = ips, core.Count(len(ips), "address", "addresses")
 	}
-	switch format {
-	case RPZ:
-		zone := m.Zone
-		if zone == "" {
-			zone = DefaultZone
-		}
-		// A name is at most 255 bytes on the wire (254 written with its
-		// final dot): "*." + name + "." + zone must fit.
-		fits := func(d string) bool { return len(d)+2+1+len(zone) <= 254 }
-		long := 0
-		for _, d := range domains {
-			if !fits(d) {
-				long++
-			}
-		}
-		what = core.Count(len(domains)-long, "domain", "domains")
-		fmt.Fprintf(bw, "; threatd block list (RPZ): %s named by verified reports\n", what)
-		if long > 0 {
-			fmt.Fprintf(bw, "; %d left out: too long under the zone's name %s\n", long, zone)
-		}
-		fmt.Fprintf(bw, "$ORIGIN %s\n$TTL 300\n", zone)
-		fmt.Fprintf(bw, "@ IN SOA localhost. hostmaster.localhost. %d 3600 600 604800 300\n", m.Serial)
-		bw.WriteString("@ IN NS localhost.\n")
-		for _, d := range domains {
-			if !fits(d) {
-				continue
-			}
-			bw.WriteString(d)
-			bw.WriteString(" CNAME .\n*.")
-			bw.WriteString(d)
-			bw.WriteString(" CNAME .\n")
-		}
-	case HostsFile:
-		fmt.Fprintf(bw, "# threatd block list (hosts): %s named by verified reports\n", what)
-		for _, d := range domains {
-			bw.WriteString("0.0.0.0 ")
-			bw.WriteString(d)
-			bw.WriteByte('\n')
-		}
-	case Domains:
-		fmt.Fprintf(bw, "# threatd block list: %s named by verified reports\n", what)
-		for _, d := range domains {
-			bw.WriteString(d)
-			bw.WriteByte('\n')
-		}
-	case Dnsmasq:
-		fmt.Fprintf(bw, "# threatd block list (dnsmasq): %s named by verified reports\n", what)
-		for _, d := range domains {
-			bw.WriteString("address=/")
-			bw.WriteString(d)
-			bw.WriteString("/\n")
-		}
-	case Unbound:
-		fmt.Fprintf(bw, "# threatd block list (Unbound): %s named by verified reports\nserver:\n", what)
-		for _, d := range domains {
-			bw.WriteString("local-zone: \"")
-			bw.WriteString(d)
-			bw.WriteString(".\" always_nxdomain\n")
-		}
-	case AdGuard:
-		fmt.Fprintf(bw, "! Title: threatd block list\n! %s named by verified reports\n", what)
-		for _, d := range domains {
-			bw.WriteString("||")
-			bw.WriteString(d)
-			bw.WriteString("^\n")
-		}
-	case IPs:
-		fmt.Fprintf(bw, "# threatd block list: %s named by verified reports\n", what)
-		for _, a := range ips {
-			bw.WriteString(a)
-			bw.WriteByte('\n')
-		}
+	fmt.Fprintf(bw, f.header, what)
+	for _, e := range entries {
+		bw.WriteString(f.prefix)
+		bw.WriteString(e)
+		bw.WriteString(f.suffix)
 	}
 	return bw.Flush()
+}
+
+// renderRPZ writes the RPZ zone: its SOA and NS, then each name and its
+// subdomains answered with NXDOMAIN (CNAME .).
+func renderRPZ(bw *bufio.Writer, domains []string, m Meta) {
+	zone := m.Zone
+	if zone == "" {
+		zone = DefaultZone
+	}
+	// A name is at most 255 bytes on the wire (254 written with its
+	// final dot): "*." + name + "." + zone must fit.
+	fits := func(d string) bool { return len(d)+2+1+len(zone) <= 254 }
+	long := 0
+	for _, d := range domains {
+		if !fits(d) {
+			long++
+		}
+	}
+	what := core.Count(len(domains)-long, "domain", "domains")
+	fmt.Fprintf(bw, "; threatd block list (RPZ): %s named by verified reports\n", what)
+	if long > 0 {
+		fmt.Fprintf(bw, "; %d left out: too long under the zone's name %s\n", long, zone)
+	}
+	fmt.Fprintf(bw, "$ORIGIN %s\n$TTL 300\n", zone)
+	fmt.Fprintf(bw, "@ IN SOA localhost. hostmaster.localhost. %d 3600 600 604800 300\n", m.Serial)
+	bw.WriteString("@ IN NS localhost.\n")
+	for _, d := range domains {
+		if !fits(d) {
+			continue
+		}
+		bw.WriteString(d)
+		bw.WriteString(" CNAME .\n*.")
+		bw.WriteString(d)
+		bw.WriteString(" CNAME .\n")
+	}
 }
 
 // SortDomains sorts names by their labels from the right (example.com,

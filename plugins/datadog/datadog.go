@@ -15,9 +15,7 @@ package datadog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -141,63 +139,27 @@ func version(versions []string, all bool) time.Time {
 	return time.Unix(int64(len(versions)), 0).UTC()
 }
 
+// manifest is a dataset manifest's shape: an object of package names,
+// each a list of versions or null.
+var manifest = sourcekit.Object{Max: MaxEntry, What: "a package's entry", Members: "packages",
+	Label: func(name string) string { return fmt.Sprintf("package %q", name) },
+	NotShape: func(path, what string) error {
+		return fmt.Errorf("%s: not a dataset manifest (an object of package names, each a list of versions or null): %s (nothing was imported)", path, what)
+	}}
+
 // each reads a manifest, checks its shape, and calls fn with each name
 // and its versions (all: null, every version), in file order.
 func each(ctx context.Context, path string, fn func(name string, versions []string, all bool) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cr := &sourcekit.Capped{R: f, Max: MaxEntry, What: "a package's entry"}
-	dec := json.NewDecoder(cr)
-	notManifest := func(what string) error {
-		return fmt.Errorf("%s: not a dataset manifest (an object of package names, each a list of versions or null): %s (nothing was imported)", path, what)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return notManifest(err.Error())
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return notManifest(fmt.Sprintf("it starts with %v", tok))
-	}
-	n := 0
-	for dec.More() {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		n++
-		cr.Mark()
-		tok, err := dec.Token()
-		if err != nil {
-			return notManifest(fmt.Sprintf("after %d packages: %v", n-1, err))
-		}
-		name, _ := tok.(string)
+	return manifest.Each(ctx, path, func(name string, raw json.RawMessage) error {
 		var versions []string
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return notManifest(fmt.Sprintf("package %q: %v", name, err))
-		}
-		if cr.Over() {
-			return fmt.Errorf("%s: package %q: longer than %d bytes (nothing was imported)", path, name, MaxEntry)
-		}
 		all := string(raw) == "null"
 		if !all {
 			if err := json.Unmarshal(raw, &versions); err != nil {
-				return notManifest(fmt.Sprintf("package %q: its versions are not a list of strings or null", name))
+				return manifest.NotShape(path, fmt.Sprintf("package %q: its versions are not a list of strings or null", name))
 			}
 		}
-		if err := fn(name, versions, all); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return notManifest(err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return notManifest("more after its object")
-	}
-	return nil
+		return fn(name, versions, all)
+	})
 }
 
 // record is one package as an imported report.

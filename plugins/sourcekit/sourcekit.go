@@ -1,5 +1,7 @@
 // Package sourcekit is what the file sources (urlhaus, threatfox,
-// datadog) share: their settings check, a reader that bounds one JSON
+// datadog) share: their settings check, a JSON object read member by
+// member (Object: the datadog manifest, the ThreatFox export), a reader
+// that bounds one JSON
 // value's bytes, and the window of upstream records asked of Known before
 // they are mapped and yielded.
 package sourcekit

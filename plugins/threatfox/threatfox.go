@@ -17,9 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -98,62 +96,33 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 	return nil
 }
 
+// exportShape is a ThreatFox JSON export's shape: an object of IOC ids, each a
+// list of one IOC.
+var exportShape = sourcekit.Object{Max: MaxEntry, What: "an IOC's entry", Members: "IOCs",
+	Label: func(id string) string { return "IOC " + id },
+	NotShape: func(path, what string) error {
+		return fmt.Errorf("%s: not a ThreatFox JSON export (an object of IOC ids, each a list of IOCs): %s (nothing was imported)", path, what)
+	},
+	Key: func(id string) error {
+		if id == "" || len(id) > 20 || strings.Trim(id, "0123456789") != "" {
+			return fmt.Errorf("IOC id %q is not a ThreatFox id (digits)", id)
+		}
+		return nil
+	}}
+
 // each reads the file at path, checks its shape, and calls fn with each
 // IOC and its id, in file order.
 func each(ctx context.Context, path string, fn func(id string, ioc IOC) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cr := &sourcekit.Capped{R: f, Max: MaxEntry, What: "an IOC's entry"}
-	dec := json.NewDecoder(cr)
-	notExport := func(what string) error {
-		return fmt.Errorf("%s: not a ThreatFox JSON export (an object of IOC ids, each a list of IOCs): %s (nothing was imported)", path, what)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return notExport(err.Error())
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return notExport(fmt.Sprintf("it starts with %v", tok))
-	}
-	n := 0
-	for dec.More() {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		n++
-		cr.Mark()
-		tok, err := dec.Token()
-		if err != nil {
-			return notExport(fmt.Sprintf("after %d IOCs: %v", n-1, err))
-		}
-		id, _ := tok.(string)
-		if id == "" || len(id) > 20 || strings.Trim(id, "0123456789") != "" {
-			return notExport(fmt.Sprintf("IOC id %q is not a ThreatFox id (digits)", tok))
-		}
+	return exportShape.Each(ctx, path, func(id string, raw json.RawMessage) error {
 		var list []IOC
-		if err := dec.Decode(&list); err != nil {
-			return notExport(fmt.Sprintf("IOC %s: %v", id, err))
-		}
-		if cr.Over() {
-			return fmt.Errorf("%s: IOC %s: longer than %d bytes (nothing was imported)", path, id, MaxEntry)
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return exportShape.NotShape(path, fmt.Sprintf("IOC %s: %v", id, err))
 		}
 		if len(list) != 1 {
-			return notExport(fmt.Sprintf("IOC %s is a list of %d, want 1", id, len(list)))
+			return exportShape.NotShape(path, fmt.Sprintf("IOC %s is a list of %d, want 1", id, len(list)))
 		}
-		if err := fn(id, list[0]); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return notExport(err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return notExport("more after its object")
-	}
-	return nil
+		return fn(id, list[0])
+	})
 }
 
 // times are an IOC's first-seen time and its version (its last-seen time,
