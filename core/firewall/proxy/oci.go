@@ -291,18 +291,7 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 // waiver lifts it): true when it is refused. Quarantine never applies to
 // images.
 func (o *ociProxy) refused(c *echo.Context, req oci.Request, ts []core.Threat) bool {
-	pol := o.p.opts.Policy
-	b := pol.Blocked(firewall.FirewallOCI, req.Name, req.Reference, ts)
-	action := pol.Action(firewall.RuleMalicious)
-	if o.p.opts.Waivers.Current().Lifts(firewall.FirewallOCI, req.Name, req.Reference, firewall.RuleMalicious, time.Now()) {
-		action = firewall.ActionWaived
-	}
-	if action != firewall.ActionOff {
-		d := firewall.FirewallDecision{Time: time.Now().UTC(), Ecosystem: firewall.FirewallOCI, Name: req.Name, Version: req.Reference,
-			Purl: "pkg:docker/" + req.Name + "@" + url.PathEscape(req.Reference),
-			Rule: firewall.RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: o.p.host.Who(c), ClientIP: c.RealIP()}
-		o.p.opts.Recorder.Decide(d)
-	}
+	action, b := o.p.gate.Image(req.Name, req.Reference, ts, o.p.asker(c))
 	if action == firewall.ActionWarn {
 		c.Response().Header().Add("X-Threatd-Warning", headerText(firewall.RuleMalicious+": "+b.Message()))
 	}

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -11,27 +10,8 @@ import (
 	"github.com/labstack/echo/v5"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
-
-// maxWarnings bounds the X-Threatd-Warning headers of one answer.
-const maxWarnings = 10
-
-// needsFacts says whether a package's versions are judged by more than
-// their reports: a quarantine window, or install scripts the adapter
-// reads.
-func (p *Proxy) needsFacts(a firewall.Adapter, v firewall.Verdict) bool {
-	fs, ok := a.(firewall.FactSource)
-	if !ok || v.Private {
-		return false
-	}
-	pol := p.opts.Policy
-	if pol.Action(firewall.RuleQuarantine) != firewall.ActionOff && pol.Window(v.Registry, v.Name) > 0 {
-		return true
-	}
-	return fs.Scripts() && pol.Action(firewall.RuleInstallScripts) != firewall.ActionOff
-}
 
 // facts reads the facts of a package's versions from the upstream
 // (FactSource): one document of them all, or each version's own (only
@@ -176,35 +156,9 @@ func (p *Proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, 
 // renderingKey marks the context of a rendering (it holds budget).
 type renderingKey struct{}
 
-// ruling decides one version of v's package, as its documents list it
-// (facts nil: by its reports alone), and records a held version. Reports
-// and waivers judge the version reports name (firewall.VersionKeys: a
-// RubyGems platform's 1.0.0-java is 1.0.0); the quarantine the version as
-// listed, which has its own publish time.
-func (p *Proxy) ruling(v firewall.Verdict, listed string, facts map[string]firewall.Facts) firewall.Ruling {
-	now := time.Now()
-	f := facts[listed]
-	version := listed
-	if vk, ok := p.adapters[v.Registry].(firewall.VersionKeys); ok {
-		if version = vk.ReportVersion(listed); version != listed {
-			f.Listed = listed
-		}
-	}
-	r := p.opts.Policy.Decide(v, version, f, now, p.opts.Waivers.Current())
-	if r.Rule == firewall.RuleQuarantine && !r.Until.IsZero() {
-		seen := f.FirstSeen
-		if seen.IsZero() {
-			// A version with a publish time: first seen when first held.
-			seen = p.opts.Recorder.FirstSeen(v.Registry, v.Name, listed, now)
-		}
-		p.opts.Recorder.Held(firewall.HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: seen, Until: r.Until})
-	}
-	return r
-}
-
 // versionFacts reads the facts of one version when its package needs them.
 func (p *Proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions ...string) (map[string]firewall.Facts, error) {
-	if !p.needsFacts(a, v) {
+	if !p.gate.NeedsFacts(a, v) {
 		return nil, nil
 	}
 	return p.facts(ctx, a, v, up, versions, false)
@@ -218,19 +172,16 @@ func (p *Proxy) decided(c *echo.Context, v firewall.Verdict, version string, r f
 	}
 	h := c.Response().Header()
 	for i, w := range r.Warnings {
-		if i < maxWarnings {
+		if i < firewall.MaxWarnings {
 			h.Add("X-Threatd-Warning", headerText(w))
 		}
 	}
-	d := firewall.FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
-		Until: r.Until, User: p.host.Who(c), ClientIP: c.RealIP()}
-	if purl := core.PackagePurl(firewall.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
-		d.Purl = purl + "@" + url.PathEscape(version)
-	}
-	if r.Blocked != nil {
-		d.ThreatIDs = r.Blocked.ThreatIDs()
-	}
-	p.opts.Recorder.Decide(d)
+	p.gate.Decide(v, version, r, p.asker(c))
+}
+
+// asker is who asked, as a decision records it.
+func (p *Proxy) asker(c *echo.Context) firewall.Asker {
+	return firewall.Asker{User: p.host.Who(c), ClientIP: c.RealIP()}
 }
 
 // headerText is text as a header value may carry it: printable ASCII.
@@ -265,28 +216,4 @@ func (p *Proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verd
 		return p.refuseErrorWithReason(c, err)
 	}
 	return err
-}
-
-// judgeOf is the Judge of a listing: a version is left out when refused.
-// It collects the warnings of the versions served and the earliest end of
-// a hold (when the listing must be judged again).
-type listing struct {
-	mu       sync.Mutex
-	warnings []string
-	expires  time.Time
-}
-
-func (p *Proxy) judgeOf(v firewall.Verdict, facts map[string]firewall.Facts, l *listing) firewall.Judge {
-	return func(version string) (bool, string) {
-		r := p.ruling(v, version, facts)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if !r.Until.IsZero() && (l.expires.IsZero() || r.Until.Before(l.expires)) {
-			l.expires = r.Until
-		}
-		if !r.Refused() && len(l.warnings) < maxWarnings {
-			l.warnings = append(l.warnings, r.Warnings...)
-		}
-		return r.Refused(), r.Message
-	}
 }

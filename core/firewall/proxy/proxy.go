@@ -152,7 +152,9 @@ type Proxy struct {
 	adapters map[string]firewall.Adapter
 	// listings remember when versions appeared (firewall.AuthorTimes).
 	listings *firewall.Listings
-	oci      *ociProxy
+	// gate decides (core/firewall): the proxy gathers facts and asks it.
+	gate *firewall.Gate
+	oci  *ociProxy
 }
 
 // Bounds of the proxy's in-memory caches.
@@ -171,6 +173,7 @@ func New(opts Options, host Host) *Proxy {
 	if p.opts.DownloadTimeout <= 0 {
 		p.opts.DownloadTimeout = 10 * time.Minute
 	}
+	p.gate = &firewall.Gate{Policy: p.opts.Policy, Recorder: p.opts.Recorder, Waivers: p.opts.Waivers, Adapters: p.adapters}
 	p.renders = newRenderings(p.opts.Cache)
 	if p.opts.OCI != nil {
 		p.oci = newOCI(p, p.opts.OCI)

@@ -86,13 +86,13 @@ func (p *Proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 		decidedBy := fmt.Sprintf("listing\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
 		return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
 			doc := firewall.Document{Body: body, ContentType: contentType, URL: docURL}
-			var held listing
+			var held firewall.Listed
 			judges := func(names []string, recent map[string]bool) (map[string]firewall.Judge, error) {
 				return p.listingJudges(ctx, a, names, recent, &held)
 			}
 			info := func(name string) ([]byte, error) { return p.renderedInfo(ctx, a, l, name) }
 			r, err := l.RewriteListing(doc, judges, info)
-			return rendering{body: r.Body, contentType: r.ContentType, expires: held.expires}, err
+			return rendering{body: r.Body, contentType: r.ContentType, expires: held.Expires}, err
 		}
 	}
 	if dv, ok := a.(firewall.Derived); ok && rt.Variant != "" {
@@ -123,7 +123,7 @@ func (p *Proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 			}
 		}
 		var facts map[string]firewall.Facts
-		if rt.Name != "" && p.needsFacts(a, v) {
+		if rt.Name != "" && p.gate.NeedsFacts(a, v) {
 			listed, err := a.Versions(doc)
 			if err != nil {
 				return rendering{}, err
@@ -142,9 +142,9 @@ func (p *Proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 				return rendering{}, err
 			}
 		}
-		var l listing
-		r, err := a.Rewrite(doc, p.judgeOf(v, facts, &l), base)
-		return rendering{body: r.Body, contentType: r.ContentType, expires: l.expires, warnings: l.warnings}, err
+		var l firewall.Listed
+		r, err := a.Rewrite(doc, p.gate.Listing(v, facts, &l), base)
+		return rendering{body: r.Body, contentType: r.ContentType, expires: l.Expires, warnings: l.Warnings}, err
 	}
 }
 
@@ -161,7 +161,7 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		if err != nil {
 			return err
 		}
-		if r := p.ruling(v, rt.Version, facts); r.Refused() {
+		if r := p.gate.Version(v, rt.Version, facts); r.Refused() {
 			return p.refuseRuling(c, rt, v, rt.Version, r)
 		}
 	}
@@ -185,7 +185,7 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	if err != nil {
 		return err
 	}
-	r := p.ruling(v, ver, facts)
+	r := p.gate.Version(v, ver, facts)
 	if !r.Refused() {
 		out, err := vd.RewriteVersion(doc, rt.Name, p.base(c, reg))
 		if err != nil {
@@ -219,14 +219,14 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	for i, l := range listed {
 		versions[i] = l.Version
 	}
-	if p.needsFacts(a, v) {
+	if p.gate.NeedsFacts(a, v) {
 		if facts, err = p.facts(ctx, a, v, up, versions, true); err != nil {
 			return err
 		}
 	}
 	var allowed []string
 	for _, l := range listed {
-		if !p.ruling(v, l.Version, facts).Refused() {
+		if !p.gate.Version(v, l.Version, facts).Refused() {
 			allowed = append(allowed, l.Version)
 		}
 	}
@@ -262,7 +262,7 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 			if err != nil {
 				return err
 			}
-			r := p.ruling(v, rt.Version, facts)
+			r := p.gate.Version(v, rt.Version, facts)
 			if r.Refused() {
 				return p.refuseRuling(c, rt, v, rt.Version, r)
 			}
@@ -300,7 +300,7 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 		}
 		var served []firewall.Ruling
 		for _, ver := range f.Versions {
-			r := p.ruling(v, ver, facts)
+			r := p.gate.Version(v, ver, facts)
 			if r.Refused() {
 				return p.refuseRuling(c, rt, v, ver, r)
 			}
@@ -322,7 +322,7 @@ func (p *Proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLoc
 	if err != nil {
 		return err
 	}
-	r := p.ruling(v, rt.Version, facts)
+	r := p.gate.Version(v, rt.Version, facts)
 	if r.Refused() {
 		return p.refuseRuling(c, rt, v, rt.Version, r)
 	}

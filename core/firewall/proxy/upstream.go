@@ -132,7 +132,7 @@ func (p *Proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 		if err != nil {
 			return rt, err
 		}
-		if p.ruling(v, r.Version, facts).Refused() {
+		if p.gate.Version(v, r.Version, facts).Refused() {
 			return r, nil
 		}
 	}
@@ -149,7 +149,7 @@ func (p *Proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 // name is listed as it is (its own document is refused); any other
 // failure to judge by reports fails the listing: it never lists what it
 // could not judge. held gathers when the first hold ends.
-func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *listing) (map[string]firewall.Judge, error) {
+func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []string, recent map[string]bool, held *firewall.Listed) (map[string]firewall.Judge, error) {
 	reg := a.Registry()
 	out := map[string]firewall.Judge{}
 	var mu sync.Mutex
@@ -170,12 +170,12 @@ func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 		if pv.Private {
 			continue
 		}
-		quarantined := recent[name] && p.needsFacts(a, pv)
+		quarantined := recent[name] && p.gate.NeedsFacts(a, pv)
 		if pv.Clean() && !quarantined && !p.opts.Waivers.Current().Covers(reg, name) {
 			continue // nothing of it can be refused
 		}
 		if !quarantined {
-			out[name] = p.judgeOf(pv, nil, held)
+			out[name] = p.gate.Listing(pv, nil, held)
 			continue
 		}
 		g.Go(func() error {
@@ -189,7 +189,7 @@ func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			out[name] = p.judgeOf(pv, facts, held)
+			out[name] = p.gate.Listing(pv, facts, held)
 			return nil
 		})
 	}

@@ -1,0 +1,132 @@
+package firewall
+
+import (
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Gate is where the firewall decides (docs/firewall.md): the policy, the
+// waivers in force and the recorder of decisions and held versions, with
+// the registries' adapters. The proxy (core/firewall/proxy) gathers a
+// version's facts from the upstream and asks the gate, one call per kind
+// of thing it serves: a version listed in a document (Listing, Version),
+// a version's own file or document (Version, then Decide), an image
+// (Image).
+type Gate struct {
+	Policy   *Policy
+	Recorder *Recorder
+	Waivers  *WaiverCache
+	// Adapters are the registries' adapters, by name.
+	Adapters map[string]Adapter
+}
+
+// MaxWarnings bounds the warnings one answer carries.
+const MaxWarnings = 10
+
+// NeedsFacts says whether a package's versions are judged by more than
+// their reports: a quarantine window, or install scripts the adapter
+// reads. Then the proxy reads their facts from the upstream first.
+func (g *Gate) NeedsFacts(a Adapter, v Verdict) bool {
+	fs, ok := a.(FactSource)
+	if !ok || v.Private {
+		return false
+	}
+	if g.Policy.Action(RuleQuarantine) != ActionOff && g.Policy.Window(v.Registry, v.Name) > 0 {
+		return true
+	}
+	return fs.Scripts() && g.Policy.Action(RuleInstallScripts) != ActionOff
+}
+
+// Version decides one version of v's package, as its documents list it
+// (facts nil: by its reports alone), and records a held version. Reports
+// and waivers judge the version reports name (VersionKeys: a RubyGems
+// platform's 1.0.0-java is 1.0.0); the quarantine the version as listed,
+// which has its own publish time.
+func (g *Gate) Version(v Verdict, listed string, facts map[string]Facts) Ruling {
+	now := time.Now()
+	f := facts[listed]
+	version := listed
+	if vk, ok := g.Adapters[v.Registry].(VersionKeys); ok {
+		if version = vk.ReportVersion(listed); version != listed {
+			f.Listed = listed
+		}
+	}
+	r := g.Policy.Decide(v, version, f, now, g.Waivers.Current())
+	if r.Rule == RuleQuarantine && !r.Until.IsZero() {
+		seen := f.FirstSeen
+		if seen.IsZero() {
+			// A version with a publish time: first seen when first held.
+			seen = g.Recorder.FirstSeen(v.Registry, v.Name, listed, now)
+		}
+		g.Recorder.Held(HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: seen, Until: r.Until})
+	}
+	return r
+}
+
+// Asker is who asked for what was decided: the user's e-mail and the
+// client's address, as a decision records them.
+type Asker struct{ User, ClientIP string }
+
+// Decide records the decision r about one version (an artifact or a
+// document of it alone), with its package URL; nothing when the ruling
+// records none.
+func (g *Gate) Decide(v Verdict, version string, r Ruling, by Asker) {
+	if !r.Recorded() {
+		return
+	}
+	d := FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
+		Until: r.Until, User: by.User, ClientIP: by.ClientIP}
+	if purl := core.PackagePurl(RegistryOfFirewall(v.Registry), v.Name); purl != "" {
+		d.Purl = purl + "@" + url.PathEscape(version)
+	}
+	if r.Blocked != nil {
+		d.ThreatIDs = r.Blocked.ThreatIDs()
+	}
+	g.Recorder.Decide(d)
+}
+
+// Listed is what judging a listing's versions gathered: the warnings of
+// the versions it serves and the earliest end of a hold (when the listing
+// must be judged again).
+type Listed struct {
+	mu       sync.Mutex
+	Warnings []string
+	Expires  time.Time
+}
+
+// Listing is the Judge of a listing of v's package: a version is left out
+// when refused; l gathers what the judging found.
+func (g *Gate) Listing(v Verdict, facts map[string]Facts, l *Listed) Judge {
+	return func(version string) (bool, string) {
+		r := g.Version(v, version, facts)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !r.Until.IsZero() && (l.Expires.IsZero() || r.Until.Before(l.Expires)) {
+			l.Expires = r.Until
+		}
+		if !r.Refused() && len(l.Warnings) < MaxWarnings {
+			l.Warnings = append(l.Warnings, r.Warnings...)
+		}
+		return r.Refused(), r.Message
+	}
+}
+
+// Image applies the malicious rule's action to a reported image
+// name:reference (a waiver lifts it), records the decision, and returns
+// the action and the refusal. Quarantine never applies to images.
+func (g *Gate) Image(name, reference string, reports []core.Threat, by Asker) (string, *Blocked) {
+	b := g.Policy.Blocked(FirewallOCI, name, reference, reports)
+	action := g.Policy.Action(RuleMalicious)
+	if g.Waivers.Current().Lifts(FirewallOCI, name, reference, RuleMalicious, time.Now()) {
+		action = ActionWaived
+	}
+	if action != ActionOff {
+		g.Recorder.Decide(FirewallDecision{Time: time.Now().UTC(), Ecosystem: FirewallOCI, Name: name, Version: reference,
+			Purl: "pkg:docker/" + name + "@" + url.PathEscape(reference),
+			Rule: RuleMalicious, Action: action, ThreatIDs: b.ThreatIDs(), User: by.User, ClientIP: by.ClientIP})
+	}
+	return action, b
+}
