@@ -57,20 +57,26 @@ run: build
 # Independent tests run side by side (t.Parallel), TEST_PARALLEL at once in
 # a package: most of the daemon's end-to-end tests (cmd/threatd) wait on
 # processes they started, so more of them than cores keep the cores busy.
-# Every package runs under the race detector but the end-to-end one, which
-# runs beside them: its tests drive the daemon's real processes, built by
-# `make build` without it, so there it would only watch the test's own
-# HTTP clients, at twice the CPU. -timeout is per package: 30 minutes
-# leaves room for a slower machine while still stopping a hung test.
+# Three runs start at once, so that the cores stay busy to the end: the
+# end-to-end package; storage and the storage plugins' contract suites
+# (SQLite is compiled Go, slow under the race detector); every other
+# package. All but the end-to-end package run under the race detector: its
+# tests drive the daemon's real processes, built by `make build` without
+# it, so there it would only watch the test's own HTTP clients, at twice
+# the CPU. -timeout is per package: 30 minutes leaves room for a slower
+# machine while still stopping a hung test.
 TEST_PARALLEL ?= 6
-E2E_PKG := github.com/threatd/threatd/cmd/threatd
+E2E_PKG      := github.com/threatd/threatd/cmd/threatd
+STORAGE_PKGS := ./storage/... ./cmd/threatd-storage-sqlite ./cmd/threatd-storage-postgres
 test: build postgres browser osv-scanner scan-tools
 	@export THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required; \
-	  echo "$(GO) test -count=1 -timeout 30m -parallel $(TEST_PARALLEL) ./cmd/threatd &"; \
-	  $(GO) test -count=1 -timeout 30m -parallel $(TEST_PARALLEL) ./cmd/threatd & e2e=$$!; \
-	  echo "$(GO) test -race -count=1 -timeout 30m -parallel $(TEST_PARALLEL) (every other package)"; \
-	  $(GO) test -race -count=1 -timeout 30m -parallel $(TEST_PARALLEL) $$($(GO) list ./... | grep -vx '$(E2E_PKG)'); unit=$$?; \
-	  wait $$e2e; e2e=$$?; test $$unit = 0 && test $$e2e = 0
+	  flags="-count=1 -timeout 30m -parallel $(TEST_PARALLEL)"; \
+	  echo "$(GO) test $$flags ./cmd/threatd & $(GO) test -race $$flags $(STORAGE_PKGS) & $(GO) test -race $$flags (every other package)"; \
+	  $(GO) test $$flags ./cmd/threatd & e2e=$$!; \
+	  $(GO) test -race $$flags $(STORAGE_PKGS) & storage=$$!; \
+	  $(GO) test -race $$flags $$($(GO) list ./... | grep -vx '$(E2E_PKG)' | grep -v '/storage\(/\|$$\)' | grep -v '/cmd/threatd-storage-'); rest=$$?; \
+	  wait $$e2e; e2e=$$?; wait $$storage; storage=$$?; \
+	  test $$rest = 0 && test $$e2e = 0 && test $$storage = 0
 
 # The tests start their own throwaway PostgreSQL server (storage/pgtest) and
 # need its binaries: installed from Debian's packages when missing (as root),

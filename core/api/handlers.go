@@ -111,15 +111,9 @@ func (s *Server) account(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := community.Reputation{}
-	if p.User.ID != "" {
-		reps, err := s.store.Reputations(c.Request().Context(), []string{p.User.ID})
-		if err != nil {
-			return err
-		}
-		if len(reps) == 1 {
-			rep = reps[0]
-		}
+	rep, err := community.ReputationOf(c.Request().Context(), s.store, p.User.ID)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"points":           rep.Points,

@@ -2,8 +2,10 @@
 // feature: people's and the daemon's own sightings (seen.go, sightings.go),
 // each daemon's view of their counts, from which a record's confidence
 // follows (this file, docs/api/records.md, "Community signals"), campaigns
-// and their suggestions (campaigns.go, suggest.go, text.go), and
-// submitters' profiles and reputation (profiles.go, reputation.go).
+// and their suggestions (campaigns.go, suggest.go, text.go), submitters'
+// profiles, one read model for the web site and the API (profiles.go),
+// and the reputation and dispute rules (reputation.go); its types and
+// stores in types_*.go.
 // Records are rendered with it as they are answered, so that a sighting
 // never rewrites a report or the index's copy of its record.
 //

@@ -55,24 +55,6 @@ func (s *Site) leaderboard(c *echo.Context) error {
 // profileEvents bounds the history a profile shows.
 const profileEvents = 50
 
-// profileView is one user's part of a profile page.
-type profileView struct {
-	Name string
-	// Source: the user a source's imports are attributed to (public
-	// names are not unique: a person may take a source's name, and the
-	// page tells them apart).
-	Source      bool
-	Since       time.Time
-	Rep         community.Reputation
-	Recent      []contribution
-	MoreHistory bool
-}
-
-type contribution struct {
-	community.ReputationEvent
-	Threat *core.Threat
-}
-
 // profile is /users/<public name>: each active user of that name (names
 // are not unique) with their points, counts and latest contributions;
 // never an e-mail address. Read again after leaderboardTTL.
@@ -81,7 +63,7 @@ func (s *Site) profile(c *echo.Context) error {
 	views, ok := s.profiles.Get(name)
 	if !ok {
 		var err error
-		if views, err = s.profileViews(c.Request().Context(), name); err != nil {
+		if views, err = community.Profiles(c.Request().Context(), s.store, name, profileEvents); err != nil {
 			return err
 		}
 		if len(views) == 0 {
@@ -91,75 +73,6 @@ func (s *Site) profile(c *echo.Context) error {
 		s.profiles.Add(name, views)
 	}
 	return s.render(c, http.StatusOK, "profile", map[string]any{"Title": views[0].Name, "Profiles": views})
-}
-
-// profileViews reads the profiles of the users named name (none: no
-// such user).
-func (s *Site) profileViews(ctx context.Context, name string) ([]profileView, error) {
-	users, err := s.store.UsersByName(ctx, name)
-	if err != nil || len(users) == 0 {
-		return nil, err
-	}
-	ids := make([]string, len(users))
-	for i, u := range users {
-		ids[i] = u.ID
-	}
-	reps, err := s.store.Reputations(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	var views []profileView
-	for _, u := range users {
-		v := profileView{Name: u.Name, Since: u.CreatedAt, Source: core.IsSourceUserEmail(u.Email)}
-		if i := slices.IndexFunc(reps, func(r community.Reputation) bool { return r.UserID == u.ID }); i >= 0 {
-			v.Rep = reps[i]
-		}
-		events, err := s.store.ReputationHistory(ctx, community.HistoryQuery{UserID: u.ID, Limit: profileEvents + 1})
-		if err != nil {
-			return nil, err
-		}
-		if len(events) > profileEvents {
-			events, v.MoreHistory = events[:profileEvents], true
-		}
-		// The reports of the history, to link the published ones.
-		var tids []string
-		for _, e := range events {
-			if e.ThreatID != "" && !slices.Contains(tids, e.ThreatID) {
-				tids = append(tids, e.ThreatID)
-			}
-		}
-		published := map[string]core.Threat{}
-		if len(tids) > 0 {
-			ts, err := s.store.GetThreats(ctx, tids)
-			if err != nil {
-				return nil, err
-			}
-			for _, t := range ts {
-				if t.Status == core.StatusVerified {
-					published[t.ID] = t
-				}
-			}
-		}
-		for _, e := range events {
-			ct := contribution{ReputationEvent: e}
-			if t, ok := published[e.ThreatID]; ok && e.Kind != community.ReputationDuplicate {
-				ct.Threat = &t
-			}
-			v.Recent = append(v.Recent, ct)
-		}
-		views = append(views, v)
-	}
-	// A source first: the account people come to its name for.
-	slices.SortStableFunc(views, func(a, b profileView) int {
-		switch {
-		case a.Source == b.Source:
-			return 0
-		case a.Source:
-			return -1
-		}
-		return 1
-	})
-	return views, nil
 }
 
 // campaignTTL is how long a campaign read for its page is used again: the

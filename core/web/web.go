@@ -96,7 +96,7 @@ type Site struct {
 	// rows by period, profiles by public name (a source user's counts
 	// sum a million reports), campaigns by id.
 	boards   *pageCache[[]community.LeaderboardEntry]
-	profiles *pageCache[[]profileView]
+	profiles *pageCache[[]community.Profile]
 	camps    *pageCache[community.Campaign]
 	// suggestions are the campaign suggestions (Options.Suggestions, or
 	// the site's own).
@@ -167,7 +167,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger, store port.Store, 
 		markdown:    renderMarkdown,
 		suggestions: cmp.Or(opts.Suggestions, &community.Suggestions{}),
 		boards:      newPageCache[[]community.LeaderboardEntry](leaderboardTTL),
-		profiles:    newPageCache[[]profileView](leaderboardTTL),
+		profiles:    newPageCache[[]community.Profile](leaderboardTTL),
 		camps:       newPageCache[community.Campaign](campaignTTL),
 	}, nil
 }
