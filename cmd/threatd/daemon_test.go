@@ -249,7 +249,10 @@ func (in *instance) httpsClient() *http.Client {
 	if pem, err := os.ReadFile(filepath.Join(in.dir, "data", "tls", "cert.pem")); err == nil {
 		pool.AppendCertsFromPEM(pem)
 	}
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	// 3 minutes: a streamed export of every real report, beside other
+	// tests on two cores, takes more than a minute; a hung request still
+	// ends.
+	return &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 	}}
 }
@@ -310,7 +313,10 @@ func (d *daemon) do(method, path, token, body string, headers ...string) respons
 		d.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		d.t.Fatalf("%s %s: reading the answer after %d bytes: %v", method, path, len(b), err)
+	}
 	checkOpenAPI(d.t, req, []byte(body), res, b)
 	r := response{code: res.StatusCode, hdr: res.Header, raw: string(b)}
 	if len(b) > 0 && json.Unmarshal(b, &r.body) != nil {
@@ -382,7 +388,10 @@ func (d *daemon) raw(method, path, token string, headers ...string) rawResponse 
 		d.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		d.t.Fatalf("%s %s: reading the answer after %d bytes: %v", method, path, len(b), err)
+	}
 	checkOpenAPI(d.t, req, nil, res, b)
 	return rawResponse{code: res.StatusCode, hdr: res.Header, body: b}
 }

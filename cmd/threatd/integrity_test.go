@@ -136,8 +136,12 @@ func TestDamageFoundLaterIsReported(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !strings.Contains(d.logText(), "quick_check") {
-		t.Fatalf("the start-up check's finding is not logged:\n%s", d.logText())
+	// The plugin's log reaches the daemon's on its own pipe: it may come
+	// a moment after healthz says so.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.logText(), "quick_check"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the start-up check's finding is not logged:\n%s", d.logText())
+		}
 	}
 	d.do("GET", base+"/check-malicious?report_type=package&ecosystem=npm&resource_identifier=damaged-pkg", tok, "").expect(t, 200, "")
 	r := d.do("GET", base+"/threat-data?threat_id="+id, tok, "").expect(t, 500, "Internal server error")

@@ -108,8 +108,9 @@ func TestPostgresHourlyLimitAcrossDaemons(t *testing.T) {
 
 // TestPostgresSharedRateLimits: with limits.store: storage, two daemons
 // share one per-token budget; with memory each would allow the full limit.
+// It runs alone: the limit holds as the daemons sync their counts within
+// limits.sync_interval, a bound the other tests' load would stretch.
 func TestPostgresSharedRateLimits(t *testing.T) {
-	t.Parallel()
 	in := pgInstance(t, "limits:\n  per_ip_per_minute: 0\n  per_token_per_minute: {free: 20, paid: 20}\n  store: storage\n  sync_interval: 20ms\n")
 	tok := in.user("r@example.com")
 	a, b := in.serve(), in.serve()
