@@ -65,7 +65,7 @@ run: build
 # it, so there it would only watch the test's own HTTP clients, at twice
 # the CPU. -timeout is per package: 30 minutes leaves room for a slower
 # machine while still stopping a hung test.
-TEST_PARALLEL ?= 6
+TEST_PARALLEL ?= 4
 E2E_PKG      := github.com/threatd/threatd/cmd/threatd
 STORAGE_PKGS := ./storage/... ./cmd/threatd-storage-sqlite ./cmd/threatd-storage-postgres
 test: build postgres browser osv-scanner scan-tools

@@ -391,7 +391,19 @@ func TestScanFIFOInterrupted(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		// Signalled once it reads the FIFO (under load a fixed pause could
+		// come before it has even started): a writer can open a FIFO
+		// without blocking only when a reader has it open.
+		var w *os.File
+		for deadline := time.Now().Add(20 * time.Second); w == nil; time.Sleep(20 * time.Millisecond) {
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w = f
+			} else if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("threatd scan did not open the FIFO within 20 s: %v", err)
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // into its read
 		_ = cmd.Process.Signal(sig)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -405,5 +417,6 @@ func TestScanFIFOInterrupted(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("threatd scan on a FIFO ignored %s", sig)
 		}
+		w.Close()
 	}
 }
