@@ -187,10 +187,14 @@ func TestWebhooks(t *testing.T) {
 		}
 		return false
 	})
+	plugin := pluginPID(t, d.logText())
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-d.exited
+	// Its storage plugin follows it (it holds the SQLite lock until then;
+	// on a busy machine that takes a moment).
+	waitGone(t, plugin)
 	r.mu.Lock()
 	r.answer = nil
 	r.mu.Unlock()
