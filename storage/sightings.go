@@ -353,9 +353,13 @@ func (s *Store) ListSightings(ctx context.Context, q community.SightingQuery) (c
 	if err := s.db.NewSelect().Model(&users).Column("id", "email", "name").Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return community.SightingList{}, err
 	}
+	byID := make(map[string]userRow, len(users))
+	for _, u := range users {
+		byID[u.ID] = u
+	}
 	for i, sg := range out.Sightings {
-		if j := slices.IndexFunc(users, func(u userRow) bool { return u.ID == sg.UserID }); j >= 0 {
-			out.Sightings[i].UserName, out.Sightings[i].UserEmail = users[j].Name, users[j].Email
+		if u, ok := byID[sg.UserID]; ok {
+			out.Sightings[i].UserName, out.Sightings[i].UserEmail = u.Name, u.Email
 		}
 	}
 	return out, nil
