@@ -69,9 +69,9 @@ func TestErrorsCrossTyped(t *testing.T) {
 // in-process (go-plugin's TestPluginGRPCConn).
 func TestStorageShim(t *testing.T) {
 	dir := t.TempDir()
-	p := &storagePlugin{backend: "sqlite", open: func(_ context.Context, cfg StorageConfig) (port.Store, error) {
+	p := StoragePlugin("sqlite", func(_ context.Context, cfg StorageConfig) (port.Store, error) {
 		return storage.Open(storage.SQLite, cfg.DSN, storage.Options{})
-	}}
+	})
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{KindStorage: p})
 	defer client.Close()
 	defer server.Stop()

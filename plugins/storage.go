@@ -31,6 +31,12 @@ type StorageConfig struct {
 // all a storage plugin author writes besides the Store itself.
 type StorageOpener func(ctx context.Context, cfg StorageConfig) (port.Store, error)
 
+// StoragePlugin is the go-plugin glue of a storage backend, for serving it
+// in process (plugins/plugintest); a plugin binary calls ServeStorage.
+func StoragePlugin(backend string, open StorageOpener) goplugin.Plugin {
+	return &storagePlugin{backend: backend, open: open}
+}
+
 // storagePlugin is the go-plugin glue for the storage kind.
 type storagePlugin struct {
 	goplugin.NetRPCUnsupportedPlugin

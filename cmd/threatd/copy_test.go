@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun/driver/pgdriver"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/storage/pgtest"
 )
@@ -30,7 +31,7 @@ func TestCopyStorageSQLiteToPostgres(t *testing.T) {
 	var before response
 	// Verified, and its submitter's record counted in its confidence.
 	confidence := float64(core.Confidence(core.ConfidenceInput{Record: core.SubmitterRecord{Verified: 1}.Score()}))
-	waitFor(t, "verified", 10*time.Second, func() bool {
+	apitest.Eventually(t, "verified", 10*time.Second, func() bool {
 		before = d.do("GET", q, tok, "")
 		det, _ := before.body["details"].(map[string]any)
 		return before.body["malicious"] == true && det["confidence"] == confidence

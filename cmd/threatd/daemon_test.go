@@ -6,10 +6,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
@@ -288,41 +287,12 @@ type response struct {
 	raw  string
 }
 
-// do sends one request; token may be empty.
+// do sends one request; token may be empty (apitest.Do: the exchange is
+// checked against the OpenAPI document).
 func (d *daemon) do(method, path, token, body string, headers ...string) response {
 	d.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, d.base+path, rd)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := d.client.Do(req)
-	if err != nil {
-		d.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		d.t.Fatalf("%s %s: reading the answer after %d bytes: %v", method, path, len(b), err)
-	}
-	checkOpenAPI(d.t, req, []byte(body), res, b)
-	r := response{code: res.StatusCode, hdr: res.Header, raw: string(b)}
-	if len(b) > 0 && json.Unmarshal(b, &r.body) != nil {
-		d.t.Fatalf("%s %s: %d body is not a JSON object: %q", method, path, res.StatusCode, b)
-	}
-	return r
+	r := apitest.Do(d.t, d.client, d.base, method, path, token, body, headers...)
+	return response{code: r.Code, hdr: r.Header, body: r.Body, raw: r.Raw}
 }
 
 func (r response) expect(t *testing.T, code int, errText string) response {
@@ -348,13 +318,7 @@ const eventuallyWithin = 10 * freshness
 // eventually retries check until it holds or eventuallyWithin passed.
 func eventually(t *testing.T, what string, check func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(eventuallyWithin)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, eventuallyWithin)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apitest.Eventually(t, what, eventuallyWithin, check)
 }
 
 // until sends the request until it answers code (within the freshness bound).
@@ -378,34 +342,6 @@ type rawResponse struct {
 // returns the body as bytes (for non-JSON documents).
 func (d *daemon) raw(method, path, token string, headers ...string) rawResponse {
 	d.t.Helper()
-	req, _ := http.NewRequest(method, d.base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := d.client.Do(req)
-	if err != nil {
-		d.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		d.t.Fatalf("%s %s: reading the answer after %d bytes: %v", method, path, len(b), err)
-	}
-	checkOpenAPI(d.t, req, nil, res, b)
-	return rawResponse{code: res.StatusCode, hdr: res.Header, body: b}
-}
-
-// clearOfWindowEdge waits, when less than need is left of the current
-// rate-limit window (the daemon's windows are fixed and aligned to the
-// clock: every minute on the minute, every 15 minutes for log-ins), until
-// the next window begins, so that a test counting against one budget is
-// not split across two windows.
-func clearOfWindowEdge(t *testing.T, window, need time.Duration) {
-	t.Helper()
-	left := window - time.Duration(time.Now().UnixNano()%int64(window))
-	if left < need {
-		t.Logf("waiting %s for the next %s rate-limit window", left.Round(time.Millisecond), window)
-		time.Sleep(left + 100*time.Millisecond)
-	}
+	r := apitest.Raw(d.t, d.client, d.base, method, path, token, headers...)
+	return rawResponse{code: r.Code, hdr: r.Header, body: r.Body}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/storage/pgtest"
 )
@@ -42,7 +43,7 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 	// confidence once each daemon has read it.
 	record := core.SubmitterRecord{Verified: 1}.Score()
 	for _, d := range []*daemon{a, b} {
-		waitFor(t, "the report verified, its submitter's record read", 10*time.Second, func() bool {
+		apitest.Eventually(t, "the report verified, its submitter's record read", 10*time.Second, func() bool {
 			m := details(d)
 			return m != nil && m["confidence"] == float64(core.Confidence(core.ConfidenceInput{Record: record}))
 		})
@@ -75,7 +76,7 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 			return m["disputed"] == true && m["confidence"] == disputed && m["status"] == "verified"
 		})
 	}
-	waitFor(t, "threat.disputed delivered", 20*time.Second, func() bool { return len(r.delivered("threat.disputed", id)) == 1 })
+	apitest.Eventually(t, "threat.disputed delivered", 20*time.Second, func() bool { return len(r.delivered("threat.disputed", id)) == 1 })
 
 	list := in.mustCLI("review", "list")
 	if !strings.Contains(list, "DISPUTED") || !strings.Contains(list, id) || !strings.Contains(list, "3 votes") ||
@@ -98,7 +99,7 @@ func TestDisputesTwoDaemonsOnPostgres(t *testing.T) {
 			return m["disputed"] == false && m["confidence"] == base50
 		})
 	}
-	waitFor(t, "threat.kept delivered", 20*time.Second, func() bool { return len(r.delivered("threat.kept", id)) == 1 })
+	apitest.Eventually(t, "threat.kept delivered", 20*time.Second, func() bool { return len(r.delivered("threat.kept", id)) == 1 })
 	if show := in.mustCLI("review", "show", id); !strings.Contains(show, "keep by threatd: the payload is real") || strings.Contains(show, "DISPUTED since") {
 		t.Fatalf("review show after keep:\n%s", show)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
@@ -110,7 +111,7 @@ func TestAuthAndRateLimitHeaders(t *testing.T) {
 	// The token is accepted only in the header, never in the query string.
 	d.do("GET", base+"/account?token="+free+"&apikey="+free, "", "").expect(t, 401, "Authorization required")
 
-	clearOfWindowEdge(t, time.Minute, 10*time.Second)
+	apitest.ClearOfWindowEdge(t, time.Minute, 10*time.Second)
 	for i := 1; i <= 5; i++ {
 		r := d.do("GET", base+"/account", free, "").expect(t, 200, "")
 		reset, _ := strconv.Atoi(r.hdr.Get("RateLimit-Reset"))
@@ -150,7 +151,7 @@ func TestOrderOverRealHTTPS(t *testing.T) {
 	in := newInstance(t, "limits:\n  per_ip_per_minute: 3\n")
 	tok := in.user("a@example.com")
 	d := in.serve()
-	clearOfWindowEdge(t, time.Minute, 10*time.Second)
+	apitest.ClearOfWindowEdge(t, time.Minute, 10*time.Second)
 	d.do("GET", "/healthz", "", "").expect(t, 200, "")
 	d.do("GET", base+"/account", "", "").expect(t, 401, "Authorization required")
 	d.do("GET", base+"/account", tok, "").expect(t, 200, "")

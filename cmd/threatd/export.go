@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/threatd/threatd/cmd/internal/daemon"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/community"
@@ -84,7 +85,7 @@ from a web server. The daemon serves the same files at {base}/misp/.`,
 				if err != nil {
 					return err
 				}
-				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Exporters: pool, Name: "threatd", Site: localSite(e.cfg), Community: signals}, args[0])
+				events, reports, err := exportMISP(cmd.Context(), &misp.Service{Store: e.store, Exporters: pool, Name: "threatd", Site: daemon.LocalSite(e.cfg), Community: signals}, args[0])
 				if err != nil {
 					return fmt.Errorf("export misp: %w", err)
 				}

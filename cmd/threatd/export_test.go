@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/stix/stixtest"
@@ -42,7 +43,7 @@ func verifiedWithIOCs(t *testing.T, in *instance, d *daemon, tok string) string 
 	// moment later, and the report's confidence moves with it: wait, so
 	// that what follows sees data that no longer changes.
 	want := float64(core.Confidence(core.ConfidenceInput{Record: core.SubmitterRecord{Verified: 1}.Score()}))
-	waitFor(t, "the report verified, its submitter's record read", 10*time.Second, func() bool {
+	apitest.Eventually(t, "the report verified, its submitter's record read", 10*time.Second, func() bool {
 		m, _ := d.do("GET", base+"/check-malicious?report_type=package&resource_identifier=stix-pkg&ecosystem=npm", tok, "").body["details"].(map[string]any)
 		return m != nil && m["confidence"] == want
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/stix/stixtest"
 )
 
@@ -40,7 +41,7 @@ func (p *poller) poll(limit int) int {
 		page := r.body["threats"].([]any)
 		for _, th := range page {
 			rec := th.(map[string]any)
-			checkRecord(p.t, rec)
+			apitest.CheckRecord(p.t, rec)
 			ch := rec["change"].(map[string]any)
 			if _, err := time.Parse(time.RFC3339Nano, ch["at"].(string)); err != nil {
 				p.t.Fatalf("change at %v", ch["at"])

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // TestFirewallPolicyPostgresTwoDaemons: two daemons on one PostgreSQL
@@ -81,7 +83,7 @@ func TestFirewallPolicyPostgresTwoDaemons(t *testing.T) {
 			cursor = "&cursor=" + next
 		}
 	}
-	waitFor(t, "every decision listed", 10*time.Second, func() bool {
+	apitest.Eventually(t, "every decision listed", 10*time.Second, func() bool {
 		blocked, _ := count(a)
 		return blocked >= refused
 	})
@@ -91,7 +93,7 @@ func TestFirewallPolicyPostgresTwoDaemons(t *testing.T) {
 			t.Fatalf("listed %d blocked and %d waived decisions, want %d and %d", blocked, w, refused, waived)
 		}
 	}
-	waitFor(t, "the events delivered", 20*time.Second, func() bool { return len(recv.deliveries()) >= refused })
+	apitest.Eventually(t, "the events delivered", 20*time.Second, func() bool { return len(recv.deliveries()) >= refused })
 	time.Sleep(500 * time.Millisecond)
 	ids := map[string]bool{}
 	for _, dl := range recv.deliveries() {

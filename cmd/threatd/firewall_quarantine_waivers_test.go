@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // quarantineFixture is TestFirewallQuarantine's daemon and what it
@@ -85,7 +87,7 @@ func quarantineWaivers(t *testing.T, f *quarantineFixture) {
 	if !strings.Contains(list, id) || !strings.Contains(list, `"reason":"our fork, reviewed"`) || !strings.Contains(list, `"created_by":"rita@example.com"`) {
 		t.Fatalf("waivers --json: %s", list)
 	}
-	waitFor(t, "the waiver's end", 10*time.Second, func() bool {
+	apitest.Eventually(t, "the waiver's end", 10*time.Second, func() bool {
 		code, _, _ := d.fwGet(fw+"/npm/q-evil/-/q-evil-1.0.1.tgz", tok)
 		return code == 403
 	})
@@ -183,7 +185,7 @@ func quarantineDecisions(t *testing.T, f *quarantineFixture) {
 			t.Logf("decisions seen: %v", want)
 		}
 	}()
-	waitFor(t, "the decisions listed", 10*time.Second, func() bool {
+	apitest.Eventually(t, "the decisions listed", 10*time.Second, func() bool {
 		listAll()
 		for k := range want {
 			want[k] = false
@@ -224,7 +226,7 @@ func quarantineDecisions(t *testing.T, f *quarantineFixture) {
 	}
 	// The webhook receiver gets the blocked and warned events, signed;
 	// the report subscription none of them.
-	waitFor(t, "the firewall events delivered", 15*time.Second, func() bool {
+	apitest.Eventually(t, "the firewall events delivered", 15*time.Second, func() bool {
 		blocked, warned := 0, 0
 		for _, dl := range recv.deliveries() {
 			switch dl.Type {

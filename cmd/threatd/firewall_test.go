@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // fwConfig is the firewall of an instance that fronts the upstream u, with
@@ -82,7 +84,7 @@ func (d *daemon) fwGet(path, token string, header ...string) (int, http.Header, 
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	checkOpenAPI(d.t, req, nil, res, b)
+	apitest.Check(d.t, req, nil, res, b)
 	return res.StatusCode, res.Header, b
 }
 

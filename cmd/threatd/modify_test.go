@@ -128,18 +128,6 @@ func TestModify(t *testing.T) {
 	}
 }
 
-func TestModifyCountsTowardHourlyLimit(t *testing.T) {
-	t.Parallel()
-	in := newInstance(t, quiet+"  submissions_per_hour: 2\n  new_user_max_unverified: 0\n")
-	tok := in.user("h@example.com")
-	d := in.serve()
-	id := d.submit(tok, `{"report_type":"ip","resource_identifier":"192.0.2.77","threat_description":"x"}`)
-	d.do("PUT", base+"/modify-threat-report", tok, fmt.Sprintf(`{"threat_id":%q,"publisher":"p"}`, id)).expect(t, 200, "")
-	d.do("PUT", base+"/modify-threat-report", tok, fmt.Sprintf(`{"threat_id":%q,"publisher":"q"}`, id)).
-		expect(t, 429, "Submission limit exceeded: the maximum is 2 submissions per hour")
-	d.do("POST", base+"/submit-threat-report", tok, pkg("over")).expect(t, 429, "")
-}
-
 // evidence_references_add appends evidence instead of replacing it, also
 // when two proposals wait for review at once; submit does not know it.
 func TestModifyAddsEvidence(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/storage/pgtest"
 )
 
@@ -115,7 +116,7 @@ func TestPostgresSharedRateLimits(t *testing.T) {
 	tok := in.user("r@example.com")
 	a, b := in.serve(), in.serve()
 	// Stay clear of a minute boundary, where both windows would reset.
-	clearOfWindowEdge(t, time.Minute, 10*time.Second)
+	apitest.ClearOfWindowEdge(t, time.Minute, 10*time.Second)
 	allowed := 0
 	for i := range 40 {
 		d := []*daemon{a, b}[i%2]

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/core"
 )
 
@@ -75,7 +76,7 @@ func TestReputation(t *testing.T) {
 			t.Log(d.do("GET", base+"/threats/"+high+"/sightings", tok, "").raw)
 		}
 	}()
-	waitFor(t, "the submitter's record in the confidence", 15*time.Second, func() bool {
+	apitest.Eventually(t, "the submitter's record in the confidence", 15*time.Second, func() bool {
 		r := d.do("GET", base+"/check-malicious?report_type=package&resource_identifier=rep-high&ecosystem=npm", other, "")
 		det, _ := r.body["details"].(map[string]any)
 		if det != nil && det["confidence"] != want {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/threatd/threatd/cmd/internal/daemon"
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/index"
@@ -245,27 +245,10 @@ func scanLocal(cmd *cobra.Command, cfg config.Config, inputs []scanInput) (scan.
 		if err != nil {
 			return err
 		}
-		answer = res.Answer(core.Principal{}, localSite(cfg), signals)
+		answer = res.Answer(core.Principal{}, daemon.LocalSite(cfg), signals)
 		return nil
 	})
-	return answer, localSite(cfg), err
-}
-
-// localSite is the web site's address as the configured daemon serves it
-// (report pages are /threats/<id> there).
-func localSite(cfg config.Config) string {
-	scheme := "https"
-	if cfg.Server.TLS.Mode == config.TLSOff {
-		scheme = "http"
-	}
-	host, port, err := net.SplitHostPort(cfg.Server.Listen)
-	if err != nil {
-		return scheme + "://" + cfg.Server.Listen
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "localhost"
-	}
-	return scheme + "://" + net.JoinHostPort(host, port)
+	return answer, daemon.LocalSite(cfg), err
 }
 
 // scanRemote sends each file to the daemon's POST /scan and merges the

@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
@@ -358,7 +359,7 @@ func TestScanCountsPackages(t *testing.T) {
 	in := newInstance(t, "limits:\n  per_ip_per_minute: 0\n  per_token_per_minute: {free: 5, paid: 0}\n")
 	tok := in.user("ci@example.com")
 	d := in.serve()
-	clearOfWindowEdge(t, time.Minute, 10*time.Second)
+	apitest.ClearOfWindowEdge(t, time.Minute, 10*time.Second)
 	var sum strings.Builder
 	for i := range 450 {
 		fmt.Fprintf(&sum, "example.com/m%d v1.0.0 h1:AAAA=\n", i)

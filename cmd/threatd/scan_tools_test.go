@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/core/coretest"
 )
 
@@ -115,6 +116,6 @@ func (d *daemon) postScan(query, token string, body []byte, headers ...string) (
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	checkOpenAPI(d.t, req, body, res, b)
+	apitest.Check(d.t, req, body, res, b)
 	return res.StatusCode, res.Header, b
 }

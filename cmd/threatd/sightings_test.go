@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/stix"
 	"github.com/threatd/threatd/stix/stixtest"
@@ -168,7 +169,7 @@ func TestSightings(t *testing.T) {
 		check := "/check-malicious?report_type=package&resource_identifier=sighted-pkg&ecosystem=npm"
 		// Counted at once by the daemon that stored them; the submitter's
 		// record within the records' refresh.
-		waitFor(t, "the counts and confidence in check-malicious", 10*time.Second, func() bool {
+		apitest.Eventually(t, "the counts and confidence in check-malicious", 10*time.Second, func() bool {
 			details, _ := d.do("GET", base+check, paid, "").body["details"].(map[string]any)
 			return details != nil && details["confidence"] == wantConfidence && counts("check", details)
 		})
@@ -252,42 +253,4 @@ func TestSightings(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestSightingHourLimit: each user's sightings of the hour are bounded by
-// tier (limits.sightings_per_hour), whatever the token: past it a 429
-// says the limit with Retry-After; another user is not affected.
-func TestSightingHourLimit(t *testing.T) {
-	t.Parallel()
-	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n  sightings_per_hour: {free: 3, paid: 0}\n")
-	tok := in.user("dev@example.com")
-	other := in.user("other@example.com")
-	paid := in.user("paid@example.com", "--tier", "paid")
-	d := in.serve()
-	id := d.submit(tok, `{"report_type":"domain","resource_identifier":"limited.example","threat_description":"C2 server"}`)
-	in.mustCLI("review", "verify", id)
-	body := `{"threat_id":"` + id + `","type":"seen"}`
-	eventually(t, "the report verified", func() bool { return d.do("POST", base+"/sightings", paid, body).code == 201 })
-	second := strings.TrimSpace(in.mustCLI("token", "issue", "--email", "dev@example.com"))
-	for i := range 3 {
-		token := tok
-		if i == 2 {
-			token = second // another token of the same user
-		}
-		if r := d.do("POST", base+"/sightings", token, body); r.code != 201 {
-			t.Fatalf("sighting %d: %d %s", i, r.code, r.raw)
-		}
-	}
-	r := d.do("POST", base+"/sightings", second, body)
-	if r.code != 429 || r.hdr.Get("Retry-After") == "" || !strings.Contains(r.raw, "at most 3 sightings an hour per user") {
-		t.Fatalf("past the limit: %d %q %s", r.code, r.hdr.Get("Retry-After"), r.raw)
-	}
-	if r := d.do("POST", base+"/sightings", other, body); r.code != 201 {
-		t.Fatalf("another user: %d %s", r.code, r.raw)
-	}
-	for range 5 {
-		if r := d.do("POST", base+"/sightings", paid, body); r.code != 201 {
-			t.Fatalf("no limit for paid: %d %s", r.code, r.raw)
-		}
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // taxiiClient is a TAXII 2.1 client as a TIP runs one: it follows
@@ -53,7 +55,7 @@ func (c *taxiiClient) send(method, path string, headers ...string) taxiiAnswer {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	checkOpenAPI(c.t, req, nil, res, b)
+	apitest.Check(c.t, req, nil, res, b)
 	a := taxiiAnswer{code: res.StatusCode, hdr: res.Header, raw: b}
 	if ct := res.Header.Get("Content-Type"); ct != taxiiAccept {
 		c.t.Fatalf("%s %s: %d Content-Type %q, want %q: %s", method, path, res.StatusCode, ct, taxiiAccept, b)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // sessionOf returns the browser's session cookie ("" when it has none).
@@ -39,7 +41,7 @@ func TestWebLoginThrottleHoldsUnderConcurrency(t *testing.T) {
 	in.user("carl@example.com")
 	in.mustCLIStdin("carl's long password\n", "user", "set-password", "--email", "carl@example.com")
 	d := in.serve()
-	clearOfWindowEdge(t, 15*time.Minute, time.Minute)
+	apitest.ClearOfWindowEdge(t, 15*time.Minute, time.Minute)
 
 	// A success first: it gives its attempt back.
 	ok := in.browser(d)

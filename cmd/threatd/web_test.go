@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // browser is a cookie-keeping HTTPS client that reads pages as a person
@@ -374,7 +376,7 @@ func TestWebSecurity(t *testing.T) {
 	}
 
 	// Throttling: after 3 failures for one account, even the right password waits.
-	clearOfWindowEdge(t, 15*time.Minute, 30*time.Second)
+	apitest.ClearOfWindowEdge(t, 15*time.Minute, 30*time.Second)
 	t2 := in.browser(d)
 	for range 3 {
 		t2.get("/login")

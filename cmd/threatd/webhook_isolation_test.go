@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // TestWebhookSlowReceiverIsolated: a receiver that holds every delivery
@@ -51,7 +53,7 @@ func TestWebhookSlowReceiverIsolated(t *testing.T) {
 			t.Logf("fast got %d deliveries, slow %d arrivals\n%s\n%s", len(fast.deliveries()), slowArrived.Load(), in.mustCLI("webhook", "list"), d.logText())
 		}
 	}()
-	waitFor(t, "the fast receiver to get all 40 events while the slow one holds its deliveries", 30*time.Second, func() bool {
+	apitest.Eventually(t, "the fast receiver to get all 40 events while the slow one holds its deliveries", 30*time.Second, func() bool {
 		for _, id := range ids {
 			if len(fast.delivered("threat.verified", id)) == 0 {
 				return false
@@ -64,5 +66,5 @@ func TestWebhookSlowReceiverIsolated(t *testing.T) {
 	}
 	released.Store(true)
 	close(release)
-	waitFor(t, "the slow receiver to get its 40 events once it answers", 90*time.Second, func() bool { return slowArrived.Load() >= 40 })
+	apitest.Eventually(t, "the slow receiver to get its 40 events once it answers", 90*time.Second, func() bool { return slowArrived.Load() >= 40 })
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/storage/pgtest"
 )
@@ -36,7 +37,7 @@ func TestWebhooksTwoDaemonsOnPostgres(t *testing.T) {
 		}
 	}
 	in.mustCLI("import", "osv", dir)
-	waitFor(t, "1,000 deliveries", 60*time.Second, func() bool { return len(r.deliveries()) >= n })
+	apitest.Eventually(t, "1,000 deliveries", 60*time.Second, func() bool { return len(r.deliveries()) >= n })
 	time.Sleep(time.Second) // a duplicate would come now
 	seen := map[string]int{}
 	reports := map[string]bool{}

@@ -112,17 +112,6 @@ func (r *receiver) delivered(typ, threatID string) []delivery {
 	return out
 }
 
-func waitFor(t *testing.T, what string, within time.Duration, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 var secretLine = regexp.MustCompile(`(?m)^id: (\S+)\nsecret: (whsec_\S+)$`)
 
 // addWebhook runs `threatd webhook add` and returns the id and secret.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/apitest"
 )
 
 // hookJSON and attemptJSON read `webhook list --json` and `webhook
@@ -94,7 +96,7 @@ func TestWebhooks(t *testing.T) {
 	r.mu.Unlock()
 	npmID := d.submit(tok, pkg("hooked-npm"))
 	in.mustCLI("review", "verify", npmID)
-	waitFor(t, "the verification's delivery", 15*time.Second, func() bool { return len(r.delivered("threat.verified", npmID)) == 1 })
+	apitest.Eventually(t, "the verification's delivery", 15*time.Second, func() bool { return len(r.delivered("threat.verified", npmID)) == 1 })
 	var tries []delivery
 	for _, g := range r.deliveries() {
 		if g.ThreatID == npmID {
@@ -137,7 +139,7 @@ func TestWebhooks(t *testing.T) {
 	in.mustCLI("review", "approve-revision", m[1])
 	in.mustCLI("review", "reject", pypiID, "--note", "a false positive", "--version", "2")
 	in.mustCLI("review", "reject", npmID, "--note", "a false positive")
-	waitFor(t, "the revision and withdrawals", 15*time.Second, func() bool {
+	apitest.Eventually(t, "the revision and withdrawals", 15*time.Second, func() bool {
 		return len(r.delivered("threat.revised", pypiID)) == 1 && len(r.delivered("threat.withdrawn", pypiID)) == 1 &&
 			len(r.delivered("threat.withdrawn", npmID)) == 1 && len(other.delivered("threat.withdrawn", pypiID)) == 1
 	})
@@ -179,7 +181,7 @@ func TestWebhooks(t *testing.T) {
 	r.mu.Unlock()
 	killedID := d.submit(tok, pkg("hooked-kill"))
 	in.mustCLI("review", "verify", killedID)
-	waitFor(t, "a failed attempt", 10*time.Second, func() bool {
+	apitest.Eventually(t, "a failed attempt", 10*time.Second, func() bool {
 		for _, g := range r.deliveries() {
 			if g.ThreatID == killedID {
 				return true
@@ -199,7 +201,7 @@ func TestWebhooks(t *testing.T) {
 	r.answer = nil
 	r.mu.Unlock()
 	d2 := in.serve()
-	waitFor(t, "delivery by the next daemon", 20*time.Second, func() bool { return len(r.delivered("threat.verified", killedID)) == 1 })
+	apitest.Eventually(t, "delivery by the next daemon", 20*time.Second, func() bool { return len(r.delivered("threat.verified", killedID)) == 1 })
 	if first := r.deliveries(); first[len(first)-1].ID != r.delivered("threat.verified", killedID)[0].ID {
 		t.Fatal("the retried delivery changed its webhook-id")
 	}
@@ -238,12 +240,12 @@ func TestWebhooks(t *testing.T) {
 	// disabled failed instead of expiring: which of the first two did
 	// depends on when the dispatcher ran (both failed once under -race
 	// on a loaded machine).
-	waitFor(t, "the failing subscription to be disabled and its queue bounded", 30*time.Second, deadHook(func(h hookJSON) bool {
+	apitest.Eventually(t, "the failing subscription to be disabled and its queue bounded", 30*time.Second, deadHook(func(h hookJSON) bool {
 		return h.State == "disabled" && h.Pending == 2 && h.Expired+h.Failed == 2
 	}))
 	// An event for the disabled subscription pushes its oldest out.
 	in.mustCLI("review", "verify", d2.submit(tok, pkg("hooked-dead-4")))
-	waitFor(t, "an event past the disabled subscription's bound to expire the oldest", 30*time.Second, deadHook(func(h hookJSON) bool {
+	apitest.Eventually(t, "an event past the disabled subscription's bound to expire the oldest", 30*time.Second, deadHook(func(h hookJSON) bool {
 		return h.State == "disabled" && h.Pending == 2 && h.Expired >= 1 && h.Expired+h.Failed == 3
 	}))
 	if out := in.mustCLI("webhook", "list"); !regexp.MustCompile(dead + `.*disabled \(failing since 20\d\d-.*Z: dial tcp 127.0.0.1:1: connect: connection refused\)`).MatchString(out) {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
@@ -103,49 +101,6 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*pr
 	}, nil
 }
 
-// serveOCI serves the firewall's image registry on firewall.oci.listen,
-// with the API's TLS, until stop is called. A port that cannot be bound
-// stops the start.
-func serveOCI(cfg config.Config, handler http.Handler, certFile, keyFile string, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", cfg.Firewall.OCI.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("firewall.oci.listen: %w (set firewall.oci.listen to another address, or \"\" to turn the image registry off)", err)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: api.ServerHeaderBytes, ErrorLog: serverErrorLog(log)}
-	tlsOn := cfg.Server.TLS.Mode != config.TLSOff
-	if tlsOn {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("firewall.oci: TLS: %w", err)
-		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}, Certificates: []tls.Certificate{cert}}
-		ln = tls.NewListener(ln, srv.TLSConfig)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	log.Info("firewall oci listening", "address", ln.Addr().String(), "tls", tlsOn, "upstream", cfg.Firewall.OCI.Upstream)
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
-}
-
-// serveMetrics serves /metrics over plain HTTP on addr (metrics.listen)
-// until stop is called. A port that cannot be bound stops the start: an
-// operator who configured metrics would otherwise scrape nothing unawares.
-func serveMetrics(addr string, m *api.Metrics, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics.listen: %w (set metrics.listen to another address, or \"\" to turn metrics off)", err)
-	}
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: serverErrorLog(log)}
-	go func() { _ = srv.Serve(ln) }()
-	log.Info("metrics listening", "address", ln.Addr().String(), "path", "/metrics")
-	return func() { _ = srv.Close() }, nil
-}
-
 // limits are the submit limits of the configuration.
 func limits(cfg config.Config) core.Limits {
 	return core.Limits{
@@ -211,7 +166,7 @@ func accessLog(l config.Log) api.AccessLog {
 
 // webhookDispatcher is the daemon's webhook delivery loop (docs/webhooks.md):
 // every daemon runs it, the holder of the storage lease delivers.
-func webhookDispatcher(cfg config.Config, store port.Store, log *slog.Logger, metrics *api.Metrics, signals *community.View) *delivery.Dispatcher {
+func webhookDispatcher(cfg config.Config, store port.Store, log *slog.Logger, metrics *api.Metrics, signals *community.View, version string) *delivery.Dispatcher {
 	w := cfg.Webhooks
 	return &delivery.Dispatcher{
 		Store:     store,
@@ -238,4 +193,21 @@ func siemTLS(caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("siem.syslog.ca_file: %s holds no PEM certificate", caFile)
 	}
 	return &tls.Config{RootCAs: pool}, nil
+}
+
+// LocalSite is the web site's address as the configured daemon serves it
+// (report pages are /threats/<id> there).
+func LocalSite(cfg config.Config) string {
+	scheme := "https"
+	if cfg.Server.TLS.Mode == config.TLSOff {
+		scheme = "http"
+	}
+	host, port, err := net.SplitHostPort(cfg.Server.Listen)
+	if err != nil {
+		return scheme + "://" + cfg.Server.Listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
