@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // mergeYAML merges YAML documents, later keys over earlier ones, maps
@@ -58,13 +60,13 @@ func mergeYAML(t *testing.T, docs ...string) string {
 // Central serves its files: with checksum files, a Last-Modified of long
 // ago, and the maven-metadata.xml Maven reads to find a plugin by its
 // prefix (dependency:resolve) and its version, which Debian does not ship.
-func debianMavenRepo(prefix string) func(p string) (servedFile, bool) {
+func debianMavenRepo(prefix string) func(p string) (fakeregistry.File, bool) {
 	const root = "/usr/share/maven-repo"
 	old := map[string]string{"Last-Modified": "Mon, 02 Jan 2023 00:00:00 GMT"}
-	return func(p string) (servedFile, bool) {
+	return func(p string) (fakeregistry.File, bool) {
 		rel, ok := strings.CutPrefix(p, prefix)
 		if !ok || strings.Contains(rel, "..") {
-			return servedFile{}, false
+			return fakeregistry.File{}, false
 		}
 		var sum func([]byte) string
 		switch {
@@ -80,12 +82,12 @@ func debianMavenRepo(prefix string) func(p string) (servedFile, bool) {
 			body = b
 		}
 		if body == nil {
-			return servedFile{}, false
+			return fakeregistry.File{}, false
 		}
 		if sum != nil {
-			return servedFile{body: []byte(sum(body)), contentType: "text/plain", maxAge: 60, header: old}, true
+			return fakeregistry.File{Body: []byte(sum(body)), ContentType: "text/plain", MaxAge: 60, Header: old}, true
 		}
-		return servedFile{body: body, contentType: "application/octet-stream", maxAge: 60, header: old}, true
+		return fakeregistry.File{Body: body, ContentType: "application/octet-stream", MaxAge: 60, Header: old}, true
 	}
 }
 
@@ -123,7 +125,7 @@ func mavenRepoMetadata(dir string) []byte {
 
 // rubySpecs publishes the legacy full index gem reads (specs.4.8.gz and
 // its latest and prerelease lists) for the gems given, as name → versions.
-func (u *upstreamRegistry) rubySpecs(t *testing.T, gems map[string][]string) {
+func rubySpecs(u *fakeregistry.Registry, t *testing.T, gems map[string][]string) {
 	t.Helper()
 	dir := t.TempDir()
 	var list []string
@@ -145,7 +147,7 @@ File.binwrite("prerelease_specs.4.8.gz", Zlib.gzip(Marshal.dump([])))`
 	}
 	for _, f := range []string{"specs.4.8.gz", "latest_specs.4.8.gz", "prerelease_specs.4.8.gz"} {
 		b, _ := os.ReadFile(filepath.Join(dir, f))
-		u.put("/rubygems/"+f, "application/octet-stream", 60, b)
+		u.Put("/rubygems/"+f, "application/octet-stream", 60, b)
 	}
 }
 

@@ -15,15 +15,17 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // writeTree writes u's files under prefix into dir, as a static server
 // serves them: a path ending in / is its directory's index.html.
-func (u *upstreamRegistry) writeTree(t *testing.T, dir, prefix string) {
+func writeTree(u *fakeregistry.Registry, t *testing.T, dir, prefix string) {
 	t.Helper()
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for p, f := range u.files {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	for p, f := range u.Files {
 		if !strings.HasPrefix(p, prefix) {
 			continue
 		}
@@ -34,7 +36,7 @@ func (u *upstreamRegistry) writeTree(t *testing.T, dir, prefix string) {
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(name, f.body, 0o644); err != nil {
+		if err := os.WriteFile(name, f.Body, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,11 +87,11 @@ func pythonHTTPServer(t *testing.T, dir string) string {
 func TestFirewallBypasses(t *testing.T) {
 	t.Parallel()
 	// npm: an upstream that resolves paths as static servers do.
-	u := newUpstreamRegistry(t)
-	u.normalize = true
-	u.npmPackage(t, "atk-evil", "1.0.1", "1.0.0", "1.0.1")
-	u.npmPackage(t, "atk-good", "1.0.0", "1.0.0")
-	u.npmPackage(t, "@acme/internal", "9.9.9", "9.9.9") // a public decoy
+	u := fakeregistry.New(t)
+	u.Normalize = true
+	u.NPMPackage(t, "atk-evil", "1.0.1", "1.0.0", "1.0.1")
+	u.NPMPackage(t, "atk-good", "1.0.0", "1.0.0")
+	u.NPMPackage(t, "@acme/internal", "9.9.9", "9.9.9") // a public decoy
 	// An internal service the upstream's documents point at.
 	var internalHits atomic.Int64
 	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,32 +101,32 @@ func TestFirewallBypasses(t *testing.T) {
 	t.Cleanup(internal.Close)
 	ssrfDoc, _ := json.Marshal(map[string]any{"name": "atk-ssrf", "dist-tags": map[string]string{"latest": "1.0.0"},
 		"versions": map[string]any{"1.0.0": map[string]any{"name": "atk-ssrf", "version": "1.0.0", "dist": map[string]any{"tarball": internal.URL + "/atk-ssrf/-/atk-ssrf-1.0.0.tgz"}}}})
-	u.put("/atk-ssrf", "application/json", 300, ssrfDoc)
-	u.npmPackage(t, "atk-redirect", "1.0.0", "1.0.0")
-	u.mu.Lock()
-	u.files["/atk-redirect/-/atk-redirect-1.0.0.tgz"] = servedFile{status: http.StatusFound, header: map[string]string{"Location": internal.URL + "/secret"}}
+	u.Put("/atk-ssrf", "application/json", 300, ssrfDoc)
+	u.NPMPackage(t, "atk-redirect", "1.0.0", "1.0.0")
+	u.Mu.Lock()
+	u.Files["/atk-redirect/-/atk-redirect-1.0.0.tgz"] = fakeregistry.File{Status: http.StatusFound, Header: map[string]string{"Location": internal.URL + "/secret"}}
 	// A tarball served as a web page, with a redirect header.
-	f := u.files["/atk-good/-/atk-good-1.0.0.tgz"]
-	f.contentType, f.header = "text/html", map[string]string{"Location": internal.URL + "/elsewhere"}
-	u.files["/atk-good/-/atk-good-1.0.0.tgz"] = f
-	u.mu.Unlock()
+	f := u.Files["/atk-good/-/atk-good-1.0.0.tgz"]
+	f.ContentType, f.Header = "text/html", map[string]string{"Location": internal.URL + "/elsewhere"}
+	u.Files["/atk-good/-/atk-good-1.0.0.tgz"] = f
+	u.Mu.Unlock()
 
 	// PyPI: a static index served by python3 -m http.server.
-	py := newUpstreamRegistry(t)
-	py.pypiProject(t, "atk-evil-py", "1.0.0", "1.0.1")
-	py.pypiProject(t, "pyver", "1.0.0", "1.0.1.0") // pip's ==1.0.1 selects 1.0.1.0
+	py := fakeregistry.New(t)
+	py.PyPIProject(t, "atk-evil-py", "1.0.0", "1.0.1")
+	py.PyPIProject(t, "pyver", "1.0.0", "1.0.1.0") // pip's ==1.0.1 selects 1.0.1.0
 	pyDir := t.TempDir()
-	py.writeTree(t, pyDir, "/")
+	writeTree(py, t, pyDir, "/")
 	pyBase := pythonHTTPServer(t, pyDir)
 
 	// Go: a static module proxy served by http.FileServer, with a sumdb
 	// directory beside the modules.
-	gm := newUpstreamRegistry(t)
-	gm.goModule(t, "example.com/atkevil", "v1.0.0", "v1.0.1")
-	gm.goModule(t, "example.com/incompat", "v1.0.0", "v2.0.0+incompatible")
-	gm.put("/sumdb/sum.golang.org/supported", "text/plain", 60, nil)
+	gm := fakeregistry.New(t)
+	gm.GoModule(t, "example.com/atkevil", "v1.0.0", "v1.0.1")
+	gm.GoModule(t, "example.com/incompat", "v1.0.0", "v2.0.0+incompatible")
+	gm.Put("/sumdb/sum.golang.org/supported", "text/plain", 60, nil)
 	goDir := t.TempDir()
-	gm.writeTree(t, goDir, "/")
+	writeTree(gm, t, goDir, "/")
 	goSrv := httptest.NewServer(http.FileServer(http.Dir(goDir)))
 	t.Cleanup(goSrv.Close)
 
@@ -132,7 +134,7 @@ func TestFirewallBypasses(t *testing.T) {
 	// documents): these tests are about bypasses, so versions without a
 	// time are let through (quarantine.missing_time: allow).
 	conf := fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  pypi:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n  quarantine:\n    missing_time: allow\n",
-		u.srv.URL, pyBase+"/simple", goSrv.URL)
+		u.Srv.URL, pyBase+"/simple", goSrv.URL)
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+conf)
 	tok := in.user("attacker@example.com")
 	d := in.serve()
@@ -245,7 +247,7 @@ func TestFirewallBypasses(t *testing.T) {
 		npmenv := npmEnv(t, in, d, tok)
 		dir := t.TempDir()
 		// (npm resolves %2e%2e itself; an encoded slash it sends as it is.)
-		pinLockfile(t, dir, "atk-evil", "1.0.1", d.base+fw+"/npm/-/..%2fatk-evil%2f-%2fatk-evil-1.0.1.tgz", u.files["/atk-evil/-/atk-evil-1.0.1.tgz"].body)
+		pinLockfile(t, dir, "atk-evil", "1.0.1", d.base+fw+"/npm/-/..%2fatk-evil%2f-%2fatk-evil-1.0.1.tgz", u.Files["/atk-evil/-/atk-evil-1.0.1.tgz"].Body)
 		out, ok := client(t, dir, npmenv, "npm", "ci")
 		if ok || !strings.Contains(out, "cannot judge") {
 			t.Fatalf("npm ci with a crafted resolved URL (ok=%v):\n%s", ok, out)

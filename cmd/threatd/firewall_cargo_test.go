@@ -1,11 +1,6 @@
 package main_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,58 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
-
-// cargoCrate publishes a crate in u's sparse index (under /cargo, whose
-// config.json sends downloads to /cargo-dl): a .crate per version, made
-// as cargo package makes them, and an index line with its checksum and
-// pubtime.
-func (u *upstreamRegistry) cargoCrate(t *testing.T, name string, versions []string, at []time.Time) {
-	t.Helper()
-	u.put("/cargo/config.json", "application/json", 60, []byte(fmt.Sprintf(`{"dl":%q,"api":"https://crates.io"}`, u.srv.URL+"/cargo-dl")))
-	var index bytes.Buffer
-	for i, v := range versions {
-		crate := crateFile(t, name, v)
-		sum := sha256.Sum256(crate)
-		line, _ := json.Marshal(map[string]any{"name": name, "vers": v, "deps": []any{}, "cksum": hex.EncodeToString(sum[:]),
-			"features": map[string]any{}, "yanked": false, "v": 2, "pubtime": at[i].UTC().Format(time.RFC3339)})
-		index.Write(line)
-		index.WriteByte('\n')
-		u.put("/cargo-dl/"+name+"/"+v+"/download", "application/x-tar", 31536000, crate)
-	}
-	u.put("/cargo/"+cratePath(name), "text/plain", 60, index.Bytes())
-}
-
-// cratePath is a crate's index path (1/a, 2/ab, 3/a/abc, ab/cd/abcd).
-func cratePath(name string) string {
-	switch len(name) {
-	case 1, 2:
-		return fmt.Sprint(len(name)) + "/" + name
-	case 3:
-		return "3/" + name[:1] + "/" + name
-	}
-	return name[:2] + "/" + name[2:4] + "/" + name
-}
-
-// crateFile is a .crate: name-version/Cargo.toml and src/lib.rs, gzipped tar.
-func crateFile(t *testing.T, name, version string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range []struct{ name, body string }{
-		{"Cargo.toml", fmt.Sprintf("[package]\nname = %q\nversion = %q\nedition = \"2021\"\n", name, version)},
-		{"src/lib.rs", fmt.Sprintf("pub const VERSION: &str = %q;\n", version)},
-	} {
-		_ = tw.WriteHeader(&tar.Header{Name: name + "-" + version + "/" + f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: time.Unix(0, 0)})
-		_, _ = tw.Write([]byte(f.body))
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_ = gz.Close()
-	return buf.Bytes()
-}
 
 // cargoProject is a project depending on deps, whose crates.io is d's
 // firewall (a registry that says auth-required, with tok as its token),
@@ -103,15 +49,15 @@ func cargoProject(t *testing.T, in *instance, d *daemon, tok string, deps map[st
 func TestFirewallCargo(t *testing.T) {
 	t.Parallel()
 	cargo := needTool(t, "cargo")
-	u := newUpstreamRegistry(t)
-	private := newUpstreamRegistry(t)
-	old := oldTimes(3)
-	u.cargoCrate(t, "fw-clean-rs", []string{"1.0.0"}, old[:1])
-	u.cargoCrate(t, "fw_evil_rs", []string{"1.0.0", "1.0.1"}, old[:2])
-	u.cargoCrate(t, "fw-fresh-rs", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
-	u.cargoCrate(t, "acme-internal", []string{"9.9.9"}, old[:1])
-	private.cargoCrate(t, "acme-internal", []string{"1.0.0"}, old[:1])
-	cfg := fmt.Sprintf("firewall:\n  cargo:\n    upstream: %q\n    private_upstream: %q\n  private:\n    cargo: [\"acme-*\"]\n", u.srv.URL+"/cargo", private.srv.URL+"/cargo")
+	u := fakeregistry.New(t)
+	private := fakeregistry.New(t)
+	old := fakeregistry.OldTimes(3)
+	u.CargoCrate(t, "fw-clean-rs", []string{"1.0.0"}, old[:1])
+	u.CargoCrate(t, "fw_evil_rs", []string{"1.0.0", "1.0.1"}, old[:2])
+	u.CargoCrate(t, "fw-fresh-rs", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
+	u.CargoCrate(t, "acme-internal", []string{"9.9.9"}, old[:1])
+	private.CargoCrate(t, "acme-internal", []string{"1.0.0"}, old[:1])
+	cfg := fmt.Sprintf("firewall:\n  cargo:\n    upstream: %q\n    private_upstream: %q\n  private:\n    cargo: [\"acme-*\"]\n", u.Srv.URL+"/cargo", private.Srv.URL+"/cargo")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -174,7 +120,7 @@ func TestFirewallCargo(t *testing.T) {
 		// with the threat named at the terminal.
 		dir2, env2 := cargoProject(t, in, d, tok, map[string]string{"fw_evil_rs": "1"})
 		pinned := fmt.Sprintf("version = 4\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\n \"fw_evil_rs\",\n]\n\n[[package]]\nname = \"fw_evil_rs\"\nversion = \"1.0.1\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = %q\n",
-			u.crateSum("fw_evil_rs", "1.0.1"))
+			u.CrateSum("fw_evil_rs", "1.0.1"))
 		if err := os.WriteFile(filepath.Join(dir2, "Cargo.lock"), []byte(pinned), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -203,12 +149,4 @@ func TestFirewallCargo(t *testing.T) {
 			t.Fatalf("after the withdrawal, cargo fetch --locked:\n%s", out)
 		}
 	})
-}
-
-// crateSum is the sha256 of the .crate u serves for name@version.
-func (u *upstreamRegistry) crateSum(name, version string) string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	sum := sha256.Sum256(u.files["/cargo-dl/"+name+"/"+version+"/download"].body)
-	return hex.EncodeToString(sum[:])
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // cpuSeconds is a live process's user and system CPU time so far.
@@ -68,26 +70,26 @@ func bigPackument(name, tarballBase string, size int) []byte {
 // MISP 404 does not echo a huge id.
 func TestFirewallCosts(t *testing.T) {
 	t.Parallel()
-	u := newUpstreamRegistry(t)
+	u := fakeregistry.New(t)
 	const docSize = 60 << 20
-	u.put("/big-a", "application/json", 300, bigPackument("big-a", u.srv.URL, docSize))
-	u.put("/big-b", "application/json", 300, bigPackument("big-b", u.srv.URL, docSize))
+	u.Put("/big-a", "application/json", 300, bigPackument("big-a", u.Srv.URL, docSize))
+	u.Put("/big-b", "application/json", 300, bigPackument("big-b", u.Srv.URL, docSize))
 	// One whose newest version is held by the quarantine (its rendering
 	// expires when the hold ends), and one the upstream lets no cache
 	// keep, as repository managers often send them.
-	held := bigPackument("big-held", u.srv.URL, docSize)
+	held := bigPackument("big-held", u.Srv.URL, docSize)
 	if i := bytes.LastIndex(held, []byte("2026-01-01T00:00:00.000Z")); i >= 0 {
 		held = append(held[:i:i], append([]byte(time.Now().UTC().Format("2006-01-02T15:04:05.000Z")), held[i+len("2026-01-01T00:00:00.000Z"):]...)...)
 	}
-	u.put("/big-held", "application/json", 300, held)
-	u.files["/big-nostore"] = servedFile{body: bigPackument("big-nostore", u.srv.URL, docSize), contentType: "application/json",
-		header: map[string]string{"Cache-Control": "private, no-store"}}
-	u.npmPackage(t, "slow-doc", "1.0.0", "1.0.0")
-	u.pypiProject(t, "costly-py", "1.0.0", "1.0.1")
+	u.Put("/big-held", "application/json", 300, held)
+	u.Files["/big-nostore"] = fakeregistry.File{Body: bigPackument("big-nostore", u.Srv.URL, docSize), ContentType: "application/json",
+		Header: map[string]string{"Cache-Control": "private, no-store"}}
+	u.NPMPackage(t, "slow-doc", "1.0.0", "1.0.0")
+	u.PyPIProject(t, "costly-py", "1.0.0", "1.0.1")
 	trickle := make(chan struct{})
 	t.Cleanup(func() { close(trickle) })
-	slow := u.srv.Config.Handler
-	u.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	slow := u.Srv.Config.Handler
+	u.Srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/slow-doc" && r.URL.Path != "/slow-doc/-/slow-doc-1.0.0.tgz" {
 			slow.ServeHTTP(w, r)
 			return

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // ciJobs runs docs/firewall.md's CI jobs as their runners run them, in a
@@ -16,7 +18,7 @@ import (
 // Actions' env, then each run step with bash -eo pipefail, the secrets'
 // expressions replaced by their values; GitLab's variables, then each
 // script line. Every job must succeed.
-func (s *docSite) ciJobs(t *testing.T, u *upstreamRegistry, snip func(string) string) {
+func (s *docSite) ciJobs(t *testing.T, u *fakeregistry.Registry, snip func(string) string) {
 	cert := readFile(t, filepath.Join(s.etc, "cert.pem"))
 	certFile := filepath.Join(t.TempDir(), "THREATD_CERT")
 	if err := os.WriteFile(certFile, []byte(cert), 0o600); err != nil {
@@ -29,7 +31,7 @@ func (s *docSite) ciJobs(t *testing.T, u *upstreamRegistry, snip func(string) st
 	}
 	checkout := func(t *testing.T) string {
 		dir := t.TempDir()
-		pinLockfile(t, dir, "evil", "1.0.0", "https://registry.npmjs.org/evil/-/evil-1.0.0.tgz", u.files["/evil/-/evil-1.0.0.tgz"].body)
+		pinLockfile(t, dir, "evil", "1.0.0", "https://registry.npmjs.org/evil/-/evil-1.0.0.tgz", u.Files["/evil/-/evil-1.0.0.tgz"].Body)
 		writeFiles(t, dir, map[string]string{
 			"requirements.txt": "evil==1.0.0\n",
 			"go.mod":           "module example.com/consumer\n\ngo 1.21\n\nrequire example.com/evil v1.0.0\n",
@@ -40,7 +42,7 @@ func (s *docSite) ciJobs(t *testing.T, u *upstreamRegistry, snip func(string) st
 </project>
 `,
 			"Cargo.toml":  "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nevil = \"1\"\n",
-			"Cargo.lock":  cargoLock("1.0.0", u.crateSum("evil", "1.0.0")),
+			"Cargo.lock":  cargoLock("1.0.0", u.CrateSum("evil", "1.0.0")),
 			"src/main.rs": "fn main() {}\n",
 			"Gemfile":     "source \"https://threatd.example:8443/functions/v1/firewall/rubygems/\"\ngem \"evil\"\n",
 		})

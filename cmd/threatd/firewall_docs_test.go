@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // TestFirewallDocSnippets: every setup snippet of docs/firewall.md, pasted
@@ -24,23 +26,23 @@ func TestFirewallDocSnippets(t *testing.T) {
 	t.Parallel()
 	const doc = "docs/firewall.md"
 	snip := func(name string) string { return docSnippet(t, doc, "snippet", name) }
-	u := newUpstreamRegistry(t)
-	old := oldTimes(2)
-	u.npmPackage(t, "evil", "1.0.1", "1.0.0", "1.0.1")
-	u.pypiProject(t, "evil", "1.0.0", "1.0.1")
-	u.goModule(t, "example.com/evil", "v1.0.0", "v1.0.1")
-	u.mavenArtifact(t, "com.example", "evil", []string{"1.0.0", "1.0.1"}, old)
-	u.fallback = debianMavenRepo("/maven2/")
-	u.cargoCrate(t, "evil", []string{"1.0.0", "1.0.1"}, old)
+	u := fakeregistry.New(t)
+	old := fakeregistry.OldTimes(2)
+	u.NPMPackage(t, "evil", "1.0.1", "1.0.0", "1.0.1")
+	u.PyPIProject(t, "evil", "1.0.0", "1.0.1")
+	u.GoModule(t, "example.com/evil", "v1.0.0", "v1.0.1")
+	u.MavenArtifact(t, "com.example", "evil", []string{"1.0.0", "1.0.1"}, old)
+	u.Fallback = debianMavenRepo("/maven2/")
+	u.CargoCrate(t, "evil", []string{"1.0.0", "1.0.1"}, old)
 	if _, err := exec.LookPath("gem"); err == nil {
-		u.rubyGem(t, "evil", []string{"1.0.0", "1.0.1"}, old)
-		u.rubySpecs(t, map[string][]string{"evil": {"1.0.0", "1.0.1"}})
+		rubyGem(u, t, "evil", []string{"1.0.0", "1.0.1"}, old)
+		rubySpecs(u, t, map[string][]string{"evil": {"1.0.0", "1.0.1"}})
 	}
-	u.nugetServiceIndex(nugetOrg)
-	u.nugetPackage(t, nugetOrg, "Evil", []string{"1.0.0", "1.0.1"}, old)
+	u.NuGetServiceIndex(fakeregistry.NuGetOrg)
+	u.NuGetPackage(t, fakeregistry.NuGetOrg, "Evil", []string{"1.0.0", "1.0.1"}, old)
 
 	// Images: Debian's docker-registry behind Docker Hub's token challenge.
-	imageUpstream := u.srv.URL
+	imageUpstream := u.Srv.URL
 	images := false
 	if _, err := exec.LookPath("skopeo"); err == nil {
 		if _, err := exec.LookPath("docker-registry"); err == nil {
@@ -61,7 +63,7 @@ func TestFirewallDocSnippets(t *testing.T) {
 	oci := strings.NewReplacer(`"0.0.0.0:5443"`, `"`+ip+`:5443"`, `"https://registry-1.docker.io"`, `"`+imageUpstream+`"`,
 		`["https://auth.docker.io", "https://production.cloudflare.docker.com"]`, `[]`).Replace(snip("fw-oci-config"))
 	upstreams := fmt.Sprintf("firewall:\n  npm: {upstream: %q}\n  pypi: {upstream: %q}\n  go: {upstream: %q}\n  maven: {upstream: %q}\n  cargo: {upstream: %q}\n  rubygems: {upstream: %q}\n  nuget: {upstream: %q}\n",
-		u.srv.URL, u.srv.URL+"/simple", u.srv.URL, u.srv.URL+"/maven2", u.srv.URL+"/cargo", u.srv.URL+"/rubygems", u.srv.URL+nugetOrg.index)
+		u.Srv.URL, u.Srv.URL+"/simple", u.Srv.URL, u.Srv.URL+"/maven2", u.Srv.URL+"/cargo", u.Srv.URL+"/rubygems", u.Srv.URL+fakeregistry.NuGetOrg.Index)
 	in := newInstance(t, mergeYAML(t, quiet+"  new_user_max_unverified: 0\n", upstreams, snip("fw-tls-names"), oci))
 	s := newDocSite(t, in, ip)
 
@@ -131,7 +133,7 @@ func TestFirewallDocSnippets(t *testing.T) {
 			// A lockfile written against registry.npmjs.org: npm rewrites
 			// its resolved URLs to the firewall.
 			pinned := t.TempDir()
-			pinLockfile(t, pinned, "evil", "1.0.1", "https://registry.npmjs.org/evil/-/evil-1.0.1.tgz", u.files["/evil/-/evil-1.0.1.tgz"].body)
+			pinLockfile(t, pinned, "evil", "1.0.1", "https://registry.npmjs.org/evil/-/evil-1.0.1.tgz", u.Files["/evil/-/evil-1.0.1.tgz"].Body)
 			runTranscript(t, "npm ", pinned, env)
 		})
 
@@ -223,7 +225,7 @@ func TestFirewallDocSnippets(t *testing.T) {
 			if out, ok := s.bash(t, dir, env, "cargo fetch"); !ok || !strings.Contains(readFile(t, filepath.Join(dir, "Cargo.lock")), "name = \"evil\"\nversion = \"1.0.0\"") {
 				t.Fatalf("cargo fetch with the cargo snippets (ok=%v):\n%s", ok, out)
 			}
-			runTranscript(t, "cargo ", project(cargoLock("1.0.1", u.crateSum("evil", "1.0.1"))), env)
+			runTranscript(t, "cargo ", project(cargoLock("1.0.1", u.CrateSum("evil", "1.0.1"))), env)
 		})
 
 		t.Run("bundler", func(t *testing.T) {

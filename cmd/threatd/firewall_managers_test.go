@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // repositoryManager serves u as Artifactory and Nexus serve a registry
@@ -24,9 +26,9 @@ import (
 // Content-Length), with an ETag and Cache-Control no-cache (revalidated on
 // every use, answered 304 when unchanged) and the managers' own headers.
 // It returns the storage host and how many files it served.
-func repositoryManager(t *testing.T, u *upstreamRegistry) (*httptest.Server, *atomic.Int64) {
+func repositoryManager(t *testing.T, u *fakeregistry.Registry) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	files := u.srv.Config.Handler
+	files := u.Srv.Config.Handler
 	var served atomic.Int64
 	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
@@ -42,7 +44,7 @@ func repositoryManager(t *testing.T, u *upstreamRegistry) (*httptest.Server, *at
 		}
 		return false
 	}
-	u.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.Srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Server", "Artifactory/7.90.10")
 		h.Set("X-Artifactory-Id", "a1b2c3d4e5f6")
@@ -104,22 +106,22 @@ func repositoryManager(t *testing.T, u *upstreamRegistry) (*httptest.Server, *at
 // answered 304 upstream.
 func TestFirewallBehindRepositoryManagers(t *testing.T) {
 	t.Parallel()
-	u := newUpstreamRegistry(t)
-	old := oldTimes(2)
-	u.npmPackage(t, "mgr-npm", "1.0.1", "1.0.0", "1.0.1")
-	u.pypiProject(t, "mgr-py", "1.0.0", "1.0.1")
-	u.goModule(t, "example.com/mgrmod", "v1.0.0", "v1.0.1")
-	u.mavenArtifact(t, "com.example", "mgr-mvn", []string{"1.0.0", "1.0.1"}, old)
-	u.cargoCrate(t, "mgr-crate", []string{"1.0.0", "1.0.1"}, old)
-	u.nugetServiceIndex(nugetOrg)
-	u.nugetPackage(t, nugetOrg, "Mgr.Nuget", []string{"1.0.0", "1.0.1"}, old)
+	u := fakeregistry.New(t)
+	old := fakeregistry.OldTimes(2)
+	u.NPMPackage(t, "mgr-npm", "1.0.1", "1.0.0", "1.0.1")
+	u.PyPIProject(t, "mgr-py", "1.0.0", "1.0.1")
+	u.GoModule(t, "example.com/mgrmod", "v1.0.0", "v1.0.1")
+	u.MavenArtifact(t, "com.example", "mgr-mvn", []string{"1.0.0", "1.0.1"}, old)
+	u.CargoCrate(t, "mgr-crate", []string{"1.0.0", "1.0.1"}, old)
+	u.NuGetServiceIndex(fakeregistry.NuGetOrg)
+	u.NuGetPackage(t, fakeregistry.NuGetOrg, "Mgr.Nuget", []string{"1.0.0", "1.0.1"}, old)
 	_, err := exec.LookPath("gem")
 	haveGem := err == nil || os.Getenv("CI") == "true" // under CI its absence fails the test
 	if haveGem {
-		u.rubyGem(t, "mgr-gem", []string{"1.0.0", "1.0.1"}, old)
+		rubyGem(u, t, "mgr-gem", []string{"1.0.0", "1.0.1"}, old)
 	}
 	storage, served := repositoryManager(t, u)
-	up, st := u.srv.URL, storage.URL
+	up, st := u.Srv.URL, storage.URL
 	cfg := fmt.Sprintf(`firewall:
   npm: {upstream: %[1]q, file_hosts: [%[2]q]}
   pypi: {upstream: %[3]q, file_hosts: [%[2]q]}
@@ -144,9 +146,9 @@ func TestFirewallBehindRepositoryManagers(t *testing.T) {
 		return r.body["malicious"] == true
 	})
 	upstreamFile := func(p string) []byte {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		return u.files[p].body
+		u.Mu.Lock()
+		defer u.Mu.Unlock()
+		return u.Files[p].Body
 	}
 	for _, c := range []struct {
 		name, doc, gone, clean, cleanUpstream, blocked string

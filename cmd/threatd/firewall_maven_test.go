@@ -1,67 +1,19 @@
 package main_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"crypto/md5"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
-
-// mavenArtifact publishes group:artifact in u's Maven repository (under
-// /maven2): maven-metadata.xml with its checksum files, and per version a
-// .pom (Last-Modified its publish time) depending on deps, and a .jar,
-// each with its .sha1.
-func (u *upstreamRegistry) mavenArtifact(t *testing.T, group, artifact string, versions []string, at []time.Time, deps ...string) {
-	t.Helper()
-	dir := "/maven2/" + strings.ReplaceAll(group, ".", "/") + "/" + artifact
-	var vs strings.Builder
-	for _, v := range versions {
-		fmt.Fprintf(&vs, "      <version>%s</version>\n", v)
-	}
-	last := versions[len(versions)-1]
-	meta := fmt.Sprintf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metadata>\n  <groupId>%s</groupId>\n  <artifactId>%s</artifactId>\n  <versioning>\n    <latest>%s</latest>\n    <release>%s</release>\n    <versions>\n%s    </versions>\n    <lastUpdated>20260101000000</lastUpdated>\n  </versioning>\n</metadata>\n",
-		group, artifact, last, last, vs.String())
-	u.putMaven(dir+"/maven-metadata.xml", "text/xml", []byte(meta), time.Time{})
-	var depXML strings.Builder
-	for _, d := range deps {
-		p := strings.Split(d, ":")
-		fmt.Fprintf(&depXML, "    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n", p[0], p[1], p[2])
-	}
-	for i, v := range versions {
-		pom := fmt.Sprintf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>%s</groupId>\n  <artifactId>%s</artifactId>\n  <version>%s</version>\n  <dependencies>\n%s  </dependencies>\n</project>\n",
-			group, artifact, v, depXML.String())
-		u.putMaven(dir+"/"+v+"/"+artifact+"-"+v+".pom", "text/xml", []byte(pom), at[i])
-		var jar bytes.Buffer
-		zw := zip.NewWriter(&jar)
-		w, _ := zw.Create("META-INF/MANIFEST.MF")
-		_, _ = w.Write([]byte("Manifest-Version: 1.0\n"))
-		_ = zw.Close()
-		u.putMaven(dir+"/"+v+"/"+artifact+"-"+v+".jar", "application/java-archive", jar.Bytes(), at[i])
-	}
-}
-
-// putMaven serves a file and its .md5 and .sha1, with Last-Modified when at is set.
-func (u *upstreamRegistry) putMaven(p, contentType string, body []byte, at time.Time) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	h := map[string]string{}
-	if !at.IsZero() {
-		h["Last-Modified"] = at.UTC().Format(http.TimeFormat)
-	}
-	u.files[p] = servedFile{body: body, contentType: contentType, maxAge: 60, header: h}
-	s1, s5 := sha1.Sum(body), md5.Sum(body)
-	u.files[p+".sha1"] = servedFile{body: []byte(hex.EncodeToString(s1[:])), contentType: "text/plain", maxAge: 60}
-	u.files[p+".md5"] = servedFile{body: []byte(hex.EncodeToString(s5[:])), contentType: "text/plain", maxAge: 60}
-}
 
 // mavenProject is a project whose build extension is ext (a
 // group:artifact:version Maven resolves, with its dependencies, before
@@ -107,16 +59,16 @@ func TestFirewallMaven(t *testing.T) {
 	t.Parallel()
 	mvn := needTool(t, "mvn")
 	needTool(t, "keytool")
-	u := newUpstreamRegistry(t)
-	old := oldTimes(3)
-	u.mavenArtifact(t, "com.example", "fw-clean", []string{"1.0.0"}, old[:1])
-	u.mavenArtifact(t, "com.example", "fw-evil", []string{"1.0.0", "1.0.1"}, old[:2])
-	u.mavenArtifact(t, "com.example", "fw-fresh", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
-	u.mavenArtifact(t, "com.example", "ext-clean", []string{"1.0.0"}, old[:1], "com.example:fw-clean:1.0.0", "com.example:fw-evil:[1.0,2.0)")
-	u.mavenArtifact(t, "com.example", "ext-pinned", []string{"1.0.0"}, old[:1], "com.example:fw-evil:1.0.1")
+	u := fakeregistry.New(t)
+	old := fakeregistry.OldTimes(3)
+	u.MavenArtifact(t, "com.example", "fw-clean", []string{"1.0.0"}, old[:1])
+	u.MavenArtifact(t, "com.example", "fw-evil", []string{"1.0.0", "1.0.1"}, old[:2])
+	u.MavenArtifact(t, "com.example", "fw-fresh", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
+	u.MavenArtifact(t, "com.example", "ext-clean", []string{"1.0.0"}, old[:1], "com.example:fw-clean:1.0.0", "com.example:fw-evil:[1.0,2.0)")
+	u.MavenArtifact(t, "com.example", "ext-pinned", []string{"1.0.0"}, old[:1], "com.example:fw-evil:1.0.1")
 	// Maven adds plexus-utils 1.1 to a build extension that does not depend on it.
-	u.mavenArtifact(t, "org.codehaus.plexus", "plexus-utils", []string{"1.1"}, old[:1])
-	u.mavenArtifact(t, "com.example", "ext-fresh", []string{"1.0.0"}, old[:1], "com.example:fw-fresh:1.1.0")
+	u.MavenArtifact(t, "org.codehaus.plexus", "plexus-utils", []string{"1.1"}, old[:1])
+	u.MavenArtifact(t, "com.example", "ext-fresh", []string{"1.0.0"}, old[:1], "com.example:fw-fresh:1.1.0")
 	// 3,000 versions in deploy order, the newest published now.
 	many := make([]string, 3000)
 	manyAt := make([]time.Time, len(many))
@@ -124,8 +76,8 @@ func TestFirewallMaven(t *testing.T) {
 		many[i], manyAt[i] = fmt.Sprintf("1.%d.0", i), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Hour)
 	}
 	manyAt[len(many)-1] = time.Now().Add(-10 * time.Minute)
-	u.mavenArtifact(t, "com.example", "fw-many", many, manyAt)
-	cfg := fmt.Sprintf("firewall:\n  maven:\n    upstream: %q\n  private:\n    maven: [\"com.acme:*\"]\n", u.srv.URL+"/maven2")
+	u.MavenArtifact(t, "com.example", "fw-many", many, manyAt)
+	cfg := fmt.Sprintf("firewall:\n  maven:\n    upstream: %q\n  private:\n    maven: [\"com.acme:*\"]\n", u.Srv.URL+"/maven2")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -142,7 +94,7 @@ func TestFirewallMaven(t *testing.T) {
 		poms := func() int {
 			n := 0
 			for _, v := range many {
-				n += u.hitsOf("/maven2/com/example/fw-many/" + v + "/fw-many-" + v + ".pom")
+				n += u.HitsOf("/maven2/com/example/fw-many/" + v + "/fw-many-" + v + ".pom")
 			}
 			return n
 		}
@@ -168,12 +120,12 @@ func TestFirewallMaven(t *testing.T) {
 		}
 		// A blocked version written with an entity or as CDATA is still
 		// that version: dropped.
-		u.put("/maven2/com/example/fw-evil/maven-metadata.xml", "text/xml", 1, []byte("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metadata>\n  <groupId>com.example</groupId>\n  <artifactId>fw-evil</artifactId>\n  <versioning>\n    <latest>1.0.1</latest>\n    <release>1.0.1</release>\n    <versions>\n      <version>1.0.0</version>\n      <version>1.0.&#49;</version>\n      <version><![CDATA[1.0.1]]></version>\n    </versions>\n  </versioning>\n</metadata>\n"))
+		u.Put("/maven2/com/example/fw-evil/maven-metadata.xml", "text/xml", 1, []byte("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metadata>\n  <groupId>com.example</groupId>\n  <artifactId>fw-evil</artifactId>\n  <versioning>\n    <latest>1.0.1</latest>\n    <release>1.0.1</release>\n    <versions>\n      <version>1.0.0</version>\n      <version>1.0.&#49;</version>\n      <version><![CDATA[1.0.1]]></version>\n    </versions>\n  </versioning>\n</metadata>\n"))
 		eventually(t, "the spelled document served", func() bool {
 			_, _, meta := d.fwGet(fw+"/fw-evil/maven-metadata.xml", tok)
 			return !strings.Contains(string(meta), "1.0.1") && strings.Contains(string(meta), "<version>1.0.0</version>") && strings.Contains(string(meta), "<latest>1.0.0</latest>")
 		})
-		u.mavenArtifact(t, "com.example", "fw-evil", []string{"1.0.0", "1.0.1"}, old[:2])
+		u.MavenArtifact(t, "com.example", "fw-evil", []string{"1.0.0", "1.0.1"}, old[:2])
 	})
 
 	t.Run("protocol", func(t *testing.T) {

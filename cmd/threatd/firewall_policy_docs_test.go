@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
@@ -17,27 +18,27 @@ import (
 func TestFirewallPolicyDocSnippets(t *testing.T) {
 	t.Parallel()
 	const doc = "docs/firewall.md"
-	u, private := newUpstreamRegistry(t), newUpstreamRegistry(t)
+	u, private := fakeregistry.New(t), fakeregistry.New(t)
 	now := time.Now()
 	ago := func(h float64) time.Time { return now.Add(-time.Duration(h * float64(time.Hour))) }
-	old := oldTimes(1)[0]
+	old := fakeregistry.OldTimes(1)[0]
 	// Public: a decoy of the private name, and versions of several ages.
-	u.npmPackage(t, "@acme/internal", "9.9.9", "9.9.9")
-	u.npmPackageAt(t, "left-pad", "1.3.1", nil, []string{"1.3.0", "1.3.1"}, []time.Time{old, ago(1)}, nil)
-	u.npmPackageAt(t, "react-dom", "2.0.0", nil, []string{"1.0.0", "2.0.0"}, []time.Time{old, ago(60)}, nil)
-	u.npmPackageAt(t, "typescript", "6.0.0", nil, []string{"5.0.0", "6.0.0"}, []time.Time{old, ago(1)}, nil)
-	u.goModuleAt(t, "example.com/lib", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, ago(30)})
-	u.npmPackageAt(t, "plain", "1.1.0", nil, []string{"1.0.0", "1.1.0"}, []time.Time{old, ago(30)}, nil)
-	private.npmPackage(t, "@acme/internal", "1.0.0", "1.0.0")
-	private.pypiProject(t, "acme-tools", "1.0.0")
-	private.goModule(t, "git.acme.example/lib", "v1.0.0")
+	u.NPMPackage(t, "@acme/internal", "9.9.9", "9.9.9")
+	u.NPMPackageAt(t, "left-pad", "1.3.1", nil, []string{"1.3.0", "1.3.1"}, []time.Time{old, ago(1)}, nil)
+	u.NPMPackageAt(t, "react-dom", "2.0.0", nil, []string{"1.0.0", "2.0.0"}, []time.Time{old, ago(60)}, nil)
+	u.NPMPackageAt(t, "typescript", "6.0.0", nil, []string{"5.0.0", "6.0.0"}, []time.Time{old, ago(1)}, nil)
+	u.GoModuleAt(t, "example.com/lib", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, ago(30)})
+	u.NPMPackageAt(t, "plain", "1.1.0", nil, []string{"1.0.0", "1.1.0"}, []time.Time{old, ago(30)}, nil)
+	private.NPMPackage(t, "@acme/internal", "1.0.0", "1.0.0")
+	private.PyPIProject(t, "acme-tools", "1.0.0")
+	private.GoModule(t, "git.acme.example/lib", "v1.0.0")
 
 	privateYAML := strings.NewReplacer(
-		"https://npm.internal.example", private.srv.URL,
-		"https://devpi.internal.example/root/acme/+simple", private.srv.URL+"/simple",
-		"https://athens.internal.example", private.srv.URL,
+		"https://npm.internal.example", private.Srv.URL,
+		"https://devpi.internal.example/root/acme/+simple", private.Srv.URL+"/simple",
+		"https://athens.internal.example", private.Srv.URL,
 	).Replace(docSnippet(t, doc, "snippet", "fw-private"))
-	upstreams := fmt.Sprintf("firewall:\n  npm: {upstream: %q}\n  pypi: {upstream: %q}\n  go: {upstream: %q}\n", u.srv.URL, u.srv.URL+"/simple", u.srv.URL)
+	upstreams := fmt.Sprintf("firewall:\n  npm: {upstream: %q}\n  pypi: {upstream: %q}\n  go: {upstream: %q}\n", u.Srv.URL, u.Srv.URL+"/simple", u.Srv.URL)
 	in := newInstance(t, mergeYAML(t, quiet+"  new_user_max_unverified: 0\n", upstreams, privateYAML, docSnippet(t, doc, "snippet", "fw-quarantine")))
 	tok := in.user("dev@example.com")
 	d := in.serve()

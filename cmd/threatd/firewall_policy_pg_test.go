@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/cmd/internal/apitest"
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // TestFirewallPolicyPostgresTwoDaemons: two daemons on one PostgreSQL
@@ -16,8 +17,8 @@ import (
 func TestFirewallPolicyPostgresTwoDaemons(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC()
-	u := newUpstreamRegistry(t)
-	u.npmPackageAt(t, "pgq-pkg", "1.1.0", nil, []string{"1.0.0", "1.1.0"}, []time.Time{now.Add(-30 * 24 * time.Hour), now.Add(-time.Minute)}, nil)
+	u := fakeregistry.New(t)
+	u.NPMPackageAt(t, "pgq-pkg", "1.1.0", nil, []string{"1.0.0", "1.1.0"}, []time.Time{now.Add(-30 * 24 * time.Hour), now.Add(-time.Minute)}, nil)
 	in := pgInstance(t, quiet+"  new_user_max_unverified: 0\n"+hookConfig+fwConfig(u))
 	tok := in.user("pg@example.com")
 	reviewer := in.user("rev@example.com", "--role", "reviewer")

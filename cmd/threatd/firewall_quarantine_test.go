@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // quarantineConfig is the policy of TestFirewallQuarantine: the default
@@ -34,15 +36,15 @@ func TestFirewallQuarantine(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC().Truncate(time.Second)
 	old, fresh := now.Add(-30*24*time.Hour), now.Add(-10*time.Minute)
-	u := newUpstreamRegistry(t)
-	u.npmPackageAt(t, "q-pkg", "1.1.0", nil, []string{"1.0.0", "1.1.0"}, []time.Time{old, fresh}, nil)
-	u.npmPackageAt(t, "q-short-lived", "2.0.0", nil, []string{"1.0.0", "2.0.0"}, []time.Time{old, now.Add(-2 * time.Hour)}, nil)
-	u.npmPackageAt(t, "q-excluded", "1.0.1", nil, []string{"1.0.0", "1.0.1"}, []time.Time{old, fresh}, nil)
-	u.npmPackageAt(t, "q-scripts", "1.0.1", nil, []string{"1.0.0", "1.0.1"}, []time.Time{old, old.Add(time.Hour)},
+	u := fakeregistry.New(t)
+	u.NPMPackageAt(t, "q-pkg", "1.1.0", nil, []string{"1.0.0", "1.1.0"}, []time.Time{old, fresh}, nil)
+	u.NPMPackageAt(t, "q-short-lived", "2.0.0", nil, []string{"1.0.0", "2.0.0"}, []time.Time{old, now.Add(-2 * time.Hour)}, nil)
+	u.NPMPackageAt(t, "q-excluded", "1.0.1", nil, []string{"1.0.0", "1.0.1"}, []time.Time{old, fresh}, nil)
+	u.NPMPackageAt(t, "q-scripts", "1.0.1", nil, []string{"1.0.0", "1.0.1"}, []time.Time{old, old.Add(time.Hour)},
 		map[string]map[string]string{"1.0.0": {"test": "true"}, "1.0.1": {"test": "true", "postinstall": "node -e 0"}})
-	u.npmPackageAt(t, "q-evil", "1.0.1", nil, []string{"1.0.0", "1.0.1"}, []time.Time{old, old.Add(time.Hour)}, nil)
-	u.pypiProjectAt(t, "q-py", []string{"1.0.0", "1.1.0"}, []time.Time{old, fresh})
-	u.goModuleAt(t, "example.com/qmod", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, fresh})
+	u.NPMPackageAt(t, "q-evil", "1.0.1", nil, []string{"1.0.0", "1.0.1"}, []time.Time{old, old.Add(time.Hour)}, nil)
+	u.PyPIProjectAt(t, "q-py", []string{"1.0.0", "1.1.0"}, []time.Time{old, fresh})
+	u.GoModuleAt(t, "example.com/qmod", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, fresh})
 
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+hookConfig+fwConfig(u)+quarantineConfig)
 	tok := in.user("dev@example.com")
@@ -84,8 +86,8 @@ func TestFirewallQuarantine(t *testing.T) {
 		}
 		// PyPI: both pages drop (HTML) or mark (JSON) the new files.
 		code, _, body = d.fwGet(fw+"/pypi/simple/q-py/", tok)
-		if code != 200 || !strings.Contains(string(body), `q_py-1.1.0-py3-none-any.whl#sha256=`+sha256hex(u.files["/files/q_py-1.1.0-py3-none-any.whl"].body)+`" data-requires-python="&gt;=3.7" data-yanked="Held by threatd: pypi q-py@1.1.0`) ||
-			strings.Contains(string(body), `q_py-1.0.0-py3-none-any.whl#sha256=`+sha256hex(u.files["/files/q_py-1.0.0-py3-none-any.whl"].body)+`" data-requires-python="&gt;=3.7" data-yanked`) {
+		if code != 200 || !strings.Contains(string(body), `q_py-1.1.0-py3-none-any.whl#sha256=`+sha256hex(u.Files["/files/q_py-1.1.0-py3-none-any.whl"].Body)+`" data-requires-python="&gt;=3.7" data-yanked="Held by threatd: pypi q-py@1.1.0`) ||
+			strings.Contains(string(body), `q_py-1.0.0-py3-none-any.whl#sha256=`+sha256hex(u.Files["/files/q_py-1.0.0-py3-none-any.whl"].Body)+`" data-requires-python="&gt;=3.7" data-yanked`) {
 			t.Fatalf("q-py HTML page: %d %s", code, body)
 		}
 		code, _, body = d.fwGet(fw+"/pypi/simple/q-py/", tok, "Accept", "application/vnd.pypi.simple.v1+json")
@@ -104,12 +106,12 @@ func TestFirewallQuarantine(t *testing.T) {
 		}
 		// A version tagged after the module was listed, on a commit dated
 		// a year back: held from when it appeared, not served at once.
-		u.goModuleAt(t, "example.com/backdated", []string{"v1.0.0"}, []time.Time{old})
+		u.GoModuleAt(t, "example.com/backdated", []string{"v1.0.0"}, []time.Time{old})
 		if code, _, body := d.fwGet(fw+"/go/example.com/backdated/@v/list", tok); code != 200 || strings.TrimSpace(string(body)) != "v1.0.0" {
 			t.Fatalf("backdated list: %d %q", code, body)
 		}
 		time.Sleep(6 * time.Second)
-		u.goModuleAt(t, "example.com/backdated", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, old.Add(time.Hour)})
+		u.GoModuleAt(t, "example.com/backdated", []string{"v1.0.0", "v1.1.0"}, []time.Time{old, old.Add(time.Hour)})
 		if code, _, body := d.fwGet(fw+"/go/example.com/backdated/@v/v1.1.0.zip", tok); code != 403 ||
 			!strings.HasPrefix(string(body), "Held by threatd: go example.com/backdated@v1.1.0 appeared ") || !strings.Contains(string(body), "(its registry dates it "+old.Add(time.Hour).UTC().Format(time.DateOnly)+")") {
 			t.Fatalf("a backdated version's zip: %d %s", code, body)
@@ -154,7 +156,7 @@ func TestFirewallQuarantine(t *testing.T) {
 		// A lockfile pins the new version: npm ci, which skips npm's own
 		// cooldown, fails with the hold's message.
 		pinned := npmProject(t)
-		pinLockfile(t, pinned, "q-pkg", "1.1.0", d.base+fw+"/npm/q-pkg/-/q-pkg-1.1.0.tgz", u.files["/q-pkg/-/q-pkg-1.1.0.tgz"].body)
+		pinLockfile(t, pinned, "q-pkg", "1.1.0", d.base+fw+"/npm/q-pkg/-/q-pkg-1.1.0.tgz", u.Files["/q-pkg/-/q-pkg-1.1.0.tgz"].Body)
 		out, ok = client(t, pinned, env, "npm", "ci")
 		if ok || !strings.Contains(out, "Held by threatd: npm q-pkg@1.1.0 was published") || !strings.Contains(out, "until "+until) {
 			t.Fatalf("npm ci pinning q-pkg@1.1.0 (ok=%v):\n%s", ok, out)
@@ -196,7 +198,7 @@ packages:
 snapshots:
 
   q-pkg@1.1.0: {}
-`, integrity(u.files["/q-pkg/-/q-pkg-1.1.0.tgz"].body), d.base+fw+"/npm/q-pkg/-/q-pkg-1.1.0.tgz")
+`, fakeregistry.Integrity(u.Files["/q-pkg/-/q-pkg-1.1.0.tgz"].Body), d.base+fw+"/npm/q-pkg/-/q-pkg-1.1.0.tgz")
 		_ = os.WriteFile(filepath.Join(pinned, "package.json"), []byte(`{"name":"consumer","version":"1.0.0","private":true,"dependencies":{"q-pkg":"1.1.0"}}`), 0o644)
 		_ = os.WriteFile(filepath.Join(pinned, "pnpm-lock.yaml"), []byte(lock), 0o644)
 		out, ok = client(t, pinned, env, pnpm, "install", "--frozen-lockfile")

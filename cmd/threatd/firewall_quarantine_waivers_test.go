@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/cmd/internal/apitest"
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // quarantineFixture is TestFirewallQuarantine's daemon and what it
 // serves, shared by its subtests in this file.
 type quarantineFixture struct {
 	now, old, fresh             time.Time
-	u                           *upstreamRegistry
+	u                           *fakeregistry.Registry
 	in                          *instance
 	tok, reviewer, admin        string
 	recv                        *receiver

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // rubyGem publishes a gem in u's compact index (under /rubygems): a .gem
@@ -20,7 +22,7 @@ import (
 // line with its checksum, the versions API's created_at, and /versions
 // and /names over every gem published so far. A version with a platform
 // is written as the index lists it (1.0.0-java).
-func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string, at []time.Time) {
+func rubyGem(u *fakeregistry.Registry, t *testing.T, name string, versions []string, at []time.Time) {
 	t.Helper()
 	gem := needTool(t, "gem")
 	ruby := needTool(t, "ruby")
@@ -48,20 +50,20 @@ func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string,
 		body, _ := os.ReadFile(file)
 		rz, _ := os.ReadFile(file + ".rz")
 		sum := sha256.Sum256(body)
-		u.put("/rubygems/gems/"+name+"-"+v+".gem", "application/octet-stream", 31536000, body)
-		u.put("/rubygems/quick/Marshal.4.8/"+name+"-"+v+".gemspec.rz", "application/octet-stream", 31536000, rz)
+		u.Put("/rubygems/gems/"+name+"-"+v+".gem", "application/octet-stream", 31536000, body)
+		u.Put("/rubygems/quick/Marshal.4.8/"+name+"-"+v+".gemspec.rz", "application/octet-stream", 31536000, rz)
 		info += v + " |checksum:" + hex.EncodeToString(sum[:]) + "\n"
 		if platform == "" {
 			platform = "ruby"
 		}
 		api = append(api, map[string]any{"number": number, "platform": platform, "created_at": at[i].UTC().Format("2006-01-02T15:04:05.000Z")})
 	}
-	u.put("/rubygems/info/"+name, "text/plain; charset=utf-8", 60, []byte(info))
+	u.Put("/rubygems/info/"+name, "text/plain; charset=utf-8", 60, []byte(info))
 	apiJSON, _ := json.Marshal(api)
-	u.put("/rubygems/api/v1/versions/"+name+".json", "application/json", 60, apiJSON)
-	u.mu.Lock()
+	u.Put("/rubygems/api/v1/versions/"+name+".json", "application/json", 60, apiJSON)
+	u.Mu.Lock()
 	var names []string
-	for p := range u.files {
+	for p := range u.Files {
 		if n, ok := strings.CutPrefix(p, "/rubygems/info/"); ok {
 			names = append(names, n)
 		}
@@ -69,7 +71,7 @@ func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string,
 	sort.Strings(names)
 	vs := "created_at: 2026-01-01T00:00:00Z\n---\n"
 	for _, n := range names {
-		body := u.files["/rubygems/info/"+n].body
+		body := u.Files["/rubygems/info/"+n].Body
 		var list []string
 		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n")[1:] {
 			list = append(list, strings.Fields(line)[0])
@@ -77,9 +79,9 @@ func (u *upstreamRegistry) rubyGem(t *testing.T, name string, versions []string,
 		sum := md5.Sum(body)
 		vs += n + " " + strings.Join(list, ",") + " " + hex.EncodeToString(sum[:]) + "\n"
 	}
-	u.mu.Unlock()
-	u.put("/rubygems/versions", "text/plain; charset=utf-8", 60, []byte(vs))
-	u.put("/rubygems/names", "text/plain; charset=utf-8", 60, []byte("---\n"+strings.Join(names, "\n")+"\n"))
+	u.Mu.Unlock()
+	u.Put("/rubygems/versions", "text/plain; charset=utf-8", 60, []byte(vs))
+	u.Put("/rubygems/names", "text/plain; charset=utf-8", 60, []byte("---\n"+strings.Join(names, "\n")+"\n"))
 }
 
 // bundleProject is a Gemfile of deps whose source is d's firewall with
@@ -113,18 +115,18 @@ func TestFirewallRubyGems(t *testing.T) {
 	t.Parallel()
 	bundle := needTool(t, "bundle")
 	gem := needTool(t, "gem")
-	u := newUpstreamRegistry(t)
-	old := oldTimes(2)
-	u.rubyGem(t, "fw-clean-rb", []string{"1.0.0"}, old[:1])
-	u.rubyGem(t, "fw-evil-rb", []string{"1.0.0", "1.0.1"}, old)
-	u.rubyGem(t, "fw-fresh-rb", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
+	u := fakeregistry.New(t)
+	old := fakeregistry.OldTimes(2)
+	rubyGem(u, t, "fw-clean-rb", []string{"1.0.0"}, old[:1])
+	rubyGem(u, t, "fw-evil-rb", []string{"1.0.0", "1.0.1"}, old)
+	rubyGem(u, t, "fw-fresh-rb", []string{"1.0.0", "1.1.0"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
 	// Names with a part that starts with a digit, read by the versions
 	// their /info lists; a platform's gem pushed now for an old version.
-	u.rubyGem(t, "fw-evil-2x", []string{"1.0.0", "1.0.1"}, old)
-	u.rubyGem(t, "tdfw-evil-23a01ad3", []string{"1.0.1"}, old[:1])
-	u.rubyGem(t, "fw-amb-5-x", []string{"1.0"}, old[:1])
-	u.rubyGem(t, "fw-plat", []string{"1.0.0", "1.0.0-java"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
-	cfg := fmt.Sprintf("firewall:\n  rubygems:\n    upstream: %q\n  private:\n    rubygems: [\"acme-*\"]\n", u.srv.URL+"/rubygems")
+	rubyGem(u, t, "fw-evil-2x", []string{"1.0.0", "1.0.1"}, old)
+	rubyGem(u, t, "tdfw-evil-23a01ad3", []string{"1.0.1"}, old[:1])
+	rubyGem(u, t, "fw-amb-5-x", []string{"1.0"}, old[:1])
+	rubyGem(u, t, "fw-plat", []string{"1.0.0", "1.0.0-java"}, []time.Time{old[0], time.Now().Add(-10 * time.Minute)})
+	cfg := fmt.Sprintf("firewall:\n  rubygems:\n    upstream: %q\n  private:\n    rubygems: [\"acme-*\"]\n", u.Srv.URL+"/rubygems")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()

@@ -17,17 +17,18 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/cmd/internal/apitest"
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // fwConfig is the firewall of an instance that fronts the upstream u, with
 // @acme/* private on npm, fetched from private when it is given.
-func fwConfig(u *upstreamRegistry, private ...*upstreamRegistry) string {
+func fwConfig(u *fakeregistry.Registry, private ...*fakeregistry.Registry) string {
 	priv := ""
 	if len(private) > 0 {
-		priv = fmt.Sprintf("    private_upstream: %q\n", private[0].srv.URL)
+		priv = fmt.Sprintf("    private_upstream: %q\n", private[0].Srv.URL)
 	}
 	return fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n%s  pypi:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n",
-		u.srv.URL, priv, u.srv.URL+"/simple", u.srv.URL)
+		u.Srv.URL, priv, u.Srv.URL+"/simple", u.Srv.URL)
 }
 
 // fwReport submits a package report and verifies it; returns its id.
@@ -71,21 +72,7 @@ func needTool(t *testing.T, name string) string {
 // fwGet sends a GET to the firewall with the token (Bearer) and returns status and body.
 func (d *daemon) fwGet(path, token string, header ...string) (int, http.Header, []byte) {
 	d.t.Helper()
-	req, _ := http.NewRequest("GET", d.base+path, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := d.client.Do(req)
-	if err != nil {
-		d.t.Fatalf("GET %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	apitest.Check(d.t, req, nil, res, b)
-	return res.StatusCode, res.Header, b
+	return apitest.Get(d.t, d.client, d.base, path, token, header...)
 }
 
 func (in *instance) certFile() string { return filepath.Join(in.dir, "data", "tls", "cert.pem") }
@@ -96,20 +83,20 @@ func (in *instance) certFile() string { return filepath.Join(in.dir, "data", "tl
 // installs, a withdrawal unblocks, and private names are never blocked.
 func TestFirewall(t *testing.T) {
 	t.Parallel()
-	u := newUpstreamRegistry(t)
-	u.npmPackage(t, "fw-clean", "1.0.0", "1.0.0")
-	u.npmPackage(t, "fw-evil", "1.0.1", "1.0.0", "1.0.1")
-	u.npmPackage(t, "fw-all", "2.0.0", "1.0.0", "2.0.0")
+	u := fakeregistry.New(t)
+	u.NPMPackage(t, "fw-clean", "1.0.0", "1.0.0")
+	u.NPMPackage(t, "fw-evil", "1.0.1", "1.0.0", "1.0.1")
+	u.NPMPackage(t, "fw-all", "2.0.0", "1.0.0", "2.0.0")
 	// The public registry holds a decoy of the internal package (a newer
 	// version, as dependency-confusion attacks publish); the private one
 	// holds the real package.
-	u.npmPackage(t, "@acme/internal", "9.9.9", "9.9.9")
-	private := newUpstreamRegistry(t)
-	private.npmPackage(t, "@acme/internal", "1.0.0", "1.0.0")
-	u.pypiProject(t, "fw-clean-py", "1.0.0")
-	u.pypiProject(t, "fw-evil-py", "1.0.0", "1.0.1")
-	u.goModule(t, "example.com/fwclean", "v1.0.0")
-	u.goModule(t, "example.com/fwevil", "v1.0.0", "v1.0.1")
+	u.NPMPackage(t, "@acme/internal", "9.9.9", "9.9.9")
+	private := fakeregistry.New(t)
+	private.NPMPackage(t, "@acme/internal", "1.0.0", "1.0.0")
+	u.PyPIProject(t, "fw-clean-py", "1.0.0")
+	u.PyPIProject(t, "fw-evil-py", "1.0.0", "1.0.1")
+	u.GoModule(t, "example.com/fwclean", "v1.0.0")
+	u.GoModule(t, "example.com/fwevil", "v1.0.0", "v1.0.1")
 
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u, private))
 	tok := in.user("dev@example.com")
@@ -216,12 +203,12 @@ func TestFirewall(t *testing.T) {
 		if out, ok := client(t, dir, env, "npm", "install", "fw-clean"); !ok || installed(dir, "fw-clean") != "1.0.0" {
 			t.Fatalf("npm install fw-clean:\n%s", out)
 		}
-		hits := u.hitsOf("/fw-clean")
+		hits := u.HitsOf("/fw-clean")
 		if out, ok := client(t, project(), env, "npm", "install", "--prefer-online", "fw-clean"); !ok {
 			t.Fatalf("npm install fw-clean again:\n%s", out)
 		}
-		if u.hitsOf("/fw-clean") != hits {
-			t.Errorf("the second install fetched the document from the upstream again (%d → %d requests): the cache did not serve it", hits, u.hitsOf("/fw-clean"))
+		if u.HitsOf("/fw-clean") != hits {
+			t.Errorf("the second install fetched the document from the upstream again (%d → %d requests): the cache did not serve it", hits, u.HitsOf("/fw-clean"))
 		}
 		// latest was the malicious 1.0.1: npm picks the clean 1.0.0.
 		dir = project()
@@ -230,7 +217,7 @@ func TestFirewall(t *testing.T) {
 		}
 		// A lockfile that pins the malicious version: npm ci fails with the threat id.
 		pinned := project()
-		pinLockfile(t, pinned, "fw-evil", "1.0.1", d.base+fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", u.files["/fw-evil/-/fw-evil-1.0.1.tgz"].body)
+		pinLockfile(t, pinned, "fw-evil", "1.0.1", d.base+fw+"/npm/fw-evil/-/fw-evil-1.0.1.tgz", u.Files["/fw-evil/-/fw-evil-1.0.1.tgz"].Body)
 		out, ok := client(t, pinned, env, "npm", "ci")
 		if ok || !strings.Contains(out, npmEvil) || !strings.Contains(out, "Blocked by threatd: npm fw-evil@1.0.1 is malicious") {
 			t.Fatalf("npm ci with a lockfile pinning fw-evil@1.0.1 (ok=%v):\n%s", ok, out)
@@ -361,7 +348,7 @@ func TestFirewall(t *testing.T) {
 	})
 
 	t.Run("upstream down", func(t *testing.T) {
-		u.srv.Close()
+		u.Srv.Close()
 		code, _, body := d.fwGet(fw+"/npm/fw-never-fetched", tok)
 		if code != 502 || !strings.Contains(string(body), "did not answer") {
 			t.Fatalf("upstream down: %d %s", code, body)
@@ -374,9 +361,9 @@ func TestFirewall(t *testing.T) {
 // withdrawal unblocks there), for the real npm command too.
 func TestFirewallPostgresTwoDaemons(t *testing.T) {
 	t.Parallel()
-	u := newUpstreamRegistry(t)
-	u.npmPackage(t, "pg-evil", "1.0.1", "1.0.0", "1.0.1")
-	u.goModule(t, "example.com/pgevil", "v1.0.0", "v1.0.1")
+	u := fakeregistry.New(t)
+	u.NPMPackage(t, "pg-evil", "1.0.1", "1.0.0", "1.0.1")
+	u.GoModule(t, "example.com/pgevil", "v1.0.0", "v1.0.1")
 	in := pgInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
 	tok := in.user("pg@example.com")
 	a, b := in.serve(), in.serve()
@@ -410,7 +397,7 @@ func TestFirewallPostgresTwoDaemons(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err == nil {
 		env := npmEnv(t, in, b, tok)
 		dir := t.TempDir()
-		pinLockfile(t, dir, "pg-evil", "1.0.1", b.base+tarball, u.files["/pg-evil/-/pg-evil-1.0.1.tgz"].body)
+		pinLockfile(t, dir, "pg-evil", "1.0.1", b.base+tarball, u.Files["/pg-evil/-/pg-evil-1.0.1.tgz"].Body)
 		if out, ok := client(t, dir, env, "npm", "ci"); ok || !strings.Contains(out, id) {
 			t.Fatalf("npm ci through the second daemon (ok=%v):\n%s", ok, out)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // npmEnv is the environment of an npm that installs through d's firewall
@@ -72,7 +74,7 @@ func pinLockfile(t *testing.T, dir, name, version, resolved string, tgz []byte) 
 	lock, _ := json.MarshalIndent(map[string]any{"name": "consumer", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
 		"packages": map[string]any{
 			"":                     map[string]any{"name": "consumer", "version": "1.0.0", "dependencies": deps},
-			"node_modules/" + name: map[string]any{"version": version, "resolved": resolved, "integrity": integrity(tgz)},
+			"node_modules/" + name: map[string]any{"version": version, "resolved": resolved, "integrity": fakeregistry.Integrity(tgz)},
 		}}, "", "  ")
 	if os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644) != nil || os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644) != nil {
 		t.Fatal("cannot write the project")

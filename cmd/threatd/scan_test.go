@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threatd/threatd/cmd/internal/apitest"
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
@@ -33,10 +34,10 @@ func TestScan(t *testing.T) {
 	scanner := osvScanner(t)
 	npm := needTool(t, "npm")
 
-	u := newUpstreamRegistry(t)
-	u.npmPackage(t, "scan-clean", "1.0.0", "1.0.0")
-	u.npmPackage(t, "scan-evil", "1.0.1", "1.0.0", "1.0.1")
-	u.npmPackageDeps(t, "scan-lib", "2.0.0", map[string]string{"scan-evil": "1.0.1"}, "2.0.0")
+	u := fakeregistry.New(t)
+	u.NPMPackage(t, "scan-clean", "1.0.0", "1.0.0")
+	u.NPMPackage(t, "scan-evil", "1.0.1", "1.0.0", "1.0.1")
+	u.NPMPackageDeps(t, "scan-lib", "2.0.0", map[string]string{"scan-evil": "1.0.1"}, "2.0.0")
 
 	// The real npm writes the lockfile, resolving against the upstream.
 	proj := t.TempDir()
@@ -46,7 +47,7 @@ func TestScan(t *testing.T) {
 	}
 	home := t.TempDir()
 	npmrc := filepath.Join(home, ".npmrc")
-	os.WriteFile(npmrc, []byte("registry="+u.srv.URL+"/\nfund=false\naudit=false\nupdate-notifier=false\ncache="+filepath.Join(home, "cache")+"\n"), 0o600)
+	os.WriteFile(npmrc, []byte("registry="+u.Srv.URL+"/\nfund=false\naudit=false\nupdate-notifier=false\ncache="+filepath.Join(home, "cache")+"\n"), 0o600)
 	npmEnv := []string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + npmrc}
 	if out, ok := client(t, proj, npmEnv, npm, "install", "--package-lock-only", "--ignore-scripts"); !ok {
 		t.Fatalf("npm install --package-lock-only:\n%s", out)

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
 // TestSIEMToRsyslog: a daemon sends the change feed's verifications,
@@ -86,10 +88,10 @@ ruleset(name="out") { action(type="omfile" file=%q template="raw") }
 	}
 
 	// TCP, CEF; the firewall's decisions too.
-	u := newUpstreamRegistry(t)
-	u.npmPackage(t, "siem-evil", "1.0.0", "1.0.0")
+	u := fakeregistry.New(t)
+	u.NPMPackage(t, "siem-evil", "1.0.0", "1.0.0")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fmt.Sprintf("siem: {syslog: {address: \"tcp://127.0.0.1:%d\", format: cef}}\n", tcpPort)+
-		fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  quarantine:\n    missing_time: allow\n", u.srv.URL))
+		fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  quarantine:\n    missing_time: allow\n", u.Srv.URL))
 	tok := in.user("dev@example.com")
 	d := in.serve()
 	time.Sleep(2 * freshness) // the feed's position is taken at start

@@ -1,6 +1,7 @@
 package firewall
 
 import (
+	"context"
 	"net/url"
 	"sync"
 	"time"
@@ -10,11 +11,12 @@ import (
 
 // Gate is where the firewall decides (docs/firewall.md): the policy, the
 // waivers in force and the recorder of decisions and held versions, with
-// the registries' adapters. The proxy (core/firewall/proxy) gathers a
-// version's facts from the upstream and asks the gate, one call per kind
-// of thing it serves: a version listed in a document (Listing, Version),
-// a version's own file or document (Version, then Decide), an image
-// (Image).
+// the registries' adapters. The proxy (core/firewall/proxy) asks the gate
+// one call per kind of thing it serves, and reads facts from the upstream
+// for it through a FactReader: a document listing a package's versions
+// (Document), a version's own file or document (Rule, then Decide to
+// record what was served), an image (Image). A registry-wide listing
+// judges each package with Listing, its facts read best effort.
 type Gate struct {
 	Policy   *Policy
 	Recorder *Recorder
@@ -64,6 +66,62 @@ func (g *Gate) Version(v Verdict, listed string, facts map[string]Facts) Ruling 
 		g.Recorder.Held(HeldVersion{Ecosystem: v.Registry, Name: v.Name, Version: listed, Published: f.Published, FirstSeen: seen, Until: r.Until})
 	}
 	return r
+}
+
+// FactReader reads the facts of one package's versions where it is
+// served: the proxy implements it over the upstream (publish times,
+// install scripts). listing says the versions are a listing's (every
+// version the package lists when versions is nil); have, when not nil, is
+// what the document being judged lists, when it is its own facts
+// document.
+type FactReader interface {
+	ReadFacts(ctx context.Context, versions []string, listing bool, have []Published) (map[string]Facts, error)
+}
+
+// Rule is the gate's call for a version's own file or document (and a
+// file of several versions): the versions' facts are read through f when
+// the package needs them (NeedsFacts), then each version is ruled
+// (Version), in order. listing is passed on to f.
+func (g *Gate) Rule(ctx context.Context, a Adapter, v Verdict, versions []string, listing bool, f FactReader) ([]Ruling, error) {
+	var facts map[string]Facts
+	if g.NeedsFacts(a, v) {
+		var err error
+		if facts, err = f.ReadFacts(ctx, versions, listing, nil); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Ruling, len(versions))
+	for i, ver := range versions {
+		out[i] = g.Version(v, ver, facts)
+	}
+	return out, nil
+}
+
+// Document is the gate's call for a document that lists the versions of
+// v's package (rt's): when the package needs facts, the versions doc lists
+// are read and their facts read through f (the document's own listing
+// when it is its facts document); then the Judge of its rewrite (Listing)
+// gathers into l.
+func (g *Gate) Document(ctx context.Context, a Adapter, v Verdict, rt Route, doc Document, f FactReader, l *Listed) (Judge, error) {
+	var facts map[string]Facts
+	if rt.Name != "" && g.NeedsFacts(a, v) {
+		listed, err := a.Versions(doc)
+		if err != nil {
+			return nil, err
+		}
+		versions := make([]string, len(listed))
+		for i, pv := range listed {
+			versions[i] = pv.Version
+		}
+		var have []Published
+		if path, accept := a.(FactSource).FactsDocument(rt.Name); rt.OwnFacts || path == rt.Upstream && accept == rt.Accept {
+			have = listed // the document is its own facts
+		}
+		if facts, err = f.ReadFacts(ctx, versions, true, have); err != nil {
+			return nil, err
+		}
+	}
+	return g.Listing(v, facts, l), nil
 }
 
 // Asker is who asked for what was decided: the user's e-mail and the

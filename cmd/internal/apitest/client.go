@@ -85,3 +85,30 @@ func send(t testing.TB, client *http.Client, req *http.Request) (*http.Response,
 	}
 	return res, b
 }
+
+// Get sends a GET with the token (no Authorization header when it is
+// empty) and headers (name, value, …): what a package manager sends to
+// the firewall. A body cut short is returned as far as it was read: a
+// stream the firewall stops midway is what some tests look for. The
+// exchange is checked against the OpenAPI document.
+func Get(t testing.TB, client *http.Client, base, path, token string, headers ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	Check(t, req, nil, res, b)
+	return res.StatusCode, res.Header, b
+}

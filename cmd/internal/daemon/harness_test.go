@@ -302,3 +302,18 @@ func count(t *testing.T, db *sql.DB, query string) int {
 	}
 	return n
 }
+
+// fwGet sends a GET to the firewall with the token (apitest.Get).
+func (s *server) fwGet(path, token string, header ...string) (int, http.Header, []byte) {
+	s.t.Helper()
+	return apitest.Get(s.t, s.client, s.base, path, token, header...)
+}
+
+// fwReport submits a package report and verifies it; returns its id.
+func (s *server) fwReport(tok, registry, name, versions string) string {
+	s.t.Helper()
+	id := s.submit(tok, fmt.Sprintf(`{"report_type":"package","resource_identifier":%q,"registry":%q,"threat_description":"Steals credentials at install time","severity_level":"critical","version_info":%q}`,
+		name, registry, versions))
+	s.verify(id)
+	return id
+}

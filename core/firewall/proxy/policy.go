@@ -156,12 +156,23 @@ func (p *Proxy) published(ctx context.Context, a firewall.Adapter, reg, docURL, 
 // renderingKey marks the context of a rendering (it holds budget).
 type renderingKey struct{}
 
-// versionFacts reads the facts of one version when its package needs them.
-func (p *Proxy) versionFacts(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, versions ...string) (map[string]firewall.Facts, error) {
-	if !p.gate.NeedsFacts(a, v) {
-		return nil, nil
-	}
-	return p.facts(ctx, a, v, up, versions, false)
+// upstreamFacts is the gate's FactReader for one package: its facts read
+// from the upstream up (facts).
+type upstreamFacts struct {
+	p  *Proxy
+	a  firewall.Adapter
+	v  firewall.Verdict
+	up string
+}
+
+func (u upstreamFacts) ReadFacts(ctx context.Context, versions []string, listing bool, have []firewall.Published) (map[string]firewall.Facts, error) {
+	return u.p.facts(ctx, u.a, u.v, u.up, versions, listing, have...)
+}
+
+// rule asks the gate for the rulings of versions of v's package, whose
+// facts it reads from up when needed.
+func (p *Proxy) rule(ctx context.Context, a firewall.Adapter, v firewall.Verdict, up string, listing bool, versions ...string) ([]firewall.Ruling, error) {
+	return p.gate.Rule(ctx, a, v, versions, listing, upstreamFacts{p, a, v, up})
 }
 
 // decided records a decision about one version (an artifact or a

@@ -122,28 +122,12 @@ func (p *Proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 				return rendering{}, err
 			}
 		}
-		var facts map[string]firewall.Facts
-		if rt.Name != "" && p.gate.NeedsFacts(a, v) {
-			listed, err := a.Versions(doc)
-			if err != nil {
-				return rendering{}, err
-			}
-			versions := make([]string, len(listed))
-			for i, l := range listed {
-				versions[i] = l.Version
-			}
-			var have []firewall.Published
-			if fs, ok := a.(firewall.FactSource); ok {
-				if path, accept := fs.FactsDocument(rt.Name); rt.OwnFacts || path == rt.Upstream && accept == rt.Accept {
-					have = listed // the document is its own facts
-				}
-			}
-			if facts, err = p.facts(ctx, a, v, up, versions, true, have...); err != nil {
-				return rendering{}, err
-			}
-		}
 		var l firewall.Listed
-		r, err := a.Rewrite(doc, p.gate.Listing(v, facts, &l), base)
+		judge, err := p.gate.Document(ctx, a, v, rt, doc, upstreamFacts{p, a, v, up}, &l)
+		if err != nil {
+			return rendering{}, err
+		}
+		r, err := a.Rewrite(doc, judge, base)
 		return rendering{body: r.Body, contentType: r.ContentType, expires: l.Expires, warnings: l.Warnings}, err
 	}
 }
@@ -157,12 +141,12 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	ctx := c.Request().Context()
 	a := vd.(firewall.Adapter)
 	if rt.Version != "" {
-		facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
+		rs, err := p.rule(ctx, a, v, up, false, rt.Version)
 		if err != nil {
 			return err
 		}
-		if r := p.gate.Version(v, rt.Version, facts); r.Refused() {
-			return p.refuseRuling(c, rt, v, rt.Version, r)
+		if rs[0].Refused() {
+			return p.refuseRuling(c, rt, v, rt.Version, rs[0])
 		}
 	}
 	docURL, err := p.at(ctx, a, up, rt.Upstream)
@@ -181,11 +165,11 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	if err != nil {
 		return p.unreadable(reg, err)
 	}
-	facts, err := p.versionFacts(ctx, a, v, up, ver)
+	rs, err := p.rule(ctx, a, v, up, false, ver)
 	if err != nil {
 		return err
 	}
-	r := p.gate.Version(v, ver, facts)
+	r := rs[0]
 	if !r.Refused() {
 		out, err := vd.RewriteVersion(doc, rt.Name, p.base(c, reg))
 		if err != nil {
@@ -219,14 +203,13 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	for i, l := range listed {
 		versions[i] = l.Version
 	}
-	if p.gate.NeedsFacts(a, v) {
-		if facts, err = p.facts(ctx, a, v, up, versions, true); err != nil {
-			return err
-		}
+	rulings, err := p.rule(ctx, a, v, up, true, versions...)
+	if err != nil {
+		return err
 	}
 	var allowed []string
-	for _, l := range listed {
-		if !p.gate.Version(v, l.Version, facts).Refused() {
+	for i, l := range listed {
+		if !rulings[i].Refused() {
 			allowed = append(allowed, l.Version)
 		}
 	}
@@ -258,11 +241,11 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 	}
 	if rt.Index == "" {
 		if !rt.Unjudged {
-			facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
+			rs, err := p.rule(ctx, a, v, up, false, rt.Version)
 			if err != nil {
 				return err
 			}
-			r := p.gate.Version(v, rt.Version, facts)
+			r := rs[0]
 			if r.Refused() {
 				return p.refuseRuling(c, rt, v, rt.Version, r)
 			}
@@ -294,17 +277,14 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 		return notFound("%s package %s has no file %s", reg, rt.Name, rt.File)
 	}
 	if !rt.Unjudged {
-		facts, err := p.versionFacts(ctx, a, v, up, f.Versions...)
+		served, err := p.rule(ctx, a, v, up, false, f.Versions...)
 		if err != nil {
 			return err
 		}
-		var served []firewall.Ruling
-		for _, ver := range f.Versions {
-			r := p.gate.Version(v, ver, facts)
+		for i, r := range served {
 			if r.Refused() {
-				return p.refuseRuling(c, rt, v, ver, r)
+				return p.refuseRuling(c, rt, v, f.Versions[i], r)
 			}
-			served = append(served, r)
 		}
 		for i, r := range served {
 			p.decided(c, v, f.Versions[i], r)
@@ -318,11 +298,11 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 func (p *Proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLocator, rt firewall.Route, v firewall.Verdict, up string) error {
 	reg := a.Registry()
 	ctx := c.Request().Context()
-	facts, err := p.versionFacts(ctx, a, v, up, rt.Version)
+	rs, err := p.rule(ctx, a, v, up, false, rt.Version)
 	if err != nil {
 		return err
 	}
-	r := p.gate.Version(v, rt.Version, facts)
+	r := rs[0]
 	if r.Refused() {
 		return p.refuseRuling(c, rt, v, rt.Version, r)
 	}

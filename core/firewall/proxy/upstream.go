@@ -128,11 +128,11 @@ func (p *Proxy) reading(c *echo.Context, a firewall.Adapter, rt firewall.Route) 
 		if err != nil {
 			return rt, err
 		}
-		facts, err := p.versionFacts(ctx, a, v, up, r.Version)
+		rs, err := p.rule(ctx, a, v, up, false, r.Version)
 		if err != nil {
 			return rt, err
 		}
-		if p.gate.Version(v, r.Version, facts).Refused() {
+		if rs[0].Refused() {
 			return r, nil
 		}
 	}

@@ -1,4 +1,11 @@
-package main_test
+// Package fakeregistry serves, on 127.0.0.1 for a test, the upstream
+// registries the firewall fronts, shaped as the real ones serve them: npm
+// package documents and tarballs, PyPI's simple index (HTML and JSON) with
+// wheels, a Go module proxy, a Maven repository, a crates.io sparse index,
+// and NuGet's v3 resources (as api.nuget.org and BaGet lay them out). The
+// daemon's tests use it in both tiers: in process (cmd/internal/daemon)
+// and end to end with the real package managers (cmd/threatd).
+package fakeregistry
 
 import (
 	"archive/tar"
@@ -22,47 +29,46 @@ import (
 	"time"
 )
 
-// upstreamRegistry is the public registries the firewall fronts, served on
-// 127.0.0.1 by the test: npm package documents and tarballs, a PEP 503
-// index with wheels, and a Go module proxy directory. It counts requests
+// Registry is one upstream registry server; its publishing methods put a
+// registry's documents and files on it (Put serves any other). It counts requests
 // by path, so that tests can see what the firewall's cache spared it.
-type upstreamRegistry struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	files map[string]servedFile
-	hits  map[string]int
+type Registry struct {
+	Srv   *httptest.Server
+	Mu    sync.Mutex
+	Files map[string]File
+	Hits  map[string]int
 	// normalize resolves a request's path as static servers do (decoded,
 	// then cleaned: %2e%2e and %2f reach other files) before looking it up.
-	normalize bool
-	// fallback serves a path no put published (files read from disk).
-	fallback func(p string) (servedFile, bool)
+	Normalize bool
+	// fallback serves a path no Put published (files read from disk).
+	Fallback func(p string) (File, bool)
 }
 
-type servedFile struct {
-	body        []byte
-	contentType string
-	maxAge      int
+type File struct {
+	Body        []byte
+	ContentType string
+	MaxAge      int
 	// status (200 when 0) and header are sent as they are.
-	status int
-	header map[string]string
+	Status int
+	Header map[string]string
 }
 
-func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
-	u := &upstreamRegistry{files: map[string]servedFile{}, hits: map[string]int{}}
-	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func New(t testing.TB) *Registry {
+	u := &Registry{Files: map[string]File{}, Hits: map[string]int{}}
+	u.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
-		u.mu.Lock()
-		if u.normalize {
+		u.Mu.Lock()
+		if u.Normalize {
 			p = path.Clean(r.URL.Path)
 		}
-		u.hits[p]++
-		f, ok := u.files[p]
+		u.Hits[p]++
+		f, ok := u.Files[p]
 		// A PEP 691 JSON page where one is published, when asked for.
-		if jf, jok := u.files[p+"#json"]; jok && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json") {
+		if jf, jok := u.Files[p+"#json"]; jok && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json") {
 			f, ok = jf, true
 		}
-		fallback := u.fallback
-		u.mu.Unlock()
+		fallback := u.Fallback
+		u.Mu.Unlock()
 		if !ok && fallback != nil {
 			f, ok = fallback(p)
 		}
@@ -72,63 +78,63 @@ func newUpstreamRegistry(t *testing.T) *upstreamRegistry {
 			fmt.Fprintf(w, `{"error":"upstream: %s not found"}`, p)
 			return
 		}
-		w.Header().Set("Content-Type", f.contentType)
-		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", f.maxAge))
-		for k, v := range f.header {
+		w.Header().Set("Content-Type", f.ContentType)
+		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", f.MaxAge))
+		for k, v := range f.Header {
 			w.Header().Set(k, v)
 		}
-		if f.status != 0 {
-			w.WriteHeader(f.status)
+		if f.Status != 0 {
+			w.WriteHeader(f.Status)
 		}
-		_, _ = w.Write(f.body)
+		_, _ = w.Write(f.Body)
 	}))
-	t.Cleanup(u.srv.Close)
+	t.Cleanup(u.Srv.Close)
 	return u
 }
 
-func (u *upstreamRegistry) put(p, contentType string, maxAge int, body []byte) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.files[p] = servedFile{body: body, contentType: contentType, maxAge: maxAge}
+func (u *Registry) Put(p, contentType string, maxAge int, body []byte) {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	u.Files[p] = File{Body: body, ContentType: contentType, MaxAge: maxAge}
 }
 
-func (u *upstreamRegistry) hitsOf(p string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.hits[p]
+func (u *Registry) HitsOf(p string) int {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	return u.Hits[p]
 }
 
-// npmPackage publishes an npm package with the given versions (a tarball
+// NPMPackage publishes an npm package with the given versions (a tarball
 // each, made as npm pack makes them) and dist-tags.latest = latest.
-func (u *upstreamRegistry) npmPackage(t *testing.T, name, latest string, versions ...string) {
+func (u *Registry) NPMPackage(t testing.TB, name, latest string, versions ...string) {
 	t.Helper()
-	u.npmPackageDeps(t, name, latest, nil, versions...)
+	u.NPMPackageDeps(t, name, latest, nil, versions...)
 }
 
-// npmPackageDeps is npmPackage whose every version depends on deps (name →
+// NPMPackageDeps is NPMPackage whose every version depends on deps (name →
 // range), in its tarball's package.json and in the package document.
-func (u *upstreamRegistry) npmPackageDeps(t *testing.T, name, latest string, deps map[string]string, versions ...string) {
+func (u *Registry) NPMPackageDeps(t testing.TB, name, latest string, deps map[string]string, versions ...string) {
 	t.Helper()
-	times := oldTimes(len(versions))
-	u.npmPackageAt(t, name, latest, deps, versions, times, nil)
+	times := OldTimes(len(versions))
+	u.NPMPackageAt(t, name, latest, deps, versions, times, nil)
 }
 
-// npmPackageAt publishes an npm package whose versions were published at
+// NPMPackageAt publishes an npm package whose versions were published at
 // times, version v declaring the scripts scripts[v] (in its document).
-func (u *upstreamRegistry) npmPackageAt(t *testing.T, name, latest string, deps map[string]string, versions []string, at []time.Time, scripts map[string]map[string]string) {
+func (u *Registry) NPMPackageAt(t testing.TB, name, latest string, deps map[string]string, versions []string, at []time.Time, scripts map[string]map[string]string) {
 	t.Helper()
 	docVersions := map[string]any{}
 	times := map[string]string{"created": "2026-01-01T00:00:00.000Z", "modified": "2026-11-01T00:00:00.000Z"}
 	esc := strings.Replace(name, "/", "%2f", 1)
 	unscoped := path.Base(name)
 	for i, v := range versions {
-		tgz := npmTarball(t, name, v, deps)
+		tgz := NPMTarball(t, name, v, deps)
 		file := unscoped + "-" + v + ".tgz"
-		u.put("/"+name+"/-/"+file, "application/octet-stream", 31536000, tgz)
+		u.Put("/"+name+"/-/"+file, "application/octet-stream", 31536000, tgz)
 		sha1sum := sha1.Sum(tgz)
 		sha512sum := sha512.Sum512(tgz)
 		docVersions[v] = map[string]any{"name": name, "version": v,
-			"dist": map[string]any{"tarball": u.srv.URL + "/" + name + "/-/" + file, "shasum": hex.EncodeToString(sha1sum[:]),
+			"dist": map[string]any{"tarball": u.Srv.URL + "/" + name + "/-/" + file, "shasum": hex.EncodeToString(sha1sum[:]),
 				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:])}}
 		if len(deps) > 0 {
 			docVersions[v].(map[string]any)["dependencies"] = deps
@@ -138,19 +144,19 @@ func (u *upstreamRegistry) npmPackageAt(t *testing.T, name, latest string, deps 
 		}
 		times[v] = at[i].UTC().Format("2006-01-02T15:04:05.000Z")
 		vdoc, _ := json.Marshal(docVersions[v])
-		u.put("/"+esc+"/"+v, "application/json", 300, vdoc)
+		u.Put("/"+esc+"/"+v, "application/json", 300, vdoc)
 		if v == latest {
-			u.put("/"+esc+"/latest", "application/json", 300, vdoc)
+			u.Put("/"+esc+"/latest", "application/json", 300, vdoc)
 		}
 	}
 	doc, _ := json.Marshal(map[string]any{"name": name, "dist-tags": map[string]string{"latest": latest},
 		"versions": docVersions, "time": times})
-	u.put("/"+esc, "application/json", 300, doc)
+	u.Put("/"+esc, "application/json", 300, doc)
 }
 
-// oldTimes are n publish times a day apart from 2026-01-01: versions
+// OldTimes are n publish times a day apart from 2026-01-01: versions
 // long past any quarantine.
-func oldTimes(n int) []time.Time {
+func OldTimes(n int) []time.Time {
 	times := make([]time.Time, n)
 	for i := range times {
 		times[i] = time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)
@@ -158,8 +164,8 @@ func oldTimes(n int) []time.Time {
 	return times
 }
 
-// npmTarball is a package tarball: package/package.json and package/index.js.
-func npmTarball(t *testing.T, name, version string, deps ...map[string]string) []byte {
+// NPMTarball is a package tarball: package/package.json and package/index.js.
+func NPMTarball(t testing.TB, name, version string, deps ...map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -183,39 +189,39 @@ func npmTarball(t *testing.T, name, version string, deps ...map[string]string) [
 	return buf.Bytes()
 }
 
-// pypiProject publishes a PyPI project: a wheel per version, listed on a
+// PyPIProject publishes a PyPI project: a Wheel per version, listed on a
 // PEP 503 page with its sha256.
-func (u *upstreamRegistry) pypiProject(t *testing.T, project string, versions ...string) {
+func (u *Registry) PyPIProject(t testing.TB, project string, versions ...string) {
 	t.Helper()
-	times := oldTimes(len(versions))
-	u.pypiProjectAt(t, project, versions, times)
+	times := OldTimes(len(versions))
+	u.PyPIProjectAt(t, project, versions, times)
 }
 
-// pypiProjectAt is pypiProject with each version's upload time, given in
+// PyPIProjectAt is PyPIProject with each version's upload time, given in
 // the project's JSON page (PEP 691, with PEP 700's upload-time) beside
 // the HTML one.
-func (u *upstreamRegistry) pypiProjectAt(t *testing.T, project string, versions []string, times []time.Time) {
+func (u *Registry) PyPIProjectAt(t testing.TB, project string, versions []string, times []time.Time) {
 	t.Helper()
 	var jsonFiles []map[string]any
 	var page strings.Builder
 	fmt.Fprintf(&page, "<!DOCTYPE html>\n<html><body><h1>Links for %s</h1>\n", project)
 	for i, v := range versions {
-		whl := wheel(t, project, v)
+		whl := Wheel(t, project, v)
 		file := strings.ReplaceAll(project, "-", "_") + "-" + v + "-py3-none-any.whl"
-		u.put("/files/"+file, "application/octet-stream", 31536000, whl)
+		u.Put("/files/"+file, "application/octet-stream", 31536000, whl)
 		sum := sha256.Sum256(whl)
 		fmt.Fprintf(&page, "<a href=\"../../files/%s#sha256=%s\" data-requires-python=\"&gt;=3.7\">%s</a><br/>\n", file, hex.EncodeToString(sum[:]), file)
 		jsonFiles = append(jsonFiles, map[string]any{"filename": file, "url": "../../files/" + file, "hashes": map[string]string{"sha256": hex.EncodeToString(sum[:])},
 			"requires-python": ">=3.7", "upload-time": times[i].UTC().Format("2006-01-02T15:04:05.000000Z")})
 	}
 	page.WriteString("</body></html>\n")
-	u.put("/simple/"+project+"/", "text/html", 600, []byte(page.String()))
+	u.Put("/simple/"+project+"/", "text/html", 600, []byte(page.String()))
 	doc, _ := json.Marshal(map[string]any{"meta": map[string]any{"api-version": "1.1"}, "name": project, "versions": versions, "files": jsonFiles})
-	u.put("/simple/"+project+"/#json", "application/vnd.pypi.simple.v1+json", 600, doc)
+	u.Put("/simple/"+project+"/#json", "application/vnd.pypi.simple.v1+json", 600, doc)
 }
 
-// wheel builds a pure-Python wheel of project at version.
-func wheel(t *testing.T, project, version string) []byte {
+// Wheel builds a pure-Python Wheel of project at version.
+func Wheel(t testing.TB, project, version string) []byte {
 	t.Helper()
 	dist := strings.ReplaceAll(project, "-", "_")
 	info := dist + "-" + version + ".dist-info/"
@@ -242,26 +248,26 @@ func wheel(t *testing.T, project, version string) []byte {
 	return buf.Bytes()
 }
 
-// goModule publishes a module's versions in the module proxy layout
+// GoModule publishes a module's versions in the module proxy layout
 // (@v/list, .info, .mod, .zip, @latest).
-func (u *upstreamRegistry) goModule(t *testing.T, mod string, versions ...string) {
+func (u *Registry) GoModule(t testing.TB, mod string, versions ...string) {
 	t.Helper()
-	times := oldTimes(len(versions))
-	u.goModuleAt(t, mod, versions, times)
+	times := OldTimes(len(versions))
+	u.GoModuleAt(t, mod, versions, times)
 }
 
-// goModuleAt is goModule with each version's .info Time.
-func (u *upstreamRegistry) goModuleAt(t *testing.T, mod string, versions []string, at []time.Time) {
+// GoModuleAt is GoModule with each version's .info Time.
+func (u *Registry) GoModuleAt(t testing.TB, mod string, versions []string, at []time.Time) {
 	t.Helper()
 	sorted := append([]string(nil), versions...)
 	sort.Strings(sorted)
-	u.put("/"+mod+"/@v/list", "text/plain; charset=utf-8", 60, []byte(strings.Join(sorted, "\n")+"\n"))
+	u.Put("/"+mod+"/@v/list", "text/plain; charset=utf-8", 60, []byte(strings.Join(sorted, "\n")+"\n"))
 	pkgName := path.Base(mod)
 	for i, v := range versions {
 		info, _ := json.Marshal(map[string]string{"Version": v, "Time": at[i].UTC().Format(time.RFC3339)})
 		gomod := "module " + mod + "\n\ngo 1.21\n"
-		u.put("/"+mod+"/@v/"+v+".info", "application/json", 31536000, info)
-		u.put("/"+mod+"/@v/"+v+".mod", "text/plain; charset=utf-8", 31536000, []byte(gomod))
+		u.Put("/"+mod+"/@v/"+v+".info", "application/json", 31536000, info)
+		u.Put("/"+mod+"/@v/"+v+".mod", "text/plain; charset=utf-8", 31536000, []byte(gomod))
 		var buf bytes.Buffer
 		zw := zip.NewWriter(&buf)
 		for _, f := range []struct{ name, body string }{
@@ -274,15 +280,15 @@ func (u *upstreamRegistry) goModuleAt(t *testing.T, mod string, versions []strin
 		if err := zw.Close(); err != nil {
 			t.Fatal(err)
 		}
-		u.put("/"+mod+"/@v/"+v+".zip", "application/zip", 31536000, buf.Bytes())
+		u.Put("/"+mod+"/@v/"+v+".zip", "application/zip", 31536000, buf.Bytes())
 		if i == len(versions)-1 {
-			u.put("/"+mod+"/@latest", "application/json", 60, info)
+			u.Put("/"+mod+"/@latest", "application/json", 60, info)
 		}
 	}
 }
 
-// integrity is a file's npm integrity string (sha512, base64).
-func integrity(b []byte) string {
+// Integrity is a file's npm Integrity string (sha512, base64).
+func Integrity(b []byte) string {
 	sum := sha512.Sum512(b)
 	return "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
 }
