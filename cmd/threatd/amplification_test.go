@@ -140,7 +140,9 @@ func TestReadAmplificationIsBounded(t *testing.T) {
 	t.Logf("import of %d reports of 200 KB: %s", reports, time.Since(start).Round(time.Millisecond))
 	d := in.serve()
 	d.until(200, "GET", "/readyz", "", "")
-	sampled := sampleAnon(processTree(t, d))
+	// The process tree is read again at each sample: an exporter plugin
+	// still starting when the readers begin is sampled once it runs.
+	sampled := sampleAnon(func() map[int]string { return processTree(t, d) })
 	start = time.Now()
 
 	// The archive streams 60 MB: no client deadline but the test's.
@@ -235,10 +237,10 @@ func processTree(t *testing.T, d *daemon) map[int]string {
 	return pids
 }
 
-// sampleAnon samples the anonymous resident memory (RssAnon) of pids every
-// 10 ms until the function it returns is called, which gives each pid's
-// peak in bytes.
-func sampleAnon(pids map[int]string) func() map[int]int {
+// sampleAnon samples the anonymous resident memory (RssAnon) of the
+// processes pids gives every 10 ms until the function it returns is
+// called, which gives each pid's peak in bytes.
+func sampleAnon(pids func() map[int]string) func() map[int]int {
 	stop, done := make(chan struct{}), make(chan map[int]int)
 	re := regexp.MustCompile(`RssAnon:\s+(\d+) kB`)
 	go func() {
@@ -246,7 +248,7 @@ func sampleAnon(pids map[int]string) func() map[int]int {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			for pid := range pids {
+			for pid := range pids() {
 				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 					if m := re.FindSubmatch(b); m != nil {
 						kb, _ := strconv.Atoi(string(m[1]))
