@@ -8,7 +8,13 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD ?= -trimpath
 PLUGIN_CMDS := threatd-storage-sqlite threatd-storage-postgres threatd-exporter-stix threatd-exporter-anomali threatd-exporter-csv threatd-exporter-osv threatd-exporter-misp threatd-source-osv threatd-source-urlhaus threatd-source-threatfox threatd-source-datadog
 
-.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check storage storage-check tlds bench bench-scale clean
+.PHONY: all build install run test test-unit reference-data fuzz postgres browser osv-scanner scan-tools screenshots lint proto proto-check fields fields-check storage storage-check tlds bench bench-scale clean libyara
+
+# The rules analyzer plugin (docs/analysis.md) links Debian's libyara
+# through cgo, alone of every binary. make build installs libyara-dev when
+# it is missing and make runs as root; otherwise it builds everything else
+# and says how to add the analyzer.
+ANALYZER_CMDS := threatd-analyzer-rules
 
 # Fuzz budgets of `make fuzz` (CI runs it after `make test`; the fuzz
 # targets' seed corpora run in `make test` as tests), as execution counts: a duration-based
@@ -24,10 +30,18 @@ FUZZ_VERSIONS ?= 100000x
 
 all: build
 
-build:
+build: libyara
 	$(GO) build $(GOFLAGS_BUILD) -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN)/threatd ./cmd/threatd
 	@mkdir -p $(PLUGINS)
 	@for p in $(PLUGIN_CMDS); do echo "$(GO) build -o $(PLUGINS)/$$p ./cmd/$$p"; $(GO) build $(GOFLAGS_BUILD) -o $(PLUGINS)/$$p ./cmd/$$p || exit 1; done
+	@if [ -e /usr/include/yara.h ]; then \
+	  for p in $(ANALYZER_CMDS); do echo "$(GO) build -o $(PLUGINS)/$$p ./cmd/$$p"; $(GO) build $(GOFLAGS_BUILD) -o $(PLUGINS)/$$p ./cmd/$$p || exit 1; done; \
+	else echo "not built: $(ANALYZER_CMDS) (package analysis) needs libyara-dev: sudo apt-get install libyara-dev, then make build"; fi
+
+libyara:
+	@if [ -e /usr/include/yara.h ] || [ "$$(id -u)" != 0 ]; then exit 0; fi; \
+	echo "installing libyara-dev from Debian's packages (the rules analyzer links it)"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libyara-dev >/dev/null
 
 # Install what `make build` built (it compiles nothing, so `sudo make
 # install` needs no Go on root's PATH): $(PREFIX)/bin/threatd and its
@@ -41,6 +55,7 @@ install:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/threatd/plugins
 	install -m 0755 $(BIN)/threatd $(DESTDIR)$(PREFIX)/bin/threatd
 	install -m 0755 $(addprefix $(PLUGINS)/,$(PLUGIN_CMDS)) $(DESTDIR)$(PREFIX)/lib/threatd/plugins/
+	@for p in $(ANALYZER_CMDS); do [ ! -x $(PLUGINS)/$$p ] || install -m 0755 $(PLUGINS)/$$p $(DESTDIR)$(PREFIX)/lib/threatd/plugins/; done
 
 # Build, create a first admin user if the database is new (its token is
 # printed once), then serve on https://127.0.0.1:8443/functions/v1.
@@ -80,7 +95,7 @@ test: build postgres browser osv-scanner scan-tools
 	  echo "$(GO) test $$flags ./cmd/threatd & $(GO) test -race $(RACE_GCFLAGS) $$flags $(STORAGE_PKGS) & $(GO) test -race $(RACE_GCFLAGS) $$flags (every other package)"; \
 	  $(GO) test $$flags ./cmd/threatd & e2e=$$!; \
 	  $(GO) test -race $(RACE_GCFLAGS) $$flags $(STORAGE_PKGS) & storage=$$!; \
-	  $(GO) test -race $(RACE_GCFLAGS) $$flags $$($(GO) list ./... | grep -vx '$(E2E_PKG)' | grep -v '/storage\(/\|$$\)' | grep -v '/cmd/threatd-storage-'); rest=$$?; \
+	  $(GO) test -race $(RACE_GCFLAGS) $$flags $$($(GO) list ./... | grep -vx '$(E2E_PKG)' | grep -v '/storage\(/\|$$\)' | grep -v '/cmd/threatd-storage-' | { if [ -e /usr/include/yara.h ]; then cat; else grep -v '/cmd/threatd-analyzer-'; fi; }); rest=$$?; \
 	  wait $$e2e; e2e=$$?; wait $$storage; storage=$$?; \
 	  test $$rest = 0 && test $$e2e = 0 && test $$storage = 0
 

@@ -34,6 +34,24 @@ type Config struct {
 	Community      Community       `koanf:"community"`
 	Blocklists     Blocklists      `koanf:"blocklists"`
 	SIEM           SIEM            `koanf:"siem"`
+	Analysis       Analysis        `koanf:"analysis"`
+}
+
+// Analysis configures package analysis (docs/analysis.md).
+type Analysis struct {
+	// Analyzers are the analyzer plugins run on each archive
+	// (threatd-analyzer-<name>).
+	Analyzers []string `koanf:"analyzers"`
+	// RulesDir holds the operator's .yar files, read by the rules
+	// analyzer beside threatd's own ("" = none).
+	RulesDir string `koanf:"rules_dir"`
+	// ReportSeverity is the weakest new finding that makes a version
+	// suspicious.
+	ReportSeverity  string        `koanf:"report_severity"`
+	MaxArchiveBytes ByteSize      `koanf:"max_archive_bytes"`
+	MaxFiles        int           `koanf:"max_files"`
+	MaxFileBytes    ByteSize      `koanf:"max_file_bytes"`
+	Timeout         time.Duration `koanf:"timeout"`
 }
 
 // SIEM configures the syslog messages to a SIEM (docs/siem.md).

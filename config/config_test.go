@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/threatd/threatd/core/analysis"
 )
 
 var testFlagKeys = map[string]string{"listen": "server.listen", "data-dir": "data_dir"}
@@ -84,6 +86,31 @@ func TestScanKeys(t *testing.T) {
 	}
 	if _, err := Load("", []string{"THREATD_SCAN__MAX_BYTES=10"}, nil, nil); err == nil || !strings.Contains(err.Error(), "scan.max_bytes") {
 		t.Fatalf("scan.max_bytes 10: %v", err)
+	}
+}
+
+func TestAnalysisKeys(t *testing.T) {
+	c, err := Load("", []string{}, nil, nil)
+	if err != nil || len(c.Analysis.Analyzers) != 1 || c.Analysis.Analyzers[0] != "rules" || c.Analysis.ReportSeverity != "high" ||
+		c.AnalysisLimits() != analysis.DefaultLimits || c.Analysis.Timeout != time.Minute {
+		t.Fatalf("analysis defaults: %+v %v", c.Analysis, err)
+	}
+	c, err = Load(writeYAML(t, "analysis: {rules_dir: /etc/threatd/rules, report_severity: critical, max_files: 10}"), []string{"THREATD_ANALYSIS__MAX_FILE_BYTES=1MiB"}, nil, nil)
+	if err != nil || c.Analysis.RulesDir != "/etc/threatd/rules" || c.Analysis.ReportSeverity != "critical" || c.AnalysisLimits().MaxFiles != 10 || c.AnalysisLimits().MaxFileBytes != 1<<20 {
+		t.Fatalf("analysis set: %+v %v", c.Analysis, err)
+	}
+	for env, key := range map[string]string{
+		"THREATD_ANALYSIS__REPORT_SEVERITY=severe": "analysis.report_severity",
+		"THREATD_ANALYSIS__MAX_FILES=0":            "analysis.max_files",
+		"THREATD_ANALYSIS__TIMEOUT=10ms":           "analysis.timeout",
+		"THREATD_ANALYSIS__MAX_ARCHIVE_BYTES=10":   "analysis.max_archive_bytes",
+	} {
+		if _, err := Load("", []string{env}, nil, nil); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: %v", env, err)
+		}
+	}
+	if _, err := Load(writeYAML(t, "analysis: {analyzers: [\"../x\"]}"), []string{}, nil, nil); err == nil || !strings.Contains(err.Error(), "analysis.analyzers[0]") {
+		t.Errorf("a bad analyzer name: %v", err)
 	}
 }
 

@@ -125,6 +125,13 @@ func builtIn() map[string]any {
 		"firewall.oci.upstream":            "https://registry-1.docker.io",
 		"firewall.oci.file_hosts":          []string{"https://auth.docker.io", "https://production.cloudflare.docker.com"},
 		"scan.max_bytes":                   "8MiB",
+		"analysis.analyzers":               []string{"rules"},
+		"analysis.rules_dir":               "",
+		"analysis.report_severity":         "high",
+		"analysis.max_archive_bytes":       "256MiB",
+		"analysis.max_files":               100_000,
+		"analysis.max_file_bytes":          "32MiB",
+		"analysis.timeout":                 "60s",
 		"community.dispute_votes":          3,
 		"blocklists.rpz_zone":              "rpz.threatd.",
 		"blocklists.suricata_sid_base":     4_100_000,
@@ -150,7 +157,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true, "webhooks": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true, "webhooks": true, "analysis": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.

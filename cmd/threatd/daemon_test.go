@@ -125,7 +125,7 @@ func (in *instance) needsDatabase(args []string) bool {
 		return false
 	}
 	switch args[0] {
-	case "serve", "migrate", "bootstrap", "version", "--help", "help":
+	case "serve", "migrate", "bootstrap", "version", "analyze", "--help", "help":
 		return false
 	}
 	for _, a := range args {

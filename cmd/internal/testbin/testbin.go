@@ -24,6 +24,10 @@ var (
 // Commands are the binaries under cmd/ that tests use.
 var Commands = []string{"threatd", "threatd-storage-sqlite", "threatd-storage-postgres", "threatd-exporter-stix", "threatd-exporter-anomali", "threatd-exporter-csv", "threatd-exporter-osv", "threatd-exporter-misp", "threatd-source-osv", "threatd-source-urlhaus", "threatd-source-threatfox", "threatd-source-datadog"}
 
+// Analyzer is the rules analyzer plugin: it links libyara (libyara-dev),
+// so it is built only where that is installed (NeedAnalyzer).
+const Analyzer = "threatd-analyzer-rules"
+
 // Dir returns a directory holding threatd and plugins/ with every plugin.
 func Dir(t testing.TB) string {
 	t.Helper()
@@ -64,7 +68,10 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, c := range Commands {
+	for _, c := range append(Commands, Analyzer) {
+		if c == Analyzer && !haveLibyara() {
+			continue
+		}
 		out := filepath.Join(dir, "plugins", c)
 		if c == "threatd" {
 			out = filepath.Join(dir, c)
@@ -84,4 +91,24 @@ func Build(pkg, out string) error {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// haveLibyara says whether libyara's header is installed.
+func haveLibyara() bool {
+	_, err := os.Stat("/usr/include/yara.h")
+	return err == nil
+}
+
+// NeedAnalyzer returns Dir, or skips t (fails it under CI=true) when the
+// rules analyzer plugin was not built: libyara-dev is not installed.
+func NeedAnalyzer(t testing.TB) string {
+	t.Helper()
+	d := Dir(t)
+	if _, err := os.Stat(Path(Analyzer)); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing (CI requires it: install libyara-dev, then make build)", Analyzer)
+		}
+		t.Skipf("%s is not built: package analysis needs libyara-dev (apt-get install libyara-dev, then make build)", Analyzer)
+	}
+	return d
 }

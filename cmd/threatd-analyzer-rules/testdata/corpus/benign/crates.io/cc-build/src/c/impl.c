@@ -1,0 +1,1 @@
+int impl_add(int a, int b) { return a + b; }

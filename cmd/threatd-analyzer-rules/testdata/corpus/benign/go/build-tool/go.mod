@@ -1,0 +1,3 @@
+module github.com/example/buildtool
+
+go 1.21

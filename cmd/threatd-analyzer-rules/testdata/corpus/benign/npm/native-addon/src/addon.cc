@@ -1,0 +1,3 @@
+#include <node.h>
+void Init(v8::Local<v8::Object> exports) {}
+NODE_MODULE(addon, Init)

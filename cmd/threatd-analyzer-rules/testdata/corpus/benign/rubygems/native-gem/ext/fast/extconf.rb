@@ -1,0 +1,3 @@
+require "mkmf"
+have_library("z")
+create_makefile("fast/fast")

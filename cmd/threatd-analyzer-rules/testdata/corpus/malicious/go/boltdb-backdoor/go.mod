@@ -1,0 +1,3 @@
+module github.com/example/boltdb-go
+
+go 1.21

@@ -1,0 +1,3 @@
+module github.com/example/hypert
+
+go 1.21
