@@ -112,3 +112,15 @@ func Get(t testing.TB, client *http.Client, base, path, token string, headers ..
 	Check(t, req, nil, res, b)
 	return res.StatusCode, res.Header, b
 }
+
+// Expect fails t unless the answer has status code and, when errText is
+// not "", the error errText.
+func (r Response) Expect(t testing.TB, code int, errText string) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("status %d %s, want %d", r.Code, r.Raw, code)
+	}
+	if errText != "" && r.Body["error"] != errText {
+		t.Fatalf("error %q, want %q", r.Body["error"], errText)
+	}
+}

@@ -211,12 +211,7 @@ func (s *server) do(method, path, token, body string, headers ...string) respons
 
 func (r response) expect(t *testing.T, code int, errText string) response {
 	t.Helper()
-	if r.code != code {
-		t.Fatalf("status %d %s, want %d", r.code, r.raw, code)
-	}
-	if errText != "" && r.body["error"] != errText {
-		t.Fatalf("error %q, want %q", r.body["error"], errText)
-	}
+	apitest.Response{Code: r.code, Header: r.hdr, Body: r.body, Raw: r.raw}.Expect(t, code, errText)
 	return r
 }
 
