@@ -157,3 +157,16 @@ rule threatd_go_obfuscated_shell
     condition:
         $sh and $chars and $start
 }
+
+rule threatd_exec_shell_pipe
+{
+    meta:
+        severity = "critical"
+        description = "runs a shell command that downloads and runs a script, from package code"
+    strings:
+        $js = /\b(exec|execSync|spawn|spawnSync)\s*\(\s*['"`][^'"`\n]{0,120}\b(curl|wget)\b[^'"`\n]{0,300}(\|\s*(sudo\s+)?(\/bin\/)?(ba|z)?sh\b|chmod\s+\+x)/
+        $py = /\b(os\.system|os\.popen|subprocess\.(Popen|call|run|check_call|check_output|getoutput))\s*\(\s*\[?\s*f?['"][^'"\n]{0,120}\b(curl|wget)\b[^'"\n]{0,300}(\|\s*(sudo\s+)?(\/bin\/)?(ba|z)?sh\b|chmod\s+\+x)/
+        $go = /exec\.Command\s*\(\s*"(\/bin\/)?(ba)?sh"\s*,\s*"-c"\s*,\s*"[^"\n]{0,120}\b(curl|wget)\b[^"\n]{0,300}(\|\s*(\/bin\/)?(ba)?sh\b|chmod\s+\+x)/
+    condition:
+        any of them
+}

@@ -153,7 +153,7 @@ rule threatd_credential_file_sent
         severity = "high"
         description = "reads a credential file from the user's home and sends data over the network"
     strings:
-        $c = /['"`\/\\](\.npmrc|\.git-credentials|\.pypirc|id_rsa|id_ed25519)['"`]|\.aws[\/\\'"\s,]+credentials|\.docker[\/\\'"\s,]+config\.json/
+        $c = /['"`\/\\](\.npmrc|\.git-credentials|\.pypirc|id_rsa|id_ed25519)['"`]|\.aws[\/\\'"\s,]+credentials|\.docker[\/\\'"\s,]+config\.json|solana[\/\\'"\s,]+id\.json/
         $home = /os\.homedir\s*\(\s*\)|process\.env\.(HOME|USERPROFILE)\b|expanduser\s*\(\s*['"]~|Path\.home\s*\(\s*\)|Dir\.home|ENV\[['"]HOME['"]\]|os\.UserHomeDir\s*\(\s*\)|dirs::home_dir/
         $read = /\b(readFileSync|readFile|createReadStream|read_text|File\.read|IO\.read|fs::read_to_string|os\.ReadFile)\b|\bopen\s*\(/
         $send = /\b(https?\.request|fetch|axios\.post|XMLHttpRequest|requests\.post|urlopen|Net::HTTP\.post|http\.Post|dns\.(lookup|resolve\w*)|socket\.send)\s*\(/
@@ -191,4 +191,23 @@ rule threatd_private_key_harvest
         $send = /(reqwest|ureq|\.post\s*\(|fetch\s*\(|requests\.post|https?\.request|Net::HTTP)/
     condition:
         ($b58 or $hex) and $walk and $send
+}
+
+rule threatd_token_env_sent
+{
+    meta:
+        severity = "high"
+        description = "reads several CI and cloud secrets from the environment and sends them to a host of its own"
+    strings:
+        $t1 = /\b(NPM_TOKEN|NODE_AUTH_TOKEN|NPM_AUTH_TOKEN)\b/
+        $t2 = /\b(GITHUB_TOKEN|GH_TOKEN|GH_PAT)\b/
+        $t3 = /\bAWS_SECRET_ACCESS_KEY\b/
+        $t4 = /\b(PYPI_TOKEN|TWINE_PASSWORD|PYPI_API_TOKEN)\b/
+        $t5 = /\b(CI_JOB_TOKEN|GITLAB_TOKEN|CIRCLE_TOKEN)\b/
+        $t6 = /\b(AZURE_CLIENT_SECRET|GOOGLE_APPLICATION_CREDENTIALS|GCP_SERVICE_ACCOUNT)\b/
+        $t7 = /\b(OPENAI_API_KEY|ANTHROPIC_API_KEY|SLACK_TOKEN|DISCORD_TOKEN)\b/
+        $send = /\b(fetch|https?\.request|axios\.post|requests\.post|urlopen|Net::HTTP\.post)\s*\(\s*['"`]https?:\/\/[A-Za-z0-9.-]+/
+        $known = /api\.github\.com|registry\.npmjs\.org|amazonaws\.com|upload\.pypi\.org|gitlab\.com\/api|googleapis\.com|api\.openai\.com|slack\.com\/api/
+    condition:
+        3 of ($t*) and $send and not $known
 }

@@ -10,15 +10,20 @@ rule threatd_decode_and_run
     strings:
         $js1 = /\beval\s*\(\s*(atob|unescape|decodeURIComponent)\s*\(/
         $js2 = /\b(eval|Function)\s*\(\s*Buffer\.from\s*\([^\n]{1,2000},\s*['"](base64|hex)['"]\s*\)\s*\.toString\s*\(/
-        $js3 = /new\s+Function\s*\(\s*(atob|Buffer\.from)\s*\(/
+        $js3 = /(new\s+)?\bFunction\s*\(\s*(atob|Buffer\.from)\s*\(/
+        $js4 = /\b(eval|Function)\s*\(\s*(require\s*\(\s*['"](node:)?zlib['"]\s*\)|zlib)\.(inflate|inflateRaw|gunzip|brotliDecompress|unzip)Sync\s*\(/
         $py1 = /\bexec\s*\(\s*(base64\.(b64decode|b32decode|b16decode|a85decode|b85decode)|codecs\.decode|zlib\.decompress|bz2\.decompress|lzma\.decompress|marshal\.loads|bytes\.fromhex|binascii\.unhexlify)\s*\(/
         $py2 = /\beval\s*\(\s*compile\s*\(\s*(base64|zlib|marshal|codecs)\./
         $py3 = /exec\s*\(\s*__import__\s*\(\s*['"](base64|zlib|marshal|codecs)['"]\s*\)/
-        $py4 = /\bexec\s*\(\s*['"][^'"\n]{0,20}['"]\s*\.join\s*\(\s*(map\s*\(\s*chr|\[\s*chr)/
+        $py4 = /\bexec\s*\(\s*['"][^'"\n]{0,20}['"]\s*\.join\s*\(\s*(map\s*\(\s*chr|\[\s*chr|\(?\s*chr\s*\()/
+        $py5 = /\bexec\s*\(\s*\(?\s*_+\s*\)?\s*\(\s*b?['"]/
         $rb1 = /\beval\s*\(?\s*(Base64\.(decode64|strict_decode64|urlsafe_decode64)|Zlib::Inflate\.inflate|\[[^\]\n]{1,300}\]\.pack\s*\(\s*['"](m|H\*)['"]\s*\))/
         $rb2 = /\b(instance_eval|class_eval|module_eval)\s*\(?\s*Base64\./
+        $imp = /__import__\s*\(\s*['"](zlib|base64|marshal|lzma|bz2)['"]\s*\)\s*\.\s*(decompress|b64decode|loads|b85decode|b32decode)/
+        $exec = /\bexec\s*\(/
     condition:
-        any of them
+        (any of ($js*, $py*, $rb*)) or
+        (for any i in (1..#imp) : ( for any j in (1..#exec) : ( @exec[j] > @imp[i] - 300 and @exec[j] < @imp[i] + 300 ) ))
 }
 
 rule threatd_js_obfuscator

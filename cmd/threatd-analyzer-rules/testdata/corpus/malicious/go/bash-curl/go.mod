@@ -1,0 +1,3 @@
+module github.com/example/gocurl
+
+go 1.21
