@@ -21,7 +21,7 @@ func analyzeCmd() *cobra.Command {
 	var previous, ecosystem string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "analyze PATH [--previous PATH] [--json]",
+		Use:   "analyze PATH|PURL [--previous PATH] [--json]",
 		Short: "Read a package archive with the analyzers (exit 1 when suspicious, 2 on an error)",
 		Long: `Reads a package archive — an npm or crates.io tarball, a PyPI sdist or
 wheel, a .gem, a Go module zip — with the analyzer plugins of
@@ -29,12 +29,16 @@ analysis.analyzers (the default, rules: YARA rules and install-time
 execution), and says whether it is clean or suspicious (docs/analysis.md).
 With --previous, the previous version's archive: a finding is new when
 that version has no finding of the same rule in the same file, and only
-new findings make a version suspicious. The code is read, never run.
+new findings make a version suspicious. A package URL (pkg:npm/x@1.2.3,
+pkg:golang/example.com/m@v1.2.3) is fetched from the registry's upstream
+(firewall.<registry>.upstream) with its previous version, the highest
+lower one. The code is read, never run.
 
 Exit status: 0 clean, 1 suspicious, 2 error (an archive over a limit or
 unreadable, a missing analyzer).
 
   threatd analyze left-pad-1.3.1.tgz --previous left-pad-1.3.0.tgz
+  threatd analyze pkg:npm/left-pad@1.3.1
   threatd analyze --json requests-2.32.3-py3-none-any.whl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -67,7 +71,27 @@ func runAnalyze(cmd *cobra.Command, path, previous, ecosystem string, asJSON boo
 		return err
 	}
 	log := newLogger("warn", cfg.Log.Format)
-	target, err := analysisTarget(path, ecosystem)
+	archive, shown, shownPrevious := path, path, previous
+	if strings.HasPrefix(path, "pkg:") {
+		// A purl: the version and the previous one, fetched from the
+		// registry's upstream.
+		dir, err := os.MkdirTemp("", "threatd-analyze-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		f, err := fetchPurl(cmd.Context(), cfg, path, dir)
+		if err != nil {
+			return err
+		}
+		archive, ecosystem = f.path, f.ecosystem
+		if previous == "" && f.previous != "" {
+			previous = f.previous
+			shownPrevious = path[:strings.LastIndex(path, "@")] + "@" + f.previousVersion
+			fmt.Fprintf(cmd.ErrOrStderr(), "compared with %s %s (the previous version)\n", f.name, f.previousVersion)
+		}
+	}
+	target, err := analysisTarget(archive, ecosystem)
 	if err != nil {
 		return err
 	}
@@ -98,11 +122,11 @@ func runAnalyze(cmd *cobra.Command, path, previous, ecosystem string, asJSON boo
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(analysisOutput{Path: path, Digest: target.Digest, Previous: previous, Result: res}); err != nil {
+		if err := enc.Encode(analysisOutput{Path: shown, Digest: target.Digest, Previous: shownPrevious, Result: res}); err != nil {
 			return err
 		}
 	} else {
-		writeAnalysis(out, path, target.Digest, res)
+		writeAnalysis(out, shown, target.Digest, res)
 	}
 	switch res.Verdict {
 	case analysis.VerdictSuspicious:

