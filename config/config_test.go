@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,23 @@ func TestScanKeys(t *testing.T) {
 	}
 	if _, err := Load("", []string{"THREATD_SCAN__MAX_BYTES=10"}, nil, nil); err == nil || !strings.Contains(err.Error(), "scan.max_bytes") {
 		t.Fatalf("scan.max_bytes 10: %v", err)
+	}
+}
+
+// TestEveryTopLevelKeyFromTheEnvironment: each top-level key of the
+// configuration can be set by a THREATD_ variable (community, blocklists
+// and siem were ignored).
+func TestEveryTopLevelKeyFromTheEnvironment(t *testing.T) {
+	c, err := Load("", []string{"THREATD_SIEM__SYSLOG__ADDRESS=tcp://127.0.0.1:6514", "THREATD_COMMUNITY__DISPUTE_VOTES=5",
+		"THREATD_BLOCKLISTS__RPZ_ZONE=rpz.example.", "THREATD_ANALYSIS__REPORT_SEVERITY=critical"}, nil, nil)
+	if err != nil || c.SIEM.Syslog.Address != "tcp://127.0.0.1:6514" || c.Community.DisputeVotes != 5 || c.Blocklists.RPZZone != "rpz.example." ||
+		c.Analysis.ReportSeverity != "critical" {
+		t.Fatalf("%+v %+v %+v %v", c.SIEM, c.Community, c.Blocklists, err)
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		if key := f.Tag.Get("koanf"); key != "" && !topLevelKeys[key] {
+			t.Errorf("top-level key %s cannot be set from the environment (topLevelKeys)", key)
+		}
 	}
 }
 

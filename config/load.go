@@ -157,7 +157,7 @@ const EnvPrefix = "THREATD_"
 // variables (e.g. THREATD_TEST_*) are not configuration and are ignored.
 var topLevelKeys = map[string]bool{
 	"server": true, "data_dir": true, "plugins": true, "storage": true, "exporters": true,
-	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true, "webhooks": true, "analysis": true,
+	"exporter_routes": true, "sources": true, "import": true, "cache": true, "limits": true, "log": true, "web": true, "metrics": true, "firewall": true, "scan": true, "webhooks": true, "analysis": true, "community": true, "blocklists": true, "siem": true,
 }
 
 // envKey maps THREATD_SERVER__LISTEN to server.listen; "" for non-config variables.
