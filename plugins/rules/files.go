@@ -51,6 +51,9 @@ func read(ecosystem, p string) bool {
 	if nestedName(name) {
 		return true // opened when it is an archive
 	}
+	if slices.Contains(binaryExtensions, path.Ext(name)) || strings.Contains(name, ".so.") || strings.Contains(name, ".dylib.") {
+		return false // never read by the rules: not unpacked, so not bounded by max_file_bytes
+	}
 	for _, dir := range []string{".github/", ".gitlab/", ".circleci/"} {
 		if strings.Contains("/"+inner, "/"+dir) {
 			return false
@@ -90,6 +93,11 @@ func nestedName(name string) bool {
 	}
 	return false
 }
+
+// binaryExtensions are compiled code, fonts, images and media: the rules
+// read text, so these are counted and skipped.
+var binaryExtensions = []string{".so", ".dll", ".dylib", ".node", ".wasm", ".exe", ".pyd", ".a", ".o", ".lib", ".bin", ".dat",
+	".png", ".jpg", ".jpeg", ".gif", ".ico", ".webp", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".pdf", ".db", ".sqlite"}
 
 // docExtensions are documentation: read by people, never run (a README's
 // "curl … | sh" is an instruction, not an install step).

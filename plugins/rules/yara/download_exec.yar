@@ -170,3 +170,33 @@ rule threatd_exec_shell_pipe
     condition:
         any of them
 }
+
+rule threatd_py_download_run
+{
+    meta:
+        severity = "high"
+        description = "Python code that downloads a file, writes it and runs it"
+        path_include = "*.py,*.pyw,*.pth"
+    strings:
+        $get = /\b(urllib\.request\.urlretrieve|urlretrieve|requests\.get|urlopen|httpx\.get)\s*\(\s*f?['"]https?:\/\//
+        $write = /open\s*\([^\n]{1,200}['"]wb['"]\s*\)|urlretrieve\s*\(/
+        $run = /\b(os\.startfile|subprocess\.(Popen|call|run)|os\.system|os\.exec[lv]p?e?)\s*\(/
+    condition:
+        for any i in (1..#get) : (
+            (for any j in (1..#write) : ( @write[j] >= @get[i] and @write[j] - @get[i] < 600 )) and
+            (for any j in (1..#run) : ( @run[j] > @get[i] and @run[j] - @get[i] < 1200 ))
+        )
+}
+
+rule threatd_shell_post_data
+{
+    meta:
+        severity = "high"
+        description = "a shell command that posts a file's contents or a command's output to a server"
+        scope = "install"
+    strings:
+        $post = /\b(curl|wget)\b[^\n]{0,200}\s(-d|--data|--data-binary|--data-raw|-F|--form|--post-data|--post-file|--upload-file|-T)\s*['"]?(@|\$\(|`|=@)/
+        $pipe = /\b(cat|env|printenv|whoami|hostname|id|uname)\b[^\n|]{0,120}\|\s*(curl|wget)\b[^\n]{0,200}(-d|--data|--data-binary|-F|--post-data|-T)\s*['"]?@-/
+    condition:
+        any of them
+}

@@ -57,16 +57,21 @@ rule threatd_long_encoded_exec
 {
     meta:
         severity = "high"
-        description = "a long encoded string next to code that runs strings as code"
+        description = "a long encoded string decoded and run as code where it stands"
     strings:
         $b64 = /['"][A-Za-z0-9+\/]{3000,}={0,2}['"]/
         $hex = /['"][0-9a-fA-F]{3000,}['"]/
-        $run_js = /\b(eval|new\s+Function|vm\.runIn(This|New)?Context|vm\.Script)\s*\(/
-        $run_py = /\b(exec|eval)\s*\(/
-        $dec_js = /Buffer\.from\s*\(|atob\s*\(/
-        $dec_py = /b64decode|fromhex|unhexlify|decompress/
+        $run = /(^|[^.\w])(eval|exec)\s*\(|\bnew\s+Function\s*\(|\bvm\.runIn(This|New)?Context\s*\(/
+        $dec = /Buffer\.from\s*\(|\batob\s*\(|b64decode|fromhex|unhexlify|decompress|Base64\.decode64/
     condition:
-        ($b64 or $hex) and (($run_js and $dec_js) or ($run_py and $dec_py))
+        for any i in (1..#b64) : (
+            (for any j in (1..#run) : ( @run[j] > @b64[i] - 400 and @run[j] < @b64[i] + !b64[i] + 400 )) and
+            (for any j in (1..#dec) : ( @dec[j] > @b64[i] - 400 and @dec[j] < @b64[i] + !b64[i] + 400 ))
+        ) or
+        for any i in (1..#hex) : (
+            (for any j in (1..#run) : ( @run[j] > @hex[i] - 400 and @run[j] < @hex[i] + !hex[i] + 400 )) and
+            (for any j in (1..#dec) : ( @dec[j] > @hex[i] - 400 and @dec[j] < @hex[i] + !hex[i] + 400 ))
+        )
 }
 
 rule threatd_decrypt_and_compile
@@ -84,4 +89,22 @@ rule threatd_decrypt_and_compile
             (for any j in (1..#compile) : ( @compile[j] > @dec[i] - 800 and @compile[j] < @dec[i] + 800 )) and
             (for any j in (1..#mod) : ( @mod[j] > @dec[i] - 800 and @mod[j] < @dec[i] + 800 ))
         )
+}
+
+rule threatd_decode_then_run
+{
+    meta:
+        severity = "high"
+        description = "decodes a hidden payload and runs it a statement later (base64 or hex decoded, then eval/exec)"
+    strings:
+        $py_dec = /\b(base64\.(b64decode|b32decode|b85decode|a85decode)|bytes\.fromhex|binascii\.unhexlify|codecs\.decode|zlib\.decompress|marshal\.loads)\s*\(/
+        $py_run = /(^|[^.\w])(exec|eval)\s*\(/
+        $js_dec = /Buffer\.from\s*\([^\n)]{1,4000},\s*['"](base64|hex)['"]\s*\)|\batob\s*\(/
+        $js_run = /(^|[^.\w])eval\s*\(|\bnew\s+Function\s*\(|\bvm\.runIn(This|New)?Context\s*\(/
+        $rb_dec = /Base64\.(decode64|strict_decode64|urlsafe_decode64)|Zlib::Inflate\.inflate/
+        $rb_run = /(^|[^.\w])(eval|instance_eval|class_eval)\s*[\( ]/
+    condition:
+        (for any i in (1..#py_dec) : ( for any j in (1..#py_run) : ( @py_run[j] > @py_dec[i] and @py_run[j] - @py_dec[i] < 300 ) )) or
+        (for any i in (1..#js_dec) : ( for any j in (1..#js_run) : ( @js_run[j] > @js_dec[i] and @js_run[j] - @js_dec[i] < 300 ) )) or
+        (for any i in (1..#rb_dec) : ( for any j in (1..#rb_run) : ( @rb_run[j] > @rb_dec[i] and @rb_run[j] - @rb_dec[i] < 300 ) ))
 }

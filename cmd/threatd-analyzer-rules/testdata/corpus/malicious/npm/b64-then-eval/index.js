@@ -1,0 +1,3 @@
+const s = "Y29uc29sZS5sb2coMSk=";
+const code = Buffer.from(s, "base64").toString("utf8");
+eval(code);
