@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,10 @@ import (
 
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
 	"github.com/threatd/threatd/core/firewall/npm"
+	"github.com/threatd/threatd/core/firewall/registries"
 )
 
 // fetched is a version's archive, and its previous version's, downloaded
@@ -42,11 +46,44 @@ func fetchPurl(ctx context.Context, cfg config.Config, purl, dir string) (fetche
 		return fetched{}, fmt.Errorf("%s names no version: analyze one version (%s@1.2.3)", purl, strings.TrimSuffix(purl, "@"))
 	}
 	f := fetched{ecosystem: q.Ecosystem, name: q.ResourceIdentifier, version: q.Version}
-	client := &http.Client{Timeout: cfg.Analysis.Timeout}
+	if q.Ecosystem != core.RegistryNPM && q.Ecosystem != core.RegistryGo {
+		return f, fmt.Errorf("threatd analyze fetches npm and Go packages by purl; for %s, download the archive and name its path", q.Ecosystem)
+	}
+	// The firewall's own client and origins: the registry's upstream and
+	// file hosts, nothing a document names elsewhere (a tarball URL on
+	// another host is refused), and no private address unless
+	// firewall.allow_private says so.
+	reg := cfg.Firewall.Registries[q.Ecosystem]
+	up := strings.TrimSuffix(reg.Upstream, "/")
+	// A private name (firewall.private) comes from the private upstream
+	// alone, as the firewall fetches it, never from the public registry.
+	policy, err := firewall.NewPolicy(nil, cfg.Firewall.Private, registries.Names())
+	if err != nil {
+		return f, err
+	}
+	if policy.Private(q.Ecosystem, f.name) {
+		if reg.PrivateUpstream == "" {
+			return f, fmt.Errorf("%s %s is a private name (firewall.private) and firewall.%s.private_upstream is not set: it is never fetched from the public registry", q.Ecosystem, f.name, q.Ecosystem)
+		}
+		up = strings.TrimSuffix(reg.PrivateUpstream, "/")
+	}
+	origins := []cache.Origin{{URL: up}}
+	allowed := cache.Origins{}
+	for _, h := range append([]string{up}, reg.FileHosts...) {
+		origins = append(origins, cache.Origin{URL: h})
+		if u, err := url.Parse(h); err == nil {
+			allowed[cache.OriginOf(u)] = true
+		}
+	}
+	client, err := cache.NewClient(origins, cfg.Firewall.AllowPrivate)
+	if err != nil {
+		return f, fmt.Errorf("firewall.%s.upstream: %w", q.Ecosystem, err)
+	}
+	client.Timeout = cfg.Analysis.Timeout
+	ctx = cache.WithOrigins(ctx, allowed)
 	limit := int64(cfg.Analysis.MaxArchiveBytes)
 	switch q.Ecosystem {
 	case core.RegistryNPM:
-		up := strings.TrimSuffix(cfg.Firewall.Registries["npm"].Upstream, "/")
 		var doc struct {
 			Versions map[string]struct {
 				Dist struct {
@@ -61,6 +98,9 @@ func fetchPurl(ctx context.Context, cfg config.Config, purl, dir string) (fetche
 		if !ok || v.Dist.Tarball == "" {
 			return f, fmt.Errorf("npm %s has no version %s", f.name, f.version)
 		}
+		if !allowed.Allows(v.Dist.Tarball) {
+			return f, fmt.Errorf("npm %s %s: the registry names its tarball at %s, not on the upstream or a firewall.npm.file_hosts origin", f.name, f.version, v.Dist.Tarball)
+		}
 		var listed []string
 		for ver := range doc.Versions {
 			listed = append(listed, ver)
@@ -73,8 +113,7 @@ func fetchPurl(ctx context.Context, cfg config.Config, purl, dir string) (fetche
 			f.previous, err = download(ctx, client, doc.Versions[f.previousVersion].Dist.Tarball, filepath.Join(dir, "previous.tgz"), limit)
 		}
 		return f, err
-	case core.RegistryGo:
-		up := strings.TrimSuffix(cfg.Firewall.Registries["go"].Upstream, "/")
+	default: // core.RegistryGo
 		esc, err := module.EscapePath(f.name)
 		if err != nil {
 			return f, fmt.Errorf("%s: %w", purl, err)
@@ -99,7 +138,6 @@ func fetchPurl(ctx context.Context, cfg config.Config, purl, dir string) (fetche
 		}
 		return f, err
 	}
-	return f, fmt.Errorf("threatd analyze fetches npm and Go packages by purl; for %s, download the archive and name its path", q.Ecosystem)
 }
 
 // previousSemver is the highest of listed below v in semver order (prefix
@@ -153,9 +191,6 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 // download writes what u serves to path, refusing more than limit bytes
 // (analysis.max_archive_bytes).
 func download(ctx context.Context, client *http.Client, u, path string, limit int64) (string, error) {
-	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-		return "", fmt.Errorf("the registry names the archive %q, not an http(s) URL", u)
-	}
 	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
 	if err != nil {
 		return "", err

@@ -124,7 +124,9 @@ func TestAnalyzePurl(t *testing.T) {
 	body, _ := os.ReadFile(evil)
 	u.Put("/purl-lib/-/purl-lib-1.2.0.tgz", "application/octet-stream", 60, body)
 	u.GoModule(t, "example.com/purlmod", "v1.0.0", "v1.0.1")
-	in := newInstance(t, fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  go:\n    upstream: %q\n", u.Srv.URL, u.Srv.URL))
+	// A document naming its tarball on a host the firewall does not fetch from.
+	u.Put("/elsewhere", "application/json", 60, []byte(`{"name":"elsewhere","versions":{"1.0.0":{"dist":{"tarball":"http://files.elsewhere.invalid/e.tgz"}}}}`))
+	in := newInstance(t, fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n", u.Srv.URL, u.Srv.URL))
 
 	r := in.cli("analyze", "--json", "pkg:npm/purl-lib@1.2.0")
 	var out struct{ Path, Previous, Verdict string }
@@ -139,11 +141,13 @@ func TestAnalyzePurl(t *testing.T) {
 		t.Fatalf("a Go module: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for purl, want := range map[string]string{
-		"pkg:npm/purl-lib@9.9.9":    "npm purl-lib has no version 9.9.9",
-		"pkg:npm/purl-lib":          "names no version",
-		"pkg:npm/no-such-lib@1.0.0": "404",
-		"pkg:pypi/requests@2.32.3":  "download the archive and name its path",
-		"pkg:unknown/x@1":           "not supported",
+		"pkg:npm/purl-lib@9.9.9":         "npm purl-lib has no version 9.9.9",
+		"pkg:npm/purl-lib":               "names no version",
+		"pkg:npm/no-such-lib@1.0.0":      "404",
+		"pkg:pypi/requests@2.32.3":       "download the archive and name its path",
+		"pkg:unknown/x@1":                "not supported",
+		"pkg:npm/%40acme/internal@1.0.0": "never fetched from the public registry",
+		"pkg:npm/elsewhere@1.0.0":        "not on the upstream or a firewall.npm.file_hosts origin",
 	} {
 		if r := in.cli("analyze", purl); r.code != 2 || !strings.Contains(r.stderr, want) {
 			t.Errorf("%s: exit %d, want 2 and %q\n%s", purl, r.code, want, r.stderr)
