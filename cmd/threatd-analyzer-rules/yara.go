@@ -177,16 +177,15 @@ func compile(sources []ruleSource) (*compiled, error) {
 
 //export goCompilerCallback
 func goCompilerCallback(level C.int, file *C.char, line C.int, _ *C.YR_RULE, message *C.char, user unsafe.Pointer) {
-	msgs := cgo.Handle(user).Value().(*[]string)
-	kind := "error"
 	if level == C.YARA_ERROR_LEVEL_WARNING {
 		return // warnings (slow strings) do not stop a rule set
 	}
+	msgs := cgo.Handle(user).Value().(*[]string)
 	where := ""
 	if file != nil {
 		where = C.GoString(file) + ":"
 	}
-	*msgs = append(*msgs, fmt.Sprintf("%sline %d: %s %s", where, int(line), kind, C.GoString(message)))
+	*msgs = append(*msgs, fmt.Sprintf("%sline %d: error %s", where, int(line), C.GoString(message)))
 }
 
 // errScanTimeout is a scan that ran past its timeout.

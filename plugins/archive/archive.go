@@ -270,15 +270,15 @@ func (w *walker) read(name string, r io.Reader) ([]byte, error) {
 // file hands one file to fn, or walks it when it is an archive and depth
 // allows.
 func (w *walker) file(name string, data []byte, depth int) error {
-	if depth < MaxDepth && nestedName(name) && IsArchive(data) {
+	if depth < MaxDepth && Nested(name) && IsArchive(data) {
 		return w.archive(name+"!", bytes.NewReader(data), int64(len(data)), depth+1)
 	}
 	return w.fn(File{Path: name, Data: data})
 }
 
-// nestedName says whether a file's name is one of an archive opened when
+// Nested says whether a file's name is one of an archive opened when
 // nested: a tarball, a zip, a wheel, a gem's data.tar.gz, a .crate, a .jar.
-func nestedName(name string) bool {
+func Nested(name string) bool {
 	n := strings.ToLower(name[strings.LastIndex(name, "!")+1:])
 	for _, ext := range []string{".tgz", ".tar.gz", ".tar", ".gz", ".zip", ".whl", ".gem", ".crate", ".jar", ".vsix", ".egg"} {
 		if strings.HasSuffix(n, ext) {

@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/threatd/threatd/plugins/archive"
 )
 
 // appliesTo says whether a match counts in the file at p: its rule's
@@ -48,7 +50,7 @@ func read(ecosystem, p string) bool {
 	if ecosystem == "go" && (strings.Contains("/"+inner, "/testdata/") || strings.HasSuffix(name, "_test.go") || strings.Contains("/"+inner, "/vendor/")) {
 		return false
 	}
-	if nestedName(name) {
+	if archive.Nested(name) {
 		return true // opened when it is an archive
 	}
 	if slices.Contains(binaryExtensions, path.Ext(name)) || strings.Contains(name, ".so.") || strings.Contains(name, ".dylib.") {
@@ -84,16 +86,6 @@ func read(ecosystem, p string) bool {
 	return true
 }
 
-// nestedName says whether a file's name is one of an archive.
-func nestedName(name string) bool {
-	for _, ext := range []string{".tgz", ".tar.gz", ".tar", ".gz", ".zip", ".whl", ".gem", ".crate", ".jar", ".vsix", ".egg"} {
-		if strings.HasSuffix(name, ext) {
-			return true
-		}
-	}
-	return false
-}
-
 // binaryExtensions are compiled code, fonts, images and media: the rules
 // read text, so these are counted and skipped.
 var binaryExtensions = []string{".so", ".dll", ".dylib", ".node", ".wasm", ".exe", ".pyd", ".a", ".o", ".lib", ".bin", ".dat",
@@ -120,7 +112,13 @@ func isDoc(p string) bool {
 	return false
 }
 
-// isText says whether data reads as text: no NUL byte in its first 8 KiB.
-func isText(data []byte) bool {
+// scanned says whether the rules read a file: text (no NUL byte in its
+// first 8 KiB), or code whatever it holds (a NUL early in a script does
+// not hide it).
+func scanned(name string, data []byte) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".js", ".cjs", ".mjs", ".ts", ".jsx", ".tsx", ".json", ".py", ".pyw", ".pth", ".rb", ".rs", ".go", ".sh", ".bash", ".bat", ".cmd", ".ps1":
+		return true
+	}
 	return bytes.IndexByte(data[:min(len(data), 8192)], 0) < 0
 }

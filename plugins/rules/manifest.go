@@ -49,12 +49,12 @@ func installTime(manifests []archive.File) func(string) bool {
 
 // isManifest says whether a file is one the manifest rules read.
 func isManifest(ecosystem, p string) bool {
-	if strings.Contains(p, "!") && !strings.HasPrefix(strings.ToLower(ecosystem), "rubygems") {
+	if strings.Contains(p, "!") && ecosystem != "rubygems" {
 		return false // a nested archive's manifest is not the package's
 	}
 	base := path.Base(p)
 	depth := strings.Count(p, "/")
-	switch strings.ToLower(ecosystem) {
+	switch ecosystem {
 	case "npm":
 		return base == "package.json" && depth == 1
 	case "pypi":

@@ -92,10 +92,6 @@ type Analyzer struct {
 	Timeout time.Duration
 }
 
-// maxScanBytes is the largest file the rules read: text past it is
-// minified bundles and data, read in its first part.
-const maxScanBytes = 8 << 20
-
 // Analyze reads t's archive within l: every text file scanned by the
 // rules, and the manifest's install-time execution.
 func (a *Analyzer) Analyze(ctx context.Context, t analysis.Target, l analysis.Limits, settings map[string]string) (analysis.Read, error) {
@@ -120,13 +116,13 @@ func (a *Analyzer) Analyze(ctx context.Context, t analysis.Target, l analysis.Li
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if isManifest(t.Ecosystem, f.Path) {
+		if isManifest(eco, f.Path) {
 			manifests = append(manifests, f)
 		}
-		if !isText(f.Data) {
+		if !scanned(f.Path, f.Data) {
 			return nil
 		}
-		data := f.Data[:min(len(f.Data), maxScanBytes)]
+		data := f.Data // whole: the walk bounds it by analysis.max_file_bytes
 		ms, err := eng.Scan(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
@@ -184,7 +180,8 @@ func finding(file string, data []byte, m Match) analysis.Finding {
 		// before it: minified files have one line.
 		from := max(start, int(m.Offset)-40)
 		to := min(len(data), int(m.Offset)+max(m.Length, 0)+160)
-		if nl := bytes.IndexByte(data[m.Offset:to], '\n'); nl >= 0 && int(m.Offset)+nl > int(m.Offset)+m.Length {
+		// The first line end past the match ends it.
+		if nl := bytes.IndexByte(data[m.Offset:to], '\n'); nl > m.Length {
 			to = int(m.Offset) + nl
 		}
 		f.Excerpt = analysis.Excerpt(strings.ToValidUTF8(string(data[from:to]), "?"))
