@@ -25,6 +25,7 @@ import (
 
 	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/daemon"
+	"github.com/threatd/threatd/cmd/internal/sqliteplugin"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
@@ -32,7 +33,6 @@ import (
 	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/plugins"
 	"github.com/threatd/threatd/plugins/plugintest"
-	"github.com/threatd/threatd/storage"
 )
 
 const (
@@ -86,9 +86,9 @@ func startIn(t *testing.T, dir, extraYAML string) *server {
 	}
 	logs := &logBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := plugintest.Storage(t, "sqlite", func(_ context.Context, c plugins.StorageConfig) (port.Store, error) {
-		return storage.Open(storage.SQLite, filepath.Join(c.DataDir, "threatd.db"), storage.Options{})
-	}, plugins.StorageConfig{DataDir: cfg.DataDir, Create: true, Exclusive: true})
+	// The SQLite plugin's own opening (its lock, its integrity check),
+	// as threatd serve configures it.
+	st := plugintest.Storage(t, "sqlite", sqliteplugin.Open, plugins.StorageConfig{DataDir: cfg.DataDir, Settings: cfg.Storage.Settings, Create: true, Exclusive: true})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, Log: log, Metrics: api.NewMetrics("test"), Version: "test"})
