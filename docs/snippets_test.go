@@ -2,7 +2,7 @@
 // every Go block in docs/ quotes a declaration of a file that builds and
 // is tested, named in the comment line just above the block:
 //
-//	<!-- code: cmd/threatd-storage-sqlite/main.go main -->
+//	<!-- code: cmd/internal/sqliteplugin/sqliteplugin.go Open -->
 //
 // and the block must be that declaration, verbatim (doc comment left out).
 // A page cannot drift from the code, and a snippet cannot be code that was
