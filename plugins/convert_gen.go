@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/ioc"
@@ -2025,6 +2026,257 @@ func reportTextFromPB(m *pb.ReportText) community.ReportText {
 	}
 }
 
+// queueRequestToPB sends a analysis.QueueRequest.
+func queueRequestToPB(v analysis.QueueRequest) *pb.QueueRequest {
+	return &pb.QueueRequest{
+		Jobs:      each(v.Jobs, jobToPB),
+		JobsNil:   v.Jobs == nil,
+		Force:     v.Force,
+		MaxQueued: int64(v.MaxQueued),
+	}
+}
+
+// queueRequestFromPB reads a analysis.QueueRequest (a nil message is the zero value).
+func queueRequestFromPB(m *pb.QueueRequest) analysis.QueueRequest {
+	if m == nil {
+		return analysis.QueueRequest{}
+	}
+	return analysis.QueueRequest{
+		Jobs:      keepNilSlice(m.JobsNil, each(m.Jobs, jobFromPB)),
+		Force:     m.Force,
+		MaxQueued: int(m.MaxQueued),
+	}
+}
+
+// queueResultToPB sends a analysis.QueueResult.
+func queueResultToPB(v analysis.QueueResult) *pb.QueueResult {
+	return &pb.QueueResult{
+		Queued: int64(v.Queued),
+		Known:  int64(v.Known),
+		Full:   int64(v.Full),
+	}
+}
+
+// queueResultFromPB reads a analysis.QueueResult (a nil message is the zero value).
+func queueResultFromPB(m *pb.QueueResult) analysis.QueueResult {
+	if m == nil {
+		return analysis.QueueResult{}
+	}
+	return analysis.QueueResult{
+		Queued: int(m.Queued),
+		Known:  int(m.Known),
+		Full:   int(m.Full),
+	}
+}
+
+// claimToPB sends a analysis.Claim.
+func claimToPB(v analysis.Claim) *pb.Claim {
+	return &pb.Claim{
+		Holder: v.Holder,
+		Now:    ts(v.Now),
+		TTL:    int64(v.TTL),
+		Limit:  int64(v.Limit),
+	}
+}
+
+// claimFromPB reads a analysis.Claim (a nil message is the zero value).
+func claimFromPB(m *pb.Claim) analysis.Claim {
+	if m == nil {
+		return analysis.Claim{}
+	}
+	return analysis.Claim{
+		Holder: m.Holder,
+		Now:    fromTS(m.Now),
+		TTL:    time.Duration(m.TTL),
+		Limit:  int(m.Limit),
+	}
+}
+
+// jobToPB sends a analysis.Job.
+func jobToPB(v analysis.Job) *pb.Job {
+	return &pb.Job{
+		Ecosystem:   v.Ecosystem,
+		Name:        v.Name,
+		Version:     v.Version,
+		QueuedAt:    ts(v.QueuedAt),
+		RequestedBy: v.RequestedBy,
+		Attempts:    int64(v.Attempts),
+	}
+}
+
+// jobFromPB reads a analysis.Job (a nil message is the zero value).
+func jobFromPB(m *pb.Job) analysis.Job {
+	if m == nil {
+		return analysis.Job{}
+	}
+	return analysis.Job{
+		Ecosystem:   m.Ecosystem,
+		Name:        m.Name,
+		Version:     m.Version,
+		QueuedAt:    fromTS(m.QueuedAt),
+		RequestedBy: m.RequestedBy,
+		Attempts:    int(m.Attempts),
+	}
+}
+
+// outcomeToPB sends a analysis.Outcome.
+func outcomeToPB(v analysis.Outcome) *pb.Outcome {
+	return &pb.Outcome{
+		Key:    keyToPB(v.Key),
+		Holder: v.Holder,
+		Digest: v.Digest,
+		Result: resultToPB(v.Result),
+		At:     ts(v.At),
+	}
+}
+
+// outcomeFromPB reads a analysis.Outcome (a nil message is the zero value).
+func outcomeFromPB(m *pb.Outcome) analysis.Outcome {
+	if m == nil {
+		return analysis.Outcome{}
+	}
+	return analysis.Outcome{
+		Key:    keyFromPB(m.Key),
+		Holder: m.Holder,
+		Digest: m.Digest,
+		Result: resultFromPB(m.Result),
+		At:     fromTS(m.At),
+	}
+}
+
+// entryToPB sends a analysis.Entry.
+func entryToPB(v analysis.Entry) *pb.Entry {
+	return &pb.Entry{
+		Job:          jobToPB(v.Job),
+		State:        v.State,
+		Digest:       v.Digest,
+		Result:       resultToPB(v.Result),
+		AnalyzedAt:   ts(v.AnalyzedAt),
+		ReportID:     v.ReportID,
+		ReportStatus: v.ReportStatus,
+	}
+}
+
+// entryFromPB reads a analysis.Entry (a nil message is the zero value).
+func entryFromPB(m *pb.Entry) analysis.Entry {
+	if m == nil {
+		return analysis.Entry{}
+	}
+	return analysis.Entry{
+		Job:          jobFromPB(m.Job),
+		State:        m.State,
+		Digest:       m.Digest,
+		Result:       resultFromPB(m.Result),
+		AnalyzedAt:   fromTS(m.AnalyzedAt),
+		ReportID:     m.ReportID,
+		ReportStatus: m.ReportStatus,
+	}
+}
+
+// reportLinkToPB sends a analysis.ReportLink.
+func reportLinkToPB(v analysis.ReportLink) *pb.ReportLink {
+	return &pb.ReportLink{
+		Key:      keyToPB(v.Key),
+		ReportID: v.ReportID,
+	}
+}
+
+// reportLinkFromPB reads a analysis.ReportLink (a nil message is the zero value).
+func reportLinkFromPB(m *pb.ReportLink) analysis.ReportLink {
+	if m == nil {
+		return analysis.ReportLink{}
+	}
+	return analysis.ReportLink{
+		Key:      keyFromPB(m.Key),
+		ReportID: m.ReportID,
+	}
+}
+
+// keyToPB sends a analysis.Key.
+func keyToPB(v analysis.Key) *pb.Key {
+	return &pb.Key{
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+	}
+}
+
+// keyFromPB reads a analysis.Key (a nil message is the zero value).
+func keyFromPB(m *pb.Key) analysis.Key {
+	if m == nil {
+		return analysis.Key{}
+	}
+	return analysis.Key{
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+	}
+}
+
+// holdQueryToPB sends a analysis.HoldQuery.
+func holdQueryToPB(v analysis.HoldQuery) *pb.HoldQuery {
+	return &pb.HoldQuery{
+		Limit: int64(v.Limit),
+	}
+}
+
+// holdQueryFromPB reads a analysis.HoldQuery (a nil message is the zero value).
+func holdQueryFromPB(m *pb.HoldQuery) analysis.HoldQuery {
+	if m == nil {
+		return analysis.HoldQuery{}
+	}
+	return analysis.HoldQuery{
+		Limit: int(m.Limit),
+	}
+}
+
+// holdToPB sends a analysis.Hold.
+func holdToPB(v analysis.Hold) *pb.Hold {
+	return &pb.Hold{
+		Key:         keyToPB(v.Key),
+		Unfinished:  v.Unfinished,
+		Suspect:     v.Suspect,
+		ReportID:    v.ReportID,
+		Strongest:   v.Strongest,
+		Findings:    each(v.Findings, findingToPB),
+		FindingsNil: v.Findings == nil,
+	}
+}
+
+// holdFromPB reads a analysis.Hold (a nil message is the zero value).
+func holdFromPB(m *pb.Hold) analysis.Hold {
+	if m == nil {
+		return analysis.Hold{}
+	}
+	return analysis.Hold{
+		Key:        keyFromPB(m.Key),
+		Unfinished: m.Unfinished,
+		Suspect:    m.Suspect,
+		ReportID:   m.ReportID,
+		Strongest:  m.Strongest,
+		Findings:   keepNilSlice(m.FindingsNil, each(m.Findings, findingFromPB)),
+	}
+}
+
+// queueLengthToPB sends a analysis.QueueLength.
+func queueLengthToPB(v analysis.QueueLength) *pb.QueueLength {
+	return &pb.QueueLength{
+		Queued:  v.Queued,
+		Running: v.Running,
+	}
+}
+
+// queueLengthFromPB reads a analysis.QueueLength (a nil message is the zero value).
+func queueLengthFromPB(m *pb.QueueLength) analysis.QueueLength {
+	if m == nil {
+		return analysis.QueueLength{}
+	}
+	return analysis.QueueLength{
+		Queued:  m.Queued,
+		Running: m.Running,
+	}
+}
+
 // accountDeletionToPB sends a core.AccountDeletion.
 func accountDeletionToPB(v core.AccountDeletion) *pb.AccountDeletion {
 	return &pb.AccountDeletion{
@@ -2223,6 +2475,62 @@ func campaignRefFromPB(m *pb.CampaignRef) core.CampaignRef {
 		Description: m.Description,
 		CreatedAt:   fromTS(m.CreatedAt),
 		UpdatedAt:   fromTS(m.UpdatedAt),
+	}
+}
+
+// resultToPB sends a analysis.Result.
+func resultToPB(v analysis.Result) *pb.Result {
+	return &pb.Result{
+		Verdict:      v.Verdict,
+		Score:        v.Score,
+		Findings:     each(v.Findings, findingToPB),
+		FindingsNil:  v.Findings == nil,
+		Reason:       v.Reason,
+		Analyzers:    v.Analyzers,
+		AnalyzersNil: v.Analyzers == nil,
+	}
+}
+
+// resultFromPB reads a analysis.Result (a nil message is the zero value).
+func resultFromPB(m *pb.Result) analysis.Result {
+	if m == nil {
+		return analysis.Result{}
+	}
+	return analysis.Result{
+		Verdict:   m.Verdict,
+		Score:     m.Score,
+		Findings:  keepNilSlice(m.FindingsNil, each(m.Findings, findingFromPB)),
+		Reason:    m.Reason,
+		Analyzers: keepNilSlice(m.AnalyzersNil, m.Analyzers),
+	}
+}
+
+// findingToPB sends a analysis.Finding.
+func findingToPB(v analysis.Finding) *pb.Finding {
+	return &pb.Finding{
+		Rule:        v.Rule,
+		Severity:    string(v.Severity),
+		File:        v.File,
+		Line:        int64(v.Line),
+		Excerpt:     v.Excerpt,
+		Description: v.Description,
+		New:         v.New,
+	}
+}
+
+// findingFromPB reads a analysis.Finding (a nil message is the zero value).
+func findingFromPB(m *pb.Finding) analysis.Finding {
+	if m == nil {
+		return analysis.Finding{}
+	}
+	return analysis.Finding{
+		Rule:        m.Rule,
+		Severity:    analysis.Severity(m.Severity),
+		File:        m.File,
+		Line:        int(m.Line),
+		Excerpt:     m.Excerpt,
+		Description: m.Description,
+		New:         m.New,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/ioc"
@@ -96,6 +97,17 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[community.IndicatorGroupQuery](t), indicatorGroupQueryToPB, indicatorGroupQueryFromPB)
 	roundTrip(t, fill[community.IndicatorGroup](t), indicatorGroupToPB, indicatorGroupFromPB)
 	roundTrip(t, fill[community.ReportText](t), reportTextToPB, reportTextFromPB)
+	roundTrip(t, fill[analysis.QueueRequest](t), queueRequestToPB, queueRequestFromPB)
+	roundTrip(t, fill[analysis.QueueResult](t), queueResultToPB, queueResultFromPB)
+	roundTrip(t, fill[analysis.Claim](t), claimToPB, claimFromPB)
+	roundTrip(t, fill[analysis.Job](t), jobToPB, jobFromPB)
+	roundTrip(t, fill[analysis.Outcome](t), outcomeToPB, outcomeFromPB)
+	roundTrip(t, fill[analysis.Entry](t), entryToPB, entryFromPB)
+	roundTrip(t, fill[analysis.ReportLink](t), reportLinkToPB, reportLinkFromPB)
+	roundTrip(t, fill[analysis.Key](t), keyToPB, keyFromPB)
+	roundTrip(t, fill[analysis.HoldQuery](t), holdQueryToPB, holdQueryFromPB)
+	roundTrip(t, fill[analysis.Hold](t), holdToPB, holdFromPB)
+	roundTrip(t, fill[analysis.QueueLength](t), queueLengthToPB, queueLengthFromPB)
 	roundTrip(t, fill[core.AccountDeletion](t), accountDeletionToPB, accountDeletionFromPB)
 	roundTrip(t, fill[core.SubmitPolicy](t), submitPolicyToPB, submitPolicyFromPB)
 	roundTrip(t, fill[core.Details](t), detailsToPB, detailsFromPB)
@@ -104,5 +116,7 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[core.ImportRecord](t), importRecordToPB, importRecordFromPB)
 	roundTrip(t, fill[core.RuleBasis](t), ruleBasisToPB, ruleBasisFromPB)
 	roundTrip(t, fill[core.CampaignRef](t), campaignRefToPB, campaignRefFromPB)
+	roundTrip(t, fill[analysis.Result](t), resultToPB, resultFromPB)
+	roundTrip(t, fill[analysis.Finding](t), findingToPB, findingFromPB)
 	roundTrip(t, fill[core.Submission](t), submissionToPB, submissionFromPB)
 }

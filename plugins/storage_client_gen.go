@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/webhooks"
@@ -1089,4 +1090,96 @@ func (c *StorageClient) SharedIndicatorGroups(ctx context.Context, p community.I
 func (c *StorageClient) EachVerifiedText(ctx context.Context, p func([]community.ReportText) error) error {
 	stream, err := c.conn().EachVerifiedText(ctx, &pb.EachVerifiedTextRequest{})
 	return eachRecv(stream, err, func(r *pb.EachVerifiedTextItem) error { return p(each(r.Value, reportTextFromPB)) })
+}
+
+// QueueAnalyses is port.Store's, over the plugin protocol.
+func (c *StorageClient) QueueAnalyses(ctx context.Context, p analysis.QueueRequest) (analysis.QueueResult, error) {
+	var out analysis.QueueResult
+	r, err := c.conn().QueueAnalyses(ctx, queueRequestToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return queueResultFromPB(r), nil
+}
+
+// ClaimAnalyses is port.Store's, over the plugin protocol.
+func (c *StorageClient) ClaimAnalyses(ctx context.Context, p analysis.Claim) ([]analysis.Job, error) {
+	var out []analysis.Job
+	stream, err := c.conn().ClaimAnalyses(ctx, claimToPB(p))
+	err = eachRecv(stream, err, func(r *pb.Job) error {
+		out = append(out, jobFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FinishAnalysis is port.Store's, over the plugin protocol.
+func (c *StorageClient) FinishAnalysis(ctx context.Context, p analysis.Outcome) (analysis.Entry, error) {
+	var out analysis.Entry
+	r, err := c.conn().FinishAnalysis(ctx, outcomeToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return entryFromPB(r), nil
+}
+
+// LinkAnalysisReport is port.Store's, over the plugin protocol.
+func (c *StorageClient) LinkAnalysisReport(ctx context.Context, p analysis.ReportLink) error {
+	r, err := c.conn().LinkAnalysisReport(ctx, reportLinkToPB(p))
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// Analysis is port.Store's, over the plugin protocol.
+func (c *StorageClient) Analysis(ctx context.Context, p analysis.Key) (analysis.Entry, error) {
+	var out analysis.Entry
+	r, err := c.conn().Analysis(ctx, keyToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return entryFromPB(r), nil
+}
+
+// AnalysesOfReports is port.Store's, over the plugin protocol.
+func (c *StorageClient) AnalysesOfReports(ctx context.Context, p []string) ([]analysis.Entry, error) {
+	var out []analysis.Entry
+	stream, err := c.conn().AnalysesOfReports(ctx, &pb.AnalysesOfReportsRequest{ReportIDs: p})
+	err = eachRecv(stream, err, func(r *pb.Entry) error {
+		out = append(out, entryFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AnalysisHolds is port.Store's, over the plugin protocol.
+func (c *StorageClient) AnalysisHolds(ctx context.Context, p analysis.HoldQuery) ([]analysis.Hold, error) {
+	var out []analysis.Hold
+	stream, err := c.conn().AnalysisHolds(ctx, holdQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.Hold) error {
+		out = append(out, holdFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AnalysisQueue is port.Store's, over the plugin protocol.
+func (c *StorageClient) AnalysisQueue(ctx context.Context) (analysis.QueueLength, error) {
+	var out analysis.QueueLength
+	r, err := c.conn().AnalysisQueue(ctx, &pb.AnalysisQueueRequest{})
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return queueLengthFromPB(r), nil
 }

@@ -1025,3 +1025,88 @@ func (s *storageServer) EachVerifiedText(req *pb.EachVerifiedTextRequest, stream
 	})
 	return err
 }
+
+func (s *storageServer) QueueAnalyses(ctx context.Context, req *pb.QueueRequest) (*pb.QueueResult, error) {
+	return withStore(s, func(st port.Store) (*pb.QueueResult, error) {
+		r, err := st.QueueAnalyses(ctx, queueRequestFromPB(req))
+		return queueResultToPB(r), err
+	})
+}
+
+func (s *storageServer) ClaimAnalyses(req *pb.Claim, stream grpc.ServerStreamingServer[pb.Job]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.ClaimAnalyses(ctx, claimFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(jobToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) FinishAnalysis(ctx context.Context, req *pb.Outcome) (*pb.Entry, error) {
+	return withStore(s, func(st port.Store) (*pb.Entry, error) {
+		r, err := st.FinishAnalysis(ctx, outcomeFromPB(req))
+		return entryToPB(r), err
+	})
+}
+
+func (s *storageServer) LinkAnalysisReport(ctx context.Context, req *pb.ReportLink) (*pb.LinkAnalysisReportReply, error) {
+	return withStore(s, func(st port.Store) (*pb.LinkAnalysisReportReply, error) {
+		return &pb.LinkAnalysisReportReply{}, st.LinkAnalysisReport(ctx, reportLinkFromPB(req))
+	})
+}
+
+func (s *storageServer) Analysis(ctx context.Context, req *pb.Key) (*pb.Entry, error) {
+	return withStore(s, func(st port.Store) (*pb.Entry, error) {
+		r, err := st.Analysis(ctx, keyFromPB(req))
+		return entryToPB(r), err
+	})
+}
+
+func (s *storageServer) AnalysesOfReports(req *pb.AnalysesOfReportsRequest, stream grpc.ServerStreamingServer[pb.Entry]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.AnalysesOfReports(ctx, req.ReportIDs)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(entryToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) AnalysisHolds(req *pb.HoldQuery, stream grpc.ServerStreamingServer[pb.Hold]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.AnalysisHolds(ctx, holdQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(holdToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) AnalysisQueue(ctx context.Context, req *pb.AnalysisQueueRequest) (*pb.QueueLength, error) {
+	return withStore(s, func(st port.Store) (*pb.QueueLength, error) {
+		r, err := st.AnalysisQueue(ctx)
+		return queueLengthToPB(r), err
+	})
+}

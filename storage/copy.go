@@ -58,6 +58,7 @@ var copyTables = []copyTable{
 	table[campaignThreatRow]("campaign_threats", "campaign_id, threat_id", ""),
 	table[ruleIDRow]("rule_ids", "number", ""),
 	table[imagePinRow]("image_pins", "threat_id, digest", ""),
+	table[analysisRow]("analyses", "ecosystem, name, version", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -7,6 +7,7 @@ package port
 
 import (
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/webhooks"
@@ -25,4 +26,5 @@ type Store interface {
 	community.SightingStore
 	community.ReputationStore
 	community.CampaignStore
+	analysis.Store
 }

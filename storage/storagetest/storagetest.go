@@ -71,6 +71,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Webhooks", testWebhooks},
 		{"Firewall", testFirewall},
 		{"ImagePins", testImagePins},
+		{"Analyses", testAnalyses},
 		{"Sightings", testSightings},
 		{"Disputes", testDisputes},
 		{"Reputation", testReputation},

@@ -3496,6 +3496,122 @@ func (*EachVerifiedTextRequest) Descriptor() ([]byte, []int) {
 	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
 }
 
+type LinkAnalysisReportReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkAnalysisReportReply) Reset() {
+	*x = LinkAnalysisReportReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkAnalysisReportReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkAnalysisReportReply) ProtoMessage() {}
+
+func (x *LinkAnalysisReportReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkAnalysisReportReply.ProtoReflect.Descriptor instead.
+func (*LinkAnalysisReportReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+}
+
+type AnalysesOfReportsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReportIDs     []string               `protobuf:"bytes,1,rep,name=ReportIDs,proto3" json:"ReportIDs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnalysesOfReportsRequest) Reset() {
+	*x = AnalysesOfReportsRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnalysesOfReportsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnalysesOfReportsRequest) ProtoMessage() {}
+
+func (x *AnalysesOfReportsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnalysesOfReportsRequest.ProtoReflect.Descriptor instead.
+func (*AnalysesOfReportsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *AnalysesOfReportsRequest) GetReportIDs() []string {
+	if x != nil {
+		return x.ReportIDs
+	}
+	return nil
+}
+
+type AnalysisQueueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnalysisQueueRequest) Reset() {
+	*x = AnalysisQueueRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnalysisQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnalysisQueueRequest) ProtoMessage() {}
+
+func (x *AnalysisQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnalysisQueueRequest.ProtoReflect.Descriptor instead.
+func (*AnalysisQueueRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+}
+
 // User is an account that owns API tokens and submits reports.
 type User struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -3515,7 +3631,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3643,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3656,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *User) GetID() string {
@@ -3625,7 +3741,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +3753,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +3766,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -3680,7 +3796,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3692,7 +3808,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3705,7 +3821,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -3740,7 +3856,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +3868,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +3881,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -3799,7 +3915,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +3927,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +3940,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Token) GetID() string {
@@ -3895,7 +4011,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3907,7 +4023,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3920,7 +4036,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -3948,7 +4064,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3960,7 +4076,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3973,7 +4089,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -4002,7 +4118,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4014,7 +4130,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4027,7 +4143,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -4057,7 +4173,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4069,7 +4185,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4082,7 +4198,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Session) GetHash() string {
@@ -4125,7 +4241,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4253,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4266,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -4186,7 +4302,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4198,7 +4314,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4211,7 +4327,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -4284,7 +4400,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4296,7 +4412,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4309,7 +4425,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -4359,7 +4475,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4371,7 +4487,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4384,7 +4500,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -4434,7 +4550,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4446,7 +4562,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4459,7 +4575,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Threat) GetID() string {
@@ -4636,7 +4752,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4648,7 +4764,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4661,7 +4777,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -4699,7 +4815,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4711,7 +4827,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4724,7 +4840,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -4775,7 +4891,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4787,7 +4903,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4800,7 +4916,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -4840,7 +4956,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4852,7 +4968,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4865,7 +4981,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *Review) GetThreatID() string {
@@ -4930,7 +5046,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4942,7 +5058,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4955,7 +5071,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *Duplicate) GetUserID() string {
@@ -4998,7 +5114,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5010,7 +5126,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5023,7 +5139,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -5115,7 +5231,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5127,7 +5243,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5140,7 +5256,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -5225,7 +5341,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5353,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5366,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -5285,7 +5401,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5297,7 +5413,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5310,7 +5426,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -5396,7 +5512,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5408,7 +5524,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5421,7 +5537,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Revision) GetID() string {
@@ -5514,7 +5630,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5526,7 +5642,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5539,7 +5655,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -5586,7 +5702,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5598,7 +5714,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5611,7 +5727,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *Summary) GetID() string {
@@ -5688,7 +5804,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5700,7 +5816,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5713,7 +5829,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -5835,7 +5951,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5847,7 +5963,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5860,7 +5976,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -5912,7 +6028,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5924,7 +6040,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5937,7 +6053,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -6028,7 +6144,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6040,7 +6156,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6053,7 +6169,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -6088,7 +6204,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6100,7 +6216,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6113,7 +6229,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -6169,7 +6285,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6181,7 +6297,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6194,7 +6310,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -6228,7 +6344,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6240,7 +6356,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6253,7 +6369,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -6306,7 +6422,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6318,7 +6434,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6331,7 +6447,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -6382,7 +6498,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6394,7 +6510,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6407,7 +6523,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -6451,7 +6567,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6463,7 +6579,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6476,7 +6592,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -6513,7 +6629,7 @@ type ImportedIDQuery struct {
 
 func (x *ImportedIDQuery) Reset() {
 	*x = ImportedIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6525,7 +6641,7 @@ func (x *ImportedIDQuery) String() string {
 func (*ImportedIDQuery) ProtoMessage() {}
 
 func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6538,7 +6654,7 @@ func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedIDQuery.ProtoReflect.Descriptor instead.
 func (*ImportedIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ImportedIDQuery) GetSource() string {
@@ -6575,7 +6691,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6587,7 +6703,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6600,7 +6716,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -6643,7 +6759,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6655,7 +6771,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6668,7 +6784,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -6705,7 +6821,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6717,7 +6833,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6730,7 +6846,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -6773,7 +6889,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6785,7 +6901,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6798,7 +6914,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -6828,7 +6944,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6840,7 +6956,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6853,7 +6969,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -6888,7 +7004,7 @@ type RuleIDQuery struct {
 
 func (x *RuleIDQuery) Reset() {
 	*x = RuleIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6900,7 +7016,7 @@ func (x *RuleIDQuery) String() string {
 func (*RuleIDQuery) ProtoMessage() {}
 
 func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6913,7 +7029,7 @@ func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
 func (*RuleIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *RuleIDQuery) GetRules() []*RuleBasis {
@@ -6942,7 +7058,7 @@ type RuleID struct {
 
 func (x *RuleID) Reset() {
 	*x = RuleID{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6954,7 +7070,7 @@ func (x *RuleID) String() string {
 func (*RuleID) ProtoMessage() {}
 
 func (x *RuleID) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6967,7 +7083,7 @@ func (x *RuleID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
 func (*RuleID) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *RuleID) GetIndicator() string {
@@ -7018,7 +7134,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7030,7 +7146,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7043,7 +7159,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *Webhook) GetID() string {
@@ -7172,7 +7288,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7184,7 +7300,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7197,7 +7313,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -7250,7 +7366,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7262,7 +7378,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7275,7 +7391,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -7378,7 +7494,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7390,7 +7506,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7403,7 +7519,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -7446,7 +7562,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7458,7 +7574,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7471,7 +7587,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -7507,7 +7623,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7519,7 +7635,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7532,7 +7648,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -7609,7 +7725,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7621,7 +7737,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7634,7 +7750,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -7662,7 +7778,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7674,7 +7790,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7687,7 +7803,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -7723,7 +7839,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7735,7 +7851,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7748,7 +7864,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *Waiver) GetID() string {
@@ -7839,7 +7955,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7851,7 +7967,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7864,7 +7980,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -7985,7 +8101,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7997,7 +8113,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8010,7 +8126,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -8046,7 +8162,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8058,7 +8174,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8071,7 +8187,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -8111,7 +8227,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8123,7 +8239,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8136,7 +8252,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -8196,7 +8312,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8208,7 +8324,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8221,7 +8337,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -8259,7 +8375,7 @@ type DigestPin struct {
 
 func (x *DigestPin) Reset() {
 	*x = DigestPin{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8271,7 +8387,7 @@ func (x *DigestPin) String() string {
 func (*DigestPin) ProtoMessage() {}
 
 func (x *DigestPin) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8284,7 +8400,7 @@ func (x *DigestPin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestPin.ProtoReflect.Descriptor instead.
 func (*DigestPin) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *DigestPin) GetThreatID() string {
@@ -8320,7 +8436,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8332,7 +8448,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8345,7 +8461,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -8382,7 +8498,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8394,7 +8510,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8407,7 +8523,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -8454,7 +8570,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8466,7 +8582,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8479,7 +8595,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *Sighting) GetID() string {
@@ -8580,7 +8696,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8592,7 +8708,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8605,7 +8721,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -8648,7 +8764,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8660,7 +8776,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8673,7 +8789,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -8709,7 +8825,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8721,7 +8837,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8734,7 +8850,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -8777,7 +8893,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8789,7 +8905,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8802,7 +8918,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -8884,7 +9000,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8896,7 +9012,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8909,7 +9025,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -8949,7 +9065,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8961,7 +9077,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8974,7 +9090,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -9038,7 +9154,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9050,7 +9166,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9063,7 +9179,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -9094,7 +9210,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9106,7 +9222,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9119,7 +9235,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -9161,7 +9277,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9173,7 +9289,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9186,7 +9302,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -9216,7 +9332,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9228,7 +9344,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9241,7 +9357,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -9296,7 +9412,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9308,7 +9424,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9321,7 +9437,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *Campaign) GetID() string {
@@ -9429,7 +9545,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9441,7 +9557,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9454,7 +9570,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -9546,7 +9662,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9558,7 +9674,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9571,7 +9687,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -9606,7 +9722,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9618,7 +9734,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9631,7 +9747,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -9660,7 +9776,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9672,7 +9788,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9685,7 +9801,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -9722,7 +9838,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9734,7 +9850,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9747,7 +9863,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -9786,7 +9902,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9798,7 +9914,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9811,7 +9927,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *ReportText) GetID() string {
@@ -9856,6 +9972,772 @@ func (x *ReportText) GetPayloadDescription() string {
 	return ""
 }
 
+// QueueRequest queues versions (Store.QueueAnalyses). A version already
+// known is left as it is, unless Force (POST /analysis: analyse again).
+// The queue holds at most MaxQueued unfinished analyses: beyond it a job
+// is refused and counted in QueueResult.Full.
+type QueueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*Job                 `protobuf:"bytes,1,rep,name=Jobs,proto3" json:"Jobs,omitempty"`
+	JobsNil       bool                   `protobuf:"varint,2,opt,name=JobsNil,proto3" json:"JobsNil,omitempty"`
+	Force         bool                   `protobuf:"varint,3,opt,name=Force,proto3" json:"Force,omitempty"`
+	MaxQueued     int64                  `protobuf:"varint,4,opt,name=MaxQueued,proto3" json:"MaxQueued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueRequest) Reset() {
+	*x = QueueRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueRequest) ProtoMessage() {}
+
+func (x *QueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
+func (*QueueRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
+}
+
+func (x *QueueRequest) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *QueueRequest) GetJobsNil() bool {
+	if x != nil {
+		return x.JobsNil
+	}
+	return false
+}
+
+func (x *QueueRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *QueueRequest) GetMaxQueued() int64 {
+	if x != nil {
+		return x.MaxQueued
+	}
+	return 0
+}
+
+// QueueResult says what QueueAnalyses did.
+type QueueResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Queued        int64                  `protobuf:"varint,1,opt,name=Queued,proto3" json:"Queued,omitempty"`
+	Known         int64                  `protobuf:"varint,2,opt,name=Known,proto3" json:"Known,omitempty"`
+	Full          int64                  `protobuf:"varint,3,opt,name=Full,proto3" json:"Full,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueResult) Reset() {
+	*x = QueueResult{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueResult) ProtoMessage() {}
+
+func (x *QueueResult) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueResult.ProtoReflect.Descriptor instead.
+func (*QueueResult) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
+}
+
+func (x *QueueResult) GetQueued() int64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *QueueResult) GetKnown() int64 {
+	if x != nil {
+		return x.Known
+	}
+	return 0
+}
+
+func (x *QueueResult) GetFull() int64 {
+	if x != nil {
+		return x.Full
+	}
+	return 0
+}
+
+// Claim asks for up to Limit queued analyses (Store.ClaimAnalyses): each
+// is leased to Holder until Now+TTL, as a webhook outbox is.
+type Claim struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Holder        string                 `protobuf:"bytes,1,opt,name=Holder,proto3" json:"Holder,omitempty"`
+	Now           *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=Now,proto3" json:"Now,omitempty"`
+	TTL           int64                  `protobuf:"varint,3,opt,name=TTL,proto3" json:"TTL,omitempty"`
+	Limit         int64                  `protobuf:"varint,4,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Claim) Reset() {
+	*x = Claim{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Claim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Claim) ProtoMessage() {}
+
+func (x *Claim) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Claim.ProtoReflect.Descriptor instead.
+func (*Claim) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
+}
+
+func (x *Claim) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Claim) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *Claim) GetTTL() int64 {
+	if x != nil {
+		return x.TTL
+	}
+	return 0
+}
+
+func (x *Claim) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Job is one version to analyse: the queue's unit, once per ecosystem,
+// name and version across every daemon of one database (Store).
+type Job struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ecosystem     string                 `protobuf:"bytes,1,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,3,opt,name=Version,proto3" json:"Version,omitempty"`
+	QueuedAt      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=QueuedAt,proto3" json:"QueuedAt,omitempty"`
+	RequestedBy   string                 `protobuf:"bytes,5,opt,name=RequestedBy,proto3" json:"RequestedBy,omitempty"`
+	Attempts      int64                  `protobuf:"varint,6,opt,name=Attempts,proto3" json:"Attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Job) Reset() {
+	*x = Job{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Job) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Job) ProtoMessage() {}
+
+func (x *Job) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Job.ProtoReflect.Descriptor instead.
+func (*Job) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
+}
+
+func (x *Job) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *Job) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Job) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Job) GetQueuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.QueuedAt
+	}
+	return nil
+}
+
+func (x *Job) GetRequestedBy() string {
+	if x != nil {
+		return x.RequestedBy
+	}
+	return ""
+}
+
+func (x *Job) GetAttempts() int64 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+// Outcome is a finished analysis (Store.FinishAnalysis).
+type Outcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *Key                   `protobuf:"bytes,1,opt,name=Key,proto3" json:"Key,omitempty"`
+	Holder        string                 `protobuf:"bytes,2,opt,name=Holder,proto3" json:"Holder,omitempty"`
+	Digest        string                 `protobuf:"bytes,3,opt,name=Digest,proto3" json:"Digest,omitempty"`
+	Result        *Result                `protobuf:"bytes,4,opt,name=Result,proto3" json:"Result,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=At,proto3" json:"At,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Outcome) Reset() {
+	*x = Outcome{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Outcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Outcome) ProtoMessage() {}
+
+func (x *Outcome) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
+func (*Outcome) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
+}
+
+func (x *Outcome) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Outcome) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Outcome) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *Outcome) GetResult() *Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *Outcome) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// Entry is what the store keeps of one version's analysis.
+type Entry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=Job,proto3" json:"Job,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=State,proto3" json:"State,omitempty"`
+	Digest        string                 `protobuf:"bytes,3,opt,name=Digest,proto3" json:"Digest,omitempty"`
+	Result        *Result                `protobuf:"bytes,4,opt,name=Result,proto3" json:"Result,omitempty"`
+	AnalyzedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=AnalyzedAt,proto3" json:"AnalyzedAt,omitempty"`
+	ReportID      string                 `protobuf:"bytes,6,opt,name=ReportID,proto3" json:"ReportID,omitempty"`
+	ReportStatus  string                 `protobuf:"bytes,7,opt,name=ReportStatus,proto3" json:"ReportStatus,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Entry) Reset() {
+	*x = Entry{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Entry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Entry) ProtoMessage() {}
+
+func (x *Entry) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Entry.ProtoReflect.Descriptor instead.
+func (*Entry) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
+}
+
+func (x *Entry) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *Entry) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Entry) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *Entry) GetResult() *Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *Entry) GetAnalyzedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AnalyzedAt
+	}
+	return nil
+}
+
+func (x *Entry) GetReportID() string {
+	if x != nil {
+		return x.ReportID
+	}
+	return ""
+}
+
+func (x *Entry) GetReportStatus() string {
+	if x != nil {
+		return x.ReportStatus
+	}
+	return ""
+}
+
+// ReportLink records the report a suspicious analysis made
+// (Store.LinkAnalysisReport).
+type ReportLink struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *Key                   `protobuf:"bytes,1,opt,name=Key,proto3" json:"Key,omitempty"`
+	ReportID      string                 `protobuf:"bytes,2,opt,name=ReportID,proto3" json:"ReportID,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportLink) Reset() {
+	*x = ReportLink{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportLink) ProtoMessage() {}
+
+func (x *ReportLink) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportLink.ProtoReflect.Descriptor instead.
+func (*ReportLink) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
+}
+
+func (x *ReportLink) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReportLink) GetReportID() string {
+	if x != nil {
+		return x.ReportID
+	}
+	return ""
+}
+
+// Key is what names one analysis.
+type Key struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ecosystem     string                 `protobuf:"bytes,1,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,3,opt,name=Version,proto3" json:"Version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Key) Reset() {
+	*x = Key{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Key) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Key) ProtoMessage() {}
+
+func (x *Key) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Key.ProtoReflect.Descriptor instead.
+func (*Key) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
+}
+
+func (x *Key) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *Key) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Key) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+// HoldQuery asks for the holds (Store.AnalysisHolds), at most Limit.
+type HoldQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int64                  `protobuf:"varint,1,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldQuery) Reset() {
+	*x = HoldQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldQuery) ProtoMessage() {}
+
+func (x *HoldQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldQuery.ProtoReflect.Descriptor instead.
+func (*HoldQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
+}
+
+func (x *HoldQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Hold is an analysis the firewall acts on: a version whose analysis has
+// not ended (Unfinished), or whose pending report holds it (Suspect).
+type Hold struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *Key                   `protobuf:"bytes,1,opt,name=Key,proto3" json:"Key,omitempty"`
+	Unfinished    bool                   `protobuf:"varint,2,opt,name=Unfinished,proto3" json:"Unfinished,omitempty"`
+	Suspect       bool                   `protobuf:"varint,3,opt,name=Suspect,proto3" json:"Suspect,omitempty"`
+	ReportID      string                 `protobuf:"bytes,4,opt,name=ReportID,proto3" json:"ReportID,omitempty"`
+	Strongest     string                 `protobuf:"bytes,5,opt,name=Strongest,proto3" json:"Strongest,omitempty"`
+	Findings      []*Finding             `protobuf:"bytes,6,rep,name=Findings,proto3" json:"Findings,omitempty"`
+	FindingsNil   bool                   `protobuf:"varint,7,opt,name=FindingsNil,proto3" json:"FindingsNil,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hold) Reset() {
+	*x = Hold{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hold) ProtoMessage() {}
+
+func (x *Hold) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hold.ProtoReflect.Descriptor instead.
+func (*Hold) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
+}
+
+func (x *Hold) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Hold) GetUnfinished() bool {
+	if x != nil {
+		return x.Unfinished
+	}
+	return false
+}
+
+func (x *Hold) GetSuspect() bool {
+	if x != nil {
+		return x.Suspect
+	}
+	return false
+}
+
+func (x *Hold) GetReportID() string {
+	if x != nil {
+		return x.ReportID
+	}
+	return ""
+}
+
+func (x *Hold) GetStrongest() string {
+	if x != nil {
+		return x.Strongest
+	}
+	return ""
+}
+
+func (x *Hold) GetFindings() []*Finding {
+	if x != nil {
+		return x.Findings
+	}
+	return nil
+}
+
+func (x *Hold) GetFindingsNil() bool {
+	if x != nil {
+		return x.FindingsNil
+	}
+	return false
+}
+
+// QueueLength counts the unfinished analyses (a metric).
+type QueueLength struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Queued        int64                  `protobuf:"varint,1,opt,name=Queued,proto3" json:"Queued,omitempty"`
+	Running       int64                  `protobuf:"varint,2,opt,name=Running,proto3" json:"Running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueLength) Reset() {
+	*x = QueueLength{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueLength) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueLength) ProtoMessage() {}
+
+func (x *QueueLength) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueLength.ProtoReflect.Descriptor instead.
+func (*QueueLength) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
+}
+
+func (x *QueueLength) GetQueued() int64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *QueueLength) GetRunning() int64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
 // AccountDeletion is what deleting an account writes. The user's pending
 // reports are withdrawn (rejected, with Note, by ActorName) and their
 // pending revisions rejected; tokens are revoked and sessions ended; the
@@ -9874,7 +10756,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9886,7 +10768,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9899,7 +10781,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -9944,7 +10826,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9956,7 +10838,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9969,7 +10851,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -10030,7 +10912,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10042,7 +10924,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10055,7 +10937,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -10185,7 +11067,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10197,7 +11079,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10210,7 +11092,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *IOC) GetType() string {
@@ -10274,7 +11156,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10286,7 +11168,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10299,7 +11181,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -10329,7 +11211,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10341,7 +11223,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10354,7 +11236,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -10384,7 +11266,7 @@ type RuleBasis struct {
 
 func (x *RuleBasis) Reset() {
 	*x = RuleBasis{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10396,7 +11278,7 @@ func (x *RuleBasis) String() string {
 func (*RuleBasis) ProtoMessage() {}
 
 func (x *RuleBasis) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10409,7 +11291,7 @@ func (x *RuleBasis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
 func (*RuleBasis) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
 }
 
 func (x *RuleBasis) GetIndicator() string {
@@ -10441,7 +11323,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10453,7 +11335,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10466,7 +11348,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -10504,6 +11386,192 @@ func (x *CampaignRef) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Result is an analysis of one version.
+type Result struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Verdict       string                 `protobuf:"bytes,1,opt,name=Verdict,proto3" json:"Verdict,omitempty"`
+	Score         float64                `protobuf:"fixed64,2,opt,name=Score,proto3" json:"Score,omitempty"`
+	Findings      []*Finding             `protobuf:"bytes,3,rep,name=Findings,proto3" json:"Findings,omitempty"`
+	FindingsNil   bool                   `protobuf:"varint,4,opt,name=FindingsNil,proto3" json:"FindingsNil,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=Reason,proto3" json:"Reason,omitempty"`
+	Analyzers     []string               `protobuf:"bytes,6,rep,name=Analyzers,proto3" json:"Analyzers,omitempty"`
+	AnalyzersNil  bool                   `protobuf:"varint,7,opt,name=AnalyzersNil,proto3" json:"AnalyzersNil,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Result) Reset() {
+	*x = Result{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Result) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Result) ProtoMessage() {}
+
+func (x *Result) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Result.ProtoReflect.Descriptor instead.
+func (*Result) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
+}
+
+func (x *Result) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *Result) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *Result) GetFindings() []*Finding {
+	if x != nil {
+		return x.Findings
+	}
+	return nil
+}
+
+func (x *Result) GetFindingsNil() bool {
+	if x != nil {
+		return x.FindingsNil
+	}
+	return false
+}
+
+func (x *Result) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Result) GetAnalyzers() []string {
+	if x != nil {
+		return x.Analyzers
+	}
+	return nil
+}
+
+func (x *Result) GetAnalyzersNil() bool {
+	if x != nil {
+		return x.AnalyzersNil
+	}
+	return false
+}
+
+// Finding is one thing an analyzer saw in one file of an archive.
+type Finding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rule          string                 `protobuf:"bytes,1,opt,name=Rule,proto3" json:"Rule,omitempty"`
+	Severity      string                 `protobuf:"bytes,2,opt,name=Severity,proto3" json:"Severity,omitempty"`
+	File          string                 `protobuf:"bytes,3,opt,name=File,proto3" json:"File,omitempty"`
+	Line          int64                  `protobuf:"varint,4,opt,name=Line,proto3" json:"Line,omitempty"`
+	Excerpt       string                 `protobuf:"bytes,5,opt,name=Excerpt,proto3" json:"Excerpt,omitempty"`
+	Description   string                 `protobuf:"bytes,6,opt,name=Description,proto3" json:"Description,omitempty"`
+	New           bool                   `protobuf:"varint,7,opt,name=New,proto3" json:"New,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Finding) Reset() {
+	*x = Finding{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Finding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Finding) ProtoMessage() {}
+
+func (x *Finding) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Finding.ProtoReflect.Descriptor instead.
+func (*Finding) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
+}
+
+func (x *Finding) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *Finding) GetSeverity() string {
+	if x != nil {
+		return x.Severity
+	}
+	return ""
+}
+
+func (x *Finding) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *Finding) GetLine() int64 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *Finding) GetExcerpt() string {
+	if x != nil {
+		return x.Excerpt
+	}
+	return ""
+}
+
+func (x *Finding) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Finding) GetNew() bool {
+	if x != nil {
+		return x.New
+	}
+	return false
+}
+
 // Submission is the request body of the submit operation (spec §2.1): the
 // identity fields, then Details' fields as a client gives them (timestamps
 // as ISO 8601 text), under the same JSON names. The API decodes requests
@@ -10539,7 +11607,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10551,7 +11619,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10564,7 +11632,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *Submission) GetReportType() string {
@@ -10875,7 +11943,11 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x16CampaignMembersRequest\"K\n" +
 	"\x14EachVerifiedTextItem\x123\n" +
 	"\x05Value\x18\x01 \x03(\v2\x1d.threatd.plugin.v2.ReportTextR\x05Value\"\x19\n" +
-	"\x17EachVerifiedTextRequest\"\x88\x03\n" +
+	"\x17EachVerifiedTextRequest\"\x19\n" +
+	"\x17LinkAnalysisReportReply\"8\n" +
+	"\x18AnalysesOfReportsRequest\x12\x1c\n" +
+	"\tReportIDs\x18\x01 \x03(\tR\tReportIDs\"\x16\n" +
+	"\x14AnalysisQueueRequest\"\x88\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x14\n" +
 	"\x05Email\x18\x02 \x01(\tR\x05Email\x12\x12\n" +
@@ -11460,7 +12532,67 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x04Tags\x18\x03 \x03(\tR\x04Tags\x12\x18\n" +
 	"\aTagsNil\x18\x04 \x01(\bR\aTagsNil\x12,\n" +
 	"\x11ThreatDescription\x18\x05 \x01(\tR\x11ThreatDescription\x12.\n" +
-	"\x12PayloadDescription\x18\x06 \x01(\tR\x12PayloadDescription\"m\n" +
+	"\x12PayloadDescription\x18\x06 \x01(\tR\x12PayloadDescription\"\x88\x01\n" +
+	"\fQueueRequest\x12*\n" +
+	"\x04Jobs\x18\x01 \x03(\v2\x16.threatd.plugin.v2.JobR\x04Jobs\x12\x18\n" +
+	"\aJobsNil\x18\x02 \x01(\bR\aJobsNil\x12\x14\n" +
+	"\x05Force\x18\x03 \x01(\bR\x05Force\x12\x1c\n" +
+	"\tMaxQueued\x18\x04 \x01(\x03R\tMaxQueued\"O\n" +
+	"\vQueueResult\x12\x16\n" +
+	"\x06Queued\x18\x01 \x01(\x03R\x06Queued\x12\x14\n" +
+	"\x05Known\x18\x02 \x01(\x03R\x05Known\x12\x12\n" +
+	"\x04Full\x18\x03 \x01(\x03R\x04Full\"u\n" +
+	"\x05Claim\x12\x16\n" +
+	"\x06Holder\x18\x01 \x01(\tR\x06Holder\x12,\n" +
+	"\x03Now\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03Now\x12\x10\n" +
+	"\x03TTL\x18\x03 \x01(\x03R\x03TTL\x12\x14\n" +
+	"\x05Limit\x18\x04 \x01(\x03R\x05Limit\"\xc7\x01\n" +
+	"\x03Job\x12\x1c\n" +
+	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x03 \x01(\tR\aVersion\x126\n" +
+	"\bQueuedAt\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bQueuedAt\x12 \n" +
+	"\vRequestedBy\x18\x05 \x01(\tR\vRequestedBy\x12\x1a\n" +
+	"\bAttempts\x18\x06 \x01(\x03R\bAttempts\"\xc2\x01\n" +
+	"\aOutcome\x12(\n" +
+	"\x03Key\x18\x01 \x01(\v2\x16.threatd.plugin.v2.KeyR\x03Key\x12\x16\n" +
+	"\x06Holder\x18\x02 \x01(\tR\x06Holder\x12\x16\n" +
+	"\x06Digest\x18\x03 \x01(\tR\x06Digest\x121\n" +
+	"\x06Result\x18\x04 \x01(\v2\x19.threatd.plugin.v2.ResultR\x06Result\x12*\n" +
+	"\x02At\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"\x8e\x02\n" +
+	"\x05Entry\x12(\n" +
+	"\x03Job\x18\x01 \x01(\v2\x16.threatd.plugin.v2.JobR\x03Job\x12\x14\n" +
+	"\x05State\x18\x02 \x01(\tR\x05State\x12\x16\n" +
+	"\x06Digest\x18\x03 \x01(\tR\x06Digest\x121\n" +
+	"\x06Result\x18\x04 \x01(\v2\x19.threatd.plugin.v2.ResultR\x06Result\x12:\n" +
+	"\n" +
+	"AnalyzedAt\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"AnalyzedAt\x12\x1a\n" +
+	"\bReportID\x18\x06 \x01(\tR\bReportID\x12\"\n" +
+	"\fReportStatus\x18\a \x01(\tR\fReportStatus\"R\n" +
+	"\n" +
+	"ReportLink\x12(\n" +
+	"\x03Key\x18\x01 \x01(\v2\x16.threatd.plugin.v2.KeyR\x03Key\x12\x1a\n" +
+	"\bReportID\x18\x02 \x01(\tR\bReportID\"Q\n" +
+	"\x03Key\x12\x1c\n" +
+	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x03 \x01(\tR\aVersion\"!\n" +
+	"\tHoldQuery\x12\x14\n" +
+	"\x05Limit\x18\x01 \x01(\x03R\x05Limit\"\xfe\x01\n" +
+	"\x04Hold\x12(\n" +
+	"\x03Key\x18\x01 \x01(\v2\x16.threatd.plugin.v2.KeyR\x03Key\x12\x1e\n" +
+	"\n" +
+	"Unfinished\x18\x02 \x01(\bR\n" +
+	"Unfinished\x12\x18\n" +
+	"\aSuspect\x18\x03 \x01(\bR\aSuspect\x12\x1a\n" +
+	"\bReportID\x18\x04 \x01(\tR\bReportID\x12\x1c\n" +
+	"\tStrongest\x18\x05 \x01(\tR\tStrongest\x126\n" +
+	"\bFindings\x18\x06 \x03(\v2\x1a.threatd.plugin.v2.FindingR\bFindings\x12 \n" +
+	"\vFindingsNil\x18\a \x01(\bR\vFindingsNil\"?\n" +
+	"\vQueueLength\x12\x16\n" +
+	"\x06Queued\x18\x01 \x01(\x03R\x06Queued\x12\x18\n" +
+	"\aRunning\x18\x02 \x01(\x03R\aRunning\"m\n" +
 	"\x0fAccountDeletion\x12\x14\n" +
 	"\x05Email\x18\x01 \x01(\tR\x05Email\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x12\n" +
@@ -11517,7 +12649,23 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12 \n" +
 	"\vDescription\x18\x03 \x01(\tR\vDescription\x128\n" +
 	"\tCreatedAt\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tCreatedAt\x128\n" +
-	"\tUpdatedAt\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tUpdatedAt\"\x89\b\n" +
+	"\tUpdatedAt\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tUpdatedAt\"\xec\x01\n" +
+	"\x06Result\x12\x18\n" +
+	"\aVerdict\x18\x01 \x01(\tR\aVerdict\x12\x14\n" +
+	"\x05Score\x18\x02 \x01(\x01R\x05Score\x126\n" +
+	"\bFindings\x18\x03 \x03(\v2\x1a.threatd.plugin.v2.FindingR\bFindings\x12 \n" +
+	"\vFindingsNil\x18\x04 \x01(\bR\vFindingsNil\x12\x16\n" +
+	"\x06Reason\x18\x05 \x01(\tR\x06Reason\x12\x1c\n" +
+	"\tAnalyzers\x18\x06 \x03(\tR\tAnalyzers\x12\"\n" +
+	"\fAnalyzersNil\x18\a \x01(\bR\fAnalyzersNil\"\xaf\x01\n" +
+	"\aFinding\x12\x12\n" +
+	"\x04Rule\x18\x01 \x01(\tR\x04Rule\x12\x1a\n" +
+	"\bSeverity\x18\x02 \x01(\tR\bSeverity\x12\x12\n" +
+	"\x04File\x18\x03 \x01(\tR\x04File\x12\x12\n" +
+	"\x04Line\x18\x04 \x01(\x03R\x04Line\x12\x18\n" +
+	"\aExcerpt\x18\x05 \x01(\tR\aExcerpt\x12 \n" +
+	"\vDescription\x18\x06 \x01(\tR\vDescription\x12\x10\n" +
+	"\x03New\x18\a \x01(\bR\x03New\"\x89\b\n" +
 	"\n" +
 	"Submission\x12#\n" +
 	"\n" +
@@ -11559,7 +12707,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xa9=\n" +
+	"\x0e_DownloadCount2\xa9B\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -11658,7 +12806,15 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\rListCampaigns\x12 .threatd.plugin.v2.CampaignQuery\x1a\x1b.threatd.plugin.v2.Campaign0\x01\x12a\n" +
 	"\x0fCampaignMembers\x12).threatd.plugin.v2.CampaignMembersRequest\x1a!.threatd.plugin.v2.CampaignMember0\x01\x12d\n" +
 	"\x15SharedIndicatorGroups\x12&.threatd.plugin.v2.IndicatorGroupQuery\x1a!.threatd.plugin.v2.IndicatorGroup0\x01\x12i\n" +
-	"\x10EachVerifiedText\x12*.threatd.plugin.v2.EachVerifiedTextRequest\x1a'.threatd.plugin.v2.EachVerifiedTextItem0\x01B6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
+	"\x10EachVerifiedText\x12*.threatd.plugin.v2.EachVerifiedTextRequest\x1a'.threatd.plugin.v2.EachVerifiedTextItem0\x01\x12P\n" +
+	"\rQueueAnalyses\x12\x1f.threatd.plugin.v2.QueueRequest\x1a\x1e.threatd.plugin.v2.QueueResult\x12C\n" +
+	"\rClaimAnalyses\x12\x18.threatd.plugin.v2.Claim\x1a\x16.threatd.plugin.v2.Job0\x01\x12F\n" +
+	"\x0eFinishAnalysis\x12\x1a.threatd.plugin.v2.Outcome\x1a\x18.threatd.plugin.v2.Entry\x12_\n" +
+	"\x12LinkAnalysisReport\x12\x1d.threatd.plugin.v2.ReportLink\x1a*.threatd.plugin.v2.LinkAnalysisReportReply\x12<\n" +
+	"\bAnalysis\x12\x16.threatd.plugin.v2.Key\x1a\x18.threatd.plugin.v2.Entry\x12\\\n" +
+	"\x11AnalysesOfReports\x12+.threatd.plugin.v2.AnalysesOfReportsRequest\x1a\x18.threatd.plugin.v2.Entry0\x01\x12H\n" +
+	"\rAnalysisHolds\x12\x1c.threatd.plugin.v2.HoldQuery\x1a\x17.threatd.plugin.v2.Hold0\x01\x12X\n" +
+	"\rAnalysisQueue\x12'.threatd.plugin.v2.AnalysisQueueRequest\x1a\x1e.threatd.plugin.v2.QueueLengthB6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
 
 var (
 	file_plugins_proto_v2_storage_proto_rawDescOnce sync.Once
@@ -11672,7 +12828,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 177)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 193)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -11756,417 +12912,462 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*CampaignMembersRequest)(nil),      // 79: threatd.plugin.v2.CampaignMembersRequest
 	(*EachVerifiedTextItem)(nil),        // 80: threatd.plugin.v2.EachVerifiedTextItem
 	(*EachVerifiedTextRequest)(nil),     // 81: threatd.plugin.v2.EachVerifiedTextRequest
-	(*User)(nil),                        // 82: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 83: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 84: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 85: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 86: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 87: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 88: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 89: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 90: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 91: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 92: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 93: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 94: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 95: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 96: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 97: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 98: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 99: threatd.plugin.v2.Review
-	(*Duplicate)(nil),                   // 100: threatd.plugin.v2.Duplicate
-	(*ReviewEvent)(nil),                 // 101: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 102: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 103: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 104: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 105: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 106: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 107: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 108: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 109: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 110: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 111: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 112: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 113: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 114: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 115: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 116: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 117: threatd.plugin.v2.VersionQuery
-	(*ImportedIDQuery)(nil),             // 118: threatd.plugin.v2.ImportedIDQuery
-	(*Stats)(nil),                       // 119: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 120: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 121: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 122: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 123: threatd.plugin.v2.RateCounts
-	(*RuleIDQuery)(nil),                 // 124: threatd.plugin.v2.RuleIDQuery
-	(*RuleID)(nil),                      // 125: threatd.plugin.v2.RuleID
-	(*Webhook)(nil),                     // 126: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 127: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 128: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 129: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 130: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 131: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 132: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 133: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 134: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 135: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 136: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 137: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 138: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 139: threatd.plugin.v2.HeldQuery
-	(*DigestPin)(nil),                   // 140: threatd.plugin.v2.DigestPin
-	(*SightingBatch)(nil),               // 141: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 142: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 143: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 144: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 145: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 146: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 147: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 148: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 149: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 150: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 151: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 152: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 153: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 154: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 155: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 156: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 157: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 158: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 159: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 160: threatd.plugin.v2.ReportText
-	(*AccountDeletion)(nil),             // 161: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 162: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 163: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 164: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 165: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 166: threatd.plugin.v2.ImportRecord
-	(*RuleBasis)(nil),                   // 167: threatd.plugin.v2.RuleBasis
-	(*CampaignRef)(nil),                 // 168: threatd.plugin.v2.CampaignRef
-	(*Submission)(nil),                  // 169: threatd.plugin.v2.Submission
-	nil,                                 // 170: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 171: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 172: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 173: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 174: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 175: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 176: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 177: google.protobuf.Timestamp
+	(*LinkAnalysisReportReply)(nil),     // 82: threatd.plugin.v2.LinkAnalysisReportReply
+	(*AnalysesOfReportsRequest)(nil),    // 83: threatd.plugin.v2.AnalysesOfReportsRequest
+	(*AnalysisQueueRequest)(nil),        // 84: threatd.plugin.v2.AnalysisQueueRequest
+	(*User)(nil),                        // 85: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 86: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 87: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 88: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 89: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 90: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 91: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 92: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 93: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 94: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 95: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 96: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 97: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 98: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 99: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 100: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 101: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 102: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 103: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 104: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 105: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 106: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 107: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 108: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 109: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 110: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 111: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 112: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 113: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 114: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 115: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 116: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 117: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 118: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 119: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 120: threatd.plugin.v2.VersionQuery
+	(*ImportedIDQuery)(nil),             // 121: threatd.plugin.v2.ImportedIDQuery
+	(*Stats)(nil),                       // 122: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 123: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 124: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 125: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 126: threatd.plugin.v2.RateCounts
+	(*RuleIDQuery)(nil),                 // 127: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 128: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 129: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 130: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 131: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 132: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 133: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 134: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 135: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 136: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 137: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 138: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 139: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 140: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 141: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 142: threatd.plugin.v2.HeldQuery
+	(*DigestPin)(nil),                   // 143: threatd.plugin.v2.DigestPin
+	(*SightingBatch)(nil),               // 144: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 145: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 146: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 147: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 148: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 149: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 150: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 151: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 152: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 153: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 154: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 155: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 156: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 157: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 158: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 159: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 160: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 161: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 162: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 163: threatd.plugin.v2.ReportText
+	(*QueueRequest)(nil),                // 164: threatd.plugin.v2.QueueRequest
+	(*QueueResult)(nil),                 // 165: threatd.plugin.v2.QueueResult
+	(*Claim)(nil),                       // 166: threatd.plugin.v2.Claim
+	(*Job)(nil),                         // 167: threatd.plugin.v2.Job
+	(*Outcome)(nil),                     // 168: threatd.plugin.v2.Outcome
+	(*Entry)(nil),                       // 169: threatd.plugin.v2.Entry
+	(*ReportLink)(nil),                  // 170: threatd.plugin.v2.ReportLink
+	(*Key)(nil),                         // 171: threatd.plugin.v2.Key
+	(*HoldQuery)(nil),                   // 172: threatd.plugin.v2.HoldQuery
+	(*Hold)(nil),                        // 173: threatd.plugin.v2.Hold
+	(*QueueLength)(nil),                 // 174: threatd.plugin.v2.QueueLength
+	(*AccountDeletion)(nil),             // 175: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 176: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 177: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 178: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 179: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 180: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 181: threatd.plugin.v2.RuleBasis
+	(*CampaignRef)(nil),                 // 182: threatd.plugin.v2.CampaignRef
+	(*Result)(nil),                      // 183: threatd.plugin.v2.Result
+	(*Finding)(nil),                     // 184: threatd.plugin.v2.Finding
+	(*Submission)(nil),                  // 185: threatd.plugin.v2.Submission
+	nil,                                 // 186: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 187: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 188: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 189: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 190: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 191: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 192: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 193: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	170, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	171, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	95,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	95,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	107, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	177, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	172, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	121, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	173, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	174, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	175, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	177, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	135, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	177, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	138, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	140, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
-	95,  // 16: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	144, // 17: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	160, // 18: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	177, // 19: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 20: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	177, // 21: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	177, // 22: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 23: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	177, // 24: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	86,  // 25: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	82,  // 26: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	177, // 27: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 28: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	90,  // 29: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	82,  // 30: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	161, // 31: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	177, // 32: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	82,  // 33: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	95,  // 34: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	162, // 35: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	177, // 36: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 37: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	177, // 38: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	177, // 39: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	177, // 40: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	177, // 41: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	163, // 42: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	164, // 43: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	177, // 44: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 45: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	177, // 46: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	177, // 47: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	165, // 48: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	177, // 49: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	164, // 50: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	162, // 51: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	95,  // 52: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	105, // 53: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	177, // 54: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	164, // 55: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	165, // 56: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	177, // 57: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 58: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	177, // 59: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	177, // 60: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	177, // 61: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	177, // 62: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	177, // 63: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	177, // 64: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	177, // 65: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	112, // 66: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	95,  // 67: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	177, // 68: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	177, // 69: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	166, // 70: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	176, // 71: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	167, // 72: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
-	177, // 73: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 74: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	177, // 75: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	177, // 76: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	177, // 77: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	177, // 78: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	177, // 79: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	177, // 80: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	126, // 81: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	131, // 82: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	177, // 83: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	177, // 84: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	177, // 85: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	177, // 86: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	177, // 87: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 88: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	177, // 89: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	177, // 90: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	177, // 91: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	135, // 92: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	177, // 93: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	177, // 94: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	177, // 95: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	177, // 96: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	177, // 97: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
-	143, // 98: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	177, // 99: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	177, // 100: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	177, // 101: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 102: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	143, // 103: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	177, // 104: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	177, // 105: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	177, // 106: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	177, // 107: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	177, // 108: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	177, // 109: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	177, // 110: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	177, // 111: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 112: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	177, // 113: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	168, // 114: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	177, // 115: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	177, // 116: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	177, // 117: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	169, // 118: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	95,  // 119: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	177, // 120: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	177, // 121: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	177, // 122: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	177, // 123: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 124: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	82,  // 125: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 126: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	83,  // 127: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	84,  // 128: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	85,  // 129: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	86,  // 130: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 131: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 132: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 133: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	88,  // 134: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 135: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	89,  // 136: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	90,  // 137: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 138: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 139: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 140: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	92,  // 141: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	94,  // 142: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 143: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 144: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	96,  // 145: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 146: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	98,  // 147: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	99,  // 148: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	100, // 149: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 150: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	102, // 151: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	104, // 152: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 153: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 154: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 155: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	106, // 156: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 157: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	108, // 158: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	108, // 159: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	109, // 160: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	110, // 161: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 162: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	113, // 163: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	115, // 164: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	117, // 165: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	118, // 166: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
-	30,  // 167: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	32,  // 168: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	34,  // 169: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	35,  // 170: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	120, // 171: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	38,  // 172: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	122, // 173: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	123, // 174: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	124, // 175: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	43,  // 176: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	44,  // 177: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	126, // 178: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	48,  // 179: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	49,  // 180: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	51,  // 181: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	127, // 182: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	129, // 183: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	130, // 184: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	53,  // 185: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	133, // 186: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	134, // 187: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	56,  // 188: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	57,  // 189: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	59,  // 190: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	136, // 191: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	61,  // 192: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	63,  // 193: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	139, // 194: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	65,  // 195: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
-	67,  // 196: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
-	141, // 197: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	142, // 198: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	70,  // 199: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	71,  // 200: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	145, // 201: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	73,  // 202: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	148, // 203: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	74,  // 204: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	150, // 205: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	152, // 206: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	75,  // 207: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	76,  // 208: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	154, // 209: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	155, // 210: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	78,  // 211: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	156, // 212: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	79,  // 213: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	158, // 214: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	81,  // 215: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	1,   // 216: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	82,  // 217: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	82,  // 218: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	82,  // 219: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	82,  // 220: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	82,  // 221: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	86,  // 222: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	86,  // 223: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	87,  // 224: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	86,  // 225: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	86,  // 226: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 227: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	82,  // 228: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 229: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	91,  // 230: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 231: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	90,  // 232: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	93,  // 233: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 234: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	95,  // 235: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	95,  // 236: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 237: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	97,  // 238: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 239: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	95,  // 240: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 241: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	101, // 242: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	103, // 243: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	103, // 244: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	105, // 245: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	105, // 246: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	105, // 247: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	95,  // 248: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 249: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	95,  // 250: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 251: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	95,  // 252: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	111, // 253: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	112, // 254: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	114, // 255: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	116, // 256: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 257: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 258: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
-	31,  // 259: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	33,  // 260: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	119, // 261: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	36,  // 262: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	37,  // 263: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	39,  // 264: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	40,  // 265: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	41,  // 266: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	125, // 267: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	42,  // 268: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	46,  // 269: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	47,  // 270: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	126, // 271: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	50,  // 272: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	126, // 273: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	128, // 274: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	52,  // 275: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	131, // 276: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	132, // 277: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	54,  // 278: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	55,  // 279: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	134, // 280: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	58,  // 281: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	60,  // 282: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	137, // 283: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	62,  // 284: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	64,  // 285: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	138, // 286: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	66,  // 287: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
-	140, // 288: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
-	68,  // 289: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	69,  // 290: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	143, // 291: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	72,  // 292: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	146, // 293: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	147, // 294: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	147, // 295: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	149, // 296: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	151, // 297: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	153, // 298: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	82,  // 299: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	97,  // 300: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	77,  // 301: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	154, // 302: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	154, // 303: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	154, // 304: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	157, // 305: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	159, // 306: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	80,  // 307: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	216, // [216:308] is the sub-list for method output_type
-	124, // [124:216] is the sub-list for method input_type
-	124, // [124:124] is the sub-list for extension type_name
-	124, // [124:124] is the sub-list for extension extendee
-	0,   // [0:124] is the sub-list for field type_name
+	186, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	187, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	98,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	98,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	110, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	193, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	188, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	124, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	189, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	190, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	191, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	193, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	138, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	193, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	141, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	143, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
+	98,  // 16: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	147, // 17: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	163, // 18: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	193, // 19: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 20: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	193, // 21: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	193, // 22: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 23: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	193, // 24: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	89,  // 25: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	85,  // 26: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	193, // 27: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 28: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	93,  // 29: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	85,  // 30: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	175, // 31: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	193, // 32: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	85,  // 33: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	98,  // 34: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	176, // 35: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	193, // 36: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 37: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	193, // 38: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	193, // 39: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	193, // 40: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	193, // 41: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	177, // 42: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	178, // 43: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	193, // 44: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 45: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	193, // 46: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	193, // 47: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	179, // 48: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	193, // 49: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	178, // 50: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	176, // 51: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	98,  // 52: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	108, // 53: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	193, // 54: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	178, // 55: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	179, // 56: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	193, // 57: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 58: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	193, // 59: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	193, // 60: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	193, // 61: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	193, // 62: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	193, // 63: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	193, // 64: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	193, // 65: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	115, // 66: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	98,  // 67: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	193, // 68: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	193, // 69: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	180, // 70: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	192, // 71: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	181, // 72: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	193, // 73: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 74: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	193, // 75: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	193, // 76: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	193, // 77: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	193, // 78: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	193, // 79: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	193, // 80: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	129, // 81: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	134, // 82: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	193, // 83: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	193, // 84: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	193, // 85: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	193, // 86: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	193, // 87: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 88: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	193, // 89: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	193, // 90: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	193, // 91: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	138, // 92: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	193, // 93: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	193, // 94: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	193, // 95: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	193, // 96: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	193, // 97: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
+	146, // 98: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	193, // 99: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	193, // 100: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	193, // 101: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 102: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	146, // 103: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	193, // 104: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	193, // 105: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	193, // 106: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	193, // 107: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	193, // 108: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	193, // 109: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	193, // 110: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	193, // 111: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 112: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	193, // 113: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	182, // 114: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	167, // 115: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
+	193, // 116: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
+	193, // 117: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
+	171, // 118: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
+	183, // 119: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
+	193, // 120: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
+	167, // 121: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
+	183, // 122: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
+	193, // 123: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
+	171, // 124: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
+	171, // 125: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
+	184, // 126: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
+	193, // 127: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	193, // 128: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	193, // 129: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	185, // 130: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	98,  // 131: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	193, // 132: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	193, // 133: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	184, // 134: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
+	193, // 135: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	193, // 136: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 137: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	85,  // 138: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 139: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	86,  // 140: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	87,  // 141: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	88,  // 142: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	89,  // 143: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 144: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 145: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 146: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	91,  // 147: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 148: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	92,  // 149: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	93,  // 150: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 151: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 152: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 153: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	95,  // 154: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	97,  // 155: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 156: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 157: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	99,  // 158: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 159: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	101, // 160: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	102, // 161: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	103, // 162: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 163: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	105, // 164: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	107, // 165: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 166: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 167: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 168: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	109, // 169: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 170: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	111, // 171: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	111, // 172: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	112, // 173: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	113, // 174: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 175: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	116, // 176: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	118, // 177: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	120, // 178: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	121, // 179: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	30,  // 180: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	32,  // 181: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	34,  // 182: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	35,  // 183: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	123, // 184: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	38,  // 185: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	125, // 186: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	126, // 187: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	127, // 188: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	43,  // 189: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	44,  // 190: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	129, // 191: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	48,  // 192: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	49,  // 193: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	51,  // 194: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	130, // 195: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	132, // 196: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	133, // 197: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	53,  // 198: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	136, // 199: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	137, // 200: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	56,  // 201: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	57,  // 202: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	59,  // 203: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	139, // 204: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	61,  // 205: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	63,  // 206: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	142, // 207: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	65,  // 208: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
+	67,  // 209: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
+	144, // 210: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	145, // 211: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	70,  // 212: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	71,  // 213: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	148, // 214: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	73,  // 215: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	151, // 216: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	74,  // 217: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	153, // 218: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	155, // 219: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	75,  // 220: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	76,  // 221: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	157, // 222: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	158, // 223: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	78,  // 224: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	159, // 225: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	79,  // 226: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	161, // 227: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	81,  // 228: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	164, // 229: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
+	166, // 230: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
+	168, // 231: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
+	170, // 232: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
+	171, // 233: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
+	83,  // 234: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
+	172, // 235: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
+	84,  // 236: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
+	1,   // 237: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	85,  // 238: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	85,  // 239: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	85,  // 240: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	85,  // 241: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	85,  // 242: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	89,  // 243: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	89,  // 244: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	90,  // 245: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	89,  // 246: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	89,  // 247: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 248: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	85,  // 249: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 250: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	94,  // 251: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 252: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	93,  // 253: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	96,  // 254: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 255: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	98,  // 256: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	98,  // 257: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 258: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	100, // 259: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 260: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	98,  // 261: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 262: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	104, // 263: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	106, // 264: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	106, // 265: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	108, // 266: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	108, // 267: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	108, // 268: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	98,  // 269: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 270: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	98,  // 271: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 272: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	98,  // 273: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	114, // 274: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	115, // 275: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	117, // 276: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	119, // 277: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 278: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 279: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	31,  // 280: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	33,  // 281: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	122, // 282: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	36,  // 283: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	37,  // 284: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	39,  // 285: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	40,  // 286: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	41,  // 287: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	128, // 288: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	42,  // 289: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	46,  // 290: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	47,  // 291: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	129, // 292: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	50,  // 293: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	129, // 294: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	131, // 295: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	52,  // 296: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	134, // 297: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	135, // 298: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	54,  // 299: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	55,  // 300: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	137, // 301: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	58,  // 302: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	60,  // 303: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	140, // 304: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	62,  // 305: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	64,  // 306: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	141, // 307: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	66,  // 308: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
+	143, // 309: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
+	68,  // 310: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	69,  // 311: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	146, // 312: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	72,  // 313: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	149, // 314: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	150, // 315: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	150, // 316: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	152, // 317: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	154, // 318: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	156, // 319: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	85,  // 320: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	100, // 321: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	77,  // 322: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	157, // 323: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	157, // 324: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	157, // 325: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	160, // 326: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	162, // 327: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	80,  // 328: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	165, // 329: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
+	167, // 330: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
+	169, // 331: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
+	82,  // 332: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
+	169, // 333: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
+	169, // 334: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
+	173, // 335: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
+	174, // 336: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
+	237, // [237:337] is the sub-list for method output_type
+	137, // [137:237] is the sub-list for method input_type
+	137, // [137:137] is the sub-list for extension type_name
+	137, // [137:137] is the sub-list for extension extendee
+	0,   // [0:137] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -12174,21 +13375,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[82].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[83].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[84].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[92].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[155].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[163].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[165].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[169].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[85].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[86].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[87].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[95].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[158].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[177].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[179].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[185].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   177,
+			NumMessages:   193,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -120,6 +120,14 @@ const (
 	Storage_CampaignMembers_FullMethodName       = "/threatd.plugin.v2.Storage/CampaignMembers"
 	Storage_SharedIndicatorGroups_FullMethodName = "/threatd.plugin.v2.Storage/SharedIndicatorGroups"
 	Storage_EachVerifiedText_FullMethodName      = "/threatd.plugin.v2.Storage/EachVerifiedText"
+	Storage_QueueAnalyses_FullMethodName         = "/threatd.plugin.v2.Storage/QueueAnalyses"
+	Storage_ClaimAnalyses_FullMethodName         = "/threatd.plugin.v2.Storage/ClaimAnalyses"
+	Storage_FinishAnalysis_FullMethodName        = "/threatd.plugin.v2.Storage/FinishAnalysis"
+	Storage_LinkAnalysisReport_FullMethodName    = "/threatd.plugin.v2.Storage/LinkAnalysisReport"
+	Storage_Analysis_FullMethodName              = "/threatd.plugin.v2.Storage/Analysis"
+	Storage_AnalysesOfReports_FullMethodName     = "/threatd.plugin.v2.Storage/AnalysesOfReports"
+	Storage_AnalysisHolds_FullMethodName         = "/threatd.plugin.v2.Storage/AnalysisHolds"
+	Storage_AnalysisQueue_FullMethodName         = "/threatd.plugin.v2.Storage/AnalysisQueue"
 )
 
 // StorageClient is the client API for Storage service.
@@ -431,6 +439,31 @@ type StorageClient interface {
 	// EachVerifiedText calls fn with batches of every verified report's
 	// texts (campaign suggestions read them once).
 	EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error)
+	// QueueAnalyses queues versions: ErrInvalid for a job with no
+	// ecosystem, name or version.
+	QueueAnalyses(ctx context.Context, in *QueueRequest, opts ...grpc.CallOption) (*QueueResult, error)
+	// ClaimAnalyses leases up to c.Limit (1..MaxClaim, else ErrInvalid)
+	// queued analyses, and running ones whose lease expired, oldest
+	// first, to c.Holder.
+	ClaimAnalyses(ctx context.Context, in *Claim, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Job], error)
+	// FinishAnalysis stores a result while o.Holder holds the lease, and
+	// returns the record (its ReportID as before); ErrConflict when the
+	// lease went to another daemon.
+	FinishAnalysis(ctx context.Context, in *Outcome, opts ...grpc.CallOption) (*Entry, error)
+	// LinkAnalysisReport records the report a suspicious analysis made.
+	LinkAnalysisReport(ctx context.Context, in *ReportLink, opts ...grpc.CallOption) (*LinkAnalysisReportReply, error)
+	// Analysis returns one version's record; ErrNotFound when it was
+	// never queued.
+	Analysis(ctx context.Context, in *Key, opts ...grpc.CallOption) (*Entry, error)
+	// AnalysesOfReports returns the analyses that made these reports (at
+	// most MaxClaim ids, else ErrInvalid).
+	AnalysesOfReports(ctx context.Context, in *AnalysesOfReportsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Entry], error)
+	// AnalysisHolds returns up to q.Limit holds (1..MaxHolds, else
+	// ErrInvalid): unfinished analyses, and suspicious ones whose report
+	// is pending.
+	AnalysisHolds(ctx context.Context, in *HoldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Hold], error)
+	// AnalysisQueue counts the unfinished analyses.
+	AnalysisQueue(ctx context.Context, in *AnalysisQueueRequest, opts ...grpc.CallOption) (*QueueLength, error)
 }
 
 type storageClient struct {
@@ -1706,6 +1739,113 @@ func (c *storageClient) EachVerifiedText(ctx context.Context, in *EachVerifiedTe
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_EachVerifiedTextClient = grpc.ServerStreamingClient[EachVerifiedTextItem]
 
+func (c *storageClient) QueueAnalyses(ctx context.Context, in *QueueRequest, opts ...grpc.CallOption) (*QueueResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueueResult)
+	err := c.cc.Invoke(ctx, Storage_QueueAnalyses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ClaimAnalyses(ctx context.Context, in *Claim, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Job], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[39], Storage_ClaimAnalyses_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Claim, Job]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ClaimAnalysesClient = grpc.ServerStreamingClient[Job]
+
+func (c *storageClient) FinishAnalysis(ctx context.Context, in *Outcome, opts ...grpc.CallOption) (*Entry, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Entry)
+	err := c.cc.Invoke(ctx, Storage_FinishAnalysis_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) LinkAnalysisReport(ctx context.Context, in *ReportLink, opts ...grpc.CallOption) (*LinkAnalysisReportReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LinkAnalysisReportReply)
+	err := c.cc.Invoke(ctx, Storage_LinkAnalysisReport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) Analysis(ctx context.Context, in *Key, opts ...grpc.CallOption) (*Entry, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Entry)
+	err := c.cc.Invoke(ctx, Storage_Analysis_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) AnalysesOfReports(ctx context.Context, in *AnalysesOfReportsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Entry], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[40], Storage_AnalysesOfReports_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AnalysesOfReportsRequest, Entry]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_AnalysesOfReportsClient = grpc.ServerStreamingClient[Entry]
+
+func (c *storageClient) AnalysisHolds(ctx context.Context, in *HoldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Hold], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[41], Storage_AnalysisHolds_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HoldQuery, Hold]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_AnalysisHoldsClient = grpc.ServerStreamingClient[Hold]
+
+func (c *storageClient) AnalysisQueue(ctx context.Context, in *AnalysisQueueRequest, opts ...grpc.CallOption) (*QueueLength, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueueLength)
+	err := c.cc.Invoke(ctx, Storage_AnalysisQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -2015,6 +2155,31 @@ type StorageServer interface {
 	// EachVerifiedText calls fn with batches of every verified report's
 	// texts (campaign suggestions read them once).
 	EachVerifiedText(*EachVerifiedTextRequest, grpc.ServerStreamingServer[EachVerifiedTextItem]) error
+	// QueueAnalyses queues versions: ErrInvalid for a job with no
+	// ecosystem, name or version.
+	QueueAnalyses(context.Context, *QueueRequest) (*QueueResult, error)
+	// ClaimAnalyses leases up to c.Limit (1..MaxClaim, else ErrInvalid)
+	// queued analyses, and running ones whose lease expired, oldest
+	// first, to c.Holder.
+	ClaimAnalyses(*Claim, grpc.ServerStreamingServer[Job]) error
+	// FinishAnalysis stores a result while o.Holder holds the lease, and
+	// returns the record (its ReportID as before); ErrConflict when the
+	// lease went to another daemon.
+	FinishAnalysis(context.Context, *Outcome) (*Entry, error)
+	// LinkAnalysisReport records the report a suspicious analysis made.
+	LinkAnalysisReport(context.Context, *ReportLink) (*LinkAnalysisReportReply, error)
+	// Analysis returns one version's record; ErrNotFound when it was
+	// never queued.
+	Analysis(context.Context, *Key) (*Entry, error)
+	// AnalysesOfReports returns the analyses that made these reports (at
+	// most MaxClaim ids, else ErrInvalid).
+	AnalysesOfReports(*AnalysesOfReportsRequest, grpc.ServerStreamingServer[Entry]) error
+	// AnalysisHolds returns up to q.Limit holds (1..MaxHolds, else
+	// ErrInvalid): unfinished analyses, and suspicious ones whose report
+	// is pending.
+	AnalysisHolds(*HoldQuery, grpc.ServerStreamingServer[Hold]) error
+	// AnalysisQueue counts the unfinished analyses.
+	AnalysisQueue(context.Context, *AnalysisQueueRequest) (*QueueLength, error)
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -2300,6 +2465,30 @@ func (UnimplementedStorageServer) SharedIndicatorGroups(*IndicatorGroupQuery, gr
 }
 func (UnimplementedStorageServer) EachVerifiedText(*EachVerifiedTextRequest, grpc.ServerStreamingServer[EachVerifiedTextItem]) error {
 	return status.Error(codes.Unimplemented, "method EachVerifiedText not implemented")
+}
+func (UnimplementedStorageServer) QueueAnalyses(context.Context, *QueueRequest) (*QueueResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueueAnalyses not implemented")
+}
+func (UnimplementedStorageServer) ClaimAnalyses(*Claim, grpc.ServerStreamingServer[Job]) error {
+	return status.Error(codes.Unimplemented, "method ClaimAnalyses not implemented")
+}
+func (UnimplementedStorageServer) FinishAnalysis(context.Context, *Outcome) (*Entry, error) {
+	return nil, status.Error(codes.Unimplemented, "method FinishAnalysis not implemented")
+}
+func (UnimplementedStorageServer) LinkAnalysisReport(context.Context, *ReportLink) (*LinkAnalysisReportReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method LinkAnalysisReport not implemented")
+}
+func (UnimplementedStorageServer) Analysis(context.Context, *Key) (*Entry, error) {
+	return nil, status.Error(codes.Unimplemented, "method Analysis not implemented")
+}
+func (UnimplementedStorageServer) AnalysesOfReports(*AnalysesOfReportsRequest, grpc.ServerStreamingServer[Entry]) error {
+	return status.Error(codes.Unimplemented, "method AnalysesOfReports not implemented")
+}
+func (UnimplementedStorageServer) AnalysisHolds(*HoldQuery, grpc.ServerStreamingServer[Hold]) error {
+	return status.Error(codes.Unimplemented, "method AnalysisHolds not implemented")
+}
+func (UnimplementedStorageServer) AnalysisQueue(context.Context, *AnalysisQueueRequest) (*QueueLength, error) {
+	return nil, status.Error(codes.Unimplemented, "method AnalysisQueue not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -3701,6 +3890,129 @@ func _Storage_EachVerifiedText_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_EachVerifiedTextServer = grpc.ServerStreamingServer[EachVerifiedTextItem]
 
+func _Storage_QueueAnalyses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).QueueAnalyses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_QueueAnalyses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).QueueAnalyses(ctx, req.(*QueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ClaimAnalyses_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(Claim)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ClaimAnalyses(m, &grpc.GenericServerStream[Claim, Job]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ClaimAnalysesServer = grpc.ServerStreamingServer[Job]
+
+func _Storage_FinishAnalysis_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Outcome)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).FinishAnalysis(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_FinishAnalysis_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).FinishAnalysis(ctx, req.(*Outcome))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_LinkAnalysisReport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportLink)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).LinkAnalysisReport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_LinkAnalysisReport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).LinkAnalysisReport(ctx, req.(*ReportLink))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_Analysis_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Key)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).Analysis(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_Analysis_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).Analysis(ctx, req.(*Key))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_AnalysesOfReports_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(AnalysesOfReportsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).AnalysesOfReports(m, &grpc.GenericServerStream[AnalysesOfReportsRequest, Entry]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_AnalysesOfReportsServer = grpc.ServerStreamingServer[Entry]
+
+func _Storage_AnalysisHolds_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(HoldQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).AnalysisHolds(m, &grpc.GenericServerStream[HoldQuery, Hold]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_AnalysisHoldsServer = grpc.ServerStreamingServer[Hold]
+
+func _Storage_AnalysisQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnalysisQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).AnalysisQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_AnalysisQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).AnalysisQueue(ctx, req.(*AnalysisQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -3920,6 +4232,26 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "GetCampaign",
 			Handler:    _Storage_GetCampaign_Handler,
 		},
+		{
+			MethodName: "QueueAnalyses",
+			Handler:    _Storage_QueueAnalyses_Handler,
+		},
+		{
+			MethodName: "FinishAnalysis",
+			Handler:    _Storage_FinishAnalysis_Handler,
+		},
+		{
+			MethodName: "LinkAnalysisReport",
+			Handler:    _Storage_LinkAnalysisReport_Handler,
+		},
+		{
+			MethodName: "Analysis",
+			Handler:    _Storage_Analysis_Handler,
+		},
+		{
+			MethodName: "AnalysisQueue",
+			Handler:    _Storage_AnalysisQueue_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -4115,6 +4447,21 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "EachVerifiedText",
 			Handler:       _Storage_EachVerifiedText_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ClaimAnalyses",
+			Handler:       _Storage_ClaimAnalyses_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "AnalysesOfReports",
+			Handler:       _Storage_AnalysesOfReports_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "AnalysisHolds",
+			Handler:       _Storage_AnalysisHolds_Handler,
 			ServerStreams: true,
 		},
 	},
