@@ -52,6 +52,14 @@ type Analysis struct {
 	MaxFiles        int           `koanf:"max_files"`
 	MaxFileBytes    ByteSize      `koanf:"max_file_bytes"`
 	Timeout         time.Duration `koanf:"timeout"`
+	// Workers analyse at once in the daemon (0 = half the CPUs, at
+	// least 1).
+	Workers int `koanf:"workers"`
+	// MaxQueued bounds the unfinished analyses of one database.
+	MaxQueued int `koanf:"max_queued"`
+	// MaxWait is how long past its quarantine a version waits for its
+	// analysis (firewall.quarantine.until_analysed).
+	MaxWait time.Duration `koanf:"max_wait"`
 }
 
 // SIEM configures the syslog messages to a SIEM (docs/siem.md).
@@ -259,7 +267,7 @@ type Firewall struct {
 	UpstreamTimeout time.Duration `koanf:"upstream_timeout"`
 	DownloadTimeout time.Duration `koanf:"download_timeout"`
 	// Rules are firewall.rules.<rule>: each rule's action (malicious,
-	// quarantine, install_scripts: block, warn, monitor or off).
+	// quarantine, install_scripts, suspicious: block, warn, monitor or off).
 	Rules map[string]string `koanf:"rules"`
 	// Quarantine holds new versions back (docs/firewall.md).
 	Quarantine FirewallQuarantine `koanf:"quarantine"`
@@ -298,6 +306,9 @@ type FirewallQuarantine struct {
 	// MissingTime is hold or allow: what a version without a publish
 	// time gets.
 	MissingTime string `koanf:"missing_time"`
+	// UntilAnalysed holds a version whose quarantine ends before its
+	// analysis does until the analysis ends (at most analysis.max_wait).
+	UntilAnalysed bool `koanf:"until_analysed"`
 }
 
 // QuarantinePackage is one firewall.quarantine.packages entry.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -343,7 +344,8 @@ func httpURL(s string) bool {
 func (c Config) FirewallSettings() firewall.Settings {
 	q := c.Firewall.Quarantine
 	s := firewall.Settings{Actions: map[string]string{}, Quarantine: firewall.Quarantine{
-		Default: q.Default, Ecosystems: map[string]time.Duration{}, Exclude: map[string][]string{}, MissingTime: q.MissingTime}}
+		Default: q.Default, Ecosystems: map[string]time.Duration{}, Exclude: map[string][]string{}, MissingTime: q.MissingTime,
+		UntilAnalysed: q.UntilAnalysed, MaxWait: c.Analysis.MaxWait}}
 	maps.Copy(s.Actions, c.Firewall.Rules)
 	maps.Copy(s.Quarantine.Ecosystems, q.Ecosystems)
 	for eco, globs := range q.Exclude {
@@ -426,6 +428,23 @@ func (c Config) validateAnalysis(add func(error)) {
 	if a.Timeout < time.Second || a.Timeout > time.Hour {
 		add(bad("analysis.timeout", "must be between 1s and 1h (got %s)", a.Timeout))
 	}
+	if a.Workers < 0 || a.Workers > 256 {
+		add(bad("analysis.workers", "must be from 0 (half the CPUs) to 256 (got %d)", a.Workers))
+	}
+	if a.MaxQueued < 1 || a.MaxQueued > 10_000_000 {
+		add(bad("analysis.max_queued", "must be from 1 to 10000000 (got %d)", a.MaxQueued))
+	}
+	if a.MaxWait < 0 || a.MaxWait > 30*24*time.Hour {
+		add(bad("analysis.max_wait", "must be between 0 and 720h (got %s)", a.MaxWait))
+	}
+}
+
+// AnalysisWorkers is analysis.workers, 0 read as half the CPUs.
+func (c Config) AnalysisWorkers() int {
+	if c.Analysis.Workers > 0 {
+		return c.Analysis.Workers
+	}
+	return max(runtime.NumCPU()/2, 1)
 }
 
 // AnalysisLimits are the limits of one analysis; the unpacked bytes are

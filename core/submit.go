@@ -135,3 +135,25 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 	}
 	return t, nil
 }
+
+// SubmitAutomatic stores a report made by threatd itself (package
+// analysis) as a pending report of the source user u: no new-user cap and
+// no hourly limit, which are for people. A live report of the same package
+// is the *ConflictError of Submit.
+func (r *Reports) SubmitAutomatic(ctx context.Context, u User, s Submission) (Threat, error) {
+	now := r.now().UTC().Truncate(time.Microsecond)
+	t, err := NewThreat(s, now)
+	if err != nil {
+		return Threat{}, err
+	}
+	t.ID = uuid.Must(uuid.NewV7()).String()
+	t.Status = StatusPending
+	t.SubmitterID = u.ID
+	t.CreatedAt, t.UpdatedAt = now, now
+	t.Version = 1
+	t = Derive(t)
+	if err := r.store.CreateThreat(ctx, SubmittedThreat{Threat: t, Policy: SubmitPolicy{Now: now}}); err != nil {
+		return Threat{}, err
+	}
+	return t, nil
+}

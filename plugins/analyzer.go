@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -75,6 +76,7 @@ func ServeAnalyzer(name, description string, impl analysis.Analyzer) {
 type AnalyzerClient struct {
 	rpc    pb.AnalyzerClient
 	closer func()
+	exited func() bool
 }
 
 // Analyze asks the plugin to read t.
@@ -112,6 +114,61 @@ func (h *Host) StartAnalyzer(name string) (*AnalyzerClient, error) {
 		client.kill()
 		return nil, fmt.Errorf("analyzer plugin %q: unexpected client %T", name, raw)
 	}
-	ac.closer = client.kill
+	ac.closer, ac.exited = client.kill, client.client.Exited
 	return ac, nil
+}
+
+// RestartingAnalyzer is an analyzer plugin the daemon keeps running: a
+// process that exited (a crash on a hostile archive) is started again for
+// the next analysis, and the analysis it was reading gets an error.
+type RestartingAnalyzer struct {
+	Host *Host
+	Name string
+
+	mu     sync.Mutex
+	client *AnalyzerClient
+}
+
+// Start starts the plugin (a missing binary is an error here, once).
+func (r *RestartingAnalyzer) Start() error {
+	_, err := r.current()
+	return err
+}
+
+func (r *RestartingAnalyzer) current() (*AnalyzerClient, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil && !r.client.exited() {
+		return r.client, nil
+	}
+	if r.client != nil {
+		r.client.Close()
+		r.client = nil
+		r.Host.restarted(KindAnalyzer, r.Name)
+	}
+	c, err := r.Host.StartAnalyzer(r.Name)
+	if err != nil {
+		return nil, err
+	}
+	r.client = c
+	return c, nil
+}
+
+// Analyze asks the running plugin, starting it again when it exited.
+func (r *RestartingAnalyzer) Analyze(ctx context.Context, t analysis.Target, l analysis.Limits, settings map[string]string) (analysis.Read, error) {
+	c, err := r.current()
+	if err != nil {
+		return analysis.Read{}, err
+	}
+	return c.Analyze(ctx, t, l, settings)
+}
+
+// Close stops the plugin.
+func (r *RestartingAnalyzer) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil {
+		r.client.Close()
+		r.client = nil
+	}
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"context"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -166,3 +167,28 @@ const (
 	MaxClaim = 500
 	MaxHolds = 100_000
 )
+
+// Ecosystems are the registries (as reports name them) whose archives are
+// analysed.
+var Ecosystems = []string{"npm", "pypi", "go", "rubygems", "crates.io"}
+
+// KeyOfPurl reads the version a package URL names (pkg:npm/x@1.0.0):
+// ErrInvalid when it names no version, or a registry analysis does not
+// read.
+func KeyOfPurl(purl string) (Key, error) {
+	q, err := core.ParsePurl(purl)
+	if err != nil {
+		return Key{}, err
+	}
+	if q.ReportType != core.TypePackage || !slices.Contains(Ecosystems, q.Ecosystem) {
+		return Key{}, core.Invalid("purl", "names no package analysis reads: it reads npm, PyPI, Go, RubyGems and crates.io packages (pkg:npm, pkg:pypi, pkg:golang, pkg:gem, pkg:cargo)")
+	}
+	if q.Version == "" {
+		return Key{}, core.Invalid("purl", "names no version: a purl of one version, such as %s@1.2.3", purl)
+	}
+	k := Key{Ecosystem: q.Ecosystem, Name: q.ResourceIdentifier, Version: q.Version}
+	if k.Ecosystem == "pypi" {
+		k.Name = core.NormalizePyPIName(k.Name)
+	}
+	return k, nil
+}

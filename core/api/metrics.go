@@ -42,6 +42,8 @@ type Metrics struct {
 	webhookExpired  prometheus.Counter
 	webhookPending  prometheus.Gauge
 	webhookOldest   prometheus.Gauge
+
+	analysis analysisMetrics
 }
 
 // NewMetrics returns the daemon's metrics with the Go runtime and process
@@ -117,6 +119,7 @@ func NewMetrics(version string) *Metrics {
 		Help: "The running build: 1, labelled with its version and Go version.",
 	}, []string{"version", "go_version"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
+	m.registerAnalysis()
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

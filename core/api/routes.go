@@ -36,6 +36,9 @@ func (s *Server) routes(e *echo.Echo) {
 		s.add(api, route{method: http.MethodGet, path: r.Path, tier: r.Tier, handler: s.exportHandler(r)})
 	}
 	s.taxiiRoutes(e)
+	for _, r := range s.analysisRoutes() {
+		s.add(api, r)
+	}
 	if s.opts.Firewall != nil {
 		for _, r := range s.firewallAdminRoutes() {
 			s.add(api, r)

@@ -72,6 +72,8 @@ type Options struct {
 	Sightings *community.Sightings
 	// Firewall configures the registry firewall (nil: not served).
 	Firewall *proxy.Options
+	// Analysis queues versions for package analysis (nil: off).
+	Analysis AnalysisQueue
 	// MISP serves the MISP feed under {base}/misp/ (nil: not served).
 	MISP *misp.Service
 	// Mount adds routes outside the base path (the web site, core/web) to

@@ -319,3 +319,14 @@ func JudgeOf(v Verdict) Judge {
 		return false, ""
 	}
 }
+
+// Archives locates the archive package analysis reads of each version
+// (docs/analysis.md): the adapters of AnalysedEcosystems implement it.
+type Archives interface {
+	// ArchiveIndex is the upstream path, and its Accept, of the document
+	// that lists name's versions.
+	ArchiveIndex(name string) (path, accept string)
+	// ArchiveURLs reads that document: each version's archive, an
+	// absolute URL or a path under the upstream.
+	ArchiveURLs(doc Document) (map[string]string, error)
+}

@@ -56,6 +56,11 @@ func (g *Gate) Version(v Verdict, listed string, facts map[string]Facts) Ruling 
 			f.Listed = listed
 		}
 	}
+	// A young version is queued for analysis before it is judged: with
+	// until_analysed, a version past its quarantine waits for it.
+	if g.Policy.young(v, f, now) && g.Policy.analyses.analyse(v, listed) {
+		v.holds = g.Policy.analyses.of(v.Registry, v.Name)
+	}
 	r := g.Policy.Decide(v, version, f, now, g.Waivers.Current())
 	if r.Rule == RuleQuarantine && !r.Until.IsZero() {
 		seen := f.FirstSeen

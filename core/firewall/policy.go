@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/versioning"
 )
 
@@ -30,7 +31,14 @@ type Policy struct {
 	private map[string][]string
 	// settings are the rules' actions and the quarantine.
 	settings Settings
+	// analyses are package analysis's holds (nil: none).
+	analyses *Analyses
 }
+
+// SetAnalyses makes the policy judge by package analysis's holds (the
+// suspicious rule, firewall.quarantine.until_analysed) and queue versions
+// through a.
+func (p *Policy) SetAnalyses(a *Analyses) { p.analyses = a }
 
 // NewPolicy returns a policy over index with the private name globs of each
 // registry (firewall.private), which must be one of served; a glob's *
@@ -56,10 +64,11 @@ func NewPolicy(index Matcher, private map[string][]string, served []string) (*Po
 // index does not say): what is judged of every package at once (a
 // registry-wide listing) stays valid while it holds.
 func (p *Policy) Generation() int64 {
-	if g, ok := p.index.(interface{ Version() int64 }); ok {
-		return g.Version()
+	var g int64
+	if v, ok := p.index.(interface{ Version() int64 }); ok {
+		g = v.Version()
 	}
-	return 0
+	return g<<20 + p.analyses.Generation()
 }
 
 // Configure sets the rules' actions and the quarantine (validated against
@@ -155,6 +164,8 @@ type Verdict struct {
 	lists []string
 	// community names the campaigns of the blocking reports.
 	community core.Communities
+	// holds are package analysis's holds of the package's versions.
+	holds map[string]analysis.Hold
 }
 
 // Lookup returns the verdict for a package. A name the registry would not
@@ -176,6 +187,7 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 		}
 		return v, CannotJudge(registry, "package name", name, "%s", msg)
 	}
+	v.holds = p.analyses.of(registry, name)
 	if v.threats, err = p.index.Matches(ctx, []string{key}, ""); err != nil {
 		return v, err
 	}
@@ -199,6 +211,9 @@ func (v Verdict) Fingerprint() string {
 	var b strings.Builder
 	for _, t := range v.threats {
 		fmt.Fprintf(&b, "%s|%t|%s;", t.ID, t.AllVersions, t.Details.VersionInfo)
+	}
+	if len(v.holds) > 0 {
+		b.WriteString("analysis:" + holdsFingerprint(v.holds))
 	}
 	return b.String()
 }

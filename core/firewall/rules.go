@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/versioning"
 )
 
@@ -18,6 +19,10 @@ type Settings struct {
 	// Quarantine is how long a new version is held.
 	Quarantine Quarantine
 }
+
+// DefaultMaxWait is analysis.max_wait: how long past its quarantine a
+// version waits for its analysis (Quarantine.UntilAnalysed).
+const DefaultMaxWait = 24 * time.Hour
 
 // Quarantine is firewall.quarantine: a version is held until its publish
 // time plus the window of its package (Window).
@@ -33,6 +38,11 @@ type Quarantine struct {
 	// MissingTime is "hold" (a version without a publish time is held for
 	// the whole window from when the firewall first saw it) or "allow".
 	MissingTime string
+	// UntilAnalysed holds a version whose quarantine ends before its
+	// analysis does until it ends, at most MaxWait past its quarantine
+	// (firewall.quarantine.until_analysed, analysis.max_wait).
+	UntilAnalysed bool
+	MaxWait       time.Duration
 }
 
 // PackageWindow is one firewall.quarantine.packages entry.
@@ -46,6 +56,7 @@ var DefaultActions = map[string]string{
 	RuleMalicious:      ActionBlock,
 	RuleQuarantine:     ActionBlock,
 	RuleInstallScripts: ActionWarn,
+	RuleSuspicious:     ActionBlock,
 }
 
 // DefaultQuarantine is firewall.quarantine.default.
@@ -74,6 +85,9 @@ func (s *Settings) check() error {
 	q := &s.Quarantine
 	if q.Default < 0 {
 		return fmt.Errorf("firewall.quarantine.default: must not be negative")
+	}
+	if q.MaxWait < 0 {
+		return fmt.Errorf("analysis.max_wait: must not be negative")
 	}
 	switch q.MissingTime {
 	case "":
@@ -200,6 +214,9 @@ type Ruling struct {
 	Message string
 	// Warnings are "<rule>: <text>" of each rule whose action is warn.
 	Warnings []string
+	// Findings are the strongest findings of a suspicious version's
+	// analysis, when the suspicious rule decides.
+	Findings []analysis.Finding
 }
 
 // Refused says whether the version is refused.
@@ -218,6 +235,13 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 		out.Blocked = b
 		hits = append(hits, hit{RuleMalicious, p.Action(RuleMalicious), b.Message()})
 	}
+	// A suspicious version's pending report decides before its quarantine:
+	// it says more.
+	if h, ok := v.holds[holdVersion(version, f)]; ok && h.Suspect {
+		out.Findings = h.Findings
+		hits = append(hits, hit{RuleSuspicious, p.Action(RuleSuspicious), fmt.Sprintf(
+			"Held by threatd: %s %s@%s is suspicious (%s); a reviewer decides", v.Registry, v.Name, version, h.Strongest)})
+	}
 	if w := p.Window(v.Registry, v.Name); w > 0 && !v.Private && !f.Unjudged {
 		from, seen := f.Published, ""
 		if from.IsZero() && p.settings.Quarantine.MissingTime == "hold" {
@@ -226,7 +250,19 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 		if !f.Appeared.IsZero() && f.Appeared.After(from) {
 			from, seen = f.Appeared, "appeared"
 		}
-		if !from.IsZero() && now.Before(from.Add(w)) {
+		h := v.holds[holdVersion(version, f)]
+		waiting := p.settings.Quarantine.UntilAnalysed && h.Unfinished && !from.IsZero() && !now.Before(from.Add(w)) &&
+			now.Before(from.Add(w+p.settings.Quarantine.MaxWait))
+		if waiting {
+			out.Until = from.Add(w + p.settings.Quarantine.MaxWait).UTC()
+			listed := version
+			if f.Listed != "" {
+				listed = f.Listed
+			}
+			hits = append(hits, hit{RuleQuarantine, p.Action(RuleQuarantine), fmt.Sprintf(
+				"Held by threatd: %s %s@%s is being analysed; its quarantine of %s ended %s ago, and it is held until its analysis ends, at most until %s",
+				v.Registry, v.Name, listed, HumanDuration(w), HumanDuration(now.Sub(from.Add(w))), out.Until.Format(time.RFC3339))})
+		} else if !from.IsZero() && now.Before(from.Add(w)) {
 			out.Until = from.Add(w).UTC()
 			what, note := "was published", ""
 			switch seen {
@@ -286,7 +322,39 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 	if out.Rule != RuleQuarantine {
 		out.Until = time.Time{}
 	}
+	if out.Rule != RuleSuspicious {
+		out.Findings = nil
+	}
 	return out
+}
+
+// holdVersion is the version analysis knows: as the registry lists it.
+func holdVersion(version string, f Facts) string {
+	if f.Listed != "" {
+		return f.Listed
+	}
+	return version
+}
+
+// young says whether a version is in its quarantine, or past it by no
+// more than analysis.max_wait when the quarantine waits for analysis:
+// then it is analysed before it is served.
+func (p *Policy) young(v Verdict, f Facts, now time.Time) bool {
+	w := p.Window(v.Registry, v.Name)
+	if w <= 0 || v.Private || f.Unjudged {
+		return false
+	}
+	from := f.Published
+	if f.Appeared.After(from) {
+		from = f.Appeared
+	}
+	if from.IsZero() {
+		return p.settings.Quarantine.MissingTime == "hold"
+	}
+	if p.settings.Quarantine.UntilAnalysed {
+		w += p.settings.Quarantine.MaxWait
+	}
+	return now.Before(from.Add(w))
 }
 
 // HumanDuration writes d as people read it: "3d", "2d4h", "5h12m", "40m",

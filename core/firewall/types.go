@@ -22,7 +22,7 @@ const (
 )
 
 // FirewallRules are the rules, in the order they are judged.
-var FirewallRules = []string{RuleMalicious, RuleQuarantine, RuleInstallScripts}
+var FirewallRules = []string{RuleMalicious, RuleQuarantine, RuleInstallScripts, RuleSuspicious}
 
 // The actions of a rule (firewall.rules.<rule>), and "waived": a rule a
 // waiver lifted, recorded each time it is used.

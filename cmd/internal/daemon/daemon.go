@@ -249,6 +249,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	var (
 		recent  *firewall.Recent
 		waivers *firewall.WaiverCache
+		an      *analyses
 	)
 	if fw != nil {
 		fw.Policy.SetCommunity(signals) // refusals name the reports' campaigns
@@ -262,6 +263,10 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		d.closers = append(d.closers, func() { fw.Recorder.Wait(10 * time.Second) })
 		fw.Waivers = firewall.NewWaiverCache(ctx, store, cfg.Cache.Freshness, log)
 		recent, waivers = fw.Recent, fw.Waivers
+		// Package analysis of what the firewall fetches.
+		if an = startAnalysis(cfg, store, log, metrics, fw, &d.closers); an != nil {
+			d.add(an.services()...)
+		}
 	}
 	var (
 		mount    func(*echo.Echo)
@@ -304,6 +309,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		Mount:             mount,
 		NotFoundPage:      notFound,
 		Firewall:          fw,
+		Analysis:          analysisQueue(an),
 		Seen:              seen,
 		Community:         signals,
 		Blocklists:        lists,

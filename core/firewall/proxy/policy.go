@@ -178,6 +178,9 @@ func (p *Proxy) rule(ctx context.Context, a firewall.Adapter, v firewall.Verdict
 // decided records a decision about one version (an artifact or a
 // document of it alone) and sets the warning headers of the answer.
 func (p *Proxy) decided(c *echo.Context, v firewall.Verdict, version string, r firewall.Ruling) {
+	if !r.Refused() {
+		p.opts.Policy.Fetched(v, version)
+	}
 	if !r.Recorded() {
 		return
 	}
@@ -215,6 +218,9 @@ func (p *Proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verd
 	fields := map[string]any{"rule": r.Rule}
 	if !r.Until.IsZero() {
 		fields["until"] = r.Until.UTC().Format(time.RFC3339)
+	}
+	if r.Rule == firewall.RuleSuspicious {
+		fields["findings"] = r.Findings
 	}
 	p.log.Info("firewall held a package", "user", p.host.Who(c), "registry", v.Registry, "package", v.Name, "version", version, "rule", r.Rule)
 	err := &Error{Status: http.StatusForbidden, Message: r.Message, Fields: fields}
