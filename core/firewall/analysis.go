@@ -1,11 +1,11 @@
 package firewall
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/threatd/threatd/core/analysis"
 )
@@ -67,32 +67,29 @@ func (a *Analyses) Set(holds []analysis.Hold) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !sameHolds(a.byPkg, by) || len(a.queued) > 0 {
+	if !sameHolds(a.byPkg, by) {
 		a.gen.Add(1)
 	}
 	a.byPkg, a.queued, a.nqueued = by, map[string]map[string]analysis.Key{}, 0
 }
 
 func sameHolds(a, b map[string]map[string]analysis.Hold) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, vs := range a {
-		ws, ok := b[k]
-		if !ok || len(vs) != len(ws) {
-			return false
-		}
-		for v, h := range vs {
-			w, ok := ws[v]
-			if !ok || h.Suspect != w.Suspect || h.Unfinished != w.Unfinished || h.ReportID != w.ReportID {
-				return false
-			}
-		}
-	}
-	return true
+	return suspects(a) == suspects(b)
 }
 
-// Generation changes whenever the holds change.
+// suspects identifies the suspect holds.
+func suspects(m map[string]map[string]analysis.Hold) string {
+	var out []string
+	for k, vs := range m {
+		if f := holdsFingerprint(vs); f != "" {
+			out = append(out, k+"="+f)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ";")
+}
+
+// Generation changes whenever the suspects change.
 func (a *Analyses) Generation() int64 {
 	if a == nil {
 		return 0
@@ -162,7 +159,6 @@ func (a *Analyses) analyse(v Verdict, version string) bool {
 	}
 	a.queued[pk][version] = k
 	a.nqueued++
-	a.gen.Add(1)
 	return true
 }
 
@@ -170,15 +166,49 @@ func (a *Analyses) analyse(v Verdict, version string) bool {
 // for analysis.
 func (p *Policy) Fetched(v Verdict, version string) { p.analyses.analyse(v, version) }
 
-// holdsFingerprint identifies what the holds say of a package's versions.
+// holdsFingerprint identifies what the holds say of a package's versions
+// that decides a rendering: the suspects. A version waiting for its
+// analysis makes its rendering expire soon instead (Ruling.Recheck), so
+// that queueing it, or its analysis ending, renders nothing anew.
 func holdsFingerprint(hs map[string]analysis.Hold) string {
-	if len(hs) == 0 {
-		return ""
-	}
-	vs := make([]string, 0, len(hs))
+	var vs []string
 	for v, h := range hs {
-		vs = append(vs, fmt.Sprintf("%s:%t:%t:%s", v, h.Unfinished, h.Suspect, h.ReportID))
+		if h.Suspect {
+			vs = append(vs, v+":"+h.ReportID)
+		}
+	}
+	if len(vs) == 0 {
+		return ""
 	}
 	slices.Sort(vs)
 	return strings.Join(vs, ",")
+}
+
+// holdVersion is the version analysis knows: as the registry lists it.
+func holdVersion(version string, f Facts) string {
+	if f.Listed != "" {
+		return f.Listed
+	}
+	return version
+}
+
+// young says whether a version is in its quarantine, or past it by no
+// more than analysis.max_wait when the quarantine waits for analysis:
+// then it is analysed before it is served.
+func (p *Policy) young(v Verdict, f Facts, now time.Time) bool {
+	w := p.Window(v.Registry, v.Name)
+	if w <= 0 || v.Private || f.Unjudged {
+		return false
+	}
+	from := f.Published
+	if f.Appeared.After(from) {
+		from = f.Appeared
+	}
+	if from.IsZero() {
+		return p.settings.Quarantine.MissingTime == "hold"
+	}
+	if p.settings.Quarantine.UntilAnalysed {
+		w += p.settings.Quarantine.MaxWait
+	}
+	return now.Before(from.Add(w))
 }

@@ -62,7 +62,9 @@ func (g *Gate) Version(v Verdict, listed string, facts map[string]Facts) Ruling 
 		v.holds = g.Policy.analyses.of(v.Registry, v.Name)
 	}
 	r := g.Policy.Decide(v, version, f, now, g.Waivers.Current())
-	if r.Rule == RuleQuarantine && !r.Until.IsZero() {
+	// A version waiting for its analysis is no longer in quarantine: the
+	// analysis queue knows it.
+	if r.Rule == RuleQuarantine && !r.Until.IsZero() && r.Recheck.IsZero() {
 		seen := f.FirstSeen
 		if seen.IsZero() {
 			// A version with a publish time: first seen when first held.
@@ -167,8 +169,12 @@ func (g *Gate) Listing(v Verdict, facts map[string]Facts, l *Listed) Judge {
 		r := g.Version(v, version, facts)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if !r.Until.IsZero() && (l.Expires.IsZero() || r.Until.Before(l.Expires)) {
-			l.Expires = r.Until
+		until := r.Until
+		if !r.Recheck.IsZero() {
+			until = r.Recheck
+		}
+		if !until.IsZero() && (l.Expires.IsZero() || until.Before(l.Expires)) {
+			l.Expires = until
 		}
 		if !r.Refused() && len(l.Warnings) < MaxWarnings {
 			l.Warnings = append(l.Warnings, r.Warnings...)

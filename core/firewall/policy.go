@@ -212,8 +212,8 @@ func (v Verdict) Fingerprint() string {
 	for _, t := range v.threats {
 		fmt.Fprintf(&b, "%s|%t|%s;", t.ID, t.AllVersions, t.Details.VersionInfo)
 	}
-	if len(v.holds) > 0 {
-		b.WriteString("analysis:" + holdsFingerprint(v.holds))
+	if f := holdsFingerprint(v.holds); f != "" {
+		b.WriteString("analysis:" + f)
 	}
 	return b.String()
 }

@@ -217,7 +217,15 @@ type Ruling struct {
 	// Findings are the strongest findings of a suspicious version's
 	// analysis, when the suspicious rule decides.
 	Findings []analysis.Finding
+	// Recheck, for a version held until its analysis ends, is when a
+	// rendering that held it is judged again (the analysis may have
+	// ended; its end changes no fingerprint).
+	Recheck time.Time
 }
+
+// AnalysisRecheck is how often a rendering that holds a version until its
+// analysis ends is judged again.
+const AnalysisRecheck = 5 * time.Second
 
 // Refused says whether the version is refused.
 func (r Ruling) Refused() bool { return r.Action == ActionBlock }
@@ -255,6 +263,10 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 			now.Before(from.Add(w+p.settings.Quarantine.MaxWait))
 		if waiting {
 			out.Until = from.Add(w + p.settings.Quarantine.MaxWait).UTC()
+			out.Recheck = now.Add(AnalysisRecheck)
+			if out.Recheck.After(out.Until) {
+				out.Recheck = out.Until
+			}
 			listed := version
 			if f.Listed != "" {
 				listed = f.Listed
@@ -320,41 +332,12 @@ func (p *Policy) Decide(v Verdict, version string, f Facts, now time.Time, ws *W
 		out.Blocked = nil
 	}
 	if out.Rule != RuleQuarantine {
-		out.Until = time.Time{}
+		out.Until, out.Recheck = time.Time{}, time.Time{}
 	}
 	if out.Rule != RuleSuspicious {
 		out.Findings = nil
 	}
 	return out
-}
-
-// holdVersion is the version analysis knows: as the registry lists it.
-func holdVersion(version string, f Facts) string {
-	if f.Listed != "" {
-		return f.Listed
-	}
-	return version
-}
-
-// young says whether a version is in its quarantine, or past it by no
-// more than analysis.max_wait when the quarantine waits for analysis:
-// then it is analysed before it is served.
-func (p *Policy) young(v Verdict, f Facts, now time.Time) bool {
-	w := p.Window(v.Registry, v.Name)
-	if w <= 0 || v.Private || f.Unjudged {
-		return false
-	}
-	from := f.Published
-	if f.Appeared.After(from) {
-		from = f.Appeared
-	}
-	if from.IsZero() {
-		return p.settings.Quarantine.MissingTime == "hold"
-	}
-	if p.settings.Quarantine.UntilAnalysed {
-		w += p.settings.Quarantine.MaxWait
-	}
-	return now.Before(from.Add(w))
 }
 
 // HumanDuration writes d as people read it: "3d", "2d4h", "5h12m", "40m",

@@ -98,6 +98,11 @@ func (s *Site) threat(c *echo.Context) error {
 		"IOCs": t.IOCs, "Events": events, "Revisions": revisionViews(t, revs),
 		"Owner": owner, "ShowContact": t.Details.ContactEmail != "", "Imported": t.Source == core.OSVSource,
 	}
+	if an, err := s.analysesOf(ctx, []string{t.ID}); err != nil {
+		return err
+	} else if a, ok := an[t.ID]; ok {
+		data["Analysis"] = a
+	}
 	if t.Status == core.StatusVerified {
 		data["Links"] = s.threatLinks(t)
 		data["Community"] = core.CommunityOf(s.opts.Community, t)

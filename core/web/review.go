@@ -85,11 +85,23 @@ func (s *Site) queue(c *echo.Context) error {
 			records[r.UserID] = r
 		}
 	}
+	// The findings of the reports package analysis filed, in one call.
+	pendingIDs := make([]string, len(pending))
+	for i, t := range pending {
+		pendingIDs[i] = t.ID
+	}
+	analyses, err := s.analysesOf(ctx, pendingIDs)
+	if err != nil {
+		return err
+	}
 	views := make([]map[string]any, len(pending))
 	for i, t := range pending {
 		rec, known := records[t.SubmitterID]
 		views[i] = map[string]any{"T": t, "Payload": s.markdown(t.Details.PayloadDescription), "Evidence": splitPipes(t.Details.EvidenceReferences),
 			"IOCs": t.IOCs, "Versions": core.AffectedVersions(t), "Submitter": rec, "KnownSubmitter": known}
+		if a, ok := analyses[t.ID]; ok {
+			views[i]["Analysis"] = a
+		}
 	}
 	// The oldest disputes, with the votes counted in each.
 	dl, err := s.store.ListDisputed(ctx, community.DisputeQuery{Limit: queuePage})
