@@ -38,33 +38,7 @@ const e2eDir = "../../core/web/e2e"
 // screenshots (`make screenshots` writes docs/screenshots/).
 func TestWebBrowser(t *testing.T) {
 	t.Parallel()
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	var missing []string
-	if _, err := os.Stat(chromium); err != nil {
-		missing = append(missing, chromium+" (apt-get install chromium)")
-	}
-	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core")); err != nil {
-		missing = append(missing, "playwright-core (npm ci --prefix core/web/e2e)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing = append(missing, "node")
-	}
-	if len(missing) > 0 {
-		if os.Getenv("THREATD_BROWSER_TESTS") == "required" {
-			t.Fatalf("the browser tests need %s", strings.Join(missing, ", "))
-		}
-		t.Skipf("no browser test: missing %s (make test installs them)", strings.Join(missing, ", "))
-	}
-	shots := os.Getenv("THREATD_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if shots, err = filepath.Abs(shots); err != nil {
-		t.Fatal(err)
-	}
+	node, chromium, shots := needBrowser(t)
 
 	// Every page loads its style sheet and script: the journey's ~400
 	// requests from one address would pass the per-IP limit.
@@ -88,20 +62,9 @@ func TestWebBrowser(t *testing.T) {
 	in.user("urlhaus@example.com", "--name", "urlhaus")
 	d := in.serve()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "journey.mjs")
-	cmd.Dir = e2eDir
-	cmd.Env = append(os.Environ(),
-		"THREATD_URL="+d.base, "THREATD_API_BASE="+base,
+	stdout := runBrowserScript(t, node, chromium, shots, "journey.mjs", d.base,
 		"REVIEWER_EMAIL=rita@example.com", "REVIEWER_PASSWORD=correct horse battery",
-		"SCREENSHOT_DIR="+shots, "CHROMIUM="+chromium,
 		"VOTER_TOKENS="+strings.Join(voters, ","), "REVIEWER_TOKEN="+ritaToken)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the browser journey failed (%v):\n%s\n%s", err, stderr.String(), stdout.String())
-	}
 	var got struct {
 		APIThreatID  string `json:"api_threat_id"`
 		Package      string `json:"package"`
@@ -110,8 +73,8 @@ func TestWebBrowser(t *testing.T) {
 		FormPackage  string `json:"form_package"`
 		CampaignID   string `json:"campaign_id"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &got); err != nil || got.Token == "" {
-		t.Fatalf("the journey's summary %q: %v", stdout.String(), err)
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &got); err != nil || got.Token == "" {
+		t.Fatalf("the journey's summary %q: %v", stdout, err)
 	}
 
 	// What the browser did, seen through the API and the CLI.
@@ -171,4 +134,57 @@ func TestWebBrowser(t *testing.T) {
 			t.Errorf("screenshot %s: %d bytes, %v", name, len(b), err)
 		}
 	}
+}
+
+// needBrowser finds node, Debian's chromium and playwright-core, or skips
+// (fails under THREATD_BROWSER_TESTS=required); and the screenshots'
+// directory (THREATD_SCREENSHOTS, else a temporary one).
+func needBrowser(t *testing.T) (node, chromium, shots string) {
+	t.Helper()
+	chromium = os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	var missing []string
+	if _, err := os.Stat(chromium); err != nil {
+		missing = append(missing, chromium+" (apt-get install chromium)")
+	}
+	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core")); err != nil {
+		missing = append(missing, "playwright-core (npm ci --prefix core/web/e2e)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing = append(missing, "node")
+	}
+	if len(missing) > 0 {
+		if os.Getenv("THREATD_BROWSER_TESTS") == "required" {
+			t.Fatalf("the browser tests need %s", strings.Join(missing, ", "))
+		}
+		t.Skipf("no browser test: missing %s (make test installs them)", strings.Join(missing, ", "))
+	}
+	shots = os.Getenv("THREATD_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if shots, err = filepath.Abs(shots); err != nil {
+		t.Fatal(err)
+	}
+	return node, chromium, shots
+}
+
+// runBrowserScript runs one of core/web/e2e's scripts against the daemon
+// at baseURL with env added, and returns what it printed; it fails the
+// test when the script does.
+func runBrowserScript(t *testing.T, node, chromium, shots, script, baseURL string, env ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = e2eDir
+	cmd.Env = append(append(os.Environ(), "THREATD_URL="+baseURL, "THREATD_API_BASE="+base, "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromium), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the browser script %s failed (%v):\n%s\n%s", script, err, stderr.String(), stdout.String())
+	}
+	return stdout.Bytes()
 }

@@ -202,11 +202,16 @@ func (u *Registry) PyPIProject(t testing.TB, project string, versions ...string)
 // the HTML one.
 func (u *Registry) PyPIProjectAt(t testing.TB, project string, versions []string, times []time.Time) {
 	t.Helper()
+	u.pypiProject(t, project, versions, times, func(v string) []byte { return Wheel(t, project, v) })
+}
+
+func (u *Registry) pypiProject(t testing.TB, project string, versions []string, times []time.Time, wheelOf func(version string) []byte) {
+	t.Helper()
 	var jsonFiles []map[string]any
 	var page strings.Builder
 	fmt.Fprintf(&page, "<!DOCTYPE html>\n<html><body><h1>Links for %s</h1>\n", project)
 	for i, v := range versions {
-		whl := Wheel(t, project, v)
+		whl := wheelOf(v)
 		file := strings.ReplaceAll(project, "-", "_") + "-" + v + "-py3-none-any.whl"
 		u.Put("/files/"+file, "application/octet-stream", 31536000, whl)
 		sum := sha256.Sum256(whl)
@@ -224,12 +229,28 @@ func (u *Registry) PyPIProjectAt(t testing.TB, project string, versions []string
 func Wheel(t testing.TB, project, version string) []byte {
 	t.Helper()
 	dist := strings.ReplaceAll(project, "-", "_")
+	return wheel(t, project, version, map[string]string{dist + "/__init__.py": fmt.Sprintf("VERSION = %q\n", version)})
+}
+
+// wheel is a pure-Python wheel of project at version holding code (paths
+// from the wheel's root), with its dist-info.
+func wheel(t testing.TB, project, version string, code map[string]string) []byte {
+	t.Helper()
+	dist := strings.ReplaceAll(project, "-", "_")
 	info := dist + "-" + version + ".dist-info/"
-	files := []struct{ name, body string }{
-		{dist + "/__init__.py", fmt.Sprintf("VERSION = %q\n", version)},
+	var files []struct{ name, body string }
+	names := make([]string, 0, len(code))
+	for n := range code {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		files = append(files, struct{ name, body string }{n, code[n]})
+	}
+	files = append(files, []struct{ name, body string }{
 		{info + "METADATA", fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", project, version)},
 		{info + "WHEEL", "Wheel-Version: 1.0\nGenerator: threatd-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-	}
+	}...)
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	var record strings.Builder
@@ -259,6 +280,11 @@ func (u *Registry) GoModule(t testing.TB, mod string, versions ...string) {
 // GoModuleAt is GoModule with each version's .info Time.
 func (u *Registry) GoModuleAt(t testing.TB, mod string, versions []string, at []time.Time) {
 	t.Helper()
+	u.goModule(t, mod, versions, at, nil)
+}
+
+func (u *Registry) goModule(t testing.TB, mod string, versions []string, at []time.Time, filesOf func(version string) map[string]string) {
+	t.Helper()
 	sorted := append([]string(nil), versions...)
 	sort.Strings(sorted)
 	u.Put("/"+mod+"/@v/list", "text/plain; charset=utf-8", 60, []byte(strings.Join(sorted, "\n")+"\n"))
@@ -270,10 +296,23 @@ func (u *Registry) GoModuleAt(t testing.TB, mod string, versions []string, at []
 		u.Put("/"+mod+"/@v/"+v+".mod", "text/plain; charset=utf-8", 31536000, []byte(gomod))
 		var buf bytes.Buffer
 		zw := zip.NewWriter(&buf)
-		for _, f := range []struct{ name, body string }{
-			{"go.mod", gomod},
-			{pkgName + ".go", fmt.Sprintf("package %s\n\n// Version is the module's version.\nconst Version = %q\n", pkgName, v)},
-		} {
+		files := []struct{ name, body string }{{"go.mod", gomod}}
+		if filesOf == nil {
+			files = append(files, struct{ name, body string }{pkgName + ".go", fmt.Sprintf("package %s\n\n// Version is the module's version.\nconst Version = %q\n", pkgName, v)})
+		} else {
+			code := filesOf(v)
+			names := make([]string, 0, len(code))
+			for n := range code {
+				if n != "go.mod" {
+					names = append(names, n)
+				}
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				files = append(files, struct{ name, body string }{n, code[n]})
+			}
+		}
+		for _, f := range files {
 			w, _ := zw.Create(mod + "@" + v + "/" + f.name)
 			_, _ = w.Write([]byte(f.body))
 		}

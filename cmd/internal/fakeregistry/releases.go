@@ -115,3 +115,48 @@ func ReadCase(t testing.TB, dir string) map[string]string {
 	}
 	return out
 }
+
+// Release is one version of a PyPI project or Go module whose wheel or
+// module zip holds Files (paths from the archive's root; for a module,
+// go.mod is made), published at At.
+type Release struct {
+	Version string
+	At      time.Time
+	Files   map[string]string
+}
+
+// PyPIProjectFiles publishes a PyPI project whose versions' wheels hold
+// the files given, on the HTML and JSON pages as PyPIProjectAt does.
+func (u *Registry) PyPIProjectFiles(t testing.TB, project string, releases []Release) {
+	t.Helper()
+	versions, times := make([]string, len(releases)), make([]time.Time, len(releases))
+	for i, r := range releases {
+		versions[i], times[i] = r.Version, r.At
+	}
+	u.pypiProject(t, project, versions, times, func(v string) []byte {
+		for _, r := range releases {
+			if r.Version == v {
+				return wheel(t, project, v, r.Files)
+			}
+		}
+		return nil
+	})
+}
+
+// GoModuleFiles publishes a module whose versions' zips hold the files
+// given, in the module proxy layout as GoModuleAt does.
+func (u *Registry) GoModuleFiles(t testing.TB, mod string, releases []Release) {
+	t.Helper()
+	versions, times := make([]string, len(releases)), make([]time.Time, len(releases))
+	for i, r := range releases {
+		versions[i], times[i] = r.Version, r.At
+	}
+	u.goModule(t, mod, versions, times, func(v string) map[string]string {
+		for _, r := range releases {
+			if r.Version == v {
+				return r.Files
+			}
+		}
+		return nil
+	})
+}
