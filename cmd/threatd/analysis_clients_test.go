@@ -1,9 +1,11 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +172,66 @@ func TestAnalysisBrowser(t *testing.T) {
 		code, _, _ := d.fwGet(fw+"/npm/ana-pad/-/ana-pad-1.0.1.tgz", tok)
 		return code == 200
 	})
+}
+
+// TestAnalysisPostgresTwoDaemons: two daemons on one PostgreSQL database,
+// both fetching the same new versions at once, analyse each version once
+// (one daemon's log names it, one claim), file one report for the
+// suspicious one, and both hold it.
+func TestAnalysisPostgresTwoDaemons(t *testing.T) {
+	t.Parallel()
+	testbin.NeedAnalyzer(t)
+	u := analysisUpstream(t)
+	clean := map[string]string{"index.js": "module.exports = 1;\n", "package.json": `{"main":"index.js"}`}
+	old, recent := fakeregistry.OldTimes(1)[0], time.Now().Add(-2*time.Hour)
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("pg-ana-%d", i)
+		names = append(names, name)
+		u.NPMPackageFiles(t, name, []fakeregistry.NPMRelease{{Version: "1.0.0", At: old, Files: clean}, {Version: "1.0.1", At: recent, Files: clean}})
+	}
+	names = append(names, "ana-pad")
+	in := pgInstance(t, quiet+fwConfig(u)+"  quarantine:\n    default: 1h\n")
+	tok := in.user("dev@example.com")
+	a, b := in.serve(), in.serve()
+	var wg sync.WaitGroup
+	for _, d := range []*daemon{a, b} {
+		for _, n := range names {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.fwGet(base+"/firewall/npm/"+n, tok)
+			}()
+		}
+	}
+	wg.Wait()
+	for _, n := range names {
+		purl := "pkg:npm/" + n + "@1.0.1"
+		eventually(t, purl+" analysed", func() bool {
+			r := a.do("GET", base+"/analysis?purl="+purl, tok, "")
+			return r.code == 200 && r.body["state"] == "done"
+		})
+		logged := strings.Count(a.logText(), `"purl":"`+purl+`","verdict"`) + strings.Count(b.logText(), `"purl":"`+purl+`","verdict"`)
+		if logged != 1 {
+			t.Errorf("%s analysed %d times by the two daemons", purl, logged)
+		}
+	}
+	var r response
+	eventually(t, "the report", func() bool {
+		r = b.do("GET", base+"/analysis?purl=pkg:npm/ana-pad@1.0.1", tok, "")
+		id, _ := r.body["report_id"].(string)
+		return id != ""
+	})
+	if r.body["verdict"] != "suspicious" || r.body["report_status"] != "pending" {
+		t.Fatalf("ana-pad: %v", r.body)
+	}
+	if pending := in.mustCLI("review", "list"); strings.Count(pending, "\n") != 2 || !strings.Contains(pending, " ana-pad ") {
+		t.Fatalf("the review queue:\n%s", pending)
+	}
+	for _, d := range []*daemon{a, b} {
+		eventually(t, "the hold on both daemons", func() bool {
+			code, _, body := d.fwGet(base+"/firewall/npm/ana-pad/-/ana-pad-1.0.1.tgz", tok)
+			return code == 403 && strings.Contains(string(body), `"rule":"suspicious"`)
+		})
+	}
 }
