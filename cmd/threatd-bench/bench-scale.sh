@@ -386,6 +386,34 @@ PY
     BENCH_PATH=${ECODOC[$eco]} wrk_run "$backend-$eco-doc" 32 "$S" "$WORK/get.lua"
     BENCH_PATH=${ECOFILE[$eco]} wrk_run "$backend-$eco-file" 4 "$S" "$WORK/get.lua"
   done
+  # Package analysis beside the firewall (docs/analysis.md): listing 1,000
+  # packages queues their new versions (in quarantine), then the document
+  # and the tarball are measured again, as above, while they are analysed;
+  # then the time until the queue is empty.
+  queued_at=$(date +%s.%N)
+  for i in $(seq 0 999); do echo "url = \"$S/functions/v1/firewall/npm/fw-ana-$i\""; echo 'output = "/dev/null"'; done > "$WORK/ana-urls.txt"
+  curl -sk -H "Authorization: Bearer $BENCH_TOKEN" --parallel --parallel-max 8 -K "$WORK/ana-urls.txt"
+  BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial-ana" 32 "$T" "$WORK/get.lua"
+  BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc-ana" 32 "$S" "$WORK/get.lua"
+  BENCH_PATH=/files/file.tgz wrk_run "$backend-fwfile-trivial-ana" 4 "$T" "$WORK/get.lua"
+  BENCH_PATH=$FWFILE wrk_run "$backend-fwfile-ana" 4 "$S" "$WORK/get.lua"
+  metric() { curl -s http://127.0.0.1:19464/metrics | awk -v m="$1" '$1==m{printf "%d", $2}'; }
+  during=$(( $(metric threatd_analysis_queue_queued) + $(metric threatd_analysis_queue_running) ))
+  for _ in $(seq 1 1200); do
+    [ "$(( $(metric threatd_analysis_queue_queued) + $(metric threatd_analysis_queue_running) ))" = 0 ] && [ -n "$(metric threatd_analysis_queue_queued)" ] && break; sleep 0.5
+  done
+  ana_took=$(python3 -c "import time; print('%.0f' % (time.time() - $queued_at))")
+  ana_done=$(curl -s http://127.0.0.1:19464/metrics | awk '/^threatd_analysis_total\{ecosystem="npm"/{split($0, a, "verdict=\""); split(a[2], b, "\""); n[b[1]] += $2} END {for (v in n) printf "%s %d, ", v, n[v]}')
+  ana_p95=$(curl -s http://127.0.0.1:19464/metrics | python3 -c "
+import sys, re
+b = {}
+for line in sys.stdin:
+    m = re.match(r'threatd_analysis_duration_seconds_bucket\{ecosystem=\"npm\",le=\"([^\"]+)\"\} (\S+)', line)
+    if m: b[m.group(1)] = float(m.group(2))
+total = b.get('+Inf', 0)
+for le, n in sorted(((float(k), v) for k, v in b.items() if k != '+Inf')):
+    if total and n >= 0.95 * total: print('at most %gs' % le); break
+")
   # An image layer of 256 MiB through the image registry, against the same
   # bytes from the trivial handler, with the daemon's resident memory
   # sampled as it streams (it must stay flat: a buffer, not the layer).
@@ -729,6 +757,14 @@ PY
         echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
       done
     done
+    pct() { python3 -c "print('%.0f %%' % (100 * float('$1' or 0) / float('$2' or 1)))"; }
+    read -r dt _ _ _ < <(res "$backend-fwdoc-trivial"); read -r dd _ _ _ < <(res "$backend-fwdoc")
+    read -r ft _ _ _ < <(res "$backend-fwfile-trivial"); read -r fd _ _ _ < <(res "$backend-fwfile")
+    read -r adt _ _ _ < <(res "$backend-fwdoc-trivial-ana"); read -r add ap50 ap99 abad < <(res "$backend-fwdoc-ana")
+    read -r aft _ _ _ < <(res "$backend-fwfile-trivial-ana"); read -r afd fp50 fp99 fbad < <(res "$backend-fwfile-ana")
+    echo "| firewall, 200-version npm document, while 1,000 new versions are analysed ($during still queued after the runs) | 32 | $add | $ap50 | $ap99 | $abad | $(pct "$add" "$adt") (without analysis: $(pct "$dd" "$dt")) |"
+    echo "| firewall, 16 MiB tarball, while they are analysed | 4 | $afd | $fp50 | $fp99 | $fbad | $(pct "$afd" "$aft") (without analysis: $(pct "$fd" "$ft")) |"
+    echo "| 1,000 new versions (200 KB of JavaScript each, and the version before) listed, analysed | | | | | | ${ana_took} s; verdicts: ${ana_done}p95 ${ana_p95} each |"
     read -r ot _ _ _ < <(res "$backend-oci-blob-trivial"); read -r orps op50 op99 obad < <(res "$backend-oci-blob")
     echo "| trivial handler, a 256 MiB file | 2 | $ot | | | | |"
     echo "| image registry, a 256 MiB layer ($oci_rss) | 2 | $orps | $op50 | $op99 | $obad | $(python3 -c "print('%.0f %%' % (100 * float('$orps' or 0) / float('$ot' or 1)))") |"

@@ -80,6 +80,9 @@ func upstreamMain(args []string) error {
 	if err := ecosystemRoutes(mux, base, *dir, file); err != nil {
 		return err
 	}
+	if err := analysisRoutes(mux, base); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}

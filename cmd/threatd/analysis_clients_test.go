@@ -53,13 +53,16 @@ func TestAnalysisClients(t *testing.T) {
 	testbin.NeedAnalyzer(t)
 	npm, goBin := needTool(t, "npm"), needTool(t, "go")
 	u := analysisUpstream(t)
-	in := newInstance(t, quiet+fwConfig(u)+"  quarantine:\n    default: 1h\n")
+	old, recent := fakeregistry.OldTimes(1)[0], time.Now().Add(-2*time.Hour)
+	u.CargoCrate(t, "ana-crate", []string{"1.0.0", "1.0.1"}, []time.Time{old, recent})
+	rubyGem(u, t, "ana-gem", []string{"1.0.0", "1.0.1"}, []time.Time{old, recent})
+	in := newInstance(t, quiet+fwConfig(u)+fmt.Sprintf("  quarantine:\n    default: 1h\n  cargo:\n    upstream: %q\n  rubygems:\n    upstream: %q\n", u.Srv.URL+"/cargo", u.Srv.URL+"/rubygems"))
 	tok := in.user("dev@example.com")
 	d := in.serve()
 	fw := base + "/firewall"
 
 	// Listing each package queues its new version.
-	for _, p := range []string{"/npm/ana-pad", "/pypi/simple/ana-lib/", "/go/example.com/anamod/@v/list"} {
+	for _, p := range []string{"/npm/ana-pad", "/pypi/simple/ana-lib/", "/go/example.com/anamod/@v/list", "/cargo/an/a-/ana-crate", "/rubygems/info/ana-gem"} {
 		if code, _, body := d.fwGet(fw+p, tok); code != 200 {
 			t.Fatalf("%s: %d %s", p, code, body)
 		}
@@ -76,6 +79,18 @@ func TestAnalysisClients(t *testing.T) {
 		show := in.mustCLI("analysis", "show", purl)
 		if !strings.Contains(show, purl+": suspicious (score ") || !strings.Contains(show, "report "+reports[purl]+" (pending)") || !strings.Contains(show, "new") {
 			t.Fatalf("threatd analysis show %s:\n%s", purl, show)
+		}
+	}
+	// A crate and a gem are fetched as the firewall fetches them (the
+	// crate where config.json's dl says) and read: clean.
+	for _, purl := range []string{"pkg:cargo/ana-crate@1.0.1", "pkg:gem/ana-gem@1.0.1"} {
+		var r response
+		eventually(t, purl+" analysed", func() bool {
+			r = d.do("GET", base+"/analysis?purl="+purl, tok, "")
+			return r.code == 200
+		})
+		if r.body["verdict"] != "clean" || len(r.body["digest"].(string)) != 64 {
+			t.Fatalf("%s: %v", purl, r.body)
 		}
 	}
 	held := func(p, want string) {

@@ -73,7 +73,12 @@ func (p *Proxy) fetchArchives(ctx context.Context, k analysis.Key, dir string, l
 	}
 	get := func(version, rawURL, name string) (analysis.Target, error) {
 		t := analysis.Target{Ecosystem: k.Ecosystem, Name: k.Name, Version: version, Path: filepath.Join(dir, name)}
-		if !strings.Contains(rawURL, "://") {
+		if rawURL == "" {
+			// Where the upstream's own index says (crates.io's dl).
+			if rawURL, err = p.locate(ctx, a, up, k.Name, version); err != nil {
+				return t, err
+			}
+		} else if !strings.Contains(rawURL, "://") {
 			if rawURL, err = p.at(ctx, a, up, rawURL); err != nil {
 				return t, err
 			}
@@ -97,6 +102,34 @@ func (p *Proxy) fetchArchives(ctx context.Context, k analysis.Key, dir string, l
 	return cur, &prev, nil
 }
 
+// locate is the URL of a version's file that a FileLocator adapter's
+// registry-wide document gives.
+func (p *Proxy) locate(ctx context.Context, a firewall.Adapter, up, name, version string) (string, error) {
+	fl, ok := a.(firewall.FileLocator)
+	if !ok {
+		return "", fmt.Errorf("the %s adapter names no archive of %s %s", a.Registry(), name, version)
+	}
+	rt, _, err := a.Route(firewall.Request{Path: "config.json"})
+	if err != nil {
+		return "", err
+	}
+	indexURL, err := p.at(ctx, a, up, rt.Upstream)
+	if err != nil {
+		return "", err
+	}
+	loc, res, err := parsedDocument(ctx, p, a.Registry(), indexURL, rt.Accept, "locate", func(doc firewall.Document) (firewall.Location, error) {
+		return fl.Locate(doc)
+	}, func(loc firewall.Location) int64 { return int64(len(loc.Template)) + 64 })
+	if err != nil {
+		return "", err
+	}
+	if res != nil {
+		res.Body.Close()
+		return "", fmt.Errorf("the %s upstream answered %d for %s", a.Registry(), res.Status, indexURL)
+	}
+	return fl.FileURL(loc, name, version)
+}
+
 // archiveExt keeps an archive's kind in the file's name (a wheel and an
 // sdist are read differently).
 func archiveExt(rawURL string) string {
@@ -105,6 +138,9 @@ func archiveExt(rawURL string) string {
 		base = base[:i]
 	}
 	base = strings.ToLower(filepath.Base(base))
+	if base == "download" {
+		return ".crate" // crates.io's {crate}/{version}/download
+	}
 	for _, ext := range []string{".tar.gz", ".tar.bz2", ".tgz", ".whl", ".zip", ".gem", ".crate", ".vsix"} {
 		if strings.HasSuffix(base, ext) {
 			return ext
