@@ -130,10 +130,12 @@ func (s *Store) ClaimAnalyses(ctx context.Context, c analysis.Claim) ([]analysis
 	var rows []analysisRow
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		rows = nil
-		due := tx.NewSelect().Model((*analysisRow)(nil)).ModelTableExpr(tableUsing(s.dialect, "analyses", "analyses_queue_idx")).
-			Column("ecosystem", "name", "version").
-			Where("state <> ?", analysis.StateDone).Where("state = ? OR lease_until < ?", analysis.StateQueued, now).
-			OrderExpr("queued_at").Limit(int64(c.Limit))
+		// Its own alias: a column named without one would be the outer
+		// statement's row, and every row would match.
+		due := tx.NewSelect().TableExpr(tableUsing(s.dialect, "analyses AS due", "analyses_queue_idx")).
+			ColumnExpr("due.ecosystem, due.name, due.version").
+			Where("due.state <> ?", analysis.StateDone).Where("due.state = ? OR due.lease_until < ?", analysis.StateQueued, now).
+			OrderExpr("due.queued_at").Limit(int64(c.Limit))
 		return tx.NewUpdate().Model((*analysisRow)(nil)).
 			Set("state = ?, holder = ?, lease_until = ?, attempts = attempts + 1", analysis.StateRunning, c.Holder, now.Add(c.TTL)).
 			Where("(ecosystem, name, version) IN (?)", due).
@@ -256,7 +258,7 @@ func (s *Store) AnalysisHolds(ctx context.Context, q analysis.HoldQuery) ([]anal
 	var suspects []analysisRow
 	if err := s.db.NewSelect().Model(&suspects).ModelTableExpr(tableUsing(s.dialect, "analyses AS analysis_row", "analyses_report_idx")).
 		Where("report_id IS NOT NULL").Where("state = ?", analysis.StateDone).
-		Where("report_id IN (SELECT id FROM threats WHERE status = ?)", core.StatusPending).
+		Where("EXISTS (SELECT 1 FROM threats AS t WHERE t.id = analysis_row.report_id AND t.status = ?)", core.StatusPending).
 		Limit(int64(max(q.Limit-len(out), 1))).Scan(ctx); err != nil {
 		return nil, err
 	}
@@ -274,22 +276,17 @@ func (s *Store) AnalysisHolds(ctx context.Context, q analysis.HoldQuery) ([]anal
 
 // AnalysisQueue counts the unfinished analyses by state.
 func (s *Store) AnalysisQueue(ctx context.Context) (analysis.QueueLength, error) {
-	var rows []struct {
-		State string `bun:"state"`
-		N     int64  `bun:"n"`
-	}
 	var q analysis.QueueLength
-	if err := s.db.NewSelect().Model((*analysisRow)(nil)).ModelTableExpr(tableUsing(s.dialect, "analyses AS analysis_row", "analyses_queue_idx")).
-		Column("state").ColumnExpr("count(*) AS n").Where("state <> ?", analysis.StateDone).Group("state").Scan(ctx, &rows); err != nil {
-		return q, err
-	}
-	for _, r := range rows {
-		switch r.State {
-		case analysis.StateQueued:
-			q.Queued = r.N
-		case analysis.StateRunning:
-			q.Running = r.N
+	for _, c := range []struct {
+		state string
+		n     *int64
+	}{{analysis.StateQueued, &q.Queued}, {analysis.StateRunning, &q.Running}} {
+		n, err := s.db.NewSelect().Model((*analysisRow)(nil)).ModelTableExpr(tableUsing(s.dialect, "analyses AS analysis_row", "analyses_queue_idx")).
+			Where("state <> ?", analysis.StateDone).Where("state = ?", c.state).Count(ctx)
+		if err != nil {
+			return q, err
 		}
+		*c.n = int64(n)
 	}
 	return q, nil
 }

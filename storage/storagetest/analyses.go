@@ -54,6 +54,9 @@ func testAnalyses(t *testing.T, b Backend) {
 					t.Error(err)
 					return
 				}
+				if len(jobs) > 1 {
+					t.Errorf("a claim of 1 leased %d", len(jobs))
+				}
 				mu.Lock()
 				for _, j := range jobs {
 					if prev, ok := claimed[j.Key()]; ok {
