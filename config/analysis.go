@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/threatd/threatd/core/analysis"
@@ -58,4 +60,18 @@ func (c Config) AnalysisWorkers() int {
 func (c Config) AnalysisLimits() analysis.Limits {
 	return analysis.Limits{MaxArchiveBytes: int64(c.Analysis.MaxArchiveBytes), MaxFiles: c.Analysis.MaxFiles,
 		MaxFileBytes: int64(c.Analysis.MaxFileBytes), MaxUnpackedBytes: analysis.DefaultLimits.MaxUnpackedBytes}
+}
+
+// AnalysisSettings are the settings the analyzer plugins get: the rules
+// directory (absolute) and the timeout in seconds.
+func (c Config) AnalysisSettings() map[string]string {
+	s := map[string]string{"timeout": strconv.Itoa(int(c.Analysis.Timeout.Seconds()))}
+	if c.Analysis.RulesDir != "" {
+		dir, err := filepath.Abs(c.Analysis.RulesDir)
+		if err != nil {
+			dir = c.Analysis.RulesDir
+		}
+		s["rules_dir"] = dir
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/threatd/threatd/config"
+	"github.com/threatd/threatd/cmd/internal/daemon"
 	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/plugins"
 )
@@ -29,10 +30,11 @@ analysis.analyzers (the default, rules: YARA rules and install-time
 execution), and says whether it is clean or suspicious (docs/analysis.md).
 With --previous, the previous version's archive: a finding is new when
 that version has no finding of the same rule in the same file, and only
-new findings make a version suspicious. A package URL (pkg:npm/x@1.2.3,
-pkg:golang/example.com/m@v1.2.3) is fetched from the registry's upstream
-(firewall.<registry>.upstream) with its previous version, the highest
-lower one. The code is read, never run.
+new findings make a version suspicious. A package URL of npm, PyPI, Go,
+RubyGems or crates.io (pkg:npm/x@1.2.3, pkg:golang/example.com/m@v1.2.3)
+is fetched as the daemon's firewall fetches it, from the registry's
+upstream (firewall.<registry>.upstream), with its previous version, the
+highest lower one. The code is read, never run.
 
 Exit status: 0 clean, 1 suspicious, 2 error (an archive over a limit or
 unreadable, a missing analyzer).
@@ -80,22 +82,34 @@ func runAnalyze(cmd *cobra.Command, path, previous, ecosystem string, asJSON boo
 			return err
 		}
 		defer os.RemoveAll(dir)
-		f, err := fetchPurl(cmd.Context(), cfg, path, dir)
+		k, err := analysis.KeyOfPurl(path)
+		if err != nil {
+			return badInput(err)
+		}
+		// The firewall's fetching (its upstreams and origins; a private
+		// name from the private upstream alone), with a cache of its own.
+		fetcher, err := daemon.ArchiveFetcher(cfg, log, filepath.Join(dir, "cache"))
 		if err != nil {
 			return err
 		}
-		archive, ecosystem = f.path, f.ecosystem
-		if previous == "" && f.previous != "" {
-			previous = f.previous
-			shownPrevious = path[:strings.LastIndex(path, "@")] + "@" + f.previousVersion
-			fmt.Fprintf(cmd.ErrOrStderr(), "compared with %s %s (the previous version)\n", f.name, f.previousVersion)
+		ctx, cancel := context.WithTimeout(cmd.Context(), cfg.Analysis.Timeout)
+		defer cancel()
+		cur, prev, err := fetcher.Fetch(ctx, k, dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.Purl(), err)
+		}
+		archive, ecosystem = cur.Path, cur.Ecosystem
+		if previous == "" && prev != nil {
+			previous = prev.Path
+			shownPrevious = analysis.Key{Ecosystem: k.Ecosystem, Name: k.Name, Version: prev.Version}.Purl()
+			fmt.Fprintf(cmd.ErrOrStderr(), "compared with %s %s (the previous version)\n", k.Name, prev.Version)
 		}
 	}
 	target, err := analysisTarget(archive, ecosystem)
 	if err != nil {
 		return err
 	}
-	req := analysis.Request{Target: target, Limits: cfg.AnalysisLimits(), Settings: analysisSettings(cfg)}
+	req := analysis.Request{Target: target, Limits: cfg.AnalysisLimits(), Settings: cfg.AnalysisSettings()}
 	req.Threshold, _ = analysis.ParseSeverity(cfg.Analysis.ReportSeverity) // validated by config.Load
 	if previous != "" {
 		p, err := analysisTarget(previous, target.Ecosystem)
@@ -158,19 +172,6 @@ func analysisTarget(path, ecosystem string) (analysis.Target, error) {
 		return analysis.Target{}, err
 	}
 	return analysis.Target{Ecosystem: ecosystem, Name: filepath.Base(path), Digest: digest, Path: abs}, nil
-}
-
-// analysisSettings are the settings analyzers get.
-func analysisSettings(cfg config.Config) map[string]string {
-	s := map[string]string{"timeout": strconv.Itoa(int(cfg.Analysis.Timeout.Seconds()))}
-	if cfg.Analysis.RulesDir != "" {
-		dir, err := filepath.Abs(cfg.Analysis.RulesDir)
-		if err != nil {
-			dir = cfg.Analysis.RulesDir
-		}
-		s["rules_dir"] = dir
-	}
-	return s
 }
 
 // writeAnalysis prints a result for a terminal.

@@ -126,7 +126,10 @@ func TestAnalyzePurl(t *testing.T) {
 	u.GoModule(t, "example.com/purlmod", "v1.0.0", "v1.0.1")
 	// A document naming its tarball on a host the firewall does not fetch from.
 	u.Put("/elsewhere", "application/json", 60, []byte(`{"name":"elsewhere","versions":{"1.0.0":{"dist":{"tarball":"http://files.elsewhere.invalid/e.tgz"}}}}`))
-	in := newInstance(t, fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  go:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n", u.Srv.URL, u.Srv.URL))
+	u.PyPIProject(t, "purl-py", "1.0", "1.1")
+	u.CargoCrate(t, "purl-crate", []string{"0.1.0", "0.1.1"}, fakeregistry.OldTimes(2))
+	in := newInstance(t, fmt.Sprintf("firewall:\n  npm:\n    upstream: %q\n  go:\n    upstream: %q\n  pypi:\n    upstream: %q\n  cargo:\n    upstream: %q\n  private:\n    npm: [\"@acme/*\"]\n",
+		u.Srv.URL, u.Srv.URL, u.Srv.URL+"/simple", u.Srv.URL+"/cargo"))
 
 	r := in.cli("analyze", "--json", "pkg:npm/purl-lib@1.2.0")
 	var out struct{ Path, Previous, Verdict string }
@@ -137,17 +140,23 @@ func TestAnalyzePurl(t *testing.T) {
 	if r := in.cli("analyze", "pkg:npm/purl-lib@1.1.0"); r.code != 0 || !strings.Contains(r.stdout, "pkg:npm/purl-lib@1.1.0: CLEAN") {
 		t.Fatalf("a clean npm version: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := in.cli("analyze", "pkg:golang/example.com/purlmod@v1.0.1"); r.code != 0 || !strings.Contains(r.stderr, "compared with example.com/purlmod v1.0.0") {
-		t.Fatalf("a Go module: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	for purl, previous := range map[string]string{
+		"pkg:golang/example.com/purlmod@v1.0.1": "example.com/purlmod v1.0.0",
+		"pkg:pypi/purl-py@1.1":                  "purl-py 1.0",
+		"pkg:cargo/purl-crate@0.1.1":            "purl-crate 0.1.0",
+	} {
+		if r := in.cli("analyze", purl); r.code != 0 || !strings.Contains(r.stderr, "compared with "+previous) {
+			t.Fatalf("%s: exit %d\n%s%s", purl, r.code, r.stdout, r.stderr)
+		}
 	}
 	for purl, want := range map[string]string{
-		"pkg:npm/purl-lib@9.9.9":         "npm purl-lib has no version 9.9.9",
+		"pkg:npm/purl-lib@9.9.9":         "npm purl-lib lists no archive of version 9.9.9",
 		"pkg:npm/purl-lib":               "names no version",
 		"pkg:npm/no-such-lib@1.0.0":      "404",
-		"pkg:pypi/requests@2.32.3":       "download the archive and name its path",
-		"pkg:unknown/x@1":                "not supported",
-		"pkg:npm/%40acme/internal@1.0.0": "never fetched from the public registry",
-		"pkg:npm/elsewhere@1.0.0":        "not on the upstream or a firewall.npm.file_hosts origin",
+		"pkg:maven/a/b@1":                "names no package analysis reads",
+		"pkg:unknown/x@1":                "is not supported",
+		"pkg:npm/%40acme/internal@1.0.0": "the firewall never fetches a private name from the public registry",
+		"pkg:npm/elsewhere@1.0.0":        "a host it does not fetch from",
 	} {
 		if r := in.cli("analyze", purl); r.code != 2 || !strings.Contains(r.stderr, want) {
 			t.Errorf("%s: exit %d, want 2 and %q\n%s", purl, r.code, want, r.stderr)

@@ -67,18 +67,11 @@ func startAnalysis(cfg config.Config, store port.Store, log *slog.Logger, metric
 		}
 	})
 	threshold, _ := analysis.ParseSeverity(cfg.Analysis.ReportSeverity) // validated
-	// The firewall's own fetching (its cache, upstreams and origins), on
-	// an instance of the proxy that serves nothing.
-	fetchOpts := *fw
-	fetchOpts.OCI = nil
-	fetcher := proxy.New(fetchOpts, proxy.Host{Log: log})
+	fetcher := archiveFetcher(*fw, log, int64(cfg.Analysis.MaxArchiveBytes))
 	a := &analyses{view: firewall.NewAnalyses(), store: store, log: log, metrics: metrics, max: cfg.Analysis.MaxQueued, seen: map[analysis.Key]bool{}}
-	settings := map[string]string{}
-	if cfg.Analysis.RulesDir != "" {
-		settings["rules_dir"] = cfg.Analysis.RulesDir
-	}
+	settings := cfg.AnalysisSettings()
 	a.service = &analysis.Service{
-		Store: store, Fetcher: archives{fetcher, int64(cfg.Analysis.MaxArchiveBytes)}, Analyzers: named,
+		Store: store, Fetcher: fetcher, Analyzers: named,
 		Reporter: reporter{store: store, reports: core.NewReports(store, core.Limits{})},
 		Holder:   holderName(), Workers: cfg.AnalysisWorkers(), Limits: cfg.AnalysisLimits(), Settings: settings,
 		Threshold: threshold, Timeout: cfg.Analysis.Timeout, Poll: holdsEvery, Log: log,
@@ -178,6 +171,25 @@ func (a *analyses) services() []service {
 type archives struct {
 	proxy *proxy.Proxy
 	limit int64
+}
+
+// archiveFetcher fetches as the firewall of fw does (its cache, upstreams
+// and origins), on an instance of the proxy that serves nothing.
+func archiveFetcher(fw proxy.Options, log *slog.Logger, limit int64) archives {
+	fw.OCI = nil
+	return archives{proxy.New(fw, proxy.Host{Log: log}), limit}
+}
+
+// ArchiveFetcher is what threatd analyze PURL fetches with: the
+// firewall's fetching as cfg configures it (whether or not the firewall
+// is on), its cache in cacheDir.
+func ArchiveFetcher(cfg config.Config, log *slog.Logger, cacheDir string) (analysis.Fetcher, error) {
+	cfg.Firewall.Enabled = true
+	fw, err := firewallOptions(cfg, nil, log, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	return archiveFetcher(*fw, log, int64(cfg.Analysis.MaxArchiveBytes)), nil
 }
 
 func (f archives) Fetch(ctx context.Context, k analysis.Key, dir string) (analysis.Target, *analysis.Target, error) {

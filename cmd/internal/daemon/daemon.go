@@ -212,7 +212,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		proxies = append(proxies, pfx)
 	}
 	latest := index.NewLatest(idx, store)
-	fw, err := firewallOptions(cfg, idx, log)
+	fw, err := firewallOptions(cfg, idx, log, filepath.Join(cfg.DataDir, "firewall-cache"))
 	if err != nil {
 		return nil, err
 	}

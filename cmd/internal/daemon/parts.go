@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -32,7 +31,7 @@ import (
 // firewallOptions builds the registry firewall of the configuration (nil
 // when firewall.enabled is false): its policy over the index, and its
 // upstream cache under data_dir/firewall-cache.
-func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*proxy.Options, error) {
+func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger, cacheDir string) (*proxy.Options, error) {
 	if !cfg.Firewall.Enabled {
 		return nil, nil
 	}
@@ -73,7 +72,7 @@ func firewallOptions(cfg config.Config, idx *index.Index, log *slog.Logger) (*pr
 	if err != nil {
 		return nil, err
 	}
-	upstreamCache, err := cache.Open(filepath.Join(cfg.DataDir, "firewall-cache"), int64(cfg.Firewall.Cache), client)
+	upstreamCache, err := cache.Open(cacheDir, int64(cfg.Firewall.Cache), client)
 	if err != nil {
 		return nil, err
 	}
