@@ -51,3 +51,18 @@ func BenchmarkAnalyzeTypicalNPM(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnalyzeFiveMB: an npm package of 5 MB unpacked, the size up to
+// which an analysis should take at most 1 s at p95.
+func BenchmarkAnalyzeFiveMB(b *testing.B) {
+	a := newAnalyzer()
+	p, n := typicalNPM(b, 5<<20)
+	b.SetBytes(int64(n))
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := a.Analyze(context.Background(), analysis.Target{Ecosystem: "npm", Path: p}, analysis.DefaultLimits, nil)
+		if err != nil || r.Refused != "" {
+			b.Fatal(err, r.Refused)
+		}
+	}
+}

@@ -133,7 +133,7 @@ func (s *Service) analyse(ctx context.Context, j Job) {
 			s.Log.Warn("analysis: filing the report of a suspicious version failed", "purl", k.Purl(), "err", err)
 		}
 	}
-	s.Log.Info("analysis", "purl", k.Purl(), "verdict", r.Verdict, "score", r.Score, "findings", len(r.Findings), "reason", r.Reason, "took", time.Since(start).Round(time.Millisecond))
+	s.Log.Info("analysis", "purl", k.Purl(), "verdict", r.Verdict, "score", r.Score, "findings", len(r.Findings), "reason", r.Reason, "took_ms", time.Since(start).Milliseconds())
 	if s.Finished != nil {
 		s.Finished(k, r, time.Since(start))
 	}
