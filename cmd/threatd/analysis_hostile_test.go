@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,5 +140,23 @@ func TestAnalysisHostileArchives(t *testing.T) {
 	}
 	if r := d.do("GET", base+"/analysis?purl=pkg:npm/hostile-bomb@1.0.0", tok, ""); r.code != 404 {
 		t.Errorf("the version before was never fetched: %d", r.code)
+	}
+
+	// The plugin killed (a crash on some archive): the next analysis
+	// starts it again. threatd analysis queue writes to the database; the
+	// daemon finds the version at its next look.
+	first := d.do("GET", base+"/analysis?purl=pkg:npm/hostile-escapes@1.0.1", tok, "").body["analyzed_at"]
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	time.Sleep(1100 * time.Millisecond) // analyzed_at is to the second
+	in.mustCLI("analysis", "queue", "pkg:npm/hostile-escapes@1.0.1")
+	eventually(t, "the analysis again, by a new plugin process", func() bool {
+		r := d.do("GET", base+"/analysis?purl=pkg:npm/hostile-escapes@1.0.1", tok, "")
+		return r.code == 200 && r.body["state"] == "done" && r.body["analyzed_at"] != first && r.body["verdict"] == "clean"
+	})
+	if n := strings.Count(d.logText(), `"msg":"plugin started","plugin":"threatd-analyzer-rules"`); n != 2 {
+		t.Errorf("the analyzer plugin started %d times, want 2", n)
 	}
 }
