@@ -103,19 +103,10 @@ func (r *Reports) HourlyLimit(u User) int {
 // (in this order, atomically) the new-user cap, the hourly limit and the
 // duplicate key.
 func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat, error) {
-	now := r.now().UTC().Truncate(time.Microsecond)
-	t, err := NewThreat(s, now)
+	t, now, err := r.pending(s, p.User.ID)
 	if err != nil {
 		return Threat{}, err
 	}
-	// Time-ordered ids (UUIDv7): new rows append to the primary-key index
-	// instead of landing at random pages of it.
-	t.ID = uuid.Must(uuid.NewV7()).String()
-	t.Status = StatusPending
-	t.SubmitterID = p.User.ID
-	t.CreatedAt, t.UpdatedAt = now, now
-	t.Version = 1
-	t = Derive(t)
 	err = r.store.CreateThreat(ctx, SubmittedThreat{Threat: t, Policy: SubmitPolicy{
 		MaxUnverified:  r.limits.NewUserMaxUnverified,
 		VerifiedToLift: r.limits.NewUserVerifiedToLift,
@@ -141,19 +132,29 @@ func (r *Reports) Submit(ctx context.Context, p Principal, s Submission) (Threat
 // no hourly limit, which are for people. A live report of the same package
 // is the *ConflictError of Submit.
 func (r *Reports) SubmitAutomatic(ctx context.Context, u User, s Submission) (Threat, error) {
-	now := r.now().UTC().Truncate(time.Microsecond)
-	t, err := NewThreat(s, now)
+	t, now, err := r.pending(s, u.ID)
 	if err != nil {
 		return Threat{}, err
 	}
-	t.ID = uuid.Must(uuid.NewV7()).String()
-	t.Status = StatusPending
-	t.SubmitterID = u.ID
-	t.CreatedAt, t.UpdatedAt = now, now
-	t.Version = 1
-	t = Derive(t)
 	if err := r.store.CreateThreat(ctx, SubmittedThreat{Threat: t, Policy: SubmitPolicy{Now: now}}); err != nil {
 		return Threat{}, err
 	}
 	return t, nil
+}
+
+// pending is a submission as the new pending report of submitter, made now.
+func (r *Reports) pending(s Submission, submitter string) (Threat, time.Time, error) {
+	now := r.now().UTC().Truncate(time.Microsecond)
+	t, err := NewThreat(s, now)
+	if err != nil {
+		return Threat{}, now, err
+	}
+	// Time-ordered ids (UUIDv7): new rows append to the primary-key index
+	// instead of landing at random pages of it.
+	t.ID = uuid.Must(uuid.NewV7()).String()
+	t.Status = StatusPending
+	t.SubmitterID = submitter
+	t.CreatedAt, t.UpdatedAt = now, now
+	t.Version = 1
+	return Derive(t), now, nil
 }

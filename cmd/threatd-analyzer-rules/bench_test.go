@@ -39,24 +39,15 @@ exports.request = request;
 // BenchmarkAnalyzeTypicalNPM: one typical 1 MB npm package through the
 // rules analyzer (threatd's rules, libyara), in process; MB/s is unpacked
 // text per core. The goal: at most 200 ms a package, at least 5 MB/s.
-func BenchmarkAnalyzeTypicalNPM(b *testing.B) {
-	a := newAnalyzer()
-	p, n := typicalNPM(b, 1<<20)
-	b.SetBytes(int64(n))
-	b.ResetTimer()
-	for b.Loop() {
-		r, err := a.Analyze(context.Background(), analysis.Target{Ecosystem: "npm", Path: p}, analysis.DefaultLimits, nil)
-		if err != nil || r.Refused != "" {
-			b.Fatal(err, r.Refused)
-		}
-	}
-}
+func BenchmarkAnalyzeTypicalNPM(b *testing.B) { benchAnalyze(b, 1<<20) }
 
 // BenchmarkAnalyzeFiveMB: an npm package of 5 MB unpacked, the size up to
 // which an analysis should take at most 1 s at p95.
-func BenchmarkAnalyzeFiveMB(b *testing.B) {
+func BenchmarkAnalyzeFiveMB(b *testing.B) { benchAnalyze(b, 5<<20) }
+
+func benchAnalyze(b *testing.B, size int) {
 	a := newAnalyzer()
-	p, n := typicalNPM(b, 5<<20)
+	p, n := typicalNPM(b, size)
 	b.SetBytes(int64(n))
 	b.ResetTimer()
 	for b.Loop() {

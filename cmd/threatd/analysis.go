@@ -26,11 +26,7 @@ func analysisShowCmd() *cobra.Command {
 		Short: "Show a version's analysis: its verdict, score and findings (exit 1 when it was never analysed)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := analysis.KeyOfPurl(args[0])
-			if err != nil {
-				return badInput(err)
-			}
-			return withEnv(cmd, func(e *env) error {
+			return withVersion(cmd, args[0], func(e *env, k analysis.Key) error {
 				en, err := e.store.Analysis(cmd.Context(), k)
 				if errors.Is(err, core.ErrNotFound) || err == nil && en.Result.Verdict == "" {
 					state := "never queued"
@@ -72,15 +68,11 @@ func analysisShowCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "\nSEVERITY\tNEW\tRULE\tWHERE\tEXCERPT")
 				for _, f := range en.Result.Findings {
-					where := f.File
-					if f.Line > 0 {
-						where += fmt.Sprintf(":%d", f.Line)
-					}
 					isNew := "-"
 					if f.New {
 						isNew = "new"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Severity, isNew, f.Rule, where, analysis.Excerpt(f.Excerpt))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Severity, isNew, f.Rule, f.Where(), analysis.Excerpt(f.Excerpt))
 				}
 				return tw.Flush()
 			})
@@ -96,11 +88,7 @@ func analysisQueueCmd() *cobra.Command {
 		Short: "Queue a version for analysis (again, when it was analysed); a running daemon analyses it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := analysis.KeyOfPurl(args[0])
-			if err != nil {
-				return badInput(err)
-			}
-			return withEnv(cmd, func(e *env) error {
+			return withVersion(cmd, args[0], func(e *env, k analysis.Key) error {
 				if _, err := e.store.QueueAnalyses(cmd.Context(), analysis.QueueRequest{Jobs: []analysis.Job{{Ecosystem: k.Ecosystem, Name: k.Name, Version: k.Version, RequestedBy: "threatd analysis queue"}}, Force: true}); err != nil {
 					return err
 				}
@@ -109,4 +97,14 @@ func analysisQueueCmd() *cobra.Command {
 			})
 		},
 	}
+}
+
+// withVersion reads the version purl names (exit 2 when it names none
+// analysis reads) and runs fn with the store.
+func withVersion(cmd *cobra.Command, purl string, fn func(e *env, k analysis.Key) error) error {
+	k, err := analysis.KeyOfPurl(purl)
+	if err != nil {
+		return badInput(err)
+	}
+	return withEnv(cmd, func(e *env) error { return fn(e, k) })
 }

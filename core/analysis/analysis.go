@@ -62,6 +62,15 @@ type Finding struct {
 	New bool `json:"new"`
 }
 
+// Where is the finding's file and line: "index.js:3" ("index.js" when it
+// is not a text line).
+func (f Finding) Where() string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", f.File, f.Line)
+	}
+	return f.File
+}
+
 // Verdicts.
 const (
 	VerdictClean      = "clean"
@@ -171,12 +180,7 @@ func (r Result) Strongest() string {
 	if len(r.Findings) == 0 {
 		return ""
 	}
-	f := r.Findings[0]
-	where := f.File
-	if f.Line > 0 {
-		where += fmt.Sprintf(":%d", f.Line)
-	}
-	return f.Rule + " in " + where
+	return r.Findings[0].Rule + " in " + r.Findings[0].Where()
 }
 
 // Excerpt is s shortened to MaxExcerpt characters (runes), on one line.

@@ -68,10 +68,7 @@ func Markdown(r Result) string {
 			fmt.Fprintf(&b, "\n…and %d more findings (GET /analysis?purl= lists them all).\n", len(r.Findings)-i)
 			break
 		}
-		where := f.File
-		if f.Line > 0 {
-			where += fmt.Sprintf(":%d", f.Line)
-		}
+		where := f.Where()
 		status := "also in the previous version"
 		if f.New {
 			status = "new in this version"

@@ -1,8 +1,6 @@
 package npm
 
 import (
-	"encoding/json"
-
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -13,22 +11,16 @@ func (Adapter) ArchiveIndex(name string) (string, string) {
 	return DocumentPath(name), "application/json"
 }
 
-// ArchiveURLs reads each version's dist.tarball.
-func (Adapter) ArchiveURLs(doc firewall.Document) (map[string]string, error) {
-	var d struct {
-		Versions map[string]struct {
-			Dist struct {
-				Tarball string `json:"tarball"`
-			} `json:"dist"`
-		} `json:"versions"`
-	}
-	if err := json.Unmarshal(doc.Body, &d); err != nil {
+// ArchiveURLs reads each version's dist.tarball (Files, by version).
+func (a Adapter) ArchiveURLs(doc firewall.Document) (map[string]string, error) {
+	files, err := a.Files(doc)
+	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(d.Versions))
-	for v, x := range d.Versions {
-		if x.Dist.Tarball != "" {
-			out[v] = x.Dist.Tarball
+	out := map[string]string{}
+	for _, f := range files {
+		for _, v := range f.Versions {
+			out[v] = f.URL
 		}
 	}
 	return out, nil
