@@ -25,7 +25,8 @@ func corpusCase(t *testing.T, side, eco, name string) map[string]string {
 // then holds it (403, rule suspicious, the findings), and the package
 // document leaves it out, so a range resolves to the version before;
 // rejecting the report releases it. A clean version stays clean; a version
-// in quarantine is analysed before its quarantine ends; POST /analysis
+// in quarantine is analysed before its quarantine ends, and verifying its
+// report makes that version (alone) malicious; POST /analysis
 // analyses again (reviewers only) without a second report; GET /analysis
 // shows the result, 404 for a version never analysed.
 func TestAnalysis(t *testing.T) {
@@ -139,10 +140,21 @@ func TestAnalysis(t *testing.T) {
 	if code, _, body := d.fwGet(fw+"/a-fresh-pad", dev); code != 200 || strings.Contains(string(body), `"3.0.1"`) {
 		t.Fatalf("a fresh version is held by its quarantine: %d %s", code, body)
 	}
-	eventually(t, "the quarantined version analysed", func() bool {
-		r := analysisOf("pkg:npm/a-fresh-pad@3.0.1")
-		return r.code == 200 && r.body["verdict"] == "suspicious"
+	var fresh response
+	eventually(t, "the quarantined version analysed and reported", func() bool {
+		fresh = analysisOf("pkg:npm/a-fresh-pad@3.0.1")
+		id, _ := fresh.body["report_id"].(string)
+		return fresh.code == 200 && fresh.body["verdict"] == "suspicious" && id != ""
 	})
+	// Verified, its report makes the version malicious.
+	d.verify(fresh.body["report_id"].(string))
+	eventually(t, "the verified analysis report in check-malicious", func() bool {
+		r := d.do("GET", checkPath("purl", "pkg:npm/a-fresh-pad@3.0.1"), dev, "")
+		return r.code == 200 && r.body["malicious"] == true
+	})
+	if r := d.do("GET", checkPath("purl", "pkg:npm/a-fresh-pad@3.0.0"), dev, ""); r.body["malicious"] != false {
+		t.Fatalf("the version before: %v", r.body)
+	}
 
 	// Rejected, the report releases the version.
 	d.review(core.DecisionReject, 0, "a test package", "rita@example.com", reportID)
