@@ -273,6 +273,11 @@ type Firewall struct {
 	Quarantine FirewallQuarantine `koanf:"quarantine"`
 	// DecisionsKeep is how long decisions are kept.
 	DecisionsKeep time.Duration `koanf:"decisions_keep"`
+	// LedgerKeep is how long the ledger of served artifacts is kept;
+	// LedgerIP how much of a client's address it keeps (full, truncated
+	// to its /24 or /48, none).
+	LedgerKeep time.Duration `koanf:"ledger_keep"`
+	LedgerIP   string        `koanf:"ledger_ip"`
 	// ReviewerWaiverMax is the longest waiver a reviewer may make; a
 	// longer one, or one of a name glob, needs an administrator.
 	ReviewerWaiverMax time.Duration `koanf:"reviewer_waiver_max"`

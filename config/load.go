@@ -122,6 +122,8 @@ func builtIn() map[string]any {
 		"firewall.quarantine.default":        "48h",
 		"firewall.quarantine.missing_time":   "hold",
 		"firewall.decisions_keep":            "720h",
+		"firewall.ledger_keep":               "2160h",
+		"firewall.ledger_ip":                 "full",
 		"firewall.reviewer_waiver_max":       "168h",
 		"firewall.oci.listen":                "",
 		"firewall.oci.upstream":              "https://registry-1.docker.io",

@@ -138,6 +138,12 @@ func (c *Config) Validate() error {
 	if c.Firewall.DecisionsKeep < time.Hour {
 		add(bad("firewall.decisions_keep", "must be at least 1h (got %s)", c.Firewall.DecisionsKeep))
 	}
+	if c.Firewall.LedgerKeep < 24*time.Hour {
+		add(bad("firewall.ledger_keep", "must be at least 24h (got %s)", c.Firewall.LedgerKeep))
+	}
+	if ip := c.Firewall.LedgerIP; ip != firewall.LedgerIPFull && ip != firewall.LedgerIPTruncated && ip != firewall.LedgerIPNone {
+		add(bad("firewall.ledger_ip", "must be full, truncated or none (got %q)", ip))
+	}
 	w := c.Webhooks
 	if w.Timeout < 100*time.Millisecond || w.Timeout > 5*time.Minute {
 		add(bad("webhooks.timeout", "must be between 100ms and 5m (got %s)", w.Timeout))

@@ -1537,6 +1537,85 @@ func digestPinFromPB(m *pb.DigestPin) firewall.DigestPin {
 	}
 }
 
+// ledgerEntryToPB sends a firewall.LedgerEntry.
+func ledgerEntryToPB(v firewall.LedgerEntry) *pb.LedgerEntry {
+	return &pb.LedgerEntry{
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+		Purl:      v.Purl,
+		User:      v.User,
+		TokenID:   v.TokenID,
+		ClientIP:  v.ClientIP,
+		Day:       ts(v.Day),
+		First:     ts(v.First),
+		Last:      ts(v.Last),
+		Count:     v.Count,
+	}
+}
+
+// ledgerEntryFromPB reads a firewall.LedgerEntry (a nil message is the zero value).
+func ledgerEntryFromPB(m *pb.LedgerEntry) firewall.LedgerEntry {
+	if m == nil {
+		return firewall.LedgerEntry{}
+	}
+	return firewall.LedgerEntry{
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		Purl:      m.Purl,
+		User:      m.User,
+		TokenID:   m.TokenID,
+		ClientIP:  m.ClientIP,
+		Day:       fromTS(m.Day),
+		First:     fromTS(m.First),
+		Last:      fromTS(m.Last),
+		Count:     m.Count,
+	}
+}
+
+// ledgerTrimToPB sends a firewall.LedgerTrim.
+func ledgerTrimToPB(v firewall.LedgerTrim) *pb.LedgerTrim {
+	return &pb.LedgerTrim{
+		Before: ts(v.Before),
+	}
+}
+
+// ledgerTrimFromPB reads a firewall.LedgerTrim (a nil message is the zero value).
+func ledgerTrimFromPB(m *pb.LedgerTrim) firewall.LedgerTrim {
+	if m == nil {
+		return firewall.LedgerTrim{}
+	}
+	return firewall.LedgerTrim{
+		Before: fromTS(m.Before),
+	}
+}
+
+// ledgerQueryToPB sends a firewall.LedgerQuery.
+func ledgerQueryToPB(v firewall.LedgerQuery) *pb.LedgerQuery {
+	return &pb.LedgerQuery{
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+		After:     ptrTo(v.After, ledgerCursorToPB),
+		Limit:     int64(v.Limit),
+	}
+}
+
+// ledgerQueryFromPB reads a firewall.LedgerQuery (a nil message is the zero value).
+func ledgerQueryFromPB(m *pb.LedgerQuery) firewall.LedgerQuery {
+	if m == nil {
+		return firewall.LedgerQuery{}
+	}
+	return firewall.LedgerQuery{
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		After:     ptrFrom(m.After, ledgerCursorFromPB),
+		Limit:     int(m.Limit),
+	}
+}
+
 // sightingBatchToPB sends a community.SightingBatch.
 func sightingBatchToPB(v community.SightingBatch) *pb.SightingBatch {
 	return &pb.SightingBatch{
@@ -2450,6 +2529,29 @@ func ruleBasisFromPB(m *pb.RuleBasis) core.RuleBasis {
 	return core.RuleBasis{
 		Indicator: m.Indicator,
 		Basis:     m.Basis,
+	}
+}
+
+// ledgerCursorToPB sends a firewall.LedgerCursor.
+func ledgerCursorToPB(v firewall.LedgerCursor) *pb.LedgerCursor {
+	return &pb.LedgerCursor{
+		Version:  v.Version,
+		TokenID:  v.TokenID,
+		ClientIP: v.ClientIP,
+		Day:      ts(v.Day),
+	}
+}
+
+// ledgerCursorFromPB reads a firewall.LedgerCursor (a nil message is the zero value).
+func ledgerCursorFromPB(m *pb.LedgerCursor) firewall.LedgerCursor {
+	if m == nil {
+		return firewall.LedgerCursor{}
+	}
+	return firewall.LedgerCursor{
+		Version:  m.Version,
+		TokenID:  m.TokenID,
+		ClientIP: m.ClientIP,
+		Day:      fromTS(m.Day),
 	}
 }
 

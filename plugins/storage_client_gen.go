@@ -852,6 +852,40 @@ func (c *StorageClient) PinnedDigests(ctx context.Context, p []string) ([]firewa
 	return out, nil
 }
 
+// RecordLedger is port.Store's, over the plugin protocol.
+func (c *StorageClient) RecordLedger(ctx context.Context, p []firewall.LedgerEntry) error {
+	r, err := c.conn().RecordLedger(ctx, &pb.RecordLedgerRequest{Es: each(p, ledgerEntryToPB)})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// TrimLedger is port.Store's, over the plugin protocol.
+func (c *StorageClient) TrimLedger(ctx context.Context, p firewall.LedgerTrim) (int64, error) {
+	var out int64
+	r, err := c.conn().TrimLedger(ctx, ledgerTrimToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
+}
+
+// LedgerOf is port.Store's, over the plugin protocol.
+func (c *StorageClient) LedgerOf(ctx context.Context, p firewall.LedgerQuery) ([]firewall.LedgerEntry, error) {
+	var out []firewall.LedgerEntry
+	stream, err := c.conn().LedgerOf(ctx, ledgerQueryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.LedgerEntry) error {
+		out = append(out, ledgerEntryFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AddSightings is port.Store's, over the plugin protocol.
 func (c *StorageClient) AddSightings(ctx context.Context, p community.SightingBatch) ([]string, error) {
 	var out []string

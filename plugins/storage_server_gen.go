@@ -769,6 +769,36 @@ func (s *storageServer) PinnedDigests(req *pb.PinnedDigestsRequest, stream grpc.
 	return err
 }
 
+func (s *storageServer) RecordLedger(ctx context.Context, req *pb.RecordLedgerRequest) (*pb.RecordLedgerReply, error) {
+	return withStore(s, func(st port.Store) (*pb.RecordLedgerReply, error) {
+		return &pb.RecordLedgerReply{}, st.RecordLedger(ctx, each(req.Es, ledgerEntryFromPB))
+	})
+}
+
+func (s *storageServer) TrimLedger(ctx context.Context, req *pb.LedgerTrim) (*pb.TrimLedgerReply, error) {
+	return withStore(s, func(st port.Store) (*pb.TrimLedgerReply, error) {
+		r, err := st.TrimLedger(ctx, ledgerTrimFromPB(req))
+		return &pb.TrimLedgerReply{Value: r}, err
+	})
+}
+
+func (s *storageServer) LedgerOf(req *pb.LedgerQuery, stream grpc.ServerStreamingServer[pb.LedgerEntry]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.LedgerOf(ctx, ledgerQueryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(ledgerEntryToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
 func (s *storageServer) AddSightings(ctx context.Context, req *pb.SightingBatch) (*pb.AddSightingsReply, error) {
 	return withStore(s, func(st port.Store) (*pb.AddSightingsReply, error) {
 		r, err := st.AddSightings(ctx, sightingBatchFromPB(req))

@@ -59,6 +59,7 @@ var copyTables = []copyTable{
 	table[ruleIDRow]("rule_ids", "number", ""),
 	table[imagePinRow]("image_pins", "threat_id, digest", ""),
 	table[analysisRow]("analyses", "ecosystem, name, version", ""),
+	table[ledgerRow]("firewall_ledger", "ecosystem, name, version, token_id, client_ip, day", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

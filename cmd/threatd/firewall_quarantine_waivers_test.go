@@ -166,7 +166,7 @@ func quarantineDecisions(t *testing.T, f *quarantineFixture) {
 	listAll := func() {
 		all = nil
 		cursor := ""
-		for pages := 0; pages < 100; pages++ {
+		for pages := 0; pages < 1000; pages++ {
 			r := d.do("GET", base+"/firewall/decisions?limit=3"+cursor, admin, "")
 			if r.code != 200 {
 				t.Fatalf("decisions: %d %v", r.code, r.body)

@@ -25,6 +25,7 @@ func (s *Server) firewallRoutes(e *echo.Echo) {
 		BasePath: s.opts.BasePath,
 		Log:      s.log,
 		Who:      func(c *echo.Context) string { return principal(c).User.Email },
+		Token:    func(c *echo.Context) string { return principal(c).Token.ID },
 		Record:   func(c *echo.Context, t core.Threat) any { return s.toRecord(t, principal(c)) },
 		Charge:   s.chargeFirewall,
 		Blocked:  s.opts.Metrics.firewallBlocked,

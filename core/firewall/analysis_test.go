@@ -79,7 +79,7 @@ func TestAnalysisRules(t *testing.T) {
 
 	// A young version is queued as it is judged, once; seen past its
 	// quarantine for the first time, it waits for its analysis.
-	g := &Gate{Policy: p, Recorder: NewRecorder(context.Background(), nil, time.Hour, nil), Waivers: nil, Adapters: map[string]Adapter{}}
+	g := &Gate{Policy: p, Adapters: map[string]Adapter{}}
 	fresh, _ := p.Lookup(context.Background(), "npm", "fresh")
 	if r := g.Version(fresh, "1.0.0", map[string]Facts{"1.0.0": {Published: now.Add(-50 * time.Hour)}}); r.Rule != RuleQuarantine || r.Recheck.IsZero() {
 		t.Fatalf("first seen past its quarantine: %+v", r)

@@ -23,6 +23,7 @@ type Store interface {
 	core.Store
 	webhooks.WebhookStore
 	firewall.FirewallStore
+	firewall.LedgerStore
 	community.SightingStore
 	community.ReputationStore
 	community.CampaignStore

@@ -72,6 +72,7 @@ func Run(t *testing.T, backend Backend) {
 		{"Firewall", testFirewall},
 		{"ImagePins", testImagePins},
 		{"Analyses", testAnalyses},
+		{"Ledger", testLedger},
 		{"Sightings", testSightings},
 		{"Disputes", testDisputes},
 		{"Reputation", testReputation},

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -233,4 +235,31 @@ func (p *Proxy) refuseRuling(c *echo.Context, rt firewall.Route, v firewall.Verd
 		return p.refuseErrorWithReason(c, err)
 	}
 	return err
+}
+
+// served counts, in the ledger, the versions of an artifact answered 200
+// (err: the answer's error, passed on).
+func (p *Proxy) served(c *echo.Context, v firewall.Verdict, err error, versions ...string) error {
+	if err != nil || p.opts.Ledger == nil {
+		return err
+	}
+	if r, uerr := echo.UnwrapResponse(c.Response()); uerr != nil || r.Status != http.StatusOK {
+		return nil
+	}
+	token := ""
+	if p.host.Token != nil {
+		token = p.host.Token(c)
+	}
+	now := time.Now()
+	for _, ver := range versions {
+		if ver == "" {
+			continue
+		}
+		e := firewall.LedgerEntry{Ecosystem: v.Registry, Name: v.Name, Version: ver, User: p.host.Who(c), TokenID: token, ClientIP: c.RealIP()}
+		if purl := core.PackagePurl(firewall.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
+			e.Purl = purl + "@" + url.PathEscape(ver)
+		}
+		p.opts.Ledger.Served(e, now)
+	}
+	return nil
 }

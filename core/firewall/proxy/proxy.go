@@ -57,7 +57,9 @@ type Options struct {
 	// Recorder records decisions and held versions; Waivers are the
 	// waivers in force (nil: none).
 	Recorder *firewall.Recorder
-	Waivers  *firewall.WaiverCache
+	// Ledger counts the artifacts served (nil: not counted).
+	Ledger  *firewall.Ledger
+	Waivers *firewall.WaiverCache
 	// Requests per minute allowed to one client IP and to one token; the
 	// firewall's own budgets, because one install makes hundreds of requests.
 	PerIPPerMinute, PerTokenPerMinute int
@@ -77,8 +79,10 @@ type Host struct {
 	// {BasePath}/firewall/{registry}/.
 	BasePath string
 	Log      *slog.Logger
-	// Who is the e-mail of the user asking (logs, recent refusals).
-	Who func(c *echo.Context) string
+	// Who is the e-mail of the user asking (logs, recent refusals);
+	// Token is the id of the token asking (the ledger; nil: "").
+	Who   func(c *echo.Context) string
+	Token func(c *echo.Context) string
 	// Record is a report as check-malicious shows it to the caller (a
 	// refusal's details).
 	Record func(c *echo.Context, t core.Threat) any

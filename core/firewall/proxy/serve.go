@@ -255,7 +255,7 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 		if err != nil {
 			return err
 		}
-		return p.stream(c, reg, u, rt.ContentType)
+		return p.served(c, v, p.stream(c, reg, u, rt.ContentType), rt.Version)
 	}
 	fl, ok := a.(firewall.FileLister)
 	if !ok {
@@ -290,7 +290,7 @@ func (p *Proxy) artifact(c *echo.Context, a firewall.Adapter, rt firewall.Route,
 			p.decided(c, v, f.Versions[i], r)
 		}
 	}
-	return p.stream(c, reg, f.URL+rt.Suffix, rt.ContentType)
+	return p.served(c, v, p.stream(c, reg, f.URL+rt.Suffix, rt.ContentType), f.Versions...)
 }
 
 // located answers a file of the version the path names, at the URL the
@@ -328,5 +328,5 @@ func (p *Proxy) located(c *echo.Context, a firewall.Adapter, fl firewall.FileLoc
 		return p.unreadable(reg, err)
 	}
 	p.decided(c, v, rt.Version, r)
-	return p.stream(c, reg, u, rt.ContentType)
+	return p.served(c, v, p.stream(c, reg, u, rt.ContentType), rt.Version)
 }

@@ -2910,6 +2910,130 @@ func (x *PinnedDigestsRequest) GetThreatIDs() []string {
 	return nil
 }
 
+type RecordLedgerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Es            []*LedgerEntry         `protobuf:"bytes,1,rep,name=Es,proto3" json:"Es,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordLedgerRequest) Reset() {
+	*x = RecordLedgerRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordLedgerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordLedgerRequest) ProtoMessage() {}
+
+func (x *RecordLedgerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordLedgerRequest.ProtoReflect.Descriptor instead.
+func (*RecordLedgerRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *RecordLedgerRequest) GetEs() []*LedgerEntry {
+	if x != nil {
+		return x.Es
+	}
+	return nil
+}
+
+type RecordLedgerReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordLedgerReply) Reset() {
+	*x = RecordLedgerReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordLedgerReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordLedgerReply) ProtoMessage() {}
+
+func (x *RecordLedgerReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordLedgerReply.ProtoReflect.Descriptor instead.
+func (*RecordLedgerReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
+}
+
+type TrimLedgerReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         int64                  `protobuf:"varint,1,opt,name=Value,proto3" json:"Value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimLedgerReply) Reset() {
+	*x = TrimLedgerReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimLedgerReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimLedgerReply) ProtoMessage() {}
+
+func (x *TrimLedgerReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimLedgerReply.ProtoReflect.Descriptor instead.
+func (*TrimLedgerReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *TrimLedgerReply) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
 type AddSightingsReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Value         []string               `protobuf:"bytes,1,rep,name=Value,proto3" json:"Value,omitempty"`
@@ -2919,7 +3043,7 @@ type AddSightingsReply struct {
 
 func (x *AddSightingsReply) Reset() {
 	*x = AddSightingsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3055,7 @@ func (x *AddSightingsReply) String() string {
 func (*AddSightingsReply) ProtoMessage() {}
 
 func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3068,7 @@ func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSightingsReply.ProtoReflect.Descriptor instead.
 func (*AddSightingsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *AddSightingsReply) GetValue() []string {
@@ -2965,7 +3089,7 @@ type ListDisputedPart struct {
 
 func (x *ListDisputedPart) Reset() {
 	*x = ListDisputedPart{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3101,7 @@ func (x *ListDisputedPart) String() string {
 func (*ListDisputedPart) ProtoMessage() {}
 
 func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3114,7 @@ func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDisputedPart.ProtoReflect.Descriptor instead.
 func (*ListDisputedPart) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListDisputedPart) GetTotal() int64 {
@@ -3016,7 +3140,7 @@ type DisputeVotesRequest struct {
 
 func (x *DisputeVotesRequest) Reset() {
 	*x = DisputeVotesRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3152,7 @@ func (x *DisputeVotesRequest) String() string {
 func (*DisputeVotesRequest) ProtoMessage() {}
 
 func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3165,7 @@ func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeVotesRequest.ProtoReflect.Descriptor instead.
 func (*DisputeVotesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DisputeVotesRequest) GetThreatID() string {
@@ -3060,7 +3184,7 @@ type AddSeenRequest struct {
 
 func (x *AddSeenRequest) Reset() {
 	*x = AddSeenRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3196,7 @@ func (x *AddSeenRequest) String() string {
 func (*AddSeenRequest) ProtoMessage() {}
 
 func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3209,7 @@ func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenRequest.ProtoReflect.Descriptor instead.
 func (*AddSeenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *AddSeenRequest) GetSeen() []*SeenCount {
@@ -3103,7 +3227,7 @@ type AddSeenReply struct {
 
 func (x *AddSeenReply) Reset() {
 	*x = AddSeenReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3239,7 @@ func (x *AddSeenReply) String() string {
 func (*AddSeenReply) ProtoMessage() {}
 
 func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3252,7 @@ func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenReply.ProtoReflect.Descriptor instead.
 func (*AddSeenReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
 }
 
 type CountSightingsRequest struct {
@@ -3140,7 +3264,7 @@ type CountSightingsRequest struct {
 
 func (x *CountSightingsRequest) Reset() {
 	*x = CountSightingsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3276,7 @@ func (x *CountSightingsRequest) String() string {
 func (*CountSightingsRequest) ProtoMessage() {}
 
 func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3289,7 @@ func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountSightingsRequest.ProtoReflect.Descriptor instead.
 func (*CountSightingsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CountSightingsRequest) GetThreatIDs() []string {
@@ -3184,7 +3308,7 @@ type ReputationsRequest struct {
 
 func (x *ReputationsRequest) Reset() {
 	*x = ReputationsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3320,7 @@ func (x *ReputationsRequest) String() string {
 func (*ReputationsRequest) ProtoMessage() {}
 
 func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3333,7 @@ func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationsRequest.ProtoReflect.Descriptor instead.
 func (*ReputationsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ReputationsRequest) GetUserIDs() []string {
@@ -3228,7 +3352,7 @@ type UsersByNameRequest struct {
 
 func (x *UsersByNameRequest) Reset() {
 	*x = UsersByNameRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3364,7 @@ func (x *UsersByNameRequest) String() string {
 func (*UsersByNameRequest) ProtoMessage() {}
 
 func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3377,7 @@ func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsersByNameRequest.ProtoReflect.Descriptor instead.
 func (*UsersByNameRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *UsersByNameRequest) GetName() string {
@@ -3271,7 +3395,7 @@ type SubmitterRecordsAllRequest struct {
 
 func (x *SubmitterRecordsAllRequest) Reset() {
 	*x = SubmitterRecordsAllRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3407,7 @@ func (x *SubmitterRecordsAllRequest) String() string {
 func (*SubmitterRecordsAllRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3420,7 @@ func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsAllRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsAllRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
 }
 
 type CreateCampaignReply struct {
@@ -3307,7 +3431,7 @@ type CreateCampaignReply struct {
 
 func (x *CreateCampaignReply) Reset() {
 	*x = CreateCampaignReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3443,7 @@ func (x *CreateCampaignReply) String() string {
 func (*CreateCampaignReply) ProtoMessage() {}
 
 func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +3456,7 @@ func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCampaignReply.ProtoReflect.Descriptor instead.
 func (*CreateCampaignReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
 }
 
 type GetCampaignRequest struct {
@@ -3344,7 +3468,7 @@ type GetCampaignRequest struct {
 
 func (x *GetCampaignRequest) Reset() {
 	*x = GetCampaignRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3356,7 +3480,7 @@ func (x *GetCampaignRequest) String() string {
 func (*GetCampaignRequest) ProtoMessage() {}
 
 func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3369,7 +3493,7 @@ func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCampaignRequest.ProtoReflect.Descriptor instead.
 func (*GetCampaignRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetCampaignRequest) GetId() string {
@@ -3387,7 +3511,7 @@ type CampaignMembersRequest struct {
 
 func (x *CampaignMembersRequest) Reset() {
 	*x = CampaignMembersRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3523,7 @@ func (x *CampaignMembersRequest) String() string {
 func (*CampaignMembersRequest) ProtoMessage() {}
 
 func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3536,7 @@ func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMembersRequest.ProtoReflect.Descriptor instead.
 func (*CampaignMembersRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
 }
 
 // EachVerifiedTextItem is one item of EachVerifiedText's stream.
@@ -3425,7 +3549,7 @@ type EachVerifiedTextItem struct {
 
 func (x *EachVerifiedTextItem) Reset() {
 	*x = EachVerifiedTextItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +3561,7 @@ func (x *EachVerifiedTextItem) String() string {
 func (*EachVerifiedTextItem) ProtoMessage() {}
 
 func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +3574,7 @@ func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedTextItem.ProtoReflect.Descriptor instead.
 func (*EachVerifiedTextItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *EachVerifiedTextItem) GetValue() []*ReportText {
@@ -3468,7 +3592,7 @@ type EachVerifiedTextRequest struct {
 
 func (x *EachVerifiedTextRequest) Reset() {
 	*x = EachVerifiedTextRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3604,7 @@ func (x *EachVerifiedTextRequest) String() string {
 func (*EachVerifiedTextRequest) ProtoMessage() {}
 
 func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3617,7 @@ func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedTextRequest.ProtoReflect.Descriptor instead.
 func (*EachVerifiedTextRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
 }
 
 type LinkAnalysisReportReply struct {
@@ -3504,7 +3628,7 @@ type LinkAnalysisReportReply struct {
 
 func (x *LinkAnalysisReportReply) Reset() {
 	*x = LinkAnalysisReportReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3640,7 @@ func (x *LinkAnalysisReportReply) String() string {
 func (*LinkAnalysisReportReply) ProtoMessage() {}
 
 func (x *LinkAnalysisReportReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3653,7 @@ func (x *LinkAnalysisReportReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkAnalysisReportReply.ProtoReflect.Descriptor instead.
 func (*LinkAnalysisReportReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
 }
 
 type AnalysesOfReportsRequest struct {
@@ -3541,7 +3665,7 @@ type AnalysesOfReportsRequest struct {
 
 func (x *AnalysesOfReportsRequest) Reset() {
 	*x = AnalysesOfReportsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3677,7 @@ func (x *AnalysesOfReportsRequest) String() string {
 func (*AnalysesOfReportsRequest) ProtoMessage() {}
 
 func (x *AnalysesOfReportsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3690,7 @@ func (x *AnalysesOfReportsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnalysesOfReportsRequest.ProtoReflect.Descriptor instead.
 func (*AnalysesOfReportsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AnalysesOfReportsRequest) GetReportIDs() []string {
@@ -3584,7 +3708,7 @@ type AnalysisQueueRequest struct {
 
 func (x *AnalysisQueueRequest) Reset() {
 	*x = AnalysisQueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3720,7 @@ func (x *AnalysisQueueRequest) String() string {
 func (*AnalysisQueueRequest) ProtoMessage() {}
 
 func (x *AnalysisQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3733,7 @@ func (x *AnalysisQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnalysisQueueRequest.ProtoReflect.Descriptor instead.
 func (*AnalysisQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
 }
 
 // User is an account that owns API tokens and submits reports.
@@ -3631,7 +3755,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3643,7 +3767,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3780,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *User) GetID() string {
@@ -3741,7 +3865,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3753,7 +3877,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3766,7 +3890,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -3796,7 +3920,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3808,7 +3932,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3821,7 +3945,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -3856,7 +3980,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +3992,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +4005,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -3915,7 +4039,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3927,7 +4051,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3940,7 +4064,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Token) GetID() string {
@@ -4011,7 +4135,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4023,7 +4147,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4160,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -4064,7 +4188,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4076,7 +4200,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4089,7 +4213,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -4118,7 +4242,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4254,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4267,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -4173,7 +4297,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4185,7 +4309,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4198,7 +4322,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Session) GetHash() string {
@@ -4241,7 +4365,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4377,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4390,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -4302,7 +4426,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4314,7 +4438,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4327,7 +4451,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -4400,7 +4524,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4536,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4549,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -4475,7 +4599,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4487,7 +4611,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4500,7 +4624,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -4550,7 +4674,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4562,7 +4686,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4575,7 +4699,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *Threat) GetID() string {
@@ -4752,7 +4876,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4764,7 +4888,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4777,7 +4901,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -4815,7 +4939,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4827,7 +4951,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4840,7 +4964,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -4891,7 +5015,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4903,7 +5027,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4916,7 +5040,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -4956,7 +5080,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4968,7 +5092,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4981,7 +5105,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Review) GetThreatID() string {
@@ -5046,7 +5170,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5058,7 +5182,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5071,7 +5195,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *Duplicate) GetUserID() string {
@@ -5114,7 +5238,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5126,7 +5250,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5139,7 +5263,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -5231,7 +5355,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5243,7 +5367,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5256,7 +5380,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -5341,7 +5465,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5353,7 +5477,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5366,7 +5490,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -5401,7 +5525,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5413,7 +5537,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5426,7 +5550,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -5512,7 +5636,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5648,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5661,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *Revision) GetID() string {
@@ -5630,7 +5754,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5642,7 +5766,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5655,7 +5779,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -5702,7 +5826,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5714,7 +5838,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5727,7 +5851,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *Summary) GetID() string {
@@ -5804,7 +5928,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5816,7 +5940,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5829,7 +5953,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -5951,7 +6075,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5963,7 +6087,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5976,7 +6100,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -6028,7 +6152,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6040,7 +6164,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6053,7 +6177,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -6144,7 +6268,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6156,7 +6280,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6169,7 +6293,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -6204,7 +6328,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6216,7 +6340,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6229,7 +6353,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -6285,7 +6409,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6297,7 +6421,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6310,7 +6434,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -6344,7 +6468,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6356,7 +6480,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6369,7 +6493,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -6422,7 +6546,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6434,7 +6558,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6447,7 +6571,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -6498,7 +6622,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6510,7 +6634,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6523,7 +6647,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -6567,7 +6691,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6579,7 +6703,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6592,7 +6716,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -6629,7 +6753,7 @@ type ImportedIDQuery struct {
 
 func (x *ImportedIDQuery) Reset() {
 	*x = ImportedIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6641,7 +6765,7 @@ func (x *ImportedIDQuery) String() string {
 func (*ImportedIDQuery) ProtoMessage() {}
 
 func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6654,7 +6778,7 @@ func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedIDQuery.ProtoReflect.Descriptor instead.
 func (*ImportedIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ImportedIDQuery) GetSource() string {
@@ -6691,7 +6815,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6703,7 +6827,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6716,7 +6840,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -6759,7 +6883,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6771,7 +6895,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6784,7 +6908,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -6821,7 +6945,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6833,7 +6957,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6846,7 +6970,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -6889,7 +7013,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6901,7 +7025,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6914,7 +7038,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -6944,7 +7068,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6956,7 +7080,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6969,7 +7093,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -7004,7 +7128,7 @@ type RuleIDQuery struct {
 
 func (x *RuleIDQuery) Reset() {
 	*x = RuleIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7016,7 +7140,7 @@ func (x *RuleIDQuery) String() string {
 func (*RuleIDQuery) ProtoMessage() {}
 
 func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7029,7 +7153,7 @@ func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
 func (*RuleIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *RuleIDQuery) GetRules() []*RuleBasis {
@@ -7058,7 +7182,7 @@ type RuleID struct {
 
 func (x *RuleID) Reset() {
 	*x = RuleID{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7070,7 +7194,7 @@ func (x *RuleID) String() string {
 func (*RuleID) ProtoMessage() {}
 
 func (x *RuleID) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7083,7 +7207,7 @@ func (x *RuleID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
 func (*RuleID) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *RuleID) GetIndicator() string {
@@ -7134,7 +7258,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7146,7 +7270,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7159,7 +7283,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *Webhook) GetID() string {
@@ -7288,7 +7412,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7300,7 +7424,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7313,7 +7437,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -7366,7 +7490,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7378,7 +7502,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7391,7 +7515,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -7494,7 +7618,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7506,7 +7630,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7519,7 +7643,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -7562,7 +7686,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7574,7 +7698,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7587,7 +7711,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -7623,7 +7747,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7635,7 +7759,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7648,7 +7772,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -7725,7 +7849,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7737,7 +7861,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7750,7 +7874,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -7778,7 +7902,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7790,7 +7914,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7803,7 +7927,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -7839,7 +7963,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7851,7 +7975,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7864,7 +7988,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *Waiver) GetID() string {
@@ -7955,7 +8079,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7967,7 +8091,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7980,7 +8104,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -8101,7 +8225,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8113,7 +8237,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8126,7 +8250,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -8162,7 +8286,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8174,7 +8298,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8187,7 +8311,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -8227,7 +8351,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8239,7 +8363,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8252,7 +8376,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -8312,7 +8436,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8324,7 +8448,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8337,7 +8461,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -8375,7 +8499,7 @@ type DigestPin struct {
 
 func (x *DigestPin) Reset() {
 	*x = DigestPin{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8387,7 +8511,7 @@ func (x *DigestPin) String() string {
 func (*DigestPin) ProtoMessage() {}
 
 func (x *DigestPin) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8400,7 +8524,7 @@ func (x *DigestPin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestPin.ProtoReflect.Descriptor instead.
 func (*DigestPin) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *DigestPin) GetThreatID() string {
@@ -8424,6 +8548,255 @@ func (x *DigestPin) GetPinnedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// LedgerEntry is one row of the ledger (docs/exposure.md): the artifacts
+// of one version served to one token from one client address on one UTC
+// day, counted.
+type LedgerEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ecosystem     string                 `protobuf:"bytes,1,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,3,opt,name=Version,proto3" json:"Version,omitempty"`
+	Purl          string                 `protobuf:"bytes,4,opt,name=Purl,proto3" json:"Purl,omitempty"`
+	User          string                 `protobuf:"bytes,5,opt,name=User,proto3" json:"User,omitempty"`
+	TokenID       string                 `protobuf:"bytes,6,opt,name=TokenID,proto3" json:"TokenID,omitempty"`
+	ClientIP      string                 `protobuf:"bytes,7,opt,name=ClientIP,proto3" json:"ClientIP,omitempty"`
+	Day           *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=Day,proto3" json:"Day,omitempty"`
+	First         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=First,proto3" json:"First,omitempty"`
+	Last          *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=Last,proto3" json:"Last,omitempty"`
+	Count         int64                  `protobuf:"varint,11,opt,name=Count,proto3" json:"Count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerEntry) Reset() {
+	*x = LedgerEntry{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerEntry) ProtoMessage() {}
+
+func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
+func (*LedgerEntry) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+}
+
+func (x *LedgerEntry) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetPurl() string {
+	if x != nil {
+		return x.Purl
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetTokenID() string {
+	if x != nil {
+		return x.TokenID
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetClientIP() string {
+	if x != nil {
+		return x.ClientIP
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetDay() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Day
+	}
+	return nil
+}
+
+func (x *LedgerEntry) GetFirst() *timestamppb.Timestamp {
+	if x != nil {
+		return x.First
+	}
+	return nil
+}
+
+func (x *LedgerEntry) GetLast() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
+func (x *LedgerEntry) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// LedgerTrim is what TrimLedger removes.
+type LedgerTrim struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Before        *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=Before,proto3" json:"Before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerTrim) Reset() {
+	*x = LedgerTrim{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerTrim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerTrim) ProtoMessage() {}
+
+func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerTrim.ProtoReflect.Descriptor instead.
+func (*LedgerTrim) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+}
+
+func (x *LedgerTrim) GetBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+// LedgerQuery asks for the ledger rows of a package (LedgerStore.LedgerOf).
+type LedgerQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ecosystem     string                 `protobuf:"bytes,1,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	Version       string                 `protobuf:"bytes,3,opt,name=Version,proto3" json:"Version,omitempty"`
+	After         *LedgerCursor          `protobuf:"bytes,4,opt,name=After,proto3" json:"After,omitempty"`
+	Limit         int64                  `protobuf:"varint,5,opt,name=Limit,proto3" json:"Limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerQuery) Reset() {
+	*x = LedgerQuery{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerQuery) ProtoMessage() {}
+
+func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerQuery.ProtoReflect.Descriptor instead.
+func (*LedgerQuery) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+}
+
+func (x *LedgerQuery) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *LedgerQuery) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LedgerQuery) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *LedgerQuery) GetAfter() *LedgerCursor {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *LedgerQuery) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 // SightingBatch is people's sightings stored in one transaction.
 type SightingBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -8436,7 +8809,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8448,7 +8821,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8461,7 +8834,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -8498,7 +8871,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8510,7 +8883,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8523,7 +8896,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -8570,7 +8943,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8582,7 +8955,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8595,7 +8968,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *Sighting) GetID() string {
@@ -8696,7 +9069,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8708,7 +9081,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8721,7 +9094,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -8764,7 +9137,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8776,7 +9149,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8789,7 +9162,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -8825,7 +9198,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8837,7 +9210,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8850,7 +9223,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -8893,7 +9266,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8905,7 +9278,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8918,7 +9291,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -9000,7 +9373,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9012,7 +9385,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9025,7 +9398,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -9065,7 +9438,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9077,7 +9450,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9090,7 +9463,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -9154,7 +9527,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9166,7 +9539,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9179,7 +9552,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -9210,7 +9583,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9222,7 +9595,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9235,7 +9608,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -9277,7 +9650,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9289,7 +9662,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9302,7 +9675,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -9332,7 +9705,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9344,7 +9717,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9357,7 +9730,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -9412,7 +9785,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9424,7 +9797,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9437,7 +9810,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *Campaign) GetID() string {
@@ -9545,7 +9918,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9557,7 +9930,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9570,7 +9943,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -9662,7 +10035,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9674,7 +10047,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9687,7 +10060,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -9722,7 +10095,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9734,7 +10107,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9747,7 +10120,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -9776,7 +10149,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9788,7 +10161,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9801,7 +10174,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -9838,7 +10211,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9850,7 +10223,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9863,7 +10236,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -9902,7 +10275,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9914,7 +10287,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9927,7 +10300,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *ReportText) GetID() string {
@@ -9988,7 +10361,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10000,7 +10373,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10013,7 +10386,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *QueueRequest) GetJobs() []*Job {
@@ -10056,7 +10429,7 @@ type QueueResult struct {
 
 func (x *QueueResult) Reset() {
 	*x = QueueResult{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10068,7 +10441,7 @@ func (x *QueueResult) String() string {
 func (*QueueResult) ProtoMessage() {}
 
 func (x *QueueResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10081,7 +10454,7 @@ func (x *QueueResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueResult.ProtoReflect.Descriptor instead.
 func (*QueueResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *QueueResult) GetQueued() int64 {
@@ -10119,7 +10492,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10131,7 +10504,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10144,7 +10517,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *Claim) GetHolder() string {
@@ -10191,7 +10564,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10203,7 +10576,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10216,7 +10589,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *Job) GetEcosystem() string {
@@ -10275,7 +10648,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10287,7 +10660,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10300,7 +10673,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *Outcome) GetKey() *Key {
@@ -10354,7 +10727,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10366,7 +10739,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10379,7 +10752,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *Entry) GetJob() *Job {
@@ -10443,7 +10816,7 @@ type ReportLink struct {
 
 func (x *ReportLink) Reset() {
 	*x = ReportLink{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10455,7 +10828,7 @@ func (x *ReportLink) String() string {
 func (*ReportLink) ProtoMessage() {}
 
 func (x *ReportLink) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10468,7 +10841,7 @@ func (x *ReportLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLink.ProtoReflect.Descriptor instead.
 func (*ReportLink) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *ReportLink) GetKey() *Key {
@@ -10497,7 +10870,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10509,7 +10882,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10522,7 +10895,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *Key) GetEcosystem() string {
@@ -10556,7 +10929,7 @@ type HoldQuery struct {
 
 func (x *HoldQuery) Reset() {
 	*x = HoldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10568,7 +10941,7 @@ func (x *HoldQuery) String() string {
 func (*HoldQuery) ProtoMessage() {}
 
 func (x *HoldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10581,7 +10954,7 @@ func (x *HoldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldQuery.ProtoReflect.Descriptor instead.
 func (*HoldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *HoldQuery) GetLimit() int64 {
@@ -10608,7 +10981,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10620,7 +10993,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10633,7 +11006,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *Hold) GetKey() *Key {
@@ -10696,7 +11069,7 @@ type QueueLength struct {
 
 func (x *QueueLength) Reset() {
 	*x = QueueLength{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10708,7 +11081,7 @@ func (x *QueueLength) String() string {
 func (*QueueLength) ProtoMessage() {}
 
 func (x *QueueLength) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10721,7 +11094,7 @@ func (x *QueueLength) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLength.ProtoReflect.Descriptor instead.
 func (*QueueLength) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *QueueLength) GetQueued() int64 {
@@ -10756,7 +11129,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10768,7 +11141,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10781,7 +11154,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -10826,7 +11199,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10838,7 +11211,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10851,7 +11224,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -10912,7 +11285,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10924,7 +11297,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10937,7 +11310,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -11067,7 +11440,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11079,7 +11452,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11092,7 +11465,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
 }
 
 func (x *IOC) GetType() string {
@@ -11156,7 +11529,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11168,7 +11541,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11181,7 +11554,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -11211,7 +11584,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11223,7 +11596,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11236,7 +11609,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -11266,7 +11639,7 @@ type RuleBasis struct {
 
 func (x *RuleBasis) Reset() {
 	*x = RuleBasis{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11278,7 +11651,7 @@ func (x *RuleBasis) String() string {
 func (*RuleBasis) ProtoMessage() {}
 
 func (x *RuleBasis) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11291,7 +11664,7 @@ func (x *RuleBasis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
 func (*RuleBasis) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
 }
 
 func (x *RuleBasis) GetIndicator() string {
@@ -11306,6 +11679,75 @@ func (x *RuleBasis) GetBasis() string {
 		return x.Basis
 	}
 	return ""
+}
+
+// LedgerCursor is where a page of ledger rows ended: its last row's key.
+type LedgerCursor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       string                 `protobuf:"bytes,1,opt,name=Version,proto3" json:"Version,omitempty"`
+	TokenID       string                 `protobuf:"bytes,2,opt,name=TokenID,proto3" json:"TokenID,omitempty"`
+	ClientIP      string                 `protobuf:"bytes,3,opt,name=ClientIP,proto3" json:"ClientIP,omitempty"`
+	Day           *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=Day,proto3" json:"Day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerCursor) Reset() {
+	*x = LedgerCursor{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerCursor) ProtoMessage() {}
+
+func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerCursor.ProtoReflect.Descriptor instead.
+func (*LedgerCursor) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
+}
+
+func (x *LedgerCursor) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *LedgerCursor) GetTokenID() string {
+	if x != nil {
+		return x.TokenID
+	}
+	return ""
+}
+
+func (x *LedgerCursor) GetClientIP() string {
+	if x != nil {
+		return x.ClientIP
+	}
+	return ""
+}
+
+func (x *LedgerCursor) GetDay() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Day
+	}
+	return nil
 }
 
 // CampaignRef names a campaign a report belongs to, as its record shows it
@@ -11323,7 +11765,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11335,7 +11777,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11348,7 +11790,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -11402,7 +11844,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11414,7 +11856,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11427,7 +11869,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
 }
 
 func (x *Result) GetVerdict() string {
@@ -11495,7 +11937,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11507,7 +11949,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11520,7 +11962,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
 }
 
 func (x *Finding) GetRule() string {
@@ -11607,7 +12049,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11619,7 +12061,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11632,7 +12074,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
 }
 
 func (x *Submission) GetReportType() string {
@@ -11919,7 +12361,12 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x04Pins\x18\x01 \x03(\v2\x1c.threatd.plugin.v2.DigestPinR\x04Pins\"\x11\n" +
 	"\x0fPinDigestsReply\"4\n" +
 	"\x14PinnedDigestsRequest\x12\x1c\n" +
-	"\tThreatIDs\x18\x01 \x03(\tR\tThreatIDs\")\n" +
+	"\tThreatIDs\x18\x01 \x03(\tR\tThreatIDs\"E\n" +
+	"\x13RecordLedgerRequest\x12.\n" +
+	"\x02Es\x18\x01 \x03(\v2\x1e.threatd.plugin.v2.LedgerEntryR\x02Es\"\x13\n" +
+	"\x11RecordLedgerReply\"'\n" +
+	"\x0fTrimLedgerReply\x12\x14\n" +
+	"\x05Value\x18\x01 \x01(\x03R\x05Value\")\n" +
 	"\x11AddSightingsReply\x12\x14\n" +
 	"\x05Value\x18\x01 \x03(\tR\x05Value\"W\n" +
 	"\x10ListDisputedPart\x12\x14\n" +
@@ -12402,7 +12849,29 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\tDigestPin\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x12\x16\n" +
 	"\x06Digest\x18\x02 \x01(\tR\x06Digest\x126\n" +
-	"\bPinnedAt\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bPinnedAt\"\x92\x01\n" +
+	"\bPinnedAt\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bPinnedAt\"\xdd\x02\n" +
+	"\vLedgerEntry\x12\x1c\n" +
+	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x03 \x01(\tR\aVersion\x12\x12\n" +
+	"\x04Purl\x18\x04 \x01(\tR\x04Purl\x12\x12\n" +
+	"\x04User\x18\x05 \x01(\tR\x04User\x12\x18\n" +
+	"\aTokenID\x18\x06 \x01(\tR\aTokenID\x12\x1a\n" +
+	"\bClientIP\x18\a \x01(\tR\bClientIP\x12,\n" +
+	"\x03Day\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x03Day\x120\n" +
+	"\x05First\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x05First\x12.\n" +
+	"\x04Last\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x04Last\x12\x14\n" +
+	"\x05Count\x18\v \x01(\x03R\x05Count\"@\n" +
+	"\n" +
+	"LedgerTrim\x122\n" +
+	"\x06Before\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06Before\"\xa6\x01\n" +
+	"\vLedgerQuery\x12\x1c\n" +
+	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x18\n" +
+	"\aVersion\x18\x03 \x01(\tR\aVersion\x125\n" +
+	"\x05After\x18\x04 \x01(\v2\x1f.threatd.plugin.v2.LedgerCursorR\x05After\x12\x14\n" +
+	"\x05Limit\x18\x05 \x01(\x03R\x05Limit\"\x92\x01\n" +
 	"\rSightingBatch\x129\n" +
 	"\tSightings\x18\x01 \x03(\v2\x1b.threatd.plugin.v2.SightingR\tSightings\x12\"\n" +
 	"\fSightingsNil\x18\x02 \x01(\bR\fSightingsNil\x12\"\n" +
@@ -12643,7 +13112,12 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\tWithdrawn\x18\x02 \x01(\bR\tWithdrawn\"?\n" +
 	"\tRuleBasis\x12\x1c\n" +
 	"\tIndicator\x18\x01 \x01(\tR\tIndicator\x12\x14\n" +
-	"\x05Basis\x18\x02 \x01(\tR\x05Basis\"\xc7\x01\n" +
+	"\x05Basis\x18\x02 \x01(\tR\x05Basis\"\x8c\x01\n" +
+	"\fLedgerCursor\x12\x18\n" +
+	"\aVersion\x18\x01 \x01(\tR\aVersion\x12\x18\n" +
+	"\aTokenID\x18\x02 \x01(\tR\aTokenID\x12\x1a\n" +
+	"\bClientIP\x18\x03 \x01(\tR\bClientIP\x12,\n" +
+	"\x03Day\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03Day\"\xc7\x01\n" +
 	"\vCampaignRef\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12 \n" +
@@ -12707,7 +13181,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xa9B\n" +
+	"\x0e_DownloadCount2\xa6D\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -12787,7 +13261,11 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\bListHeld\x12\x1c.threatd.plugin.v2.HeldQuery\x1a\x1e.threatd.plugin.v2.HeldVersion0\x01\x12V\n" +
 	"\n" +
 	"PinDigests\x12$.threatd.plugin.v2.PinDigestsRequest\x1a\".threatd.plugin.v2.PinDigestsReply\x12X\n" +
-	"\rPinnedDigests\x12'.threatd.plugin.v2.PinnedDigestsRequest\x1a\x1c.threatd.plugin.v2.DigestPin0\x01\x12V\n" +
+	"\rPinnedDigests\x12'.threatd.plugin.v2.PinnedDigestsRequest\x1a\x1c.threatd.plugin.v2.DigestPin0\x01\x12\\\n" +
+	"\fRecordLedger\x12&.threatd.plugin.v2.RecordLedgerRequest\x1a$.threatd.plugin.v2.RecordLedgerReply\x12O\n" +
+	"\n" +
+	"TrimLedger\x12\x1d.threatd.plugin.v2.LedgerTrim\x1a\".threatd.plugin.v2.TrimLedgerReply\x12L\n" +
+	"\bLedgerOf\x12\x1e.threatd.plugin.v2.LedgerQuery\x1a\x1e.threatd.plugin.v2.LedgerEntry0\x01\x12V\n" +
 	"\fAddSightings\x12 .threatd.plugin.v2.SightingBatch\x1a$.threatd.plugin.v2.AddSightingsReply\x12V\n" +
 	"\fListDisputed\x12\x1f.threatd.plugin.v2.DisputeQuery\x1a#.threatd.plugin.v2.ListDisputedPart0\x01\x12U\n" +
 	"\fDisputeVotes\x12&.threatd.plugin.v2.DisputeVotesRequest\x1a\x1b.threatd.plugin.v2.Sighting0\x01\x12M\n" +
@@ -12828,7 +13306,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 193)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 200)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -12898,476 +13376,496 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*PinDigestsRequest)(nil),           // 65: threatd.plugin.v2.PinDigestsRequest
 	(*PinDigestsReply)(nil),             // 66: threatd.plugin.v2.PinDigestsReply
 	(*PinnedDigestsRequest)(nil),        // 67: threatd.plugin.v2.PinnedDigestsRequest
-	(*AddSightingsReply)(nil),           // 68: threatd.plugin.v2.AddSightingsReply
-	(*ListDisputedPart)(nil),            // 69: threatd.plugin.v2.ListDisputedPart
-	(*DisputeVotesRequest)(nil),         // 70: threatd.plugin.v2.DisputeVotesRequest
-	(*AddSeenRequest)(nil),              // 71: threatd.plugin.v2.AddSeenRequest
-	(*AddSeenReply)(nil),                // 72: threatd.plugin.v2.AddSeenReply
-	(*CountSightingsRequest)(nil),       // 73: threatd.plugin.v2.CountSightingsRequest
-	(*ReputationsRequest)(nil),          // 74: threatd.plugin.v2.ReputationsRequest
-	(*UsersByNameRequest)(nil),          // 75: threatd.plugin.v2.UsersByNameRequest
-	(*SubmitterRecordsAllRequest)(nil),  // 76: threatd.plugin.v2.SubmitterRecordsAllRequest
-	(*CreateCampaignReply)(nil),         // 77: threatd.plugin.v2.CreateCampaignReply
-	(*GetCampaignRequest)(nil),          // 78: threatd.plugin.v2.GetCampaignRequest
-	(*CampaignMembersRequest)(nil),      // 79: threatd.plugin.v2.CampaignMembersRequest
-	(*EachVerifiedTextItem)(nil),        // 80: threatd.plugin.v2.EachVerifiedTextItem
-	(*EachVerifiedTextRequest)(nil),     // 81: threatd.plugin.v2.EachVerifiedTextRequest
-	(*LinkAnalysisReportReply)(nil),     // 82: threatd.plugin.v2.LinkAnalysisReportReply
-	(*AnalysesOfReportsRequest)(nil),    // 83: threatd.plugin.v2.AnalysesOfReportsRequest
-	(*AnalysisQueueRequest)(nil),        // 84: threatd.plugin.v2.AnalysisQueueRequest
-	(*User)(nil),                        // 85: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 86: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 87: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 88: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 89: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 90: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 91: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 92: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 93: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 94: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 95: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 96: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 97: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 98: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 99: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 100: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 101: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 102: threatd.plugin.v2.Review
-	(*Duplicate)(nil),                   // 103: threatd.plugin.v2.Duplicate
-	(*ReviewEvent)(nil),                 // 104: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 105: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 106: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 107: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 108: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 109: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 110: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 111: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 112: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 113: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 114: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 115: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 116: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 117: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 118: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 119: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 120: threatd.plugin.v2.VersionQuery
-	(*ImportedIDQuery)(nil),             // 121: threatd.plugin.v2.ImportedIDQuery
-	(*Stats)(nil),                       // 122: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 123: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 124: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 125: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 126: threatd.plugin.v2.RateCounts
-	(*RuleIDQuery)(nil),                 // 127: threatd.plugin.v2.RuleIDQuery
-	(*RuleID)(nil),                      // 128: threatd.plugin.v2.RuleID
-	(*Webhook)(nil),                     // 129: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 130: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 131: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 132: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 133: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 134: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 135: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 136: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 137: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 138: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 139: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 140: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 141: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 142: threatd.plugin.v2.HeldQuery
-	(*DigestPin)(nil),                   // 143: threatd.plugin.v2.DigestPin
-	(*SightingBatch)(nil),               // 144: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 145: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 146: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 147: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 148: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 149: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 150: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 151: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 152: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 153: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 154: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 155: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 156: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 157: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 158: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 159: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 160: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 161: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 162: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 163: threatd.plugin.v2.ReportText
-	(*QueueRequest)(nil),                // 164: threatd.plugin.v2.QueueRequest
-	(*QueueResult)(nil),                 // 165: threatd.plugin.v2.QueueResult
-	(*Claim)(nil),                       // 166: threatd.plugin.v2.Claim
-	(*Job)(nil),                         // 167: threatd.plugin.v2.Job
-	(*Outcome)(nil),                     // 168: threatd.plugin.v2.Outcome
-	(*Entry)(nil),                       // 169: threatd.plugin.v2.Entry
-	(*ReportLink)(nil),                  // 170: threatd.plugin.v2.ReportLink
-	(*Key)(nil),                         // 171: threatd.plugin.v2.Key
-	(*HoldQuery)(nil),                   // 172: threatd.plugin.v2.HoldQuery
-	(*Hold)(nil),                        // 173: threatd.plugin.v2.Hold
-	(*QueueLength)(nil),                 // 174: threatd.plugin.v2.QueueLength
-	(*AccountDeletion)(nil),             // 175: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 176: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 177: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 178: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 179: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 180: threatd.plugin.v2.ImportRecord
-	(*RuleBasis)(nil),                   // 181: threatd.plugin.v2.RuleBasis
-	(*CampaignRef)(nil),                 // 182: threatd.plugin.v2.CampaignRef
-	(*Result)(nil),                      // 183: threatd.plugin.v2.Result
-	(*Finding)(nil),                     // 184: threatd.plugin.v2.Finding
-	(*Submission)(nil),                  // 185: threatd.plugin.v2.Submission
-	nil,                                 // 186: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 187: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 188: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 189: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 190: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 191: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 192: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 193: google.protobuf.Timestamp
+	(*RecordLedgerRequest)(nil),         // 68: threatd.plugin.v2.RecordLedgerRequest
+	(*RecordLedgerReply)(nil),           // 69: threatd.plugin.v2.RecordLedgerReply
+	(*TrimLedgerReply)(nil),             // 70: threatd.plugin.v2.TrimLedgerReply
+	(*AddSightingsReply)(nil),           // 71: threatd.plugin.v2.AddSightingsReply
+	(*ListDisputedPart)(nil),            // 72: threatd.plugin.v2.ListDisputedPart
+	(*DisputeVotesRequest)(nil),         // 73: threatd.plugin.v2.DisputeVotesRequest
+	(*AddSeenRequest)(nil),              // 74: threatd.plugin.v2.AddSeenRequest
+	(*AddSeenReply)(nil),                // 75: threatd.plugin.v2.AddSeenReply
+	(*CountSightingsRequest)(nil),       // 76: threatd.plugin.v2.CountSightingsRequest
+	(*ReputationsRequest)(nil),          // 77: threatd.plugin.v2.ReputationsRequest
+	(*UsersByNameRequest)(nil),          // 78: threatd.plugin.v2.UsersByNameRequest
+	(*SubmitterRecordsAllRequest)(nil),  // 79: threatd.plugin.v2.SubmitterRecordsAllRequest
+	(*CreateCampaignReply)(nil),         // 80: threatd.plugin.v2.CreateCampaignReply
+	(*GetCampaignRequest)(nil),          // 81: threatd.plugin.v2.GetCampaignRequest
+	(*CampaignMembersRequest)(nil),      // 82: threatd.plugin.v2.CampaignMembersRequest
+	(*EachVerifiedTextItem)(nil),        // 83: threatd.plugin.v2.EachVerifiedTextItem
+	(*EachVerifiedTextRequest)(nil),     // 84: threatd.plugin.v2.EachVerifiedTextRequest
+	(*LinkAnalysisReportReply)(nil),     // 85: threatd.plugin.v2.LinkAnalysisReportReply
+	(*AnalysesOfReportsRequest)(nil),    // 86: threatd.plugin.v2.AnalysesOfReportsRequest
+	(*AnalysisQueueRequest)(nil),        // 87: threatd.plugin.v2.AnalysisQueueRequest
+	(*User)(nil),                        // 88: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 89: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 90: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 91: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 92: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 93: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 94: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 95: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 96: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 97: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 98: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 99: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 100: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 101: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 102: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 103: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 104: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 105: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 106: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 107: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 108: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 109: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 110: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 111: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 112: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 113: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 114: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 115: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 116: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 117: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 118: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 119: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 120: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 121: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 122: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 123: threatd.plugin.v2.VersionQuery
+	(*ImportedIDQuery)(nil),             // 124: threatd.plugin.v2.ImportedIDQuery
+	(*Stats)(nil),                       // 125: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 126: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 127: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 128: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 129: threatd.plugin.v2.RateCounts
+	(*RuleIDQuery)(nil),                 // 130: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 131: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 132: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 133: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 134: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 135: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 136: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 137: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 138: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 139: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 140: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 141: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 142: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 143: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 144: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 145: threatd.plugin.v2.HeldQuery
+	(*DigestPin)(nil),                   // 146: threatd.plugin.v2.DigestPin
+	(*LedgerEntry)(nil),                 // 147: threatd.plugin.v2.LedgerEntry
+	(*LedgerTrim)(nil),                  // 148: threatd.plugin.v2.LedgerTrim
+	(*LedgerQuery)(nil),                 // 149: threatd.plugin.v2.LedgerQuery
+	(*SightingBatch)(nil),               // 150: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 151: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 152: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 153: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 154: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 155: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 156: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 157: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 158: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 159: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 160: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 161: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 162: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 163: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 164: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 165: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 166: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 167: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 168: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 169: threatd.plugin.v2.ReportText
+	(*QueueRequest)(nil),                // 170: threatd.plugin.v2.QueueRequest
+	(*QueueResult)(nil),                 // 171: threatd.plugin.v2.QueueResult
+	(*Claim)(nil),                       // 172: threatd.plugin.v2.Claim
+	(*Job)(nil),                         // 173: threatd.plugin.v2.Job
+	(*Outcome)(nil),                     // 174: threatd.plugin.v2.Outcome
+	(*Entry)(nil),                       // 175: threatd.plugin.v2.Entry
+	(*ReportLink)(nil),                  // 176: threatd.plugin.v2.ReportLink
+	(*Key)(nil),                         // 177: threatd.plugin.v2.Key
+	(*HoldQuery)(nil),                   // 178: threatd.plugin.v2.HoldQuery
+	(*Hold)(nil),                        // 179: threatd.plugin.v2.Hold
+	(*QueueLength)(nil),                 // 180: threatd.plugin.v2.QueueLength
+	(*AccountDeletion)(nil),             // 181: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 182: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 183: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 184: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 185: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 186: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 187: threatd.plugin.v2.RuleBasis
+	(*LedgerCursor)(nil),                // 188: threatd.plugin.v2.LedgerCursor
+	(*CampaignRef)(nil),                 // 189: threatd.plugin.v2.CampaignRef
+	(*Result)(nil),                      // 190: threatd.plugin.v2.Result
+	(*Finding)(nil),                     // 191: threatd.plugin.v2.Finding
+	(*Submission)(nil),                  // 192: threatd.plugin.v2.Submission
+	nil,                                 // 193: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 194: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 195: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 196: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 197: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 198: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 199: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 200: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	186, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	187, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	98,  // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	98,  // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	110, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	193, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	188, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	124, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	189, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	190, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	191, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	193, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	138, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	193, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	141, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	143, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
-	98,  // 16: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	147, // 17: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	163, // 18: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	193, // 19: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 20: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	193, // 21: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	193, // 22: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 23: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	193, // 24: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	89,  // 25: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	85,  // 26: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	193, // 27: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 28: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	93,  // 29: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	85,  // 30: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	175, // 31: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	193, // 32: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	85,  // 33: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	98,  // 34: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	176, // 35: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	193, // 36: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 37: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	193, // 38: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	193, // 39: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	193, // 40: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	193, // 41: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	177, // 42: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	178, // 43: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	193, // 44: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 45: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	193, // 46: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	193, // 47: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	179, // 48: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	193, // 49: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	178, // 50: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	176, // 51: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	98,  // 52: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	108, // 53: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	193, // 54: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	178, // 55: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	179, // 56: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	193, // 57: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 58: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	193, // 59: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	193, // 60: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	193, // 61: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	193, // 62: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	193, // 63: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	193, // 64: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	193, // 65: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	115, // 66: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	98,  // 67: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	193, // 68: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	193, // 69: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	180, // 70: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	192, // 71: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	181, // 72: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
-	193, // 73: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 74: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	193, // 75: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	193, // 76: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	193, // 77: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	193, // 78: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	193, // 79: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	193, // 80: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	129, // 81: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	134, // 82: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	193, // 83: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	193, // 84: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	193, // 85: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	193, // 86: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	193, // 87: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 88: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	193, // 89: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	193, // 90: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	193, // 91: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	138, // 92: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	193, // 93: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	193, // 94: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	193, // 95: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	193, // 96: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	193, // 97: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
-	146, // 98: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	193, // 99: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	193, // 100: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	193, // 101: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 102: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	146, // 103: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	193, // 104: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	193, // 105: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	193, // 106: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	193, // 107: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	193, // 108: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	193, // 109: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	193, // 110: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	193, // 111: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 112: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	193, // 113: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	182, // 114: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	167, // 115: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
-	193, // 116: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
-	193, // 117: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
-	171, // 118: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
-	183, // 119: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
-	193, // 120: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
-	167, // 121: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
-	183, // 122: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
-	193, // 123: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
-	171, // 124: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
-	171, // 125: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
-	184, // 126: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
-	193, // 127: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	193, // 128: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	193, // 129: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	185, // 130: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	98,  // 131: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	193, // 132: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	193, // 133: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	184, // 134: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
-	193, // 135: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	193, // 136: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 137: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	85,  // 138: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 139: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	86,  // 140: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	87,  // 141: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	88,  // 142: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	89,  // 143: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 144: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 145: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 146: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	91,  // 147: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 148: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	92,  // 149: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	93,  // 150: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 151: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 152: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 153: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	95,  // 154: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	97,  // 155: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 156: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 157: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	99,  // 158: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 159: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	101, // 160: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	102, // 161: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	103, // 162: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 163: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	105, // 164: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	107, // 165: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 166: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 167: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 168: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	109, // 169: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 170: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	111, // 171: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	111, // 172: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	112, // 173: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	113, // 174: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 175: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	116, // 176: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	118, // 177: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	120, // 178: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	121, // 179: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
-	30,  // 180: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	32,  // 181: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	34,  // 182: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	35,  // 183: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	123, // 184: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	38,  // 185: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	125, // 186: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	126, // 187: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	127, // 188: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	43,  // 189: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	44,  // 190: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	129, // 191: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	48,  // 192: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	49,  // 193: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	51,  // 194: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	130, // 195: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	132, // 196: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	133, // 197: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	53,  // 198: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	136, // 199: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	137, // 200: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	56,  // 201: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	57,  // 202: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	59,  // 203: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	139, // 204: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	61,  // 205: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	63,  // 206: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	142, // 207: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	65,  // 208: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
-	67,  // 209: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
-	144, // 210: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	145, // 211: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	70,  // 212: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	71,  // 213: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	148, // 214: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	73,  // 215: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	151, // 216: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	74,  // 217: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	153, // 218: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	155, // 219: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	75,  // 220: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	76,  // 221: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	157, // 222: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	158, // 223: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	78,  // 224: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	159, // 225: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	79,  // 226: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	161, // 227: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	81,  // 228: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	164, // 229: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
-	166, // 230: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
-	168, // 231: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
-	170, // 232: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
-	171, // 233: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
-	83,  // 234: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
-	172, // 235: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
-	84,  // 236: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
-	1,   // 237: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	85,  // 238: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	85,  // 239: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	85,  // 240: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	85,  // 241: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	85,  // 242: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	89,  // 243: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	89,  // 244: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	90,  // 245: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	89,  // 246: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	89,  // 247: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 248: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	85,  // 249: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 250: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	94,  // 251: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 252: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	93,  // 253: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	96,  // 254: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 255: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	98,  // 256: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	98,  // 257: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 258: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	100, // 259: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 260: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	98,  // 261: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 262: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	104, // 263: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	106, // 264: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	106, // 265: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	108, // 266: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	108, // 267: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	108, // 268: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	98,  // 269: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 270: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	98,  // 271: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 272: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	98,  // 273: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	114, // 274: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	115, // 275: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	117, // 276: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	119, // 277: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 278: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 279: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
-	31,  // 280: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	33,  // 281: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	122, // 282: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	36,  // 283: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	37,  // 284: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	39,  // 285: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	40,  // 286: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	41,  // 287: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	128, // 288: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	42,  // 289: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	46,  // 290: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	47,  // 291: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	129, // 292: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	50,  // 293: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	129, // 294: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	131, // 295: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	52,  // 296: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	134, // 297: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	135, // 298: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	54,  // 299: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	55,  // 300: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	137, // 301: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	58,  // 302: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	60,  // 303: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	140, // 304: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	62,  // 305: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	64,  // 306: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	141, // 307: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	66,  // 308: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
-	143, // 309: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
-	68,  // 310: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	69,  // 311: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	146, // 312: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	72,  // 313: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	149, // 314: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	150, // 315: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	150, // 316: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	152, // 317: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	154, // 318: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	156, // 319: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	85,  // 320: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	100, // 321: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	77,  // 322: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	157, // 323: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	157, // 324: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	157, // 325: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	160, // 326: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	162, // 327: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	80,  // 328: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	165, // 329: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
-	167, // 330: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
-	169, // 331: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
-	82,  // 332: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
-	169, // 333: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
-	169, // 334: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
-	173, // 335: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
-	174, // 336: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
-	237, // [237:337] is the sub-list for method output_type
-	137, // [137:237] is the sub-list for method input_type
-	137, // [137:137] is the sub-list for extension type_name
-	137, // [137:137] is the sub-list for extension extendee
-	0,   // [0:137] is the sub-list for field type_name
+	193, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	194, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	101, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	101, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	113, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	200, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	195, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	127, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	196, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	197, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	198, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	200, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	141, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	200, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	144, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	146, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
+	147, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
+	101, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	153, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	169, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	200, // 20: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 21: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	200, // 22: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	200, // 23: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 24: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	200, // 25: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	92,  // 26: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	88,  // 27: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	200, // 28: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 29: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	96,  // 30: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	88,  // 31: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	181, // 32: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	200, // 33: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	88,  // 34: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	101, // 35: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	182, // 36: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	200, // 37: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 38: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	200, // 39: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	200, // 40: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	200, // 41: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	200, // 42: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	183, // 43: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	184, // 44: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	200, // 45: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 46: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	200, // 47: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	200, // 48: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	185, // 49: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	200, // 50: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	184, // 51: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	182, // 52: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	101, // 53: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	111, // 54: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	200, // 55: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	184, // 56: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	185, // 57: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	200, // 58: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 59: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	200, // 60: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	200, // 61: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	200, // 62: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	200, // 63: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	200, // 64: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	200, // 65: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	200, // 66: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	118, // 67: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	101, // 68: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	200, // 69: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	200, // 70: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	186, // 71: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	199, // 72: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	187, // 73: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	200, // 74: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 75: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	200, // 76: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	200, // 77: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	200, // 78: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	200, // 79: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	200, // 80: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	200, // 81: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	132, // 82: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	137, // 83: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	200, // 84: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	200, // 85: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	200, // 86: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	200, // 87: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	200, // 88: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 89: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	200, // 90: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	200, // 91: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	200, // 92: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	141, // 93: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	200, // 94: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	200, // 95: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	200, // 96: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	200, // 97: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	200, // 98: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
+	200, // 99: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
+	200, // 100: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
+	200, // 101: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
+	200, // 102: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
+	188, // 103: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
+	152, // 104: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	200, // 105: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	200, // 106: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	200, // 107: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 108: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	152, // 109: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	200, // 110: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	200, // 111: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	200, // 112: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	200, // 113: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	200, // 114: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	200, // 115: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	200, // 116: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	200, // 117: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 118: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	200, // 119: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	189, // 120: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	173, // 121: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
+	200, // 122: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
+	200, // 123: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
+	177, // 124: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
+	190, // 125: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
+	200, // 126: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
+	173, // 127: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
+	190, // 128: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
+	200, // 129: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
+	177, // 130: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
+	177, // 131: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
+	191, // 132: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
+	200, // 133: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	200, // 134: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	200, // 135: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	192, // 136: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	101, // 137: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	200, // 138: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
+	200, // 139: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	200, // 140: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	191, // 141: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
+	200, // 142: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	200, // 143: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 144: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	88,  // 145: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 146: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	89,  // 147: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	90,  // 148: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	91,  // 149: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	92,  // 150: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 151: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 152: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 153: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	94,  // 154: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 155: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	95,  // 156: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	96,  // 157: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 158: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 159: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 160: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	98,  // 161: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	100, // 162: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 163: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 164: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	102, // 165: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 166: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	104, // 167: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	105, // 168: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	106, // 169: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 170: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	108, // 171: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	110, // 172: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 173: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 174: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 175: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	112, // 176: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 177: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	114, // 178: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	114, // 179: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	115, // 180: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	116, // 181: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 182: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	119, // 183: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	121, // 184: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	123, // 185: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	124, // 186: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	30,  // 187: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	32,  // 188: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	34,  // 189: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	35,  // 190: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	126, // 191: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	38,  // 192: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	128, // 193: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	129, // 194: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	130, // 195: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	43,  // 196: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	44,  // 197: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	132, // 198: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	48,  // 199: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	49,  // 200: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	51,  // 201: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	133, // 202: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	135, // 203: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	136, // 204: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	53,  // 205: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	139, // 206: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	140, // 207: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	56,  // 208: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	57,  // 209: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	59,  // 210: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	142, // 211: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	61,  // 212: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	63,  // 213: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	145, // 214: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	65,  // 215: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
+	67,  // 216: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
+	68,  // 217: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
+	148, // 218: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
+	149, // 219: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
+	150, // 220: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	151, // 221: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	73,  // 222: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	74,  // 223: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	154, // 224: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	76,  // 225: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	157, // 226: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	77,  // 227: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	159, // 228: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	161, // 229: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	78,  // 230: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	79,  // 231: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	163, // 232: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	164, // 233: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	81,  // 234: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	165, // 235: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	82,  // 236: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	167, // 237: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	84,  // 238: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	170, // 239: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
+	172, // 240: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
+	174, // 241: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
+	176, // 242: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
+	177, // 243: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
+	86,  // 244: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
+	178, // 245: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
+	87,  // 246: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
+	1,   // 247: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	88,  // 248: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	88,  // 249: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	88,  // 250: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	88,  // 251: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	88,  // 252: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	92,  // 253: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	92,  // 254: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	93,  // 255: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	92,  // 256: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	92,  // 257: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 258: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	88,  // 259: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 260: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	97,  // 261: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 262: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	96,  // 263: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	99,  // 264: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 265: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	101, // 266: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	101, // 267: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 268: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	103, // 269: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 270: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	101, // 271: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 272: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	107, // 273: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	109, // 274: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	109, // 275: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	111, // 276: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	111, // 277: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	111, // 278: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	101, // 279: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 280: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	101, // 281: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 282: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	101, // 283: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	117, // 284: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	118, // 285: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	120, // 286: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	122, // 287: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 288: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 289: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	31,  // 290: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	33,  // 291: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	125, // 292: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	36,  // 293: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	37,  // 294: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	39,  // 295: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	40,  // 296: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	41,  // 297: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	131, // 298: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	42,  // 299: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	46,  // 300: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	47,  // 301: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	132, // 302: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	50,  // 303: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	132, // 304: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	134, // 305: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	52,  // 306: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	137, // 307: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	138, // 308: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	54,  // 309: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	55,  // 310: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	140, // 311: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	58,  // 312: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	60,  // 313: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	143, // 314: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	62,  // 315: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	64,  // 316: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	144, // 317: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	66,  // 318: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
+	146, // 319: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
+	69,  // 320: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
+	70,  // 321: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
+	147, // 322: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
+	71,  // 323: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	72,  // 324: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	152, // 325: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	75,  // 326: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	155, // 327: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	156, // 328: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	156, // 329: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	158, // 330: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	160, // 331: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	162, // 332: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	88,  // 333: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	103, // 334: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	80,  // 335: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	163, // 336: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	163, // 337: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	163, // 338: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	166, // 339: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	168, // 340: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	83,  // 341: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	171, // 342: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
+	173, // 343: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
+	175, // 344: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
+	85,  // 345: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
+	175, // 346: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
+	175, // 347: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
+	179, // 348: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
+	180, // 349: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
+	247, // [247:350] is the sub-list for method output_type
+	144, // [144:247] is the sub-list for method input_type
+	144, // [144:144] is the sub-list for extension type_name
+	144, // [144:144] is the sub-list for extension extendee
+	0,   // [0:144] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -13375,21 +13873,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[85].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[86].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[87].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[95].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[158].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[177].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[179].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[88].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[89].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[90].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[98].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[164].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[183].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[185].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[192].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   193,
+			NumMessages:   200,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

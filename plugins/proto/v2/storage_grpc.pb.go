@@ -101,6 +101,9 @@ const (
 	Storage_ListHeld_FullMethodName              = "/threatd.plugin.v2.Storage/ListHeld"
 	Storage_PinDigests_FullMethodName            = "/threatd.plugin.v2.Storage/PinDigests"
 	Storage_PinnedDigests_FullMethodName         = "/threatd.plugin.v2.Storage/PinnedDigests"
+	Storage_RecordLedger_FullMethodName          = "/threatd.plugin.v2.Storage/RecordLedger"
+	Storage_TrimLedger_FullMethodName            = "/threatd.plugin.v2.Storage/TrimLedger"
+	Storage_LedgerOf_FullMethodName              = "/threatd.plugin.v2.Storage/LedgerOf"
 	Storage_AddSightings_FullMethodName          = "/threatd.plugin.v2.Storage/AddSightings"
 	Storage_ListDisputed_FullMethodName          = "/threatd.plugin.v2.Storage/ListDisputed"
 	Storage_DisputeVotes_FullMethodName          = "/threatd.plugin.v2.Storage/DisputeVotes"
@@ -369,6 +372,15 @@ type StorageClient interface {
 	// most MaxGetThreats ids; at most MaxDigestPins each, the first
 	// pinned).
 	PinnedDigests(ctx context.Context, in *PinnedDigestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DigestPin], error)
+	// RecordLedger adds entries to the ledger in one transaction: an
+	// entry whose row exists adds its count and widens first and last.
+	RecordLedger(ctx context.Context, in *RecordLedgerRequest, opts ...grpc.CallOption) (*RecordLedgerReply, error)
+	// TrimLedger removes the rows of days before t.Before; returns how many.
+	TrimLedger(ctx context.Context, in *LedgerTrim, opts ...grpc.CallOption) (*TrimLedgerReply, error)
+	// LedgerOf returns up to q.Limit (1..MaxLedgerPage, else ErrInvalid)
+	// rows of one package (of one version when q.Version is set), in the
+	// order of their key, after q.After.
+	LedgerOf(ctx context.Context, in *LedgerQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LedgerEntry], error)
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
@@ -1432,6 +1444,45 @@ func (c *storageClient) PinnedDigests(ctx context.Context, in *PinnedDigestsRequ
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_PinnedDigestsClient = grpc.ServerStreamingClient[DigestPin]
 
+func (c *storageClient) RecordLedger(ctx context.Context, in *RecordLedgerRequest, opts ...grpc.CallOption) (*RecordLedgerReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordLedgerReply)
+	err := c.cc.Invoke(ctx, Storage_RecordLedger_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) TrimLedger(ctx context.Context, in *LedgerTrim, opts ...grpc.CallOption) (*TrimLedgerReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrimLedgerReply)
+	err := c.cc.Invoke(ctx, Storage_TrimLedger_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) LedgerOf(ctx context.Context, in *LedgerQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LedgerEntry], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_LedgerOf_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LedgerQuery, LedgerEntry]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_LedgerOfClient = grpc.ServerStreamingClient[LedgerEntry]
+
 func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opts ...grpc.CallOption) (*AddSightingsReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AddSightingsReply)
@@ -1444,7 +1495,7 @@ func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opt
 
 func (c *storageClient) ListDisputed(ctx context.Context, in *DisputeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListDisputedPart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_ListDisputed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_ListDisputed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1463,7 +1514,7 @@ type Storage_ListDisputedClient = grpc.ServerStreamingClient[ListDisputedPart]
 
 func (c *storageClient) DisputeVotes(ctx context.Context, in *DisputeVotesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Sighting], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_DisputeVotes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_DisputeVotes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1502,7 +1553,7 @@ func (c *storageClient) ListSightings(ctx context.Context, in *SightingQuery, op
 
 func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_CountSightings_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_CountSightings_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1521,7 +1572,7 @@ type Storage_CountSightingsClient = grpc.ServerStreamingClient[SightingCounts]
 
 func (c *storageClient) SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_SightingCountsPage_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_SightingCountsPage_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1540,7 +1591,7 @@ type Storage_SightingCountsPageClient = grpc.ServerStreamingClient[SightingCount
 
 func (c *storageClient) Reputations(ctx context.Context, in *ReputationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Reputation], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_Reputations_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_Reputations_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1559,7 +1610,7 @@ type Storage_ReputationsClient = grpc.ServerStreamingClient[Reputation]
 
 func (c *storageClient) Leaderboard(ctx context.Context, in *LeaderboardQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderboardEntry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_Leaderboard_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_Leaderboard_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1578,7 +1629,7 @@ type Storage_LeaderboardClient = grpc.ServerStreamingClient[LeaderboardEntry]
 
 func (c *storageClient) ReputationHistory(ctx context.Context, in *HistoryQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReputationEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_ReputationHistory_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_ReputationHistory_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1597,7 +1648,7 @@ type Storage_ReputationHistoryClient = grpc.ServerStreamingClient[ReputationEven
 
 func (c *storageClient) UsersByName(ctx context.Context, in *UsersByNameRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[User], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_UsersByName_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_UsersByName_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1616,7 +1667,7 @@ type Storage_UsersByNameClient = grpc.ServerStreamingClient[User]
 
 func (c *storageClient) SubmitterRecordsAll(ctx context.Context, in *SubmitterRecordsAllRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1665,7 +1716,7 @@ func (c *storageClient) GetCampaign(ctx context.Context, in *GetCampaignRequest,
 
 func (c *storageClient) ListCampaigns(ctx context.Context, in *CampaignQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Campaign], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_ListCampaigns_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_ListCampaigns_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1684,7 +1735,7 @@ type Storage_ListCampaignsClient = grpc.ServerStreamingClient[Campaign]
 
 func (c *storageClient) CampaignMembers(ctx context.Context, in *CampaignMembersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CampaignMember], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_CampaignMembers_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_CampaignMembers_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1703,7 +1754,7 @@ type Storage_CampaignMembersClient = grpc.ServerStreamingClient[CampaignMember]
 
 func (c *storageClient) SharedIndicatorGroups(ctx context.Context, in *IndicatorGroupQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[IndicatorGroup], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[38], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1722,7 +1773,7 @@ type Storage_SharedIndicatorGroupsClient = grpc.ServerStreamingClient[IndicatorG
 
 func (c *storageClient) EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[38], Storage_EachVerifiedText_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[39], Storage_EachVerifiedText_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1751,7 +1802,7 @@ func (c *storageClient) QueueAnalyses(ctx context.Context, in *QueueRequest, opt
 
 func (c *storageClient) ClaimAnalyses(ctx context.Context, in *Claim, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Job], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[39], Storage_ClaimAnalyses_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[40], Storage_ClaimAnalyses_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1800,7 +1851,7 @@ func (c *storageClient) Analysis(ctx context.Context, in *Key, opts ...grpc.Call
 
 func (c *storageClient) AnalysesOfReports(ctx context.Context, in *AnalysesOfReportsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Entry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[40], Storage_AnalysesOfReports_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[41], Storage_AnalysesOfReports_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1819,7 +1870,7 @@ type Storage_AnalysesOfReportsClient = grpc.ServerStreamingClient[Entry]
 
 func (c *storageClient) AnalysisHolds(ctx context.Context, in *HoldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Hold], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[41], Storage_AnalysisHolds_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[42], Storage_AnalysisHolds_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -2085,6 +2136,15 @@ type StorageServer interface {
 	// most MaxGetThreats ids; at most MaxDigestPins each, the first
 	// pinned).
 	PinnedDigests(*PinnedDigestsRequest, grpc.ServerStreamingServer[DigestPin]) error
+	// RecordLedger adds entries to the ledger in one transaction: an
+	// entry whose row exists adds its count and widens first and last.
+	RecordLedger(context.Context, *RecordLedgerRequest) (*RecordLedgerReply, error)
+	// TrimLedger removes the rows of days before t.Before; returns how many.
+	TrimLedger(context.Context, *LedgerTrim) (*TrimLedgerReply, error)
+	// LedgerOf returns up to q.Limit (1..MaxLedgerPage, else ErrInvalid)
+	// rows of one package (of one version when q.Version is set), in the
+	// order of their key, after q.After.
+	LedgerOf(*LedgerQuery, grpc.ServerStreamingServer[LedgerEntry]) error
 	// AddSightings stores people's sightings in one transaction and
 	// says what became of each, in order: SightingAdded, SightingNotFound
 	// (the report is not verified) or SightingConflict (a second
@@ -2408,6 +2468,15 @@ func (UnimplementedStorageServer) PinDigests(context.Context, *PinDigestsRequest
 }
 func (UnimplementedStorageServer) PinnedDigests(*PinnedDigestsRequest, grpc.ServerStreamingServer[DigestPin]) error {
 	return status.Error(codes.Unimplemented, "method PinnedDigests not implemented")
+}
+func (UnimplementedStorageServer) RecordLedger(context.Context, *RecordLedgerRequest) (*RecordLedgerReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordLedger not implemented")
+}
+func (UnimplementedStorageServer) TrimLedger(context.Context, *LedgerTrim) (*TrimLedgerReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method TrimLedger not implemented")
+}
+func (UnimplementedStorageServer) LedgerOf(*LedgerQuery, grpc.ServerStreamingServer[LedgerEntry]) error {
+	return status.Error(codes.Unimplemented, "method LedgerOf not implemented")
 }
 func (UnimplementedStorageServer) AddSightings(context.Context, *SightingBatch) (*AddSightingsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddSightings not implemented")
@@ -3639,6 +3708,53 @@ func _Storage_PinnedDigests_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_PinnedDigestsServer = grpc.ServerStreamingServer[DigestPin]
 
+func _Storage_RecordLedger_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordLedgerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RecordLedger(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RecordLedger_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RecordLedger(ctx, req.(*RecordLedgerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_TrimLedger_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LedgerTrim)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).TrimLedger(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_TrimLedger_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).TrimLedger(ctx, req.(*LedgerTrim))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_LedgerOf_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(LedgerQuery)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).LedgerOf(m, &grpc.GenericServerStream[LedgerQuery, LedgerEntry]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_LedgerOfServer = grpc.ServerStreamingServer[LedgerEntry]
+
 func _Storage_AddSightings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SightingBatch)
 	if err := dec(in); err != nil {
@@ -4209,6 +4325,14 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Storage_PinDigests_Handler,
 		},
 		{
+			MethodName: "RecordLedger",
+			Handler:    _Storage_RecordLedger_Handler,
+		},
+		{
+			MethodName: "TrimLedger",
+			Handler:    _Storage_TrimLedger_Handler,
+		},
+		{
 			MethodName: "AddSightings",
 			Handler:    _Storage_AddSightings_Handler,
 		},
@@ -4382,6 +4506,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "PinnedDigests",
 			Handler:       _Storage_PinnedDigests_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "LedgerOf",
+			Handler:       _Storage_LedgerOf_Handler,
 			ServerStreams: true,
 		},
 		{
