@@ -8,6 +8,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/core/webhooks"
@@ -2356,6 +2357,149 @@ func queueLengthFromPB(m *pb.QueueLength) analysis.QueueLength {
 	}
 }
 
+// inventoryToPB sends a exposure.Inventory.
+func inventoryToPB(v exposure.Inventory) *pb.Inventory {
+	return &pb.Inventory{
+		Project:   v.Project,
+		User:      v.User,
+		TokenID:   v.TokenID,
+		ScannedAt: ts(v.ScannedAt),
+		Items:     each(v.Items, itemToPB),
+		ItemsNil:  v.Items == nil,
+	}
+}
+
+// inventoryFromPB reads a exposure.Inventory (a nil message is the zero value).
+func inventoryFromPB(m *pb.Inventory) exposure.Inventory {
+	if m == nil {
+		return exposure.Inventory{}
+	}
+	return exposure.Inventory{
+		Project:   m.Project,
+		User:      m.User,
+		TokenID:   m.TokenID,
+		ScannedAt: fromTS(m.ScannedAt),
+		Items:     keepNilSlice(m.ItemsNil, each(m.Items, itemFromPB)),
+	}
+}
+
+// packageToPB sends a exposure.Package.
+func packageToPB(v exposure.Package) *pb.Package {
+	return &pb.Package{
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+	}
+}
+
+// packageFromPB reads a exposure.Package (a nil message is the zero value).
+func packageFromPB(m *pb.Package) exposure.Package {
+	if m == nil {
+		return exposure.Package{}
+	}
+	return exposure.Package{
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+	}
+}
+
+// foundToPB sends a exposure.Found.
+func foundToPB(v exposure.Found) *pb.Found {
+	return &pb.Found{
+		ThreatID:    v.ThreatID,
+		Ecosystem:   v.Ecosystem,
+		Name:        v.Name,
+		Versions:    v.Versions,
+		VersionsNil: v.Versions == nil,
+		At:          ts(v.At),
+		Project:     v.Project,
+	}
+}
+
+// foundFromPB reads a exposure.Found (a nil message is the zero value).
+func foundFromPB(m *pb.Found) exposure.Found {
+	if m == nil {
+		return exposure.Found{}
+	}
+	return exposure.Found{
+		ThreatID:  m.ThreatID,
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Versions:  keepNilSlice(m.VersionsNil, m.Versions),
+		At:        fromTS(m.At),
+		Project:   m.Project,
+	}
+}
+
+// queryToPB sends a exposure.Query.
+func queryToPB(v exposure.Query) *pb.Query {
+	return &pb.Query{
+		ThreatID: v.ThreatID,
+		Since:    ts(v.Since),
+		User:     v.User,
+		After:    v.After,
+		Limit:    int64(v.Limit),
+	}
+}
+
+// queryFromPB reads a exposure.Query (a nil message is the zero value).
+func queryFromPB(m *pb.Query) exposure.Query {
+	if m == nil {
+		return exposure.Query{}
+	}
+	return exposure.Query{
+		ThreatID: m.ThreatID,
+		Since:    fromTS(m.Since),
+		User:     m.User,
+		After:    m.After,
+		Limit:    int(m.Limit),
+	}
+}
+
+// exposureToPB sends a exposure.Exposure.
+func exposureToPB(v exposure.Exposure) *pb.Exposure {
+	return &pb.Exposure{
+		ID:        v.ID,
+		ThreatID:  v.ThreatID,
+		Purl:      v.Purl,
+		Kind:      v.Kind,
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+		User:      v.User,
+		TokenID:   v.TokenID,
+		ClientIP:  v.ClientIP,
+		Project:   v.Project,
+		First:     ts(v.First),
+		Last:      ts(v.Last),
+		Count:     v.Count,
+		FoundAt:   ts(v.FoundAt),
+	}
+}
+
+// exposureFromPB reads a exposure.Exposure (a nil message is the zero value).
+func exposureFromPB(m *pb.Exposure) exposure.Exposure {
+	if m == nil {
+		return exposure.Exposure{}
+	}
+	return exposure.Exposure{
+		ID:        m.ID,
+		ThreatID:  m.ThreatID,
+		Purl:      m.Purl,
+		Kind:      m.Kind,
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		User:      m.User,
+		TokenID:   m.TokenID,
+		ClientIP:  m.ClientIP,
+		Project:   m.Project,
+		First:     fromTS(m.First),
+		Last:      fromTS(m.Last),
+		Count:     m.Count,
+		FoundAt:   fromTS(m.FoundAt),
+	}
+}
+
 // accountDeletionToPB sends a core.AccountDeletion.
 func accountDeletionToPB(v core.AccountDeletion) *pb.AccountDeletion {
 	return &pb.AccountDeletion{
@@ -2633,6 +2777,29 @@ func findingFromPB(m *pb.Finding) analysis.Finding {
 		Excerpt:     m.Excerpt,
 		Description: m.Description,
 		New:         m.New,
+	}
+}
+
+// itemToPB sends a exposure.Item.
+func itemToPB(v exposure.Item) *pb.Item {
+	return &pb.Item{
+		Ecosystem: v.Ecosystem,
+		Name:      v.Name,
+		Version:   v.Version,
+		Purl:      v.Purl,
+	}
+}
+
+// itemFromPB reads a exposure.Item (a nil message is the zero value).
+func itemFromPB(m *pb.Item) exposure.Item {
+	if m == nil {
+		return exposure.Item{}
+	}
+	return exposure.Item{
+		Ecosystem: m.Ecosystem,
+		Name:      m.Name,
+		Version:   m.Version,
+		Purl:      m.Purl,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/core/webhooks"
@@ -111,6 +112,11 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[analysis.HoldQuery](t), holdQueryToPB, holdQueryFromPB)
 	roundTrip(t, fill[analysis.Hold](t), holdToPB, holdFromPB)
 	roundTrip(t, fill[analysis.QueueLength](t), queueLengthToPB, queueLengthFromPB)
+	roundTrip(t, fill[exposure.Inventory](t), inventoryToPB, inventoryFromPB)
+	roundTrip(t, fill[exposure.Package](t), packageToPB, packageFromPB)
+	roundTrip(t, fill[exposure.Found](t), foundToPB, foundFromPB)
+	roundTrip(t, fill[exposure.Query](t), queryToPB, queryFromPB)
+	roundTrip(t, fill[exposure.Exposure](t), exposureToPB, exposureFromPB)
 	roundTrip(t, fill[core.AccountDeletion](t), accountDeletionToPB, accountDeletionFromPB)
 	roundTrip(t, fill[core.SubmitPolicy](t), submitPolicyToPB, submitPolicyFromPB)
 	roundTrip(t, fill[core.Details](t), detailsToPB, detailsFromPB)
@@ -122,5 +128,6 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[core.CampaignRef](t), campaignRefToPB, campaignRefFromPB)
 	roundTrip(t, fill[analysis.Result](t), resultToPB, resultFromPB)
 	roundTrip(t, fill[analysis.Finding](t), findingToPB, findingFromPB)
+	roundTrip(t, fill[exposure.Item](t), itemToPB, itemFromPB)
 	roundTrip(t, fill[core.Submission](t), submissionToPB, submissionFromPB)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/webhooks"
 	pb "github.com/threatd/threatd/plugins/proto/v2"
@@ -1216,4 +1217,58 @@ func (c *StorageClient) AnalysisQueue(ctx context.Context) (analysis.QueueLength
 		return out, fromStatus(err)
 	}
 	return queueLengthFromPB(r), nil
+}
+
+// SaveInventory is port.Store's, over the plugin protocol.
+func (c *StorageClient) SaveInventory(ctx context.Context, p exposure.Inventory) error {
+	r, err := c.conn().SaveInventory(ctx, inventoryToPB(p))
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}
+
+// ExposedVersions is port.Store's, over the plugin protocol.
+func (c *StorageClient) ExposedVersions(ctx context.Context, p exposure.Package) ([]string, error) {
+	var out []string
+	r, err := c.conn().ExposedVersions(ctx, packageToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
+}
+
+// RecordExposures is port.Store's, over the plugin protocol.
+func (c *StorageClient) RecordExposures(ctx context.Context, p exposure.Found) (int64, error) {
+	var out int64
+	r, err := c.conn().RecordExposures(ctx, foundToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
+}
+
+// ListExposures is port.Store's, over the plugin protocol.
+func (c *StorageClient) ListExposures(ctx context.Context, p exposure.Query) ([]exposure.Exposure, error) {
+	var out []exposure.Exposure
+	stream, err := c.conn().ListExposures(ctx, queryToPB(p))
+	err = eachRecv(stream, err, func(r *pb.Exposure) error {
+		out = append(out, exposureFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExposureCount is port.Store's, over the plugin protocol.
+func (c *StorageClient) ExposureCount(ctx context.Context, p string) (int64, error) {
+	var out int64
+	r, err := c.conn().ExposureCount(ctx, &pb.ExposureCountRequest{ThreatID: p})
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
 }

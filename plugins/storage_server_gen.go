@@ -1140,3 +1140,47 @@ func (s *storageServer) AnalysisQueue(ctx context.Context, req *pb.AnalysisQueue
 		return queueLengthToPB(r), err
 	})
 }
+
+func (s *storageServer) SaveInventory(ctx context.Context, req *pb.Inventory) (*pb.SaveInventoryReply, error) {
+	return withStore(s, func(st port.Store) (*pb.SaveInventoryReply, error) {
+		return &pb.SaveInventoryReply{}, st.SaveInventory(ctx, inventoryFromPB(req))
+	})
+}
+
+func (s *storageServer) ExposedVersions(ctx context.Context, req *pb.Package) (*pb.ExposedVersionsReply, error) {
+	return withStore(s, func(st port.Store) (*pb.ExposedVersionsReply, error) {
+		r, err := st.ExposedVersions(ctx, packageFromPB(req))
+		return &pb.ExposedVersionsReply{Value: r}, err
+	})
+}
+
+func (s *storageServer) RecordExposures(ctx context.Context, req *pb.Found) (*pb.RecordExposuresReply, error) {
+	return withStore(s, func(st port.Store) (*pb.RecordExposuresReply, error) {
+		r, err := st.RecordExposures(ctx, foundFromPB(req))
+		return &pb.RecordExposuresReply{Value: r}, err
+	})
+}
+
+func (s *storageServer) ListExposures(req *pb.Query, stream grpc.ServerStreamingServer[pb.Exposure]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.ListExposures(ctx, queryFromPB(req))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(exposureToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (s *storageServer) ExposureCount(ctx context.Context, req *pb.ExposureCountRequest) (*pb.ExposureCountReply, error) {
+	return withStore(s, func(st port.Store) (*pb.ExposureCountReply, error) {
+		r, err := st.ExposureCount(ctx, req.ThreatID)
+		return &pb.ExposureCountReply{Value: r}, err
+	})
+}

@@ -133,6 +133,18 @@ func revokeAll(ctx context.Context, tx *txn, userID string, at time.Time) (int, 
 // event; the name they acted under is replaced in revisions and review
 // events; the contact e-mail of their reports is removed.
 func (s *Store) forget(ctx context.Context, tx *txn, userID string, d core.AccountDeletion, at time.Time, out *core.AccountChanged) error {
+	// What the firewall served the user's tokens, their projects'
+	// inventories and the exposures of both (docs/exposure.md).
+	tokens := tx.NewSelect().Table("api_tokens").Column("id").Where("user_id = ?", userID)
+	projects := tx.NewSelect().Table("inventories").Column("project").Where("token_id IN (?)", tokens)
+	if _, err := tx.NewDelete().Table("inventory_items").Where("project IN (?)", projects).Exec(ctx); err != nil {
+		return err
+	}
+	for _, table := range []string{"firewall_ledger", "exposures", "inventories"} {
+		if _, err := tx.NewDelete().Table(table).Where("token_id IN (?)", tokens).Exec(ctx); err != nil {
+			return err
+		}
+	}
 	// Pending reports (threats_submitter_status_idx).
 	var pending []string
 	if err := tx.NewSelect().Model((*threatRow)(nil)).Column("id").Where("submitter_id = ?", userID).

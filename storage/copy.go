@@ -60,6 +60,9 @@ var copyTables = []copyTable{
 	table[imagePinRow]("image_pins", "threat_id, digest", ""),
 	table[analysisRow]("analyses", "ecosystem, name, version", ""),
 	table[ledgerRow]("firewall_ledger", "ecosystem, name, version, token_id, client_ip, day", ""),
+	table[inventoryRow]("inventories", "project", ""),
+	table[inventoryItemRow]("inventory_items", "project, ecosystem, name, version", ""),
+	table[exposureRow]("exposures", "id", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

@@ -43,6 +43,15 @@ func NewAnalyses() *Analyses {
 
 func pkgKey(registry, name string) string { return registry + "\x00" + foldName(registry, name) }
 
+// FirewallName is the firewall's name of a reports' registry (crates.io:
+// cargo), the inverse of RegistryOfFirewall.
+func FirewallName(registry string) string { return firewallOf(registry) }
+
+// FoldName is name as the firewall compares names of registry (npm and
+// NuGet in lower case, PyPI's PEP 503 form, crates.io's - for _): the
+// ledger keeps names so.
+func FoldName(registry, name string) string { return foldName(registry, name) }
+
 // firewallOf is the firewall's name of a reports' registry.
 func firewallOf(registry string) string {
 	if registry == "crates.io" {

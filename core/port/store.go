@@ -9,6 +9,7 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/webhooks"
 )
@@ -28,4 +29,5 @@ type Store interface {
 	community.ReputationStore
 	community.CampaignStore
 	analysis.Store
+	exposure.Store
 }

@@ -73,6 +73,7 @@ func Run(t *testing.T, backend Backend) {
 		{"ImagePins", testImagePins},
 		{"Analyses", testAnalyses},
 		{"Ledger", testLedger},
+		{"Exposures", testExposures},
 		{"Sightings", testSightings},
 		{"Disputes", testDisputes},
 		{"Reputation", testReputation},

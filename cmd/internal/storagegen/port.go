@@ -14,7 +14,7 @@ import (
 
 // portPackages are the packages whose interfaces make up the port:
 // core/port assembles the stores of core and of each feature package.
-var portPackages = []string{"core/port", "core", "core/community", "core/firewall", "core/webhooks", "core/analysis"}
+var portPackages = []string{"core/port", "core", "core/community", "core/firewall", "core/webhooks", "core/analysis", "core/exposure"}
 
 func load(root string) (*gen, error) {
 	fset := token.NewFileSet()

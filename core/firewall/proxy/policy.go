@@ -255,7 +255,7 @@ func (p *Proxy) served(c *echo.Context, v firewall.Verdict, err error, versions 
 		if ver == "" {
 			continue
 		}
-		e := firewall.LedgerEntry{Ecosystem: v.Registry, Name: v.Name, Version: ver, User: p.host.Who(c), TokenID: token, ClientIP: c.RealIP()}
+		e := firewall.LedgerEntry{Ecosystem: v.Registry, Name: firewall.FoldName(v.Registry, v.Name), Version: ver, User: p.host.Who(c), TokenID: token, ClientIP: c.RealIP()}
 		if purl := core.PackagePurl(firewall.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
 			e.Purl = purl + "@" + url.PathEscape(ver)
 		}

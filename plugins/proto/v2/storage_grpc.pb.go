@@ -131,6 +131,11 @@ const (
 	Storage_AnalysesOfReports_FullMethodName     = "/threatd.plugin.v2.Storage/AnalysesOfReports"
 	Storage_AnalysisHolds_FullMethodName         = "/threatd.plugin.v2.Storage/AnalysisHolds"
 	Storage_AnalysisQueue_FullMethodName         = "/threatd.plugin.v2.Storage/AnalysisQueue"
+	Storage_SaveInventory_FullMethodName         = "/threatd.plugin.v2.Storage/SaveInventory"
+	Storage_ExposedVersions_FullMethodName       = "/threatd.plugin.v2.Storage/ExposedVersions"
+	Storage_RecordExposures_FullMethodName       = "/threatd.plugin.v2.Storage/RecordExposures"
+	Storage_ListExposures_FullMethodName         = "/threatd.plugin.v2.Storage/ListExposures"
+	Storage_ExposureCount_FullMethodName         = "/threatd.plugin.v2.Storage/ExposureCount"
 )
 
 // StorageClient is the client API for Storage service.
@@ -476,6 +481,19 @@ type StorageClient interface {
 	AnalysisHolds(ctx context.Context, in *HoldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Hold], error)
 	// AnalysisQueue counts the unfinished analyses.
 	AnalysisQueue(ctx context.Context, in *AnalysisQueueRequest, opts ...grpc.CallOption) (*QueueLength, error)
+	// SaveInventory replaces a project's inventory.
+	SaveInventory(ctx context.Context, in *Inventory, opts ...grpc.CallOption) (*SaveInventoryReply, error)
+	// ExposedVersions lists the versions of a package that a ledger row
+	// or an inventory names (at most MaxItems).
+	ExposedVersions(ctx context.Context, in *Package, opts ...grpc.CallOption) (*ExposedVersionsReply, error)
+	// RecordExposures records the exposures of f's versions, each once
+	// per report and row, and returns how many are new.
+	RecordExposures(ctx context.Context, in *Found, opts ...grpc.CallOption) (*RecordExposuresReply, error)
+	// ListExposures returns a page of exposures, newest first; ErrInvalid
+	// for a limit outside 1..MaxPage.
+	ListExposures(ctx context.Context, in *Query, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Exposure], error)
+	// ExposureCount counts a report's exposures.
+	ExposureCount(ctx context.Context, in *ExposureCountRequest, opts ...grpc.CallOption) (*ExposureCountReply, error)
 }
 
 type storageClient struct {
@@ -1897,6 +1915,65 @@ func (c *storageClient) AnalysisQueue(ctx context.Context, in *AnalysisQueueRequ
 	return out, nil
 }
 
+func (c *storageClient) SaveInventory(ctx context.Context, in *Inventory, opts ...grpc.CallOption) (*SaveInventoryReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SaveInventoryReply)
+	err := c.cc.Invoke(ctx, Storage_SaveInventory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ExposedVersions(ctx context.Context, in *Package, opts ...grpc.CallOption) (*ExposedVersionsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExposedVersionsReply)
+	err := c.cc.Invoke(ctx, Storage_ExposedVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) RecordExposures(ctx context.Context, in *Found, opts ...grpc.CallOption) (*RecordExposuresReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordExposuresReply)
+	err := c.cc.Invoke(ctx, Storage_RecordExposures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) ListExposures(ctx context.Context, in *Query, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Exposure], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[43], Storage_ListExposures_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Query, Exposure]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListExposuresClient = grpc.ServerStreamingClient[Exposure]
+
+func (c *storageClient) ExposureCount(ctx context.Context, in *ExposureCountRequest, opts ...grpc.CallOption) (*ExposureCountReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExposureCountReply)
+	err := c.cc.Invoke(ctx, Storage_ExposureCount_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -2240,6 +2317,19 @@ type StorageServer interface {
 	AnalysisHolds(*HoldQuery, grpc.ServerStreamingServer[Hold]) error
 	// AnalysisQueue counts the unfinished analyses.
 	AnalysisQueue(context.Context, *AnalysisQueueRequest) (*QueueLength, error)
+	// SaveInventory replaces a project's inventory.
+	SaveInventory(context.Context, *Inventory) (*SaveInventoryReply, error)
+	// ExposedVersions lists the versions of a package that a ledger row
+	// or an inventory names (at most MaxItems).
+	ExposedVersions(context.Context, *Package) (*ExposedVersionsReply, error)
+	// RecordExposures records the exposures of f's versions, each once
+	// per report and row, and returns how many are new.
+	RecordExposures(context.Context, *Found) (*RecordExposuresReply, error)
+	// ListExposures returns a page of exposures, newest first; ErrInvalid
+	// for a limit outside 1..MaxPage.
+	ListExposures(*Query, grpc.ServerStreamingServer[Exposure]) error
+	// ExposureCount counts a report's exposures.
+	ExposureCount(context.Context, *ExposureCountRequest) (*ExposureCountReply, error)
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -2558,6 +2648,21 @@ func (UnimplementedStorageServer) AnalysisHolds(*HoldQuery, grpc.ServerStreaming
 }
 func (UnimplementedStorageServer) AnalysisQueue(context.Context, *AnalysisQueueRequest) (*QueueLength, error) {
 	return nil, status.Error(codes.Unimplemented, "method AnalysisQueue not implemented")
+}
+func (UnimplementedStorageServer) SaveInventory(context.Context, *Inventory) (*SaveInventoryReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method SaveInventory not implemented")
+}
+func (UnimplementedStorageServer) ExposedVersions(context.Context, *Package) (*ExposedVersionsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExposedVersions not implemented")
+}
+func (UnimplementedStorageServer) RecordExposures(context.Context, *Found) (*RecordExposuresReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordExposures not implemented")
+}
+func (UnimplementedStorageServer) ListExposures(*Query, grpc.ServerStreamingServer[Exposure]) error {
+	return status.Error(codes.Unimplemented, "method ListExposures not implemented")
+}
+func (UnimplementedStorageServer) ExposureCount(context.Context, *ExposureCountRequest) (*ExposureCountReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExposureCount not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -4129,6 +4234,89 @@ func _Storage_AnalysisQueue_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_SaveInventory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Inventory)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).SaveInventory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_SaveInventory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).SaveInventory(ctx, req.(*Inventory))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ExposedVersions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Package)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ExposedVersions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ExposedVersions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ExposedVersions(ctx, req.(*Package))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_RecordExposures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Found)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).RecordExposures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_RecordExposures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).RecordExposures(ctx, req.(*Found))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_ListExposures_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(Query)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ListExposures(m, &grpc.GenericServerStream[Query, Exposure]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ListExposuresServer = grpc.ServerStreamingServer[Exposure]
+
+func _Storage_ExposureCount_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExposureCountRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ExposureCount(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ExposureCount_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ExposureCount(ctx, req.(*ExposureCountRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -4376,6 +4564,22 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "AnalysisQueue",
 			Handler:    _Storage_AnalysisQueue_Handler,
 		},
+		{
+			MethodName: "SaveInventory",
+			Handler:    _Storage_SaveInventory_Handler,
+		},
+		{
+			MethodName: "ExposedVersions",
+			Handler:    _Storage_ExposedVersions_Handler,
+		},
+		{
+			MethodName: "RecordExposures",
+			Handler:    _Storage_RecordExposures_Handler,
+		},
+		{
+			MethodName: "ExposureCount",
+			Handler:    _Storage_ExposureCount_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -4591,6 +4795,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "AnalysisHolds",
 			Handler:       _Storage_AnalysisHolds_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ListExposures",
+			Handler:       _Storage_ListExposures_Handler,
 			ServerStreams: true,
 		},
 	},

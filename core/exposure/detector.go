@@ -1,0 +1,116 @@
+package exposure
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/versioning"
+)
+
+// detectorQueue bounds the reports waiting for their exposures to be
+// found.
+const detectorQueue = 10_000
+
+// Detector finds exposures as reports refuse versions: a subscriber of
+// the change feed (every verification and revision of a package report)
+// and of package analysis (a suspicious version's report). Every daemon
+// runs one; the store records each exposure once whichever finds it.
+type Detector struct {
+	Store Store
+	Log   *slog.Logger
+	// Found, when set, is told the reports that got new exposures, with
+	// how many (the webhook and syslog events).
+	Found func(threatID string, n int64)
+
+	in chan job
+}
+
+// job is one report whose versions to look for: versions nil means the
+// versions its version_info names.
+type job struct {
+	threat   core.Threat
+	versions []string
+}
+
+// NewDetector returns a detector; Run finds what it is told.
+func NewDetector(store Store, log *slog.Logger) *Detector {
+	return &Detector{Store: store, Log: log, in: make(chan job, detectorQueue)}
+}
+
+// ReportsChanged takes the verifications and revisions of package reports
+// (index.Subscriber): it never waits.
+func (d *Detector) ReportsChanged(b core.ChangeBatch) {
+	for _, it := range b.Published {
+		if it.Event.Kind != core.ChangeVerified && it.Event.Kind != core.ChangeRevised {
+			continue
+		}
+		if it.Threat.ReportType != core.TypePackage || it.Threat.Status != core.StatusVerified {
+			continue
+		}
+		d.enqueue(job{threat: it.Threat})
+	}
+}
+
+// Suspicious takes a version held by a pending analysis report.
+func (d *Detector) Suspicious(ecosystem, name, version, reportID string) {
+	d.enqueue(job{threat: core.Threat{ID: reportID, ReportType: core.TypePackage, Registry: ecosystem, ResourceIdentifier: name}, versions: []string{version}})
+}
+
+func (d *Detector) enqueue(j job) {
+	select {
+	case d.in <- j:
+	default:
+		d.Log.Warn("exposure: the queue is full; a report's exposures are not looked for", "threat_id", j.threat.ID)
+	}
+}
+
+// Run finds the exposures of what it is told until ctx ends.
+func (d *Detector) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-d.in:
+			if err := d.find(ctx, j); err != nil && ctx.Err() == nil {
+				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
+			}
+		}
+	}
+}
+
+// find records the exposures of one report: the versions of its package
+// that a ledger row or an inventory names, as the report refuses them.
+func (d *Detector) find(ctx context.Context, j job) error {
+	t := j.threat
+	eco := firewall.FirewallName(t.Registry)
+	p := Package{Ecosystem: eco, Name: firewall.FoldName(eco, t.ResourceIdentifier)}
+	versions := j.versions
+	if versions == nil {
+		seen, err := d.Store.ExposedVersions(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, v := range seen {
+			if t.AllVersions || versioning.Matches(t.Registry, t.Details.VersionInfo, v) {
+				versions = append(versions, v)
+			}
+		}
+	}
+	if len(versions) == 0 {
+		return nil
+	}
+	n, err := d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		d.Log.Warn("exposure found: a version a report refuses was served or is in a project's lockfile", "threat_id", t.ID, "package", p.Name, "ecosystem", p.Ecosystem, "exposures", n)
+		if d.Found != nil {
+			d.Found(t.ID, n)
+		}
+	}
+	return nil
+}

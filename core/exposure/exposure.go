@@ -1,0 +1,127 @@
+// Package exposure says who already has a version that turns out
+// malicious (docs/exposure.md): the firewall's ledger of what it served
+// and the projects' inventories of what their lockfiles list become
+// exposures when a version they name becomes refused (a verification, an
+// approved revision, an import, an analysis report), once per report and
+// row, whichever daemon finds it first.
+package exposure
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/threatd/threatd/core"
+)
+
+// Kinds of exposure.
+const (
+	KindServed    = "served"    // a ledger row: the firewall served it
+	KindInventory = "inventory" // a project's latest scan lists it
+)
+
+// Exposure is one ledger row or inventory of a version a report refuses.
+type Exposure struct {
+	ID       int64
+	ThreatID string
+	Purl     string
+	Kind     string
+	// Ecosystem (the firewall's name: cargo for crates.io), Name (as the
+	// firewall folds it) and Version of the version.
+	Ecosystem, Name, Version string
+	User, TokenID, ClientIP  string
+	Project                  string
+	First, Last              time.Time
+	Count                    int64
+	FoundAt                  time.Time
+}
+
+// Item is one package version of a project's inventory, named as a
+// Package is.
+type Item struct {
+	Ecosystem, Name, Version, Purl string
+}
+
+// Inventory is a project's latest scan: what its lockfile or SBOM lists.
+type Inventory struct {
+	Project       string
+	User, TokenID string
+	ScannedAt     time.Time
+	Items         []Item
+}
+
+// MaxProject bounds a project's name; MaxItems the versions an inventory
+// keeps.
+const (
+	MaxProject = 200
+	MaxItems   = 100_000
+)
+
+// CheckProject validates a project's name: at most MaxProject
+// characters, no control characters.
+func CheckProject(name string) error {
+	if strings.TrimSpace(name) == "" || len([]rune(name)) > MaxProject || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return core.Invalid("project", "must be a name of 1 to %d characters without control characters", MaxProject)
+	}
+	return nil
+}
+
+// Found asks the store to record the exposures of some versions of one
+// package under a report (Store.RecordExposures).
+type Found struct {
+	ThreatID        string
+	Ecosystem, Name string
+	Versions        []string
+	At              time.Time
+	// Project, when set, limits the inventories to that project's (a
+	// scan that found the version already refused).
+	Project string
+}
+
+// Query selects exposures (Store.ListExposures), newest first.
+type Query struct {
+	ThreatID string
+	Since    time.Time
+	// User, when set, is the caller's: only their tokens' rows and their
+	// projects.
+	User string
+	// After is the ID of the last exposure of the page before (0: the
+	// first page).
+	After int64
+	Limit int
+}
+
+// MaxPage bounds a page of exposures.
+const MaxPage = 1000
+
+// Store keeps inventories and exposures.
+type Store interface {
+	// SaveInventory replaces a project's inventory.
+	SaveInventory(ctx context.Context, inv Inventory) error
+	// ExposedVersions lists the versions of a package that a ledger row
+	// or an inventory names (at most MaxItems).
+	ExposedVersions(ctx context.Context, p Package) ([]string, error)
+	// RecordExposures records the exposures of f's versions, each once
+	// per report and row, and returns how many are new.
+	RecordExposures(ctx context.Context, f Found) (int64, error)
+	// ListExposures returns a page of exposures, newest first; ErrInvalid
+	// for a limit outside 1..MaxPage.
+	ListExposures(ctx context.Context, q Query) ([]Exposure, error)
+	// ExposureCount counts a report's exposures.
+	ExposureCount(ctx context.Context, threatID string) (int64, error)
+}
+
+// Package names a package as the firewall does: its ecosystem's firewall
+// name (cargo for crates.io) and its folded name (firewall.FoldName).
+type Package struct{ Ecosystem, Name string }
+
+// String names an exposure for logs.
+func (e Exposure) String() string {
+	who := e.User
+	if e.Kind == KindInventory {
+		who = "project " + e.Project
+	}
+	return fmt.Sprintf("%s %s (%s)", e.Purl, who, e.Kind)
+}

@@ -1,0 +1,174 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/exposure"
+)
+
+type inventoryRow struct {
+	bun.BaseModel `bun:"table:inventories"`
+
+	Project   string    `bun:"project,pk"`
+	UserEmail string    `bun:"user_email,notnull"`
+	TokenID   string    `bun:"token_id,notnull"`
+	ScannedAt time.Time `bun:"scanned_at,notnull"`
+}
+
+type inventoryItemRow struct {
+	bun.BaseModel `bun:"table:inventory_items"`
+
+	Project   string `bun:"project,pk"`
+	Ecosystem string `bun:"ecosystem,pk"`
+	Name      string `bun:"name,pk"`
+	Version   string `bun:"version,pk"`
+	Purl      string `bun:"purl,notnull"`
+}
+
+type exposureRow struct {
+	bun.BaseModel `bun:"table:exposures"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	ThreatID  string    `bun:"threat_id,notnull"`
+	Kind      string    `bun:"kind,notnull"`
+	Ecosystem string    `bun:"ecosystem,notnull"`
+	Name      string    `bun:"name,notnull"`
+	Version   string    `bun:"version,notnull"`
+	Purl      string    `bun:"purl,notnull"`
+	UserEmail string    `bun:"user_email,notnull"`
+	TokenID   string    `bun:"token_id,notnull"`
+	ClientIP  string    `bun:"client_ip,notnull"`
+	Project   string    `bun:"project,notnull"`
+	FirstAt   time.Time `bun:"first_at,notnull"`
+	LastAt    time.Time `bun:"last_at,notnull"`
+	Count     int64     `bun:"count,notnull"`
+	FoundAt   time.Time `bun:"found_at,notnull"`
+	RowKey    string    `bun:"row_key,notnull"`
+}
+
+// SaveInventory replaces a project's inventory in one transaction.
+func (s *Store) SaveInventory(ctx context.Context, inv exposure.Inventory) error {
+	if err := exposure.CheckProject(inv.Project); err != nil {
+		return err
+	}
+	if len(inv.Items) > exposure.MaxItems {
+		return core.Invalid("items", "at most %d versions in one inventory", exposure.MaxItems)
+	}
+	items := make([]inventoryItemRow, 0, len(inv.Items))
+	seen := map[exposure.Item]bool{}
+	for _, it := range inv.Items {
+		key := exposure.Item{Ecosystem: it.Ecosystem, Name: it.Name, Version: it.Version}
+		if it.Ecosystem == "" || it.Name == "" || it.Version == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		items = append(items, inventoryItemRow{Project: inv.Project, Ecosystem: it.Ecosystem, Name: it.Name, Version: it.Version, Purl: it.Purl})
+	}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		row := inventoryRow{Project: inv.Project, UserEmail: inv.User, TokenID: inv.TokenID, ScannedAt: inv.ScannedAt.UTC()}
+		if _, err := tx.NewInsert().Model(&row).On("CONFLICT (project) DO UPDATE").
+			Set("user_email = EXCLUDED.user_email, token_id = EXCLUDED.token_id, scanned_at = EXCLUDED.scanned_at").Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Model((*inventoryItemRow)(nil)).Where("project = ?", inv.Project).Exec(ctx); err != nil {
+			return err
+		}
+		for start := 0; start < len(items); start += 1000 {
+			chunk := items[start:min(start+1000, len(items))]
+			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ExposedVersions reads the distinct versions of a package in the ledger
+// (its primary key's prefix) and the inventories (their package index).
+func (s *Store) ExposedVersions(ctx context.Context, p exposure.Package) ([]string, error) {
+	var out []string
+	err := s.db.NewSelect().TableExpr("(SELECT DISTINCT version FROM firewall_ledger WHERE ecosystem = ? AND name = ? UNION SELECT DISTINCT version FROM inventory_items WHERE ecosystem = ? AND name = ?) AS v",
+		p.Ecosystem, p.Name, p.Ecosystem, p.Name).Column("version").Limit(exposure.MaxItems).Scan(ctx, &out)
+	return out, err
+}
+
+// RecordExposures copies the ledger rows and inventories of the versions
+// into exposures, each once per report and row (the unique index).
+func (s *Store) RecordExposures(ctx context.Context, f exposure.Found) (int64, error) {
+	if f.ThreatID == "" || len(f.Versions) == 0 {
+		return 0, nil
+	}
+	if len(f.Versions) > exposure.MaxItems {
+		return 0, core.Invalid("versions", "at most %d", exposure.MaxItems)
+	}
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		n = 0
+		at := f.At.UTC()
+		res, err := tx.ExecContext(ctx, `INSERT INTO exposures (threat_id, kind, ecosystem, name, version, purl, user_email, token_id, client_ip, project, first_at, last_at, count, found_at, row_key)
+SELECT ?, ?, l.ecosystem, l.name, l.version, l.purl, l.user_email, l.token_id, l.client_ip, '', l.first_at, l.last_at, l.count, ?,
+  l.token_id || '|' || l.client_ip || '|' || CAST(l.day AS TEXT)
+FROM firewall_ledger AS l WHERE l.ecosystem = ? AND l.name = ? AND l.version IN (?) AND ? = ''
+ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindServed, at, f.Ecosystem, f.Name, bun.List(f.Versions), f.Project)
+		if err != nil {
+			return fmt.Errorf("exposures of the ledger: %w", err)
+		}
+		served, _ := res.RowsAffected()
+		res, err = tx.ExecContext(ctx, `INSERT INTO exposures (threat_id, kind, ecosystem, name, version, purl, user_email, token_id, client_ip, project, first_at, last_at, count, found_at, row_key)
+SELECT ?, ?, i.ecosystem, i.name, i.version, i.purl, inv.user_email, inv.token_id, '', i.project, inv.scanned_at, inv.scanned_at, 1, ?, i.project
+FROM inventory_items AS i JOIN inventories AS inv ON inv.project = i.project
+WHERE i.ecosystem = ? AND i.name = ? AND i.version IN (?) AND (? = '' OR i.project = ?)
+ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindInventory, at, f.Ecosystem, f.Name, bun.List(f.Versions), f.Project, f.Project)
+		if err != nil {
+			return fmt.Errorf("exposures of the inventories: %w", err)
+		}
+		listed, _ := res.RowsAffected()
+		n = served + listed
+		return nil
+	})
+	return n, err
+}
+
+// ListExposures reads a page newest first: a report's through the unique
+// index's prefix, a user's through theirs, else the primary key.
+func (s *Store) ListExposures(ctx context.Context, q exposure.Query) ([]exposure.Exposure, error) {
+	if err := core.CheckLimit(q.Limit, exposure.MaxPage); err != nil {
+		return nil, err
+	}
+	var rows []exposureRow
+	sel := s.db.NewSelect().Model(&rows)
+	if q.ThreatID != "" {
+		sel = sel.Where("threat_id = ?", q.ThreatID)
+	}
+	if q.User != "" {
+		sel = sel.Where("user_email = ?", q.User)
+	}
+	if !q.Since.IsZero() {
+		sel = sel.Where("found_at >= ?", q.Since.UTC())
+	}
+	if q.After > 0 {
+		sel = sel.Where("id < ?", q.After)
+	}
+	if err := sel.OrderExpr("id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]exposure.Exposure, len(rows))
+	for i, r := range rows {
+		out[i] = exposure.Exposure{ID: r.ID, ThreatID: r.ThreatID, Purl: r.Purl, Kind: r.Kind, Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version,
+			User: r.UserEmail, TokenID: r.TokenID, ClientIP: r.ClientIP, Project: r.Project, First: r.FirstAt.UTC(), Last: r.LastAt.UTC(), Count: r.Count, FoundAt: r.FoundAt.UTC()}
+	}
+	return out, nil
+}
+
+// ExposureCount counts a report's exposures (the unique index's prefix).
+func (s *Store) ExposureCount(ctx context.Context, threatID string) (int64, error) {
+	n, err := s.db.NewSelect().Model((*exposureRow)(nil)).Where("threat_id = ?", threatID).Count(ctx)
+	return int64(n), err
+}
+
+var _ exposure.Store = (*Store)(nil)
