@@ -72,7 +72,7 @@ func newRoot() *cobra.Command {
 	pf.String("storage-plugin", "", "storage plugin name (config storage.plugin)")
 	pf.String("storage-dsn", "", "storage address (config storage.dsn)")
 	pf.String("log-level", "", "log level: debug, info, warn, error (config log.level)")
-	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd(), scanCmd(), analyzeCmd(), analysisCmd(), webhookCmd(), firewallCmd(), campaignCmd(), versionCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), bootstrapCmd(), userCmd(), tokenCmd(), reviewCmd(), copyStorageCmd(), importCmd(), exportCmd(), scanCmd(), analyzeCmd(), analysisCmd(), exposureCmd(), webhookCmd(), firewallCmd(), campaignCmd(), versionCmd())
 	// A wrong flag names the command's usage and where its flags are
 	// (every subcommand inherits this).
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -82,6 +82,7 @@ that refuses).
 	f.String("fail-on", "any", "exit 1 when a package is malicious (any), or never (none)")
 	f.String("server", "", "a threatd daemon's API address, e.g. https://threatd.example.com/functions/v1 (or THREATD_URL)")
 	f.String("token", "", "an API token for --server (or THREATD_TOKEN)")
+	f.String("project", "", "with --server: keep the file's packages as this project's inventory, replacing its last (docs/exposure.md)")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return scanFailed(fmt.Errorf("%w\nUsage: %s\nRun '%s --help' for its flags", err, c.UseLine(), c.CommandPath()))
 	})
@@ -112,6 +113,10 @@ func runScan(cmd *cobra.Command, args []string) error {
 	if token == "" {
 		token = os.Getenv("THREATD_TOKEN")
 	}
+	project, _ := cmd.Flags().GetString("project")
+	if project != "" && (server == "" || len(args) != 1) {
+		return errors.New("--project keeps one file's packages as the project's inventory on a daemon: name --server (or THREATD_URL) and one lockfile or SBOM")
+	}
 	maxBytes := int64(scan.DefaultMaxBytes)
 	var cfg config.Config
 	if server == "" {
@@ -135,7 +140,7 @@ func runScan(cmd *cobra.Command, args []string) error {
 		err    error
 	)
 	if server != "" {
-		answer, site, err = scanRemote(cmd.Context(), server, token, inputs)
+		answer, site, err = scanRemote(cmd.Context(), server, token, project, inputs)
 	} else {
 		answer, site, err = scanLocal(cmd, cfg, inputs)
 	}
@@ -253,7 +258,7 @@ func scanLocal(cmd *cobra.Command, cfg config.Config, inputs []scanInput) (scan.
 
 // scanRemote sends each file to the daemon's POST /scan and merges the
 // answers.
-func scanRemote(ctx context.Context, server, token string, inputs []scanInput) (scan.Answer, string, error) {
+func scanRemote(ctx context.Context, server, token, project string, inputs []scanInput) (scan.Answer, string, error) {
 	base, err := url.Parse(strings.TrimSuffix(server, "/"))
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return scan.Answer{}, "", fmt.Errorf("--server must be the daemon's API address, e.g. https://threatd.example.com/functions/v1 (got %q)", server)
@@ -270,7 +275,11 @@ func scanRemote(ctx context.Context, server, token string, inputs []scanInput) (
 	for _, in := range inputs {
 		u := *base
 		u.Path += "/scan"
-		u.RawQuery = url.Values{"file": {in.name}, "format": {string(in.format)}}.Encode()
+		q := url.Values{"file": {in.name}, "format": {string(in.format)}}
+		if project != "" {
+			q.Set("project", project)
+		}
+		u.RawQuery = q.Encode()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(in.data))
 		if err != nil {
 			return scan.Answer{}, "", err

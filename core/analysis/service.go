@@ -48,6 +48,9 @@ type Service struct {
 	// Finished is called after each analysis (metrics, the firewall's
 	// holds); nil: nothing.
 	Finished func(k Key, r Result, took time.Duration)
+	// Reported is called with the report a suspicious version got (who
+	// already has it: exposure); nil: nothing.
+	Reported func(k Key, reportID string)
 
 	wake chan struct{}
 	once sync.Once
@@ -128,6 +131,9 @@ func (s *Service) analyse(ctx context.Context, j Job) {
 		id, err := s.Reporter.Report(ctx, k, r)
 		if err == nil {
 			err = s.Store.LinkAnalysisReport(ctx, ReportLink{Key: k, ReportID: id})
+		}
+		if err == nil && s.Reported != nil {
+			s.Reported(k, id)
 		}
 		if err != nil {
 			s.Log.Warn("analysis: filing the report of a suspicious version failed", "purl", k.Purl(), "err", err)

@@ -59,7 +59,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		add(http.MethodHead, DefaultBasePath+"/firewall/"+reg+"/{path}")
 	}
 	add(http.MethodPost, DefaultBasePath+"/firewall/npm/-/npm/v1/security/advisories/bulk")
-	for _, r := range append(s.firewallAdminRoutes(), s.analysisRoutes()...) {
+	for _, r := range append(append(s.firewallAdminRoutes(), s.analysisRoutes()...), s.exposureRoutes()...) {
 		add(r.method, DefaultBasePath+r.path)
 	}
 	add(http.MethodDelete, taxiiPrefix+"/api/collections/:collection/objects/:object/")

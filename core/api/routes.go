@@ -36,7 +36,7 @@ func (s *Server) routes(e *echo.Echo) {
 		s.add(api, route{method: http.MethodGet, path: r.Path, tier: r.Tier, handler: s.exportHandler(r)})
 	}
 	s.taxiiRoutes(e)
-	for _, r := range s.analysisRoutes() {
+	for _, r := range append(s.analysisRoutes(), s.exposureRoutes()...) {
 		s.add(api, r)
 	}
 	if s.opts.Firewall != nil {

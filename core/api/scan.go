@@ -14,6 +14,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/scan"
 )
 
@@ -30,8 +31,14 @@ func (s *Server) scanFile(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(qs, []string{"format", "file"}); err != nil {
+	if err := onlyParams(qs, []string{"format", "file", "project"}); err != nil {
 		return err
+	}
+	project, keep := qs.Get("project"), qs.Has("project")
+	if keep {
+		if err := exposure.CheckProject(project); err != nil {
+			return err
+		}
 	}
 	name := qs.Get("file")
 	if len(name) > 1024 || strings.IndexFunc(name, unicode.IsControl) >= 0 {
@@ -91,6 +98,11 @@ func (s *Server) scanFile(c *echo.Context) error {
 		found = append(found, m.ThreatIDs...)
 	}
 	s.opts.Seen.Add(found, community.SightingSourceScan, time.Now())
+	if keep {
+		if err := s.keepInventory(c, project, file, answer); err != nil {
+			return err
+		}
+	}
 	if acceptsSARIF(c.Request().Header.Get("Accept")) {
 		log, err := answer.SARIF(s.opts.Version, site)
 		if err != nil {
@@ -191,4 +203,31 @@ func humanBytes(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// keepInventory replaces the project's inventory with what the scan
+// listed (docs/exposure.md), and records as exposures the versions in it
+// that reports refuse already.
+func (s *Server) keepInventory(c *echo.Context, project string, file scan.File, answer scan.Answer) error {
+	ctx := c.Request().Context()
+	p := principal(c)
+	inv := exposure.Inventory{Project: project, User: p.User.Email, TokenID: p.Token.ID, ScannedAt: time.Now().UTC()}
+	for _, pkg := range file.Packages {
+		if pkg.Version != "" {
+			inv.Items = append(inv.Items, exposure.ItemOf(pkg.Registry, pkg.Name, pkg.Version, pkg.Purl))
+		}
+	}
+	if err := s.store.SaveInventory(ctx, inv); err != nil {
+		return err
+	}
+	for _, m := range answer.Malicious {
+		it := exposure.ItemOf(m.Ecosystem, m.Name, m.Version, m.Purl)
+		for _, id := range m.ThreatIDs {
+			if _, err := s.store.RecordExposures(ctx, exposure.Found{ThreatID: id, Ecosystem: it.Ecosystem, Name: it.Name, Versions: []string{m.Version},
+				At: inv.ScannedAt, Project: project}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

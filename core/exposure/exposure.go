@@ -9,11 +9,13 @@ package exposure
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // Kinds of exposure.
@@ -124,4 +126,16 @@ func (e Exposure) String() string {
 		who = "project " + e.Project
 	}
 	return fmt.Sprintf("%s %s (%s)", e.Purl, who, e.Kind)
+}
+
+// ItemOf names a scanned package version as inventories keep it (the
+// firewall's name of its registry, its name folded), with its purl.
+func ItemOf(registry, name, version, purl string) Item {
+	eco := firewall.FirewallName(registry)
+	if purl == "" {
+		if p := core.PackagePurl(registry, name); p != "" {
+			purl = p + "@" + url.PathEscape(version)
+		}
+	}
+	return Item{Ecosystem: eco, Name: firewall.FoldName(eco, name), Version: version, Purl: purl}
 }

@@ -21,9 +21,11 @@ import (
 
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/api"
 	"github.com/threatd/threatd/core/blocklist"
 	"github.com/threatd/threatd/core/community"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/feed"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/index"
@@ -131,7 +133,11 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	// The change feed's one fan-out: each page the follower reads goes to
 	// the block lists (and Suricata rules), the community counts and the
 	// SIEM, the published changes with their stored indicators.
-	subscribers := []index.Subscriber{lists, signals}
+	// Exposure: who already got a version a verification or a revision
+	// refuses (docs/exposure.md).
+	exposures := exposure.NewDetector(store, log)
+	d.add(service{"exposure", func(ctx context.Context) error { exposures.Run(ctx); return nil }})
+	subscribers := []index.Subscriber{lists, signals, exposures}
 	if toSIEM != nil {
 		subscribers = append(subscribers, toSIEM)
 	}
@@ -268,6 +274,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		recent, waivers = fw.Recent, fw.Waivers
 		// Package analysis of what the firewall fetches.
 		if an = startAnalysis(cfg, store, log, metrics, fw, &d.closers); an != nil {
+			an.service.Reported = func(k analysis.Key, reportID string) { exposures.Suspicious(k.Ecosystem, k.Name, k.Version, reportID) }
 			d.add(an.services()...)
 		}
 	}
