@@ -2500,6 +2500,31 @@ func exposureFromPB(m *pb.Exposure) exposure.Exposure {
 	}
 }
 
+// eventToPB sends a exposure.Event.
+func eventToPB(v exposure.Event) *pb.Event {
+	return &pb.Event{
+		ThreatID:  v.ThreatID,
+		Ecosystem: v.Ecosystem,
+		Total:     v.Total,
+		Body:      v.Body,
+		At:        ts(v.At),
+	}
+}
+
+// eventFromPB reads a exposure.Event (a nil message is the zero value).
+func eventFromPB(m *pb.Event) exposure.Event {
+	if m == nil {
+		return exposure.Event{}
+	}
+	return exposure.Event{
+		ThreatID:  m.ThreatID,
+		Ecosystem: m.Ecosystem,
+		Total:     m.Total,
+		Body:      m.Body,
+		At:        fromTS(m.At),
+	}
+}
+
 // accountDeletionToPB sends a core.AccountDeletion.
 func accountDeletionToPB(v core.AccountDeletion) *pb.AccountDeletion {
 	return &pb.AccountDeletion{

@@ -117,6 +117,7 @@ func TestEveryPortStructCrosses(t *testing.T) {
 	roundTrip(t, fill[exposure.Found](t), foundToPB, foundFromPB)
 	roundTrip(t, fill[exposure.Query](t), queryToPB, queryFromPB)
 	roundTrip(t, fill[exposure.Exposure](t), exposureToPB, exposureFromPB)
+	roundTrip(t, fill[exposure.Event](t), eventToPB, eventFromPB)
 	roundTrip(t, fill[core.AccountDeletion](t), accountDeletionToPB, accountDeletionFromPB)
 	roundTrip(t, fill[core.SubmitPolicy](t), submitPolicyToPB, submitPolicyFromPB)
 	roundTrip(t, fill[core.Details](t), detailsToPB, detailsFromPB)

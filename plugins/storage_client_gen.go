@@ -1272,3 +1272,13 @@ func (c *StorageClient) ExposureCount(ctx context.Context, p string) (int64, err
 	}
 	return r.Value, nil
 }
+
+// QueueExposureEvent is port.Store's, over the plugin protocol.
+func (c *StorageClient) QueueExposureEvent(ctx context.Context, p exposure.Event) (bool, error) {
+	var out bool
+	r, err := c.conn().QueueExposureEvent(ctx, eventToPB(p))
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return r.Value, nil
+}

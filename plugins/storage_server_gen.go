@@ -1184,3 +1184,10 @@ func (s *storageServer) ExposureCount(ctx context.Context, req *pb.ExposureCount
 		return &pb.ExposureCountReply{Value: r}, err
 	})
 }
+
+func (s *storageServer) QueueExposureEvent(ctx context.Context, req *pb.Event) (*pb.QueueExposureEventReply, error) {
+	return withStore(s, func(st port.Store) (*pb.QueueExposureEventReply, error) {
+		r, err := st.QueueExposureEvent(ctx, eventFromPB(req))
+		return &pb.QueueExposureEventReply{Value: r}, err
+	})
+}

@@ -63,6 +63,7 @@ var copyTables = []copyTable{
 	table[inventoryRow]("inventories", "project", ""),
 	table[inventoryItemRow]("inventory_items", "project, ecosystem, name, version", ""),
 	table[exposureRow]("exposures", "id", ""),
+	table[exposureEventRow]("exposure_events", "id", ""),
 }
 
 // exportBudget bounds one exported batch (a stream message), far below

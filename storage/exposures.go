@@ -171,4 +171,64 @@ func (s *Store) ExposureCount(ctx context.Context, threatID string) (int64, erro
 	return int64(n), err
 }
 
+type exposureEventRow struct {
+	bun.BaseModel `bun:"table:exposure_events"`
+
+	ID       int64     `bun:"id,pk,autoincrement"`
+	ThreatID string    `bun:"threat_id,notnull"`
+	At       time.Time `bun:"at,notnull"`
+}
+
+// exposureSeqBase numbers exposure events' deliveries apart from the
+// feed's (positive) and the firewall decisions' (-decision seq).
+const exposureSeqBase = int64(1) << 40
+
+// QueueExposureEvent records the report's event once (exposure_events'
+// unique threat_id), then queues it, with its body, for every
+// subscription that names exposure.found (and the report's ecosystem,
+// when it has one), as RecordDecisions does.
+func (s *Store) QueueExposureEvent(ctx context.Context, ev exposure.Event) (bool, error) {
+	queued := false
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row := exposureEventRow{ThreatID: ev.ThreatID, At: ev.At.UTC()}
+		res, err := tx.NewInsert().Model(&row).On("CONFLICT (threat_id) DO NOTHING").Returning("id").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		if row.ID == 0 {
+			if err := tx.NewSelect().Model(&row).Where("threat_id = ?", ev.ThreatID).Scan(ctx); err != nil {
+				return err
+			}
+		}
+		queued = true
+		seq := -(exposureSeqBase + row.ID)
+		var n int64
+		for _, q := range []struct {
+			where string
+			next  time.Time
+		}{{"IS NULL", ev.At.UTC()}, {"IS NOT NULL", parkedAt}} {
+			res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
+SELECT w.id, ?, ?, ?, 0, ?, 'pending', 0, ? FROM webhooks AS w
+WHERE w.on_exposure_found AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.ecosystem = ?)`,
+				seq, ev.ThreatID, exposure.EventFound, ev.At.UTC(), q.next, ev.Ecosystem)
+			if err != nil {
+				return fmt.Errorf("queue exposure events: %w", err)
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		if n > 0 {
+			p := payloadRow{Seq: seq, Payload: string(ev.Body)}
+			if _, err := tx.NewInsert().Model(&p).On("CONFLICT (seq) DO NOTHING").Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return queued, err
+}
+
 var _ exposure.Store = (*Store)(nil)

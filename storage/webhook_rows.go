@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/webhooks"
 )
@@ -24,6 +25,7 @@ type webhookRow struct {
 	OnKept         bool       `bun:"on_kept,notnull"`
 	OnFwBlocked    bool       `bun:"on_firewall_blocked,notnull"`
 	OnFwWarned     bool       `bun:"on_firewall_warned,notnull"`
+	OnExposure     bool       `bun:"on_exposure_found,notnull"`
 	Ecosystem      *string    `bun:"ecosystem"`
 	CreatedAt      time.Time  `bun:"created_at,notnull"`
 	CreatedBy      string     `bun:"created_by,notnull"`
@@ -44,6 +46,7 @@ func webhookToRow(w webhooks.Webhook) webhookRow {
 		OnKept:      slices.Contains(w.Events, core.ChangeKept),
 		OnFwBlocked: slices.Contains(w.Events, firewall.EventFirewallBlocked),
 		OnFwWarned:  slices.Contains(w.Events, firewall.EventFirewallWarned),
+		OnExposure:  slices.Contains(w.Events, exposure.EventFound),
 		Ecosystem:   optString(w.Ecosystem), CreatedAt: w.CreatedAt.UTC(), CreatedBy: w.CreatedBy,
 		FailingSince: optTime(w.FailingSince), LastSuccessAt: optTime(w.LastSuccess),
 		DisabledAt: optTime(w.DisabledAt), DisabledReason: optString(w.DisabledReason), Expired: w.Expired,
@@ -66,6 +69,9 @@ func (r webhookRow) domain() webhooks.Webhook {
 	}
 	if r.OnFwWarned {
 		w.Events = append(w.Events, firewall.EventFirewallWarned)
+	}
+	if r.OnExposure {
+		w.Events = append(w.Events, exposure.EventFound)
 	}
 	w.Ecosystem = deref(r.Ecosystem)
 	w.DisabledReason = deref(r.DisabledReason)

@@ -2,8 +2,10 @@ package main_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
@@ -22,7 +24,10 @@ func TestExposureClients(t *testing.T) {
 	u.PyPIProject(t, "exp-py", "1.0", "2.0")
 	u.GoModule(t, "example.com/expmod", "v1.0.0")
 	u.NPMPackage(t, "exp-never", "1.0.0", "1.0.0")
-	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+hookConfig+fwConfig(u))
+	recv, all := newReceiver(t), newReceiver(t)
+	_, secret := addWebhook(t, in, "--url", recv.srv.URL+"/hook", "--events", "exposure.found")
+	addWebhook(t, in, "--url", all.srv.URL+"/hook")
 	a1 := in.user("ana@example.com")
 	a2 := in.mustCLI("token", "issue", "--email", "ana@example.com")
 	a2 = strings.TrimSpace(a2)
@@ -73,6 +78,39 @@ func TestExposureClients(t *testing.T) {
 	}
 	if r := d.do("GET", base+"/account/exposure", a1, "").expect(t, 200, ""); len(r.body["exposures"].([]any)) != 2 {
 		t.Fatalf("ana sees %v", r.body)
+	}
+	// One exposure.found event a report, signed, to the subscription that
+	// names it; none to the one that does not.
+	var events []delivery
+	eventually(t, "the exposure.found events", func() bool {
+		events = nil
+		for _, x := range recv.deliveries() {
+			if x.Type == "exposure.found" {
+				events = append(events, x)
+			}
+		}
+		return len(events) == 2
+	})
+	for _, ev := range events {
+		if err := verifyWebhook(secret, http.Header{"Webhook-Id": {ev.ID}, "Webhook-Timestamp": {ev.Timestamp}, "Webhook-Signature": {ev.Signature}}, ev.Body, time.Now()); err != nil {
+			t.Fatalf("signature: %v", err)
+		}
+		var body struct {
+			Data struct {
+				ThreatID  string           `json:"threat_id"`
+				Total     int              `json:"total"`
+				Exposures []map[string]any `json:"exposures"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(ev.Body, &body); err != nil || body.Data.Total != 1 || len(body.Data.Exposures) != 1 ||
+			(body.Data.ThreatID != npmReport && body.Data.ThreatID != pyReport) || body.Data.Exposures[0]["user"] != "ana@example.com" {
+			t.Fatalf("event %s: %v", ev.Body, err)
+		}
+	}
+	for _, x := range all.deliveries() {
+		if x.Type == "exposure.found" {
+			t.Fatalf("a subscription without exposure.found got %s", x.Body)
+		}
 	}
 	var listed []map[string]any
 	if err := json.Unmarshal([]byte(in.mustCLI("exposure", npmReport, "--json")), &listed); err != nil || len(listed) != 1 || listed[0]["user"] != "ana@example.com" {

@@ -19,27 +19,8 @@ func (s *Server) exposureRoutes() []route {
 	}
 }
 
-// ExposureJSON is an exposure as the API shows it (docs/exposure.md).
-type ExposureJSON struct {
-	ExposureID string    `json:"exposure_id"`
-	ThreatID   string    `json:"threat_id"`
-	Purl       string    `json:"purl"`
-	Kind       string    `json:"kind"`
-	User       string    `json:"user"`
-	TokenID    string    `json:"token_id"`
-	ClientIP   string    `json:"client_ip"`
-	Project    string    `json:"project"`
-	First      time.Time `json:"first"`
-	Last       time.Time `json:"last"`
-	Count      int64     `json:"count"`
-	FoundAt    time.Time `json:"found_at"`
-}
-
 // ShowExposure is e as the API shows it.
-func ShowExposure(e exposure.Exposure) ExposureJSON {
-	return ExposureJSON{ExposureID: strconv.FormatInt(e.ID, 10), ThreatID: e.ThreatID, Purl: e.Purl, Kind: e.Kind, User: e.User, TokenID: e.TokenID,
-		ClientIP: e.ClientIP, Project: e.Project, First: e.First, Last: e.Last, Count: e.Count, FoundAt: e.FoundAt}
-}
+func ShowExposure(e exposure.Exposure) exposure.JSON { return exposure.Show(e) }
 
 // exposureQuery reads threat_id, since, cursor and limit.
 func (s *Server) exposureQuery(c *echo.Context, allowThreat bool) (exposure.Query, error) {
@@ -102,7 +83,7 @@ func (s *Server) exposurePage(c *echo.Context, q exposure.Query) error {
 	if err != nil {
 		return err
 	}
-	out := make([]ExposureJSON, len(es))
+	out := make([]exposure.JSON, len(es))
 	for i, e := range es {
 		out[i] = ShowExposure(e)
 	}

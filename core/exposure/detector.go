@@ -21,9 +21,9 @@ const detectorQueue = 10_000
 type Detector struct {
 	Store Store
 	Log   *slog.Logger
-	// Found, when set, is told the reports that got new exposures, with
-	// how many (the webhook and syslog events).
-	Found func(threatID string, n int64)
+	// Found, when set, is told each report's exposure.found event once,
+	// when it is queued for the webhooks (syslog).
+	Found func(ev Event)
 
 	in chan job
 }
@@ -108,9 +108,29 @@ func (d *Detector) find(ctx context.Context, j job) error {
 	}
 	if n > 0 {
 		d.Log.Warn("exposure found: a version a report refuses was served or is in a project's lockfile", "threat_id", t.ID, "package", p.Name, "ecosystem", p.Ecosystem, "exposures", n)
-		if d.Found != nil {
-			d.Found(t.ID, n)
-		}
+		return d.event(ctx, t.ID, t.Registry)
 	}
 	return nil
+}
+
+// event queues a report's exposure.found event: its first
+// MaxEventExposures exposures and their total.
+func (d *Detector) event(ctx context.Context, threatID, registry string) error {
+	es, err := d.Store.ListExposures(ctx, Query{ThreatID: threatID, Limit: MaxEventExposures})
+	if err != nil {
+		return err
+	}
+	total, err := d.Store.ExposureCount(ctx, threatID)
+	if err != nil {
+		return err
+	}
+	ev := Event{ThreatID: threatID, Ecosystem: registry, Total: total, At: time.Now().UTC()}
+	if ev.Body, err = EventBody(ev, es); err != nil {
+		return err
+	}
+	queued, err := d.Store.QueueExposureEvent(ctx, ev)
+	if err == nil && queued && d.Found != nil {
+		d.Found(ev)
+	}
+	return err
 }

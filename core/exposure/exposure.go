@@ -8,8 +8,10 @@ package exposure
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -17,6 +19,24 @@ import (
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
 )
+
+// EventFound is the event of a report's exposures (webhooks, syslog).
+const EventFound = "exposure.found"
+
+// MaxEventExposures bounds the exposures an event carries (its total
+// says how many there are).
+const MaxEventExposures = 1000
+
+// Event is a report's exposure.found event, made once per report.
+type Event struct {
+	ThreatID string
+	// Ecosystem is the report's registry (a subscription's filter).
+	Ecosystem string
+	Total     int64
+	// Body is the event's JSON, as webhooks send it.
+	Body []byte
+	At   time.Time
+}
 
 // Kinds of exposure.
 const (
@@ -113,6 +133,10 @@ type Store interface {
 	ListExposures(ctx context.Context, q Query) ([]Exposure, error)
 	// ExposureCount counts a report's exposures.
 	ExposureCount(ctx context.Context, threatID string) (int64, error)
+	// QueueExposureEvent queues a report's exposure.found event for the
+	// subscriptions that name it, once per report: false when the report
+	// had one already.
+	QueueExposureEvent(ctx context.Context, ev Event) (bool, error)
 }
 
 // Package names a package as the firewall does: its ecosystem's firewall
@@ -138,4 +162,44 @@ func ItemOf(registry, name, version, purl string) Item {
 		}
 	}
 	return Item{Ecosystem: eco, Name: firewall.FoldName(eco, name), Version: version, Purl: purl}
+}
+
+// JSON is an exposure as the API, the webhooks and syslog show it.
+type JSON struct {
+	ExposureID string    `json:"exposure_id"`
+	ThreatID   string    `json:"threat_id"`
+	Purl       string    `json:"purl"`
+	Kind       string    `json:"kind"`
+	User       string    `json:"user"`
+	TokenID    string    `json:"token_id"`
+	ClientIP   string    `json:"client_ip"`
+	Project    string    `json:"project"`
+	First      time.Time `json:"first"`
+	Last       time.Time `json:"last"`
+	Count      int64     `json:"count"`
+	FoundAt    time.Time `json:"found_at"`
+}
+
+// Show is e as the API shows it.
+func Show(e Exposure) JSON {
+	return JSON{ExposureID: strconv.FormatInt(e.ID, 10), ThreatID: e.ThreatID, Purl: e.Purl, Kind: e.Kind, User: e.User, TokenID: e.TokenID,
+		ClientIP: e.ClientIP, Project: e.Project, First: e.First, Last: e.Last, Count: e.Count, FoundAt: e.FoundAt}
+}
+
+// EventBody is the exposure.found event's JSON: {"type", "timestamp",
+// "data": {"threat_id", "total", "exposures"}}.
+func EventBody(ev Event, es []Exposure) ([]byte, error) {
+	shown := make([]JSON, len(es))
+	for i, e := range es {
+		shown[i] = Show(e)
+	}
+	return json.Marshal(struct {
+		Type      string `json:"type"`
+		Timestamp string `json:"timestamp"`
+		Data      any    `json:"data"`
+	}{EventFound, ev.At.UTC().Format(time.RFC3339Nano), struct {
+		ThreatID  string `json:"threat_id"`
+		Total     int64  `json:"total"`
+		Exposures []JSON `json:"exposures"`
+	}{ev.ThreatID, ev.Total, shown}})
 }

@@ -96,6 +96,23 @@ func (s *Service) host() (string, int) {
 	return s.hostname, s.pid
 }
 
+// ExposureEvent is a report's exposure.found event: its webhook body, the
+// number of exposures.
+func ExposureEvent(threatID string, total int64, body []byte, at time.Time) Event {
+	return Event{Kind: "exposure.found", At: at, Severity: "high",
+		Name: fmt.Sprintf("exposure.found %s: %d exposures", threatID, total),
+		Ext:  labelled([]KV{{"act", "exposure.found"}, {"cs1Label", "threatId"}, {"cs1", threatID}, {"cn1Label", "exposures"}, {"cn1", fmt.Sprint(total)}}),
+		JSON: body}
+}
+
+// Exposure sends a report's exposure.found event (never waits).
+func (s *Service) Exposure(threatID string, total int64, body []byte, at time.Time) {
+	if s == nil {
+		return
+	}
+	s.send(ExposureEvent(threatID, total, body, at))
+}
+
 // Decision sends a firewall decision (the recorder's hook: never waits).
 func (s *Service) Decision(d firewall.FirewallDecision) {
 	if s == nil {

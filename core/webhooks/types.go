@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 )
 
@@ -116,10 +117,11 @@ func NewWebhook(rawURL string, events []string, ecosystem, createdBy string, now
 			continue
 		}
 		kind := strings.TrimPrefix(e, "threat.")
-		if e == firewall.EventFirewallBlocked || e == firewall.EventFirewallWarned {
+		if e == firewall.EventFirewallBlocked || e == firewall.EventFirewallWarned || e == exposure.EventFound {
 			kind = e
 		} else if !slices.Contains(WebhookEvents, EventType(kind)) {
-			return Webhook{}, core.Invalid("events", "unknown event %q: events are %s, %s, %s", e, strings.Join(WebhookEvents, ", "), firewall.EventFirewallBlocked, firewall.EventFirewallWarned)
+			return Webhook{}, core.Invalid("events", "unknown event %q: events are %s, %s, %s, %s", e, strings.Join(WebhookEvents, ", "),
+				firewall.EventFirewallBlocked, firewall.EventFirewallWarned, exposure.EventFound)
 		}
 		if !slices.Contains(w.Events, kind) {
 			w.Events = append(w.Events, kind)

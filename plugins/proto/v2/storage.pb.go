@@ -3948,6 +3948,50 @@ func (x *ExposureCountReply) GetValue() int64 {
 	return 0
 }
 
+type QueueExposureEventReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         bool                   `protobuf:"varint,1,opt,name=Value,proto3" json:"Value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueExposureEventReply) Reset() {
+	*x = QueueExposureEventReply{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueExposureEventReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueExposureEventReply) ProtoMessage() {}
+
+func (x *QueueExposureEventReply) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueExposureEventReply.ProtoReflect.Descriptor instead.
+func (*QueueExposureEventReply) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *QueueExposureEventReply) GetValue() bool {
+	if x != nil {
+		return x.Value
+	}
+	return false
+}
+
 // User is an account that owns API tokens and submits reports.
 type User struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -3967,7 +4011,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3979,7 +4023,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3992,7 +4036,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *User) GetID() string {
@@ -4077,7 +4121,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4089,7 +4133,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4102,7 +4146,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -4132,7 +4176,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4144,7 +4188,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4157,7 +4201,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -4192,7 +4236,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4204,7 +4248,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4217,7 +4261,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -4251,7 +4295,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4307,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4320,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Token) GetID() string {
@@ -4347,7 +4391,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4359,7 +4403,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4372,7 +4416,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -4400,7 +4444,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4456,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4469,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -4454,7 +4498,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4510,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4523,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -4509,7 +4553,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4521,7 +4565,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4534,7 +4578,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *Session) GetHash() string {
@@ -4577,7 +4621,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4589,7 +4633,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4602,7 +4646,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -4638,7 +4682,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +4694,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +4707,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -4736,7 +4780,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4748,7 +4792,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4761,7 +4805,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -4811,7 +4855,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4823,7 +4867,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4836,7 +4880,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -4886,7 +4930,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4898,7 +4942,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4911,7 +4955,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *Threat) GetID() string {
@@ -5088,7 +5132,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5144,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5157,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -5151,7 +5195,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5163,7 +5207,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5176,7 +5220,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -5227,7 +5271,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5239,7 +5283,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5252,7 +5296,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -5292,7 +5336,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5304,7 +5348,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5317,7 +5361,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *Review) GetThreatID() string {
@@ -5382,7 +5426,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5394,7 +5438,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5407,7 +5451,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *Duplicate) GetUserID() string {
@@ -5450,7 +5494,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5462,7 +5506,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5475,7 +5519,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -5567,7 +5611,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5579,7 +5623,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5592,7 +5636,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -5677,7 +5721,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5689,7 +5733,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5702,7 +5746,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -5737,7 +5781,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5749,7 +5793,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5762,7 +5806,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -5848,7 +5892,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5860,7 +5904,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5873,7 +5917,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *Revision) GetID() string {
@@ -5966,7 +6010,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5978,7 +6022,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5991,7 +6035,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -6038,7 +6082,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6050,7 +6094,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6063,7 +6107,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *Summary) GetID() string {
@@ -6140,7 +6184,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6152,7 +6196,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6165,7 +6209,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -6287,7 +6331,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6299,7 +6343,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6312,7 +6356,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -6364,7 +6408,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6376,7 +6420,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6389,7 +6433,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -6480,7 +6524,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6492,7 +6536,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6505,7 +6549,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -6540,7 +6584,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6552,7 +6596,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6565,7 +6609,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -6621,7 +6665,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6633,7 +6677,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6646,7 +6690,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -6680,7 +6724,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6692,7 +6736,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6705,7 +6749,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -6758,7 +6802,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6770,7 +6814,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6783,7 +6827,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -6834,7 +6878,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6846,7 +6890,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6859,7 +6903,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -6903,7 +6947,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6915,7 +6959,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6928,7 +6972,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -6965,7 +7009,7 @@ type ImportedIDQuery struct {
 
 func (x *ImportedIDQuery) Reset() {
 	*x = ImportedIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6977,7 +7021,7 @@ func (x *ImportedIDQuery) String() string {
 func (*ImportedIDQuery) ProtoMessage() {}
 
 func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6990,7 +7034,7 @@ func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedIDQuery.ProtoReflect.Descriptor instead.
 func (*ImportedIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ImportedIDQuery) GetSource() string {
@@ -7027,7 +7071,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7039,7 +7083,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7052,7 +7096,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -7095,7 +7139,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7107,7 +7151,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7120,7 +7164,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -7157,7 +7201,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7169,7 +7213,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7182,7 +7226,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -7225,7 +7269,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7237,7 +7281,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7250,7 +7294,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -7280,7 +7324,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7292,7 +7336,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7305,7 +7349,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -7340,7 +7384,7 @@ type RuleIDQuery struct {
 
 func (x *RuleIDQuery) Reset() {
 	*x = RuleIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7352,7 +7396,7 @@ func (x *RuleIDQuery) String() string {
 func (*RuleIDQuery) ProtoMessage() {}
 
 func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7365,7 +7409,7 @@ func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
 func (*RuleIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *RuleIDQuery) GetRules() []*RuleBasis {
@@ -7394,7 +7438,7 @@ type RuleID struct {
 
 func (x *RuleID) Reset() {
 	*x = RuleID{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7406,7 +7450,7 @@ func (x *RuleID) String() string {
 func (*RuleID) ProtoMessage() {}
 
 func (x *RuleID) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7419,7 +7463,7 @@ func (x *RuleID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
 func (*RuleID) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *RuleID) GetIndicator() string {
@@ -7470,7 +7514,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7482,7 +7526,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7495,7 +7539,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *Webhook) GetID() string {
@@ -7624,7 +7668,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7636,7 +7680,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7649,7 +7693,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -7702,7 +7746,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7714,7 +7758,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7727,7 +7771,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -7830,7 +7874,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7842,7 +7886,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7855,7 +7899,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -7898,7 +7942,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7910,7 +7954,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7923,7 +7967,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -7959,7 +8003,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7971,7 +8015,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7984,7 +8028,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -8061,7 +8105,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8073,7 +8117,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8086,7 +8130,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -8114,7 +8158,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8126,7 +8170,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8139,7 +8183,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -8175,7 +8219,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8187,7 +8231,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8200,7 +8244,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *Waiver) GetID() string {
@@ -8291,7 +8335,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8303,7 +8347,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8316,7 +8360,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -8437,7 +8481,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8449,7 +8493,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8462,7 +8506,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -8498,7 +8542,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8510,7 +8554,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8523,7 +8567,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -8563,7 +8607,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8575,7 +8619,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8588,7 +8632,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -8648,7 +8692,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8660,7 +8704,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8673,7 +8717,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -8711,7 +8755,7 @@ type DigestPin struct {
 
 func (x *DigestPin) Reset() {
 	*x = DigestPin{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8723,7 +8767,7 @@ func (x *DigestPin) String() string {
 func (*DigestPin) ProtoMessage() {}
 
 func (x *DigestPin) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8736,7 +8780,7 @@ func (x *DigestPin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestPin.ProtoReflect.Descriptor instead.
 func (*DigestPin) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *DigestPin) GetThreatID() string {
@@ -8782,7 +8826,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8794,7 +8838,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8807,7 +8851,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *LedgerEntry) GetEcosystem() string {
@@ -8897,7 +8941,7 @@ type LedgerTrim struct {
 
 func (x *LedgerTrim) Reset() {
 	*x = LedgerTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8909,7 +8953,7 @@ func (x *LedgerTrim) String() string {
 func (*LedgerTrim) ProtoMessage() {}
 
 func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8922,7 +8966,7 @@ func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerTrim.ProtoReflect.Descriptor instead.
 func (*LedgerTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *LedgerTrim) GetBefore() *timestamppb.Timestamp {
@@ -8946,7 +8990,7 @@ type LedgerQuery struct {
 
 func (x *LedgerQuery) Reset() {
 	*x = LedgerQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8958,7 +9002,7 @@ func (x *LedgerQuery) String() string {
 func (*LedgerQuery) ProtoMessage() {}
 
 func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8971,7 +9015,7 @@ func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerQuery.ProtoReflect.Descriptor instead.
 func (*LedgerQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *LedgerQuery) GetEcosystem() string {
@@ -9021,7 +9065,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9033,7 +9077,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9046,7 +9090,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -9083,7 +9127,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9095,7 +9139,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9108,7 +9152,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -9155,7 +9199,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9167,7 +9211,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9180,7 +9224,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *Sighting) GetID() string {
@@ -9281,7 +9325,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9293,7 +9337,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9306,7 +9350,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -9349,7 +9393,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9361,7 +9405,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9374,7 +9418,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -9410,7 +9454,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9422,7 +9466,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9435,7 +9479,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -9478,7 +9522,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9490,7 +9534,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9503,7 +9547,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -9585,7 +9629,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9597,7 +9641,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9610,7 +9654,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -9650,7 +9694,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9662,7 +9706,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9675,7 +9719,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -9739,7 +9783,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9751,7 +9795,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9764,7 +9808,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -9795,7 +9839,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9807,7 +9851,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9820,7 +9864,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -9862,7 +9906,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9874,7 +9918,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9887,7 +9931,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -9917,7 +9961,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9929,7 +9973,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9942,7 +9986,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -9997,7 +10041,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10009,7 +10053,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10022,7 +10066,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *Campaign) GetID() string {
@@ -10130,7 +10174,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10142,7 +10186,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10155,7 +10199,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -10247,7 +10291,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10259,7 +10303,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10272,7 +10316,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -10307,7 +10351,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10319,7 +10363,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10332,7 +10376,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -10361,7 +10405,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10373,7 +10417,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10386,7 +10430,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -10423,7 +10467,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10435,7 +10479,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10448,7 +10492,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -10487,7 +10531,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10499,7 +10543,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10512,7 +10556,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *ReportText) GetID() string {
@@ -10573,7 +10617,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10585,7 +10629,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10598,7 +10642,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *QueueRequest) GetJobs() []*Job {
@@ -10641,7 +10685,7 @@ type QueueResult struct {
 
 func (x *QueueResult) Reset() {
 	*x = QueueResult{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10653,7 +10697,7 @@ func (x *QueueResult) String() string {
 func (*QueueResult) ProtoMessage() {}
 
 func (x *QueueResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10666,7 +10710,7 @@ func (x *QueueResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueResult.ProtoReflect.Descriptor instead.
 func (*QueueResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *QueueResult) GetQueued() int64 {
@@ -10704,7 +10748,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10716,7 +10760,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10729,7 +10773,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *Claim) GetHolder() string {
@@ -10776,7 +10820,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10788,7 +10832,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10801,7 +10845,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *Job) GetEcosystem() string {
@@ -10860,7 +10904,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10872,7 +10916,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10885,7 +10929,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *Outcome) GetKey() *Key {
@@ -10939,7 +10983,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10951,7 +10995,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10964,7 +11008,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
 }
 
 func (x *Entry) GetJob() *Job {
@@ -11028,7 +11072,7 @@ type ReportLink struct {
 
 func (x *ReportLink) Reset() {
 	*x = ReportLink{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11040,7 +11084,7 @@ func (x *ReportLink) String() string {
 func (*ReportLink) ProtoMessage() {}
 
 func (x *ReportLink) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11053,7 +11097,7 @@ func (x *ReportLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLink.ProtoReflect.Descriptor instead.
 func (*ReportLink) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
 }
 
 func (x *ReportLink) GetKey() *Key {
@@ -11082,7 +11126,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11094,7 +11138,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11107,7 +11151,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
 }
 
 func (x *Key) GetEcosystem() string {
@@ -11141,7 +11185,7 @@ type HoldQuery struct {
 
 func (x *HoldQuery) Reset() {
 	*x = HoldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11153,7 +11197,7 @@ func (x *HoldQuery) String() string {
 func (*HoldQuery) ProtoMessage() {}
 
 func (x *HoldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11166,7 +11210,7 @@ func (x *HoldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldQuery.ProtoReflect.Descriptor instead.
 func (*HoldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
 }
 
 func (x *HoldQuery) GetLimit() int64 {
@@ -11193,7 +11237,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11205,7 +11249,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11218,7 +11262,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *Hold) GetKey() *Key {
@@ -11281,7 +11325,7 @@ type QueueLength struct {
 
 func (x *QueueLength) Reset() {
 	*x = QueueLength{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11293,7 +11337,7 @@ func (x *QueueLength) String() string {
 func (*QueueLength) ProtoMessage() {}
 
 func (x *QueueLength) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11306,7 +11350,7 @@ func (x *QueueLength) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLength.ProtoReflect.Descriptor instead.
 func (*QueueLength) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
 }
 
 func (x *QueueLength) GetQueued() int64 {
@@ -11338,7 +11382,7 @@ type Inventory struct {
 
 func (x *Inventory) Reset() {
 	*x = Inventory{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11350,7 +11394,7 @@ func (x *Inventory) String() string {
 func (*Inventory) ProtoMessage() {}
 
 func (x *Inventory) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11363,7 +11407,7 @@ func (x *Inventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Inventory.ProtoReflect.Descriptor instead.
 func (*Inventory) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
 }
 
 func (x *Inventory) GetProject() string {
@@ -11420,7 +11464,7 @@ type Package struct {
 
 func (x *Package) Reset() {
 	*x = Package{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11432,7 +11476,7 @@ func (x *Package) String() string {
 func (*Package) ProtoMessage() {}
 
 func (x *Package) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11445,7 +11489,7 @@ func (x *Package) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Package.ProtoReflect.Descriptor instead.
 func (*Package) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
 }
 
 func (x *Package) GetEcosystem() string {
@@ -11479,7 +11523,7 @@ type Found struct {
 
 func (x *Found) Reset() {
 	*x = Found{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11491,7 +11535,7 @@ func (x *Found) String() string {
 func (*Found) ProtoMessage() {}
 
 func (x *Found) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11504,7 +11548,7 @@ func (x *Found) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Found.ProtoReflect.Descriptor instead.
 func (*Found) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
 }
 
 func (x *Found) GetThreatID() string {
@@ -11570,7 +11614,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11582,7 +11626,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11595,7 +11639,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
 }
 
 func (x *Query) GetThreatID() string {
@@ -11657,7 +11701,7 @@ type Exposure struct {
 
 func (x *Exposure) Reset() {
 	*x = Exposure{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11669,7 +11713,7 @@ func (x *Exposure) String() string {
 func (*Exposure) ProtoMessage() {}
 
 func (x *Exposure) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11682,7 +11726,7 @@ func (x *Exposure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exposure.ProtoReflect.Descriptor instead.
 func (*Exposure) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
 }
 
 func (x *Exposure) GetID() int64 {
@@ -11790,6 +11834,83 @@ func (x *Exposure) GetFoundAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Event is a report's exposure.found event, made once per report.
+type Event struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ThreatID      string                 `protobuf:"bytes,1,opt,name=ThreatID,proto3" json:"ThreatID,omitempty"`
+	Ecosystem     string                 `protobuf:"bytes,2,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
+	Total         int64                  `protobuf:"varint,3,opt,name=Total,proto3" json:"Total,omitempty"`
+	Body          []byte                 `protobuf:"bytes,4,opt,name=Body,proto3" json:"Body,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=At,proto3" json:"At,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
+}
+
+func (x *Event) GetThreatID() string {
+	if x != nil {
+		return x.ThreatID
+	}
+	return ""
+}
+
+func (x *Event) GetEcosystem() string {
+	if x != nil {
+		return x.Ecosystem
+	}
+	return ""
+}
+
+func (x *Event) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Event) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *Event) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 // AccountDeletion is what deleting an account writes. The user's pending
 // reports are withdrawn (rejected, with Note, by ActorName) and their
 // pending revisions rejected; tokens are revoked and sessions ended; the
@@ -11808,7 +11929,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11820,7 +11941,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11833,7 +11954,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{193}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -11878,7 +11999,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11890,7 +12011,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11903,7 +12024,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{194}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -11964,7 +12085,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11976,7 +12097,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11989,7 +12110,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{193}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{195}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -12119,7 +12240,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12131,7 +12252,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12144,7 +12265,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{194}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{196}
 }
 
 func (x *IOC) GetType() string {
@@ -12208,7 +12329,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12220,7 +12341,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12233,7 +12354,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{195}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{197}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -12263,7 +12384,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12275,7 +12396,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12288,7 +12409,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{196}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{198}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -12318,7 +12439,7 @@ type RuleBasis struct {
 
 func (x *RuleBasis) Reset() {
 	*x = RuleBasis{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12330,7 +12451,7 @@ func (x *RuleBasis) String() string {
 func (*RuleBasis) ProtoMessage() {}
 
 func (x *RuleBasis) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12343,7 +12464,7 @@ func (x *RuleBasis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
 func (*RuleBasis) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{197}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{199}
 }
 
 func (x *RuleBasis) GetIndicator() string {
@@ -12373,7 +12494,7 @@ type LedgerCursor struct {
 
 func (x *LedgerCursor) Reset() {
 	*x = LedgerCursor{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12385,7 +12506,7 @@ func (x *LedgerCursor) String() string {
 func (*LedgerCursor) ProtoMessage() {}
 
 func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12398,7 +12519,7 @@ func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerCursor.ProtoReflect.Descriptor instead.
 func (*LedgerCursor) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{198}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{200}
 }
 
 func (x *LedgerCursor) GetVersion() string {
@@ -12444,7 +12565,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12456,7 +12577,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12469,7 +12590,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{199}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{201}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -12523,7 +12644,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12535,7 +12656,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12548,7 +12669,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{200}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{202}
 }
 
 func (x *Result) GetVerdict() string {
@@ -12616,7 +12737,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12628,7 +12749,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12641,7 +12762,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{201}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{203}
 }
 
 func (x *Finding) GetRule() string {
@@ -12707,7 +12828,7 @@ type Item struct {
 
 func (x *Item) Reset() {
 	*x = Item{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12719,7 +12840,7 @@ func (x *Item) String() string {
 func (*Item) ProtoMessage() {}
 
 func (x *Item) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12732,7 +12853,7 @@ func (x *Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Item.ProtoReflect.Descriptor instead.
 func (*Item) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{202}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{204}
 }
 
 func (x *Item) GetEcosystem() string {
@@ -12798,7 +12919,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12810,7 +12931,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12823,7 +12944,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{203}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{205}
 }
 
 func (x *Submission) GetReportType() string {
@@ -13152,7 +13273,9 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x14ExposureCountRequest\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\"*\n" +
 	"\x12ExposureCountReply\x12\x14\n" +
-	"\x05Value\x18\x01 \x01(\x03R\x05Value\"\x88\x03\n" +
+	"\x05Value\x18\x01 \x01(\x03R\x05Value\"/\n" +
+	"\x17QueueExposureEventReply\x12\x14\n" +
+	"\x05Value\x18\x01 \x01(\bR\x05Value\"\x88\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x14\n" +
 	"\x05Email\x18\x02 \x01(\tR\x05Email\x12\x12\n" +
@@ -13860,7 +13983,13 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x05First\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x05First\x12.\n" +
 	"\x04Last\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x04Last\x12\x14\n" +
 	"\x05Count\x18\x0e \x01(\x03R\x05Count\x124\n" +
-	"\aFoundAt\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aFoundAt\"m\n" +
+	"\aFoundAt\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aFoundAt\"\x97\x01\n" +
+	"\x05Event\x12\x1a\n" +
+	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x12\x1c\n" +
+	"\tEcosystem\x18\x02 \x01(\tR\tEcosystem\x12\x14\n" +
+	"\x05Total\x18\x03 \x01(\x03R\x05Total\x12\x12\n" +
+	"\x04Body\x18\x04 \x01(\fR\x04Body\x12*\n" +
+	"\x02At\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\"m\n" +
 	"\x0fAccountDeletion\x12\x14\n" +
 	"\x05Email\x18\x01 \x01(\tR\x05Email\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x12\n" +
@@ -13985,7 +14114,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xd5G\n" +
+	"\x0e_DownloadCount2\xb1H\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -14101,7 +14230,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x0fExposedVersions\x12\x1a.threatd.plugin.v2.Package\x1a'.threatd.plugin.v2.ExposedVersionsReply\x12T\n" +
 	"\x0fRecordExposures\x12\x18.threatd.plugin.v2.Found\x1a'.threatd.plugin.v2.RecordExposuresReply\x12H\n" +
 	"\rListExposures\x12\x18.threatd.plugin.v2.Query\x1a\x1b.threatd.plugin.v2.Exposure0\x01\x12_\n" +
-	"\rExposureCount\x12'.threatd.plugin.v2.ExposureCountRequest\x1a%.threatd.plugin.v2.ExposureCountReplyB6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
+	"\rExposureCount\x12'.threatd.plugin.v2.ExposureCountRequest\x1a%.threatd.plugin.v2.ExposureCountReply\x12Z\n" +
+	"\x12QueueExposureEvent\x12\x18.threatd.plugin.v2.Event\x1a*.threatd.plugin.v2.QueueExposureEventReplyB6Z4github.com/threatd/threatd/plugins/proto/v2;pluginv2b\x06proto3"
 
 var (
 	file_plugins_proto_v2_storage_proto_rawDescOnce sync.Once
@@ -14115,7 +14245,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 211)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 213)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -14210,499 +14340,504 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*RecordExposuresReply)(nil),        // 90: threatd.plugin.v2.RecordExposuresReply
 	(*ExposureCountRequest)(nil),        // 91: threatd.plugin.v2.ExposureCountRequest
 	(*ExposureCountReply)(nil),          // 92: threatd.plugin.v2.ExposureCountReply
-	(*User)(nil),                        // 93: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 94: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 95: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 96: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 97: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 98: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 99: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 100: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 101: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 102: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 103: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 104: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 105: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 106: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 107: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 108: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 109: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 110: threatd.plugin.v2.Review
-	(*Duplicate)(nil),                   // 111: threatd.plugin.v2.Duplicate
-	(*ReviewEvent)(nil),                 // 112: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 113: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 114: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 115: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 116: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 117: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 118: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 119: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 120: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 121: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 122: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 123: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 124: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 125: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 126: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 127: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 128: threatd.plugin.v2.VersionQuery
-	(*ImportedIDQuery)(nil),             // 129: threatd.plugin.v2.ImportedIDQuery
-	(*Stats)(nil),                       // 130: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 131: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 132: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 133: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 134: threatd.plugin.v2.RateCounts
-	(*RuleIDQuery)(nil),                 // 135: threatd.plugin.v2.RuleIDQuery
-	(*RuleID)(nil),                      // 136: threatd.plugin.v2.RuleID
-	(*Webhook)(nil),                     // 137: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 138: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 139: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 140: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 141: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 142: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 143: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 144: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 145: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 146: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 147: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 148: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 149: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 150: threatd.plugin.v2.HeldQuery
-	(*DigestPin)(nil),                   // 151: threatd.plugin.v2.DigestPin
-	(*LedgerEntry)(nil),                 // 152: threatd.plugin.v2.LedgerEntry
-	(*LedgerTrim)(nil),                  // 153: threatd.plugin.v2.LedgerTrim
-	(*LedgerQuery)(nil),                 // 154: threatd.plugin.v2.LedgerQuery
-	(*SightingBatch)(nil),               // 155: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 156: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 157: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 158: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 159: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 160: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 161: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 162: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 163: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 164: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 165: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 166: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 167: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 168: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 169: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 170: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 171: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 172: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 173: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 174: threatd.plugin.v2.ReportText
-	(*QueueRequest)(nil),                // 175: threatd.plugin.v2.QueueRequest
-	(*QueueResult)(nil),                 // 176: threatd.plugin.v2.QueueResult
-	(*Claim)(nil),                       // 177: threatd.plugin.v2.Claim
-	(*Job)(nil),                         // 178: threatd.plugin.v2.Job
-	(*Outcome)(nil),                     // 179: threatd.plugin.v2.Outcome
-	(*Entry)(nil),                       // 180: threatd.plugin.v2.Entry
-	(*ReportLink)(nil),                  // 181: threatd.plugin.v2.ReportLink
-	(*Key)(nil),                         // 182: threatd.plugin.v2.Key
-	(*HoldQuery)(nil),                   // 183: threatd.plugin.v2.HoldQuery
-	(*Hold)(nil),                        // 184: threatd.plugin.v2.Hold
-	(*QueueLength)(nil),                 // 185: threatd.plugin.v2.QueueLength
-	(*Inventory)(nil),                   // 186: threatd.plugin.v2.Inventory
-	(*Package)(nil),                     // 187: threatd.plugin.v2.Package
-	(*Found)(nil),                       // 188: threatd.plugin.v2.Found
-	(*Query)(nil),                       // 189: threatd.plugin.v2.Query
-	(*Exposure)(nil),                    // 190: threatd.plugin.v2.Exposure
-	(*AccountDeletion)(nil),             // 191: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 192: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 193: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 194: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 195: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 196: threatd.plugin.v2.ImportRecord
-	(*RuleBasis)(nil),                   // 197: threatd.plugin.v2.RuleBasis
-	(*LedgerCursor)(nil),                // 198: threatd.plugin.v2.LedgerCursor
-	(*CampaignRef)(nil),                 // 199: threatd.plugin.v2.CampaignRef
-	(*Result)(nil),                      // 200: threatd.plugin.v2.Result
-	(*Finding)(nil),                     // 201: threatd.plugin.v2.Finding
-	(*Item)(nil),                        // 202: threatd.plugin.v2.Item
-	(*Submission)(nil),                  // 203: threatd.plugin.v2.Submission
-	nil,                                 // 204: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 205: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 206: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 207: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 208: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 209: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 210: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 211: google.protobuf.Timestamp
+	(*QueueExposureEventReply)(nil),     // 93: threatd.plugin.v2.QueueExposureEventReply
+	(*User)(nil),                        // 94: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 95: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 96: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 97: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 98: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 99: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 100: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 101: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 102: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 103: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 104: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 105: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 106: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 107: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 108: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 109: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 110: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 111: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 112: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 113: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 114: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 115: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 116: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 117: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 118: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 119: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 120: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 121: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 122: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 123: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 124: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 125: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 126: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 127: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 128: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 129: threatd.plugin.v2.VersionQuery
+	(*ImportedIDQuery)(nil),             // 130: threatd.plugin.v2.ImportedIDQuery
+	(*Stats)(nil),                       // 131: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 132: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 133: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 134: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 135: threatd.plugin.v2.RateCounts
+	(*RuleIDQuery)(nil),                 // 136: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 137: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 138: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 139: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 140: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 141: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 142: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 143: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 144: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 145: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 146: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 147: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 148: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 149: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 150: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 151: threatd.plugin.v2.HeldQuery
+	(*DigestPin)(nil),                   // 152: threatd.plugin.v2.DigestPin
+	(*LedgerEntry)(nil),                 // 153: threatd.plugin.v2.LedgerEntry
+	(*LedgerTrim)(nil),                  // 154: threatd.plugin.v2.LedgerTrim
+	(*LedgerQuery)(nil),                 // 155: threatd.plugin.v2.LedgerQuery
+	(*SightingBatch)(nil),               // 156: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 157: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 158: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 159: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 160: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 161: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 162: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 163: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 164: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 165: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 166: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 167: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 168: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 169: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 170: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 171: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 172: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 173: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 174: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 175: threatd.plugin.v2.ReportText
+	(*QueueRequest)(nil),                // 176: threatd.plugin.v2.QueueRequest
+	(*QueueResult)(nil),                 // 177: threatd.plugin.v2.QueueResult
+	(*Claim)(nil),                       // 178: threatd.plugin.v2.Claim
+	(*Job)(nil),                         // 179: threatd.plugin.v2.Job
+	(*Outcome)(nil),                     // 180: threatd.plugin.v2.Outcome
+	(*Entry)(nil),                       // 181: threatd.plugin.v2.Entry
+	(*ReportLink)(nil),                  // 182: threatd.plugin.v2.ReportLink
+	(*Key)(nil),                         // 183: threatd.plugin.v2.Key
+	(*HoldQuery)(nil),                   // 184: threatd.plugin.v2.HoldQuery
+	(*Hold)(nil),                        // 185: threatd.plugin.v2.Hold
+	(*QueueLength)(nil),                 // 186: threatd.plugin.v2.QueueLength
+	(*Inventory)(nil),                   // 187: threatd.plugin.v2.Inventory
+	(*Package)(nil),                     // 188: threatd.plugin.v2.Package
+	(*Found)(nil),                       // 189: threatd.plugin.v2.Found
+	(*Query)(nil),                       // 190: threatd.plugin.v2.Query
+	(*Exposure)(nil),                    // 191: threatd.plugin.v2.Exposure
+	(*Event)(nil),                       // 192: threatd.plugin.v2.Event
+	(*AccountDeletion)(nil),             // 193: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 194: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 195: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 196: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 197: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 198: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 199: threatd.plugin.v2.RuleBasis
+	(*LedgerCursor)(nil),                // 200: threatd.plugin.v2.LedgerCursor
+	(*CampaignRef)(nil),                 // 201: threatd.plugin.v2.CampaignRef
+	(*Result)(nil),                      // 202: threatd.plugin.v2.Result
+	(*Finding)(nil),                     // 203: threatd.plugin.v2.Finding
+	(*Item)(nil),                        // 204: threatd.plugin.v2.Item
+	(*Submission)(nil),                  // 205: threatd.plugin.v2.Submission
+	nil,                                 // 206: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 207: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 208: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 209: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 210: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 211: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 212: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 213: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	204, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	205, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	106, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	106, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	118, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	211, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	206, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	132, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	207, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	208, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	209, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	211, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	146, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	211, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	149, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	151, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
-	152, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
-	106, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	158, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	174, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	211, // 20: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 21: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	211, // 22: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	211, // 23: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 24: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	211, // 25: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	97,  // 26: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	93,  // 27: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	211, // 28: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 29: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	101, // 30: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	93,  // 31: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	191, // 32: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	211, // 33: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	93,  // 34: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	106, // 35: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	192, // 36: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	211, // 37: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 38: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	211, // 39: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	211, // 40: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	211, // 41: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	211, // 42: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	193, // 43: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	194, // 44: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	211, // 45: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 46: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	211, // 47: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	211, // 48: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	195, // 49: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	211, // 50: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	194, // 51: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	192, // 52: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	106, // 53: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	116, // 54: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	211, // 55: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	194, // 56: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	195, // 57: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	211, // 58: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 59: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	211, // 60: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	211, // 61: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	211, // 62: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	211, // 63: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	211, // 64: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	211, // 65: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	211, // 66: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	123, // 67: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	106, // 68: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	211, // 69: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	211, // 70: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	196, // 71: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	210, // 72: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	197, // 73: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
-	211, // 74: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 75: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	211, // 76: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	211, // 77: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	211, // 78: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	211, // 79: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	211, // 80: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	211, // 81: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	137, // 82: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	142, // 83: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	211, // 84: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	211, // 85: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	211, // 86: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	211, // 87: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	211, // 88: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 89: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	211, // 90: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	211, // 91: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	211, // 92: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	146, // 93: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	211, // 94: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	211, // 95: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	211, // 96: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	211, // 97: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	211, // 98: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
-	211, // 99: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
-	211, // 100: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
-	211, // 101: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
-	211, // 102: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
-	198, // 103: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
-	157, // 104: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	211, // 105: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	211, // 106: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	211, // 107: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 108: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	157, // 109: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	211, // 110: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	211, // 111: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	211, // 112: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	211, // 113: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	211, // 114: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	211, // 115: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	211, // 116: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	211, // 117: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 118: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	211, // 119: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	199, // 120: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	178, // 121: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
-	211, // 122: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
-	211, // 123: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
-	182, // 124: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
-	200, // 125: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
-	211, // 126: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
-	178, // 127: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
-	200, // 128: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
-	211, // 129: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
-	182, // 130: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
-	182, // 131: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
-	201, // 132: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
-	211, // 133: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
-	202, // 134: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
-	211, // 135: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
-	211, // 136: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
-	211, // 137: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
-	211, // 138: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
-	211, // 139: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
-	211, // 140: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	211, // 141: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	211, // 142: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	203, // 143: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	106, // 144: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	211, // 145: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
-	211, // 146: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	211, // 147: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	201, // 148: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
-	211, // 149: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	211, // 150: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 151: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	93,  // 152: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 153: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	94,  // 154: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	95,  // 155: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	96,  // 156: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	97,  // 157: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 158: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 159: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 160: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	99,  // 161: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 162: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	100, // 163: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	101, // 164: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 165: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 166: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 167: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	103, // 168: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	105, // 169: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 170: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 171: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	107, // 172: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 173: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	109, // 174: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	110, // 175: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	111, // 176: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 177: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	113, // 178: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	115, // 179: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 180: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 181: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 182: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	117, // 183: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 184: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	119, // 185: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	119, // 186: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	120, // 187: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	121, // 188: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 189: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	124, // 190: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	126, // 191: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	128, // 192: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	129, // 193: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
-	30,  // 194: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	32,  // 195: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	34,  // 196: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	35,  // 197: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	131, // 198: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	38,  // 199: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	133, // 200: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	134, // 201: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	135, // 202: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	43,  // 203: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	44,  // 204: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	137, // 205: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	48,  // 206: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	49,  // 207: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	51,  // 208: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	138, // 209: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	140, // 210: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	141, // 211: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	53,  // 212: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	144, // 213: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	145, // 214: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	56,  // 215: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	57,  // 216: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	59,  // 217: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	147, // 218: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	61,  // 219: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	63,  // 220: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	150, // 221: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	65,  // 222: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
-	67,  // 223: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
-	68,  // 224: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
-	153, // 225: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
-	154, // 226: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
-	155, // 227: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	156, // 228: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	73,  // 229: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	74,  // 230: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	159, // 231: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	76,  // 232: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	162, // 233: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	77,  // 234: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	164, // 235: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	166, // 236: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	78,  // 237: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	79,  // 238: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	168, // 239: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	169, // 240: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	81,  // 241: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	170, // 242: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	82,  // 243: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	172, // 244: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	84,  // 245: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	175, // 246: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
-	177, // 247: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
-	179, // 248: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
-	181, // 249: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
-	182, // 250: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
-	86,  // 251: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
-	183, // 252: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
-	87,  // 253: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
-	186, // 254: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
-	187, // 255: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
-	188, // 256: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
-	189, // 257: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
-	91,  // 258: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
-	1,   // 259: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	93,  // 260: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	93,  // 261: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	93,  // 262: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	93,  // 263: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	93,  // 264: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	97,  // 265: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	97,  // 266: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	98,  // 267: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	97,  // 268: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	97,  // 269: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 270: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	93,  // 271: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 272: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	102, // 273: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 274: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	101, // 275: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	104, // 276: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 277: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	106, // 278: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	106, // 279: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 280: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	108, // 281: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 282: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	106, // 283: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 284: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	112, // 285: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	114, // 286: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	114, // 287: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	116, // 288: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	116, // 289: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	116, // 290: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	106, // 291: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 292: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	106, // 293: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 294: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	106, // 295: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	122, // 296: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	123, // 297: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	125, // 298: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	127, // 299: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 300: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 301: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
-	31,  // 302: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	33,  // 303: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	130, // 304: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	36,  // 305: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	37,  // 306: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	39,  // 307: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	40,  // 308: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	41,  // 309: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	136, // 310: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	42,  // 311: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	46,  // 312: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	47,  // 313: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	137, // 314: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	50,  // 315: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	137, // 316: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	139, // 317: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	52,  // 318: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	142, // 319: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	143, // 320: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	54,  // 321: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	55,  // 322: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	145, // 323: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	58,  // 324: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	60,  // 325: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	148, // 326: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	62,  // 327: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	64,  // 328: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	149, // 329: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	66,  // 330: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
-	151, // 331: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
-	69,  // 332: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
-	70,  // 333: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
-	152, // 334: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
-	71,  // 335: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	72,  // 336: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	157, // 337: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	75,  // 338: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	160, // 339: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	161, // 340: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	161, // 341: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	163, // 342: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	165, // 343: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	167, // 344: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	93,  // 345: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	108, // 346: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	80,  // 347: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	168, // 348: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	168, // 349: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	168, // 350: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	171, // 351: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	173, // 352: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	83,  // 353: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	176, // 354: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
-	178, // 355: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
-	180, // 356: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
-	85,  // 357: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
-	180, // 358: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
-	180, // 359: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
-	184, // 360: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
-	185, // 361: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
-	88,  // 362: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
-	89,  // 363: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
-	90,  // 364: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
-	190, // 365: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
-	92,  // 366: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
-	259, // [259:367] is the sub-list for method output_type
-	151, // [151:259] is the sub-list for method input_type
-	151, // [151:151] is the sub-list for extension type_name
-	151, // [151:151] is the sub-list for extension extendee
-	0,   // [0:151] is the sub-list for field type_name
+	206, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	207, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	107, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	107, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	119, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	213, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	208, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	133, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	209, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	210, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	211, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	213, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	147, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	213, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	150, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	152, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
+	153, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
+	107, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	159, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	175, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	213, // 20: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 21: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	213, // 22: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	213, // 23: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 24: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	213, // 25: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	98,  // 26: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	94,  // 27: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	213, // 28: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 29: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	102, // 30: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	94,  // 31: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	193, // 32: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	213, // 33: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	94,  // 34: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	107, // 35: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	194, // 36: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	213, // 37: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 38: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	213, // 39: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	213, // 40: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	213, // 41: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	213, // 42: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	195, // 43: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	196, // 44: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	213, // 45: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 46: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	213, // 47: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	213, // 48: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	197, // 49: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	213, // 50: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	196, // 51: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	194, // 52: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	107, // 53: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	117, // 54: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	213, // 55: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	196, // 56: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	197, // 57: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	213, // 58: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 59: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	213, // 60: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	213, // 61: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	213, // 62: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	213, // 63: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	213, // 64: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	213, // 65: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	213, // 66: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	124, // 67: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	107, // 68: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	213, // 69: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	213, // 70: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	198, // 71: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	212, // 72: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	199, // 73: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	213, // 74: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 75: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	213, // 76: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	213, // 77: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	213, // 78: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	213, // 79: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	213, // 80: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	213, // 81: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	138, // 82: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	143, // 83: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	213, // 84: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	213, // 85: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	213, // 86: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	213, // 87: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	213, // 88: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 89: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	213, // 90: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	213, // 91: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	213, // 92: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	147, // 93: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	213, // 94: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	213, // 95: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	213, // 96: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	213, // 97: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	213, // 98: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
+	213, // 99: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
+	213, // 100: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
+	213, // 101: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
+	213, // 102: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
+	200, // 103: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
+	158, // 104: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	213, // 105: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	213, // 106: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	213, // 107: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 108: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	158, // 109: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	213, // 110: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	213, // 111: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	213, // 112: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	213, // 113: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	213, // 114: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	213, // 115: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	213, // 116: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	213, // 117: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 118: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	213, // 119: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	201, // 120: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	179, // 121: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
+	213, // 122: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
+	213, // 123: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
+	183, // 124: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
+	202, // 125: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
+	213, // 126: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
+	179, // 127: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
+	202, // 128: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
+	213, // 129: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
+	183, // 130: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
+	183, // 131: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
+	203, // 132: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
+	213, // 133: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
+	204, // 134: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
+	213, // 135: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
+	213, // 136: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
+	213, // 137: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
+	213, // 138: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
+	213, // 139: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
+	213, // 140: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
+	213, // 141: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	213, // 142: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	213, // 143: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	205, // 144: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	107, // 145: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	213, // 146: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
+	213, // 147: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 148: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	203, // 149: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
+	213, // 150: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	213, // 151: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 152: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	94,  // 153: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 154: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	95,  // 155: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	96,  // 156: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	97,  // 157: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	98,  // 158: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 159: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 160: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 161: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	100, // 162: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 163: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	101, // 164: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	102, // 165: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 166: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 167: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 168: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	104, // 169: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	106, // 170: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 171: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 172: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	108, // 173: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 174: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	110, // 175: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	111, // 176: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	112, // 177: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 178: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	114, // 179: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	116, // 180: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 181: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 182: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 183: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	118, // 184: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 185: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	120, // 186: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	120, // 187: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	121, // 188: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	122, // 189: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 190: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	125, // 191: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	127, // 192: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	129, // 193: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	130, // 194: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	30,  // 195: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	32,  // 196: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	34,  // 197: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	35,  // 198: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	132, // 199: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	38,  // 200: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	134, // 201: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	135, // 202: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	136, // 203: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	43,  // 204: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	44,  // 205: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	138, // 206: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	48,  // 207: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	49,  // 208: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	51,  // 209: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	139, // 210: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	141, // 211: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	142, // 212: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	53,  // 213: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	145, // 214: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	146, // 215: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	56,  // 216: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	57,  // 217: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	59,  // 218: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	148, // 219: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	61,  // 220: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	63,  // 221: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	151, // 222: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	65,  // 223: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
+	67,  // 224: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
+	68,  // 225: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
+	154, // 226: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
+	155, // 227: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
+	156, // 228: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	157, // 229: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	73,  // 230: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	74,  // 231: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	160, // 232: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	76,  // 233: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	163, // 234: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	77,  // 235: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	165, // 236: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	167, // 237: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	78,  // 238: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	79,  // 239: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	169, // 240: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	170, // 241: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	81,  // 242: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	171, // 243: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	82,  // 244: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	173, // 245: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	84,  // 246: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	176, // 247: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
+	178, // 248: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
+	180, // 249: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
+	182, // 250: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
+	183, // 251: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
+	86,  // 252: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
+	184, // 253: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
+	87,  // 254: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
+	187, // 255: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
+	188, // 256: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
+	189, // 257: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
+	190, // 258: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
+	91,  // 259: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
+	192, // 260: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
+	1,   // 261: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	94,  // 262: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	94,  // 263: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	94,  // 264: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	94,  // 265: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	94,  // 266: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	98,  // 267: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	98,  // 268: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	99,  // 269: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	98,  // 270: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	98,  // 271: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 272: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	94,  // 273: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 274: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	103, // 275: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 276: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	102, // 277: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	105, // 278: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 279: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	107, // 280: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	107, // 281: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 282: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	109, // 283: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 284: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	107, // 285: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 286: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	113, // 287: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	115, // 288: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	115, // 289: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	117, // 290: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	117, // 291: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	117, // 292: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	107, // 293: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 294: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	107, // 295: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 296: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	107, // 297: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	123, // 298: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	124, // 299: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	126, // 300: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	128, // 301: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 302: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 303: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	31,  // 304: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	33,  // 305: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	131, // 306: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	36,  // 307: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	37,  // 308: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	39,  // 309: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	40,  // 310: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	41,  // 311: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	137, // 312: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	42,  // 313: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	46,  // 314: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	47,  // 315: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	138, // 316: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	50,  // 317: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	138, // 318: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	140, // 319: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	52,  // 320: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	143, // 321: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	144, // 322: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	54,  // 323: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	55,  // 324: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	146, // 325: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	58,  // 326: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	60,  // 327: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	149, // 328: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	62,  // 329: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	64,  // 330: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	150, // 331: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	66,  // 332: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
+	152, // 333: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
+	69,  // 334: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
+	70,  // 335: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
+	153, // 336: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
+	71,  // 337: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	72,  // 338: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	158, // 339: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	75,  // 340: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	161, // 341: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	162, // 342: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	162, // 343: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	164, // 344: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	166, // 345: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	168, // 346: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	94,  // 347: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	109, // 348: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	80,  // 349: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	169, // 350: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	169, // 351: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	169, // 352: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	172, // 353: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	174, // 354: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	83,  // 355: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	177, // 356: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
+	179, // 357: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
+	181, // 358: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
+	85,  // 359: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
+	181, // 360: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
+	181, // 361: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
+	185, // 362: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
+	186, // 363: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
+	88,  // 364: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
+	89,  // 365: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
+	90,  // 366: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
+	191, // 367: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
+	92,  // 368: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
+	93,  // 369: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
+	261, // [261:370] is the sub-list for method output_type
+	152, // [152:261] is the sub-list for method input_type
+	152, // [152:152] is the sub-list for extension type_name
+	152, // [152:152] is the sub-list for extension extendee
+	0,   // [0:152] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -14710,21 +14845,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[93].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[94].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[95].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[103].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[169].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[193].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[96].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[104].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[170].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[195].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[203].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[197].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[205].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   211,
+			NumMessages:   213,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

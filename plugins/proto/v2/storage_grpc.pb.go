@@ -136,6 +136,7 @@ const (
 	Storage_RecordExposures_FullMethodName       = "/threatd.plugin.v2.Storage/RecordExposures"
 	Storage_ListExposures_FullMethodName         = "/threatd.plugin.v2.Storage/ListExposures"
 	Storage_ExposureCount_FullMethodName         = "/threatd.plugin.v2.Storage/ExposureCount"
+	Storage_QueueExposureEvent_FullMethodName    = "/threatd.plugin.v2.Storage/QueueExposureEvent"
 )
 
 // StorageClient is the client API for Storage service.
@@ -494,6 +495,10 @@ type StorageClient interface {
 	ListExposures(ctx context.Context, in *Query, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Exposure], error)
 	// ExposureCount counts a report's exposures.
 	ExposureCount(ctx context.Context, in *ExposureCountRequest, opts ...grpc.CallOption) (*ExposureCountReply, error)
+	// QueueExposureEvent queues a report's exposure.found event for the
+	// subscriptions that name it, once per report: false when the report
+	// had one already.
+	QueueExposureEvent(ctx context.Context, in *Event, opts ...grpc.CallOption) (*QueueExposureEventReply, error)
 }
 
 type storageClient struct {
@@ -1974,6 +1979,16 @@ func (c *storageClient) ExposureCount(ctx context.Context, in *ExposureCountRequ
 	return out, nil
 }
 
+func (c *storageClient) QueueExposureEvent(ctx context.Context, in *Event, opts ...grpc.CallOption) (*QueueExposureEventReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueueExposureEventReply)
+	err := c.cc.Invoke(ctx, Storage_QueueExposureEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -2330,6 +2345,10 @@ type StorageServer interface {
 	ListExposures(*Query, grpc.ServerStreamingServer[Exposure]) error
 	// ExposureCount counts a report's exposures.
 	ExposureCount(context.Context, *ExposureCountRequest) (*ExposureCountReply, error)
+	// QueueExposureEvent queues a report's exposure.found event for the
+	// subscriptions that name it, once per report: false when the report
+	// had one already.
+	QueueExposureEvent(context.Context, *Event) (*QueueExposureEventReply, error)
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -2663,6 +2682,9 @@ func (UnimplementedStorageServer) ListExposures(*Query, grpc.ServerStreamingServ
 }
 func (UnimplementedStorageServer) ExposureCount(context.Context, *ExposureCountRequest) (*ExposureCountReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExposureCount not implemented")
+}
+func (UnimplementedStorageServer) QueueExposureEvent(context.Context, *Event) (*QueueExposureEventReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueueExposureEvent not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -4317,6 +4339,24 @@ func _Storage_ExposureCount_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_QueueExposureEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Event)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).QueueExposureEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_QueueExposureEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).QueueExposureEvent(ctx, req.(*Event))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -4579,6 +4619,10 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExposureCount",
 			Handler:    _Storage_ExposureCount_Handler,
+		},
+		{
+			MethodName: "QueueExposureEvent",
+			Handler:    _Storage_QueueExposureEvent_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
