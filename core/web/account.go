@@ -45,8 +45,12 @@ func (s *Site) accountPage(c *echo.Context, status int, errs map[string]string) 
 	}
 	// The store lists the newest MaxListSessions: at that many, say so
 	// rather than give a count that may be short.
+	exposed, err := s.ownExposures(c.Request().Context(), v.User.Email)
+	if err != nil {
+		return err
+	}
 	return s.render(c, status, "account", map[string]any{"Title": "Account", "User": v.User, "Name": name,
-		"Sessions": rows, "Others": len(rows) - 1, "Capped": len(rows) >= core.MaxListSessions, "Errors": errs})
+		"Sessions": rows, "Others": len(rows) - 1, "Capped": len(rows) >= core.MaxListSessions, "Errors": errs, "Exposed": exposed})
 }
 
 // rename is the account page's "Save name".

@@ -210,6 +210,7 @@ func (s *Site) Mount(e *echo.Echo) {
 	g.GET("/admin/users", s.wrap(s.users), s.admin)
 	g.POST("/admin/users/:action", s.wrap(s.setDisabled), s.admin, s.csrf)
 	g.GET("/admin/firewall", s.wrap(s.firewallPage), s.admin)
+	g.GET("/admin/exposure", s.wrap(s.exposurePage), s.admin)
 	g.POST("/admin/firewall/waivers", s.wrap(s.addWaiver), s.admin, s.csrf)
 	g.POST("/admin/firewall/waivers/:id/remove", s.wrap(s.removeWaiver), s.admin, s.csrf)
 	g.GET("/admin/webhooks", s.wrap(s.webhooks), s.admin)
