@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -182,4 +183,56 @@ func TestExposureBrowser(t *testing.T) {
 	runBrowserScript(t, node, chromium, shots, "exposure.mjs", d.base,
 		"ADMIN_EMAIL=root@example.com", "ADMIN_PASSWORD=correct horse battery",
 		"USER_EMAIL=ana@example.com", "USER_PASSWORD=correct horse battery", "EXPOSED_PURL=pkg:npm/web-exp@1.0.0")
+}
+
+// TestExposureImages: an image pulled through the firewall's image
+// registry (skopeo) by its tag is an exposure of a container report of
+// that tag verified later; a report of a tag nobody pulled has none.
+func TestExposureImages(t *testing.T) {
+	t.Parallel()
+	needTool(t, "skopeo")
+	registry := dockerRegistry(t)
+	layout := t.TempDir()
+	ociLayout(t, layout, "1.0", "2.0")
+	for _, tag := range []string{"1.0", "2.0"} {
+		if out, ok := skopeo(t, nil, "copy", "--dest-tls-verify=false", "oci:"+layout+":"+tag, "docker://"+registry+"/library/exp-app:"+tag); !ok {
+			t.Fatalf("loading the upstream: %s", out)
+		}
+	}
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fmt.Sprintf("firewall:\n  oci:\n    listen: \"127.0.0.1:0\"\n    upstream: %q\n    file_hosts: []\n", "http://"+registry))
+	tok := in.user("dev@example.com")
+	admin := in.user("adm@example.com", "--role", "admin")
+	d := in.serve()
+	m := ociListening.FindStringSubmatch(d.logText())
+	if m == nil {
+		t.Fatalf("no firewall oci listening line:\n%s", d.logText())
+	}
+	if out, ok := skopeo(t, in, "copy", "--src-cert-dir=CERTDIR", "--src-creds=threatd:"+tok, "docker://"+m[1]+"/library/exp-app:1.0", "dir:"+t.TempDir()); !ok {
+		t.Fatalf("pull: %s", out)
+	}
+	time.Sleep(1500 * time.Millisecond) // the ledger's write
+	pulled := d.submit(admin, `{"report_type":"container","resource_identifier":"exp-app:1.0","registry":"dockerhub","threat_description":"Cryptominer in the entrypoint"}`)
+	in.mustCLI("review", "verify", pulled)
+	never := d.submit(admin, `{"report_type":"container","resource_identifier":"exp-app:2.0","registry":"dockerhub","threat_description":"Cryptominer in the entrypoint"}`)
+	in.mustCLI("review", "verify", never)
+	var r response
+	eventually(t, "the image's exposures", func() bool {
+		r = d.do("GET", base+"/exposure?threat_id="+pulled, admin, "")
+		return r.code == 200 && r.body["count"].(float64) == 1
+	})
+	purls := map[string]bool{}
+	for _, x := range r.body["exposures"].([]any) {
+		e := x.(map[string]any)
+		purls[e["purl"].(string)] = true
+		if e["user"] != "dev@example.com" || e["kind"] != "served" {
+			t.Fatalf("exposure %v", e)
+		}
+	}
+	if !purls["pkg:docker/library/exp-app@1.0"] || len(purls) != 1 {
+		t.Fatalf("purls %v: the tag pulled", purls)
+	}
+	time.Sleep(2 * time.Second)
+	if r := d.do("GET", base+"/exposure?threat_id="+never, admin, ""); r.body["count"].(float64) != 0 {
+		t.Fatalf("a tag nobody pulled: %v", r.body)
+	}
 }

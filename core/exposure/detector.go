@@ -3,6 +3,7 @@ package exposure
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -24,6 +25,11 @@ type Detector struct {
 	// Found, when set, is told each report's exposure.found event once,
 	// when it is queued for the webhooks (syslog).
 	Found func(ev Event)
+	// Pins, when set, are the digests a reported image's tag resolved to
+	// (core/firewall's pin store).
+	Pins interface {
+		PinnedDigests(ctx context.Context, threatIDs []string) ([]firewall.DigestPin, error)
+	}
 
 	in chan job
 }
@@ -47,7 +53,7 @@ func (d *Detector) ReportsChanged(b core.ChangeBatch) {
 		if it.Event.Kind != core.ChangeVerified && it.Event.Kind != core.ChangeRevised {
 			continue
 		}
-		if it.Threat.ReportType != core.TypePackage || it.Threat.Status != core.StatusVerified {
+		if it.Threat.ReportType != core.TypePackage && it.Threat.ReportType != core.TypeContainer || it.Threat.Status != core.StatusVerified {
 			continue
 		}
 		d.enqueue(job{threat: it.Threat})
@@ -85,6 +91,9 @@ func (d *Detector) Run(ctx context.Context) {
 // that a ledger row or an inventory names, as the report refuses them.
 func (d *Detector) find(ctx context.Context, j job) error {
 	t := j.threat
+	if t.ReportType == core.TypeContainer {
+		return d.findImage(ctx, t)
+	}
 	eco := firewall.FirewallName(t.Registry)
 	p := Package{Ecosystem: eco, Name: firewall.FoldName(eco, t.ResourceIdentifier)}
 	versions := j.versions
@@ -111,6 +120,50 @@ func (d *Detector) find(ctx context.Context, j job) error {
 		return d.event(ctx, t.ID, t.Registry)
 	}
 	return nil
+}
+
+// findImage records the exposures of a container report: the ledger's
+// rows of its image asked for by its tag or digest, or by a digest its
+// tag resolved to (the pins of the report); every row of the image when
+// the report names neither.
+func (d *Detector) findImage(ctx context.Context, t core.Threat) error {
+	_, canonical, _ := strings.Cut(t.CanonicalKey, ":")
+	path, tag, digest := core.ContainerRepository(canonical)
+	p := Package{Ecosystem: firewall.FirewallOCI, Name: core.ImagePath(path)}
+	seen, err := d.Store.ExposedVersions(ctx, p)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, r := range []string{tag, digest} {
+		if r != "" {
+			want[r] = true
+		}
+	}
+	if d.Pins != nil {
+		pins, err := d.Pins.PinnedDigests(ctx, []string{t.ID})
+		if err != nil {
+			return err
+		}
+		for _, pin := range pins {
+			want[pin.Digest] = true
+		}
+	}
+	var versions []string
+	for _, v := range seen {
+		if t.AllVersions && tag == "" && digest == "" || want[v] {
+			versions = append(versions, v)
+		}
+	}
+	if len(versions) == 0 {
+		return nil
+	}
+	n, err := d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC()})
+	if err != nil || n == 0 {
+		return err
+	}
+	d.Log.Warn("exposure found: an image a report refuses was pulled through the firewall", "threat_id", t.ID, "image", p.Name, "exposures", n)
+	return d.event(ctx, t.ID, t.Registry)
 }
 
 // event queues a report's exposure.found event: its first

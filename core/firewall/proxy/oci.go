@@ -283,8 +283,16 @@ func (o *ociProxy) manifest(c *echo.Context, req oci.Request) error {
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	_, err = c.Response().Write(body)
-	return err
+	if _, err = c.Response().Write(body); err != nil {
+		return err
+	}
+	// The ledger: the image by what it was asked for, and by the digest
+	// a tag resolved to.
+	refs := []string{req.Reference}
+	if digest != "" && digest != req.Reference {
+		refs = append(refs, digest)
+	}
+	return o.p.served(c, firewall.Verdict{Registry: firewall.FirewallOCI, Name: req.Name}, nil, refs...)
 }
 
 // refused applies the malicious rule's action to a reported image (a
