@@ -278,6 +278,9 @@ type Firewall struct {
 	// to its /24 or /48, none).
 	LedgerKeep time.Duration `koanf:"ledger_keep"`
 	LedgerIP   string        `koanf:"ledger_ip"`
+	// Ledger turns the ledger (and so the exposures of what was served)
+	// off when false.
+	Ledger bool `koanf:"ledger"`
 	// ReviewerWaiverMax is the longest waiver a reviewer may make; a
 	// longer one, or one of a name glob, needs an administrator.
 	ReviewerWaiverMax time.Duration `koanf:"reviewer_waiver_max"`

@@ -123,6 +123,7 @@ func builtIn() map[string]any {
 		"firewall.quarantine.missing_time":   "hold",
 		"firewall.decisions_keep":            "720h",
 		"firewall.ledger_keep":               "2160h",
+		"firewall.ledger":                    true,
 		"firewall.ledger_ip":                 "full",
 		"firewall.reviewer_waiver_max":       "168h",
 		"firewall.oci.listen":                "",

@@ -68,6 +68,28 @@ func analysisRoutes(mux *http.ServeMux, base string) error {
 		return err
 	}
 	old := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	// fw-tiny: one old version of a 1 KB tarball, the ledger's load
+	// (served, 2,000 a second); fw-exp: the version whose million ledger
+	// rows the bench writes.
+	tiny := tgz[:min(len(tgz), 1024)]
+	for _, name := range []string{"fw-tiny", "fw-exp"} {
+		doc, err := json.Marshal(map[string]any{"name": name, "dist-tags": map[string]string{"latest": "1.0.0"},
+			"versions": map[string]any{"1.0.0": map[string]any{"name": name, "version": "1.0.0", "dist": map[string]any{"tarball": base + "/" + name + "/-/" + name + "-1.0.0.tgz"}}},
+			"time":     map[string]string{"1.0.0": old}})
+		if err != nil {
+			return err
+		}
+		mux.HandleFunc("GET /"+name, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			_, _ = w.Write(doc)
+		})
+		mux.HandleFunc("GET /"+name+"/-/"+name+"-1.0.0.tgz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			_, _ = w.Write(tiny)
+		})
+	}
 	for i := range anaPackages {
 		name := fmt.Sprintf("fw-ana-%d", i)
 		versions := map[string]any{}

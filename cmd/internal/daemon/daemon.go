@@ -272,8 +272,10 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		}
 		d.closers = append(d.closers, func() { fw.Recorder.Wait(10 * time.Second) })
 		// The ledger of what the firewall serves, written once a second.
-		fw.Ledger = firewall.NewLedger(ctx, store, cfg.Firewall.LedgerIP, cfg.Firewall.LedgerKeep, log)
-		d.closers = append(d.closers, func() { fw.Ledger.Wait(10 * time.Second) })
+		if cfg.Firewall.Ledger {
+			fw.Ledger = firewall.NewLedger(ctx, store, cfg.Firewall.LedgerIP, cfg.Firewall.LedgerKeep, log)
+			d.closers = append(d.closers, func() { fw.Ledger.Wait(10 * time.Second) })
+		}
 		fw.Waivers = firewall.NewWaiverCache(ctx, store, cfg.Cache.Freshness, log)
 		recent, waivers = fw.Recent, fw.Waivers
 		// Package analysis of what the firewall fetches.
