@@ -204,27 +204,9 @@ func (s *Store) QueueExposureEvent(ctx context.Context, ev exposure.Event) (bool
 			}
 		}
 		queued = true
-		seq := -(exposureSeqBase + row.ID)
-		var n int64
-		for _, q := range []struct {
-			where string
-			next  time.Time
-		}{{"IS NULL", ev.At.UTC()}, {"IS NOT NULL", parkedAt}} {
-			res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
-SELECT w.id, ?, ?, ?, 0, ?, 'pending', 0, ? FROM webhooks AS w
-WHERE w.on_exposure_found AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.ecosystem = ?)`,
-				seq, ev.ThreatID, exposure.EventFound, ev.At.UTC(), q.next, ev.Ecosystem)
-			if err != nil {
-				return fmt.Errorf("queue exposure events: %w", err)
-			}
-			k, _ := res.RowsAffected()
-			n += k
-		}
-		if n > 0 {
-			p := payloadRow{Seq: seq, Payload: string(ev.Body)}
-			if _, err := tx.NewInsert().Model(&p).On("CONFLICT (seq) DO NOTHING").Exec(ctx); err != nil {
-				return err
-			}
+		if err := queueEvent(ctx, tx, pushedEvent{seq: -(exposureSeqBase + row.ID), kind: exposure.EventFound, column: "on_exposure_found",
+			threatID: ev.ThreatID, ecosystem: ev.Ecosystem, at: ev.At, body: ev.Body}); err != nil {
+			return fmt.Errorf("queue exposure events: %w", err)
 		}
 		return nil
 	})

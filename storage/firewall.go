@@ -163,28 +163,9 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []firewall.FirewallDecis
 			if d.EventType == firewall.EventFirewallWarned {
 				column = "on_firewall_warned"
 			}
-			seq := -rows[i].Seq
-			// Due now for an enabled subscription, parked for a disabled one.
-			var queued int64
-			for _, q := range []struct {
-				where string
-				next  time.Time
-			}{{"IS NULL", d.Time.UTC()}, {"IS NOT NULL", parkedAt}} {
-				res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
-SELECT w.id, ?, '', ?, 0, ?, 'pending', 0, ? FROM webhooks AS w
-WHERE w.`+column+` AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.ecosystem = ?)`,
-					seq, d.EventType, d.Time.UTC(), q.next, firewall.RegistryOfFirewall(d.Ecosystem))
-				if err != nil {
-					return fmt.Errorf("queue firewall events: %w", err)
-				}
-				n, _ := res.RowsAffected()
-				queued += n
-			}
-			if queued > 0 {
-				p := payloadRow{Seq: seq, Payload: string(d.Event)}
-				if _, err := tx.NewInsert().Model(&p).On("CONFLICT (seq) DO NOTHING").Exec(ctx); err != nil {
-					return err
-				}
+			if err := queueEvent(ctx, tx, pushedEvent{seq: -rows[i].Seq, kind: d.EventType, column: column, at: d.Time,
+				ecosystem: firewall.RegistryOfFirewall(d.Ecosystem), body: d.Event}); err != nil {
+				return fmt.Errorf("queue firewall events: %w", err)
 			}
 		}
 		return nil
@@ -296,3 +277,41 @@ func (s *Store) ListHeld(ctx context.Context, q firewall.HeldQuery) ([]firewall.
 }
 
 var _ firewall.FirewallStore = (*Store)(nil)
+
+// pushedEvent is an event whose body is made before it is queued (a
+// firewall decision's, a report's exposure.found): its delivery seq, type,
+// the subscriptions' column that names it, its report (if any) and the
+// ecosystem subscriptions filter by.
+type pushedEvent struct {
+	seq                               int64
+	kind, column, threatID, ecosystem string
+	at                                time.Time
+	body                              []byte
+}
+
+// queueEvent queues ev for every subscription whose column names it (and
+// its ecosystem, when the subscription has one): due now for an enabled
+// one, parked for a disabled one; its body is stored once when any takes it.
+func queueEvent(ctx context.Context, tx bun.Tx, ev pushedEvent) error {
+	var queued int64
+	for _, q := range []struct {
+		where string
+		next  time.Time
+	}{{"IS NULL", ev.at.UTC()}, {"IS NOT NULL", parkedAt}} {
+		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, seq, threat_id, kind, version, event_at, state, attempts, next_at)
+SELECT w.id, ?, ?, ?, 0, ?, 'pending', 0, ? FROM webhooks AS w
+WHERE w.`+ev.column+` AND w.disabled_at `+q.where+` AND (w.ecosystem IS NULL OR w.ecosystem = ?)`,
+			ev.seq, ev.threatID, ev.kind, ev.at.UTC(), q.next, ev.ecosystem)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		queued += n
+	}
+	if queued == 0 {
+		return nil
+	}
+	p := payloadRow{Seq: ev.seq, Payload: string(ev.body)}
+	_, err := tx.NewInsert().Model(&p).On("CONFLICT (seq) DO NOTHING").Exec(ctx)
+	return err
+}

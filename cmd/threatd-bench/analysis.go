@@ -79,38 +79,31 @@ func analysisRoutes(mux *http.ServeMux, base string) error {
 		if err != nil {
 			return err
 		}
-		mux.HandleFunc("GET /"+name, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Cache-Control", "public, max-age=3600")
-			_, _ = w.Write(doc)
-		})
-		mux.HandleFunc("GET /"+name+"/-/"+name+"-1.0.0.tgz", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Cache-Control", "public, max-age=3600")
-			_, _ = w.Write(tiny)
-		})
+		mux.HandleFunc("GET /"+name, cached(doc, "application/json"))
+		mux.HandleFunc("GET /"+name+"/-/"+name+"-1.0.0.tgz", cached(tiny, "application/octet-stream"))
 	}
 	for i := range anaPackages {
 		name := fmt.Sprintf("fw-ana-%d", i)
 		versions := map[string]any{}
 		for _, v := range []string{"1.0.0", "1.0.1"} {
 			versions[v] = map[string]any{"name": name, "version": v, "dist": map[string]any{"tarball": base + "/" + name + "/-/" + name + "-" + v + ".tgz"}}
-			mux.HandleFunc("GET /"+name+"/-/"+name+"-"+v+".tgz", func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", "application/octet-stream")
-				w.Header().Set("Cache-Control", "public, max-age=3600")
-				_, _ = w.Write(tgz)
-			})
+			mux.HandleFunc("GET /"+name+"/-/"+name+"-"+v+".tgz", cached(tgz, "application/octet-stream"))
 		}
 		doc, err := json.Marshal(map[string]any{"name": name, "dist-tags": map[string]string{"latest": "1.0.1"}, "versions": versions,
 			"time": map[string]string{"1.0.0": old, "1.0.1": time.Now().UTC().Format(time.RFC3339)}})
 		if err != nil {
 			return err
 		}
-		mux.HandleFunc("GET /"+name, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Cache-Control", "public, max-age=3600")
-			_, _ = w.Write(doc)
-		})
+		mux.HandleFunc("GET /"+name, cached(doc, "application/json"))
 	}
 	return nil
+}
+
+// cached serves body as contentType, cacheable for an hour.
+func cached(body []byte, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		_, _ = w.Write(body)
+	}
 }
