@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/threatd/threatd/core/analysis"
+	"github.com/threatd/threatd/core/exposure"
 )
 
 // TestAnalysisPlans: the analysis queue's statements, which every daemon
@@ -90,4 +91,45 @@ SELECT 'npm', 'p-' || i, '1.0.0', 'done', ?, 'ab', 'clean', '{"verdict":"clean",
 		t.Fatal(err)
 	}
 	check("one analysis")
+}
+
+// TestExposurePlans: a report's exposures, a user's and everyone's are
+// read a page at a time in id order through an index, never sorted: at
+// 200,000 exposures of one report.
+func TestExposurePlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(SQLite, filepath.Join(t.TempDir(), "exposure.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC()
+	if _, err := s.db.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199999)
+INSERT INTO exposures (threat_id, kind, ecosystem, name, version, purl, user_email, token_id, client_ip, project, first_at, last_at, count, found_at, row_key)
+SELECT CASE WHEN i % 10 = 0 THEN 'other' ELSE 'th' END, 'served', 'npm', 'p', '1', 'pkg:npm/p@1', 'u' || (i % 100) || '@example.com', 't' || i, '', '', ?, ?, 1, ?, 'k' || i FROM n`, at, at, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	log := &queryLog{}
+	s.hooks.add(log)
+	for _, q := range []exposure.Query{{ThreatID: "th", Limit: 100}, {ThreatID: "th", After: 100_000, Limit: 1000}, {User: "u7@example.com", Limit: 100}, {Limit: 100}} {
+		if _, err := s.ListExposures(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range log.take() {
+			if !strings.HasPrefix(stmt, "SELECT") {
+				continue
+			}
+			plan := explain(t, s, stmt)
+			if strings.Contains(plan, "TEMP B-TREE") || q.ThreatID+q.User != "" && !strings.Contains(plan, "INDEX exposures_") {
+				t.Errorf("%+v sorts or scans: %s\n%.300s", q, plan, stmt)
+			}
+		}
+		log.take()
+	}
 }
