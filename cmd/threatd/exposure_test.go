@@ -236,3 +236,37 @@ func TestExposureImages(t *testing.T) {
 		t.Fatalf("a tag nobody pulled: %v", r.body)
 	}
 }
+
+// TestExposureWhileStopped: a report verified by the CLI while no daemon
+// runs has its exposures found when a daemon starts (it reads the changes
+// of the day before its start), and once.
+func TestExposureWhileStopped(t *testing.T) {
+	t.Parallel()
+	u := fakeregistry.New(t)
+	u.NPMPackage(t, "stopped-exp", "1.0.0", "1.0.0")
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
+	tok := in.user("dev@example.com")
+	admin := in.user("adm@example.com", "--role", "admin")
+	d := in.serve()
+	if code, _, _ := d.fwGet(base+"/firewall/npm/stopped-exp/-/stopped-exp-1.0.0.tgz", tok); code != 200 {
+		t.Fatalf("tarball: %d", code)
+	}
+	id := d.submit(admin, `{"report_type":"package","resource_identifier":"stopped-exp","registry":"npm","threat_description":"Steals tokens"}`)
+	if err := d.stop(); err != nil { // the ledger is written as the daemon stops
+		t.Fatal(err)
+	}
+	in.mustCLI("review", "verify", id)
+	d = in.serve()
+	eventually(t, "the exposure found at start", func() bool {
+		r := d.do("GET", base+"/exposure?threat_id="+id, admin, "")
+		return r.code == 200 && r.body["count"].(float64) == 1
+	})
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	d = in.serve()
+	time.Sleep(2 * time.Second)
+	if r := d.do("GET", base+"/exposure?threat_id="+id, admin, ""); r.body["count"].(float64) != 1 {
+		t.Fatalf("after a second start: %v", r.body)
+	}
+}

@@ -25,6 +25,13 @@ type Detector struct {
 	// Found, when set, is told each report's exposure.found event once,
 	// when it is queued for the webhooks (syslog).
 	Found func(ev Event)
+	// Feed, when set, is read when the detector starts: the verifications
+	// and revisions of the CatchUp before, which no daemon may have looked
+	// at (all were stopped).
+	Feed interface {
+		Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error)
+	}
+	CatchUp time.Duration
 	// Pins, when set, are the digests a reported image's tag resolved to
 	// (core/firewall's pin store).
 	Pins interface {
@@ -73,8 +80,12 @@ func (d *Detector) enqueue(j job) {
 	}
 }
 
-// Run finds the exposures of what it is told until ctx ends.
+// Run looks at the changes of the CatchUp before it started, then finds
+// the exposures of what it is told until ctx ends.
 func (d *Detector) Run(ctx context.Context) {
+	if err := d.catchUp(ctx); err != nil && ctx.Err() == nil {
+		d.Log.Warn("exposure: reading the changes made before the start failed", "error", err.Error())
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -84,6 +95,37 @@ func (d *Detector) Run(ctx context.Context) {
 				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
 			}
 		}
+	}
+}
+
+// catchUp finds the exposures of the reports verified or revised in the
+// CatchUp before now, a page of the feed at a time: a change made while
+// no daemon ran (the change feed's subscribers hear only what comes after
+// the start). Exposures already recorded are not recorded again.
+func (d *Detector) catchUp(ctx context.Context) error {
+	if d.Feed == nil || d.CatchUp <= 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	q := core.FeedQuery{From: now.Add(-d.CatchUp), To: now, Limit: 1000}
+	for {
+		items, err := d.Feed.Feed(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if (it.Event.Kind == core.ChangeVerified || it.Event.Kind == core.ChangeRevised) && it.Threat.Status == core.StatusVerified &&
+				(it.Threat.ReportType == core.TypePackage || it.Threat.ReportType == core.TypeContainer) {
+				if err := d.find(ctx, job{threat: it.Threat}); err != nil {
+					return err
+				}
+			}
+		}
+		if len(items) < q.Limit {
+			return nil
+		}
+		last := items[len(items)-1].Event
+		q.AfterAt, q.AfterSeq = last.At, last.Seq
 	}
 }
 

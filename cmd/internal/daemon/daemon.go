@@ -136,7 +136,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	// Exposure: who already got a version a verification or a revision
 	// refuses (docs/exposure.md).
 	exposures := exposure.NewDetector(store, log)
-	exposures.Pins = store
+	exposures.Pins, exposures.Feed, exposures.CatchUp = store, store, 24*time.Hour
 	if toSIEM != nil {
 		exposures.Found = func(ev exposure.Event) { toSIEM.Exposure(ev.ThreatID, ev.Total, ev.Body, ev.At) }
 	}
