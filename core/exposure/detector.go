@@ -12,8 +12,11 @@ import (
 )
 
 // detectorQueue bounds the reports waiting for their exposures to be
-// found.
-const detectorQueue = 10_000
+// found; catchUpPage is a page of the start-up look-back.
+const (
+	detectorQueue = 10_000
+	catchUpPage   = 50
+)
 
 // Detector finds exposures as reports refuse versions: a subscriber of
 // the change feed (every verification and revision of a package report)
@@ -107,7 +110,9 @@ func (d *Detector) catchUp(ctx context.Context) error {
 		return nil
 	}
 	now := time.Now().UTC()
-	q := core.FeedQuery{From: now.Add(-d.CatchUp), To: now, Limit: 1000}
+	// Small pages: an item carries its whole report (a report's text may
+	// be 200 KB), and the look-back runs beside the daemon's start.
+	q := core.FeedQuery{From: now.Add(-d.CatchUp), To: now, Limit: catchUpPage}
 	for {
 		items, err := d.Feed.Feed(ctx, q)
 		if err != nil {
