@@ -39,8 +39,10 @@ func (c Config) validateAnalysis(add func(error)) {
 	if a.Workers < 0 || a.Workers > 256 {
 		add(bad("analysis.workers", "must be from 0 (half the CPUs) to 256 (got %d)", a.Workers))
 	}
-	if a.MaxQueued < 1 || a.MaxQueued > 10_000_000 {
-		add(bad("analysis.max_queued", "must be from 1 to 10000000 (got %d)", a.MaxQueued))
+	// Every daemon holds the unfinished analyses in memory for the
+	// firewall (at most analysis.MaxHolds of them, suspects included).
+	if a.MaxQueued < 1 || a.MaxQueued > analysis.MaxHolds/2 {
+		add(bad("analysis.max_queued", "must be from 1 to %d (got %d)", analysis.MaxHolds/2, a.MaxQueued))
 	}
 	if a.MaxWait < 0 || a.MaxWait > 30*24*time.Hour {
 		add(bad("analysis.max_wait", "must be between 0 and 720h (got %s)", a.MaxWait))

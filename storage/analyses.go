@@ -245,23 +245,16 @@ func (s *Store) AnalysisHolds(ctx context.Context, q analysis.HoldQuery) ([]anal
 	if err := core.CheckLimit(q.Limit, analysis.MaxHolds); err != nil {
 		return nil, err
 	}
-	var open []analysisRow
-	if err := s.db.NewSelect().Model(&open).ModelTableExpr(tableUsing(s.dialect, "analyses AS analysis_row", "analyses_queue_idx")).
-		Column("ecosystem", "name", "version").Where("state <> ?", analysis.StateDone).
-		OrderExpr("queued_at").Limit(int64(q.Limit)).Scan(ctx); err != nil {
-		return nil, err
-	}
-	out := make([]analysis.Hold, 0, len(open))
-	for _, r := range open {
-		out = append(out, analysis.Hold{Key: analysis.Key{Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version}, Unfinished: true})
-	}
+	// The suspects first: a hold the firewall must not miss; then the
+	// unfinished analyses, within what is left of the limit.
 	var suspects []analysisRow
 	if err := s.db.NewSelect().Model(&suspects).ModelTableExpr(tableUsing(s.dialect, "analyses AS analysis_row", "analyses_report_idx")).
 		Where("report_id IS NOT NULL").Where("state = ?", analysis.StateDone).
 		Where("EXISTS (SELECT 1 FROM threats AS t WHERE t.id = analysis_row.report_id AND t.status = ?)", core.StatusPending).
-		Limit(int64(max(q.Limit-len(out), 1))).Scan(ctx); err != nil {
+		Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
+	out := make([]analysis.Hold, 0, len(suspects))
 	for _, r := range suspects {
 		rec, err := r.record()
 		if err != nil {
@@ -270,6 +263,18 @@ func (s *Store) AnalysisHolds(ctx context.Context, q analysis.HoldQuery) ([]anal
 		h := analysis.Hold{Key: rec.Job.Key(), Suspect: true, ReportID: rec.ReportID, Strongest: rec.Result.Strongest()}
 		h.Findings = rec.Result.Findings[:min(len(rec.Result.Findings), analysis.MaxHoldFindings)]
 		out = append(out, h)
+	}
+	if len(out) == q.Limit {
+		return out, nil
+	}
+	var open []analysisRow
+	if err := s.db.NewSelect().Model(&open).ModelTableExpr(tableUsing(s.dialect, "analyses AS analysis_row", "analyses_queue_idx")).
+		Column("ecosystem", "name", "version").Where("state <> ?", analysis.StateDone).
+		OrderExpr("queued_at").Limit(int64(q.Limit - len(out))).Scan(ctx); err != nil {
+		return nil, err
+	}
+	for _, r := range open {
+		out = append(out, analysis.Hold{Key: analysis.Key{Ecosystem: r.Ecosystem, Name: r.Name, Version: r.Version}, Unfinished: true})
 	}
 	return out, nil
 }

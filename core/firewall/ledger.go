@@ -113,6 +113,7 @@ type Ledger struct {
 
 	mu      sync.Mutex
 	pending map[ledgerKey]*LedgerEntry
+	dropped int64 // since the last write, logged there
 	full    chan struct{}
 	done    chan struct{}
 	// Dropped, when set, counts an entry not kept: the writer was behind
@@ -146,6 +147,7 @@ func (l *Ledger) Served(e LedgerEntry, now time.Time) {
 		return
 	}
 	if len(l.pending) >= ledgerMaxPending {
+		l.dropped++
 		if l.Dropped != nil {
 			l.Dropped()
 		}
@@ -188,9 +190,12 @@ func (l *Ledger) run(ctx context.Context) {
 // kept for the next write.
 func (l *Ledger) flush(ctx context.Context) {
 	l.mu.Lock()
-	pending := l.pending
-	l.pending = map[ledgerKey]*LedgerEntry{}
+	pending, dropped := l.pending, l.dropped
+	l.pending, l.dropped = map[ledgerKey]*LedgerEntry{}, 0
 	l.mu.Unlock()
+	if dropped > 0 {
+		l.log.Warn("firewall ledger: artifacts served were not counted: the writer was behind", "not_counted", dropped, "rows_waiting", ledgerMaxPending)
+	}
 	if len(pending) == 0 {
 		return
 	}
