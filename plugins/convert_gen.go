@@ -2388,6 +2388,8 @@ func packageToPB(v exposure.Package) *pb.Package {
 	return &pb.Package{
 		Ecosystem: v.Ecosystem,
 		Name:      v.Name,
+		After:     v.After,
+		Limit:     int64(v.Limit),
 	}
 }
 
@@ -2399,6 +2401,8 @@ func packageFromPB(m *pb.Package) exposure.Package {
 	return exposure.Package{
 		Ecosystem: m.Ecosystem,
 		Name:      m.Name,
+		After:     m.After,
+		Limit:     int(m.Limit),
 	}
 }
 

@@ -88,12 +88,16 @@ func (s *Store) SaveInventory(ctx context.Context, inv exposure.Inventory) error
 	})
 }
 
-// ExposedVersions reads the distinct versions of a package in the ledger
-// (its primary key's prefix) and the inventories (their package index).
+// ExposedVersions reads a page of the distinct versions of a package in
+// the ledger (its primary key's prefix) and the inventories (their
+// package index), in order.
 func (s *Store) ExposedVersions(ctx context.Context, p exposure.Package) ([]string, error) {
+	if err := core.CheckLimit(p.Limit, exposure.MaxItems); err != nil {
+		return nil, err
+	}
 	var out []string
-	err := s.db.NewSelect().TableExpr("(SELECT DISTINCT version FROM firewall_ledger WHERE ecosystem = ? AND name = ? UNION SELECT DISTINCT version FROM inventory_items WHERE ecosystem = ? AND name = ?) AS v",
-		p.Ecosystem, p.Name, p.Ecosystem, p.Name).Column("version").Limit(exposure.MaxItems).Scan(ctx, &out)
+	err := s.db.NewSelect().TableExpr("(SELECT DISTINCT version FROM firewall_ledger WHERE ecosystem = ? AND name = ? AND version > ? UNION SELECT DISTINCT version FROM inventory_items WHERE ecosystem = ? AND name = ? AND version > ?) AS v",
+		p.Ecosystem, p.Name, p.After, p.Ecosystem, p.Name, p.After).Column("version").OrderExpr("version").Limit(int64(p.Limit)).Scan(ctx, &out)
 	return out, err
 }
 

@@ -59,19 +59,31 @@ func (s *Store) RecordLedger(ctx context.Context, es []firewall.LedgerEntry) err
 	})
 }
 
+// ledgerTrimBatch is how many rows one trimming transaction removes: a
+// shortened ledger_keep may expire millions of rows, and one statement
+// for them all would hold the writer (SQLite's only one) for minutes.
+const ledgerTrimBatch = 10_000
+
 // TrimLedger removes the rows of days before t.Before through the day
-// index.
+// index, a transaction of ledgerTrimBatch rows at a time.
 func (s *Store) TrimLedger(ctx context.Context, t firewall.LedgerTrim) (int64, error) {
-	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		res, err := tx.NewDelete().Model((*ledgerRow)(nil)).Where("day < ?", t.Before.UTC()).Exec(ctx)
-		if err != nil {
-			return err
+	var total int64
+	for {
+		var n int64
+		err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM firewall_ledger WHERE (ecosystem, name, version, token_id, client_ip, day) IN
+  (SELECT ecosystem, name, version, token_id, client_ip, day FROM firewall_ledger WHERE day < ? LIMIT ?)`, t.Before.UTC(), ledgerTrimBatch)
+			if err != nil {
+				return err
+			}
+			n, _ = res.RowsAffected()
+			return nil
+		})
+		total += n
+		if err != nil || n < ledgerTrimBatch {
+			return total, err
 		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
-	return n, err
+	}
 }
 
 // LedgerOf reads a package's rows through the primary key, in its order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/threatd/threatd/core"
@@ -12,10 +13,12 @@ import (
 )
 
 // detectorQueue bounds the reports waiting for their exposures to be
-// found; catchUpPage is a page of the start-up look-back.
+// found; catchUpPage is a page of the feed read again.
 const (
 	detectorQueue = 10_000
 	catchUpPage   = 50
+	// versionsPage is a page of a package's versions served or listed.
+	versionsPage = 10_000
 )
 
 // Detector finds exposures as reports refuse versions: a subscriber of
@@ -42,6 +45,10 @@ type Detector struct {
 	}
 
 	in chan job
+	// behind is the time of the earliest change not queued (the queue
+	// was full), read again from the feed once the queue is empty.
+	mu     sync.Mutex
+	behind time.Time
 }
 
 // job is one report whose versions to look for: versions nil means the
@@ -53,7 +60,11 @@ type job struct {
 
 // NewDetector returns a detector; Run finds what it is told.
 func NewDetector(store Store, log *slog.Logger) *Detector {
-	return &Detector{Store: store, Log: log, in: make(chan job, detectorQueue)}
+	return newDetector(store, log, detectorQueue)
+}
+
+func newDetector(store Store, log *slog.Logger, queue int) *Detector {
+	return &Detector{Store: store, Log: log, in: make(chan job, queue)}
 }
 
 // ReportsChanged takes the verifications and revisions of package reports
@@ -66,28 +77,42 @@ func (d *Detector) ReportsChanged(b core.ChangeBatch) {
 		if it.Threat.ReportType != core.TypePackage && it.Threat.ReportType != core.TypeContainer || it.Threat.Status != core.StatusVerified {
 			continue
 		}
-		d.enqueue(job{threat: it.Threat})
+		if !d.enqueue(job{threat: it.Threat}) {
+			// An import verifies thousands at once: what does not fit is
+			// read again from the feed, from its time, when the queue
+			// is empty (Run).
+			d.mu.Lock()
+			if d.behind.IsZero() || it.Event.At.Before(d.behind) {
+				d.behind = it.Event.At
+			}
+			d.mu.Unlock()
+		}
 	}
 }
 
 // Suspicious takes a version held by a pending analysis report.
 func (d *Detector) Suspicious(ecosystem, name, version, reportID string) {
-	d.enqueue(job{threat: core.Threat{ID: reportID, ReportType: core.TypePackage, Registry: ecosystem, ResourceIdentifier: name}, versions: []string{version}})
+	if !d.enqueue(job{threat: core.Threat{ID: reportID, ReportType: core.TypePackage, Registry: ecosystem, ResourceIdentifier: name}, versions: []string{version}}) {
+		d.Log.Warn("exposure: the queue is full; a suspicious version's exposures are looked for when its report is verified", "threat_id", reportID)
+	}
 }
 
-func (d *Detector) enqueue(j job) {
+func (d *Detector) enqueue(j job) bool {
 	select {
 	case d.in <- j:
+		return true
 	default:
-		d.Log.Warn("exposure: the queue is full; a report's exposures are not looked for", "threat_id", j.threat.ID)
+		return false
 	}
 }
 
 // Run looks at the changes of the CatchUp before it started, then finds
 // the exposures of what it is told until ctx ends.
 func (d *Detector) Run(ctx context.Context) {
-	if err := d.catchUp(ctx); err != nil && ctx.Err() == nil {
-		d.Log.Warn("exposure: reading the changes made before the start failed", "error", err.Error())
+	if d.Feed != nil && d.CatchUp > 0 {
+		if err := d.catchUp(ctx, time.Now().UTC().Add(-d.CatchUp)); err != nil && ctx.Err() == nil {
+			d.Log.Warn("exposure: reading the changes made before the start failed", "error", err.Error())
+		}
 	}
 	for {
 		select {
@@ -98,21 +123,48 @@ func (d *Detector) Run(ctx context.Context) {
 				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
 			}
 		}
+		if len(d.in) == 0 {
+			d.readBehind(ctx)
+		}
 	}
 }
 
-// catchUp finds the exposures of the reports verified or revised in the
-// CatchUp before now, a page of the feed at a time: a change made while
-// no daemon ran (the change feed's subscribers hear only what comes after
-// the start). Exposures already recorded are not recorded again.
-func (d *Detector) catchUp(ctx context.Context) error {
-	if d.Feed == nil || d.CatchUp <= 0 {
-		return nil
+// readBehind reads again from the feed the changes that did not fit in
+// the queue, from the earliest one's time (a second before it: the
+// store records each exposure once, so reading one twice costs nothing).
+func (d *Detector) readBehind(ctx context.Context) {
+	d.mu.Lock()
+	from := d.behind
+	d.behind = time.Time{}
+	d.mu.Unlock()
+	if from.IsZero() {
+		return
 	}
+	if d.Feed == nil {
+		d.Log.Warn("exposure: the queue was full; the exposures of reports verified since then are not looked for", "since", from)
+		return
+	}
+	d.Log.Info("exposure: the queue was full; reading the feed's changes again", "since", from)
+	if err := d.catchUp(ctx, from.Add(-time.Second)); err != nil && ctx.Err() == nil {
+		d.Log.Warn("exposure: reading the changes the queue could not hold failed; trying again", "error", err.Error())
+		d.mu.Lock()
+		if d.behind.IsZero() || from.Before(d.behind) {
+			d.behind = from
+		}
+		d.mu.Unlock()
+	}
+}
+
+// catchUp finds the exposures of the reports verified or revised from
+// from until now, a page of the feed at a time: at the start, the changes
+// made while no daemon ran (the change feed's subscribers hear only what
+// comes after the start); later, those the queue could not hold.
+// Exposures already recorded are not recorded again.
+func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 	now := time.Now().UTC()
 	// Small pages: an item carries its whole report (a report's text may
 	// be 200 KB), and the look-back runs beside the daemon's start.
-	q := core.FeedQuery{From: now.Add(-d.CatchUp), To: now, Limit: catchUpPage}
+	q := core.FeedQuery{From: from, To: now, Limit: catchUpPage}
 	for {
 		items, err := d.Feed.Feed(ctx, q)
 		if err != nil {
@@ -143,30 +195,48 @@ func (d *Detector) find(ctx context.Context, j job) error {
 	}
 	eco := firewall.FirewallName(t.Registry)
 	p := Package{Ecosystem: eco, Name: firewall.FoldName(eco, t.ResourceIdentifier)}
-	versions := j.versions
-	if versions == nil {
+	var n int64
+	var err error
+	if j.versions != nil {
+		n, err = d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: j.versions, At: time.Now().UTC()})
+	} else {
+		n, err = d.record(ctx, t.ID, p, func(v string) bool { return t.AllVersions || versioning.Matches(t.Registry, t.Details.VersionInfo, v) })
+	}
+	if err != nil || n == 0 {
+		return err
+	}
+	d.Log.Warn("exposure found: a version a report refuses was served or is in a project's lockfile", "threat_id", t.ID, "package", p.Name, "ecosystem", p.Ecosystem, "exposures", n)
+	return d.event(ctx, t.ID, t.Registry)
+}
+
+// record records the exposures of the package's versions that match, a
+// page of its versions at a time, and returns how many are new.
+func (d *Detector) record(ctx context.Context, threatID string, p Package, match func(version string) bool) (int64, error) {
+	p.Limit = versionsPage
+	var total int64
+	for {
 		seen, err := d.Store.ExposedVersions(ctx, p)
 		if err != nil {
-			return err
+			return total, err
 		}
+		var versions []string
 		for _, v := range seen {
-			if t.AllVersions || versioning.Matches(t.Registry, t.Details.VersionInfo, v) {
+			if match(v) {
 				versions = append(versions, v)
 			}
 		}
+		if len(versions) > 0 {
+			n, err := d.Store.RecordExposures(ctx, Found{ThreatID: threatID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC()})
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if len(seen) < p.Limit {
+			return total, nil
+		}
+		p.After = seen[len(seen)-1]
 	}
-	if len(versions) == 0 {
-		return nil
-	}
-	n, err := d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC()})
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		d.Log.Warn("exposure found: a version a report refuses was served or is in a project's lockfile", "threat_id", t.ID, "package", p.Name, "ecosystem", p.Ecosystem, "exposures", n)
-		return d.event(ctx, t.ID, t.Registry)
-	}
-	return nil
 }
 
 // findImage records the exposures of a container report: the ledger's
@@ -177,10 +247,6 @@ func (d *Detector) findImage(ctx context.Context, t core.Threat) error {
 	_, canonical, _ := strings.Cut(t.CanonicalKey, ":")
 	path, tag, digest := core.ContainerRepository(canonical)
 	p := Package{Ecosystem: firewall.FirewallOCI, Name: core.ImagePath(path)}
-	seen, err := d.Store.ExposedVersions(ctx, p)
-	if err != nil {
-		return err
-	}
 	want := map[string]bool{}
 	for _, r := range []string{tag, digest} {
 		if r != "" {
@@ -196,16 +262,7 @@ func (d *Detector) findImage(ctx context.Context, t core.Threat) error {
 			want[pin.Digest] = true
 		}
 	}
-	var versions []string
-	for _, v := range seen {
-		if t.AllVersions && tag == "" && digest == "" || want[v] {
-			versions = append(versions, v)
-		}
-	}
-	if len(versions) == 0 {
-		return nil
-	}
-	n, err := d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC()})
+	n, err := d.record(ctx, t.ID, p, func(v string) bool { return t.AllVersions && tag == "" && digest == "" || want[v] })
 	if err != nil || n == 0 {
 		return err
 	}

@@ -122,8 +122,9 @@ const MaxPage = 1000
 type Store interface {
 	// SaveInventory replaces a project's inventory.
 	SaveInventory(ctx context.Context, inv Inventory) error
-	// ExposedVersions lists the versions of a package that a ledger row
-	// or an inventory names (at most MaxItems).
+	// ExposedVersions lists, in order, the versions of a package that a
+	// ledger row or an inventory names: those after p.After, at most
+	// p.Limit (1..MaxItems, else ErrInvalid).
 	ExposedVersions(ctx context.Context, p Package) ([]string, error)
 	// RecordExposures records the exposures of f's versions, each once
 	// per report and row, and returns how many are new.
@@ -140,8 +141,14 @@ type Store interface {
 }
 
 // Package names a package as the firewall does: its ecosystem's firewall
-// name (cargo for crates.io) and its folded name (firewall.FoldName).
-type Package struct{ Ecosystem, Name string }
+// name (cargo for crates.io) and its folded name (firewall.FoldName); and
+// a page of its versions: those after After (the page before's last), at
+// most Limit.
+type Package struct {
+	Ecosystem, Name string
+	After           string
+	Limit           int
+}
 
 // String names an exposure for logs.
 func (e Exposure) String() string {

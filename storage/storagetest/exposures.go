@@ -1,9 +1,11 @@
 package storagetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/exposure"
 	"github.com/threatd/threatd/core/firewall"
 )
@@ -31,9 +33,19 @@ func testExposures(t *testing.T, b Backend) {
 	if err := s.SaveInventory(c, exposure.Inventory{Project: "bad\x00name"}); err == nil {
 		t.Fatal("a project name with a control character was kept")
 	}
-	vs, err := s.ExposedVersions(c, exposure.Package{Ecosystem: "npm", Name: "axios"})
+	vs, err := s.ExposedVersions(c, exposure.Package{Ecosystem: "npm", Name: "axios", Limit: 100})
 	if err != nil || len(vs) != 2 {
 		t.Fatalf("versions %v %v", vs, err)
+	}
+	// Paged, in order: the ledger's and the inventories' versions as one.
+	if first, err := s.ExposedVersions(c, exposure.Package{Ecosystem: "npm", Name: "axios", Limit: 1}); err != nil || len(first) != 1 || first[0] != vs[0] || vs[0] >= vs[1] {
+		t.Fatalf("first page %v of %v: %v", first, vs, err)
+	}
+	if rest, err := s.ExposedVersions(c, exposure.Package{Ecosystem: "npm", Name: "axios", After: vs[0], Limit: 100}); err != nil || len(rest) != 1 || rest[0] != vs[1] {
+		t.Fatalf("after %s: %v %v", vs[0], rest, err)
+	}
+	if _, err := s.ExposedVersions(c, exposure.Package{Ecosystem: "npm", Name: "axios"}); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("no limit: %v", err)
 	}
 	found := exposure.Found{ThreatID: "th-1", Ecosystem: "npm", Name: "axios", Versions: []string{"1.14.1"}, At: day.Add(24 * time.Hour)}
 	n, err := s.RecordExposures(c, found)

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,9 +34,21 @@ func testLedger(t *testing.T, b Backend) {
 	if err := s.RecordLedger(c, []firewall.LedgerEntry{{Ecosystem: "npm", Count: 1}}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("an entry without a name: %v", err)
 	}
+	// More expired rows than one trimming transaction removes: all go.
+	var expired []firewall.LedgerEntry
+	for i := range 25_000 {
+		x := old
+		x.TokenID = fmt.Sprintf("tok-old-%d", i)
+		if expired = append(expired, x); len(expired) == 10_000 || i == 24_999 {
+			if err := s.RecordLedger(c, expired); err != nil {
+				t.Fatal(err)
+			}
+			expired = expired[:0]
+		}
+	}
 	n, err := s.TrimLedger(c, firewall.LedgerTrim{Before: day})
-	if err != nil || n != 1 {
-		t.Fatalf("trim: %d %v", n, err)
+	if err != nil || n != 25_001 {
+		t.Fatalf("trim: %d %v, want 25001", n, err)
 	}
 	rows, err := s.LedgerOf(c, firewall.LedgerQuery{Ecosystem: "npm", Name: "left-pad", Limit: 10})
 	if err != nil || len(rows) != 2 {

@@ -11453,11 +11453,15 @@ func (x *Inventory) GetItemsNil() bool {
 }
 
 // Package names a package as the firewall does: its ecosystem's firewall
-// name (cargo for crates.io) and its folded name (firewall.FoldName).
+// name (cargo for crates.io) and its folded name (firewall.FoldName); and
+// a page of its versions: those after After (the page before's last), at
+// most Limit.
 type Package struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ecosystem     string                 `protobuf:"bytes,1,opt,name=Ecosystem,proto3" json:"Ecosystem,omitempty"`
 	Name          string                 `protobuf:"bytes,2,opt,name=Name,proto3" json:"Name,omitempty"`
+	After         string                 `protobuf:"bytes,3,opt,name=After,proto3" json:"After,omitempty"`
+	Limit         int64                  `protobuf:"varint,4,opt,name=Limit,proto3" json:"Limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -11504,6 +11508,20 @@ func (x *Package) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *Package) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *Package) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
 }
 
 // Found asks the store to record the exposures of some versions of one
@@ -13949,10 +13967,12 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\aTokenID\x18\x03 \x01(\tR\aTokenID\x128\n" +
 	"\tScannedAt\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tScannedAt\x12-\n" +
 	"\x05Items\x18\x05 \x03(\v2\x17.threatd.plugin.v2.ItemR\x05Items\x12\x1a\n" +
-	"\bItemsNil\x18\x06 \x01(\bR\bItemsNil\";\n" +
+	"\bItemsNil\x18\x06 \x01(\bR\bItemsNil\"g\n" +
 	"\aPackage\x12\x1c\n" +
 	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
-	"\x04Name\x18\x02 \x01(\tR\x04Name\"\xd9\x01\n" +
+	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x14\n" +
+	"\x05After\x18\x03 \x01(\tR\x05After\x12\x14\n" +
+	"\x05Limit\x18\x04 \x01(\x03R\x05Limit\"\xd9\x01\n" +
 	"\x05Found\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x12\x1c\n" +
 	"\tEcosystem\x18\x02 \x01(\tR\tEcosystem\x12\x12\n" +

@@ -484,8 +484,9 @@ type StorageClient interface {
 	AnalysisQueue(ctx context.Context, in *AnalysisQueueRequest, opts ...grpc.CallOption) (*QueueLength, error)
 	// SaveInventory replaces a project's inventory.
 	SaveInventory(ctx context.Context, in *Inventory, opts ...grpc.CallOption) (*SaveInventoryReply, error)
-	// ExposedVersions lists the versions of a package that a ledger row
-	// or an inventory names (at most MaxItems).
+	// ExposedVersions lists, in order, the versions of a package that a
+	// ledger row or an inventory names: those after p.After, at most
+	// p.Limit (1..MaxItems, else ErrInvalid).
 	ExposedVersions(ctx context.Context, in *Package, opts ...grpc.CallOption) (*ExposedVersionsReply, error)
 	// RecordExposures records the exposures of f's versions, each once
 	// per report and row, and returns how many are new.
@@ -2334,8 +2335,9 @@ type StorageServer interface {
 	AnalysisQueue(context.Context, *AnalysisQueueRequest) (*QueueLength, error)
 	// SaveInventory replaces a project's inventory.
 	SaveInventory(context.Context, *Inventory) (*SaveInventoryReply, error)
-	// ExposedVersions lists the versions of a package that a ledger row
-	// or an inventory names (at most MaxItems).
+	// ExposedVersions lists, in order, the versions of a package that a
+	// ledger row or an inventory names: those after p.After, at most
+	// p.Limit (1..MaxItems, else ErrInvalid).
 	ExposedVersions(context.Context, *Package) (*ExposedVersionsReply, error)
 	// RecordExposures records the exposures of f's versions, each once
 	// per report and row, and returns how many are new.

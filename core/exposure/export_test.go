@@ -1,0 +1,4 @@
+package exposure
+
+// NewDetectorQueue is NewDetector with a queue of n reports.
+var NewDetectorQueue = newDetector
