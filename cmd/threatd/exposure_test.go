@@ -13,10 +13,10 @@ import (
 
 // TestExposureClients: the real npm, pip and go install through the
 // firewall for two users and three tokens; reports verified afterwards
-// name what one token got: their exposures name that user, token and
+// name what each token got: their exposures name that user, token and
 // address with first, last and count, and neither the other user nor a
 // version nobody got; threatd exposure lists them; each user sees their
-// own.
+// own; one signed exposure.found event a report.
 func TestExposureClients(t *testing.T) {
 	t.Parallel()
 	npm, goBin := needTool(t, "npm"), needTool(t, "go")
@@ -48,6 +48,7 @@ func TestExposureClients(t *testing.T) {
 	}
 	npmReport := fwReport(t, in, d, admin, "npm", "exp-left", "1.0.0")
 	pyReport := fwReport(t, in, d, admin, "pypi", "exp-py", "")
+	goReport := fwReport(t, in, d, admin, "go", "example.com/expmod", "1.0.0") // as OSV names Go versions
 	unfetched := fwReport(t, in, d, admin, "npm", "exp-never", "")
 
 	exposures := func(id string) []map[string]any {
@@ -71,10 +72,15 @@ func TestExposureClients(t *testing.T) {
 	if got[0]["user"] != "ana@example.com" || got[0]["token_id"] == e["token_id"] || got[0]["purl"] != "pkg:pypi/exp-py@1.0" {
 		t.Fatalf("pip exposure %v (npm's token %v)", got[0], e["token_id"])
 	}
+	eventually(t, "go's exposure", func() bool { got = exposures(goReport); return len(got) == 1 })
+	if got[0]["user"] != "bo@example.com" || got[0]["purl"] != "pkg:golang/example.com/expmod@v1.0.0" || got[0]["kind"] != "served" {
+		t.Fatalf("go exposure %v", got[0])
+	}
 	if n := len(exposures(unfetched)); n != 0 {
 		t.Fatalf("a version nobody got has %d exposures", n)
 	}
-	if r := d.do("GET", base+"/account/exposure", b, "").expect(t, 200, ""); len(r.body["exposures"].([]any)) != 0 {
+	if r := d.do("GET", base+"/account/exposure", b, "").expect(t, 200, ""); len(r.body["exposures"].([]any)) != 1 ||
+		r.body["exposures"].([]any)[0].(map[string]any)["threat_id"] != goReport {
 		t.Fatalf("bo sees %v", r.body)
 	}
 	if r := d.do("GET", base+"/account/exposure", a1, "").expect(t, 200, ""); len(r.body["exposures"].([]any)) != 2 {
@@ -90,8 +96,9 @@ func TestExposureClients(t *testing.T) {
 				events = append(events, x)
 			}
 		}
-		return len(events) == 2
+		return len(events) == 3
 	})
+	evented := map[string]bool{}
 	for _, ev := range events {
 		if err := verifyWebhook(secret, http.Header{"Webhook-Id": {ev.ID}, "Webhook-Timestamp": {ev.Timestamp}, "Webhook-Signature": {ev.Signature}}, ev.Body, time.Now()); err != nil {
 			t.Fatalf("signature: %v", err)
@@ -104,9 +111,14 @@ func TestExposureClients(t *testing.T) {
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(ev.Body, &body); err != nil || body.Data.Total != 1 || len(body.Data.Exposures) != 1 ||
-			(body.Data.ThreatID != npmReport && body.Data.ThreatID != pyReport) || body.Data.Exposures[0]["user"] != "ana@example.com" {
+			body.Data.Exposures[0]["threat_id"] != body.Data.ThreatID ||
+			(body.Data.ThreatID == goReport) != (body.Data.Exposures[0]["user"] == "bo@example.com") {
 			t.Fatalf("event %s: %v", ev.Body, err)
 		}
+		evented[body.Data.ThreatID] = true
+	}
+	if !evented[npmReport] || !evented[pyReport] || !evented[goReport] {
+		t.Fatalf("events of %v: one a report", evented)
 	}
 	for _, x := range all.deliveries() {
 		if x.Type == "exposure.found" {
@@ -117,7 +129,10 @@ func TestExposureClients(t *testing.T) {
 	if err := json.Unmarshal([]byte(in.mustCLI("exposure", npmReport, "--json")), &listed); err != nil || len(listed) != 1 || listed[0]["user"] != "ana@example.com" {
 		t.Fatalf("threatd exposure --json: %v %v", listed, err)
 	}
-	if out := in.mustCLI("exposure"); !strings.Contains(out, "pkg:npm/exp-left@1.0.0") || !strings.Contains(out, "pkg:pypi/exp-py@1.0") || strings.Contains(out, "bo@example.com") {
+	if out := in.mustCLI("exposure", npmReport); !strings.Contains(out, "pkg:npm/exp-left@1.0.0") || strings.Contains(out, "bo@example.com") {
+		t.Fatalf("threatd exposure %s:\n%s", npmReport, out)
+	}
+	if out := in.mustCLI("exposure"); !strings.Contains(out, "pkg:npm/exp-left@1.0.0") || !strings.Contains(out, "pkg:pypi/exp-py@1.0") || !strings.Contains(out, "pkg:golang/example.com/expmod@v1.0.0") {
 		t.Fatalf("threatd exposure:\n%s", out)
 	}
 }
@@ -164,7 +179,7 @@ func TestExposureBrowser(t *testing.T) {
 	node, chromium, shots := needBrowser(t)
 	u := fakeregistry.New(t)
 	u.NPMPackage(t, "web-exp", "1.0.0", "1.0.0")
-	in := newInstance(t, "limits:\n  per_ip_per_minute: 0\n  new_user_max_unverified: 0\n"+fwConfig(u))
+	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+fwConfig(u))
 	admin := in.user("root@example.com", "--role", "admin")
 	tok := in.user("ana@example.com")
 	for _, email := range []string{"root@example.com", "ana@example.com"} {

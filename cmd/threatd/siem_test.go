@@ -22,7 +22,8 @@ import (
 )
 
 // TestSIEMToRsyslog: a daemon sends the change feed's verifications,
-// revisions and withdrawals (made by the CLI, another process) to a real
+// revisions and withdrawals (made by the CLI, another process), the
+// firewall's decisions and a report's exposure.found event to a real
 // rsyslog over TCP in CEF and over TLS as the webhook's JSON; the test
 // reads rsyslog's output file. A receiver that is down holds nothing up.
 func TestSIEMToRsyslog(t *testing.T) {
@@ -95,13 +96,20 @@ ruleset(name="out") { action(type="omfile" file=%q template="raw") }
 	tok := in.user("dev@example.com")
 	d := in.serve()
 	time.Sleep(2 * freshness) // the feed's position is taken at start
-	fwReport(t, in, d, tok, "npm", "siem-evil", "1.0.0")
+	// Served before the report: its verification finds an exposure.
+	if code, _, _ := d.fwGet(base+"/firewall/npm/siem-evil/-/siem-evil-1.0.0.tgz", tok); code != 200 {
+		t.Fatalf("the version before its report: %d", code)
+	}
+	time.Sleep(1500 * time.Millisecond) // the ledger's write, once a second
+	evil := fwReport(t, in, d, tok, "npm", "siem-evil", "1.0.0")
 	eventually(t, "the firewall refusing the reported version", func() bool {
 		code, _, _ := d.fwGet(base+"/firewall/npm/siem-evil/-/siem-evil-1.0.0.tgz", tok)
 		return code == 403
 	})
 	waitFor("the firewall's block", "firewall.blocked CEF:0|threatd|threatd|", "|firewall.blocked|block npm siem-evil@1.0.0 (malicious)|8|",
 		"act=block", "request=pkg:npm/siem-evil@1.0.0", "suser=")
+	waitFor("the exposure.found event", "exposure.found CEF:0|threatd|threatd|", "|exposure.found|exposure.found "+evil+": 1 exposures|8|",
+		"act=exposure.found", "cs1="+evil, "cn1=1")
 	id := d.submit(tok, `{"report_type":"domain","resource_identifier":"siem-c2.example","threat_description":"C2 | with = signs","severity_level":"critical"}`)
 	in.mustCLI("review", "verify", id)
 	waitFor("the verification in CEF", "threat.verified CEF:0|threatd|threatd|", "|threat.verified|verified domain siem-c2.example|10|",

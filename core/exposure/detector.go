@@ -19,6 +19,9 @@ const (
 	catchUpPage   = 50
 	// versionsPage is a page of a package's versions served or listed.
 	versionsPage = 10_000
+	// settle is Detector.Settle's default: the index's freshness on
+	// every daemon, and the ledger's second.
+	settle = 5 * time.Second
 )
 
 // Detector finds exposures as reports refuse versions: a subscriber of
@@ -38,6 +41,10 @@ type Detector struct {
 		Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error)
 	}
 	CatchUp time.Duration
+	// Settle is how long after a change its exposures are looked for:
+	// the firewall serves a version until its index has the change, and
+	// the ledger writes what it served a second later, on every daemon.
+	Settle time.Duration
 	// Pins, when set, are the digests a reported image's tag resolved to
 	// (core/firewall's pin store).
 	Pins interface {
@@ -56,6 +63,7 @@ type Detector struct {
 type job struct {
 	threat   core.Threat
 	versions []string
+	at       time.Time // the change's time
 }
 
 // NewDetector returns a detector; Run finds what it is told.
@@ -64,7 +72,7 @@ func NewDetector(store Store, log *slog.Logger) *Detector {
 }
 
 func newDetector(store Store, log *slog.Logger, queue int) *Detector {
-	return &Detector{Store: store, Log: log, in: make(chan job, queue)}
+	return &Detector{Store: store, Log: log, Settle: settle, in: make(chan job, queue)}
 }
 
 // ReportsChanged takes the verifications and revisions of package reports
@@ -77,7 +85,7 @@ func (d *Detector) ReportsChanged(b core.ChangeBatch) {
 		if it.Threat.ReportType != core.TypePackage && it.Threat.ReportType != core.TypeContainer || it.Threat.Status != core.StatusVerified {
 			continue
 		}
-		if !d.enqueue(job{threat: it.Threat}) {
+		if !d.enqueue(job{threat: it.Threat, at: it.Event.At}) {
 			// An import verifies thousands at once: what does not fit is
 			// read again from the feed, from its time, when the queue
 			// is empty (Run).
@@ -92,7 +100,7 @@ func (d *Detector) ReportsChanged(b core.ChangeBatch) {
 
 // Suspicious takes a version held by a pending analysis report.
 func (d *Detector) Suspicious(ecosystem, name, version, reportID string) {
-	if !d.enqueue(job{threat: core.Threat{ID: reportID, ReportType: core.TypePackage, Registry: ecosystem, ResourceIdentifier: name}, versions: []string{version}}) {
+	if !d.enqueue(job{threat: core.Threat{ID: reportID, ReportType: core.TypePackage, Registry: ecosystem, ResourceIdentifier: name}, versions: []string{version}, at: time.Now()}) {
 		d.Log.Warn("exposure: the queue is full; a suspicious version's exposures are looked for when its report is verified", "threat_id", reportID)
 	}
 }
@@ -119,6 +127,15 @@ func (d *Detector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case j := <-d.in:
+			// Jobs come in their changes' order: waiting for the head
+			// delays none of the others past their own time.
+			if wait := min(time.Until(j.at.Add(d.Settle)), d.Settle); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
 			if err := d.find(ctx, j); err != nil && ctx.Err() == nil {
 				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
 			}

@@ -137,6 +137,9 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	// refuses (docs/exposure.md).
 	exposures := exposure.NewDetector(store, log)
 	exposures.Pins, exposures.Feed, exposures.CatchUp = store, store, 24*time.Hour
+	// A version is served until every daemon's index has the change (in
+	// cache.freshness), and counted in the ledger's next second.
+	exposures.Settle = 2*cfg.Cache.Freshness + 3*time.Second
 	if toSIEM != nil {
 		exposures.Found = func(ev exposure.Event) { toSIEM.Exposure(ev.ThreatID, ev.Total, ev.Body, ev.At) }
 	}

@@ -2,6 +2,8 @@ package daemon_test
 
 import (
 	"fmt"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,5 +56,78 @@ func TestLedger(t *testing.T) {
 				t.Fatalf("%d rows of versions not served", n)
 			}
 		})
+	}
+}
+
+// TestLedgerEveryEcosystem: an artifact of each package registry the
+// firewall serves is counted under its ecosystem, its name as the
+// firewall folds it, its version and its purl.
+func TestLedgerEveryEcosystem(t *testing.T) {
+	t.Parallel()
+	u := fakeregistry.New(t)
+	old := fakeregistry.OldTimes(1)
+	u.NPMPackage(t, "led-npm", "1.0.0", "1.0.0")
+	u.PyPIProjectAt(t, "led-py", []string{"1.0"}, old)
+	u.GoModuleAt(t, "example.com/ledmod", []string{"v1.0.0"}, old)
+	u.MavenArtifact(t, "com.example", "led-jar", []string{"1.0.0"}, old)
+	u.CargoCrate(t, "led_rs", []string{"1.0.0"}, old)
+	u.NuGetServiceIndex(fakeregistry.NuGetOrg)
+	u.NuGetPackage(t, fakeregistry.NuGetOrg, "Led.Pkg", []string{"1.0.0"}, old)
+	d := start(t, quiet+"  new_user_max_unverified: 0\n"+fmt.Sprintf(`firewall:
+  npm: {upstream: %q}
+  pypi: {upstream: %q}
+  go: {upstream: %q}
+  maven: {upstream: %q}
+  cargo: {upstream: %q}
+  nuget: {upstream: %q}
+`, u.Srv.URL, u.Srv.URL+"/simple", u.Srv.URL, u.Srv.URL+"/maven2", u.Srv.URL+"/cargo", u.Srv.URL+fakeregistry.NuGetOrg.Index))
+	tok := d.user("dev@example.com")
+	fw := base + "/firewall"
+	// PyPI's file is where the firewall's simple page links it.
+	_, _, page := d.fwGet(fw+"/pypi/simple/led-py/", tok)
+	m := regexp.MustCompile(`href="([^"#]+)`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no file in the simple page:\n%s", page)
+	}
+	wheel, err := url.Parse(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wheelPath := wheel.Path
+	if !wheel.IsAbs() {
+		wheelPath = (&url.URL{Path: fw + "/pypi/simple/led-py/"}).ResolveReference(wheel).Path
+	}
+	for _, p := range []string{fw + "/npm/led-npm/-/led-npm-1.0.0.tgz", wheelPath, fw + "/go/example.com/ledmod/@v/v1.0.0.zip",
+		fw + "/maven/com/example/led-jar/1.0.0/led-jar-1.0.0.jar", fw + "/cargo/crates/led_rs/1.0.0/download",
+		fw + "/nuget/res/PackageBaseAddress_3.0.0/led.pkg/1.0.0/led.pkg.1.0.0.nupkg"} {
+		if code, _, body := d.fwGet(p, tok); code != 200 {
+			t.Fatalf("%s: %d %s", p, code, body)
+		}
+	}
+	db := d.db()
+	eventually(t, "the ledger written", func() bool { return count(t, db, "SELECT count(*) FROM firewall_ledger") == 6 })
+	rows, err := db.Query("SELECT ecosystem || ' ' || name || ' ' || version || ' ' || purl || ' ' || user_email || ' ' || count FROM firewall_ledger ORDER BY ecosystem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := []string{
+		"cargo led-rs 1.0.0 pkg:cargo/led_rs@1.0.0 dev@example.com 1",
+		"go example.com/ledmod v1.0.0 pkg:golang/example.com/ledmod@v1.0.0 dev@example.com 1",
+		"maven com.example:led-jar 1.0.0 pkg:maven/com.example/led-jar@1.0.0 dev@example.com 1",
+		"npm led-npm 1.0.0 pkg:npm/led-npm@1.0.0 dev@example.com 1",
+		"nuget led.pkg 1.0.0 pkg:nuget/led.pkg@1.0.0 dev@example.com 1", // the flat container's lower-case id
+		"pypi led-py 1.0 pkg:pypi/led-py@1.0 dev@example.com 1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
