@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,52 +29,23 @@ func exposureCmd() *cobra.Command {
 					}
 					q.ThreatID = args[0]
 				}
-				out := cmd.OutOrStdout()
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				if asJSON {
-					fmt.Fprint(out, "[")
-				} else {
-					fmt.Fprintln(tw, "FOUND\tREPORT\tKIND\tPACKAGE\tWHO\tFROM\tFIRST\tLAST\tCOUNT")
-				}
-				n := 0
-				// Page after page: the list is never held whole.
-				for {
+				next := func() ([]exposure.Exposure, bool, error) {
 					page, err := e.store.ListExposures(cmd.Context(), q)
-					if err != nil {
-						return err
+					if err == nil && len(page) == q.Limit {
+						q.After = page[len(page)-1].ID
 					}
-					for _, x := range page {
-						if asJSON {
-							b, err := json.Marshal(api.ShowExposure(x))
-							if err != nil {
-								return err
-							}
-							if n > 0 {
-								fmt.Fprint(out, ",")
-							}
-							_, _ = out.Write(b)
-						} else {
-							who := x.User
-							if x.Kind == exposure.KindInventory {
-								who = "project " + x.Project + " (" + x.User + ")"
-							}
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", x.FoundAt.Format(time.RFC3339), x.ThreatID, x.Kind, x.Purl, who, x.ClientIP,
-								x.First.Format(time.RFC3339), x.Last.Format(time.RFC3339), x.Count)
+					return page, len(page) == q.Limit, err
+				}
+				return writePages(cmd.OutOrStdout(), asJSON, "FOUND\tREPORT\tKIND\tPACKAGE\tWHO\tFROM\tFIRST\tLAST\tCOUNT", next,
+					func(x exposure.Exposure) any { return api.ShowExposure(x) },
+					func(x exposure.Exposure) string {
+						who := x.User
+						if x.Kind == exposure.KindInventory {
+							who = "project " + x.Project + " (" + x.User + ")"
 						}
-						n++
-					}
-					if err := tw.Flush(); err != nil {
-						return err
-					}
-					if len(page) < q.Limit {
-						break
-					}
-					q.After = page[len(page)-1].ID
-				}
-				if asJSON {
-					fmt.Fprintln(out, "]")
-				}
-				return nil
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", x.FoundAt.Format(time.RFC3339), x.ThreatID, x.Kind, x.Purl, who, x.ClientIP,
+							x.First.Format(time.RFC3339), x.Last.Format(time.RFC3339), x.Count)
+					})
 			})
 		},
 	}

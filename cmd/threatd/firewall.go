@@ -198,51 +198,23 @@ func firewallHeldCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withEnv(cmd, func(e *env) error {
-				// Written page by page: the list is never held whole.
-				out := cmd.OutOrStdout()
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				if asJSON {
-					fmt.Fprint(out, "[")
-				} else {
-					fmt.Fprintln(tw, "ECOSYSTEM\tPACKAGE\tPUBLISHED\tUNTIL")
-				}
-				q, n := firewall.HeldQuery{Now: time.Now(), Limit: 1000}, 0
-				for {
+				q := firewall.HeldQuery{Now: time.Now(), Limit: 1000}
+				next := func() ([]firewall.HeldVersion, bool, error) {
 					page, err := e.store.ListHeld(cmd.Context(), q)
-					if err != nil {
-						return err
+					if err == nil && len(page) == q.Limit {
+						q.After = page[len(page)-1].Cursor()
 					}
-					for _, h := range page {
-						if asJSON {
-							b, err := json.Marshal(firewall.ShowHeld(h))
-							if err != nil {
-								return err
-							}
-							if n > 0 {
-								fmt.Fprint(out, ",")
-							}
-							_, _ = out.Write(b)
-						} else {
-							pub := "unknown (first seen " + h.FirstSeen.Format(time.RFC3339) + ")"
-							if !h.Published.IsZero() {
-								pub = h.Published.Format(time.RFC3339)
-							}
-							fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\n", h.Ecosystem, h.Name, h.Version, pub, h.Until.Format(time.RFC3339))
+					return page, len(page) == q.Limit, err
+				}
+				return writePages(cmd.OutOrStdout(), asJSON, "ECOSYSTEM\tPACKAGE\tPUBLISHED\tUNTIL", next,
+					func(h firewall.HeldVersion) any { return firewall.ShowHeld(h) },
+					func(h firewall.HeldVersion) string {
+						pub := "unknown (first seen " + h.FirstSeen.Format(time.RFC3339) + ")"
+						if !h.Published.IsZero() {
+							pub = h.Published.Format(time.RFC3339)
 						}
-						n++
-					}
-					if err := tw.Flush(); err != nil {
-						return err
-					}
-					if len(page) < q.Limit {
-						break
-					}
-					q.After = page[len(page)-1].Cursor()
-				}
-				if asJSON {
-					fmt.Fprintln(out, "]")
-				}
-				return nil
+						return fmt.Sprintf("%s\t%s@%s\t%s\t%s", h.Ecosystem, h.Name, h.Version, pub, h.Until.Format(time.RFC3339))
+					})
 			})
 		},
 	}
