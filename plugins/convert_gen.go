@@ -2416,6 +2416,7 @@ func foundToPB(v exposure.Found) *pb.Found {
 		VersionsNil: v.Versions == nil,
 		At:          ts(v.At),
 		Project:     v.Project,
+		Since:       ts(v.Since),
 	}
 }
 
@@ -2431,6 +2432,7 @@ func foundFromPB(m *pb.Found) exposure.Found {
 		Versions:  keepNilSlice(m.VersionsNil, m.Versions),
 		At:        fromTS(m.At),
 		Project:   m.Project,
+		Since:     fromTS(m.Since),
 	}
 }
 

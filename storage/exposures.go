@@ -117,8 +117,8 @@ func (s *Store) RecordExposures(ctx context.Context, f exposure.Found) (int64, e
 		res, err := tx.ExecContext(ctx, `INSERT INTO exposures (threat_id, kind, ecosystem, name, version, purl, user_email, token_id, client_ip, project, first_at, last_at, count, found_at, row_key)
 SELECT ?, ?, l.ecosystem, l.name, l.version, l.purl, l.user_email, l.token_id, l.client_ip, '', l.first_at, l.last_at, l.count, ?,
   l.token_id || '|' || l.client_ip || '|' || CAST(l.day AS TEXT)
-FROM firewall_ledger AS l WHERE l.ecosystem = ? AND l.name = ? AND l.version IN (?) AND ? = ''
-ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindServed, at, f.Ecosystem, f.Name, bun.List(f.Versions), f.Project)
+FROM firewall_ledger AS l WHERE l.ecosystem = ? AND l.name = ? AND l.version IN (?) AND ? = '' AND l.last_at >= ?
+ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindServed, at, f.Ecosystem, f.Name, bun.List(f.Versions), f.Project, f.Since.UTC())
 		if err != nil {
 			return fmt.Errorf("exposures of the ledger: %w", err)
 		}
@@ -126,8 +126,8 @@ ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindServed, at, f.Ecosystem, f.Nam
 		res, err = tx.ExecContext(ctx, `INSERT INTO exposures (threat_id, kind, ecosystem, name, version, purl, user_email, token_id, client_ip, project, first_at, last_at, count, found_at, row_key)
 SELECT ?, ?, i.ecosystem, i.name, i.version, i.purl, inv.user_email, inv.token_id, '', i.project, inv.scanned_at, inv.scanned_at, 1, ?, i.project
 FROM inventory_items AS i JOIN inventories AS inv ON inv.project = i.project
-WHERE i.ecosystem = ? AND i.name = ? AND i.version IN (?) AND (? = '' OR i.project = ?)
-ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindInventory, at, f.Ecosystem, f.Name, bun.List(f.Versions), f.Project, f.Project)
+WHERE i.ecosystem = ? AND i.name = ? AND i.version IN (?) AND (? = '' OR i.project = ?) AND inv.scanned_at >= ?
+ON CONFLICT DO NOTHING`, f.ThreatID, exposure.KindInventory, at, f.Ecosystem, f.Name, bun.List(f.Versions), f.Project, f.Project, f.Since.UTC())
 		if err != nil {
 			return fmt.Errorf("exposures of the inventories: %w", err)
 		}

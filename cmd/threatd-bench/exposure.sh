@@ -44,8 +44,12 @@ for round in 1 2 3; do
   for what in doc:32:/files/rendered.json:$FWDOC file:4:/files/file.tgz:$FWFILE tiny:32:/files/tiny.tgz:$FWTINY; do
     IFS=: read -r name conns trivial path <<< "$what"
     BENCH_PATH=$trivial wrk_run "$backend-onoff-$name-trivial-$round" "$conns" "$T" "$WORK/get.lua"
-    BENCH_PATH=$path wrk_run "$backend-onoff-$name-on-$round" "$conns" "$S" "$WORK/get.lua"
-    BENCH_PATH=$path wrk_run "$backend-onoff-$name-off-$round" "$conns" "$S_OFF" "$WORK/get.lua"
+    # Each round in the other order: neither daemon always goes first.
+    if [ "$round" = 2 ]; then order="off on"; else order="on off"; fi
+    for which in $order; do
+      url=$S; [ "$which" = off ] && url=$S_OFF
+      BENCH_PATH=$path wrk_run "$backend-onoff-$name-$which-$round" "$conns" "$url" "$WORK/get.lua"
+    done
   done
 done
 kill $offd 2>/dev/null; wait $offd 2>/dev/null || true

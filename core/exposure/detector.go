@@ -41,9 +41,11 @@ type Detector struct {
 		Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error)
 	}
 	CatchUp time.Duration
-	// Settle is how long after a change its exposures are looked for:
-	// the firewall serves a version until its index has the change, and
-	// the ledger writes what it served a second later, on every daemon.
+	// Settle is how long after a change its exposures are looked for a
+	// second time: the firewall serves a version until its index has the
+	// change, and the ledger writes what it served a second later, on
+	// every daemon. The second look reads only the rows served (and the
+	// projects scanned) from Settle before the change.
 	Settle time.Duration
 	// Pins, when set, are the digests a reported image's tag resolved to
 	// (core/firewall's pin store).
@@ -64,6 +66,8 @@ type job struct {
 	threat   core.Threat
 	versions []string
 	at       time.Time // the change's time
+	// since is a second look's: only what was seen since.
+	since time.Time
 }
 
 // NewDetector returns a detector; Run finds what it is told.
@@ -127,23 +131,28 @@ func (d *Detector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case j := <-d.in:
-			// Jobs come in their changes' order: waiting for the head
-			// delays none of the others past their own time.
-			if wait := min(time.Until(j.at.Add(d.Settle)), d.Settle); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(wait):
-				}
-			}
 			if err := d.find(ctx, j); err != nil && ctx.Err() == nil {
 				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
+			}
+			if wait := time.Until(j.at.Add(d.Settle)); j.since.IsZero() && wait > 0 {
+				d.lookAgain(ctx, j, min(wait, d.Settle))
 			}
 		}
 		if len(d.in) == 0 {
 			d.readBehind(ctx)
 		}
 	}
+}
+
+// lookAgain queues j's second look after wait: the rows served and the
+// projects scanned from Settle before the change on.
+func (d *Detector) lookAgain(ctx context.Context, j job, wait time.Duration) {
+	j.since = j.at.Add(-d.Settle)
+	time.AfterFunc(wait, func() {
+		if ctx.Err() == nil && !d.enqueue(j) {
+			d.Log.Warn("exposure: the queue is full; a report's second look is not made", "threat_id", j.threat.ID)
+		}
+	})
 }
 
 // readBehind reads again from the feed the changes that did not fit in
@@ -208,16 +217,16 @@ func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 func (d *Detector) find(ctx context.Context, j job) error {
 	t := j.threat
 	if t.ReportType == core.TypeContainer {
-		return d.findImage(ctx, t)
+		return d.findImage(ctx, t, j.since)
 	}
 	eco := firewall.FirewallName(t.Registry)
 	p := Package{Ecosystem: eco, Name: firewall.FoldName(eco, t.ResourceIdentifier)}
 	var n int64
 	var err error
 	if j.versions != nil {
-		n, err = d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: j.versions, At: time.Now().UTC()})
+		n, err = d.Store.RecordExposures(ctx, Found{ThreatID: t.ID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: j.versions, At: time.Now().UTC(), Since: j.since})
 	} else {
-		n, err = d.record(ctx, t.ID, p, func(v string) bool { return t.AllVersions || versioning.Matches(t.Registry, t.Details.VersionInfo, v) })
+		n, err = d.record(ctx, t.ID, p, j.since, func(v string) bool { return t.AllVersions || versioning.Matches(t.Registry, t.Details.VersionInfo, v) })
 	}
 	if err != nil || n == 0 {
 		return err
@@ -228,7 +237,7 @@ func (d *Detector) find(ctx context.Context, j job) error {
 
 // record records the exposures of the package's versions that match, a
 // page of its versions at a time, and returns how many are new.
-func (d *Detector) record(ctx context.Context, threatID string, p Package, match func(version string) bool) (int64, error) {
+func (d *Detector) record(ctx context.Context, threatID string, p Package, since time.Time, match func(version string) bool) (int64, error) {
 	p.Limit = versionsPage
 	var total int64
 	for {
@@ -243,7 +252,7 @@ func (d *Detector) record(ctx context.Context, threatID string, p Package, match
 			}
 		}
 		if len(versions) > 0 {
-			n, err := d.Store.RecordExposures(ctx, Found{ThreatID: threatID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC()})
+			n, err := d.Store.RecordExposures(ctx, Found{ThreatID: threatID, Ecosystem: p.Ecosystem, Name: p.Name, Versions: versions, At: time.Now().UTC(), Since: since})
 			total += n
 			if err != nil {
 				return total, err
@@ -260,7 +269,7 @@ func (d *Detector) record(ctx context.Context, threatID string, p Package, match
 // rows of its image asked for by its tag or digest, or by a digest its
 // tag resolved to (the pins of the report); every row of the image when
 // the report names neither.
-func (d *Detector) findImage(ctx context.Context, t core.Threat) error {
+func (d *Detector) findImage(ctx context.Context, t core.Threat, since time.Time) error {
 	_, canonical, _ := strings.Cut(t.CanonicalKey, ":")
 	path, tag, digest := core.ContainerRepository(canonical)
 	p := Package{Ecosystem: firewall.FirewallOCI, Name: core.ImagePath(path)}
@@ -279,7 +288,7 @@ func (d *Detector) findImage(ctx context.Context, t core.Threat) error {
 			want[pin.Digest] = true
 		}
 	}
-	n, err := d.record(ctx, t.ID, p, func(v string) bool { return t.AllVersions && tag == "" && digest == "" || want[v] })
+	n, err := d.record(ctx, t.ID, p, since, func(v string) bool { return t.AllVersions && tag == "" && digest == "" || want[v] })
 	if err != nil || n == 0 {
 		return err
 	}

@@ -100,6 +100,10 @@ type Found struct {
 	// Project, when set, limits the inventories to that project's (a
 	// scan that found the version already refused).
 	Project string
+	// Since, when set, limits the rows to those last served, and the
+	// inventories to those scanned, since then (the detector's second
+	// look, for what was written after its first).
+	Since time.Time
 }
 
 // Query selects exposures (Store.ListExposures), newest first.

@@ -96,4 +96,20 @@ func testExposures(t *testing.T, b Backend) {
 	if n, err := s.RecordExposures(c, exposure.Found{ThreatID: "th-2", Ecosystem: "npm", Name: "axios", Versions: []string{"1.14.1"}, At: day, Project: "web-app"}); err != nil || n != 0 {
 		t.Fatalf("a replaced inventory: %d %v", n, err)
 	}
+	// A second look reads only what was served, or scanned, since: the
+	// ledger rows' last download is 2 h into the day, the scan at 0 h.
+	inv.Items = []exposure.Item{{Ecosystem: "npm", Name: "axios", Version: "1.14.1", Purl: "pkg:npm/axios@1.14.1"}}
+	if err := s.SaveInventory(c, inv); err != nil {
+		t.Fatal(err)
+	}
+	for _, c2 := range []struct {
+		threat string
+		since  time.Duration
+		want   int64
+	}{{"th-late-1", 3 * time.Hour, 0}, {"th-late-2", 90 * time.Minute, 2}, {"th-late-3", -time.Hour, 3}} {
+		late := exposure.Found{ThreatID: c2.threat, Ecosystem: "npm", Name: "axios", Versions: []string{"1.14.1"}, At: day.Add(24 * time.Hour), Since: day.Add(c2.since)}
+		if n, err := s.RecordExposures(c, late); err != nil || n != c2.want {
+			t.Fatalf("since %s into the day: %d %v, want %d", c2.since, n, err, c2.want)
+		}
+	}
 }

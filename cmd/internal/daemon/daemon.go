@@ -138,7 +138,8 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	exposures := exposure.NewDetector(store, log)
 	exposures.Pins, exposures.Feed, exposures.CatchUp = store, store, 24*time.Hour
 	// A version is served until every daemon's index has the change (in
-	// cache.freshness), and counted in the ledger's next second.
+	// cache.freshness), and counted in the ledger's next second: looked
+	// for again then.
 	exposures.Settle = 2*cfg.Cache.Freshness + 3*time.Second
 	if toSIEM != nil {
 		exposures.Found = func(ev exposure.Event) { toSIEM.Exposure(ev.ThreatID, ev.Total, ev.Body, ev.At) }

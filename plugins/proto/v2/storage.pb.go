@@ -11535,6 +11535,7 @@ type Found struct {
 	VersionsNil   bool                   `protobuf:"varint,5,opt,name=VersionsNil,proto3" json:"VersionsNil,omitempty"`
 	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=At,proto3" json:"At,omitempty"`
 	Project       string                 `protobuf:"bytes,7,opt,name=Project,proto3" json:"Project,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=Since,proto3" json:"Since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -11616,6 +11617,13 @@ func (x *Found) GetProject() string {
 		return x.Project
 	}
 	return ""
+}
+
+func (x *Found) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
 }
 
 // Query selects exposures (Store.ListExposures), newest first.
@@ -13972,7 +13980,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\tEcosystem\x18\x01 \x01(\tR\tEcosystem\x12\x12\n" +
 	"\x04Name\x18\x02 \x01(\tR\x04Name\x12\x14\n" +
 	"\x05After\x18\x03 \x01(\tR\x05After\x12\x14\n" +
-	"\x05Limit\x18\x04 \x01(\x03R\x05Limit\"\xd9\x01\n" +
+	"\x05Limit\x18\x04 \x01(\x03R\x05Limit\"\x8b\x02\n" +
 	"\x05Found\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x12\x1c\n" +
 	"\tEcosystem\x18\x02 \x01(\tR\tEcosystem\x12\x12\n" +
@@ -13980,7 +13988,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\bVersions\x18\x04 \x03(\tR\bVersions\x12 \n" +
 	"\vVersionsNil\x18\x05 \x01(\bR\vVersionsNil\x12*\n" +
 	"\x02At\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02At\x12\x18\n" +
-	"\aProject\x18\a \x01(\tR\aProject\"\x95\x01\n" +
+	"\aProject\x18\a \x01(\tR\aProject\x120\n" +
+	"\x05Since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x05Since\"\x95\x01\n" +
 	"\x05Query\x12\x1a\n" +
 	"\bThreatID\x18\x01 \x01(\tR\bThreatID\x120\n" +
 	"\x05Since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05Since\x12\x12\n" +
@@ -14619,245 +14628,246 @@ var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
 	213, // 133: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
 	204, // 134: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
 	213, // 135: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
-	213, // 136: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
-	213, // 137: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
-	213, // 138: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
-	213, // 139: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
-	213, // 140: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
-	213, // 141: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	213, // 142: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	213, // 143: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	205, // 144: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	107, // 145: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	213, // 146: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
-	213, // 147: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	213, // 148: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	203, // 149: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
-	213, // 150: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	213, // 151: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 152: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	94,  // 153: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 154: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	95,  // 155: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	96,  // 156: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	97,  // 157: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	98,  // 158: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 159: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 160: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 161: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	100, // 162: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 163: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	101, // 164: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	102, // 165: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 166: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 167: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 168: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	104, // 169: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	106, // 170: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 171: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 172: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	108, // 173: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 174: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	110, // 175: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	111, // 176: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	112, // 177: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 178: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	114, // 179: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	116, // 180: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 181: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 182: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 183: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	118, // 184: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 185: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	120, // 186: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	120, // 187: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	121, // 188: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	122, // 189: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 190: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	125, // 191: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	127, // 192: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	129, // 193: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	130, // 194: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
-	30,  // 195: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	32,  // 196: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	34,  // 197: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	35,  // 198: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	132, // 199: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	38,  // 200: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	134, // 201: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	135, // 202: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	136, // 203: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	43,  // 204: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	44,  // 205: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	138, // 206: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	48,  // 207: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	49,  // 208: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	51,  // 209: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	139, // 210: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	141, // 211: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	142, // 212: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	53,  // 213: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	145, // 214: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	146, // 215: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	56,  // 216: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	57,  // 217: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	59,  // 218: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	148, // 219: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	61,  // 220: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	63,  // 221: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	151, // 222: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	65,  // 223: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
-	67,  // 224: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
-	68,  // 225: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
-	154, // 226: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
-	155, // 227: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
-	156, // 228: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	157, // 229: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	73,  // 230: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	74,  // 231: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	160, // 232: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	76,  // 233: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	163, // 234: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	77,  // 235: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	165, // 236: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	167, // 237: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	78,  // 238: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	79,  // 239: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	169, // 240: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	170, // 241: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	81,  // 242: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	171, // 243: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	82,  // 244: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	173, // 245: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	84,  // 246: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	176, // 247: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
-	178, // 248: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
-	180, // 249: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
-	182, // 250: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
-	183, // 251: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
-	86,  // 252: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
-	184, // 253: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
-	87,  // 254: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
-	187, // 255: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
-	188, // 256: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
-	189, // 257: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
-	190, // 258: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
-	91,  // 259: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
-	192, // 260: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
-	1,   // 261: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	94,  // 262: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	94,  // 263: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	94,  // 264: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	94,  // 265: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	94,  // 266: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	98,  // 267: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	98,  // 268: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	99,  // 269: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	98,  // 270: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	98,  // 271: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 272: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	94,  // 273: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 274: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	103, // 275: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 276: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	102, // 277: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	105, // 278: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 279: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	107, // 280: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	107, // 281: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 282: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	109, // 283: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 284: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	107, // 285: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 286: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	113, // 287: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	115, // 288: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	115, // 289: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	117, // 290: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	117, // 291: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	117, // 292: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	107, // 293: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 294: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	107, // 295: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 296: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	107, // 297: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	123, // 298: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	124, // 299: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	126, // 300: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	128, // 301: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 302: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 303: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
-	31,  // 304: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	33,  // 305: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	131, // 306: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	36,  // 307: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	37,  // 308: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	39,  // 309: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	40,  // 310: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	41,  // 311: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	137, // 312: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	42,  // 313: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	46,  // 314: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	47,  // 315: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	138, // 316: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	50,  // 317: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	138, // 318: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	140, // 319: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	52,  // 320: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	143, // 321: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	144, // 322: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	54,  // 323: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	55,  // 324: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	146, // 325: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	58,  // 326: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	60,  // 327: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	149, // 328: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	62,  // 329: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	64,  // 330: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	150, // 331: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	66,  // 332: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
-	152, // 333: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
-	69,  // 334: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
-	70,  // 335: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
-	153, // 336: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
-	71,  // 337: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	72,  // 338: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	158, // 339: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	75,  // 340: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	161, // 341: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	162, // 342: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	162, // 343: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	164, // 344: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	166, // 345: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	168, // 346: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	94,  // 347: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	109, // 348: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	80,  // 349: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	169, // 350: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	169, // 351: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	169, // 352: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	172, // 353: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	174, // 354: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	83,  // 355: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	177, // 356: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
-	179, // 357: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
-	181, // 358: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
-	85,  // 359: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
-	181, // 360: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
-	181, // 361: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
-	185, // 362: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
-	186, // 363: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
-	88,  // 364: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
-	89,  // 365: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
-	90,  // 366: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
-	191, // 367: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
-	92,  // 368: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
-	93,  // 369: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
-	261, // [261:370] is the sub-list for method output_type
-	152, // [152:261] is the sub-list for method input_type
-	152, // [152:152] is the sub-list for extension type_name
-	152, // [152:152] is the sub-list for extension extendee
-	0,   // [0:152] is the sub-list for field type_name
+	213, // 136: threatd.plugin.v2.Found.Since:type_name -> google.protobuf.Timestamp
+	213, // 137: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
+	213, // 138: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
+	213, // 139: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
+	213, // 140: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
+	213, // 141: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
+	213, // 142: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	213, // 143: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	213, // 144: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	205, // 145: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	107, // 146: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	213, // 147: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
+	213, // 148: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	213, // 149: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	203, // 150: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
+	213, // 151: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	213, // 152: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 153: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	94,  // 154: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 155: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	95,  // 156: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	96,  // 157: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	97,  // 158: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	98,  // 159: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 160: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 161: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 162: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	100, // 163: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 164: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	101, // 165: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	102, // 166: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 167: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 168: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 169: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	104, // 170: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	106, // 171: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 172: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 173: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	108, // 174: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 175: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	110, // 176: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	111, // 177: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	112, // 178: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 179: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	114, // 180: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	116, // 181: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 182: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 183: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 184: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	118, // 185: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 186: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	120, // 187: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	120, // 188: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	121, // 189: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	122, // 190: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 191: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	125, // 192: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	127, // 193: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	129, // 194: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	130, // 195: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	30,  // 196: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	32,  // 197: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	34,  // 198: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	35,  // 199: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	132, // 200: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	38,  // 201: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	134, // 202: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	135, // 203: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	136, // 204: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	43,  // 205: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	44,  // 206: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	138, // 207: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	48,  // 208: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	49,  // 209: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	51,  // 210: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	139, // 211: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	141, // 212: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	142, // 213: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	53,  // 214: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	145, // 215: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	146, // 216: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	56,  // 217: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	57,  // 218: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	59,  // 219: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	148, // 220: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	61,  // 221: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	63,  // 222: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	151, // 223: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	65,  // 224: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
+	67,  // 225: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
+	68,  // 226: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
+	154, // 227: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
+	155, // 228: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
+	156, // 229: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	157, // 230: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	73,  // 231: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	74,  // 232: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	160, // 233: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	76,  // 234: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	163, // 235: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	77,  // 236: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	165, // 237: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	167, // 238: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	78,  // 239: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	79,  // 240: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	169, // 241: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	170, // 242: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	81,  // 243: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	171, // 244: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	82,  // 245: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	173, // 246: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	84,  // 247: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	176, // 248: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
+	178, // 249: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
+	180, // 250: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
+	182, // 251: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
+	183, // 252: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
+	86,  // 253: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
+	184, // 254: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
+	87,  // 255: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
+	187, // 256: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
+	188, // 257: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
+	189, // 258: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
+	190, // 259: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
+	91,  // 260: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
+	192, // 261: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
+	1,   // 262: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	94,  // 263: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	94,  // 264: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	94,  // 265: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	94,  // 266: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	94,  // 267: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	98,  // 268: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	98,  // 269: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	99,  // 270: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	98,  // 271: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	98,  // 272: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 273: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	94,  // 274: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 275: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	103, // 276: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 277: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	102, // 278: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	105, // 279: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 280: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	107, // 281: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	107, // 282: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 283: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	109, // 284: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 285: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	107, // 286: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 287: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	113, // 288: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	115, // 289: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	115, // 290: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	117, // 291: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	117, // 292: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	117, // 293: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	107, // 294: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 295: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	107, // 296: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 297: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	107, // 298: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	123, // 299: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	124, // 300: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	126, // 301: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	128, // 302: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 303: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 304: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	31,  // 305: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	33,  // 306: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	131, // 307: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	36,  // 308: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	37,  // 309: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	39,  // 310: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	40,  // 311: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	41,  // 312: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	137, // 313: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	42,  // 314: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	46,  // 315: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	47,  // 316: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	138, // 317: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	50,  // 318: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	138, // 319: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	140, // 320: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	52,  // 321: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	143, // 322: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	144, // 323: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	54,  // 324: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	55,  // 325: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	146, // 326: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	58,  // 327: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	60,  // 328: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	149, // 329: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	62,  // 330: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	64,  // 331: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	150, // 332: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	66,  // 333: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
+	152, // 334: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
+	69,  // 335: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
+	70,  // 336: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
+	153, // 337: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
+	71,  // 338: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	72,  // 339: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	158, // 340: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	75,  // 341: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	161, // 342: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	162, // 343: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	162, // 344: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	164, // 345: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	166, // 346: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	168, // 347: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	94,  // 348: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	109, // 349: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	80,  // 350: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	169, // 351: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	169, // 352: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	169, // 353: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	172, // 354: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	174, // 355: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	83,  // 356: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	177, // 357: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
+	179, // 358: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
+	181, // 359: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
+	85,  // 360: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
+	181, // 361: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
+	181, // 362: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
+	185, // 363: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
+	186, // 364: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
+	88,  // 365: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
+	89,  // 366: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
+	90,  // 367: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
+	191, // 368: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
+	92,  // 369: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
+	93,  // 370: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
+	262, // [262:371] is the sub-list for method output_type
+	153, // [153:262] is the sub-list for method input_type
+	153, // [153:153] is the sub-list for extension type_name
+	153, // [153:153] is the sub-list for extension extendee
+	0,   // [0:153] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
