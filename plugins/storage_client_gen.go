@@ -1282,3 +1282,23 @@ func (c *StorageClient) QueueExposureEvent(ctx context.Context, p exposure.Event
 	}
 	return r.Value, nil
 }
+
+// ExposureMark is port.Store's, over the plugin protocol.
+func (c *StorageClient) ExposureMark(ctx context.Context) (time.Time, error) {
+	var out time.Time
+	r, err := c.conn().ExposureMark(ctx, &pb.ExposureMarkRequest{})
+	if err != nil {
+		return out, fromStatus(err)
+	}
+	return fromTS(r.Value), nil
+}
+
+// MoveExposureMark is port.Store's, over the plugin protocol.
+func (c *StorageClient) MoveExposureMark(ctx context.Context, p time.Time) error {
+	r, err := c.conn().MoveExposureMark(ctx, &pb.MoveExposureMarkRequest{At: ts(p)})
+	if err != nil {
+		return fromStatus(err)
+	}
+	_ = r
+	return nil
+}

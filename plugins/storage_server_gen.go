@@ -1191,3 +1191,16 @@ func (s *storageServer) QueueExposureEvent(ctx context.Context, req *pb.Event) (
 		return &pb.QueueExposureEventReply{Value: r}, err
 	})
 }
+
+func (s *storageServer) ExposureMark(ctx context.Context, req *pb.ExposureMarkRequest) (*pb.ExposureMarkReply, error) {
+	return withStore(s, func(st port.Store) (*pb.ExposureMarkReply, error) {
+		r, err := st.ExposureMark(ctx)
+		return &pb.ExposureMarkReply{Value: ts(r)}, err
+	})
+}
+
+func (s *storageServer) MoveExposureMark(ctx context.Context, req *pb.MoveExposureMarkRequest) (*pb.MoveExposureMarkReply, error) {
+	return withStore(s, func(st port.Store) (*pb.MoveExposureMarkReply, error) {
+		return &pb.MoveExposureMarkReply{}, st.MoveExposureMark(ctx, fromTS(req.At))
+	})
+}

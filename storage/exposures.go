@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -227,3 +229,35 @@ func (s *Store) QueueExposureEvent(ctx context.Context, ev exposure.Event) (bool
 }
 
 var _ exposure.Store = (*Store)(nil)
+
+type feedMarkRow struct {
+	bun.BaseModel `bun:"table:feed_marks"`
+
+	Name string    `bun:"name,pk"`
+	At   time.Time `bun:"at,notnull"`
+}
+
+// exposureMark names the exposure detector's row of feed_marks.
+const exposureMark = "exposure"
+
+// ExposureMark reads how far the exposure detector has looked (zero:
+// never).
+func (s *Store) ExposureMark(ctx context.Context) (time.Time, error) {
+	var row feedMarkRow
+	err := s.db.NewSelect().Model(&row).Where("name = ?", exposureMark).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	return row.At.UTC(), err
+}
+
+// MoveExposureMark moves the mark to at, never back (another daemon may
+// have looked further).
+func (s *Store) MoveExposureMark(ctx context.Context, at time.Time) error {
+	row := feedMarkRow{Name: exposureMark, At: at.UTC()}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		_, err := tx.NewInsert().Model(&row).On("CONFLICT (name) DO UPDATE").
+			Set("at = CASE WHEN EXCLUDED.at > ?TableAlias.at THEN EXCLUDED.at ELSE ?TableAlias.at END").Exec(ctx)
+		return err
+	})
+}

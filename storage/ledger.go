@@ -71,8 +71,13 @@ func (s *Store) TrimLedger(ctx context.Context, t firewall.LedgerTrim) (int64, e
 	for {
 		var n int64
 		err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-			res, err := tx.ExecContext(ctx, `DELETE FROM firewall_ledger WHERE (ecosystem, name, version, token_id, client_ip, day) IN
-  (SELECT ecosystem, name, version, token_id, client_ip, day FROM firewall_ledger WHERE day < ? LIMIT ?)`, t.Before.UTC(), ledgerTrimBatch)
+			// By the row's own address, which both engines look up
+			// directly (a row-value IN read the whole table per batch).
+			q := `DELETE FROM firewall_ledger WHERE rowid IN (SELECT rowid FROM firewall_ledger WHERE day < ? LIMIT ?)`
+			if s.dialect == Postgres {
+				q = `DELETE FROM firewall_ledger WHERE ctid = ANY(ARRAY(SELECT ctid FROM firewall_ledger WHERE day < ? LIMIT ?))`
+			}
+			res, err := tx.ExecContext(ctx, q, t.Before.UTC(), ledgerTrimBatch)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,7 @@
 # 1. 2,000 served 1 KB tarballs a second for 60 s, the document measured
 #    beside them, then the ledger's counts summed.
 # 2. The ledger on and off, side by side: a second daemon on a copy of the
-#    database taken before the first started, with firewall.ledger off, on
+#    database (SQLite's online backup), with firewall.ledger off, on
 #    ports of its own; the trivial handler, the daemon with the ledger and
 #    the one without alternate, three rounds, on the cached document, the
 #    16 MiB tarball and the 1 KB one.
@@ -30,13 +30,16 @@ ledger_counted=$(python3 -c "import sqlite3,sys; print(sqlite3.connect('file:' +
 echo "== $backend: the ledger on and off"
 OFF=$D/off
 S_OFF=https://127.0.0.1:18453
+rm -rf "$OFF"; mkdir -p "$OFF/data"
+python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1], timeout=60).backup(sqlite3.connect(sys.argv[2]))" "$D/data/threatd.db" "$OFF/data/threatd.db"
 sed -e "s|^data_dir: .*|data_dir: $OFF/data|" -e 's|127.0.0.1:18443|127.0.0.1:18453|' -e 's|127.0.0.1:19464|127.0.0.1:19474|' \
   -e 's|127.0.0.1:18446|127.0.0.1:18456|' -e 's|^firewall:$|firewall:\n  ledger: false|' "$CFG" > "$OFF/threatd.yaml"
 "$BIN" serve --config "$OFF/threatd.yaml" 2>"$OFF/serve.log" & offd=$!
 until curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $BENCH_TOKEN" "$S_OFF/healthz" 2>/dev/null | grep -q 200; do sleep 0.5; done
 # Its start-up's background work (the index spill, SQLite's integrity
 # check) takes a core: waited for, as for the first daemon.
-for _ in $(seq 1 1200); do grep -q '"index spill filled"' "$OFF/serve.log" && grep -q 'integrity check' "$OFF/serve.log" && break; sleep 0.5; done
+for _ in $(seq 1 1200); do grep -q '"index spill filled"' "$OFF/serve.log" && grep -q 'integrity check' "$OFF/serve.log" &&
+  grep -q '"exposure: looked at the changes made before the start"' "$OFF/serve.log" && break; sleep 0.5; done
 curl -sk -H "Authorization: Bearer $BENCH_TOKEN" -H "Accept: application/vnd.npm.install-v1+json" "$S_OFF$FWDOC" -o /dev/null
 curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S_OFF$FWFILE" -o /dev/null
 curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S_OFF$FWTINY" -o /dev/null

@@ -35,8 +35,9 @@ type Detector struct {
 	// when it is queued for the webhooks (syslog).
 	Found func(ev Event)
 	// Feed, when set, is read when the detector starts: the verifications
-	// and revisions of the CatchUp before, which no daemon may have looked
-	// at (all were stopped).
+	// and revisions since the mark (Store.ExposureMark), which no daemon
+	// looked at (all were stopped), or of the CatchUp before when there
+	// is no mark yet.
 	Feed interface {
 		Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, error)
 	}
@@ -58,6 +59,8 @@ type Detector struct {
 	// was full), read again from the feed once the queue is empty.
 	mu     sync.Mutex
 	behind time.Time
+	// marked is when the mark was last moved (at most once a second).
+	marked time.Time
 }
 
 // job is one report whose versions to look for: versions nil means the
@@ -122,9 +125,7 @@ func (d *Detector) enqueue(j job) bool {
 // the exposures of what it is told until ctx ends.
 func (d *Detector) Run(ctx context.Context) {
 	if d.Feed != nil && d.CatchUp > 0 {
-		if err := d.catchUp(ctx, time.Now().UTC().Add(-d.CatchUp)); err != nil && ctx.Err() == nil {
-			d.Log.Warn("exposure: reading the changes made before the start failed", "error", err.Error())
-		}
+		d.startUp(ctx)
 	}
 	for {
 		select {
@@ -134,6 +135,9 @@ func (d *Detector) Run(ctx context.Context) {
 			if err := d.find(ctx, j); err != nil && ctx.Err() == nil {
 				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
 			}
+			if j.since.IsZero() && !j.at.IsZero() {
+				d.mark(ctx, j.at, false)
+			}
 			if wait := time.Until(j.at.Add(d.Settle)); j.since.IsZero() && wait > 0 {
 				d.lookAgain(ctx, j, min(wait, d.Settle))
 			}
@@ -141,6 +145,47 @@ func (d *Detector) Run(ctx context.Context) {
 		if len(d.in) == 0 {
 			d.readBehind(ctx)
 		}
+	}
+}
+
+// startUp reads the changes since the mark (or the CatchUp before, when
+// no daemon has set one). The mark moves only to changes looked at:
+// those queued meanwhile are after it until they are.
+func (d *Detector) startUp(ctx context.Context) {
+	start := time.Now()
+	from, err := d.Store.ExposureMark(ctx)
+	if err != nil {
+		d.Log.Warn("exposure: reading the feed's mark failed; reading the day before", "error", err.Error())
+	}
+	if from.IsZero() {
+		from = start.Add(-d.CatchUp)
+	}
+	if err := d.catchUp(ctx, from.Add(-time.Second)); err != nil {
+		if ctx.Err() == nil {
+			d.Log.Warn("exposure: reading the changes made before the start failed", "error", err.Error())
+		}
+		return
+	}
+	d.Log.Info("exposure: looked at the changes made before the start", "since", from, "took_ms", time.Since(start).Milliseconds())
+}
+
+// mark moves the mark to at, at most once a second unless now: never
+// past a change the queue could not hold (behind).
+func (d *Detector) mark(ctx context.Context, at time.Time, now bool) {
+	d.mu.Lock()
+	if !d.behind.IsZero() && d.behind.Before(at) {
+		at = d.behind.Add(-time.Second)
+	}
+	due := now || time.Since(d.marked) >= time.Second
+	if due {
+		d.marked = time.Now()
+	}
+	d.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := d.Store.MoveExposureMark(ctx, at); err != nil && ctx.Err() == nil {
+		d.Log.Warn("exposure: moving the feed's mark failed", "error", err.Error())
 	}
 }
 
@@ -203,6 +248,9 @@ func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 					return err
 				}
 			}
+		}
+		if len(items) > 0 {
+			d.mark(ctx, items[len(items)-1].Event.At, len(items) < q.Limit)
 		}
 		if len(items) < q.Limit {
 			return nil

@@ -138,3 +138,32 @@ func TestDetectorLooksAgain(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestDetectorStartsFromTheMark: a detector that starts reads the changes
+// since the mark another daemon left, not the whole day before (an import
+// of a million reports is read once, not at every start), and moves the
+// mark past what it read.
+func TestDetectorStartsFromTheMark(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := newReporter(t)
+	r.served(t, "before-pkg")
+	before := r.verified(t, "before-pkg")
+	time.Sleep(10 * time.Millisecond)
+	mark := time.Now().UTC().Add(2 * time.Second) // past the second read again
+	if err := r.st.MoveExposureMark(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	r.served(t, "after-pkg")
+	after := r.verified(t, "after-pkg")
+	d := exposure.NewDetectorQueue(r.st, slog.New(slog.DiscardHandler), 10)
+	d.Feed, d.CatchUp = r.st, 24*time.Hour
+	go d.Run(ctx)
+	r.exposed(t, after, 1, 10*time.Second)
+	r.exposed(t, before, 0, 0)
+	if at, err := r.st.ExposureMark(ctx); err != nil || !at.After(mark) {
+		t.Fatalf("mark %v %v, want after %v", at, err, mark)
+	}
+}

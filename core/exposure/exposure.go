@@ -142,6 +142,11 @@ type Store interface {
 	// subscriptions that name it, once per report: false when the report
 	// had one already.
 	QueueExposureEvent(ctx context.Context, ev Event) (bool, error)
+	// ExposureMark is the time of the latest change the detector of any
+	// daemon has looked at, every change before it looked at too (zero:
+	// none yet); MoveExposureMark moves it forward, never back.
+	ExposureMark(ctx context.Context) (time.Time, error)
+	MoveExposureMark(ctx context.Context, at time.Time) error
 }
 
 // Package names a package as the firewall does: its ecosystem's firewall

@@ -112,4 +112,16 @@ func testExposures(t *testing.T, b Backend) {
 			t.Fatalf("since %s into the day: %d %v, want %d", c2.since, n, err, c2.want)
 		}
 	}
+	// The detector's feed mark: none, then only forward.
+	if at, err := s.ExposureMark(c); err != nil || !at.IsZero() {
+		t.Fatalf("no mark yet: %v %v", at, err)
+	}
+	for _, m := range []time.Time{day.Add(2 * time.Hour), day.Add(time.Hour)} {
+		if err := s.MoveExposureMark(c, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if at, err := s.ExposureMark(c); err != nil || !at.Equal(day.Add(2*time.Hour)) {
+		t.Fatalf("mark %v %v, want %v (never back)", at, err, day.Add(2*time.Hour))
+	}
 }

@@ -137,6 +137,8 @@ const (
 	Storage_ListExposures_FullMethodName         = "/threatd.plugin.v2.Storage/ListExposures"
 	Storage_ExposureCount_FullMethodName         = "/threatd.plugin.v2.Storage/ExposureCount"
 	Storage_QueueExposureEvent_FullMethodName    = "/threatd.plugin.v2.Storage/QueueExposureEvent"
+	Storage_ExposureMark_FullMethodName          = "/threatd.plugin.v2.Storage/ExposureMark"
+	Storage_MoveExposureMark_FullMethodName      = "/threatd.plugin.v2.Storage/MoveExposureMark"
 )
 
 // StorageClient is the client API for Storage service.
@@ -500,6 +502,11 @@ type StorageClient interface {
 	// subscriptions that name it, once per report: false when the report
 	// had one already.
 	QueueExposureEvent(ctx context.Context, in *Event, opts ...grpc.CallOption) (*QueueExposureEventReply, error)
+	// ExposureMark is the time of the latest change the detector of any
+	// daemon has looked at, every change before it looked at too (zero:
+	// none yet); MoveExposureMark moves it forward, never back.
+	ExposureMark(ctx context.Context, in *ExposureMarkRequest, opts ...grpc.CallOption) (*ExposureMarkReply, error)
+	MoveExposureMark(ctx context.Context, in *MoveExposureMarkRequest, opts ...grpc.CallOption) (*MoveExposureMarkReply, error)
 }
 
 type storageClient struct {
@@ -1990,6 +1997,26 @@ func (c *storageClient) QueueExposureEvent(ctx context.Context, in *Event, opts 
 	return out, nil
 }
 
+func (c *storageClient) ExposureMark(ctx context.Context, in *ExposureMarkRequest, opts ...grpc.CallOption) (*ExposureMarkReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExposureMarkReply)
+	err := c.cc.Invoke(ctx, Storage_ExposureMark_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storageClient) MoveExposureMark(ctx context.Context, in *MoveExposureMarkRequest, opts ...grpc.CallOption) (*MoveExposureMarkReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveExposureMarkReply)
+	err := c.cc.Invoke(ctx, Storage_MoveExposureMark_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StorageServer is the server API for Storage service.
 // All implementations must embed UnimplementedStorageServer
 // for forward compatibility.
@@ -2351,6 +2378,11 @@ type StorageServer interface {
 	// subscriptions that name it, once per report: false when the report
 	// had one already.
 	QueueExposureEvent(context.Context, *Event) (*QueueExposureEventReply, error)
+	// ExposureMark is the time of the latest change the detector of any
+	// daemon has looked at, every change before it looked at too (zero:
+	// none yet); MoveExposureMark moves it forward, never back.
+	ExposureMark(context.Context, *ExposureMarkRequest) (*ExposureMarkReply, error)
+	MoveExposureMark(context.Context, *MoveExposureMarkRequest) (*MoveExposureMarkReply, error)
 	mustEmbedUnimplementedStorageServer()
 }
 
@@ -2687,6 +2719,12 @@ func (UnimplementedStorageServer) ExposureCount(context.Context, *ExposureCountR
 }
 func (UnimplementedStorageServer) QueueExposureEvent(context.Context, *Event) (*QueueExposureEventReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method QueueExposureEvent not implemented")
+}
+func (UnimplementedStorageServer) ExposureMark(context.Context, *ExposureMarkRequest) (*ExposureMarkReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExposureMark not implemented")
+}
+func (UnimplementedStorageServer) MoveExposureMark(context.Context, *MoveExposureMarkRequest) (*MoveExposureMarkReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveExposureMark not implemented")
 }
 func (UnimplementedStorageServer) mustEmbedUnimplementedStorageServer() {}
 func (UnimplementedStorageServer) testEmbeddedByValue()                 {}
@@ -4359,6 +4397,42 @@ func _Storage_QueueExposureEvent_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_ExposureMark_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExposureMarkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).ExposureMark(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_ExposureMark_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).ExposureMark(ctx, req.(*ExposureMarkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Storage_MoveExposureMark_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveExposureMarkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StorageServer).MoveExposureMark(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Storage_MoveExposureMark_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StorageServer).MoveExposureMark(ctx, req.(*MoveExposureMarkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Storage_ServiceDesc is the grpc.ServiceDesc for Storage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -4625,6 +4699,14 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "QueueExposureEvent",
 			Handler:    _Storage_QueueExposureEvent_Handler,
+		},
+		{
+			MethodName: "ExposureMark",
+			Handler:    _Storage_ExposureMark_Handler,
+		},
+		{
+			MethodName: "MoveExposureMark",
+			Handler:    _Storage_MoveExposureMark_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
