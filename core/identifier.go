@@ -95,6 +95,9 @@ func nameChars(s, extra string) bool {
 
 var pep503 = regexp.MustCompile(`[-_.]+`)
 
+// ghOwner is a GitHub user or organisation name.
+var ghOwner = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+
 // NormalizePyPIName is a PyPI project name in PEP 503 normal form: lower
 // case, every run of - _ . one "-".
 func NormalizePyPIName(name string) string {
@@ -169,6 +172,18 @@ func canonicalPackage(registry, name string) (string, error) {
 			return bad("a Packagist package is vendor/package (got %q)", name)
 		}
 		return name, nil
+	case RegistryGitHubActions:
+		// GitHub compares owners and repositories in any case.
+		segs := strings.Split(name, "/")
+		if len(segs) < 2 || !ghOwner.MatchString(segs[0]) {
+			return bad("a GitHub action is owner/repo, as uses: names it before the @ (got %q)", name)
+		}
+		for _, seg := range segs[1:] {
+			if seg == "" || seg == "." || seg == ".." || !nameChars(seg, "-._") {
+				return bad("a GitHub action is owner/repo, as uses: names it before the @ (got %q)", name)
+			}
+		}
+		return strings.ToLower(name), nil
 	case RegistryVSCode, RegistryOpenVSX:
 		publisher, ext, ok := strings.Cut(name, ".")
 		if !ok || publisher == "" || ext == "" || !nameChars(publisher, "-_") || !nameChars(ext, "-._") {

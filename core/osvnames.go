@@ -8,7 +8,7 @@ import "strings"
 var OSVEcosystems = map[string]string{
 	RegistryNPM: "npm", RegistryPyPI: "PyPI", RegistryRubyGems: "RubyGems", RegistryCrates: "crates.io",
 	RegistryGo: "Go", RegistryMaven: "Maven", RegistryNuGet: "NuGet", RegistryPackagist: "Packagist",
-	RegistryVSCode: "VSCode",
+	RegistryVSCode: "VSCode", RegistryGitHubActions: "GitHub Actions",
 }
 
 // OSVRegistries are the registries of OSVEcosystems, in PackageRegistries'

@@ -49,6 +49,7 @@ func (q CheckRequest) Resolve() (CheckQuery, error) {
 var purlTypes = map[string]string{
 	"npm": RegistryNPM, "pypi": RegistryPyPI, "gem": RegistryRubyGems, "cargo": RegistryCrates,
 	"golang": RegistryGo, "maven": RegistryMaven, "nuget": RegistryNuGet, "composer": RegistryPackagist,
+	"githubactions": RegistryGitHubActions,
 }
 
 // PackagePurl is the package URL of a package in its registry, the

@@ -66,14 +66,17 @@ const (
 	RegistryPackagist = "packagist"
 	RegistryVSCode    = "vscode"
 	RegistryOpenVSX   = "openvsx"
-	RegistryDockerHub = "dockerhub"
-	RegistryGHCR      = "ghcr"
-	RegistryQuay      = "quay"
+	// RegistryGitHubActions names actions and reusable workflows by their
+	// repository, owner/repo; a version is the ref uses: names.
+	RegistryGitHubActions = "github-actions"
+	RegistryDockerHub     = "dockerhub"
+	RegistryGHCR          = "ghcr"
+	RegistryQuay          = "quay"
 )
 
 // PackageRegistries are the ecosystems of package reports.
 var PackageRegistries = []string{RegistryNPM, RegistryPyPI, RegistryRubyGems, RegistryCrates, RegistryGo,
-	RegistryMaven, RegistryNuGet, RegistryPackagist, RegistryVSCode, RegistryOpenVSX}
+	RegistryMaven, RegistryNuGet, RegistryPackagist, RegistryVSCode, RegistryOpenVSX, RegistryGitHubActions}
 
 // ContainerRegistries are the ecosystems of container reports.
 var ContainerRegistries = []string{RegistryDockerHub, RegistryGHCR, RegistryQuay}
@@ -82,7 +85,7 @@ var ContainerRegistries = []string{RegistryDockerHub, RegistryGHCR, RegistryQuay
 var registryAliases = map[string]string{
 	"crates": "crates.io", "cargo": "crates.io", "golang": "go", "gem": "rubygems", "rubygem": "rubygems",
 	"composer": "packagist", "docker": "dockerhub", "docker.io": "dockerhub", "ghcr.io": "ghcr", "quay.io": "quay",
-	"open-vsx": "openvsx", "vscode-marketplace": "vscode", "pip": "pypi",
+	"open-vsx": "openvsx", "vscode-marketplace": "vscode", "pip": "pypi", "githubactions": "github-actions", "github actions": "github-actions",
 }
 
 // ParseRegistry validates an ecosystem name, case-insensitively, and returns

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,12 +52,16 @@ func scanFailed(err error) error {
 func scanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scan PATH...",
-		Short: "Check every package of lockfiles and SBOMs against the verified reports (exit 1 when one is malicious)",
+		Short: "Check every package of lockfiles, SBOMs and GitHub Actions workflows against the verified reports (exit 1 when one is malicious)",
 		Long: `Reads lockfiles and SBOMs — package-lock.json (v1–v3), yarn.lock,
 pnpm-lock.yaml, requirements.txt, poetry.lock, go.mod, go.sum, Cargo.lock,
 Gemfile.lock, composer.lock, CycloneDX JSON 1.4–1.6, SPDX 2.3 JSON — and
-checks every package, by registry, name and version, as check-malicious
-does (docs/ci.md). The format comes from the file name, else its content.
+GitHub Actions workflows and action.yml files, and checks every package,
+by registry, name and version, as check-malicious does (docs/ci.md); each
+uses: of a workflow as the repository https://github.com/owner/repo and
+as the package owner/repo of github-actions at its ref. The format comes
+from the file name, else its content. A directory is read for its
+workflows (.github/workflows/*.yml) and actions (action.yml).
 
 With --server (or THREATD_URL) it asks a threatd daemon, with --token (or
 THREATD_TOKEN); without, it reads the configured storage.
@@ -65,11 +71,12 @@ none is, 2 on an error (an unreadable file, an unknown format, a daemon
 that refuses).
 
   threatd scan package-lock.json
+  threatd scan .    # the repository's workflows and actions
   threatd scan --format sarif --server https://threatd.example.com/functions/v1 \
     --token "$THREATD_TOKEN" go.sum requirements.txt > threatd.sarif`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return scanFailed(errors.New("scan: name at least one lockfile or SBOM\nUsage: " + cmd.UseLine()))
+				return scanFailed(errors.New("scan: name at least one lockfile, SBOM, workflow or directory\nUsage: " + cmd.UseLine()))
 			}
 			return nil
 		},
@@ -126,8 +133,12 @@ func runScan(cmd *cobra.Command, args []string) error {
 		}
 		maxBytes = int64(cfg.Scan.MaxBytes)
 	}
+	paths, err := scanPaths(args)
+	if err != nil {
+		return err
+	}
 	var inputs []scanInput
-	for _, path := range args {
+	for _, path := range paths {
 		in, err := readScanInput(cmd.Context(), path, maxBytes)
 		if err != nil {
 			return err
@@ -137,7 +148,6 @@ func runScan(cmd *cobra.Command, args []string) error {
 	var (
 		answer scan.Answer
 		site   string
-		err    error
 	)
 	if server != "" {
 		answer, site, err = scanRemote(cmd.Context(), server, token, project, inputs)
@@ -169,6 +179,45 @@ func runScan(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// scanPaths are the files to read: each file named, and the GitHub
+// Actions files below each directory named (its workflows and actions'
+// action.yml; not below .git, node_modules or vendor), in path order.
+func scanPaths(args []string) ([]string, error) {
+	var out []string
+	for _, arg := range args {
+		st, err := os.Stat(arg)
+		if err != nil || !st.IsDir() {
+			out = append(out, arg) // an error is readScanInput's to say
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if n := d.Name(); p != arg && (n == ".git" || n == "node_modules" || n == "vendor") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() && scan.IsWorkflowPath(filepath.ToSlash(p)) {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no GitHub Actions files in it (.github/workflows/*.yml or *.yaml, action.yml): name lockfiles and SBOMs as files", arg)
+		}
+		slices.Sort(found)
+		out = append(out, found...)
+	}
+	return out, nil
 }
 
 // readScanInput reads and recognises one file; its name in the answer is

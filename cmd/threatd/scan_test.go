@@ -146,7 +146,7 @@ func TestScan(t *testing.T) {
 			{[]string{"scan", "package-lock.json", "--format", "xml"}, "--format must be text, json or sarif"},
 			{[]string{"scan", "package-lock.json", "--fail-on", "some"}, "--fail-on must be any or none"},
 			{[]string{"scan", "package-lock.json", "--no-such-flag"}, "unknown flag"},
-			{[]string{"scan"}, "name at least one lockfile or SBOM"},
+			{[]string{"scan"}, "name at least one lockfile, SBOM, workflow or directory"},
 			{[]string{"scan", "package-lock.json", "--server", d.base + base, "--token", "thd_wrong"}, "certificate signed by unknown authority"},
 			{[]string{"scan", "package-lock.json", "--server", "ftp://x"}, "--server must be"},
 		} {

@@ -61,8 +61,8 @@ func Check(ctx context.Context, m Matcher, files []File) (Result, error) {
 		n := 0
 		for _, p := range f.Packages {
 			q := core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: p.Name, Ecosystem: p.Registry, Version: p.Version}
-			if p.Type == core.TypeContainer {
-				q = core.CheckQuery{ReportType: core.TypeContainer, ResourceIdentifier: p.Name}
+			if p.Type == core.TypeContainer || p.Type == core.TypeRepository {
+				q = core.CheckQuery{ReportType: p.Type, ResourceIdentifier: p.Name}
 			}
 			keys, err := core.CheckKeys(q)
 			if err != nil {
@@ -96,7 +96,7 @@ func Check(ctx context.Context, m Matcher, files []File) (Result, error) {
 // p's registry does (core/versioning: Go's v1.0.1 and 1.0.1, Composer's
 // v1.0.1 and 1.0.1.0 are one version).
 func match(ctx context.Context, m Matcher, keys []string, p Package) ([]core.Threat, error) {
-	if p.Type == core.TypeContainer {
+	if p.Type == core.TypeContainer || p.Type == core.TypeRepository {
 		return m.Matches(ctx, keys, "")
 	}
 	ts, err := m.Matches(ctx, keys, p.Version)
@@ -116,7 +116,7 @@ func match(ctx context.Context, m Matcher, keys []string, p Package) ([]core.Thr
 // Purl is the package URL of p: the SBOM's own, or one made from the
 // registry, name and version.
 func (p Package) PackageURL() string {
-	if p.Purl != "" || p.Type == core.TypeContainer {
+	if p.Purl != "" || p.Type == core.TypeContainer || p.Type == core.TypeRepository {
 		return p.Purl
 	}
 	base := core.PackagePurl(p.Registry, p.Name)

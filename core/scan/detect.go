@@ -7,7 +7,11 @@ import (
 )
 
 var (
-	goSumLine         = regexp.MustCompile(`(?m)^\S+ v\S+ h1:[A-Za-z0-9+/=]+\s*$`)
+	goSumLine = regexp.MustCompile(`(?m)^\S+ v\S+ h1:[A-Za-z0-9+/=]+\s*$`)
+	// A workflow's top-level jobs:, an action's runs:, and a uses: line.
+	workflowJobs      = regexp.MustCompile(`(?m)^jobs:\s*$`)
+	actionRuns        = regexp.MustCompile(`(?m)^runs:\s*$`)
+	workflowUses      = regexp.MustCompile(`(?m)^\s*(?:-\s+)?uses:\s*\S`)
 	goModModule       = regexp.MustCompile(`(?m)^module\s+\S+`)
 	requirementLine   = regexp.MustCompile(`(?m)^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*===?\s*[A-Za-z0-9]`)
 	tomlPackageHeader = regexp.MustCompile(`(?m)^\[\[package\]\]\s*$`)
@@ -49,6 +53,8 @@ func byContent(data []byte) (Format, bool) {
 		return YarnLock, true
 	case pnpmVersion.Match(data):
 		return PNPMLock, true
+	case workflowJobs.Match(data) && workflowUses.Match(data), actionRuns.Match(data) && workflowUses.Match(data):
+		return GitHubActions, true
 	case tomlPackageHeader.Match(data) && cargoSource.Match(data):
 		return CargoLock, true
 	case tomlPackageHeader.Match(data):

@@ -35,10 +35,14 @@ const (
 	ComposerLock Format = "composer.lock"
 	CycloneDX    Format = "cyclonedx"
 	SPDX         Format = "spdx"
+	// GitHubActions is a workflow (.github/workflows/*.yml) or an
+	// action's action.yml: the actions, reusable workflows and images
+	// its uses: name.
+	GitHubActions Format = "github-actions"
 )
 
 // Formats lists every format, in the order docs/ci.md does.
-var Formats = []Format{NPMLock, YarnLock, PNPMLock, Requirements, PoetryLock, GoMod, GoSum, CargoLock, GemfileLock, ComposerLock, CycloneDX, SPDX}
+var Formats = []Format{NPMLock, YarnLock, PNPMLock, Requirements, PoetryLock, GoMod, GoSum, CargoLock, GemfileLock, ComposerLock, CycloneDX, SPDX, GitHubActions}
 
 // formatNames lists the format names for error messages.
 func formatNames() string {
@@ -56,6 +60,7 @@ var aliases = map[string]Format{
 	"gomod": GoMod, "gosum": GoSum, "cargo": CargoLock, "gemfile": GemfileLock, "bundler": GemfileLock,
 	"composer": ComposerLock, "cyclonedx-json": CycloneDX, "cdx": CycloneDX, "spdx-json": SPDX,
 	"application/vnd.cyclonedx+json": CycloneDX, "application/spdx+json": SPDX,
+	"workflow": GitHubActions, "github-workflow": GitHubActions, "actions": GitHubActions, "action.yml": GitHubActions,
 }
 
 // ParseFormat reads a format name, case-insensitively: a name of Formats
@@ -140,9 +145,12 @@ func byName(name string) (Format, bool) {
 	base := path.Base(strings.ReplaceAll(name, `\`, "/"))
 	lower := strings.ToLower(base)
 	for _, f := range Formats {
-		if f != CycloneDX && f != SPDX && strings.ToLower(string(f)) == lower {
+		if f != CycloneDX && f != SPDX && f != GitHubActions && strings.ToLower(string(f)) == lower {
 			return f, true
 		}
+	}
+	if IsWorkflowPath(name) {
+		return GitHubActions, true
 	}
 	switch {
 	case lower == "npm-shrinkwrap.json":
@@ -179,7 +187,7 @@ var parsers = map[Format]func([]byte, *File) error{
 	Requirements: parseRequirements, PoetryLock: parsePoetryLock,
 	GoMod: parseGoMod, GoSum: parseGoSum,
 	CargoLock: parseCargoLock, GemfileLock: parseGemfileLock, ComposerLock: parseComposerLock,
-	CycloneDX: parseCycloneDX, SPDX: parseSPDX,
+	CycloneDX: parseCycloneDX, SPDX: parseSPDX, GitHubActions: parseWorkflow,
 }
 
 // add records a package (duplicates are merged by Check).

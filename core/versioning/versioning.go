@@ -31,6 +31,7 @@ const (
 	packagist = "packagist"
 	vscode    = "vscode"
 	openvsx   = "openvsx"
+	actions   = "github-actions"
 )
 
 // Canonical is the form in which registry's client compares v: two
@@ -92,8 +93,34 @@ func canonical(registry, v string) (full, public string) {
 			return c, ""
 		}
 		return strings.ToLower(v), ""
+	case actions:
+		// A tag that is semver, with or without its v (workflows write
+		// v35.7.7, OSV 35.7.7); a branch, a short tag (v4) or a commit
+		// as written, a commit's hex in lower case.
+		release, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), "-")
+		if strings.Count(release, ".") == 2 {
+			if c, ok := semverCanonical(v, "v"); ok {
+				return c, ""
+			}
+		}
+		if isHex(v) {
+			return strings.ToLower(v), ""
+		}
 	}
 	return v, ""
+}
+
+// isHex says whether v is a commit id: 7 to 64 hex digits.
+func isHex(v string) bool {
+	if len(v) < 7 || len(v) > 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i] | 0x20; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // plainRelease returns how many numbers v holds when it is numbers

@@ -104,6 +104,13 @@ func TestSameVersion(t *testing.T) {
 		{packagist, "1.0.0-beta2", "1.0.0-beta3", false},
 		{packagist, "1.0.0-dev", "1.0.0.dev", true},
 		{packagist, "dev-Main", "dev-main", true},
+		// GitHub Actions: a semver tag with or without its v, a commit in
+		// any case, a branch or short tag as written.
+		{actions, "v35.7.7", "35.7.7", true},
+		{actions, "0AACCFD150D50CCAEB58EBD88D36E91967A5F35B", "0aaccfd150d50ccaeb58ebd88d36e91967a5f35b", true},
+		{actions, "v4", "v4.0.0", false},
+		{actions, "main", "Main", false},
+		{actions, "v4", "v4", true},
 	} {
 		if got := Matches(c.registry, c.report, c.asked); got != c.same {
 			t.Errorf("%s: a report of %q matches %q: %v, want %v (canonical %q and %q)", c.registry, c.report, c.asked, got, c.same,
