@@ -1239,6 +1239,20 @@ func (c *StorageClient) ExposedVersions(ctx context.Context, p exposure.Package)
 	return r.Value, nil
 }
 
+// ExposedPackages is port.Store's, over the plugin protocol.
+func (c *StorageClient) ExposedPackages(ctx context.Context, p []exposure.Package) ([]exposure.Package, error) {
+	var out []exposure.Package
+	stream, err := c.conn().ExposedPackages(ctx, &pb.ExposedPackagesRequest{Ps: each(p, packageToPB)})
+	err = eachRecv(stream, err, func(r *pb.Package) error {
+		out = append(out, packageFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RecordExposures is port.Store's, over the plugin protocol.
 func (c *StorageClient) RecordExposures(ctx context.Context, p exposure.Found) (int64, error) {
 	var out int64

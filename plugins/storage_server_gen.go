@@ -1154,6 +1154,23 @@ func (s *storageServer) ExposedVersions(ctx context.Context, req *pb.Package) (*
 	})
 }
 
+func (s *storageServer) ExposedPackages(req *pb.ExposedPackagesRequest, stream grpc.ServerStreamingServer[pb.Package]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.ExposedPackages(ctx, each(req.Ps, packageFromPB))
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(packageToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
 func (s *storageServer) RecordExposures(ctx context.Context, req *pb.Found) (*pb.RecordExposuresReply, error) {
 	return withStore(s, func(st port.Store) (*pb.RecordExposuresReply, error) {
 		r, err := st.RecordExposures(ctx, foundFromPB(req))

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -101,6 +103,34 @@ func (s *Store) ExposedVersions(ctx context.Context, p exposure.Package) ([]stri
 	err := s.db.NewSelect().TableExpr("(SELECT DISTINCT version FROM firewall_ledger WHERE ecosystem = ? AND name = ? AND version > ? UNION SELECT DISTINCT version FROM inventory_items WHERE ecosystem = ? AND name = ? AND version > ?) AS v",
 		p.Ecosystem, p.Name, p.After, p.Ecosystem, p.Name, p.After).Column("version").OrderExpr("version").Limit(int64(p.Limit)).Scan(ctx, &out)
 	return out, err
+}
+
+// ExposedPackages reads which of the packages have ledger rows (the
+// primary key's prefix) or inventory items (their package index): one
+// statement per ecosystem, the names an IN list.
+func (s *Store) ExposedPackages(ctx context.Context, ps []exposure.Package) ([]exposure.Package, error) {
+	if len(ps) > exposure.MaxBatch {
+		return nil, core.Invalid("packages", "at most %d in one call", exposure.MaxBatch)
+	}
+	byEco := map[string][]string{}
+	for _, p := range ps {
+		if !slices.Contains(byEco[p.Ecosystem], p.Name) {
+			byEco[p.Ecosystem] = append(byEco[p.Ecosystem], p.Name)
+		}
+	}
+	var out []exposure.Package
+	for _, eco := range slices.Sorted(maps.Keys(byEco)) {
+		var names []string
+		err := s.db.NewSelect().TableExpr("(SELECT DISTINCT name FROM firewall_ledger WHERE ecosystem = ? AND name IN (?) UNION SELECT DISTINCT name FROM inventory_items WHERE ecosystem = ? AND name IN (?)) AS p",
+			eco, bun.List(byEco[eco]), eco, bun.List(byEco[eco])).Column("name").Scan(ctx, &names)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			out = append(out, exposure.Package{Ecosystem: eco, Name: n})
+		}
+	}
+	return out, nil
 }
 
 // RecordExposures copies the ledger rows and inventories of the versions

@@ -1,6 +1,7 @@
 package exposure
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // found; catchUpPage is a page of the feed read again.
 const (
 	detectorQueue = 10_000
-	catchUpPage   = 50
+	catchUpPage   = 200
 	// versionsPage is a page of a package's versions served or listed.
 	versionsPage = 10_000
 	// settle is Detector.Settle's default: the index's freshness on
@@ -132,14 +133,28 @@ func (d *Detector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case j := <-d.in:
-			if err := d.find(ctx, j); err != nil && ctx.Err() == nil {
-				d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
+			// What is queued with it, at most a batch: one storage call
+			// says which of their packages anyone got.
+			batch := []job{j}
+		more:
+			for len(batch) < MaxBatch {
+				select {
+				case j := <-d.in:
+					batch = append(batch, j)
+				default:
+					break more
+				}
 			}
-			if j.since.IsZero() && !j.at.IsZero() {
-				d.mark(ctx, j.at, false)
+			if err := d.findAll(ctx, batch); err != nil && ctx.Err() == nil {
+				d.Log.Warn("exposure: finding reports' exposures failed", "reports", len(batch), "error", err.Error())
 			}
-			if wait := time.Until(j.at.Add(d.Settle)); j.since.IsZero() && wait > 0 {
-				d.lookAgain(ctx, j, min(wait, d.Settle))
+			for _, j := range batch {
+				if wait := time.Until(j.at.Add(d.Settle)); j.since.IsZero() && wait > 0 {
+					d.lookAgain(ctx, j, min(wait, d.Settle))
+				}
+			}
+			if last := batch[len(batch)-1]; last.since.IsZero() && !last.at.IsZero() {
+				d.mark(ctx, last.at, false)
 			}
 		}
 		if len(d.in) == 0 {
@@ -233,21 +248,23 @@ func (d *Detector) readBehind(ctx context.Context) {
 // Exposures already recorded are not recorded again.
 func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 	now := time.Now().UTC()
-	// Small pages: an item carries its whole report (a report's text may
-	// be 200 KB), and the look-back runs beside the daemon's start.
+	// Pages of 200: an item carries its whole report (a report's text
+	// may be 200 KB), and the look-back runs beside the daemon's start.
 	q := core.FeedQuery{From: from, To: now, Limit: catchUpPage}
 	for {
 		items, err := d.Feed.Feed(ctx, q)
 		if err != nil {
 			return err
 		}
+		var jobs []job
 		for _, it := range items {
 			if (it.Event.Kind == core.ChangeVerified || it.Event.Kind == core.ChangeRevised) && it.Threat.Status == core.StatusVerified &&
 				(it.Threat.ReportType == core.TypePackage || it.Threat.ReportType == core.TypeContainer) {
-				if err := d.find(ctx, job{threat: it.Threat}); err != nil {
-					return err
-				}
+				jobs = append(jobs, job{threat: it.Threat})
 			}
+		}
+		if err := d.findAll(ctx, jobs); err != nil {
+			return err
 		}
 		if len(items) > 0 {
 			d.mark(ctx, items[len(items)-1].Event.At, len(items) < q.Limit)
@@ -258,6 +275,54 @@ func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 		last := items[len(items)-1].Event
 		q.AfterAt, q.AfterSeq = last.At, last.Seq
 	}
+}
+
+// findAll finds the exposures of jobs: only those whose package a ledger
+// row or an inventory names are looked at further (one storage call for
+// them all: an import verifies thousands of reports of packages nobody
+// got).
+func (d *Detector) findAll(ctx context.Context, jobs []job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	pkgs := make([]Package, len(jobs))
+	for i, j := range jobs {
+		pkgs[i] = packageOf(j.threat)
+	}
+	got, err := d.Store.ExposedPackages(ctx, pkgs)
+	if err != nil {
+		return err
+	}
+	seen := make(map[Package]bool, len(got))
+	for _, p := range got {
+		seen[p] = true
+	}
+	var first error
+	for i, j := range jobs {
+		if !seen[pkgs[i]] {
+			continue
+		}
+		if err := d.find(ctx, j); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			d.Log.Warn("exposure: finding a report's exposures failed", "threat_id", j.threat.ID, "error", err.Error())
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
+}
+
+// packageOf is the package a report's exposures are of, as the ledger
+// names it.
+func packageOf(t core.Threat) Package {
+	if t.ReportType == core.TypeContainer {
+		_, canonical, _ := strings.Cut(t.CanonicalKey, ":")
+		path, _, _ := core.ContainerRepository(canonical)
+		return Package{Ecosystem: firewall.FirewallOCI, Name: core.ImagePath(path)}
+	}
+	eco := firewall.FirewallName(t.Registry)
+	return Package{Ecosystem: eco, Name: firewall.FoldName(eco, t.ResourceIdentifier)}
 }
 
 // find records the exposures of one report: the versions of its package

@@ -119,8 +119,12 @@ type Query struct {
 	Limit int
 }
 
-// MaxPage bounds a page of exposures.
-const MaxPage = 1000
+// MaxPage bounds a page of exposures; MaxBatch the packages one
+// ExposedPackages call asks about.
+const (
+	MaxPage  = 1000
+	MaxBatch = 500
+)
 
 // Store keeps inventories and exposures.
 type Store interface {
@@ -130,6 +134,10 @@ type Store interface {
 	// ledger row or an inventory names: those after p.After, at most
 	// p.Limit (1..MaxItems, else ErrInvalid).
 	ExposedVersions(ctx context.Context, p Package) ([]string, error)
+	// ExposedPackages returns those of ps (at most MaxBatch) whose
+	// name a ledger row or an inventory has (only Ecosystem and Name
+	// are read).
+	ExposedPackages(ctx context.Context, ps []Package) ([]Package, error)
 	// RecordExposures records the exposures of f's versions, each once
 	// per report and row, and returns how many are new.
 	RecordExposures(ctx context.Context, f Found) (int64, error)

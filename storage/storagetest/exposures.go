@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,6 +112,16 @@ func testExposures(t *testing.T, b Backend) {
 		if n, err := s.RecordExposures(c, late); err != nil || n != c2.want {
 			t.Fatalf("since %s into the day: %d %v, want %d", c2.since, n, err, c2.want)
 		}
+	}
+	// Which packages anyone got: the ledger's and the inventories'.
+	if err := s.SaveInventory(c, exposure.Inventory{Project: "other", User: "b@example.com", TokenID: "tok-b", ScannedAt: day,
+		Items: []exposure.Item{{Ecosystem: "pypi", Name: "requests", Version: "2.0.0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ExposedPackages(c, []exposure.Package{{Ecosystem: "npm", Name: "axios"}, {Ecosystem: "npm", Name: "nobody"},
+		{Ecosystem: "pypi", Name: "requests"}, {Ecosystem: "pypi", Name: "axios"}, {Ecosystem: "npm", Name: "axios"}})
+	if err != nil || len(got) != 2 || !slices.Contains(got, exposure.Package{Ecosystem: "npm", Name: "axios"}) || !slices.Contains(got, exposure.Package{Ecosystem: "pypi", Name: "requests"}) {
+		t.Fatalf("exposed packages %v %v", got, err)
 	}
 	// The detector's feed mark: none, then only forward.
 	if at, err := s.ExposureMark(c); err != nil || !at.IsZero() {

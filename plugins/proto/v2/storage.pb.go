@@ -3816,6 +3816,50 @@ func (x *ExposedVersionsReply) GetValue() []string {
 	return nil
 }
 
+type ExposedPackagesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ps            []*Package             `protobuf:"bytes,1,rep,name=Ps,proto3" json:"Ps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExposedPackagesRequest) Reset() {
+	*x = ExposedPackagesRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExposedPackagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExposedPackagesRequest) ProtoMessage() {}
+
+func (x *ExposedPackagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExposedPackagesRequest.ProtoReflect.Descriptor instead.
+func (*ExposedPackagesRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *ExposedPackagesRequest) GetPs() []*Package {
+	if x != nil {
+		return x.Ps
+	}
+	return nil
+}
+
 type RecordExposuresReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Value         int64                  `protobuf:"varint,1,opt,name=Value,proto3" json:"Value,omitempty"`
@@ -3825,7 +3869,7 @@ type RecordExposuresReply struct {
 
 func (x *RecordExposuresReply) Reset() {
 	*x = RecordExposuresReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3837,7 +3881,7 @@ func (x *RecordExposuresReply) String() string {
 func (*RecordExposuresReply) ProtoMessage() {}
 
 func (x *RecordExposuresReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3850,7 +3894,7 @@ func (x *RecordExposuresReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordExposuresReply.ProtoReflect.Descriptor instead.
 func (*RecordExposuresReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RecordExposuresReply) GetValue() int64 {
@@ -3869,7 +3913,7 @@ type ExposureCountRequest struct {
 
 func (x *ExposureCountRequest) Reset() {
 	*x = ExposureCountRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +3925,7 @@ func (x *ExposureCountRequest) String() string {
 func (*ExposureCountRequest) ProtoMessage() {}
 
 func (x *ExposureCountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3894,7 +3938,7 @@ func (x *ExposureCountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureCountRequest.ProtoReflect.Descriptor instead.
 func (*ExposureCountRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ExposureCountRequest) GetThreatID() string {
@@ -3913,7 +3957,7 @@ type ExposureCountReply struct {
 
 func (x *ExposureCountReply) Reset() {
 	*x = ExposureCountReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +3969,7 @@ func (x *ExposureCountReply) String() string {
 func (*ExposureCountReply) ProtoMessage() {}
 
 func (x *ExposureCountReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +3982,7 @@ func (x *ExposureCountReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureCountReply.ProtoReflect.Descriptor instead.
 func (*ExposureCountReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ExposureCountReply) GetValue() int64 {
@@ -3957,7 +4001,7 @@ type QueueExposureEventReply struct {
 
 func (x *QueueExposureEventReply) Reset() {
 	*x = QueueExposureEventReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3969,7 +4013,7 @@ func (x *QueueExposureEventReply) String() string {
 func (*QueueExposureEventReply) ProtoMessage() {}
 
 func (x *QueueExposureEventReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3982,7 +4026,7 @@ func (x *QueueExposureEventReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueExposureEventReply.ProtoReflect.Descriptor instead.
 func (*QueueExposureEventReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *QueueExposureEventReply) GetValue() bool {
@@ -4000,7 +4044,7 @@ type ExposureMarkRequest struct {
 
 func (x *ExposureMarkRequest) Reset() {
 	*x = ExposureMarkRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4012,7 +4056,7 @@ func (x *ExposureMarkRequest) String() string {
 func (*ExposureMarkRequest) ProtoMessage() {}
 
 func (x *ExposureMarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4025,7 +4069,7 @@ func (x *ExposureMarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureMarkRequest.ProtoReflect.Descriptor instead.
 func (*ExposureMarkRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 type ExposureMarkReply struct {
@@ -4037,7 +4081,7 @@ type ExposureMarkReply struct {
 
 func (x *ExposureMarkReply) Reset() {
 	*x = ExposureMarkReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4049,7 +4093,7 @@ func (x *ExposureMarkReply) String() string {
 func (*ExposureMarkReply) ProtoMessage() {}
 
 func (x *ExposureMarkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4062,7 +4106,7 @@ func (x *ExposureMarkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureMarkReply.ProtoReflect.Descriptor instead.
 func (*ExposureMarkReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ExposureMarkReply) GetValue() *timestamppb.Timestamp {
@@ -4081,7 +4125,7 @@ type MoveExposureMarkRequest struct {
 
 func (x *MoveExposureMarkRequest) Reset() {
 	*x = MoveExposureMarkRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4093,7 +4137,7 @@ func (x *MoveExposureMarkRequest) String() string {
 func (*MoveExposureMarkRequest) ProtoMessage() {}
 
 func (x *MoveExposureMarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4106,7 +4150,7 @@ func (x *MoveExposureMarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveExposureMarkRequest.ProtoReflect.Descriptor instead.
 func (*MoveExposureMarkRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *MoveExposureMarkRequest) GetAt() *timestamppb.Timestamp {
@@ -4124,7 +4168,7 @@ type MoveExposureMarkReply struct {
 
 func (x *MoveExposureMarkReply) Reset() {
 	*x = MoveExposureMarkReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4136,7 +4180,7 @@ func (x *MoveExposureMarkReply) String() string {
 func (*MoveExposureMarkReply) ProtoMessage() {}
 
 func (x *MoveExposureMarkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4149,7 +4193,7 @@ func (x *MoveExposureMarkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveExposureMarkReply.ProtoReflect.Descriptor instead.
 func (*MoveExposureMarkReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 // User is an account that owns API tokens and submits reports.
@@ -4171,7 +4215,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4183,7 +4227,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4196,7 +4240,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *User) GetID() string {
@@ -4281,7 +4325,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4293,7 +4337,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4306,7 +4350,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -4336,7 +4380,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4348,7 +4392,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4361,7 +4405,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -4396,7 +4440,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4408,7 +4452,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4421,7 +4465,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -4455,7 +4499,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4467,7 +4511,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4480,7 +4524,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *Token) GetID() string {
@@ -4551,7 +4595,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4563,7 +4607,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4576,7 +4620,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -4604,7 +4648,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4616,7 +4660,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4629,7 +4673,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -4658,7 +4702,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4670,7 +4714,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4683,7 +4727,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -4713,7 +4757,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4769,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4782,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *Session) GetHash() string {
@@ -4781,7 +4825,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4793,7 +4837,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4806,7 +4850,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -4842,7 +4886,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4854,7 +4898,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4867,7 +4911,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -4940,7 +4984,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4952,7 +4996,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4965,7 +5009,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -5015,7 +5059,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5027,7 +5071,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5040,7 +5084,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -5090,7 +5134,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5102,7 +5146,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5115,7 +5159,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *Threat) GetID() string {
@@ -5292,7 +5336,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5304,7 +5348,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5317,7 +5361,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -5355,7 +5399,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5367,7 +5411,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5380,7 +5424,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -5431,7 +5475,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5443,7 +5487,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5456,7 +5500,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -5496,7 +5540,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5508,7 +5552,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5521,7 +5565,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *Review) GetThreatID() string {
@@ -5586,7 +5630,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5598,7 +5642,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5611,7 +5655,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *Duplicate) GetUserID() string {
@@ -5654,7 +5698,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5666,7 +5710,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5679,7 +5723,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -5771,7 +5815,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5783,7 +5827,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5796,7 +5840,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -5881,7 +5925,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5893,7 +5937,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5906,7 +5950,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -5941,7 +5985,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5953,7 +5997,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5966,7 +6010,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -6052,7 +6096,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6108,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6121,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *Revision) GetID() string {
@@ -6170,7 +6214,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6182,7 +6226,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6195,7 +6239,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -6242,7 +6286,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6254,7 +6298,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6267,7 +6311,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *Summary) GetID() string {
@@ -6344,7 +6388,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6356,7 +6400,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6369,7 +6413,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -6491,7 +6535,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6503,7 +6547,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6516,7 +6560,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -6568,7 +6612,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6580,7 +6624,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6593,7 +6637,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -6684,7 +6728,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6696,7 +6740,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6709,7 +6753,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -6744,7 +6788,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6756,7 +6800,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6769,7 +6813,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -6825,7 +6869,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6837,7 +6881,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6850,7 +6894,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -6884,7 +6928,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6896,7 +6940,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6909,7 +6953,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -6962,7 +7006,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6974,7 +7018,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6987,7 +7031,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -7038,7 +7082,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7050,7 +7094,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7063,7 +7107,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -7107,7 +7151,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7119,7 +7163,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7132,7 +7176,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -7169,7 +7213,7 @@ type ImportedIDQuery struct {
 
 func (x *ImportedIDQuery) Reset() {
 	*x = ImportedIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7181,7 +7225,7 @@ func (x *ImportedIDQuery) String() string {
 func (*ImportedIDQuery) ProtoMessage() {}
 
 func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7194,7 +7238,7 @@ func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedIDQuery.ProtoReflect.Descriptor instead.
 func (*ImportedIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *ImportedIDQuery) GetSource() string {
@@ -7231,7 +7275,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7243,7 +7287,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7256,7 +7300,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -7299,7 +7343,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7311,7 +7355,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7324,7 +7368,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -7361,7 +7405,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7373,7 +7417,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7386,7 +7430,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -7429,7 +7473,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7441,7 +7485,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7454,7 +7498,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -7484,7 +7528,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7496,7 +7540,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7509,7 +7553,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -7544,7 +7588,7 @@ type RuleIDQuery struct {
 
 func (x *RuleIDQuery) Reset() {
 	*x = RuleIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7556,7 +7600,7 @@ func (x *RuleIDQuery) String() string {
 func (*RuleIDQuery) ProtoMessage() {}
 
 func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7569,7 +7613,7 @@ func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
 func (*RuleIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *RuleIDQuery) GetRules() []*RuleBasis {
@@ -7598,7 +7642,7 @@ type RuleID struct {
 
 func (x *RuleID) Reset() {
 	*x = RuleID{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7610,7 +7654,7 @@ func (x *RuleID) String() string {
 func (*RuleID) ProtoMessage() {}
 
 func (x *RuleID) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7623,7 +7667,7 @@ func (x *RuleID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
 func (*RuleID) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *RuleID) GetIndicator() string {
@@ -7674,7 +7718,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7686,7 +7730,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7699,7 +7743,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *Webhook) GetID() string {
@@ -7828,7 +7872,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7840,7 +7884,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7853,7 +7897,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -7906,7 +7950,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7918,7 +7962,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7931,7 +7975,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -8034,7 +8078,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8046,7 +8090,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8059,7 +8103,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -8102,7 +8146,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8114,7 +8158,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8127,7 +8171,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -8163,7 +8207,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8175,7 +8219,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8188,7 +8232,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -8265,7 +8309,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8277,7 +8321,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8290,7 +8334,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -8318,7 +8362,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8330,7 +8374,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8343,7 +8387,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -8379,7 +8423,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8391,7 +8435,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8404,7 +8448,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *Waiver) GetID() string {
@@ -8495,7 +8539,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8507,7 +8551,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8520,7 +8564,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -8641,7 +8685,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8653,7 +8697,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8666,7 +8710,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -8702,7 +8746,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8714,7 +8758,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8727,7 +8771,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -8767,7 +8811,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8779,7 +8823,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8792,7 +8836,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -8852,7 +8896,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8864,7 +8908,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8877,7 +8921,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -8915,7 +8959,7 @@ type DigestPin struct {
 
 func (x *DigestPin) Reset() {
 	*x = DigestPin{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8927,7 +8971,7 @@ func (x *DigestPin) String() string {
 func (*DigestPin) ProtoMessage() {}
 
 func (x *DigestPin) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8940,7 +8984,7 @@ func (x *DigestPin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestPin.ProtoReflect.Descriptor instead.
 func (*DigestPin) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *DigestPin) GetThreatID() string {
@@ -8986,7 +9030,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8998,7 +9042,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9011,7 +9055,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *LedgerEntry) GetEcosystem() string {
@@ -9101,7 +9145,7 @@ type LedgerTrim struct {
 
 func (x *LedgerTrim) Reset() {
 	*x = LedgerTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9113,7 +9157,7 @@ func (x *LedgerTrim) String() string {
 func (*LedgerTrim) ProtoMessage() {}
 
 func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9126,7 +9170,7 @@ func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerTrim.ProtoReflect.Descriptor instead.
 func (*LedgerTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *LedgerTrim) GetBefore() *timestamppb.Timestamp {
@@ -9150,7 +9194,7 @@ type LedgerQuery struct {
 
 func (x *LedgerQuery) Reset() {
 	*x = LedgerQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9162,7 +9206,7 @@ func (x *LedgerQuery) String() string {
 func (*LedgerQuery) ProtoMessage() {}
 
 func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9175,7 +9219,7 @@ func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerQuery.ProtoReflect.Descriptor instead.
 func (*LedgerQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *LedgerQuery) GetEcosystem() string {
@@ -9225,7 +9269,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9237,7 +9281,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9250,7 +9294,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -9287,7 +9331,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9299,7 +9343,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9312,7 +9356,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -9359,7 +9403,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9371,7 +9415,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9384,7 +9428,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *Sighting) GetID() string {
@@ -9485,7 +9529,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9497,7 +9541,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9510,7 +9554,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -9553,7 +9597,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9565,7 +9609,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9578,7 +9622,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -9614,7 +9658,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9626,7 +9670,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9639,7 +9683,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -9682,7 +9726,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9694,7 +9738,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9707,7 +9751,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -9789,7 +9833,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9801,7 +9845,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9814,7 +9858,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -9854,7 +9898,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9866,7 +9910,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9879,7 +9923,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -9943,7 +9987,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9955,7 +9999,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9968,7 +10012,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -9999,7 +10043,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10011,7 +10055,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10024,7 +10068,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -10066,7 +10110,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10078,7 +10122,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10091,7 +10135,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -10121,7 +10165,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10133,7 +10177,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10146,7 +10190,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -10201,7 +10245,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10213,7 +10257,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10226,7 +10270,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *Campaign) GetID() string {
@@ -10334,7 +10378,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10346,7 +10390,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10359,7 +10403,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -10451,7 +10495,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10463,7 +10507,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10476,7 +10520,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -10511,7 +10555,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10523,7 +10567,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10536,7 +10580,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -10565,7 +10609,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10577,7 +10621,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10590,7 +10634,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -10627,7 +10671,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10639,7 +10683,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10652,7 +10696,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -10691,7 +10735,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10703,7 +10747,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10716,7 +10760,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *ReportText) GetID() string {
@@ -10777,7 +10821,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10789,7 +10833,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10802,7 +10846,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
 }
 
 func (x *QueueRequest) GetJobs() []*Job {
@@ -10845,7 +10889,7 @@ type QueueResult struct {
 
 func (x *QueueResult) Reset() {
 	*x = QueueResult{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10857,7 +10901,7 @@ func (x *QueueResult) String() string {
 func (*QueueResult) ProtoMessage() {}
 
 func (x *QueueResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10870,7 +10914,7 @@ func (x *QueueResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueResult.ProtoReflect.Descriptor instead.
 func (*QueueResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
 }
 
 func (x *QueueResult) GetQueued() int64 {
@@ -10908,7 +10952,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10920,7 +10964,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10933,7 +10977,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
 }
 
 func (x *Claim) GetHolder() string {
@@ -10980,7 +11024,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10992,7 +11036,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11005,7 +11049,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
 }
 
 func (x *Job) GetEcosystem() string {
@@ -11064,7 +11108,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11076,7 +11120,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11089,7 +11133,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *Outcome) GetKey() *Key {
@@ -11143,7 +11187,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11155,7 +11199,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11168,7 +11212,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
 }
 
 func (x *Entry) GetJob() *Job {
@@ -11232,7 +11276,7 @@ type ReportLink struct {
 
 func (x *ReportLink) Reset() {
 	*x = ReportLink{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11244,7 +11288,7 @@ func (x *ReportLink) String() string {
 func (*ReportLink) ProtoMessage() {}
 
 func (x *ReportLink) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11257,7 +11301,7 @@ func (x *ReportLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLink.ProtoReflect.Descriptor instead.
 func (*ReportLink) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
 }
 
 func (x *ReportLink) GetKey() *Key {
@@ -11286,7 +11330,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11298,7 +11342,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11311,7 +11355,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
 }
 
 func (x *Key) GetEcosystem() string {
@@ -11345,7 +11389,7 @@ type HoldQuery struct {
 
 func (x *HoldQuery) Reset() {
 	*x = HoldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11357,7 +11401,7 @@ func (x *HoldQuery) String() string {
 func (*HoldQuery) ProtoMessage() {}
 
 func (x *HoldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11370,7 +11414,7 @@ func (x *HoldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldQuery.ProtoReflect.Descriptor instead.
 func (*HoldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
 }
 
 func (x *HoldQuery) GetLimit() int64 {
@@ -11397,7 +11441,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11409,7 +11453,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11422,7 +11466,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
 }
 
 func (x *Hold) GetKey() *Key {
@@ -11485,7 +11529,7 @@ type QueueLength struct {
 
 func (x *QueueLength) Reset() {
 	*x = QueueLength{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11497,7 +11541,7 @@ func (x *QueueLength) String() string {
 func (*QueueLength) ProtoMessage() {}
 
 func (x *QueueLength) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11510,7 +11554,7 @@ func (x *QueueLength) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLength.ProtoReflect.Descriptor instead.
 func (*QueueLength) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
 }
 
 func (x *QueueLength) GetQueued() int64 {
@@ -11542,7 +11586,7 @@ type Inventory struct {
 
 func (x *Inventory) Reset() {
 	*x = Inventory{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11554,7 +11598,7 @@ func (x *Inventory) String() string {
 func (*Inventory) ProtoMessage() {}
 
 func (x *Inventory) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11567,7 +11611,7 @@ func (x *Inventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Inventory.ProtoReflect.Descriptor instead.
 func (*Inventory) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
 }
 
 func (x *Inventory) GetProject() string {
@@ -11628,7 +11672,7 @@ type Package struct {
 
 func (x *Package) Reset() {
 	*x = Package{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11640,7 +11684,7 @@ func (x *Package) String() string {
 func (*Package) ProtoMessage() {}
 
 func (x *Package) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11653,7 +11697,7 @@ func (x *Package) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Package.ProtoReflect.Descriptor instead.
 func (*Package) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{193}
 }
 
 func (x *Package) GetEcosystem() string {
@@ -11702,7 +11746,7 @@ type Found struct {
 
 func (x *Found) Reset() {
 	*x = Found{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11714,7 +11758,7 @@ func (x *Found) String() string {
 func (*Found) ProtoMessage() {}
 
 func (x *Found) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11727,7 +11771,7 @@ func (x *Found) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Found.ProtoReflect.Descriptor instead.
 func (*Found) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{193}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{194}
 }
 
 func (x *Found) GetThreatID() string {
@@ -11800,7 +11844,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11812,7 +11856,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11825,7 +11869,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{194}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{195}
 }
 
 func (x *Query) GetThreatID() string {
@@ -11887,7 +11931,7 @@ type Exposure struct {
 
 func (x *Exposure) Reset() {
 	*x = Exposure{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11899,7 +11943,7 @@ func (x *Exposure) String() string {
 func (*Exposure) ProtoMessage() {}
 
 func (x *Exposure) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11912,7 +11956,7 @@ func (x *Exposure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exposure.ProtoReflect.Descriptor instead.
 func (*Exposure) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{195}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{196}
 }
 
 func (x *Exposure) GetID() int64 {
@@ -12034,7 +12078,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12046,7 +12090,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12059,7 +12103,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{196}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{197}
 }
 
 func (x *Event) GetThreatID() string {
@@ -12115,7 +12159,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12127,7 +12171,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12140,7 +12184,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{197}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{198}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -12185,7 +12229,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12197,7 +12241,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12210,7 +12254,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{198}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{199}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -12271,7 +12315,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12283,7 +12327,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12296,7 +12340,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{199}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{200}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -12426,7 +12470,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12438,7 +12482,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12451,7 +12495,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{200}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{201}
 }
 
 func (x *IOC) GetType() string {
@@ -12515,7 +12559,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12527,7 +12571,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12540,7 +12584,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{201}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{202}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -12570,7 +12614,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12582,7 +12626,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12595,7 +12639,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{202}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{203}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -12625,7 +12669,7 @@ type RuleBasis struct {
 
 func (x *RuleBasis) Reset() {
 	*x = RuleBasis{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12637,7 +12681,7 @@ func (x *RuleBasis) String() string {
 func (*RuleBasis) ProtoMessage() {}
 
 func (x *RuleBasis) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12650,7 +12694,7 @@ func (x *RuleBasis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
 func (*RuleBasis) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{203}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{204}
 }
 
 func (x *RuleBasis) GetIndicator() string {
@@ -12680,7 +12724,7 @@ type LedgerCursor struct {
 
 func (x *LedgerCursor) Reset() {
 	*x = LedgerCursor{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12692,7 +12736,7 @@ func (x *LedgerCursor) String() string {
 func (*LedgerCursor) ProtoMessage() {}
 
 func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12705,7 +12749,7 @@ func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerCursor.ProtoReflect.Descriptor instead.
 func (*LedgerCursor) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{204}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{205}
 }
 
 func (x *LedgerCursor) GetVersion() string {
@@ -12751,7 +12795,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12763,7 +12807,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12776,7 +12820,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{205}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{206}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -12830,7 +12874,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12842,7 +12886,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12855,7 +12899,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{206}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{207}
 }
 
 func (x *Result) GetVerdict() string {
@@ -12923,7 +12967,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12935,7 +12979,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12948,7 +12992,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{207}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{208}
 }
 
 func (x *Finding) GetRule() string {
@@ -13014,7 +13058,7 @@ type Item struct {
 
 func (x *Item) Reset() {
 	*x = Item{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13026,7 +13070,7 @@ func (x *Item) String() string {
 func (*Item) ProtoMessage() {}
 
 func (x *Item) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13039,7 +13083,7 @@ func (x *Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Item.ProtoReflect.Descriptor instead.
 func (*Item) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{208}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{209}
 }
 
 func (x *Item) GetEcosystem() string {
@@ -13105,7 +13149,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[210]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13117,7 +13161,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[210]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13130,7 +13174,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{209}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{210}
 }
 
 func (x *Submission) GetReportType() string {
@@ -13453,7 +13497,9 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x14AnalysisQueueRequest\"\x14\n" +
 	"\x12SaveInventoryReply\",\n" +
 	"\x14ExposedVersionsReply\x12\x14\n" +
-	"\x05Value\x18\x01 \x03(\tR\x05Value\",\n" +
+	"\x05Value\x18\x01 \x03(\tR\x05Value\"D\n" +
+	"\x16ExposedPackagesRequest\x12*\n" +
+	"\x02Ps\x18\x01 \x03(\v2\x1a.threatd.plugin.v2.PackageR\x02Ps\",\n" +
 	"\x14RecordExposuresReply\x12\x14\n" +
 	"\x05Value\x18\x01 \x01(\x03R\x05Value\"2\n" +
 	"\x14ExposureCountRequest\x12\x1a\n" +
@@ -14309,7 +14355,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xf9I\n" +
+	"\x0e_DownloadCount2\xd5J\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -14422,7 +14468,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\rAnalysisHolds\x12\x1c.threatd.plugin.v2.HoldQuery\x1a\x17.threatd.plugin.v2.Hold0\x01\x12X\n" +
 	"\rAnalysisQueue\x12'.threatd.plugin.v2.AnalysisQueueRequest\x1a\x1e.threatd.plugin.v2.QueueLength\x12T\n" +
 	"\rSaveInventory\x12\x1c.threatd.plugin.v2.Inventory\x1a%.threatd.plugin.v2.SaveInventoryReply\x12V\n" +
-	"\x0fExposedVersions\x12\x1a.threatd.plugin.v2.Package\x1a'.threatd.plugin.v2.ExposedVersionsReply\x12T\n" +
+	"\x0fExposedVersions\x12\x1a.threatd.plugin.v2.Package\x1a'.threatd.plugin.v2.ExposedVersionsReply\x12Z\n" +
+	"\x0fExposedPackages\x12).threatd.plugin.v2.ExposedPackagesRequest\x1a\x1a.threatd.plugin.v2.Package0\x01\x12T\n" +
 	"\x0fRecordExposures\x12\x18.threatd.plugin.v2.Found\x1a'.threatd.plugin.v2.RecordExposuresReply\x12H\n" +
 	"\rListExposures\x12\x18.threatd.plugin.v2.Query\x1a\x1b.threatd.plugin.v2.Exposure0\x01\x12_\n" +
 	"\rExposureCount\x12'.threatd.plugin.v2.ExposureCountRequest\x1a%.threatd.plugin.v2.ExposureCountReply\x12Z\n" +
@@ -14442,7 +14489,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 217)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 218)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -14534,518 +14581,522 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*AnalysisQueueRequest)(nil),        // 87: threatd.plugin.v2.AnalysisQueueRequest
 	(*SaveInventoryReply)(nil),          // 88: threatd.plugin.v2.SaveInventoryReply
 	(*ExposedVersionsReply)(nil),        // 89: threatd.plugin.v2.ExposedVersionsReply
-	(*RecordExposuresReply)(nil),        // 90: threatd.plugin.v2.RecordExposuresReply
-	(*ExposureCountRequest)(nil),        // 91: threatd.plugin.v2.ExposureCountRequest
-	(*ExposureCountReply)(nil),          // 92: threatd.plugin.v2.ExposureCountReply
-	(*QueueExposureEventReply)(nil),     // 93: threatd.plugin.v2.QueueExposureEventReply
-	(*ExposureMarkRequest)(nil),         // 94: threatd.plugin.v2.ExposureMarkRequest
-	(*ExposureMarkReply)(nil),           // 95: threatd.plugin.v2.ExposureMarkReply
-	(*MoveExposureMarkRequest)(nil),     // 96: threatd.plugin.v2.MoveExposureMarkRequest
-	(*MoveExposureMarkReply)(nil),       // 97: threatd.plugin.v2.MoveExposureMarkReply
-	(*User)(nil),                        // 98: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 99: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 100: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 101: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 102: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 103: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 104: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 105: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 106: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 107: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 108: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 109: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 110: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 111: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 112: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 113: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 114: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 115: threatd.plugin.v2.Review
-	(*Duplicate)(nil),                   // 116: threatd.plugin.v2.Duplicate
-	(*ReviewEvent)(nil),                 // 117: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 118: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 119: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 120: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 121: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 122: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 123: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 124: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 125: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 126: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 127: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 128: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 129: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 130: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 131: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 132: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 133: threatd.plugin.v2.VersionQuery
-	(*ImportedIDQuery)(nil),             // 134: threatd.plugin.v2.ImportedIDQuery
-	(*Stats)(nil),                       // 135: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 136: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 137: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 138: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 139: threatd.plugin.v2.RateCounts
-	(*RuleIDQuery)(nil),                 // 140: threatd.plugin.v2.RuleIDQuery
-	(*RuleID)(nil),                      // 141: threatd.plugin.v2.RuleID
-	(*Webhook)(nil),                     // 142: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 143: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 144: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 145: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 146: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 147: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 148: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 149: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 150: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 151: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 152: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 153: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 154: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 155: threatd.plugin.v2.HeldQuery
-	(*DigestPin)(nil),                   // 156: threatd.plugin.v2.DigestPin
-	(*LedgerEntry)(nil),                 // 157: threatd.plugin.v2.LedgerEntry
-	(*LedgerTrim)(nil),                  // 158: threatd.plugin.v2.LedgerTrim
-	(*LedgerQuery)(nil),                 // 159: threatd.plugin.v2.LedgerQuery
-	(*SightingBatch)(nil),               // 160: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 161: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 162: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 163: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 164: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 165: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 166: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 167: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 168: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 169: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 170: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 171: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 172: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 173: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 174: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 175: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 176: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 177: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 178: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 179: threatd.plugin.v2.ReportText
-	(*QueueRequest)(nil),                // 180: threatd.plugin.v2.QueueRequest
-	(*QueueResult)(nil),                 // 181: threatd.plugin.v2.QueueResult
-	(*Claim)(nil),                       // 182: threatd.plugin.v2.Claim
-	(*Job)(nil),                         // 183: threatd.plugin.v2.Job
-	(*Outcome)(nil),                     // 184: threatd.plugin.v2.Outcome
-	(*Entry)(nil),                       // 185: threatd.plugin.v2.Entry
-	(*ReportLink)(nil),                  // 186: threatd.plugin.v2.ReportLink
-	(*Key)(nil),                         // 187: threatd.plugin.v2.Key
-	(*HoldQuery)(nil),                   // 188: threatd.plugin.v2.HoldQuery
-	(*Hold)(nil),                        // 189: threatd.plugin.v2.Hold
-	(*QueueLength)(nil),                 // 190: threatd.plugin.v2.QueueLength
-	(*Inventory)(nil),                   // 191: threatd.plugin.v2.Inventory
-	(*Package)(nil),                     // 192: threatd.plugin.v2.Package
-	(*Found)(nil),                       // 193: threatd.plugin.v2.Found
-	(*Query)(nil),                       // 194: threatd.plugin.v2.Query
-	(*Exposure)(nil),                    // 195: threatd.plugin.v2.Exposure
-	(*Event)(nil),                       // 196: threatd.plugin.v2.Event
-	(*AccountDeletion)(nil),             // 197: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 198: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 199: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 200: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 201: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 202: threatd.plugin.v2.ImportRecord
-	(*RuleBasis)(nil),                   // 203: threatd.plugin.v2.RuleBasis
-	(*LedgerCursor)(nil),                // 204: threatd.plugin.v2.LedgerCursor
-	(*CampaignRef)(nil),                 // 205: threatd.plugin.v2.CampaignRef
-	(*Result)(nil),                      // 206: threatd.plugin.v2.Result
-	(*Finding)(nil),                     // 207: threatd.plugin.v2.Finding
-	(*Item)(nil),                        // 208: threatd.plugin.v2.Item
-	(*Submission)(nil),                  // 209: threatd.plugin.v2.Submission
-	nil,                                 // 210: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 211: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 212: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 213: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 214: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 215: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 216: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 217: google.protobuf.Timestamp
+	(*ExposedPackagesRequest)(nil),      // 90: threatd.plugin.v2.ExposedPackagesRequest
+	(*RecordExposuresReply)(nil),        // 91: threatd.plugin.v2.RecordExposuresReply
+	(*ExposureCountRequest)(nil),        // 92: threatd.plugin.v2.ExposureCountRequest
+	(*ExposureCountReply)(nil),          // 93: threatd.plugin.v2.ExposureCountReply
+	(*QueueExposureEventReply)(nil),     // 94: threatd.plugin.v2.QueueExposureEventReply
+	(*ExposureMarkRequest)(nil),         // 95: threatd.plugin.v2.ExposureMarkRequest
+	(*ExposureMarkReply)(nil),           // 96: threatd.plugin.v2.ExposureMarkReply
+	(*MoveExposureMarkRequest)(nil),     // 97: threatd.plugin.v2.MoveExposureMarkRequest
+	(*MoveExposureMarkReply)(nil),       // 98: threatd.plugin.v2.MoveExposureMarkReply
+	(*User)(nil),                        // 99: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 100: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 101: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 102: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 103: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 104: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 105: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 106: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 107: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 108: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 109: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 110: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 111: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 112: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 113: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 114: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 115: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 116: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 117: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 118: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 119: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 120: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 121: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 122: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 123: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 124: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 125: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 126: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 127: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 128: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 129: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 130: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 131: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 132: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 133: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 134: threatd.plugin.v2.VersionQuery
+	(*ImportedIDQuery)(nil),             // 135: threatd.plugin.v2.ImportedIDQuery
+	(*Stats)(nil),                       // 136: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 137: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 138: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 139: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 140: threatd.plugin.v2.RateCounts
+	(*RuleIDQuery)(nil),                 // 141: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 142: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 143: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 144: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 145: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 146: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 147: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 148: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 149: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 150: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 151: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 152: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 153: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 154: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 155: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 156: threatd.plugin.v2.HeldQuery
+	(*DigestPin)(nil),                   // 157: threatd.plugin.v2.DigestPin
+	(*LedgerEntry)(nil),                 // 158: threatd.plugin.v2.LedgerEntry
+	(*LedgerTrim)(nil),                  // 159: threatd.plugin.v2.LedgerTrim
+	(*LedgerQuery)(nil),                 // 160: threatd.plugin.v2.LedgerQuery
+	(*SightingBatch)(nil),               // 161: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 162: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 163: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 164: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 165: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 166: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 167: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 168: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 169: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 170: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 171: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 172: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 173: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 174: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 175: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 176: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 177: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 178: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 179: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 180: threatd.plugin.v2.ReportText
+	(*QueueRequest)(nil),                // 181: threatd.plugin.v2.QueueRequest
+	(*QueueResult)(nil),                 // 182: threatd.plugin.v2.QueueResult
+	(*Claim)(nil),                       // 183: threatd.plugin.v2.Claim
+	(*Job)(nil),                         // 184: threatd.plugin.v2.Job
+	(*Outcome)(nil),                     // 185: threatd.plugin.v2.Outcome
+	(*Entry)(nil),                       // 186: threatd.plugin.v2.Entry
+	(*ReportLink)(nil),                  // 187: threatd.plugin.v2.ReportLink
+	(*Key)(nil),                         // 188: threatd.plugin.v2.Key
+	(*HoldQuery)(nil),                   // 189: threatd.plugin.v2.HoldQuery
+	(*Hold)(nil),                        // 190: threatd.plugin.v2.Hold
+	(*QueueLength)(nil),                 // 191: threatd.plugin.v2.QueueLength
+	(*Inventory)(nil),                   // 192: threatd.plugin.v2.Inventory
+	(*Package)(nil),                     // 193: threatd.plugin.v2.Package
+	(*Found)(nil),                       // 194: threatd.plugin.v2.Found
+	(*Query)(nil),                       // 195: threatd.plugin.v2.Query
+	(*Exposure)(nil),                    // 196: threatd.plugin.v2.Exposure
+	(*Event)(nil),                       // 197: threatd.plugin.v2.Event
+	(*AccountDeletion)(nil),             // 198: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 199: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 200: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 201: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 202: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 203: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 204: threatd.plugin.v2.RuleBasis
+	(*LedgerCursor)(nil),                // 205: threatd.plugin.v2.LedgerCursor
+	(*CampaignRef)(nil),                 // 206: threatd.plugin.v2.CampaignRef
+	(*Result)(nil),                      // 207: threatd.plugin.v2.Result
+	(*Finding)(nil),                     // 208: threatd.plugin.v2.Finding
+	(*Item)(nil),                        // 209: threatd.plugin.v2.Item
+	(*Submission)(nil),                  // 210: threatd.plugin.v2.Submission
+	nil,                                 // 211: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 212: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 213: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 214: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 215: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 216: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 217: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 218: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	210, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	211, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	111, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	111, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	123, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	217, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	212, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	137, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	213, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	214, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	215, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	217, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	151, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	217, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	154, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	156, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
-	157, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
-	111, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	163, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	179, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	217, // 20: threatd.plugin.v2.ExposureMarkReply.Value:type_name -> google.protobuf.Timestamp
-	217, // 21: threatd.plugin.v2.MoveExposureMarkRequest.At:type_name -> google.protobuf.Timestamp
-	217, // 22: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 23: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	217, // 24: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	217, // 25: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 26: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	217, // 27: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	102, // 28: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	98,  // 29: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	217, // 30: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 31: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	106, // 32: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	98,  // 33: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	197, // 34: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	217, // 35: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	98,  // 36: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	111, // 37: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	198, // 38: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	217, // 39: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 40: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	217, // 41: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	217, // 42: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	217, // 43: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	217, // 44: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	199, // 45: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	200, // 46: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	217, // 47: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 48: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	217, // 49: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	217, // 50: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	201, // 51: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	217, // 52: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	200, // 53: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	198, // 54: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	111, // 55: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	121, // 56: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	217, // 57: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	200, // 58: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	201, // 59: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	217, // 60: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 61: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	217, // 62: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	217, // 63: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	217, // 64: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	217, // 65: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	217, // 66: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	217, // 67: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	217, // 68: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	128, // 69: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	111, // 70: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	217, // 71: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	217, // 72: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	202, // 73: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	216, // 74: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	203, // 75: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
-	217, // 76: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 77: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	217, // 78: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	217, // 79: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	217, // 80: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	217, // 81: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	217, // 82: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	217, // 83: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	142, // 84: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	147, // 85: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	217, // 86: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	217, // 87: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	217, // 88: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	217, // 89: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	217, // 90: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 91: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	217, // 92: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	217, // 93: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	217, // 94: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	151, // 95: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	217, // 96: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	217, // 97: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	217, // 98: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	217, // 99: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	217, // 100: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
-	217, // 101: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
-	217, // 102: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
-	217, // 103: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
-	217, // 104: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
-	204, // 105: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
-	162, // 106: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	217, // 107: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	217, // 108: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	217, // 109: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 110: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	162, // 111: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	217, // 112: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	217, // 113: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	217, // 114: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	217, // 115: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	217, // 116: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	217, // 117: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	217, // 118: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	217, // 119: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 120: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	217, // 121: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	205, // 122: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	183, // 123: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
-	217, // 124: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
-	217, // 125: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
-	187, // 126: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
-	206, // 127: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
-	217, // 128: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
-	183, // 129: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
-	206, // 130: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
-	217, // 131: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
-	187, // 132: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
-	187, // 133: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
-	207, // 134: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
-	217, // 135: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
-	208, // 136: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
-	217, // 137: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
-	217, // 138: threatd.plugin.v2.Found.Since:type_name -> google.protobuf.Timestamp
-	217, // 139: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
-	217, // 140: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
-	217, // 141: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
-	217, // 142: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
-	217, // 143: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
-	217, // 144: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	217, // 145: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	217, // 146: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	209, // 147: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	111, // 148: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	217, // 149: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
-	217, // 150: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	217, // 151: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	207, // 152: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
-	217, // 153: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	217, // 154: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
-	0,   // 155: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	98,  // 156: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
-	2,   // 157: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	99,  // 158: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	100, // 159: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	101, // 160: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	102, // 161: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
-	3,   // 162: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
-	4,   // 163: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
-	5,   // 164: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	104, // 165: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
-	6,   // 166: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	105, // 167: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	106, // 168: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
-	9,   // 169: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
-	10,  // 170: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
-	12,  // 171: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	108, // 172: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	110, // 173: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
-	14,  // 174: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
-	15,  // 175: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	112, // 176: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 177: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	114, // 178: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	115, // 179: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	116, // 180: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 181: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	118, // 182: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	120, // 183: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 184: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 185: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 186: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	122, // 187: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 188: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	124, // 189: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	124, // 190: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	125, // 191: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	126, // 192: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 193: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	129, // 194: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	131, // 195: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	133, // 196: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	134, // 197: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
-	30,  // 198: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	32,  // 199: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	34,  // 200: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	35,  // 201: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	136, // 202: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	38,  // 203: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	138, // 204: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	139, // 205: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	140, // 206: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	43,  // 207: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	44,  // 208: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	142, // 209: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	48,  // 210: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	49,  // 211: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	51,  // 212: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	143, // 213: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	145, // 214: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	146, // 215: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	53,  // 216: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	149, // 217: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	150, // 218: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	56,  // 219: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	57,  // 220: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	59,  // 221: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	152, // 222: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	61,  // 223: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	63,  // 224: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	155, // 225: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	65,  // 226: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
-	67,  // 227: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
-	68,  // 228: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
-	158, // 229: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
-	159, // 230: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
-	160, // 231: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	161, // 232: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	73,  // 233: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	74,  // 234: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	164, // 235: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	76,  // 236: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	167, // 237: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	77,  // 238: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	169, // 239: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	171, // 240: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	78,  // 241: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	79,  // 242: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	173, // 243: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	174, // 244: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	81,  // 245: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	175, // 246: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	82,  // 247: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	177, // 248: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	84,  // 249: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	180, // 250: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
-	182, // 251: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
-	184, // 252: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
-	186, // 253: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
-	187, // 254: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
-	86,  // 255: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
-	188, // 256: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
-	87,  // 257: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
-	191, // 258: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
-	192, // 259: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
-	193, // 260: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
-	194, // 261: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
-	91,  // 262: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
-	196, // 263: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
-	94,  // 264: threatd.plugin.v2.Storage.ExposureMark:input_type -> threatd.plugin.v2.ExposureMarkRequest
-	96,  // 265: threatd.plugin.v2.Storage.MoveExposureMark:input_type -> threatd.plugin.v2.MoveExposureMarkRequest
-	1,   // 266: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	98,  // 267: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	98,  // 268: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	98,  // 269: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	98,  // 270: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	98,  // 271: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	102, // 272: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	102, // 273: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	103, // 274: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	102, // 275: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	102, // 276: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 277: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	98,  // 278: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 279: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	107, // 280: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 281: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	106, // 282: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	109, // 283: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 284: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	111, // 285: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	111, // 286: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 287: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	113, // 288: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 289: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	111, // 290: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 291: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	117, // 292: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	119, // 293: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	119, // 294: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	121, // 295: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	121, // 296: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	121, // 297: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	111, // 298: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 299: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	111, // 300: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 301: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	111, // 302: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	127, // 303: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	128, // 304: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	130, // 305: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	132, // 306: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 307: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 308: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
-	31,  // 309: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	33,  // 310: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	135, // 311: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	36,  // 312: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	37,  // 313: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	39,  // 314: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	40,  // 315: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	41,  // 316: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	141, // 317: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	42,  // 318: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	46,  // 319: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	47,  // 320: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	142, // 321: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	50,  // 322: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	142, // 323: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	144, // 324: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	52,  // 325: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	147, // 326: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	148, // 327: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	54,  // 328: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	55,  // 329: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	150, // 330: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	58,  // 331: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	60,  // 332: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	153, // 333: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	62,  // 334: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	64,  // 335: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	154, // 336: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	66,  // 337: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
-	156, // 338: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
-	69,  // 339: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
-	70,  // 340: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
-	157, // 341: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
-	71,  // 342: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	72,  // 343: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	162, // 344: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	75,  // 345: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	165, // 346: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	166, // 347: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	166, // 348: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	168, // 349: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	170, // 350: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	172, // 351: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	98,  // 352: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	113, // 353: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	80,  // 354: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	173, // 355: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	173, // 356: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	173, // 357: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	176, // 358: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	178, // 359: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	83,  // 360: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	181, // 361: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
-	183, // 362: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
-	185, // 363: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
-	85,  // 364: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
-	185, // 365: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
-	185, // 366: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
-	189, // 367: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
-	190, // 368: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
-	88,  // 369: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
-	89,  // 370: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
-	90,  // 371: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
-	195, // 372: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
-	92,  // 373: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
-	93,  // 374: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
-	95,  // 375: threatd.plugin.v2.Storage.ExposureMark:output_type -> threatd.plugin.v2.ExposureMarkReply
-	97,  // 376: threatd.plugin.v2.Storage.MoveExposureMark:output_type -> threatd.plugin.v2.MoveExposureMarkReply
-	266, // [266:377] is the sub-list for method output_type
-	155, // [155:266] is the sub-list for method input_type
-	155, // [155:155] is the sub-list for extension type_name
-	155, // [155:155] is the sub-list for extension extendee
-	0,   // [0:155] is the sub-list for field type_name
+	211, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	212, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	112, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	112, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	124, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	218, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	213, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	138, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	214, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	215, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	216, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	218, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	152, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	218, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	155, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	157, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
+	158, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
+	112, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	164, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	180, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	193, // 20: threatd.plugin.v2.ExposedPackagesRequest.Ps:type_name -> threatd.plugin.v2.Package
+	218, // 21: threatd.plugin.v2.ExposureMarkReply.Value:type_name -> google.protobuf.Timestamp
+	218, // 22: threatd.plugin.v2.MoveExposureMarkRequest.At:type_name -> google.protobuf.Timestamp
+	218, // 23: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 24: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	218, // 25: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	218, // 26: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 27: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	218, // 28: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	103, // 29: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	99,  // 30: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	218, // 31: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 32: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	107, // 33: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	99,  // 34: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	198, // 35: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	218, // 36: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	99,  // 37: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	112, // 38: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	199, // 39: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	218, // 40: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 41: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	218, // 42: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	218, // 43: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	218, // 44: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	218, // 45: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	200, // 46: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	201, // 47: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	218, // 48: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 49: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	218, // 50: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	218, // 51: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	202, // 52: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	218, // 53: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	201, // 54: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	199, // 55: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	112, // 56: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	122, // 57: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	218, // 58: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	201, // 59: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	202, // 60: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	218, // 61: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 62: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	218, // 63: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	218, // 64: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	218, // 65: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	218, // 66: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	218, // 67: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	218, // 68: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	218, // 69: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	129, // 70: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	112, // 71: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	218, // 72: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	218, // 73: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	203, // 74: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	217, // 75: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	204, // 76: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	218, // 77: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 78: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	218, // 79: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	218, // 80: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	218, // 81: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	218, // 82: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	218, // 83: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	218, // 84: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	143, // 85: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	148, // 86: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	218, // 87: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	218, // 88: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	218, // 89: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	218, // 90: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	218, // 91: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 92: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	218, // 93: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	218, // 94: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	218, // 95: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	152, // 96: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	218, // 97: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	218, // 98: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	218, // 99: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	218, // 100: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	218, // 101: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
+	218, // 102: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
+	218, // 103: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
+	218, // 104: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
+	218, // 105: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
+	205, // 106: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
+	163, // 107: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	218, // 108: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	218, // 109: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	218, // 110: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 111: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	163, // 112: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	218, // 113: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	218, // 114: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	218, // 115: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	218, // 116: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	218, // 117: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	218, // 118: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	218, // 119: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	218, // 120: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 121: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	218, // 122: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	206, // 123: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	184, // 124: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
+	218, // 125: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
+	218, // 126: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
+	188, // 127: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
+	207, // 128: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
+	218, // 129: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
+	184, // 130: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
+	207, // 131: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
+	218, // 132: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
+	188, // 133: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
+	188, // 134: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
+	208, // 135: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
+	218, // 136: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
+	209, // 137: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
+	218, // 138: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
+	218, // 139: threatd.plugin.v2.Found.Since:type_name -> google.protobuf.Timestamp
+	218, // 140: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
+	218, // 141: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
+	218, // 142: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
+	218, // 143: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
+	218, // 144: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
+	218, // 145: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	218, // 146: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	218, // 147: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	210, // 148: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	112, // 149: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	218, // 150: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
+	218, // 151: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	218, // 152: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	208, // 153: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
+	218, // 154: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	218, // 155: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	0,   // 156: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
+	99,  // 157: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	2,   // 158: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
+	100, // 159: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	101, // 160: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	102, // 161: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	103, // 162: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	3,   // 163: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
+	4,   // 164: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
+	5,   // 165: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
+	105, // 166: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	6,   // 167: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
+	106, // 168: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	107, // 169: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	9,   // 170: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
+	10,  // 171: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
+	12,  // 172: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
+	109, // 173: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	111, // 174: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	14,  // 175: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
+	15,  // 176: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
+	113, // 177: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	17,  // 178: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	115, // 179: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	116, // 180: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	117, // 181: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	20,  // 182: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	119, // 183: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	121, // 184: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	21,  // 185: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	22,  // 186: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	23,  // 187: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	123, // 188: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	25,  // 189: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	125, // 190: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	125, // 191: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	126, // 192: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	127, // 193: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	27,  // 194: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	130, // 195: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	132, // 196: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	134, // 197: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	135, // 198: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	30,  // 199: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	32,  // 200: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	34,  // 201: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	35,  // 202: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	137, // 203: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	38,  // 204: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	139, // 205: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	140, // 206: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	141, // 207: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	43,  // 208: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	44,  // 209: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	143, // 210: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	48,  // 211: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	49,  // 212: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	51,  // 213: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	144, // 214: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	146, // 215: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	147, // 216: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	53,  // 217: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	150, // 218: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	151, // 219: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	56,  // 220: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	57,  // 221: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	59,  // 222: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	153, // 223: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	61,  // 224: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	63,  // 225: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	156, // 226: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	65,  // 227: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
+	67,  // 228: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
+	68,  // 229: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
+	159, // 230: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
+	160, // 231: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
+	161, // 232: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	162, // 233: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	73,  // 234: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	74,  // 235: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	165, // 236: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	76,  // 237: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	168, // 238: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	77,  // 239: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	170, // 240: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	172, // 241: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	78,  // 242: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	79,  // 243: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	174, // 244: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	175, // 245: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	81,  // 246: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	176, // 247: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	82,  // 248: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	178, // 249: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	84,  // 250: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	181, // 251: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
+	183, // 252: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
+	185, // 253: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
+	187, // 254: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
+	188, // 255: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
+	86,  // 256: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
+	189, // 257: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
+	87,  // 258: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
+	192, // 259: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
+	193, // 260: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
+	90,  // 261: threatd.plugin.v2.Storage.ExposedPackages:input_type -> threatd.plugin.v2.ExposedPackagesRequest
+	194, // 262: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
+	195, // 263: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
+	92,  // 264: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
+	197, // 265: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
+	95,  // 266: threatd.plugin.v2.Storage.ExposureMark:input_type -> threatd.plugin.v2.ExposureMarkRequest
+	97,  // 267: threatd.plugin.v2.Storage.MoveExposureMark:input_type -> threatd.plugin.v2.MoveExposureMarkRequest
+	1,   // 268: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	99,  // 269: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	99,  // 270: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	99,  // 271: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	99,  // 272: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	99,  // 273: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	103, // 274: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	103, // 275: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	104, // 276: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	103, // 277: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	103, // 278: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 279: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	99,  // 280: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 281: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	108, // 282: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 283: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	107, // 284: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	110, // 285: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 286: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	112, // 287: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	112, // 288: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	16,  // 289: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	114, // 290: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	18,  // 291: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	112, // 292: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	19,  // 293: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	118, // 294: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	120, // 295: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	120, // 296: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	122, // 297: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	122, // 298: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	122, // 299: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	112, // 300: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	24,  // 301: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	112, // 302: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	26,  // 303: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	112, // 304: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	128, // 305: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	129, // 306: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	131, // 307: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	133, // 308: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	28,  // 309: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	29,  // 310: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	31,  // 311: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	33,  // 312: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	136, // 313: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	36,  // 314: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	37,  // 315: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	39,  // 316: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	40,  // 317: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	41,  // 318: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	142, // 319: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	42,  // 320: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	46,  // 321: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	47,  // 322: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	143, // 323: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	50,  // 324: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	143, // 325: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	145, // 326: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	52,  // 327: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	148, // 328: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	149, // 329: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	54,  // 330: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	55,  // 331: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	151, // 332: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	58,  // 333: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	60,  // 334: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	154, // 335: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	62,  // 336: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	64,  // 337: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	155, // 338: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	66,  // 339: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
+	157, // 340: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
+	69,  // 341: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
+	70,  // 342: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
+	158, // 343: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
+	71,  // 344: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	72,  // 345: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	163, // 346: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	75,  // 347: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	166, // 348: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	167, // 349: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	167, // 350: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	169, // 351: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	171, // 352: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	173, // 353: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	99,  // 354: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	114, // 355: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	80,  // 356: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	174, // 357: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	174, // 358: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	174, // 359: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	177, // 360: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	179, // 361: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	83,  // 362: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	182, // 363: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
+	184, // 364: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
+	186, // 365: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
+	85,  // 366: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
+	186, // 367: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
+	186, // 368: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
+	190, // 369: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
+	191, // 370: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
+	88,  // 371: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
+	89,  // 372: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
+	193, // 373: threatd.plugin.v2.Storage.ExposedPackages:output_type -> threatd.plugin.v2.Package
+	91,  // 374: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
+	196, // 375: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
+	93,  // 376: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
+	94,  // 377: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
+	96,  // 378: threatd.plugin.v2.Storage.ExposureMark:output_type -> threatd.plugin.v2.ExposureMarkReply
+	98,  // 379: threatd.plugin.v2.Storage.MoveExposureMark:output_type -> threatd.plugin.v2.MoveExposureMarkReply
+	268, // [268:380] is the sub-list for method output_type
+	156, // [156:268] is the sub-list for method input_type
+	156, // [156:156] is the sub-list for extension type_name
+	156, // [156:156] is the sub-list for extension extendee
+	0,   // [0:156] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_v2_storage_proto_init() }
@@ -15053,21 +15104,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[98].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[99].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[100].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[108].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[174].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[199].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[201].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[209].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[101].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[109].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[175].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[200].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[202].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[210].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   217,
+			NumMessages:   218,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -133,6 +133,7 @@ const (
 	Storage_AnalysisQueue_FullMethodName         = "/threatd.plugin.v2.Storage/AnalysisQueue"
 	Storage_SaveInventory_FullMethodName         = "/threatd.plugin.v2.Storage/SaveInventory"
 	Storage_ExposedVersions_FullMethodName       = "/threatd.plugin.v2.Storage/ExposedVersions"
+	Storage_ExposedPackages_FullMethodName       = "/threatd.plugin.v2.Storage/ExposedPackages"
 	Storage_RecordExposures_FullMethodName       = "/threatd.plugin.v2.Storage/RecordExposures"
 	Storage_ListExposures_FullMethodName         = "/threatd.plugin.v2.Storage/ListExposures"
 	Storage_ExposureCount_FullMethodName         = "/threatd.plugin.v2.Storage/ExposureCount"
@@ -490,6 +491,10 @@ type StorageClient interface {
 	// ledger row or an inventory names: those after p.After, at most
 	// p.Limit (1..MaxItems, else ErrInvalid).
 	ExposedVersions(ctx context.Context, in *Package, opts ...grpc.CallOption) (*ExposedVersionsReply, error)
+	// ExposedPackages returns those of ps (at most MaxBatch) whose
+	// name a ledger row or an inventory has (only Ecosystem and Name
+	// are read).
+	ExposedPackages(ctx context.Context, in *ExposedPackagesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Package], error)
 	// RecordExposures records the exposures of f's versions, each once
 	// per report and row, and returns how many are new.
 	RecordExposures(ctx context.Context, in *Found, opts ...grpc.CallOption) (*RecordExposuresReply, error)
@@ -1948,6 +1953,25 @@ func (c *storageClient) ExposedVersions(ctx context.Context, in *Package, opts .
 	return out, nil
 }
 
+func (c *storageClient) ExposedPackages(ctx context.Context, in *ExposedPackagesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Package], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[43], Storage_ExposedPackages_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExposedPackagesRequest, Package]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ExposedPackagesClient = grpc.ServerStreamingClient[Package]
+
 func (c *storageClient) RecordExposures(ctx context.Context, in *Found, opts ...grpc.CallOption) (*RecordExposuresReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RecordExposuresReply)
@@ -1960,7 +1984,7 @@ func (c *storageClient) RecordExposures(ctx context.Context, in *Found, opts ...
 
 func (c *storageClient) ListExposures(ctx context.Context, in *Query, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Exposure], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[43], Storage_ListExposures_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[44], Storage_ListExposures_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -2366,6 +2390,10 @@ type StorageServer interface {
 	// ledger row or an inventory names: those after p.After, at most
 	// p.Limit (1..MaxItems, else ErrInvalid).
 	ExposedVersions(context.Context, *Package) (*ExposedVersionsReply, error)
+	// ExposedPackages returns those of ps (at most MaxBatch) whose
+	// name a ledger row or an inventory has (only Ecosystem and Name
+	// are read).
+	ExposedPackages(*ExposedPackagesRequest, grpc.ServerStreamingServer[Package]) error
 	// RecordExposures records the exposures of f's versions, each once
 	// per report and row, and returns how many are new.
 	RecordExposures(context.Context, *Found) (*RecordExposuresReply, error)
@@ -2707,6 +2735,9 @@ func (UnimplementedStorageServer) SaveInventory(context.Context, *Inventory) (*S
 }
 func (UnimplementedStorageServer) ExposedVersions(context.Context, *Package) (*ExposedVersionsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExposedVersions not implemented")
+}
+func (UnimplementedStorageServer) ExposedPackages(*ExposedPackagesRequest, grpc.ServerStreamingServer[Package]) error {
+	return status.Error(codes.Unimplemented, "method ExposedPackages not implemented")
 }
 func (UnimplementedStorageServer) RecordExposures(context.Context, *Found) (*RecordExposuresReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordExposures not implemented")
@@ -4332,6 +4363,17 @@ func _Storage_ExposedVersions_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Storage_ExposedPackages_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExposedPackagesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).ExposedPackages(m, &grpc.GenericServerStream[ExposedPackagesRequest, Package]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_ExposedPackagesServer = grpc.ServerStreamingServer[Package]
+
 func _Storage_RecordExposures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Found)
 	if err := dec(in); err != nil {
@@ -4923,6 +4965,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "AnalysisHolds",
 			Handler:       _Storage_AnalysisHolds_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ExposedPackages",
+			Handler:       _Storage_ExposedPackages_Handler,
 			ServerStreams: true,
 		},
 		{
