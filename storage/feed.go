@@ -39,8 +39,15 @@ func (s *Store) Feed(ctx context.Context, q core.FeedQuery) ([]core.FeedItem, er
 	if q.Registry != "" {
 		sel = sel.Where("feed_event_row.registry = ?", q.Registry)
 	}
-	if !q.From.IsZero() {
-		sel = sel.Where("feed_event_row.at >= ?", q.From.UTC())
+	// The page after a cursor starts at the cursor's time: SQLite reads
+	// the (at, seq) index from the lower bound on at it is given, and
+	// From alone made every page read every row before it again.
+	from := q.From
+	if q.AfterSeq > 0 && q.AfterAt.After(from) {
+		from = q.AfterAt
+	}
+	if !from.IsZero() {
+		sel = sel.Where("feed_event_row.at >= ?", from.UTC())
 	}
 	if !q.To.IsZero() {
 		sel = sel.Where("feed_event_row.at < ?", q.To.UTC())
