@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/analysis"
 )
 
@@ -54,8 +55,11 @@ func FoldName(registry, name string) string { return foldName(registry, name) }
 
 // firewallOf is the firewall's name of a reports' registry.
 func firewallOf(registry string) string {
-	if registry == "crates.io" {
+	switch registry {
+	case core.RegistryCrates:
 		return FirewallCargo
+	case core.RegistryPackagist:
+		return FirewallComposer
 	}
 	return registry
 }

@@ -93,6 +93,8 @@ func foldName(registry, name string) string {
 		return core.NormalizePyPIName(name)
 	case FirewallCargo:
 		return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	case FirewallComposer, core.RegistryPackagist:
+		return strings.ToLower(name)
 	}
 	return name
 }

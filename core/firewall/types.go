@@ -40,12 +40,13 @@ var FirewallActions = []string{ActionBlock, ActionWarn, ActionMonitor, ActionOff
 // FirewallEcosystems are the firewall's names of the registries it serves
 // and will serve: lower case, in configuration, commands, API bodies,
 // decisions and messages.
-var FirewallEcosystems = []string{"npm", "pypi", "go", "maven", "cargo", "rubygems", "nuget", "oci"}
+var FirewallEcosystems = []string{"npm", "pypi", "go", "maven", "cargo", "rubygems", "nuget", "composer", "oci"}
 
 // The firewall's names that differ from the registry reports name.
 const (
-	FirewallCargo = "cargo"
-	FirewallOCI   = "oci"
+	FirewallCargo    = "cargo"
+	FirewallOCI      = "oci"
+	FirewallComposer = "composer"
 )
 
 // RegistryOfFirewall is the registry reports name for a firewall
@@ -55,6 +56,8 @@ func RegistryOfFirewall(ecosystem string) string {
 	switch ecosystem {
 	case FirewallCargo:
 		return core.RegistryCrates
+	case FirewallComposer:
+		return core.RegistryPackagist
 	case FirewallOCI:
 		return ""
 	}

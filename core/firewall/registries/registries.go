@@ -5,6 +5,7 @@ package registries
 import (
 	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/cargo"
+	"github.com/threatd/threatd/core/firewall/composer"
 	"github.com/threatd/threatd/core/firewall/goproxy"
 	"github.com/threatd/threatd/core/firewall/maven"
 	"github.com/threatd/threatd/core/firewall/npm"
@@ -15,7 +16,7 @@ import (
 
 // All are the adapters, one per registry.
 func All() []firewall.Adapter {
-	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}, nuget.Adapter{}, rubygems.Adapter{}}
+	return []firewall.Adapter{npm.Adapter{}, pypi.Adapter{}, goproxy.Adapter{}, cargo.Adapter{}, maven.Adapter{}, nuget.Adapter{}, rubygems.Adapter{}, composer.Adapter{}}
 }
 
 // Names are the registries the firewall serves, as reports name them.
