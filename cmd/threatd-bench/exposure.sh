@@ -9,7 +9,7 @@
 #    ports of its own; the trivial handler, the daemon with the ledger and
 #    the one without alternate, three rounds, on the cached document, the
 #    16 MiB tarball and the 1 KB one.
-# 3. A million ledger rows of one version (10,000 tokens, 100 days), a
+# 3. A million ledger rows of one version (10,000 tokens, 89 days), a
 #    report of it verified: the time until its exposures are recorded and
 #    listed; GET /exposure pages.
 # 4. The ledger filled to 10,000,000 rows: the administrators' exposure
@@ -71,15 +71,21 @@ for name, label, conns in [("doc", "200-version npm document", 32), ("file", "16
 PY
 )
 
-python3 - "$D/data/threatd.db" <<'PY'
+# A package of this run's own (a report per package: a reused database
+# has the last run's), its rows within the ledger's 90 days.
+EXP_PKG=fw-exp-$(date +%s)
+python3 - "$D/data/threatd.db" "$EXP_PKG" <<'PY'
 import sqlite3, sys
+from datetime import datetime, timedelta, timezone
 db = sqlite3.connect(sys.argv[1], timeout=60)
 db.execute("PRAGMA busy_timeout = 60000")
-rows = ((f"tok-{i % 10000}", f"10.{(i // 10000) % 250}.{i % 250}.1", f"2026-{1 + (i // 10000) % 12:02d}-{1 + (i // 120000) % 28:02d} 00:00:00+00:00") for i in range(1_000_000))
-db.executemany("INSERT OR IGNORE INTO firewall_ledger (ecosystem, name, version, purl, user_email, token_id, client_ip, day, first_at, last_at, count) VALUES ('npm', 'fw-exp', '1.0.0', 'pkg:npm/fw-exp@1.0.0', 'bench@example.com', ?, ?, ?, ?, ?, 1)",
-               ((t, ip, d, d, d) for t, ip, d in rows))
+name = sys.argv[2]
+today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+rows = ((f"tok-{i % 10000}", f"10.{(i // 10000) % 250}.{i % 250}.1", (today - timedelta(days=(i // 10000) % 89)).strftime("%Y-%m-%d %H:%M:%S+00:00")) for i in range(1_000_000))
+db.executemany("INSERT OR IGNORE INTO firewall_ledger (ecosystem, name, version, purl, user_email, token_id, client_ip, day, first_at, last_at, count) VALUES ('npm', ?, '1.0.0', ?, 'bench@example.com', ?, ?, ?, ?, ?, 1)",
+               ((name, "pkg:npm/%s@1.0.0" % name, t, ip, d, d, d) for t, ip, d in rows))
 db.commit()
-print(db.execute("SELECT count(*) FROM firewall_ledger WHERE name = 'fw-exp'").fetchone()[0], file=sys.stderr)
+print(db.execute("SELECT count(*) FROM firewall_ledger WHERE name = ?", (name,)).fetchone()[0], file=sys.stderr)
 PY
 # A report verified: the time until its exposures are recorded (counted in
 # the database) and until GET /exposure lists a full first page.
@@ -100,7 +106,7 @@ exposure_of() {
   done
   echo "$id ${found:-none} ${listed:-none}"
 }
-read -r exp_id exp_found exp_listed < <(exposure_of fw-exp 1.0.0 1000000)
+read -r exp_id exp_found exp_listed < <(exposure_of "$EXP_PKG" 1.0.0 1000000)
 echo "/functions/v1/exposure?limit=100" > "$WORK/exposure-paths.txt"
 echo "/functions/v1/exposure?threat_id=$exp_id&limit=100&cursor=500000" >> "$WORK/exposure-paths.txt"
 BENCH_PATHS=$WORK/exposure-paths.txt wrk_run "$backend-exposure" 8 "$S" "$WORK/decisions.lua"
@@ -131,9 +137,11 @@ print(have, file=sys.stderr)
 PY
 ledger_fill=$(python3 -c "print('%.0f s' % ($(date +%s.%N) - $fill_start))")
 ledger_rows=$(python3 -c "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute('SELECT count(*) FROM firewall_ledger').fetchone()[0])" "$D/data/threatd.db")
-# led-42's 1.0.0: the rows of its (i % 100000 = 42, i % 7 = 0): 10 of them.
-led_want=$(python3 -c "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute(\"SELECT count(*) FROM firewall_ledger WHERE ecosystem = 'npm' AND name = 'led-42' AND version = '1.0.0'\").fetchone()[0])" "$D/data/threatd.db")
-read -r _ led_found led_listed < <(exposure_of led-42 1.0.0 "$led_want")
+# A package among the ten million not reported before (a reused database
+# has the last runs' reports): its 1.0.0's rows.
+LED_PKG=led-$(( $(date +%s) % 100000 ))
+led_want=$(python3 -c "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute(\"SELECT count(*) FROM firewall_ledger WHERE ecosystem = 'npm' AND name = ? AND version = '1.0.0'\", (sys.argv[2],)).fetchone()[0])" "$D/data/threatd.db" "$LED_PKG")
+read -r _ led_found led_listed < <(exposure_of "$LED_PKG" 1.0.0 "$led_want")
 # The administrators' page, logged in (a session cookie and its CSRF token).
 BENCH_ADMIN_PASSWORD="bench-admin correct horse"
 echo "$BENCH_ADMIN_PASSWORD" | "$BIN" user set-password --config "$CFG" --email bench-admin@example.com >/dev/null
