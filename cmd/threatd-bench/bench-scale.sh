@@ -20,6 +20,9 @@ BACKENDS=${BENCH_BACKENDS:-sqlite postgres}
 DUR=${BENCH_DURATION:-10s}
 WORK=${BENCH_DIR:-/tmp/threatd-bench}
 mkdir -p "$WORK"
+# A step that fails ends the run: its daemons, upstream and trivial
+# handler with it (left running, they held the next run's ports).
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 if ! command -v wrk >/dev/null; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null

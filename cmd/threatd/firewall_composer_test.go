@@ -11,18 +11,21 @@ import (
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
-// TestFirewallComposer: the real composer (Debian's) requires a package
-// through the firewall's Composer repository and resolves past its
-// reported version; the dist comes through the firewall; a composer.lock
+// TestFirewallComposer: the real composer (Debian's) requires packages
+// through the firewall's Composer repository and resolves past a
+// reported version; the dists come through the firewall and into its
+// ledger (a report verified later names who got one); a composer.lock
 // that pins the reported version fails at install with the refusal.
 func TestFirewallComposer(t *testing.T) {
 	t.Parallel()
 	composer := needTool(t, "composer")
 	u := fakeregistry.New(t)
 	u.ComposerPackage(t, "acme/lib", []string{"1.0.0", "1.0.1", "1.0.2"}, fakeregistry.OldTimes(3))
+	u.ComposerPackage(t, "acme/other", []string{"1.0.0"}, fakeregistry.OldTimes(1))
 	cfg := fmt.Sprintf("firewall:\n  composer:\n    upstream: %q\n    file_hosts: [%q]\n", u.Srv.URL+"/composer", u.Srv.URL)
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
+	admin := in.user("adm@example.com", "--role", "admin")
 	d := in.serve()
 	repo := d.base + base + "/firewall/composer"
 	evil := fwReport(t, in, d, tok, "packagist", "acme/lib", "1.0.2")
@@ -44,7 +47,7 @@ func TestFirewallComposer(t *testing.T) {
 	}
 	env := []string{"HOME=" + home, "COMPOSER_HOME=" + filepath.Join(home, "composer"), "COMPOSER_CACHE_DIR=" + filepath.Join(home, "cache"),
 		"COMPOSER_NO_INTERACTION=1", "COMPOSER_ALLOW_SUPERUSER=1", "COLUMNS=400"}
-	out, ok := client(t, proj, env, composer, "require", "--no-progress", "acme/lib")
+	out, ok := client(t, proj, env, composer, "require", "--no-progress", "acme/lib", "acme/other")
 	if !ok {
 		t.Fatalf("composer require:\n%s", out)
 	}
@@ -75,4 +78,14 @@ func TestFirewallComposer(t *testing.T) {
 		t.Fatal("the reported version was installed")
 	}
 	t.Logf("composer's refusal:\n%s", out)
+	// Exposure: a report verified after the install names who got it.
+	other := fwReport(t, in, d, admin, "packagist", "acme/other", "")
+	eventually(t, "the exposure of what composer installed", func() bool {
+		r := d.do("GET", base+"/exposure?threat_id="+other, admin, "")
+		if r.code != 200 || r.body["count"].(float64) != 1 {
+			return false
+		}
+		e := r.body["exposures"].([]any)[0].(map[string]any)
+		return e["purl"] == "pkg:composer/acme/other@1.0.0" && e["user"] == "dev@example.com" && e["kind"] == "served"
+	})
 }
