@@ -19,13 +19,15 @@ echo "== $backend: exposure"
 FWTINY=/functions/v1/firewall/npm/fw-tiny/-/fw-tiny-1.0.0.tgz
 curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S$FWTINY" -o "$D/fw/tiny.tgz"
 sleep 2
+tiny_sum() { python3 -c "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute(\"SELECT coalesce(sum(count),0) FROM firewall_ledger WHERE name = 'fw-tiny'\").fetchone()[0])" "$D/data/threatd.db"; }
+tiny_before=$(tiny_sum)   # a reused database has the last runs' counts
 "$WORK/threatd-bench" blocked -url "$S$FWTINY" -token "$BENCH_TOKEN" -rate "${BENCH_BLOCKED_RATE:-2000}" -duration 60s > "$WORK/served-$backend.txt" & server=$!
 sleep 5
 BENCH_PATH=/files/rendered.json wrk_run "$backend-fwdoc-trivial-ledger" 32 "$T" "$WORK/get.lua"
 BENCH_PATH=$FWDOC wrk_run "$backend-fwdoc-ledger" 32 "$S" "$WORK/get.lua"
 wait $server
 sleep 3   # the ledger writes every second
-ledger_counted=$(python3 -c "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute(\"SELECT coalesce(sum(count),0) FROM firewall_ledger WHERE name = 'fw-tiny'\").fetchone()[0])" "$D/data/threatd.db")
+ledger_counted=$(( $(tiny_sum) - tiny_before ))
 
 echo "== $backend: the ledger on and off"
 OFF=$D/off
