@@ -67,8 +67,8 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestFirewallHostileUpstreams: for Maven, crates.io, RubyGems, NuGet and
-// images, an upstream document past the firewall's bound, a gzip bomb, a
+// TestFirewallHostileUpstreams: for Maven, crates.io, RubyGems, NuGet,
+// Composer and images, an upstream document past the firewall's bound, a gzip bomb, a
 // document nested too deep or malformed is a 502 that says why, never the
 // daemon's memory; an upstream that does not answer is a 502; other
 // statuses pass through; the daemon serves on afterwards.
@@ -83,11 +83,12 @@ func TestFirewallHostileUpstreams(t *testing.T) {
   cargo: {upstream: %[2]q}
   rubygems: {upstream: %[1]q}
   nuget: {upstream: %[3]q}
+  composer: {upstream: %[4]q}
   oci:
     listen: "127.0.0.1:0"
     upstream: %[1]q
     file_hosts: []
-`, h.URL+"/maven", dead, h.URL+"/v3/index.json")
+`, h.URL+"/maven", dead, h.URL+"/v3/index.json", h.URL+"/composer")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -100,6 +101,7 @@ func TestFirewallHostileUpstreams(t *testing.T) {
 		"maven":    func(n string) string { return fw + "/maven/com/example/" + n + "/maven-metadata.xml" },
 		"rubygems": func(n string) string { return fw + "/rubygems/info/" + n },
 		"nuget":    func(n string) string { return fw + "/nuget/res/PackageBaseAddress_3.0.0/" + n + "/index.json" },
+		"composer": func(n string) string { return fw + "/composer/p2/acme/" + n + ".json" },
 		"oci":      func(n string) string { return "https://" + m[1] + "/v2/library/" + n + "/manifests/1.0" },
 	}
 	get := func(url string) (int, string) {
