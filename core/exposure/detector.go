@@ -17,7 +17,7 @@ import (
 // found; catchUpPage is a page of the feed read again.
 const (
 	detectorQueue = 10_000
-	catchUpPage   = 200
+	catchUpPage   = 50
 	// versionsPage is a page of a package's versions served or listed.
 	versionsPage = 10_000
 	// settle is Detector.Settle's default: the index's freshness on
@@ -93,7 +93,7 @@ func (d *Detector) ReportsChanged(b core.ChangeBatch) {
 		if it.Threat.ReportType != core.TypePackage && it.Threat.ReportType != core.TypeContainer || it.Threat.Status != core.StatusVerified {
 			continue
 		}
-		if !d.enqueue(job{threat: it.Threat, at: it.Event.At}) {
+		if !d.enqueue(job{threat: slim(it.Threat), at: it.Event.At}) {
 			// An import verifies thousands at once: what does not fit is
 			// read again from the feed, from its time, when the queue
 			// is empty (Run).
@@ -248,8 +248,8 @@ func (d *Detector) readBehind(ctx context.Context) {
 // Exposures already recorded are not recorded again.
 func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 	now := time.Now().UTC()
-	// Pages of 200: an item carries its whole report (a report's text
-	// may be 200 KB), and the look-back runs beside the daemon's start.
+	// Small pages: an item carries its whole report (a report's text may
+	// be 200 KB), and the look-back runs beside the daemon's start.
 	q := core.FeedQuery{From: from, To: now, Limit: catchUpPage}
 	for {
 		items, err := d.Feed.Feed(ctx, q)
@@ -260,7 +260,7 @@ func (d *Detector) catchUp(ctx context.Context, from time.Time) error {
 		for _, it := range items {
 			if (it.Event.Kind == core.ChangeVerified || it.Event.Kind == core.ChangeRevised) && it.Threat.Status == core.StatusVerified &&
 				(it.Threat.ReportType == core.TypePackage || it.Threat.ReportType == core.TypeContainer) {
-				jobs = append(jobs, job{threat: it.Threat})
+				jobs = append(jobs, job{threat: slim(it.Threat)})
 			}
 		}
 		if err := d.findAll(ctx, jobs); err != nil {
@@ -311,6 +311,14 @@ func (d *Detector) findAll(ctx context.Context, jobs []job) error {
 		}
 	}
 	return first
+}
+
+// slim is what finding a report's exposures reads of it: not its texts
+// (200 KB a report at most), which a queue of 10,000 and the second
+// looks' timers would otherwise hold.
+func slim(t core.Threat) core.Threat {
+	return core.Threat{ID: t.ID, ReportType: t.ReportType, Registry: t.Registry, ResourceIdentifier: t.ResourceIdentifier,
+		CanonicalKey: t.CanonicalKey, Status: t.Status, AllVersions: t.AllVersions, Details: core.Details{VersionInfo: t.Details.VersionInfo}}
 }
 
 // packageOf is the package a report's exposures are of, as the ledger
