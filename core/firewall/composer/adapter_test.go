@@ -145,7 +145,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %+v %v %v", path, got, ok, err)
 		}
 	}
-	for _, path := range []string{"p2/acme/..json", "p2/ac%2fme/lib.json", "dist/acme/lib/a%20b"} {
+	for _, path := range []string{"p2/acme/..json", "p2/ac%2fme/lib.json", "dist/acme/lib/a%20b", "dist/acme/lib/1.0%00", "dist/acme/lib/1.0%7f"} {
 		if _, _, err := Parse(path); err == nil {
 			t.Errorf("%s: judged", path)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/threatd/threatd/core/firewall"
 )
@@ -64,8 +65,8 @@ func Parse(escaped string) (Request, bool, error) {
 			return Request{}, false, err
 		}
 		v, err := url.PathUnescape(segs[3])
-		if err != nil || v == "" || len(v) > 255 || strings.ContainsAny(v, "/\\ \t\r\n") {
-			return Request{}, false, firewall.CannotJudge(firewall.FirewallComposer, "version", segs[3], "a Composer version has no spaces or slashes")
+		if err != nil || v == "" || len(v) > 255 || strings.ContainsAny(v, "/\\ ") || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			return Request{}, false, firewall.CannotJudge(firewall.FirewallComposer, "version", segs[3], "a Composer version has no spaces, slashes or control characters")
 		}
 		return Request{Kind: Dist, Name: name, Version: v, Dev: IsDev(v)}, true, nil
 	}
