@@ -211,7 +211,7 @@ func TestInvalidNamesTheKey(t *testing.T) {
 		{env: "THREATD_LIMITS__BATCH_MAX=lots", key: "batch_max"},
 		{env: "THREATD_SERVER__BASE_PATH=functions/v1", key: "server.base_path"},
 		{yaml: "firewall: {npm: {upstream: registry.npmjs.org}}", key: "firewall.npm.upstream"},
-		{yaml: "firewall: {private: {openvsx: [\"x\"]}}", key: "firewall.private.openvsx"},
+		{yaml: "firewall: {private: {cpan: [\"x\"]}}", key: "firewall.private.cpan"},
 		{yaml: "firewall: {private: {npm: [\" \"]}}", key: "firewall.private.npm[0]"},
 		{yaml: "firewall: {rules: {typosquat: block}}", key: "firewall.rules.typosquat"},
 		{yaml: "firewall: {rules: {quarantine: deny}}", key: "firewall.rules.quarantine"},

@@ -18,7 +18,7 @@ var layers = map[string]string{
 	"core/ratelimit": "domain", "core/scan": "domain", "core/record": "domain", "core/misp": "domain",
 	"core/webhooks": "domain", "core/firewall": "domain", "core/firewall/npm": "domain",
 	"core/firewall/pypi": "domain", "core/firewall/goproxy": "domain", "core/firewall/registries": "domain",
-	"core/firewall/cargo": "domain", "core/firewall/maven": "domain", "core/firewall/nuget": "domain", "core/firewall/composer": "domain", "core/firewall/rubygems": "domain", "core/firewall/oci": "domain", "core/community": "domain", "core/blocklist": "domain", "core/analysis": "domain", "core/exposure": "domain", "core/siem": "client",
+	"core/firewall/cargo": "domain", "core/firewall/maven": "domain", "core/firewall/nuget": "domain", "core/firewall/composer": "domain", "core/firewall/openvsx": "domain", "core/firewall/vscode": "domain", "core/firewall/vsgallery": "domain", "core/firewall/rubygems": "domain", "core/firewall/oci": "domain", "core/community": "domain", "core/blocklist": "domain", "core/analysis": "domain", "core/exposure": "domain", "core/siem": "client",
 	// Leaves: import no threatd package at all.
 	"core/ioc": "leaf", "core/versioning": "leaf",
 	// Outbound HTTP clients of the daemon: net/http, nothing of the

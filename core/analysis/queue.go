@@ -170,7 +170,7 @@ const (
 
 // Ecosystems are the registries (as reports name them) whose archives are
 // analysed.
-var Ecosystems = []string{"npm", "pypi", "go", "rubygems", "crates.io"}
+var Ecosystems = []string{"npm", "pypi", "go", "rubygems", "crates.io", "vscode", "openvsx"}
 
 // KeyOfPurl reads the version a package URL names (pkg:npm/x@1.0.0):
 // ErrInvalid when it names no version, or a registry analysis does not

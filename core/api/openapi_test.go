@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/threatd/threatd/core/firewall"
 	"github.com/threatd/threatd/core/firewall/registries"
 )
 
@@ -59,6 +60,13 @@ func TestOpenAPIDocument(t *testing.T) {
 		add(http.MethodHead, DefaultBasePath+"/firewall/"+reg+"/{path}")
 	}
 	add(http.MethodPost, DefaultBasePath+"/firewall/npm/-/npm/v1/security/advisories/bulk")
+	for _, a := range registries.All() {
+		if q, ok := a.(firewall.Queried); ok {
+			for _, p := range q.QueryPaths() {
+				add(http.MethodPost, DefaultBasePath+"/firewall/"+a.Registry()+"/"+p)
+			}
+		}
+	}
 	for _, r := range append(append(s.firewallAdminRoutes(), s.analysisRoutes()...), s.exposureRoutes()...) {
 		add(r.method, DefaultBasePath+r.path)
 	}

@@ -135,6 +135,36 @@ type VersionDocuments interface {
 	VersionPath(name, version string) string
 }
 
+// Queried is an adapter with search answers that list the versions of
+// many packages (the VS Code gallery's extensionquery, Open VSX's -/query
+// and -/search): Metadata routes with Query set.
+type Queried interface {
+	// QueryPaths are the paths, below the registry's, that are POSTs
+	// (extensionquery): their bodies are read within a bound and handed to
+	// Route in Request.Body.
+	QueryPaths() []string
+	// RewriteQuery rewrites a search answer. judges is asked once with
+	// what it lists (by package, the versions with their publish times
+	// where it gives them, else a zero time) and gives the Judge of each
+	// package of which anything can be refused.
+	RewriteQuery(doc Document, judges func(listed map[string][]Published) (map[string]Judge, error), base string) (Rendering, error)
+}
+
+// ListsVersions is a VersionDocuments adapter whose version documents
+// list the package's other versions and link to them (Open VSX's
+// allVersions): RewriteListed drops the refused ones and points the
+// links at base. With it a Route.Fallback answers the highest allowed
+// version's document, rewritten so.
+type ListsVersions interface {
+	RewriteListed(doc Document, judge Judge, base string) ([]byte, error)
+}
+
+// PostedFacts is a FactSource whose facts document is a POST (the
+// Marketplace's extensionquery of one extension): FactsBody is its body.
+type PostedFacts interface {
+	FactsBody(name string) []byte
+}
+
 // Auditor is an adapter with a bulk-advisory endpoint (npm audit): POST
 // {base}/firewall/<registry>/<AuditPath>.
 type Auditor interface {
@@ -157,6 +187,9 @@ type Request struct {
 	Path string
 	// Query is the raw query; Accept the client's Accept header.
 	Query, Accept string
+	// Body is a POST's body (Queried.QueryPaths), read whole within a
+	// bound; nil for a GET.
+	Body []byte
 }
 
 // Kind is what a route asks for.
@@ -244,6 +277,13 @@ type Route struct {
 	// OwnFacts: the Metadata document says when each version it lists
 	// was published (NuGet's registration pages): the quarantine reads it.
 	OwnFacts bool
+	// Query marks a Metadata route whose document is a search answer
+	// listing many packages (Queried.RewriteQuery rewrites it).
+	Query bool
+	// Body, when not nil, is POSTed to Upstream (JSON), rebuilt from what
+	// the adapter read of the request's, never copied: the answer is
+	// kept by the URL and the body.
+	Body []byte
 }
 
 // Document is an upstream document handed to an adapter.

@@ -17,7 +17,7 @@ const RuleSuspicious = "suspicious"
 
 // AnalysedEcosystems are the firewall's ecosystems whose archives package
 // analysis reads.
-var AnalysedEcosystems = []string{"npm", "pypi", "go", "rubygems", FirewallCargo}
+var AnalysedEcosystems = []string{"npm", "pypi", "go", "rubygems", FirewallCargo, core.RegistryVSCode, core.RegistryOpenVSX}
 
 // Analyses is what package analysis says of the versions the firewall
 // judges, as this daemon last read it (Set): the versions whose analysis

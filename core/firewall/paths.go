@@ -84,3 +84,18 @@ func NamePart(s, extra string) bool {
 	}
 	return true
 }
+
+// postMark separates a POST request string's URL from its body.
+const postMark = "\x00POST\x00"
+
+// PostRequest is the request string of a POST of a JSON body to url: the
+// firewall's cache sends it, and keeps its answer by the URL and the
+// body, so that a POST search (the VS Code gallery's extensionquery) is
+// read, kept and rewritten as a document is.
+func PostRequest(url string, body []byte) string { return url + postMark + string(body) }
+
+// SplitRequest reads a request string: the URL, and for a POST its body.
+func SplitRequest(s string) (url string, body []byte, post bool) {
+	u, b, post := strings.Cut(s, postMark)
+	return u, []byte(b), post
+}

@@ -84,7 +84,8 @@ func (p *Policy) Configure(s Settings) error {
 // foldName is the form names and globs are compared in: npm and NuGet
 // names are case-insensitive, PyPI's also treat - _ . alike (PEP 503),
 // crates.io's - and _; Go module paths, Maven coordinates and gem names
-// are case-sensitive.
+// are case-sensitive; Packagist names and editor extensions
+// (publisher.name) are not.
 func foldName(registry, name string) string {
 	switch registry {
 	case core.RegistryNPM, core.RegistryNuGet:
@@ -93,7 +94,7 @@ func foldName(registry, name string) string {
 		return core.NormalizePyPIName(name)
 	case FirewallCargo:
 		return strings.ReplaceAll(strings.ToLower(name), "_", "-")
-	case FirewallComposer, core.RegistryPackagist:
+	case FirewallComposer, core.RegistryPackagist, core.RegistryVSCode, core.RegistryOpenVSX:
 		return strings.ToLower(name)
 	}
 	return name
@@ -190,7 +191,16 @@ func (p *Policy) Lookup(ctx context.Context, registry, name string) (Verdict, er
 		return v, CannotJudge(registry, "package name", name, "%s", msg)
 	}
 	v.holds = p.analyses.of(registry, name)
-	if v.threats, err = p.index.Matches(ctx, []string{key}, ""); err != nil {
+	keys := []string{key}
+	if registry == core.RegistryVSCode || registry == core.RegistryOpenVSX {
+		// The galleries compare extensions in any case, and reports keep
+		// the name as written: a report of the name as asked, or in lower
+		// case (the galleries' ids), names it.
+		if lower, err := core.CanonicalKey(core.TypePackage, reports, strings.ToLower(name)); err == nil && lower != key {
+			keys = append(keys, lower)
+		}
+	}
+	if v.threats, err = p.index.Matches(ctx, keys, ""); err != nil {
 		return v, err
 	}
 	v.lists = make([]string, len(v.threats))

@@ -40,7 +40,7 @@ var FirewallActions = []string{ActionBlock, ActionWarn, ActionMonitor, ActionOff
 // FirewallEcosystems are the firewall's names of the registries it serves
 // and will serve: lower case, in configuration, commands, API bodies,
 // decisions and messages.
-var FirewallEcosystems = []string{"npm", "pypi", "go", "maven", "cargo", "rubygems", "nuget", "composer", "oci"}
+var FirewallEcosystems = []string{"npm", "pypi", "go", "maven", "cargo", "rubygems", "nuget", "composer", "openvsx", "vscode", "oci"}
 
 // The firewall's names that differ from the registry reports name.
 const (

@@ -74,7 +74,7 @@ func read(ecosystem, p string) bool {
 		return slices.Contains([]string{".rb", ".gemspec", ".rake"}, ext) || name == "rakefile" || name == "gemfile" || name == "metadata"
 	case "crates.io":
 		return ext == ".rs" || name == "cargo.toml"
-	case "npm", "vscode":
+	case "npm", "vscode", "openvsx":
 		if ext == ".json" {
 			return name == "package.json"
 		}

@@ -14,7 +14,7 @@ import (
 // installTime says which files of an archive run at install: the
 // manifests and install hooks (package.json, setup.py, .pth files,
 // extconf.rb, Rakefile, build.rs), shell and batch scripts, and the files
-// npm's install scripts name.
+// npm's install scripts name, and an editor extension's main.
 func installTime(manifests []archive.File) func(string) bool {
 	named := map[string]bool{}
 	for _, f := range manifests {
@@ -23,11 +23,21 @@ func installTime(manifests []archive.File) func(string) bool {
 		}
 		var pj struct {
 			Scripts map[string]string `json:"scripts"`
+			Main    string            `json:"main"`
 		}
 		if json.Unmarshal(f.Data, &pj) != nil {
 			continue
 		}
 		dir := path.Dir(f.Path)
+		if f.Path == "extension/package.json" && pj.Main != "" {
+			// An editor extension's main runs in the editor, with the
+			// user's rights, once it is activated: its install time.
+			m := path.Join(dir, pj.Main)
+			named[m] = true
+			if path.Ext(m) == "" {
+				named[m+".js"] = true
+			}
+		}
 		for _, s := range installScripts {
 			for _, word := range strings.FieldsFunc(pj.Scripts[s], func(r rune) bool { return r == ' ' || r == '&' || r == '|' || r == ';' || r == '"' || r == '\'' }) {
 				if strings.Contains(word, ".") && !strings.HasPrefix(word, "-") {
@@ -63,6 +73,8 @@ func isManifest(ecosystem, p string) bool {
 		return p == "metadata.gz!metadata" || p == "metadata"
 	case "crates.io":
 		return (base == "build.rs" || base == "Cargo.toml") && depth == 1
+	case "vscode", "openvsx":
+		return p == "extension/package.json"
 	}
 	return false
 }
@@ -78,9 +90,23 @@ func manifestFindings(files []archive.File) []analysis.Finding {
 		switch path.Base(f.Path) {
 		case "package.json":
 			var pj struct {
-				Scripts map[string]string `json:"scripts"`
+				Scripts          map[string]string `json:"scripts"`
+				Main             string            `json:"main"`
+				ActivationEvents []string          `json:"activationEvents"`
 			}
 			if json.Unmarshal(f.Data, &pj) != nil {
+				continue
+			}
+			if f.Path == "extension/package.json" {
+				// An editor extension runs no install script: what it
+				// runs, it runs when the editor activates it.
+				for _, ev := range pj.ActivationEvents {
+					if (ev == "*" || ev == "onStartupFinished") && pj.Main != "" {
+						out = append(out, analysis.Finding{Rule: "extension_startup", Severity: analysis.SeverityLow, File: f.Path, Line: lineOf(f.Data, `"`+ev+`"`),
+							Excerpt: analysis.Excerpt("activationEvents: " + ev + ", main: " + pj.Main), Description: "runs its code whenever the editor starts, before anything is asked of it"})
+						break
+					}
+				}
 				continue
 			}
 			for _, s := range installScripts {

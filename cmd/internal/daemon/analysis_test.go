@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 	"github.com/threatd/threatd/core"
@@ -64,7 +65,9 @@ func TestAnalysis(t *testing.T) {
 		t.Fatalf("clean fetch: %d", code)
 	}
 	var got response
-	eventually(t, "the analysis of an-evil-pad@1.0.1", func() bool {
+	// An analysis starts a plugin process and reads two archives: on a
+	// loaded 2-core machine, more than eventually's 10 s.
+	apitest.Eventually(t, "the analysis of an-evil-pad@1.0.1", time.Minute, func() bool {
 		got = analysisOf("pkg:npm/an-evil-pad@1.0.1")
 		return got.code == 200
 	})

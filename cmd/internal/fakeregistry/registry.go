@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -42,6 +43,10 @@ type Registry struct {
 	Normalize bool
 	// fallback serves a path no Put published (files read from disk).
 	Fallback func(p string) (File, bool)
+	// Dynamic answers a path from the request and its body (a search, a
+	// POST), before what Put published.
+	Dynamic map[string]func(r *http.Request, body []byte) File
+	exts    map[string]*extension
 }
 
 type File struct {
@@ -63,6 +68,12 @@ func New(t testing.TB) *Registry {
 		}
 		u.Hits[p]++
 		f, ok := u.Files[p]
+		if d := u.Dynamic[p]; d != nil {
+			u.Mu.Unlock()
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			f, ok = d(r, body), true
+			u.Mu.Lock()
+		}
 		// A PEP 691 JSON page where one is published, when asked for.
 		if jf, jok := u.Files[p+"#json"]; jok && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json") {
 			f, ok = jf, true

@@ -7,6 +7,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // Response is an upstream answer, from the cache or from the network.
@@ -127,6 +130,9 @@ var ErrUnreachable = errors.New("the upstream registry did not answer")
 // Get answers GET url with Accept accept ("" = none): from the cache while
 // fresh, else from the upstream (revalidating what is stored). A network
 // failure is an error wrapping ErrUnreachable.
+//
+// url may be a POST request string (PostRequest): its answer is kept by
+// the URL and the body, while fresh, and never revalidated.
 func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) {
 	key := c.keyOf(url, accept)
 	now := time.Now()
@@ -138,12 +144,20 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 		c.drop(key)
 		e = nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	target, body, post := SplitRequest(url)
+	method, reader := http.MethodGet, io.Reader(nil)
+	if post {
+		method, reader, e = http.MethodPost, bytes.NewReader(body), nil
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, reader)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
+	}
+	if post {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if e != nil {
 		if et := e.Header.Get("Etag"); et != "" {
@@ -181,7 +195,7 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 			ne.Header.Set(h, v)
 		}
 	}
-	if ne.Header.Get("Etag") == "" && ne.Header.Get("Last-Modified") == "" && !now.Before(expires) {
+	if (post || ne.Header.Get("Etag") == "" && ne.Header.Get("Last-Modified") == "") && !now.Before(expires) {
 		return out, nil // nothing to reuse it by
 	}
 	if err := os.MkdirAll(filepath.Dir(c.bodyPath(key)), 0o700); err != nil {
@@ -195,6 +209,13 @@ func (c *Cache) Get(ctx context.Context, url, accept string) (*Response, error) 
 	out.Body = out.tee
 	return out, nil
 }
+
+// PostRequest is the request string of a POST of a JSON body to url
+// (firewall.PostRequest): Get sends it, and keeps its answer by both.
+func PostRequest(url string, body []byte) string { return firewall.PostRequest(url, body) }
+
+// SplitRequest reads a request string: the URL, and for a POST its body.
+func SplitRequest(s string) (url string, body []byte, post bool) { return firewall.SplitRequest(s) }
 
 // Peek returns the version of a fresh stored answer to url (as Get's
 // Response.Version), without opening it; ok is false when Get would ask

@@ -43,7 +43,8 @@ type Origins map[string]bool
 
 // Allows says whether raw is an http(s) URL on one of the origins.
 func (o Origins) Allows(raw string) bool {
-	u, err := url.Parse(raw)
+	target, _, _ := SplitRequest(raw)
+	u, err := url.Parse(target)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && o[OriginOf(u)]
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/threatd/threatd/core/analysis"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
 	"github.com/threatd/threatd/core/versioning"
 )
 
@@ -50,6 +51,9 @@ func (p *Proxy) fetchArchives(ctx context.Context, k analysis.Key, dir string, l
 	docURL, err := p.at(ctx, a, up, path)
 	if err != nil {
 		return analysis.Target{}, nil, err
+	}
+	if pf, ok := a.(firewall.PostedFacts); ok {
+		docURL = cache.PostRequest(docURL, pf.FactsBody(k.Name))
 	}
 	body, res, err := p.fetchDocument(ctx, reg, docURL, accept)
 	if err != nil {
@@ -138,8 +142,11 @@ func archiveExt(rawURL string) string {
 		base = base[:i]
 	}
 	base = strings.ToLower(filepath.Base(base))
-	if base == "download" {
+	switch base {
+	case "download":
 		return ".crate" // crates.io's {crate}/{version}/download
+	case "vspackage":
+		return ".vsix" // the Marketplace's …/{version}/vspackage
 	}
 	for _, ext := range []string{".tar.gz", ".tar.bz2", ".tgz", ".whl", ".zip", ".gem", ".crate", ".vsix"} {
 		if strings.HasSuffix(base, ext) {

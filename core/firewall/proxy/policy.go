@@ -13,6 +13,7 @@ import (
 
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
 )
 
 // facts reads the facts of a package's versions from the upstream
@@ -51,6 +52,9 @@ func (p *Proxy) facts(ctx context.Context, a firewall.Adapter, v firewall.Verdic
 		factsURL, err := p.at(ctx, a, up, path)
 		if err != nil {
 			return nil, err
+		}
+		if pf, ok := a.(firewall.PostedFacts); ok {
+			factsURL = cache.PostRequest(factsURL, pf.FactsBody(name))
 		}
 		ps, ok, err := p.published(ctx, a, reg, factsURL, accept, name)
 		if err != nil {

@@ -208,6 +208,11 @@ func (p *Proxy) Mount(g *echo.Group) {
 		if au, ok := a.(firewall.Auditor); ok {
 			g.POST("/"+a.Registry()+"/"+au.AuditPath(), p.audit(a, au))
 		}
+		if q, ok := a.(firewall.Queried); ok {
+			for _, path := range q.QueryPaths() {
+				g.POST("/"+a.Registry()+"/"+path, h)
+			}
+		}
 	}
 }
 
@@ -308,7 +313,8 @@ func (p *Proxy) fetch(ctx context.Context, registry, rawURL, accept string) (*ca
 	o := p.origins[registry]
 	if !o.Allows(rawURL) {
 		host := rawURL
-		if u, err := url.Parse(rawURL); err == nil {
+		target, _, _ := cache.SplitRequest(rawURL)
+		if u, err := url.Parse(target); err == nil {
 			host = cache.OriginOf(u)
 		}
 		return nil, p.unreachable(registry, fmt.Errorf("%w: %s", cache.ErrNotAllowed, host))
@@ -432,17 +438,4 @@ func (p *Proxy) forward(c *echo.Context, registry, rawURL, accept, contentType s
 		return err
 	}
 	return passThrough(c, res, contentType, keep...)
-}
-
-// remember keeps v of size bytes in l unless it would take more than an
-// eighth of the bound: one huge document must not empty the cache.
-func remember[V any](l *cache.LRU[V], max int64, key string, v V, size int64) {
-	if size <= max/8 {
-		l.Add(key, v, size)
-	}
-}
-
-// notFound is a 404 naming what is missing.
-func notFound(format string, args ...any) error {
-	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core/firewall"
+	"github.com/threatd/threatd/core/firewall/cache"
 )
 
 // serve is the firewall for one registry: the adapter reads the request
@@ -20,7 +22,18 @@ func (p *Proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 	reg := a.Registry()
 	return func(c *echo.Context) error {
 		req := c.Request()
-		rt, ok, err := a.Route(firewall.Request{Path: p.tail(c, reg), Query: req.URL.RawQuery, Accept: req.Header.Get("Accept")})
+		fr := firewall.Request{Path: p.tail(c, reg), Query: req.URL.RawQuery, Accept: req.Header.Get("Accept")}
+		if req.Method == http.MethodPost {
+			body, err := io.ReadAll(io.LimitReader(req.Body, maxQueryBody+1))
+			if err != nil {
+				return &Error{Status: http.StatusBadRequest, Message: "The request body could not be read: " + err.Error()}
+			}
+			if len(body) > maxQueryBody {
+				return &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("The query is larger than the firewall reads (%d KiB)", maxQueryBody>>10)}
+			}
+			fr.Body = body
+		}
+		rt, ok, err := a.Route(fr)
 		plain := rt.Refusal == firewall.RefusePlain
 		if err != nil {
 			return cannotJudge(c, err, plain)
@@ -63,6 +76,9 @@ func (p *Proxy) serve(a firewall.Adapter) echo.HandlerFunc {
 			if err != nil {
 				return err
 			}
+			if rt.Body != nil {
+				docURL = cache.PostRequest(docURL, rt.Body)
+			}
 			decidedBy, render := p.metadata(a, rt, v, up, docURL)
 			return p.document(c, reg, docURL, rt.Accept, decidedBy, render)
 		case firewall.VersionDocument:
@@ -93,6 +109,18 @@ func (p *Proxy) metadata(a firewall.Adapter, rt firewall.Route, v firewall.Verdi
 			info := func(name string) ([]byte, error) { return p.renderedInfo(ctx, a, l, name) }
 			r, err := l.RewriteListing(doc, judges, info)
 			return rendering{body: r.Body, contentType: r.ContentType, expires: held.Expires}, err
+		}
+	}
+	if q, ok := a.(firewall.Queried); ok && rt.Query {
+		decidedBy := fmt.Sprintf("query\x00%d\x00%s", p.opts.Policy.Generation(), p.opts.Waivers.Current().Generation)
+		return decidedBy, func(ctx context.Context, body []byte, contentType, base string) (rendering, error) {
+			doc := firewall.Document{Body: body, ContentType: contentType, URL: docURL}
+			var held firewall.Listed
+			judges := func(listed map[string][]firewall.Published) (map[string]firewall.Judge, error) {
+				return p.queryJudges(ctx, a, listed, &held)
+			}
+			r, err := q.RewriteQuery(doc, judges, base)
+			return rendering{body: r.Body, contentType: r.ContentType, expires: held.Expires, warnings: held.Warnings}, err
 		}
 	}
 	if dv, ok := a.(firewall.Derived); ok && rt.Variant != "" {
@@ -171,9 +199,9 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 	}
 	r := rs[0]
 	if !r.Refused() {
-		out, err := vd.RewriteVersion(doc, rt.Name, p.base(c, reg))
+		out, err := p.rewriteVersion(ctx, vd, doc, v, up, p.base(c, reg))
 		if err != nil {
-			return p.unreadable(reg, err)
+			return err
 		}
 		p.decided(c, v, ver, r)
 		return c.Blob(http.StatusOK, typeJSON, out)
@@ -218,7 +246,24 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		if err != nil {
 			return err
 		}
-		return p.stream(c, reg, u, typeJSON)
+		if _, ok := a.(firewall.ListsVersions); !ok {
+			return p.stream(c, reg, u, typeJSON)
+		}
+		// The highest allowed version's own document, its list of
+		// versions judged as the fallback's was.
+		body, res, err := p.fetchDocument(ctx, reg, u, rt.Accept)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			return passThrough(c, res, "")
+		}
+		out, err := p.rewriteVersion(ctx, vd, firewall.Document{Body: body, ContentType: typeJSON, URL: u, Name: rt.Name}, v, up, p.base(c, reg))
+		if err != nil {
+			return err
+		}
+		p.decided(c, v, best, firewall.Ruling{})
+		return c.Blob(http.StatusOK, typeJSON, out)
 	}
 	if every := v.BlocksEvery(); len(every) > 0 {
 		return p.refuseAs(c, rt, p.opts.Policy.Blocked(reg, rt.Name, "", every))
@@ -227,6 +272,47 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		return p.refuseRuling(c, rt, v, ver, r)
 	}
 	return notFound("no clean version of %s", rt.Name)
+}
+
+// rewriteVersion points a version document's links at base; for a
+// ListsVersions adapter, the versions it lists are judged and the
+// refused ones dropped.
+func (p *Proxy) rewriteVersion(ctx context.Context, vd firewall.VersionDocuments, doc firewall.Document, v firewall.Verdict, up, base string) ([]byte, error) {
+	a := vd.(firewall.Adapter)
+	lv, ok := a.(firewall.ListsVersions)
+	if !ok {
+		out, err := vd.RewriteVersion(doc, doc.Name, base)
+		if err != nil {
+			return nil, p.unreadable(v.Registry, err)
+		}
+		return out, nil
+	}
+	listed, err := a.Versions(doc)
+	if err != nil {
+		return nil, p.unreadable(v.Registry, err)
+	}
+	versions := make([]string, len(listed))
+	for i, l := range listed {
+		versions[i] = l.Version
+	}
+	rulings, err := p.rule(ctx, a, v, up, true, versions...)
+	if err != nil {
+		return nil, err
+	}
+	refused := map[string]string{}
+	for i, r := range rulings {
+		if r.Refused() {
+			refused[versions[i]] = r.Message
+		}
+	}
+	out, err := lv.RewriteListed(doc, func(ver string) (bool, string) {
+		why, ok := refused[ver]
+		return ok, why
+	}, base)
+	if err != nil {
+		return nil, p.unreadable(v.Registry, err)
+	}
+	return out, nil
 }
 
 // artifact answers a file of one version: judged by the version its path

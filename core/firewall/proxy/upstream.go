@@ -331,3 +331,62 @@ func parsedDocument[T any](ctx context.Context, p *Proxy, reg, docURL, accept, k
 	}
 	return out, nil, nil
 }
+
+// queryJudges are the Judges of the packages a search answer lists (a
+// Queried adapter's): by their reports and waivers, and where the
+// quarantine applies by the publish times the answer gives; a version
+// it lists without one is judged there by its reports alone (its own
+// documents and files, whose facts the firewall reads, are held). A name
+// no report can name is listed as it is; a private name is left out, as
+// its documents are never fetched from the public upstream.
+func (p *Proxy) queryJudges(ctx context.Context, a firewall.Adapter, listed map[string][]firewall.Published, held *firewall.Listed) (map[string]firewall.Judge, error) {
+	reg := a.Registry()
+	out := map[string]firewall.Judge{}
+	for name, versions := range listed {
+		pv, err := p.opts.Policy.Lookup(ctx, reg, name)
+		var u *firewall.Unjudgeable
+		if errors.As(err, &u) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pv.Private {
+			out[name] = func(string) (bool, string) {
+				return true, name + " is a private name: the firewall never serves it from the public registry"
+			}
+			continue
+		}
+		quarantined := p.gate.NeedsFacts(a, pv)
+		if pv.Clean() && !quarantined && !p.opts.Waivers.Current().Covers(reg, name) {
+			continue
+		}
+		var facts map[string]firewall.Facts
+		if quarantined {
+			facts = make(map[string]firewall.Facts, len(versions))
+			for _, ver := range versions {
+				facts[ver.Version] = firewall.Facts{Published: ver.Time, Unjudged: ver.Time.IsZero()}
+			}
+		}
+		out[name] = p.gate.Listing(pv, facts, held)
+	}
+	return out, ctx.Err()
+}
+
+// remember keeps v of size bytes in l unless it would take more than an
+// eighth of the bound: one huge document must not empty the cache.
+func remember[V any](l *cache.LRU[V], max int64, key string, v V, size int64) {
+	if size <= max/8 {
+		l.Add(key, v, size)
+	}
+}
+
+// notFound is a 404 naming what is missing.
+func notFound(format string, args ...any) error {
+	return &Error{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// maxQueryBody bounds a search a client POSTs (the VS Code gallery's
+// extensionquery: VS Code's largest, of every installed extension by id,
+// is a few KB).
+const maxQueryBody = 256 << 10
