@@ -68,6 +68,16 @@ func pack(t testing.TB, ecosystem, name string, files map[string][]byte) string 
 	case "go":
 		body = zipOf(t, "example.com/"+name+"@v1.0.0/", files)
 		out += "@v1.0.0.zip"
+	case "vscode":
+		// A .vsix: the extension's files under extension/, beside the
+		// package's own manifest.
+		inner := map[string][]byte{}
+		for n, b := range files {
+			inner["extension/"+n] = b
+		}
+		inner["extension.vsixmanifest"] = []byte(`<?xml version="1.0" encoding="utf-8"?><PackageManifest Version="2.0.0"/>`)
+		body = zipOf(t, "", inner)
+		out += "-1.0.0.vsix"
 	default:
 		t.Fatalf("no packer for %s", ecosystem)
 	}
