@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,14 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 	_ = zw.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
+		if r.URL.RawQuery != "" {
+			p += "?" + r.URL.RawQuery // a search: the name is in its query
+		}
+		if r.Method == http.MethodPost {
+			// A search (the VS Code gallery's): the name is in the body.
+			b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			p += "?" + string(b)
+		}
 		xml := strings.Contains(p, "maven")
 		switch {
 		case p == "/v3/index.json":
@@ -68,7 +77,8 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 }
 
 // TestFirewallHostileUpstreams: for Maven, crates.io, RubyGems, NuGet,
-// Composer and images, an upstream document past the firewall's bound, a gzip bomb, a
+// Composer, Open VSX (a document and a search), the Marketplace's
+// extensionquery and images, an upstream document past the firewall's bound, a gzip bomb, a
 // document nested too deep or malformed is a 502 that says why, never the
 // daemon's memory; an upstream that does not answer is a 502; other
 // statuses pass through; the daemon serves on afterwards.
@@ -84,11 +94,13 @@ func TestFirewallHostileUpstreams(t *testing.T) {
   rubygems: {upstream: %[1]q}
   nuget: {upstream: %[3]q}
   composer: {upstream: %[4]q}
+  openvsx: {upstream: %[5]q}
+  vscode: {upstream: %[6]q}
   oci:
     listen: "127.0.0.1:0"
     upstream: %[1]q
     file_hosts: []
-`, h.URL+"/maven", dead, h.URL+"/v3/index.json", h.URL+"/composer")
+`, h.URL+"/maven", dead, h.URL+"/v3/index.json", h.URL+"/composer", h.URL+"/openvsx", h.URL+"/gallery")
 	in := newInstance(t, quiet+"  new_user_max_unverified: 0\n"+cfg)
 	tok := in.user("dev@example.com")
 	d := in.serve()
@@ -102,10 +114,17 @@ func TestFirewallHostileUpstreams(t *testing.T) {
 		"rubygems": func(n string) string { return fw + "/rubygems/info/" + n },
 		"nuget":    func(n string) string { return fw + "/nuget/res/PackageBaseAddress_3.0.0/" + n + "/index.json" },
 		"composer": func(n string) string { return fw + "/composer/p2/acme/" + n + ".json" },
-		"oci":      func(n string) string { return "https://" + m[1] + "/v2/library/" + n + "/manifests/1.0" },
+		"openvsx":  func(n string) string { return fw + "/openvsx/api/acme/" + n },
+		"search":   func(n string) string { return fw + "/openvsx/api/-/search?query=" + n },
+		// The Marketplace's search is a POST: its body names the extension.
+		"vscode": func(n string) string { return "POST " + fw + "/vscode/extensionquery " + n },
+		"oci":    func(n string) string { return "https://" + m[1] + "/v2/library/" + n + "/manifests/1.0" },
 	}
 	get := func(url string) (int, string) {
 		req, _ := http.NewRequest("GET", url, nil)
+		if f := strings.Fields(url); len(f) == 3 {
+			req, _ = http.NewRequest(f[0], f[1], strings.NewReader(`{"filters":[{"criteria":[{"filterType":7,"value":"acme.`+f[2]+`"}]}],"flags":1}`))
+		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 		res, err := d.client.Do(req)
 		if err != nil {
