@@ -5,6 +5,8 @@
 #   BENCH_REUSE=1 make bench-scale   # keep the SQLite database of the last run:
 #                                    # start-up and load only
 #   BENCH_ONLY=firewall              # only the firewall's rows (its policy too)
+#   BENCH_ONLY=extensions            # only the editor extensions', Composer's and
+#                                    # the workflow scan's rows (extensions.sh)
 #
 # For each backend: import the synthetic archive (rates of the first and last
 # 100k, overall), re-import it unchanged, start the daemon (seconds until
@@ -16,6 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 N=${BENCH_N:-1000000}
+# BENCH_ONLY=extensions is the firewall's run cut to extensions.sh's rows.
+if [ "${BENCH_ONLY:-}" = extensions ]; then BENCH_ONLY=firewall; BENCH_EXT_ONLY=1; fi
 BACKENDS=${BENCH_BACKENDS:-sqlite postgres}
 DUR=${BENCH_DURATION:-10s}
 WORK=${BENCH_DIR:-/tmp/threatd-bench}
@@ -225,6 +229,8 @@ firewall:
   cargo: {upstream: "http://127.0.0.1:18445/cargo"}
   rubygems: {upstream: "http://127.0.0.1:18445/rubygems"}
   nuget: {upstream: "http://127.0.0.1:18445/v3/index.json"}
+  openvsx: {upstream: "http://127.0.0.1:18445/openvsx"}
+  composer: {upstream: "http://127.0.0.1:18445/composer", file_hosts: []}
   oci: {listen: "127.0.0.1:18446", upstream: "http://127.0.0.1:18445", file_hosts: []}
   per_ip_per_minute: 0
   per_token_per_minute: 0
@@ -401,6 +407,9 @@ PY
     BENCH_PATH=${ECODOC[$eco]} wrk_run "$backend-$eco-doc" 32 "$S" "$WORK/get.lua"
     BENCH_PATH=${ECOFILE[$eco]} wrk_run "$backend-$eco-file" 4 "$S" "$WORK/get.lua"
   done
+  # Editor extensions, Composer and the workflow scan: extensions.sh.
+  . cmd/threatd-bench/extensions.sh
+  if [ -z "${BENCH_EXT_ONLY:-}" ]; then
   # Package analysis beside the firewall (docs/analysis.md): listing 1,000
   # packages queues their new versions (in quarantine), then the document
   # and the tarball are measured again, as above, while they are analysed;
@@ -607,6 +616,7 @@ PY
   for _ in $(seq 1 500); do curl -sk -H "Authorization: Bearer $BENCH_TOKEN" "$S/functions/v1/rules/suricata.rules" | grep -q "$blname" && break; sleep 0.02; done
   end=$(date +%s.%N)
   surupdate=$(python3 -c "print('%.2f s' % ($end - $start))")
+  fi   # BENCH_EXT_ONLY
   kill $trivial $daemon ${topper:-} $upstream 2>/dev/null; wait $daemon 2>/dev/null || true
   touch "$D/rss-serve.stop"; wait $sampler
 
@@ -774,6 +784,7 @@ PY
         echo "| $label | $conns | $rps | $p50 | $p99 | $bad | $ratio |"
       done
     done
+    [ -f "$WORK/extensions-$backend.md" ] && cat "$WORK/extensions-$backend.md"
     pct() { python3 -c "print('%.0f %%' % (100 * float('$1' or 0) / float('$2' or 1)))"; }
     read -r dt _ _ _ < <(res "$backend-fwdoc-trivial"); read -r dd _ _ _ < <(res "$backend-fwdoc")
     read -r ft _ _ _ < <(res "$backend-fwfile-trivial"); read -r fd _ _ _ < <(res "$backend-fwfile")

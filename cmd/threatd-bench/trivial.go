@@ -29,7 +29,8 @@ func trivialMain(args []string) error {
 	if *files != "" {
 		// The same bytes served plainly: small files from memory, as the
 		// firewall serves a cached document; large ones from disk.
-		e.GET("/files/:name", func(c *echo.Context) error {
+		// POST too: the same bytes as a search's answer (extensionquery).
+		e.Match([]string{http.MethodGet, http.MethodPost}, "/files/:name", func(c *echo.Context) error {
 			p := filepath.Join(*files, filepath.Base(c.Param("name")))
 			if fi, err := os.Stat(p); err == nil && fi.Size() > 1<<20 {
 				f, err := os.Open(p)

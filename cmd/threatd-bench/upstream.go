@@ -77,6 +77,9 @@ func upstreamMain(args []string) error {
 	mux.Handle("GET /"+fwPackage+"/-/"+fwPackage+"-1.0.0.tgz", serve(file, "application/octet-stream"))
 	// The latency reference: the upstream's own answer, fetched directly.
 	mux.Handle("GET /direct/"+fwPackage, serve(doc, "application/json"))
+	if err := extensionRoutes(mux, base, *dir, file); err != nil {
+		return err
+	}
 	if err := ecosystemRoutes(mux, base, *dir, file); err != nil {
 		return err
 	}
