@@ -105,16 +105,44 @@ func (a *analyses) queue(k analysis.Key) bool {
 	}
 	a.seen[k] = true
 	a.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := a.store.QueueAnalyses(ctx, analysis.QueueRequest{Jobs: []analysis.Job{{Ecosystem: k.Ecosystem, Name: k.Name, Version: k.Version}}, MaxQueued: a.max})
+	res, err := a.put(k)
 	if err != nil {
-		a.mu.Lock()
-		delete(a.seen, k) // tried again when next seen
-		a.mu.Unlock()
-		a.log.Warn("analysis: queueing a version failed", "purl", k.Purl(), "error", err.Error())
+		// A busy store (a writer held past the timeout): tried again in
+		// the background, not only when the version is next fetched,
+		// which a client that got it may never do.
+		a.log.Warn("analysis: queueing a version failed; trying again", "purl", k.Purl(), "error", err.Error())
+		go a.retry(k)
 		return false
 	}
+	return a.queued(k, res)
+}
+
+// put asks the store to queue one version, within 5 s.
+func (a *analyses) put(k analysis.Key) (analysis.QueueResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return a.store.QueueAnalyses(ctx, analysis.QueueRequest{Jobs: []analysis.Job{{Ecosystem: k.Ecosystem, Name: k.Name, Version: k.Version}}, MaxQueued: a.max})
+}
+
+// retry queues a version whose queueing failed: after 1, 2, 4, 8, 16
+// and 32 s; then it is left to its next fetch.
+func (a *analyses) retry(k analysis.Key) {
+	for wait := time.Second; wait <= 32*time.Second; wait *= 2 {
+		time.Sleep(wait)
+		res, err := a.put(k)
+		if err == nil {
+			a.queued(k, res)
+			return
+		}
+	}
+	a.mu.Lock()
+	delete(a.seen, k) // tried again when next seen
+	a.mu.Unlock()
+	a.log.Warn("analysis: queueing a version failed for a minute; it is queued when next fetched", "purl", k.Purl())
+}
+
+// queued reads the store's answer to a queueing.
+func (a *analyses) queued(k analysis.Key, res analysis.QueueResult) bool {
 	if res.Full > 0 {
 		a.metrics.AnalysisQueueFull(res.Full)
 		a.log.Warn("analysis: the queue is full (analysis.max_queued); a version is not analysed", "purl", k.Purl(), "max_queued", a.max)
