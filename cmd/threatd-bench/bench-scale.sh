@@ -700,6 +700,12 @@ PY
     read -r t1 _ _ _ < <(res "$backend-trivial1"); read -r t2 _ _ _ < <(res "$backend-trivial2")
     triv=$(python3 -c "print('%.0f' % (($t1 + $t2) / 2))")
   fi
+  if [ -n "${BENCH_EXT_ONLY:-}" ]; then
+    { echo "### $backend: editor extensions, Composer, workflow scan (BENCH_ONLY=extensions)"; echo
+      echo "| firewall (HTTPS, cached upstream) | conns | requests/s | p50 | p99 | non-2xx | vs the same bytes from the trivial handler |"
+      echo "|---|---|---|---|---|---|---|"; cat "$WORK/extensions-$backend.md"; echo; } | tee -a "$WORK/report.md"
+    continue
+  fi
   {
     if [ "${BENCH_ONLY:-}" != firewall ]; then
     echo "### $backend, $N verified reports"
