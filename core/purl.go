@@ -1,6 +1,7 @@
 package core
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/package-url/packageurl-go"
@@ -49,8 +50,12 @@ func (q CheckRequest) Resolve() (CheckQuery, error) {
 var purlTypes = map[string]string{
 	"npm": RegistryNPM, "pypi": RegistryPyPI, "gem": RegistryRubyGems, "cargo": RegistryCrates,
 	"golang": RegistryGo, "maven": RegistryMaven, "nuget": RegistryNuGet, "composer": RegistryPackagist,
-	"githubactions": RegistryGitHubActions,
+	"githubactions": RegistryGitHubActions, "vscode-extension": RegistryVSCode,
 }
+
+// openVSXHost is the repository_url of a vscode-extension purl of Open
+// VSX (the type's default repository is the Marketplace).
+const openVSXHost = "open-vsx.org"
 
 // PackagePurl is the package URL of a package in its registry, the
 // inverse of ParsePurl (maven names are namespace:name, others
@@ -64,6 +69,15 @@ func PackagePurl(registry, name string) string {
 	}
 	if typ == "" {
 		return ""
+	}
+	if typ == "vscode-extension" {
+		// The Marketplace's, the type's default repository (an Open VSX
+		// extension's purl needs its repository_url after the version).
+		pub, ext, ok := strings.Cut(name, ".")
+		if !ok {
+			return ""
+		}
+		return packageurl.NewPackageURL(typ, pub, ext, "", nil, "").ToString()
 	}
 	sep := "/"
 	if typ == "maven" {
@@ -104,11 +118,17 @@ func ParsePurl(s string) (CheckQuery, error) {
 	}
 	reg, ok := purlTypes[p.Type]
 	if !ok {
-		return CheckQuery{}, Invalid("purl", "package type %q is not supported (npm, pypi, gem, cargo, golang, maven, nuget, composer, docker, oci)", p.Type)
+		return CheckQuery{}, Invalid("purl", "package type %q is not supported (npm, pypi, gem, cargo, golang, maven, nuget, composer, githubactions, vscode-extension, docker, oci)", p.Type)
 	}
 	name := p.Name
 	switch {
 	case p.Namespace == "":
+	case p.Type == "vscode-extension":
+		// publisher.name; Open VSX's by its repository_url.
+		name = p.Namespace + "." + p.Name
+		if u, err := url.Parse(p.Qualifiers.Map()["repository_url"]); err == nil && strings.EqualFold(strings.TrimPrefix(u.Host, "www."), openVSXHost) {
+			reg = RegistryOpenVSX
+		}
 	case p.Type == "maven":
 		name = p.Namespace + ":" + p.Name
 	default:

@@ -15,6 +15,7 @@ func TestPackagePurl(t *testing.T) {
 		{RegistryMaven, "org.example:lib", "pkg:maven/org.example/lib"},
 		{RegistryNuGet, "Newtonsoft.Json", "pkg:nuget/Newtonsoft.Json"},
 		{RegistryPackagist, "vendor/pkg", "pkg:composer/vendor/pkg"},
+		{RegistryVSCode, "ms-python.python", "pkg:vscode-extension/ms-python/python"},
 	} {
 		got := PackagePurl(c.registry, c.name)
 		if got != c.purl {
@@ -26,7 +27,10 @@ func TestPackagePurl(t *testing.T) {
 			t.Errorf("ParsePurl(%s) = %+v, %v: not %s %s", got, q, err, c.registry, c.name)
 		}
 	}
-	for _, r := range []string{RegistryVSCode, RegistryOpenVSX, RegistryDockerHub, ""} {
+	if q, err := ParsePurl("pkg:vscode-extension/acme/pad@1.0.1?repository_url=https://open-vsx.org"); err != nil || q.Ecosystem != RegistryOpenVSX || q.ResourceIdentifier != "acme.pad" || q.Version != "1.0.1" {
+		t.Errorf("an Open VSX purl: %+v %v", q, err)
+	}
+	for _, r := range []string{RegistryOpenVSX, RegistryDockerHub, ""} {
 		if p := PackagePurl(r, "x"); p != "" {
 			t.Errorf("PackagePurl(%q) = %q, want none", r, p)
 		}

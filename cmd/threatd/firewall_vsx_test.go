@@ -214,6 +214,19 @@ func TestFirewallExtensions(t *testing.T) {
 		t.Fatalf("-/query: %d %s", code, body)
 	}
 
+	// VS Code's download of acme.other from the Marketplace, through the firewall.
+	if code, _, _ := d.fwGet(ms+"/publisher/acme/extension/other/1.0.0/assetbyname/Microsoft.VisualStudio.Services.VSIXPackage", tok); code != 200 {
+		t.Fatalf("the Marketplace's asset of acme.other: %d", code)
+	}
+	otherMS := fwReport(t, in, d, admin, "vscode", "acme.other", "")
+	eventually(t, "the exposure of what VS Code got", func() bool {
+		r := d.do("GET", base+"/exposure?threat_id="+otherMS, admin, "")
+		if r.code != 200 || r.body["count"].(float64) != 1 {
+			return false
+		}
+		e := r.body["exposures"].([]any)[0].(map[string]any)
+		return e["user"] == "dev@example.com" && e["purl"] == "pkg:vscode-extension/acme/other@1.0.0"
+	})
 	// Exposure: a report verified after ovsx got acme.other names who got it.
 	other := fwReport(t, in, d, admin, "openvsx", "acme.other", "")
 	eventually(t, "the exposure of what ovsx got", func() bool {
