@@ -1,6 +1,8 @@
 package firewall
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -98,4 +100,17 @@ func PostRequest(url string, body []byte) string { return url + postMark + strin
 func SplitRequest(s string) (url string, body []byte, post bool) {
 	u, b, post := strings.Cut(s, postMark)
 	return u, []byte(b), post
+}
+
+// MarshalJSON writes v as JSON as registries write their documents: < >
+// and & as they are (not \u003c), without a final newline. A rewritten
+// document keeps what the upstream wrote.
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

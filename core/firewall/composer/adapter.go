@@ -1,7 +1,6 @@
 package composer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -77,7 +76,7 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, base string)
 		if ap, ok := top["available-package-patterns"]; ok {
 			out["available-package-patterns"] = ap
 		}
-		b, err := marshal(out)
+		b, err := firewall.MarshalJSON(out)
 		return firewall.Rendering{Body: b, ContentType: typeJSON}, err
 	}
 	packages, minified, err := parseP2(doc, top)
@@ -115,25 +114,13 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, base string)
 			rewritten[name] = []json.RawMessage{}
 		}
 	}
-	b, err := marshal(rewritten)
+	b, err := firewall.MarshalJSON(rewritten)
 	if err != nil {
 		return firewall.Rendering{}, err
 	}
 	top["packages"] = b
-	out, err := marshal(top)
+	out, err := firewall.MarshalJSON(top)
 	return firewall.Rendering{Body: out, ContentType: typeJSON}, err
-}
-
-// marshal writes v as JSON as the upstream wrote its values: < > & as
-// they are, not \u003c.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // parseP2 reads a p2 document's packages, each version whole.

@@ -178,7 +178,7 @@ func (Adapter) RewriteListed(doc firewall.Document, judge firewall.Judge, base s
 		return nil, err
 	}
 	e.rewrite(judge, base)
-	b, err := marshal(o)
+	b, err := firewall.MarshalJSON(o)
 	return relink(b, doc.URL, base), err
 }
 
@@ -243,7 +243,7 @@ func rewriteExtList(doc firewall.Document, judges func(map[string][]firewall.Pub
 	if top.has("extensions") {
 		top.set("extensions", kept)
 	}
-	return marshal(top)
+	return firewall.MarshalJSON(top)
 }
 
 // rewriteSearch rewrites -/search's {"offset", "totalSize", "extensions":
@@ -343,7 +343,7 @@ func rewriteSearch(doc firewall.Document, judges func(map[string][]firewall.Publ
 			top.set("totalSize", max(0, total-dropped))
 		}
 	}
-	return marshal(top)
+	return firewall.MarshalJSON(top)
 }
 
 // pointFiles points an entry's files (files: {kind: URL}) at the

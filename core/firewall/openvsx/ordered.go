@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/threatd/threatd/core/firewall"
 )
 
 // object is a JSON object with its members in the order the upstream
@@ -51,7 +53,7 @@ func (o object) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, _ := marshal(k)
+		kb, _ := firewall.MarshalJSON(k)
 		b.Write(kb)
 		b.WriteByte(':')
 		b.Write(o.vals[k])
@@ -69,7 +71,7 @@ func (o *object) str(k string) string {
 }
 
 func (o *object) set(k string, v any) {
-	b, _ := marshal(v)
+	b, _ := firewall.MarshalJSON(v)
 	if !o.has(k) {
 		o.keys = append(o.keys, k)
 	}
@@ -87,17 +89,6 @@ func (o *object) del(k string) {
 			break
 		}
 	}
-}
-
-// marshal writes v as the upstream wrote it: < > & as they are.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func parseObject(body []byte, what string) (*object, error) {

@@ -116,19 +116,8 @@ func (o object) str(k string) string {
 }
 
 func (o object) set(k string, v any) {
-	b, _ := marshal(v)
+	b, _ := firewall.MarshalJSON(v)
 	o[k] = b
-}
-
-// marshal writes v as the upstream wrote it: < > & as they are.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // answer is an extensionquery answer.
@@ -291,7 +280,7 @@ func Rewrite(body []byte, judges func(map[string][]firewall.Published) (map[stri
 		}
 		a.top.set("results", results)
 	}
-	return marshal(a.top)
+	return firewall.MarshalJSON(a.top)
 }
 
 // lessTotal takes n from a result's TotalCount.
