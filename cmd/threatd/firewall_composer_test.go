@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
@@ -88,4 +89,37 @@ func TestFirewallComposer(t *testing.T) {
 		e := r.body["exposures"].([]any)[0].(map[string]any)
 		return e["purl"] == "pkg:composer/acme/other@1.0.0" && e["user"] == "dev@example.com" && e["kind"] == "served"
 	})
+}
+
+// TestFirewallComposerBranches: the quarantine reads a branch's time in
+// ~dev.json as it reads a release's: a branch pushed to long ago is
+// listed and its dist served, one pushed to minutes ago is left out of
+// ~dev.json and its dist held (rule quarantine).
+func TestFirewallComposerBranches(t *testing.T) {
+	t.Parallel()
+	u := fakeregistry.New(t)
+	u.ComposerPackage(t, "acme/branchy", []string{"1.0.0"}, fakeregistry.OldTimes(1))
+	old := fakeregistry.OldTimes(1)[0].UTC().Format("2006-01-02T15:04:05+00:00")
+	fresh := time.Now().Add(-5 * time.Minute).UTC().Format("2006-01-02T15:04:05+00:00")
+	dev := fmt.Sprintf(`{"packages":{"acme/branchy":[`+
+		`{"name":"acme/branchy","version":"dev-main","version_normalized":"dev-main","time":%q,"dist":{"type":"zip","url":%q,"reference":"a1","shasum":""}},`+
+		`{"version":"dev-hotfix","version_normalized":"dev-hotfix","time":%q,"dist":{"type":"zip","url":%q,"reference":"b2","shasum":""}}]},"minified":"composer/2.0"}`,
+		old, u.Srv.URL+"/composer-dist/acme/branchy/main.zip", fresh, u.Srv.URL+"/composer-dist/acme/branchy/hotfix.zip")
+	u.Put("/composer/p2/acme/branchy~dev.json", "application/json", 300, []byte(dev))
+	u.Put("/composer-dist/acme/branchy/main.zip", "application/zip", 300, fakeregistry.ComposerZip(t, "acme/branchy", "dev-main"))
+	u.Put("/composer-dist/acme/branchy/hotfix.zip", "application/zip", 300, fakeregistry.ComposerZip(t, "acme/branchy", "dev-hotfix"))
+	in := newInstance(t, quiet+fmt.Sprintf("firewall:\n  composer:\n    upstream: %q\n    file_hosts: [%q]\n", u.Srv.URL+"/composer", u.Srv.URL))
+	tok := in.user("dev@example.com")
+	d := in.serve()
+	fw := base + "/firewall/composer"
+	code, _, body := d.fwGet(fw+"/p2/acme/branchy~dev.json", tok)
+	if code != 200 || !strings.Contains(string(body), `"dev-main"`) || strings.Contains(string(body), "dev-hotfix") {
+		t.Fatalf("~dev.json: %d %s", code, body)
+	}
+	if code, _, body := d.fwGet(fw+"/dist/acme/branchy/dev-main", tok); code != 200 || !strings.HasPrefix(string(body), "PK") {
+		t.Fatalf("the old branch's dist: %d %.200s", code, body)
+	}
+	if code, _, body := d.fwGet(fw+"/dist/acme/branchy/dev-hotfix", tok); code != 403 || !strings.Contains(string(body), `"rule":"quarantine"`) {
+		t.Fatalf("the fresh branch's dist: %d %s", code, body)
+	}
 }

@@ -45,7 +45,7 @@ func (Adapter) Route(r firewall.Request) (firewall.Route, bool, error) {
 	case Root:
 		return firewall.Route{Kind: firewall.Metadata, Upstream: "packages.json", Accept: typeJSON}, true, nil
 	case Metadata:
-		return firewall.Route{Kind: firewall.Metadata, Name: req.Name, Upstream: MetadataPath(req.Name, req.Dev), Accept: typeJSON, RefuseEvery: true}, true, nil
+		return firewall.Route{Kind: firewall.Metadata, Name: req.Name, Upstream: MetadataPath(req.Name, req.Dev), Accept: typeJSON, RefuseEvery: true, OwnFacts: true}, true, nil
 	}
 	// The refusal in the status line too: Composer prints a failed
 	// download's status line, not its body.
@@ -213,11 +213,11 @@ func (Adapter) Versions(doc firewall.Document) ([]firewall.Published, error) {
 // Scripts: the firewall judges no Composer scripts.
 func (Adapter) Scripts() bool { return false }
 
-// FactsDocument is the package's p2 document of releases, which gives
-// each version's time (a branch's, in ~dev, is read per version).
-func (Adapter) FactsDocument(name string) (string, string) {
-	return MetadataPath(name, false), typeJSON
-}
+// FactsDocument: none of every version. Releases are in the package's p2
+// document, branches (dev-main) in its ~dev.json, each with its time: a
+// version's facts are in the one that lists it (VersionFactsPath), and a
+// p2 document's own (Route.OwnFacts).
+func (Adapter) FactsDocument(string) (string, string) { return "", "" }
 
 // VersionFactsPath is the p2 document that lists the version.
 func (Adapter) VersionFactsPath(name, v string) string { return MetadataPath(name, IsDev(v)) }
