@@ -81,12 +81,7 @@ func TestFirewallComposer(t *testing.T) {
 	t.Logf("composer's refusal:\n%s", out)
 	// Exposure: a report verified after the install names who got it.
 	other := fwReport(t, in, d, admin, "packagist", "acme/other", "")
-	eventually(t, "the exposure of what composer installed", func() bool {
-		r := d.do("GET", base+"/exposure?threat_id="+other, admin, "")
-		if r.code != 200 || r.body["count"].(float64) != 1 {
-			return false
-		}
-		e := r.body["exposures"].([]any)[0].(map[string]any)
+	d.soleExposure(t, "the exposure of what composer installed", admin, other, func(e map[string]any) bool {
 		return e["purl"] == "pkg:composer/acme/other@1.0.0" && e["user"] == "dev@example.com" && e["kind"] == "served"
 	})
 }

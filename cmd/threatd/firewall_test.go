@@ -41,6 +41,19 @@ func fwReport(t *testing.T, in *instance, d *daemon, tok, registry, name, versio
 	return id
 }
 
+// soleExposure waits until the report's exposures are one, and it is as
+// want says (GET /exposure as the admin token).
+func (d *daemon) soleExposure(t *testing.T, what, admin, threatID string, want func(e map[string]any) bool) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		r := d.do("GET", base+"/exposure?threat_id="+threatID, admin, "")
+		if r.code != 200 || r.body["count"].(float64) != 1 {
+			return false
+		}
+		return want(r.body["exposures"].([]any)[0].(map[string]any))
+	})
+}
+
 // client runs a real package manager command in dir with env, returning
 // its combined output and whether it succeeded.
 func client(t *testing.T, dir string, env []string, name string, args ...string) (string, bool) {

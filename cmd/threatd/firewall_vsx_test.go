@@ -143,6 +143,14 @@ func TestFirewallExtensions(t *testing.T) {
 		}
 	}
 
+	// The item page passes through (as text), its query checked.
+	u.Put("/openvsx/vscode/item", "text/html", 300, []byte("<html>acme.pad</html>"))
+	if code, h, body := d.fwGet(ov+"/vscode/item?itemName=acme.pad", tok); code != 200 || string(body) != "<html>acme.pad</html>" || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
+		t.Fatalf("vscode/item: %d %s %s", code, h.Get("Content-Type"), body)
+	}
+	if code, _, _ := d.fwGet(ov+"/vscode/item?itemName=nodot", tok); code != 400 {
+		t.Fatalf("vscode/item of no extension: %d", code)
+	}
 	// The real ovsx: the latest allowed version, and no way to the reported one.
 	dir, home := t.TempDir(), t.TempDir()
 	env := []string{"HOME=" + home, "OVSX_USERNAME=token", "OVSX_PASSWORD=" + tok, "NODE_EXTRA_CA_CERTS=" + in.certFile()}
@@ -219,22 +227,12 @@ func TestFirewallExtensions(t *testing.T) {
 		t.Fatalf("the Marketplace's asset of acme.other: %d", code)
 	}
 	otherMS := fwReport(t, in, d, admin, "vscode", "acme.other", "")
-	eventually(t, "the exposure of what VS Code got", func() bool {
-		r := d.do("GET", base+"/exposure?threat_id="+otherMS, admin, "")
-		if r.code != 200 || r.body["count"].(float64) != 1 {
-			return false
-		}
-		e := r.body["exposures"].([]any)[0].(map[string]any)
+	d.soleExposure(t, "the exposure of what VS Code got", admin, otherMS, func(e map[string]any) bool {
 		return e["user"] == "dev@example.com" && e["purl"] == "pkg:vscode-extension/acme/other@1.0.0"
 	})
 	// Exposure: a report verified after ovsx got acme.other names who got it.
 	other := fwReport(t, in, d, admin, "openvsx", "acme.other", "")
-	eventually(t, "the exposure of what ovsx got", func() bool {
-		r := d.do("GET", base+"/exposure?threat_id="+other, admin, "")
-		if r.code != 200 || r.body["count"].(float64) != 1 {
-			return false
-		}
-		e := r.body["exposures"].([]any)[0].(map[string]any)
+	d.soleExposure(t, "the exposure of what ovsx got", admin, other, func(e map[string]any) bool {
 		return e["user"] == "dev@example.com" && e["kind"] == "served" && e["client_ip"] == "127.0.0.1"
 	})
 }

@@ -174,11 +174,12 @@ func vscodeRoute(segs []string, rawQuery string) (firewall.Route, bool, error) {
 	q, _ := url.ParseQuery(rawQuery)
 	if len(segs) == 1 && segs[0] == "item" {
 		item := q.Get("itemName")
-		ns, ext, ok := strings.Cut(item, ".")
-		if _, err := core.CanonicalIdentifier(core.TypePackage, reg, item); err != nil || !ok {
+		_, _, ok := strings.Cut(item, ".")
+		if _, err := core.CanonicalIdentifier(core.TypePackage, reg, item); err != nil || !ok || len(q) != 1 {
 			return firewall.Route{}, true, firewall.CannotJudge(reg, "itemName", item, "an extension is namespace.name")
 		}
-		return firewall.Route{Kind: firewall.PassThrough, Upstream: "vscode/item?itemName=" + url.QueryEscape(ns+"."+ext)}, true, nil
+		// The query is passed on as it came (checked above).
+		return firewall.Route{Kind: firewall.PassThrough, Upstream: "vscode/item"}, true, nil
 	}
 	var ns, ext, ver string
 	var tail []string
