@@ -63,7 +63,7 @@ const openVSXHost = "open-vsx.org"
 func PackagePurl(registry, name string) string {
 	typ := ""
 	for t, r := range purlTypes {
-		if r == registry {
+		if r == registry || (t == "vscode-extension" && registry == RegistryOpenVSX) {
 			typ = t
 		}
 	}
@@ -71,13 +71,7 @@ func PackagePurl(registry, name string) string {
 		return ""
 	}
 	if typ == "vscode-extension" {
-		// The Marketplace's, the type's default repository (an Open VSX
-		// extension's purl needs its repository_url after the version).
-		pub, ext, ok := strings.Cut(name, ".")
-		if !ok {
-			return ""
-		}
-		return packageurl.NewPackageURL(typ, pub, ext, "", nil, "").ToString()
+		return extensionPurl(registry, name, "")
 	}
 	sep := "/"
 	if typ == "maven" {
@@ -88,6 +82,35 @@ func PackagePurl(registry, name string) string {
 		namespace, name = name[:i], name[i+1:]
 	}
 	return packageurl.NewPackageURL(typ, namespace, name, "", nil, "").ToString()
+}
+
+// VersionPurl is the package URL of one version of a package
+// (pkg:npm/left-pad@1.3.0): PackagePurl's with the version, before any
+// qualifier (Open VSX's repository_url); "" for a registry without a
+// purl type.
+func VersionPurl(registry, name, version string) string {
+	base := PackagePurl(registry, name)
+	if base == "" || version == "" {
+		return base
+	}
+	if registry == RegistryOpenVSX {
+		return extensionPurl(registry, name, version)
+	}
+	return base + "@" + url.PathEscape(version)
+}
+
+// extensionPurl is an editor extension's package URL: the Marketplace's
+// is the type's default repository, Open VSX's names its repository_url.
+func extensionPurl(registry, name, version string) string {
+	pub, ext, ok := strings.Cut(name, ".")
+	if !ok {
+		return ""
+	}
+	var q packageurl.Qualifiers
+	if registry == RegistryOpenVSX {
+		q = packageurl.QualifiersFromMap(map[string]string{"repository_url": "https://" + openVSXHost})
+	}
+	return packageurl.NewPackageURL("vscode-extension", pub, ext, version, q, "").ToString()
 }
 
 // ParsePurl turns a package URL into the check it names: a package in its

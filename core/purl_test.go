@@ -30,7 +30,19 @@ func TestPackagePurl(t *testing.T) {
 	if q, err := ParsePurl("pkg:vscode-extension/acme/pad@1.0.1?repository_url=https://open-vsx.org"); err != nil || q.Ecosystem != RegistryOpenVSX || q.ResourceIdentifier != "acme.pad" || q.Version != "1.0.1" {
 		t.Errorf("an Open VSX purl: %+v %v", q, err)
 	}
-	for _, r := range []string{RegistryOpenVSX, RegistryDockerHub, ""} {
+	for _, c := range []struct{ registry, name, version, purl string }{
+		{RegistryNPM, "@evil/x", "1.0.0", "pkg:npm/%40evil/x@1.0.0"},
+		{RegistryVSCode, "acme.pad", "1.0.1", "pkg:vscode-extension/acme/pad@1.0.1"},
+		{RegistryOpenVSX, "acme.pad", "1.0.1", "pkg:vscode-extension/acme/pad@1.0.1?repository_url=https:%2F%2Fopen-vsx.org"},
+		{RegistryOpenVSX, "acme.pad", "", "pkg:vscode-extension/acme/pad?repository_url=https:%2F%2Fopen-vsx.org"},
+	} {
+		got := VersionPurl(c.registry, c.name, c.version)
+		q, err := ParsePurl(got)
+		if got != c.purl || err != nil || q.Ecosystem != c.registry || q.ResourceIdentifier != c.name || q.Version != c.version {
+			t.Errorf("VersionPurl(%s, %s, %s) = %q (read back %+v, %v), want %q", c.registry, c.name, c.version, got, q, err, c.purl)
+		}
+	}
+	for _, r := range []string{RegistryDockerHub, ""} {
 		if p := PackagePurl(r, "x"); p != "" {
 			t.Errorf("PackagePurl(%q) = %q, want none", r, p)
 		}

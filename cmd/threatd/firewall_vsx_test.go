@@ -233,6 +233,6 @@ func TestFirewallExtensions(t *testing.T) {
 	// Exposure: a report verified after ovsx got acme.other names who got it.
 	other := fwReport(t, in, d, admin, "openvsx", "acme.other", "")
 	d.soleExposure(t, "the exposure of what ovsx got", admin, other, func(e map[string]any) bool {
-		return e["user"] == "dev@example.com" && e["kind"] == "served" && e["client_ip"] == "127.0.0.1"
+		return e["user"] == "dev@example.com" && e["kind"] == "served" && e["purl"] == "pkg:vscode-extension/acme/other@1.0.0?repository_url=https:%2F%2Fopen-vsx.org"
 	})
 }

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"context"
-	"net/url"
 	"slices"
 	"time"
 
@@ -34,7 +33,7 @@ func (j Job) Key() Key { return Key{j.Ecosystem, j.Name, j.Version} }
 
 // Purl names the version as a package URL (pkg:npm/x@1.0.0).
 func (k Key) Purl() string {
-	return core.PackagePurl(k.Ecosystem, k.Name) + "@" + url.PathEscape(k.Version)
+	return core.VersionPurl(k.Ecosystem, k.Name, k.Version)
 }
 
 // States of a queued analysis.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -181,9 +180,7 @@ func (e Exposure) String() string {
 func ItemOf(registry, name, version, purl string) Item {
 	eco := firewall.FirewallName(registry)
 	if purl == "" {
-		if p := core.PackagePurl(registry, name); p != "" {
-			purl = p + "@" + url.PathEscape(version)
-		}
+		purl = core.VersionPurl(registry, name, version)
 	}
 	return Item{Ecosystem: eco, Name: firewall.FoldName(eco, name), Version: version, Purl: purl}
 }

@@ -144,9 +144,7 @@ func (g *Gate) Decide(v Verdict, version string, r Ruling, by Asker) {
 	}
 	d := FirewallDecision{Time: time.Now().UTC(), Ecosystem: v.Registry, Name: v.Name, Version: version, Rule: r.Rule, Action: r.Action,
 		Until: r.Until, User: by.User, ClientIP: by.ClientIP}
-	if purl := core.PackagePurl(RegistryOfFirewall(v.Registry), v.Name); purl != "" {
-		d.Purl = purl + "@" + url.PathEscape(version)
-	}
+	d.Purl = core.VersionPurl(RegistryOfFirewall(v.Registry), v.Name, version)
 	if r.Blocked != nil {
 		d.ThreatIDs = r.Blocked.ThreatIDs()
 	}

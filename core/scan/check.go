@@ -2,7 +2,6 @@ package scan
 
 import (
 	"context"
-	"net/url"
 	"strings"
 
 	"github.com/threatd/threatd/core"
@@ -119,9 +118,5 @@ func (p Package) PackageURL() string {
 	if p.Purl != "" || p.Type == core.TypeContainer || p.Type == core.TypeRepository {
 		return p.Purl
 	}
-	base := core.PackagePurl(p.Registry, p.Name)
-	if base == "" || p.Version == "" {
-		return base
-	}
-	return base + "@" + url.PathEscape(p.Version)
+	return core.VersionPurl(p.Registry, p.Name, p.Version)
 }

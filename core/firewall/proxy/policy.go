@@ -260,9 +260,7 @@ func (p *Proxy) served(c *echo.Context, v firewall.Verdict, err error, versions 
 			continue
 		}
 		e := firewall.LedgerEntry{Ecosystem: v.Registry, Name: firewall.FoldName(v.Registry, v.Name), Version: ver, User: p.host.Who(c), TokenID: token, ClientIP: c.RealIP()}
-		if purl := core.PackagePurl(firewall.RegistryOfFirewall(v.Registry), v.Name); purl != "" {
-			e.Purl = purl + "@" + url.PathEscape(ver)
-		} else if v.Registry == firewall.FirewallOCI {
+		if e.Purl = core.VersionPurl(firewall.RegistryOfFirewall(v.Registry), v.Name, ver); e.Purl == "" && v.Registry == firewall.FirewallOCI {
 			e.Purl = "pkg:docker/" + v.Name + "@" + url.PathEscape(ver)
 		}
 		p.opts.Ledger.Served(e, now)
