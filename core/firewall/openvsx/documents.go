@@ -207,15 +207,25 @@ func (Adapter) RewriteQuery(doc firewall.Document, judges func(map[string][]fire
 	return firewall.Rendering{Body: relink(b, doc.URL, base), ContentType: typeJSON}, nil
 }
 
-// rewriteExtList rewrites -/query's {"extensions": [extension documents]}.
-func rewriteExtList(doc firewall.Document, judges func(map[string][]firewall.Published) (map[string]firewall.Judge, error), base string) ([]byte, error) {
-	top, err := parseObject(doc.Body, "the query's answer")
+// extensionsOf reads a search's answer ({"extensions": [...], …}): the
+// whole, and its extensions' objects.
+func extensionsOf(doc firewall.Document, what string) (*object, []*object, error) {
+	top, err := parseObject(doc.Body, what)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var list []*object
 	if err := json.Unmarshal(top.vals["extensions"], &list); err != nil && top.has("extensions") {
-		return nil, fmt.Errorf("the query's answer: extensions: %w", err)
+		return nil, nil, fmt.Errorf("%s: extensions: %w", what, err)
+	}
+	return top, list, nil
+}
+
+// rewriteExtList rewrites -/query's {"extensions": [extension documents]}.
+func rewriteExtList(doc firewall.Document, judges func(map[string][]firewall.Published) (map[string]firewall.Judge, error), base string) ([]byte, error) {
+	top, list, err := extensionsOf(doc, "the query's answer")
+	if err != nil {
+		return nil, err
 	}
 	exts := make([]*ext, len(list))
 	listed := map[string][]firewall.Published{}
@@ -250,13 +260,9 @@ func rewriteExtList(doc firewall.Document, judges func(map[string][]firewall.Pub
 // [entries]}: an entry names its latest version (with its timestamp) and,
 // with includeAllVersions, allVersions [{version, url, files}].
 func rewriteSearch(doc firewall.Document, judges func(map[string][]firewall.Published) (map[string]firewall.Judge, error), base string) ([]byte, error) {
-	top, err := parseObject(doc.Body, "the search's answer")
+	top, entries, err := extensionsOf(doc, "the search's answer")
 	if err != nil {
 		return nil, err
-	}
-	var entries []*object
-	if err := json.Unmarshal(top.vals["extensions"], &entries); err != nil && top.has("extensions") {
-		return nil, fmt.Errorf("the search's answer: extensions: %w", err)
 	}
 	type entry struct {
 		o    *object

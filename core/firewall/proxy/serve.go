@@ -212,16 +212,19 @@ func (p *Proxy) versionDocument(c *echo.Context, vd firewall.VersionDocuments, r
 		}
 		return p.refuseRuling(c, rt, v, ver, r)
 	}
-	fallbackURL, err := p.at(ctx, a, up, rt.Fallback)
-	if err != nil {
-		return err
-	}
-	lb, res, err := p.fetchDocument(ctx, reg, fallbackURL, "")
-	if err != nil {
-		return err
-	}
-	if res != nil {
-		return passThrough(c, res, "")
+	fallbackURL, lb := docURL, body
+	if rt.Fallback != rt.Upstream {
+		// Another document lists the versions (Go's @v/list); Open
+		// VSX's extension document lists them itself: read once.
+		if fallbackURL, err = p.at(ctx, a, up, rt.Fallback); err != nil {
+			return err
+		}
+		if lb, res, err = p.fetchDocument(ctx, reg, fallbackURL, ""); err != nil {
+			return err
+		}
+		if res != nil {
+			return passThrough(c, res, "")
+		}
 	}
 	listed, err := a.Versions(firewall.Document{Body: lb, URL: fallbackURL, Name: rt.Name})
 	if err != nil {

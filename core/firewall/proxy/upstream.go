@@ -159,13 +159,12 @@ func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 	g.SetLimit(8)
 	var unread atomic.Int64
 	for _, name := range names {
-		pv, err := p.opts.Policy.Lookup(ctx, reg, name)
-		var u *firewall.Unjudgeable
-		if errors.As(err, &u) {
-			continue
-		}
+		pv, ok, err := p.listedVerdict(ctx, reg, name)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		if pv.Private {
 			continue
@@ -199,6 +198,18 @@ func (p *Proxy) listingJudges(ctx context.Context, a firewall.Adapter, names []s
 			"registry", reg, "packages", n, "within", listingFactsTime.String())
 	}
 	return out, ctx.Err()
+}
+
+// listedVerdict is the verdict of a name a listing or a search names;
+// ok is false for a name no report can name (listed as it is: its own
+// documents are refused).
+func (p *Proxy) listedVerdict(ctx context.Context, reg, name string) (firewall.Verdict, bool, error) {
+	pv, err := p.opts.Policy.Lookup(ctx, reg, name)
+	var u *firewall.Unjudgeable
+	if errors.As(err, &u) {
+		return pv, false, nil
+	}
+	return pv, err == nil, err
 }
 
 // listingFactsTime bounds reading the publish times of a listing's recent
@@ -343,13 +354,12 @@ func (p *Proxy) queryJudges(ctx context.Context, a firewall.Adapter, listed map[
 	reg := a.Registry()
 	out := map[string]firewall.Judge{}
 	for name, versions := range listed {
-		pv, err := p.opts.Policy.Lookup(ctx, reg, name)
-		var u *firewall.Unjudgeable
-		if errors.As(err, &u) {
-			continue
-		}
+		pv, ok, err := p.listedVerdict(ctx, reg, name)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		if pv.Private {
 			out[name] = func(string) (bool, string) {
