@@ -253,7 +253,10 @@ func hashesAndWallets(s string) (hashes, eth, btc []string) {
 			}
 		case isEthWord(word):
 			eth = append(eth, word)
-		case isBtcWord(word):
+		}
+		// Apart from the hashes: 32 hex digits may be a bc1 or base58
+		// address too, as btcRe reads them.
+		if isBtcWord(word) {
 			btc = append(btc, word)
 		}
 	}

@@ -69,6 +69,7 @@ var guardSeeds = []string{
 	"2001:db8::1 fe80::1%eth0 ::ffff:10.0.0.1 Source: a:b 10.0.0.1 1.2.3",
 	"pkg:npm/evil@1.0.0 user@example.com http://x.y HTTP://Z.W",
 	"Kelvin \u212a and long \u017f: hxxp\u017f://x",
+	"bc100000000000000000000000000000 and 1234567891abcdef1234567891abcdef", // hex digits that are an address too
 }
 
 func TestGuards(t *testing.T) {
