@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/threatd/threatd/core"
 )
 
 // FillSpill writes an entry for every indexed report that has none, in
@@ -29,13 +31,37 @@ func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 	}
 	cursor := 0
 	var retry spillRetry
+	// The read of the next batch runs while this one is rendered and
+	// written: storage and the daemon work at once (a fill one call at a
+	// time kept each waiting for the other: docs/performance.md).
+	var ahead *spillRead
+	defer func() {
+		if ahead != nil {
+			<-ahead.done
+		}
+	}()
 	for {
 		if x.spill.cur.Load() == nil {
 			return // closed
 		}
 		x.maybeRewriteSpill()
-		batch, next, wrapped := x.unspilled(cursor, x.spill.batchSize())
-		if err := x.fillBatch(ctx, batch); err != nil {
+		r := ahead
+		ahead = nil
+		if r == nil || r.from != cursor {
+			if r != nil {
+				<-r.done // a batch tried again: the read ahead is not this one
+			}
+			r = x.readSpillBatch(ctx, cursor)
+		}
+		<-r.done
+		if r.err == nil && !r.wrapped {
+			ahead = x.readSpillBatch(ctx, r.next)
+		}
+		err := r.err
+		if err == nil {
+			err = x.writeEntries(r.ts, r.want)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -51,11 +77,11 @@ func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 				}
 				continue // the same batch again
 			}
-		} else if len(batch) > 0 {
+		} else if len(r.want) > 0 {
 			x.spillWrote(&retry, hooks)
 		}
-		cursor = next
-		if !wrapped {
+		cursor = r.next
+		if !r.wrapped {
 			continue
 		}
 		if !x.filledOnce.Load() {
@@ -76,22 +102,37 @@ func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 	}
 }
 
-// fillBatch reads batch from storage and writes its entries.
-func (x *Index) fillBatch(ctx context.Context, batch []pending) error {
+// spillRead is one batch of the fill being read from storage: the reports
+// without an entry from record index from on (want), and what storage
+// returned for them (ts); done is closed once ts and err are set.
+type spillRead struct {
+	from, next int
+	wrapped    bool
+	want       map[uuid.UUID]pending
+	ts         []core.Threat
+	err        error
+	done       chan struct{}
+}
+
+// readSpillBatch chooses the next batch from record index from and reads
+// it from storage in the background.
+func (x *Index) readSpillBatch(ctx context.Context, from int) *spillRead {
+	batch, next, wrapped := x.unspilled(from, x.spill.batchSize())
+	r := &spillRead{from: from, next: next, wrapped: wrapped, want: make(map[uuid.UUID]pending, len(batch)), done: make(chan struct{})}
 	if len(batch) == 0 {
-		return nil
+		close(r.done)
+		return r
 	}
 	ids := make([]string, len(batch))
-	want := make(map[uuid.UUID]pending, len(batch))
 	for i, p := range batch {
 		ids[i] = p.id.String()
-		want[p.id] = p
+		r.want[p.id] = p
 	}
-	ts, err := x.store.GetThreats(ctx, ids)
-	if err != nil {
-		return err
-	}
-	return x.writeEntries(ts, want)
+	go func() {
+		defer close(r.done)
+		r.ts, r.err = x.store.GetThreats(ctx, ids)
+	}()
+	return r
 }
 
 // unspilled returns up to n records without an entry, scanning from record
