@@ -130,36 +130,89 @@ func (s *Store) Classify(err error) error {
 // quickCheck runs SQLite's PRAGMA quick_check (every page and index
 // structure, without cross-checking index contents: seconds per GB) and
 // records what it finds as damage: Health then reports the store corrupt.
+// With Options.CheckProcess it runs in that process (the SQLite plugin's
+// own, at the lowest priority), else here at the lowest priority.
 func (s *Store) quickCheck(ctx context.Context) {
 	start := time.Now()
-	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check(20)")
-	if err != nil {
-		if isCorrupt(err) {
-			s.corrupt.record("quick_check: " + err.Error())
+	var problems []string
+	var err error
+	if s.opts.CheckProcess != nil {
+		problems, err = s.opts.CheckProcess(ctx, s.corrupt.location)
+	} else {
+		inBackground(func() { problems, err = QuickCheck(ctx, s.db.DB) })
+	}
+	switch {
+	case err != nil && isCorruptText(err):
+		s.corrupt.record("quick_check: " + err.Error())
+		return
+	case err != nil:
+		if ctx.Err() == nil {
+			slog.Warn("integrity check could not run (quick_check); it runs again at the next interval", "database", s.corrupt.location, "error", err.Error())
 		}
 		return
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			break
-		}
-		if line != "ok" {
-			problems = append(problems, line)
-		}
-	}
-	if err := rows.Err(); err != nil && isCorrupt(err) {
-		problems = append(problems, err.Error())
-	}
-	if len(problems) > 0 {
+	case len(problems) > 0:
 		s.corrupt.record("quick_check: " + strings.Join(problems, "; "))
 		return
 	}
 	if ctx.Err() == nil {
 		slog.Info("integrity check passed (quick_check)", "database", s.corrupt.location, "took_ms", time.Since(start).Milliseconds())
 	}
+}
+
+// QuickCheck runs PRAGMA quick_check(20) on db and returns what it found
+// (nil: the database is sound). A statement that fails because the file
+// is damaged is an error that isCorruptText recognises.
+func QuickCheck(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "PRAGMA quick_check(20)")
+	if err != nil {
+		return nil, corruptText(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, corruptText(err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	return problems, corruptText(rows.Err())
+}
+
+// corruptMark starts the text of an error that says the file is damaged,
+// so that it can be told apart after crossing a process boundary.
+const corruptMark = "database damaged: "
+
+// corruptText marks err when it says the database is damaged.
+func corruptText(err error) error {
+	if err != nil && isCorrupt(err) {
+		return errors.New(corruptMark + err.Error())
+	}
+	return err
+}
+
+// isCorruptText reports whether err was marked by corruptText.
+func isCorruptText(err error) bool { return strings.HasPrefix(err.Error(), corruptMark) }
+
+// IsCorruptError reports whether an error of QuickCheck says the database
+// is damaged.
+func IsCorruptError(err error) bool { return err != nil && isCorruptText(err) }
+
+// QuickCheckFile opens the SQLite database at path read-only and runs
+// QuickCheck on it: the SQLite plugin's child process (Options.CheckProcess).
+func QuickCheckFile(ctx context.Context, path string) ([]string, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(15000)")
+	q.Set("mode", "ro")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return QuickCheck(ctx, db)
 }
 
 // checkSQLiteFile refuses, before threatd's own connection opens it (its

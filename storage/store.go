@@ -78,7 +78,7 @@ func (s *Store) checkpointLoop(ctx context.Context, every time.Duration) {
 		var checks sync.WaitGroup
 		defer checks.Wait()
 		checks.Go(func() {
-			inBackground(func() { s.quickCheck(ctx) })
+			s.quickCheck(ctx)
 			it := time.NewTicker(s.opts.IntegrityEvery)
 			defer it.Stop()
 			for {
@@ -86,7 +86,7 @@ func (s *Store) checkpointLoop(ctx context.Context, every time.Duration) {
 				case <-ctx.Done():
 					return
 				case <-it.C:
-					inBackground(func() { s.quickCheck(ctx) })
+					s.quickCheck(ctx)
 				}
 			}
 		})
@@ -141,6 +141,15 @@ type Options struct {
 	// sets it ("off": negative); the SQLite plugin gives a daemon's store
 	// six hours when the setting does not say.
 	IntegrityEvery time.Duration
+
+	// CheckProcess, when set, runs the integrity check of the database
+	// at path somewhere else and returns what QuickCheck returns there: the
+	// SQLite plugin runs it in a child process at the lowest priority.
+	// (In this process a thread at the lowest priority still held one of
+	// the Go runtime's processors, and every collection waited for it to
+	// stop: the index spill's fill at start-up took a third longer beside
+	// it, docs/performance.md.)
+	CheckProcess func(ctx context.Context, path string) ([]string, error)
 
 	// FailStep makes the named submission step fail (core.StepLookup,
 	// StepInsertThreat, StepInsertDetails). For tests only: it is refused

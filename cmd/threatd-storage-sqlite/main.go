@@ -3,8 +3,17 @@
 package main
 
 import (
+	"os"
+
 	"github.com/threatd/threatd/cmd/internal/sqliteplugin"
 	"github.com/threatd/threatd/plugins"
 )
 
-func main() { plugins.ServeStorage("sqlite", sqliteplugin.Open) }
+func main() {
+	// The integrity check's child process (sqliteplugin/check.go).
+	if len(os.Args) == 3 && os.Args[1] == sqliteplugin.QuickCheckArg {
+		os.Exit(sqliteplugin.RunQuickCheck(os.Args[2]))
+	}
+	sqliteplugin.CheckInChild = true
+	plugins.ServeStorage("sqlite", sqliteplugin.Open)
+}

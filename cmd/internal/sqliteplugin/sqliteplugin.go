@@ -66,6 +66,9 @@ func Open(_ context.Context, cfg plugins.StorageConfig) (port.Store, error) {
 		// A daemon checks the whole file at start and every six hours.
 		opts.IntegrityEvery = 6 * time.Hour
 	}
+	if opts.IntegrityEvery > 0 && CheckInChild {
+		opts.CheckProcess = checkInChild
+	}
 	st, err := storage.Open(storage.SQLite, path, opts)
 	if err != nil {
 		return nil, err
