@@ -66,6 +66,10 @@ type ReportStore interface {
 	// ListSubmissions and ThreatsByKeyPrefix. GetThreat, ListPending,
 	// LatestVerified (its exports), QueryThreats and Feed return them.
 	GetThreats(ctx context.Context, ids []string) ([]Threat, error)
+	// GetThreatsWithIOCs is GetThreats with each report's stored
+	// indicators (Threat.IOCs): the read of the index spill's fill, from
+	// which the block lists are built too.
+	GetThreatsWithIOCs(ctx context.Context, ids []string) ([]Threat, error)
 	// ListSubmissions returns one page of the reports a user submitted,
 	// newest first (q.Limit 1..MaxPage, else ErrInvalid), and how many
 	// there are in all.

@@ -233,6 +233,20 @@ func (c *StorageClient) GetThreats(ctx context.Context, p []string) ([]core.Thre
 	return out, nil
 }
 
+// GetThreatsWithIOCs is port.Store's, over the plugin protocol.
+func (c *StorageClient) GetThreatsWithIOCs(ctx context.Context, p []string) ([]core.Threat, error) {
+	var out []core.Threat
+	stream, err := c.conn().GetThreatsWithIOCs(ctx, &pb.GetThreatsWithIOCsRequest{Ids: p})
+	err = eachRecv(stream, err, func(r *pb.Threat) error {
+		out = append(out, threatFromPB(r))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ListSubmissions is port.Store's, over the plugin protocol.
 func (c *StorageClient) ListSubmissions(ctx context.Context, p core.SubmissionQuery) (core.ThreatList, error) {
 	var out core.ThreatList

@@ -198,6 +198,23 @@ func (s *storageServer) GetThreats(req *pb.GetThreatsRequest, stream grpc.Server
 	return err
 }
 
+func (s *storageServer) GetThreatsWithIOCs(req *pb.GetThreatsWithIOCsRequest, stream grpc.ServerStreamingServer[pb.Threat]) error {
+	ctx := stream.Context()
+	_, err := withStore(s, func(st port.Store) (struct{}, error) {
+		r, err := st.GetThreatsWithIOCs(ctx, req.Ids)
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, it := range r {
+			if err := stream.Send(threatToPB(it)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
 func (s *storageServer) ListSubmissions(req *pb.SubmissionQuery, stream grpc.ServerStreamingServer[pb.ListSubmissionsPart]) error {
 	ctx := stream.Context()
 	_, err := withStore(s, func(st port.Store) (struct{}, error) {

@@ -41,6 +41,17 @@ func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, er
 	return s.getThreats(ctx, ids, false)
 }
 
+// GetThreatsWithIOCs is GetThreats with the reports' stored indicators.
+func (s *Store) GetThreatsWithIOCs(ctx context.Context, ids []string) ([]core.Threat, error) {
+	if len(ids) > core.MaxGetThreats {
+		return nil, core.Invalid("ids", "at most %d in one call", core.MaxGetThreats)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.getThreats(ctx, ids, true)
+}
+
 // getThreats is GetThreats, with the reports' stored indicators when iocs
 // is set (the feed's read).
 func (s *Store) getThreats(ctx context.Context, ids []string, iocs bool) ([]core.Threat, error) {

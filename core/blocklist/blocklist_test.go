@@ -311,3 +311,33 @@ func TestServiceFillAndApply(t *testing.T) {
 		t.Errorf("the RPZ serial is not the latest published change's time: %.300s", rpz)
 	}
 }
+
+// Reports offered by another pass over every verified report (the index
+// spill's fill) build the lists as Fill's own read does: only verified
+// ones, none older than what the change feed applied meanwhile, nothing
+// served before Complete, and nothing taken from such a pass after it
+// (the change feed keeps the lists from then on).
+func TestServiceOfferAndComplete(t *testing.T) {
+	s := NewService(&store{}, "")
+	s.Apply([]core.Threat{domainReport(3, 2, core.StatusRejected)})
+	s.Offer([]core.Threat{domainReport(1, 1, core.StatusVerified), domainReport(2, 1, core.StatusRejected), domainReport(3, 1, core.StatusVerified)})
+	s.Offer([]core.Threat{domainReport(1, 1, core.StatusVerified)}) // a batch read again
+	if _, _, err := s.List(context.Background(), Domains); err != ErrFilling {
+		t.Fatalf("before Complete: %v", err)
+	}
+	// Reports read, as offered: the batch read again counts again.
+	if done, read := s.Filled(); done || read != 2 {
+		t.Fatalf("Filled before Complete: %v %d, want false 2", done, read)
+	}
+	s.Complete()
+	s.Offer([]core.Threat{domainReport(4, 1, core.StatusVerified)})
+	body, _, err := s.List(context.Background(), Domains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(body)
+	if !strings.Contains(text, "c2-0001.evil.example") || strings.Contains(text, "c2-0002.evil.example") ||
+		strings.Contains(text, "c2-0003.evil.example") || strings.Contains(text, "c2-0004.evil.example") || !strings.Contains(text, ": 1 domain named") {
+		t.Fatalf("after Complete: %.300s", text)
+	}
+}

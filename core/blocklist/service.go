@@ -85,15 +85,7 @@ func (s *Service) Fill(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		for _, t := range page {
-			if v, ok := s.applied[t.ID]; ok && v >= t.Version {
-				continue
-			}
-			s.set.Put(t.ID, t.Version, Of(t))
-		}
-		s.mu.Unlock()
-		s.read.Add(int64(len(page)))
+		s.Offer(page)
 		if len(page) < fillPage {
 			break
 		}
@@ -103,11 +95,43 @@ func (s *Service) Fill(ctx context.Context) error {
 		}
 		q.AfterVerifiedAt, q.AfterID = *last.VerifiedAt, last.ID
 	}
+	s.Complete()
+	return nil
+}
+
+// Offer takes reports read in a pass over every verified report: Fill's
+// own, or another that reads them all anyway (the index spill's fill,
+// whose reads then build the lists too, and Fill is not run). Only the
+// verified ones count, and only when the change feed has not brought a
+// newer version of them meanwhile (Apply); a report offered twice counts
+// once.
+func (s *Service) Offer(ts []core.Threat) {
+	s.mu.Lock()
+	n := 0
+	for _, t := range ts {
+		if t.Status != core.StatusVerified {
+			continue
+		}
+		if v, ok := s.applied[t.ID]; ok && v >= t.Version {
+			continue
+		}
+		if s.filled.Load() {
+			continue // complete: the change feed keeps them from now on
+		}
+		s.set.Put(t.ID, t.Version, Of(t))
+		n++
+	}
+	s.mu.Unlock()
+	s.read.Add(int64(n))
+}
+
+// Complete marks the lists complete once a pass has offered every
+// verified report: they are served from then on.
+func (s *Service) Complete() {
 	s.mu.Lock()
 	s.applied = nil
 	s.filled.Store(true)
 	s.mu.Unlock()
-	return nil
 }
 
 // Filled says whether the lists are complete, and how many reports the

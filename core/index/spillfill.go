@@ -29,15 +29,22 @@ func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	// Whoever else hears of the reports read (hooks.Read) gets their
+	// stored indicators too.
+	read := x.store.GetThreats
+	if hooks.Read != nil {
+		read = x.store.GetThreatsWithIOCs
+	}
 	cursor := 0
 	var retry spillRetry
-	// The read of the next batch runs while this one is rendered and
-	// written: storage and the daemon work at once (a fill one call at a
-	// time kept each waiting for the other: docs/performance.md).
-	var ahead *spillRead
+	// The reads of the next spillAhead batches run while this one is
+	// rendered and written: storage and the daemon work at once (a fill
+	// one call at a time kept each waiting for the other, and one read
+	// ahead still left a core idle: docs/performance.md).
+	var ahead []*spillRead
 	defer func() {
-		if ahead != nil {
-			<-ahead.done
+		for _, r := range ahead {
+			<-r.done
 		}
 	}()
 	for {
@@ -45,20 +52,32 @@ func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 			return // closed
 		}
 		x.maybeRewriteSpill()
-		r := ahead
-		ahead = nil
-		if r == nil || r.from != cursor {
-			if r != nil {
-				<-r.done // a batch tried again: the read ahead is not this one
+		var r *spillRead
+		if len(ahead) > 0 && ahead[0].from == cursor {
+			r, ahead = ahead[0], ahead[1:]
+		} else {
+			for _, a := range ahead {
+				<-a.done // a batch tried again: the reads ahead are not the next ones
 			}
-			r = x.readSpillBatch(ctx, cursor)
+			ahead = nil
+			r = x.readSpillBatch(ctx, cursor, read)
 		}
 		<-r.done
-		if r.err == nil && !r.wrapped {
-			ahead = x.readSpillBatch(ctx, r.next)
+		if r.err == nil {
+			last := r
+			if len(ahead) > 0 {
+				last = ahead[len(ahead)-1]
+			}
+			for len(ahead) < spillAhead && !last.wrapped {
+				last = x.readSpillBatch(ctx, last.next, read)
+				ahead = append(ahead, last)
+			}
 		}
 		err := r.err
 		if err == nil {
+			if hooks.Read != nil && len(r.ts) > 0 {
+				hooks.Read(r.ts)
+			}
 			err = x.writeEntries(r.ts, r.want)
 		}
 		if err != nil {
@@ -102,6 +121,10 @@ func (x *Index) FillSpill(ctx context.Context, hooks SpillHooks) {
 	}
 }
 
+// spillAhead is how many batches the fill reads ahead of the one it
+// writes.
+const spillAhead = 2
+
 // spillRead is one batch of the fill being read from storage: the reports
 // without an entry from record index from on (want), and what storage
 // returned for them (ts); done is closed once ts and err are set.
@@ -115,8 +138,8 @@ type spillRead struct {
 }
 
 // readSpillBatch chooses the next batch from record index from and reads
-// it from storage in the background.
-func (x *Index) readSpillBatch(ctx context.Context, from int) *spillRead {
+// it from storage with read in the background.
+func (x *Index) readSpillBatch(ctx context.Context, from int, read func(context.Context, []string) ([]core.Threat, error)) *spillRead {
 	batch, next, wrapped := x.unspilled(from, x.spill.batchSize())
 	r := &spillRead{from: from, next: next, wrapped: wrapped, want: make(map[uuid.UUID]pending, len(batch)), done: make(chan struct{})}
 	if len(batch) == 0 {
@@ -130,7 +153,7 @@ func (x *Index) readSpillBatch(ctx context.Context, from int) *spillRead {
 	}
 	go func() {
 		defer close(r.done)
-		r.ts, r.err = x.store.GetThreats(ctx, ids)
+		r.ts, r.err = read(ctx, ids)
 	}()
 	return r
 }

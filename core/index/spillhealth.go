@@ -3,6 +3,8 @@ package index
 import (
 	"errors"
 	"time"
+
+	"github.com/threatd/threatd/core"
 )
 
 // spillWriteError is a failure to write the spill file (a full disk, an
@@ -28,11 +30,16 @@ var (
 // SpillHooks hear of the spill's fill (FillSpill): Failed of a failure,
 // once when it starts or changes and every spillReportEvery while it lasts
 // (with the pause before the next try); Recovered when writes succeed
-// again after one; Filled once, when the first pass ends.
+// again after one; Filled once, when the first pass ends; Read of every
+// batch of reports the fill read from storage, as GetThreats returned
+// them (a batch tried again is read again), so that another reader of
+// every verified report can take them from the same pass (the block
+// lists).
 type SpillHooks struct {
 	Failed    func(err error, retryIn time.Duration)
 	Recovered func()
 	Filled    func(SpillStats)
+	Read      func([]core.Threat)
 }
 
 // SpillFailure is why the spill cannot be written now ("" when it can, or

@@ -56,6 +56,15 @@ func testDerivedIndicators(t *testing.T, b Backend) {
 	if many, err := s.GetThreats(c, []string{th.ID}); err != nil || len(many) != 1 || many[0].IOCs != nil {
 		t.Fatalf("GetThreats: %+v %v", many, err)
 	}
+	// GetThreatsWithIOCs (the spill's fill, and the block lists with it)
+	// does, with the rest of GetThreats' answer.
+	full, err := s.GetThreatsWithIOCs(c, []string{th.ID, uuid.NewString()})
+	if err != nil || len(full) != 1 || full[0].ID != th.ID || !reflect.DeepEqual(full[0].IOCs, th.IOCs) || full[0].Details.ThreatDescription != th.Details.ThreatDescription {
+		t.Fatalf("GetThreatsWithIOCs: %+v %v", full, err)
+	}
+	if _, err := s.GetThreatsWithIOCs(c, make([]string, core.MaxGetThreats+1)); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("GetThreatsWithIOCs of %d ids: %v", core.MaxGetThreats+1, err)
+	}
 
 	// The owner changes it as the daemon would, but with indicators the
 	// store could not work out from the text: it keeps what it is given.

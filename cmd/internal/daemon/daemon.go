@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -155,9 +156,12 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	d.add(service{"change feed", func(ctx context.Context) error { follower.Run(ctx, poll); return nil }},
 		service{"community signals", func(ctx context.Context) error { signals.Run(ctx, poll); return nil }})
 	metrics.Watch(idx, follower.Lag)
-	// The index's load, then the block lists' first read (both read every
-	// verified report: one after the other, checks answer sooner). A load
-	// that fails stops the daemon.
+	// The index's load, then the block lists' first read: the spill's fill
+	// when there is a spill (it reads every verified report anyway; the
+	// lists take the reports from the same reads), else a read of their
+	// own (both read every verified report: one after the other, checks
+	// answer sooner). A load that fails stops the daemon.
+	var loaded atomic.Int64 // when the index was loaded (unix ns)
 	d.add(service{"index load", func(ctx context.Context) error {
 		started := time.Now()
 		// The community signals are read first: every answer carries
@@ -175,12 +179,15 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 			return nil
 		}
 		log.Info("index loaded", "verified_reports", idx.Len(), "seq", idx.LastSeq(), "took_ms", time.Since(started).Milliseconds())
-		fillLists(ctx, lists, log)
+		loaded.Store(time.Now().UnixNano())
+		if !cfg.Cache.Spill {
+			fillLists(ctx, lists, log)
+		}
 		return nil
 	}})
 	if cfg.Cache.Spill {
 		d.add(service{"index spill", func(ctx context.Context) error {
-			idx.FillSpill(ctx, spillHooks(log))
+			idx.FillSpill(ctx, spillFillsLists(ctx, spillHooks(log), lists, &loaded, log))
 			return nil
 		}})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -65,6 +66,31 @@ func fillLists(ctx context.Context, lists *blocklist.Service, log *slog.Logger) 
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// spillFillsLists makes the spill's fill build the block lists too: they
+// take every batch it reads (Offer) and are complete when its first pass
+// is. Should the fill fail (a full disk stops it at the batch it cannot
+// write), the lists read the reports themselves (fillLists), once.
+func spillFillsLists(ctx context.Context, hooks index.SpillHooks, lists *blocklist.Service, loaded *atomic.Int64, log *slog.Logger) index.SpillHooks {
+	var own sync.Once
+	failed, filled := hooks.Failed, hooks.Filled
+	hooks.Read = lists.Offer
+	hooks.Failed = func(err error, retryIn time.Duration) {
+		failed(err, retryIn)
+		own.Do(func() { go fillLists(ctx, lists, log) })
+	}
+	hooks.Filled = func(st index.SpillStats) {
+		filled(st)
+		if done, _ := lists.Filled(); done {
+			return // filled by their own read
+		}
+		lists.Complete()
+		domains, ips := lists.Len()
+		log.Info("block lists built", "domains", domains, "addresses", ips, "took_ms", time.Since(time.Unix(0, loaded.Load())).Milliseconds(),
+			"read_with", "index spill")
+	}
+	return hooks
 }
 
 // spillHooks log the index spill's filling.

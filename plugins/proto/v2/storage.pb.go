@@ -745,6 +745,50 @@ func (x *GetThreatsRequest) GetIds() []string {
 	return nil
 }
 
+type GetThreatsWithIOCsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []string               `protobuf:"bytes,1,rep,name=Ids,proto3" json:"Ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetThreatsWithIOCsRequest) Reset() {
+	*x = GetThreatsWithIOCsRequest{}
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetThreatsWithIOCsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetThreatsWithIOCsRequest) ProtoMessage() {}
+
+func (x *GetThreatsWithIOCsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetThreatsWithIOCsRequest.ProtoReflect.Descriptor instead.
+func (*GetThreatsWithIOCsRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetThreatsWithIOCsRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 // ListSubmissionsPart is one message of ListSubmissions's stream: the first carries the fields of ThreatList but Threats, each other one item of Threats.
 type ListSubmissionsPart struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -756,7 +800,7 @@ type ListSubmissionsPart struct {
 
 func (x *ListSubmissionsPart) Reset() {
 	*x = ListSubmissionsPart{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[16]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +812,7 @@ func (x *ListSubmissionsPart) String() string {
 func (*ListSubmissionsPart) ProtoMessage() {}
 
 func (x *ListSubmissionsPart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[16]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +825,7 @@ func (x *ListSubmissionsPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubmissionsPart.ProtoReflect.Descriptor instead.
 func (*ListSubmissionsPart) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{16}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListSubmissionsPart) GetTotal() int64 {
@@ -807,7 +851,7 @@ type SubmitterRecordsRequest struct {
 
 func (x *SubmitterRecordsRequest) Reset() {
 	*x = SubmitterRecordsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[17]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +863,7 @@ func (x *SubmitterRecordsRequest) String() string {
 func (*SubmitterRecordsRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[17]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +876,7 @@ func (x *SubmitterRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{17}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SubmitterRecordsRequest) GetUserIDs() []string {
@@ -853,7 +897,7 @@ type ListPendingPart struct {
 
 func (x *ListPendingPart) Reset() {
 	*x = ListPendingPart{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[18]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +909,7 @@ func (x *ListPendingPart) String() string {
 func (*ListPendingPart) ProtoMessage() {}
 
 func (x *ListPendingPart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[18]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +922,7 @@ func (x *ListPendingPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPart.ProtoReflect.Descriptor instead.
 func (*ListPendingPart) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{18}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListPendingPart) GetTotal() int64 {
@@ -903,7 +947,7 @@ type RecordDuplicateReply struct {
 
 func (x *RecordDuplicateReply) Reset() {
 	*x = RecordDuplicateReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +959,7 @@ func (x *RecordDuplicateReply) String() string {
 func (*RecordDuplicateReply) ProtoMessage() {}
 
 func (x *RecordDuplicateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[19]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +972,7 @@ func (x *RecordDuplicateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDuplicateReply.ProtoReflect.Descriptor instead.
 func (*RecordDuplicateReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{19}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{20}
 }
 
 type ReviewEventsRequest struct {
@@ -940,7 +984,7 @@ type ReviewEventsRequest struct {
 
 func (x *ReviewEventsRequest) Reset() {
 	*x = ReviewEventsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +996,7 @@ func (x *ReviewEventsRequest) String() string {
 func (*ReviewEventsRequest) ProtoMessage() {}
 
 func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[20]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1009,7 @@ func (x *ReviewEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReviewEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{20}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReviewEventsRequest) GetThreatID() string {
@@ -983,7 +1027,7 @@ type ListPendingRevisionsRequest struct {
 
 func (x *ListPendingRevisionsRequest) Reset() {
 	*x = ListPendingRevisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1039,7 @@ func (x *ListPendingRevisionsRequest) String() string {
 func (*ListPendingRevisionsRequest) ProtoMessage() {}
 
 func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[21]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1052,7 @@ func (x *ListPendingRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{21}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{22}
 }
 
 type ListRevisionsRequest struct {
@@ -1020,7 +1064,7 @@ type ListRevisionsRequest struct {
 
 func (x *ListRevisionsRequest) Reset() {
 	*x = ListRevisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1076,7 @@ func (x *ListRevisionsRequest) String() string {
 func (*ListRevisionsRequest) ProtoMessage() {}
 
 func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[22]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1089,7 @@ func (x *ListRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{22}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListRevisionsRequest) GetThreatID() string {
@@ -1064,7 +1108,7 @@ type GetRevisionRequest struct {
 
 func (x *GetRevisionRequest) Reset() {
 	*x = GetRevisionRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1120,7 @@ func (x *GetRevisionRequest) String() string {
 func (*GetRevisionRequest) ProtoMessage() {}
 
 func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[23]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1133,7 @@ func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRevisionRequest.ProtoReflect.Descriptor instead.
 func (*GetRevisionRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{23}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetRevisionRequest) GetId() string {
@@ -1109,7 +1153,7 @@ type EachVerifiedSummaryItem struct {
 
 func (x *EachVerifiedSummaryItem) Reset() {
 	*x = EachVerifiedSummaryItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1165,7 @@ func (x *EachVerifiedSummaryItem) String() string {
 func (*EachVerifiedSummaryItem) ProtoMessage() {}
 
 func (x *EachVerifiedSummaryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[24]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1178,7 @@ func (x *EachVerifiedSummaryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedSummaryItem.ProtoReflect.Descriptor instead.
 func (*EachVerifiedSummaryItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{24}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EachVerifiedSummaryItem) GetValue() []*Summary {
@@ -1152,7 +1196,7 @@ type EachVerifiedSummaryRequest struct {
 
 func (x *EachVerifiedSummaryRequest) Reset() {
 	*x = EachVerifiedSummaryRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1208,7 @@ func (x *EachVerifiedSummaryRequest) String() string {
 func (*EachVerifiedSummaryRequest) ProtoMessage() {}
 
 func (x *EachVerifiedSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[25]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1221,7 @@ func (x *EachVerifiedSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedSummaryRequest.ProtoReflect.Descriptor instead.
 func (*EachVerifiedSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{25}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{26}
 }
 
 type CountThreatsReply struct {
@@ -1189,7 +1233,7 @@ type CountThreatsReply struct {
 
 func (x *CountThreatsReply) Reset() {
 	*x = CountThreatsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1245,7 @@ func (x *CountThreatsReply) String() string {
 func (*CountThreatsReply) ProtoMessage() {}
 
 func (x *CountThreatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[26]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1258,7 @@ func (x *CountThreatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountThreatsReply.ProtoReflect.Descriptor instead.
 func (*CountThreatsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{26}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CountThreatsReply) GetValue() int64 {
@@ -1233,7 +1277,7 @@ type LastFeedEventRequest struct {
 
 func (x *LastFeedEventRequest) Reset() {
 	*x = LastFeedEventRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1289,7 @@ func (x *LastFeedEventRequest) String() string {
 func (*LastFeedEventRequest) ProtoMessage() {}
 
 func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[27]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1302,7 @@ func (x *LastFeedEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastFeedEventRequest.ProtoReflect.Descriptor instead.
 func (*LastFeedEventRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{27}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LastFeedEventRequest) GetTo() *timestamppb.Timestamp {
@@ -1277,7 +1321,7 @@ type ImportedVersionsReply struct {
 
 func (x *ImportedVersionsReply) Reset() {
 	*x = ImportedVersionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1333,7 @@ func (x *ImportedVersionsReply) String() string {
 func (*ImportedVersionsReply) ProtoMessage() {}
 
 func (x *ImportedVersionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[28]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1346,7 @@ func (x *ImportedVersionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedVersionsReply.ProtoReflect.Descriptor instead.
 func (*ImportedVersionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{28}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ImportedVersionsReply) GetValue() map[string]*timestamppb.Timestamp {
@@ -1321,7 +1365,7 @@ type ImportedIDsReply struct {
 
 func (x *ImportedIDsReply) Reset() {
 	*x = ImportedIDsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1377,7 @@ func (x *ImportedIDsReply) String() string {
 func (*ImportedIDsReply) ProtoMessage() {}
 
 func (x *ImportedIDsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[29]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1390,7 @@ func (x *ImportedIDsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedIDsReply.ProtoReflect.Descriptor instead.
 func (*ImportedIDsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportedIDsReply) GetValue() []string {
@@ -1364,7 +1408,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1420,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[30]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1433,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{31}
 }
 
 type MigrateReply struct {
@@ -1401,7 +1445,7 @@ type MigrateReply struct {
 
 func (x *MigrateReply) Reset() {
 	*x = MigrateReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1457,7 @@ func (x *MigrateReply) String() string {
 func (*MigrateReply) ProtoMessage() {}
 
 func (x *MigrateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[31]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1470,7 @@ func (x *MigrateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateReply.ProtoReflect.Descriptor instead.
 func (*MigrateReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MigrateReply) GetValue() []string {
@@ -1444,7 +1488,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1500,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[32]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1513,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{33}
 }
 
 type HealthReply struct {
@@ -1480,7 +1524,7 @@ type HealthReply struct {
 
 func (x *HealthReply) Reset() {
 	*x = HealthReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1536,7 @@ func (x *HealthReply) String() string {
 func (*HealthReply) ProtoMessage() {}
 
 func (x *HealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[33]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1549,7 @@ func (x *HealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthReply.ProtoReflect.Descriptor instead.
 func (*HealthReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{34}
 }
 
 type StatsRequest struct {
@@ -1516,7 +1560,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1572,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[34]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1585,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{35}
 }
 
 type SecretRequest struct {
@@ -1553,7 +1597,7 @@ type SecretRequest struct {
 
 func (x *SecretRequest) Reset() {
 	*x = SecretRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1609,7 @@ func (x *SecretRequest) String() string {
 func (*SecretRequest) ProtoMessage() {}
 
 func (x *SecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[35]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1622,7 @@ func (x *SecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRequest.ProtoReflect.Descriptor instead.
 func (*SecretRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{35}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SecretRequest) GetName() string {
@@ -1597,7 +1641,7 @@ type SecretReply struct {
 
 func (x *SecretReply) Reset() {
 	*x = SecretReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1653,7 @@ func (x *SecretReply) String() string {
 func (*SecretReply) ProtoMessage() {}
 
 func (x *SecretReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[36]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1666,7 @@ func (x *SecretReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretReply.ProtoReflect.Descriptor instead.
 func (*SecretReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{36}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SecretReply) GetValue() string {
@@ -1641,7 +1685,7 @@ type LeaseReply struct {
 
 func (x *LeaseReply) Reset() {
 	*x = LeaseReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1697,7 @@ func (x *LeaseReply) String() string {
 func (*LeaseReply) ProtoMessage() {}
 
 func (x *LeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[37]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1710,7 @@ func (x *LeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReply.ProtoReflect.Descriptor instead.
 func (*LeaseReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{37}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LeaseReply) GetValue() bool {
@@ -1685,7 +1729,7 @@ type AddUsageRequest struct {
 
 func (x *AddUsageRequest) Reset() {
 	*x = AddUsageRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1741,7 @@ func (x *AddUsageRequest) String() string {
 func (*AddUsageRequest) ProtoMessage() {}
 
 func (x *AddUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[38]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1754,7 @@ func (x *AddUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageRequest.ProtoReflect.Descriptor instead.
 func (*AddUsageRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{38}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AddUsageRequest) GetDeltas() []*UsageDelta {
@@ -1728,7 +1772,7 @@ type AddUsageReply struct {
 
 func (x *AddUsageReply) Reset() {
 	*x = AddUsageReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1784,7 @@ func (x *AddUsageReply) String() string {
 func (*AddUsageReply) ProtoMessage() {}
 
 func (x *AddUsageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[39]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1797,7 @@ func (x *AddUsageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddUsageReply.ProtoReflect.Descriptor instead.
 func (*AddUsageReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{39}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{40}
 }
 
 type UsageReply struct {
@@ -1765,7 +1809,7 @@ type UsageReply struct {
 
 func (x *UsageReply) Reset() {
 	*x = UsageReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1821,7 @@ func (x *UsageReply) String() string {
 func (*UsageReply) ProtoMessage() {}
 
 func (x *UsageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[40]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1834,7 @@ func (x *UsageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReply.ProtoReflect.Descriptor instead.
 func (*UsageReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{40}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UsageReply) GetValue() map[string]int64 {
@@ -1809,7 +1853,7 @@ type SyncRateCountsReply struct {
 
 func (x *SyncRateCountsReply) Reset() {
 	*x = SyncRateCountsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1865,7 @@ func (x *SyncRateCountsReply) String() string {
 func (*SyncRateCountsReply) ProtoMessage() {}
 
 func (x *SyncRateCountsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[41]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1878,7 @@ func (x *SyncRateCountsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRateCountsReply.ProtoReflect.Descriptor instead.
 func (*SyncRateCountsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{41}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SyncRateCountsReply) GetValue() map[string]int64 {
@@ -1855,7 +1899,7 @@ type ExportItem struct {
 
 func (x *ExportItem) Reset() {
 	*x = ExportItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1911,7 @@ func (x *ExportItem) String() string {
 func (*ExportItem) ProtoMessage() {}
 
 func (x *ExportItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[42]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1924,7 @@ func (x *ExportItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportItem.ProtoReflect.Descriptor instead.
 func (*ExportItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{42}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ExportItem) GetTable() string {
@@ -1905,7 +1949,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +1961,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[43]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +1974,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{43}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{44}
 }
 
 // ImportItem is one item of Import's stream.
@@ -1944,7 +1988,7 @@ type ImportItem struct {
 
 func (x *ImportItem) Reset() {
 	*x = ImportItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2000,7 @@ func (x *ImportItem) String() string {
 func (*ImportItem) ProtoMessage() {}
 
 func (x *ImportItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[44]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2013,7 @@ func (x *ImportItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportItem.ProtoReflect.Descriptor instead.
 func (*ImportItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{44}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ImportItem) GetTable() string {
@@ -1994,7 +2038,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2050,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[45]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2063,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{45}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{46}
 }
 
 type ImportReply struct {
@@ -2031,7 +2075,7 @@ type ImportReply struct {
 
 func (x *ImportReply) Reset() {
 	*x = ImportReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2087,7 @@ func (x *ImportReply) String() string {
 func (*ImportReply) ProtoMessage() {}
 
 func (x *ImportReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[46]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2100,7 @@ func (x *ImportReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportReply.ProtoReflect.Descriptor instead.
 func (*ImportReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{46}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ImportReply) GetValue() map[string]int64 {
@@ -2074,7 +2118,7 @@ type CreateWebhookReply struct {
 
 func (x *CreateWebhookReply) Reset() {
 	*x = CreateWebhookReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2130,7 @@ func (x *CreateWebhookReply) String() string {
 func (*CreateWebhookReply) ProtoMessage() {}
 
 func (x *CreateWebhookReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[47]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2143,7 @@ func (x *CreateWebhookReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookReply.ProtoReflect.Descriptor instead.
 func (*CreateWebhookReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{47}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{48}
 }
 
 type ListWebhooksRequest struct {
@@ -2110,7 +2154,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2122,7 +2166,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[48]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2135,7 +2179,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{48}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{49}
 }
 
 type DeleteWebhookRequest struct {
@@ -2147,7 +2191,7 @@ type DeleteWebhookRequest struct {
 
 func (x *DeleteWebhookRequest) Reset() {
 	*x = DeleteWebhookRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2203,7 @@ func (x *DeleteWebhookRequest) String() string {
 func (*DeleteWebhookRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[49]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2216,7 @@ func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{49}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeleteWebhookRequest) GetId() string {
@@ -2190,7 +2234,7 @@ type DeleteWebhookReply struct {
 
 func (x *DeleteWebhookReply) Reset() {
 	*x = DeleteWebhookReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2246,7 @@ func (x *DeleteWebhookReply) String() string {
 func (*DeleteWebhookReply) ProtoMessage() {}
 
 func (x *DeleteWebhookReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[50]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2259,7 @@ func (x *DeleteWebhookReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookReply.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{50}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{51}
 }
 
 type EnableWebhookRequest struct {
@@ -2227,7 +2271,7 @@ type EnableWebhookRequest struct {
 
 func (x *EnableWebhookRequest) Reset() {
 	*x = EnableWebhookRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2283,7 @@ func (x *EnableWebhookRequest) String() string {
 func (*EnableWebhookRequest) ProtoMessage() {}
 
 func (x *EnableWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[51]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2296,7 @@ func (x *EnableWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnableWebhookRequest.ProtoReflect.Descriptor instead.
 func (*EnableWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{51}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *EnableWebhookRequest) GetId() string {
@@ -2270,7 +2314,7 @@ type RecordAttemptReply struct {
 
 func (x *RecordAttemptReply) Reset() {
 	*x = RecordAttemptReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2326,7 @@ func (x *RecordAttemptReply) String() string {
 func (*RecordAttemptReply) ProtoMessage() {}
 
 func (x *RecordAttemptReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[52]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2339,7 @@ func (x *RecordAttemptReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttemptReply.ProtoReflect.Descriptor instead.
 func (*RecordAttemptReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{52}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
 }
 
 type WebhookQueueRequest struct {
@@ -2306,7 +2350,7 @@ type WebhookQueueRequest struct {
 
 func (x *WebhookQueueRequest) Reset() {
 	*x = WebhookQueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2362,7 @@ func (x *WebhookQueueRequest) String() string {
 func (*WebhookQueueRequest) ProtoMessage() {}
 
 func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[53]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2375,7 @@ func (x *WebhookQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueueRequest.ProtoReflect.Descriptor instead.
 func (*WebhookQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{53}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
 }
 
 type TrimWebhooksReply struct {
@@ -2343,7 +2387,7 @@ type TrimWebhooksReply struct {
 
 func (x *TrimWebhooksReply) Reset() {
 	*x = TrimWebhooksReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2399,7 @@ func (x *TrimWebhooksReply) String() string {
 func (*TrimWebhooksReply) ProtoMessage() {}
 
 func (x *TrimWebhooksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[54]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2412,7 @@ func (x *TrimWebhooksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimWebhooksReply.ProtoReflect.Descriptor instead.
 func (*TrimWebhooksReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{54}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TrimWebhooksReply) GetValue() int64 {
@@ -2386,7 +2430,7 @@ type CreateWaiverReply struct {
 
 func (x *CreateWaiverReply) Reset() {
 	*x = CreateWaiverReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +2442,7 @@ func (x *CreateWaiverReply) String() string {
 func (*CreateWaiverReply) ProtoMessage() {}
 
 func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[55]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +2455,7 @@ func (x *CreateWaiverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWaiverReply.ProtoReflect.Descriptor instead.
 func (*CreateWaiverReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{55}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
 }
 
 type ListWaiversRequest struct {
@@ -2423,7 +2467,7 @@ type ListWaiversRequest struct {
 
 func (x *ListWaiversRequest) Reset() {
 	*x = ListWaiversRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2479,7 @@ func (x *ListWaiversRequest) String() string {
 func (*ListWaiversRequest) ProtoMessage() {}
 
 func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[56]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2492,7 @@ func (x *ListWaiversRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWaiversRequest.ProtoReflect.Descriptor instead.
 func (*ListWaiversRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{56}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListWaiversRequest) GetNow() *timestamppb.Timestamp {
@@ -2467,7 +2511,7 @@ type DeleteWaiverRequest struct {
 
 func (x *DeleteWaiverRequest) Reset() {
 	*x = DeleteWaiverRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2523,7 @@ func (x *DeleteWaiverRequest) String() string {
 func (*DeleteWaiverRequest) ProtoMessage() {}
 
 func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[57]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2536,7 @@ func (x *DeleteWaiverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWaiverRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWaiverRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{57}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DeleteWaiverRequest) GetId() string {
@@ -2510,7 +2554,7 @@ type DeleteWaiverReply struct {
 
 func (x *DeleteWaiverReply) Reset() {
 	*x = DeleteWaiverReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2566,7 @@ func (x *DeleteWaiverReply) String() string {
 func (*DeleteWaiverReply) ProtoMessage() {}
 
 func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[58]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2579,7 @@ func (x *DeleteWaiverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWaiverReply.ProtoReflect.Descriptor instead.
 func (*DeleteWaiverReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{58}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
 }
 
 type RecordDecisionsRequest struct {
@@ -2547,7 +2591,7 @@ type RecordDecisionsRequest struct {
 
 func (x *RecordDecisionsRequest) Reset() {
 	*x = RecordDecisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2603,7 @@ func (x *RecordDecisionsRequest) String() string {
 func (*RecordDecisionsRequest) ProtoMessage() {}
 
 func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[59]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2616,7 @@ func (x *RecordDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*RecordDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{59}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RecordDecisionsRequest) GetDs() []*FirewallDecision {
@@ -2590,7 +2634,7 @@ type RecordDecisionsReply struct {
 
 func (x *RecordDecisionsReply) Reset() {
 	*x = RecordDecisionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2646,7 @@ func (x *RecordDecisionsReply) String() string {
 func (*RecordDecisionsReply) ProtoMessage() {}
 
 func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[60]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2659,7 @@ func (x *RecordDecisionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionsReply.ProtoReflect.Descriptor instead.
 func (*RecordDecisionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{60}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
 }
 
 type TrimDecisionsRequest struct {
@@ -2627,7 +2671,7 @@ type TrimDecisionsRequest struct {
 
 func (x *TrimDecisionsRequest) Reset() {
 	*x = TrimDecisionsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2683,7 @@ func (x *TrimDecisionsRequest) String() string {
 func (*TrimDecisionsRequest) ProtoMessage() {}
 
 func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[61]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2696,7 @@ func (x *TrimDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*TrimDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{61}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TrimDecisionsRequest) GetBefore() *timestamppb.Timestamp {
@@ -2671,7 +2715,7 @@ type TrimDecisionsReply struct {
 
 func (x *TrimDecisionsReply) Reset() {
 	*x = TrimDecisionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +2727,7 @@ func (x *TrimDecisionsReply) String() string {
 func (*TrimDecisionsReply) ProtoMessage() {}
 
 func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[62]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +2740,7 @@ func (x *TrimDecisionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimDecisionsReply.ProtoReflect.Descriptor instead.
 func (*TrimDecisionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{62}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *TrimDecisionsReply) GetValue() int64 {
@@ -2715,7 +2759,7 @@ type RecordHeldRequest struct {
 
 func (x *RecordHeldRequest) Reset() {
 	*x = RecordHeldRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2771,7 @@ func (x *RecordHeldRequest) String() string {
 func (*RecordHeldRequest) ProtoMessage() {}
 
 func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[63]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2784,7 @@ func (x *RecordHeldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeldRequest.ProtoReflect.Descriptor instead.
 func (*RecordHeldRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{63}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RecordHeldRequest) GetHs() []*HeldVersion {
@@ -2758,7 +2802,7 @@ type RecordHeldReply struct {
 
 func (x *RecordHeldReply) Reset() {
 	*x = RecordHeldReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2814,7 @@ func (x *RecordHeldReply) String() string {
 func (*RecordHeldReply) ProtoMessage() {}
 
 func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[64]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2827,7 @@ func (x *RecordHeldReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeldReply.ProtoReflect.Descriptor instead.
 func (*RecordHeldReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{64}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
 }
 
 type PinDigestsRequest struct {
@@ -2795,7 +2839,7 @@ type PinDigestsRequest struct {
 
 func (x *PinDigestsRequest) Reset() {
 	*x = PinDigestsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2851,7 @@ func (x *PinDigestsRequest) String() string {
 func (*PinDigestsRequest) ProtoMessage() {}
 
 func (x *PinDigestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[65]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2864,7 @@ func (x *PinDigestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinDigestsRequest.ProtoReflect.Descriptor instead.
 func (*PinDigestsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{65}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PinDigestsRequest) GetPins() []*DigestPin {
@@ -2838,7 +2882,7 @@ type PinDigestsReply struct {
 
 func (x *PinDigestsReply) Reset() {
 	*x = PinDigestsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +2894,7 @@ func (x *PinDigestsReply) String() string {
 func (*PinDigestsReply) ProtoMessage() {}
 
 func (x *PinDigestsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[66]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +2907,7 @@ func (x *PinDigestsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinDigestsReply.ProtoReflect.Descriptor instead.
 func (*PinDigestsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{66}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
 }
 
 type PinnedDigestsRequest struct {
@@ -2875,7 +2919,7 @@ type PinnedDigestsRequest struct {
 
 func (x *PinnedDigestsRequest) Reset() {
 	*x = PinnedDigestsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +2931,7 @@ func (x *PinnedDigestsRequest) String() string {
 func (*PinnedDigestsRequest) ProtoMessage() {}
 
 func (x *PinnedDigestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[67]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +2944,7 @@ func (x *PinnedDigestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinnedDigestsRequest.ProtoReflect.Descriptor instead.
 func (*PinnedDigestsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{67}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PinnedDigestsRequest) GetThreatIDs() []string {
@@ -2919,7 +2963,7 @@ type RecordLedgerRequest struct {
 
 func (x *RecordLedgerRequest) Reset() {
 	*x = RecordLedgerRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +2975,7 @@ func (x *RecordLedgerRequest) String() string {
 func (*RecordLedgerRequest) ProtoMessage() {}
 
 func (x *RecordLedgerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[68]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +2988,7 @@ func (x *RecordLedgerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLedgerRequest.ProtoReflect.Descriptor instead.
 func (*RecordLedgerRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{68}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RecordLedgerRequest) GetEs() []*LedgerEntry {
@@ -2962,7 +3006,7 @@ type RecordLedgerReply struct {
 
 func (x *RecordLedgerReply) Reset() {
 	*x = RecordLedgerReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2974,7 +3018,7 @@ func (x *RecordLedgerReply) String() string {
 func (*RecordLedgerReply) ProtoMessage() {}
 
 func (x *RecordLedgerReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[69]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2987,7 +3031,7 @@ func (x *RecordLedgerReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLedgerReply.ProtoReflect.Descriptor instead.
 func (*RecordLedgerReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{69}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
 }
 
 type TrimLedgerReply struct {
@@ -2999,7 +3043,7 @@ type TrimLedgerReply struct {
 
 func (x *TrimLedgerReply) Reset() {
 	*x = TrimLedgerReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3055,7 @@ func (x *TrimLedgerReply) String() string {
 func (*TrimLedgerReply) ProtoMessage() {}
 
 func (x *TrimLedgerReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[70]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3068,7 @@ func (x *TrimLedgerReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimLedgerReply.ProtoReflect.Descriptor instead.
 func (*TrimLedgerReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{70}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TrimLedgerReply) GetValue() int64 {
@@ -3043,7 +3087,7 @@ type AddSightingsReply struct {
 
 func (x *AddSightingsReply) Reset() {
 	*x = AddSightingsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3099,7 @@ func (x *AddSightingsReply) String() string {
 func (*AddSightingsReply) ProtoMessage() {}
 
 func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[71]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3112,7 @@ func (x *AddSightingsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSightingsReply.ProtoReflect.Descriptor instead.
 func (*AddSightingsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{71}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *AddSightingsReply) GetValue() []string {
@@ -3089,7 +3133,7 @@ type ListDisputedPart struct {
 
 func (x *ListDisputedPart) Reset() {
 	*x = ListDisputedPart{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3101,7 +3145,7 @@ func (x *ListDisputedPart) String() string {
 func (*ListDisputedPart) ProtoMessage() {}
 
 func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[72]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3114,7 +3158,7 @@ func (x *ListDisputedPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDisputedPart.ProtoReflect.Descriptor instead.
 func (*ListDisputedPart) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{72}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListDisputedPart) GetTotal() int64 {
@@ -3140,7 +3184,7 @@ type DisputeVotesRequest struct {
 
 func (x *DisputeVotesRequest) Reset() {
 	*x = DisputeVotesRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3196,7 @@ func (x *DisputeVotesRequest) String() string {
 func (*DisputeVotesRequest) ProtoMessage() {}
 
 func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[73]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3209,7 @@ func (x *DisputeVotesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeVotesRequest.ProtoReflect.Descriptor instead.
 func (*DisputeVotesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{73}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DisputeVotesRequest) GetThreatID() string {
@@ -3184,7 +3228,7 @@ type AddSeenRequest struct {
 
 func (x *AddSeenRequest) Reset() {
 	*x = AddSeenRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3240,7 @@ func (x *AddSeenRequest) String() string {
 func (*AddSeenRequest) ProtoMessage() {}
 
 func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[74]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3253,7 @@ func (x *AddSeenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenRequest.ProtoReflect.Descriptor instead.
 func (*AddSeenRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{74}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *AddSeenRequest) GetSeen() []*SeenCount {
@@ -3227,7 +3271,7 @@ type AddSeenReply struct {
 
 func (x *AddSeenReply) Reset() {
 	*x = AddSeenReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3283,7 @@ func (x *AddSeenReply) String() string {
 func (*AddSeenReply) ProtoMessage() {}
 
 func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[75]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3296,7 @@ func (x *AddSeenReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSeenReply.ProtoReflect.Descriptor instead.
 func (*AddSeenReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{75}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
 }
 
 type CountSightingsRequest struct {
@@ -3264,7 +3308,7 @@ type CountSightingsRequest struct {
 
 func (x *CountSightingsRequest) Reset() {
 	*x = CountSightingsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3320,7 @@ func (x *CountSightingsRequest) String() string {
 func (*CountSightingsRequest) ProtoMessage() {}
 
 func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[76]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3333,7 @@ func (x *CountSightingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountSightingsRequest.ProtoReflect.Descriptor instead.
 func (*CountSightingsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{76}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CountSightingsRequest) GetThreatIDs() []string {
@@ -3308,7 +3352,7 @@ type ReputationsRequest struct {
 
 func (x *ReputationsRequest) Reset() {
 	*x = ReputationsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3364,7 @@ func (x *ReputationsRequest) String() string {
 func (*ReputationsRequest) ProtoMessage() {}
 
 func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[77]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3377,7 @@ func (x *ReputationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationsRequest.ProtoReflect.Descriptor instead.
 func (*ReputationsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{77}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReputationsRequest) GetUserIDs() []string {
@@ -3352,7 +3396,7 @@ type UsersByNameRequest struct {
 
 func (x *UsersByNameRequest) Reset() {
 	*x = UsersByNameRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3364,7 +3408,7 @@ func (x *UsersByNameRequest) String() string {
 func (*UsersByNameRequest) ProtoMessage() {}
 
 func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[78]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3377,7 +3421,7 @@ func (x *UsersByNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsersByNameRequest.ProtoReflect.Descriptor instead.
 func (*UsersByNameRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{78}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UsersByNameRequest) GetName() string {
@@ -3395,7 +3439,7 @@ type SubmitterRecordsAllRequest struct {
 
 func (x *SubmitterRecordsAllRequest) Reset() {
 	*x = SubmitterRecordsAllRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3407,7 +3451,7 @@ func (x *SubmitterRecordsAllRequest) String() string {
 func (*SubmitterRecordsAllRequest) ProtoMessage() {}
 
 func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[79]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3420,7 +3464,7 @@ func (x *SubmitterRecordsAllRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecordsAllRequest.ProtoReflect.Descriptor instead.
 func (*SubmitterRecordsAllRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{79}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
 }
 
 type CreateCampaignReply struct {
@@ -3431,7 +3475,7 @@ type CreateCampaignReply struct {
 
 func (x *CreateCampaignReply) Reset() {
 	*x = CreateCampaignReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3443,7 +3487,7 @@ func (x *CreateCampaignReply) String() string {
 func (*CreateCampaignReply) ProtoMessage() {}
 
 func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[80]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3456,7 +3500,7 @@ func (x *CreateCampaignReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCampaignReply.ProtoReflect.Descriptor instead.
 func (*CreateCampaignReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{80}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
 }
 
 type GetCampaignRequest struct {
@@ -3468,7 +3512,7 @@ type GetCampaignRequest struct {
 
 func (x *GetCampaignRequest) Reset() {
 	*x = GetCampaignRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3524,7 @@ func (x *GetCampaignRequest) String() string {
 func (*GetCampaignRequest) ProtoMessage() {}
 
 func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[81]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3537,7 @@ func (x *GetCampaignRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCampaignRequest.ProtoReflect.Descriptor instead.
 func (*GetCampaignRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{81}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GetCampaignRequest) GetId() string {
@@ -3511,7 +3555,7 @@ type CampaignMembersRequest struct {
 
 func (x *CampaignMembersRequest) Reset() {
 	*x = CampaignMembersRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3523,7 +3567,7 @@ func (x *CampaignMembersRequest) String() string {
 func (*CampaignMembersRequest) ProtoMessage() {}
 
 func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[82]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3536,7 +3580,7 @@ func (x *CampaignMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMembersRequest.ProtoReflect.Descriptor instead.
 func (*CampaignMembersRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{82}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
 }
 
 // EachVerifiedTextItem is one item of EachVerifiedText's stream.
@@ -3549,7 +3593,7 @@ type EachVerifiedTextItem struct {
 
 func (x *EachVerifiedTextItem) Reset() {
 	*x = EachVerifiedTextItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3561,7 +3605,7 @@ func (x *EachVerifiedTextItem) String() string {
 func (*EachVerifiedTextItem) ProtoMessage() {}
 
 func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[83]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3574,7 +3618,7 @@ func (x *EachVerifiedTextItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedTextItem.ProtoReflect.Descriptor instead.
 func (*EachVerifiedTextItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{83}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *EachVerifiedTextItem) GetValue() []*ReportText {
@@ -3592,7 +3636,7 @@ type EachVerifiedTextRequest struct {
 
 func (x *EachVerifiedTextRequest) Reset() {
 	*x = EachVerifiedTextRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3648,7 @@ func (x *EachVerifiedTextRequest) String() string {
 func (*EachVerifiedTextRequest) ProtoMessage() {}
 
 func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[84]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3661,7 @@ func (x *EachVerifiedTextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EachVerifiedTextRequest.ProtoReflect.Descriptor instead.
 func (*EachVerifiedTextRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{84}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
 }
 
 type LinkAnalysisReportReply struct {
@@ -3628,7 +3672,7 @@ type LinkAnalysisReportReply struct {
 
 func (x *LinkAnalysisReportReply) Reset() {
 	*x = LinkAnalysisReportReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +3684,7 @@ func (x *LinkAnalysisReportReply) String() string {
 func (*LinkAnalysisReportReply) ProtoMessage() {}
 
 func (x *LinkAnalysisReportReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[85]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +3697,7 @@ func (x *LinkAnalysisReportReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkAnalysisReportReply.ProtoReflect.Descriptor instead.
 func (*LinkAnalysisReportReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{85}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
 }
 
 type AnalysesOfReportsRequest struct {
@@ -3665,7 +3709,7 @@ type AnalysesOfReportsRequest struct {
 
 func (x *AnalysesOfReportsRequest) Reset() {
 	*x = AnalysesOfReportsRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3721,7 @@ func (x *AnalysesOfReportsRequest) String() string {
 func (*AnalysesOfReportsRequest) ProtoMessage() {}
 
 func (x *AnalysesOfReportsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[86]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3734,7 @@ func (x *AnalysesOfReportsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnalysesOfReportsRequest.ProtoReflect.Descriptor instead.
 func (*AnalysesOfReportsRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{86}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *AnalysesOfReportsRequest) GetReportIDs() []string {
@@ -3708,7 +3752,7 @@ type AnalysisQueueRequest struct {
 
 func (x *AnalysisQueueRequest) Reset() {
 	*x = AnalysisQueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3720,7 +3764,7 @@ func (x *AnalysisQueueRequest) String() string {
 func (*AnalysisQueueRequest) ProtoMessage() {}
 
 func (x *AnalysisQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[87]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3733,7 +3777,7 @@ func (x *AnalysisQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnalysisQueueRequest.ProtoReflect.Descriptor instead.
 func (*AnalysisQueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{87}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
 }
 
 type SaveInventoryReply struct {
@@ -3744,7 +3788,7 @@ type SaveInventoryReply struct {
 
 func (x *SaveInventoryReply) Reset() {
 	*x = SaveInventoryReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3800,7 @@ func (x *SaveInventoryReply) String() string {
 func (*SaveInventoryReply) ProtoMessage() {}
 
 func (x *SaveInventoryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[88]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3813,7 @@ func (x *SaveInventoryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveInventoryReply.ProtoReflect.Descriptor instead.
 func (*SaveInventoryReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{88}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
 }
 
 type ExposedVersionsReply struct {
@@ -3781,7 +3825,7 @@ type ExposedVersionsReply struct {
 
 func (x *ExposedVersionsReply) Reset() {
 	*x = ExposedVersionsReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3793,7 +3837,7 @@ func (x *ExposedVersionsReply) String() string {
 func (*ExposedVersionsReply) ProtoMessage() {}
 
 func (x *ExposedVersionsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[89]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3806,7 +3850,7 @@ func (x *ExposedVersionsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposedVersionsReply.ProtoReflect.Descriptor instead.
 func (*ExposedVersionsReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{89}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ExposedVersionsReply) GetValue() []string {
@@ -3825,7 +3869,7 @@ type ExposedPackagesRequest struct {
 
 func (x *ExposedPackagesRequest) Reset() {
 	*x = ExposedPackagesRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3837,7 +3881,7 @@ func (x *ExposedPackagesRequest) String() string {
 func (*ExposedPackagesRequest) ProtoMessage() {}
 
 func (x *ExposedPackagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[90]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3850,7 +3894,7 @@ func (x *ExposedPackagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposedPackagesRequest.ProtoReflect.Descriptor instead.
 func (*ExposedPackagesRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{90}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ExposedPackagesRequest) GetPs() []*Package {
@@ -3869,7 +3913,7 @@ type RecordExposuresReply struct {
 
 func (x *RecordExposuresReply) Reset() {
 	*x = RecordExposuresReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +3925,7 @@ func (x *RecordExposuresReply) String() string {
 func (*RecordExposuresReply) ProtoMessage() {}
 
 func (x *RecordExposuresReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[91]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3894,7 +3938,7 @@ func (x *RecordExposuresReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordExposuresReply.ProtoReflect.Descriptor instead.
 func (*RecordExposuresReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{91}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RecordExposuresReply) GetValue() int64 {
@@ -3913,7 +3957,7 @@ type ExposureCountRequest struct {
 
 func (x *ExposureCountRequest) Reset() {
 	*x = ExposureCountRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +3969,7 @@ func (x *ExposureCountRequest) String() string {
 func (*ExposureCountRequest) ProtoMessage() {}
 
 func (x *ExposureCountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[92]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +3982,7 @@ func (x *ExposureCountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureCountRequest.ProtoReflect.Descriptor instead.
 func (*ExposureCountRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{92}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ExposureCountRequest) GetThreatID() string {
@@ -3957,7 +4001,7 @@ type ExposureCountReply struct {
 
 func (x *ExposureCountReply) Reset() {
 	*x = ExposureCountReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3969,7 +4013,7 @@ func (x *ExposureCountReply) String() string {
 func (*ExposureCountReply) ProtoMessage() {}
 
 func (x *ExposureCountReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[93]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3982,7 +4026,7 @@ func (x *ExposureCountReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureCountReply.ProtoReflect.Descriptor instead.
 func (*ExposureCountReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{93}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ExposureCountReply) GetValue() int64 {
@@ -4001,7 +4045,7 @@ type QueueExposureEventReply struct {
 
 func (x *QueueExposureEventReply) Reset() {
 	*x = QueueExposureEventReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4013,7 +4057,7 @@ func (x *QueueExposureEventReply) String() string {
 func (*QueueExposureEventReply) ProtoMessage() {}
 
 func (x *QueueExposureEventReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[94]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4026,7 +4070,7 @@ func (x *QueueExposureEventReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueExposureEventReply.ProtoReflect.Descriptor instead.
 func (*QueueExposureEventReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{94}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *QueueExposureEventReply) GetValue() bool {
@@ -4044,7 +4088,7 @@ type ExposureMarkRequest struct {
 
 func (x *ExposureMarkRequest) Reset() {
 	*x = ExposureMarkRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4100,7 @@ func (x *ExposureMarkRequest) String() string {
 func (*ExposureMarkRequest) ProtoMessage() {}
 
 func (x *ExposureMarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[95]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4113,7 @@ func (x *ExposureMarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureMarkRequest.ProtoReflect.Descriptor instead.
 func (*ExposureMarkRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{95}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
 }
 
 type ExposureMarkReply struct {
@@ -4081,7 +4125,7 @@ type ExposureMarkReply struct {
 
 func (x *ExposureMarkReply) Reset() {
 	*x = ExposureMarkReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4093,7 +4137,7 @@ func (x *ExposureMarkReply) String() string {
 func (*ExposureMarkReply) ProtoMessage() {}
 
 func (x *ExposureMarkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[96]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4106,7 +4150,7 @@ func (x *ExposureMarkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposureMarkReply.ProtoReflect.Descriptor instead.
 func (*ExposureMarkReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{96}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ExposureMarkReply) GetValue() *timestamppb.Timestamp {
@@ -4125,7 +4169,7 @@ type MoveExposureMarkRequest struct {
 
 func (x *MoveExposureMarkRequest) Reset() {
 	*x = MoveExposureMarkRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4181,7 @@ func (x *MoveExposureMarkRequest) String() string {
 func (*MoveExposureMarkRequest) ProtoMessage() {}
 
 func (x *MoveExposureMarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[97]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4194,7 @@ func (x *MoveExposureMarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveExposureMarkRequest.ProtoReflect.Descriptor instead.
 func (*MoveExposureMarkRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{97}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *MoveExposureMarkRequest) GetAt() *timestamppb.Timestamp {
@@ -4168,7 +4212,7 @@ type MoveExposureMarkReply struct {
 
 func (x *MoveExposureMarkReply) Reset() {
 	*x = MoveExposureMarkReply{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4180,7 +4224,7 @@ func (x *MoveExposureMarkReply) String() string {
 func (*MoveExposureMarkReply) ProtoMessage() {}
 
 func (x *MoveExposureMarkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[98]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4193,7 +4237,7 @@ func (x *MoveExposureMarkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveExposureMarkReply.ProtoReflect.Descriptor instead.
 func (*MoveExposureMarkReply) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{98}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
 }
 
 // User is an account that owns API tokens and submits reports.
@@ -4215,7 +4259,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4271,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[99]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4284,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{99}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *User) GetID() string {
@@ -4325,7 +4369,7 @@ type UserLimit struct {
 
 func (x *UserLimit) Reset() {
 	*x = UserLimit{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4337,7 +4381,7 @@ func (x *UserLimit) String() string {
 func (*UserLimit) ProtoMessage() {}
 
 func (x *UserLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[100]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +4394,7 @@ func (x *UserLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLimit.ProtoReflect.Descriptor instead.
 func (*UserLimit) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{100}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *UserLimit) GetEmail() string {
@@ -4380,7 +4424,7 @@ type UserAccess struct {
 
 func (x *UserAccess) Reset() {
 	*x = UserAccess{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4392,7 +4436,7 @@ func (x *UserAccess) String() string {
 func (*UserAccess) ProtoMessage() {}
 
 func (x *UserAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[101]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4405,7 +4449,7 @@ func (x *UserAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAccess.ProtoReflect.Descriptor instead.
 func (*UserAccess) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{101}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *UserAccess) GetEmail() string {
@@ -4440,7 +4484,7 @@ type UserQuery struct {
 
 func (x *UserQuery) Reset() {
 	*x = UserQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4452,7 +4496,7 @@ func (x *UserQuery) String() string {
 func (*UserQuery) ProtoMessage() {}
 
 func (x *UserQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[102]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4465,7 +4509,7 @@ func (x *UserQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserQuery.ProtoReflect.Descriptor instead.
 func (*UserQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{102}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *UserQuery) GetAfter() string {
@@ -4499,7 +4543,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4555,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[103]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4568,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{103}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *Token) GetID() string {
@@ -4595,7 +4639,7 @@ type TokenOwner struct {
 
 func (x *TokenOwner) Reset() {
 	*x = TokenOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4607,7 +4651,7 @@ func (x *TokenOwner) String() string {
 func (*TokenOwner) ProtoMessage() {}
 
 func (x *TokenOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[104]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4620,7 +4664,7 @@ func (x *TokenOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenOwner.ProtoReflect.Descriptor instead.
 func (*TokenOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{104}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *TokenOwner) GetToken() *Token {
@@ -4648,7 +4692,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +4704,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[105]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +4717,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{105}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *UserToken) GetUserID() string {
@@ -4702,7 +4746,7 @@ type PasswordReset struct {
 
 func (x *PasswordReset) Reset() {
 	*x = PasswordReset{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4714,7 +4758,7 @@ func (x *PasswordReset) String() string {
 func (*PasswordReset) ProtoMessage() {}
 
 func (x *PasswordReset) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[106]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4727,7 +4771,7 @@ func (x *PasswordReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
 func (*PasswordReset) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{106}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *PasswordReset) GetEmail() string {
@@ -4757,7 +4801,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4769,7 +4813,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[107]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4782,7 +4826,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{107}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Session) GetHash() string {
@@ -4825,7 +4869,7 @@ type SessionOwner struct {
 
 func (x *SessionOwner) Reset() {
 	*x = SessionOwner{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4837,7 +4881,7 @@ func (x *SessionOwner) String() string {
 func (*SessionOwner) ProtoMessage() {}
 
 func (x *SessionOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[108]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4850,7 +4894,7 @@ func (x *SessionOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOwner.ProtoReflect.Descriptor instead.
 func (*SessionOwner) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{108}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *SessionOwner) GetSession() *Session {
@@ -4886,7 +4930,7 @@ type AccountChange struct {
 
 func (x *AccountChange) Reset() {
 	*x = AccountChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4898,7 +4942,7 @@ func (x *AccountChange) String() string {
 func (*AccountChange) ProtoMessage() {}
 
 func (x *AccountChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[109]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4911,7 +4955,7 @@ func (x *AccountChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChange.ProtoReflect.Descriptor instead.
 func (*AccountChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{109}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *AccountChange) GetUserID() string {
@@ -4984,7 +5028,7 @@ type AccountChanged struct {
 
 func (x *AccountChanged) Reset() {
 	*x = AccountChanged{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4996,7 +5040,7 @@ func (x *AccountChanged) String() string {
 func (*AccountChanged) ProtoMessage() {}
 
 func (x *AccountChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[110]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5009,7 +5053,7 @@ func (x *AccountChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountChanged.ProtoReflect.Descriptor instead.
 func (*AccountChanged) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{110}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *AccountChanged) GetUser() *User {
@@ -5059,7 +5103,7 @@ type SubmittedThreat struct {
 
 func (x *SubmittedThreat) Reset() {
 	*x = SubmittedThreat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5071,7 +5115,7 @@ func (x *SubmittedThreat) String() string {
 func (*SubmittedThreat) ProtoMessage() {}
 
 func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[111]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5084,7 +5128,7 @@ func (x *SubmittedThreat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmittedThreat.ProtoReflect.Descriptor instead.
 func (*SubmittedThreat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{111}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *SubmittedThreat) GetThreat() *Threat {
@@ -5134,7 +5178,7 @@ type Threat struct {
 
 func (x *Threat) Reset() {
 	*x = Threat{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5146,7 +5190,7 @@ func (x *Threat) String() string {
 func (*Threat) ProtoMessage() {}
 
 func (x *Threat) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[112]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5159,7 +5203,7 @@ func (x *Threat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Threat.ProtoReflect.Descriptor instead.
 func (*Threat) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{112}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *Threat) GetID() string {
@@ -5336,7 +5380,7 @@ type SubmissionQuery struct {
 
 func (x *SubmissionQuery) Reset() {
 	*x = SubmissionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5348,7 +5392,7 @@ func (x *SubmissionQuery) String() string {
 func (*SubmissionQuery) ProtoMessage() {}
 
 func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[113]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5361,7 +5405,7 @@ func (x *SubmissionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmissionQuery.ProtoReflect.Descriptor instead.
 func (*SubmissionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{113}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *SubmissionQuery) GetUserID() string {
@@ -5399,7 +5443,7 @@ type SubmitterRecord struct {
 
 func (x *SubmitterRecord) Reset() {
 	*x = SubmitterRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5411,7 +5455,7 @@ func (x *SubmitterRecord) String() string {
 func (*SubmitterRecord) ProtoMessage() {}
 
 func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[114]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5424,7 +5468,7 @@ func (x *SubmitterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitterRecord.ProtoReflect.Descriptor instead.
 func (*SubmitterRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{114}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *SubmitterRecord) GetUserID() string {
@@ -5475,7 +5519,7 @@ type PendingQuery struct {
 
 func (x *PendingQuery) Reset() {
 	*x = PendingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5487,7 +5531,7 @@ func (x *PendingQuery) String() string {
 func (*PendingQuery) ProtoMessage() {}
 
 func (x *PendingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[115]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5500,7 +5544,7 @@ func (x *PendingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuery.ProtoReflect.Descriptor instead.
 func (*PendingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{115}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *PendingQuery) GetAfterCreatedAt() *timestamppb.Timestamp {
@@ -5540,7 +5584,7 @@ type Review struct {
 
 func (x *Review) Reset() {
 	*x = Review{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5552,7 +5596,7 @@ func (x *Review) String() string {
 func (*Review) ProtoMessage() {}
 
 func (x *Review) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[116]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5565,7 +5609,7 @@ func (x *Review) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Review.ProtoReflect.Descriptor instead.
 func (*Review) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{116}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *Review) GetThreatID() string {
@@ -5630,7 +5674,7 @@ type Duplicate struct {
 
 func (x *Duplicate) Reset() {
 	*x = Duplicate{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5642,7 +5686,7 @@ func (x *Duplicate) String() string {
 func (*Duplicate) ProtoMessage() {}
 
 func (x *Duplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[117]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5655,7 +5699,7 @@ func (x *Duplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duplicate.ProtoReflect.Descriptor instead.
 func (*Duplicate) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{117}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *Duplicate) GetUserID() string {
@@ -5698,7 +5742,7 @@ type ReviewEvent struct {
 
 func (x *ReviewEvent) Reset() {
 	*x = ReviewEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5710,7 +5754,7 @@ func (x *ReviewEvent) String() string {
 func (*ReviewEvent) ProtoMessage() {}
 
 func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[118]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5723,7 +5767,7 @@ func (x *ReviewEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewEvent.ProtoReflect.Descriptor instead.
 func (*ReviewEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{118}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ReviewEvent) GetID() string {
@@ -5815,7 +5859,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5827,7 +5871,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[119]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5840,7 +5884,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{119}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *Modification) GetThreatID() string {
@@ -5925,7 +5969,7 @@ type Modified struct {
 
 func (x *Modified) Reset() {
 	*x = Modified{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5937,7 +5981,7 @@ func (x *Modified) String() string {
 func (*Modified) ProtoMessage() {}
 
 func (x *Modified) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[120]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5950,7 +5994,7 @@ func (x *Modified) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modified.ProtoReflect.Descriptor instead.
 func (*Modified) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{120}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *Modified) GetThreat() *Threat {
@@ -5985,7 +6029,7 @@ type RevisionDecision struct {
 
 func (x *RevisionDecision) Reset() {
 	*x = RevisionDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5997,7 +6041,7 @@ func (x *RevisionDecision) String() string {
 func (*RevisionDecision) ProtoMessage() {}
 
 func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[121]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6010,7 +6054,7 @@ func (x *RevisionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionDecision.ProtoReflect.Descriptor instead.
 func (*RevisionDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{121}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RevisionDecision) GetRevisionID() string {
@@ -6096,7 +6140,7 @@ type Revision struct {
 
 func (x *Revision) Reset() {
 	*x = Revision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6108,7 +6152,7 @@ func (x *Revision) String() string {
 func (*Revision) ProtoMessage() {}
 
 func (x *Revision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[122]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6121,7 +6165,7 @@ func (x *Revision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revision.ProtoReflect.Descriptor instead.
 func (*Revision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{122}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *Revision) GetID() string {
@@ -6214,7 +6258,7 @@ type LatestFilter struct {
 
 func (x *LatestFilter) Reset() {
 	*x = LatestFilter{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6226,7 +6270,7 @@ func (x *LatestFilter) String() string {
 func (*LatestFilter) ProtoMessage() {}
 
 func (x *LatestFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[123]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6239,7 +6283,7 @@ func (x *LatestFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestFilter.ProtoReflect.Descriptor instead.
 func (*LatestFilter) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{123}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *LatestFilter) GetReportType() string {
@@ -6286,7 +6330,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6298,7 +6342,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[124]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6311,7 +6355,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{124}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *Summary) GetID() string {
@@ -6388,7 +6432,7 @@ type ThreatQuery struct {
 
 func (x *ThreatQuery) Reset() {
 	*x = ThreatQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6400,7 +6444,7 @@ func (x *ThreatQuery) String() string {
 func (*ThreatQuery) ProtoMessage() {}
 
 func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[125]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6413,7 +6457,7 @@ func (x *ThreatQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreatQuery.ProtoReflect.Descriptor instead.
 func (*ThreatQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{125}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *ThreatQuery) GetVerifiedFrom() *timestamppb.Timestamp {
@@ -6535,7 +6579,7 @@ type KeyPrefixQuery struct {
 
 func (x *KeyPrefixQuery) Reset() {
 	*x = KeyPrefixQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6547,7 +6591,7 @@ func (x *KeyPrefixQuery) String() string {
 func (*KeyPrefixQuery) ProtoMessage() {}
 
 func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[126]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6560,7 +6604,7 @@ func (x *KeyPrefixQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyPrefixQuery.ProtoReflect.Descriptor instead.
 func (*KeyPrefixQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{126}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *KeyPrefixQuery) GetPrefixes() []string {
@@ -6612,7 +6656,7 @@ type FeedQuery struct {
 
 func (x *FeedQuery) Reset() {
 	*x = FeedQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6624,7 +6668,7 @@ func (x *FeedQuery) String() string {
 func (*FeedQuery) ProtoMessage() {}
 
 func (x *FeedQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[127]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6637,7 +6681,7 @@ func (x *FeedQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedQuery.ProtoReflect.Descriptor instead.
 func (*FeedQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{127}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *FeedQuery) GetFrom() *timestamppb.Timestamp {
@@ -6728,7 +6772,7 @@ type FeedItem struct {
 
 func (x *FeedItem) Reset() {
 	*x = FeedItem{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6740,7 +6784,7 @@ func (x *FeedItem) String() string {
 func (*FeedItem) ProtoMessage() {}
 
 func (x *FeedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[128]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6753,7 +6797,7 @@ func (x *FeedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedItem.ProtoReflect.Descriptor instead.
 func (*FeedItem) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{128}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *FeedItem) GetEvent() *FeedEvent {
@@ -6788,7 +6832,7 @@ type FeedEvent struct {
 
 func (x *FeedEvent) Reset() {
 	*x = FeedEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6800,7 +6844,7 @@ func (x *FeedEvent) String() string {
 func (*FeedEvent) ProtoMessage() {}
 
 func (x *FeedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[129]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6813,7 +6857,7 @@ func (x *FeedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEvent.ProtoReflect.Descriptor instead.
 func (*FeedEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{129}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *FeedEvent) GetSeq() int64 {
@@ -6869,7 +6913,7 @@ type ChangeQuery struct {
 
 func (x *ChangeQuery) Reset() {
 	*x = ChangeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6881,7 +6925,7 @@ func (x *ChangeQuery) String() string {
 func (*ChangeQuery) ProtoMessage() {}
 
 func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[130]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6894,7 +6938,7 @@ func (x *ChangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeQuery.ProtoReflect.Descriptor instead.
 func (*ChangeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{130}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *ChangeQuery) GetAfter() int64 {
@@ -6928,7 +6972,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6940,7 +6984,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[131]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6953,7 +6997,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{131}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *Change) GetSeq() int64 {
@@ -7006,7 +7050,7 @@ type ImportBatch struct {
 
 func (x *ImportBatch) Reset() {
 	*x = ImportBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7018,7 +7062,7 @@ func (x *ImportBatch) String() string {
 func (*ImportBatch) ProtoMessage() {}
 
 func (x *ImportBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[132]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7031,7 +7075,7 @@ func (x *ImportBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBatch.ProtoReflect.Descriptor instead.
 func (*ImportBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{132}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *ImportBatch) GetRecords() []*ImportRecord {
@@ -7082,7 +7126,7 @@ type ImportOutcome struct {
 
 func (x *ImportOutcome) Reset() {
 	*x = ImportOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7094,7 +7138,7 @@ func (x *ImportOutcome) String() string {
 func (*ImportOutcome) ProtoMessage() {}
 
 func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[133]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7107,7 +7151,7 @@ func (x *ImportOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOutcome.ProtoReflect.Descriptor instead.
 func (*ImportOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{133}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *ImportOutcome) GetUpstreamID() string {
@@ -7151,7 +7195,7 @@ type VersionQuery struct {
 
 func (x *VersionQuery) Reset() {
 	*x = VersionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7163,7 +7207,7 @@ func (x *VersionQuery) String() string {
 func (*VersionQuery) ProtoMessage() {}
 
 func (x *VersionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[134]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7176,7 +7220,7 @@ func (x *VersionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionQuery.ProtoReflect.Descriptor instead.
 func (*VersionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{134}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *VersionQuery) GetSource() string {
@@ -7213,7 +7257,7 @@ type ImportedIDQuery struct {
 
 func (x *ImportedIDQuery) Reset() {
 	*x = ImportedIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7225,7 +7269,7 @@ func (x *ImportedIDQuery) String() string {
 func (*ImportedIDQuery) ProtoMessage() {}
 
 func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[135]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7238,7 +7282,7 @@ func (x *ImportedIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedIDQuery.ProtoReflect.Descriptor instead.
 func (*ImportedIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{135}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *ImportedIDQuery) GetSource() string {
@@ -7275,7 +7319,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7287,7 +7331,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[136]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7300,7 +7344,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{136}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *Stats) GetUsers() int64 {
@@ -7343,7 +7387,7 @@ type LeaseClaim struct {
 
 func (x *LeaseClaim) Reset() {
 	*x = LeaseClaim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7355,7 +7399,7 @@ func (x *LeaseClaim) String() string {
 func (*LeaseClaim) ProtoMessage() {}
 
 func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[137]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7368,7 +7412,7 @@ func (x *LeaseClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseClaim.ProtoReflect.Descriptor instead.
 func (*LeaseClaim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{137}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *LeaseClaim) GetName() string {
@@ -7405,7 +7449,7 @@ type UsageDelta struct {
 
 func (x *UsageDelta) Reset() {
 	*x = UsageDelta{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7417,7 +7461,7 @@ func (x *UsageDelta) String() string {
 func (*UsageDelta) ProtoMessage() {}
 
 func (x *UsageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[138]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7430,7 +7474,7 @@ func (x *UsageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageDelta.ProtoReflect.Descriptor instead.
 func (*UsageDelta) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{138}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *UsageDelta) GetDay() string {
@@ -7473,7 +7517,7 @@ type UsageQuery struct {
 
 func (x *UsageQuery) Reset() {
 	*x = UsageQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7485,7 +7529,7 @@ func (x *UsageQuery) String() string {
 func (*UsageQuery) ProtoMessage() {}
 
 func (x *UsageQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[139]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7498,7 +7542,7 @@ func (x *UsageQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageQuery.ProtoReflect.Descriptor instead.
 func (*UsageQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{139}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *UsageQuery) GetTokenID() string {
@@ -7528,7 +7572,7 @@ type RateCounts struct {
 
 func (x *RateCounts) Reset() {
 	*x = RateCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7540,7 +7584,7 @@ func (x *RateCounts) String() string {
 func (*RateCounts) ProtoMessage() {}
 
 func (x *RateCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[140]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7553,7 +7597,7 @@ func (x *RateCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateCounts.ProtoReflect.Descriptor instead.
 func (*RateCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{140}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *RateCounts) GetWindow() int64 {
@@ -7588,7 +7632,7 @@ type RuleIDQuery struct {
 
 func (x *RuleIDQuery) Reset() {
 	*x = RuleIDQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7600,7 +7644,7 @@ func (x *RuleIDQuery) String() string {
 func (*RuleIDQuery) ProtoMessage() {}
 
 func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[141]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7613,7 +7657,7 @@ func (x *RuleIDQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleIDQuery.ProtoReflect.Descriptor instead.
 func (*RuleIDQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{141}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *RuleIDQuery) GetRules() []*RuleBasis {
@@ -7642,7 +7686,7 @@ type RuleID struct {
 
 func (x *RuleID) Reset() {
 	*x = RuleID{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7654,7 +7698,7 @@ func (x *RuleID) String() string {
 func (*RuleID) ProtoMessage() {}
 
 func (x *RuleID) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[142]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7667,7 +7711,7 @@ func (x *RuleID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleID.ProtoReflect.Descriptor instead.
 func (*RuleID) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{142}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *RuleID) GetIndicator() string {
@@ -7718,7 +7762,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7730,7 +7774,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[143]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7743,7 +7787,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{143}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *Webhook) GetID() string {
@@ -7872,7 +7916,7 @@ type DueQuery struct {
 
 func (x *DueQuery) Reset() {
 	*x = DueQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7884,7 +7928,7 @@ func (x *DueQuery) String() string {
 func (*DueQuery) ProtoMessage() {}
 
 func (x *DueQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[144]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7897,7 +7941,7 @@ func (x *DueQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DueQuery.ProtoReflect.Descriptor instead.
 func (*DueQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{144}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *DueQuery) GetNow() *timestamppb.Timestamp {
@@ -7950,7 +7994,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7962,7 +8006,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[145]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7975,7 +8019,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{145}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *Delivery) GetWebhookID() string {
@@ -8078,7 +8122,7 @@ type AttemptOutcome struct {
 
 func (x *AttemptOutcome) Reset() {
 	*x = AttemptOutcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8090,7 +8134,7 @@ func (x *AttemptOutcome) String() string {
 func (*AttemptOutcome) ProtoMessage() {}
 
 func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[146]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8103,7 +8147,7 @@ func (x *AttemptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOutcome.ProtoReflect.Descriptor instead.
 func (*AttemptOutcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{146}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *AttemptOutcome) GetAttempt() *DeliveryAttempt {
@@ -8146,7 +8190,7 @@ type AttemptQuery struct {
 
 func (x *AttemptQuery) Reset() {
 	*x = AttemptQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8158,7 +8202,7 @@ func (x *AttemptQuery) String() string {
 func (*AttemptQuery) ProtoMessage() {}
 
 func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[147]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8171,7 +8215,7 @@ func (x *AttemptQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptQuery.ProtoReflect.Descriptor instead.
 func (*AttemptQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{147}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *AttemptQuery) GetWebhookID() string {
@@ -8207,7 +8251,7 @@ type DeliveryAttempt struct {
 
 func (x *DeliveryAttempt) Reset() {
 	*x = DeliveryAttempt{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8219,7 +8263,7 @@ func (x *DeliveryAttempt) String() string {
 func (*DeliveryAttempt) ProtoMessage() {}
 
 func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[148]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8232,7 +8276,7 @@ func (x *DeliveryAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryAttempt.ProtoReflect.Descriptor instead.
 func (*DeliveryAttempt) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{148}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *DeliveryAttempt) GetWebhookID() string {
@@ -8309,7 +8353,7 @@ type WebhookQueue struct {
 
 func (x *WebhookQueue) Reset() {
 	*x = WebhookQueue{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8321,7 +8365,7 @@ func (x *WebhookQueue) String() string {
 func (*WebhookQueue) ProtoMessage() {}
 
 func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[149]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8334,7 +8378,7 @@ func (x *WebhookQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookQueue.ProtoReflect.Descriptor instead.
 func (*WebhookQueue) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{149}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *WebhookQueue) GetPending() int64 {
@@ -8362,7 +8406,7 @@ type WebhookTrim struct {
 
 func (x *WebhookTrim) Reset() {
 	*x = WebhookTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8374,7 +8418,7 @@ func (x *WebhookTrim) String() string {
 func (*WebhookTrim) ProtoMessage() {}
 
 func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[150]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8387,7 +8431,7 @@ func (x *WebhookTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTrim.ProtoReflect.Descriptor instead.
 func (*WebhookTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{150}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *WebhookTrim) GetMaxPending() int64 {
@@ -8423,7 +8467,7 @@ type Waiver struct {
 
 func (x *Waiver) Reset() {
 	*x = Waiver{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8435,7 +8479,7 @@ func (x *Waiver) String() string {
 func (*Waiver) ProtoMessage() {}
 
 func (x *Waiver) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[151]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8448,7 +8492,7 @@ func (x *Waiver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Waiver.ProtoReflect.Descriptor instead.
 func (*Waiver) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{151}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *Waiver) GetID() string {
@@ -8539,7 +8583,7 @@ type FirewallDecision struct {
 
 func (x *FirewallDecision) Reset() {
 	*x = FirewallDecision{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8551,7 +8595,7 @@ func (x *FirewallDecision) String() string {
 func (*FirewallDecision) ProtoMessage() {}
 
 func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[152]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8564,7 +8608,7 @@ func (x *FirewallDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecision.ProtoReflect.Descriptor instead.
 func (*FirewallDecision) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{152}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *FirewallDecision) GetSeq() int64 {
@@ -8685,7 +8729,7 @@ type FirewallDecisionQuery struct {
 
 func (x *FirewallDecisionQuery) Reset() {
 	*x = FirewallDecisionQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8697,7 +8741,7 @@ func (x *FirewallDecisionQuery) String() string {
 func (*FirewallDecisionQuery) ProtoMessage() {}
 
 func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[153]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8710,7 +8754,7 @@ func (x *FirewallDecisionQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionQuery.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{153}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *FirewallDecisionQuery) GetSince() *timestamppb.Timestamp {
@@ -8746,7 +8790,7 @@ type FirewallDecisionList struct {
 
 func (x *FirewallDecisionList) Reset() {
 	*x = FirewallDecisionList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8758,7 +8802,7 @@ func (x *FirewallDecisionList) String() string {
 func (*FirewallDecisionList) ProtoMessage() {}
 
 func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[154]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8771,7 +8815,7 @@ func (x *FirewallDecisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirewallDecisionList.ProtoReflect.Descriptor instead.
 func (*FirewallDecisionList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{154}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *FirewallDecisionList) GetDecisions() []*FirewallDecision {
@@ -8811,7 +8855,7 @@ type HeldVersion struct {
 
 func (x *HeldVersion) Reset() {
 	*x = HeldVersion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8823,7 +8867,7 @@ func (x *HeldVersion) String() string {
 func (*HeldVersion) ProtoMessage() {}
 
 func (x *HeldVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[155]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8836,7 +8880,7 @@ func (x *HeldVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldVersion.ProtoReflect.Descriptor instead.
 func (*HeldVersion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{155}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *HeldVersion) GetEcosystem() string {
@@ -8896,7 +8940,7 @@ type HeldQuery struct {
 
 func (x *HeldQuery) Reset() {
 	*x = HeldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8908,7 +8952,7 @@ func (x *HeldQuery) String() string {
 func (*HeldQuery) ProtoMessage() {}
 
 func (x *HeldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[156]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8921,7 +8965,7 @@ func (x *HeldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldQuery.ProtoReflect.Descriptor instead.
 func (*HeldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{156}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *HeldQuery) GetNow() *timestamppb.Timestamp {
@@ -8959,7 +9003,7 @@ type DigestPin struct {
 
 func (x *DigestPin) Reset() {
 	*x = DigestPin{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8971,7 +9015,7 @@ func (x *DigestPin) String() string {
 func (*DigestPin) ProtoMessage() {}
 
 func (x *DigestPin) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[157]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8984,7 +9028,7 @@ func (x *DigestPin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestPin.ProtoReflect.Descriptor instead.
 func (*DigestPin) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{157}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *DigestPin) GetThreatID() string {
@@ -9030,7 +9074,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9042,7 +9086,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[158]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9055,7 +9099,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{158}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *LedgerEntry) GetEcosystem() string {
@@ -9145,7 +9189,7 @@ type LedgerTrim struct {
 
 func (x *LedgerTrim) Reset() {
 	*x = LedgerTrim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9157,7 +9201,7 @@ func (x *LedgerTrim) String() string {
 func (*LedgerTrim) ProtoMessage() {}
 
 func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[159]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9170,7 +9214,7 @@ func (x *LedgerTrim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerTrim.ProtoReflect.Descriptor instead.
 func (*LedgerTrim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{159}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *LedgerTrim) GetBefore() *timestamppb.Timestamp {
@@ -9194,7 +9238,7 @@ type LedgerQuery struct {
 
 func (x *LedgerQuery) Reset() {
 	*x = LedgerQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9206,7 +9250,7 @@ func (x *LedgerQuery) String() string {
 func (*LedgerQuery) ProtoMessage() {}
 
 func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[160]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9219,7 +9263,7 @@ func (x *LedgerQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerQuery.ProtoReflect.Descriptor instead.
 func (*LedgerQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{160}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *LedgerQuery) GetEcosystem() string {
@@ -9269,7 +9313,7 @@ type SightingBatch struct {
 
 func (x *SightingBatch) Reset() {
 	*x = SightingBatch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9281,7 +9325,7 @@ func (x *SightingBatch) String() string {
 func (*SightingBatch) ProtoMessage() {}
 
 func (x *SightingBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[161]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9294,7 +9338,7 @@ func (x *SightingBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingBatch.ProtoReflect.Descriptor instead.
 func (*SightingBatch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{161}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *SightingBatch) GetSightings() []*Sighting {
@@ -9331,7 +9375,7 @@ type DisputeQuery struct {
 
 func (x *DisputeQuery) Reset() {
 	*x = DisputeQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9343,7 +9387,7 @@ func (x *DisputeQuery) String() string {
 func (*DisputeQuery) ProtoMessage() {}
 
 func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[162]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9356,7 +9400,7 @@ func (x *DisputeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisputeQuery.ProtoReflect.Descriptor instead.
 func (*DisputeQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{162}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *DisputeQuery) GetAfterDisputedAt() *timestamppb.Timestamp {
@@ -9403,7 +9447,7 @@ type Sighting struct {
 
 func (x *Sighting) Reset() {
 	*x = Sighting{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9415,7 +9459,7 @@ func (x *Sighting) String() string {
 func (*Sighting) ProtoMessage() {}
 
 func (x *Sighting) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[163]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9428,7 +9472,7 @@ func (x *Sighting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sighting.ProtoReflect.Descriptor instead.
 func (*Sighting) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{163}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *Sighting) GetID() string {
@@ -9529,7 +9573,7 @@ type SeenCount struct {
 
 func (x *SeenCount) Reset() {
 	*x = SeenCount{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9541,7 +9585,7 @@ func (x *SeenCount) String() string {
 func (*SeenCount) ProtoMessage() {}
 
 func (x *SeenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[164]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9554,7 +9598,7 @@ func (x *SeenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeenCount.ProtoReflect.Descriptor instead.
 func (*SeenCount) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{164}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *SeenCount) GetThreatID() string {
@@ -9597,7 +9641,7 @@ type SightingQuery struct {
 
 func (x *SightingQuery) Reset() {
 	*x = SightingQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9609,7 +9653,7 @@ func (x *SightingQuery) String() string {
 func (*SightingQuery) ProtoMessage() {}
 
 func (x *SightingQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[165]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9622,7 +9666,7 @@ func (x *SightingQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingQuery.ProtoReflect.Descriptor instead.
 func (*SightingQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{165}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *SightingQuery) GetThreatID() string {
@@ -9658,7 +9702,7 @@ type SightingList struct {
 
 func (x *SightingList) Reset() {
 	*x = SightingList{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9670,7 +9714,7 @@ func (x *SightingList) String() string {
 func (*SightingList) ProtoMessage() {}
 
 func (x *SightingList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[166]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9683,7 +9727,7 @@ func (x *SightingList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingList.ProtoReflect.Descriptor instead.
 func (*SightingList) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{166}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *SightingList) GetSightings() []*Sighting {
@@ -9726,7 +9770,7 @@ type SightingCounts struct {
 
 func (x *SightingCounts) Reset() {
 	*x = SightingCounts{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9738,7 +9782,7 @@ func (x *SightingCounts) String() string {
 func (*SightingCounts) ProtoMessage() {}
 
 func (x *SightingCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[167]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9751,7 +9795,7 @@ func (x *SightingCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCounts.ProtoReflect.Descriptor instead.
 func (*SightingCounts) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{167}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *SightingCounts) GetThreatID() string {
@@ -9833,7 +9877,7 @@ type SightingCountsQuery struct {
 
 func (x *SightingCountsQuery) Reset() {
 	*x = SightingCountsQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9845,7 +9889,7 @@ func (x *SightingCountsQuery) String() string {
 func (*SightingCountsQuery) ProtoMessage() {}
 
 func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[168]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9858,7 +9902,7 @@ func (x *SightingCountsQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SightingCountsQuery.ProtoReflect.Descriptor instead.
 func (*SightingCountsQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{168}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *SightingCountsQuery) GetSince() *timestamppb.Timestamp {
@@ -9898,7 +9942,7 @@ type Reputation struct {
 
 func (x *Reputation) Reset() {
 	*x = Reputation{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9910,7 +9954,7 @@ func (x *Reputation) String() string {
 func (*Reputation) ProtoMessage() {}
 
 func (x *Reputation) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[169]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9923,7 +9967,7 @@ func (x *Reputation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reputation.ProtoReflect.Descriptor instead.
 func (*Reputation) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{169}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *Reputation) GetUserID() string {
@@ -9987,7 +10031,7 @@ type LeaderboardQuery struct {
 
 func (x *LeaderboardQuery) Reset() {
 	*x = LeaderboardQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9999,7 +10043,7 @@ func (x *LeaderboardQuery) String() string {
 func (*LeaderboardQuery) ProtoMessage() {}
 
 func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[170]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10012,7 +10056,7 @@ func (x *LeaderboardQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardQuery.ProtoReflect.Descriptor instead.
 func (*LeaderboardQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{170}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *LeaderboardQuery) GetSince() *timestamppb.Timestamp {
@@ -10043,7 +10087,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10055,7 +10099,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[171]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10068,7 +10112,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{171}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *LeaderboardEntry) GetUserID() string {
@@ -10110,7 +10154,7 @@ type HistoryQuery struct {
 
 func (x *HistoryQuery) Reset() {
 	*x = HistoryQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10122,7 +10166,7 @@ func (x *HistoryQuery) String() string {
 func (*HistoryQuery) ProtoMessage() {}
 
 func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[172]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10135,7 +10179,7 @@ func (x *HistoryQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryQuery.ProtoReflect.Descriptor instead.
 func (*HistoryQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{172}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *HistoryQuery) GetUserID() string {
@@ -10165,7 +10209,7 @@ type ReputationEvent struct {
 
 func (x *ReputationEvent) Reset() {
 	*x = ReputationEvent{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10177,7 +10221,7 @@ func (x *ReputationEvent) String() string {
 func (*ReputationEvent) ProtoMessage() {}
 
 func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[173]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10190,7 +10234,7 @@ func (x *ReputationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReputationEvent.ProtoReflect.Descriptor instead.
 func (*ReputationEvent) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{173}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *ReputationEvent) GetKind() string {
@@ -10245,7 +10289,7 @@ type Campaign struct {
 
 func (x *Campaign) Reset() {
 	*x = Campaign{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10257,7 +10301,7 @@ func (x *Campaign) String() string {
 func (*Campaign) ProtoMessage() {}
 
 func (x *Campaign) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[174]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10270,7 +10314,7 @@ func (x *Campaign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
 func (*Campaign) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{174}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *Campaign) GetID() string {
@@ -10378,7 +10422,7 @@ type CampaignChange struct {
 
 func (x *CampaignChange) Reset() {
 	*x = CampaignChange{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10390,7 +10434,7 @@ func (x *CampaignChange) String() string {
 func (*CampaignChange) ProtoMessage() {}
 
 func (x *CampaignChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[175]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10403,7 +10447,7 @@ func (x *CampaignChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignChange.ProtoReflect.Descriptor instead.
 func (*CampaignChange) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{175}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *CampaignChange) GetID() string {
@@ -10495,7 +10539,7 @@ type CampaignQuery struct {
 
 func (x *CampaignQuery) Reset() {
 	*x = CampaignQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10507,7 +10551,7 @@ func (x *CampaignQuery) String() string {
 func (*CampaignQuery) ProtoMessage() {}
 
 func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[176]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10520,7 +10564,7 @@ func (x *CampaignQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignQuery.ProtoReflect.Descriptor instead.
 func (*CampaignQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{176}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *CampaignQuery) GetAfterName() string {
@@ -10555,7 +10599,7 @@ type CampaignMember struct {
 
 func (x *CampaignMember) Reset() {
 	*x = CampaignMember{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10567,7 +10611,7 @@ func (x *CampaignMember) String() string {
 func (*CampaignMember) ProtoMessage() {}
 
 func (x *CampaignMember) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[177]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10580,7 +10624,7 @@ func (x *CampaignMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignMember.ProtoReflect.Descriptor instead.
 func (*CampaignMember) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{177}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *CampaignMember) GetThreatID() string {
@@ -10609,7 +10653,7 @@ type IndicatorGroupQuery struct {
 
 func (x *IndicatorGroupQuery) Reset() {
 	*x = IndicatorGroupQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10621,7 +10665,7 @@ func (x *IndicatorGroupQuery) String() string {
 func (*IndicatorGroupQuery) ProtoMessage() {}
 
 func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[178]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10634,7 +10678,7 @@ func (x *IndicatorGroupQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroupQuery.ProtoReflect.Descriptor instead.
 func (*IndicatorGroupQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{178}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *IndicatorGroupQuery) GetMinSize() int64 {
@@ -10671,7 +10715,7 @@ type IndicatorGroup struct {
 
 func (x *IndicatorGroup) Reset() {
 	*x = IndicatorGroup{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10683,7 +10727,7 @@ func (x *IndicatorGroup) String() string {
 func (*IndicatorGroup) ProtoMessage() {}
 
 func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[179]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10696,7 +10740,7 @@ func (x *IndicatorGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorGroup.ProtoReflect.Descriptor instead.
 func (*IndicatorGroup) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{179}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *IndicatorGroup) GetKey() string {
@@ -10735,7 +10779,7 @@ type ReportText struct {
 
 func (x *ReportText) Reset() {
 	*x = ReportText{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10747,7 +10791,7 @@ func (x *ReportText) String() string {
 func (*ReportText) ProtoMessage() {}
 
 func (x *ReportText) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[180]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10760,7 +10804,7 @@ func (x *ReportText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportText.ProtoReflect.Descriptor instead.
 func (*ReportText) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{180}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
 }
 
 func (x *ReportText) GetID() string {
@@ -10821,7 +10865,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10833,7 +10877,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[181]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10846,7 +10890,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{181}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
 }
 
 func (x *QueueRequest) GetJobs() []*Job {
@@ -10889,7 +10933,7 @@ type QueueResult struct {
 
 func (x *QueueResult) Reset() {
 	*x = QueueResult{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10901,7 +10945,7 @@ func (x *QueueResult) String() string {
 func (*QueueResult) ProtoMessage() {}
 
 func (x *QueueResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[182]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10914,7 +10958,7 @@ func (x *QueueResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueResult.ProtoReflect.Descriptor instead.
 func (*QueueResult) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{182}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
 }
 
 func (x *QueueResult) GetQueued() int64 {
@@ -10952,7 +10996,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10964,7 +11008,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[183]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10977,7 +11021,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{183}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
 }
 
 func (x *Claim) GetHolder() string {
@@ -11024,7 +11068,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11036,7 +11080,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[184]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11049,7 +11093,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{184}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *Job) GetEcosystem() string {
@@ -11108,7 +11152,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11120,7 +11164,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[185]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11133,7 +11177,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{185}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
 }
 
 func (x *Outcome) GetKey() *Key {
@@ -11187,7 +11231,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11199,7 +11243,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[186]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11212,7 +11256,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{186}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
 }
 
 func (x *Entry) GetJob() *Job {
@@ -11276,7 +11320,7 @@ type ReportLink struct {
 
 func (x *ReportLink) Reset() {
 	*x = ReportLink{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11288,7 +11332,7 @@ func (x *ReportLink) String() string {
 func (*ReportLink) ProtoMessage() {}
 
 func (x *ReportLink) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[187]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11301,7 +11345,7 @@ func (x *ReportLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLink.ProtoReflect.Descriptor instead.
 func (*ReportLink) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{187}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
 }
 
 func (x *ReportLink) GetKey() *Key {
@@ -11330,7 +11374,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11342,7 +11386,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[188]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11355,7 +11399,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{188}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
 }
 
 func (x *Key) GetEcosystem() string {
@@ -11389,7 +11433,7 @@ type HoldQuery struct {
 
 func (x *HoldQuery) Reset() {
 	*x = HoldQuery{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11401,7 +11445,7 @@ func (x *HoldQuery) String() string {
 func (*HoldQuery) ProtoMessage() {}
 
 func (x *HoldQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[189]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11414,7 +11458,7 @@ func (x *HoldQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldQuery.ProtoReflect.Descriptor instead.
 func (*HoldQuery) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{189}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
 }
 
 func (x *HoldQuery) GetLimit() int64 {
@@ -11441,7 +11485,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11453,7 +11497,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[190]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11466,7 +11510,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{190}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
 }
 
 func (x *Hold) GetKey() *Key {
@@ -11529,7 +11573,7 @@ type QueueLength struct {
 
 func (x *QueueLength) Reset() {
 	*x = QueueLength{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11541,7 +11585,7 @@ func (x *QueueLength) String() string {
 func (*QueueLength) ProtoMessage() {}
 
 func (x *QueueLength) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[191]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11554,7 +11598,7 @@ func (x *QueueLength) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLength.ProtoReflect.Descriptor instead.
 func (*QueueLength) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{191}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
 }
 
 func (x *QueueLength) GetQueued() int64 {
@@ -11586,7 +11630,7 @@ type Inventory struct {
 
 func (x *Inventory) Reset() {
 	*x = Inventory{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11598,7 +11642,7 @@ func (x *Inventory) String() string {
 func (*Inventory) ProtoMessage() {}
 
 func (x *Inventory) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[192]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11611,7 +11655,7 @@ func (x *Inventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Inventory.ProtoReflect.Descriptor instead.
 func (*Inventory) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{192}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{193}
 }
 
 func (x *Inventory) GetProject() string {
@@ -11672,7 +11716,7 @@ type Package struct {
 
 func (x *Package) Reset() {
 	*x = Package{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11684,7 +11728,7 @@ func (x *Package) String() string {
 func (*Package) ProtoMessage() {}
 
 func (x *Package) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[193]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11697,7 +11741,7 @@ func (x *Package) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Package.ProtoReflect.Descriptor instead.
 func (*Package) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{193}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{194}
 }
 
 func (x *Package) GetEcosystem() string {
@@ -11746,7 +11790,7 @@ type Found struct {
 
 func (x *Found) Reset() {
 	*x = Found{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11758,7 +11802,7 @@ func (x *Found) String() string {
 func (*Found) ProtoMessage() {}
 
 func (x *Found) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[194]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11771,7 +11815,7 @@ func (x *Found) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Found.ProtoReflect.Descriptor instead.
 func (*Found) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{194}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{195}
 }
 
 func (x *Found) GetThreatID() string {
@@ -11844,7 +11888,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11856,7 +11900,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[195]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11869,7 +11913,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{195}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{196}
 }
 
 func (x *Query) GetThreatID() string {
@@ -11931,7 +11975,7 @@ type Exposure struct {
 
 func (x *Exposure) Reset() {
 	*x = Exposure{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11943,7 +11987,7 @@ func (x *Exposure) String() string {
 func (*Exposure) ProtoMessage() {}
 
 func (x *Exposure) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[196]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11956,7 +12000,7 @@ func (x *Exposure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exposure.ProtoReflect.Descriptor instead.
 func (*Exposure) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{196}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{197}
 }
 
 func (x *Exposure) GetID() int64 {
@@ -12078,7 +12122,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12090,7 +12134,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[197]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12103,7 +12147,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{197}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{198}
 }
 
 func (x *Event) GetThreatID() string {
@@ -12159,7 +12203,7 @@ type AccountDeletion struct {
 
 func (x *AccountDeletion) Reset() {
 	*x = AccountDeletion{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12171,7 +12215,7 @@ func (x *AccountDeletion) String() string {
 func (*AccountDeletion) ProtoMessage() {}
 
 func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[198]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12184,7 +12228,7 @@ func (x *AccountDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeletion.ProtoReflect.Descriptor instead.
 func (*AccountDeletion) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{198}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{199}
 }
 
 func (x *AccountDeletion) GetEmail() string {
@@ -12229,7 +12273,7 @@ type SubmitPolicy struct {
 
 func (x *SubmitPolicy) Reset() {
 	*x = SubmitPolicy{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12241,7 +12285,7 @@ func (x *SubmitPolicy) String() string {
 func (*SubmitPolicy) ProtoMessage() {}
 
 func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[199]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12254,7 +12298,7 @@ func (x *SubmitPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPolicy.ProtoReflect.Descriptor instead.
 func (*SubmitPolicy) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{199}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{200}
 }
 
 func (x *SubmitPolicy) GetMaxUnverified() int64 {
@@ -12315,7 +12359,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12327,7 +12371,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[200]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12340,7 +12384,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{200}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{201}
 }
 
 func (x *Details) GetThreatDescription() string {
@@ -12470,7 +12514,7 @@ type IOC struct {
 
 func (x *IOC) Reset() {
 	*x = IOC{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12482,7 +12526,7 @@ func (x *IOC) String() string {
 func (*IOC) ProtoMessage() {}
 
 func (x *IOC) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[201]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12495,7 +12539,7 @@ func (x *IOC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IOC.ProtoReflect.Descriptor instead.
 func (*IOC) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{201}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{202}
 }
 
 func (x *IOC) GetType() string {
@@ -12559,7 +12603,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12571,7 +12615,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[202]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12584,7 +12628,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{202}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{203}
 }
 
 func (x *Patch) GetSubmission() *Submission {
@@ -12614,7 +12658,7 @@ type ImportRecord struct {
 
 func (x *ImportRecord) Reset() {
 	*x = ImportRecord{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12626,7 +12670,7 @@ func (x *ImportRecord) String() string {
 func (*ImportRecord) ProtoMessage() {}
 
 func (x *ImportRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[203]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12639,7 +12683,7 @@ func (x *ImportRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRecord.ProtoReflect.Descriptor instead.
 func (*ImportRecord) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{203}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{204}
 }
 
 func (x *ImportRecord) GetThreat() *Threat {
@@ -12669,7 +12713,7 @@ type RuleBasis struct {
 
 func (x *RuleBasis) Reset() {
 	*x = RuleBasis{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12681,7 +12725,7 @@ func (x *RuleBasis) String() string {
 func (*RuleBasis) ProtoMessage() {}
 
 func (x *RuleBasis) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[204]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12694,7 +12738,7 @@ func (x *RuleBasis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleBasis.ProtoReflect.Descriptor instead.
 func (*RuleBasis) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{204}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{205}
 }
 
 func (x *RuleBasis) GetIndicator() string {
@@ -12724,7 +12768,7 @@ type LedgerCursor struct {
 
 func (x *LedgerCursor) Reset() {
 	*x = LedgerCursor{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12736,7 +12780,7 @@ func (x *LedgerCursor) String() string {
 func (*LedgerCursor) ProtoMessage() {}
 
 func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[205]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12749,7 +12793,7 @@ func (x *LedgerCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerCursor.ProtoReflect.Descriptor instead.
 func (*LedgerCursor) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{205}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{206}
 }
 
 func (x *LedgerCursor) GetVersion() string {
@@ -12795,7 +12839,7 @@ type CampaignRef struct {
 
 func (x *CampaignRef) Reset() {
 	*x = CampaignRef{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12807,7 +12851,7 @@ func (x *CampaignRef) String() string {
 func (*CampaignRef) ProtoMessage() {}
 
 func (x *CampaignRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[206]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12820,7 +12864,7 @@ func (x *CampaignRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignRef.ProtoReflect.Descriptor instead.
 func (*CampaignRef) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{206}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{207}
 }
 
 func (x *CampaignRef) GetID() string {
@@ -12874,7 +12918,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12886,7 +12930,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[207]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12899,7 +12943,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{207}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{208}
 }
 
 func (x *Result) GetVerdict() string {
@@ -12967,7 +13011,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12979,7 +13023,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[208]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12992,7 +13036,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{208}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{209}
 }
 
 func (x *Finding) GetRule() string {
@@ -13058,7 +13102,7 @@ type Item struct {
 
 func (x *Item) Reset() {
 	*x = Item{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[210]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13070,7 +13114,7 @@ func (x *Item) String() string {
 func (*Item) ProtoMessage() {}
 
 func (x *Item) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[209]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[210]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13083,7 +13127,7 @@ func (x *Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Item.ProtoReflect.Descriptor instead.
 func (*Item) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{209}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{210}
 }
 
 func (x *Item) GetEcosystem() string {
@@ -13149,7 +13193,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[210]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[211]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13161,7 +13205,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_v2_storage_proto_msgTypes[210]
+	mi := &file_plugins_proto_v2_storage_proto_msgTypes[211]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13174,7 +13218,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{210}
+	return file_plugins_proto_v2_storage_proto_rawDescGZIP(), []int{211}
 }
 
 func (x *Submission) GetReportType() string {
@@ -13353,6 +13397,8 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\x10GetThreatRequest\x12\x0e\n" +
 	"\x02Id\x18\x01 \x01(\tR\x02Id\"%\n" +
 	"\x11GetThreatsRequest\x12\x10\n" +
+	"\x03Ids\x18\x01 \x03(\tR\x03Ids\"-\n" +
+	"\x19GetThreatsWithIOCsRequest\x12\x10\n" +
 	"\x03Ids\x18\x01 \x03(\tR\x03Ids\"Z\n" +
 	"\x13ListSubmissionsPart\x12\x14\n" +
 	"\x05Total\x18\x01 \x01(\x03R\x05Total\x12-\n" +
@@ -14355,7 +14401,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"_FirstSeenB\v\n" +
 	"\t_LastSeenB\x11\n" +
 	"\x0f_OSVAdvisoryURLB\x10\n" +
-	"\x0e_DownloadCount2\xd5J\n" +
+	"\x0e_DownloadCount2\xb6K\n" +
 	"\aStorage\x12S\n" +
 	"\tConfigure\x12#.threatd.plugin.v2.ConfigureRequest\x1a!.threatd.plugin.v2.ConfigureReply\x12>\n" +
 	"\n" +
@@ -14382,6 +14428,7 @@ const file_plugins_proto_v2_storage_proto_rawDesc = "" +
 	"\tGetThreat\x12#.threatd.plugin.v2.GetThreatRequest\x1a\x19.threatd.plugin.v2.Threat\x12O\n" +
 	"\n" +
 	"GetThreats\x12$.threatd.plugin.v2.GetThreatsRequest\x1a\x19.threatd.plugin.v2.Threat0\x01\x12_\n" +
+	"\x12GetThreatsWithIOCs\x12,.threatd.plugin.v2.GetThreatsWithIOCsRequest\x1a\x19.threatd.plugin.v2.Threat0\x01\x12_\n" +
 	"\x0fListSubmissions\x12\".threatd.plugin.v2.SubmissionQuery\x1a&.threatd.plugin.v2.ListSubmissionsPart0\x01\x12d\n" +
 	"\x10SubmitterRecords\x12*.threatd.plugin.v2.SubmitterRecordsRequest\x1a\".threatd.plugin.v2.SubmitterRecord0\x01\x12T\n" +
 	"\vListPending\x12\x1f.threatd.plugin.v2.PendingQuery\x1a\".threatd.plugin.v2.ListPendingPart0\x01\x12D\n" +
@@ -14489,7 +14536,7 @@ func file_plugins_proto_v2_storage_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_v2_storage_proto_rawDescData
 }
 
-var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 218)
+var file_plugins_proto_v2_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 219)
 var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),            // 0: threatd.plugin.v2.ConfigureRequest
 	(*ConfigureReply)(nil),              // 1: threatd.plugin.v2.ConfigureReply
@@ -14507,593 +14554,596 @@ var file_plugins_proto_v2_storage_proto_goTypes = []any{
 	(*CreateThreatReply)(nil),           // 13: threatd.plugin.v2.CreateThreatReply
 	(*GetThreatRequest)(nil),            // 14: threatd.plugin.v2.GetThreatRequest
 	(*GetThreatsRequest)(nil),           // 15: threatd.plugin.v2.GetThreatsRequest
-	(*ListSubmissionsPart)(nil),         // 16: threatd.plugin.v2.ListSubmissionsPart
-	(*SubmitterRecordsRequest)(nil),     // 17: threatd.plugin.v2.SubmitterRecordsRequest
-	(*ListPendingPart)(nil),             // 18: threatd.plugin.v2.ListPendingPart
-	(*RecordDuplicateReply)(nil),        // 19: threatd.plugin.v2.RecordDuplicateReply
-	(*ReviewEventsRequest)(nil),         // 20: threatd.plugin.v2.ReviewEventsRequest
-	(*ListPendingRevisionsRequest)(nil), // 21: threatd.plugin.v2.ListPendingRevisionsRequest
-	(*ListRevisionsRequest)(nil),        // 22: threatd.plugin.v2.ListRevisionsRequest
-	(*GetRevisionRequest)(nil),          // 23: threatd.plugin.v2.GetRevisionRequest
-	(*EachVerifiedSummaryItem)(nil),     // 24: threatd.plugin.v2.EachVerifiedSummaryItem
-	(*EachVerifiedSummaryRequest)(nil),  // 25: threatd.plugin.v2.EachVerifiedSummaryRequest
-	(*CountThreatsReply)(nil),           // 26: threatd.plugin.v2.CountThreatsReply
-	(*LastFeedEventRequest)(nil),        // 27: threatd.plugin.v2.LastFeedEventRequest
-	(*ImportedVersionsReply)(nil),       // 28: threatd.plugin.v2.ImportedVersionsReply
-	(*ImportedIDsReply)(nil),            // 29: threatd.plugin.v2.ImportedIDsReply
-	(*MigrateRequest)(nil),              // 30: threatd.plugin.v2.MigrateRequest
-	(*MigrateReply)(nil),                // 31: threatd.plugin.v2.MigrateReply
-	(*HealthRequest)(nil),               // 32: threatd.plugin.v2.HealthRequest
-	(*HealthReply)(nil),                 // 33: threatd.plugin.v2.HealthReply
-	(*StatsRequest)(nil),                // 34: threatd.plugin.v2.StatsRequest
-	(*SecretRequest)(nil),               // 35: threatd.plugin.v2.SecretRequest
-	(*SecretReply)(nil),                 // 36: threatd.plugin.v2.SecretReply
-	(*LeaseReply)(nil),                  // 37: threatd.plugin.v2.LeaseReply
-	(*AddUsageRequest)(nil),             // 38: threatd.plugin.v2.AddUsageRequest
-	(*AddUsageReply)(nil),               // 39: threatd.plugin.v2.AddUsageReply
-	(*UsageReply)(nil),                  // 40: threatd.plugin.v2.UsageReply
-	(*SyncRateCountsReply)(nil),         // 41: threatd.plugin.v2.SyncRateCountsReply
-	(*ExportItem)(nil),                  // 42: threatd.plugin.v2.ExportItem
-	(*ExportRequest)(nil),               // 43: threatd.plugin.v2.ExportRequest
-	(*ImportItem)(nil),                  // 44: threatd.plugin.v2.ImportItem
-	(*ImportRequest)(nil),               // 45: threatd.plugin.v2.ImportRequest
-	(*ImportReply)(nil),                 // 46: threatd.plugin.v2.ImportReply
-	(*CreateWebhookReply)(nil),          // 47: threatd.plugin.v2.CreateWebhookReply
-	(*ListWebhooksRequest)(nil),         // 48: threatd.plugin.v2.ListWebhooksRequest
-	(*DeleteWebhookRequest)(nil),        // 49: threatd.plugin.v2.DeleteWebhookRequest
-	(*DeleteWebhookReply)(nil),          // 50: threatd.plugin.v2.DeleteWebhookReply
-	(*EnableWebhookRequest)(nil),        // 51: threatd.plugin.v2.EnableWebhookRequest
-	(*RecordAttemptReply)(nil),          // 52: threatd.plugin.v2.RecordAttemptReply
-	(*WebhookQueueRequest)(nil),         // 53: threatd.plugin.v2.WebhookQueueRequest
-	(*TrimWebhooksReply)(nil),           // 54: threatd.plugin.v2.TrimWebhooksReply
-	(*CreateWaiverReply)(nil),           // 55: threatd.plugin.v2.CreateWaiverReply
-	(*ListWaiversRequest)(nil),          // 56: threatd.plugin.v2.ListWaiversRequest
-	(*DeleteWaiverRequest)(nil),         // 57: threatd.plugin.v2.DeleteWaiverRequest
-	(*DeleteWaiverReply)(nil),           // 58: threatd.plugin.v2.DeleteWaiverReply
-	(*RecordDecisionsRequest)(nil),      // 59: threatd.plugin.v2.RecordDecisionsRequest
-	(*RecordDecisionsReply)(nil),        // 60: threatd.plugin.v2.RecordDecisionsReply
-	(*TrimDecisionsRequest)(nil),        // 61: threatd.plugin.v2.TrimDecisionsRequest
-	(*TrimDecisionsReply)(nil),          // 62: threatd.plugin.v2.TrimDecisionsReply
-	(*RecordHeldRequest)(nil),           // 63: threatd.plugin.v2.RecordHeldRequest
-	(*RecordHeldReply)(nil),             // 64: threatd.plugin.v2.RecordHeldReply
-	(*PinDigestsRequest)(nil),           // 65: threatd.plugin.v2.PinDigestsRequest
-	(*PinDigestsReply)(nil),             // 66: threatd.plugin.v2.PinDigestsReply
-	(*PinnedDigestsRequest)(nil),        // 67: threatd.plugin.v2.PinnedDigestsRequest
-	(*RecordLedgerRequest)(nil),         // 68: threatd.plugin.v2.RecordLedgerRequest
-	(*RecordLedgerReply)(nil),           // 69: threatd.plugin.v2.RecordLedgerReply
-	(*TrimLedgerReply)(nil),             // 70: threatd.plugin.v2.TrimLedgerReply
-	(*AddSightingsReply)(nil),           // 71: threatd.plugin.v2.AddSightingsReply
-	(*ListDisputedPart)(nil),            // 72: threatd.plugin.v2.ListDisputedPart
-	(*DisputeVotesRequest)(nil),         // 73: threatd.plugin.v2.DisputeVotesRequest
-	(*AddSeenRequest)(nil),              // 74: threatd.plugin.v2.AddSeenRequest
-	(*AddSeenReply)(nil),                // 75: threatd.plugin.v2.AddSeenReply
-	(*CountSightingsRequest)(nil),       // 76: threatd.plugin.v2.CountSightingsRequest
-	(*ReputationsRequest)(nil),          // 77: threatd.plugin.v2.ReputationsRequest
-	(*UsersByNameRequest)(nil),          // 78: threatd.plugin.v2.UsersByNameRequest
-	(*SubmitterRecordsAllRequest)(nil),  // 79: threatd.plugin.v2.SubmitterRecordsAllRequest
-	(*CreateCampaignReply)(nil),         // 80: threatd.plugin.v2.CreateCampaignReply
-	(*GetCampaignRequest)(nil),          // 81: threatd.plugin.v2.GetCampaignRequest
-	(*CampaignMembersRequest)(nil),      // 82: threatd.plugin.v2.CampaignMembersRequest
-	(*EachVerifiedTextItem)(nil),        // 83: threatd.plugin.v2.EachVerifiedTextItem
-	(*EachVerifiedTextRequest)(nil),     // 84: threatd.plugin.v2.EachVerifiedTextRequest
-	(*LinkAnalysisReportReply)(nil),     // 85: threatd.plugin.v2.LinkAnalysisReportReply
-	(*AnalysesOfReportsRequest)(nil),    // 86: threatd.plugin.v2.AnalysesOfReportsRequest
-	(*AnalysisQueueRequest)(nil),        // 87: threatd.plugin.v2.AnalysisQueueRequest
-	(*SaveInventoryReply)(nil),          // 88: threatd.plugin.v2.SaveInventoryReply
-	(*ExposedVersionsReply)(nil),        // 89: threatd.plugin.v2.ExposedVersionsReply
-	(*ExposedPackagesRequest)(nil),      // 90: threatd.plugin.v2.ExposedPackagesRequest
-	(*RecordExposuresReply)(nil),        // 91: threatd.plugin.v2.RecordExposuresReply
-	(*ExposureCountRequest)(nil),        // 92: threatd.plugin.v2.ExposureCountRequest
-	(*ExposureCountReply)(nil),          // 93: threatd.plugin.v2.ExposureCountReply
-	(*QueueExposureEventReply)(nil),     // 94: threatd.plugin.v2.QueueExposureEventReply
-	(*ExposureMarkRequest)(nil),         // 95: threatd.plugin.v2.ExposureMarkRequest
-	(*ExposureMarkReply)(nil),           // 96: threatd.plugin.v2.ExposureMarkReply
-	(*MoveExposureMarkRequest)(nil),     // 97: threatd.plugin.v2.MoveExposureMarkRequest
-	(*MoveExposureMarkReply)(nil),       // 98: threatd.plugin.v2.MoveExposureMarkReply
-	(*User)(nil),                        // 99: threatd.plugin.v2.User
-	(*UserLimit)(nil),                   // 100: threatd.plugin.v2.UserLimit
-	(*UserAccess)(nil),                  // 101: threatd.plugin.v2.UserAccess
-	(*UserQuery)(nil),                   // 102: threatd.plugin.v2.UserQuery
-	(*Token)(nil),                       // 103: threatd.plugin.v2.Token
-	(*TokenOwner)(nil),                  // 104: threatd.plugin.v2.TokenOwner
-	(*UserToken)(nil),                   // 105: threatd.plugin.v2.UserToken
-	(*PasswordReset)(nil),               // 106: threatd.plugin.v2.PasswordReset
-	(*Session)(nil),                     // 107: threatd.plugin.v2.Session
-	(*SessionOwner)(nil),                // 108: threatd.plugin.v2.SessionOwner
-	(*AccountChange)(nil),               // 109: threatd.plugin.v2.AccountChange
-	(*AccountChanged)(nil),              // 110: threatd.plugin.v2.AccountChanged
-	(*SubmittedThreat)(nil),             // 111: threatd.plugin.v2.SubmittedThreat
-	(*Threat)(nil),                      // 112: threatd.plugin.v2.Threat
-	(*SubmissionQuery)(nil),             // 113: threatd.plugin.v2.SubmissionQuery
-	(*SubmitterRecord)(nil),             // 114: threatd.plugin.v2.SubmitterRecord
-	(*PendingQuery)(nil),                // 115: threatd.plugin.v2.PendingQuery
-	(*Review)(nil),                      // 116: threatd.plugin.v2.Review
-	(*Duplicate)(nil),                   // 117: threatd.plugin.v2.Duplicate
-	(*ReviewEvent)(nil),                 // 118: threatd.plugin.v2.ReviewEvent
-	(*Modification)(nil),                // 119: threatd.plugin.v2.Modification
-	(*Modified)(nil),                    // 120: threatd.plugin.v2.Modified
-	(*RevisionDecision)(nil),            // 121: threatd.plugin.v2.RevisionDecision
-	(*Revision)(nil),                    // 122: threatd.plugin.v2.Revision
-	(*LatestFilter)(nil),                // 123: threatd.plugin.v2.LatestFilter
-	(*Summary)(nil),                     // 124: threatd.plugin.v2.Summary
-	(*ThreatQuery)(nil),                 // 125: threatd.plugin.v2.ThreatQuery
-	(*KeyPrefixQuery)(nil),              // 126: threatd.plugin.v2.KeyPrefixQuery
-	(*FeedQuery)(nil),                   // 127: threatd.plugin.v2.FeedQuery
-	(*FeedItem)(nil),                    // 128: threatd.plugin.v2.FeedItem
-	(*FeedEvent)(nil),                   // 129: threatd.plugin.v2.FeedEvent
-	(*ChangeQuery)(nil),                 // 130: threatd.plugin.v2.ChangeQuery
-	(*Change)(nil),                      // 131: threatd.plugin.v2.Change
-	(*ImportBatch)(nil),                 // 132: threatd.plugin.v2.ImportBatch
-	(*ImportOutcome)(nil),               // 133: threatd.plugin.v2.ImportOutcome
-	(*VersionQuery)(nil),                // 134: threatd.plugin.v2.VersionQuery
-	(*ImportedIDQuery)(nil),             // 135: threatd.plugin.v2.ImportedIDQuery
-	(*Stats)(nil),                       // 136: threatd.plugin.v2.Stats
-	(*LeaseClaim)(nil),                  // 137: threatd.plugin.v2.LeaseClaim
-	(*UsageDelta)(nil),                  // 138: threatd.plugin.v2.UsageDelta
-	(*UsageQuery)(nil),                  // 139: threatd.plugin.v2.UsageQuery
-	(*RateCounts)(nil),                  // 140: threatd.plugin.v2.RateCounts
-	(*RuleIDQuery)(nil),                 // 141: threatd.plugin.v2.RuleIDQuery
-	(*RuleID)(nil),                      // 142: threatd.plugin.v2.RuleID
-	(*Webhook)(nil),                     // 143: threatd.plugin.v2.Webhook
-	(*DueQuery)(nil),                    // 144: threatd.plugin.v2.DueQuery
-	(*Delivery)(nil),                    // 145: threatd.plugin.v2.Delivery
-	(*AttemptOutcome)(nil),              // 146: threatd.plugin.v2.AttemptOutcome
-	(*AttemptQuery)(nil),                // 147: threatd.plugin.v2.AttemptQuery
-	(*DeliveryAttempt)(nil),             // 148: threatd.plugin.v2.DeliveryAttempt
-	(*WebhookQueue)(nil),                // 149: threatd.plugin.v2.WebhookQueue
-	(*WebhookTrim)(nil),                 // 150: threatd.plugin.v2.WebhookTrim
-	(*Waiver)(nil),                      // 151: threatd.plugin.v2.Waiver
-	(*FirewallDecision)(nil),            // 152: threatd.plugin.v2.FirewallDecision
-	(*FirewallDecisionQuery)(nil),       // 153: threatd.plugin.v2.FirewallDecisionQuery
-	(*FirewallDecisionList)(nil),        // 154: threatd.plugin.v2.FirewallDecisionList
-	(*HeldVersion)(nil),                 // 155: threatd.plugin.v2.HeldVersion
-	(*HeldQuery)(nil),                   // 156: threatd.plugin.v2.HeldQuery
-	(*DigestPin)(nil),                   // 157: threatd.plugin.v2.DigestPin
-	(*LedgerEntry)(nil),                 // 158: threatd.plugin.v2.LedgerEntry
-	(*LedgerTrim)(nil),                  // 159: threatd.plugin.v2.LedgerTrim
-	(*LedgerQuery)(nil),                 // 160: threatd.plugin.v2.LedgerQuery
-	(*SightingBatch)(nil),               // 161: threatd.plugin.v2.SightingBatch
-	(*DisputeQuery)(nil),                // 162: threatd.plugin.v2.DisputeQuery
-	(*Sighting)(nil),                    // 163: threatd.plugin.v2.Sighting
-	(*SeenCount)(nil),                   // 164: threatd.plugin.v2.SeenCount
-	(*SightingQuery)(nil),               // 165: threatd.plugin.v2.SightingQuery
-	(*SightingList)(nil),                // 166: threatd.plugin.v2.SightingList
-	(*SightingCounts)(nil),              // 167: threatd.plugin.v2.SightingCounts
-	(*SightingCountsQuery)(nil),         // 168: threatd.plugin.v2.SightingCountsQuery
-	(*Reputation)(nil),                  // 169: threatd.plugin.v2.Reputation
-	(*LeaderboardQuery)(nil),            // 170: threatd.plugin.v2.LeaderboardQuery
-	(*LeaderboardEntry)(nil),            // 171: threatd.plugin.v2.LeaderboardEntry
-	(*HistoryQuery)(nil),                // 172: threatd.plugin.v2.HistoryQuery
-	(*ReputationEvent)(nil),             // 173: threatd.plugin.v2.ReputationEvent
-	(*Campaign)(nil),                    // 174: threatd.plugin.v2.Campaign
-	(*CampaignChange)(nil),              // 175: threatd.plugin.v2.CampaignChange
-	(*CampaignQuery)(nil),               // 176: threatd.plugin.v2.CampaignQuery
-	(*CampaignMember)(nil),              // 177: threatd.plugin.v2.CampaignMember
-	(*IndicatorGroupQuery)(nil),         // 178: threatd.plugin.v2.IndicatorGroupQuery
-	(*IndicatorGroup)(nil),              // 179: threatd.plugin.v2.IndicatorGroup
-	(*ReportText)(nil),                  // 180: threatd.plugin.v2.ReportText
-	(*QueueRequest)(nil),                // 181: threatd.plugin.v2.QueueRequest
-	(*QueueResult)(nil),                 // 182: threatd.plugin.v2.QueueResult
-	(*Claim)(nil),                       // 183: threatd.plugin.v2.Claim
-	(*Job)(nil),                         // 184: threatd.plugin.v2.Job
-	(*Outcome)(nil),                     // 185: threatd.plugin.v2.Outcome
-	(*Entry)(nil),                       // 186: threatd.plugin.v2.Entry
-	(*ReportLink)(nil),                  // 187: threatd.plugin.v2.ReportLink
-	(*Key)(nil),                         // 188: threatd.plugin.v2.Key
-	(*HoldQuery)(nil),                   // 189: threatd.plugin.v2.HoldQuery
-	(*Hold)(nil),                        // 190: threatd.plugin.v2.Hold
-	(*QueueLength)(nil),                 // 191: threatd.plugin.v2.QueueLength
-	(*Inventory)(nil),                   // 192: threatd.plugin.v2.Inventory
-	(*Package)(nil),                     // 193: threatd.plugin.v2.Package
-	(*Found)(nil),                       // 194: threatd.plugin.v2.Found
-	(*Query)(nil),                       // 195: threatd.plugin.v2.Query
-	(*Exposure)(nil),                    // 196: threatd.plugin.v2.Exposure
-	(*Event)(nil),                       // 197: threatd.plugin.v2.Event
-	(*AccountDeletion)(nil),             // 198: threatd.plugin.v2.AccountDeletion
-	(*SubmitPolicy)(nil),                // 199: threatd.plugin.v2.SubmitPolicy
-	(*Details)(nil),                     // 200: threatd.plugin.v2.Details
-	(*IOC)(nil),                         // 201: threatd.plugin.v2.IOC
-	(*Patch)(nil),                       // 202: threatd.plugin.v2.Patch
-	(*ImportRecord)(nil),                // 203: threatd.plugin.v2.ImportRecord
-	(*RuleBasis)(nil),                   // 204: threatd.plugin.v2.RuleBasis
-	(*LedgerCursor)(nil),                // 205: threatd.plugin.v2.LedgerCursor
-	(*CampaignRef)(nil),                 // 206: threatd.plugin.v2.CampaignRef
-	(*Result)(nil),                      // 207: threatd.plugin.v2.Result
-	(*Finding)(nil),                     // 208: threatd.plugin.v2.Finding
-	(*Item)(nil),                        // 209: threatd.plugin.v2.Item
-	(*Submission)(nil),                  // 210: threatd.plugin.v2.Submission
-	nil,                                 // 211: threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	nil,                                 // 212: threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	nil,                                 // 213: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	nil,                                 // 214: threatd.plugin.v2.UsageReply.ValueEntry
-	nil,                                 // 215: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	nil,                                 // 216: threatd.plugin.v2.ImportReply.ValueEntry
-	nil,                                 // 217: threatd.plugin.v2.RateCounts.CountsEntry
-	(*timestamppb.Timestamp)(nil),       // 218: google.protobuf.Timestamp
+	(*GetThreatsWithIOCsRequest)(nil),   // 16: threatd.plugin.v2.GetThreatsWithIOCsRequest
+	(*ListSubmissionsPart)(nil),         // 17: threatd.plugin.v2.ListSubmissionsPart
+	(*SubmitterRecordsRequest)(nil),     // 18: threatd.plugin.v2.SubmitterRecordsRequest
+	(*ListPendingPart)(nil),             // 19: threatd.plugin.v2.ListPendingPart
+	(*RecordDuplicateReply)(nil),        // 20: threatd.plugin.v2.RecordDuplicateReply
+	(*ReviewEventsRequest)(nil),         // 21: threatd.plugin.v2.ReviewEventsRequest
+	(*ListPendingRevisionsRequest)(nil), // 22: threatd.plugin.v2.ListPendingRevisionsRequest
+	(*ListRevisionsRequest)(nil),        // 23: threatd.plugin.v2.ListRevisionsRequest
+	(*GetRevisionRequest)(nil),          // 24: threatd.plugin.v2.GetRevisionRequest
+	(*EachVerifiedSummaryItem)(nil),     // 25: threatd.plugin.v2.EachVerifiedSummaryItem
+	(*EachVerifiedSummaryRequest)(nil),  // 26: threatd.plugin.v2.EachVerifiedSummaryRequest
+	(*CountThreatsReply)(nil),           // 27: threatd.plugin.v2.CountThreatsReply
+	(*LastFeedEventRequest)(nil),        // 28: threatd.plugin.v2.LastFeedEventRequest
+	(*ImportedVersionsReply)(nil),       // 29: threatd.plugin.v2.ImportedVersionsReply
+	(*ImportedIDsReply)(nil),            // 30: threatd.plugin.v2.ImportedIDsReply
+	(*MigrateRequest)(nil),              // 31: threatd.plugin.v2.MigrateRequest
+	(*MigrateReply)(nil),                // 32: threatd.plugin.v2.MigrateReply
+	(*HealthRequest)(nil),               // 33: threatd.plugin.v2.HealthRequest
+	(*HealthReply)(nil),                 // 34: threatd.plugin.v2.HealthReply
+	(*StatsRequest)(nil),                // 35: threatd.plugin.v2.StatsRequest
+	(*SecretRequest)(nil),               // 36: threatd.plugin.v2.SecretRequest
+	(*SecretReply)(nil),                 // 37: threatd.plugin.v2.SecretReply
+	(*LeaseReply)(nil),                  // 38: threatd.plugin.v2.LeaseReply
+	(*AddUsageRequest)(nil),             // 39: threatd.plugin.v2.AddUsageRequest
+	(*AddUsageReply)(nil),               // 40: threatd.plugin.v2.AddUsageReply
+	(*UsageReply)(nil),                  // 41: threatd.plugin.v2.UsageReply
+	(*SyncRateCountsReply)(nil),         // 42: threatd.plugin.v2.SyncRateCountsReply
+	(*ExportItem)(nil),                  // 43: threatd.plugin.v2.ExportItem
+	(*ExportRequest)(nil),               // 44: threatd.plugin.v2.ExportRequest
+	(*ImportItem)(nil),                  // 45: threatd.plugin.v2.ImportItem
+	(*ImportRequest)(nil),               // 46: threatd.plugin.v2.ImportRequest
+	(*ImportReply)(nil),                 // 47: threatd.plugin.v2.ImportReply
+	(*CreateWebhookReply)(nil),          // 48: threatd.plugin.v2.CreateWebhookReply
+	(*ListWebhooksRequest)(nil),         // 49: threatd.plugin.v2.ListWebhooksRequest
+	(*DeleteWebhookRequest)(nil),        // 50: threatd.plugin.v2.DeleteWebhookRequest
+	(*DeleteWebhookReply)(nil),          // 51: threatd.plugin.v2.DeleteWebhookReply
+	(*EnableWebhookRequest)(nil),        // 52: threatd.plugin.v2.EnableWebhookRequest
+	(*RecordAttemptReply)(nil),          // 53: threatd.plugin.v2.RecordAttemptReply
+	(*WebhookQueueRequest)(nil),         // 54: threatd.plugin.v2.WebhookQueueRequest
+	(*TrimWebhooksReply)(nil),           // 55: threatd.plugin.v2.TrimWebhooksReply
+	(*CreateWaiverReply)(nil),           // 56: threatd.plugin.v2.CreateWaiverReply
+	(*ListWaiversRequest)(nil),          // 57: threatd.plugin.v2.ListWaiversRequest
+	(*DeleteWaiverRequest)(nil),         // 58: threatd.plugin.v2.DeleteWaiverRequest
+	(*DeleteWaiverReply)(nil),           // 59: threatd.plugin.v2.DeleteWaiverReply
+	(*RecordDecisionsRequest)(nil),      // 60: threatd.plugin.v2.RecordDecisionsRequest
+	(*RecordDecisionsReply)(nil),        // 61: threatd.plugin.v2.RecordDecisionsReply
+	(*TrimDecisionsRequest)(nil),        // 62: threatd.plugin.v2.TrimDecisionsRequest
+	(*TrimDecisionsReply)(nil),          // 63: threatd.plugin.v2.TrimDecisionsReply
+	(*RecordHeldRequest)(nil),           // 64: threatd.plugin.v2.RecordHeldRequest
+	(*RecordHeldReply)(nil),             // 65: threatd.plugin.v2.RecordHeldReply
+	(*PinDigestsRequest)(nil),           // 66: threatd.plugin.v2.PinDigestsRequest
+	(*PinDigestsReply)(nil),             // 67: threatd.plugin.v2.PinDigestsReply
+	(*PinnedDigestsRequest)(nil),        // 68: threatd.plugin.v2.PinnedDigestsRequest
+	(*RecordLedgerRequest)(nil),         // 69: threatd.plugin.v2.RecordLedgerRequest
+	(*RecordLedgerReply)(nil),           // 70: threatd.plugin.v2.RecordLedgerReply
+	(*TrimLedgerReply)(nil),             // 71: threatd.plugin.v2.TrimLedgerReply
+	(*AddSightingsReply)(nil),           // 72: threatd.plugin.v2.AddSightingsReply
+	(*ListDisputedPart)(nil),            // 73: threatd.plugin.v2.ListDisputedPart
+	(*DisputeVotesRequest)(nil),         // 74: threatd.plugin.v2.DisputeVotesRequest
+	(*AddSeenRequest)(nil),              // 75: threatd.plugin.v2.AddSeenRequest
+	(*AddSeenReply)(nil),                // 76: threatd.plugin.v2.AddSeenReply
+	(*CountSightingsRequest)(nil),       // 77: threatd.plugin.v2.CountSightingsRequest
+	(*ReputationsRequest)(nil),          // 78: threatd.plugin.v2.ReputationsRequest
+	(*UsersByNameRequest)(nil),          // 79: threatd.plugin.v2.UsersByNameRequest
+	(*SubmitterRecordsAllRequest)(nil),  // 80: threatd.plugin.v2.SubmitterRecordsAllRequest
+	(*CreateCampaignReply)(nil),         // 81: threatd.plugin.v2.CreateCampaignReply
+	(*GetCampaignRequest)(nil),          // 82: threatd.plugin.v2.GetCampaignRequest
+	(*CampaignMembersRequest)(nil),      // 83: threatd.plugin.v2.CampaignMembersRequest
+	(*EachVerifiedTextItem)(nil),        // 84: threatd.plugin.v2.EachVerifiedTextItem
+	(*EachVerifiedTextRequest)(nil),     // 85: threatd.plugin.v2.EachVerifiedTextRequest
+	(*LinkAnalysisReportReply)(nil),     // 86: threatd.plugin.v2.LinkAnalysisReportReply
+	(*AnalysesOfReportsRequest)(nil),    // 87: threatd.plugin.v2.AnalysesOfReportsRequest
+	(*AnalysisQueueRequest)(nil),        // 88: threatd.plugin.v2.AnalysisQueueRequest
+	(*SaveInventoryReply)(nil),          // 89: threatd.plugin.v2.SaveInventoryReply
+	(*ExposedVersionsReply)(nil),        // 90: threatd.plugin.v2.ExposedVersionsReply
+	(*ExposedPackagesRequest)(nil),      // 91: threatd.plugin.v2.ExposedPackagesRequest
+	(*RecordExposuresReply)(nil),        // 92: threatd.plugin.v2.RecordExposuresReply
+	(*ExposureCountRequest)(nil),        // 93: threatd.plugin.v2.ExposureCountRequest
+	(*ExposureCountReply)(nil),          // 94: threatd.plugin.v2.ExposureCountReply
+	(*QueueExposureEventReply)(nil),     // 95: threatd.plugin.v2.QueueExposureEventReply
+	(*ExposureMarkRequest)(nil),         // 96: threatd.plugin.v2.ExposureMarkRequest
+	(*ExposureMarkReply)(nil),           // 97: threatd.plugin.v2.ExposureMarkReply
+	(*MoveExposureMarkRequest)(nil),     // 98: threatd.plugin.v2.MoveExposureMarkRequest
+	(*MoveExposureMarkReply)(nil),       // 99: threatd.plugin.v2.MoveExposureMarkReply
+	(*User)(nil),                        // 100: threatd.plugin.v2.User
+	(*UserLimit)(nil),                   // 101: threatd.plugin.v2.UserLimit
+	(*UserAccess)(nil),                  // 102: threatd.plugin.v2.UserAccess
+	(*UserQuery)(nil),                   // 103: threatd.plugin.v2.UserQuery
+	(*Token)(nil),                       // 104: threatd.plugin.v2.Token
+	(*TokenOwner)(nil),                  // 105: threatd.plugin.v2.TokenOwner
+	(*UserToken)(nil),                   // 106: threatd.plugin.v2.UserToken
+	(*PasswordReset)(nil),               // 107: threatd.plugin.v2.PasswordReset
+	(*Session)(nil),                     // 108: threatd.plugin.v2.Session
+	(*SessionOwner)(nil),                // 109: threatd.plugin.v2.SessionOwner
+	(*AccountChange)(nil),               // 110: threatd.plugin.v2.AccountChange
+	(*AccountChanged)(nil),              // 111: threatd.plugin.v2.AccountChanged
+	(*SubmittedThreat)(nil),             // 112: threatd.plugin.v2.SubmittedThreat
+	(*Threat)(nil),                      // 113: threatd.plugin.v2.Threat
+	(*SubmissionQuery)(nil),             // 114: threatd.plugin.v2.SubmissionQuery
+	(*SubmitterRecord)(nil),             // 115: threatd.plugin.v2.SubmitterRecord
+	(*PendingQuery)(nil),                // 116: threatd.plugin.v2.PendingQuery
+	(*Review)(nil),                      // 117: threatd.plugin.v2.Review
+	(*Duplicate)(nil),                   // 118: threatd.plugin.v2.Duplicate
+	(*ReviewEvent)(nil),                 // 119: threatd.plugin.v2.ReviewEvent
+	(*Modification)(nil),                // 120: threatd.plugin.v2.Modification
+	(*Modified)(nil),                    // 121: threatd.plugin.v2.Modified
+	(*RevisionDecision)(nil),            // 122: threatd.plugin.v2.RevisionDecision
+	(*Revision)(nil),                    // 123: threatd.plugin.v2.Revision
+	(*LatestFilter)(nil),                // 124: threatd.plugin.v2.LatestFilter
+	(*Summary)(nil),                     // 125: threatd.plugin.v2.Summary
+	(*ThreatQuery)(nil),                 // 126: threatd.plugin.v2.ThreatQuery
+	(*KeyPrefixQuery)(nil),              // 127: threatd.plugin.v2.KeyPrefixQuery
+	(*FeedQuery)(nil),                   // 128: threatd.plugin.v2.FeedQuery
+	(*FeedItem)(nil),                    // 129: threatd.plugin.v2.FeedItem
+	(*FeedEvent)(nil),                   // 130: threatd.plugin.v2.FeedEvent
+	(*ChangeQuery)(nil),                 // 131: threatd.plugin.v2.ChangeQuery
+	(*Change)(nil),                      // 132: threatd.plugin.v2.Change
+	(*ImportBatch)(nil),                 // 133: threatd.plugin.v2.ImportBatch
+	(*ImportOutcome)(nil),               // 134: threatd.plugin.v2.ImportOutcome
+	(*VersionQuery)(nil),                // 135: threatd.plugin.v2.VersionQuery
+	(*ImportedIDQuery)(nil),             // 136: threatd.plugin.v2.ImportedIDQuery
+	(*Stats)(nil),                       // 137: threatd.plugin.v2.Stats
+	(*LeaseClaim)(nil),                  // 138: threatd.plugin.v2.LeaseClaim
+	(*UsageDelta)(nil),                  // 139: threatd.plugin.v2.UsageDelta
+	(*UsageQuery)(nil),                  // 140: threatd.plugin.v2.UsageQuery
+	(*RateCounts)(nil),                  // 141: threatd.plugin.v2.RateCounts
+	(*RuleIDQuery)(nil),                 // 142: threatd.plugin.v2.RuleIDQuery
+	(*RuleID)(nil),                      // 143: threatd.plugin.v2.RuleID
+	(*Webhook)(nil),                     // 144: threatd.plugin.v2.Webhook
+	(*DueQuery)(nil),                    // 145: threatd.plugin.v2.DueQuery
+	(*Delivery)(nil),                    // 146: threatd.plugin.v2.Delivery
+	(*AttemptOutcome)(nil),              // 147: threatd.plugin.v2.AttemptOutcome
+	(*AttemptQuery)(nil),                // 148: threatd.plugin.v2.AttemptQuery
+	(*DeliveryAttempt)(nil),             // 149: threatd.plugin.v2.DeliveryAttempt
+	(*WebhookQueue)(nil),                // 150: threatd.plugin.v2.WebhookQueue
+	(*WebhookTrim)(nil),                 // 151: threatd.plugin.v2.WebhookTrim
+	(*Waiver)(nil),                      // 152: threatd.plugin.v2.Waiver
+	(*FirewallDecision)(nil),            // 153: threatd.plugin.v2.FirewallDecision
+	(*FirewallDecisionQuery)(nil),       // 154: threatd.plugin.v2.FirewallDecisionQuery
+	(*FirewallDecisionList)(nil),        // 155: threatd.plugin.v2.FirewallDecisionList
+	(*HeldVersion)(nil),                 // 156: threatd.plugin.v2.HeldVersion
+	(*HeldQuery)(nil),                   // 157: threatd.plugin.v2.HeldQuery
+	(*DigestPin)(nil),                   // 158: threatd.plugin.v2.DigestPin
+	(*LedgerEntry)(nil),                 // 159: threatd.plugin.v2.LedgerEntry
+	(*LedgerTrim)(nil),                  // 160: threatd.plugin.v2.LedgerTrim
+	(*LedgerQuery)(nil),                 // 161: threatd.plugin.v2.LedgerQuery
+	(*SightingBatch)(nil),               // 162: threatd.plugin.v2.SightingBatch
+	(*DisputeQuery)(nil),                // 163: threatd.plugin.v2.DisputeQuery
+	(*Sighting)(nil),                    // 164: threatd.plugin.v2.Sighting
+	(*SeenCount)(nil),                   // 165: threatd.plugin.v2.SeenCount
+	(*SightingQuery)(nil),               // 166: threatd.plugin.v2.SightingQuery
+	(*SightingList)(nil),                // 167: threatd.plugin.v2.SightingList
+	(*SightingCounts)(nil),              // 168: threatd.plugin.v2.SightingCounts
+	(*SightingCountsQuery)(nil),         // 169: threatd.plugin.v2.SightingCountsQuery
+	(*Reputation)(nil),                  // 170: threatd.plugin.v2.Reputation
+	(*LeaderboardQuery)(nil),            // 171: threatd.plugin.v2.LeaderboardQuery
+	(*LeaderboardEntry)(nil),            // 172: threatd.plugin.v2.LeaderboardEntry
+	(*HistoryQuery)(nil),                // 173: threatd.plugin.v2.HistoryQuery
+	(*ReputationEvent)(nil),             // 174: threatd.plugin.v2.ReputationEvent
+	(*Campaign)(nil),                    // 175: threatd.plugin.v2.Campaign
+	(*CampaignChange)(nil),              // 176: threatd.plugin.v2.CampaignChange
+	(*CampaignQuery)(nil),               // 177: threatd.plugin.v2.CampaignQuery
+	(*CampaignMember)(nil),              // 178: threatd.plugin.v2.CampaignMember
+	(*IndicatorGroupQuery)(nil),         // 179: threatd.plugin.v2.IndicatorGroupQuery
+	(*IndicatorGroup)(nil),              // 180: threatd.plugin.v2.IndicatorGroup
+	(*ReportText)(nil),                  // 181: threatd.plugin.v2.ReportText
+	(*QueueRequest)(nil),                // 182: threatd.plugin.v2.QueueRequest
+	(*QueueResult)(nil),                 // 183: threatd.plugin.v2.QueueResult
+	(*Claim)(nil),                       // 184: threatd.plugin.v2.Claim
+	(*Job)(nil),                         // 185: threatd.plugin.v2.Job
+	(*Outcome)(nil),                     // 186: threatd.plugin.v2.Outcome
+	(*Entry)(nil),                       // 187: threatd.plugin.v2.Entry
+	(*ReportLink)(nil),                  // 188: threatd.plugin.v2.ReportLink
+	(*Key)(nil),                         // 189: threatd.plugin.v2.Key
+	(*HoldQuery)(nil),                   // 190: threatd.plugin.v2.HoldQuery
+	(*Hold)(nil),                        // 191: threatd.plugin.v2.Hold
+	(*QueueLength)(nil),                 // 192: threatd.plugin.v2.QueueLength
+	(*Inventory)(nil),                   // 193: threatd.plugin.v2.Inventory
+	(*Package)(nil),                     // 194: threatd.plugin.v2.Package
+	(*Found)(nil),                       // 195: threatd.plugin.v2.Found
+	(*Query)(nil),                       // 196: threatd.plugin.v2.Query
+	(*Exposure)(nil),                    // 197: threatd.plugin.v2.Exposure
+	(*Event)(nil),                       // 198: threatd.plugin.v2.Event
+	(*AccountDeletion)(nil),             // 199: threatd.plugin.v2.AccountDeletion
+	(*SubmitPolicy)(nil),                // 200: threatd.plugin.v2.SubmitPolicy
+	(*Details)(nil),                     // 201: threatd.plugin.v2.Details
+	(*IOC)(nil),                         // 202: threatd.plugin.v2.IOC
+	(*Patch)(nil),                       // 203: threatd.plugin.v2.Patch
+	(*ImportRecord)(nil),                // 204: threatd.plugin.v2.ImportRecord
+	(*RuleBasis)(nil),                   // 205: threatd.plugin.v2.RuleBasis
+	(*LedgerCursor)(nil),                // 206: threatd.plugin.v2.LedgerCursor
+	(*CampaignRef)(nil),                 // 207: threatd.plugin.v2.CampaignRef
+	(*Result)(nil),                      // 208: threatd.plugin.v2.Result
+	(*Finding)(nil),                     // 209: threatd.plugin.v2.Finding
+	(*Item)(nil),                        // 210: threatd.plugin.v2.Item
+	(*Submission)(nil),                  // 211: threatd.plugin.v2.Submission
+	nil,                                 // 212: threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	nil,                                 // 213: threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	nil,                                 // 214: threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	nil,                                 // 215: threatd.plugin.v2.UsageReply.ValueEntry
+	nil,                                 // 216: threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	nil,                                 // 217: threatd.plugin.v2.ImportReply.ValueEntry
+	nil,                                 // 218: threatd.plugin.v2.RateCounts.CountsEntry
+	(*timestamppb.Timestamp)(nil),       // 219: google.protobuf.Timestamp
 }
 var file_plugins_proto_v2_storage_proto_depIdxs = []int32{
-	211, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
-	212, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
-	112, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
-	112, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
-	124, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
-	218, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
-	213, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
-	138, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
-	214, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
-	215, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
-	216, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
-	218, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
-	152, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
-	218, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
-	155, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
-	157, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
-	158, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
-	112, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
-	164, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
-	180, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
-	193, // 20: threatd.plugin.v2.ExposedPackagesRequest.Ps:type_name -> threatd.plugin.v2.Package
-	218, // 21: threatd.plugin.v2.ExposureMarkReply.Value:type_name -> google.protobuf.Timestamp
-	218, // 22: threatd.plugin.v2.MoveExposureMarkRequest.At:type_name -> google.protobuf.Timestamp
-	218, // 23: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 24: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
-	218, // 25: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
-	218, // 26: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 27: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
-	218, // 28: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
-	103, // 29: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
-	99,  // 30: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
-	218, // 31: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 32: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
-	107, // 33: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
-	99,  // 34: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
-	198, // 35: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
-	218, // 36: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
-	99,  // 37: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
-	112, // 38: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
-	199, // 39: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	218, // 40: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 41: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
-	218, // 42: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
-	218, // 43: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
-	218, // 44: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
-	218, // 45: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
-	200, // 46: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
-	201, // 47: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
-	218, // 48: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 49: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
-	218, // 50: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
-	218, // 51: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
-	202, // 52: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
-	218, // 53: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
-	201, // 54: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
-	199, // 55: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
-	112, // 56: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
-	122, // 57: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
-	218, // 58: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
-	201, // 59: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
-	202, // 60: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
-	218, // 61: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 62: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
-	218, // 63: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
-	218, // 64: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
-	218, // 65: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
-	218, // 66: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
-	218, // 67: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
-	218, // 68: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
-	218, // 69: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
-	129, // 70: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
-	112, // 71: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
-	218, // 72: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
-	218, // 73: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
-	203, // 74: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
-	217, // 75: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
-	204, // 76: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
-	218, // 77: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 78: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
-	218, // 79: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
-	218, // 80: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
-	218, // 81: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
-	218, // 82: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
-	218, // 83: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
-	218, // 84: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
-	143, // 85: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
-	148, // 86: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
-	218, // 87: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
-	218, // 88: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
-	218, // 89: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
-	218, // 90: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
-	218, // 91: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 92: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
-	218, // 93: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
-	218, // 94: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
-	218, // 95: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
-	152, // 96: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
-	218, // 97: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
-	218, // 98: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
-	218, // 99: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
-	218, // 100: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
-	218, // 101: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
-	218, // 102: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
-	218, // 103: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
-	218, // 104: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
-	218, // 105: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
-	205, // 106: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
-	163, // 107: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
-	218, // 108: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
-	218, // 109: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
-	218, // 110: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 111: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
-	163, // 112: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
-	218, // 113: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
-	218, // 114: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
-	218, // 115: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
-	218, // 116: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
-	218, // 117: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
-	218, // 118: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
-	218, // 119: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
-	218, // 120: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 121: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
-	218, // 122: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
-	206, // 123: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
-	184, // 124: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
-	218, // 125: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
-	218, // 126: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
-	188, // 127: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
-	207, // 128: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
-	218, // 129: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
-	184, // 130: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
-	207, // 131: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
-	218, // 132: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
-	188, // 133: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
-	188, // 134: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
-	208, // 135: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
-	218, // 136: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
-	209, // 137: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
-	218, // 138: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
-	218, // 139: threatd.plugin.v2.Found.Since:type_name -> google.protobuf.Timestamp
-	218, // 140: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
-	218, // 141: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
-	218, // 142: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
-	218, // 143: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
-	218, // 144: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
-	218, // 145: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
-	218, // 146: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
-	218, // 147: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
-	210, // 148: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
-	112, // 149: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
-	218, // 150: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
-	218, // 151: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
-	218, // 152: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
-	208, // 153: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
-	218, // 154: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
-	218, // 155: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
+	212, // 0: threatd.plugin.v2.ConfigureRequest.Settings:type_name -> threatd.plugin.v2.ConfigureRequest.SettingsEntry
+	213, // 1: threatd.plugin.v2.TokensUsedRequest.Used:type_name -> threatd.plugin.v2.TokensUsedRequest.UsedEntry
+	113, // 2: threatd.plugin.v2.ListSubmissionsPart.Item:type_name -> threatd.plugin.v2.Threat
+	113, // 3: threatd.plugin.v2.ListPendingPart.Item:type_name -> threatd.plugin.v2.Threat
+	125, // 4: threatd.plugin.v2.EachVerifiedSummaryItem.Value:type_name -> threatd.plugin.v2.Summary
+	219, // 5: threatd.plugin.v2.LastFeedEventRequest.To:type_name -> google.protobuf.Timestamp
+	214, // 6: threatd.plugin.v2.ImportedVersionsReply.Value:type_name -> threatd.plugin.v2.ImportedVersionsReply.ValueEntry
+	139, // 7: threatd.plugin.v2.AddUsageRequest.Deltas:type_name -> threatd.plugin.v2.UsageDelta
+	215, // 8: threatd.plugin.v2.UsageReply.Value:type_name -> threatd.plugin.v2.UsageReply.ValueEntry
+	216, // 9: threatd.plugin.v2.SyncRateCountsReply.Value:type_name -> threatd.plugin.v2.SyncRateCountsReply.ValueEntry
+	217, // 10: threatd.plugin.v2.ImportReply.Value:type_name -> threatd.plugin.v2.ImportReply.ValueEntry
+	219, // 11: threatd.plugin.v2.ListWaiversRequest.Now:type_name -> google.protobuf.Timestamp
+	153, // 12: threatd.plugin.v2.RecordDecisionsRequest.Ds:type_name -> threatd.plugin.v2.FirewallDecision
+	219, // 13: threatd.plugin.v2.TrimDecisionsRequest.Before:type_name -> google.protobuf.Timestamp
+	156, // 14: threatd.plugin.v2.RecordHeldRequest.Hs:type_name -> threatd.plugin.v2.HeldVersion
+	158, // 15: threatd.plugin.v2.PinDigestsRequest.Pins:type_name -> threatd.plugin.v2.DigestPin
+	159, // 16: threatd.plugin.v2.RecordLedgerRequest.Es:type_name -> threatd.plugin.v2.LedgerEntry
+	113, // 17: threatd.plugin.v2.ListDisputedPart.Item:type_name -> threatd.plugin.v2.Threat
+	165, // 18: threatd.plugin.v2.AddSeenRequest.Seen:type_name -> threatd.plugin.v2.SeenCount
+	181, // 19: threatd.plugin.v2.EachVerifiedTextItem.Value:type_name -> threatd.plugin.v2.ReportText
+	194, // 20: threatd.plugin.v2.ExposedPackagesRequest.Ps:type_name -> threatd.plugin.v2.Package
+	219, // 21: threatd.plugin.v2.ExposureMarkReply.Value:type_name -> google.protobuf.Timestamp
+	219, // 22: threatd.plugin.v2.MoveExposureMarkRequest.At:type_name -> google.protobuf.Timestamp
+	219, // 23: threatd.plugin.v2.User.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 24: threatd.plugin.v2.User.DisabledAt:type_name -> google.protobuf.Timestamp
+	219, // 25: threatd.plugin.v2.User.DeletedAt:type_name -> google.protobuf.Timestamp
+	219, // 26: threatd.plugin.v2.Token.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 27: threatd.plugin.v2.Token.RevokedAt:type_name -> google.protobuf.Timestamp
+	219, // 28: threatd.plugin.v2.Token.LastUsedAt:type_name -> google.protobuf.Timestamp
+	104, // 29: threatd.plugin.v2.TokenOwner.Token:type_name -> threatd.plugin.v2.Token
+	100, // 30: threatd.plugin.v2.TokenOwner.User:type_name -> threatd.plugin.v2.User
+	219, // 31: threatd.plugin.v2.Session.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 32: threatd.plugin.v2.Session.ExpiresAt:type_name -> google.protobuf.Timestamp
+	108, // 33: threatd.plugin.v2.SessionOwner.Session:type_name -> threatd.plugin.v2.Session
+	100, // 34: threatd.plugin.v2.SessionOwner.User:type_name -> threatd.plugin.v2.User
+	199, // 35: threatd.plugin.v2.AccountChange.Delete:type_name -> threatd.plugin.v2.AccountDeletion
+	219, // 36: threatd.plugin.v2.AccountChange.At:type_name -> google.protobuf.Timestamp
+	100, // 37: threatd.plugin.v2.AccountChanged.User:type_name -> threatd.plugin.v2.User
+	113, // 38: threatd.plugin.v2.SubmittedThreat.Threat:type_name -> threatd.plugin.v2.Threat
+	200, // 39: threatd.plugin.v2.SubmittedThreat.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	219, // 40: threatd.plugin.v2.Threat.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 41: threatd.plugin.v2.Threat.UpdatedAt:type_name -> google.protobuf.Timestamp
+	219, // 42: threatd.plugin.v2.Threat.VerifiedAt:type_name -> google.protobuf.Timestamp
+	219, // 43: threatd.plugin.v2.Threat.DisputedAt:type_name -> google.protobuf.Timestamp
+	219, // 44: threatd.plugin.v2.Threat.KeptAt:type_name -> google.protobuf.Timestamp
+	219, // 45: threatd.plugin.v2.Threat.UpstreamModified:type_name -> google.protobuf.Timestamp
+	201, // 46: threatd.plugin.v2.Threat.Details:type_name -> threatd.plugin.v2.Details
+	202, // 47: threatd.plugin.v2.Threat.IOCs:type_name -> threatd.plugin.v2.IOC
+	219, // 48: threatd.plugin.v2.PendingQuery.AfterCreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 49: threatd.plugin.v2.Review.At:type_name -> google.protobuf.Timestamp
+	219, // 50: threatd.plugin.v2.Duplicate.At:type_name -> google.protobuf.Timestamp
+	219, // 51: threatd.plugin.v2.ReviewEvent.At:type_name -> google.protobuf.Timestamp
+	203, // 52: threatd.plugin.v2.Modification.Patch:type_name -> threatd.plugin.v2.Patch
+	219, // 53: threatd.plugin.v2.Modification.At:type_name -> google.protobuf.Timestamp
+	202, // 54: threatd.plugin.v2.Modification.IOCs:type_name -> threatd.plugin.v2.IOC
+	200, // 55: threatd.plugin.v2.Modification.Policy:type_name -> threatd.plugin.v2.SubmitPolicy
+	113, // 56: threatd.plugin.v2.Modified.Threat:type_name -> threatd.plugin.v2.Threat
+	123, // 57: threatd.plugin.v2.Modified.Revision:type_name -> threatd.plugin.v2.Revision
+	219, // 58: threatd.plugin.v2.RevisionDecision.At:type_name -> google.protobuf.Timestamp
+	202, // 59: threatd.plugin.v2.RevisionDecision.IOCs:type_name -> threatd.plugin.v2.IOC
+	203, // 60: threatd.plugin.v2.Revision.Patch:type_name -> threatd.plugin.v2.Patch
+	219, // 61: threatd.plugin.v2.Revision.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 62: threatd.plugin.v2.Revision.DecidedAt:type_name -> google.protobuf.Timestamp
+	219, // 63: threatd.plugin.v2.Summary.VerifiedAt:type_name -> google.protobuf.Timestamp
+	219, // 64: threatd.plugin.v2.ThreatQuery.VerifiedFrom:type_name -> google.protobuf.Timestamp
+	219, // 65: threatd.plugin.v2.ThreatQuery.VerifiedTo:type_name -> google.protobuf.Timestamp
+	219, // 66: threatd.plugin.v2.ThreatQuery.AfterVerifiedAt:type_name -> google.protobuf.Timestamp
+	219, // 67: threatd.plugin.v2.FeedQuery.From:type_name -> google.protobuf.Timestamp
+	219, // 68: threatd.plugin.v2.FeedQuery.To:type_name -> google.protobuf.Timestamp
+	219, // 69: threatd.plugin.v2.FeedQuery.AfterAt:type_name -> google.protobuf.Timestamp
+	130, // 70: threatd.plugin.v2.FeedItem.Event:type_name -> threatd.plugin.v2.FeedEvent
+	113, // 71: threatd.plugin.v2.FeedItem.Threat:type_name -> threatd.plugin.v2.Threat
+	219, // 72: threatd.plugin.v2.FeedEvent.At:type_name -> google.protobuf.Timestamp
+	219, // 73: threatd.plugin.v2.Change.At:type_name -> google.protobuf.Timestamp
+	204, // 74: threatd.plugin.v2.ImportBatch.Records:type_name -> threatd.plugin.v2.ImportRecord
+	218, // 75: threatd.plugin.v2.RateCounts.Counts:type_name -> threatd.plugin.v2.RateCounts.CountsEntry
+	205, // 76: threatd.plugin.v2.RuleIDQuery.Rules:type_name -> threatd.plugin.v2.RuleBasis
+	219, // 77: threatd.plugin.v2.Webhook.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 78: threatd.plugin.v2.Webhook.FailingSince:type_name -> google.protobuf.Timestamp
+	219, // 79: threatd.plugin.v2.Webhook.LastSuccess:type_name -> google.protobuf.Timestamp
+	219, // 80: threatd.plugin.v2.Webhook.DisabledAt:type_name -> google.protobuf.Timestamp
+	219, // 81: threatd.plugin.v2.DueQuery.Now:type_name -> google.protobuf.Timestamp
+	219, // 82: threatd.plugin.v2.Delivery.EventAt:type_name -> google.protobuf.Timestamp
+	219, // 83: threatd.plugin.v2.Delivery.NextAt:type_name -> google.protobuf.Timestamp
+	219, // 84: threatd.plugin.v2.Delivery.FinishedAt:type_name -> google.protobuf.Timestamp
+	144, // 85: threatd.plugin.v2.Delivery.Webhook:type_name -> threatd.plugin.v2.Webhook
+	149, // 86: threatd.plugin.v2.AttemptOutcome.Attempt:type_name -> threatd.plugin.v2.DeliveryAttempt
+	219, // 87: threatd.plugin.v2.AttemptOutcome.NextAt:type_name -> google.protobuf.Timestamp
+	219, // 88: threatd.plugin.v2.DeliveryAttempt.At:type_name -> google.protobuf.Timestamp
+	219, // 89: threatd.plugin.v2.WebhookQueue.Oldest:type_name -> google.protobuf.Timestamp
+	219, // 90: threatd.plugin.v2.WebhookTrim.FinishedBefore:type_name -> google.protobuf.Timestamp
+	219, // 91: threatd.plugin.v2.Waiver.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 92: threatd.plugin.v2.Waiver.Until:type_name -> google.protobuf.Timestamp
+	219, // 93: threatd.plugin.v2.FirewallDecision.Time:type_name -> google.protobuf.Timestamp
+	219, // 94: threatd.plugin.v2.FirewallDecision.Until:type_name -> google.protobuf.Timestamp
+	219, // 95: threatd.plugin.v2.FirewallDecisionQuery.Since:type_name -> google.protobuf.Timestamp
+	153, // 96: threatd.plugin.v2.FirewallDecisionList.Decisions:type_name -> threatd.plugin.v2.FirewallDecision
+	219, // 97: threatd.plugin.v2.HeldVersion.Published:type_name -> google.protobuf.Timestamp
+	219, // 98: threatd.plugin.v2.HeldVersion.FirstSeen:type_name -> google.protobuf.Timestamp
+	219, // 99: threatd.plugin.v2.HeldVersion.Until:type_name -> google.protobuf.Timestamp
+	219, // 100: threatd.plugin.v2.HeldQuery.Now:type_name -> google.protobuf.Timestamp
+	219, // 101: threatd.plugin.v2.DigestPin.PinnedAt:type_name -> google.protobuf.Timestamp
+	219, // 102: threatd.plugin.v2.LedgerEntry.Day:type_name -> google.protobuf.Timestamp
+	219, // 103: threatd.plugin.v2.LedgerEntry.First:type_name -> google.protobuf.Timestamp
+	219, // 104: threatd.plugin.v2.LedgerEntry.Last:type_name -> google.protobuf.Timestamp
+	219, // 105: threatd.plugin.v2.LedgerTrim.Before:type_name -> google.protobuf.Timestamp
+	206, // 106: threatd.plugin.v2.LedgerQuery.After:type_name -> threatd.plugin.v2.LedgerCursor
+	164, // 107: threatd.plugin.v2.SightingBatch.Sightings:type_name -> threatd.plugin.v2.Sighting
+	219, // 108: threatd.plugin.v2.DisputeQuery.AfterDisputedAt:type_name -> google.protobuf.Timestamp
+	219, // 109: threatd.plugin.v2.Sighting.ObservedAt:type_name -> google.protobuf.Timestamp
+	219, // 110: threatd.plugin.v2.Sighting.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 111: threatd.plugin.v2.SeenCount.At:type_name -> google.protobuf.Timestamp
+	164, // 112: threatd.plugin.v2.SightingList.Sightings:type_name -> threatd.plugin.v2.Sighting
+	219, // 113: threatd.plugin.v2.SightingCounts.LastSeen:type_name -> google.protobuf.Timestamp
+	219, // 114: threatd.plugin.v2.SightingCounts.UpdatedAt:type_name -> google.protobuf.Timestamp
+	219, // 115: threatd.plugin.v2.SightingCountsQuery.Since:type_name -> google.protobuf.Timestamp
+	219, // 116: threatd.plugin.v2.LeaderboardQuery.Since:type_name -> google.protobuf.Timestamp
+	219, // 117: threatd.plugin.v2.ReputationEvent.At:type_name -> google.protobuf.Timestamp
+	219, // 118: threatd.plugin.v2.Campaign.FirstSeen:type_name -> google.protobuf.Timestamp
+	219, // 119: threatd.plugin.v2.Campaign.LastSeen:type_name -> google.protobuf.Timestamp
+	219, // 120: threatd.plugin.v2.Campaign.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 121: threatd.plugin.v2.Campaign.UpdatedAt:type_name -> google.protobuf.Timestamp
+	219, // 122: threatd.plugin.v2.CampaignChange.At:type_name -> google.protobuf.Timestamp
+	207, // 123: threatd.plugin.v2.CampaignMember.Ref:type_name -> threatd.plugin.v2.CampaignRef
+	185, // 124: threatd.plugin.v2.QueueRequest.Jobs:type_name -> threatd.plugin.v2.Job
+	219, // 125: threatd.plugin.v2.Claim.Now:type_name -> google.protobuf.Timestamp
+	219, // 126: threatd.plugin.v2.Job.QueuedAt:type_name -> google.protobuf.Timestamp
+	189, // 127: threatd.plugin.v2.Outcome.Key:type_name -> threatd.plugin.v2.Key
+	208, // 128: threatd.plugin.v2.Outcome.Result:type_name -> threatd.plugin.v2.Result
+	219, // 129: threatd.plugin.v2.Outcome.At:type_name -> google.protobuf.Timestamp
+	185, // 130: threatd.plugin.v2.Entry.Job:type_name -> threatd.plugin.v2.Job
+	208, // 131: threatd.plugin.v2.Entry.Result:type_name -> threatd.plugin.v2.Result
+	219, // 132: threatd.plugin.v2.Entry.AnalyzedAt:type_name -> google.protobuf.Timestamp
+	189, // 133: threatd.plugin.v2.ReportLink.Key:type_name -> threatd.plugin.v2.Key
+	189, // 134: threatd.plugin.v2.Hold.Key:type_name -> threatd.plugin.v2.Key
+	209, // 135: threatd.plugin.v2.Hold.Findings:type_name -> threatd.plugin.v2.Finding
+	219, // 136: threatd.plugin.v2.Inventory.ScannedAt:type_name -> google.protobuf.Timestamp
+	210, // 137: threatd.plugin.v2.Inventory.Items:type_name -> threatd.plugin.v2.Item
+	219, // 138: threatd.plugin.v2.Found.At:type_name -> google.protobuf.Timestamp
+	219, // 139: threatd.plugin.v2.Found.Since:type_name -> google.protobuf.Timestamp
+	219, // 140: threatd.plugin.v2.Query.Since:type_name -> google.protobuf.Timestamp
+	219, // 141: threatd.plugin.v2.Exposure.First:type_name -> google.protobuf.Timestamp
+	219, // 142: threatd.plugin.v2.Exposure.Last:type_name -> google.protobuf.Timestamp
+	219, // 143: threatd.plugin.v2.Exposure.FoundAt:type_name -> google.protobuf.Timestamp
+	219, // 144: threatd.plugin.v2.Event.At:type_name -> google.protobuf.Timestamp
+	219, // 145: threatd.plugin.v2.SubmitPolicy.Now:type_name -> google.protobuf.Timestamp
+	219, // 146: threatd.plugin.v2.Details.FirstSeen:type_name -> google.protobuf.Timestamp
+	219, // 147: threatd.plugin.v2.Details.LastSeen:type_name -> google.protobuf.Timestamp
+	211, // 148: threatd.plugin.v2.Patch.Submission:type_name -> threatd.plugin.v2.Submission
+	113, // 149: threatd.plugin.v2.ImportRecord.Threat:type_name -> threatd.plugin.v2.Threat
+	219, // 150: threatd.plugin.v2.LedgerCursor.Day:type_name -> google.protobuf.Timestamp
+	219, // 151: threatd.plugin.v2.CampaignRef.CreatedAt:type_name -> google.protobuf.Timestamp
+	219, // 152: threatd.plugin.v2.CampaignRef.UpdatedAt:type_name -> google.protobuf.Timestamp
+	209, // 153: threatd.plugin.v2.Result.Findings:type_name -> threatd.plugin.v2.Finding
+	219, // 154: threatd.plugin.v2.TokensUsedRequest.UsedEntry.value:type_name -> google.protobuf.Timestamp
+	219, // 155: threatd.plugin.v2.ImportedVersionsReply.ValueEntry.value:type_name -> google.protobuf.Timestamp
 	0,   // 156: threatd.plugin.v2.Storage.Configure:input_type -> threatd.plugin.v2.ConfigureRequest
-	99,  // 157: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
+	100, // 157: threatd.plugin.v2.Storage.CreateUser:input_type -> threatd.plugin.v2.User
 	2,   // 158: threatd.plugin.v2.Storage.UserByEmail:input_type -> threatd.plugin.v2.UserByEmailRequest
-	100, // 159: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
-	101, // 160: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
-	102, // 161: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
-	103, // 162: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
+	101, // 159: threatd.plugin.v2.Storage.SetUserLimit:input_type -> threatd.plugin.v2.UserLimit
+	102, // 160: threatd.plugin.v2.Storage.SetUserAccess:input_type -> threatd.plugin.v2.UserAccess
+	103, // 161: threatd.plugin.v2.Storage.ListUsers:input_type -> threatd.plugin.v2.UserQuery
+	104, // 162: threatd.plugin.v2.Storage.CreateToken:input_type -> threatd.plugin.v2.Token
 	3,   // 163: threatd.plugin.v2.Storage.RevokeToken:input_type -> threatd.plugin.v2.RevokeTokenRequest
 	4,   // 164: threatd.plugin.v2.Storage.Authenticate:input_type -> threatd.plugin.v2.AuthenticateRequest
 	5,   // 165: threatd.plugin.v2.Storage.ListTokens:input_type -> threatd.plugin.v2.ListTokensRequest
-	105, // 166: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
+	106, // 166: threatd.plugin.v2.Storage.RevokeUserToken:input_type -> threatd.plugin.v2.UserToken
 	6,   // 167: threatd.plugin.v2.Storage.TokensUsed:input_type -> threatd.plugin.v2.TokensUsedRequest
-	106, // 168: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
-	107, // 169: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
+	107, // 168: threatd.plugin.v2.Storage.SetPassword:input_type -> threatd.plugin.v2.PasswordReset
+	108, // 169: threatd.plugin.v2.Storage.CreateSession:input_type -> threatd.plugin.v2.Session
 	9,   // 170: threatd.plugin.v2.Storage.SessionUser:input_type -> threatd.plugin.v2.SessionUserRequest
 	10,  // 171: threatd.plugin.v2.Storage.DeleteSession:input_type -> threatd.plugin.v2.DeleteSessionRequest
 	12,  // 172: threatd.plugin.v2.Storage.ListSessions:input_type -> threatd.plugin.v2.ListSessionsRequest
-	109, // 173: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
-	111, // 174: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
+	110, // 173: threatd.plugin.v2.Storage.ChangeAccount:input_type -> threatd.plugin.v2.AccountChange
+	112, // 174: threatd.plugin.v2.Storage.CreateThreat:input_type -> threatd.plugin.v2.SubmittedThreat
 	14,  // 175: threatd.plugin.v2.Storage.GetThreat:input_type -> threatd.plugin.v2.GetThreatRequest
 	15,  // 176: threatd.plugin.v2.Storage.GetThreats:input_type -> threatd.plugin.v2.GetThreatsRequest
-	113, // 177: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
-	17,  // 178: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
-	115, // 179: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
-	116, // 180: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
-	117, // 181: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
-	20,  // 182: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
-	119, // 183: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
-	121, // 184: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
-	21,  // 185: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
-	22,  // 186: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
-	23,  // 187: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
-	123, // 188: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
-	25,  // 189: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
-	125, // 190: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	125, // 191: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
-	126, // 192: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
-	127, // 193: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
-	27,  // 194: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
-	130, // 195: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
-	132, // 196: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
-	134, // 197: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
-	135, // 198: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
-	30,  // 199: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
-	32,  // 200: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
-	34,  // 201: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
-	35,  // 202: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
-	137, // 203: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
-	38,  // 204: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
-	139, // 205: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
-	140, // 206: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
-	141, // 207: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
-	43,  // 208: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
-	44,  // 209: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
-	143, // 210: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
-	48,  // 211: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
-	49,  // 212: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
-	51,  // 213: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
-	144, // 214: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
-	146, // 215: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
-	147, // 216: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
-	53,  // 217: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
-	150, // 218: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
-	151, // 219: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
-	56,  // 220: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
-	57,  // 221: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
-	59,  // 222: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
-	153, // 223: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
-	61,  // 224: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
-	63,  // 225: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
-	156, // 226: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
-	65,  // 227: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
-	67,  // 228: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
-	68,  // 229: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
-	159, // 230: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
-	160, // 231: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
-	161, // 232: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
-	162, // 233: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
-	73,  // 234: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
-	74,  // 235: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
-	165, // 236: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
-	76,  // 237: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
-	168, // 238: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
-	77,  // 239: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
-	170, // 240: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
-	172, // 241: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
-	78,  // 242: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
-	79,  // 243: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
-	174, // 244: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
-	175, // 245: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
-	81,  // 246: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
-	176, // 247: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
-	82,  // 248: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
-	178, // 249: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
-	84,  // 250: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
-	181, // 251: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
-	183, // 252: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
-	185, // 253: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
-	187, // 254: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
-	188, // 255: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
-	86,  // 256: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
-	189, // 257: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
-	87,  // 258: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
-	192, // 259: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
-	193, // 260: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
-	90,  // 261: threatd.plugin.v2.Storage.ExposedPackages:input_type -> threatd.plugin.v2.ExposedPackagesRequest
-	194, // 262: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
-	195, // 263: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
-	92,  // 264: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
-	197, // 265: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
-	95,  // 266: threatd.plugin.v2.Storage.ExposureMark:input_type -> threatd.plugin.v2.ExposureMarkRequest
-	97,  // 267: threatd.plugin.v2.Storage.MoveExposureMark:input_type -> threatd.plugin.v2.MoveExposureMarkRequest
-	1,   // 268: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
-	99,  // 269: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
-	99,  // 270: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
-	99,  // 271: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
-	99,  // 272: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
-	99,  // 273: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
-	103, // 274: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
-	103, // 275: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
-	104, // 276: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
-	103, // 277: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
-	103, // 278: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
-	7,   // 279: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
-	99,  // 280: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
-	8,   // 281: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
-	108, // 282: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
-	11,  // 283: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
-	107, // 284: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
-	110, // 285: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
-	13,  // 286: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
-	112, // 287: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
-	112, // 288: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
-	16,  // 289: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
-	114, // 290: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
-	18,  // 291: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
-	112, // 292: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
-	19,  // 293: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
-	118, // 294: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
-	120, // 295: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
-	120, // 296: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
-	122, // 297: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
-	122, // 298: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
-	122, // 299: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
-	112, // 300: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
-	24,  // 301: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
-	112, // 302: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
-	26,  // 303: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
-	112, // 304: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
-	128, // 305: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
-	129, // 306: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
-	131, // 307: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
-	133, // 308: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
-	28,  // 309: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
-	29,  // 310: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
-	31,  // 311: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
-	33,  // 312: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
-	136, // 313: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
-	36,  // 314: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
-	37,  // 315: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
-	39,  // 316: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
-	40,  // 317: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
-	41,  // 318: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
-	142, // 319: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
-	42,  // 320: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
-	46,  // 321: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
-	47,  // 322: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
-	143, // 323: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
-	50,  // 324: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
-	143, // 325: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
-	145, // 326: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
-	52,  // 327: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
-	148, // 328: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
-	149, // 329: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
-	54,  // 330: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
-	55,  // 331: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
-	151, // 332: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
-	58,  // 333: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
-	60,  // 334: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
-	154, // 335: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
-	62,  // 336: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
-	64,  // 337: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
-	155, // 338: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
-	66,  // 339: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
-	157, // 340: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
-	69,  // 341: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
-	70,  // 342: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
-	158, // 343: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
-	71,  // 344: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
-	72,  // 345: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
-	163, // 346: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
-	75,  // 347: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
-	166, // 348: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
-	167, // 349: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
-	167, // 350: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
-	169, // 351: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
-	171, // 352: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
-	173, // 353: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
-	99,  // 354: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
-	114, // 355: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
-	80,  // 356: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
-	174, // 357: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
-	174, // 358: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
-	174, // 359: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
-	177, // 360: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
-	179, // 361: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
-	83,  // 362: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
-	182, // 363: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
-	184, // 364: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
-	186, // 365: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
-	85,  // 366: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
-	186, // 367: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
-	186, // 368: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
-	190, // 369: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
-	191, // 370: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
-	88,  // 371: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
-	89,  // 372: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
-	193, // 373: threatd.plugin.v2.Storage.ExposedPackages:output_type -> threatd.plugin.v2.Package
-	91,  // 374: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
-	196, // 375: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
-	93,  // 376: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
-	94,  // 377: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
-	96,  // 378: threatd.plugin.v2.Storage.ExposureMark:output_type -> threatd.plugin.v2.ExposureMarkReply
-	98,  // 379: threatd.plugin.v2.Storage.MoveExposureMark:output_type -> threatd.plugin.v2.MoveExposureMarkReply
-	268, // [268:380] is the sub-list for method output_type
-	156, // [156:268] is the sub-list for method input_type
+	16,  // 177: threatd.plugin.v2.Storage.GetThreatsWithIOCs:input_type -> threatd.plugin.v2.GetThreatsWithIOCsRequest
+	114, // 178: threatd.plugin.v2.Storage.ListSubmissions:input_type -> threatd.plugin.v2.SubmissionQuery
+	18,  // 179: threatd.plugin.v2.Storage.SubmitterRecords:input_type -> threatd.plugin.v2.SubmitterRecordsRequest
+	116, // 180: threatd.plugin.v2.Storage.ListPending:input_type -> threatd.plugin.v2.PendingQuery
+	117, // 181: threatd.plugin.v2.Storage.ReviewThreat:input_type -> threatd.plugin.v2.Review
+	118, // 182: threatd.plugin.v2.Storage.RecordDuplicate:input_type -> threatd.plugin.v2.Duplicate
+	21,  // 183: threatd.plugin.v2.Storage.ReviewEvents:input_type -> threatd.plugin.v2.ReviewEventsRequest
+	120, // 184: threatd.plugin.v2.Storage.ModifyThreat:input_type -> threatd.plugin.v2.Modification
+	122, // 185: threatd.plugin.v2.Storage.DecideRevision:input_type -> threatd.plugin.v2.RevisionDecision
+	22,  // 186: threatd.plugin.v2.Storage.ListPendingRevisions:input_type -> threatd.plugin.v2.ListPendingRevisionsRequest
+	23,  // 187: threatd.plugin.v2.Storage.ListRevisions:input_type -> threatd.plugin.v2.ListRevisionsRequest
+	24,  // 188: threatd.plugin.v2.Storage.GetRevision:input_type -> threatd.plugin.v2.GetRevisionRequest
+	124, // 189: threatd.plugin.v2.Storage.LatestVerified:input_type -> threatd.plugin.v2.LatestFilter
+	26,  // 190: threatd.plugin.v2.Storage.EachVerifiedSummary:input_type -> threatd.plugin.v2.EachVerifiedSummaryRequest
+	126, // 191: threatd.plugin.v2.Storage.QueryThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	126, // 192: threatd.plugin.v2.Storage.CountThreats:input_type -> threatd.plugin.v2.ThreatQuery
+	127, // 193: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:input_type -> threatd.plugin.v2.KeyPrefixQuery
+	128, // 194: threatd.plugin.v2.Storage.Feed:input_type -> threatd.plugin.v2.FeedQuery
+	28,  // 195: threatd.plugin.v2.Storage.LastFeedEvent:input_type -> threatd.plugin.v2.LastFeedEventRequest
+	131, // 196: threatd.plugin.v2.Storage.Changes:input_type -> threatd.plugin.v2.ChangeQuery
+	133, // 197: threatd.plugin.v2.Storage.ImportThreats:input_type -> threatd.plugin.v2.ImportBatch
+	135, // 198: threatd.plugin.v2.Storage.ImportedVersions:input_type -> threatd.plugin.v2.VersionQuery
+	136, // 199: threatd.plugin.v2.Storage.ImportedIDs:input_type -> threatd.plugin.v2.ImportedIDQuery
+	31,  // 200: threatd.plugin.v2.Storage.Migrate:input_type -> threatd.plugin.v2.MigrateRequest
+	33,  // 201: threatd.plugin.v2.Storage.Health:input_type -> threatd.plugin.v2.HealthRequest
+	35,  // 202: threatd.plugin.v2.Storage.Stats:input_type -> threatd.plugin.v2.StatsRequest
+	36,  // 203: threatd.plugin.v2.Storage.Secret:input_type -> threatd.plugin.v2.SecretRequest
+	138, // 204: threatd.plugin.v2.Storage.Lease:input_type -> threatd.plugin.v2.LeaseClaim
+	39,  // 205: threatd.plugin.v2.Storage.AddUsage:input_type -> threatd.plugin.v2.AddUsageRequest
+	140, // 206: threatd.plugin.v2.Storage.Usage:input_type -> threatd.plugin.v2.UsageQuery
+	141, // 207: threatd.plugin.v2.Storage.SyncRateCounts:input_type -> threatd.plugin.v2.RateCounts
+	142, // 208: threatd.plugin.v2.Storage.RuleIDs:input_type -> threatd.plugin.v2.RuleIDQuery
+	44,  // 209: threatd.plugin.v2.Storage.Export:input_type -> threatd.plugin.v2.ExportRequest
+	45,  // 210: threatd.plugin.v2.Storage.Import:input_type -> threatd.plugin.v2.ImportItem
+	144, // 211: threatd.plugin.v2.Storage.CreateWebhook:input_type -> threatd.plugin.v2.Webhook
+	49,  // 212: threatd.plugin.v2.Storage.ListWebhooks:input_type -> threatd.plugin.v2.ListWebhooksRequest
+	50,  // 213: threatd.plugin.v2.Storage.DeleteWebhook:input_type -> threatd.plugin.v2.DeleteWebhookRequest
+	52,  // 214: threatd.plugin.v2.Storage.EnableWebhook:input_type -> threatd.plugin.v2.EnableWebhookRequest
+	145, // 215: threatd.plugin.v2.Storage.DueDeliveries:input_type -> threatd.plugin.v2.DueQuery
+	147, // 216: threatd.plugin.v2.Storage.RecordAttempt:input_type -> threatd.plugin.v2.AttemptOutcome
+	148, // 217: threatd.plugin.v2.Storage.WebhookAttempts:input_type -> threatd.plugin.v2.AttemptQuery
+	54,  // 218: threatd.plugin.v2.Storage.WebhookQueue:input_type -> threatd.plugin.v2.WebhookQueueRequest
+	151, // 219: threatd.plugin.v2.Storage.TrimWebhooks:input_type -> threatd.plugin.v2.WebhookTrim
+	152, // 220: threatd.plugin.v2.Storage.CreateWaiver:input_type -> threatd.plugin.v2.Waiver
+	57,  // 221: threatd.plugin.v2.Storage.ListWaivers:input_type -> threatd.plugin.v2.ListWaiversRequest
+	58,  // 222: threatd.plugin.v2.Storage.DeleteWaiver:input_type -> threatd.plugin.v2.DeleteWaiverRequest
+	60,  // 223: threatd.plugin.v2.Storage.RecordDecisions:input_type -> threatd.plugin.v2.RecordDecisionsRequest
+	154, // 224: threatd.plugin.v2.Storage.ListDecisions:input_type -> threatd.plugin.v2.FirewallDecisionQuery
+	62,  // 225: threatd.plugin.v2.Storage.TrimDecisions:input_type -> threatd.plugin.v2.TrimDecisionsRequest
+	64,  // 226: threatd.plugin.v2.Storage.RecordHeld:input_type -> threatd.plugin.v2.RecordHeldRequest
+	157, // 227: threatd.plugin.v2.Storage.ListHeld:input_type -> threatd.plugin.v2.HeldQuery
+	66,  // 228: threatd.plugin.v2.Storage.PinDigests:input_type -> threatd.plugin.v2.PinDigestsRequest
+	68,  // 229: threatd.plugin.v2.Storage.PinnedDigests:input_type -> threatd.plugin.v2.PinnedDigestsRequest
+	69,  // 230: threatd.plugin.v2.Storage.RecordLedger:input_type -> threatd.plugin.v2.RecordLedgerRequest
+	160, // 231: threatd.plugin.v2.Storage.TrimLedger:input_type -> threatd.plugin.v2.LedgerTrim
+	161, // 232: threatd.plugin.v2.Storage.LedgerOf:input_type -> threatd.plugin.v2.LedgerQuery
+	162, // 233: threatd.plugin.v2.Storage.AddSightings:input_type -> threatd.plugin.v2.SightingBatch
+	163, // 234: threatd.plugin.v2.Storage.ListDisputed:input_type -> threatd.plugin.v2.DisputeQuery
+	74,  // 235: threatd.plugin.v2.Storage.DisputeVotes:input_type -> threatd.plugin.v2.DisputeVotesRequest
+	75,  // 236: threatd.plugin.v2.Storage.AddSeen:input_type -> threatd.plugin.v2.AddSeenRequest
+	166, // 237: threatd.plugin.v2.Storage.ListSightings:input_type -> threatd.plugin.v2.SightingQuery
+	77,  // 238: threatd.plugin.v2.Storage.CountSightings:input_type -> threatd.plugin.v2.CountSightingsRequest
+	169, // 239: threatd.plugin.v2.Storage.SightingCountsPage:input_type -> threatd.plugin.v2.SightingCountsQuery
+	78,  // 240: threatd.plugin.v2.Storage.Reputations:input_type -> threatd.plugin.v2.ReputationsRequest
+	171, // 241: threatd.plugin.v2.Storage.Leaderboard:input_type -> threatd.plugin.v2.LeaderboardQuery
+	173, // 242: threatd.plugin.v2.Storage.ReputationHistory:input_type -> threatd.plugin.v2.HistoryQuery
+	79,  // 243: threatd.plugin.v2.Storage.UsersByName:input_type -> threatd.plugin.v2.UsersByNameRequest
+	80,  // 244: threatd.plugin.v2.Storage.SubmitterRecordsAll:input_type -> threatd.plugin.v2.SubmitterRecordsAllRequest
+	175, // 245: threatd.plugin.v2.Storage.CreateCampaign:input_type -> threatd.plugin.v2.Campaign
+	176, // 246: threatd.plugin.v2.Storage.UpdateCampaign:input_type -> threatd.plugin.v2.CampaignChange
+	82,  // 247: threatd.plugin.v2.Storage.GetCampaign:input_type -> threatd.plugin.v2.GetCampaignRequest
+	177, // 248: threatd.plugin.v2.Storage.ListCampaigns:input_type -> threatd.plugin.v2.CampaignQuery
+	83,  // 249: threatd.plugin.v2.Storage.CampaignMembers:input_type -> threatd.plugin.v2.CampaignMembersRequest
+	179, // 250: threatd.plugin.v2.Storage.SharedIndicatorGroups:input_type -> threatd.plugin.v2.IndicatorGroupQuery
+	85,  // 251: threatd.plugin.v2.Storage.EachVerifiedText:input_type -> threatd.plugin.v2.EachVerifiedTextRequest
+	182, // 252: threatd.plugin.v2.Storage.QueueAnalyses:input_type -> threatd.plugin.v2.QueueRequest
+	184, // 253: threatd.plugin.v2.Storage.ClaimAnalyses:input_type -> threatd.plugin.v2.Claim
+	186, // 254: threatd.plugin.v2.Storage.FinishAnalysis:input_type -> threatd.plugin.v2.Outcome
+	188, // 255: threatd.plugin.v2.Storage.LinkAnalysisReport:input_type -> threatd.plugin.v2.ReportLink
+	189, // 256: threatd.plugin.v2.Storage.Analysis:input_type -> threatd.plugin.v2.Key
+	87,  // 257: threatd.plugin.v2.Storage.AnalysesOfReports:input_type -> threatd.plugin.v2.AnalysesOfReportsRequest
+	190, // 258: threatd.plugin.v2.Storage.AnalysisHolds:input_type -> threatd.plugin.v2.HoldQuery
+	88,  // 259: threatd.plugin.v2.Storage.AnalysisQueue:input_type -> threatd.plugin.v2.AnalysisQueueRequest
+	193, // 260: threatd.plugin.v2.Storage.SaveInventory:input_type -> threatd.plugin.v2.Inventory
+	194, // 261: threatd.plugin.v2.Storage.ExposedVersions:input_type -> threatd.plugin.v2.Package
+	91,  // 262: threatd.plugin.v2.Storage.ExposedPackages:input_type -> threatd.plugin.v2.ExposedPackagesRequest
+	195, // 263: threatd.plugin.v2.Storage.RecordExposures:input_type -> threatd.plugin.v2.Found
+	196, // 264: threatd.plugin.v2.Storage.ListExposures:input_type -> threatd.plugin.v2.Query
+	93,  // 265: threatd.plugin.v2.Storage.ExposureCount:input_type -> threatd.plugin.v2.ExposureCountRequest
+	198, // 266: threatd.plugin.v2.Storage.QueueExposureEvent:input_type -> threatd.plugin.v2.Event
+	96,  // 267: threatd.plugin.v2.Storage.ExposureMark:input_type -> threatd.plugin.v2.ExposureMarkRequest
+	98,  // 268: threatd.plugin.v2.Storage.MoveExposureMark:input_type -> threatd.plugin.v2.MoveExposureMarkRequest
+	1,   // 269: threatd.plugin.v2.Storage.Configure:output_type -> threatd.plugin.v2.ConfigureReply
+	100, // 270: threatd.plugin.v2.Storage.CreateUser:output_type -> threatd.plugin.v2.User
+	100, // 271: threatd.plugin.v2.Storage.UserByEmail:output_type -> threatd.plugin.v2.User
+	100, // 272: threatd.plugin.v2.Storage.SetUserLimit:output_type -> threatd.plugin.v2.User
+	100, // 273: threatd.plugin.v2.Storage.SetUserAccess:output_type -> threatd.plugin.v2.User
+	100, // 274: threatd.plugin.v2.Storage.ListUsers:output_type -> threatd.plugin.v2.User
+	104, // 275: threatd.plugin.v2.Storage.CreateToken:output_type -> threatd.plugin.v2.Token
+	104, // 276: threatd.plugin.v2.Storage.RevokeToken:output_type -> threatd.plugin.v2.Token
+	105, // 277: threatd.plugin.v2.Storage.Authenticate:output_type -> threatd.plugin.v2.TokenOwner
+	104, // 278: threatd.plugin.v2.Storage.ListTokens:output_type -> threatd.plugin.v2.Token
+	104, // 279: threatd.plugin.v2.Storage.RevokeUserToken:output_type -> threatd.plugin.v2.Token
+	7,   // 280: threatd.plugin.v2.Storage.TokensUsed:output_type -> threatd.plugin.v2.TokensUsedReply
+	100, // 281: threatd.plugin.v2.Storage.SetPassword:output_type -> threatd.plugin.v2.User
+	8,   // 282: threatd.plugin.v2.Storage.CreateSession:output_type -> threatd.plugin.v2.CreateSessionReply
+	109, // 283: threatd.plugin.v2.Storage.SessionUser:output_type -> threatd.plugin.v2.SessionOwner
+	11,  // 284: threatd.plugin.v2.Storage.DeleteSession:output_type -> threatd.plugin.v2.DeleteSessionReply
+	108, // 285: threatd.plugin.v2.Storage.ListSessions:output_type -> threatd.plugin.v2.Session
+	111, // 286: threatd.plugin.v2.Storage.ChangeAccount:output_type -> threatd.plugin.v2.AccountChanged
+	13,  // 287: threatd.plugin.v2.Storage.CreateThreat:output_type -> threatd.plugin.v2.CreateThreatReply
+	113, // 288: threatd.plugin.v2.Storage.GetThreat:output_type -> threatd.plugin.v2.Threat
+	113, // 289: threatd.plugin.v2.Storage.GetThreats:output_type -> threatd.plugin.v2.Threat
+	113, // 290: threatd.plugin.v2.Storage.GetThreatsWithIOCs:output_type -> threatd.plugin.v2.Threat
+	17,  // 291: threatd.plugin.v2.Storage.ListSubmissions:output_type -> threatd.plugin.v2.ListSubmissionsPart
+	115, // 292: threatd.plugin.v2.Storage.SubmitterRecords:output_type -> threatd.plugin.v2.SubmitterRecord
+	19,  // 293: threatd.plugin.v2.Storage.ListPending:output_type -> threatd.plugin.v2.ListPendingPart
+	113, // 294: threatd.plugin.v2.Storage.ReviewThreat:output_type -> threatd.plugin.v2.Threat
+	20,  // 295: threatd.plugin.v2.Storage.RecordDuplicate:output_type -> threatd.plugin.v2.RecordDuplicateReply
+	119, // 296: threatd.plugin.v2.Storage.ReviewEvents:output_type -> threatd.plugin.v2.ReviewEvent
+	121, // 297: threatd.plugin.v2.Storage.ModifyThreat:output_type -> threatd.plugin.v2.Modified
+	121, // 298: threatd.plugin.v2.Storage.DecideRevision:output_type -> threatd.plugin.v2.Modified
+	123, // 299: threatd.plugin.v2.Storage.ListPendingRevisions:output_type -> threatd.plugin.v2.Revision
+	123, // 300: threatd.plugin.v2.Storage.ListRevisions:output_type -> threatd.plugin.v2.Revision
+	123, // 301: threatd.plugin.v2.Storage.GetRevision:output_type -> threatd.plugin.v2.Revision
+	113, // 302: threatd.plugin.v2.Storage.LatestVerified:output_type -> threatd.plugin.v2.Threat
+	25,  // 303: threatd.plugin.v2.Storage.EachVerifiedSummary:output_type -> threatd.plugin.v2.EachVerifiedSummaryItem
+	113, // 304: threatd.plugin.v2.Storage.QueryThreats:output_type -> threatd.plugin.v2.Threat
+	27,  // 305: threatd.plugin.v2.Storage.CountThreats:output_type -> threatd.plugin.v2.CountThreatsReply
+	113, // 306: threatd.plugin.v2.Storage.ThreatsByKeyPrefix:output_type -> threatd.plugin.v2.Threat
+	129, // 307: threatd.plugin.v2.Storage.Feed:output_type -> threatd.plugin.v2.FeedItem
+	130, // 308: threatd.plugin.v2.Storage.LastFeedEvent:output_type -> threatd.plugin.v2.FeedEvent
+	132, // 309: threatd.plugin.v2.Storage.Changes:output_type -> threatd.plugin.v2.Change
+	134, // 310: threatd.plugin.v2.Storage.ImportThreats:output_type -> threatd.plugin.v2.ImportOutcome
+	29,  // 311: threatd.plugin.v2.Storage.ImportedVersions:output_type -> threatd.plugin.v2.ImportedVersionsReply
+	30,  // 312: threatd.plugin.v2.Storage.ImportedIDs:output_type -> threatd.plugin.v2.ImportedIDsReply
+	32,  // 313: threatd.plugin.v2.Storage.Migrate:output_type -> threatd.plugin.v2.MigrateReply
+	34,  // 314: threatd.plugin.v2.Storage.Health:output_type -> threatd.plugin.v2.HealthReply
+	137, // 315: threatd.plugin.v2.Storage.Stats:output_type -> threatd.plugin.v2.Stats
+	37,  // 316: threatd.plugin.v2.Storage.Secret:output_type -> threatd.plugin.v2.SecretReply
+	38,  // 317: threatd.plugin.v2.Storage.Lease:output_type -> threatd.plugin.v2.LeaseReply
+	40,  // 318: threatd.plugin.v2.Storage.AddUsage:output_type -> threatd.plugin.v2.AddUsageReply
+	41,  // 319: threatd.plugin.v2.Storage.Usage:output_type -> threatd.plugin.v2.UsageReply
+	42,  // 320: threatd.plugin.v2.Storage.SyncRateCounts:output_type -> threatd.plugin.v2.SyncRateCountsReply
+	143, // 321: threatd.plugin.v2.Storage.RuleIDs:output_type -> threatd.plugin.v2.RuleID
+	43,  // 322: threatd.plugin.v2.Storage.Export:output_type -> threatd.plugin.v2.ExportItem
+	47,  // 323: threatd.plugin.v2.Storage.Import:output_type -> threatd.plugin.v2.ImportReply
+	48,  // 324: threatd.plugin.v2.Storage.CreateWebhook:output_type -> threatd.plugin.v2.CreateWebhookReply
+	144, // 325: threatd.plugin.v2.Storage.ListWebhooks:output_type -> threatd.plugin.v2.Webhook
+	51,  // 326: threatd.plugin.v2.Storage.DeleteWebhook:output_type -> threatd.plugin.v2.DeleteWebhookReply
+	144, // 327: threatd.plugin.v2.Storage.EnableWebhook:output_type -> threatd.plugin.v2.Webhook
+	146, // 328: threatd.plugin.v2.Storage.DueDeliveries:output_type -> threatd.plugin.v2.Delivery
+	53,  // 329: threatd.plugin.v2.Storage.RecordAttempt:output_type -> threatd.plugin.v2.RecordAttemptReply
+	149, // 330: threatd.plugin.v2.Storage.WebhookAttempts:output_type -> threatd.plugin.v2.DeliveryAttempt
+	150, // 331: threatd.plugin.v2.Storage.WebhookQueue:output_type -> threatd.plugin.v2.WebhookQueue
+	55,  // 332: threatd.plugin.v2.Storage.TrimWebhooks:output_type -> threatd.plugin.v2.TrimWebhooksReply
+	56,  // 333: threatd.plugin.v2.Storage.CreateWaiver:output_type -> threatd.plugin.v2.CreateWaiverReply
+	152, // 334: threatd.plugin.v2.Storage.ListWaivers:output_type -> threatd.plugin.v2.Waiver
+	59,  // 335: threatd.plugin.v2.Storage.DeleteWaiver:output_type -> threatd.plugin.v2.DeleteWaiverReply
+	61,  // 336: threatd.plugin.v2.Storage.RecordDecisions:output_type -> threatd.plugin.v2.RecordDecisionsReply
+	155, // 337: threatd.plugin.v2.Storage.ListDecisions:output_type -> threatd.plugin.v2.FirewallDecisionList
+	63,  // 338: threatd.plugin.v2.Storage.TrimDecisions:output_type -> threatd.plugin.v2.TrimDecisionsReply
+	65,  // 339: threatd.plugin.v2.Storage.RecordHeld:output_type -> threatd.plugin.v2.RecordHeldReply
+	156, // 340: threatd.plugin.v2.Storage.ListHeld:output_type -> threatd.plugin.v2.HeldVersion
+	67,  // 341: threatd.plugin.v2.Storage.PinDigests:output_type -> threatd.plugin.v2.PinDigestsReply
+	158, // 342: threatd.plugin.v2.Storage.PinnedDigests:output_type -> threatd.plugin.v2.DigestPin
+	70,  // 343: threatd.plugin.v2.Storage.RecordLedger:output_type -> threatd.plugin.v2.RecordLedgerReply
+	71,  // 344: threatd.plugin.v2.Storage.TrimLedger:output_type -> threatd.plugin.v2.TrimLedgerReply
+	159, // 345: threatd.plugin.v2.Storage.LedgerOf:output_type -> threatd.plugin.v2.LedgerEntry
+	72,  // 346: threatd.plugin.v2.Storage.AddSightings:output_type -> threatd.plugin.v2.AddSightingsReply
+	73,  // 347: threatd.plugin.v2.Storage.ListDisputed:output_type -> threatd.plugin.v2.ListDisputedPart
+	164, // 348: threatd.plugin.v2.Storage.DisputeVotes:output_type -> threatd.plugin.v2.Sighting
+	76,  // 349: threatd.plugin.v2.Storage.AddSeen:output_type -> threatd.plugin.v2.AddSeenReply
+	167, // 350: threatd.plugin.v2.Storage.ListSightings:output_type -> threatd.plugin.v2.SightingList
+	168, // 351: threatd.plugin.v2.Storage.CountSightings:output_type -> threatd.plugin.v2.SightingCounts
+	168, // 352: threatd.plugin.v2.Storage.SightingCountsPage:output_type -> threatd.plugin.v2.SightingCounts
+	170, // 353: threatd.plugin.v2.Storage.Reputations:output_type -> threatd.plugin.v2.Reputation
+	172, // 354: threatd.plugin.v2.Storage.Leaderboard:output_type -> threatd.plugin.v2.LeaderboardEntry
+	174, // 355: threatd.plugin.v2.Storage.ReputationHistory:output_type -> threatd.plugin.v2.ReputationEvent
+	100, // 356: threatd.plugin.v2.Storage.UsersByName:output_type -> threatd.plugin.v2.User
+	115, // 357: threatd.plugin.v2.Storage.SubmitterRecordsAll:output_type -> threatd.plugin.v2.SubmitterRecord
+	81,  // 358: threatd.plugin.v2.Storage.CreateCampaign:output_type -> threatd.plugin.v2.CreateCampaignReply
+	175, // 359: threatd.plugin.v2.Storage.UpdateCampaign:output_type -> threatd.plugin.v2.Campaign
+	175, // 360: threatd.plugin.v2.Storage.GetCampaign:output_type -> threatd.plugin.v2.Campaign
+	175, // 361: threatd.plugin.v2.Storage.ListCampaigns:output_type -> threatd.plugin.v2.Campaign
+	178, // 362: threatd.plugin.v2.Storage.CampaignMembers:output_type -> threatd.plugin.v2.CampaignMember
+	180, // 363: threatd.plugin.v2.Storage.SharedIndicatorGroups:output_type -> threatd.plugin.v2.IndicatorGroup
+	84,  // 364: threatd.plugin.v2.Storage.EachVerifiedText:output_type -> threatd.plugin.v2.EachVerifiedTextItem
+	183, // 365: threatd.plugin.v2.Storage.QueueAnalyses:output_type -> threatd.plugin.v2.QueueResult
+	185, // 366: threatd.plugin.v2.Storage.ClaimAnalyses:output_type -> threatd.plugin.v2.Job
+	187, // 367: threatd.plugin.v2.Storage.FinishAnalysis:output_type -> threatd.plugin.v2.Entry
+	86,  // 368: threatd.plugin.v2.Storage.LinkAnalysisReport:output_type -> threatd.plugin.v2.LinkAnalysisReportReply
+	187, // 369: threatd.plugin.v2.Storage.Analysis:output_type -> threatd.plugin.v2.Entry
+	187, // 370: threatd.plugin.v2.Storage.AnalysesOfReports:output_type -> threatd.plugin.v2.Entry
+	191, // 371: threatd.plugin.v2.Storage.AnalysisHolds:output_type -> threatd.plugin.v2.Hold
+	192, // 372: threatd.plugin.v2.Storage.AnalysisQueue:output_type -> threatd.plugin.v2.QueueLength
+	89,  // 373: threatd.plugin.v2.Storage.SaveInventory:output_type -> threatd.plugin.v2.SaveInventoryReply
+	90,  // 374: threatd.plugin.v2.Storage.ExposedVersions:output_type -> threatd.plugin.v2.ExposedVersionsReply
+	194, // 375: threatd.plugin.v2.Storage.ExposedPackages:output_type -> threatd.plugin.v2.Package
+	92,  // 376: threatd.plugin.v2.Storage.RecordExposures:output_type -> threatd.plugin.v2.RecordExposuresReply
+	197, // 377: threatd.plugin.v2.Storage.ListExposures:output_type -> threatd.plugin.v2.Exposure
+	94,  // 378: threatd.plugin.v2.Storage.ExposureCount:output_type -> threatd.plugin.v2.ExposureCountReply
+	95,  // 379: threatd.plugin.v2.Storage.QueueExposureEvent:output_type -> threatd.plugin.v2.QueueExposureEventReply
+	97,  // 380: threatd.plugin.v2.Storage.ExposureMark:output_type -> threatd.plugin.v2.ExposureMarkReply
+	99,  // 381: threatd.plugin.v2.Storage.MoveExposureMark:output_type -> threatd.plugin.v2.MoveExposureMarkReply
+	269, // [269:382] is the sub-list for method output_type
+	156, // [156:269] is the sub-list for method input_type
 	156, // [156:156] is the sub-list for extension type_name
 	156, // [156:156] is the sub-list for extension extendee
 	0,   // [0:156] is the sub-list for field type_name
@@ -15104,21 +15154,21 @@ func file_plugins_proto_v2_storage_proto_init() {
 	if File_plugins_proto_v2_storage_proto != nil {
 		return
 	}
-	file_plugins_proto_v2_storage_proto_msgTypes[99].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[100].OneofWrappers = []any{}
 	file_plugins_proto_v2_storage_proto_msgTypes[101].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[109].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[175].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[200].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[202].OneofWrappers = []any{}
-	file_plugins_proto_v2_storage_proto_msgTypes[210].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[102].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[110].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[176].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[201].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[203].OneofWrappers = []any{}
+	file_plugins_proto_v2_storage_proto_msgTypes[211].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_v2_storage_proto_rawDesc), len(file_plugins_proto_v2_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   218,
+			NumMessages:   219,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -49,6 +49,7 @@ const (
 	Storage_CreateThreat_FullMethodName          = "/threatd.plugin.v2.Storage/CreateThreat"
 	Storage_GetThreat_FullMethodName             = "/threatd.plugin.v2.Storage/GetThreat"
 	Storage_GetThreats_FullMethodName            = "/threatd.plugin.v2.Storage/GetThreats"
+	Storage_GetThreatsWithIOCs_FullMethodName    = "/threatd.plugin.v2.Storage/GetThreatsWithIOCs"
 	Storage_ListSubmissions_FullMethodName       = "/threatd.plugin.v2.Storage/ListSubmissions"
 	Storage_SubmitterRecords_FullMethodName      = "/threatd.plugin.v2.Storage/SubmitterRecords"
 	Storage_ListPending_FullMethodName           = "/threatd.plugin.v2.Storage/ListPending"
@@ -211,6 +212,10 @@ type StorageClient interface {
 	// ListSubmissions and ThreatsByKeyPrefix. GetThreat, ListPending,
 	// LatestVerified (its exports), QueryThreats and Feed return them.
 	GetThreats(ctx context.Context, in *GetThreatsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
+	// GetThreatsWithIOCs is GetThreats with each report's stored
+	// indicators (Threat.IOCs): the read of the index spill's fill, from
+	// which the block lists are built too.
+	GetThreatsWithIOCs(ctx context.Context, in *GetThreatsWithIOCsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error)
 	// ListSubmissions returns one page of the reports a user submitted,
 	// newest first (q.Limit 1..MaxPage, else ErrInvalid), and how many
 	// there are in all.
@@ -768,9 +773,28 @@ func (c *storageClient) GetThreats(ctx context.Context, in *GetThreatsRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_GetThreatsClient = grpc.ServerStreamingClient[Threat]
 
+func (c *storageClient) GetThreatsWithIOCs(ctx context.Context, in *GetThreatsWithIOCsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_GetThreatsWithIOCs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetThreatsWithIOCsRequest, Threat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_GetThreatsWithIOCsClient = grpc.ServerStreamingClient[Threat]
+
 func (c *storageClient) ListSubmissions(ctx context.Context, in *SubmissionQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListSubmissionsPart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[4], Storage_ListSubmissions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_ListSubmissions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -789,7 +813,7 @@ type Storage_ListSubmissionsClient = grpc.ServerStreamingClient[ListSubmissionsP
 
 func (c *storageClient) SubmitterRecords(ctx context.Context, in *SubmitterRecordsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[5], Storage_SubmitterRecords_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_SubmitterRecords_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -808,7 +832,7 @@ type Storage_SubmitterRecordsClient = grpc.ServerStreamingClient[SubmitterRecord
 
 func (c *storageClient) ListPending(ctx context.Context, in *PendingQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListPendingPart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[6], Storage_ListPending_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_ListPending_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -847,7 +871,7 @@ func (c *storageClient) RecordDuplicate(ctx context.Context, in *Duplicate, opts
 
 func (c *storageClient) ReviewEvents(ctx context.Context, in *ReviewEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReviewEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[7], Storage_ReviewEvents_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_ReviewEvents_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -886,7 +910,7 @@ func (c *storageClient) DecideRevision(ctx context.Context, in *RevisionDecision
 
 func (c *storageClient) ListPendingRevisions(ctx context.Context, in *ListPendingRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[8], Storage_ListPendingRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ListPendingRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -905,7 +929,7 @@ type Storage_ListPendingRevisionsClient = grpc.ServerStreamingClient[Revision]
 
 func (c *storageClient) ListRevisions(ctx context.Context, in *ListRevisionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Revision], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[9], Storage_ListRevisions_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_ListRevisions_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -934,7 +958,7 @@ func (c *storageClient) GetRevision(ctx context.Context, in *GetRevisionRequest,
 
 func (c *storageClient) LatestVerified(ctx context.Context, in *LatestFilter, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[10], Storage_LatestVerified_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_LatestVerified_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -953,7 +977,7 @@ type Storage_LatestVerifiedClient = grpc.ServerStreamingClient[Threat]
 
 func (c *storageClient) EachVerifiedSummary(ctx context.Context, in *EachVerifiedSummaryRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedSummaryItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[11], Storage_EachVerifiedSummary_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_EachVerifiedSummary_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -972,7 +996,7 @@ type Storage_EachVerifiedSummaryClient = grpc.ServerStreamingClient[EachVerified
 
 func (c *storageClient) QueryThreats(ctx context.Context, in *ThreatQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[12], Storage_QueryThreats_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_QueryThreats_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1001,7 +1025,7 @@ func (c *storageClient) CountThreats(ctx context.Context, in *ThreatQuery, opts 
 
 func (c *storageClient) ThreatsByKeyPrefix(ctx context.Context, in *KeyPrefixQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Threat], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[13], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_ThreatsByKeyPrefix_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1020,7 +1044,7 @@ type Storage_ThreatsByKeyPrefixClient = grpc.ServerStreamingClient[Threat]
 
 func (c *storageClient) Feed(ctx context.Context, in *FeedQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FeedItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[14], Storage_Feed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_Feed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1049,7 +1073,7 @@ func (c *storageClient) LastFeedEvent(ctx context.Context, in *LastFeedEventRequ
 
 func (c *storageClient) Changes(ctx context.Context, in *ChangeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[15], Storage_Changes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[16], Storage_Changes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1068,7 +1092,7 @@ type Storage_ChangesClient = grpc.ServerStreamingClient[Change]
 
 func (c *storageClient) ImportThreats(ctx context.Context, in *ImportBatch, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ImportOutcome], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[16], Storage_ImportThreats_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[17], Storage_ImportThreats_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1187,7 +1211,7 @@ func (c *storageClient) SyncRateCounts(ctx context.Context, in *RateCounts, opts
 
 func (c *storageClient) RuleIDs(ctx context.Context, in *RuleIDQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RuleID], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[17], Storage_RuleIDs_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[18], Storage_RuleIDs_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1206,7 +1230,7 @@ type Storage_RuleIDsClient = grpc.ServerStreamingClient[RuleID]
 
 func (c *storageClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[18], Storage_Export_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[19], Storage_Export_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1225,7 +1249,7 @@ type Storage_ExportClient = grpc.ServerStreamingClient[ExportItem]
 
 func (c *storageClient) Import(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportItem, ImportReply], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[19], Storage_Import_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[20], Storage_Import_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1248,7 +1272,7 @@ func (c *storageClient) CreateWebhook(ctx context.Context, in *Webhook, opts ...
 
 func (c *storageClient) ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Webhook], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[20], Storage_ListWebhooks_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[21], Storage_ListWebhooks_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1287,7 +1311,7 @@ func (c *storageClient) EnableWebhook(ctx context.Context, in *EnableWebhookRequ
 
 func (c *storageClient) DueDeliveries(ctx context.Context, in *DueQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[21], Storage_DueDeliveries_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[22], Storage_DueDeliveries_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1316,7 +1340,7 @@ func (c *storageClient) RecordAttempt(ctx context.Context, in *AttemptOutcome, o
 
 func (c *storageClient) WebhookAttempts(ctx context.Context, in *AttemptQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DeliveryAttempt], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[22], Storage_WebhookAttempts_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[23], Storage_WebhookAttempts_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1365,7 +1389,7 @@ func (c *storageClient) CreateWaiver(ctx context.Context, in *Waiver, opts ...gr
 
 func (c *storageClient) ListWaivers(ctx context.Context, in *ListWaiversRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Waiver], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[23], Storage_ListWaivers_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_ListWaivers_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1434,7 +1458,7 @@ func (c *storageClient) RecordHeld(ctx context.Context, in *RecordHeldRequest, o
 
 func (c *storageClient) ListHeld(ctx context.Context, in *HeldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HeldVersion], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[24], Storage_ListHeld_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_ListHeld_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1463,7 +1487,7 @@ func (c *storageClient) PinDigests(ctx context.Context, in *PinDigestsRequest, o
 
 func (c *storageClient) PinnedDigests(ctx context.Context, in *PinnedDigestsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DigestPin], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[25], Storage_PinnedDigests_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_PinnedDigests_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1502,7 +1526,7 @@ func (c *storageClient) TrimLedger(ctx context.Context, in *LedgerTrim, opts ...
 
 func (c *storageClient) LedgerOf(ctx context.Context, in *LedgerQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LedgerEntry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[26], Storage_LedgerOf_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_LedgerOf_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1531,7 +1555,7 @@ func (c *storageClient) AddSightings(ctx context.Context, in *SightingBatch, opt
 
 func (c *storageClient) ListDisputed(ctx context.Context, in *DisputeQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListDisputedPart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[27], Storage_ListDisputed_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_ListDisputed_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1550,7 +1574,7 @@ type Storage_ListDisputedClient = grpc.ServerStreamingClient[ListDisputedPart]
 
 func (c *storageClient) DisputeVotes(ctx context.Context, in *DisputeVotesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Sighting], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[28], Storage_DisputeVotes_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_DisputeVotes_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1589,7 +1613,7 @@ func (c *storageClient) ListSightings(ctx context.Context, in *SightingQuery, op
 
 func (c *storageClient) CountSightings(ctx context.Context, in *CountSightingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[29], Storage_CountSightings_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_CountSightings_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1608,7 +1632,7 @@ type Storage_CountSightingsClient = grpc.ServerStreamingClient[SightingCounts]
 
 func (c *storageClient) SightingCountsPage(ctx context.Context, in *SightingCountsQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SightingCounts], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[30], Storage_SightingCountsPage_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_SightingCountsPage_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1627,7 +1651,7 @@ type Storage_SightingCountsPageClient = grpc.ServerStreamingClient[SightingCount
 
 func (c *storageClient) Reputations(ctx context.Context, in *ReputationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Reputation], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[31], Storage_Reputations_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_Reputations_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1646,7 +1670,7 @@ type Storage_ReputationsClient = grpc.ServerStreamingClient[Reputation]
 
 func (c *storageClient) Leaderboard(ctx context.Context, in *LeaderboardQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderboardEntry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[32], Storage_Leaderboard_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_Leaderboard_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1665,7 +1689,7 @@ type Storage_LeaderboardClient = grpc.ServerStreamingClient[LeaderboardEntry]
 
 func (c *storageClient) ReputationHistory(ctx context.Context, in *HistoryQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReputationEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[33], Storage_ReputationHistory_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_ReputationHistory_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1684,7 +1708,7 @@ type Storage_ReputationHistoryClient = grpc.ServerStreamingClient[ReputationEven
 
 func (c *storageClient) UsersByName(ctx context.Context, in *UsersByNameRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[User], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[34], Storage_UsersByName_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_UsersByName_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1703,7 +1727,7 @@ type Storage_UsersByNameClient = grpc.ServerStreamingClient[User]
 
 func (c *storageClient) SubmitterRecordsAll(ctx context.Context, in *SubmitterRecordsAllRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubmitterRecord], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[35], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_SubmitterRecordsAll_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1752,7 +1776,7 @@ func (c *storageClient) GetCampaign(ctx context.Context, in *GetCampaignRequest,
 
 func (c *storageClient) ListCampaigns(ctx context.Context, in *CampaignQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Campaign], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[36], Storage_ListCampaigns_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_ListCampaigns_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1771,7 +1795,7 @@ type Storage_ListCampaignsClient = grpc.ServerStreamingClient[Campaign]
 
 func (c *storageClient) CampaignMembers(ctx context.Context, in *CampaignMembersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CampaignMember], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[37], Storage_CampaignMembers_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[38], Storage_CampaignMembers_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1790,7 +1814,7 @@ type Storage_CampaignMembersClient = grpc.ServerStreamingClient[CampaignMember]
 
 func (c *storageClient) SharedIndicatorGroups(ctx context.Context, in *IndicatorGroupQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[IndicatorGroup], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[38], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[39], Storage_SharedIndicatorGroups_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1809,7 +1833,7 @@ type Storage_SharedIndicatorGroupsClient = grpc.ServerStreamingClient[IndicatorG
 
 func (c *storageClient) EachVerifiedText(ctx context.Context, in *EachVerifiedTextRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EachVerifiedTextItem], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[39], Storage_EachVerifiedText_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[40], Storage_EachVerifiedText_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1838,7 +1862,7 @@ func (c *storageClient) QueueAnalyses(ctx context.Context, in *QueueRequest, opt
 
 func (c *storageClient) ClaimAnalyses(ctx context.Context, in *Claim, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Job], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[40], Storage_ClaimAnalyses_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[41], Storage_ClaimAnalyses_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1887,7 +1911,7 @@ func (c *storageClient) Analysis(ctx context.Context, in *Key, opts ...grpc.Call
 
 func (c *storageClient) AnalysesOfReports(ctx context.Context, in *AnalysesOfReportsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Entry], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[41], Storage_AnalysesOfReports_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[42], Storage_AnalysesOfReports_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1906,7 +1930,7 @@ type Storage_AnalysesOfReportsClient = grpc.ServerStreamingClient[Entry]
 
 func (c *storageClient) AnalysisHolds(ctx context.Context, in *HoldQuery, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Hold], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[42], Storage_AnalysisHolds_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[43], Storage_AnalysisHolds_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1955,7 +1979,7 @@ func (c *storageClient) ExposedVersions(ctx context.Context, in *Package, opts .
 
 func (c *storageClient) ExposedPackages(ctx context.Context, in *ExposedPackagesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Package], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[43], Storage_ExposedPackages_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[44], Storage_ExposedPackages_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1984,7 +2008,7 @@ func (c *storageClient) RecordExposures(ctx context.Context, in *Found, opts ...
 
 func (c *storageClient) ListExposures(ctx context.Context, in *Query, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Exposure], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[44], Storage_ListExposures_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Storage_ServiceDesc.Streams[45], Storage_ListExposures_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -2110,6 +2134,10 @@ type StorageServer interface {
 	// ListSubmissions and ThreatsByKeyPrefix. GetThreat, ListPending,
 	// LatestVerified (its exports), QueryThreats and Feed return them.
 	GetThreats(*GetThreatsRequest, grpc.ServerStreamingServer[Threat]) error
+	// GetThreatsWithIOCs is GetThreats with each report's stored
+	// indicators (Threat.IOCs): the read of the index spill's fill, from
+	// which the block lists are built too.
+	GetThreatsWithIOCs(*GetThreatsWithIOCsRequest, grpc.ServerStreamingServer[Threat]) error
 	// ListSubmissions returns one page of the reports a user submitted,
 	// newest first (q.Limit 1..MaxPage, else ErrInvalid), and how many
 	// there are in all.
@@ -2483,6 +2511,9 @@ func (UnimplementedStorageServer) GetThreat(context.Context, *GetThreatRequest) 
 }
 func (UnimplementedStorageServer) GetThreats(*GetThreatsRequest, grpc.ServerStreamingServer[Threat]) error {
 	return status.Error(codes.Unimplemented, "method GetThreats not implemented")
+}
+func (UnimplementedStorageServer) GetThreatsWithIOCs(*GetThreatsWithIOCsRequest, grpc.ServerStreamingServer[Threat]) error {
+	return status.Error(codes.Unimplemented, "method GetThreatsWithIOCs not implemented")
 }
 func (UnimplementedStorageServer) ListSubmissions(*SubmissionQuery, grpc.ServerStreamingServer[ListSubmissionsPart]) error {
 	return status.Error(codes.Unimplemented, "method ListSubmissions not implemented")
@@ -3127,6 +3158,17 @@ func _Storage_GetThreats_Handler(srv interface{}, stream grpc.ServerStream) erro
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Storage_GetThreatsServer = grpc.ServerStreamingServer[Threat]
+
+func _Storage_GetThreatsWithIOCs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetThreatsWithIOCsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StorageServer).GetThreatsWithIOCs(m, &grpc.GenericServerStream[GetThreatsWithIOCsRequest, Threat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Storage_GetThreatsWithIOCsServer = grpc.ServerStreamingServer[Threat]
 
 func _Storage_ListSubmissions_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(SubmissionQuery)
@@ -4770,6 +4812,11 @@ var Storage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "GetThreats",
 			Handler:       _Storage_GetThreats_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "GetThreatsWithIOCs",
+			Handler:       _Storage_GetThreatsWithIOCs_Handler,
 			ServerStreams: true,
 		},
 		{
