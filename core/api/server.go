@@ -175,7 +175,7 @@ func (s *Server) echo() *echo.Echo {
 		NoGroupAutoRegister404Routes: true,
 	})
 	e.Pre(
-		middleware.RequestID(),
+		middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: requestIDs()}),
 		requestLog(s.log, s.opts.AccessLog, s.opts.Metrics),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}),
 		// nosniff on every response: a JSON error that quotes input must

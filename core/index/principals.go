@@ -20,8 +20,8 @@ type Principals struct {
 	accounts *core.Accounts
 
 	mu      sync.Mutex
-	gen     uint64 // bumped by every invalidation
-	byHash  map[string]core.Principal
+	gen     uint64                         // bumped by every invalidation
+	byHash  map[string]*core.Principal     // shared, never changed: replaced
 	byToken map[string]string              // token id → hash
 	byUser  map[string]map[string]struct{} // user id → hashes
 
@@ -33,7 +33,7 @@ type Principals struct {
 func NewPrincipals(accounts *core.Accounts, freshness time.Duration) *Principals {
 	return &Principals{
 		accounts: accounts,
-		byHash:   make(map[string]core.Principal),
+		byHash:   make(map[string]*core.Principal),
 		byToken:  make(map[string]string),
 		byUser:   make(map[string]map[string]struct{}),
 		unknown:  expirable.NewLRU[string, struct{}](100_000, nil, freshness),
@@ -42,8 +42,19 @@ func NewPrincipals(accounts *core.Accounts, freshness time.Duration) *Principals
 
 // Authenticate resolves a presented token, from the cache when it can.
 func (p *Principals) Authenticate(ctx context.Context, secret string) (core.Principal, error) {
+	pr, err := p.AuthenticateShared(ctx, secret)
+	if err != nil {
+		return core.Principal{}, err
+	}
+	return *pr, nil
+}
+
+// AuthenticateShared is Authenticate answering with the cache's own
+// principal, which the caller must not change: the API's middleware keeps
+// the pointer for the request instead of a copy on the heap each time.
+func (p *Principals) AuthenticateShared(ctx context.Context, secret string) (*core.Principal, error) {
 	if !core.WellFormedToken(secret) {
-		return core.Principal{}, core.ErrUnauthenticated
+		return nil, core.ErrUnauthenticated
 	}
 	hash := core.HashToken(secret)
 	p.mu.Lock()
@@ -53,21 +64,22 @@ func (p *Principals) Authenticate(ctx context.Context, secret string) (core.Prin
 	if ok {
 		// The map lookup is by hash; compare again in constant time.
 		if !core.TokenHashEqual(pr.Token.Hash, hash) {
-			return core.Principal{}, core.ErrUnauthenticated
+			return nil, core.ErrUnauthenticated
 		}
 		return pr, nil
 	}
 	if _, bad := p.unknown.Get(hash); bad {
-		return core.Principal{}, core.ErrUnauthenticated
+		return nil, core.ErrUnauthenticated
 	}
-	pr, err := p.accounts.Authenticate(ctx, secret)
+	got, err := p.accounts.Authenticate(ctx, secret)
 	if errors.Is(err, core.ErrUnauthenticated) {
 		p.unknown.Add(hash, struct{}{})
-		return core.Principal{}, err
+		return nil, err
 	}
 	if err != nil {
-		return core.Principal{}, err
+		return nil, err
 	}
+	pr = &got
 	p.mu.Lock()
 	// Cache only if nothing was invalidated while we asked storage: the
 	// answer could predate a revocation.
