@@ -45,6 +45,8 @@ sample_rss() { "$WORK/threatd-bench" rss -dir "$ROOT/bin" -out "$1"; }
 rss_of() { awk -v n="$2" '$1==n && NF==3{printf "%.0f MB", $2/1024; exit}' "$1"; }
 # the anonymous part (without mapped files such as the SQLite database)
 anon_of() { awk -v n="$2" '$1==n && NF==3{printf "%.0f MB", $3/1024; exit}' "$1"; }
+# the anonymous part of the daemon and every plugin, added up (each its peak)
+anon_total() { awk 'NF==3{s+=$3} END{printf "%.0f MB", s/1024}' "$1"; }
 
 # wrk_run NAME CONNS URL SCRIPT: requests/s, p50 and p99 (ms) into $WORK/wrk-NAME.
 wrk_run() {
@@ -336,6 +338,13 @@ EOF
   if [ "$backend" = sqlite ]; then
     for _ in $(seq 1 1200); do grep -q 'integrity check' "$D/serve.log" && break; sleep 0.5; done
   fi
+  integrity=$(python3 - "$D/serve.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if '"integrity check passed (quick_check)"' in line:
+        print("passed in %.1f s" % (json.loads(line)["took_ms"] / 1000)); break
+PY
+)
   spill=$(python3 - "$D/serve.log" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
@@ -581,7 +590,7 @@ import json, sys
 for line in open(sys.argv[1]):
     if '"block lists built"' in line:
         r = json.loads(line)
-        print("%.1f s after start-up, %d domains, %d addresses" % (r["took_ms"] / 1000, r["domains"], r["addresses"]))
+        print("%.1f s after the index's load, %d domains, %d addresses" % (r["took_ms"] / 1000, r["domains"], r["addresses"]))
         break
 else:
     print("not built within 10 minutes")
@@ -726,7 +735,7 @@ PY
     echo "| RSS at campaign suggestions: CLI (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-suggest" threatd) ($(anon_of "$D/rss-suggest" threatd)) / $(rss_of "$D/rss-suggest" "threatd-storage-$backend") ($(anon_of "$D/rss-suggest" "threatd-storage-$backend")) |"
     echo "| RSS at export osv: OSV exporter (anonymous part) / storage plugin (anonymous part) | $(rss_of "$D/rss-export" threatd-exporter-osv) ($(anon_of "$D/rss-export" threatd-exporter-osv)) / $(rss_of "$D/rss-export" "threatd-storage-$backend") ($(anon_of "$D/rss-export" "threatd-storage-$backend")) |"
     printf '%s' "$sources"
-    echo "| block lists built (every verified report read once, after the index's load) | ${blbuilt:-not measured} |"
+    echo "| block lists built (from the reads of the spill's fill; s after the index's load) | ${blbuilt:-not measured} |"
     for f in domains rpz; do
       read -r brps _ bp99 bbad < <(res "$backend-blocklist-$f"); read -r trps _ _ _ < <(res "$backend-blocklist-$f-trivial")
       echo "| block list \`$f\` ($(stat -c %s "$D/fw/blocklist-$f" 2>/dev/null || echo 0) bytes), 8 conns: served / the same bytes from the trivial handler | $brps / $trps requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$brps' or 0) / float('$trps' or 1)))"); p99 $bp99; non-2xx $bbad |"
@@ -737,6 +746,8 @@ PY
     echo "| Suricata rules ($(stat -c %s "$D/fw/suricata.rules" 2>/dev/null || echo 0) bytes), 8 conns: served / the same bytes from the trivial handler | $srps / $strps requests/s = $(python3 -c "print('%.0f %%' % (100 * float('$srps' or 0) / float('$strps' or 1)))"); p99 $sp99; non-2xx $sbad |"
     echo "| one verification: in the Suricata rules after | ${surupdate:-not measured} |"
     echo "| RSS serving: daemon / storage plugin (anonymous part) | $(rss_of "$D/rss-serve" threatd) / $(rss_of "$D/rss-serve" "threatd-storage-$backend") ($(anon_of "$D/rss-serve" "threatd-storage-$backend")) |"
+    echo "| anonymous memory serving: the daemon and every plugin, each at its peak, added up | $(anon_total "$D/rss-serve") |"
+    echo "| integrity check at start-up (SQLite's quick_check, nice 19) | ${integrity:-not run} |"
     echo
     echo "| load (wrk -t1, HTTPS) | conns | requests/s | p50 | p99 | non-2xx | vs trivial |"
     echo "|---|---|---|---|---|---|---|"
