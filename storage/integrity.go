@@ -138,7 +138,8 @@ func (s *Store) quickCheck(ctx context.Context) {
 	var err error
 	if s.opts.CheckProcess != nil {
 		problems, err = s.opts.CheckProcess(ctx, s.corrupt.location)
-	} else {
+	}
+	if s.opts.CheckProcess == nil || errors.Is(err, ErrCheckHere) {
 		inBackground(func() { problems, err = QuickCheck(ctx, s.db.DB) })
 	}
 	switch {
@@ -158,6 +159,10 @@ func (s *Store) quickCheck(ctx context.Context) {
 		slog.Info("integrity check passed (quick_check)", "database", s.corrupt.location, "took_ms", time.Since(start).Milliseconds())
 	}
 }
+
+// ErrCheckHere is Options.CheckProcess's answer when the check is better
+// run in this process (a small database).
+var ErrCheckHere = errors.New("check in this process")
 
 // QuickCheck runs PRAGMA quick_check(20) on db and returns what it found
 // (nil: the database is sound). A statement that fails because the file

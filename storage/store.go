@@ -144,7 +144,8 @@ type Options struct {
 
 	// CheckProcess, when set, runs the integrity check of the database
 	// at path somewhere else and returns what QuickCheck returns there: the
-	// SQLite plugin runs it in a child process at the lowest priority.
+	// SQLite plugin runs it in a child process at the lowest priority
+	// (ErrCheckHere: run it here, on a thread at that priority).
 	// (In this process a thread at the lowest priority still held one of
 	// the Go runtime's processors, and every collection waited for it to
 	// stop: the index spill's fill at start-up took a third longer beside
