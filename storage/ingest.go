@@ -186,7 +186,11 @@ func (n *newReports) flush(ctx context.Context, tx *txn) error {
 		return nil
 	}
 	for _, m := range []any{&n.threats, &n.details, &n.events} {
-		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
+		// Returning("NULL"): bun would read back the columns written as
+		// NULL (the empty optional fields) into the rows, which already
+		// hold them: 14 % of the machine's CPU in an import of 200,000
+		// records, a third of the single writer's.
+		if _, err := tx.NewInsert().Model(m).Returning("NULL").Exec(ctx); err != nil {
 			return err
 		}
 	}
