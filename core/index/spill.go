@@ -297,13 +297,15 @@ func (s *spillState) noteSize(n int) {
 
 // batchSize is how many reports the fill asks storage for at once: up to
 // spillBatch, and about spillBatchBytes of them by the entries' mean size
-// (a few at first, until there is one).
+// across the batches in flight (a few at first, until there is one).
 func (s *spillState) batchSize() int {
 	mean := s.meanSize.Load()
 	if mean <= 0 {
 		return spillFirstBatch
 	}
-	return int(max(1, min(spillBatch, spillBatchBytes/mean)))
+	// The reads ahead (spillAhead) and the batch being written share the
+	// bound: spillBatchBytes in all, not a batch's worth each.
+	return int(max(1, min(spillBatch, spillBatchBytes/(mean*(spillAhead+1)))))
 }
 
 // spillChanged writes the entries of reports the follower has just indexed
