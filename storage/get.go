@@ -32,29 +32,23 @@ func (s *Store) GetThreat(ctx context.Context, id string) (core.Threat, error) {
 // CPU, and the check path's record misses run this thousands of times a
 // second. PostgreSQL parses on the server, cheaply: one bun query.
 func (s *Store) GetThreats(ctx context.Context, ids []string) ([]core.Threat, error) {
-	if len(ids) > core.MaxGetThreats {
-		return nil, core.Invalid("ids", "at most %d in one call", core.MaxGetThreats)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
 	return s.getThreats(ctx, ids, false)
 }
 
 // GetThreatsWithIOCs is GetThreats with the reports' stored indicators.
 func (s *Store) GetThreatsWithIOCs(ctx context.Context, ids []string) ([]core.Threat, error) {
+	return s.getThreats(ctx, ids, true)
+}
+
+// getThreats is GetThreats, with the reports' stored indicators when iocs
+// is set (the feed's read, GetThreatsWithIOCs): at most MaxGetThreats ids.
+func (s *Store) getThreats(ctx context.Context, ids []string, iocs bool) ([]core.Threat, error) {
 	if len(ids) > core.MaxGetThreats {
 		return nil, core.Invalid("ids", "at most %d in one call", core.MaxGetThreats)
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.getThreats(ctx, ids, true)
-}
-
-// getThreats is GetThreats, with the reports' stored indicators when iocs
-// is set (the feed's read).
-func (s *Store) getThreats(ctx context.Context, ids []string, iocs bool) ([]core.Threat, error) {
 	var rows []threatRow
 	if err := s.getThreatsRaw(ctx, ids, iocs, &rows); err != nil {
 		// A raw statement: bun's hook does not see it.

@@ -103,10 +103,15 @@ func (s *Service) Fill(ctx context.Context) error {
 // own, or another that reads them all anyway (the index spill's fill,
 // whose reads then build the lists too, and Fill is not run). Only the
 // verified ones count, and only when the change feed has not brought a
-// newer version of them meanwhile (Apply); a report offered twice counts
-// once.
+// newer version of them meanwhile (Apply); a report offered twice is put
+// once (and counted as read twice). Once the lists are complete the change
+// feed keeps them, and offers are ignored.
 func (s *Service) Offer(ts []core.Threat) {
 	s.mu.Lock()
+	if s.filled.Load() {
+		s.mu.Unlock()
+		return
+	}
 	n := 0
 	for _, t := range ts {
 		if t.Status != core.StatusVerified {
@@ -114,9 +119,6 @@ func (s *Service) Offer(ts []core.Threat) {
 		}
 		if v, ok := s.applied[t.ID]; ok && v >= t.Version {
 			continue
-		}
-		if s.filled.Load() {
-			continue // complete: the change feed keeps them from now on
 		}
 		s.set.Put(t.ID, t.Version, Of(t))
 		n++

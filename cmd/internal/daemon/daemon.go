@@ -187,7 +187,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	}})
 	if cfg.Cache.Spill {
 		d.add(service{"index spill", func(ctx context.Context) error {
-			idx.FillSpill(ctx, spillFillsLists(ctx, spillHooks(log), lists, &loaded, log))
+			idx.FillSpill(ctx, spillFillsLists(ctx, idx, spillHooks(log), lists, &loaded, log))
 			return nil
 		}})
 	}

@@ -70,15 +70,19 @@ func fillLists(ctx context.Context, lists *blocklist.Service, log *slog.Logger) 
 
 // spillFillsLists makes the spill's fill build the block lists too: they
 // take every batch it reads (Offer) and are complete when its first pass
-// is. Should the fill fail (a full disk stops it at the batch it cannot
-// write), the lists read the reports themselves (fillLists), once.
-func spillFillsLists(ctx context.Context, hooks index.SpillHooks, lists *blocklist.Service, loaded *atomic.Int64, log *slog.Logger) index.SpillHooks {
+// is. Should the fill be stuck (a full disk stops it at the batch it
+// cannot write: idx.SpillFailure), the lists read the reports themselves
+// (fillLists), once; a failed storage read is tried again by the fill, and
+// a report that cannot be rendered is still offered.
+func spillFillsLists(ctx context.Context, idx *index.Index, hooks index.SpillHooks, lists *blocklist.Service, loaded *atomic.Int64, log *slog.Logger) index.SpillHooks {
 	var own sync.Once
 	failed, filled := hooks.Failed, hooks.Filled
 	hooks.Read = lists.Offer
 	hooks.Failed = func(err error, retryIn time.Duration) {
 		failed(err, retryIn)
-		own.Do(func() { go fillLists(ctx, lists, log) })
+		if idx.SpillFailure() != "" {
+			own.Do(func() { go fillLists(ctx, lists, log) })
+		}
 	}
 	hooks.Filled = func(st index.SpillStats) {
 		filled(st)
