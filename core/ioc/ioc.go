@@ -195,7 +195,7 @@ func (x Extractor) Text(text string, skip func(string) bool, names ...string) []
 	if emailish.may(rest) {
 		emails = emailish.re.FindAllStringIndex(rest, -1)
 	}
-	for _, loc := range hostRe.FindAllStringIndex(rest, -1) {
+	for _, loc := range hostMatches(rest) {
 		m := rest[loc[0]:loc[1]]
 		if afterEmail(emails, loc[0]) {
 			continue // the domain of an e-mail address is not itself an indicator

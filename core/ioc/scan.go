@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The indicator patterns run on every published change (storage keeps each
@@ -268,4 +270,65 @@ func hashesAndWallets(s string) (hashes, eth, btc []string) {
 func inDigest(matches [][]int, pos int) bool {
 	i := sort.Search(len(matches), func(i int) bool { return matches[i][1] > pos })
 	return i < len(matches) && matches[i][3] <= pos
+}
+
+// isHostRune is a rune hostRe's matches are made of: ASCII letters and
+// digits, '-', '.' and any letter (\p{L}; the case folds of a-z, the
+// Kelvin sign and the long s, are letters too).
+func isHostRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return isAlnum(byte(r)) || r == '-' || r == '.'
+	}
+	return unicode.IsLetter(r)
+}
+
+// hostMatches is hostRe.FindAllStringIndex(s, -1), found faster. A match is
+// made of host runes only, so it lies inside one maximal run of them, and
+// it has a dot with a label after it, so only the runs with such a dot are
+// searched. Each is searched with one rune of the text on either side:
+// \b, the only thing the pattern reads outside its match, sees the text's
+// own neighbours. Searching the whole text ran the backtracking pattern
+// at every word of it: half of the indicator extraction of an import
+// (FuzzGuards holds the two equal).
+func hostMatches(s string) [][]int {
+	var out [][]int
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !isHostRune(r) {
+			i += n
+			continue
+		}
+		// dotted: the run has a dot between two runes that are not dots,
+		// as every match has before its last label.
+		start, dotted, afterLabel, afterDot := i, false, false, false
+		for i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if !isHostRune(r) {
+				break
+			}
+			if r == '.' {
+				afterDot, afterLabel = afterLabel, false
+			} else {
+				dotted = dotted || afterDot
+				afterDot, afterLabel = false, true
+			}
+			i += n
+		}
+		if !dotted {
+			continue
+		}
+		from, to := start, i
+		if from > 0 {
+			_, n := utf8.DecodeLastRuneInString(s[:from])
+			from -= n
+		}
+		if to < len(s) {
+			_, n := utf8.DecodeRuneInString(s[to:])
+			to += n
+		}
+		for _, m := range hostRe.FindAllStringIndex(s[from:to], -1) {
+			out = append(out, []int{m[0] + from, m[1] + from})
+		}
+	}
+	return out
 }

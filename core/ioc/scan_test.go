@@ -46,6 +46,9 @@ func checkGuards(t *testing.T, s string) {
 			t.Fatalf("the guard of %s refuses %q, which it matches", g.re, s)
 		}
 	}
+	if got, want := hostMatches(s), hostRe.FindAllStringIndex(s, -1); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("host names of %q: %v, want %v", s, got, want)
+	}
 	hashes, eth, btc := hashesAndWallets(s)
 	wantHashes := plainHashRe.FindAllString(sourceDigestRe.ReplaceAllString(s, "$1"), -1)
 	if !slices.Equal(hashes, wantHashes) {
@@ -70,6 +73,8 @@ var guardSeeds = []string{
 	"pkg:npm/evil@1.0.0 user@example.com http://x.y HTTP://Z.W",
 	"Kelvin \u212a and long \u017f: hxxp\u017f://x",
 	"bc100000000000000000000000000000 and 1234567891abcdef1234567891abcdef", // hex digits that are an address too
+	"evil.example.com. _x.com x_.y.com a..b.com .com. -a-.b-.cc 1.2.3.4 ÉVIL.exämple.de é.com_ \xe2\x82.co.uk\xff",
+	"see a.bc, d-e.f.gh; xn--80ak6aa92e.com(x) mail@host.example.org end.",
 }
 
 func TestGuards(t *testing.T) {
