@@ -69,28 +69,113 @@ type IOC struct {
 	Confidence int `json:"confidence"`
 }
 
-// refangers undo the defanging conventions seen in threat reports (spec §2.3
-// and the common variants).
-var refangers = []struct {
-	guarded
-	repl string
-}{
-	{guarded{regexp.MustCompile(`(?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }}, "https://"},
-	{guarded{regexp.MustCompile(`(?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]//`), func(s string) bool { return containsFold(s, "hxxp") || strings.Contains(s, "[:]") }}, "http://"},
-	{guarded{regexp.MustCompile(`(?i)\bfxp://`), func(s string) bool { return containsFold(s, "fxp://") }}, "ftp://"},
-	{guarded{regexp.MustCompile(`\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}| \[dot\] | dot `), containsAny("[.]", "(.)", "{.}", "[dot]", "(dot)", "{dot}", " dot ")}, "."},
-	{guarded{regexp.MustCompile(`\[:\]`), containsAny("[:]")}, ":"},
-	{guarded{regexp.MustCompile(`\[/\]`), containsAny("[/]")}, "/"},
-	{guarded{regexp.MustCompile(`\[@\]|\[at\]`), containsAny("[@]", "[at]")}, "@"},
-}
-
-// Refang turns defanged text back into live indicators: hxxps:// → https://,
-// [.] (.) [dot] → ., [:] → :.
+// Refang turns defanged text back into live indicators (spec §2.3 and the
+// common variants): hxxp(s)://, hxxp(s)[:]//, hxxp(s)(:)// and
+// http(s)[:]// (in any case, after a word boundary) → http(s)://,
+// fxp:// → ftp://, [.] (.) {.} [dot] (dot) {dot} and " dot " → ., [:] → :,
+// [/] → / and [@] [at] → @, in that order, each leftmost first. Its
+// patterns are literal but for the schemes', so they are replaced by a
+// byte scan and a strings.Replacer rather than regular expressions, which
+// tried every position of every text (TestRefangIsThePatterns holds the
+// two equal).
 func Refang(s string) string {
-	for _, r := range refangers {
-		s = r.replaceAll(s, r.repl)
+	if containsFold(s, "hxxp") || strings.Contains(s, "[:]") {
+		s = refangSchemes(s)
+	}
+	if containsFold(s, "fxp://") {
+		s = fxpRe.ReplaceAllString(s, "ftp://")
+	}
+	if strings.ContainsAny(s, "[({ ") {
+		s = dotRefanger.Replace(s)
+	}
+	if strings.Contains(s, "[") {
+		s = bracketRefanger.Replace(s)
 	}
 	return s
+}
+
+var (
+	fxpRe       = regexp.MustCompile(`(?i)\bfxp://`)
+	dotRefanger = strings.NewReplacer("[.]", ".", "(.)", ".", "{.}", ".", "[dot]", ".", "(dot)", ".", "{dot}", ".", " [dot] ", ".", " dot ", ".")
+	// The three last refangers in turn: a Replacer with all three is the
+	// same, as none of their results makes or breaks another's match.
+	bracketRefanger = strings.NewReplacer("[:]", ":", "[/]", "/", "[@]", "@", "[at]", "@")
+)
+
+// refangSchemes replaces (?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]// with
+// https://, then (?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]// with http://. One
+// pass does both: no match of either overlaps one of the other, and no
+// replacement makes or breaks another match.
+func refangSchemes(s string) string {
+	var b strings.Builder
+	from := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != 'h' && s[i] != 'H' || i > 0 && isWord(s[i-1]) {
+			continue
+		}
+		n, secure := schemeAt(s[i:])
+		if n == 0 {
+			continue
+		}
+		b.WriteString(s[from:i])
+		if secure {
+			b.WriteString("https://")
+		} else {
+			b.WriteString("http://")
+		}
+		i += n - 1
+		from = i + 1
+	}
+	if from == 0 {
+		return s
+	}
+	b.WriteString(s[from:])
+	return b.String()
+}
+
+// schemeAt returns the length of the defanged scheme s starts with (0 for
+// none) and whether it is https.
+func schemeAt(s string) (n int, secure bool) {
+	// foldPrefix: s starts with word (lower-case ASCII) in any case; an s
+	// may be the long s (U+017F), its case fold.
+	foldPrefix := func(s, word string) int {
+		i := 0
+		for j := 0; j < len(word); j++ {
+			switch {
+			case i < len(s) && (s[i] == word[j] || s[i] == word[j]-('a'-'A')):
+				i++
+			case word[j] == 's' && strings.HasPrefix(s[i:], "\u017f"):
+				i += len("\u017f")
+			default:
+				return -1
+			}
+		}
+		return i
+	}
+	if i := foldPrefix(s, "hxxp"); i > 0 {
+		if j := foldPrefix(s[i:], "s"); j > 0 {
+			for _, sep := range []string{"[:]//", "(:)//", "://"} {
+				if strings.HasPrefix(s[i+j:], sep) {
+					return i + j + len(sep), true
+				}
+			}
+		}
+		for _, sep := range []string{"[:]//", "(:)//", "://"} {
+			if strings.HasPrefix(s[i:], sep) {
+				return i + len(sep), false
+			}
+		}
+		return 0, false
+	}
+	if i := foldPrefix(s, "http"); i > 0 {
+		if j := foldPrefix(s[i:], "s"); j > 0 && strings.HasPrefix(s[i+j:], "[:]//") {
+			return i + j + len("[:]//"), true
+		}
+		if strings.HasPrefix(s[i:], "[:]//") {
+			return i + len("[:]//"), false
+		}
+	}
+	return 0, false
 }
 
 var (
@@ -98,11 +183,9 @@ var (
 	hostRe = regexp.MustCompile(`(?i)\b(?:[a-z0-9\p{L}](?:[a-z0-9\p{L}-]{0,61}[a-z0-9\p{L}])?\.)+(?:[a-z\p{L}]{2,63}|xn--[a-z0-9-]{2,59})\b`)
 	ipv4Re = guarded{regexp.MustCompile(`\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b`), hasDottedDigits}
 	// ipv6Re finds candidates; netip.ParseAddr decides.
-	ipv6Re = guarded{regexp.MustCompile(`(?i)(?:^|[^0-9a-z:])([0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})`), hasColonPair}
-	// sourceDigestRe matches the digest of an OSV "## Source:" line.
-	sourceDigestRe = regexp.MustCompile(`(?mi)^(\s*#+\s*Source:[^\n(]*)\(\s*[0-9a-f]{64}\s*\)`)
-	purlRe         = guarded{regexp.MustCompile(`\bpkg:[a-z]+/[^\s"'<>\x60]+`), containsAny("pkg:")}
-	emailish       = guarded{regexp.MustCompile(`[A-Za-z0-9._%+-]+@`), containsAny("@")}
+	ipv6Re   = guarded{regexp.MustCompile(`(?i)(?:^|[^0-9a-z:])([0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})`), hasColonPair}
+	purlRe   = guarded{regexp.MustCompile(`\bpkg:[a-z]+/[^\s"'<>\x60]+`), containsAny("pkg:")}
+	emailish = guarded{regexp.MustCompile(`[A-Za-z0-9._%+-]+@`), containsAny("@")}
 )
 
 // IsHostText reports whether s, all of it, is what the scanner takes for a

@@ -3,7 +3,6 @@ package ioc
 import (
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -134,12 +133,18 @@ func withoutNames(text string, names ...string) string {
 		return re.ReplaceAllString(text, " ")
 	}
 	lower := strings.ToLower(text)
+	var first [256]bool // the first bytes of the names
 	for i := range keep {
 		keep[i] = strings.ToLower(keep[i])
+		first[keep[i][0]] = true
 	}
 	var b strings.Builder
 	from := 0
 	for i := 0; i < len(lower); {
+		if !first[lower[i]] {
+			i++
+			continue
+		}
 		matched := 0
 		for _, n := range keep {
 			if strings.HasPrefix(lower[i:], n) {
@@ -242,15 +247,11 @@ func isBtcWord(w string) bool {
 // text order each, but for the digests of OSV "## Source:" lines (see
 // Extractor.Text).
 func hashesAndWallets(s string) (hashes, eth, btc []string) {
-	var digests [][]int
 	for _, w := range words(s) {
 		word := s[w[0]:w[1]]
 		switch {
 		case isHashWord(word):
-			if len(word) == 64 && digests == nil && containsFold(s, "ource:") {
-				digests = sourceDigestRe.FindAllStringSubmatchIndex(s, -1)
-			}
-			if !inDigest(digests, w[0]) {
+			if len(word) != 64 || !isSourceDigest(s, w[0], w[1]) {
 				hashes = append(hashes, word)
 			}
 		case isEthWord(word):
@@ -265,11 +266,78 @@ func hashesAndWallets(s string) (hashes, eth, btc []string) {
 	return hashes, eth, btc
 }
 
-// inDigest reports whether pos is in the digest of one of sourceDigestRe's
-// matches: after its first group, before its end.
-func inDigest(matches [][]int, pos int) bool {
-	i := sort.Search(len(matches), func(i int) bool { return matches[i][1] > pos })
-	return i < len(matches) && matches[i][3] <= pos
+// containsFoldAt reports whether s starts with the lower-case ASCII word
+// sub, in any case (with containsFold's limits).
+func containsFoldAt(s, sub string) bool {
+	return len(s) >= len(sub) && containsFold(s[:len(sub)], sub)
+}
+
+// isSpace is \s: the white space of Go's patterns.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+// isSourceDigest reports whether the 64 hex digits at s[from:to] are the
+// digest of one of sourceDigestRe's matches, (?mi)^(\s*#+\s*Source:[^\n(]*)
+// \(\s*[0-9a-f]{64}\s*\), without running it over the whole text (a third
+// of the indicator extraction of an OSV report, every one of which has
+// such a line). Each part of the pattern is read outward from the digest:
+// white space and its parentheses; before "(", "Source:" (in any case,
+// the long s too) on the same line with no "(" between; before that white
+// space, at least one #, and white space back to the start of a line.
+// None of the pattern's matches can overlap another's digest, so which
+// matches the whole text has does not decide this one (FuzzGuards holds
+// it to the pattern).
+func isSourceDigest(s string, from, to int) bool {
+	i := from
+	for i > 0 && isSpace(s[i-1]) {
+		i--
+	}
+	j := to
+	for j < len(s) && isSpace(s[j]) {
+		j++
+	}
+	if i == 0 || s[i-1] != '(' || j == len(s) || s[j] != ')' {
+		return false
+	}
+	// "Source:" on the line of "(", with no "(" between; before it on
+	// that line only white space and #s, so it is the line's first other
+	// character.
+	ls := strings.LastIndexByte(s[:i-1], '\n') + 1
+	p := ls
+	for p < i-1 && (isSpace(s[p]) || s[p] == '#') {
+		p++
+	}
+	if strings.IndexByte(s[p:i-1], '(') >= 0 {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(s[p:], "\u017f"):
+		if !containsFoldAt(s[p+len("\u017f"):], "ource:") {
+			return false
+		}
+	case p < i-1 && (s[p] == 's' || s[p] == 'S'):
+		if !containsFoldAt(s[p+1:], "ource:") {
+			return false
+		}
+	default:
+		return false
+	}
+	// Before it: white space, #s, white space to a line's start.
+	for p > 0 && isSpace(s[p-1]) {
+		p--
+	}
+	if p == 0 || s[p-1] != '#' {
+		return false
+	}
+	for p > 0 && s[p-1] == '#' {
+		p--
+	}
+	for p > 0 && isSpace(s[p-1]) {
+		if s[p-1] == '\n' {
+			return true
+		}
+		p--
+	}
+	return p == 0
 }
 
 // isHostRune is a rune hostRe's matches are made of: ASCII letters and

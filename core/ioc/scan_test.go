@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The patterns as they were before their guards and word tests: what the
@@ -12,8 +13,50 @@ import (
 var (
 	plainHashRe = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32})\b`)
 	plainEthRe  = regexp.MustCompile(`\b0x[0-9a-fA-F]{40}\b`)
-	plainBtcRe  = regexp.MustCompile(`\b(?:bc1[02-9ac-hj-np-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})\b`)
+	// sourceDigestRe matches the digest of an OSV "## Source:" line.
+	sourceDigestRe = regexp.MustCompile(`(?mi)^(\s*#+\s*Source:[^\n(]*)\(\s*[0-9a-f]{64}\s*\)`)
+	plainBtcRe     = regexp.MustCompile(`\b(?:bc1[02-9ac-hj-np-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})\b`)
 )
+
+// plainRefangers are Refang's patterns, applied in turn.
+var plainRefangers = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	{regexp.MustCompile(`(?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]//`), "https://"},
+	{regexp.MustCompile(`(?i)\bhxxp(?:\[:\]|\(:\)|:)//|\bhttp\[:\]//`), "http://"},
+	{regexp.MustCompile(`(?i)\bfxp://`), "ftp://"},
+	{regexp.MustCompile(`\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}| \[dot\] | dot `), "."},
+	{regexp.MustCompile(`\[:\]`), ":"},
+	{regexp.MustCompile(`\[/\]`), "/"},
+	{regexp.MustCompile(`\[@\]|\[at\]`), "@"},
+}
+
+func plainRefang(s string) string {
+	for _, r := range plainRefangers {
+		s = r.re.ReplaceAllString(s, r.repl)
+	}
+	return s
+}
+
+// TestRefangIsThePatterns: the letters of the schemes have no case folds
+// but those refangSchemes knows (the long s).
+func TestRefangIsThePatterns(t *testing.T) {
+	for _, c := range "hxtp" {
+		if f := unicode.SimpleFold(c); f != unicode.ToUpper(c) || unicode.SimpleFold(f) != c {
+			t.Fatalf("%q folds to %q", c, f)
+		}
+	}
+	if f := unicode.SimpleFold('S'); f != 's' || unicode.SimpleFold(f) != '\u017f' {
+		t.Fatalf("s folds differently: %q", f)
+	}
+	for _, s := range []string{
+		"hxxps://a HXXPS[:]//b hXxPs(:)//c hxxp://d hxxp[:]//e http[:]//f https[:]//g hxxp\u017f://h xhxxp://i _hxxps://j",
+		"éhxxps://k hxxps:/l hxxpsx://m [[/]] [[:]/] [/[@]] [a[at]t] ( dot ) [dot] . dot dot  [dot] [.] (.) {.} {dot} (dot)",
+	} {
+		checkGuards(t, s)
+	}
+}
 
 func plainWithoutNames(text string, names ...string) string {
 	var alts []string
@@ -38,8 +81,8 @@ func plainWithoutNames(text string, names ...string) string {
 func checkGuards(t *testing.T, s string) {
 	t.Helper()
 	all := []guarded{urlRe, ipv4Re, ipv6Re, purlRe, emailish}
-	for _, r := range refangers {
-		all = append(all, r.guarded)
+	if got, want := Refang(s), plainRefang(s); got != want {
+		t.Fatalf("Refang(%q) = %q, want %q", s, got, want)
 	}
 	for _, g := range all {
 		if g.re.MatchString(s) && !g.may(s) {
@@ -74,6 +117,8 @@ var guardSeeds = []string{
 	"Kelvin \u212a and long \u017f: hxxp\u017f://x",
 	"bc100000000000000000000000000000 and 1234567891abcdef1234567891abcdef", // hex digits that are an address too
 	"evil.example.com. _x.com x_.y.com a..b.com .com. -a-.b-.cc 1.2.3.4 ÉVIL.exämple.de é.com_ \xe2\x82.co.uk\xff",
+	"# x\n  \n ##\n Source: a b (\n" + strings.Repeat("ab", 32) + " )\n#Source:(" + strings.Repeat("AB", 32) + ")\n ſOURCE: (" + strings.Repeat("0", 64) + ")",
+	"x ## Source: a (" + strings.Repeat("ab", 32) + ")\n## Source: a (b) (" + strings.Repeat("ab", 32) + ")\n# # Source: (" + strings.Repeat("ab", 32) + ")\nSource: (" + strings.Repeat("ab", 32) + ")",
 	"see a.bc, d-e.f.gh; xn--80ak6aa92e.com(x) mail@host.example.org end.",
 }
 
