@@ -161,3 +161,39 @@ func TestRealReportsBlockLists(t *testing.T) {
 	}
 	t.Logf("%d Suricata rules, every one read by suricata-update", want)
 }
+
+// BenchmarkReadArchives measures reading the real archives, each
+// iteration every record: in full (an import), and as a re-import, where
+// every record is known and only its head is read.
+func BenchmarkReadArchives(b *testing.B) {
+	zips := coretest.OSVArchives(b)
+	for _, mode := range []string{"full", "known"} {
+		b.Run(mode, func(b *testing.B) {
+			var known core.Known
+			if mode == "known" {
+				known = func(_ context.Context, recs []core.UpstreamVersion) ([]bool, error) {
+					out := make([]bool, len(recs))
+					for i := range out {
+						out[i] = true
+					}
+					return out, nil
+				}
+			}
+			records := 0
+			for b.Loop() {
+				records = 0
+				err := Source{Now: time.Now}.Read(context.Background(), zips, nil, known, func(it core.SourceItem) error {
+					records++
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if records < 29_000 {
+				b.Fatalf("%d records", records)
+			}
+			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}

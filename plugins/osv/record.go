@@ -1,7 +1,6 @@
 package osv
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -28,8 +27,8 @@ type head struct {
 // would name its import records; false when Map would reject it (Map then
 // says why).
 func readHead(data []byte) (*core.UpstreamVersion, bool) {
-	var h head
-	if json.Unmarshal(data, &h) != nil || h.ID == "" || len(h.Affected) == 0 {
+	h, err := decodeHead(data)
+	if err != nil || h.ID == "" || len(h.Affected) == 0 {
 		return nil, false
 	}
 	modified, err := stamp(h.ID, "modified", h.Modified)

@@ -2,7 +2,6 @@ package osv
 
 import (
 	"bufio"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // zipArchive reads a zip archive one entry at a time. archive/zip's Reader
