@@ -29,6 +29,9 @@ type Source struct {
 
 type input struct {
 	name string
+	// size is the content's size as an archive's entry gives it (0: not
+	// known); only a hint.
+	size uint64
 	open func() (io.ReadCloser, error)
 }
 

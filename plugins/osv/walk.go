@@ -1,6 +1,7 @@
 package osv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -63,7 +64,7 @@ func walkZip(ctx context.Context, path string, visit func(input) error, skip fun
 		if strings.HasSuffix(e.name, "/") || !strings.HasSuffix(strings.ToLower(e.name), ".json") {
 			return nil
 		}
-		return visit(input{name: path + "!" + e.name, open: func() (io.ReadCloser, error) { return z.open(e) }})
+		return visit(input{name: path + "!" + e.name, size: e.size, open: func() (io.ReadCloser, error) { return z.open(e) }})
 	})
 	if err != nil && ctx.Err() == nil {
 		return skip(path, err)
@@ -99,10 +100,17 @@ func readAll(in input) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, maxRecordBytes+1))
-	if err != nil {
+	// An archive's entry says its size: the buffer is made that large
+	// once, where io.ReadAll grew it from 512 bytes (three times each
+	// record's size allocated, and copied, in a re-import). The size is
+	// a hint: the content is read to its end whatever it says, and an
+	// entry whose content is not of its size fails its check (crcReader).
+	var b bytes.Buffer
+	b.Grow(int(min(in.size, maxRecordBytes)) + bytes.MinRead)
+	if _, err := b.ReadFrom(io.LimitReader(r, maxRecordBytes+1)); err != nil {
 		return nil, err
 	}
+	data := b.Bytes()
 	if len(data) > maxRecordBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxRecordBytes)
 	}

@@ -3,6 +3,7 @@ package osv
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -119,5 +120,38 @@ func TestZipStreamStoredAndCorrupt(t *testing.T) {
 	_ = os.WriteFile(notZip, []byte("hello"), 0o600)
 	if _, err := openZip(notZip); err == nil {
 		t.Fatal("a file that is not a zip opened")
+	}
+}
+
+// An entry's size is only a hint for the buffer it is read into: an entry
+// whose central directory claims more than it holds is refused as
+// corrupt, and an honest entry's buffer is about its size.
+func TestZipEntrySizeIsAHint(t *testing.T) {
+	t.Parallel()
+	path := writeZip(t, 2, zip.Store, numbered)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := bytes.Index(raw, []byte("PK\x01\x02")) // the first entry's central record
+	binary.LittleEndian.PutUint32(raw[cd+24:], maxRecordBytes-1)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var inputs []input
+	err = walkZip(t.Context(), path, func(in input) error { inputs = append(inputs, in); return nil },
+		func(name string, err error) error { return err }, func(io.Closer) {})
+	if err != nil || len(inputs) != 2 {
+		t.Fatalf("%d inputs: %v", len(inputs), err)
+	}
+	if inputs[0].size != maxRecordBytes-1 {
+		t.Fatalf("size %d: the patch missed the entry", inputs[0].size)
+	}
+	if _, err := readAll(inputs[0]); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("an entry that claims %d bytes read: %v", inputs[0].size, err)
+	}
+	data, err := readAll(inputs[1])
+	if err != nil || string(data) != `{"n":1,"pad":"x"}` || cap(data) > len(data)+2*bytes.MinRead {
+		t.Fatalf("entry 1: %q (capacity %d), %v", data, cap(data), err)
 	}
 }
