@@ -58,8 +58,8 @@ func TestRealReportsIndicators(t *testing.T) {
 }
 
 // BenchmarkExtractIOCs measures indicator extraction on the real reports:
-// it runs on every published change (storage keeps each report's STIX
-// object ids) and on every STIX, OSV and TAXII rendering.
+// it runs on every report submitted or imported, and on every revision
+// (core.Derive); the renderings read the indicators stored.
 func BenchmarkExtractIOCs(b *testing.B) {
 	zips := coretest.OSVArchives(b)
 	var threats []core.Threat
