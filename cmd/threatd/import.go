@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/priority"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
@@ -57,6 +59,15 @@ configured.`,
 				}
 			}
 			return withEnv(cmd, func(e *env) error {
+				// The storage writer is an import's bound, and the source
+				// plugin and the indicators derived here shared the cores
+				// with it evenly. From here this process, and the source
+				// plugin it starts, run at a lower priority than storage
+				// (started before, so it keeps its own): the readers take
+				// the CPU the writer leaves (docs/performance.md).
+				if err := priority.Lower(priority.Batch); err != nil {
+					e.log.Debug("import: priority not lowered", "err", err)
+				}
 				src, err := (&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log}).StartSource(source)
 				if err != nil {
 					return err
