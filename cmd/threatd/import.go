@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threatd/threatd/cmd/internal/priority"
-
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/threatd/threatd/cmd/internal/priority"
 	"github.com/threatd/threatd/core"
 	"github.com/threatd/threatd/plugins"
 )

@@ -85,10 +85,10 @@ func Refang(s string) string {
 	if containsFold(s, "fxp://") {
 		s = fxpRe.ReplaceAllString(s, "ftp://")
 	}
-	if strings.ContainsAny(s, "[({ ") {
+	if hasDefangedDot(s) {
 		s = dotRefanger.Replace(s)
 	}
-	if strings.Contains(s, "[") {
+	if hasDefangedBracket(s) {
 		s = bracketRefanger.Replace(s)
 	}
 	return s
@@ -100,6 +100,10 @@ var (
 	// The three last refangers in turn: a Replacer with all three is the
 	// same, as none of their results makes or breaks another's match.
 	bracketRefanger = strings.NewReplacer("[:]", ":", "[/]", "/", "[@]", "@", "[at]", "@")
+	// The guards of the Replacers (what any match of theirs contains): a
+	// Replacer copies the whole text even when nothing matches.
+	hasDefangedDot     = containsAny("[.]", "(.)", "{.}", "[dot]", "(dot)", "{dot}", " dot ")
+	hasDefangedBracket = containsAny("[:]", "[/]", "[@]", "[at]")
 )
 
 // refangSchemes replaces (?i)\bhxxps(?:\[:\]|\(:\)|:)//|\bhttps\[:\]// with

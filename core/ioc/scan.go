@@ -266,12 +266,6 @@ func hashesAndWallets(s string) (hashes, eth, btc []string) {
 	return hashes, eth, btc
 }
 
-// containsFoldAt reports whether s starts with the lower-case ASCII word
-// sub, in any case (with containsFold's limits).
-func containsFoldAt(s, sub string) bool {
-	return len(s) >= len(sub) && containsFold(s[:len(sub)], sub)
-}
-
 // isSpace is \s: the white space of Go's patterns.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
 
@@ -306,19 +300,20 @@ func isSourceDigest(s string, from, to int) bool {
 	for p < i-1 && (isSpace(s[p]) || s[p] == '#') {
 		p++
 	}
-	if strings.IndexByte(s[p:i-1], '(') >= 0 {
+	rest := s[p : i-1]
+	if strings.IndexByte(rest, '(') >= 0 {
 		return false
 	}
 	switch {
-	case strings.HasPrefix(s[p:], "\u017f"):
-		if !containsFoldAt(s[p+len("\u017f"):], "ource:") {
-			return false
-		}
-	case p < i-1 && (s[p] == 's' || s[p] == 'S'):
-		if !containsFoldAt(s[p+1:], "ource:") {
-			return false
-		}
+	case strings.HasPrefix(rest, "\u017f"):
+		rest = rest[len("\u017f"):]
+	case rest != "" && (rest[0] == 's' || rest[0] == 'S'):
+		rest = rest[1:]
 	default:
+		return false
+	}
+	// "ource:" has no letter with a fold outside ASCII: EqualFold is (?i).
+	if len(rest) < len("ource:") || !strings.EqualFold(rest[:len("ource:")], "ource:") {
 		return false
 	}
 	// Before it: white space, #s, white space to a line's start.

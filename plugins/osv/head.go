@@ -41,47 +41,17 @@ func scanHead(data []byte) (h head, ok bool) {
 		d.Reset(bytes.NewBuffer(nil))
 		decoders.Put(d)
 	}()
-	// once reads a field that must not come twice.
-	once := func(seen *bool, read func() bool) bool {
-		if *seen {
-			return false
-		}
-		*seen = true
-		return read()
-	}
 	var id, modified, affected bool
 	ok = object(d, func(name string) bool {
 		switch name {
 		case "id":
-			return once(&id, func() bool { return str(d, &h.ID) })
+			return first(&id) && str(d, &h.ID)
 		case "modified":
-			return once(&modified, func() bool { return str(d, &h.Modified) })
+			return first(&modified) && str(d, &h.Modified)
 		case "affected":
-			return once(&affected, func() bool {
-				return array(d, func() bool {
-					h.Affected = append(h.Affected, struct {
-						Package Package `json:"package"`
-					}{})
-					a := &h.Affected[len(h.Affected)-1]
-					var pkg bool
-					return object(d, func(name string) bool {
-						if name != "package" {
-							return skip(d, name, "package")
-						}
-						return once(&pkg, func() bool {
-							var eco, nm bool
-							return object(d, func(name string) bool {
-								switch name {
-								case "ecosystem":
-									return once(&eco, func() bool { return str(d, &a.Package.Ecosystem) })
-								case "name":
-									return once(&nm, func() bool { return str(d, &a.Package.Name) })
-								}
-								return skip(d, name, "ecosystem", "name")
-							})
-						})
-					})
-				})
+			return first(&affected) && array(d, func() bool {
+				h.Affected = append(h.Affected, headAffected{})
+				return scanAffected(d, &h.Affected[len(h.Affected)-1])
 			})
 		}
 		return skip(d, name, "id", "modified", "affected")
@@ -93,6 +63,35 @@ func scanHead(data []byte) (h head, ok bool) {
 		return head{}, false // data after the record
 	}
 	return h, true
+}
+
+// scanAffected reads an affected entry's package.
+func scanAffected(d *jsontext.Decoder, a *headAffected) bool {
+	var pkg, eco, name bool
+	return object(d, func(member string) bool {
+		if member != "package" {
+			return skip(d, member, "package")
+		}
+		return first(&pkg) && object(d, func(member string) bool {
+			switch member {
+			case "ecosystem":
+				return first(&eco) && str(d, &a.Package.Ecosystem)
+			case "name":
+				return first(&name) && str(d, &a.Package.Name)
+			}
+			return skip(d, member, "ecosystem", "name")
+		})
+	})
+}
+
+// first marks a field read, and reports false when it already was (a
+// field read twice is left to json.Unmarshal, which keeps the last).
+func first(seen *bool) bool {
+	if *seen {
+		return false
+	}
+	*seen = true
+	return true
 }
 
 // object reads an object, calling member for each name with the decoder at

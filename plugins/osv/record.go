@@ -16,11 +16,14 @@ import (
 // head is what a record's head read decodes: enough to name its import
 // records (the fields Map names them from).
 type head struct {
-	ID       string `json:"id"`
-	Modified string `json:"modified"`
-	Affected []struct {
-		Package Package `json:"package"`
-	} `json:"affected"`
+	ID       string         `json:"id"`
+	Modified string         `json:"modified"`
+	Affected []headAffected `json:"affected"`
+}
+
+// headAffected is what a head decodes of an affected entry.
+type headAffected struct {
+	Package Package `json:"package"`
 }
 
 // readHead returns the upstream ids and modified time of a record, as Map

@@ -75,6 +75,10 @@ func walkZip(ctx context.Context, path string, visit func(input) error, skip fun
 // maxRecordBytes bounds one OSV file.
 const maxRecordBytes = 4 << 20
 
+// sizeHintMax bounds the buffer readAll makes from an entry's stated size
+// (a larger record grows its buffer as it is read).
+const sizeHintMax = 256 << 10
+
 // readInput reads one input; withHead, it only reads the record's head
 // when it has one, and keeps the bytes for decode.
 func readInput(in input, now time.Time, withHead bool, lim Limits) result {
@@ -105,8 +109,10 @@ func readAll(in input) ([]byte, error) {
 	// record's size allocated, and copied, in a re-import). The size is
 	// a hint: the content is read to its end whatever it says, and an
 	// entry whose content is not of its size fails its check (crcReader).
+	// At most sizeHintMax up front: an entry that claims more than it
+	// holds costs no more than that before its check fails.
 	var b bytes.Buffer
-	b.Grow(int(min(in.size, maxRecordBytes)) + bytes.MinRead)
+	b.Grow(int(min(in.size, sizeHintMax)) + bytes.MinRead)
 	if _, err := b.ReadFrom(io.LimitReader(r, maxRecordBytes+1)); err != nil {
 		return nil, err
 	}

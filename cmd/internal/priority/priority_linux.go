@@ -30,7 +30,9 @@ func Lower(nice int) error {
 			if err != nil || 20-prio >= nice {
 				continue // gone, or already nicer
 			}
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err == syscall.ESRCH {
+				continue // the thread ended meanwhile
+			} else if err != nil {
 				return err
 			}
 			changed = true
