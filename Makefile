@@ -91,7 +91,7 @@ STORAGE_PKGS := ./storage/... ./cmd/threatd-storage-sqlite ./cmd/threatd-storage
 RACE_GCFLAGS := -gcflags='modernc.org/...=-race=false'
 test: build postgres browser osv-scanner scan-tools
 	@export THREATD_TEST_BIN=$(CURDIR)/$(BIN) THREATD_BROWSER_TESTS=required THREATD_OSV_SCANNER_TESTS=required; \
-	  flags="-count=1 -timeout 30m -parallel $(TEST_PARALLEL)"; \
+	  flags="-count=1 -timeout 60m -parallel $(TEST_PARALLEL)"; \
 	  echo "$(GO) test $$flags ./cmd/threatd & $(GO) test -race $(RACE_GCFLAGS) $$flags $(STORAGE_PKGS) & $(GO) test -race $(RACE_GCFLAGS) $$flags (every other package)"; \
 	  $(GO) test $$flags ./cmd/threatd & e2e=$$!; \
 	  $(GO) test -race $(RACE_GCFLAGS) $$flags $(STORAGE_PKGS) & storage=$$!; \

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
@@ -136,7 +137,7 @@ func TestFirewallCargo(t *testing.T) {
 			t.Fatalf("cargo fetch of a version published now:\n%s", out)
 		}
 		code, _, body := d.fwGet(fw+"/crates/fw-fresh-rs/1.1.0/download", tok)
-		if code != 403 || !strings.Contains(string(body), "Held by threatd: cargo fw-fresh-rs@1.1.0 was published 10m ago") {
+		if code != 403 || !strings.Contains(apitest.TenMinutes(string(body)), "Held by threatd: cargo fw-fresh-rs@1.1.0 was published 10m ago") {
 			t.Fatalf("held .crate: %d %s", code, body)
 		}
 		// The withdrawal unblocks: the pinned lockfile installs.

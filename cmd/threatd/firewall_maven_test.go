@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
@@ -112,7 +113,7 @@ func TestFirewallMaven(t *testing.T) {
 			t.Errorf("%d .pom requests for the document, %d more for its checksums: want at most 64, then none", read, poms()-read)
 		}
 		code, _, body := d.fwGet(fw+"/fw-many/1.2999.0/fw-many-1.2999.0.jar", tok)
-		if code != 403 || !strings.Contains(string(body), "Held by threatd: maven com.example:fw-many@1.2999.0 was published 10m ago") {
+		if code != 403 || !strings.Contains(apitest.TenMinutes(string(body)), "Held by threatd: maven com.example:fw-many@1.2999.0 was published 10m ago") {
 			t.Errorf("the newest version's jar: %d %s", code, body)
 		}
 		if code, _, _ := d.fwGet(fw+"/fw-many/1.3.0/fw-many-1.3.0.jar", tok); code != 200 {
@@ -182,7 +183,7 @@ func TestFirewallMaven(t *testing.T) {
 		t.Logf("mvn with a pinned dependency on the reported version:\n%s", out)
 		fresh, fargs := mavenProject(t, in, d, tok, "com.example:ext-fresh:1.0.0")
 		out, ok = client(t, fresh, nil, mvn, fargs...)
-		if ok || !strings.Contains(out, "Held by threatd: maven com.example:fw-fresh@1.1.0 was published 10m ago") {
+		if ok || !strings.Contains(apitest.TenMinutes(out), "Held by threatd: maven com.example:fw-fresh@1.1.0 was published 10m ago") {
 			t.Fatalf("mvn with a dependency published now:\n%s", out)
 		}
 		in.mustCLI("review", "reject", evil, "--note", "false positive")

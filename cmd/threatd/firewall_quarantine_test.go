@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
@@ -78,7 +79,7 @@ func TestFirewallQuarantine(t *testing.T) {
 		code, _, body = d.fwGet(fw+"/npm/q-pkg/-/q-pkg-1.1.0.tgz", tok)
 		var refusal struct{ Error, Rule, Until string }
 		if code != 403 || json.Unmarshal(body, &refusal) != nil || refusal.Rule != "quarantine" || refusal.Until != until ||
-			!strings.HasPrefix(refusal.Error, "Held by threatd: npm q-pkg@1.1.0 was published 10m ago; quarantine is 2d, until "+until) {
+			!strings.HasPrefix(apitest.TenMinutes(refusal.Error), "Held by threatd: npm q-pkg@1.1.0 was published 10m ago; quarantine is 2d, until "+until) {
 			t.Fatalf("held tarball: %d %s", code, body)
 		}
 		if code, _, body := d.fwGet(fw+"/npm/q-pkg/1.1.0", tok); code != 403 || !strings.Contains(string(body), "Held by threatd") {

@@ -75,7 +75,7 @@ func quarantineWaivers(t *testing.T, f *quarantineFixture) {
 	}
 
 	// A waiver by CLI, short: the version installs until it ends.
-	id := strings.TrimSpace(in.mustCLI("firewall", "waive", "npm", "q-evil@1.0.1", "--rule", "malicious", "--reason", "our fork, reviewed", "--for", "4s", "--as", "rita@example.com"))
+	id := strings.TrimSpace(in.mustCLI("firewall", "waive", "npm", "q-evil@1.0.1", "--rule", "malicious", "--reason", "our fork, reviewed", "--for", "20s", "--as", "rita@example.com"))
 	eventually(t, "the waiver applied", func() bool {
 		code, _, _ := d.fwGet(fw+"/npm/q-evil/-/q-evil-1.0.1.tgz", tok)
 		return code == 200
@@ -88,7 +88,7 @@ func quarantineWaivers(t *testing.T, f *quarantineFixture) {
 	if !strings.Contains(list, id) || !strings.Contains(list, `"reason":"our fork, reviewed"`) || !strings.Contains(list, `"created_by":"rita@example.com"`) {
 		t.Fatalf("waivers --json: %s", list)
 	}
-	apitest.Eventually(t, "the waiver's end", 10*time.Second, func() bool {
+	apitest.Eventually(t, "the waiver's end", 40*time.Second, func() bool {
 		code, _, _ := d.fwGet(fw+"/npm/q-evil/-/q-evil-1.0.1.tgz", tok)
 		return code == 403
 	})

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 )
 
@@ -180,7 +181,7 @@ func TestFirewallRubyGems(t *testing.T) {
 			"/gems/fw-plat-1.0.0-java.gem":                     "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
 			"/quick/Marshal.4.8/fw-plat-1.0.0-java.gemspec.rz": "Held by threatd: rubygems fw-plat@1.0.0-java was published 10m ago",
 		} {
-			if code, _, body := d.fwGet(fw+p, tok); code != 403 || !strings.Contains(string(body), want) {
+			if code, _, body := d.fwGet(fw+p, tok); code != 403 || !strings.Contains(apitest.TenMinutes(string(body)), want) {
 				t.Errorf("%s: %d %s, want 403 %q", p, code, body, want)
 			}
 		}
@@ -248,7 +249,7 @@ func TestFirewallRubyGems(t *testing.T) {
 		}
 		t.Logf("gem install of a held version:\n%s", out)
 		code, _, body := d.fwGet(fw+"/gems/fw-fresh-rb-1.1.0.gem", tok)
-		if code != 403 || !strings.Contains(string(body), "Held by threatd: rubygems fw-fresh-rb@1.1.0 was published 10m ago") {
+		if code != 403 || !strings.Contains(apitest.TenMinutes(string(body)), "Held by threatd: rubygems fw-fresh-rb@1.1.0 was published 10m ago") {
 			t.Fatalf("held .gem: %d %s", code, body)
 		}
 		in.mustCLI("review", "reject", evil, "--note", "false positive")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 	"github.com/threatd/threatd/core"
 )
@@ -138,7 +139,7 @@ func testFirewallNuGet(t *testing.T, l fakeregistry.NuGetLayout) {
 			}
 		}
 		code, _, body := d.fwGet(flat+"fw.fresh/1.1.0/fw.fresh.1.1.0.nupkg", tok)
-		if code != 403 || !strings.Contains(string(body), "Held by threatd: nuget fw.fresh@1.1.0 was published 10m ago") {
+		if code != 403 || !strings.Contains(apitest.TenMinutes(string(body)), "Held by threatd: nuget fw.fresh@1.1.0 was published 10m ago") {
 			t.Errorf("held .nupkg: %d %s", code, body)
 		}
 		// Pushed unlisted: "published 1900" is no publish time; it is
@@ -147,7 +148,7 @@ func testFirewallNuGet(t *testing.T, l fakeregistry.NuGetLayout) {
 			t.Errorf("unlisted list: %d %s", code, body)
 		}
 		code, _, body = d.fwGet(flat+"fw.unlisted/2.0.0/fw.unlisted.2.0.0.nupkg", tok)
-		if code != 403 || !strings.Contains(string(body), "Held by threatd: nuget fw.unlisted@2.0.0 has no publish time and was first seen") {
+		if code != 403 || !strings.Contains(apitest.TenMinutes(string(body)), "Held by threatd: nuget fw.unlisted@2.0.0 has no publish time and was first seen") {
 			t.Errorf("unlisted .nupkg: %d %s", code, body)
 		}
 		code, _, body = d.fwGet(flat+"acme.internal/index.json", tok)
