@@ -22,15 +22,7 @@ import (
 // transaction.
 func TestInsertSortedRowByRow(t *testing.T) {
 	t.Parallel()
-	s, err := Open(SQLite, filepath.Join(t.TempDir(), "rows.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := migratedSQLite(t)
 	recs := planRecords(3)
 	if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: recs, Actor: "test"}); err != nil {
 		t.Fatal(err)
@@ -63,7 +55,7 @@ func TestInsertSortedRowByRow(t *testing.T) {
 	}
 	// A report that does not exist: the foreign key fails the call; the
 	// row before it in the same transaction is rolled back with it.
-	err = write([]indicatorRow{{Key: "test-d", ThreatID: ids[0]}, {Key: "test-e", ThreatID: "no-such-report"}})
+	err := write([]indicatorRow{{Key: "test-d", ThreatID: ids[0]}, {Key: "test-e", ThreatID: "no-such-report"}})
 	if err == nil {
 		t.Fatal("a row naming no report was written")
 	}
@@ -77,15 +69,7 @@ func TestInsertSortedRowByRow(t *testing.T) {
 // row by row (insertIndicators) against one statement of every row (what
 // it did before), the reference measured in the same run.
 func BenchmarkInsertIndicators(b *testing.B) {
-	s, err := Open(SQLite, filepath.Join(b.TempDir(), "bench.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	if _, err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, ctx := migratedSQLite(b)
 	recs := planRecords(50000)
 	for part := range slices.Chunk(recs, 1000) {
 		if _, err := s.ImportThreats(ctx, core.ImportBatch{Records: part, Actor: "test"}); err != nil {
@@ -129,4 +113,19 @@ func BenchmarkInsertIndicators(b *testing.B) {
 			}
 		})
 	}
+}
+
+// migratedSQLite opens a migrated SQLite store in a new file of tb's,
+// closed when tb ends.
+func migratedSQLite(tb testing.TB) (*Store, context.Context) {
+	s, err := Open(SQLite, filepath.Join(tb.TempDir(), "threatd.db"), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	if _, err := s.Migrate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return s, ctx
 }
