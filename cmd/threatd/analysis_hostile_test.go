@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threatd/threatd/cmd/internal/apitest"
 	"github.com/threatd/threatd/cmd/internal/fakeregistry"
 	"github.com/threatd/threatd/cmd/internal/testbin"
 )
@@ -112,7 +113,9 @@ func TestAnalysisHostileArchives(t *testing.T) {
 	for name, c := range cases {
 		purl := "pkg:npm/hostile-" + name + "@1.0.1"
 		var r response
-		eventually(t, purl+" analysed", func() bool {
+		// An analysis runs in a plugin process, which a loaded CI machine
+		// may take long to schedule: a minute, not the freshness bound.
+		apitest.Eventually(t, purl+" analysed", time.Minute, func() bool {
 			r = d.do("GET", base+"/analysis?purl="+purl, tok, "")
 			return r.code == 200
 		})

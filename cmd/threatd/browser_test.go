@@ -176,7 +176,7 @@ func needBrowser(t *testing.T) (node, chromium, shots string) {
 // test when the script does.
 func runBrowserScript(t *testing.T, node, chromium, shots, script, baseURL string, env ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = e2eDir

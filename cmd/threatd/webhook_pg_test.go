@@ -37,7 +37,7 @@ func TestWebhooksTwoDaemonsOnPostgres(t *testing.T) {
 		}
 	}
 	in.mustCLI("import", "osv", dir)
-	apitest.Eventually(t, "1,000 deliveries", 60*time.Second, func() bool { return len(r.deliveries()) >= n })
+	apitest.Eventually(t, "1,000 deliveries", 3*time.Minute, func() bool { return len(r.deliveries()) >= n })
 	time.Sleep(time.Second) // a duplicate would come now
 	seen := map[string]int{}
 	reports := map[string]bool{}
