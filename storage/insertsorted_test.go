@@ -65,7 +65,7 @@ func TestInsertSortedRowByRow(t *testing.T) {
 }
 
 // BenchmarkInsertIndicators writes a batch of 1,200 indicators of random
-// keys (an import's batch) into an index of 600,000, in a transaction:
+// keys (an import's batch) into an index of about 600,000, in a transaction:
 // row by row (insertIndicators) against one statement of every row (what
 // it did before), the reference measured in the same run.
 func BenchmarkInsertIndicators(b *testing.B) {
