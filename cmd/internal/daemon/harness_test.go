@@ -40,9 +40,10 @@ const (
 	// quiet turns the per-minute limits off: a test sends as fast as it
 	// likes unless it tests them.
 	quiet = "limits:\n  per_ip_per_minute: 0\n  per_token_per_minute: {free: 0, paid: 0}\n"
-	// eventuallyWithin bounds eventually: ten times the default
-	// cache.freshness (1 s), for tests run side by side on two cores.
-	eventuallyWithin = 10 * time.Second
+	// eventuallyWithin bounds eventually: thirty times the default
+	// cache.freshness (1 s), for tests run side by side on two cores of
+	// a slow, loaded CI machine.
+	eventuallyWithin = 30 * time.Second
 )
 
 // server is one daemon in process over its own data directory.
