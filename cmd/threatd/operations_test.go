@@ -161,6 +161,10 @@ func TestMetricsAndProbes(t *testing.T) {
 	if seq := value(fams, "threatd_change_feed_seq", nil); seq < imported {
 		t.Errorf("change feed position %v, below the %v reports imported", seq, imported)
 	}
+	// The table holds at least a 64-byte record and 8-byte slot per report.
+	if got := value(fams, "threatd_index_table_bytes", nil); got < 72*imported {
+		t.Errorf("threatd_index_table_bytes = %v for %v reports", got, imported)
+	}
 	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_open_fds", "threatd_build_info"} {
 		if value(fams, name, nil) <= 0 {
 			t.Errorf("%s missing or zero", name)

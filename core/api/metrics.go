@@ -146,6 +146,10 @@ func (m *Metrics) Watch(idx *index.Index, lag func() (time.Duration, bool)) {
 			Help: "Verified reports in the in-memory index that answers checks.",
 		}, func() float64 { return float64(idx.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "threatd_index_table_bytes",
+			Help: "Bytes of the index's table of verified reports (hash slots, records, keys and version lists); on Linux it is mapped outside the Go heap, so go_memstats does not count it.",
+		}, func() float64 { return float64(idx.TableBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "threatd_index_loaded",
 			Help: "1 once the index of verified reports is loaded at start (checks answer 503 before).",
 		}, func() float64 {

@@ -69,6 +69,15 @@ func New(store core.Store, recordCap int) *Index {
 	return &Index{store: store, byKey: newTable(0), records: records, fetch: newFetcher(store)}
 }
 
+// TableBytes returns the bytes of the index's table: its hash slots,
+// records and byte chunks, which on Linux are mapped outside the Go heap
+// (and so not in the runtime's heap figures).
+func (x *Index) TableBytes() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.byKey.mem.held.Load()
+}
+
 // Len returns the number of verified reports indexed.
 func (x *Index) Len() int {
 	x.mu.RLock()

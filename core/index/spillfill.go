@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -173,7 +174,9 @@ func (x *Index) unspilled(from, n int) (out []pending, next int, wrapped bool) {
 		if r.flags&flagLive == 0 || r.spillLen != 0 {
 			continue
 		}
-		out = append(out, pending{key: t.key(r), id: r.id, gen: r.gen})
+		// The key is copied: it is used after the lock, when a compact may
+		// have freed the chunk it is in.
+		out = append(out, pending{key: strings.Clone(t.key(r)), id: r.id, gen: r.gen})
 	}
 	if i >= len(t.recs) {
 		return out, 0, true

@@ -22,7 +22,10 @@ import (
 // replaced or removed records are garbage until compact rewrites the
 // chunks. table is not safe for concurrent use; Index guards it.
 type table struct {
-	seed    maphash.Seed
+	seed maphash.Seed
+	// mem holds slots, recs and chunks outside the collected heap
+	// (offheap.go).
+	mem     *arena
 	slots   []uint64
 	used    int // occupied slots
 	recs    []rec
@@ -120,12 +123,13 @@ const chunkSize = 1 << 20
 
 func newTable(hint int) *table {
 	t := &table{seed: maphash.MakeSeed()}
+	t.mem = newArena(t)
 	n := 16
 	for n*3/4 < hint {
 		n *= 2
 	}
-	t.slots = make([]uint64, n)
-	t.recs = make([]rec, 0, hint)
+	t.slots = sliceOf[uint64](t.mem, n)
+	t.recs = sliceOf[rec](t.mem, hint)[:0]
 	return t
 }
 
@@ -133,8 +137,9 @@ func (t *table) len() int { return t.used }
 
 func (t *table) hash(key string) uint64 { return maphash.String(t.seed, key) }
 
-// bytes returns the stored bytes [off, off+n) of chunk c as a string that
-// aliases the chunk: valid until the next compact, never to be kept.
+// str returns the stored bytes [off, off+n) of chunk c as a string that
+// aliases the chunk: valid until the next compact (which frees the chunk),
+// never to be kept beyond the Index's lock.
 func (t *table) str(c, off, n uint32) string {
 	if n == 0 {
 		return ""
@@ -176,7 +181,7 @@ func (t *table) store(key, versions string) (chunk, off uint32) {
 	n := len(key) + len(versions)
 	last := len(t.chunks) - 1
 	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < n {
-		t.chunks = append(t.chunks, make([]byte, 0, max(chunkSize, n)))
+		t.chunks = append(t.chunks, t.mem.bytes(max(chunkSize, n))[:0])
 		last++
 	}
 	c := t.chunks[last]
@@ -242,6 +247,9 @@ func (t *table) put(key string, id [16]byte, verifiedAt int64, versions string, 
 		t.free = t.free[:n-1]
 		t.recs[ri] = r
 	} else {
+		if len(t.recs) == cap(t.recs) {
+			t.growRecs()
+		}
 		t.recs = append(t.recs, r)
 		ri = uint32(len(t.recs) - 1)
 	}
@@ -305,10 +313,19 @@ func (t *table) remove(key string, id [16]byte) bool {
 	return true
 }
 
+// growRecs doubles the records' room (the append after it stays in
+// the arena).
+func (t *table) growRecs() {
+	old := t.recs
+	t.recs = sliceOf[rec](t.mem, max(2*cap(old), 1024))[:len(old)]
+	copy(t.recs, old)
+	freeSlice(t.mem, old)
+}
+
 // grow doubles the slots and re-places every record.
 func (t *table) grow() {
 	old := t.slots
-	t.slots = make([]uint64, len(old)*2)
+	t.slots = sliceOf[uint64](t.mem, len(old)*2)
 	t.used = 0
 	for _, s := range old {
 		if s != 0 {
@@ -316,6 +333,7 @@ func (t *table) grow() {
 			t.insert(t.hash(t.key(&t.recs[ri])), ri)
 		}
 	}
+	freeSlice(t.mem, old)
 }
 
 // maybeCompact rewrites the chunks once garbage outweighs live bytes (and is
@@ -339,5 +357,8 @@ func (t *table) compact() {
 		}
 		src := old[r.chunk][r.off : r.off+r.keyLen+r.verLen]
 		r.chunk, r.off = t.store(unsafe.String(unsafe.SliceData(src), len(src)), "")
+	}
+	for _, c := range old {
+		freeSlice(t.mem, c)
 	}
 }

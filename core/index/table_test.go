@@ -3,8 +3,10 @@ package index
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -95,6 +97,9 @@ func TestTableAgainstMap(t *testing.T) {
 	if tb.live+tb.garbage > 2*tb.live+8*chunkSize {
 		t.Fatalf("garbage %d not bounded by live %d", tb.garbage, tb.live)
 	}
+	if held, arrays := tb.mem.held.Load(), tb.arrayBytes(); runtime.GOOS == "linux" && held != arrays {
+		t.Fatalf("the arena holds %d bytes, the table's arrays are %d", held, arrays)
+	}
 }
 
 // TestRecordSize: a report's record stays 64 bytes, its class and
@@ -120,4 +125,68 @@ func TestImagePaths(t *testing.T) {
 	if len(tb.images) != 0 {
 		t.Fatalf("after removal: %v", tb.images)
 	}
+}
+
+// arrayBytes is what the table's arrays take: the arena must hold exactly
+// these, every array it replaced freed.
+func (t *table) arrayBytes() int64 {
+	n := int64(cap(t.slots))*8 + int64(cap(t.recs))*int64(unsafe.Sizeof(rec{}))
+	for _, c := range t.chunks {
+		n += int64(cap(c))
+	}
+	return n
+}
+
+// TestTableMemory: the table's arrays are outside the collected heap (the
+// heap grows by a small part of them for a table of 200,000 records), the
+// arena holds exactly the arrays in use after slots, records and chunks
+// were replaced, and it is emptied once the table is collected.
+func TestTableMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the arrays are kept outside the collected heap on Linux only")
+	}
+	keys := make([]string, 200_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("package:npm:pkg-%d", i)
+	}
+	// The table lives in this function only, so that it can be collected
+	// after it returns.
+	mem := func() *arena {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tb := newTable(0) // grown from nothing: slots and records replaced on the way
+		for i, k := range keys {
+			tb.put(k, [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}, int64(i), "1.0.0", 0, "package", "npm")
+		}
+		for round := range 6 { // replaced records' bytes: compactions
+			for i, k := range keys {
+				tb.put(k, [16]byte{byte(i), byte(i >> 8), byte(i >> 16), byte(round)}, int64(i), "1.0.0, 1.0.1", 0, "package", "npm")
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if tb.compactions == 0 {
+			t.Fatal("no compaction: the test does not cover freed chunks")
+		}
+		arrays := tb.arrayBytes()
+		if held := tb.mem.held.Load(); held != arrays {
+			t.Fatalf("the arena holds %d bytes, the table's arrays are %d: replaced arrays were not freed", held, arrays)
+		}
+		if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > arrays/8 {
+			t.Fatalf("the heap grew by %d bytes for %d bytes of arrays: they are in the collected heap", grown, arrays)
+		}
+		if r, ok := tb.get(keys[123_456]); !ok || r.verifiedAt != 123_456 || tb.versions(r) != "1.0.0, 1.0.1" {
+			t.Fatalf("after compactions: %+v, %v", r, ok)
+		}
+		return tb.mem
+	}()
+	for range 100 {
+		runtime.GC()
+		if mem.held.Load() == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the table was collected, its arena still holds %d bytes", mem.held.Load())
 }
