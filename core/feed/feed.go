@@ -277,10 +277,15 @@ func (p *Service) Data(ctx context.Context, who core.Principal, id string) (Thre
 // Usage counts paid calls per token, endpoint and day, flushing to storage
 // in the background so no storage write sits on a request.
 type Usage struct {
-	store   core.OperationsStore
-	mu      sync.Mutex
-	pending map[core.UsageDelta]int64 // Calls field unused in the key
-	now     func() time.Time
+	store core.OperationsStore
+	// flushing is held by a flush from taking the pending counts until
+	// storage has them, and shared by Today's reads: a count on its way
+	// to storage is then neither missed (taken from pending, not yet
+	// stored) nor counted twice.
+	flushing sync.RWMutex
+	mu       sync.Mutex
+	pending  map[core.UsageDelta]int64 // Calls field unused in the key
+	now      func() time.Time
 }
 
 // NewUsage returns a usage counter over store.
@@ -298,6 +303,8 @@ func (u *Usage) Count(tokenID, endpoint string) {
 
 // Flush writes the pending counts.
 func (u *Usage) Flush(ctx context.Context) error {
+	u.flushing.Lock()
+	defer u.flushing.Unlock()
 	u.mu.Lock()
 	pending := u.pending
 	u.pending = map[core.UsageDelta]int64{}
@@ -320,6 +327,8 @@ func (u *Usage) Flush(ctx context.Context) error {
 
 // Today returns a token's paid calls today (stored plus pending).
 func (u *Usage) Today(ctx context.Context, tokenID string) (map[string]int64, error) {
+	u.flushing.RLock()
+	defer u.flushing.RUnlock()
 	day := u.now().UTC().Format(time.DateOnly)
 	stored, err := u.store.Usage(ctx, core.UsageQuery{TokenID: tokenID, Day: day})
 	if err != nil {
