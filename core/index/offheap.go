@@ -28,7 +28,7 @@ type arena struct {
 }
 
 // newArena returns an arena whose memory is freed when owner is collected.
-func newArena[T any](owner *T) *arena {
+func newArena(owner *table) *arena {
 	a := &arena{live: map[*byte]int{}}
 	runtime.AddCleanup(owner, func(a *arena) { a.freeAll() }, a)
 	return a
@@ -45,11 +45,8 @@ func (a *arena) bytes(n int) []byte {
 	return b[:n:n]
 }
 
-// free releases the allocation that starts at p; nil is a no-op.
+// free releases the allocation that starts at p.
 func (a *arena) free(p *byte) {
-	if p == nil {
-		return
-	}
 	n, ok := a.live[p]
 	if !ok {
 		panic("index: arena: free of memory it did not allocate")
