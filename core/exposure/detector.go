@@ -55,7 +55,9 @@ type Detector struct {
 		PinnedDigests(ctx context.Context, threatIDs []string) ([]firewall.DigestPin, error)
 	}
 
-	in chan job
+	// in holds pointers: a channel's buffer is allocated whole, and
+	// 10,000 jobs (a report each) would hold 5 MB from start-up.
+	in chan *job
 	// behind is the time of the earliest change not queued (the queue
 	// was full), read again from the feed once the queue is empty.
 	mu     sync.Mutex
@@ -80,7 +82,7 @@ func NewDetector(store Store, log *slog.Logger) *Detector {
 }
 
 func newDetector(store Store, log *slog.Logger, queue int) *Detector {
-	return &Detector{Store: store, Log: log, Settle: settle, in: make(chan job, queue)}
+	return &Detector{Store: store, Log: log, Settle: settle, in: make(chan *job, queue)}
 }
 
 // ReportsChanged takes the verifications and revisions of package reports
@@ -115,7 +117,7 @@ func (d *Detector) Suspicious(ecosystem, name, version, reportID string) {
 
 func (d *Detector) enqueue(j job) bool {
 	select {
-	case d.in <- j:
+	case d.in <- &j:
 		return true
 	default:
 		return false
@@ -135,12 +137,12 @@ func (d *Detector) Run(ctx context.Context) {
 		case j := <-d.in:
 			// What is queued with it, at most a batch: one storage call
 			// says which of their packages anyone got.
-			batch := []job{j}
+			batch := []job{*j}
 		more:
 			for len(batch) < MaxBatch {
 				select {
 				case j := <-d.in:
-					batch = append(batch, j)
+					batch = append(batch, *j)
 				default:
 					break more
 				}

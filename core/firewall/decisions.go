@@ -58,8 +58,11 @@ type Recorder struct {
 	// not wait.
 	Sink func(FirewallDecision)
 
-	in   chan FirewallDecision
-	held chan HeldVersion
+	// The queues hold pointers: a channel's buffer is allocated whole, and
+	// 65,536 values would hold 25 MB from start-up whether or not any
+	// decision is waiting.
+	in   chan *FirewallDecision
+	held chan *HeldVersion
 
 	mu        sync.Mutex
 	firstSeen map[string]time.Time
@@ -115,7 +118,7 @@ const (
 // NewRecorder starts a recorder writing to store until ctx ends; it
 // removes decisions older than keep every hour.
 func NewRecorder(ctx context.Context, store FirewallStore, keep time.Duration, log *slog.Logger) *Recorder {
-	r := &Recorder{store: store, log: log, keep: keep, in: make(chan FirewallDecision, recorderQueue), held: make(chan HeldVersion, recorderQueue),
+	r := &Recorder{store: store, log: log, keep: keep, in: make(chan *FirewallDecision, recorderQueue), held: make(chan *HeldVersion, recorderQueue),
 		firstSeen: map[string]time.Time{}, heldSeen: map[string]time.Time{}, done: make(chan struct{})}
 	go r.load(ctx) // off the start-up path: a first sighting made meanwhile keeps the earlier time
 	go r.run(ctx)
@@ -206,7 +209,7 @@ func (r *Recorder) Decide(d FirewallDecision) {
 		}
 	}
 	select {
-	case r.in <- d:
+	case r.in <- &d:
 	default:
 		// Storage is far behind: the decision is counted and logged,
 		// never allowed to hold the install.
@@ -239,7 +242,7 @@ func (r *Recorder) Held(h HeldVersion) {
 	}
 	r.mu.Unlock()
 	select {
-	case r.held <- h:
+	case r.held <- &h:
 	default:
 		// Storage is far behind: recorded at its next sighting instead.
 		r.mu.Lock()
@@ -294,10 +297,10 @@ func (r *Recorder) run(ctx context.Context) {
 			for {
 				select {
 				case d := <-r.in:
-					ds = append(ds, d)
+					ds = append(ds, *d)
 					continue
 				case h := <-r.held:
-					hs = append(hs, h)
+					hs = append(hs, *h)
 					continue
 				default:
 				}
@@ -306,12 +309,12 @@ func (r *Recorder) run(ctx context.Context) {
 			flush()
 			return
 		case d := <-r.in:
-			ds = append(ds, d)
+			ds = append(ds, *d)
 			if len(ds) >= batchMax {
 				flush()
 			}
 		case h := <-r.held:
-			hs = append(hs, h)
+			hs = append(hs, *h)
 			if len(hs) >= batchMax {
 				flush()
 			}
