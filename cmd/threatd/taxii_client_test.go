@@ -54,7 +54,11 @@ func (c *taxiiClient) send(method, path string, headers ...string) taxiiAnswer {
 		c.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		// A body shorter than its Content-Length ends in an error here.
+		c.t.Fatalf("%s %s: %d, reading the body: %v", method, path, res.StatusCode, err)
+	}
 	apitest.Check(c.t, req, nil, res, b)
 	a := taxiiAnswer{code: res.StatusCode, hdr: res.Header, raw: b}
 	if ct := res.Header.Get("Content-Type"); ct != taxiiAccept {

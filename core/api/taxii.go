@@ -353,13 +353,13 @@ func taxiiObjectsJSON(c *echo.Context, page taxii.Page) error {
 		}
 		head = append(append(head, `,"next":`...), next...)
 	}
-	size := len(head) + 1 // and '}'
 	if len(page.Objects) > 0 {
 		head = append(head, `,"objects":[`...)
-		size += len(`,"objects":[`) + 1 + len(page.Objects) - 1 // the prefix, ']' and the commas
-		for _, o := range page.Objects {
-			size += len(o.JSON)
-		}
+	}
+	// The head, the objects with a ',' or the ']' after each, and '}'.
+	size := len(head) + len(page.Objects) + 1
+	for _, o := range page.Objects {
+		size += len(o.JSON)
 	}
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, taxiiMediaType)
