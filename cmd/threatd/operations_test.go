@@ -89,7 +89,9 @@ next:
 func TestMetricsAndProbes(t *testing.T) {
 	t.Parallel()
 	sampleDir := testbin.OSVSample(t)
-	in := newInstance(t, fmt.Sprintf("sources:\n  - {name: osv-sample, plugin: osv, paths: [%q], interval: 1h}\n", sampleDir))
+	// No rate limits: /readyz is polled every 20 ms, at start and after a
+	// restart, and probes share the per-IP budget (300 a minute).
+	in := newInstance(t, quiet+fmt.Sprintf("sources:\n  - {name: osv-sample, plugin: osv, paths: [%q], interval: 1h}\n", sampleDir))
 	tok := in.user("ops@example.com")
 	d := in.serve()
 
