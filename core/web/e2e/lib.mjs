@@ -174,8 +174,11 @@ function launch(chromium) {
 // finish ends a script: its summary on success; on failure the reason,
 // what the pages saw, and a screenshot of each page.
 async function finish(browser, run) {
+  const started = Date.now();
+  const took = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
   try {
     const out = await run();
+    console.error(`the journey took ${took()}`);
     check(expected.length === 0, `console messages expected but not seen: ${expected.join(", ")}`);
     check(problems.length === 0, "problems seen in the browser:\n  " + problems.join("\n  "));
     console.log(JSON.stringify(out));
@@ -191,7 +194,19 @@ async function finish(browser, run) {
     }
     process.exitCode = 1;
   } finally {
-    await browser.close();
+    // Closing Chromium has hung on a loaded machine after the journey was
+    // done: wait for it a while, then leave (Playwright kills the browser
+    // it launched when this process exits).
+    let timer;
+    const closed = await Promise.race([
+      browser.close().then(() => true),
+      new Promise((resolve) => { timer = setTimeout(() => resolve(false), 30000); }),
+    ]);
+    clearTimeout(timer);
+    if (!closed) {
+      console.error(`the browser did not close within 30 s (at ${took()}); leaving it`);
+      process.exit(process.exitCode ?? 0);
+    }
   }
 }
 
