@@ -8,6 +8,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,16 @@ type Import struct {
 // Settings are what a source plugin is told of these bounds.
 func (i Import) Settings() map[string]string {
 	return map[string]string{"max_affected": strconv.Itoa(i.MaxAffected)}
+}
+
+// PluginCacheDir is where plugins keep what saves work between runs (an
+// import's archive heads): data_dir/plugin-cache. Removing it loses
+// nothing but that work.
+func (c Config) PluginCacheDir() string {
+	if c.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(c.DataDir, "plugin-cache")
 }
 
 // Metrics is the Prometheus endpoint (docs/operations/metrics.md).

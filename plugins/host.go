@@ -26,7 +26,16 @@ type Host struct {
 	// Restarted, when not nil, is called each time a plugin process is
 	// started again after its predecessor exited (metrics).
 	Restarted func(kind, name string)
+	// CacheDir, when set, is a directory under which each plugin gets
+	// one of its own (<kind>-<name>, made if missing), named to it in
+	// CacheDirEnv: what it may keep between runs to save work. A plugin
+	// must work the same without it.
+	CacheDir string
 }
+
+// CacheDirEnv names the directory a plugin may keep files in between runs
+// (Host.CacheDir); unset when it has none.
+const CacheDirEnv = "THREATD_PLUGIN_CACHE_DIR"
 
 func (h *Host) restarted(kind, name string) {
 	if h.Restarted != nil {
@@ -135,6 +144,14 @@ func (h *Host) start(kind, name string, impl goplugin.Plugin) (any, *plugin, err
 	binary := BinaryName(kind, name)
 	cmd := pluginCmd(ctx, path)
 	cmd.Env = pluginEnv(os.Environ())
+	if h.CacheDir != "" {
+		dir := filepath.Join(h.CacheDir, kind+"-"+name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			log.Warn("plugin cache directory not made; the plugin runs without it", "plugin", binary, "err", err.Error())
+		} else {
+			cmd.Env = append(cmd.Env, CacheDirEnv+"="+dir)
+		}
+	}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: probedVersions(kind, impl),

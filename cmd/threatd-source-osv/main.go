@@ -3,10 +3,14 @@
 package main
 
 import (
+	"os"
+
 	"github.com/threatd/threatd/plugins"
 	"github.com/threatd/threatd/plugins/osv"
 )
 
 func main() {
-	plugins.ServeSource(osv.Source{})
+	// The host names a directory of the plugin's own: the archives' head
+	// cache (plugins/osv/headcache.go).
+	plugins.ServeSource(osv.Source{CacheDir: os.Getenv(plugins.CacheDirEnv)})
 }

@@ -67,7 +67,7 @@ configured.`,
 				if err := priority.Lower(priority.Batch); err != nil {
 					e.log.Debug("import: priority not lowered", "err", err)
 				}
-				src, err := (&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log}).StartSource(source)
+				src, err := (&plugins.Host{Dir: e.cfg.Plugins.Dir, Log: e.log, CacheDir: e.cfg.PluginCacheDir()}).StartSource(source)
 				if err != nil {
 					return err
 				}

@@ -290,22 +290,43 @@ func TestImportOSVUpdatesWithdrawalsAndBadFiles(t *testing.T) {
 	eventually(t, "withdrawn report unflagged", func() bool { return d.do("GET", q, tok, "").body["malicious"] == false })
 }
 
+// An all.zip is imported; the source keeps its entries' heads in the data
+// directory, and a re-import of the archive downloaded again finds the
+// unchanged records unchanged and the one modified updated.
 func TestImportOSVZipArchive(t *testing.T) {
 	t.Parallel()
 	in := newInstance(t, quiet)
 	archive := filepath.Join(t.TempDir(), "all.zip")
-	f, _ := os.Create(archive)
-	zw := zip.NewWriter(f)
 	files, _ := filepath.Glob(filepath.Join(testbin.OSVSample(t), "pypi", "*.json"))
-	for _, p := range files {
-		w, _ := zw.Create(filepath.Base(p))
-		b, _ := os.ReadFile(p)
-		w.Write(b)
+	write := func(modify string) {
+		f, _ := os.Create(archive)
+		zw := zip.NewWriter(f)
+		for _, p := range files {
+			w, _ := zw.Create(filepath.Base(p))
+			b, _ := os.ReadFile(p)
+			if p == modify {
+				now := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
+				b = regexp.MustCompile(`"modified": *"[^"]*"`).ReplaceAll(b, []byte(`"modified": "`+now+`"`))
+			}
+			w.Write(b)
+		}
+		zw.Close()
+		f.Close()
 	}
-	zw.Close()
-	f.Close()
+	write("")
 	if s := summaryCounts(t, in.mustCLI("import", "osv", archive)); s["imported"] != len(files) || len(files) == 0 {
 		t.Fatalf("zip: %v for %d files", s, len(files))
+	}
+	cached, _ := filepath.Glob(filepath.Join(in.dir, "data", "plugin-cache", "source-osv", "osv-heads-*.bin"))
+	if len(cached) != 1 {
+		t.Fatalf("the source's head cache after the import: %q", cached)
+	}
+	if s := summaryCounts(t, in.mustCLI("import", "osv", archive)); s["unchanged"] != len(files) {
+		t.Fatalf("re-import: %v for %d files", s, len(files))
+	}
+	write(files[len(files)/2])
+	if s := summaryCounts(t, in.mustCLI("import", "osv", archive)); s["updated"] != 1 || s["unchanged"] != len(files)-1 {
+		t.Fatalf("re-import with %s modified: %v for %d files", filepath.Base(files[len(files)/2]), s, len(files))
 	}
 }
 

@@ -101,17 +101,20 @@ func TestReadStops(t *testing.T) {
 // knownArchive writes n records, every third with two affected packages,
 // and a broken entry at position bad.
 func knownArchive(t *testing.T, n, bad int) string {
-	return writeZip(t, n, zip.Deflate, func(i int) (string, string) {
-		name := fmt.Sprintf("MAL-T-%04d.json", i)
-		if i == bad {
-			return name, `{"id": 12`
-		}
-		affected := fmt.Sprintf(`{"package":{"ecosystem":"npm","name":"pkg-%04d"},"versions":["1.0.0"]}`, i)
-		if i%3 == 0 {
-			affected += fmt.Sprintf(`,{"package":{"ecosystem":"PyPI","name":"pkg-%04d-b"},"versions":["2.0.0"]}`, i)
-		}
-		return name, fmt.Sprintf(`{"id":"MAL-T-%04d","published":"2024-01-01T00:00:00Z","modified":"2024-01-02T00:00:00Z","summary":"Malicious code in pkg-%04d","affected":[%s]}`, i, i, affected)
-	})
+	return writeZip(t, n, zip.Deflate, func(i int) (string, string) { return knownEntry(i, bad) })
+}
+
+// knownEntry is entry i of knownArchive.
+func knownEntry(i, bad int) (string, string) {
+	name := fmt.Sprintf("MAL-T-%04d.json", i)
+	if i == bad {
+		return name, `{"id": 12`
+	}
+	affected := fmt.Sprintf(`{"package":{"ecosystem":"npm","name":"pkg-%04d"},"versions":["1.0.0"]}`, i)
+	if i%3 == 0 {
+		affected += fmt.Sprintf(`,{"package":{"ecosystem":"PyPI","name":"pkg-%04d-b"},"versions":["2.0.0"]}`, i)
+	}
+	return name, fmt.Sprintf(`{"id":"MAL-T-%04d","published":"2024-01-01T00:00:00Z","modified":"2024-01-02T00:00:00Z","summary":"Malicious code in pkg-%04d","affected":[%s]}`, i, i, affected)
 }
 
 // readAllItems reads path with known and returns every item.

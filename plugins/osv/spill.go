@@ -54,11 +54,14 @@ type spill struct {
 	cancel context.CancelFunc
 }
 
-func newSpill(chunk int) *spill {
+func newSpill(chunk int) *spill { return newSpillIn(chunk, os.TempDir()) }
+
+// newSpillIn is newSpill with its temporary files in dir.
+func newSpillIn(chunk int, dir string) *spill {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := make(chan pair, 256)
 	sorter, out, errc := extsort.Generic(in, decodePair, encodePair, comparePairs,
-		&extsort.Config{ChunkSize: chunk, NumWorkers: 1, ChanBuffSize: 1, SortedChanBuffSize: 256, TempFilesDir: os.TempDir()})
+		&extsort.Config{ChunkSize: chunk, NumWorkers: 1, ChanBuffSize: 1, SortedChanBuffSize: 256, TempFilesDir: dir})
 	go sorter.Sort(ctx)
 	return &spill{in: in, out: out, errc: errc, cancel: cancel}
 }

@@ -16,14 +16,14 @@ import (
 // .zip archive) and skip for what cannot be read; it returns the first error
 // of either, or the context's.
 // Archives opened are handed to keep, to be closed once their entries are read.
-func walk(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer)) error {
+func walk(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer), heads func(string) *archiveHeads) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return skip(path, err)
 	}
 	if !fi.IsDir() {
 		if strings.HasSuffix(strings.ToLower(path), ".zip") {
-			return walkZip(ctx, path, visit, skip, keep)
+			return walkZip(ctx, path, visit, skip, keep, heads)
 		}
 		return visit(fileInput(path))
 	}
@@ -40,7 +40,7 @@ func walk(ctx context.Context, path string, visit func(input) error, skip func(s
 		case strings.HasSuffix(lower, ".json"):
 			return visit(fileInput(p))
 		case strings.HasSuffix(lower, ".zip"):
-			return walkZip(ctx, p, visit, skip, keep)
+			return walkZip(ctx, p, visit, skip, keep, heads)
 		}
 		return nil
 	})
@@ -50,13 +50,19 @@ func fileInput(p string) input {
 	return input{name: p, open: func() (io.ReadCloser, error) { return os.Open(p) }}
 }
 
-// walkZip visits the JSON entries of an archive, in archive order.
-func walkZip(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer)) error {
+// walkZip visits the JSON entries of an archive, in archive order; heads,
+// when not nil, gives the archive's head cache.
+func walkZip(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer), heads func(string) *archiveHeads) error {
 	z, err := openZip(path)
 	if err != nil {
 		return skip(path, fmt.Errorf("not a readable zip archive: %w", err))
 	}
 	keep(z)
+	var cache *archiveHeads
+	if heads != nil {
+		cache = heads(path)
+	}
+	seq := newSequential(z.f)
 	err = z.each(func(e zipEntry) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -64,13 +70,27 @@ func walkZip(ctx context.Context, path string, visit func(input) error, skip fun
 		if strings.HasSuffix(e.name, "/") || !strings.HasSuffix(strings.ToLower(e.name), ".json") {
 			return nil
 		}
-		return visit(input{name: path + "!" + e.name, size: e.size, open: func() (io.ReadCloser, error) { return z.open(e) }})
+		in := input{name: path + "!" + e.name, size: e.size, open: func() (io.ReadCloser, error) { return z.open(e) }}
+		// Small entries are read here, in archive order; larger ones by
+		// the worker that reads their content.
+		if stored, ok := seq.stored(e, preloadMax); ok {
+			in.stored = stored
+			in.open = func() (io.ReadCloser, error) { return content(e, bytes.NewReader(stored)) }
+		}
+		if cache != nil {
+			in.zip = &zipInput{z: z, e: e, heads: cache}
+		}
+		return visit(in)
 	})
 	if err != nil && ctx.Err() == nil {
 		return skip(path, err)
 	}
 	return err
 }
+
+// preloadMax bounds the stored bytes of an entry the walk reads for the
+// workers: the queues between them hold a few hundred entries.
+const preloadMax = 64 << 10
 
 // maxRecordBytes bounds one OSV file.
 const maxRecordBytes = 4 << 20
@@ -81,17 +101,45 @@ const sizeHintMax = 256 << 10
 
 // readInput reads one input; withHead, it only reads the record's head
 // when it has one, and keeps the bytes for decode.
+//
+// An archive entry whose archive's heads are cached is first read as
+// stored and hashed: when its head is in the cache, that is the result
+// (whatever withHead says: the entry is likely known), and the entry is
+// inflated only if it must be decoded. Otherwise it is inflated from the
+// bytes read, and its head read for the cache.
 func readInput(in input, now time.Time, withHead bool, lim Limits) result {
 	res := result{name: in.name, input: true}
+	if zi := in.zip; zi != nil {
+		stored, err := in.stored, error(nil)
+		if stored == nil {
+			stored, err = zi.z.stored(zi.e, maxStoredBytes)
+		}
+		if err == nil {
+			res.cache, res.digest, res.entry = zi.heads, entryDigest(zi.e, stored), zi.e
+			if h, ok := zi.heads.old.lookup(res.digest); ok {
+				res.head, res.cached, res.stored = h, h, stored
+				return res
+			}
+			e := zi.e
+			in.open = func() (io.ReadCloser, error) { return content(e, bytes.NewReader(stored)) }
+		}
+		// An entry that cannot be read as stored is read as before, and
+		// fails there with its reason.
+	}
 	data, err := readAll(in)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	if withHead {
+	if withHead || res.cache != nil {
 		if h, ok := readHead(data); ok {
-			res.head, res.raw = h, data
-			return res
+			if res.cache != nil {
+				res.cached = h
+			}
+			if withHead {
+				res.head, res.raw = h, data
+				return res
+			}
 		}
 	}
 	res.recs, res.err = decode(data, now, lim)

@@ -57,7 +57,7 @@ func runSourceOnce(ctx context.Context, cfg config.Config, store port.Store, log
 		l.Info("source: another daemon holds the lease; not running")
 		return
 	}
-	plugin, err := (&plugins.Host{Dir: cfg.Plugins.Dir, Log: log}).StartSource(src.Plugin)
+	plugin, err := (&plugins.Host{Dir: cfg.Plugins.Dir, Log: log, CacheDir: cfg.PluginCacheDir()}).StartSource(src.Plugin)
 	if err != nil {
 		l.Error("source: cannot start plugin", "error", err.Error())
 		metrics.SourceRun(src.Name, nil, err)
