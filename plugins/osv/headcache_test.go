@@ -26,13 +26,7 @@ func readCached(t *testing.T, dir, path string, known core.Known) (items []core.
 		return known(ctx, recs)
 	}
 	before := contentsRead.Load()
-	err := Source{Now: func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }, CacheDir: dir}.Read(context.Background(), []string{path}, nil, ask, func(it core.SourceItem) error {
-		items = append(items, it)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	items = readItems(t, dir, path, ask)
 	return items, asked, contentsRead.Load() - before
 }
 

@@ -120,8 +120,14 @@ func knownEntry(i, bad int) (string, string) {
 // readAllItems reads path with known and returns every item.
 func readAllItems(t *testing.T, path string, known core.Known) []core.SourceItem {
 	t.Helper()
+	return readItems(t, "", path, known)
+}
+
+// readItems is readAllItems with a head cache in cacheDir ("": none).
+func readItems(t *testing.T, cacheDir, path string, known core.Known) []core.SourceItem {
+	t.Helper()
 	var items []core.SourceItem
-	err := Source{Now: func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }}.Read(context.Background(), []string{path}, nil, known, func(it core.SourceItem) error {
+	err := Source{Now: func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }, CacheDir: cacheDir}.Read(context.Background(), []string{path}, nil, known, func(it core.SourceItem) error {
 		items = append(items, it)
 		return nil
 	})
