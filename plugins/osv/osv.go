@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/threatd/threatd/core"
 )
 
@@ -81,10 +83,14 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 	// Inputs are read and mapped by parallel workers, and yielded in input
 	// order: parsing is the costly part of a run.
 	type job struct {
-		in  input
-		out chan result
+		in     input
+		out    chan result
+		charge int64
 	}
-	jobs, order := make(chan job, 64), make(chan chan result, 256)
+	jobs, order := make(chan job, 64), make(chan chan result, readAhead)
+	// The inputs read ahead are bounded by bytes too (their stated
+	// sizes): a record may be 4 MiB.
+	ahead := semaphore.NewWeighted(readAheadBytes)
 	var (
 		workers  sync.WaitGroup
 		walkErr  error
@@ -116,7 +122,9 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 					j.out <- result{err: err}
 					continue
 				}
-				j.out <- readInput(j.in, now(), heads.on.Load(), lim)
+				r := readInput(j.in, now(), heads.on.Load(), lim)
+				r.charge = j.charge
+				j.out <- r
 			}
 		})
 	}
@@ -142,7 +150,10 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 			}
 		}
 		visit := func(in input) error {
-			j := job{in: in, out: make(chan result, 1)}
+			j := job{in: in, out: make(chan result, 1), charge: min(int64(min(in.size, maxRecordBytes))+int64(len(in.stored)), readAheadBytes)}
+			if err := ahead.Acquire(ctx, j.charge); err != nil {
+				return err
+			}
 			return enqueue(&j, j.out)
 		}
 		skip := func(name string, err error) error {
@@ -161,6 +172,7 @@ func (s Source) Read(ctx context.Context, paths []string, settings map[string]st
 	w := window{known: known, heads: &heads, now: now, fn: fn, total: total, limits: lim}
 	for out := range order {
 		r := <-out
+		ahead.Release(r.charge)
 		if ctx.Err() != nil {
 			break
 		}
@@ -203,7 +215,17 @@ type result struct {
 	cached *core.UpstreamVersion
 	stored []byte
 	entry  zipEntry
+	// charge is what the input took of the read-ahead's bytes.
+	charge int64
 }
+
+// Bounds of what the workers read ahead of the window: inputs, and their
+// stated bytes. While the source waits for a window's answer the workers
+// read the next window (a queue of 256 left them idle for most of it).
+const (
+	readAhead      = 1024
+	readAheadBytes = 32 << 20
+)
 
 // Bounds of a window: the results asked about in one known query. The
 // source waits for each answer; with the heads cached, windows of 256

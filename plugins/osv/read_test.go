@@ -254,3 +254,44 @@ func TestHeadMode(t *testing.T) {
 		t.Fatal("off after a known probe window")
 	}
 }
+
+// While the source waits for a window's answer, the workers read ahead,
+// at most readAheadBytes of the entries' stated sizes: records of nearly
+// 4 MiB are not read by the hundred.
+func TestReadAheadIsBoundedByBytes(t *testing.T) {
+	const n = 40
+	details := strings.Repeat("x", maxRecordBytes-1024)
+	path := writeZip(t, n, zip.Deflate, func(i int) (string, string) {
+		return fmt.Sprintf("MAL-B-%04d.json", i), fmt.Sprintf(`{"id":"MAL-B-%04d","modified":"2024-01-02T00:00:00Z","details":%q,
+			"affected":[{"package":{"ecosystem":"npm","name":"big-%04d"},"versions":["1.0.0"]}]}`, i, details, i)
+	})
+	before := contentsRead.Load()
+	var readAtFirst int64 = -1
+	known := func(_ context.Context, recs []core.UpstreamVersion) ([]bool, error) {
+		if readAtFirst < 0 {
+			// The first window is full at windowBytes; let the workers
+			// read ahead all they may.
+			time.Sleep(500 * time.Millisecond)
+			readAtFirst = contentsRead.Load() - before
+		}
+		out := make([]bool, len(recs))
+		for i := range out {
+			out[i] = true
+		}
+		return out, nil
+	}
+	unchanged := 0
+	err := Source{}.Read(context.Background(), []string{path}, nil, known, func(it core.SourceItem) error {
+		unchanged += it.Unchanged
+		return nil
+	})
+	if err != nil || unchanged != n {
+		t.Fatalf("%d unchanged: %v", unchanged, err)
+	}
+	// The window (windowBytes: 3 records), what the read-ahead holds
+	// (readAheadBytes: 8), and one a worker may have begun.
+	window := windowBytes/(maxRecordBytes-1024) + 1
+	if most := int64(window + readAheadBytes/(maxRecordBytes-1024) + 2); readAtFirst > most || readAtFirst < int64(window) {
+		t.Fatalf("%d records read while the first window waited, want %d to %d", readAtFirst, window, most)
+	}
+}

@@ -25,7 +25,9 @@ func walk(ctx context.Context, path string, visit func(input) error, skip func(s
 		if strings.HasSuffix(strings.ToLower(path), ".zip") {
 			return walkZip(ctx, path, visit, skip, keep, heads)
 		}
-		return visit(fileInput(path))
+		in := fileInput(path)
+		in.size = uint64(max(fi.Size(), 0))
+		return visit(in)
 	}
 	// WalkDir visits each folder's entries in lexical order.
 	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
@@ -38,7 +40,11 @@ func walk(ctx context.Context, path string, visit func(input) error, skip func(s
 		switch lower := strings.ToLower(p); {
 		case d.IsDir():
 		case strings.HasSuffix(lower, ".json"):
-			return visit(fileInput(p))
+			in := fileInput(p)
+			if fi, err := d.Info(); err == nil && fi.Size() > 0 {
+				in.size = uint64(fi.Size())
+			}
+			return visit(in)
 		case strings.HasSuffix(lower, ".zip"):
 			return walkZip(ctx, p, visit, skip, keep, heads)
 		}
