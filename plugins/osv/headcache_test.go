@@ -152,12 +152,9 @@ func TestHeadCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := errors.New("enough")
-	seen := 0
 	err = Source{CacheDir: dir}.Read(context.Background(), []string{path}, nil, known, func(it core.SourceItem) error {
-		if it.FilesDone > 0 {
-			if seen++; seen == n/2 {
-				return stop
-			}
+		if it.FilesDone >= n/2 {
+			return stop
 		}
 		return nil
 	})

@@ -319,15 +319,37 @@ func (w *window) flush(ctx context.Context) error {
 		}
 		r.recs, r.err = decode(r.raw, now, w.limits)
 	})
+	// A run of unchanged records is yielded as one count, then its
+	// progress: a million of them were two million items to send and
+	// count one by one.
+	pending := 0
+	settle := func() error {
+		if pending == 0 {
+			return nil
+		}
+		n := pending
+		pending = 0
+		if err := w.fn(core.SourceItem{Unchanged: n}); err != nil {
+			return err
+		}
+		return w.fn(core.SourceItem{FilesDone: w.done, FilesTotal: max(w.total, w.done)})
+	}
 	for i, r := range w.results {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		switch {
-		case unchanged[i]:
-			if err := w.fn(core.SourceItem{Unchanged: len(r.head.IDs)}); err != nil {
-				return err
+		if unchanged[i] {
+			pending += len(r.head.IDs)
+			if r.cache != nil && r.cached != nil {
+				r.cache.add(r.digest, r.cached)
 			}
+			w.done++
+			continue
+		}
+		if err := settle(); err != nil {
+			return err
+		}
+		switch {
 		case r.err != nil:
 			if err := w.fn(core.SourceItem{Skipped: r.name, Reason: r.err.Error()}); err != nil {
 				return err
@@ -349,6 +371,9 @@ func (w *window) flush(ctx context.Context) error {
 		if err := w.fn(core.SourceItem{FilesDone: w.done, FilesTotal: max(w.total, w.done)}); err != nil {
 			return err
 		}
+	}
+	if err := settle(); err != nil {
+		return err
 	}
 	clear(w.results)
 	w.results, w.bytes = w.results[:0], 0
