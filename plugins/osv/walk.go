@@ -16,6 +16,8 @@ import (
 // .zip archive) and skip for what cannot be read; it returns the first error
 // of either, or the context's.
 // Archives opened are handed to keep, to be closed once their entries are read.
+// heads gives an archive's head cache (nil for none); heads itself is nil
+// when the walk only counts the inputs: then nothing is read or stated.
 func walk(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer), heads func(string) *archiveHeads) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -26,7 +28,9 @@ func walk(ctx context.Context, path string, visit func(input) error, skip func(s
 			return walkZip(ctx, path, visit, skip, keep, heads)
 		}
 		in := fileInput(path)
-		in.size = uint64(max(fi.Size(), 0))
+		if heads != nil {
+			in.size = uint64(max(fi.Size(), 0))
+		}
 		return visit(in)
 	}
 	// WalkDir visits each folder's entries in lexical order.
@@ -41,8 +45,10 @@ func walk(ctx context.Context, path string, visit func(input) error, skip func(s
 		case d.IsDir():
 		case strings.HasSuffix(lower, ".json"):
 			in := fileInput(p)
-			if fi, err := d.Info(); err == nil && fi.Size() > 0 {
-				in.size = uint64(fi.Size())
+			if heads != nil {
+				if fi, err := d.Info(); err == nil && fi.Size() > 0 {
+					in.size = uint64(fi.Size())
+				}
 			}
 			return visit(in)
 		case strings.HasSuffix(lower, ".zip"):
@@ -56,8 +62,8 @@ func fileInput(p string) input {
 	return input{name: p, open: func() (io.ReadCloser, error) { return os.Open(p) }}
 }
 
-// walkZip visits the JSON entries of an archive, in archive order; heads,
-// when not nil, gives the archive's head cache.
+// walkZip visits the JSON entries of an archive, in archive order, with
+// the stored bytes of the small ones read (heads as walk's).
 func walkZip(ctx context.Context, path string, visit func(input) error, skip func(string, error) error, keep func(io.Closer), heads func(string) *archiveHeads) error {
 	z, err := openZip(path)
 	if err != nil {
@@ -65,10 +71,10 @@ func walkZip(ctx context.Context, path string, visit func(input) error, skip fun
 	}
 	keep(z)
 	var cache *archiveHeads
+	var seq *sequential
 	if heads != nil {
-		cache = heads(path)
+		cache, seq = heads(path), newSequential(z.f)
 	}
-	seq := newSequential(z.f)
 	err = z.each(func(e zipEntry) error {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -262,12 +262,12 @@ func (o *offsetReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// stored returns e's stored bytes, false when it cannot say: e is
-// behind what was read, stores more than max, or is not where the
-// central directory says (the caller then reads it as usual, and fails
-// there with the reason).
+// stored returns e's stored bytes, false when it cannot say (or s is
+// nil): e is behind what was read, stores more than max, or is not where
+// the central directory says (the caller then reads it as usual, and
+// fails there with the reason).
 func (s *sequential) stored(e zipEntry, max uint64) ([]byte, bool) {
-	if e.localHeaderStart < s.pos || e.compSize > max {
+	if s == nil || e.localHeaderStart < s.pos || e.compSize > max {
 		return nil, false
 	}
 	if gap := e.localHeaderStart - s.pos; gap > int64(s.r.Size()) {

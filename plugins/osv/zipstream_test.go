@@ -199,3 +199,30 @@ func TestSequentialStored(t *testing.T) {
 		t.Fatal("an entry larger than the bound was read")
 	}
 }
+
+// The walk that only counts inputs reads no entry; the walk that reads
+// them reads small entries' stored bytes in archive order.
+func TestCountingWalkReadsNothing(t *testing.T) {
+	t.Parallel()
+	path := writeZip(t, 50, zip.Deflate, numbered)
+	for _, reading := range []bool{false, true} {
+		var heads func(string) *archiveHeads
+		if reading {
+			heads = func(string) *archiveHeads { return nil }
+		}
+		var closers []io.Closer
+		stored := 0
+		err := walk(t.Context(), path, func(in input) error {
+			if in.stored != nil {
+				stored++
+			}
+			return nil
+		}, func(_ string, err error) error { return err }, func(c io.Closer) { closers = append(closers, c) }, heads)
+		for _, c := range closers {
+			c.Close()
+		}
+		if want := map[bool]int{false: 0, true: 50}[reading]; err != nil || stored != want {
+			t.Fatalf("reading %v: %d of 50 entries read as stored, want %d (%v)", reading, stored, want, err)
+		}
+	}
+}
