@@ -8,6 +8,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -108,10 +109,14 @@ func (i Import) Settings() map[string]string {
 }
 
 // PluginCacheDir is where plugins keep what saves work between runs (an
-// import's archive heads): data_dir/plugin-cache. Removing it loses
-// nothing but that work.
+// import's archive heads): data_dir/plugin-cache, when data_dir exists
+// ("" otherwise: an import into PostgreSQL from a directory without one
+// makes none). Removing it loses nothing but that work.
 func (c Config) PluginCacheDir() string {
 	if c.DataDir == "" {
+		return ""
+	}
+	if fi, err := os.Stat(c.DataDir); err != nil || !fi.IsDir() {
 		return ""
 	}
 	return filepath.Join(c.DataDir, "plugin-cache")

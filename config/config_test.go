@@ -265,3 +265,19 @@ func TestCertName(t *testing.T) {
 		}
 	}
 }
+
+// Plugins keep their files under data_dir when it exists, nowhere when
+// it does not.
+func TestPluginCacheDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if got := (Config{DataDir: dir}).PluginCacheDir(); got != filepath.Join(dir, "plugin-cache") {
+		t.Fatalf("data_dir %s: %q", dir, got)
+	}
+	if got := (Config{DataDir: filepath.Join(dir, "missing")}).PluginCacheDir(); got != "" {
+		t.Fatalf("a missing data_dir: %q", got)
+	}
+	if got := (Config{}).PluginCacheDir(); got != "" {
+		t.Fatalf("no data_dir: %q", got)
+	}
+}
