@@ -87,7 +87,7 @@ func walkZip(ctx context.Context, path string, visit func(input) error, skip fun
 		// the worker that reads their content.
 		if stored, ok := seq.stored(e, preloadMax); ok {
 			in.stored = stored
-			in.open = func() (io.ReadCloser, error) { return content(e, bytes.NewReader(stored)) }
+			in.open = fromStored(e, stored)
 		}
 		if cache != nil {
 			in.zip = &zipInput{z: z, e: e, heads: cache}
@@ -132,8 +132,7 @@ func readInput(in input, now time.Time, withHead bool, lim Limits) result {
 				res.head, res.cached, res.stored = h, h, stored
 				return res
 			}
-			e := zi.e
-			in.open = func() (io.ReadCloser, error) { return content(e, bytes.NewReader(stored)) }
+			in.open = fromStored(zi.e, stored)
 		}
 		// An entry that cannot be read as stored is read as before, and
 		// fails there with its reason.

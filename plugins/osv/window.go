@@ -1,9 +1,7 @@
 package osv
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -96,8 +94,7 @@ func (w *window) flush(ctx context.Context) error {
 		r := &w.results[todo[k]]
 		if r.raw == nil && r.stored != nil {
 			// Its head came from the cache: the entry is read now.
-			stored := r.stored
-			r.raw, r.err = readAll(input{size: r.entry.size, open: func() (io.ReadCloser, error) { return content(r.entry, bytes.NewReader(stored)) }})
+			r.raw, r.err = readAll(input{size: r.entry.size, open: fromStored(r.entry, r.stored)})
 			if r.err != nil {
 				return
 			}

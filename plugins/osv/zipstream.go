@@ -2,6 +2,7 @@ package osv
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -206,10 +207,25 @@ func (z *zipArchive) dataStart(e zipEntry) (int64, error) {
 	if _, err := z.f.ReadAt(hdr, e.localHeaderStart); err != nil {
 		return 0, fmt.Errorf("local header: %w", err)
 	}
+	n, err := localHeaderSize(hdr)
+	if err != nil {
+		return 0, err
+	}
+	return e.localHeaderStart + n, nil
+}
+
+// localHeaderSize is the size of the local header whose first 30 bytes
+// are hdr: those, the name and the extra field.
+func localHeaderSize(hdr []byte) (int64, error) {
 	if binary.LittleEndian.Uint32(hdr) != sigLocal {
 		return 0, errors.New("local header: bad signature")
 	}
-	return e.localHeaderStart + 30 + int64(binary.LittleEndian.Uint16(hdr[26:])) + int64(binary.LittleEndian.Uint16(hdr[28:])), nil
+	return 30 + int64(binary.LittleEndian.Uint16(hdr[26:])) + int64(binary.LittleEndian.Uint16(hdr[28:])), nil
+}
+
+// fromStored opens e's content from its stored bytes.
+func fromStored(e zipEntry, stored []byte) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return content(e, bytes.NewReader(stored)) }
 }
 
 // stored returns the entry's stored (compressed) bytes; an entry that
@@ -277,13 +293,17 @@ func (s *sequential) stored(e zipEntry, max uint64) ([]byte, bool) {
 		return nil, false
 	}
 	s.pos = e.localHeaderStart
-	if _, err := io.ReadFull(s.r, s.hdr[:]); err != nil || binary.LittleEndian.Uint32(s.hdr[:]) != sigLocal {
+	if _, err := io.ReadFull(s.r, s.hdr[:]); err != nil {
 		s.pos = math.MaxInt64
 		return nil, false
 	}
-	skip := int(binary.LittleEndian.Uint16(s.hdr[26:])) + int(binary.LittleEndian.Uint16(s.hdr[28:]))
+	size, err := localHeaderSize(s.hdr[:])
+	if err != nil {
+		s.pos = math.MaxInt64
+		return nil, false
+	}
 	b := make([]byte, e.compSize)
-	if _, err := s.r.Discard(skip); err != nil {
+	if _, err := s.r.Discard(int(size) - len(s.hdr)); err != nil {
 		s.pos = math.MaxInt64
 		return nil, false
 	}
@@ -291,7 +311,7 @@ func (s *sequential) stored(e zipEntry, max uint64) ([]byte, bool) {
 		s.pos = math.MaxInt64
 		return nil, false
 	}
-	s.pos += int64(len(s.hdr)) + int64(skip) + int64(len(b))
+	s.pos += size + int64(len(b))
 	return b, true
 }
 
