@@ -110,6 +110,7 @@ type Service struct {
 	service   string
 	signer    *core.Signer
 	ahead     readAhead
+	sizes     pageSizes
 	// Community says what the community says of each report rendered
 	// (nil: nothing).
 	Community core.Communities
@@ -325,8 +326,11 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 	// read hold PageBytes of text (ApproxSize): large reports cost their
 	// indicator extraction and their trip to the exporter whether or not
 	// they yield many objects.
-	fq := core.FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: min(q.Limit+1, firstChunk)}
-	changes, text := 0, 0
+	key := binding(q)
+	known, learnt := x.sizes.get(key)
+	fq := core.FeedQuery{Latest: true, Registry: q.Collection.Registry, ObjectIDs: storeIDs, Limit: firstRead(known, learnt, q.Limit-len(page.Objects))}
+	changes, text, taken, takenText := 0, 0, 0, 0
+	defer func() { x.sizes.put(key, taken, len(page.Objects), bytes, takenText) }()
 	if !q.AddedAfter.IsZero() {
 		// The change of that microsecond may have objects added after it.
 		fq.From = q.AddedAfter.Truncate(time.Microsecond)
@@ -338,10 +342,31 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 			fq.AfterAt, fq.AfterSeq = pos.At, pos.Seq-1
 		}
 	}
+	if learnt && fq.Limit > 2*renderSplit {
+		// Half first: the other half is read while it renders.
+		fq.Limit /= 2
+	}
+	// The next read runs while a read's reports render, when what the
+	// query's changes held says the page needs more than them.
+	var ahead *feedRead
+	defer func() { ahead.drop() }()
 	for scanned := 0; scanned < scanFactor*q.Limit; {
-		items, err := x.store.Feed(ctx, fq)
+		var items []core.FeedItem
+		var err error
+		if ahead != nil {
+			fq = ahead.fq
+			items, err = ahead.wait()
+			ahead = nil
+		} else {
+			items, err = x.store.Feed(ctx, fq)
+		}
 		if err != nil {
 			return Page{}, err
+		}
+		if full && len(items) > 1 {
+			// Read ahead before the page filled: only the first says
+			// whether anything follows.
+			items, fq.Limit = items[:1], 1
 		}
 		if pos.Offset > 0 && len(items) > 0 && items[0].Event.Seq != pos.Seq {
 			// The change the page stopped in is no longer the report's
@@ -350,6 +375,15 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 		}
 		scanned += len(items)
 		changes += len(items)
+		if learnt && !full && len(items) == fq.Limit {
+			need := known.fill(q.Limit-len(page.Objects), core.PageBytes-bytes, core.PageBytes-text) - float64(len(items))
+			if need >= 1 {
+				next := fq
+				next.AfterAt, next.AfterSeq = items[len(items)-1].Event.At, items[len(items)-1].Event.Seq
+				next.Limit = min(int(need)+2, core.MaxGetThreats)
+				ahead = x.readFeed(ctx, next)
+			}
+		}
 		objs, err := x.render(ctx, items)
 		if err != nil {
 			return Page{}, err
@@ -362,10 +396,12 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 			if text >= core.PageBytes && len(page.Objects) > 0 {
 				full = true // the reports read so far hold a page's text
 			}
-			text += it.Threat.ApproxSize()
+			size := it.Threat.ApproxSize()
+			text += size
 			if !add(objs.records[i], p) {
 				return x.next(ctx, page, last, q)
 			}
+			taken, takenText = taken+1, takenText+size
 		}
 		if len(items) < fq.Limit {
 			return page, nil
@@ -379,6 +415,9 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 		}
 		if text >= scanFactor*core.PageBytes {
 			break // filters left out most of a lot of text
+		}
+		if ahead != nil {
+			continue
 		}
 		perChange := max(len(page.Objects)/max(changes, 1), 1)
 		bytesPerChange := max(bytes/max(changes, 1), 1)
