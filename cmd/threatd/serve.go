@@ -39,6 +39,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	defer e.close()
 	cfg, log := e.cfg, e.log
 	ctx := cmd.Context()
+	defer daemon.PaceGC()()
 
 	// The daemon (cmd/internal/daemon): its handler, its image registry and
 	// its background services; serve adds the listeners around them.
