@@ -27,6 +27,7 @@ FUZZ_SCAN   ?= 100000x
 FUZZ_FIREWALL ?= 40000x
 FUZZ_ADAPTERS ?= 50000x
 FUZZ_VERSIONS ?= 100000x
+FUZZ_STORAGE ?= 40000x
 
 all: build
 
@@ -173,7 +174,8 @@ reference-data:
 # The fuzz targets: the submit decoder/validator, identifier normalisation,
 # the indicator patterns' guards (core/ioc/scan.go), the lockfile parsers,
 # the registry firewall's paths ("a blocked version's bytes are never
-# served") and the version rules of every registry.
+# served"), the version rules of every registry, and storage's decoder of
+# its JSON columns.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
@@ -190,6 +192,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRoutes$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/registries/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/oci/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZ_STORAGE) ./storage/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.

@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/ioc"
 )
 
 // GetThreat returns one report with its details.
@@ -71,7 +74,7 @@ type getStmt struct {
 
 // getThreatsSQL reads reports and their details by a list of ids (a JSON
 // array on SQLite, a text[] on PostgreSQL), timestamps as text for
-// parseStamp, JSON columns as text; scanned by scanThreat in this order:
+// parseStamp, JSON columns as text; scanned by threatScanner in this order:
 // the report's columns, then d.threat_id, one column per field of
 // core.Details, and d.iocs when iocs is set. It is the hot read of a check that hits a report outside
 // the record cache: prepared once, one plan for every batch size (bun's IN
@@ -154,8 +157,9 @@ func (s *Store) getThreatsRaw(ctx context.Context, ids []string, iocs bool, out 
 		return err
 	}
 	defer rows.Close()
+	sc := newThreatScanner(iocs)
 	for rows.Next() {
-		r, err := scanThreat(rows, iocs)
+		r, err := sc.scan(rows)
 		if err != nil {
 			return err
 		}
@@ -164,41 +168,54 @@ func (s *Store) getThreatsRaw(ctx context.Context, ids []string, iocs bool, out 
 	return rows.Err()
 }
 
-// scanThreat reads one row of getThreatsSQL: the report's columns, then
-// the details' by the type of each field.
-func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
-	var (
-		r                                                  threatRow
-		registry, submitter, source, upstream, verifiedBy  sql.NullString
-		created, updated, verified, upstreamMod, detailsID sql.NullString
-		disputed, kept                                     sql.NullString
-	)
-	dest := []any{&r.ID, &r.ReportType, &r.ResourceIdentifier, &registry, &r.CanonicalKey, &r.Status,
-		&submitter, &r.Revision, &source, &upstream, &created, &updated, &verified, &verifiedBy, &upstreamMod, &r.AllVersions, &r.Version, &r.LegacySTIXIDs,
-		&disputed, &kept, &detailsID}
-	details := make([]sql.Null[any], len(core.DetailFields))
-	for i := range details {
-		dest = append(dest, &details[i])
+// threatScanner reads the rows of getThreatsSQL: the report's columns,
+// then the details' by the type of each field. One serves every row of a
+// statement: its columns and their destinations are allocated once, not
+// per row (a report's read is a fill's, a feed page's, a check's).
+type threatScanner struct {
+	r                                                  threatRow
+	registry, submitter, source, upstream, verifiedBy  sql.NullString
+	created, updated, verified, upstreamMod, detailsID sql.NullString
+	disputed, kept                                     sql.NullString
+	details                                            []sql.Null[any]
+	iocs                                               sql.RawBytes
+	dest                                               []any
+}
+
+func newThreatScanner(withIOCs bool) *threatScanner {
+	sc := &threatScanner{details: make([]sql.Null[any], len(core.DetailFields))}
+	r := &sc.r
+	sc.dest = []any{&r.ID, &r.ReportType, &r.ResourceIdentifier, &sc.registry, &r.CanonicalKey, &r.Status,
+		&sc.submitter, &r.Revision, &sc.source, &sc.upstream, &sc.created, &sc.updated, &sc.verified, &sc.verifiedBy, &sc.upstreamMod, &r.AllVersions, &r.Version, &r.LegacySTIXIDs,
+		&sc.disputed, &sc.kept, &sc.detailsID}
+	for i := range sc.details {
+		sc.dest = append(sc.dest, &sc.details[i])
 	}
-	var iocs sql.RawBytes
 	if withIOCs {
-		dest = append(dest, &iocs)
+		sc.dest = append(sc.dest, &sc.iocs)
 	}
-	if err := rows.Scan(dest...); err != nil {
-		return r, err
+	return sc
+}
+
+// scan reads the row rows is at.
+func (sc *threatScanner) scan(rows *sql.Rows) (threatRow, error) {
+	if err := rows.Scan(sc.dest...); err != nil {
+		return threatRow{}, err
 	}
-	r.Registry, r.SubmitterID, r.Source, r.UpstreamID, r.VerifiedBy = nullStr(registry), nullStr(submitter), nullStr(source), nullStr(upstream), nullStr(verifiedBy)
+	// Each Scan writes every column; sc.r's other fields stay empty.
+	r := sc.r
+	r.Registry, r.SubmitterID, r.Source, r.UpstreamID, r.VerifiedBy = nullStr(sc.registry), nullStr(sc.submitter), nullStr(sc.source), nullStr(sc.upstream), nullStr(sc.verifiedBy)
 	var err error
-	if r.CreatedAt, err = parseStamp(created.String); err != nil {
+	if r.CreatedAt, err = parseStamp(sc.created.String); err != nil {
 		return r, fmt.Errorf("report %s: created_at: %w", r.ID, err)
 	}
-	if r.UpdatedAt, err = parseStamp(updated.String); err != nil {
+	if r.UpdatedAt, err = parseStamp(sc.updated.String); err != nil {
 		return r, fmt.Errorf("report %s: updated_at: %w", r.ID, err)
 	}
-	for _, f := range []struct {
-		src sql.NullString
+	for _, f := range [...]struct {
+		src *sql.NullString
 		dst **time.Time
-	}{{verified, &r.VerifiedAt}, {upstreamMod, &r.UpstreamModified}, {disputed, &r.DisputedAt}, {kept, &r.KeptAt}} {
+	}{{&sc.verified, &r.VerifiedAt}, {&sc.upstreamMod, &r.UpstreamModified}, {&sc.disputed, &r.DisputedAt}, {&sc.kept, &r.KeptAt}} {
 		if !f.src.Valid {
 			continue
 		}
@@ -208,19 +225,19 @@ func scanThreat(rows *sql.Rows, withIOCs bool) (threatRow, error) {
 		}
 		*f.dst = &t
 	}
-	if !detailsID.Valid {
+	if !sc.detailsID.Valid {
 		return r, nil
 	}
-	d := detailsRow{ThreatID: detailsID.String}
-	if err := scanDetails(&d.Details, details); err != nil {
+	d := &detailsRow{ThreatID: sc.detailsID.String}
+	if err := scanDetails(&d.Details, sc.details); err != nil {
 		return r, fmt.Errorf("report %s: %w", r.ID, err)
 	}
-	if len(iocs) > 2 { // not NULL, not []
-		if err := json.Unmarshal(iocs, &d.IOCs); err != nil {
+	if len(sc.iocs) > 2 { // not NULL, not []
+		if d.IOCs, err = decodeJSON[[]ioc.IOC](sc.iocs); err != nil {
 			return r, fmt.Errorf("report %s: iocs: %w", r.ID, err)
 		}
 	}
-	r.Details = &d
+	r.Details = d
 	return r, nil
 }
 
@@ -241,8 +258,8 @@ func scanList(dst *[]string, col sql.Null[any]) error {
 	if !ok || err != nil || text == "" {
 		return err
 	}
-	var list []string
-	if err := json.Unmarshal([]byte(text), &list); err != nil {
+	list, err := decodeJSON[[]string]([]byte(text))
+	if err != nil {
 		return err
 	}
 	*dst = list
@@ -286,6 +303,24 @@ func columnText(col sql.Null[any]) (string, bool, error) {
 		return string(v), true, nil
 	}
 	return "", false, fmt.Errorf("unexpected %T for text", col.V)
+}
+
+// decodeJSON decodes a JSON column that storage itself wrote (a report's
+// lists and indicators) into a new T: with encoding/json/v2's decoder,
+// two to three times as fast as encoding/json's on these columns
+// (BenchmarkGetThreatsWithIOCs), and strict, so that anything it refuses
+// (a member of another name or case, a duplicate, invalid UTF-8, a
+// fraction where a whole number goes) is decoded again, from nothing, by
+// encoding/json, as every such column was before: the two can only
+// differ on what the strict decoder refuses.
+func decodeJSON[T any](b []byte) (T, error) {
+	var v T
+	if jsonv2.Unmarshal(b, &v, jsonv2.RejectUnknownMembers(true)) == nil {
+		return v, nil
+	}
+	var again T
+	err := json.Unmarshal(b, &again)
+	return again, err
 }
 
 func nullStr(s sql.NullString) *string {
