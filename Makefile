@@ -174,8 +174,8 @@ reference-data:
 # The fuzz targets: the submit decoder/validator, identifier normalisation,
 # the indicator patterns' guards (core/ioc/scan.go), the lockfile parsers,
 # the registry firewall's paths ("a blocked version's bytes are never
-# served"), the version rules of every registry, and storage's decoder of
-# its JSON columns.
+# served"), the version rules of every registry, storage's decoder of
+# its JSON columns and the records written by hand.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
@@ -193,6 +193,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_ADAPTERS) ./core/firewall/oci/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZ_STORAGE) ./storage/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZ_STORAGE) ./core/record/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.

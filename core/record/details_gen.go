@@ -45,3 +45,46 @@ func newDetails(d core.Details) details {
 		DownloadCount:      d.DownloadCount,
 	}
 }
+
+// appendDetails writes the members of d's record as encoding/json writes
+// them (newDetails, then json.Marshal) inside the record's object, each
+// after a comma (the record's identity comes first: PublicJSON); false
+// when a time cannot be written (encoding/json's error).
+func appendDetails(b []byte, d *core.Details) ([]byte, bool) {
+	ok := true
+	b = append(b, `,"threat_description":`...)
+	b = appendText(b, d.ThreatDescription)
+	b = append(b, `,"package_name":`...)
+	b = appendText(b, d.PackageName)
+	b = append(b, `,"publisher":`...)
+	b = appendText(b, d.Publisher)
+	b = append(b, `,"payload_description":`...)
+	b = appendText(b, d.PayloadDescription)
+	b = append(b, `,"severity_level":`...)
+	b = appendText(b, string(d.SeverityLevel))
+	b = append(b, `,"evidence_references":`...)
+	b = appendText(b, d.EvidenceReferences)
+	if d.ContactEmail != "" {
+		b = append(b, `,"contact_email":`...)
+		b = appendText(b, d.ContactEmail)
+	}
+	b = append(b, `,"tags":`...)
+	b = appendList(b, d.Tags)
+	b = append(b, `,"contributors":`...)
+	b = appendList(b, d.Contributors)
+	b = append(b, `,"version_info":`...)
+	b = appendText(b, d.VersionInfo)
+	b = append(b, `,"first_seen":`...)
+	if b, ok = appendTime(b, d.FirstSeen); !ok {
+		return b, false
+	}
+	b = append(b, `,"last_seen":`...)
+	if b, ok = appendTime(b, d.LastSeen); !ok {
+		return b, false
+	}
+	b = append(b, `,"osv_advisory_url":`...)
+	b = appendText(b, d.OSVAdvisoryURL)
+	b = append(b, `,"download_count":`...)
+	b = appendCount(b, d.DownloadCount)
+	return b, ok
+}

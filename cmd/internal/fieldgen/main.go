@@ -287,6 +287,36 @@ func recordFile(details []field) []byte {
 		}
 	}
 	w.p("\t}\n}")
+	w.p(`
+// appendDetails writes the members of d's record as encoding/json writes
+// them (newDetails, then json.Marshal) inside the record's object, each
+// after a comma (the record's identity comes first: PublicJSON); false
+// when a time cannot be written (encoding/json's error).`)
+	w.p("func appendDetails(b []byte, d *core.Details) ([]byte, bool) {\n\tok := true")
+	for _, f := range details {
+		member := fmt.Sprintf("b = append(b, `,\"%s\":`...)", f.Name)
+		var call string
+		switch f.Kind {
+		case "text", "severity":
+			call = fmt.Sprintf("b = appendText(b, %s)", f.text("d"))
+		case "list":
+			call = fmt.Sprintf("b = appendList(b, d.%s)", f.Go)
+		case "time":
+			call = fmt.Sprintf("if b, ok = appendTime(b, d.%s); !ok {\n\t\treturn b, false\n\t}", f.Go)
+		case "count":
+			call = fmt.Sprintf("b = appendCount(b, d.%s)", f.Go)
+		}
+		if f.Private { // omitempty: left out when empty
+			empty := map[string]string{"text": f.text("d") + ` != ""`, "severity": f.text("d") + ` != ""`, "list": "len(d." + f.Go + ") > 0"}[f.Kind]
+			if empty == "" {
+				empty = "d." + f.Go + " != nil"
+			}
+			w.p("\tif %s {\n\t\t%s\n\t\t%s\n\t}", empty, member, call)
+			continue
+		}
+		w.p("\t%s\n\t%s", member, call)
+	}
+	w.p("\treturn b, ok\n}")
 	return w.Bytes()
 }
 
