@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -95,10 +96,11 @@ func ParseRegistry(field, s string) (string, error) {
 	if a, ok := registryAliases[v]; ok {
 		v = a
 	}
-	for _, r := range append(PackageRegistries[:len(PackageRegistries):len(PackageRegistries)], ContainerRegistries...) {
-		if r == v {
-			return v, nil
-		}
+	// Both lists are read where they are: every check-malicious request
+	// parses its ecosystem, and a list put together here was an allocation
+	// a request.
+	if slices.Contains(PackageRegistries, v) || slices.Contains(ContainerRegistries, v) {
+		return v, nil
 	}
 	return "", Invalid(field, "must be one of %s (got %q)", strings.Join(append(PackageRegistries[:len(PackageRegistries):len(PackageRegistries)], ContainerRegistries...), ", "), s)
 }

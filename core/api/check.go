@@ -132,8 +132,14 @@ func (s *Server) checkOne(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The header's value is a slice shared by every answer (echo's Set
+	// made one per request); net/http only reads it.
+	c.Response().Header()[echo.HeaderContentType] = jsonContentType
 	return c.JSONBlob(http.StatusOK, append(b, '\n'))
 }
+
+// jsonContentType is the Content-Type of check answers, as JSONBlob sets it.
+var jsonContentType = []string{echo.MIMEApplicationJSON}
 
 // rawDetails is a result's details when they are already JSON.
 func rawDetails(d any) json.RawMessage {
