@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/threatd/threatd/cmd/internal/gcpace"
 	"github.com/threatd/threatd/core/port"
 	"github.com/threatd/threatd/plugins"
 	"github.com/threatd/threatd/storage"
 )
 
 func main() {
+	defer gcpace.Start()()
 	plugins.ServeStorage("postgres", func(ctx context.Context, cfg plugins.StorageConfig) (port.Store, error) {
 		opts, err := storage.OptionsFromSettings(cfg.Settings, os.Getenv)
 		if err != nil {

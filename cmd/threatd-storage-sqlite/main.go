@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 
+	"github.com/threatd/threatd/cmd/internal/gcpace"
 	"github.com/threatd/threatd/cmd/internal/sqliteplugin"
 	"github.com/threatd/threatd/plugins"
 )
@@ -15,5 +16,6 @@ func main() {
 		os.Exit(sqliteplugin.RunQuickCheck(os.Args[2]))
 	}
 	sqliteplugin.CheckInChild = true
+	defer gcpace.Start()()
 	plugins.ServeStorage("sqlite", sqliteplugin.Open)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/threatd/threatd/cmd/internal/daemon"
+	"github.com/threatd/threatd/cmd/internal/gcpace"
 	"github.com/threatd/threatd/config"
 	"github.com/threatd/threatd/core/api"
 )
@@ -39,7 +40,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	defer e.close()
 	cfg, log := e.cfg, e.log
 	ctx := cmd.Context()
-	defer daemon.PaceGC()()
+	defer gcpace.Start()()
 
 	// The daemon (cmd/internal/daemon): its handler, its image registry and
 	// its background services; serve adds the listeners around them.

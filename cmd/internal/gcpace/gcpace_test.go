@@ -1,4 +1,4 @@
-package daemon_test
+package gcpace_test
 
 import (
 	"runtime"
@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threatd/threatd/cmd/internal/daemon"
+	"github.com/threatd/threatd/cmd/internal/gcpace"
 )
 
 // GOGC for a live heap: the room between collections at least
-// GCHeadroom, never below 100, never above 1,000.
+// Headroom, never below 100, never above 1,000.
 func TestGCPercent(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -19,8 +19,8 @@ func TestGCPercent(t *testing.T) {
 	}{
 		{0, 1000}, {1 << 20, 1000}, {16 << 20, 400}, {40 << 20, 160}, {64 << 20, 100}, {1 << 30, 100},
 	} {
-		if got := daemon.GCPercent(tc.live); got != tc.want {
-			t.Errorf("GCPercent(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		if got := gcpace.Percent(tc.live); got != tc.want {
+			t.Errorf("Percent(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
 		}
 	}
 }
@@ -37,7 +37,7 @@ func gcPercent() int {
 // Not parallel: GOGC is the whole process's.
 func TestPaceGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "1GiB")
-	stop := daemon.PaceGC()
+	stop := gcpace.Start()
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond)
 	if p := gcPercent(); p != 100 {
@@ -45,7 +45,7 @@ func TestPaceGC(t *testing.T) {
 	}
 	stop()
 	t.Setenv("GOMEMLIMIT", "")
-	stop = daemon.PaceGC()
+	stop = gcpace.Start()
 	// The test's live heap is a few MiB: GOGC goes well above 100.
 	deadline := time.Now().Add(10 * time.Second)
 	for gcPercent() <= 100 {
