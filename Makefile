@@ -194,6 +194,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZ_VERSIONS) ./core/versioning/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZ_STORAGE) ./storage/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZ_STORAGE) ./core/record/
+	$(GO) test -run '^$$' -fuzz '^FuzzCodecUnmarshal$$' -fuzztime $(FUZZ_STORAGE) ./plugins/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.
@@ -236,11 +237,15 @@ storage:
 storage-check:
 	$(GO) run ./cmd/internal/storagegen -root . -check
 
+# The *_vtproto.pb.go files encode and decode each message without
+# reflection (plugins/codec.go).
 proto:
 	protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
+	  --plugin=protoc-gen-go-vtproto="$$($(GO) tool -n protoc-gen-go-vtproto)" \
 	  --go_out=. --go_opt=paths=source_relative \
 	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
+	  --go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+size \
 	  plugins/proto/v2/*.proto
 
 # Fails when the committed generated code differs from what `make proto` writes.
