@@ -17,7 +17,7 @@ func roundTrip[T, P any](t *testing.T, v T, to func(T) P, from func(P) T) {
 
 // fill is a T whose every field, at every depth, holds a value of its own
 // (no zero anywhere), so that a field the converters dropped shows.
-func fill[T any](t *testing.T) T {
+func fill[T any](t testing.TB) T {
 	t.Helper()
 	var v T
 	n := 0
@@ -25,7 +25,7 @@ func fill[T any](t *testing.T) T {
 	return v
 }
 
-func fillValue(t *testing.T, v reflect.Value, n *int) {
+func fillValue(t testing.TB, v reflect.Value, n *int) {
 	*n++
 	switch {
 	case v.Type() == reflect.TypeOf(time.Time{}):
