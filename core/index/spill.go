@@ -70,9 +70,10 @@ type spill struct {
 // spillState is the Index's part of the spill.
 type spillState struct {
 	dir string
-	// render writes a report as a check shows it to a viewer who may not
-	// see its contact e-mail: record.PublicJSON (tests set another).
-	render func(core.Threat) ([]byte, error)
+	// render appends a report as a check shows it to a viewer who may
+	// not see its contact e-mail: record.AppendPublicJSON (tests set
+	// another).
+	render func([]byte, core.Threat) ([]byte, error)
 	cur    atomic.Pointer[spill]
 	// wake is signalled when the follower could not write the entries of
 	// the reports it indexed.
@@ -88,7 +89,7 @@ func (x *Index) EnableSpill(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("index spill: %w", err)
 	}
-	s := &spillState{dir: dir, render: record.PublicJSON, wake: make(chan struct{}, 1)}
+	s := &spillState{dir: dir, render: record.AppendPublicJSON, wake: make(chan struct{}, 1)}
 	sp, err := s.open()
 	if err != nil {
 		return err
@@ -164,12 +165,9 @@ func (sp *spill) appendEntries(buf []byte, sizes []int) ([]int64, error) {
 	return offs, nil
 }
 
-// entry appends one entry for t to buf.
+// entry appends one entry for t to buf, the record rendered in place. On
+// an error the caller cuts buf back to where the entry began.
 func (s *spillState) entry(buf []byte, id uuid.UUID, t core.Threat) ([]byte, error) {
-	body, err := s.render(t)
-	if err != nil {
-		return buf, err
-	}
 	buf = append(buf, id[:]...)
 	sub := t.SubmitterID
 	switch {
@@ -184,8 +182,18 @@ func (s *spillState) entry(buf []byte, id uuid.UUID, t core.Threat) ([]byte, err
 	default:
 		buf = append(buf, 0)
 	}
-	return append(buf, body...), nil
+	return s.render(buf, t)
 }
+
+// entryBufs holds the buffers writeEntries renders a batch's entries into
+// (spillFlushBytes and one large entry): a buffer grown from nothing for
+// every batch was two thirds of the bytes the daemon allocated during the
+// fill, and the collector's work with them (BenchmarkWriteEntries).
+var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, spillFlushBytes+64<<10); return &b }}
+
+// entryBufMax is the largest buffer entryBufs keeps: one grown by a
+// report far larger than the rest is left to the collector.
+const entryBufMax = 4 * spillFlushBytes
 
 // pending is a report the fill reads: its key, id and the rec's generation
 // when it was chosen.
@@ -204,11 +212,18 @@ func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error
 	if sp == nil {
 		return nil
 	}
+	pooled := entryBufs.Get().(*[]byte)
+	buf := (*pooled)[:0]
+	defer func() {
+		if cap(buf) <= entryBufMax {
+			*pooled = buf[:0]
+			entryBufs.Put(pooled)
+		}
+	}()
 	var (
-		buf      []byte
-		sizes    []int
-		ps       []pending
-		offs     []int64
+		sizes    = make([]int, 0, len(ts))
+		ps       = make([]pending, 0, len(ts))
+		offs     = make([]int64, 0, len(ts))
 		firstErr error
 	)
 	// Entries go to the file a MiB at a time: a page of large reports is

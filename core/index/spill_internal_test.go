@@ -3,7 +3,9 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +20,8 @@ import (
 func TestSpillGuards(t *testing.T) {
 	ctx := context.Background()
 	x := New(nil, 16)
-	render := func(th core.Threat) ([]byte, error) {
-		return []byte(`{"d":"` + th.Details.ThreatDescription + `"}`), nil
+	render := func(b []byte, th core.Threat) ([]byte, error) {
+		return append(b, `{"d":"`+th.Details.ThreatDescription+`"}`...), nil
 	}
 	if err := x.EnableSpill(t.TempDir()); err != nil {
 		t.Fatal(err)
@@ -90,4 +92,49 @@ func TestSpillGuards(t *testing.T) {
 	if x.spill.cur.Load() == sp {
 		t.Fatal("the file was not replaced")
 	}
+}
+
+// BenchmarkWriteEntries renders and appends a fill's batch of 1,000
+// reports the size of an imported one (the spill's fill at start-up does
+// this for every verified report): its allocations are most of the
+// daemon's garbage during the fill (docs/performance.md).
+func BenchmarkWriteEntries(b *testing.B) {
+	x := New(nil, 16)
+	if err := x.EnableSpill(b.TempDir()); err != nil {
+		b.Fatal(err)
+	}
+	defer x.CloseSpill()
+	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	ts := make([]core.Threat, 1000)
+	want := make(map[uuid.UUID]pending, len(ts))
+	for i := range ts {
+		id := uuid.New()
+		name := fmt.Sprintf("bench-npm-%07d", i)
+		sum := core.Summary{ID: id.String(), CanonicalKey: "package:npm:" + name, ReportType: core.TypePackage, Registry: "npm", VerifiedAt: at}
+		if err := x.Put(sum); err != nil {
+			b.Fatal(err)
+		}
+		ts[i] = core.Threat{ID: id.String(), Status: core.StatusVerified, ReportType: core.TypePackage, CanonicalKey: sum.CanonicalKey,
+			ResourceIdentifier: name, Registry: "npm", CreatedAt: at, VerifiedAt: &at, Revision: 1, SubmitterID: "importer-osv",
+			Details: core.Details{ThreatDescription: "Malicious code in " + name + " (npm): it sends the environment to https://c2.bench-exfil.invalid/collect when installed. " + strings.Repeat("It runs a preinstall script. ", 30),
+				PackageName: name, EvidenceReferences: "https://example.org/advisories/" + name, Tags: []string{"malicious-package", "bench"},
+				Contributors: []string{}, FirstSeen: &at, OSVAdvisoryURL: "https://osv.dev/vulnerability/MAL-2025-" + name}}
+	}
+	chosen, _, _ := x.unspilled(0, len(ts))
+	for _, p := range chosen {
+		want[p.id] = p
+	}
+	sp := x.spill.cur.Load()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := x.writeEntries(ts, want); err != nil {
+			b.Fatal(err)
+		}
+		// The same batch again, over the same bytes of the file: the
+		// records hold entries already and keep them.
+		sp.mu.Lock()
+		sp.end = 0
+		sp.mu.Unlock()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ts)), "ns/report")
 }

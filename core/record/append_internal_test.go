@@ -10,7 +10,8 @@ import (
 	"github.com/threatd/threatd/core/coretest"
 )
 
-// FuzzAppendJSON holds a record's Base, written by hand (PublicJSON), to
+// FuzzAppendJSON holds a record's Base, written by hand (PublicJSON and
+// AppendPublicJSON), to
 // the bytes json.Marshal writes for it: hostile text in every text field
 // and list, times of every zone and precision (and years json.Marshal
 // refuses, which go to it), counts, nulls and the private e-mail.
@@ -44,6 +45,13 @@ func FuzzAppendJSON(f *testing.F) {
 				pub, err := PublicJSON(th)
 				if (err == nil) != (wantErr == nil) || !bytes.Equal(pub, want) && err == nil {
 					t.Fatalf("PublicJSON %s (%v), json.Marshal %s (%v)", pub, err, want, wantErr)
+				}
+				// Appended after an entry's head (the spill's fill): the
+				// record follows it, and an error leaves the head alone.
+				head := []byte("entry head\x00")
+				got, err := AppendPublicJSON(head[:len(head):len(head)], th)
+				if err == nil && !bytes.Equal(got, append(head, want...)) || err != nil && !bytes.Equal(got, head) {
+					t.Fatalf("AppendPublicJSON %q (%v), json.Marshal %s (%v)", got, err, want, wantErr)
 				}
 			}
 		}
