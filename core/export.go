@@ -123,6 +123,24 @@ type BufferWriter struct{ bytes.Buffer }
 // Start implements ExportWriter.
 func (*BufferWriter) Start(string) error { return nil }
 
+// Adopt makes b the buffer's bytes, without copying them, when it holds
+// none yet, and reports whether it did: the caller gives b up. A document
+// that comes in one message (most of the STIX exporter's renderings for
+// TAXII) is then not copied a second time.
+func (w *BufferWriter) Adopt(b []byte) bool {
+	if w.Len() > 0 || w.Cap() > 0 {
+		return false
+	}
+	w.Buffer = *bytes.NewBuffer(b)
+	return true
+}
+
+// Adopter is an ExportWriter that can take a chunk of the document
+// without copying it (BufferWriter.Adopt).
+type Adopter interface {
+	Adopt(b []byte) bool
+}
+
 // CampaignRef names a campaign a report belongs to, as its record shows it
 // (STIX also gets its description and times).
 type CampaignRef struct {

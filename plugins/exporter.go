@@ -305,6 +305,11 @@ func (c *ExporterClient) Export(ctx context.Context, req ExportRequest, w core.E
 				return err
 			}
 		}
+		// The chunk's bytes are this message's own (the codec copies
+		// them out of gRPC's buffer): a writer may keep them.
+		if a, ok := w.(core.Adopter); ok && a.Adopt(chunk.Data) {
+			continue
+		}
 		if _, err := w.Write(chunk.Data); err != nil {
 			return err
 		}

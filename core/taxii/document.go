@@ -114,24 +114,31 @@ func readObject(d *jsontext.Decoder, b []byte) (Object, error) {
 	}
 	var o Object
 	var created, modified string
+	var scratch [32]byte
 	for d.PeekKind() != '}' {
-		name, err := d.ReadToken()
+		// The name as it is in the document, not copied: a token's
+		// String was an allocation for every name of every object.
+		raw, err := d.ReadValue()
 		if err != nil {
 			return Object{}, err
 		}
-		key := name.String() // a token is void after the next read
+		name, err := unquoted(raw, scratch[:0])
+		if err != nil {
+			return Object{}, err
+		}
 		var dst *string
-		switch key {
+		var key string // the name is void after the next read
+		switch string(name) {
 		case "id":
-			dst = &o.ID
+			dst, key = &o.ID, "id"
 		case "type":
-			dst = &o.Type
+			dst, key = &o.Type, "type"
 		case "spec_version":
-			dst = &o.SpecVersion
+			dst, key = &o.SpecVersion, "spec_version"
 		case "created":
-			dst = &created
+			dst, key = &created, "created"
 		case "modified":
-			dst = &modified
+			dst, key = &modified, "modified"
 		default:
 			if err := d.SkipValue(); err != nil {
 				return Object{}, err
@@ -159,4 +166,17 @@ func readObject(d *jsontext.Decoder, b []byte) (Object, error) {
 	}
 	o.JSON = json.RawMessage(raw)
 	return o, nil
+}
+
+// unquoted is the text of a JSON string as it is in the document: the
+// bytes between its quotes, or, when it has an escape, unescaped into
+// scratch.
+func unquoted(raw jsontext.Value, scratch []byte) ([]byte, error) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil, fmt.Errorf("a name that is not a string: %.40s", raw)
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1], nil
+	}
+	return jsontext.AppendUnquote(scratch, raw)
 }

@@ -10,7 +10,8 @@ func TestReadDocument(t *testing.T) {
 	at := []time.Time{time.Date(2026, 5, 1, 10, 0, 0, 123456000, time.UTC), time.Date(2026, 5, 1, 10, 0, 0, 123457000, time.UTC)}
 	added := func(i int) time.Time { return at[i] }
 	malware := `{"type":"malware","id":"malware--1","spec_version":"2.1","created":"2026-05-01T10:00:00.000Z","modified":"2026-05-02T10:00:00.000Z","name":"x {\"y\"}","labels":["a","b"],"extensions":{"e":{"id":"not the head"}}}`
-	indicator := `{"id":"indicator--2","type":"indicator","created":"2026-05-01T10:00:00.000Z","pattern":"[url:value = 'x']"}`
+	// Names with escapes are the same names.
+	indicator := `{"\u0069d":"indicator--2","typ\u0065":"indicator","created":"2026-05-01T10:00:00.000Z","pattern":"[url:value = 'x']"}`
 	doc := "{\n \"shared\": [ {\"type\":\"identity\",\"id\":\"identity--s\",\"created\":\"2026-01-01T00:00:00.000Z\"} ],\n" +
 		" \"records\": [\n  [ " + malware + " ,\n\t" + indicator + "],\n  []\n ]\n}\n"
 	shared, records, err := readDocument([]byte(doc), 2, added)
@@ -27,7 +28,7 @@ func TestReadDocument(t *testing.T) {
 	if m.ID != "malware--1" || m.Type != "malware" || m.SpecVersion != "2.1" || m.Version != "2026-05-02T10:00:00.000Z" || string(m.JSON) != malware {
 		t.Fatalf("malware: %+v %s", m, m.JSON)
 	}
-	if i.ID != "indicator--2" || i.Version != "2026-05-01T10:00:00.000Z" || string(i.JSON) != indicator {
+	if i.ID != "indicator--2" || i.Type != "indicator" || i.Version != "2026-05-01T10:00:00.000Z" || string(i.JSON) != indicator {
 		t.Fatalf("indicator: %+v %s", i, i.JSON)
 	}
 	if !m.DateAdded.Equal(at[0]) || !i.DateAdded.Equal(at[0].Add(1)) {
@@ -41,6 +42,7 @@ func TestReadDocument(t *testing.T) {
 		"not JSON":            `{"shared":[],"records":[[],[]]`,
 		"data after it":       `{"shared":[],"records":[[],[]]} {}`,
 		"duplicate name":      `{"shared":[],"records":[[{"id":"a","id":"b"}],[]]}`,
+		"duplicate, escaped":  `{"shared":[],"records":[[{"id":"a","\u0069d":"b"}],[]]}`,
 		"invalid UTF-8":       "{\"shared\":[],\"records\":[[{\"id\":\"a\xff\"}],[]]}",
 		"id not a string":     `{"shared":[],"records":[[{"id":1}],[]]}`,
 		"a record not a list": `{"shared":[],"records":[{},[]]}`,

@@ -197,6 +197,9 @@ func Timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
+// maxPageRoom bounds the objects a page makes room for before it reads.
+const maxPageRoom = 1000
+
 // firstChunk is how many changes the first read of a page asks for.
 const firstChunk = 10
 
@@ -269,7 +272,9 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 	if (pos.Set && (pos.Seq > 0 || pos.Offset == 0)) || (!q.AddedAfter.IsZero() && !q.AddedAfter.Before(SharedAdded.Add(time.Microsecond))) {
 		shared = false
 	}
-	var page Page
+	// Room for a full page: grown from nothing, the page's list was
+	// copied about ten times.
+	page := Page{Objects: make([]Object, 0, min(q.Limit, maxPageRoom))}
 	full, bytes := false, 0
 	var last position
 	// add appends the objects of one change (or the shared ones) from
