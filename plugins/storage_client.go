@@ -67,3 +67,13 @@ type storageConn struct{ pb.StorageClient }
 
 // conn is the client of the current storage process.
 func (c *StorageClient) conn() pb.StorageClient { return c.rpc.Load().StorageClient }
+
+// Once a stream's first item has come, a generated client makes room for
+// one item per id asked for (up to idsRoom, the most MaxGetThreats asks),
+// or for up to limitRoom of a request's Limit: a limit is a bound, and a
+// poll that returns three items should not pay for a thousand
+// (storagegen's roomFor).
+const (
+	idsRoom   = 1000
+	limitRoom = 128
+)

@@ -62,6 +62,9 @@ func (c *StorageClient) ListUsers(ctx context.Context, p core.UserQuery) ([]core
 	var out []core.User
 	stream, err := c.conn().ListUsers(ctx, userQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.User) error {
+		if out == nil {
+			out = make([]core.User, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, userFromPB(r))
 		return nil
 	})
@@ -224,6 +227,9 @@ func (c *StorageClient) GetThreats(ctx context.Context, p []string) ([]core.Thre
 	var out []core.Threat
 	stream, err := c.conn().GetThreats(ctx, &pb.GetThreatsRequest{Ids: p})
 	err = eachRecv(stream, err, func(r *pb.Threat) error {
+		if out == nil {
+			out = make([]core.Threat, 0, min(len(p), idsRoom))
+		}
 		out = append(out, threatFromPB(r))
 		return nil
 	})
@@ -238,6 +244,9 @@ func (c *StorageClient) GetThreatsWithIOCs(ctx context.Context, p []string) ([]c
 	var out []core.Threat
 	stream, err := c.conn().GetThreatsWithIOCs(ctx, &pb.GetThreatsWithIOCsRequest{Ids: p})
 	err = eachRecv(stream, err, func(r *pb.Threat) error {
+		if out == nil {
+			out = make([]core.Threat, 0, min(len(p), idsRoom))
+		}
 		out = append(out, threatFromPB(r))
 		return nil
 	})
@@ -272,6 +281,9 @@ func (c *StorageClient) SubmitterRecords(ctx context.Context, p []string) ([]cor
 	var out []core.SubmitterRecord
 	stream, err := c.conn().SubmitterRecords(ctx, &pb.SubmitterRecordsRequest{UserIDs: p})
 	err = eachRecv(stream, err, func(r *pb.SubmitterRecord) error {
+		if out == nil {
+			out = make([]core.SubmitterRecord, 0, min(len(p), idsRoom))
+		}
 		out = append(out, submitterRecordFromPB(r))
 		return nil
 	})
@@ -398,6 +410,9 @@ func (c *StorageClient) LatestVerified(ctx context.Context, p core.LatestFilter)
 	var out []core.Threat
 	stream, err := c.conn().LatestVerified(ctx, latestFilterToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Threat) error {
+		if out == nil {
+			out = make([]core.Threat, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, threatFromPB(r))
 		return nil
 	})
@@ -418,6 +433,9 @@ func (c *StorageClient) QueryThreats(ctx context.Context, p core.ThreatQuery) ([
 	var out []core.Threat
 	stream, err := c.conn().QueryThreats(ctx, threatQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Threat) error {
+		if out == nil {
+			out = make([]core.Threat, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, threatFromPB(r))
 		return nil
 	})
@@ -442,6 +460,9 @@ func (c *StorageClient) ThreatsByKeyPrefix(ctx context.Context, p core.KeyPrefix
 	var out []core.Threat
 	stream, err := c.conn().ThreatsByKeyPrefix(ctx, keyPrefixQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Threat) error {
+		if out == nil {
+			out = make([]core.Threat, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, threatFromPB(r))
 		return nil
 	})
@@ -456,6 +477,9 @@ func (c *StorageClient) Feed(ctx context.Context, p core.FeedQuery) ([]core.Feed
 	var out []core.FeedItem
 	stream, err := c.conn().Feed(ctx, feedQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.FeedItem) error {
+		if out == nil {
+			out = make([]core.FeedItem, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, feedItemFromPB(r))
 		return nil
 	})
@@ -480,6 +504,9 @@ func (c *StorageClient) Changes(ctx context.Context, p core.ChangeQuery) ([]core
 	var out []core.Change
 	stream, err := c.conn().Changes(ctx, changeQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Change) error {
+		if out == nil {
+			out = make([]core.Change, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, changeFromPB(r))
 		return nil
 	})
@@ -702,6 +729,9 @@ func (c *StorageClient) DueDeliveries(ctx context.Context, p webhooks.DueQuery) 
 	var out []webhooks.Delivery
 	stream, err := c.conn().DueDeliveries(ctx, dueQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Delivery) error {
+		if out == nil {
+			out = make([]webhooks.Delivery, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, deliveryFromPB(r))
 		return nil
 	})
@@ -726,6 +756,9 @@ func (c *StorageClient) WebhookAttempts(ctx context.Context, p webhooks.AttemptQ
 	var out []webhooks.DeliveryAttempt
 	stream, err := c.conn().WebhookAttempts(ctx, attemptQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.DeliveryAttempt) error {
+		if out == nil {
+			out = make([]webhooks.DeliveryAttempt, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, deliveryAttemptFromPB(r))
 		return nil
 	})
@@ -834,6 +867,9 @@ func (c *StorageClient) ListHeld(ctx context.Context, p firewall.HeldQuery) ([]f
 	var out []firewall.HeldVersion
 	stream, err := c.conn().ListHeld(ctx, heldQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.HeldVersion) error {
+		if out == nil {
+			out = make([]firewall.HeldVersion, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, heldVersionFromPB(r))
 		return nil
 	})
@@ -858,6 +894,9 @@ func (c *StorageClient) PinnedDigests(ctx context.Context, p []string) ([]firewa
 	var out []firewall.DigestPin
 	stream, err := c.conn().PinnedDigests(ctx, &pb.PinnedDigestsRequest{ThreatIDs: p})
 	err = eachRecv(stream, err, func(r *pb.DigestPin) error {
+		if out == nil {
+			out = make([]firewall.DigestPin, 0, min(len(p), idsRoom))
+		}
 		out = append(out, digestPinFromPB(r))
 		return nil
 	})
@@ -892,6 +931,9 @@ func (c *StorageClient) LedgerOf(ctx context.Context, p firewall.LedgerQuery) ([
 	var out []firewall.LedgerEntry
 	stream, err := c.conn().LedgerOf(ctx, ledgerQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.LedgerEntry) error {
+		if out == nil {
+			out = make([]firewall.LedgerEntry, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, ledgerEntryFromPB(r))
 		return nil
 	})
@@ -970,6 +1012,9 @@ func (c *StorageClient) CountSightings(ctx context.Context, p []string) ([]core.
 	var out []core.SightingCounts
 	stream, err := c.conn().CountSightings(ctx, &pb.CountSightingsRequest{ThreatIDs: p})
 	err = eachRecv(stream, err, func(r *pb.SightingCounts) error {
+		if out == nil {
+			out = make([]core.SightingCounts, 0, min(len(p), idsRoom))
+		}
 		out = append(out, sightingCountsFromPB(r))
 		return nil
 	})
@@ -984,6 +1029,9 @@ func (c *StorageClient) SightingCountsPage(ctx context.Context, p community.Sigh
 	var out []core.SightingCounts
 	stream, err := c.conn().SightingCountsPage(ctx, sightingCountsQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.SightingCounts) error {
+		if out == nil {
+			out = make([]core.SightingCounts, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, sightingCountsFromPB(r))
 		return nil
 	})
@@ -998,6 +1046,9 @@ func (c *StorageClient) Reputations(ctx context.Context, p []string) ([]communit
 	var out []community.Reputation
 	stream, err := c.conn().Reputations(ctx, &pb.ReputationsRequest{UserIDs: p})
 	err = eachRecv(stream, err, func(r *pb.Reputation) error {
+		if out == nil {
+			out = make([]community.Reputation, 0, min(len(p), idsRoom))
+		}
 		out = append(out, reputationFromPB(r))
 		return nil
 	})
@@ -1012,6 +1063,9 @@ func (c *StorageClient) Leaderboard(ctx context.Context, p community.Leaderboard
 	var out []community.LeaderboardEntry
 	stream, err := c.conn().Leaderboard(ctx, leaderboardQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.LeaderboardEntry) error {
+		if out == nil {
+			out = make([]community.LeaderboardEntry, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, leaderboardEntryFromPB(r))
 		return nil
 	})
@@ -1026,6 +1080,9 @@ func (c *StorageClient) ReputationHistory(ctx context.Context, p community.Histo
 	var out []community.ReputationEvent
 	stream, err := c.conn().ReputationHistory(ctx, historyQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.ReputationEvent) error {
+		if out == nil {
+			out = make([]community.ReputationEvent, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, reputationEventFromPB(r))
 		return nil
 	})
@@ -1098,6 +1155,9 @@ func (c *StorageClient) ListCampaigns(ctx context.Context, p community.CampaignQ
 	var out []community.Campaign
 	stream, err := c.conn().ListCampaigns(ctx, campaignQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Campaign) error {
+		if out == nil {
+			out = make([]community.Campaign, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, campaignFromPB(r))
 		return nil
 	})
@@ -1126,6 +1186,9 @@ func (c *StorageClient) SharedIndicatorGroups(ctx context.Context, p community.I
 	var out []community.IndicatorGroup
 	stream, err := c.conn().SharedIndicatorGroups(ctx, indicatorGroupQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.IndicatorGroup) error {
+		if out == nil {
+			out = make([]community.IndicatorGroup, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, indicatorGroupFromPB(r))
 		return nil
 	})
@@ -1156,6 +1219,9 @@ func (c *StorageClient) ClaimAnalyses(ctx context.Context, p analysis.Claim) ([]
 	var out []analysis.Job
 	stream, err := c.conn().ClaimAnalyses(ctx, claimToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Job) error {
+		if out == nil {
+			out = make([]analysis.Job, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, jobFromPB(r))
 		return nil
 	})
@@ -1200,6 +1266,9 @@ func (c *StorageClient) AnalysesOfReports(ctx context.Context, p []string) ([]an
 	var out []analysis.Entry
 	stream, err := c.conn().AnalysesOfReports(ctx, &pb.AnalysesOfReportsRequest{ReportIDs: p})
 	err = eachRecv(stream, err, func(r *pb.Entry) error {
+		if out == nil {
+			out = make([]analysis.Entry, 0, min(len(p), idsRoom))
+		}
 		out = append(out, entryFromPB(r))
 		return nil
 	})
@@ -1214,6 +1283,9 @@ func (c *StorageClient) AnalysisHolds(ctx context.Context, p analysis.HoldQuery)
 	var out []analysis.Hold
 	stream, err := c.conn().AnalysisHolds(ctx, holdQueryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Hold) error {
+		if out == nil {
+			out = make([]analysis.Hold, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, holdFromPB(r))
 		return nil
 	})
@@ -1258,6 +1330,9 @@ func (c *StorageClient) ExposedPackages(ctx context.Context, p []exposure.Packag
 	var out []exposure.Package
 	stream, err := c.conn().ExposedPackages(ctx, &pb.ExposedPackagesRequest{Ps: each(p, packageToPB)})
 	err = eachRecv(stream, err, func(r *pb.Package) error {
+		if out == nil {
+			out = make([]exposure.Package, 0, min(len(p), idsRoom))
+		}
 		out = append(out, packageFromPB(r))
 		return nil
 	})
@@ -1282,6 +1357,9 @@ func (c *StorageClient) ListExposures(ctx context.Context, p exposure.Query) ([]
 	var out []exposure.Exposure
 	stream, err := c.conn().ListExposures(ctx, queryToPB(p))
 	err = eachRecv(stream, err, func(r *pb.Exposure) error {
+		if out == nil {
+			out = make([]exposure.Exposure, 0, min(max(p.Limit, 1), limitRoom))
+		}
 		out = append(out, exposureFromPB(r))
 		return nil
 	})
