@@ -61,7 +61,8 @@ func TestRecordShape(t *testing.T) {
 
 // TestCheckAnswerIsEncodingJSON: a check answer written by hand is what
 // echo's JSON encoder (encoding/json, HTML escaping on) writes for the same
-// result, with details as a record, as JSON read from the spill, or absent.
+// result, with details as a record, as JSON read from the spill (alone or
+// with the community's signals spliced in), or absent.
 func TestCheckAnswerIsEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	th := core.Threat{ID: "id1", Status: core.StatusVerified, ReportType: core.TypePackage, ResourceIdentifier: "<evil>&\"pkg\"", Registry: "npm",
@@ -77,6 +78,12 @@ func TestCheckAnswerIsEncodingJSON(t *testing.T) {
 		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, Ecosystem: &eco, ThreatCount: 3, Details: (&Server{}).toRecord(th, core.Principal{})},
 		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, ThreatCount: 1, Details: json.RawMessage(rendered)},
 		{Malicious: true, ReportType: "domain", ResourceIdentifier: "x.example", ThreatCount: 2, Details: json.RawMessage(rendered), Message: "named\tas an indicator", MatchedAs: "indicator"},
+		// Read from the spill, with what the community says spliced in as
+		// the answer is written.
+		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, ThreatCount: 1, Details: splicedRecord{base: rendered}},
+		{Malicious: true, ReportType: "package", ResourceIdentifier: th.ResourceIdentifier, ThreatCount: 4, Details: splicedRecord{base: rendered,
+			community: core.Community{Sightings: core.SightingCounts{Seen: 7, FalsePositive: 1, LastSeen: at}, Confidence: 64, Disputed: true,
+				Campaigns: []core.CampaignRef{{ID: "c1", Name: "<Shai-Hulud> & \"co\""}}}}},
 	} {
 		var want bytes.Buffer
 		if err := json.NewEncoder(&want).Encode(r); err != nil {

@@ -224,7 +224,15 @@ func Splice(base []byte, c core.Community) []byte {
 	if len(base) < 2 || base[len(base)-1] != '}' {
 		return base
 	}
-	b := make([]byte, 0, len(base)+160+len(c.Campaigns)*80)
+	return AppendSplice(make([]byte, 0, len(base)+160+len(c.Campaigns)*80), base, c)
+}
+
+// AppendSplice appends Splice(base, c) to b: a check answer writes the
+// record straight into the answer's buffer.
+func AppendSplice(b, base []byte, c core.Community) []byte {
+	if len(base) < 2 || base[len(base)-1] != '}' {
+		return append(b, base...)
+	}
 	b = append(b, base[:len(base)-1]...)
 	if len(base) > 2 {
 		b = append(b, ',')
