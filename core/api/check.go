@@ -169,16 +169,11 @@ func (r splicedRecord) MarshalJSON() ([]byte, error) { return record.Splice(r.ba
 // jsonContentType is the Content-Type of check answers, as JSONBlob sets it.
 var jsonContentType = []string{echo.MIMEApplicationJSON}
 
-// rawDetails is a result's details when they are already JSON.
-func rawDetails(d any) json.RawMessage {
-	raw, _ := d.(json.RawMessage)
-	return raw
-}
-
 // appendJSON writes r as encoding/json writes it, byte for byte (HTML
-// escaping on, as echo's JSON answers), without its reflection; details
-// read from the index's spill are copied as they are (json.Marshal wrote
-// them). A check answer is written for every request of the hot path.
+// escaping on, as echo's JSON answers), without its reflection; a record
+// read from the index's spill is spliced in as it is (json.Marshal's
+// bytes, record.AppendSplice). A check answer is written for every
+// request of the hot path.
 func (r checkResult) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"malicious":`...)
 	b = strconv.AppendBool(b, r.Malicious)
@@ -198,8 +193,6 @@ func (r checkResult) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"details":`...)
 		if sr, ok := r.Details.(splicedRecord); ok {
 			b = record.AppendSplice(b, sr.base, sr.community)
-		} else if raw := rawDetails(r.Details); raw != nil {
-			b = append(b, raw...)
 		} else {
 			d, err := json.Marshal(r.Details)
 			if err != nil {

@@ -185,11 +185,13 @@ func (s *spillState) entry(buf []byte, id uuid.UUID, t core.Threat) ([]byte, err
 	return s.render(buf, t)
 }
 
-// entryBufs holds the buffers writeEntries renders a batch's entries into
-// (spillFlushBytes and one large entry): a buffer grown from nothing for
-// every batch was two thirds of the bytes the daemon allocated during the
-// fill, and the collector's work with them (BenchmarkWriteEntries).
-var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, spillFlushBytes+64<<10); return &b }}
+// entryBufs holds the buffers writeEntries renders a batch's entries into:
+// a buffer grown from nothing for every batch was two thirds of the bytes
+// the daemon allocated during the fill, and the collector's work with them
+// (BenchmarkWriteEntries). A new one has room for the batch at the
+// entries' mean size, up to a flush and one large entry: the follower's
+// write of one changed report does not pay for a MiB.
+var entryBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // entryBufMax is the largest buffer entryBufs keeps: one grown by a
 // report far larger than the rest is left to the collector.
@@ -214,6 +216,9 @@ func (x *Index) writeEntries(ts []core.Threat, want map[uuid.UUID]pending) error
 	}
 	pooled := entryBufs.Get().(*[]byte)
 	buf := (*pooled)[:0]
+	if want := min(len(ts)*int(max(s.meanSize.Load(), 1024)), spillFlushBytes) + 64<<10; cap(buf) < want {
+		buf = make([]byte, 0, want)
+	}
 	defer func() {
 		if cap(buf) <= entryBufMax {
 			*pooled = buf[:0]

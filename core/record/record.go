@@ -221,9 +221,6 @@ func appendCount(b []byte, n *int64) []byte {
 // bytes json.Marshal writes for the whole Record, without its reflection
 // (a check answer is written for every request of the hot path).
 func Splice(base []byte, c core.Community) []byte {
-	if len(base) < 2 || base[len(base)-1] != '}' {
-		return base
-	}
 	return AppendSplice(make([]byte, 0, len(base)+160+len(c.Campaigns)*80), base, c)
 }
 

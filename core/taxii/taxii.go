@@ -197,7 +197,7 @@ func Timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
-// maxPageRoom bounds the objects a page makes room for before it reads.
+// maxPageRoom bounds the objects a page makes room for at its first.
 const maxPageRoom = 1000
 
 // firstChunk is how many changes the first read of a page asks for.
@@ -272,9 +272,7 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 	if (pos.Set && (pos.Seq > 0 || pos.Offset == 0)) || (!q.AddedAfter.IsZero() && !q.AddedAfter.Before(SharedAdded.Add(time.Microsecond))) {
 		shared = false
 	}
-	// Room for a full page: grown from nothing, the page's list was
-	// copied about ten times.
-	page := Page{Objects: make([]Object, 0, min(q.Limit, maxPageRoom))}
+	var page Page
 	full, bytes := false, 0
 	var last position
 	// add appends the objects of one change (or the shared ones) from
@@ -291,6 +289,11 @@ func (x *Service) page(ctx context.Context, q Query) (Page, error) {
 		if full {
 			page.More = true
 			return false
+		}
+		if page.Objects == nil {
+			// Room for a full page once there is an object: grown from
+			// nothing, the list was copied about ten times.
+			page.Objects = make([]Object, 0, min(q.Limit, maxPageRoom))
 		}
 		room := q.Limit - len(page.Objects)
 		switch {
