@@ -14,7 +14,7 @@ import (
 func FuzzRoutes(f *testing.F) {
 	for _, s := range []string{"com/example/lib/maven-metadata.xml.sha1", "com/example/lib/1.0/lib-1.0.jar", "org/%2e%2e/lib/1/lib-1.jar",
 		"config.json", "se/rd/serde_json", "crates/serde/1.0.0/download", "crates/a%2f..%2fb/1/download",
-		"versions", "info/rails", "gems/rails-7.1.0.gem", "gems/rails-5-x-1.0.gem", "gems/evil-2x-1.0.1-java.gem", "quick/Marshal.4.8/rails-7.1.0.gemspec.rz", "info/..%2fversions",
+		"versions", "info/rails", "gems/rails-7.1.0.gem", "gems/rails-5-x-1.0.gem", "gems/evil-2x-1.0.1-java.gem", "quick/Marshal.4.8/rails-7.1.0.gemspec.rz", "info/..%2fversions", "gems/.-0.gem", "gems/..-1.0-java.gem",
 		"v3/index.json", "res/PackageBaseAddress_3.0.0/Newtonsoft.Json/index.json", "res/PackageBaseAddress_3.0.0/a/1.0.0/a.1.0.0.nupkg", "res/RegistrationsBaseUrl/a/page/1/2.json", "res/RegistrationsBaseUrl_3.6.0/a/1.0.0.json"} {
 		f.Add(s)
 	}

@@ -37,7 +37,7 @@ func TestReadings(t *testing.T) {
 			t.Errorf("Readings(%q) = %q, want %q", full, got, want)
 		}
 	}
-	for _, bad := range []string{"rails", "-1.0", "a-b", "evil-2x", "a-1.0--java", "a-1..0"} {
+	for _, bad := range []string{"rails", "-1.0", "a-b", "evil-2x", "a-1.0--java", "a-1..0", ".-0", "..-1.0-java"} {
 		if rs := Readings(bad); len(rs) != 0 {
 			t.Errorf("Readings(%q) = %v", bad, rs)
 		}

@@ -136,11 +136,16 @@ func Readings(full string) []Reading {
 		if platform != "" && (platform[0] >= '0' && platform[0] <= '9' || slices.Contains(parts[i+1:], "")) {
 			continue
 		}
+		name := strings.Join(parts[:i], "-")
+		if !firewall.NamePart(name, ".-_") {
+			// "." and ".." are no gem: /info/. would climb.
+			continue
+		}
 		key := parts[i]
 		if platform != "" {
 			key += "-" + platform
 		}
-		out = append(out, Reading{Name: strings.Join(parts[:i], "-"), Version: key})
+		out = append(out, Reading{Name: name, Version: key})
 	}
 	// The reading with the longest name first: a platform is rarer than
 	// a name with a part that starts with a digit.
