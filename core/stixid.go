@@ -1,6 +1,8 @@
 package core
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -16,11 +18,48 @@ var STIXNamespace = uuid.MustParse("7d5f3a52-6a1e-4c55-9a0e-1f9c1b6e2a11")
 // so that the same parts always yield the same object (package stix). The
 // objects of a report have the ids STIXIDsOf gives.
 func STIXID(kind string, parts ...string) string {
-	return kind + "--" + uuid.NewSHA1(STIXNamespace, stixName(kind, parts)).String()
+	var buf [256]byte
+	return stixIDString(kind, nameUUID(appendName(buf[:0], kind, parts...)))
 }
 
-func stixName(kind string, parts []string) []byte {
-	return []byte(kind + "\x00" + strings.Join(parts, "\x00"))
+// appendName appends what an object's UUIDv5 hashes: the namespace, then
+// its name, kind + "\x00" + the parts joined by "\x00". A part more is
+// appended as "\x00" + part.
+func appendName(b []byte, kind string, parts ...string) []byte {
+	b = append(append(append(b, STIXNamespace[:]...), kind...), 0)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+// nameUUID is uuid.NewSHA1's UUIDv5 of what appendName appended, without
+// its allocations: a TAXII pull names every object it renders (the
+// hasher, its sum and the name were four of each id's six allocations).
+// TestNameUUIDIsUUIDv5 holds it to uuid.NewSHA1.
+func nameUUID(name []byte) uuid.UUID {
+	sum := sha1.Sum(name)
+	var u uuid.UUID
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0f | 0x50
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+// stixIDString is kind + "--" + u.String(), in one allocation.
+func stixIDString(kind string, u uuid.UUID) string {
+	var buf [64]byte
+	b := append(append(buf[:0], kind...), "--"...)
+	for i, part := range [][]byte{u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]} {
+		if i > 0 {
+			b = append(b, '-')
+		}
+		b = hex.AppendEncode(b, part)
+	}
+	return string(b)
 }
 
 // STIXIDs names the STIX objects of one report: its malware object, and an
@@ -63,11 +102,15 @@ func (t Threat) STIXIDs() STIXIDs { return STIXIDsOf(t.ID, t.LegacySTIXIDs) }
 func (s STIXIDs) Listed() bool { return s.listed }
 
 func (s STIXIDs) id(kind string, parts ...string) string {
-	parts = append([]string{s.threatID}, parts...)
-	if s.listed {
-		return STIXID(kind, parts...)
+	var buf [256]byte
+	name := appendName(buf[:0], kind, s.threatID)
+	for _, p := range parts {
+		name = append(append(name, 0), p...)
 	}
-	h := uuid.NewSHA1(STIXNamespace, stixName(kind, parts))
+	h := nameUUID(name)
+	if s.listed {
+		return stixIDString(kind, h)
+	}
 	var o uuid.UUID
 	copy(o[:8], s.prefix[:8])
 	// Bytes 0-7 are the report's, but for the version: the object's UUID
@@ -76,7 +119,7 @@ func (s STIXIDs) id(kind string, parts ...string) string {
 	o[6] = 0x50 | s.prefix[6]&0x0f
 	o[8] = 0x80 | (s.prefix[6]>>4)<<2 | h[8]&0x03
 	copy(o[9:], h[9:])
-	return kind + "--" + o.String()
+	return stixIDString(kind, o)
 }
 
 // Malware is the id of the report's malware object.

@@ -3,6 +3,7 @@ package core_test
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -90,6 +91,29 @@ func TestSTIXIDs(t *testing.T) {
 	for _, bad := range []string{"", "malware", "malware--", "--" + report, "malware--" + report + "x", "malware--{" + report + "}"} {
 		if _, _, ok := core.STIXReportRange(bad); ok {
 			t.Errorf("STIXReportRange(%q) is ok", bad)
+		}
+	}
+}
+
+// STIXID is the UUIDv5 of the object's name as uuid.NewSHA1 makes it, for
+// any parts: none, empty ones, names longer than its buffer, any bytes.
+func TestSTIXIDIsUUIDv5OfTheName(t *testing.T) {
+	long := strings.Repeat("évil.example/", 40)
+	for _, parts := range [][]string{nil, {""}, {"", ""}, {"threatd"}, {"019ab5c2-7d1e-7f3a-9b2c-4d5e6f708192", "url", long},
+		{"a\x00b", "\xff\xfe", "indicates"}, {long, long, long}} {
+		for _, kind := range []string{"malware", "x-very-long-custom-object-kind-name-of-forty-bytes-or-more"} {
+			want := kind + "--" + uuid.NewSHA1(core.STIXNamespace, []byte(kind+"\x00"+strings.Join(parts, "\x00"))).String()
+			if got := core.STIXID(kind, parts...); got != want {
+				t.Errorf("STIXID(%q, %q) = %s, want %s", kind, parts, got, want)
+			}
+		}
+	}
+	// A report's listed ids are STIXID's of the report and the parts.
+	for _, report := range []string{"legacy-report", long} {
+		ids := core.STIXIDsOf(report, true)
+		x := ioc.IOC{Type: "url", Value: long}
+		if ids.Indicator(x) != core.STIXID("indicator", report, "url", long) || ids.Malware() != core.STIXID("malware", report) {
+			t.Errorf("listed ids of %q differ from STIXID", report)
 		}
 	}
 }

@@ -83,3 +83,21 @@ func TestAppendJSONOnRealReports(t *testing.T) {
 		t.Fatalf("%d reports read (29,604 expected), %d objects rendered differently", reports, different)
 	}
 }
+
+// BenchmarkRecordObjects: one report's objects (a malware, its sighting
+// and an indicator and relationship for each of its indicators), mapped
+// and rendered as the TAXII collections render them.
+func BenchmarkRecordObjects(b *testing.B) {
+	r := sample()
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		buf = buf[:0]
+		for _, o := range RecordObjects(r, "threatd") {
+			var err error
+			if buf, err = AppendJSON(buf, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ package stix
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -152,7 +153,8 @@ func mapRecord(r Record, identity string) []Object {
 	// A withdrawn report's objects are published once more, revoked (STIX
 	// 2.1 §3.6): a consumer that holds them must stop using them.
 	revoked := t.Status == core.StatusRejected
-	createdStamp, modifiedStamp := stamp(created), stamp(modified)
+	createdStamp, modifiedStamp, validStamp := stamp(created), stamp(modified), stamp(validFrom)
+	first := firstLine(t.Details.ThreatDescription)
 	common := func(kind string) Object {
 		// Sized for an indicator's properties: a map grown past its first
 		// group was a tenth of the exporter's CPU in a TAXII pull.
@@ -195,13 +197,13 @@ func mapRecord(r Record, identity string) []Object {
 		}
 		ind := common("indicator")
 		ind["id"] = ids.Indicator(x)
-		ind["name"] = fmt.Sprintf("%s %s of %s", x.Type, x.Value, name)
-		ind["description"] = indicatorDescription(x, name, t.Details.ThreatDescription)
+		ind["name"] = x.Type + " " + x.Value + " of " + name
+		ind["description"] = indicatorDescription(x, name, first)
 		ind["indicator_types"] = []string{"malicious-activity"}
 		ind["pattern"] = pattern
 		ind["pattern_type"] = "stix"
 		ind["pattern_version"] = "2.1"
-		ind["valid_from"] = stamp(validFrom)
+		ind["valid_from"] = validStamp
 		if x.Confidence > 0 {
 			ind["confidence"] = x.Confidence
 		}
@@ -288,18 +290,24 @@ func times(n int64) string {
 	return fmt.Sprintf("%d times", n)
 }
 
-// indicatorDescription says what an indicator is evidence of (the OASIS
-// validator's SHOULD for indicators): the kind of indicator, the report's
-// subject, and the first line of the report's description, cut to 300
-// characters.
-func indicatorDescription(x ioc.IOC, subject, threat string) string {
-	kind := x.Type
-	if x.Detail != "" {
-		kind += " (" + x.Detail + ")"
-	}
+// firstLine is the first line of a report's description, cut to 300
+// characters: what each of its indicators' descriptions ends with.
+func firstLine(threat string) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(threat), "\n")
 	if r := []rune(first); len(r) > 300 {
 		first = string(r[:299]) + "…"
+	}
+	return first
+}
+
+// indicatorDescription says what an indicator is evidence of (the OASIS
+// validator's SHOULD for indicators): the kind of indicator, the report's
+// subject, and first, the first line of the report's description
+// (firstLine).
+func indicatorDescription(x ioc.IOC, subject, first string) string {
+	kind := x.Type
+	if x.Detail != "" {
+		kind += " (" + x.Detail + ")"
 	}
 	d := fmt.Sprintf("A %s indicator of compromise stated by the threatd report on %s.", kind, subject)
 	if len(x.Versions) > 0 {
@@ -311,17 +319,17 @@ func indicatorDescription(x ioc.IOC, subject, threat string) string {
 	return d
 }
 
+// malwareVocab maps tags onto STIX's malware-type-ov.
+var malwareVocab = map[string]string{"backdoor": "backdoor", "bot": "bot", "botnet": "bot", "dropper": "dropper", "downloader": "downloader",
+	"keylogger": "keylogger", "ransomware": "ransomware", "rat": "remote-access-trojan", "remote-access-trojan": "remote-access-trojan",
+	"rootkit": "rootkit", "spyware": "spyware", "trojan": "trojan", "worm": "worm", "virus": "virus", "miner": "resource-exploitation",
+	"cryptominer": "resource-exploitation", "stealer": "spyware", "infostealer": "spyware", "token-stealer": "spyware", "exploit-kit": "exploit-kit"}
+
 // malwareTypes maps tags onto STIX's malware-type-ov where they match.
 func malwareTypes(tags []string) []string {
-	vocab := map[string]string{"backdoor": "backdoor", "bot": "bot", "botnet": "bot", "dropper": "dropper", "downloader": "downloader",
-		"keylogger": "keylogger", "ransomware": "ransomware", "rat": "remote-access-trojan", "remote-access-trojan": "remote-access-trojan",
-		"rootkit": "rootkit", "spyware": "spyware", "trojan": "trojan", "worm": "worm", "virus": "virus", "miner": "resource-exploitation",
-		"cryptominer": "resource-exploitation", "stealer": "spyware", "infostealer": "spyware", "token-stealer": "spyware", "exploit-kit": "exploit-kit"}
-	seen := map[string]bool{}
 	var out []string
 	for _, tag := range tags {
-		if v, ok := vocab[strings.ToLower(tag)]; ok && !seen[v] {
-			seen[v] = true
+		if v, ok := malwareVocab[strings.ToLower(tag)]; ok && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}
