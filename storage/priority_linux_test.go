@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // niceOf is the nice value of the calling thread (the raw system call
@@ -33,5 +36,22 @@ func TestInBackgroundRunsAtTheLowestPriority(t *testing.T) {
 	}
 	if after := niceOf(t); after != before {
 		t.Fatalf("the caller's thread went from nice %d to %d", before, after)
+	}
+}
+
+// The thread inBackground ran on outlives the call, waiting for the next
+// one: a thread that ended would send SIGKILL to each process it had
+// started with a parent-death signal (a plugin of a daemon in the same
+// process).
+func TestInBackgroundKeepsItsThread(t *testing.T) {
+	var first, second int
+	inBackground(func() { first = syscall.Gettid() })
+	time.Sleep(200 * time.Millisecond) // an ending thread is gone by now
+	if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", first)); err != nil {
+		t.Fatalf("the background thread %d ended: %v", first, err)
+	}
+	inBackground(func() { second = niceOf(t) })
+	if second != 19 {
+		t.Fatalf("the second call ran at nice %d", second)
 	}
 }
