@@ -39,7 +39,7 @@ func appendName(b []byte, kind string, parts ...string) []byte {
 // nameUUID is uuid.NewSHA1's UUIDv5 of what appendName appended, without
 // its allocations: a TAXII pull names every object it renders (the
 // hasher, its sum and the name were four of each id's six allocations).
-// TestNameUUIDIsUUIDv5 holds it to uuid.NewSHA1.
+// TestSTIXIDIsUUIDv5OfTheName holds it to uuid.NewSHA1.
 func nameUUID(name []byte) uuid.UUID {
 	sum := sha1.Sum(name)
 	var u uuid.UUID
