@@ -96,10 +96,8 @@ func TestCommunityObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.Validate(t, b)
-	var bundle Bundle
-	json.Unmarshal(b, &bundle)
 	camps, rels := 0, 0
-	for _, o := range bundle.Objects {
+	for _, o := range bundleObjects(t, b) {
 		switch {
 		case o["type"] == "campaign":
 			camps++
@@ -119,6 +117,18 @@ func TestCommunityObjects(t *testing.T) {
 			t.Errorf("a withdrawn report's %s carries community signals: %v", o["type"], o)
 		}
 	}
+}
+
+// bundleObjects decodes a bundle's objects.
+func bundleObjects(t *testing.T, body []byte) []Object {
+	t.Helper()
+	var b struct {
+		Objects []Object `json:"objects"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Objects
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -141,10 +151,8 @@ func TestBundleValidatesAndIsDeterministic(t *testing.T) {
 	if !bytes.Equal(b1, b2) {
 		t.Fatal("the same records gave a different bundle")
 	}
-	var b Bundle
-	json.Unmarshal(b1, &b)
 	counts := map[string]int{}
-	for _, o := range b.Objects {
+	for _, o := range bundleObjects(t, b1) {
 		counts[o["type"].(string)]++
 		_, u, _ := strings.Cut(o["id"].(string), "--")
 		if id := uuid.MustParse(u); id.Version() != 5 && o["id"] != TLPWhite {
@@ -322,10 +330,8 @@ func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
 			t.Fatal(err)
 		}
 		v.Validate(t, body)
-		var b Bundle
-		json.Unmarshal(body, &b)
 		out := map[string]Object{}
-		for _, o := range b.Objects {
+		for _, o := range bundleObjects(t, body) {
 			if o["type"] != "identity" && o["type"] != "marking-definition" && o["type"] != "extension-definition" {
 				out[o["id"].(string)] = o
 			}
@@ -368,9 +374,13 @@ func TestRevisionsAndWithdrawalsAreNewVersions(t *testing.T) {
 // (positive control).
 func TestNoCustomProperties(t *testing.T) {
 	v := stixtest.Required(t)
-	b := NewBundle([]Record{sample()}, Options{BundleKey: "test"})
+	body, err := NewBundle([]Record{sample()}, Options{BundleKey: "test"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := bundleObjects(t, body)
 	defs, withOrigin := 0, 0
-	for _, o := range b.Objects {
+	for _, o := range objects {
 		if custom := v.CustomProperties(o); len(custom) > 0 {
 			t.Errorf("%s %s: custom properties %v", o["type"], o["id"], custom)
 		}
@@ -389,7 +399,7 @@ func TestNoCustomProperties(t *testing.T) {
 		t.Fatalf("%d extension definitions, %d indicators with an origin", defs, withOrigin)
 	}
 	ind := Object{}
-	for _, o := range b.Objects {
+	for _, o := range objects {
 		if o["type"] == "indicator" {
 			maps.Copy(ind, o)
 			break

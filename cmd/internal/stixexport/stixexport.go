@@ -34,34 +34,26 @@ func objects(req sdk.Request) (sdk.Document, error) {
 	if service == "" {
 		service = "threatd"
 	}
-	// The document is written as it is rendered: each object by
-	// stix.AppendJSON into one buffer, instead of marshalling each object
-	// and then the document, which compacted every object's bytes again.
-	list := func(b []byte, objs []stix.Object) ([]byte, error) {
-		b = append(b, '[')
-		var err error
-		for i, o := range objs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = stix.AppendJSON(b, o); err != nil {
-				return b, err
-			}
+	// The document is written as it is rendered: the shared objects by
+	// stix.AppendJSON, each record's straight to JSON by
+	// stix.AppendRecordObjects, all into one buffer.
+	body := append(make([]byte, 0, 2048*(len(req.Records)+1)), `{"shared":[`...)
+	for i, o := range stix.SharedObjects(service) {
+		if i > 0 {
+			body = append(body, ',')
 		}
-		return append(b, ']'), nil
+		var err error
+		if body, err = stix.AppendJSON(body, o); err != nil {
+			return sdk.Document{}, err
+		}
 	}
-	body, err := list(append(make([]byte, 0, 2048*(len(req.Records)+1)), `{"shared":`...), stix.SharedObjects(service))
-	if err != nil {
-		return sdk.Document{}, err
-	}
-	body = append(body, `,"records":[`...)
+	body = append(body, `],"records":[`...)
+	identity := stix.IdentityID(service)
 	for i, r := range req.Records {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		if body, err = list(body, stix.RecordObjects(r, service)); err != nil {
-			return sdk.Document{}, err
-		}
+		body = stix.AppendRecordObjects(body, r, identity)
 	}
 	body = append(body, "]}"...)
 	return sdk.Document{ContentType: "application/json", Body: body}, nil
