@@ -28,6 +28,7 @@ FUZZ_FIREWALL ?= 40000x
 FUZZ_ADAPTERS ?= 50000x
 FUZZ_VERSIONS ?= 100000x
 FUZZ_STORAGE ?= 40000x
+FUZZ_STIX ?= 10000x
 
 all: build
 
@@ -175,7 +176,8 @@ reference-data:
 # the indicator patterns' guards (core/ioc/scan.go), the lockfile parsers,
 # the registry firewall's paths ("a blocked version's bytes are never
 # served"), the version rules of every registry, storage's decoder of
-# its JSON columns and the records written by hand.
+# its JSON columns, the records written by hand, and the STIX objects
+# written straight to JSON.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
@@ -195,6 +197,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZ_STORAGE) ./storage/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZ_STORAGE) ./core/record/
 	$(GO) test -run '^$$' -fuzz '^FuzzCodecUnmarshal$$' -fuzztime $(FUZZ_STORAGE) ./plugins/
+	$(GO) test -run '^$$' -fuzz '^FuzzWriterIsTheMapping$$' -fuzztime $(FUZZ_STIX) ./stix/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.

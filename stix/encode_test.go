@@ -197,3 +197,28 @@ func BenchmarkRecordObjects(b *testing.B) {
 		}
 	})
 }
+
+// FuzzWriterIsTheMapping: whatever text a report holds (invalid UTF-8,
+// quotes, HTML, line separators, control characters), the writer writes
+// its objects as encoding/json renders the reference mapping's.
+func FuzzWriterIsTheMapping(f *testing.F) {
+	f.Add("evil-pkg", "npm", "Steals tokens\nsecond line", "token-stealer", "https://a.example/x | b", "https://evil.example/c", "payload", "Shai-Hulud", "critical", 37, int64(12), false)
+	f.Add("<script>\"x\\y</script>", "", "\u2028 héllo \xff\xc3", "RAT", " | ", "a'b\\c", "", "", "", -4, int64(0), true)
+	f.Add("", "pypi", "", "", "", "", "osv.iocs", "\x00\x1f\x7f", "low", 150, int64(1_000_000_000_000), false)
+	f.Fuzz(func(t *testing.T, resource, registry, description, tag, evidence, url, origin, campaign, severity string, confidence int, seen int64, withdrawn bool) {
+		r := sample()
+		th := &r.Threat
+		th.ResourceIdentifier, th.Registry = resource, registry
+		th.Details.ThreatDescription, th.Details.EvidenceReferences = description, evidence
+		th.Details.Tags, th.Details.SeverityLevel = []string{tag, "rat"}, core.Severity(severity)
+		if withdrawn {
+			th.Status = core.StatusRejected
+		}
+		r.IOCs = []ioc.IOC{{Type: "url", Value: url, Origin: origin, Confidence: confidence},
+			{Type: "package", Value: resource, Detail: registry, Versions: []string{tag}, Origin: origin}}
+		r.Community = core.Community{Confidence: confidence, Disputed: seen%2 == 0,
+			Sightings: core.SightingCounts{Seen: seen, FalsePositive: seen / 3, Expired: -seen},
+			Campaigns: []core.CampaignRef{{ID: "8d1c4f7e-0a3b-4c5d-9e6f-7a8b9c0d1e2f", Name: campaign, Description: description}}}
+		writerSame(t, r)
+	})
+}
