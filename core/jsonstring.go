@@ -41,3 +41,16 @@ func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendJSONStrings appends list as a JSON array of strings, as
+// encoding/json renders a non-nil []string ([] when list is empty or nil).
+func AppendJSONStrings(b []byte, list []string) []byte {
+	b = append(b, '[')
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, s)
+	}
+	return append(b, ']')
+}

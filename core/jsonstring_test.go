@@ -37,3 +37,19 @@ func TestAppendJSONStringIsEncodingJSON(t *testing.T) {
 		check(string(b))
 	}
 }
+
+// AppendJSONStrings writes what json.Marshal writes of a non-nil []string.
+func TestAppendJSONStringsIsEncodingJSON(t *testing.T) {
+	for _, list := range [][]string{{}, {""}, {"a"}, {"<a>", "b\"c", "\u2028", "\xff", "x\ny"}} {
+		want, err := json.Marshal(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendJSONStrings([]byte("x"), list); string(got) != "x"+string(want) {
+			t.Errorf("%q: %s, want %s", list, got[1:], want)
+		}
+	}
+	if got := AppendJSONStrings(nil, nil); string(got) != "[]" {
+		t.Errorf("nil: %s, want []", got)
+	}
+}

@@ -34,14 +34,7 @@ func AppendJSON(b []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(b, "null"...), nil
 		}
-		b = append(b, '[')
-		for i, s := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = core.AppendJSONString(b, s)
-		}
-		return append(b, ']'), nil
+		return core.AppendJSONStrings(b, v), nil
 	case []any:
 		return appendSlice(b, v)
 	case []map[string]any:

@@ -81,20 +81,7 @@ func (w *writer) bool(k string, v bool) {
 
 func (w *writer) strs(k string, v []string) {
 	w.key(k)
-	w.b = appendStrings(w.b, v)
-}
-
-// appendStrings appends a list of strings as encoding/json renders a
-// non-nil []string.
-func appendStrings(b []byte, v []string) []byte {
-	b = append(b, '[')
-	for i, s := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = core.AppendJSONString(b, s)
-	}
-	return append(b, ']')
+	w.b = core.AppendJSONStrings(w.b, v)
 }
 
 // tlpWhiteRefs is every object's object_marking_refs.

@@ -184,16 +184,7 @@ func appendText(b []byte, s string) []byte {
 }
 
 // appendList writes list as nonNil makes it: [] when nil.
-func appendList(b []byte, list []string) []byte {
-	b = append(b, '[')
-	for i, s := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = core.AppendJSONString(b, s)
-	}
-	return append(b, ']')
-}
+func appendList(b []byte, list []string) []byte { return core.AppendJSONStrings(b, list) }
 
 // appendTime writes t as time.Time's MarshalJSON does (RFC 3339 with
 // nanoseconds when there are any); false where it fails (a year outside
