@@ -1,8 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // taxiiMain pulls a whole TAXII collection the way a TAXII client does:
@@ -17,6 +20,12 @@ import (
 // true, one request at a time. It prints the objects, pages, seconds and
 // objects per second, and the slowest page. With -pages N it stops after
 // N pages.
+//
+// Each page is read into one buffer kept across pages and checked whole as
+// JSON (syntax, UTF-8, duplicate names) in one pass that counts the
+// objects and takes more and next (readEnvelope): the client shares the
+// daemon's cores, and decoding every page with encoding/json cost a fifth
+// of the machine in a full pull, more than the STIX exporter.
 func taxiiMain(args []string) error {
 	fs := flag.NewFlagSet("taxii-pull", flag.ExitOnError)
 	base := fs.String("url", "https://127.0.0.1:18443", "the daemon's address")
@@ -31,6 +40,7 @@ func taxiiMain(args []string) error {
 		objects, pages int
 		slowest        time.Duration
 		next           string
+		body           bytes.Buffer
 	)
 	start := time.Now()
 	for {
@@ -52,25 +62,22 @@ func taxiiMain(args []string) error {
 		if err != nil {
 			return err
 		}
-		body, err := io.ReadAll(resp.Body)
+		body.Reset()
+		_, err = body.ReadFrom(resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return err
 		}
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("page %d: %s: %.200s", pages+1, resp.Status, body)
+			return fmt.Errorf("page %d: %s: %.200s", pages+1, resp.Status, body.Bytes())
 		}
-		var env struct {
-			More    bool              `json:"more"`
-			Next    string            `json:"next"`
-			Objects []json.RawMessage `json:"objects"`
-		}
-		if err := json.Unmarshal(body, &env); err != nil {
+		env, err := readEnvelope(body.Bytes())
+		if err != nil {
 			return fmt.Errorf("page %d: %w", pages+1, err)
 		}
 		slowest = max(slowest, time.Since(t0))
 		pages++
-		objects += len(env.Objects)
+		objects += env.Objects
 		if !env.More || pages == *maxPages {
 			break
 		}
@@ -82,4 +89,83 @@ func taxiiMain(args []string) error {
 	secs := time.Since(start).Seconds()
 	fmt.Printf("objects %d pages %d seconds %.1f objects/s %.0f slowest-page-ms %.0f\n", objects, pages, secs, float64(objects)/secs, float64(slowest.Milliseconds()))
 	return nil
+}
+
+// envelope is what the pull needs of a TAXII envelope.
+type envelope struct {
+	More    bool
+	Next    string
+	Objects int
+}
+
+// readEnvelope checks a TAXII envelope whole and counts its objects, each
+// of which must be a JSON object.
+func readEnvelope(b []byte) (envelope, error) {
+	var env envelope
+	d := jsontext.NewDecoder(bytes.NewReader(b))
+	if tok, err := d.ReadToken(); err != nil {
+		return env, err
+	} else if tok.Kind() != '{' {
+		return env, errors.New("the envelope is not a JSON object")
+	}
+	for d.PeekKind() != '}' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return env, err
+		}
+		switch name.String() {
+		case "more":
+			tok, err := d.ReadToken()
+			if err != nil {
+				return env, err
+			}
+			if k := tok.Kind(); k != 't' && k != 'f' {
+				return env, errors.New("more is not a boolean")
+			}
+			env.More = tok.Bool()
+		case "next":
+			tok, err := d.ReadToken()
+			if err != nil {
+				return env, err
+			}
+			if tok.Kind() != '"' {
+				return env, errors.New("next is not a string")
+			}
+			env.Next = tok.String()
+		case "objects":
+			if tok, err := d.ReadToken(); err != nil {
+				return env, err
+			} else if tok.Kind() != '[' {
+				return env, errors.New("objects is not an array")
+			}
+			for d.PeekKind() != ']' {
+				if d.PeekKind() != '{' {
+					if _, err := d.ReadToken(); err != nil {
+						return env, err
+					}
+					return env, fmt.Errorf("object %d is not a JSON object", env.Objects+1)
+				}
+				if err := d.SkipValue(); err != nil {
+					return env, err
+				}
+				env.Objects++
+			}
+			if _, err := d.ReadToken(); err != nil {
+				return env, err
+			}
+		default:
+			if err := d.SkipValue(); err != nil {
+				return env, err
+			}
+		}
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return env, err
+	}
+	if _, err := d.ReadToken(); err == nil {
+		return env, errors.New("data after the envelope")
+	} else if !errors.Is(err, io.EOF) {
+		return env, err
+	}
+	return env, nil
 }
