@@ -29,6 +29,7 @@ FUZZ_ADAPTERS ?= 50000x
 FUZZ_VERSIONS ?= 100000x
 FUZZ_STORAGE ?= 40000x
 FUZZ_STIX ?= 10000x
+FUZZ_PARAMS ?= 20000x
 
 all: build
 
@@ -176,8 +177,9 @@ reference-data:
 # the indicator patterns' guards (core/ioc/scan.go), the lockfile parsers,
 # the registry firewall's paths ("a blocked version's bytes are never
 # served"), the version rules of every registry, storage's decoder of
-# its JSON columns, the records written by hand, and the STIX objects
-# written straight to JSON.
+# its JSON columns, the records written by hand, the STIX objects
+# written straight to JSON, and the single check's reading of its
+# parameters.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
@@ -198,6 +200,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZ_STORAGE) ./core/record/
 	$(GO) test -run '^$$' -fuzz '^FuzzCodecUnmarshal$$' -fuzztime $(FUZZ_STORAGE) ./plugins/
 	$(GO) test -run '^$$' -fuzz '^FuzzWriterIsTheMapping$$' -fuzztime $(FUZZ_STIX) ./stix/
+	$(GO) test -run '^$$' -fuzz '^FuzzKnownParams$$' -fuzztime $(FUZZ_PARAMS) ./core/api/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.

@@ -99,13 +99,33 @@ var isBase62 = func() (t [256]bool) {
 // HashToken returns the hex SHA-256 of a token, the only form in which it is stored.
 // Tokens carry ~190 random bits, so a fast hash is sufficient (no password stretching).
 func HashToken(secret string) string {
+	var b [2 * sha256.Size]byte
+	return string(AppendTokenHash(b[:0], secret))
+}
+
+// AppendTokenHash appends HashToken(secret) to b: into an array on the
+// caller's stack, a look-up by the hash allocates nothing.
+func AppendTokenHash(b []byte, secret string) []byte {
 	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+	return hex.AppendEncode(b, sum[:])
 }
 
 // TokenHashEqual compares two hex token hashes in constant time.
 func TokenHashEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// TokenHashEqualBytes is TokenHashEqual with b as bytes: constant time
+// in their length, and false when the lengths differ.
+func TokenHashEqualBytes(a string, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := range len(b) {
+		v |= a[i] ^ b[i]
+	}
+	return subtle.ConstantTimeByteEq(v, 0) == 1
 }
 
 // TokenHint returns the last four characters of a token for display.

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -72,6 +74,22 @@ func TestHashToken(t *testing.T) {
 	}
 	if TokenHashEqual(ha, hb) || !TokenHashEqual(ha, HashToken(a)) {
 		t.Fatal("TokenHashEqual wrong")
+	}
+	// The stored form is the hex SHA-256 (tokens created before any
+	// change of the code must still match).
+	if sum := sha256.Sum256([]byte(a)); ha != hex.EncodeToString(sum[:]) || string(AppendTokenHash([]byte("x"), a)) != "x"+ha {
+		t.Fatalf("hash %q is not the hex SHA-256 of the secret", ha)
+	}
+	if TokenHashEqualBytes(ha, []byte(hb)) || !TokenHashEqualBytes(ha, []byte(HashToken(a))) ||
+		TokenHashEqualBytes(ha, []byte(ha[:63])) || TokenHashEqualBytes(ha[:63], []byte(ha)) || !TokenHashEqualBytes("", nil) {
+		t.Fatal("TokenHashEqualBytes wrong")
+	}
+	for i := range ha {
+		flipped := []byte(ha)
+		flipped[i] ^= 1
+		if TokenHashEqualBytes(ha, flipped) {
+			t.Fatalf("a hash differing at byte %d is equal", i)
+		}
 	}
 	if TokenHint(a) != a[len(a)-4:] {
 		t.Fatal("hint is not the last four characters")

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/threatd/threatd/core"
+	"github.com/threatd/threatd/core/index"
 	"github.com/threatd/threatd/core/ioc"
 	"github.com/threatd/threatd/core/record"
 )
@@ -29,6 +30,9 @@ type checkResult struct {
 	Message            string  `json:"message,omitempty"`
 	// MatchedAs is "report" or "indicator", with match=indicators only.
 	MatchedAs string `json:"matched_as,omitempty"`
+	// entry holds the spill entry Details splices in: the single check
+	// gives it back once its answer is written.
+	entry index.Entry
 }
 
 // checkIndicators is match=indicators after a check found no report of
@@ -68,11 +72,16 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 		return checkResult{}, err
 	}
 	out := checkResult{ReportType: string(q.ReportType), ResourceIdentifier: q.ResourceIdentifier, ThreatCount: res.Count}
+	// The ecosystem is copied: pointing into q or res moved each of them
+	// to the heap, a report's whole result (Latest) with res, on every
+	// check.
 	switch {
 	case q.Ecosystem != "":
-		out.Ecosystem = &q.Ecosystem
+		eco := q.Ecosystem
+		out.Ecosystem = &eco
 	case res.Count > 0 && res.Registry != "":
-		out.Ecosystem = &res.Registry
+		eco := res.Registry
+		out.Ecosystem = &eco
 	}
 	if res.Count == 0 {
 		out.Message = notInDatabase(q)
@@ -81,10 +90,12 @@ func (s *Server) check(ctx context.Context, q core.CheckQuery, viewer core.Princ
 	out.Malicious = true
 	if res.Answer != nil && !(res.Contact && core.ContactVisibleTo(res.Submitter, viewer)) {
 		out.Details = splicedRecord{base: res.Answer, community: s.opts.Community.Of(res.ID, res.Submitter)}
+		out.entry = res.Entry
 		return out, nil
 	}
 	t := res.Latest
 	if res.Answer != nil {
+		res.Entry.Release()
 		// The answer leaves out a contact e-mail this viewer may see.
 		if t, err = s.index.Record(ctx, res.ID); err != nil {
 			return checkResult{}, err
@@ -99,23 +110,22 @@ func notInDatabase(q core.CheckQuery) string {
 	return string(q.ReportType) + " " + strconv.Quote(q.ResourceIdentifier) + " is not in the threat database"
 }
 
-var checkParams = []string{"report_type", "resource_identifier", "ecosystem", "version", "purl", "match"}
+// checkParams are GET /check-malicious's parameters, in the order
+// checkOne reads them.
+var checkParams = [...]string{"report_type", "resource_identifier", "ecosystem", "version", "purl", "match"}
 
 // checkOne is GET /check-malicious.
 func (s *Server) checkOne(c *echo.Context) error {
-	qs, err := queryValues(c)
+	var args [len(checkParams)]string
+	if err := knownParams(c.Request().URL.RawQuery, checkParams[:], args[:]); err != nil {
+		return err
+	}
+	q, err := core.CheckRequest{ReportType: args[0], ResourceIdentifier: args[1],
+		Ecosystem: args[2], Version: args[3], Purl: args[4]}.Resolve()
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(qs, checkParams); err != nil {
-		return err
-	}
-	q, err := core.CheckRequest{ReportType: qs.Get("report_type"), ResourceIdentifier: qs.Get("resource_identifier"),
-		Ecosystem: qs.Get("ecosystem"), Version: qs.Get("version"), Purl: qs.Get("purl")}.Resolve()
-	if err != nil {
-		return err
-	}
-	match := qs.Get("match")
+	match := args[5]
 	if match != "" && match != "indicators" {
 		return core.Invalid("match", "must be indicators (or absent: reports only), not %q", match)
 	}
@@ -130,6 +140,8 @@ func (s *Server) checkOne(c *echo.Context) error {
 	}
 	buf := answerBufs.Get().(*[]byte)
 	b, err := res.appendJSON((*buf)[:0])
+	// The answer holds a copy of the record now.
+	res.entry.Release()
 	if err != nil {
 		return err
 	}
@@ -292,7 +304,7 @@ func (s *Server) chargeBatch(c *echo.Context, missing bool, n int) error {
 func batchQuery(raw map[string]any) (core.CheckRequest, error) {
 	var q core.CheckRequest
 	for k, v := range raw {
-		if !slices.Contains(checkParams, k) {
+		if !slices.Contains(checkParams[:], k) {
 			return q, core.Invalid(k, "is not a known field of a query")
 		}
 		str, ok := v.(string)

@@ -194,7 +194,32 @@ type Result struct {
 	Answer    []byte
 	Contact   bool
 	Submitter string
+	// Entry holds Answer's buffer: Release gives it back for the next
+	// check once Answer is no longer used (a caller that never does
+	// leaves it to the collector).
+	Entry Entry
 }
+
+// Entry is a spill entry's buffer, taken from a pool by CheckQuery.
+type Entry struct{ b *[]byte }
+
+// Release gives the buffer back: the Result's Answer must not be used
+// after. Releasing an Entry twice, or a copy of one released, is a bug.
+func (e Entry) Release() {
+	if e.b != nil {
+		answerBufs.Put(e.b)
+	}
+}
+
+// answerBufs holds the buffers check answers read spill entries into: at
+// half of the checks hits, a new buffer for each entry was one byte in
+// six the daemon allocated under the check load, and its collector's
+// work with it (docs/performance.md). Entries beyond answerPooledMax are
+// read into a buffer of their own.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// answerPooledMax is the largest entry read into a pooled buffer.
+const answerPooledMax = 64 << 10
 
 // CheckQuery answers a resolved check-malicious query: its keys
 // (core.CheckKeys), then the verified reports under them, the latest read
@@ -213,11 +238,21 @@ func (x *Index) CheckQuery(ctx context.Context, q core.CheckQuery) (Result, erro
 	if sp != nil && h.spillLen != 0 {
 		// An entry that cannot be read (the file rewritten or closed
 		// meanwhile) leaves the answer to storage.
-		contact, sub, body, err := readEntry(sp, h.id, h.spillOff, h.spillLen)
+		var pooled *[]byte
+		var buf []byte
+		if h.spillLen <= answerPooledMax {
+			pooled = answerBufs.Get().(*[]byte)
+			if cap(*pooled) < int(h.spillLen) {
+				*pooled = make([]byte, 0, h.spillLen)
+			}
+			buf = *pooled
+		}
+		contact, sub, body, err := readEntry(sp, h.id, h.spillOff, h.spillLen, buf)
 		if err == nil && len(body) > 0 {
-			res.Answer, res.Contact, res.Submitter = body, contact, sub
+			res.Answer, res.Contact, res.Submitter, res.Entry = body, contact, sub, Entry{pooled}
 			return res, nil
 		}
+		Entry{pooled}.Release()
 	}
 	if res.Latest, err = x.Record(ctx, h.id); err != nil {
 		return Result{}, err

@@ -56,18 +56,23 @@ func (p *Principals) AuthenticateShared(ctx context.Context, secret string) (*co
 	if !core.WellFormedToken(secret) {
 		return nil, core.ErrUnauthenticated
 	}
-	hash := core.HashToken(secret)
+	// The hash is written on the stack and the map is read with it as
+	// the key, which allocates nothing: a string of it is made only when
+	// the token is not cached.
+	var sum [64]byte
+	hb := core.AppendTokenHash(sum[:0], secret)
 	p.mu.Lock()
-	pr, ok := p.byHash[hash]
+	pr, ok := p.byHash[string(hb)]
 	gen := p.gen
 	p.mu.Unlock()
 	if ok {
 		// The map lookup is by hash; compare again in constant time.
-		if !core.TokenHashEqual(pr.Token.Hash, hash) {
+		if !core.TokenHashEqualBytes(pr.Token.Hash, hb) {
 			return nil, core.ErrUnauthenticated
 		}
 		return pr, nil
 	}
+	hash := string(hb)
 	if _, bad := p.unknown.Get(hash); bad {
 		return nil, core.ErrUnauthenticated
 	}

@@ -402,11 +402,14 @@ func (x *Index) maybeRewriteSpill() {
 // errSpillEntry is a spill entry that is not the report asked for.
 var errSpillEntry = errors.New("index spill: entry does not match its report")
 
-// readEntry reads the entry of report id at off (n bytes) from sp: whether
-// the report has a contact e-mail, its submitter's id, and the rendered
-// record.
-func readEntry(sp *spill, id [16]byte, off int64, n uint32) (contact bool, submitter string, body []byte, err error) {
-	buf := make([]byte, n)
+// readEntry reads the entry of report id at off (n bytes) from sp into
+// buf (grown when it is too small): whether the report has a contact
+// e-mail, its submitter's id, and the rendered record, which is buf's.
+func readEntry(sp *spill, id [16]byte, off int64, n uint32, buf []byte) (contact bool, submitter string, body []byte, err error) {
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
 	if _, err := sp.f.ReadAt(buf, off); err != nil {
 		return false, "", nil, err
 	}

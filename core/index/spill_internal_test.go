@@ -68,10 +68,10 @@ func TestSpillGuards(t *testing.T) {
 	// An entry is read only for its own report.
 	rc := &x.byKey.recs[0]
 	sp := x.spill.cur.Load()
-	if _, _, _, err := readEntry(sp, uuid.New(), rc.spillOff, rc.spillLen); !errors.Is(err, errSpillEntry) {
+	if _, _, _, err := readEntry(sp, uuid.New(), rc.spillOff, rc.spillLen, nil); !errors.Is(err, errSpillEntry) {
 		t.Fatalf("another report's entry: %v", err)
 	}
-	if _, _, body, err := readEntry(sp, id, rc.spillOff, rc.spillLen); err != nil || string(body) != `{"d":"new"}` {
+	if _, _, body, err := readEntry(sp, id, rc.spillOff, rc.spillLen, nil); err != nil || string(body) != `{"d":"new"}` {
 		t.Fatalf("own entry: %q %v", body, err)
 	}
 
@@ -86,7 +86,7 @@ func TestSpillGuards(t *testing.T) {
 	if s := x.SpillStats(); s.Entries != 0 || s.Live != 0 || s.Garbage != 0 {
 		t.Fatalf("after the rewrite: %+v", s)
 	}
-	if _, _, _, err := readEntry(sp, id, rc.spillOff, 12); !errors.Is(err, os.ErrClosed) {
+	if _, _, _, err := readEntry(sp, id, rc.spillOff, 12, nil); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("a read of the old file: %v", err)
 	}
 	if x.spill.cur.Load() == sp {

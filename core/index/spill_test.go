@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,6 +106,40 @@ func TestSpillFollowsReports(t *testing.T) {
 	}
 	rendered("spill-c", core.Threat{})
 	rendered("never-reported", core.Threat{})
+
+	// Answers are read into pooled buffers (Result.Entry): checks of a and
+	// b at once, each giving its buffer back after reading it, always see
+	// their own report's record.
+	check := func(name string) (index.Result, error) {
+		return idx.CheckQuery(ctx, core.CheckQuery{ReportType: core.TypePackage, ResourceIdentifier: name, Ecosystem: "npm"})
+	}
+	bodies := map[string][]byte{}
+	for _, name := range []string{"spill-a", "spill-b"} {
+		r, err := check(name)
+		if err != nil || r.Answer == nil {
+			t.Fatalf("%s: %+v %v", name, r, err)
+		}
+		bodies[name] = bytes.Clone(r.Answer)
+		r.Entry.Release()
+	}
+	if bytes.Equal(bodies["spill-a"], bodies["spill-b"]) {
+		t.Fatal("a and b have the same answer")
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			name := []string{"spill-a", "spill-b"}[g%2]
+			for range 300 {
+				r, err := check(name)
+				if err != nil || !bytes.Equal(r.Answer, bodies[name]) {
+					t.Errorf("%s: %v\n got %s\nwant %s", name, err, r.Answer, bodies[name])
+					return
+				}
+				r.Entry.Release()
+			}
+		})
+	}
+	wg.Wait()
 
 	// Changes through the follower: a revision, a verification, a
 	// withdrawal.
