@@ -179,7 +179,7 @@ reference-data:
 # served"), the version rules of every registry, storage's decoder of
 # its JSON columns, the records written by hand, the STIX objects
 # written straight to JSON, and the single check's reading of its
-# parameters.
+# parameters and of PyPI names.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSubmit$$' -fuzztime $(FUZZ_SUBMIT) ./core/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZ_KEYS) ./core/
@@ -201,6 +201,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCodecUnmarshal$$' -fuzztime $(FUZZ_STORAGE) ./plugins/
 	$(GO) test -run '^$$' -fuzz '^FuzzWriterIsTheMapping$$' -fuzztime $(FUZZ_STIX) ./stix/
 	$(GO) test -run '^$$' -fuzz '^FuzzKnownParams$$' -fuzztime $(FUZZ_PARAMS) ./core/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizePyPIName$$' -fuzztime $(FUZZ_PARAMS) ./core/
 
 # gofmt, go vet and staticcheck (pinned; fetched through the Go module proxy
 # on first use): no finding, no deprecated call, no unused code.

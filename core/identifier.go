@@ -93,16 +93,8 @@ func nameChars(s, extra string) bool {
 	return true
 }
 
-var pep503 = regexp.MustCompile(`[-_.]+`)
-
 // ghOwner is a GitHub user or organisation name.
 var ghOwner = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
-
-// NormalizePyPIName is a PyPI project name in PEP 503 normal form: lower
-// case, every run of - _ . one "-".
-func NormalizePyPIName(name string) string {
-	return pep503.ReplaceAllString(strings.ToLower(name), "-")
-}
 
 func canonicalPackage(registry, name string) (string, error) {
 	bad := func(format string, args ...any) (string, error) { return "", Invalid(fieldRI, format, args...) }

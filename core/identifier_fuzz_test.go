@@ -1,6 +1,7 @@
 package core
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -37,4 +38,41 @@ func FuzzCanonicalKey(f *testing.F) {
 			t.Fatalf("%s %s %q: key %q, re-normalised %q (%v)", typ, reg, id, key, again, err)
 		}
 	})
+}
+
+// pep503Reference is PEP 503's normal form as the PEP writes it: lower
+// case, every run of - _ . replaced by one "-".
+var pep503Reference = regexp.MustCompile(`[-_.]+`)
+
+// FuzzNormalizePyPIName holds NormalizePyPIName to the PEP's own
+// expression on any text.
+func FuzzNormalizePyPIName(f *testing.F) {
+	for _, s := range []string{"", "requests", "Django_REST.framework", "a--b", "-a-", "__init__", "a._-b", "ÉCOLE_Ünïcode", "\xff_\xfe..x", "--"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		want := pep503Reference.ReplaceAllString(strings.ToLower(name), "-")
+		if got := NormalizePyPIName(name); got != want {
+			t.Fatalf("NormalizePyPIName(%q) = %q, want %q", name, got, want)
+		}
+	})
+}
+
+// BenchmarkNormalizePyPIName: a name already in normal form (as checks
+// mostly send them) and one that is not, against the PEP's expression.
+func BenchmarkNormalizePyPIName(b *testing.B) {
+	for _, name := range []string{"bench-pypi-0123457", "Django_REST.Framework"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				NormalizePyPIName(name)
+			}
+		})
+		b.Run(name+"/pep503", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pep503Reference.ReplaceAllString(strings.ToLower(name), "-")
+			}
+		})
+	}
 }
