@@ -179,13 +179,19 @@ func (Adapter) Rewrite(doc firewall.Document, judge firewall.Judge, _ string) (f
 	refused := false
 	drop := map[int]bool{}
 	for i, e := range els {
-		if !e.inVersions {
-			continue
-		}
-		if r, _ := judge(e.text); r {
-			refused, drop[i] = true, true
-		} else {
-			kept = append(kept, e.text)
+		switch {
+		case e.inVersions:
+			if r, _ := judge(e.text); r {
+				refused, drop[i] = true, true
+			} else {
+				kept = append(kept, e.text)
+			}
+		case e.name == "latest" || e.name == "release":
+			// A refused version named only there (a document without it
+			// in <versions>) is recomputed away too.
+			if r, _ := judge(e.text); r {
+				refused = true
+			}
 		}
 	}
 	if !refused {
