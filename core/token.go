@@ -99,9 +99,12 @@ var isBase62 = func() (t [256]bool) {
 // HashToken returns the hex SHA-256 of a token, the only form in which it is stored.
 // Tokens carry ~190 random bits, so a fast hash is sufficient (no password stretching).
 func HashToken(secret string) string {
-	var b [2 * sha256.Size]byte
+	var b [TokenHashLen]byte
 	return string(AppendTokenHash(b[:0], secret))
 }
+
+// TokenHashLen is the length of HashToken's hex digest.
+const TokenHashLen = 2 * sha256.Size
 
 // AppendTokenHash appends HashToken(secret) to b: into an array on the
 // caller's stack, a look-up by the hash allocates nothing.

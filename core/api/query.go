@@ -56,10 +56,10 @@ func eachQueryPair(raw string, f func(key, val string)) error {
 
 // knownParams reads raw as queryValues then onlyParams do, into one value
 // per name of known (an absent one empty), without a map: the first
-// unknown or repeated name is the error, after every pair is read. The
-// single check's parameters are read this way (a map of slices for each
-// check was a tenth of the bytes the daemon allocated under the check
-// load).
+// unknown or repeated name is the error, after every pair is read. known
+// has at most 64 names (a bit each of a word). The single check's
+// parameters are read this way (a map of slices for each check was a
+// tenth of the bytes the daemon allocated under the check load).
 func knownParams(raw string, known []string, out []string) error {
 	var seen uint64
 	var problem error

@@ -207,19 +207,19 @@ type Entry struct{ b *[]byte }
 // after. Releasing an Entry twice, or a copy of one released, is a bug.
 func (e Entry) Release() {
 	if e.b != nil {
-		answerBufs.Put(e.b)
+		hitBufs.Put(e.b)
 	}
 }
 
-// answerBufs holds the buffers check answers read spill entries into: at
+// hitBufs holds the buffers check answers read spill entries into: at
 // half of the checks hits, a new buffer for each entry was one byte in
 // six the daemon allocated under the check load, and its collector's
-// work with it (docs/performance.md). Entries beyond answerPooledMax are
+// work with it (docs/performance.md). Entries beyond hitPooledMax are
 // read into a buffer of their own.
-var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+var hitBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-// answerPooledMax is the largest entry read into a pooled buffer.
-const answerPooledMax = 64 << 10
+// hitPooledMax is the largest entry read into a pooled buffer.
+const hitPooledMax = 64 << 10
 
 // CheckQuery answers a resolved check-malicious query: its keys
 // (core.CheckKeys), then the verified reports under them, the latest read
@@ -240,8 +240,8 @@ func (x *Index) CheckQuery(ctx context.Context, q core.CheckQuery) (Result, erro
 		// meanwhile) leaves the answer to storage.
 		var pooled *[]byte
 		var buf []byte
-		if h.spillLen <= answerPooledMax {
-			pooled = answerBufs.Get().(*[]byte)
+		if h.spillLen <= hitPooledMax {
+			pooled = hitBufs.Get().(*[]byte)
 			if cap(*pooled) < int(h.spillLen) {
 				*pooled = make([]byte, 0, h.spillLen)
 			}

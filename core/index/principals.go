@@ -59,7 +59,7 @@ func (p *Principals) AuthenticateShared(ctx context.Context, secret string) (*co
 	// The hash is written on the stack and the map is read with it as
 	// the key, which allocates nothing: a string of it is made only when
 	// the token is not cached.
-	var sum [64]byte
+	var sum [core.TokenHashLen]byte
 	hb := core.AppendTokenHash(sum[:0], secret)
 	p.mu.Lock()
 	pr, ok := p.byHash[string(hb)]
